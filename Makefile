@@ -1,0 +1,47 @@
+# corral-vdi-portal: `make run` to try it, `make test` to test it.
+BIN        := bin/corral-vdi-portal
+GO         ?= go
+GOFLAGS    ?=
+TEST_FLAGS ?= -count=1 -timeout 20m
+.DEFAULT_GOAL := help
+
+.PHONY: help deps test-deps assets generate build run test e2e bench lint clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## install the Debian packages the portal needs
+	@bash scripts/deps.sh
+
+test-deps: ## install what the tests need too (Chromium)
+	@bash scripts/deps.sh --test
+
+assets: ## copy the pinned browser clients from npm into static/
+	@bash scripts/assets.sh
+
+generate: ## regenerate templ views
+	$(GO) tool templ generate -path views
+
+build: assets ## build bin/corral-vdi-portal
+	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/corral-vdi-portal
+
+run: deps build ## build and start the portal on this machine (embedded default)
+	./$(BIN) serve
+
+test: test-deps assets lint ## install test needs and run every test (unit + e2e)
+	$(GO) test $(TEST_FLAGS) ./...
+
+e2e: test-deps assets ## run only the browser end-to-end tests
+	$(GO) test $(TEST_FLAGS) -v ./e2e/
+
+bench: assets ## run the benchmarks and print the report
+	bash scripts/bench.sh
+
+lint: ## go vet, gofmt, and fresh templ output
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
+	@$(GO) tool templ generate -path views >/dev/null 2>&1
+	@git diff --quiet -- views || { git --no-pager diff --stat -- views; echo "templ: generated views were stale; commit the regenerated files"; exit 1; }
+
+clean: ## remove build outputs
+	rm -rf bin

@@ -1,0 +1,24 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/views"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handleConsolePage serves GET /desktops/{ns}/{member}: the console.
+func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, views.Console(views.ConsoleProps{
+		Page:       h.pageProps(d.Name, id),
+		Desktop:    d,
+		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
+		NoVNC:      h.assets.URL(static.NoVNC),
+	}))
+	return nil
+}

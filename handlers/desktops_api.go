@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handleDesktopsList serves GET /api/vdi/desktops (admins: ?all=1).
+func (h *Handler) handleDesktopsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	all := r.URL.Query().Get("all") == "1"
+	if all && !id.Admin {
+		return vdi.Errorf(vdi.EForbidden, "Leave out all=1 to list your own desktops.", "Only admins may list every desktop.")
+	}
+	ds, err := h.desktops.Desktops(r.Context(), id, all)
+	if err != nil {
+		return err
+	}
+	if ds == nil {
+		ds = []vdi.Desktop{}
+	}
+	writeJSON(w, http.StatusOK, ds)
+	return nil
+}
+
+// handleDesktopGet serves GET /api/vdi/desktops/{ns}/{member}.
+func (h *Handler) handleDesktopGet(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// handleDesktopStart serves POST /api/vdi/desktops/{ns}/{member}/start.
+func (h *Handler) handleDesktopStart(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := h.desktops.Start(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	return h.handleDesktopGet(w, r, id)
+}
+
+// handleDesktopStop serves POST /api/vdi/desktops/{ns}/{member}/stop.
+func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := h.desktops.Stop(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	return h.handleDesktopGet(w, r, id)
+}
+
+// handleDesktopRelease serves POST /api/vdi/desktops/{ns}/{member}/release.
+func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := h.desktops.Release(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"released": ref(r).String()})
+	return nil
+}
+
+// connectOption is one way to open a desktop's console.
+type connectOption struct {
+	Protocol  vdi.Protocol `json:"protocol"`
+	WebSocket string       `json:"websocket"`
+}
+
+// connectInfo answers /connect: the best console and the others.
+type connectInfo struct {
+	connectOption
+	Fallbacks []connectOption `json:"fallbacks"`
+}
+
+// handleDesktopConnect serves GET /api/vdi/desktops/{ns}/{member}/connect.
+func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
+		hint := "Start it, then connect again."
+		if d.Power == vdi.PowerFailed {
+			hint = "Release it and get another, or ask an admin."
+		}
+		msg := "Desktop " + d.Namespace + "/" + d.Name + " is " + string(d.Power) + "."
+		if d.Reason != "" {
+			msg += " " + d.Reason
+		}
+		return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
+	}
+	var opts []connectOption
+	for _, p := range d.Protocols {
+		opts = append(opts, connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name})
+	}
+	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
+	return nil
+}

@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/views"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handlerFunc is a handler of a signed-in user's request.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, id vdi.Identity) error
+
+// status maps an error code to its HTTP status.
+func status(code vdi.Code) int {
+	switch code {
+	case vdi.ENotFound:
+		return http.StatusNotFound
+	case vdi.EConflict:
+		return http.StatusConflict
+	case vdi.EForbidden:
+		return http.StatusForbidden
+	case vdi.EInvalid:
+		return http.StatusBadRequest
+	case vdi.EUnavailable:
+		return http.StatusServiceUnavailable
+	case "unauthorized":
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError
+}
+
+// errorText returns what a user may read of err: its message and hint, or a
+// generic text for internal errors, whose cause only goes to the log.
+func (h *Handler) errorText(r *http.Request, err error) (code int, msg, hint string) {
+	var e *vdi.Error
+	if errors.As(err, &e) && e.Code != vdi.EInternal {
+		code, msg, hint = status(e.Code), e.Msg, e.Hint
+		if code >= 500 {
+			h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		return code, msg, hint
+	}
+	h.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	return http.StatusInternalServerError, "Internal error.", "Try again; if it persists, an admin can find the cause in the portal's log."
+}
+
+// errorBody is the JSON shape of every API error.
+type errorBody struct {
+	Error string `json:"error"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// api wraps an API handler: 401 without an identity, JSON errors.
+func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := h.auth.Identify(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, errorBody{"You are not signed in.", "Sign in at /signin, or reach the portal through your identity proxy."})
+			return
+		}
+		if err := fn(w, r, id); err != nil {
+			code, msg, hint := h.errorText(r, err)
+			writeJSON(w, code, errorBody{msg, hint})
+		}
+	}
+}
+
+// page wraps a page handler: sign-in redirect without an identity, an error
+// page on failure.
+func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := h.auth.Identify(r)
+		if !ok {
+			http.Redirect(w, r, "/signin?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if err := fn(w, r, id); err != nil {
+			code, msg, hint := h.errorText(r, err)
+			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(http.StatusText(code), id), Status: code, Msg: msg, Hint: hint}))
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// handleAPINotFound answers unknown /api/ routes in JSON.
+func (h *Handler) handleAPINotFound(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	return vdi.Errorf(vdi.ENotFound, "See the HTTP API in the README.", "No API route %s %s.", r.Method, r.URL.Path)
+}

@@ -1,0 +1,111 @@
+// Package handlers is the portal's HTTP layer: pages, the /api/vdi JSON API,
+// sign-in and the console websockets. Every handler returns an error that
+// one place turns into a page or a JSON body.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Desktops is what the handlers need of the claim service.
+type Desktops interface {
+	Pools(ctx context.Context) ([]vdi.PoolStatus, error)
+	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
+	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
+	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
+	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	Start(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	Stop(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	Authorize(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error)
+	Renew(ctx context.Context, login string, ref vdi.Ref) error
+}
+
+// Identifier tells who made a request and runs the cookie sign-in.
+type Identifier interface {
+	Identify(r *http.Request) (vdi.Identity, bool)
+	DevSignIn() bool
+	SignIn(w http.ResponseWriter, r *http.Request, login string) error
+	SignOut(w http.ResponseWriter, r *http.Request) error
+}
+
+// Sessions records console sessions.
+type Sessions interface {
+	OpenSession(ctx context.Context, s store.Session) error
+	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string) error
+}
+
+// Assets maps static paths to hashed URLs and serves them.
+type Assets interface {
+	URL(path string) string
+	Handler() http.Handler
+}
+
+// Config configures the handlers.
+type Config struct {
+	Desktops Desktops
+	Auth     Identifier
+	Sessions Sessions
+	Assets   Assets
+	Log      *slog.Logger
+	// Loopback is set when the portal listens on loopback only; the
+	// sign-in-by-name page is refused otherwise.
+	Loopback bool
+	// Ready reports whether the portal can serve (for /readyz).
+	Ready func(ctx context.Context) error
+	// RenewEvery is how often an open console renews its claim.
+	RenewEvery time.Duration
+}
+
+// Handler serves the portal.
+type Handler struct {
+	desktops   Desktops
+	auth       Identifier
+	sessions   Sessions
+	assets     Assets
+	log        *slog.Logger
+	loopback   bool
+	ready      func(ctx context.Context) error
+	renewEvery time.Duration
+	mux        *http.ServeMux
+	protected  http.Handler // mux behind cross-origin protection
+}
+
+// New returns the portal's handler with every route registered.
+func New(cfg Config) *Handler {
+	h := &Handler{
+		desktops:   cfg.Desktops,
+		auth:       cfg.Auth,
+		sessions:   cfg.Sessions,
+		assets:     cfg.Assets,
+		log:        cfg.Log,
+		loopback:   cfg.Loopback,
+		ready:      cfg.Ready,
+		renewEvery: cfg.RenewEvery,
+		mux:        http.NewServeMux(),
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.ready == nil {
+		h.ready = func(context.Context) error { return nil }
+	}
+	if h.renewEvery == 0 {
+		h.renewEvery = 10 * time.Minute
+	}
+	h.routes()
+	return h
+}
+
+// ServeHTTP serves r with cross-origin protection and security headers.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header())
+	h.protected.ServeHTTP(w, r)
+}

@@ -1,0 +1,18 @@
+package handlers
+
+import "net/http"
+
+// handleHealthz serves GET /healthz: the process is up.
+func (h *Handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz serves GET /readyz: the portal can serve requests.
+func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := h.ready(r.Context()); err != nil {
+		h.log.Warn("not ready", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer; see its log."})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

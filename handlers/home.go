@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/views"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handleHome serves GET /: the user's desktops and the pools.
+func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	mine, err := h.desktops.Desktops(r.Context(), id, false)
+	if err != nil {
+		return err
+	}
+	pools, err := h.desktops.Pools(r.Context())
+	if err != nil {
+		return err
+	}
+	rows := make([]views.PoolRow, len(pools))
+	for i, p := range pools {
+		rows[i].PoolStatus = p
+		for _, d := range mine {
+			if d.Namespace == p.Namespace && d.Pool == p.Name {
+				rows[i].Mine = d.Name
+			}
+		}
+	}
+	h.render(w, r, http.StatusOK, views.Home(views.HomeProps{Page: h.pageProps("My desktops", id), Desktops: mine, Pools: rows}))
+	return nil
+}
+
+// handleClaimForm serves POST /pools/{ns}/{pool}/claim: the "Get a desktop"
+// button. It claims, starts and redirects to the console.
+func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Claim(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/desktops/"+d.Namespace+"/"+d.Name, http.StatusSeeOther)
+	return nil
+}
+
+// handleReleaseForm serves POST /desktops/{ns}/{member}/release: the
+// Release button.
+func (h *Handler) handleReleaseForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := h.desktops.Release(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+// ref returns the desktop a request's path names.
+func ref(r *http.Request) vdi.Ref {
+	return vdi.Ref{Namespace: r.PathValue("ns"), Name: r.PathValue("member")}
+}

@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handlePoolsList serves GET /api/vdi/pools.
+func (h *Handler) handlePoolsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	pools, err := h.desktops.Pools(r.Context())
+	if err != nil {
+		return err
+	}
+	if pools == nil {
+		pools = []vdi.PoolStatus{}
+	}
+	writeJSON(w, http.StatusOK, pools)
+	return nil
+}
+
+// handlePoolClaim serves POST /api/vdi/pools/{ns}/{pool}/claim: claim a
+// free member (or get back the one already held) and power it on.
+func (h *Handler) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Claim(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}

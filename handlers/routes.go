@@ -1,0 +1,34 @@
+package handlers
+
+import "net/http"
+
+// routes registers every route of the portal.
+func (h *Handler) routes() {
+	m := h.mux
+	m.Handle("GET /static/", h.assets.Handler())
+	m.HandleFunc("GET /healthz", h.handleHealthz)
+	m.HandleFunc("GET /readyz", h.handleReadyz)
+
+	m.HandleFunc("GET /signin", h.handleSignInPage)
+	m.HandleFunc("POST /signin", h.handleSignIn)
+	m.HandleFunc("POST /signout", h.handleSignOut)
+
+	m.HandleFunc("GET /{$}", h.page(h.handleHome))
+	m.HandleFunc("GET /desktops/{ns}/{member}", h.page(h.handleConsolePage))
+	m.HandleFunc("POST /pools/{ns}/{pool}/claim", h.page(h.handleClaimForm))
+	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
+
+	m.HandleFunc("GET /api/vdi/pools", h.api(h.handlePoolsList))
+	m.HandleFunc("POST /api/vdi/pools/{ns}/{pool}/claim", h.api(h.handlePoolClaim))
+	m.HandleFunc("GET /api/vdi/desktops", h.api(h.handleDesktopsList))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}", h.api(h.handleDesktopGet))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/start", h.api(h.handleDesktopStart))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/stop", h.api(h.handleDesktopStop))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/release", h.api(h.handleDesktopRelease))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
+	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
+
+	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))
+
+	h.protected = http.NewCrossOriginProtection().Handler(m)
+}

@@ -1,0 +1,356 @@
+// Package local is the embedded default backend: pools of real session
+// desktops (Xvnc + a window manager + a terminal) on the machine the portal
+// runs on. Pools live in the portal's database; each member's processes,
+// socket and home live in its own private folder under the data directory,
+// so two portals with different data directories never touch each other's
+// desktops, and a restarted portal re-adopts what it started.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Namespace is the namespace of every local desktop.
+const Namespace = "local"
+
+// startTimeout bounds how long a desktop may take to come up.
+const startTimeout = 30 * time.Second
+
+// Config configures a Backend.
+type Config struct {
+	DB *store.DB
+	// Dir holds one private folder per member.
+	Dir string
+	Log *slog.Logger
+}
+
+// Backend runs local pools' members as session desktops on this host.
+type Backend struct {
+	db  *store.DB
+	dir string
+	log *slog.Logger
+
+	mu      sync.Mutex
+	members map[string]*member // by name; only those started or adopted
+}
+
+var _ vdi.Backend = (*Backend)(nil)
+
+// member is the runtime state of one member.
+type member struct {
+	power   vdi.Power
+	reason  string
+	desktop *Desktop
+	ready   chan struct{} // closed when a start finishes, either way
+}
+
+// New returns a Backend after re-adopting the desktops a previous run of the
+// portal left running in dir and cleaning up what it cannot adopt.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, members: map[string]*member{}}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(b.dir, "members"), 0o700); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	pools, err := b.db.LocalPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pools {
+		for _, name := range p.Members {
+			d, err := AdoptDesktop(b.spec(name), b.log)
+			if errors.Is(err, ErrNotRunning) {
+				continue
+			} else if err != nil {
+				b.log.Warn("could not adopt desktop", "desktop", Namespace+"/"+name, "err", err)
+				continue
+			}
+			b.log.Info("adopted running desktop", "desktop", Namespace+"/"+name, "display", d.Display())
+			m := &member{power: vdi.PowerRunning, desktop: d, ready: closed()}
+			b.members[name] = m
+			go b.watch(name, m, d)
+		}
+	}
+	return b, nil
+}
+
+// EnsureDemoPool creates an ephemeral pool "demo" of size members when
+// there are no pools at all, so a first run has something to claim.
+func (b *Backend) EnsureDemoPool(ctx context.Context, size int) error {
+	pools, err := b.db.LocalPools(ctx)
+	if err != nil || len(pools) > 0 {
+		return err
+	}
+	p := store.LocalPool{Pool: vdi.Pool{Name: "demo", Kind: vdi.KindCT, Mode: vdi.ModeEphemeral, Source: "session"}}
+	for i := 1; i <= size; i++ {
+		p.Members = append(p.Members, fmt.Sprintf("demo-%d", i))
+	}
+	b.log.Info("created demo pool", "pool", "demo", "size", size)
+	return b.db.CreateLocalPool(ctx, p)
+}
+
+// spec returns where member name's desktop lives.
+func (b *Backend) spec(name string) DesktopSpec {
+	dir := filepath.Join(b.dir, "members", name)
+	return DesktopSpec{Name: name, Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home")}
+}
+
+// Pools returns every local pool.
+func (b *Backend) Pools(ctx context.Context) ([]vdi.Pool, error) {
+	pools, err := b.db.LocalPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vdi.Pool, len(pools))
+	for i, p := range pools {
+		out[i] = p.Pool
+		out[i].Namespace = Namespace
+	}
+	return out, nil
+}
+
+// Pool returns one pool, or an ENotFound error naming it.
+func (b *Backend) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error) {
+	p, err := b.pool(ctx, namespace, name)
+	return p.Pool, err
+}
+
+func (b *Backend) pool(ctx context.Context, namespace, name string) (store.LocalPool, error) {
+	if namespace != Namespace {
+		return store.LocalPool{}, notFound("pool", namespace+"/"+name)
+	}
+	p, err := b.db.LocalPool(ctx, name)
+	if errors.Is(err, vdi.ErrNotFound) {
+		return p, notFound("pool", namespace+"/"+name)
+	}
+	p.Namespace = Namespace
+	return p, err
+}
+
+// Members returns the pool's members with their power state.
+func (b *Backend) Members(ctx context.Context, namespace, pool string) ([]vdi.Member, error) {
+	p, err := b.pool(ctx, namespace, pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vdi.Member, len(p.Members))
+	for i, name := range p.Members {
+		out[i] = b.status(p.Name, name)
+	}
+	return out, nil
+}
+
+// Member returns one member, or an ENotFound error naming it.
+func (b *Backend) Member(ctx context.Context, ref vdi.Ref) (vdi.Member, error) {
+	pool, err := b.poolOf(ctx, ref)
+	if err != nil {
+		return vdi.Member{}, err
+	}
+	return b.status(pool, ref.Name), nil
+}
+
+func (b *Backend) poolOf(ctx context.Context, ref vdi.Ref) (string, error) {
+	if ref.Namespace == Namespace {
+		pools, err := b.db.LocalPools(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range pools {
+			for _, name := range p.Members {
+				if name == ref.Name {
+					return p.Name, nil
+				}
+			}
+		}
+	}
+	return "", notFound("desktop", ref.String())
+}
+
+func (b *Backend) status(pool, name string) vdi.Member {
+	m := vdi.Member{Namespace: Namespace, Name: name, Pool: pool, Power: vdi.PowerStopped}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rt := b.members[name]; rt != nil {
+		m.Power, m.Reason = rt.power, rt.reason
+	}
+	if m.Power == vdi.PowerRunning {
+		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC}
+	}
+	return m
+}
+
+// Start starts the member's desktop and returns once its VNC socket answers.
+// Concurrent calls share one start.
+func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
+	if _, err := b.poolOf(ctx, ref); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	rt := b.members[ref.Name]
+	if rt != nil && (rt.power == vdi.PowerRunning || rt.power == vdi.PowerStarting) {
+		b.mu.Unlock()
+		select {
+		case <-rt.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return b.startErr(ref.Name)
+	}
+	rt = &member{power: vdi.PowerStarting, ready: make(chan struct{})}
+	b.members[ref.Name] = rt
+	b.mu.Unlock()
+
+	// The start outlives the request that asked for it, so that a user who
+	// gives up waiting finds the desktop running when they come back.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	d, err := StartDesktop(sctx, b.spec(ref.Name), b.log)
+
+	b.mu.Lock()
+	if err != nil {
+		rt.power, rt.reason = vdi.PowerFailed, err.Error()
+	} else {
+		rt.power, rt.reason, rt.desktop = vdi.PowerRunning, "", d
+		go b.watch(ref.Name, rt, d)
+	}
+	close(rt.ready)
+	b.mu.Unlock()
+	if err != nil {
+		b.log.Error("desktop did not start", "desktop", ref, "err", err)
+		return err
+	}
+	b.log.Info("desktop started", "desktop", ref, "display", d.Display())
+	return nil
+}
+
+func (b *Backend) startErr(name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rt := b.members[name]; rt != nil && rt.power == vdi.PowerFailed {
+		return errors.New(rt.reason)
+	}
+	return nil
+}
+
+// watch marks the member failed when its desktop ends without being stopped.
+func (b *Backend) watch(name string, rt *member, d *Desktop) {
+	<-d.Done()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rt.desktop != d { // stopped on purpose
+		return
+	}
+	rt.desktop = nil
+	rt.power, rt.reason = vdi.PowerFailed, "The desktop ended on its own"
+	if err := d.Err(); err != nil {
+		rt.reason += ": " + err.Error()
+	}
+	b.log.Warn("desktop failed", "desktop", Namespace+"/"+name, "reason", rt.reason)
+}
+
+// Stop stops the member's desktop; its home stays.
+func (b *Backend) Stop(ctx context.Context, ref vdi.Ref) error {
+	if _, err := b.poolOf(ctx, ref); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	rt := b.members[ref.Name]
+	if rt == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	ready := rt.ready
+	b.mu.Unlock()
+	select { // let a start in progress finish so that nothing is orphaned
+	case <-ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	b.mu.Lock()
+	d := rt.desktop
+	rt.desktop = nil
+	rt.power = vdi.PowerStopping
+	b.mu.Unlock()
+	var err error
+	if d != nil {
+		err = d.Stop()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		rt.power, rt.reason = vdi.PowerFailed, "stop: "+err.Error()
+		return err
+	}
+	delete(b.members, ref.Name)
+	return nil
+}
+
+// Recreate stops the member and gives it a fresh, empty home.
+func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
+	if err := b.Stop(ctx, ref); err != nil {
+		return err
+	}
+	home := b.spec(ref.Name).Home
+	if err := os.RemoveAll(home); err != nil {
+		return fmt.Errorf("local: wipe home of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// Dial connects to the member's VNC server; only VNC exists locally so far.
+func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
+	if p != vdi.ProtocolVNC {
+		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC for this desktop.", "Desktop %s has no %s console.", ref, p)
+	}
+	b.mu.Lock()
+	rt := b.members[ref.Name]
+	var d *Desktop
+	if rt != nil {
+		d = rt.desktop
+	}
+	b.mu.Unlock()
+	if d == nil {
+		return nil, vdi.Errorf(vdi.EUnavailable, "Start it, then connect again.", "Desktop %s is not running.", ref)
+	}
+	var dialer net.Dialer
+	return dialer.DialContext(ctx, "unix", d.VNCSocket())
+}
+
+// StopAll stops every desktop this backend runs; the portal calls it on exit
+// only when told to, since desktops normally outlive a portal restart.
+func (b *Backend) StopAll(ctx context.Context) {
+	b.mu.Lock()
+	names := make([]string, 0, len(b.members))
+	for name := range b.members {
+		names = append(names, name)
+	}
+	b.mu.Unlock()
+	for _, name := range names {
+		if err := b.Stop(ctx, vdi.Ref{Namespace: Namespace, Name: name}); err != nil {
+			b.log.Error("stop desktop", "desktop", Namespace+"/"+name, "err", err)
+		}
+	}
+}
+
+func notFound(what, name string) error {
+	return vdi.Errorf(vdi.ENotFound, "Check the name, or pick one from the home page.", "No %s %s.", what, name)
+}
+
+func closed() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}

@@ -1,0 +1,465 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrNotRunning is returned (wrapped) by AdoptDesktop when no live desktop
+// was recorded in the member's folder.
+var ErrNotRunning = errors.New("desktop not running")
+
+const (
+	desktopSocketName  = "vnc.sock"
+	desktopAuthName    = "Xauthority"
+	desktopPidsName    = "pids"
+	desktopXvnc        = "Xvnc"
+	desktopReadyWait   = 10 * time.Second
+	desktopStopGrace   = 3 * time.Second
+	desktopPollEvery   = time.Second
+	desktopBackground  = "#2f3e4e"
+	defaultGeometry    = "1280x800"
+	maxUnixSocketPath  = 107 // sun_path is 108 bytes including the NUL
+	defaultDesktopPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// desktopDeps lists the programs a desktop runs and the Debian package that
+// ships each, in start order.
+var desktopDeps = []struct{ bin, pkg string }{
+	{desktopXvnc, "tigervnc-standalone-server"},
+	{"xsetroot", "x11-xserver-utils"},
+	{"openbox", "openbox"},
+	{"xterm", "xterm"},
+}
+
+var geometryRE = regexp.MustCompile(`^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$`)
+
+// DesktopSpec says where and how one member's desktop runs.
+type DesktopSpec struct {
+	// Name is the member name, used in logs and as the VNC desktop name.
+	Name string
+	// Dir is the member's private folder (mode 0700), created if missing. It
+	// holds vnc.sock, Xauthority, the pids file and one log per process. Keep
+	// it short: the socket path must fit in 107 bytes.
+	Dir string
+	// Home is HOME and the working directory of the desktop's processes,
+	// created if missing.
+	Home string
+	// Geometry is the screen size as WIDTHxHEIGHT; empty means 1280x800.
+	Geometry string
+}
+
+// withDefaults validates s and fills in defaults.
+func (s DesktopSpec) withDefaults() (DesktopSpec, error) {
+	if s.Dir == "" {
+		return s, errors.New("desktop spec: Dir is required")
+	}
+	if s.Home == "" {
+		return s, errors.New("desktop spec: Home is required")
+	}
+	if s.Name == "" {
+		s.Name = filepath.Base(s.Dir)
+	}
+	if s.Geometry == "" {
+		s.Geometry = defaultGeometry
+	}
+	if !geometryRE.MatchString(s.Geometry) {
+		return s, fmt.Errorf("desktop spec: bad geometry %q, want WIDTHxHEIGHT", s.Geometry)
+	}
+	if n := len(filepath.Join(s.Dir, desktopSocketName)); n > maxUnixSocketPath {
+		return s, fmt.Errorf("desktop spec: Dir %q too long for a Unix socket path (%d > %d bytes)", s.Dir, n, maxUnixSocketPath)
+	}
+	return s, nil
+}
+
+// Desktop is a running session desktop: Xvnc (an X display whose VNC server
+// listens only on a Unix socket) with openbox and an xterm. Its processes
+// survive the portal; a later portal takes them over with AdoptDesktop.
+type Desktop struct {
+	spec    DesktopSpec
+	log     *slog.Logger
+	display int
+	procs   []*desktopProc // Xvnc first; recorded in the pids file
+	helpers []*desktopProc // short-lived (xsetroot); not recorded
+
+	done     chan struct{}
+	doneOnce sync.Once
+	poll     chan struct{} // closed by Stop to end the poll of an adopted Xvnc
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool
+	err      error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// CheckDesktopDeps reports, in one line, every program a desktop needs that
+// is not on PATH, naming the Debian package to install.
+func CheckDesktopDeps() error {
+	_, err := lookDesktopDeps()
+	return err
+}
+
+// lookDesktopDeps returns the full path of each program a desktop runs.
+func lookDesktopDeps() (map[string]string, error) {
+	paths := make(map[string]string, len(desktopDeps))
+	var missing []string
+	for _, d := range desktopDeps {
+		p, err := exec.LookPath(d.bin)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s not found: install the Debian package %s", d.bin, d.pkg))
+			continue
+		}
+		paths[d.bin] = p
+	}
+	if len(missing) > 0 {
+		return nil, errors.New(strings.Join(missing, "; "))
+	}
+	return paths, nil
+}
+
+// StartDesktop starts a desktop for spec and returns once its VNC socket
+// accepts connections. ctx bounds only the start (at most 10 s); the desktop
+// runs until Stop, even after the portal exits. Processes a previous portal
+// recorded in spec.Dir are killed first. On failure everything started is
+// stopped and the error names the log file to read.
+func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
+	begin := time.Now()
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("local: start desktop: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("desktop", spec.Name)
+	fail := func(err error) (*Desktop, error) {
+		return nil, fmt.Errorf("local: start desktop %q: %w", spec.Name, err)
+	}
+	bins, err := lookDesktopDeps()
+	if err != nil {
+		return fail(err)
+	}
+	if err := prepareDesktopDirs(spec); err != nil {
+		return fail(err)
+	}
+	if err := killRecordedDesktop(spec.Dir, log); err != nil {
+		return fail(err)
+	}
+	authPath := filepath.Join(spec.Dir, desktopAuthName)
+	if err := writeXauthority(authPath); err != nil {
+		return fail(fmt.Errorf("write Xauthority: %w", err))
+	}
+
+	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
+	if err := d.start(ctx, bins, authPath); err != nil {
+		d.mu.Lock()
+		d.stopping = true
+		d.mu.Unlock()
+		if serr := d.Stop(); serr != nil {
+			log.Warn("desktop cleanup after failed start", "err", serr)
+		}
+		return fail(err)
+	}
+	log.Info("desktop started", "display", d.display, "socket", d.VNCSocket(),
+		"xvnc_pid", d.procs[0].PID, "elapsed", time.Since(begin).Round(time.Millisecond))
+	return d, nil
+}
+
+// prepareDesktopDirs creates Dir (forced to 0700) and Home, and removes a
+// stale socket so Xvnc can bind.
+func prepareDesktopDirs(spec DesktopSpec) error {
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(spec.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(spec.Home, 0o700); err != nil {
+		return err
+	}
+	err := os.Remove(filepath.Join(spec.Dir, desktopSocketName))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// start runs Xvnc, waits for it, then paints the root window and starts
+// openbox and xterm. The caller stops d if it fails.
+func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath string) error {
+	begin := time.Now()
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = defaultDesktopPath
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	args := []string{
+		"-displayfd", "3", // ExtraFiles[0]
+		"-auth", authPath,
+		"-desktop", d.spec.Name,
+		"-geometry", d.spec.Geometry,
+		"-depth", "24",
+		"-rfbunixpath", d.VNCSocket(),
+		"-rfbunixmode", "0600",
+		"-rfbport", "-1", // no VNC over TCP
+		"-nolisten", "tcp", // no X over TCP
+		"-SecurityTypes", "None", // the socket is reachable only by our user
+	}
+	env := []string{"PATH=" + path, "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
+	xvnc, err := startDesktopProc(desktopXvnc, d.spec.Dir, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w})
+	w.Close() // Xvnc holds the only write end now: EOF means it died
+	if err != nil {
+		return err
+	}
+	d.procs = append(d.procs, xvnc)
+	d.wg.Add(1)
+	go d.watchXvnc(xvnc)
+	if err := d.writePids(); err != nil {
+		return err
+	}
+
+	xlog := filepath.Join(d.spec.Dir, desktopXvnc+".log")
+	display, err := readDisplay(ctx, r)
+	if err != nil {
+		if line := lastLogLine(xlog); line != "" {
+			err = fmt.Errorf("%w: %s", err, line)
+		}
+		return fmt.Errorf("Xvnc not ready: %w (see %s)", err, xlog)
+	}
+	d.display = display
+	if err := waitSocket(ctx, d.VNCSocket()); err != nil {
+		return fmt.Errorf("Xvnc not ready: %w (see %s)", err, xlog)
+	}
+	if err := d.writePids(); err != nil {
+		return err
+	}
+	d.log.Debug("desktop Xvnc ready", "display", display, "elapsed", time.Since(begin).Round(time.Millisecond))
+
+	u := currentUser()
+	env = []string{
+		"PATH=" + path,
+		"HOME=" + d.spec.Home,
+		"USER=" + u,
+		"LOGNAME=" + u,
+		"SHELL=/bin/bash",
+		"LANG=C.UTF-8",
+		"DISPLAY=:" + strconv.Itoa(display),
+		"XAUTHORITY=" + authPath,
+	}
+	d.paintRoot(bins["xsetroot"], env)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"openbox", nil},
+		{"xterm", []string{"-geometry", "100x30+40+40", "-title", d.spec.Name}},
+	} {
+		p, err := startDesktopProc(c.name, d.spec.Dir, bins[c.name], c.args, env, d.spec.Home, nil)
+		if err != nil {
+			return err
+		}
+		d.procs = append(d.procs, p)
+		if err := d.writePids(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readDisplay reads the display number Xvnc writes to -displayfd once it
+// accepts connections.
+func readDisplay(ctx context.Context, r *os.File) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, desktopReadyWait)
+	defer cancel()
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(r).ReadString('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			return 0, errors.New("Xvnc exited before reporting its display")
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(res.line))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("Xvnc reported display %q", strings.TrimSpace(res.line))
+		}
+		return n, nil
+	case <-ctx.Done():
+		r.Close() // ends the reader
+		return 0, fmt.Errorf("waiting for the display: %w", ctx.Err())
+	}
+}
+
+// waitSocket waits for the VNC socket. Xvnc creates it before it reports
+// its display, so this normally returns at once.
+func waitSocket(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, desktopReadyWait)
+	defer cancel()
+	for {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no socket %s: %w", path, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// paintRoot gives the root window a colour so an empty desktop does not look
+// like a broken (black) one. It runs alongside the clients rather than
+// delaying the start; a failure is cosmetic and left in xsetroot.log.
+func (d *Desktop) paintRoot(xsetroot string, env []string) {
+	p, err := startDesktopProc("xsetroot", d.spec.Dir, xsetroot, []string{"-solid", desktopBackground}, env, d.spec.Home, nil)
+	if err != nil {
+		d.log.Warn("desktop xsetroot failed", "err", err)
+		return
+	}
+	d.helpers = append(d.helpers, p)
+}
+
+// watchXvnc reaps Xvnc and ends the desktop.
+func (d *Desktop) watchXvnc(xvnc *desktopProc) {
+	defer d.wg.Done()
+	<-xvnc.exited
+	d.mu.Lock()
+	if !d.stopping {
+		status := "exit status 0"
+		if xvnc.waitErr != nil {
+			status = xvnc.waitErr.Error()
+		}
+		d.err = fmt.Errorf("Xvnc exited: %s: %s", status,
+			lastLogLine(filepath.Join(d.spec.Dir, desktopXvnc+".log")))
+		d.log.Warn("desktop ended", "err", d.err)
+	}
+	d.mu.Unlock()
+	d.closeDone()
+}
+
+// pollXvnc watches an adopted Xvnc, which is not our child, until it is gone
+// or Stop is called.
+func (d *Desktop) pollXvnc(xvnc *desktopProc) {
+	defer d.wg.Done()
+	t := time.NewTicker(desktopPollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.poll:
+			return
+		case <-t.C:
+		}
+		if xvnc.alive() {
+			continue
+		}
+		d.mu.Lock()
+		if !d.stopping {
+			d.err = fmt.Errorf("Xvnc (pid %d) exited: %s", xvnc.PID,
+				lastLogLine(filepath.Join(d.spec.Dir, desktopXvnc+".log")))
+			d.log.Warn("desktop ended", "err", d.err)
+		}
+		d.mu.Unlock()
+		d.closeDone()
+		return
+	}
+}
+
+func (d *Desktop) closeDone() { d.doneOnce.Do(func() { close(d.done) }) }
+
+func (d *Desktop) writePids() error {
+	if err := writeDesktopPids(d.spec.Dir, desktopPids{Display: d.display, Procs: d.procs}); err != nil {
+		return fmt.Errorf("write pids: %w", err)
+	}
+	return nil
+}
+
+// VNCSocket returns the path of the Unix socket the VNC server listens on.
+func (d *Desktop) VNCSocket() string { return filepath.Join(d.spec.Dir, desktopSocketName) }
+
+// Display returns the X display number, as in DISPLAY=:N.
+func (d *Desktop) Display() int { return d.display }
+
+// Done returns a channel closed when Xvnc has exited, on its own or by Stop.
+func (d *Desktop) Done() <-chan struct{} { return d.done }
+
+// Err returns why the desktop ended once Done is closed: for example
+// "Xvnc exited: exit status 1: <last line of its log>". It is nil while the
+// desktop runs and when it ended because of Stop.
+func (d *Desktop) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// Stop kills the desktop's own processes, by PID and only after checking
+// each is still the process that was started, waits for them, and removes
+// the socket, the pids file and the Xauthority file. Logs are kept. Call it
+// also after Done to clean up what is left; later calls return the first
+// result.
+func (d *Desktop) Stop() error {
+	d.stopOnce.Do(func() {
+		d.mu.Lock()
+		d.stopping = true
+		d.mu.Unlock()
+		if d.poll != nil {
+			close(d.poll)
+		}
+		// Clients first, so they do not log X I/O errors on the way out.
+		procs := append([]*desktopProc(nil), d.helpers...)
+		for i := len(d.procs) - 1; i >= 0; i-- {
+			procs = append(procs, d.procs[i])
+		}
+		errs := []error{stopDesktopProcs(procs, desktopStopGrace)}
+		if len(d.procs) == 0 || !d.procs[0].alive() {
+			d.wg.Wait()
+		}
+		d.closeDone()
+		for _, name := range []string{desktopSocketName, desktopPidsName, desktopAuthName} {
+			if err := os.Remove(filepath.Join(d.spec.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			d.stopErr = fmt.Errorf("local: stop desktop %q: %w", d.spec.Name, err)
+		}
+		d.log.Info("desktop stopped", "err", d.stopErr)
+	})
+	return d.stopErr
+}
+
+// currentUser returns the user name for USER and LOGNAME.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return strconv.Itoa(os.Getuid())
+}

@@ -1,0 +1,205 @@
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// desktopProc is one process of a desktop. Its PID alone is not an identity:
+// PIDs are recycled, so every check also compares the start time the kernel
+// recorded when we forked it.
+type desktopProc struct {
+	Name  string `json:"name"`
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"` // /proc/<pid>/stat field 22, clock ticks since boot
+
+	// exited is closed once Wait has reaped the process; nil for processes
+	// adopted from a previous portal, which we cannot Wait on.
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+// desktopPids is the content of <Dir>/pids.
+type desktopPids struct {
+	Display int            `json:"display"` // -1 until Xvnc reported it
+	Procs   []*desktopProc `json:"procs"`
+}
+
+// startDesktopProc starts path as a child in its own process group with its
+// output in <dir>/<name>.log. It deliberately sets no Pdeathsig: desktops
+// outlive the portal and are adopted by the next one.
+func startDesktopProc(name, dir, path string, args, env []string, cwd string, extra []*os.File) (*desktopProc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(path, args...)
+	cmd.Dir = cwd
+	cmd.Env = env
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &desktopProc{Name: name, PID: cmd.Process.Pid, exited: make(chan struct{})}
+	// The child is not reaped before Wait, so its /proc entry is there.
+	p.Start, _, _ = readProcStat(p.PID)
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// readProcStat returns the start time (field 22) and state (field 3) of pid.
+func readProcStat(pid int) (start uint64, state byte, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// comm (field 2) may contain spaces and parentheses; it ends at the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 || len(f[0]) == 0 {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return start, f[0][0], nil
+}
+
+// alive reports whether p is still running and is still the process we
+// started (not a recycled PID, not a zombie).
+func (p *desktopProc) alive() bool {
+	if p.exited != nil {
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+	}
+	if p.PID <= 0 {
+		return false
+	}
+	start, state, err := readProcStat(p.PID)
+	return err == nil && start == p.Start && state != 'Z' && state != 'X'
+}
+
+// signal sends sig to p's process group (p leads it: every desktop process
+// is started with Setpgid), after checking p is still ours.
+func (p *desktopProc) signal(sig syscall.Signal) {
+	if !p.alive() {
+		return
+	}
+	if err := syscall.Kill(-p.PID, sig); err != nil {
+		_ = syscall.Kill(p.PID, sig)
+	}
+}
+
+// wait reports whether p ended within timeout.
+func (p *desktopProc) wait(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	if p.exited != nil {
+		select {
+		case <-p.exited:
+			return true
+		case <-t.C:
+			return false
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.alive() {
+		select {
+		case <-tick.C:
+		case <-t.C:
+			return !p.alive()
+		}
+	}
+	return true
+}
+
+// stopDesktopProcs terminates procs (SIGTERM, then SIGKILL after grace) and
+// waits for them. It reports the ones that would not die.
+func stopDesktopProcs(procs []*desktopProc, grace time.Duration) error {
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	var stubborn []*desktopProc
+	for _, p := range procs {
+		if !p.wait(max(time.Until(deadline), 0)) {
+			stubborn = append(stubborn, p)
+		}
+	}
+	var errs []error
+	for _, p := range stubborn {
+		p.signal(syscall.SIGKILL)
+		if !p.wait(2 * time.Second) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.Name, p.PID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeDesktopPids atomically replaces <dir>/pids.
+func writeDesktopPids(dir string, rec desktopPids) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, desktopPidsName+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, desktopPidsName))
+}
+
+// readDesktopPids reads <dir>/pids; the error wraps fs.ErrNotExist when there
+// is none.
+func readDesktopPids(dir string) (desktopPids, error) {
+	rec := desktopPids{Display: -1}
+	b, err := os.ReadFile(filepath.Join(dir, desktopPidsName))
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, fmt.Errorf("parse %s: %w", desktopPidsName, err)
+	}
+	return rec, nil
+}
+
+// lastLogLine returns the last non-empty line of a log file, for errors.
+func lastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > 4096 {
+		_, _ = f.Seek(-4096, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), " \t\r\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

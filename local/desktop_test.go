@@ -1,0 +1,549 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// MustDesktopSpec returns a spec in a fresh short temporary folder (Unix
+// socket paths must stay under 108 bytes, which t.TempDir may exceed).
+func MustDesktopSpec(tb testing.TB, name string) DesktopSpec {
+	tb.Helper()
+	root, err := os.MkdirTemp("", "cd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(root) })
+	return DesktopSpec{Name: name, Dir: filepath.Join(root, "d"), Home: filepath.Join(root, "h")}
+}
+
+// MustStartDesktop starts a desktop and stops it when the test ends.
+func MustStartDesktop(tb testing.TB, spec DesktopSpec) *Desktop {
+	tb.Helper()
+	if err := CheckDesktopDeps(); err != nil {
+		tb.Skip(err)
+	}
+	begin := time.Now()
+	d, err := StartDesktop(context.Background(), spec, testLogger(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("desktop %s ready on :%d in %v", spec.Name, d.Display(), time.Since(begin))
+	tb.Cleanup(func() { d.Stop() })
+	return d
+}
+
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// rfbHandshake does the RFB 3.8 handshake with security None and returns the
+// framebuffer size and desktop name from ServerInit.
+func rfbHandshake(t *testing.T, sock string) (w, h int, name string) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	banner := make([]byte, 12)
+	_, err = io.ReadFull(r, banner)
+	must(err)
+	if got, want := string(banner), "RFB 003.008\n"; got != want {
+		t.Fatalf("banner = %q; want %q", got, want)
+	}
+	_, err = c.Write([]byte("RFB 003.008\n"))
+	must(err)
+	n, err := r.ReadByte()
+	must(err)
+	types := make([]byte, n)
+	_, err = io.ReadFull(r, types)
+	must(err)
+	if !strings.ContainsRune(string(types), 1) {
+		t.Fatalf("security types = %v; want None (1) offered", types)
+	}
+	_, err = c.Write([]byte{1})
+	must(err)
+	var result uint32
+	must(binary.Read(r, binary.BigEndian, &result))
+	if result != 0 {
+		t.Fatalf("SecurityResult = %d; want 0", result)
+	}
+	_, err = c.Write([]byte{1}) // ClientInit, shared
+	must(err)
+	var init struct {
+		W, H    uint16
+		Format  [16]byte
+		NameLen uint32
+	}
+	must(binary.Read(r, binary.BigEndian, &init))
+	nb := make([]byte, init.NameLen)
+	_, err = io.ReadFull(r, nb)
+	must(err)
+	return int(init.W), int(init.H), string(nb)
+}
+
+// recordedPids reads the pids file of a running desktop.
+func recordedPids(t *testing.T, dir string) desktopPids {
+	t.Helper()
+	rec, err := readDesktopPids(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestDesktop_StartStop(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "alice")
+	d := MustStartDesktop(t, spec)
+
+	t.Run("RFB", func(t *testing.T) {
+		w, h, name := rfbHandshake(t, d.VNCSocket())
+		if w != 1280 || h != 800 {
+			t.Errorf("ServerInit size = %dx%d; want 1280x800", w, h)
+		}
+		if name != "alice" {
+			t.Errorf("ServerInit name = %q; want %q", name, "alice")
+		}
+	})
+
+	t.Run("Modes", func(t *testing.T) {
+		for path, want := range map[string]os.FileMode{
+			spec.Dir:                              0o700,
+			d.VNCSocket():                         0o600,
+			filepath.Join(spec.Dir, "Xauthority"): 0o600,
+		} {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != want {
+				t.Errorf("mode of %s = %v; want %v", path, got, want)
+			}
+		}
+		if fi, _ := os.Stat(d.VNCSocket()); fi.Mode().Type() != os.ModeSocket {
+			t.Errorf("%s is not a socket", d.VNCSocket())
+		}
+	})
+
+	rec := recordedPids(t, spec.Dir)
+	t.Run("Pids", func(t *testing.T) {
+		if rec.Display != d.Display() {
+			t.Errorf("recorded display = %d; want %d", rec.Display, d.Display())
+		}
+		var names []string
+		for _, p := range rec.Procs {
+			names = append(names, p.Name)
+			if !p.alive() {
+				t.Errorf("%s (pid %d) not alive", p.Name, p.PID)
+			}
+			if pgid, _ := syscall.Getpgid(p.PID); pgid != p.PID {
+				t.Errorf("%s pgid = %d; want its own group %d", p.Name, pgid, p.PID)
+			}
+		}
+		if got, want := strings.Join(names, ","), "Xvnc,openbox,xterm"; got != want {
+			t.Errorf("recorded procs = %s; want %s", got, want)
+		}
+	})
+
+	t.Run("NoTCP", func(t *testing.T) {
+		if ports := tcpListenersOf(t, rec.Procs[0].PID); len(ports) > 0 {
+			t.Errorf("Xvnc listens on TCP ports %v; want none", ports)
+		}
+	})
+
+	t.Run("Xauthority", func(t *testing.T) {
+		env := []string{"DISPLAY=:" + strconv.Itoa(d.Display()), "PATH=" + os.Getenv("PATH")}
+		good := exec.Command("xsetroot", "-solid", "#2f3e4e")
+		good.Env = append(env, "XAUTHORITY="+filepath.Join(spec.Dir, "Xauthority"))
+		if out, err := good.CombinedOutput(); err != nil {
+			t.Errorf("xsetroot with the cookie: %v: %s", err, out)
+		}
+		bad := exec.Command("xsetroot", "-solid", "#2f3e4e")
+		bad.Env = append(env, "XAUTHORITY="+filepath.Join(spec.Dir, "nonexistent"))
+		if out, err := bad.CombinedOutput(); err == nil {
+			t.Errorf("xsetroot without the cookie succeeded; want refused (%s)", out)
+		}
+	})
+
+	t.Run("Windows", func(t *testing.T) {
+		// xwininfo and xprop come with x11-utils, not a dependency.
+		xwininfo, err1 := exec.LookPath("xwininfo")
+		xprop, err2 := exec.LookPath("xprop")
+		if err1 != nil || err2 != nil {
+			t.Skip("x11-utils not installed")
+		}
+		env := []string{"DISPLAY=:" + strconv.Itoa(d.Display()), "XAUTHORITY=" + filepath.Join(spec.Dir, "Xauthority")}
+		x := func(bin string, args ...string) string {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = env
+			out, _ := cmd.CombinedOutput()
+			return string(out)
+		}
+		// The clients start after StartDesktop returns; under load xterm
+		// takes a second or more to map its window.
+		var win, wm string
+		begin := time.Now()
+		for deadline := begin.Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			win = x(xwininfo, "-name", "alice")
+			wm = x(xprop, "-root", "_NET_SUPPORTING_WM_CHECK")
+			if strings.Contains(win, "IsViewable") && strings.Contains(wm, "window id") {
+				t.Logf("xterm window viewable after %v", time.Since(begin))
+				return
+			}
+		}
+		t.Errorf("no viewable xterm window titled alice or no window manager:\n%s\n%s", win, wm)
+	})
+
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Done():
+	default:
+		t.Error("Done not closed after Stop")
+	}
+	if err := d.Err(); err != nil {
+		t.Errorf("Err after Stop = %v; want nil", err)
+	}
+	for _, p := range rec.Procs {
+		if start, state, err := readProcStat(p.PID); err == nil && start == p.Start {
+			t.Errorf("%s (pid %d) still in /proc after Stop (state %c)", p.Name, p.PID, state)
+		}
+	}
+	for _, name := range []string{"vnc.sock", "pids"} {
+		if _, err := os.Stat(filepath.Join(spec.Dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Stop: %v; want removed", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(spec.Dir, "Xvnc.log")); err != nil {
+		t.Errorf("Xvnc.log after Stop: %v; want kept", err)
+	}
+}
+
+// tcpListenersOf returns the local ports of listening TCP sockets pid holds.
+func tcpListenersOf(t *testing.T, pid int) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name())
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var ports []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] { // 0A = LISTEN
+				ports = append(ports, fs[1])
+			}
+		}
+	}
+	return ports
+}
+
+func TestDesktop_TwoDisplays(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a := MustStartDesktop(t, MustDesktopSpec(t, "a"))
+	b := MustStartDesktop(t, MustDesktopSpec(t, "b"))
+	if a.Display() == b.Display() {
+		t.Errorf("both desktops on display :%d; want different", a.Display())
+	}
+	if a.VNCSocket() == b.VNCSocket() {
+		t.Errorf("both desktops on socket %s", a.VNCSocket())
+	}
+	a.Stop()
+	b.Stop()
+}
+
+func TestDesktop_Geometry(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "g")
+	spec.Geometry = "1024x768"
+	d := MustStartDesktop(t, spec)
+	if w, h, _ := rfbHandshake(t, d.VNCSocket()); w != 1024 || h != 768 {
+		t.Errorf("ServerInit size = %dx%d; want 1024x768", w, h)
+	}
+	d.Stop()
+}
+
+func TestDesktop_Adopt(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "bob")
+
+	t.Run("ErrNotRunning", func(t *testing.T) {
+		_, err := AdoptDesktop(spec, testLogger(t))
+		if !errors.Is(err, ErrNotRunning) {
+			t.Fatalf("AdoptDesktop on an empty folder = %v; want ErrNotRunning", err)
+		}
+	})
+
+	// A portal restart: the first Desktop is dropped without Stop.
+	first := MustStartDesktop(t, spec)
+	rec := recordedPids(t, spec.Dir)
+
+	d, err := AdoptDesktop(spec, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Display() != first.Display() {
+		t.Errorf("adopted display = %d; want %d", d.Display(), first.Display())
+	}
+	if w, h, _ := rfbHandshake(t, d.VNCSocket()); w != 1280 || h != 800 {
+		t.Errorf("adopted ServerInit size = %dx%d; want 1280x800", w, h)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rec.Procs {
+		if p.alive() {
+			t.Errorf("%s (pid %d) alive after Stop of the adopted desktop", p.Name, p.PID)
+		}
+	}
+	select {
+	case <-first.Done(): // the dropped object still reaps its children
+	case <-time.After(5 * time.Second):
+		t.Error("first desktop not done after the adopted one stopped")
+	}
+	if _, err := AdoptDesktop(spec, testLogger(t)); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("AdoptDesktop after Stop = %v; want ErrNotRunning", err)
+	}
+}
+
+func TestDesktop_AdoptDone(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "carol")
+	first := MustStartDesktop(t, spec)
+	d, err := AdoptDesktop(spec, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	if err := syscall.Kill(first.procs[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("adopted desktop: Done not closed after Xvnc was killed")
+	}
+	if err := d.Err(); err == nil || !strings.Contains(err.Error(), "Xvnc") {
+		t.Errorf("Err = %v; want it to mention Xvnc", err)
+	}
+	d.Stop()
+	first.Stop()
+}
+
+func TestDesktop_AdoptKillsLeftovers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "dave")
+	first := MustStartDesktop(t, spec)
+	rec := recordedPids(t, spec.Dir)
+	// Xvnc gone but its clients recorded: nothing to adopt, clean up the rest.
+	if err := syscall.Kill(rec.Procs[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Done()
+	_, err := AdoptDesktop(spec, testLogger(t))
+	if !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("AdoptDesktop = %v; want ErrNotRunning", err)
+	}
+	for _, p := range rec.Procs {
+		if p.alive() {
+			t.Errorf("%s (pid %d) alive after AdoptDesktop gave up", p.Name, p.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(spec.Dir, "pids")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pids after AdoptDesktop gave up: %v; want removed", err)
+	}
+	first.Stop()
+}
+
+func TestDesktop_XvncKilled(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	d := MustStartDesktop(t, MustDesktopSpec(t, "erin"))
+	if err := syscall.Kill(d.procs[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after Xvnc was killed")
+	}
+	err := d.Err()
+	if err == nil || !strings.Contains(err.Error(), "Xvnc exited") {
+		t.Errorf("Err = %v; want it to say Xvnc exited", err)
+	}
+	if err := d.Stop(); err != nil {
+		t.Errorf("Stop after Xvnc died: %v", err)
+	}
+	if d.Err() == nil {
+		t.Error("Err after Stop of a dead desktop = nil; want the original cause kept")
+	}
+}
+
+func TestDesktop_XtermExitKeepsDesktop(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	d := MustStartDesktop(t, MustDesktopSpec(t, "fay"))
+	xterm := d.procs[2]
+	if err := syscall.Kill(xterm.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !xterm.wait(5 * time.Second) {
+		t.Fatal("xterm did not exit")
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-d.Done():
+		t.Fatalf("desktop ended when xterm exited: %v", d.Err())
+	default:
+	}
+	if w, _, _ := rfbHandshake(t, d.VNCSocket()); w != 1280 {
+		t.Errorf("width = %d; want 1280", w)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDesktop_StartFails(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	if err := CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	spec := MustDesktopSpec(t, "gus")
+	spec.Geometry = "99999x99999" // valid syntax, refused by Xvnc
+	_, err := StartDesktop(context.Background(), spec, testLogger(t))
+	if err == nil {
+		t.Fatal("StartDesktop with a huge geometry succeeded; want an error")
+	}
+	if !strings.Contains(err.Error(), filepath.Join(spec.Dir, "Xvnc.log")) {
+		t.Errorf("error %q does not name the log file", err)
+	}
+	if _, err := os.Stat(filepath.Join(spec.Dir, "pids")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pids after failed start: %v; want removed", err)
+	}
+}
+
+func TestDesktop_SpecErrors(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("x", 100)
+	for _, tt := range []struct {
+		name string
+		spec DesktopSpec
+		want string
+	}{
+		{"NoDir", DesktopSpec{Home: "/tmp/h"}, "Dir is required"},
+		{"NoHome", DesktopSpec{Dir: "/tmp/d"}, "Home is required"},
+		{"BadGeometry", DesktopSpec{Dir: "/tmp/d", Home: "/tmp/h", Geometry: "big"}, "bad geometry"},
+		{"LongDir", DesktopSpec{Dir: long, Home: "/tmp/h"}, "too long"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := StartDesktop(context.Background(), tt.spec, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartDesktop(%+v) = %v; want error containing %q", tt.spec, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDesktop_CheckDeps(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := CheckDesktopDeps()
+	if err == nil {
+		t.Fatal("CheckDesktopDeps with an empty PATH = nil; want an error")
+	}
+	for _, want := range []string{
+		"Xvnc not found: install the Debian package tigervnc-standalone-server",
+		"xsetroot not found: install the Debian package x11-xserver-utils",
+		"openbox not found: install the Debian package openbox",
+		"xterm not found: install the Debian package xterm",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckDesktopDeps() = %q; want it to contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("CheckDesktopDeps() = %q; want one line", err)
+	}
+}
+
+func TestDesktop_Xauthority(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "Xauthority")
+	if err := writeXauthority(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// family, empty address, empty display, name, 16-byte cookie.
+	if got, want := len(b), 2+2+2+2+18+2+16; got != want {
+		t.Fatalf("len = %d; want %d", got, want)
+	}
+	if fam := binary.BigEndian.Uint16(b); fam != 0xFFFF {
+		t.Errorf("family = %#x; want 0xffff", fam)
+	}
+	if name := string(b[8:26]); name != "MIT-MAGIC-COOKIE-1" {
+		t.Errorf("auth name = %q", name)
+	}
+	if xauth, err := exec.LookPath("xauth"); err == nil {
+		out, err := exec.Command(xauth, "-f", path, "list").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "MIT-MAGIC-COOKIE-1") {
+			t.Errorf("xauth list: %v: %s", err, out)
+		}
+	}
+}
+
+func TestDesktop_ReadProcStat(t *testing.T) {
+	start, state, err := readProcStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start == 0 || (state != 'R' && state != 'S') {
+		t.Errorf("readProcStat(self) = %d, %c; want a start time and R or S", start, state)
+	}
+	p := &desktopProc{Name: "self", PID: os.Getpid(), Start: start + 1}
+	if p.alive() {
+		t.Error("alive() with a wrong start time = true; want false (recycled PID)")
+	}
+}

@@ -1,0 +1,150 @@
+// Package portal wires the corral-vdi-portal program together: Main opens
+// the database, starts the backend, and serves HTTP until its context ends.
+// The command and the end-to-end tests run the same Main.
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/handlers"
+	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Main is the running program.
+type Main struct {
+	Config Config
+	Log    *slog.Logger
+	// Out is where the start-up banner goes (the URL and how to sign in).
+	Out io.Writer
+
+	db      *store.DB
+	backend *local.Backend
+	ln      net.Listener
+	srv     *http.Server
+}
+
+// URL returns the portal's base URL once Open has returned.
+func (m *Main) URL() string { return "http://" + m.ln.Addr().String() }
+
+// Open prepares everything and starts listening, but does not serve yet.
+func (m *Main) Open(ctx context.Context) error {
+	c := m.Config
+	if m.Log == nil {
+		m.Log = slog.Default()
+	}
+	if m.Out == nil {
+		m.Out = os.Stdout
+	}
+	if err := local.CheckDesktopDeps(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	db, err := store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
+	if err != nil {
+		return err
+	}
+	m.db = db
+	m.backend, err = local.New(ctx, local.Config{DB: db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log})
+	if err != nil {
+		return err
+	}
+	if c.DemoPoolSize > 0 {
+		if err := m.backend.EnsureDemoPool(ctx, c.DemoPoolSize); err != nil {
+			return err
+		}
+	}
+	svc := vdi.NewService(vdi.Config{Backend: m.backend, Leases: db.Leases(), Audit: db, Log: m.Log})
+	authn, err := auth.New(auth.Config{
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins,
+		KeyFile: filepath.Join(c.DataDir, "cookie.keys"), Log: m.Log,
+	})
+	if err != nil {
+		return err
+	}
+	assets, err := static.New()
+	if err != nil {
+		return err
+	}
+	if missing := assets.Missing(); len(missing) > 0 {
+		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
+	}
+	h := handlers.New(handlers.Config{
+		Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: m.Log,
+		Loopback: isLoopback(c.Listen),
+		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
+	})
+	m.ln, err = net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
+	}
+	m.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (m *Main) Run(ctx context.Context) error {
+	m.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	fmt.Fprintf(m.Out, "corral-vdi-portal is serving on %s\n", m.URL())
+	if isLoopback(m.Config.Listen) && contains(m.Config.Auth, auth.ModeDev) {
+		fmt.Fprintf(m.Out, "Open it in a browser on this machine and sign in with any user name.\n")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- m.srv.Serve(m.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	m.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := m.srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// Close releases what Open took; desktops keep running unless configured.
+func (m *Main) Close() error {
+	if m.backend != nil && m.Config.StopDesktopsOnExit {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		m.backend.StopAll(ctx)
+		cancel()
+	}
+	if m.ln != nil {
+		m.ln.Close()
+	}
+	if m.db != nil {
+		return m.db.Close()
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,259 @@
+// Package relay moves bytes between a browser's websocket and a desktop's
+// stream (VNC, serial console, terminal, RDP after RDCleanPath).
+//
+// It knows bytes, protocols and dialers, never users or pages: callers decide
+// who may connect and record what happened from the returned Stats. Every
+// goroutine a relay starts has ended by the time its function returns.
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+const (
+	// DefaultBufferSize is the copy buffer size for each direction.
+	DefaultBufferSize = 32 << 10
+	// DefaultMaxMessage is the largest client message accepted by default.
+	DefaultMaxMessage = 1 << 20
+
+	// closeGrace bounds the websocket closing handshake: how long the relay
+	// waits for the client to answer its close frame before dropping the
+	// connection. Waiting at all keeps the close frame from being lost to a
+	// TCP reset when the client still has input in flight.
+	closeGrace = time.Second
+)
+
+// Stats counts what crossed a relay.
+type Stats struct {
+	// BytesIn is the number of bytes written to the desktop (client to desktop).
+	BytesIn int64
+	// BytesOut is the number of bytes sent to the client (desktop to client).
+	BytesOut int64
+}
+
+// Counters accumulates byte counts while relays run, so that a caller can
+// read them before Pipe returns. The zero value is ready to use and it is
+// safe for concurrent use; one Counters may be shared by several relays.
+type Counters struct {
+	in, out atomic.Int64
+}
+
+// Stats returns the bytes counted so far.
+func (c *Counters) Stats() Stats {
+	return Stats{BytesIn: c.in.Load(), BytesOut: c.out.Load()}
+}
+
+// Options tunes Pipe. The zero value is ready to use.
+//
+// Client text frames and binary frames are both forwarded as their bytes: a
+// desktop stream has no frame types, and xterm.js sends keystrokes as text
+// frames. Frames to the client are always binary.
+type Options struct {
+	// OnInput, if set, is called with each client-to-desktop chunk before it
+	// is written to the desktop, for example to spot RFB KeyEvent and
+	// PointerEvent messages. Chunks follow the byte stream: a protocol
+	// message may be split across calls. It is called from one goroutine at
+	// a time, holds up the relay while it runs, and must not retain p.
+	OnInput func(p []byte)
+
+	// Counters, if set, receives the byte counts as they happen.
+	Counters *Counters
+
+	// BufferSize is the copy buffer size for each direction; zero or less
+	// means DefaultBufferSize. It also bounds the size of the frames sent
+	// to the client.
+	BufferSize int
+
+	// MaxMessage is the largest client message accepted, in bytes; zero
+	// means DefaultMaxMessage and a negative value means no limit. A larger
+	// message ends the relay with close code 1009 (message too big).
+	MaxMessage int64
+}
+
+// side names the end of the relay a failure came from.
+type side int
+
+const (
+	client side = iota
+	desktop
+	shutdown
+)
+
+// end reports why one direction of a relay stopped.
+type end struct {
+	side side
+	err  error
+}
+
+// Pipe copies between the client websocket ws and the desktop stream conn
+// until either side closes or ctx ends. It then closes both, waits for all its
+// goroutines to end and returns the bytes it moved.
+//
+// When the desktop closes, the client gets close code 1000; when ctx ends,
+// close code 1001. A clean close from either side returns a nil error; an
+// abnormal one returns its cause, and an ended ctx returns ctx.Err().
+func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) (Stats, error) {
+	size := opts.BufferSize
+	if size <= 0 {
+		size = DefaultBufferSize
+	}
+	switch {
+	case opts.MaxMessage == 0:
+		ws.SetReadLimit(DefaultMaxMessage)
+	case opts.MaxMessage > 0:
+		ws.SetReadLimit(opts.MaxMessage)
+	default:
+		ws.SetReadLimit(0)
+	}
+	counters := opts.Counters
+	if counters == nil {
+		counters = new(Counters)
+	}
+
+	// Room for every report: the client-to-desktop side may report a desktop
+	// write failure and later its own end; the other side reports once.
+	ends := make(chan end, 3)
+	var wg sync.WaitGroup
+	var stats Stats
+	in := &desktopWriter{conn: conn, onInput: opts.OnInput, counters: counters, ends: ends}
+	var inErr error // the client-to-desktop side's read error, set before inDone closes
+	inDone := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(inDone)
+		inErr = clientToDesktop(ws, in, make([]byte, size))
+		stats.BytesIn = in.n
+		ends <- end{client, inErr}
+	}()
+	go func() {
+		defer wg.Done()
+		var e end
+		stats.BytesOut, e = desktopToClient(conn, ws, counters, make([]byte, size))
+		ends <- e
+	}()
+
+	var first end
+	select {
+	case first = <-ends:
+	case <-ctx.Done():
+		first = end{shutdown, ctx.Err()}
+	}
+
+	var err error
+	switch first.side {
+	case client:
+		// The client is gone or closed: gorilla has already answered its
+		// close frame (or sent 1009 for an oversized message).
+		conn.Close()
+		ws.Close()
+		err = first.err
+	case desktop, shutdown:
+		code, reason := websocket.CloseNormalClosure, "desktop closed the connection"
+		switch {
+		case first.side == shutdown:
+			code, reason = websocket.CloseGoingAway, "session ended"
+		case !errors.Is(first.err, io.EOF):
+			code, reason = websocket.CloseInternalServerErr, "desktop connection failed"
+		}
+		deadline := time.Now().Add(closeGrace)
+		conn.Close()
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), deadline)
+		// Let the client answer; its close frame (or the deadline) ends the
+		// client-to-desktop side, which discards input once conn is closed.
+		ws.SetReadDeadline(deadline)
+		<-inDone
+		ws.Close()
+		err = first.err
+		if first.side == desktop && errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	wg.Wait()
+
+	if first.side == client {
+		// A write racing with the client's close frame fails with
+		// ErrCloseSent; the close frame itself is the better answer.
+		if errors.Is(err, websocket.ErrCloseSent) {
+			err = inErr
+		}
+		if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
+			err = nil
+		}
+	}
+	return stats, err
+}
+
+// clientToDesktop forwards client messages into w until reading ws fails,
+// and returns that failure. It reuses buf for every message.
+func clientToDesktop(ws *websocket.Conn, w *desktopWriter, buf []byte) error {
+	for {
+		// Text and binary messages alike are bytes for the desktop.
+		_, r, err := ws.NextReader()
+		if err != nil {
+			return err
+		}
+		// w hides io.ReaderFrom and gorilla's reader has no WriteTo, so
+		// CopyBuffer really uses buf. w never fails: see desktopWriter.
+		if _, err := io.CopyBuffer(w, r, buf); err != nil {
+			return err
+		}
+	}
+}
+
+// desktopWriter writes client input to the desktop. After the first write
+// error it reports the desktop's end and discards, so that the client side
+// keeps reading and can finish the websocket closing handshake.
+type desktopWriter struct {
+	conn     net.Conn
+	onInput  func([]byte)
+	counters *Counters
+	ends     chan<- end
+	n        int64
+	failed   bool
+}
+
+// Write implements io.Writer.
+func (w *desktopWriter) Write(p []byte) (int, error) {
+	if w.failed {
+		return len(p), nil
+	}
+	if w.onInput != nil {
+		w.onInput(p)
+	}
+	n, err := w.conn.Write(p)
+	w.n += int64(n)
+	w.counters.in.Add(int64(n))
+	if err != nil {
+		w.failed = true
+		w.ends <- end{desktop, err}
+	}
+	return len(p), nil
+}
+
+// desktopToClient sends everything read from conn to ws as binary messages
+// until either fails, and reports which side failed and why.
+func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, buf []byte) (int64, end) {
+	var total int64
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+				return total, end{client, werr}
+			}
+			total += int64(n)
+			counters.out.Add(int64(n))
+		}
+		if err != nil {
+			return total, end{desktop, err}
+		}
+	}
+}

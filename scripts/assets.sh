@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Copies the pinned third-party browser clients from node_modules into
+# static/<client>/ so that the Go package static can embed them.
+#
+# The copied files are build output: they are gitignored and never committed;
+# only each client's placeholder README.md is. Versions are pinned in
+# package.json / package-lock.json; `npm ci` runs only when node_modules is
+# missing or older than the lockfile, so a second run takes well under a second.
+#
+# Layout produced (pages reference these through the static package's
+# exported names, never by hand):
+#   static/novnc/    core/**, vendor/pako/** (ES modules; entry core/rfb.js)
+#   static/xterm/    xterm.mjs, xterm.css, addon-fit.mjs, addon-attach.mjs
+#   static/ironrdp/  iron-remote-desktop.js (web component, ES module)
+#                    iron-remote-desktop-rdp.js (RDP backend, ES module,
+#                    wasm inlined as a data: URL)
+# Each client folder also gets its packages' licence files.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+nm=node_modules
+static=static
+
+# npm writes node_modules/.package-lock.json on every install, so its mtime
+# says when node_modules last matched the lockfile.
+if [[ ! -e $nm/.package-lock.json || package-lock.json -nt $nm/.package-lock.json ]]; then
+	echo "assets: npm ci" >&2
+	npm ci --no-audit --no-fund
+fi
+
+# clean empties a client folder except its committed placeholder, so files
+# dropped by an upgrade do not linger and get embedded.
+clean() {
+	mkdir -p "$1"
+	find "$1" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+}
+
+# licence writes a LICENSE file for a package that ships none, from the SPDX
+# expression in its package.json.
+licence() {
+	local pkg=$1 out=$2
+	node -e '
+		const p = require(require("path").resolve(process.argv[1], "package.json"));
+		process.stdout.write(`${p.name} ${p.version}\nLicense: ${p.license} (SPDX)\n` +
+			`Source: ${p.homepage || p.repository.url}\n` +
+			`The npm package ships no licence text; the licence texts are in the source repository.\n`);
+	' "$pkg" >"$out"
+}
+
+# noVNC: the ES-module library (core/ plus the vendored pako it imports), not
+# the app/ UI, tests or docs. core/ imports ../vendor/pako/..., so the
+# relative layout is kept.
+novnc=$nm/@novnc/novnc
+clean $static/novnc
+cp -R $novnc/core $static/novnc/core
+mkdir -p $static/novnc/vendor/pako
+cp -R $novnc/vendor/pako/lib $static/novnc/vendor/pako/lib
+cp $novnc/vendor/pako/LICENSE $static/novnc/vendor/pako/LICENSE
+cp $novnc/LICENSE.txt $novnc/AUTHORS $static/novnc/
+cp $novnc/docs/LICENSE.* $static/novnc/
+
+# xterm.js: the self-contained ESM builds (no imports, no bundler needed) and
+# the stylesheet. Source maps are left out: they only serve devtools.
+xterm=$nm/@xterm
+clean $static/xterm
+cp $xterm/xterm/lib/xterm.mjs $xterm/xterm/css/xterm.css $static/xterm/
+cp $xterm/xterm/LICENSE $static/xterm/LICENSE
+cp $xterm/addon-fit/lib/addon-fit.mjs $static/xterm/
+cp $xterm/addon-fit/LICENSE $static/xterm/LICENSE.addon-fit
+cp $xterm/addon-attach/lib/addon-attach.mjs $static/xterm/
+cp $xterm/addon-attach/LICENSE $static/xterm/LICENSE.addon-attach
+
+# IronRDP: two self-contained ES modules (the Svelte-built web component and
+# the wasm-bindgen RDP backend with its wasm inlined).
+iron=$nm/@devolutions
+clean $static/ironrdp
+cp $iron/iron-remote-desktop/iron-remote-desktop.js $static/ironrdp/
+cp $iron/iron-remote-desktop-rdp/iron-remote-desktop-rdp.js $static/ironrdp/
+licence $iron/iron-remote-desktop $static/ironrdp/LICENSE.iron-remote-desktop
+licence $iron/iron-remote-desktop-rdp $static/ironrdp/LICENSE.iron-remote-desktop-rdp
+
+# Check, without a browser, that every module a page loads resolves inside
+# the copied tree: each entry exists and exports what the pages use, and every
+# import reachable from it is a relative path to a copied file (a bare
+# specifier like "@xterm/xterm" would need an import map and fails here).
+node - "$static" <<'JS'
+const fs = require("fs");
+const path = require("path");
+const root = process.argv[2];
+
+// entry -> export names the portal's pages use.
+const entries = {
+	"novnc/core/rfb.js": ["default"],
+	"xterm/xterm.mjs": ["Terminal"],
+	"xterm/addon-fit.mjs": ["FitAddon"],
+	"xterm/addon-attach.mjs": ["AttachAddon"],
+	"ironrdp/iron-remote-desktop.js": ["default", "ConfigBuilder"],
+	"ironrdp/iron-remote-desktop-rdp.js": ["init", "Backend"],
+};
+const others = ["xterm/xterm.css"];
+
+const staticImport = /(?:^|[;}\s])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?["']([^"'\n]+)["']/g;
+const dynamicImport = /\bimport\(\s*["']([^"'\n]+)["']\s*\)/g;
+
+function specifiers(src) {
+	const out = [];
+	for (const re of [staticImport, dynamicImport]) {
+		for (const m of src.matchAll(re)) out.push(m[1]);
+	}
+	return out;
+}
+
+function exportsOf(src) {
+	const names = new Set();
+	for (const m of src.matchAll(/\bexport\s*\{([^}]*)\}/g)) {
+		for (const part of m[1].split(",")) {
+			const name = part.trim().split(/\s+as\s+/).pop().trim();
+			if (name) names.add(name);
+		}
+	}
+	for (const m of src.matchAll(/\bexport\s+(?:async\s+)?(?:class|function\*?|const|let|var)\s+([\w$]+)/g)) names.add(m[1]);
+	if (/\bexport\s+default\b/.test(src)) names.add("default");
+	return names;
+}
+
+const errors = [];
+for (const f of others) {
+	if (!fs.existsSync(path.join(root, f))) errors.push(`${f}: missing`);
+}
+let modules = 0;
+for (const [entry, want] of Object.entries(entries)) {
+	const client = entry.split("/")[0];
+	const file = path.join(root, entry);
+	if (!fs.existsSync(file)) { errors.push(`${entry}: missing`); continue; }
+	const have = exportsOf(fs.readFileSync(file, "utf8"));
+	for (const name of want) {
+		if (!have.has(name)) errors.push(`${entry}: no export ${name} (has ${[...have].join(", ")})`);
+	}
+	const seen = new Set();
+	const queue = [entry];
+	while (queue.length) {
+		const rel = queue.pop();
+		if (seen.has(rel)) continue;
+		seen.add(rel);
+		const src = fs.readFileSync(path.join(root, rel), "utf8");
+		for (const spec of specifiers(src)) {
+			if (!spec.startsWith("./") && !spec.startsWith("../")) {
+				errors.push(`${rel}: imports "${spec}", which a browser cannot resolve without an import map`);
+				continue;
+			}
+			const target = path.posix.normalize(path.posix.join(path.posix.dirname(rel), spec));
+			if (target.split("/")[0] !== client) {
+				errors.push(`${rel}: imports "${spec}" outside ${client}/`);
+			} else if (!fs.existsSync(path.join(root, target))) {
+				errors.push(`${rel}: imports "${spec}" -> ${target}, which is not copied`);
+			} else {
+				queue.push(target);
+			}
+		}
+	}
+	modules += seen.size;
+}
+if (errors.length) {
+	console.error("assets: broken browser modules:\n  " + errors.join("\n  "));
+	process.exit(1);
+}
+console.error(`assets: ok (${modules} modules reachable from ${Object.keys(entries).length} entries)`);
+JS

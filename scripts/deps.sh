@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the portal (and, with --test, its tests)
+# needs, skipping those already installed. Needs root or sudo.
+set -euo pipefail
+
+pkgs=(
+	tigervnc-standalone-server # Xvnc: display + VNC server of local desktops
+	tigervnc-tools             # vncpasswd
+	openbox                    # window manager of local desktops
+	xterm                      # the terminal window on local desktops
+	x11-xserver-utils          # xsetroot
+	fonts-dejavu-core
+	freerdp2-shadow-x11        # RDP for local desktops
+	winpr-utils                # winpr-hash: per-member NLA credentials
+	qemu-system-x86            # vm pools of the local backend
+	busybox-static
+	nodejs npm                 # browser clients come from npm at build time
+)
+if [[ ${1:-} == --test ]]; then
+	pkgs+=(chromium) # the e2e tests drive Debian's Chromium with Playwright
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+sudo=()
+[[ $(id -u) -eq 0 ]] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

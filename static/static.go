@@ -1,0 +1,221 @@
+// Package static embeds the portal's browser assets and serves them at
+// content-hashed URLs with long cache lifetimes.
+//
+// Four top-level folders are embedded: app/ (our own code, committed) and the
+// third-party clients novnc/, xterm/ and ironrdp/, which scripts/assets.sh
+// copies from the pinned npm packages at build time (gitignored; only a
+// placeholder README.md is committed, so a fresh clone still compiles but
+// [Assets.Missing] reports the clients as absent).
+//
+// Hashes are per folder, not per file: a page loads
+// /static/novnc.<hash>/core/rfb.js and the relative ES-module imports inside
+// noVNC resolve to the same hashed folder without rewriting any file.
+package static
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"path"
+	"strings"
+)
+
+// Entry files of the third-party clients, as paths for [Assets.URL]. Pages
+// import these by name so that a client upgrade that moves a file fails in
+// one place (scripts/assets.sh checks the same list).
+const (
+	// NoVNC is noVNC's RFB client, an ES module whose default export is the
+	// RFB class.
+	NoVNC = "novnc/core/rfb.js"
+	// XTerm is xterm.js as a self-contained ES module exporting Terminal.
+	XTerm = "xterm/xterm.mjs"
+	// XTermCSS is the stylesheet xterm.js needs.
+	XTermCSS = "xterm/xterm.css"
+	// XTermFit is the fit addon, an ES module exporting FitAddon.
+	XTermFit = "xterm/addon-fit.mjs"
+	// XTermAttach is the attach addon, an ES module exporting AttachAddon.
+	XTermAttach = "xterm/addon-attach.mjs"
+	// IronRDP is the <iron-remote-desktop> web component, an ES module that
+	// defines the element when imported.
+	IronRDP = "ironrdp/iron-remote-desktop.js"
+	// IronRDPBackend is the RDP backend for the web component, an ES module
+	// exporting init and Backend; its wasm is inlined as a data: URL.
+	IronRDPBackend = "ironrdp/iron-remote-desktop-rdp.js"
+)
+
+// Prefix is the URL path under which [Assets.Handler] serves files. Mount the
+// handler at this pattern without stripping it.
+const Prefix = "/static/"
+
+// clients maps each third-party client folder to the files it must contain
+// to be usable, in the order [Assets.Missing] reports them.
+var clients = []struct {
+	name    string
+	entries []string
+}{
+	{"novnc", []string{NoVNC}},
+	{"xterm", []string{XTerm, XTermCSS, XTermFit, XTermAttach}},
+	{"ironrdp", []string{IronRDP, IronRDPBackend}},
+}
+
+//go:embed novnc xterm ironrdp app
+var embedded embed.FS
+
+// Assets is an index of the embedded files: a content hash per top-level
+// folder and an ETag per file. It is immutable after [New] and safe for
+// concurrent use.
+type Assets struct {
+	fsys    fs.FS
+	folders map[string]string // folder -> hash
+	files   map[string]string // path -> ETag
+}
+
+// New indexes the embedded assets. It reads every file once, so call it once
+// at startup and share the result.
+func New() (*Assets, error) {
+	return newAssets(embedded)
+}
+
+// newAssets indexes fsys, whose top-level directories become the hashed
+// folders; tests pass an fstest.MapFS.
+func newAssets(fsys fs.FS) (*Assets, error) {
+	a := &Assets{
+		fsys:    fsys,
+		folders: make(map[string]string),
+		files:   make(map[string]string),
+	}
+	top, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("static: read root: %w", err)
+	}
+	for _, d := range top {
+		if !d.IsDir() {
+			continue
+		}
+		if strings.Contains(d.Name(), ".") {
+			// The hash is appended after a dot; a dotted folder name
+			// would make URLs ambiguous.
+			return nil, fmt.Errorf("static: folder %q: name contains a dot", d.Name())
+		}
+		if err := a.indexFolder(d.Name()); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// indexFolder hashes every file under folder, in fs.WalkDir's lexical order
+// so the hash depends only on names and contents.
+func (a *Assets) indexFolder(folder string) error {
+	folderHash := sha256.New()
+	err := fs.WalkDir(a.fsys, folder, func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := a.fsys.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fileHash := sha256.New()
+		n, err := io.Copy(fileHash, f)
+		if err != nil {
+			return err
+		}
+		sum := fileHash.Sum(nil)
+		a.files[name] = `"` + hex.EncodeToString(sum[:16]) + `"`
+		// Length-prefix the name so that no two trees hash alike by
+		// shifting bytes between a name and the content before it.
+		var lens [16]byte
+		binary.BigEndian.PutUint64(lens[:8], uint64(len(name)))
+		binary.BigEndian.PutUint64(lens[8:], uint64(n))
+		folderHash.Write(lens[:])
+		io.WriteString(folderHash, name)
+		folderHash.Write(sum)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("static: index %s: %w", folder, err)
+	}
+	a.folders[folder] = hex.EncodeToString(folderHash.Sum(nil))[:12]
+	return nil
+}
+
+// URL returns the hashed URL of the embedded file at name, e.g.
+// URL("novnc/core/rfb.js") = "/static/novnc.<hash>/core/rfb.js". For a name
+// that is not embedded it returns the unhashed "/static/<name>", which the
+// handler answers with 404; use [Assets.Has] to tell the cases apart.
+func (a *Assets) URL(name string) string {
+	name = strings.TrimPrefix(name, "/")
+	folder, rest, _ := strings.Cut(name, "/")
+	if _, ok := a.files[name]; !ok {
+		return Prefix + name
+	}
+	return Prefix + folder + "." + a.folders[folder] + "/" + rest
+}
+
+// Has reports whether the file at name (e.g. "novnc/core/rfb.js") is
+// embedded.
+func (a *Assets) Has(name string) bool {
+	_, ok := a.files[strings.TrimPrefix(name, "/")]
+	return ok
+}
+
+// Missing returns the third-party clients ("novnc", "xterm", "ironrdp")
+// whose entry files are not embedded, typically because the binary was
+// built without running scripts/assets.sh first. It returns nil when every
+// client is present.
+func (a *Assets) Missing() []string {
+	var missing []string
+	for _, c := range clients {
+		for _, e := range c.entries {
+			if !a.Has(e) {
+				missing = append(missing, c.name)
+				break
+			}
+		}
+	}
+	return missing
+}
+
+// contentTypes fixes the types that matter to browsers instead of trusting
+// the host's mime tables: module scripts must be served as JavaScript and
+// wasm as application/wasm for instantiateStreaming.
+var contentTypes = map[string]string{
+	".js":    "text/javascript; charset=utf-8",
+	".mjs":   "text/javascript; charset=utf-8",
+	".css":   "text/css; charset=utf-8",
+	".wasm":  "application/wasm",
+	".json":  "application/json",
+	".map":   "application/json",
+	".svg":   "image/svg+xml",
+	".png":   "image/png",
+	".ico":   "image/x-icon",
+	".gif":   "image/gif",
+	".jpg":   "image/jpeg",
+	".webp":  "image/webp",
+	".woff":  "font/woff",
+	".woff2": "font/woff2",
+	".html":  "text/html; charset=utf-8",
+	".md":    "text/plain; charset=utf-8",
+	".txt":   "text/plain; charset=utf-8",
+}
+
+// contentType returns the Content-Type for name. Files the tables do not know
+// (licence files such as LICENSE.MPL-2.0, AUTHORS) are plain text, never
+// sniffed.
+func contentType(name string) string {
+	ext := strings.ToLower(path.Ext(name))
+	if t, ok := contentTypes[ext]; ok {
+		return t
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return "text/plain; charset=utf-8"
+}

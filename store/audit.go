@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	ID int64
+	At time.Time
+	vdi.AuditEvent
+}
+
+var _ vdi.AuditLog = (*DB)(nil)
+
+// Record appends an event to the audit log, stamped with the current time.
+func (db *DB) Record(ctx context.Context, e vdi.AuditEvent) error {
+	_, err := db.db.ExecContext(ctx, `INSERT INTO audit (at, actor, action, namespace, target, detail) VALUES (?, ?, ?, ?, ?, ?)`,
+		db.Now().UnixNano(), e.Actor, e.Action, e.Namespace, e.Target, e.Detail)
+	if err != nil {
+		return fmt.Errorf("store: audit %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// AuditLog returns the newest entries first, at most limit of them.
+func (db *DB) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT id, at, actor, action, namespace, target, detail FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Namespace, &e.Target, &e.Detail); err != nil {
+			return nil, fmt.Errorf("store: audit log: %w", err)
+		}
+		e.At = time.Unix(0, at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

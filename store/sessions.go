@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Session is one console connection of a desktop's holder or an admin.
+type Session struct {
+	ID          string
+	Login       string
+	Namespace   string
+	Member      string
+	Protocol    string
+	Path        string // relay path taken: direct, peer or apiserver
+	OpenedAt    time.Time
+	ClosedAt    time.Time // zero while open
+	BytesIn     int64     // client to desktop
+	BytesOut    int64     // desktop to client
+	CloseReason string
+}
+
+// OpenSession records a new session; OpenedAt defaults to now.
+func (db *DB) OpenSession(ctx context.Context, s Session) error {
+	if s.OpenedAt.IsZero() {
+		s.OpenedAt = db.Now()
+	}
+	_, err := db.db.ExecContext(ctx, `INSERT INTO sessions (id, login, namespace, member, protocol, path, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.Login, s.Namespace, s.Member, s.Protocol, s.Path, s.OpenedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("store: open session %q: %w", s.ID, err)
+	}
+	return nil
+}
+
+// CloseSession records how a session ended.
+func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string) error {
+	_, err := db.db.ExecContext(ctx, `UPDATE sessions SET closed_at = ?, bytes_in = ?, bytes_out = ?, close_reason = ? WHERE id = ?`,
+		db.Now().UnixNano(), bytesIn, bytesOut, reason, id)
+	if err != nil {
+		return fmt.Errorf("store: close session %q: %w", id, err)
+	}
+	return nil
+}
+
+// Sessions returns the newest sessions first, at most limit of them.
+func (db *DB) Sessions(ctx context.Context, limit int) ([]Session, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT id, login, namespace, member, protocol, path, opened_at, COALESCE(closed_at, 0),
+		bytes_in, bytes_out, close_reason FROM sessions ORDER BY opened_at DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var s Session
+		var opened, closed int64
+		if err := rows.Scan(&s.ID, &s.Login, &s.Namespace, &s.Member, &s.Protocol, &s.Path, &opened, &closed, &s.BytesIn, &s.BytesOut, &s.CloseReason); err != nil {
+			return nil, fmt.Errorf("store: sessions: %w", err)
+		}
+		s.OpenedAt = time.Unix(0, opened)
+		if closed != 0 {
+			s.ClosedAt = time.Unix(0, closed)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,32 @@
+package vdi
+
+import (
+	"context"
+	"net"
+)
+
+// Backend runs members: the local host or a Kubernetes cluster. Errors a
+// user should see are *Error values (ENotFound for an unknown pool or member).
+type Backend interface {
+	Pools(ctx context.Context) ([]Pool, error)
+	Pool(ctx context.Context, namespace, name string) (Pool, error)
+	Members(ctx context.Context, namespace, pool string) ([]Member, error)
+	Member(ctx context.Context, ref Ref) (Member, error)
+	// Start powers a member on and returns once its consoles answer.
+	Start(ctx context.Context, ref Ref) error
+	// Stop powers a member off, keeping its disks or home.
+	Stop(ctx context.Context, ref Ref) error
+	// Recreate stops a member and makes it fresh from its pool's source.
+	Recreate(ctx context.Context, ref Ref) error
+	// Dial opens a byte stream to a running member's console. The target
+	// comes from the backend's own records, never from a client.
+	Dial(ctx context.Context, ref Ref, p Protocol) (net.Conn, error)
+}
+
+// Identity is who is asking: the Lease holder is the Login.
+type Identity struct {
+	Login  string
+	Name   string
+	Groups []string
+	Admin  bool
+}

@@ -1,0 +1,58 @@
+package vdi
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the Leases contract.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+	ErrConflict      = errors.New("conflict")
+)
+
+// Code classifies an Error; the HTTP layer maps each code to one status.
+type Code string
+
+// Error codes.
+const (
+	ENotFound    Code = "not_found"
+	EConflict    Code = "conflict"
+	EForbidden   Code = "forbidden"
+	EInvalid     Code = "invalid"
+	EUnavailable Code = "unavailable"
+	EInternal    Code = "internal"
+)
+
+// Error is an error a user may see: Msg says what happened and Hint what to
+// do next. Err is the cause, for logs only.
+type Error struct {
+	Code Code
+	Msg  string
+	Hint string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v", e.Msg, e.Err)
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted message and a hint.
+func Errorf(code Code, hint, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or EInternal.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}

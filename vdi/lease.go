@@ -1,0 +1,57 @@
+package vdi
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultLeaseDuration is how long a claim lasts without renewal.
+const DefaultLeaseDuration = time.Hour
+
+// LeasePrefix prefixes a member's name to make its Lease's name.
+const LeasePrefix = "corral-vdi-"
+
+// Labels on Leases (and, as presentation, on members).
+const (
+	LabelPool       = "corral.dev/vdi-pool"
+	LabelMember     = "corral.dev/vdi-member"
+	LabelAssignedTo = "corral.dev/vdi-assigned-to"
+)
+
+// Lease is a claim on one member, shaped like a coordination.k8s.io/v1 Lease.
+// The Lease is the truth about who holds a member; everything else is a cache.
+type Lease struct {
+	Namespace string
+	// Member is the claimed member's name; the Lease is named LeasePrefix+Member.
+	Member      string
+	Pool        string
+	Holder      string
+	AcquireTime time.Time
+	RenewTime   time.Time
+	Duration    time.Duration
+	// ResourceVersion is opaque; an Update or Delete carrying a stale one fails
+	// with ErrConflict.
+	ResourceVersion string
+	// Annotations carry session facts that must survive a portal restart.
+	Annotations map[string]string
+}
+
+// Expired reports whether the lease has run out at now.
+func (l *Lease) Expired(now time.Time) bool {
+	return !l.RenewTime.Add(l.Duration).After(now)
+}
+
+// Ref returns the claimed member's address.
+func (l *Lease) Ref() Ref { return Ref{l.Namespace, l.Member} }
+
+// Leases stores claims with compare-and-swap semantics: Create fails with
+// ErrAlreadyExists when the Lease exists (first writer wins); Update and
+// Delete fail with ErrConflict when ResourceVersion is stale; Get fails with
+// ErrNotFound.
+type Leases interface {
+	Get(ctx context.Context, ref Ref) (*Lease, error)
+	List(ctx context.Context, namespace, pool string) ([]*Lease, error)
+	Create(ctx context.Context, l *Lease) (*Lease, error)
+	Update(ctx context.Context, l *Lease) (*Lease, error)
+	Delete(ctx context.Context, l *Lease) error
+}

@@ -1,0 +1,386 @@
+package vdi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Config configures a Service.
+type Config struct {
+	Backend Backend
+	Leases  Leases
+	Audit   AuditLog
+	Log     *slog.Logger
+	// Now returns the current time; tests inject a clock.
+	Now func() time.Time
+	// LeaseDuration is how long a claim lasts without renewal (DefaultLeaseDuration).
+	LeaseDuration time.Duration
+}
+
+// Service applies the claim rules: who may have which member, and what
+// claiming and releasing do to it.
+type Service struct {
+	backend  Backend
+	leases   Leases
+	audit    AuditLog
+	log      *slog.Logger
+	now      func() time.Time
+	duration time.Duration
+
+	claimMu sync.Mutex
+	claimBy map[string]*sync.Mutex // per user and pool: one claim at a time
+}
+
+// NewService returns a Service; Backend, Leases and Audit are required.
+func NewService(cfg Config) *Service {
+	s := &Service{
+		backend:  cfg.Backend,
+		leases:   cfg.Leases,
+		audit:    cfg.Audit,
+		log:      cfg.Log,
+		now:      cfg.Now,
+		duration: cfg.LeaseDuration,
+		claimBy:  map[string]*sync.Mutex{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.duration == 0 {
+		s.duration = DefaultLeaseDuration
+	}
+	return s
+}
+
+// PoolStatus is a pool with its free and claimed counts.
+type PoolStatus struct {
+	Pool
+	Free    int `json:"free"`
+	Claimed int `json:"claimed"`
+}
+
+// Desktop is a member together with its claim, as users see it.
+type Desktop struct {
+	Member
+	Holder    string    `json:"holder,omitempty"`
+	ClaimedAt time.Time `json:"claimedAt,omitzero"`
+}
+
+// Pools lists every pool with how many members are free.
+func (s *Service) Pools(ctx context.Context) ([]PoolStatus, error) {
+	pools, err := s.backend.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PoolStatus, 0, len(pools))
+	for _, p := range pools {
+		held, err := s.held(ctx, p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)})
+	}
+	return out, nil
+}
+
+// held returns the pool's live (unexpired) Leases by member name.
+func (s *Service) held(ctx context.Context, namespace, pool string) (map[string]*Lease, error) {
+	leases, err := s.leases.List(ctx, namespace, pool)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	now := s.now()
+	out := make(map[string]*Lease, len(leases))
+	for _, l := range leases {
+		if !l.Expired(now) {
+			out[l.Member] = l
+		}
+	}
+	return out, nil
+}
+
+// Claim gives id a member of the pool and powers it on. Asking again returns
+// the same member. When no member is free it fails with EConflict.
+func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
+	mu := s.claimLock(namespace + "/" + pool + "/" + id.Login)
+	mu.Lock()
+	defer mu.Unlock()
+
+	p, err := s.backend.Pool(ctx, namespace, pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	held, err := s.held(ctx, namespace, pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	for _, l := range held {
+		if l.Holder == id.Login {
+			return s.powerOn(ctx, l)
+		}
+	}
+	members, err := s.backend.Members(ctx, namespace, pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	for _, m := range members {
+		if held[m.Name] != nil {
+			continue
+		}
+		l, err := s.acquire(ctx, p, m, id.Login)
+		if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
+			continue // lost the race for this member; try the next
+		} else if err != nil {
+			return Desktop{}, unavailable(err)
+		}
+		s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
+		s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
+		return s.powerOn(ctx, l)
+	}
+	return Desktop{}, Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
+}
+
+// acquire takes m's Lease for holder: Create when there is none, Update
+// carrying the observed resourceVersion when it expired.
+func (s *Service) acquire(ctx context.Context, p Pool, m Member, holder string) (*Lease, error) {
+	now := s.now()
+	want := &Lease{
+		Namespace: m.Namespace, Member: m.Name, Pool: p.Name, Holder: holder,
+		AcquireTime: now, RenewTime: now, Duration: s.duration,
+	}
+	old, err := s.leases.Get(ctx, m.Ref())
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return s.leases.Create(ctx, want)
+	case err != nil:
+		return nil, err
+	case !old.Expired(now):
+		return nil, ErrConflict
+	}
+	want.ResourceVersion = old.ResourceVersion
+	l, err := s.leases.Update(ctx, want)
+	if err == nil {
+		s.record(ctx, AuditEvent{Actor: holder, Action: "takeover", Namespace: m.Namespace, Target: m.Name, Detail: "expired claim of " + old.Holder})
+	}
+	return l, err
+}
+
+// powerOn starts the claimed member if it is not running and returns it.
+// A failed start keeps the claim so that asking again retries.
+func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
+	m, err := s.backend.Member(ctx, l.Ref())
+	if err != nil {
+		return Desktop{}, err
+	}
+	if m.Power != PowerRunning {
+		if err := s.backend.Start(ctx, l.Ref()); err != nil {
+			s.log.Error("start failed", "desktop", l.Ref(), "err", err)
+			return Desktop{}, &Error{Code: EUnavailable, Err: err,
+				Msg:  "Desktop " + l.Ref().String() + " is yours but did not start.",
+				Hint: "Try again; if it keeps failing, release it and get another, or ask an admin."}
+		}
+		if m, err = s.backend.Member(ctx, l.Ref()); err != nil {
+			return Desktop{}, err
+		}
+	}
+	return Desktop{Member: m, Holder: l.Holder, ClaimedAt: l.AcquireTime}, nil
+}
+
+// Desktops returns the members id holds, or every member when all is set
+// and id is an admin.
+func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Desktop, error) {
+	pools, err := s.backend.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Desktop
+	for _, p := range pools {
+		held, err := s.held(ctx, p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		members, err := s.backend.Members(ctx, p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range members {
+			l := held[m.Name]
+			mine := l != nil && l.Holder == id.Login
+			if !mine && !(all && id.Admin) {
+				continue
+			}
+			d := Desktop{Member: m}
+			if l != nil {
+				d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Desktop returns one member if id holds it or is an admin.
+func (s *Service) Desktop(ctx context.Context, id Identity, ref Ref) (Desktop, error) {
+	m, err := s.backend.Member(ctx, ref)
+	if err != nil {
+		return Desktop{}, err
+	}
+	l, err := s.authorize(ctx, id, ref)
+	if err != nil {
+		return Desktop{}, err
+	}
+	d := Desktop{Member: m}
+	if l != nil {
+		d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
+	}
+	return d, nil
+}
+
+// authorize returns ref's live Lease when id holds it; admins pass with
+// whatever Lease there is (possibly nil).
+func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, error) {
+	l, err := s.leases.Get(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		l = nil
+	} else if err != nil {
+		return nil, unavailable(err)
+	}
+	if l != nil && l.Expired(s.now()) {
+		l = nil
+	}
+	if id.Admin || (l != nil && l.Holder == id.Login) {
+		return l, nil
+	}
+	return nil, Errorf(EForbidden, "Get a desktop of your own from its pool on the home page.",
+		"Desktop %s is not yours.", ref)
+}
+
+// Release ends id's claim on ref: persistent members stop, ephemeral ones are
+// recreated, then the Lease is deleted. An admin releasing another user's
+// desktop is a force-release. A failed power step keeps the claim.
+func (s *Service) Release(ctx context.Context, id Identity, ref Ref) error {
+	if _, err := s.backend.Member(ctx, ref); err != nil {
+		return err
+	}
+	l, err := s.authorize(ctx, id, ref)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
+	}
+	if err := s.reclaim(ctx, l); err != nil {
+		return err
+	}
+	action := "release"
+	if l.Holder != id.Login {
+		action = "force-release"
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: action, Namespace: ref.Namespace, Target: ref.Name, Detail: "holder " + l.Holder})
+	s.log.Info(action, "desktop", ref, "holder", l.Holder, "by", id.Login)
+	return nil
+}
+
+// reclaim resets the member of l as its pool's mode says, then deletes l.
+func (s *Service) reclaim(ctx context.Context, l *Lease) error {
+	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	if err != nil {
+		return err
+	}
+	if p.Mode == ModeEphemeral {
+		err = s.backend.Recreate(ctx, l.Ref())
+	} else {
+		err = s.backend.Stop(ctx, l.Ref())
+	}
+	if err != nil {
+		return &Error{Code: EUnavailable, Err: err,
+			Msg:  "Desktop " + l.Ref().String() + " could not be stopped; it is still claimed.",
+			Hint: "Try releasing it again; if that fails, ask an admin."}
+	}
+	if err := s.leases.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Start powers on a member id holds (or any, for an admin).
+func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
+	if _, err := s.Desktop(ctx, id, ref); err != nil {
+		return err
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "start", Namespace: ref.Namespace, Target: ref.Name})
+	return s.backend.Start(ctx, ref)
+}
+
+// Stop powers off a member id holds (or any, for an admin); the claim stays.
+func (s *Service) Stop(ctx context.Context, id Identity, ref Ref) error {
+	if _, err := s.Desktop(ctx, id, ref); err != nil {
+		return err
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "stop", Namespace: ref.Namespace, Target: ref.Name})
+	return s.backend.Stop(ctx, ref)
+}
+
+// Authorize fails unless id may open ref's consoles: its holder or an admin.
+func (s *Service) Authorize(ctx context.Context, id Identity, ref Ref) error {
+	_, err := s.Desktop(ctx, id, ref)
+	return err
+}
+
+// Dial opens the console stream of a running member. Callers authorize first.
+func (s *Service) Dial(ctx context.Context, ref Ref, p Protocol) (net.Conn, error) {
+	m, err := s.backend.Member(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if m.Power != PowerRunning {
+		return nil, Errorf(EUnavailable, "Start it from the desktop page, then connect again.", "Desktop %s is %s.", ref, m.Power)
+	}
+	conn, err := s.backend.Dial(ctx, ref, p)
+	if err != nil {
+		return nil, &Error{Code: EUnavailable, Err: err, Msg: "The console of " + ref.String() + " did not answer.", Hint: "Reconnect; if it keeps failing, stop and start the desktop."}
+	}
+	return conn, nil
+}
+
+// Renew extends login's claim on ref, as while a console is open.
+func (s *Service) Renew(ctx context.Context, login string, ref Ref) error {
+	l, err := s.leases.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if l.Holder != login {
+		return ErrConflict
+	}
+	l.RenewTime = s.now()
+	_, err = s.leases.Update(ctx, l)
+	return err
+}
+
+func (s *Service) claimLock(key string) *sync.Mutex {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	mu := s.claimBy[key]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		s.claimBy[key] = mu
+	}
+	return mu
+}
+
+// record writes an audit event; a failure is logged, never fatal.
+func (s *Service) record(ctx context.Context, e AuditEvent) {
+	if err := s.audit.Record(ctx, e); err != nil {
+		s.log.Error("audit", "action", e.Action, "err", err)
+	}
+}
+
+func unavailable(err error) error {
+	return &Error{Code: EUnavailable, Err: err, Msg: "The claim store did not answer.", Hint: "Try again in a moment; an admin should check the portal's logs."}
+}

@@ -1,0 +1,94 @@
+// Package vdi holds the domain of corral-vdi-portal: pools of identical
+// desktops, the members in them, and the claims (Leases) that give a member
+// to one user. Backends (local, Kubernetes) and storage implement the small
+// interfaces declared here; the Service applies the claim rules on top.
+package vdi
+
+import (
+	"time"
+)
+
+// Kind is what a pool's members are made of.
+type Kind string
+
+// Pool kinds.
+const (
+	KindVM Kind = "vm" // virtual machines cloned from a golden VM (QEMU locally, KubeVirt on a cluster)
+	KindCT Kind = "ct" // container or session desktops made from an image or template
+)
+
+// Mode says what reclaiming a member does to it.
+type Mode string
+
+// Pool modes.
+const (
+	ModePersistent Mode = "persistent" // reclaim stops the member and keeps its disks
+	ModeEphemeral  Mode = "ephemeral"  // reclaim recreates the member from its source
+)
+
+// Power is the power state of a member.
+type Power string
+
+// Power states.
+const (
+	PowerStopped  Power = "stopped"
+	PowerStarting Power = "starting"
+	PowerRunning  Power = "running"
+	PowerStopping Power = "stopping"
+	PowerFailed   Power = "failed"
+)
+
+// Protocol is a console protocol a member may offer.
+type Protocol string
+
+// Console protocols, in the order the portal prefers them.
+const (
+	ProtocolRDP      Protocol = "rdp"
+	ProtocolVNC      Protocol = "vnc"
+	ProtocolSerial   Protocol = "serial"
+	ProtocolTerminal Protocol = "terminal"
+)
+
+// Policy holds a pool's reclaim timers. Zero means "use the global default"
+// for DisconnectGrace and "off" for MaxSession and IdleTimeout.
+type Policy struct {
+	DisconnectGrace time.Duration `json:"disconnectGrace,omitempty"`
+	MaxSession      time.Duration `json:"maxSession,omitempty"`
+	IdleTimeout     time.Duration `json:"idleTimeout,omitempty"`
+}
+
+// Pool is a named set of identical members.
+type Pool struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Kind      Kind   `json:"kind"`
+	Mode      Mode   `json:"mode"`
+	// Source is the golden VM, image or local template members are made from.
+	Source string `json:"source"`
+	Size   int    `json:"size"`
+	Policy Policy `json:"policy"`
+}
+
+// Member is one desktop of a pool, as its backend sees it.
+type Member struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Pool      string `json:"pool"`
+	Power     Power  `json:"power"`
+	// Reason explains a failed power state in words a user can act on.
+	Reason string `json:"reason,omitempty"`
+	// Protocols lists the consoles the member offers while running, best first.
+	Protocols []Protocol `json:"protocols,omitempty"`
+}
+
+// Ref names a member: every desktop is addressed as namespace/member.
+type Ref struct {
+	Namespace string
+	Name      string
+}
+
+// String returns "namespace/name".
+func (r Ref) String() string { return r.Namespace + "/" + r.Name }
+
+// Ref returns the member's address.
+func (m Member) Ref() Ref { return Ref{m.Namespace, m.Name} }
