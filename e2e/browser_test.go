@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Browser is a headless Debian Chromium driven by Playwright.
+type Browser struct {
+	pw      *playwright.Playwright
+	browser playwright.Browser
+}
+
+// MustLaunchBrowser starts Playwright's driver from node_modules (npm's
+// playwright-core, pinned in package.json) and Debian's Chromium.
+func MustLaunchBrowser(tb testing.TB) *Browser {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..")
+	cli := filepath.Join(root, "node_modules", "playwright-core", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		tb.Fatalf("Playwright driver missing (%v): run `make assets` (npm ci) first", err)
+	}
+	tb.Setenv("PLAYWRIGHT_CLI_PATH", cli)
+	node := "/usr/bin/node"
+	if p := os.Getenv("PLAYWRIGHT_NODEJS_PATH"); p != "" {
+		node = p
+	}
+	tb.Setenv("PLAYWRIGHT_NODEJS_PATH", node)
+	pw, err := playwright.Run(&playwright.RunOptions{SkipInstallBrowsers: true, Verbose: false})
+	if err != nil {
+		tb.Fatalf("start Playwright: %v", err)
+	}
+	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+		ExecutablePath: playwright.String("/usr/bin/chromium"),
+		Headless:       playwright.Bool(true),
+		Args: []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync"},
+	})
+	if err != nil {
+		pw.Stop()
+		tb.Fatalf("launch Chromium (apt-get install chromium): %v", err)
+	}
+	br := &Browser{pw: pw, browser: b}
+	tb.Cleanup(func() {
+		b.Close()
+		pw.Stop()
+	})
+	return br
+}
+
+// MustNewPage opens a page in a fresh context (own cookies) of the given size.
+func (b *Browser) MustNewPage(tb testing.TB, width, height int) playwright.Page {
+	tb.Helper()
+	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
+		Viewport: &playwright.Size{Width: width, Height: height},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ctx.Close() })
+	page, err := ctx.NewPage()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	page.SetDefaultTimeout(15000)
+	return page
+}
+
+// screenshot saves a full-page screenshot under e2e/output/ (gitignored)
+// and returns its path.
+func screenshot(tb testing.TB, page playwright.Page, name string) string {
+	tb.Helper()
+	dir := filepath.Join("output", tb.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if _, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true)}); err != nil {
+		tb.Fatalf("screenshot %s: %v", name, err)
+	}
+	return path
+}

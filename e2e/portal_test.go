@@ -1,0 +1,187 @@
+// Package e2e drives the real corral-vdi-portal binary with real desktops
+// and a real Chromium (through Playwright), the way a user would.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the portal built once for all tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "corral-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "corral-vdi-portal")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/corral-vdi-portal")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build portal:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Portal is a running portal binary.
+type Portal struct {
+	URL     string
+	DataDir string
+	cmd     *exec.Cmd
+	log     *os.File
+}
+
+var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+
+// MustStartPortal starts the binary on a free loopback port with its own
+// data directory and stops it (and its desktops) when the test ends.
+func MustStartPortal(tb testing.TB, env ...string) *Portal {
+	tb.Helper()
+	data, err := os.MkdirTemp("", "cvd") // short: desktops' Unix sockets live under it
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(data) }) // runs after the portal stops
+	return mustStartPortalIn(tb, data, env...)
+}
+
+func mustStartPortalIn(tb testing.TB, data string, env ...string) *Portal {
+	tb.Helper()
+	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(),
+		"CORRAL_VDI_LISTEN=127.0.0.1:0",
+		"CORRAL_VDI_DATA_DIR="+data,
+		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &Portal{DataDir: data, cmd: cmd, log: logf}
+	tb.Cleanup(func() { p.Stop(tb) })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.URL = <-urls:
+	case <-time.After(20 * time.Second):
+		tb.Fatalf("portal did not start; log:\n%s", p.Log())
+	}
+	return p
+}
+
+// Stop sends SIGTERM and waits for the portal to exit.
+func (p *Portal) Stop(tb testing.TB) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			tb.Errorf("portal exited: %v; log:\n%s", err, p.Log())
+		}
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		tb.Errorf("portal did not stop within 30s; log:\n%s", p.Log())
+	}
+	if tb.Failed() {
+		tb.Logf("portal log:\n%s", p.Log())
+	}
+}
+
+// Log returns what the portal has logged so far.
+func (p *Portal) Log() string {
+	buf, _ := os.ReadFile(p.log.Name())
+	return string(buf)
+}
+
+// API calls the JSON API as user (through the Tailscale identity header,
+// trusted from loopback) and decodes the answer into out when it is not nil.
+func (p *Portal) API(tb testing.TB, user, method, path string, out any) int {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, p.URL+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if user != "" {
+		req.Header.Set("Tailscale-User-Login", user)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			tb.Fatalf("%s %s: %d %q: %v", method, path, res.StatusCode, body, err)
+		}
+	}
+	return res.StatusCode
+}
+
+// apiError is the JSON shape of API errors.
+type apiError struct {
+	Error string `json:"error"`
+	Hint  string `json:"hint"`
+}
+
+// desktop is the JSON shape of a desktop.
+type desktop struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Pool      string   `json:"pool"`
+	Power     string   `json:"power"`
+	Reason    string   `json:"reason"`
+	Holder    string   `json:"holder"`
+	Protocols []string `json:"protocols"`
+}
+
+// pool is the JSON shape of a pool.
+type pool struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+	Free int    `json:"free"`
+}
+
+// homeOf returns the home folder of a local member.
+func (p *Portal) homeOf(member string) string {
+	return filepath.Join(p.DataDir, "local", "members", member, "home")
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
