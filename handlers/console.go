@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/corral-dev/corral-vdi-portal/static"
-	"github.com/corral-dev/corral-vdi-portal/views"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // handleConsolePage serves GET /desktops/{ns}/{member}: the console.

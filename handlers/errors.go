@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/views"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // handlerFunc is a handler of a signed-in user's request.

@@ -3,8 +3,8 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/views"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // handleHome serves GET /: the user's desktops and the pools.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/corral-dev/corral-vdi-portal/views"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // render writes a component with status code; a render failure is a 500.

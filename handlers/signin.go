@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/corral-dev/corral-vdi-portal/views"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // signInAllowed reports whether the sign-in-by-name page may be used: only
