@@ -272,7 +272,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 		args []string
 	}{
 		{"openbox", nil},
-		{"xterm", []string{"-geometry", "100x30+40+40", "-title", d.spec.Name, "-xrm", "xterm.waitForWm: 0"}},
+		{"xterm", []string{"-geometry", "100x30+40+40", "-title", d.spec.Name, "-xrm", "*wmTimeout: 200"}},
 	} {
 		p, err := startDesktopProc(c.name, d.spec.Dir, bins[c.name], c.args, env, d.spec.Home, nil)
 		if err != nil {

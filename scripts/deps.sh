@@ -14,8 +14,9 @@ pkgs=(
 	winpr-utils                # winpr-hash: per-member NLA credentials
 	qemu-system-x86            # vm pools of the local backend
 	busybox-static
-	nodejs npm                 # browser clients come from npm at build time
 )
+# Browser clients come from npm at build time; keep a Node.js that is there.
+command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ ${1:-} == --test ]]; then
 	pkgs+=(chromium) # the e2e tests drive Debian's Chromium with Playwright
 fi
