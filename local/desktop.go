@@ -272,6 +272,8 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 		args []string
 	}{
 		{"openbox", nil},
+		// openbox starts at the same time; a window mapped while it is still
+		// initialising gets no answer, and Xt would wait its default 5 s.
 		{"xterm", []string{"-geometry", "100x30+40+40", "-title", d.spec.Name, "-xrm", "*wmTimeout: 200"}},
 	} {
 		p, err := startDesktopProc(c.name, d.spec.Dir, bins[c.name], c.args, env, d.spec.Home, nil)

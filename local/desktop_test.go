@@ -219,7 +219,9 @@ func TestDesktop_StartStop(t *testing.T) {
 			win = x(xwininfo, "-name", "alice")
 			wm = x(xprop, "-root", "_NET_SUPPORTING_WM_CHECK")
 			if strings.Contains(win, "IsViewable") && strings.Contains(wm, "window id") {
-				t.Logf("xterm window viewable after %v", time.Since(begin))
+				if took := time.Since(begin); took > 3*time.Second {
+					t.Errorf("xterm window viewable after %v; want well under Xt's 5 s wait for the WM", took)
+				}
 				return
 			}
 		}
@@ -457,6 +459,7 @@ func TestDesktop_StartFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("StartDesktop with a huge geometry succeeded; want an error")
 	}
+	t.Log(err)
 	if !strings.Contains(err.Error(), filepath.Join(spec.Dir, "Xvnc.log")) {
 		t.Errorf("error %q does not name the log file", err)
 	}
@@ -545,5 +548,25 @@ func TestDesktop_ReadProcStat(t *testing.T) {
 	p := &desktopProc{Name: "self", PID: os.Getpid(), Start: start + 1}
 	if p.alive() {
 		t.Error("alive() with a wrong start time = true; want false (recycled PID)")
+	}
+}
+
+func TestDesktop_RestartKillsLeftovers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := MustDesktopSpec(t, "hal")
+	first := MustStartDesktop(t, spec)
+	rec := recordedPids(t, spec.Dir)
+	second := MustStartDesktop(t, spec)
+	for _, p := range rec.Procs {
+		if p.alive() {
+			t.Errorf("old %s (pid %d) alive after a new start in the same folder", p.Name, p.PID)
+		}
+	}
+	<-first.Done()
+	if w, _, _ := rfbHandshake(t, second.VNCSocket()); w != 1280 {
+		t.Errorf("width = %d; want 1280", w)
+	}
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
