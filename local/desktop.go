@@ -204,10 +204,6 @@ func prepareDesktopDirs(spec DesktopSpec) error {
 // openbox and xterm. The caller stops d if it fails.
 func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath string) error {
 	begin := time.Now()
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = defaultDesktopPath
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -225,7 +221,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 		"-nolisten", "tcp", // no X over TCP
 		"-SecurityTypes", "None", // the socket is reachable only by our user
 	}
-	env := []string{"PATH=" + path, "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
+	env := []string{"PATH=" + desktopPath(), "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
 	xvnc, err := startDesktopProc(desktopXvnc, d.spec.Dir, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w})
 	w.Close() // Xvnc holds the only write end now: EOF means it died
 	if err != nil {
@@ -255,17 +251,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	}
 	d.log.Debug("desktop Xvnc ready", "display", display, "elapsed", time.Since(begin).Round(time.Millisecond))
 
-	u := currentUser()
-	env = []string{
-		"PATH=" + path,
-		"HOME=" + d.spec.Home,
-		"USER=" + u,
-		"LOGNAME=" + u,
-		"SHELL=/bin/bash",
-		"LANG=C.UTF-8",
-		"DISPLAY=:" + strconv.Itoa(display),
-		"XAUTHORITY=" + authPath,
-	}
+	env = d.Env()
 	d.paintRoot(bins["xsetroot"], env)
 	for _, c := range []struct {
 		name string
@@ -407,6 +393,27 @@ func (d *Desktop) VNCSocket() string { return filepath.Join(d.spec.Dir, desktopS
 // Display returns the X display number, as in DISPLAY=:N.
 func (d *Desktop) Display() int { return d.display }
 
+// XAuthority returns the path of the Xauthority file X clients need to use
+// the display.
+func (d *Desktop) XAuthority() string { return filepath.Join(d.spec.Dir, desktopAuthName) }
+
+// Env returns the environment the desktop's own clients run with (PATH,
+// HOME, USER, LOGNAME, SHELL, LANG, DISPLAY and XAUTHORITY), for starting
+// more programs on the display, such as an RDP shadow server.
+func (d *Desktop) Env() []string {
+	u := currentUser()
+	return []string{
+		"PATH=" + desktopPath(),
+		"HOME=" + d.spec.Home,
+		"USER=" + u,
+		"LOGNAME=" + u,
+		"SHELL=/bin/bash",
+		"LANG=C.UTF-8",
+		"DISPLAY=:" + strconv.Itoa(d.display),
+		"XAUTHORITY=" + d.XAuthority(),
+	}
+}
+
 // Done returns a channel closed when Xvnc has exited, on its own or by Stop.
 func (d *Desktop) Done() <-chan struct{} { return d.done }
 
@@ -453,6 +460,14 @@ func (d *Desktop) Stop() error {
 		d.log.Info("desktop stopped", "err", d.stopErr)
 	})
 	return d.stopErr
+}
+
+// desktopPath returns the PATH for the desktop's processes.
+func desktopPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return defaultDesktopPath
 }
 
 // currentUser returns the user name for USER and LOGNAME.

@@ -189,7 +189,8 @@ func readDesktopPids(dir string) (desktopPids, error) {
 	return rec, nil
 }
 
-// lastLogLine returns the last non-empty line of a log file, for errors.
+// lastLogLine returns the last meaningful line of a log file, for errors.
+// X servers frame fatal errors with bare "(EE)" lines, which are skipped.
 func lastLogLine(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -200,6 +201,11 @@ func lastLogLine(path string) string {
 		_, _ = f.Seek(-4096, io.SeekEnd)
 	}
 	b, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimRight(string(b), " \t\r\n"), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if line := strings.TrimSpace(lines[i]); line != "" && line != "(EE)" {
+			return line
+		}
+	}
+	return ""
 }

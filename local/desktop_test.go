@@ -140,9 +140,9 @@ func TestDesktop_StartStop(t *testing.T) {
 
 	t.Run("Modes", func(t *testing.T) {
 		for path, want := range map[string]os.FileMode{
-			spec.Dir:                              0o700,
-			d.VNCSocket():                         0o600,
-			filepath.Join(spec.Dir, "Xauthority"): 0o600,
+			spec.Dir:       0o700,
+			d.VNCSocket():  0o600,
+			d.XAuthority(): 0o600,
 		} {
 			fi, err := os.Stat(path)
 			if err != nil {
@@ -186,7 +186,7 @@ func TestDesktop_StartStop(t *testing.T) {
 	t.Run("Xauthority", func(t *testing.T) {
 		env := []string{"DISPLAY=:" + strconv.Itoa(d.Display()), "PATH=" + os.Getenv("PATH")}
 		good := exec.Command("xsetroot", "-solid", "#2f3e4e")
-		good.Env = append(env, "XAUTHORITY="+filepath.Join(spec.Dir, "Xauthority"))
+		good.Env = d.Env()
 		if out, err := good.CombinedOutput(); err != nil {
 			t.Errorf("xsetroot with the cookie: %v: %s", err, out)
 		}
@@ -204,7 +204,7 @@ func TestDesktop_StartStop(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Skip("x11-utils not installed")
 		}
-		env := []string{"DISPLAY=:" + strconv.Itoa(d.Display()), "XAUTHORITY=" + filepath.Join(spec.Dir, "Xauthority")}
+		env := d.Env()
 		x := func(bin string, args ...string) string {
 			cmd := exec.Command(bin, args...)
 			cmd.Env = env
@@ -568,5 +568,21 @@ func TestDesktop_RestartKillsLeftovers(t *testing.T) {
 	}
 	if err := second.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDesktop_LastLogLine(t *testing.T) {
+	for _, tt := range []struct{ log, want string }{
+		{"", ""},
+		{"one\ntwo\n", "two"},
+		{"x\n(EE) \nFatal server error:\n(EE) Couldn't add screen\n(EE) \n", "(EE) Couldn't add screen"},
+	} {
+		path := filepath.Join(t.TempDir(), "x.log")
+		if err := os.WriteFile(path, []byte(tt.log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastLogLine(path); got != tt.want {
+			t.Errorf("lastLogLine(%q) = %q; want %q", tt.log, got, tt.want)
+		}
 	}
 }

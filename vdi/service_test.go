@@ -1,0 +1,116 @@
+package vdi_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// poolBackend is a narrow stand-in for one pool whose members power on and
+// off instantly; the claim rules under test live in the Service.
+type poolBackend struct {
+	pool  vdi.Pool
+	power map[string]vdi.Power
+	names []string
+}
+
+func newPoolBackend(mode vdi.Mode, names ...string) *poolBackend {
+	b := &poolBackend{pool: vdi.Pool{Namespace: "local", Name: "demo", Mode: mode, Size: len(names)}, power: map[string]vdi.Power{}, names: names}
+	for _, n := range names {
+		b.power[n] = vdi.PowerStopped
+	}
+	return b
+}
+
+func (b *poolBackend) Pools(context.Context) ([]vdi.Pool, error) { return []vdi.Pool{b.pool}, nil }
+func (b *poolBackend) Pool(context.Context, string, string) (vdi.Pool, error) {
+	return b.pool, nil
+}
+func (b *poolBackend) Members(ctx context.Context, _, _ string) ([]vdi.Member, error) {
+	var out []vdi.Member
+	for _, n := range b.names {
+		m, _ := b.Member(ctx, vdi.Ref{Namespace: "local", Name: n})
+		out = append(out, m)
+	}
+	return out, nil
+}
+func (b *poolBackend) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
+	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: "demo", Power: b.power[r.Name]}, nil
+}
+func (b *poolBackend) Start(_ context.Context, r vdi.Ref) error {
+	b.power[r.Name] = vdi.PowerRunning
+	return nil
+}
+func (b *poolBackend) Stop(_ context.Context, r vdi.Ref) error {
+	b.power[r.Name] = vdi.PowerStopped
+	return nil
+}
+func (b *poolBackend) Recreate(ctx context.Context, r vdi.Ref) error { return b.Stop(ctx, r) }
+func (b *poolBackend) Dial(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, error) {
+	return nil, nil
+}
+
+func newService(t *testing.T, b vdi.Backend, now *time.Time) (*vdi.Service, *store.DB) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return vdi.NewService(vdi.Config{Backend: b, Leases: db.Leases(), Audit: db, Now: func() time.Time { return *now }}), db
+}
+
+func TestServiceClaim(t *testing.T) {
+	ctx := context.Background()
+	alice, bob := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
+
+	t.Run("ExpiredClaimIsTakenOver", func(t *testing.T) {
+		now := time.Unix(1_800_000_000, 0)
+		svc, db := newService(t, newPoolBackend(vdi.ModeEphemeral, "demo-1"), &now)
+		if _, err := svc.Claim(ctx, alice, "local", "demo"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Claim(ctx, bob, "local", "demo"); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Fatalf("bob's claim while alice holds the only member: %v; want EConflict", err)
+		}
+		now = now.Add(vdi.DefaultLeaseDuration)
+		d, err := svc.Claim(ctx, bob, "local", "demo")
+		if err != nil || d.Holder != "bob" {
+			t.Fatalf("bob's claim after alice's expired: %+v, %v; want bob holding demo-1", d, err)
+		}
+		log, _ := db.AuditLog(ctx, 1)
+		if len(log) != 1 || log[0].Action != "claim" || log[0].Actor != "bob" {
+			t.Errorf("newest audit entry %+v; want bob's claim", log)
+		}
+		if log, _ := db.AuditLog(ctx, 3); len(log) != 3 || log[1].Action != "takeover" {
+			t.Errorf("audit %+v; want a takeover before bob's claim", log)
+		}
+		if _, err := svc.Desktop(ctx, alice, d.Ref()); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("alice after losing the claim: %v; want EForbidden", err)
+		}
+	})
+
+	t.Run("ReleaseStopsPersistentAndFrees", func(t *testing.T) {
+		now := time.Unix(1_800_000_000, 0)
+		b := newPoolBackend(vdi.ModePersistent, "demo-1")
+		svc, _ := newService(t, b, &now)
+		d, _ := svc.Claim(ctx, alice, "local", "demo")
+		if err := svc.Release(ctx, bob, d.Ref()); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("bob releasing alice's desktop: %v; want EForbidden", err)
+		}
+		if err := svc.Release(ctx, alice, d.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if b.power["demo-1"] != vdi.PowerStopped {
+			t.Errorf("after release demo-1 is %s; want stopped", b.power["demo-1"])
+		}
+		pools, _ := svc.Pools(ctx)
+		if pools[0].Free != 1 {
+			t.Errorf("free after release = %d; want 1", pools[0].Free)
+		}
+	})
+}
