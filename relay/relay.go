@@ -97,8 +97,10 @@ type end struct {
 // until either side closes or ctx ends. It then closes both, waits for all its
 // goroutines to end and returns the bytes it moved.
 //
-// When the desktop closes, the client gets close code 1000; when ctx ends,
-// close code 1001. A clean close from either side returns a nil error; an
+// When the desktop closes, the client gets close code 1000; when the desktop
+// connection fails, 1011; when ctx ends, 1001. In those cases Pipe waits up
+// to a second for the client to answer the close frame, so the frame is not
+// lost to a TCP reset. A clean close from either side returns a nil error; an
 // abnormal one returns its cause, and an ended ctx returns ctx.Err().
 func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) (Stats, error) {
 	size := opts.BufferSize

@@ -132,7 +132,7 @@ func readFrames(r *bufio.Reader, want int64) int64 {
 		if _, err := io.ReadFull(r, hdr[:2]); err != nil {
 			return total
 		}
-		n := int64(hdr[1] & 0x7f)
+		op, n := hdr[0]&0x0f, int64(hdr[1]&0x7f)
 		switch n {
 		case 126:
 			io.ReadFull(r, hdr[:2])
@@ -141,7 +141,7 @@ func readFrames(r *bufio.Reader, want int64) int64 {
 			io.ReadFull(r, hdr[:8])
 			n = int64(binary.BigEndian.Uint64(hdr))
 		}
-		if hdr[0]&0x0f == websocket.BinaryMessage || hdr[0]&0x0f == 0 {
+		if op == websocket.BinaryMessage || op == 0 {
 			total += n
 		}
 		if _, err := r.Discard(int(n)); err != nil {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the benchmarks and prints a report: each relay benchmark's MB/s as a
+# ratio of raw loopback TCP measured in the same run on the same machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-3}" ./relay/ | tee "$out"
+echo
+echo "== report: throughput against raw TCP (same run) =="
+awk '
+	/^Benchmark/ {
+		name = $1; sub(/-[0-9]+$/, "", name)
+		for (i = 2; i <= NF; i++) if ($(i+1) == "MB/s") { sum[name] += $i; n[name]++ }
+	}
+	END {
+		base = sum["BenchmarkRawTCP"] / n["BenchmarkRawTCP"]
+		if (!base) { print "no BenchmarkRawTCP result"; exit 1 }
+		for (k in sum) printf "%-24s %10.1f MB/s  %5.2fx raw TCP\n", k, sum[k] / n[k], (sum[k] / n[k]) / base
+	}' "$out" | sort
