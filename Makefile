@@ -20,7 +20,7 @@ assets: ## copy the pinned browser clients from npm into static/
 	@bash scripts/assets.sh
 
 generate: ## regenerate templ views
-	$(GO) tool templ generate -path views
+	$(GO) tool templ generate
 
 build: assets ## build bin/corral-vdi-portal
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/corral-vdi-portal
@@ -40,7 +40,7 @@ bench: assets ## run the benchmarks and print the report
 lint: ## go vet, gofmt, and fresh templ output
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
-	@$(GO) tool templ generate -path views >/dev/null 2>&1
+	@$(GO) tool templ generate >/dev/null 2>&1
 	@git diff --quiet -- views || { git --no-pager diff --stat -- views; echo "templ: generated views were stale; commit the regenerated files"; exit 1; }
 
 clean: ## remove build outputs
