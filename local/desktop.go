@@ -253,23 +253,18 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 
 	env = d.Env()
 	d.paintRoot(bins["xsetroot"], env)
-	for _, c := range []struct {
-		name string
-		args []string
-	}{
-		{"openbox", nil},
-		// openbox starts at the same time; a window mapped while it is still
-		// initialising gets no answer, and Xt would wait its default 5 s.
-		{"xterm", []string{"-geometry", "100x30+40+40", "-title", d.spec.Name, "-xrm", "*wmTimeout: 200"}},
-	} {
-		p, err := startDesktopProc(c.name, d.spec.Dir, bins[c.name], c.args, env, d.spec.Home, nil)
-		if err != nil {
-			return err
-		}
-		d.procs = append(d.procs, p)
-		if err := d.writePids(); err != nil {
-			return err
-		}
+	// openbox starts the terminal itself once it manages the screen: a
+	// window mapped while the window manager is still starting can be lost
+	// (left unmapped), and Xt would otherwise wait 5 s for the manager.
+	// The terminal is openbox's child, in its process group.
+	terminal := fmt.Sprintf("%s -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote(d.spec.Name))
+	p, err := startDesktopProc("openbox", d.spec.Dir, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil)
+	if err != nil {
+		return err
+	}
+	d.procs = append(d.procs, p)
+	if err := d.writePids(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -479,4 +474,10 @@ func currentUser() string {
 		return u
 	}
 	return strconv.Itoa(os.Getuid())
+}
+
+// shellQuote quotes s for openbox's --startup, which splits a command line
+// like a shell does.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

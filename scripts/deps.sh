@@ -18,7 +18,7 @@ pkgs=(
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ ${1:-} == --test ]]; then
-	pkgs+=(chromium) # the e2e tests drive Debian's Chromium with Playwright
+	pkgs+=(chromium x11-utils) # e2e: Debian Chromium driven by Playwright; xwininfo for desktop tests
 fi
 
 missing=()
