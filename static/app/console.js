@@ -1,13 +1,30 @@
-// The console page: asks the portal which console to open for this desktop,
-// then draws it with noVNC through the portal's websocket relay.
+// The console page: asks the portal which console to open for this desktop
+// and hands the screen to that protocol's module. Each module exports
+// `open(screen, info, ui)`, where info is the /connect answer's chosen
+// option and ui has say(text, kind) and lost(); it returns { close() }.
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
 
-function say(text, kind) {
-  status.textContent = text;
-  status.dataset.kind = kind || '';
-}
+// Protocol modules by name; their URLs are hashed, so the page lists them.
+const modules = {
+  vnc: screen.dataset.moduleVnc,
+  rdp: screen.dataset.moduleRdp,
+  serial: screen.dataset.moduleXterm,
+  terminal: screen.dataset.moduleXterm,
+};
+
+const ui = {
+  say(text, kind) {
+    status.textContent = text;
+    status.dataset.kind = kind || '';
+    screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
+  },
+  lost(text) {
+    ui.say(text, 'error');
+    reconnect.hidden = false;
+  },
+};
 
 async function connectInfo() {
   const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } });
@@ -18,48 +35,28 @@ async function connectInfo() {
   return body;
 }
 
-function wsURL(path) {
-  const url = new URL(path, window.location.href);
-  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  return url.href;
-}
-
-let rfb = null;
+let current = null;
 
 async function connect() {
   reconnect.hidden = true;
-  say('Connecting…', 'busy');
+  current?.close();
+  current = null;
+  ui.say('Connecting…', 'busy');
   let info;
   try {
     info = await connectInfo();
   } catch (err) {
-    say(err.message, 'error');
-    reconnect.hidden = false;
+    ui.lost(err.message);
     return;
   }
-  if (info.protocol !== 'vnc') {
-    say(`This desktop offers ${info.protocol}, which this page cannot show yet.`, 'error');
+  const url = modules[info.protocol];
+  if (!url) {
+    ui.lost(`This desktop offers ${info.protocol}, which this page cannot show.`);
     return;
   }
-  const { default: RFB } = await import(screen.dataset.novnc);
   screen.replaceChildren();
-  rfb = new RFB(screen, wsURL(info.websocket), { wsProtocols: ['binary'] });
-  rfb.scaleViewport = true;
-  rfb.resizeSession = false;
-  rfb.focusOnClick = true;
-  rfb.addEventListener('connect', () => {
-    say('Connected', 'ok');
-    screen.dataset.connected = 'true';
-    rfb.focus();
-  });
-  rfb.addEventListener('disconnect', (ev) => {
-    screen.dataset.connected = 'false';
-    say(ev.detail.clean ? 'Disconnected.' : 'The connection was lost.', 'error');
-    reconnect.hidden = false;
-  });
-  rfb.addEventListener('securityfailure', (ev) => {
-    say(`The desktop refused the connection: ${ev.detail.reason || 'security failure'}.`, 'error');
-  });
+  const mod = await import(url);
+  current = await mod.open(screen, info, ui);
 }
 
 reconnect.addEventListener('click', connect);
