@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,7 +101,8 @@ type end struct {
 // When the desktop closes, the client gets close code 1000; when the desktop
 // connection fails, 1011; when ctx ends, 1001. In those cases Pipe waits up
 // to a second for the client to answer the close frame, so the frame is not
-// lost to a TCP reset. A clean close from either side returns a nil error; an
+// lost to a TCP reset. The 1001 close frame carries ctx's cause, if any, as
+// its reason, so the client can tell the user why. A clean close from either side returns a nil error; an
 // abnormal one returns its cause, and an ended ctx returns ctx.Err().
 func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) (Stats, error) {
 	size := opts.BufferSize
@@ -162,7 +164,7 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		code, reason := websocket.CloseNormalClosure, "desktop closed the connection"
 		switch {
 		case first.side == shutdown:
-			code, reason = websocket.CloseGoingAway, "session ended"
+			code, reason = websocket.CloseGoingAway, closeReason(ctx)
 		case !errors.Is(first.err, io.EOF):
 			code, reason = websocket.CloseInternalServerErr, "desktop connection failed"
 		}
@@ -192,6 +194,21 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		}
 	}
 	return stats, err
+}
+
+// closeReason is the close frame's text when ctx ends: the cause given to
+// context.WithCancelCause (e.g. "released by an admin"), else "session ended".
+// A close frame's reason is at most 123 bytes.
+func closeReason(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+		return "session ended"
+	}
+	reason := cause.Error()
+	if len(reason) > 123 {
+		reason = strings.ToValidUTF8(reason[:120], "") + "..."
+	}
+	return reason
 }
 
 // clientToDesktop forwards client messages into w until reading ws fails,
