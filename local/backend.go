@@ -188,6 +188,9 @@ func (b *Backend) status(pool, name string) vdi.Member {
 	}
 	if m.Power == vdi.PowerRunning {
 		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC}
+		if d := b.members[name].desktop; d != nil && d.RDPSocket() != "" {
+			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC}
+		}
 	}
 	return m
 }
@@ -310,10 +313,11 @@ func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	return nil
 }
 
-// Dial connects to the member's VNC server; only VNC exists locally so far.
+// Dial connects to the member's VNC or RDP server. An RDP connection is an
+// *RDPConn, which also carries the server's sign-in.
 func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
-	if p != vdi.ProtocolVNC {
-		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC for this desktop.", "Desktop %s has no %s console.", ref, p)
+	if p != vdi.ProtocolVNC && p != vdi.ProtocolRDP {
+		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC or RDP for this desktop.", "Desktop %s has no %s console.", ref, p)
 	}
 	b.mu.Lock()
 	rt := b.members[ref.Name]
@@ -324,6 +328,9 @@ func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	b.mu.Unlock()
 	if d == nil {
 		return nil, vdi.Errorf(vdi.EUnavailable, "Start it, then connect again.", "Desktop %s is not running.", ref)
+	}
+	if p == vdi.ProtocolRDP {
+		return d.dialRDP(ctx)
 	}
 	var dialer net.Dialer
 	return dialer.DialContext(ctx, "unix", d.VNCSocket())

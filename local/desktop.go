@@ -266,6 +266,11 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	if err := d.writePids(); err != nil {
 		return err
 	}
+	// RDP is a second way in, not a requirement: without it the desktop
+	// still offers VNC.
+	if err := d.startRDP(ctx); err != nil {
+		d.log.Warn("desktop has no RDP", "err", err)
+	}
 	return nil
 }
 
@@ -444,7 +449,7 @@ func (d *Desktop) Stop() error {
 			d.wg.Wait()
 		}
 		d.closeDone()
-		for _, name := range []string{desktopSocketName, desktopPidsName, desktopAuthName} {
+		for _, name := range []string{desktopSocketName, desktopPidsName, desktopAuthName, rdpSocketName, rdpSAMName, rdpPasswordName} {
 			if err := os.Remove(filepath.Join(d.spec.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
