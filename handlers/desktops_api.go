@@ -1,6 +1,9 @@
 package handlers
 
 import (
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -49,9 +52,19 @@ func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id v
 	return h.handleDesktopGet(w, r, id)
 }
 
+// releaseRequest is the optional body of a release; admins give a reason
+// for a force-release, which the audit log and the user's console show.
+type releaseRequest struct {
+	Reason string `json:"reason"`
+}
+
 // handleDesktopRelease serves POST /api/vdi/desktops/{ns}/{member}/release.
 func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	if err := h.desktops.Release(r.Context(), id, ref(r)); err != nil {
+	var req releaseRequest
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	if err := h.desktops.Release(r.Context(), id, ref(r), req.Reason); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"released": ref(r).String()})
@@ -93,4 +106,13 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	}
 	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
 	return nil
+}
+
+// decodeOptionalJSON reads a small JSON body into v; an empty body is fine.
+func decodeOptionalJSON(r *http.Request, v any) error {
+	err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return vdi.Errorf(vdi.EInvalid, `Send a JSON object such as {"reason": "..."}, or no body.`, "The request body is not valid JSON: %v.", err)
 }

@@ -20,12 +20,16 @@ type Desktops interface {
 	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
 	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
-	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Start(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Stop(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Authorize(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error)
-	Renew(ctx context.Context, login string, ref vdi.Ref) error
+	TrackConsole(ref vdi.Ref, cancel context.CancelCauseFunc) (untrack func())
+	ConsoleOpened(ctx context.Context, ref vdi.Ref) error
+	ConsoleClosed(ctx context.Context, ref vdi.Ref) error
+	ConsoleHeartbeat(ctx context.Context, ref vdi.Ref) error
+	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 }
 
 // Identifier tells who made a request and runs the cookie sign-in.
@@ -39,7 +43,7 @@ type Identifier interface {
 // Sessions records console sessions.
 type Sessions interface {
 	OpenSession(ctx context.Context, s store.Session) error
-	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string) error
+	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error
 }
 
 // Assets maps static paths to hashed URLs and serves them.
@@ -60,45 +64,38 @@ type Config struct {
 	Loopback bool
 	// Ready reports whether the portal can serve (for /readyz).
 	Ready func(ctx context.Context) error
-	// RenewEvery is how often an open console renews its claim.
-	RenewEvery time.Duration
 }
 
 // Handler serves the portal.
 type Handler struct {
-	desktops   Desktops
-	auth       Identifier
-	sessions   Sessions
-	assets     Assets
-	log        *slog.Logger
-	loopback   bool
-	ready      func(ctx context.Context) error
-	renewEvery time.Duration
-	mux        *http.ServeMux
-	protected  http.Handler // mux behind cross-origin protection
+	desktops  Desktops
+	auth      Identifier
+	sessions  Sessions
+	assets    Assets
+	log       *slog.Logger
+	loopback  bool
+	ready     func(ctx context.Context) error
+	mux       *http.ServeMux
+	protected http.Handler // mux behind cross-origin protection
 }
 
 // New returns the portal's handler with every route registered.
 func New(cfg Config) *Handler {
 	h := &Handler{
-		desktops:   cfg.Desktops,
-		auth:       cfg.Auth,
-		sessions:   cfg.Sessions,
-		assets:     cfg.Assets,
-		log:        cfg.Log,
-		loopback:   cfg.Loopback,
-		ready:      cfg.Ready,
-		renewEvery: cfg.RenewEvery,
-		mux:        http.NewServeMux(),
+		desktops: cfg.Desktops,
+		auth:     cfg.Auth,
+		sessions: cfg.Sessions,
+		assets:   cfg.Assets,
+		log:      cfg.Log,
+		loopback: cfg.Loopback,
+		ready:    cfg.Ready,
+		mux:      http.NewServeMux(),
 	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
-	}
-	if h.renewEvery == 0 {
-		h.renewEvery = 10 * time.Minute
 	}
 	h.routes()
 	return h

@@ -44,7 +44,7 @@ func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi
 // handleReleaseForm serves POST /desktops/{ns}/{member}/release: the
 // Release button.
 func (h *Handler) handleReleaseForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	if err := h.desktops.Release(r.Context(), id, ref(r)); err != nil {
+	if err := h.desktops.Release(r.Context(), id, ref(r), r.PostFormValue("reason")); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -23,9 +24,15 @@ type Config struct {
 	Auth            []string
 	TrustedProxies  []netip.Prefix
 	Admins          []string
+	AdminGroups     []string
+	OIDC            auth.OIDCConfig
+	SessionKeys     auth.Keys
+	SessionLifetime time.Duration
 	DisconnectGrace time.Duration
 	MaxSession      time.Duration
 	IdleTimeout     time.Duration
+	// ReclaimEvery is how often due reclaims are looked for.
+	ReclaimEvery time.Duration
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
 	// StopDesktopsOnExit stops local desktops when the portal exits; by
@@ -44,18 +51,20 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c Config
-	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit string
+	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", defaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", "local"), "which backend runs desktops: local (CORRAL_VDI_BACKEND)")
-	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, dev (CORRAL_VDI_AUTH)")
+	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, oidc, dev (CORRAL_VDI_AUTH)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CORRAL_VDI_TRUSTED_PROXIES", "127.0.0.1/32,::1/128"), "where Tailscale identity headers are believed (CORRAL_VDI_TRUSTED_PROXIES)")
 	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated (CORRAL_VDI_ADMINS)")
 	fs.StringVar(&grace, "disconnect-grace", env("CORRAL_VDI_DISCONNECT_GRACE", "15m"), "reclaim after the last console closes (CORRAL_VDI_DISCONNECT_GRACE)")
 	fs.StringVar(&maxSession, "max-session", env("CORRAL_VDI_MAX_SESSION", "off"), "longest claim, or off (CORRAL_VDI_MAX_SESSION)")
 	fs.StringVar(&idle, "idle-timeout", env("CORRAL_VDI_IDLE_TIMEOUT", "off"), "reclaim after no user input, or off (CORRAL_VDI_IDLE_TIMEOUT)")
+	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
 	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
+	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -67,6 +76,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("CORRAL_VDI_TRUSTED_PROXIES: %w", err)
 	}
 	c.Auth, c.Admins = splitList(authModes), splitList(admins)
+	if err := finishAuth(); err != nil {
+		return c, err
+	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_DISCONNECT_GRACE: %w", err)
 	}
@@ -75,6 +87,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.IdleTimeout, err = parseDuration(idle); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_IDLE_TIMEOUT: %w", err)
+	}
+	if c.ReclaimEvery, err = parseDuration(reclaimEvery); err != nil || c.ReclaimEvery <= 0 {
+		return c, fmt.Errorf("CORRAL_VDI_RECLAIM_INTERVAL: %q is not a positive duration like 10s", reclaimEvery)
 	}
 	if c.DemoPoolSize, err = strconv.Atoi(demo); err != nil || c.DemoPoolSize < 0 {
 		return c, fmt.Errorf("CORRAL_VDI_DEMO_POOL_SIZE: %q is not a count", demo)
@@ -135,4 +150,70 @@ func isLoopback(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// authFlags declares the OIDC and session settings on fs; the returned
+// function reads them into c once fs is parsed and c.Auth is set. Secrets
+// have no flag of their own (flag defaults show in -help and flags in ps):
+// pass them in the environment or a file.
+func authFlags(fs *flag.FlagSet, c *Config, getenv func(string) string, env func(name, def string) string) func() error {
+	var groups, scopes, lifetime, secretFile, keysFile string
+	o := &c.OIDC
+	fs.StringVar(&o.Issuer, "oidc-issuer", env("CORRAL_VDI_OIDC_ISSUER", ""), "OIDC issuer URL (CORRAL_VDI_OIDC_ISSUER)")
+	fs.StringVar(&o.ClientID, "oidc-client-id", env("CORRAL_VDI_OIDC_CLIENT_ID", ""), "OIDC client ID (CORRAL_VDI_OIDC_CLIENT_ID)")
+	fs.StringVar(&secretFile, "oidc-client-secret-file", env("CORRAL_VDI_OIDC_CLIENT_SECRET_FILE", ""), "file holding the OIDC client secret; or set CORRAL_VDI_OIDC_CLIENT_SECRET (CORRAL_VDI_OIDC_CLIENT_SECRET_FILE)")
+	fs.StringVar(&o.RedirectURL, "oidc-redirect-url", env("CORRAL_VDI_OIDC_REDIRECT_URL", ""), "public URL of "+auth.CallbackPath+", registered at the provider (CORRAL_VDI_OIDC_REDIRECT_URL)")
+	fs.StringVar(&groups, "oidc-admin-groups", env("CORRAL_VDI_OIDC_ADMIN_GROUPS", env("CORRAL_VDI_OIDC_ADMIN_GROUP", "")), "OIDC groups whose members are admins, comma-separated (CORRAL_VDI_OIDC_ADMIN_GROUPS)")
+	fs.StringVar(&o.GroupsClaim, "oidc-groups-claim", env("CORRAL_VDI_OIDC_GROUPS_CLAIM", "groups"), "ID token claim listing the user's groups (CORRAL_VDI_OIDC_GROUPS_CLAIM)")
+	fs.StringVar(&o.LoginClaim, "oidc-login-claim", env("CORRAL_VDI_OIDC_LOGIN_CLAIM", "email"), "ID token claim used as the login (CORRAL_VDI_OIDC_LOGIN_CLAIM)")
+	fs.StringVar(&scopes, "oidc-scopes", env("CORRAL_VDI_OIDC_SCOPES", "openid,profile,email"), "scopes to ask for, comma-separated (CORRAL_VDI_OIDC_SCOPES)")
+	fs.StringVar(&o.ProviderName, "oidc-provider-name", env("CORRAL_VDI_OIDC_PROVIDER_NAME", ""), "name on the sign-in button; default the issuer's host (CORRAL_VDI_OIDC_PROVIDER_NAME)")
+	fs.StringVar(&keysFile, "session-keys-file", env("CORRAL_VDI_SESSION_KEYS_FILE", ""), "file of session cookie keys, newest first; or set CORRAL_VDI_SESSION_KEYS (CORRAL_VDI_SESSION_KEYS_FILE)")
+	fs.StringVar(&lifetime, "session-lifetime", env("CORRAL_VDI_SESSION_LIFETIME", "12h"), "how long a cookie sign-in lasts (CORRAL_VDI_SESSION_LIFETIME)")
+	return func() error {
+		c.AdminGroups, o.Scopes = splitList(groups), splitList(scopes)
+		secret, err := valueOrFile(getenv("CORRAL_VDI_OIDC_CLIENT_SECRET"), secretFile, "CORRAL_VDI_OIDC_CLIENT_SECRET")
+		if err != nil {
+			return err
+		}
+		o.ClientSecret = auth.Secret(strings.TrimSpace(secret))
+		keys, err := valueOrFile(getenv("CORRAL_VDI_SESSION_KEYS"), keysFile, "CORRAL_VDI_SESSION_KEYS")
+		if err != nil {
+			return err
+		}
+		if c.SessionKeys, err = auth.ParseSessionKeys(keys); err != nil {
+			return fmt.Errorf("CORRAL_VDI_SESSION_KEYS: %w", err)
+		}
+		if c.SessionLifetime, err = parseDuration(lifetime); err != nil || c.SessionLifetime <= 0 {
+			return fmt.Errorf("CORRAL_VDI_SESSION_LIFETIME: %q is not a positive duration like 12h", lifetime)
+		}
+		oidcOn := false
+		for _, m := range c.Auth {
+			oidcOn = oidcOn || m == auth.ModeOIDC
+		}
+		if oidcOn && len(c.SessionKeys) == 0 {
+			return errors.New("CORRAL_VDI_SESSION_KEYS is not set: OIDC sign-in keeps users in a signed cookie whose keys must survive restarts " +
+				"and be shared by every replica; set it (or CORRAL_VDI_SESSION_KEYS_FILE) to the output of `openssl rand -base64 32`")
+		}
+		if !oidcOn && o.Issuer != "" {
+			return errors.New("CORRAL_VDI_OIDC_ISSUER is set but CORRAL_VDI_AUTH does not include oidc: add it, e.g. CORRAL_VDI_AUTH=tailscale,oidc")
+		}
+		return nil
+	}
+}
+
+// valueOrFile returns value, or the contents of file; setting both is an
+// error. name is the environment variable, for messages.
+func valueOrFile(value, file, name string) (string, error) {
+	if file == "" {
+		return value, nil
+	}
+	if value != "" {
+		return "", fmt.Errorf("%s and %s_FILE are both set: keep one", name, name)
+	}
+	buf, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	return string(buf), nil
 }

@@ -33,6 +33,7 @@ type Main struct {
 
 	db      *store.DB
 	backend *local.Backend
+	svc     *vdi.Service
 	ln      net.Listener
 	srv     *http.Server
 }
@@ -69,10 +70,12 @@ func (m *Main) Open(ctx context.Context) error {
 			return err
 		}
 	}
-	svc := vdi.NewService(vdi.Config{Backend: m.backend, Leases: db.Leases(), Audit: db, Log: m.Log})
+	m.svc = vdi.NewService(vdi.Config{Backend: m.backend, Leases: db.Leases(), Audit: db, Log: m.Log,
+		Policy: vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout}})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins,
-		KeyFile: filepath.Join(c.DataDir, "cookie.keys"), Log: m.Log,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups,
+		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
+		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
 	h := handlers.New(handlers.Config{
-		Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: m.Log,
+		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
 	})
@@ -110,6 +113,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
+	go m.svc.RunReclaimer(ctx, m.Config.ReclaimEvery)
 	select {
 	case err := <-errc:
 		return err

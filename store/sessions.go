@@ -19,6 +19,7 @@ type Session struct {
 	BytesIn     int64     // client to desktop
 	BytesOut    int64     // desktop to client
 	CloseReason string
+	LastInput   time.Time // zero when no user input was seen
 }
 
 // OpenSession records a new session; OpenedAt defaults to now.
@@ -34,10 +35,14 @@ func (db *DB) OpenSession(ctx context.Context, s Session) error {
 	return nil
 }
 
-// CloseSession records how a session ended.
-func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string) error {
-	_, err := db.db.ExecContext(ctx, `UPDATE sessions SET closed_at = ?, bytes_in = ?, bytes_out = ?, close_reason = ? WHERE id = ?`,
-		db.Now().UnixNano(), bytesIn, bytesOut, reason, id)
+// CloseSession records how a session ended and when it last saw input.
+func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error {
+	var input any
+	if !lastInput.IsZero() {
+		input = lastInput.UnixNano()
+	}
+	_, err := db.db.ExecContext(ctx, `UPDATE sessions SET closed_at = ?, bytes_in = ?, bytes_out = ?, close_reason = ?, last_input = ? WHERE id = ?`,
+		db.Now().UnixNano(), bytesIn, bytesOut, reason, input, id)
 	if err != nil {
 		return fmt.Errorf("store: close session %q: %w", id, err)
 	}
@@ -47,7 +52,7 @@ func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int
 // Sessions returns the newest sessions first, at most limit of them.
 func (db *DB) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	rows, err := db.db.QueryContext(ctx, `SELECT id, login, namespace, member, protocol, path, opened_at, COALESCE(closed_at, 0),
-		bytes_in, bytes_out, close_reason FROM sessions ORDER BY opened_at DESC LIMIT ?`, limit)
+		bytes_in, bytes_out, close_reason, COALESCE(last_input, 0) FROM sessions ORDER BY opened_at DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: sessions: %w", err)
 	}
@@ -55,13 +60,16 @@ func (db *DB) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	var out []Session
 	for rows.Next() {
 		var s Session
-		var opened, closed int64
-		if err := rows.Scan(&s.ID, &s.Login, &s.Namespace, &s.Member, &s.Protocol, &s.Path, &opened, &closed, &s.BytesIn, &s.BytesOut, &s.CloseReason); err != nil {
+		var opened, closed, input int64
+		if err := rows.Scan(&s.ID, &s.Login, &s.Namespace, &s.Member, &s.Protocol, &s.Path, &opened, &closed, &s.BytesIn, &s.BytesOut, &s.CloseReason, &input); err != nil {
 			return nil, fmt.Errorf("store: sessions: %w", err)
 		}
 		s.OpenedAt = time.Unix(0, opened)
 		if closed != 0 {
 			s.ClosedAt = time.Unix(0, closed)
+		}
+		if input != 0 {
+			s.LastInput = time.Unix(0, input)
 		}
 		out = append(out, s)
 	}

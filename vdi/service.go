@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,6 +21,8 @@ type Config struct {
 	Now func() time.Time
 	// LeaseDuration is how long a claim lasts without renewal (DefaultLeaseDuration).
 	LeaseDuration time.Duration
+	// Policy holds the reclaim defaults that pools' own policies override.
+	Policy Policy
 }
 
 // Service applies the claim rules: who may have which member, and what
@@ -31,8 +35,14 @@ type Service struct {
 	now      func() time.Time
 	duration time.Duration
 
+	policy Policy
+
 	claimMu sync.Mutex
 	claimBy map[string]*sync.Mutex // per user and pool: one claim at a time
+
+	consolesMu sync.Mutex
+	consoleSeq int
+	consoles   map[Ref]map[int]context.CancelCauseFunc // open consoles on this portal
 }
 
 // NewService returns a Service; Backend, Leases and Audit are required.
@@ -44,7 +54,9 @@ func NewService(cfg Config) *Service {
 		log:      cfg.Log,
 		now:      cfg.Now,
 		duration: cfg.LeaseDuration,
+		policy:   cfg.Policy,
 		claimBy:  map[string]*sync.Mutex{},
+		consoles: map[Ref]map[int]context.CancelCauseFunc{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -70,6 +82,22 @@ type Desktop struct {
 	Member
 	Holder    string    `json:"holder,omitempty"`
 	ClaimedAt time.Time `json:"claimedAt,omitzero"`
+	// Reclaim is the next reclaim the claim faces, if any rule applies.
+	Reclaim *Deadline `json:"reclaim,omitempty"`
+}
+
+// desktop joins a member with its live claim (nil: none) under policy p.
+func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
+	d := Desktop{Member: m}
+	if l == nil {
+		return d
+	}
+	d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
+	f, _ := FactsOf(l)
+	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {
+		d.Reclaim = &next
+	}
+	return d
 }
 
 // Pools lists every pool with how many members are free.
@@ -106,7 +134,9 @@ func (s *Service) held(ctx context.Context, namespace, pool string) (map[string]
 }
 
 // Claim gives id a member of the pool and powers it on. Asking again returns
-// the same member. When no member is free it fails with EConflict.
+// the same member. It prefers a running member, then a stopped one, trying
+// each at most once and moving on when another claimant wins it; when none is
+// free (or every try was lost) it fails with EConflict.
 func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
 	mu := s.claimLock(namespace + "/" + pool + "/" + id.Login)
 	mu.Lock()
@@ -116,51 +146,105 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 	if err != nil {
 		return Desktop{}, err
 	}
-	held, err := s.held(ctx, namespace, pool)
-	if err != nil {
-		return Desktop{}, err
-	}
-	for _, l := range held {
-		if l.Holder == id.Login {
-			return s.powerOn(ctx, l)
-		}
-	}
-	members, err := s.backend.Members(ctx, namespace, pool)
-	if err != nil {
-		return Desktop{}, err
-	}
-	for _, m := range members {
-		if held[m.Name] != nil {
-			continue
-		}
-		l, err := s.acquire(ctx, p, m, id.Login)
-		if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
-			continue // lost the race for this member; try the next
-		} else if err != nil {
+	tried := map[string]bool{}
+	for attempts := 0; attempts < maxClaimAttempts; {
+		// Listing is cheap (a cache on Kubernetes), so every round sees the
+		// claims that beat this one and skips their members.
+		leases, err := s.leases.List(ctx, namespace, pool)
+		if err != nil {
 			return Desktop{}, unavailable(err)
 		}
-		s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
-		s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
-		return s.powerOn(ctx, l)
+		now := s.now()
+		known := make(map[string]*Lease, len(leases))
+		for _, l := range leases {
+			if l.Holder == id.Login && !l.Expired(now) {
+				return s.powerOn(ctx, l)
+			}
+			known[l.Member] = l
+		}
+		members, err := s.backend.Members(ctx, namespace, pool)
+		if err != nil {
+			return Desktop{}, err
+		}
+		free := freeMembers(members, known, tried, now)
+		if len(free) == 0 {
+			break
+		}
+		for _, m := range free {
+			if attempts == maxClaimAttempts {
+				break
+			}
+			attempts++
+			tried[m.Name] = true
+			l, err := s.acquire(ctx, p, m, known[m.Name], id.Login)
+			if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
+				// Lost the race for this member: its claim is someone else's
+				// now. After a few losses, look again at what is left.
+				if attempts%claimRelistEvery == 0 {
+					break
+				}
+				continue
+			} else if err != nil {
+				return Desktop{}, unavailable(err)
+			}
+			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
+			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
+			return s.powerOn(ctx, l)
+		}
 	}
 	return Desktop{}, Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
 }
 
-// acquire takes m's Lease for holder: Create when there is none, Update
-// carrying the observed resourceVersion when it expired.
-func (s *Service) acquire(ctx context.Context, p Pool, m Member, holder string) (*Lease, error) {
+// Claim bounds: each member is tried at most once per claim and at most
+// maxClaimAttempts in all; the free list is refreshed after every
+// claimRelistEvery lost races.
+const (
+	maxClaimAttempts = 64
+	claimRelistEvery = 4
+)
+
+// freeMembers returns the members with no live claim that were not tried
+// yet: running ones first (the user gets a desktop now), then stopped ones,
+// then the rest; shuffled within each group so that claimants on several
+// portals do not all race for the same member.
+func freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time) []Member {
+	rank := func(p Power) int {
+		switch p {
+		case PowerRunning:
+			return 0
+		case PowerStopped:
+			return 1
+		case PowerFailed:
+			return 3
+		}
+		return 2
+	}
+	var free []Member
+	for _, m := range members {
+		if l := known[m.Name]; (l != nil && !l.Expired(now)) || tried[m.Name] {
+			continue
+		}
+		free = append(free, m)
+	}
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	slices.SortStableFunc(free, func(a, b Member) int { return rank(a.Power) - rank(b.Power) })
+	return free
+}
+
+// acquire takes m's Lease for holder: Create when none was seen (a Lease
+// that exists after all means another claimant won: ErrAlreadyExists), or
+// Update carrying the observed resourceVersion of old when it expired (a
+// newer Lease means another claimant won: ErrConflict).
+func (s *Service) acquire(ctx context.Context, p Pool, m Member, old *Lease, holder string) (*Lease, error) {
 	now := s.now()
 	want := &Lease{
 		Namespace: m.Namespace, Member: m.Name, Pool: p.Name, Holder: holder,
 		AcquireTime: now, RenewTime: now, Duration: s.duration,
 	}
-	old, err := s.leases.Get(ctx, m.Ref())
-	switch {
-	case errors.Is(err, ErrNotFound):
+	if old == nil {
 		return s.leases.Create(ctx, want)
-	case err != nil:
-		return nil, err
-	case !old.Expired(now):
+	}
+	if !old.Expired(now) {
 		return nil, ErrConflict
 	}
 	want.ResourceVersion = old.ResourceVersion
@@ -189,7 +273,11 @@ func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
 			return Desktop{}, err
 		}
 	}
-	return Desktop{Member: m, Holder: l.Holder, ClaimedAt: l.AcquireTime}, nil
+	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	return s.desktop(m, l, p.Policy), nil
 }
 
 // Desktops returns the members id holds, or every member when all is set
@@ -215,11 +303,7 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 			if !mine && !(all && id.Admin) {
 				continue
 			}
-			d := Desktop{Member: m}
-			if l != nil {
-				d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
-			}
-			out = append(out, d)
+			out = append(out, s.desktop(m, l, p.Policy))
 		}
 	}
 	return out, nil
@@ -235,11 +319,11 @@ func (s *Service) Desktop(ctx context.Context, id Identity, ref Ref) (Desktop, e
 	if err != nil {
 		return Desktop{}, err
 	}
-	d := Desktop{Member: m}
-	if l != nil {
-		d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
+	p, err := s.backend.Pool(ctx, ref.Namespace, m.Pool)
+	if err != nil {
+		return Desktop{}, err
 	}
-	return d, nil
+	return s.desktop(m, l, p.Policy), nil
 }
 
 // authorize returns ref's live Lease when id holds it; admins pass with
@@ -263,8 +347,9 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 
 // Release ends id's claim on ref: persistent members stop, ephemeral ones are
 // recreated, then the Lease is deleted. An admin releasing another user's
-// desktop is a force-release. A failed power step keeps the claim.
-func (s *Service) Release(ctx context.Context, id Identity, ref Ref) error {
+// desktop is a force-release, audit-logged with reason. Open consoles are
+// closed with a message first. A failed power step keeps the claim.
+func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
 	if _, err := s.backend.Member(ctx, ref); err != nil {
 		return err
 	}
@@ -275,14 +360,22 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref) error {
 	if l == nil {
 		return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
 	}
+	action, text := "release", "The desktop was released."
+	if l.Holder != id.Login {
+		action, text = "force-release", "An admin ("+id.Login+") released this desktop."
+		if reason != "" {
+			text += " Reason: " + reason
+		}
+	}
+	s.closeConsoles(ref, errors.New(text))
 	if err := s.reclaim(ctx, l); err != nil {
 		return err
 	}
-	action := "release"
-	if l.Holder != id.Login {
-		action = "force-release"
+	detail := "holder " + l.Holder
+	if reason != "" {
+		detail += "; reason: " + reason
 	}
-	s.record(ctx, AuditEvent{Actor: id.Login, Action: action, Namespace: ref.Namespace, Target: ref.Name, Detail: "holder " + l.Holder})
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: action, Namespace: ref.Namespace, Target: ref.Name, Detail: detail})
 	s.log.Info(action, "desktop", ref, "holder", l.Holder, "by", id.Login)
 	return nil
 }
@@ -347,20 +440,6 @@ func (s *Service) Dial(ctx context.Context, ref Ref, p Protocol) (net.Conn, erro
 		return nil, &Error{Code: EUnavailable, Err: err, Msg: "The console of " + ref.String() + " did not answer.", Hint: "Reconnect; if it keeps failing, stop and start the desktop."}
 	}
 	return conn, nil
-}
-
-// Renew extends login's claim on ref, as while a console is open.
-func (s *Service) Renew(ctx context.Context, login string, ref Ref) error {
-	l, err := s.leases.Get(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if l.Holder != login {
-		return ErrConflict
-	}
-	l.RenewTime = s.now()
-	_, err = s.leases.Update(ctx, l)
-	return err
 }
 
 func (s *Service) claimLock(key string) *sync.Mutex {

@@ -56,12 +56,16 @@ func (b *poolBackend) Dial(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, er
 }
 
 func newService(t *testing.T, b vdi.Backend, now *time.Time) (*vdi.Service, *store.DB) {
+	return newServiceWithPolicy(t, b, now, vdi.Policy{})
+}
+
+func newServiceWithPolicy(t *testing.T, b vdi.Backend, now *time.Time, policy vdi.Policy) (*vdi.Service, *store.DB) {
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "portal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return vdi.NewService(vdi.Config{Backend: b, Leases: db.Leases(), Audit: db, Now: func() time.Time { return *now }}), db
+	return vdi.NewService(vdi.Config{Backend: b, Leases: db.Leases(), Audit: db, Now: func() time.Time { return *now }, Policy: policy}), db
 }
 
 func TestServiceClaim(t *testing.T) {
@@ -99,10 +103,10 @@ func TestServiceClaim(t *testing.T) {
 		b := newPoolBackend(vdi.ModePersistent, "demo-1")
 		svc, _ := newService(t, b, &now)
 		d, _ := svc.Claim(ctx, alice, "local", "demo")
-		if err := svc.Release(ctx, bob, d.Ref()); vdi.ErrorCode(err) != vdi.EForbidden {
+		if err := svc.Release(ctx, bob, d.Ref(), ""); vdi.ErrorCode(err) != vdi.EForbidden {
 			t.Errorf("bob releasing alice's desktop: %v; want EForbidden", err)
 		}
-		if err := svc.Release(ctx, alice, d.Ref()); err != nil {
+		if err := svc.Release(ctx, alice, d.Ref(), ""); err != nil {
 			t.Fatal(err)
 		}
 		if b.power["demo-1"] != vdi.PowerStopped {

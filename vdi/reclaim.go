@@ -1,0 +1,205 @@
+package vdi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Reclaim rules, in the order they are checked.
+const (
+	RuleDisconnect = "disconnect-grace"
+	RuleMaxSession = "max-session"
+	RuleIdle       = "idle"
+	// RuleExpired reclaims a member whose claim ran out unrenewed (its
+	// portal died): nobody holds it, but it may still be running.
+	RuleExpired = "lease-expired"
+)
+
+// Deadline is the next reclaim a claim faces: which rule, and when.
+type Deadline struct {
+	Rule string    `json:"rule"`
+	At   time.Time `json:"at"`
+}
+
+// Effective returns p with zero fields taken from defaults.
+func (p Policy) Effective(defaults Policy) Policy {
+	if p.DisconnectGrace == 0 {
+		p.DisconnectGrace = defaults.DisconnectGrace
+	}
+	if p.MaxSession == 0 {
+		p.MaxSession = defaults.MaxSession
+	}
+	if p.IdleTimeout == 0 {
+		p.IdleTimeout = defaults.IdleTimeout
+	}
+	return p
+}
+
+// Next returns the earliest reclaim deadline of a claim under p, and false
+// when no rule applies. Disconnect grace runs while no console is open,
+// from the last disconnect (or the claim, if no console ever opened); max
+// session from the claim; idle from the last real input (or the claim).
+func (p Policy) Next(l *Lease, f SessionFacts, now time.Time) (Deadline, bool) {
+	var next Deadline
+	consider := func(rule string, at time.Time) {
+		if next.Rule == "" || at.Before(next.At) {
+			next = Deadline{rule, at}
+		}
+	}
+	if p.DisconnectGrace > 0 && !f.Open(now) {
+		since := latest(l.AcquireTime, f.LastDisconnect)
+		if f.Consoles > 0 { // consoles of a portal that stopped confirming them
+			since = latest(since, f.ConsolesSeen)
+		}
+		consider(RuleDisconnect, since.Add(p.DisconnectGrace))
+	}
+	if p.MaxSession > 0 {
+		consider(RuleMaxSession, l.AcquireTime.Add(p.MaxSession))
+	}
+	if p.IdleTimeout > 0 {
+		consider(RuleIdle, latest(l.AcquireTime, f.LastInput).Add(p.IdleTimeout))
+	}
+	return next, next.Rule != ""
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Deadline returns the next reclaim deadline of ref's live claim.
+func (s *Service) Deadline(ctx context.Context, ref Ref) (Deadline, bool, error) {
+	l, err := s.leases.Get(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		return Deadline{}, false, nil
+	} else if err != nil {
+		return Deadline{}, false, unavailable(err)
+	}
+	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	if err != nil {
+		return Deadline{}, false, err
+	}
+	f, _ := FactsOf(l)
+	d, ok := p.Policy.Effective(s.policy).Next(l, f, s.now())
+	return d, ok, nil
+}
+
+// ReclaimDue reclaims every claim whose deadline has passed and returns how
+// many it reclaimed. Each is first marked with a compare-and-swap on its
+// Lease, so a claim renewed (or reclaimed by another replica) in between
+// is left alone.
+func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
+	pools, err := s.backend.Pools(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	n := 0
+	var errs []error
+	for _, p := range pools {
+		leases, err := s.leases.List(ctx, p.Namespace, p.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		policy := p.Policy.Effective(s.policy)
+		for _, l := range leases {
+			f, ferr := FactsOf(l)
+			if ferr != nil {
+				s.log.Warn("malformed session facts on claim", "desktop", l.Ref(), "err", ferr)
+			}
+			rule := l.Annotations[AnnotationReclaiming] // a reclaim interrupted by a crash
+			if rule == "" {
+				d, ok := policy.Next(l, f, now)
+				if l.Expired(now) {
+					d, ok = Deadline{RuleExpired, now}, true
+				}
+				if !ok || d.At.After(now) {
+					continue
+				}
+				rule = d.Rule
+				if l.Annotations == nil {
+					l.Annotations = map[string]string{}
+				}
+				l.Annotations[AnnotationReclaiming] = rule
+				if l, err = s.leases.Update(ctx, l); err != nil {
+					if !errors.Is(err, ErrConflict) {
+						errs = append(errs, err)
+					}
+					continue // renewed or reclaimed meanwhile
+				}
+			}
+			s.closeConsoles(l.Ref(), errors.New(reclaimText(rule)))
+			if err := s.reclaim(ctx, l); err != nil {
+				errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
+				continue
+			}
+			n++
+			s.record(ctx, AuditEvent{Actor: "portal", Action: "reclaim", Namespace: l.Namespace, Target: l.Member,
+				Detail: fmt.Sprintf("rule %s; holder %s", rule, l.Holder)})
+			s.log.Info("reclaimed", "desktop", l.Ref(), "holder", l.Holder, "rule", rule)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func reclaimText(rule string) string {
+	switch rule {
+	case RuleIdle:
+		return "The desktop was reclaimed: no input for too long."
+	case RuleMaxSession:
+		return "The desktop was reclaimed: the session reached its time limit."
+	}
+	return "The desktop was reclaimed."
+}
+
+// RunReclaimer checks for due reclaims every interval until ctx ends.
+func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.ReclaimDue(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("reclaim", "err", err)
+			}
+		}
+	}
+}
+
+// TrackConsole registers an open console of ref so that releasing or
+// reclaiming the desktop can close it with a reason. Call the returned
+// function when the console ends.
+func (s *Service) TrackConsole(ref Ref, cancel context.CancelCauseFunc) (untrack func()) {
+	s.consolesMu.Lock()
+	defer s.consolesMu.Unlock()
+	s.consoleSeq++
+	id := s.consoleSeq
+	if s.consoles[ref] == nil {
+		s.consoles[ref] = map[int]context.CancelCauseFunc{}
+	}
+	s.consoles[ref][id] = cancel
+	return func() {
+		s.consolesMu.Lock()
+		defer s.consolesMu.Unlock()
+		delete(s.consoles[ref], id)
+		if len(s.consoles[ref]) == 0 {
+			delete(s.consoles, ref)
+		}
+	}
+}
+
+// closeConsoles ends every console of ref open on this portal.
+func (s *Service) closeConsoles(ref Ref, cause error) {
+	s.consolesMu.Lock()
+	defer s.consolesMu.Unlock()
+	for _, cancel := range s.consoles[ref] {
+		cancel(cause)
+	}
+}
