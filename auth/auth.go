@@ -1,22 +1,21 @@
 // Package auth tells who is asking: Tailscale identity headers from trusted
-// proxies, or the portal's own signed session cookie (set by the loopback
-// sign-in-by-name page of the embedded default). It hands handlers one
-// vdi.Identity.
+// proxies, an OpenID Connect sign-in (authorization code + PKCE, state and
+// nonce), or the sign-in-by-name page of the embedded default; the last two
+// keep the user in a signed, encrypted session cookie. It hands handlers
+// one vdi.Identity.
 package auth
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/sessions"
 
@@ -26,6 +25,7 @@ import (
 // Identity modes.
 const (
 	ModeTailscale = "tailscale"
+	ModeOIDC      = "oidc"
 	ModeDev       = "dev"
 )
 
@@ -35,83 +35,108 @@ const (
 	HeaderTailscaleName  = "Tailscale-User-Name"
 )
 
-const (
-	cookieName = "corral_vdi_session"
-	keyLogin   = "login"
-)
+// DefaultSessionLifetime is how long a cookie session lasts.
+const DefaultSessionLifetime = 12 * time.Hour
+
+// codeUnauthorized is the error code the HTTP layer answers with 401.
+const codeUnauthorized vdi.Code = "unauthorized"
 
 // Config configures an Authenticator.
 type Config struct {
-	// Modes enables identity sources: ModeTailscale, ModeDev.
+	// Modes enables identity sources: ModeTailscale, ModeOIDC, ModeDev.
 	Modes []string
-	// TrustedProxies are where Tailscale headers are believed.
+	// TrustedProxies are where Tailscale headers (and X-Forwarded-Proto)
+	// are believed.
 	TrustedProxies []netip.Prefix
 	// Admins are the logins with admin rights.
 	Admins []string
-	// KeyFile holds the cookie signing keys; created with fresh keys if absent.
+	// AdminGroups are the OIDC groups whose members are admins.
+	AdminGroups []string
+	// SessionKeys sign and encrypt the session cookie, newest first (see
+	// ParseSessionKeys). Required with ModeOIDC; without them the keys
+	// come from KeyFile.
+	SessionKeys Keys
+	// KeyFile holds the embedded default's cookie keys; created if absent.
 	KeyFile string
-	// Secure marks cookies Secure (the portal is served over HTTPS).
+	// SessionLifetime is how long a sign-in lasts (DefaultSessionLifetime).
+	SessionLifetime time.Duration
+	// Secure marks every cookie Secure; it is also set per request when
+	// the request came over TLS or through a trusted TLS proxy.
 	Secure bool
-	Log    *slog.Logger
+	// OIDC configures ModeOIDC.
+	OIDC OIDCConfig
+	Log  *slog.Logger
+	// Now is the clock (time.Now).
+	Now func() time.Time
 }
 
 // Authenticator identifies requests.
 type Authenticator struct {
-	modes   map[string]bool
-	proxies []netip.Prefix
-	admins  map[string]bool
-	cookies *sessions.CookieStore
-	log     *slog.Logger
+	modes        map[string]bool
+	proxies      []netip.Prefix
+	admins       map[string]bool
+	adminGroups  map[string]bool
+	cookies      *sessions.CookieStore
+	lifetime     time.Duration
+	alwaysSecure bool
+	oidc         *oidcFlow
+	log          *slog.Logger
+	now          func() time.Time
 
 	warnOnce sync.Map // remote addresses already warned about spoofed headers
 }
 
-// New returns an Authenticator, loading or creating its cookie keys.
+// New returns an Authenticator. With ModeOIDC it checks the provider
+// settings but does not contact the provider yet.
 func New(cfg Config) (*Authenticator, error) {
-	a := &Authenticator{modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, log: cfg.Log}
+	a := &Authenticator{
+		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
+		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, log: cfg.Log, now: cfg.Now,
+	}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.lifetime <= 0 {
+		a.lifetime = DefaultSessionLifetime
+	}
 	for _, m := range cfg.Modes {
 		switch m {
-		case ModeTailscale, ModeDev:
+		case ModeTailscale, ModeOIDC, ModeDev:
 			a.modes[m] = true
 		default:
-			return nil, fmt.Errorf("auth: unknown identity mode %q (want %s or %s)", m, ModeTailscale, ModeDev)
+			return nil, fmt.Errorf("auth: unknown identity mode %q (want %s, %s or %s)", m, ModeTailscale, ModeOIDC, ModeDev)
 		}
 	}
 	for _, l := range cfg.Admins {
 		a.admins[l] = true
 	}
-	keys, err := loadKeys(cfg.KeyFile)
+	for _, g := range cfg.AdminGroups {
+		a.adminGroups[g] = true
+	}
+	var pairs [][]byte
+	var err error
+	switch {
+	case len(cfg.SessionKeys) > 0:
+		pairs, err = keyPairs(cfg.SessionKeys)
+	case a.modes[ModeOIDC]:
+		return nil, errors.New("auth: OIDC sign-in needs session keys shared by every replica: set CORRAL_VDI_SESSION_KEYS (or _FILE) to the output of `openssl rand -base64 32`")
+	default:
+		pairs, err = loadKeyFile(cfg.KeyFile)
+	}
 	if err != nil {
 		return nil, err
 	}
-	a.cookies = sessions.NewCookieStore(keys...)
-	a.cookies.Options = &sessions.Options{Path: "/", MaxAge: 7 * 24 * 3600, HttpOnly: true, Secure: cfg.Secure, SameSite: http.SameSiteLaxMode}
+	a.cookies = sessions.NewCookieStore(pairs...)
+	a.cookies.MaxAge(int(max(a.lifetime, flowLifetime) / time.Second))
+	if a.modes[ModeOIDC] {
+		if a.oidc, err = newOIDCFlow(cfg.OIDC, a.log); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
-}
-
-// loadKeys reads a 64-byte hash key and a 32-byte encryption key from path,
-// creating the file with random keys (mode 0600) the first time.
-func loadKeys(path string) ([][]byte, error) {
-	buf, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		buf = make([]byte, 96)
-		rand.Read(buf)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("auth: cookie keys: %w", err)
-		}
-		if err := os.WriteFile(path, buf, 0o600); err != nil {
-			return nil, fmt.Errorf("auth: cookie keys: %w", err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("auth: cookie keys: %w", err)
-	}
-	if len(buf) != 96 {
-		return nil, fmt.Errorf("auth: cookie key file %s is %d bytes, want 96: delete it to make new keys", path, len(buf))
-	}
-	return [][]byte{buf[:64], buf[64:]}, nil
 }
 
 // DevSignIn reports whether the sign-in-by-name page is enabled.
@@ -121,24 +146,32 @@ func (a *Authenticator) DevSignIn() bool { return a.modes[ModeDev] }
 func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 	if login := r.Header.Get(HeaderTailscaleLogin); login != "" && a.modes[ModeTailscale] {
 		if a.trusted(r) {
-			return a.identity(login, r.Header.Get(HeaderTailscaleName)), true
+			return a.identity(login, r.Header.Get(HeaderTailscaleName), nil), true
 		}
 		if _, seen := a.warnOnce.LoadOrStore(remoteIP(r), true); !seen {
-			a.log.Warn("ignored Tailscale identity header from an untrusted address", "remote", remoteIP(r))
+			a.log.Warn("ignored Tailscale identity header from an untrusted address; set CORRAL_VDI_TRUSTED_PROXIES if this is your proxy",
+				"remote", remoteIP(r))
 		}
 	}
-	s, _ := a.cookies.Get(r, cookieName) // a forged or stale cookie yields an empty session
-	if login, ok := s.Values[keyLogin].(string); ok && login != "" {
-		return a.identity(login, ""), true
+	s := a.session(r)
+	if s == nil {
+		return vdi.Identity{}, false
 	}
-	return vdi.Identity{}, false
+	login, _ := s.Values[keyLogin].(string)
+	name, _ := s.Values[keyName].(string)
+	groups, _ := s.Values[keyGroups].([]string)
+	return a.identity(login, name, groups), true
 }
 
-func (a *Authenticator) identity(login, name string) vdi.Identity {
+func (a *Authenticator) identity(login, name string, groups []string) vdi.Identity {
 	if name == "" {
 		name = login
 	}
-	return vdi.Identity{Login: login, Name: name, Admin: a.admins[login]}
+	admin := a.admins[login]
+	for _, g := range groups {
+		admin = admin || a.adminGroups[g]
+	}
+	return vdi.Identity{Login: login, Name: name, Groups: groups, Admin: admin}
 }
 
 func (a *Authenticator) trusted(r *http.Request) bool {
@@ -168,22 +201,48 @@ var validLogin = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$`)
 // ValidLogin reports whether login is acceptable as a user name.
 func ValidLogin(login string) bool { return validLogin.MatchString(login) }
 
-// SignIn starts a cookie session for login.
+// SignIn starts a cookie session for login (the sign-in-by-name page).
 func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login string) error {
+	if !a.modes[ModeDev] {
+		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
+	}
 	login = strings.TrimSpace(login)
 	if !ValidLogin(login) {
 		return vdi.Errorf(vdi.EInvalid, "Use letters, digits and . _ @ + - only, up to 100 characters.", "%q is not a valid user name.", login)
 	}
-	s, _ := a.cookies.New(r, cookieName)
-	s.Values[keyLogin] = login
-	return s.Save(r, w)
+	return a.startSession(w, r, ModeDev, login, "", nil, "")
+}
+
+// startSession saves a new session cookie for a signed-in user.
+func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via, login, name string, groups []string, idToken string) error {
+	s := a.newSession(r, cookieName, a.lifetime, "/")
+	s.Values[keyLogin], s.Values[keyVia], s.Values[keyExpires] = login, via, a.now().Add(a.lifetime).Unix()
+	if name != "" {
+		s.Values[keyName] = name
+	}
+	if len(groups) > 0 {
+		s.Values[keyGroups] = groups
+	}
+	if idToken != "" {
+		s.Values[keyIDToken] = idToken
+	}
+	err := a.cookies.Save(r, w, s)
+	if err != nil && idToken != "" {
+		// The ID token only serves as a logout hint: drop it rather than
+		// fail when the cookie would be too large.
+		delete(s.Values, keyIDToken)
+		err = a.cookies.Save(r, w, s)
+	}
+	if err != nil {
+		return fmt.Errorf("auth: save session: %w", err)
+	}
+	return nil
 }
 
 // SignOut ends the cookie session.
 func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
-	s, _ := a.cookies.New(r, cookieName)
-	s.Options.MaxAge = -1
-	return s.Save(r, w)
+	a.deleteCookie(w, r, cookieName, "/")
+	return nil
 }
 
 // ParsePrefixes parses comma-separated CIDR prefixes; bare addresses are

@@ -12,6 +12,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /signin", h.handleSignInPage)
 	m.HandleFunc("POST /signin", h.handleSignIn)
 	m.HandleFunc("POST /signout", h.handleSignOut)
+	m.HandleFunc("GET /auth/oidc/login", h.handleOIDCLogin)
+	m.HandleFunc("GET /auth/oidc/callback", h.handleOIDCCallback)
 
 	m.HandleFunc("GET /{$}", h.page(h.handleHome))
 	m.HandleFunc("GET /desktops/{ns}/{member}", h.page(h.handleConsolePage))

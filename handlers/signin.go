@@ -12,14 +12,24 @@ import (
 // in dev mode and only while the portal listens on loopback.
 func (h *Handler) signInAllowed() bool { return h.auth.DevSignIn() && h.loopback }
 
+// signInProps returns the sign-in page's props for the enabled ways in.
+func (h *Handler) signInProps(next string) views.SignInProps {
+	p := views.SignInProps{Page: h.pageProps("Sign in", vdi.Identity{}), Next: next, ByName: h.signInAllowed()}
+	if o := h.oidc(); o != nil {
+		p.Provider = o.OIDCProvider()
+	}
+	return p
+}
+
 // handleSignInPage serves GET /signin.
 func (h *Handler) handleSignInPage(w http.ResponseWriter, r *http.Request) {
-	if !h.signInAllowed() {
+	p := h.signInProps(safeNext(r.URL.Query().Get("next")))
+	if !p.ByName && p.Provider == "" {
 		h.refuseSignIn(w, r)
 		return
 	}
-	next := safeNext(r.URL.Query().Get("next"))
-	h.render(w, r, http.StatusOK, views.SignIn(views.SignInProps{Page: h.pageProps("Sign in", vdi.Identity{}), Next: next}))
+	_, p.SignedOut = r.URL.Query()["signed-out"]
+	h.render(w, r, http.StatusOK, views.SignIn(p))
 }
 
 // handleSignIn serves POST /signin.
@@ -31,19 +41,29 @@ func (h *Handler) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	login, next := r.PostFormValue("login"), safeNext(r.PostFormValue("next"))
 	if err := h.auth.SignIn(w, r, login); err != nil {
 		_, msg, hint := h.errorText(r, err)
-		h.render(w, r, http.StatusBadRequest, views.SignIn(views.SignInProps{
-			Page: h.pageProps("Sign in", vdi.Identity{}), Next: next, Login: login, Error: msg + " " + hint}))
+		p := h.signInProps(next)
+		p.Login, p.Error = login, msg+" "+hint
+		h.render(w, r, http.StatusBadRequest, views.SignIn(p))
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// handleSignOut serves POST /signout.
+// handleSignOut serves POST /signout. An OIDC session also ends at the
+// provider when it offers RP-initiated logout.
 func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
+	var provider, to string
+	if o := h.oidc(); o != nil {
+		provider, to = o.OIDCProvider(), o.SignOutURL(r)
+	}
 	if err := h.auth.SignOut(w, r); err != nil {
 		h.log.Error("sign out", "err", err)
 	}
-	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	if to != "" {
+		h.render(w, r, http.StatusOK, views.SignOut(views.SignOutProps{Page: h.pageProps("Signed out", vdi.Identity{}), Provider: provider, URL: to}))
+		return
+	}
+	http.Redirect(w, r, "/signin?signed-out", http.StatusSeeOther)
 }
 
 func (h *Handler) refuseSignIn(w http.ResponseWriter, r *http.Request) {
@@ -56,9 +76,12 @@ func (h *Handler) refuseSignIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext returns next when it is a path on this site, else "/", so the
-// sign-in page never redirects elsewhere.
+// sign-in page never redirects elsewhere. Browsers drop tabs and newlines
+// from URLs ("/\t/evil.example" becomes "//evil.example"), so any control
+// character or space makes it unsafe too.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) ||
+		strings.IndexFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
 		return "/"
 	}
 	return next
