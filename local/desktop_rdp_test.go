@@ -73,6 +73,14 @@ func TestDesktop_RDP(t *testing.T) {
 		t.Errorf("SAM file does not hold the password's hash")
 	}
 
+	for _, p := range d.procs {
+		if p.Name == rdpShadow {
+			if ports := tcpListenersOf(t, p.PID); len(ports) > 0 {
+				t.Errorf("freerdp-shadow listens on TCP ports %v; want only its Unix socket", ports)
+			}
+		}
+	}
+
 	c, err := d.dialRDP(context.Background())
 	if err != nil {
 		t.Fatal(err)
