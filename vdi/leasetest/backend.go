@@ -1,0 +1,128 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Pool is a test stand-in backend with one pool whose members power on in
+// StartDelay (and fail to while FailStart is set). The claim rules under
+// test live in vdi.Service and the Leases store; this only answers them.
+type Pool struct {
+	Namespace, Name string
+	StartDelay      time.Duration
+
+	mu        sync.Mutex
+	names     []string
+	power     map[string]vdi.Power
+	failStart bool
+}
+
+var _ vdi.Backend = (*Pool)(nil)
+
+// NewPool returns a pool of members name-1..name-n in namespace; the first
+// running of them are running, the rest stopped.
+func NewPool(namespace, name string, n, running int) *Pool {
+	p := &Pool{Namespace: namespace, Name: name, power: map[string]vdi.Power{}}
+	for i := 1; i <= n; i++ {
+		m := fmt.Sprintf("%s-%d", name, i)
+		p.names = append(p.names, m)
+		p.power[m] = vdi.PowerStopped
+		if i <= running {
+			p.power[m] = vdi.PowerRunning
+		}
+	}
+	return p
+}
+
+// SetFailStart makes Start fail (true) or work again (false).
+func (p *Pool) SetFailStart(fail bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failStart = fail
+}
+
+// Power returns the member's power state.
+func (p *Pool) Power(member string) vdi.Power {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.power[member]
+}
+
+// Pools implements vdi.Backend.
+func (p *Pool) Pools(ctx context.Context) ([]vdi.Pool, error) {
+	pl, err := p.Pool(ctx, p.Namespace, p.Name)
+	return []vdi.Pool{pl}, err
+}
+
+// Pool implements vdi.Backend.
+func (p *Pool) Pool(_ context.Context, namespace, name string) (vdi.Pool, error) {
+	if namespace != p.Namespace || name != p.Name {
+		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s/%s.", namespace, name)
+	}
+	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names)}, nil
+}
+
+// Members implements vdi.Backend.
+func (p *Pool) Members(ctx context.Context, _, _ string) ([]vdi.Member, error) {
+	out := make([]vdi.Member, 0, len(p.names))
+	for _, n := range p.names {
+		m, _ := p.Member(ctx, vdi.Ref{Namespace: p.Namespace, Name: n})
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Member implements vdi.Backend.
+func (p *Pool) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pw, ok := p.power[r.Name]
+	if !ok || r.Namespace != p.Namespace {
+		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "", "No desktop %s.", r)
+	}
+	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: p.Name, Power: pw}, nil
+}
+
+// Start implements vdi.Backend.
+func (p *Pool) Start(ctx context.Context, r vdi.Ref) error {
+	select {
+	case <-time.After(p.StartDelay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failStart {
+		return errors.New("leasetest: start failed as the test asked")
+	}
+	p.power[r.Name] = vdi.PowerRunning
+	return nil
+}
+
+// Stop implements vdi.Backend.
+func (p *Pool) Stop(_ context.Context, r vdi.Ref) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.power[r.Name] = vdi.PowerStopped
+	return nil
+}
+
+// Recreate implements vdi.Backend.
+func (p *Pool) Recreate(ctx context.Context, r vdi.Ref) error { return p.Stop(ctx, r) }
+
+// Dial implements vdi.Backend; the stand-in has no consoles.
+func (p *Pool) Dial(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, error) {
+	return nil, errors.New("leasetest: no consoles")
+}
+
+// nopAudit drops audit events; the suite checks Leases, not the audit log.
+type nopAudit struct{}
+
+func (nopAudit) Record(context.Context, vdi.AuditEvent) error { return nil }

@@ -1,0 +1,46 @@
+package leasetest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
+)
+
+func TestMain(m *testing.M) {
+	leasetest.MaybeChild(openSQLite)
+	os.Exit(m.Run())
+}
+
+// openSQLite opens the database file at path, as a portal in local mode does.
+func openSQLite(ctx context.Context, path string) (vdi.Leases, func(), error) {
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.Leases(), func() { db.Close() }, nil
+}
+
+// sqliteStore is a fresh database file; every instance opens it anew, as
+// separate portal processes sharing one data folder would.
+func sqliteStore(t *testing.T) leasetest.Store {
+	path := filepath.Join(t.TempDir(), "portal.db")
+	return leasetest.Store{
+		Namespace: "local",
+		Child:     path,
+		Open: func(tb testing.TB) vdi.Leases {
+			leases, closeFn, err := openSQLite(context.Background(), path)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(closeFn)
+			return leases
+		},
+	}
+}
+
+func TestSQLiteLeases(t *testing.T) { leasetest.Run(t, sqliteStore) }
