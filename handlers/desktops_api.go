@@ -71,10 +71,15 @@ func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, i
 	return nil
 }
 
-// connectOption is one way to open a desktop's console.
+// connectOption is one way to open a desktop's console. RDP options also
+// carry what IronRDP needs: the gateway token, the destination, and the
+// sign-in when the portal knows it (shown to the holder only).
 type connectOption struct {
-	Protocol  vdi.Protocol `json:"protocol"`
-	WebSocket string       `json:"websocket"`
+	Protocol    vdi.Protocol    `json:"protocol"`
+	WebSocket   string          `json:"websocket"`
+	Token       string          `json:"token,omitempty"`
+	Destination string          `json:"destination,omitempty"`
+	Credentials *rdpCredentials `json:"credentials,omitempty"`
 }
 
 // connectInfo answers /connect: the best console and the others.
@@ -102,7 +107,14 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	}
 	var opts []connectOption
 	for _, p := range d.Protocols {
-		opts = append(opts, connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name})
+		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
+		if p == vdi.ProtocolRDP && !h.prepareRDP(r.Context(), id, d, &o) {
+			continue
+		}
+		opts = append(opts, o)
+	}
+	if len(opts) == 0 {
+		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
 	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
 	return nil

@@ -31,6 +31,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))
+	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))
 
 	h.protected = http.NewCrossOriginProtection().Handler(m)
 }

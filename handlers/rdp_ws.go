@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// rdpDialTimeout bounds connecting to a desktop's RDP server.
+const rdpDialTimeout = 5 * time.Second
+
+// handleRDPSocket serves GET /ws/rdp/{ns}/{member}: the RDCleanPath gateway
+// IronRDP connects through. The caller must hold the desktop (or be an
+// admin), checked before the upgrade like every console. After it, the
+// request's proxy_auth must be a token /connect minted for this caller and
+// desktop; the server is the desktop's own, never the request's
+// destination. Refusals after the upgrade are RDCleanPath error PDUs, which
+// IronRDP shows as such. The relayed session is recorded like any console.
+func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	if err := h.desktops.Authorize(r.Context(), id, ref); err != nil {
+		return err
+	}
+	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	if err != nil {
+		return nil // the upgrader has already answered the client
+	}
+	begin := time.Now()
+	stream, err := h.rdpHandshake(r.Context(), ws, id, ref)
+	if err != nil {
+		h.log.Warn("rdp connection refused", "desktop", ref, "user", id.Login, "err", err)
+		relay.RejectRDCleanPath(ws, err)
+		return nil
+	}
+	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
+	h.runSession(r.Context(), id, ref, vdi.ProtocolRDP, "direct", func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+		return relay.PipeRDP(ctx, ws, stream, opts)
+	})
+	return nil
+}
+
+// rdpHandshake reads the client's RDCleanPath request, checks its token,
+// connects to the desktop's RDP server and answers the client. Errors are
+// *relay.RDPError where the client should learn why.
+func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (*relay.RDPStream, error) {
+	req, err := relay.ReadRDCleanPathRequest(ws)
+	if err != nil {
+		return nil, err
+	}
+	switch err := rdpTokenIssuer.check(req.ProxyAuth, id.Login, ref); {
+	case errors.Is(err, errRDPTokenExpired):
+		return nil, relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
+	case err != nil:
+		return nil, relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
+	}
+	// The destination is only checked, never used: the page sends what
+	// /connect told it, so anything else is a crafted request.
+	if req.Destination != rdpDestination(ref) {
+		return nil, relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
+	}
+	dctx, cancel := context.WithTimeout(ctx, rdpDialTimeout)
+	conn, err := h.desktops.Dial(dctx, ref, vdi.ProtocolRDP)
+	cancel()
+	if err != nil {
+		return nil, relay.RDPDialError(err)
+	}
+	stream, resp, err := relay.RDPConnect(ctx, conn, req, rdpServerAddr(conn))
+	if err != nil {
+		return nil, err
+	}
+	if err := relay.AcceptRDCleanPath(ws, resp); err != nil {
+		stream.Close()
+		return nil, err
+	}
+	return stream, nil
+}
+
+// rdpDestination is the destination the page gives IronRDP for ref. IronRDP
+// wants host:port; the gateway only compares it.
+func rdpDestination(ref vdi.Ref) string {
+	return ref.Name + "." + ref.Namespace + ":3389"
+}
+
+// rdpServerAddr is the server address told to the client, which IronRDP
+// parses as IP:port. A local desktop's server listens on a Unix socket, on
+// this host: it is given as loopback.
+func rdpServerAddr(conn net.Conn) string {
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		return a.String()
+	}
+	return "127.0.0.1:3389"
+}
