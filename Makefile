@@ -28,7 +28,7 @@ build: assets ## build bin/corral-vdi-portal
 run: deps build ## build and start the portal on this machine (embedded default)
 	./$(BIN) serve
 
-test: test-deps assets lint ## install test needs and run every test (unit + e2e)
+test: test-deps assets lint testcluster ## install test needs and run every test (unit + e2e)
 	$(GO) test $(TEST_FLAGS) ./...
 
 e2e: test-deps assets ## run only the browser end-to-end tests
@@ -45,3 +45,10 @@ lint: ## go vet, gofmt, and fresh templ output
 
 clean: ## remove build outputs
 	rm -rf bin
+
+.PHONY: testcluster cluster
+testcluster: ## build (once; cached by version) the kube-apiserver and etcd the tests run against
+	@bash scripts/testcluster.sh >/dev/null
+
+cluster: testcluster ## start that kube-apiserver + etcd with deploy/rbac.yaml and print kubeconfigs
+	$(GO) run ./internal/testcluster/cmd/testcluster

@@ -55,7 +55,7 @@ start=$(date +%s)
 echo "testcluster: building kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION into $BIN (cold: ~6-9 min)" >&2
 (
 	cd hack/testcluster
-	export CGO_ENABLED=0 GOFLAGS=-mod=mod
+	export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
 	nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 	nice -n 10 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 )

@@ -43,20 +43,29 @@ func (c *Cluster) User(tb testing.TB, name string, groups ...string) *rest.Confi
 // running as it would; the ServiceAccount is created if missing.
 func (c *Cluster) ServiceAccount(tb testing.TB, namespace, name string) *rest.Config {
 	tb.Helper()
-	ctx := context.Background()
+	cfg, err := c.ServiceAccountConfig(context.Background(), namespace, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
+}
+
+// ServiceAccountConfig is ServiceAccount for callers without a testing.TB.
+func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if _, err := c.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		tb.Fatalf("testcluster: create ServiceAccount %s/%s: %v", namespace, name, err)
+		return nil, fmt.Errorf("testcluster: create ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	hour := int64(3600)
 	tok, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
 	if err != nil {
-		tb.Fatalf("testcluster: token for ServiceAccount %s/%s: %v", namespace, name, err)
+		return nil, fmt.Errorf("testcluster: token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	cfg := rest.AnonymousClientConfig(c.Config)
 	cfg.BearerToken = tok.Status.Token
-	return cfg
+	unlimit(cfg)
+	return cfg, nil
 }
 
 // Impersonate returns the admin config acting as name in groups: quick for
@@ -114,15 +123,23 @@ func WriteKubeconfig(tb testing.TB, cfg *rest.Config) string {
 // manifests at paths, as the admin; kinds are those client-go knows.
 func (c *Cluster) Apply(tb testing.TB, paths ...string) {
 	tb.Helper()
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
+	if err := c.ApplyFiles(context.Background(), paths...); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// ApplyFiles is Apply for callers without a testing.TB.
+func (c *Cluster) ApplyFiles(ctx context.Context, paths ...string) error {
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
 	for _, path := range paths {
-		if err := apply(context.Background(), cl, path); err != nil {
-			tb.Fatalf("testcluster: apply %s: %v", path, err)
+		if err := apply(ctx, cl, path); err != nil {
+			return fmt.Errorf("testcluster: apply %s: %w", path, err)
 		}
 	}
+	return nil
 }
 
 func apply(ctx context.Context, cl client.Client, path string) error {

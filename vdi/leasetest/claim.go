@@ -3,6 +3,7 @@ package leasetest
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -10,10 +11,11 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// service returns a vdi.Service over pool and leases with the clock *now
-// (the real clock when now is nil).
+// service returns a quiet vdi.Service over pool and leases with the clock
+// now (the real clock when now is nil).
 func service(pool *Pool, leases vdi.Leases, now func() time.Time) *vdi.Service {
-	return vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: nopAudit{}, Now: now})
+	return vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: nopAudit{}, Now: now,
+		Log: slog.New(slog.DiscardHandler)})
 }
 
 func testClaim(t *testing.T, s Store) {

@@ -44,3 +44,22 @@ func sqliteStore(t *testing.T) leasetest.Store {
 }
 
 func TestSQLiteLeases(t *testing.T) { leasetest.Run(t, sqliteStore) }
+
+// BenchmarkSQLiteClaim measures claims on one database file shared by
+// three portal instances, without and with contention.
+func BenchmarkSQLiteClaim(b *testing.B) {
+	b.Run("members=100/claimants=100", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 100, 100, 3) })
+	b.Run("members=100/claimants=500", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 100, 500, 3) })
+}
+
+func sqliteBench(b *testing.B) leasetest.Store {
+	path := filepath.Join(b.TempDir(), "portal.db")
+	return leasetest.Store{Namespace: "local", Child: path, Open: func(tb testing.TB) vdi.Leases {
+		leases, closeFn, err := openSQLite(context.Background(), path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(closeFn)
+		return leases
+	}}
+}

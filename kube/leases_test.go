@@ -1,0 +1,64 @@
+package kube_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
+)
+
+func TestMain(m *testing.M) {
+	leasetest.MaybeChild(openKubeconfig)
+	os.Exit(testcluster.Main(m))
+}
+
+// openKubeconfig opens Leases as a portal with that kubeconfig does: its
+// own client and its own cache of every namespace's Leases.
+func openKubeconfig(ctx context.Context, path string) (vdi.Leases, func(), error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openConfig(ctx, cfg)
+}
+
+func openConfig(ctx context.Context, cfg *rest.Config) (vdi.Leases, func(), error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0 // a race of hundreds of claimants, not of the client's rate limiter
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	leases := kube.NewLeases(kube.LeasesConfig{Client: cs})
+	if err := leases.Start(ctx); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return leases, cancel, nil
+}
+
+// kubeStore returns a fresh namespace on the shared cluster whose clients
+// authenticate with cfg.
+func kubeStore(t *testing.T, c *testcluster.Cluster, cfg *rest.Config) leasetest.Store {
+	return leasetest.Store{
+		Namespace: c.Namespace(t),
+		Child:     testcluster.WriteKubeconfig(t, cfg),
+		Open: func(tb testing.TB) vdi.Leases {
+			leases, closeFn, err := openConfig(context.Background(), cfg)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(closeFn)
+			return leases
+		},
+	}
+}
