@@ -227,3 +227,80 @@ func TestCSP_EveryConsoleWorks(t *testing.T) {
 		})
 	}
 }
+
+// routePattern finds every route registered in handlers/routes.go.
+var routePattern = regexp.MustCompile(`m\.Handle(?:Func)?\("([^"]+)"`)
+
+// Routes anyone may use, and routes every signed-in user may use; every
+// other route must refuse a signed-in user who is neither the desktop's
+// holder nor an admin. A new route is in the last group until added here.
+var (
+	publicRoutes = map[string]bool{
+		"GET /static/": true, "GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
+		"GET /signin": true, "POST /signin": true, "POST /signout": true,
+		"GET /auth/oidc/login": true, "GET /auth/oidc/callback": true, "/api/": true,
+	}
+	userRoutes = map[string]bool{
+		"GET /{$}": true, "GET /api/vdi/pools": true, "GET /api/vdi/desktops": true,
+		"POST /api/vdi/pools/{ns}/{pool}/claim": true, "POST /pools/{ns}/{pool}/claim": true, "GET /kiosk/{pool}": true,
+	}
+)
+
+// TestAuthz_EveryRoute walks the route list: a signed-in user who holds
+// nothing and is no admin gets 403 from every admin route and every route
+// of another's desktop (websockets included), and nobody signed out gets in.
+func TestAuthz_EveryRoute(t *testing.T) {
+	src, err := os.ReadFile("../handlers/routes.go")
+	must(t, err)
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	var a desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 {
+		t.Fatalf("alice's claim: %d", code)
+	}
+	fill := strings.NewReplacer("{ns}", "local", "{member}", a.Name, "{pool}", "demo", "{protocol}", "vnc", "{$}", "")
+	wildcard := regexp.MustCompile(`\{[a-z]+(\.\.\.)?\}`)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path, user string) int {
+		req, err := http.NewRequest(method, p.URL+path, nil)
+		must(t, err)
+		if user != "" {
+			req.Header.Set("Tailscale-User-Login", user)
+		}
+		res, err := noRedirect.Do(req)
+		must(t, err)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	checked := 0
+	for _, m := range routePattern.FindAllSubmatch(src, -1) {
+		route := string(m[1])
+		if publicRoutes[route] {
+			continue
+		}
+		method, path, ok := strings.Cut(route, " ")
+		if !ok {
+			method, path = "GET", route
+		}
+		path = wildcard.ReplaceAllString(fill.Replace(path), "x")
+		t.Run(route, func(t *testing.T) {
+			if code := do(method, path, ""); code != 401 && code != 303 {
+				t.Errorf("%s %s signed out: %d; want 401 (API) or 303 to sign-in (page)", method, path, code)
+			}
+			if userRoutes[route] {
+				return
+			}
+			checked++
+			if code := do(method, path, "mallory"); code != 403 {
+				t.Errorf("%s %s as a user who holds nothing and is no admin: %d; want 403", method, path, code)
+			}
+		})
+	}
+	if checked < 8 {
+		t.Errorf("checked %d routes for 403; the route list in handlers/routes.go was not read right", checked)
+	}
+	var d desktop
+	if code := p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+a.Name, &d); code != 200 || d.Holder != "alice" || d.Power != "running" {
+		t.Errorf("alice's desktop after the walk: %d %+v; want still hers and running", code, d)
+	}
+}
