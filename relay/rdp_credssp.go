@@ -19,7 +19,7 @@ const CloseRDPLogonFailed = 4001
 
 // statusLogonFailure is NTSTATUS STATUS_LOGON_FAILURE: unknown user name or
 // bad password.
-const statusLogonFailure = 0xC000006D
+const statusLogonFailure uint32 = 0xC000006D
 
 // credSSPTimeout bounds the NLA exchange, which the client runs on its own
 // without waiting for the user.
@@ -97,6 +97,7 @@ func credSSP(ctx context.Context, ws *websocket.Conn, s *RDPStream, counters *Co
 	}
 	var pending []byte
 	provedIdentity := false // the client sent its NTLM AUTHENTICATE / pubKeyAuth
+	version := int64(6)     // the server's CredSSP version, for a synthesized answer
 	for {
 		if len(pending) == 0 || pending[0] == 0x30 {
 			n, err := derLength(pending, 0x30)
@@ -126,9 +127,19 @@ func credSSP(ctx context.Context, ws *websocket.Conn, s *RDPStream, counters *Co
 				answer, err := readTSRequest(s)
 				if err != nil {
 					if provedIdentity && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
+						// Some servers (freerdp) hang up instead of sending
+						// the status: tell the client what a server that
+						// sends it would have, so it reports a logon failure.
+						if b, err := asn1.Marshal(tsRequestError{Version: version, ErrorCode: signed32(statusLogonFailure)}); err == nil {
+							ws.SetWriteDeadline(time.Now().Add(closeGrace))
+							ws.WriteMessage(websocket.BinaryMessage, b)
+						}
 						return st, &RDPLogonError{}
 					}
 					return st, fmt.Errorf("rdp: server during sign-in: %w", err)
+				}
+				if v := tsRequestVersion(answer); v > 0 {
+					version = v
 				}
 				ws.SetWriteDeadline(deadline)
 				if err := ws.WriteMessage(websocket.BinaryMessage, answer); err != nil {
@@ -225,3 +236,22 @@ func tsRequestStatus(msg []byte) uint32 {
 	// Servers write NTSTATUS as a signed or an unsigned 32-bit integer.
 	return uint32(n.Int64())
 }
+
+// tsRequestError is a TSRequest carrying only an error status. The status
+// is written as a signed 32-bit integer, 4 bytes, as IronRDP reads it.
+type tsRequestError struct {
+	Version   int64 `asn1:"explicit,tag:0"`
+	ErrorCode int64 `asn1:"explicit,tag:4"`
+}
+
+// tsRequestVersion returns the version [0] of a TSRequest, or 0.
+func tsRequestVersion(msg []byte) int64 {
+	var v int64
+	if f := tsRequestField(msg, 0); f != nil {
+		asn1.Unmarshal(f, &v)
+	}
+	return v
+}
+
+// signed32 returns the value of u read as a signed 32-bit integer.
+func signed32(u uint32) int64 { return int64(int32(u)) }

@@ -403,7 +403,11 @@ func TestPipeRDP_SignIn(t *testing.T) {
 			}
 			var ce *websocket.CloseError
 			for {
-				if _, _, err := c.ReadMessage(); err != nil {
+				_, b, err := c.ReadMessage()
+				if err == nil && tc.wantClose == CloseRDPLogonFailed && tsRequestStatus(b) == 0 {
+					t.Errorf("client got a message without a logon status before the close: %x", b)
+				}
+				if err != nil {
 					if !errors.As(err, &ce) {
 						t.Fatalf("client: %v; want a close frame", err)
 					}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// rdpColours counts distinct colours in a sample of a PNG: a drawn desktop
+// (background, window, text) has many; a blank canvas one or two.
+func rdpColours(tb testing.TB, shot []byte) int {
+	tb.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := img.Bounds()
+	seen := map[uint32]bool{}
+	for y := b.Min.Y; y < b.Max.Y; y += 7 {
+		for x := b.Min.X; x < b.Max.X; x += 7 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[r>>8<<16|g>>8<<8|bl>>8] = true
+		}
+	}
+	return len(seen)
+}
+
+// rdpSignIn signs in by name and gets a desktop; it returns the member.
+func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string) string {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(10000)
+	if _, err := page.Goto(portal.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, page.GetByTestId("login").Fill(login))
+	must(t, page.GetByTestId("signin").Click())
+	must(t, expect.Locator(page.GetByTestId("whoami")).ToContainText(login))
+	must(t, page.Locator(`[data-pool="demo"]`).GetByTestId("get-desktop").Click())
+	must(t, page.WaitForURL(regexp.MustCompile(`/desktops/local/demo-\d$`)))
+	return regexp.MustCompile(`demo-\d$`).FindString(page.URL())
+}
+
+// TestRDP_IronRDPDrawsTheDesktop is the RDP console as a user gets it: the
+// desktop's first console is RDP, IronRDP in Chromium connects through the
+// portal's RDCleanPath gateway to freerdp-shadow on the real desktop with
+// the credentials the page shows, draws it, and takes keyboard input.
+func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
+	portal := MustStartPortal(t)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var consoleLog []string
+	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
+	page.OnResponse(func(r playwright.Response) {
+		if r.Status() >= 400 {
+			consoleLog = append(consoleLog, fmt.Sprintf("HTTP %d %s", r.Status(), r.URL()))
+		}
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("browser console:\n%s", strings.Join(consoleLog, "\n"))
+		}
+	}()
+
+	start := time.Now()
+	member := rdpSignIn(t, portal, page, "alice")
+	navigated := time.Now()
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	connected := time.Since(navigated)
+	must(t, expect.Locator(page.GetByTestId("rdp-credentials")).ToContainText("Sign in as corral, password "))
+
+	desk := page.Locator("iron-remote-desktop")
+	var colours int
+	var shot []byte
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		b, err := desk.Screenshot()
+		must(t, err)
+		if shot, colours = b, rdpColours(t, b); colours > 20 {
+			break
+		}
+	}
+	firstFrame := time.Since(navigated)
+	if colours <= 20 {
+		screenshot(t, page, "rdp-blank")
+		t.Fatalf("IronRDP drew %d colours in 15s; want the desktop with its terminal (> 20)", colours)
+	}
+	t.Logf("desktop %s: RDP connected %v and first frame %v after the console page loaded (%v after pressing Get a desktop); %d colours sampled",
+		member, connected.Round(time.Millisecond), firstFrame.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), colours)
+	dir := filepath.Join("output", t.Name())
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "rdp-canvas.png"), shot, 0o644)
+	if img, err := png.Decode(bytes.NewReader(shot)); err == nil {
+		t.Logf("canvas screenshot %dx%d", img.Bounds().Dx(), img.Bounds().Dy())
+	}
+	screenshot(t, page, "rdp-console")
+
+	// Keys typed into the page reach the desktop's shell through IronRDP,
+	// the gateway and freerdp-shadow: the shell makes a file.
+	box, err := desk.BoundingBox()
+	must(t, err)
+	// (Only unshifted characters: shifted symbols such as ~ arrive unshifted
+	// through IronRDP's scancode input to freerdp-shadow.)
+	marker := filepath.Join(portal.homeOf(member), "corral-rdp-marker")
+	typed := func() bool {
+		must(t, page.Mouse().Click(box.X+box.Width*200/1280, box.Y+box.Height*200/800))
+		must(t, page.Keyboard().Press("Enter"))
+		time.Sleep(300 * time.Millisecond)
+		must(t, page.Keyboard().Type("cd; touch corral-rdp-marker\n"))
+		return eventually(3*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
+	}
+	if !typed() && !typed() {
+		screenshot(t, page, "rdp-typed")
+		t.Errorf("typing into the RDP console did not create %s", marker)
+	}
+	time.Sleep(300 * time.Millisecond)
+	screenshot(t, page, "rdp-console-typed")
+
+	// The session is recorded as an RDP session of alice.
+	if !strings.Contains(portal.Log(), `protocol=rdp`) {
+		t.Errorf("portal log has no RDP session")
+	}
+}
+
+// TestRDP_WrongPassword: a holder who types a wrong password reads so.
+func TestRDP_WrongPassword(t *testing.T) {
+	portal := MustStartPortal(t)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var consoleLog []string
+	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
+	defer func() {
+		if t.Failed() {
+			t.Logf("browser console:\n%s", strings.Join(consoleLog, "\n"))
+		}
+	}()
+	// The page is told a wrong password, as if the holder had mistyped it.
+	must(t, page.Route("**/api/vdi/desktops/*/*/connect", func(r playwright.Route) {
+		res, err := r.Fetch()
+		if err != nil {
+			r.Abort()
+			return
+		}
+		var body map[string]any
+		b, _ := res.Body()
+		json.Unmarshal(b, &body)
+		if c, ok := body["credentials"].(map[string]any); ok {
+			c["password"] = "not-the-password"
+		}
+		b, _ = json.Marshal(body)
+		r.Fulfill(playwright.RouteFulfillOptions{Response: res, Body: b})
+	}))
+	rdpSignIn(t, portal, page, "bob")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Wrong user name or password."))
+	must(t, expect.Locator(page.GetByTestId("rdp-password")).ToBeVisible())
+	screenshot(t, page, "rdp-wrong-password")
+	if !strings.Contains(portal.Log(), "wrong user name or password") {
+		t.Errorf("portal log does not record the refused sign-in")
+	}
+}

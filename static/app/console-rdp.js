@@ -1,0 +1,189 @@
+// RDP console: IronRDP's <iron-remote-desktop> in the page, speaking
+// RDCleanPath to the portal's gateway, which does TLS with the desktop's RDP
+// server; NLA runs between this page and the server. The /connect answer
+// (info) carries the gateway token, the destination and, for desktops
+// whose sign-in the portal knows, the credentials, shown to the holder.
+import { wsURL } from './console-vnc.js';
+
+// IronErrorKind values of @devolutions/iron-remote-desktop.
+const kinds = { General: 0, WrongPassword: 1, LogonFailure: 2, AccessDenied: 3, RDCleanPath: 4, ProxyConnect: 5, NegotiationFailure: 6 };
+
+const wrongPassword = 'Wrong user name or password.';
+
+let backend; // the IronRDP module, initialised once per page
+
+async function loadIronRDP(screen) {
+  if (!backend) {
+    await import(screen.dataset.ironrdp); // defines <iron-remote-desktop>
+    const mod = await import(screen.dataset.ironrdpBackend);
+    await mod.init('WARN');
+    backend = mod.Backend;
+  }
+  return backend;
+}
+
+// describe turns an IronRDP error into a sentence for the user; wrong says
+// whether the credentials were refused. The gateway makes sure a refused
+// NLA sign-in reaches IronRDP as a logon failure status.
+function describe(err) {
+  const kind = typeof err?.kind === 'function' ? err.kind() : undefined;
+  const trace = typeof err?.backtrace === 'function' ? err.backtrace() : String(err?.message || err || '');
+  if (kind === kinds.WrongPassword || kind === kinds.LogonFailure) return { text: wrongPassword, wrong: true };
+  if (kind === kinds.AccessDenied) return { text: 'The desktop refused this user.', wrong: true };
+  if (kind === kinds.NegotiationFailure) {
+    return { text: `The desktop's RDP server refused the connection's security settings (${trace.split('\n')[0]}).` };
+  }
+  const d = typeof err?.rdcleanpathDetails === 'function' ? err.rdcleanpathDetails() : undefined;
+  if (d) {
+    switch (d.httpStatusCode) {
+      case 401: return { text: 'The connection token expired. Press Reconnect.' };
+      case 403: return { text: 'The portal refused the connection: the desktop is not yours, or the token is not valid. Reload the page.' };
+      case 400: case 413: return { text: 'The portal refused the RDP request as malformed.' };
+    }
+    if (d.wsaErrorCode || d.httpStatusCode === 502) {
+      return { text: 'The desktop\'s RDP server is not reachable. Try VNC, or stop and start the desktop.' };
+    }
+    if (d.tlsAlertCode) return { text: `TLS with the desktop's RDP server failed (alert ${d.tlsAlertCode}).` };
+  }
+  return { text: `The RDP connection failed: ${trace.split('\n')[0] || 'unknown error'}.` };
+}
+
+// signInPanel shows the desktop's sign-in (when the portal knows it) and a
+// form to use other credentials; submit(user, password) connects.
+function signInPanel(creds, submit) {
+  const panel = document.createElement('form');
+  panel.className = 'rdp-signin';
+  panel.dataset.testid = 'rdp-signin';
+  Object.assign(panel.style, {
+    position: 'absolute', top: '0.5rem', right: '0.5rem', zIndex: 10, display: 'flex', gap: '0.4rem',
+    alignItems: 'center', padding: '0.4rem 0.6rem', background: 'rgba(20, 28, 38, 0.92)', color: '#e8eef4',
+    borderRadius: '6px', font: '13px system-ui, sans-serif',
+  });
+  const known = document.createElement('span');
+  known.dataset.testid = 'rdp-credentials';
+  const user = Object.assign(document.createElement('input'), { name: 'username', placeholder: 'User name', autocomplete: 'username', size: 12 });
+  const pass = Object.assign(document.createElement('input'), { name: 'password', type: 'password', placeholder: 'Password', autocomplete: 'current-password', size: 16 });
+  user.dataset.testid = 'rdp-username';
+  pass.dataset.testid = 'rdp-password';
+  const go = Object.assign(document.createElement('button'), { type: 'submit', textContent: 'Connect' });
+  go.dataset.testid = 'rdp-connect';
+  const fields = document.createElement('span');
+  fields.style.display = 'contents';
+  fields.append(user, pass, go);
+  panel.append(known, fields);
+  if (creds) {
+    known.textContent = `Sign in as ${creds.username}, password ${creds.password}`;
+    user.value = creds.username;
+    pass.value = creds.password;
+  }
+  panel.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    submit(user.value, pass.value);
+  });
+  return {
+    el: panel,
+    // ask shows the form (no known sign-in, or it was refused).
+    ask() { fields.style.display = 'contents'; pass.focus(); },
+    // busy hides the form while a connection runs.
+    busy() { fields.style.display = 'none'; panel.hidden = !creds; },
+  };
+}
+
+export async function open(screen, info, ui) {
+  ui.say('Loading the RDP client…', 'busy');
+  const Backend = await loadIronRDP(screen);
+  screen.style.position = 'relative';
+  const el = document.createElement('iron-remote-desktop');
+  el.setAttribute('scale', 'fit');
+  el.setAttribute('flexcenter', 'true');
+  el.style.display = 'block';
+  el.style.width = '100%';
+  el.style.height = '100%';
+  const ready = new Promise((resolve) => {
+    el.addEventListener('ready', (ev) => resolve(ev.detail.irgUserInteraction), { once: true });
+  });
+  el.module = Backend;
+
+  const url = wsURL(info.websocket);
+
+  let closed = false;
+  let irgui;
+  const panel = signInPanel(info.credentials, (u, p) => start(u, p));
+  screen.append(el, panel.el);
+  irgui = await ready;
+  irgui.setScale(1); // fit the session into the window
+
+  let attempts = 0;
+  async function start(username, password) {
+    panel.busy();
+    ui.say('Connecting…', 'busy');
+    // A retry with other credentials gets a fresh token: the first may
+    // have expired while the user typed.
+    if (attempts++ > 0) {
+      try {
+        const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } });
+        const body = await res.json();
+        const fresh = [body, ...(body.fallbacks || [])].find((o) => o.protocol === 'rdp');
+        if (res.ok && fresh) info.token = fresh.token;
+      } catch { /* keep the old token; the gateway says if it expired */ }
+    }
+    const size = { width: Math.max(640, screen.clientWidth & ~1), height: Math.max(480, screen.clientHeight & ~1) };
+    const cfg = irgui.configBuilder()
+      .withUsername(username)
+      .withPassword(password)
+      .withDestination(info.destination)
+      .withProxyAddress(url)
+      .withAuthToken(info.token)
+      .withServerDomain('')
+      .withDesktopSize(size)
+      .build();
+    let session;
+    try {
+      session = await irgui.connect(cfg);
+    } catch (err) {
+      if (closed) return;
+      const d = describe(err);
+      ui.lost(d.text);
+      if (d.wrong) panel.ask();
+      // A token is good for one connection attempt window; Reconnect gets
+      // a fresh one from /connect.
+      return;
+    }
+    irgui.setVisibility(true);
+    ui.say('Connected', 'ok');
+    try {
+      const end = await session.run();
+      if (!closed) ui.lost(`Disconnected: ${end.reason()}.`);
+    } catch (err) {
+      if (!closed) ui.lost(describe(err).text);
+    }
+  }
+
+  // Follow the window: the server decides the final size (a shadowed
+  // desktop keeps its own), and the client scales it to fit.
+  let timer;
+  const resized = new ResizeObserver(() => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (!closed && screen.clientWidth > 0) irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
+    }, 300);
+  });
+  resized.observe(screen);
+
+  if (info.credentials) {
+    start(info.credentials.username, info.credentials.password);
+  } else {
+    ui.say('Enter the desktop\'s user name and password.', 'busy');
+    panel.ask();
+  }
+  return {
+    close() {
+      closed = true;
+      resized.disconnect();
+      clearTimeout(timer);
+      try { irgui.shutdown(); } catch { /* not connected */ }
+      el.remove();
+      panel.el.remove();
+    },
+  };
+}
