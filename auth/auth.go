@@ -233,6 +233,18 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 		delete(s.Values, keyIDToken)
 		err = a.cookies.Save(r, w, s)
 	}
+	if err != nil && len(groups) > 0 {
+		// Providers may list hundreds of groups: keep the admin groups only.
+		var kept []string
+		for _, g := range groups {
+			if a.adminGroups[g] {
+				kept = append(kept, g)
+			}
+		}
+		s.Values[keyGroups] = kept
+		a.log.Warn("session cookie too large; kept only the admin groups", "login", login, "groups", len(groups), "kept", len(kept))
+		err = a.cookies.Save(r, w, s)
+	}
 	if err != nil {
 		return fmt.Errorf("auth: save session: %w", err)
 	}

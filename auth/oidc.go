@@ -158,6 +158,7 @@ func (a *Authenticator) StartOIDC(w http.ResponseWriter, r *http.Request, next s
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
 	s := a.newSession(r, flowCookieName, flowLifetime, flowCookiePath)
 	s.Values["state"], s.Values["nonce"], s.Values["verifier"], s.Values["next"] = state, nonce, verifier, next
+	s.Values[keyExpires] = a.now().Add(flowLifetime).Unix()
 	if err := a.cookies.Save(r, w, s); err != nil {
 		return "", fmt.Errorf("auth: save sign-in state: %w", err)
 	}
@@ -186,7 +187,8 @@ func (a *Authenticator) FinishOIDC(w http.ResponseWriter, r *http.Request) (next
 			"The identity provider did not sign you in (%s).", e)
 	}
 	state, _ := flow.Values["state"].(string)
-	if ferr != nil || flow.IsNew || state == "" {
+	exp, _ := flow.Values[keyExpires].(int64)
+	if ferr != nil || flow.IsNew || state == "" || a.now().Unix() >= exp {
 		a.log.Warn("OIDC callback without this browser's sign-in state (expired, replayed or forged)", "remote", remoteIP(r))
 		return "", errSignIn("This sign-in link has expired or was already used.")
 	}

@@ -21,6 +21,17 @@ import (
 
 var alice = testoidc.User{ID: "u-alice", Username: "alice", Password: "alice-pw", Email: "alice@example.com",
 	Name: "Alice Liddell", Groups: []string{"staff", "vdi-admins"}}
+
+// carol is in so many groups that they do not fit in a cookie.
+var carol = testoidc.User{ID: "u-carol", Username: "carol", Password: "carol-pw", Email: "carol@example.com", Name: "Carol",
+	Groups: func() []string {
+		g := []string{"vdi-admins"}
+		for i := 0; i < 300; i++ {
+			g = append(g, fmt.Sprintf("department-of-long-group-names-%03d", i))
+		}
+		return g
+	}()}
+
 var bob = testoidc.User{ID: "u-bob", Username: "bob", Password: "bob-pw", Email: "bob@example.com", Name: "Bob", Groups: []string{"staff"}}
 
 // rp is a portal-shaped relying party around an Authenticator: the
@@ -59,7 +70,7 @@ func mustStartRP(tb testing.TB, modes ...string) *rp {
 	op := testoidc.MustStart(tb, testoidc.Config{
 		ClientID: "corral", ClientSecret: "s3cret-client",
 		RedirectURIs: []string{srv.URL + auth.CallbackPath}, PostLogoutRedirectURIs: []string{srv.URL + auth.SignedOutPath},
-		Users: []testoidc.User{alice, bob},
+		Users: []testoidc.User{alice, bob, carol},
 	})
 	if len(modes) == 0 {
 		modes = []string{auth.ModeOIDC}
@@ -183,6 +194,14 @@ func TestOIDC_SignIn(t *testing.T) {
 			t.Errorf("bob: %d %+v; want signed in, not admin", code, id)
 		}
 	})
+	t.Run("TooManyGroupsForACookie", func(t *testing.T) {
+		b := newBrowser(t)
+		b.signInAt(t, p, carol, "/")
+		if id, code := b.whoami(t, p); code != 200 || !id.Admin || len(id.Groups) != 1 {
+			t.Errorf("carol with %d groups: %d, admin %v, %d groups kept; want signed in as admin with the admin group only",
+				len(carol.Groups), code, id.Admin, len(id.Groups))
+		}
+	})
 	t.Run("CookieFlags", func(t *testing.T) {
 		b := newBrowser(t)
 		b.stopAtCallback = true
@@ -298,6 +317,17 @@ func TestOIDC_Refusals(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("FlowExpired", func(t *testing.T) {
+		b := newBrowser(t)
+		b.stopAtCallback = true
+		res, _ := b.signInAt(t, p, alice, "/")
+		p.clock.Add(11 * time.Minute)
+		defer p.clock.Add(-11 * time.Minute)
+		if res, body := b.get(t, res.Header.Get("Location")); res.StatusCode != 401 || !strings.Contains(body, "expired") {
+			t.Errorf("callback 11 minutes after the start: %d %q; want 401", res.StatusCode, body)
+		}
+	})
 
 	t.Run("ProviderError", func(t *testing.T) {
 		b := newBrowser(t)
