@@ -49,6 +49,11 @@ func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 	must(t, demo.GetByTestId("get-desktop").Click())
 	must(t, page.WaitForURL(regexp.MustCompile(`/desktops/local/demo-\d$`)))
 	member := regexp.MustCompile(`demo-\d$`).FindString(page.URL())
+	// The page opens the best console, RDP (see rdp_test.go); the skeleton
+	// walks the VNC path, which the page offers as a fallback.
+	if _, err := page.Goto(page.URL() + "?protocol=vnc"); err != nil {
+		t.Fatal(err)
+	}
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	var colours int
 	deadline := time.Now().Add(10 * time.Second)
