@@ -94,6 +94,9 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	}
 	t.Logf("desktop %s: RDP connected %v and first frame %v after the console page loaded (%v after pressing Get a desktop); %d colours sampled",
 		member, connected.Round(time.Millisecond), firstFrame.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), colours)
+	if v, err := page.Evaluate(`() => performance.getEntriesByType('measure').map(m => m.name + ' ' + Math.round(m.duration) + 'ms').join(', ')`); err == nil {
+		t.Logf("in the page: %v", v)
+	}
 	dir := filepath.Join("output", t.Name())
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "rdp-canvas.png"), shot, 0o644)
@@ -101,6 +104,20 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 		t.Logf("canvas screenshot %dx%d", img.Bounds().Dx(), img.Bounds().Dy())
 	}
 	screenshot(t, page, "rdp-console")
+
+	// The page follows the window: the shadowed desktop keeps its size and
+	// the client scales it into the smaller window.
+	must(t, page.SetViewportSize(1000, 700))
+	time.Sleep(time.Second)
+	if b, err := desk.Screenshot(); err != nil || rdpColours(t, b) <= 20 {
+		t.Errorf("after a resize the RDP canvas is blank (%v)", err)
+	}
+	if s, _ := page.GetByTestId("status").TextContent(); s != "Connected" {
+		t.Errorf("after a resize the status is %q; want Connected", s)
+	}
+	screenshot(t, page, "rdp-resized")
+	must(t, page.SetViewportSize(1280, 800))
+	time.Sleep(500 * time.Millisecond)
 
 	// Keys typed into the page reach the desktop's shell through IronRDP,
 	// the gateway and freerdp-shadow: the shell makes a file.

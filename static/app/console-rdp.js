@@ -91,7 +91,11 @@ function signInPanel(creds, submit) {
 
 export async function open(screen, info, ui) {
   ui.say('Loading the RDP client…', 'busy');
+  // Timings (performance measures "rdp-load", "rdp-connect") say where the
+  // wait goes: the client's wasm, or the connection.
+  const t0 = performance.now();
   const Backend = await loadIronRDP(screen);
+  performance.measure('rdp-load', { start: t0 });
   screen.style.position = 'relative';
   const el = document.createElement('iron-remote-desktop');
   el.setAttribute('scale', 'fit');
@@ -138,8 +142,10 @@ export async function open(screen, info, ui) {
       .withDesktopSize(size)
       .build();
     let session;
+    const t1 = performance.now();
     try {
       session = await irgui.connect(cfg);
+      performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
       if (closed) return;
       const d = describe(err);
