@@ -83,8 +83,13 @@ type Authenticator struct {
 	log          *slog.Logger
 	now          func() time.Time
 
-	warnOnce sync.Map // remote addresses already warned about spoofed headers
+	warnMu sync.Mutex
+	warned map[string]bool // remote addresses already warned about spoofed headers
 }
+
+// maxWarned bounds the addresses remembered for spoofing warnings, so a
+// scan from many addresses cannot grow memory without end.
+const maxWarned = 1024
 
 // New returns an Authenticator. With ModeOIDC it checks the provider
 // settings but does not contact the provider yet.
@@ -148,10 +153,7 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 		if a.trusted(r) {
 			return a.identity(login, r.Header.Get(HeaderTailscaleName), nil), true
 		}
-		if _, seen := a.warnOnce.LoadOrStore(remoteIP(r), true); !seen {
-			a.log.Warn("ignored Tailscale identity header from an untrusted address; set CORRAL_VDI_TRUSTED_PROXIES if this is your proxy",
-				"remote", remoteIP(r))
-		}
+		a.warnSpoofed(remoteIP(r))
 	}
 	s := a.session(r)
 	if s == nil {
@@ -161,6 +163,24 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 	name, _ := s.Values[keyName].(string)
 	groups, _ := s.Values[keyGroups].([]string)
 	return a.identity(login, name, groups), true
+}
+
+// warnSpoofed logs an ignored Tailscale header once per address.
+func (a *Authenticator) warnSpoofed(ip string) {
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
+	if a.warned[ip] || len(a.warned) > maxWarned {
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	a.warned[ip] = true
+	if len(a.warned) > maxWarned {
+		a.log.Warn("ignored Tailscale identity headers from many untrusted addresses; not logging further ones")
+		return
+	}
+	a.log.Warn("ignored Tailscale identity header from an untrusted address; set CORRAL_VDI_TRUSTED_PROXIES if this is your proxy", "remote", ip)
 }
 
 func (a *Authenticator) identity(login, name string, groups []string) vdi.Identity {
