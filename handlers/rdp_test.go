@@ -22,6 +22,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
@@ -169,6 +170,13 @@ func wantRefusal(t *testing.T, ws *websocket.Conn, resp *relay.RDCleanPathPDU, w
 }
 
 func TestRDPGateway(t *testing.T) {
+	// Registered first, so it runs after every other cleanup has closed
+	// the server, the desktops and the database: nothing may be left.
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		goleak.VerifyNone(t, leaks)
+	})
 	e := mustRDPEnv(t, "alice", "bob")
 	alice, bob := e.desk["alice"], e.desk["bob"]
 
