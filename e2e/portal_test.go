@@ -134,9 +134,18 @@ func (p *Portal) Log() string {
 // trusted from loopback) and decodes the answer into out when it is not nil.
 func (p *Portal) API(tb testing.TB, user, method, path string, out any) int {
 	tb.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, p.URL+path, nil)
+	return p.APIBody(tb, user, method, path, "", out)
+}
+
+// APIBody is API with a JSON request body.
+func (p *Portal) APIBody(tb testing.TB, user, method, path, body string, out any) int {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, p.URL+path, strings.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if user != "" {
 		req.Header.Set("Tailscale-User-Login", user)
@@ -146,10 +155,10 @@ func (p *Portal) API(tb testing.TB, user, method, path string, out any) int {
 		tb.Fatal(err)
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
+	answer, _ := io.ReadAll(res.Body)
 	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			tb.Fatalf("%s %s: %d %q: %v", method, path, res.StatusCode, body, err)
+		if err := json.Unmarshal(answer, out); err != nil {
+			tb.Fatalf("%s %s: %d %q: %v", method, path, res.StatusCode, answer, err)
 		}
 	}
 	return res.StatusCode

@@ -18,6 +18,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Page:       h.pageProps(d.Name, id),
 		Desktop:    d,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
+		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		NoVNC:      h.assets.URL(static.NoVNC),
 	}))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -57,10 +58,10 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 	<-watchDone
 
 	reason := "closed"
-	if cause := context.Cause(ctx); err != nil {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		reason = cause.Error() // released or reclaimed
+	} else if err != nil {
 		reason = err.Error()
-	} else if cause != nil && cause != context.Canceled {
-		reason = cause.Error()
 	}
 	done := context.WithoutCancel(ctx)
 	if err := h.desktops.ConsoleClosed(done, ref); err != nil {

@@ -146,7 +146,10 @@ func (d *RFBInput) advance() {
 	case rfbMessages:
 		switch b[0] {
 		case rfbClientCutText:
-			d.skip = int(binary.BigEndian.Uint32(b[4:8]))
+			// A negative length announces the extended clipboard format,
+			// whose payload is the absolute value long.
+			n := int64(int32(binary.BigEndian.Uint32(b[4:8])))
+			d.skip = int(max(n, -n))
 		case rfbFence:
 			d.skip = int(b[8])
 		case rfbSetPixelFormat, rfbSetEncodings, rfbFramebufferUpdateRequest, rfbKeyEvent, rfbPointerEvent,

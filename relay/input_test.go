@@ -45,6 +45,13 @@ func (c *rfbClient) cutText(text string) *rfbClient {
 	return c
 }
 
+// extendedCutText is ClientCutText in the extended clipboard format, with a
+// negative length, as noVNC sends it to announce its capabilities.
+func (c *rfbClient) extendedCutText() *rfbClient {
+	c.Write([]byte{rfbClientCutText, 0, 0, 0, 0xff, 0xff, 0xff, 0xf8, 0x1f, 0, 0, 1, 0, 0, 0, 0})
+	return c
+}
+
 func (c *rfbClient) fence(payload string) *rfbClient {
 	c.Write([]byte{rfbFence, 0, 0, 0, 0, 0, 0, 1, byte(len(payload))})
 	c.WriteString(payload)
@@ -80,7 +87,7 @@ func feedAll(d InputDetector, stream []byte, size int) bool {
 func TestRFBInput(t *testing.T) {
 	// Cut text and fence payloads hold bytes that look like key events.
 	chatter := new(rfbClient).handshake(1).setEncodings(12).pixelFormat().updateRequest().
-		cutText("\x04\x04\x04\x04\x05\x05").fence("\x04\x05\x04").updateRequest().updateRequest().Bytes()
+		cutText("\x04\x04\x04\x04\x05\x05").fence("\x04\x05\x04").extendedCutText().updateRequest().updateRequest().Bytes()
 	for _, tc := range []struct {
 		name   string
 		stream []byte

@@ -122,20 +122,11 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 					continue
 				}
 				rule = d.Rule
-				if l.Annotations == nil {
-					l.Annotations = map[string]string{}
-				}
-				l.Annotations[AnnotationReclaiming] = rule
-				if l, err = s.leases.Update(ctx, l); err != nil {
-					if !errors.Is(err, ErrConflict) {
-						errs = append(errs, err)
-					}
-					continue // renewed or reclaimed meanwhile
-				}
 			}
-			s.closeConsoles(l.Ref(), errors.New(reclaimText(rule)))
-			if err := s.reclaim(ctx, l); err != nil {
-				errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
+			if err := s.reclaim(ctx, l, rule, reclaimText(rule)); err != nil {
+				if ErrorCode(err) != EConflict { // a conflict: renewed or reclaimed meanwhile
+					errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
+				}
 				continue
 			}
 			n++

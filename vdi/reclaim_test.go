@@ -195,4 +195,3 @@ func mustReclaim(t *testing.T, svc *vdi.Service, want int) {
 		t.Fatalf("ReclaimDue = %d, %v; want %d", n, err, want)
 	}
 }
-

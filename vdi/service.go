@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -367,8 +368,7 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 			text += " Reason: " + reason
 		}
 	}
-	s.closeConsoles(ref, errors.New(text))
-	if err := s.reclaim(ctx, l); err != nil {
+	if err := s.reclaim(ctx, l, action, text); err != nil {
 		return err
 	}
 	detail := "holder " + l.Holder
@@ -380,8 +380,28 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 	return nil
 }
 
-// reclaim resets the member of l as its pool's mode says, then deletes l.
-func (s *Service) reclaim(ctx context.Context, l *Lease) error {
+// reclaim takes the member of l back: it marks the Lease with rule (a
+// compare-and-swap, so console updates stop and a claim renewed meanwhile
+// is not taken), closes the member's consoles with text, resets the member
+// as its pool's mode says, and deletes the Lease. A crash at any step
+// leaves a marked Lease that the reclaim loop finishes.
+func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) error {
+	if l.Annotations[AnnotationReclaiming] == "" {
+		marked := *l
+		marked.Annotations = maps.Clone(l.Annotations)
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
+		marked.Annotations[AnnotationReclaiming] = rule
+		var err error
+		if l, err = s.leases.Update(ctx, &marked); err != nil {
+			if errors.Is(err, ErrConflict) {
+				return Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s changed while it was being released.", marked.Ref())
+			}
+			return unavailable(err)
+		}
+	}
+	s.closeConsoles(l.Ref(), errors.New(text))
 	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
 	if err != nil {
 		return err

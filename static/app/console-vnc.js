@@ -7,7 +7,17 @@ export function wsURL(path) {
 
 export async function open(screen, info, ui) {
   const { default: RFB } = await import(screen.dataset.novnc);
-  const rfb = new RFB(screen, wsURL(info.websocket), { wsProtocols: ['binary'] });
+  // Open the websocket here, not in noVNC, to read the close reason the
+  // portal sends (released by an admin, reclaimed for idleness, ...).
+  const ws = new WebSocket(wsURL(info.websocket), ['binary']);
+  ws.binaryType = 'arraybuffer';
+  let closeReason = '';
+  let goingAway = false;
+  ws.addEventListener('close', (ev) => {
+    closeReason = ev.reason;
+    goingAway = ev.code === 1001 && ev.reason !== 'session ended';
+  });
+  const rfb = new RFB(screen, ws, {});
   rfb.scaleViewport = true;
   rfb.resizeSession = false;
   rfb.focusOnClick = true;
@@ -16,7 +26,7 @@ export async function open(screen, info, ui) {
     rfb.focus();
   });
   rfb.addEventListener('disconnect', (ev) => {
-    ui.lost(ev.detail.clean ? 'Disconnected.' : 'The connection was lost.');
+    ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway);
   });
   rfb.addEventListener('securityfailure', (ev) => {
     ui.lost(`The desktop refused the connection: ${ev.detail.reason || 'security failure'}.`);

@@ -2,6 +2,8 @@
 // and hands the screen to that protocol's module. Each module exports
 // `open(screen, info, ui)`, where info is the /connect answer's chosen
 // option and ui has say(text, kind) and lost(); it returns { close() }.
+import { watchReclaim } from './reclaim.js';
+
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
@@ -20,9 +22,12 @@ const ui = {
     status.dataset.kind = kind || '';
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
   },
-  lost(text) {
+  // lost reports a connection that ended; final means the desktop is no
+  // longer the user's (released, reclaimed), so reconnecting cannot help.
+  lost(text, final = false) {
     ui.say(text, 'error');
-    reconnect.hidden = false;
+    reconnect.hidden = final;
+    document.getElementById('home').hidden = !final;
   },
 };
 
@@ -37,6 +42,21 @@ async function connectInfo() {
 
 let current = null;
 
+const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
+
+// showFallbacks offers the other consoles of the desktop as links.
+function showFallbacks(options) {
+  const box = document.getElementById('fallbacks');
+  box.replaceChildren(...options.map((o) => {
+    const a = document.createElement('a');
+    a.href = `?protocol=${encodeURIComponent(o.protocol)}`;
+    a.textContent = `Use ${names[o.protocol] || o.protocol}`;
+    a.className = 'button';
+    a.dataset.testid = `fallback-${o.protocol}`;
+    return a;
+  }));
+}
+
 async function connect() {
   reconnect.hidden = true;
   current?.close();
@@ -49,6 +69,11 @@ async function connect() {
     ui.lost(err.message);
     return;
   }
+  // ?protocol=vnc picks one of the offered fallbacks instead of the best.
+  const wanted = new URLSearchParams(window.location.search).get('protocol');
+  const offered = [info, ...(info.fallbacks || [])];
+  info = offered.find((o) => o.protocol === wanted) || info;
+  showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];
   if (!url) {
     ui.lost(`This desktop offers ${info.protocol}, which this page cannot show.`);
@@ -60,6 +85,7 @@ async function connect() {
 }
 
 reconnect.addEventListener('click', connect);
+watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 document.getElementById('fullscreen').addEventListener('click', () => {
   screen.requestFullscreen?.();
 });

@@ -1,0 +1,51 @@
+// The reclaim banner: warns the holder before an idle or max-session
+// reclaim with a live countdown. Idle warnings go away by themselves when
+// the user works again (the portal sees the input and moves the deadline).
+const WARN_BEFORE_MS = 5 * 60 * 1000;
+
+const messages = {
+  idle: (left) => `No input for a while: this desktop will be reclaimed in ${left} unless you use it.`,
+  'max-session': (left) => `This session reaches its time limit in ${left}; save your work. The desktop will then be reclaimed.`,
+};
+
+function fmt(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const m = Math.floor(s / 60);
+  return m > 0 ? `${m}:${String(s % 60).padStart(2, '0')} min` : `${s} s`;
+}
+
+export function watchReclaim(banner, desktopURL) {
+  let deadline = null;
+  let timer = null;
+
+  function render() {
+    if (!deadline || !messages[deadline.rule]) {
+      banner.hidden = true;
+      return;
+    }
+    const left = new Date(deadline.at).getTime() - Date.now();
+    if (left > WARN_BEFORE_MS) {
+      banner.hidden = true;
+      return;
+    }
+    banner.textContent = messages[deadline.rule](fmt(left));
+    banner.dataset.rule = deadline.rule;
+    banner.hidden = false;
+  }
+
+  async function poll() {
+    try {
+      const res = await fetch(desktopURL, { headers: { Accept: 'application/json' } });
+      deadline = res.ok ? (await res.json()).reclaim || null : null;
+    } catch {
+      // Network trouble: keep the last known deadline.
+    }
+    render();
+    // Poll faster while the warning is up so activity clears it promptly.
+    clearTimeout(timer);
+    timer = setTimeout(poll, banner.hidden ? 15000 : 2000);
+  }
+
+  setInterval(render, 1000);
+  poll();
+}
