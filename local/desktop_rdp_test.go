@@ -132,3 +132,31 @@ func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestDesktop_RDPAdopted: a portal that restarts finds the desktop's RDP
+// server and its sign-in again.
+func TestDesktop_RDPAdopted(t *testing.T) {
+	if _, err := lookRDP(); err != nil {
+		t.Skip(err)
+	}
+	spec := MustDesktopSpec(t, "rdp-2")
+	d := MustStartDesktop(t, spec)
+	a, err := AdoptDesktop(spec, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	if a.RDPSocket() == "" || a.RDPSocket() != d.RDPSocket() {
+		t.Errorf("adopted RDPSocket = %q; want %q", a.RDPSocket(), d.RDPSocket())
+	}
+	u1, p1, _ := d.RDPCredentials()
+	u2, p2, err := a.RDPCredentials()
+	if err != nil || u1 != u2 || p1 != p2 {
+		t.Errorf("adopted credentials differ (%v)", err)
+	}
+	c, err := a.dialRDP(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}

@@ -171,7 +171,10 @@ export async function open(screen, info, ui) {
   const resized = new ResizeObserver(() => {
     clearTimeout(timer);
     timer = setTimeout(() => {
-      if (!closed && screen.clientWidth > 0) irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
+      if (closed || screen.clientWidth <= 0) return;
+      try {
+        irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
+      } catch { /* no session yet, or the server cannot resize */ }
     }, 300);
   });
   resized.observe(screen);
