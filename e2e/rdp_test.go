@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,7 +159,9 @@ func TestRDP_WrongPassword(t *testing.T) {
 			t.Logf("browser console:\n%s", strings.Join(consoleLog, "\n"))
 		}
 	}()
-	// The page is told a wrong password, as if the holder had mistyped it.
+	// The page is told a wrong password, as if the holder had mistyped it;
+	// later a forged token.
+	var forge atomic.Bool
 	must(t, page.Route("**/api/vdi/desktops/*/*/connect", func(r playwright.Route) {
 		res, err := r.Fetch()
 		if err != nil {
@@ -168,8 +171,11 @@ func TestRDP_WrongPassword(t *testing.T) {
 		var body map[string]any
 		b, _ := res.Body()
 		json.Unmarshal(b, &body)
-		if c, ok := body["credentials"].(map[string]any); ok {
+		if c, ok := body["credentials"].(map[string]any); ok && !forge.Load() {
 			c["password"] = "not-the-password"
+		}
+		if tok, ok := body["token"].(string); ok && forge.Load() {
+			body["token"] = "x" + tok
 		}
 		b, _ = json.Marshal(body)
 		r.Fulfill(playwright.RouteFulfillOptions{Response: res, Body: b})
@@ -181,4 +187,11 @@ func TestRDP_WrongPassword(t *testing.T) {
 	if !strings.Contains(portal.Log(), "wrong user name or password") {
 		t.Errorf("portal log does not record the refused sign-in")
 	}
+
+	// A token the portal did not mint is refused by the gateway with an
+	// RDCleanPath error, which the page explains.
+	forge.Store(true)
+	must(t, page.GetByTestId("reconnect").Click())
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("the token is not valid"))
+	screenshot(t, page, "rdp-forged-token")
 }

@@ -37,7 +37,7 @@ function describe(err) {
   if (d) {
     switch (d.httpStatusCode) {
       case 401: return { text: 'The connection token expired. Press Reconnect.' };
-      case 403: return { text: 'The portal refused the connection: the desktop is not yours, or the token is not valid. Reload the page.' };
+      case 403: return { text: 'The portal refused the connection: the token is not valid for you and this desktop. Press Reconnect.' };
       case 400: case 413: return { text: 'The portal refused the RDP request as malformed.' };
     }
     if (d.wsaErrorCode || d.httpStatusCode === 502) {
