@@ -57,7 +57,8 @@ func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string)
 func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	// IronRDP compiles 6 MB of wasm first: seconds on a busy machine.
+	expect := playwright.NewPlaywrightAssertions(45000)
 	var consoleLog []string
 	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
 	page.OnResponse(func(r playwright.Response) {
@@ -151,7 +152,8 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 func TestRDP_WrongPassword(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	// IronRDP compiles 6 MB of wasm first: seconds on a busy machine.
+	expect := playwright.NewPlaywrightAssertions(45000)
 	var consoleLog []string
 	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
 	defer func() {
