@@ -65,7 +65,9 @@ type Config struct {
 	Secure bool
 	// OIDC configures ModeOIDC.
 	OIDC OIDCConfig
-	Log  *slog.Logger
+	// Audit, if set, records every sign-in.
+	Audit vdi.AuditLog
+	Log   *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -80,6 +82,7 @@ type Authenticator struct {
 	lifetime     time.Duration
 	alwaysSecure bool
 	oidc         *oidcFlow
+	audit        vdi.AuditLog
 	log          *slog.Logger
 	now          func() time.Time
 
@@ -96,7 +99,7 @@ const maxWarned = 1024
 func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
-		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, log: cfg.Log, now: cfg.Now,
+		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, log: cfg.Log, now: cfg.Now,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -267,6 +270,11 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 	}
 	if err != nil {
 		return fmt.Errorf("auth: save session: %w", err)
+	}
+	if a.audit != nil {
+		if err := a.audit.Record(r.Context(), vdi.AuditEvent{Actor: login, Action: "sign-in", Detail: "via " + via}); err != nil {
+			a.log.Error("audit sign-in", "login", login, "err", err)
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
 // Config is the portal's configuration: every setting is a flag of
@@ -33,6 +34,8 @@ type Config struct {
 	IdleTimeout     time.Duration
 	// ReclaimEvery is how often due reclaims are looked for.
 	ReclaimEvery time.Duration
+	// History bounds the audit log and session history.
+	History store.Retention
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
 	// StopDesktopsOnExit stops local desktops when the portal exits; by
@@ -51,7 +54,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c Config
-	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery string
+	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", defaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", "local"), "which backend runs desktops: local (CORRAL_VDI_BACKEND)")
@@ -61,6 +64,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&grace, "disconnect-grace", env("CORRAL_VDI_DISCONNECT_GRACE", "15m"), "reclaim after the last console closes (CORRAL_VDI_DISCONNECT_GRACE)")
 	fs.StringVar(&maxSession, "max-session", env("CORRAL_VDI_MAX_SESSION", "off"), "longest claim, or off (CORRAL_VDI_MAX_SESSION)")
 	fs.StringVar(&idle, "idle-timeout", env("CORRAL_VDI_IDLE_TIMEOUT", "off"), "reclaim after no user input, or off (CORRAL_VDI_IDLE_TIMEOUT)")
+	fs.StringVar(&historyAge, "history-retention", env("CORRAL_VDI_HISTORY_RETENTION", "2160h"), "keep audit and session history this long, or off (CORRAL_VDI_HISTORY_RETENTION)")
+	fs.StringVar(&historyRows, "history-max-rows", env("CORRAL_VDI_HISTORY_MAX_ROWS", "100000"), "keep at most this many audit and session rows each; 0 for no limit (CORRAL_VDI_HISTORY_MAX_ROWS)")
 	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
 	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
@@ -87,6 +92,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.IdleTimeout, err = parseDuration(idle); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_IDLE_TIMEOUT: %w", err)
+	}
+	if c.History.MaxAge, err = parseDuration(historyAge); err != nil {
+		return c, fmt.Errorf("CORRAL_VDI_HISTORY_RETENTION: %w", err)
+	}
+	if c.History.MaxRows, err = strconv.Atoi(historyRows); err != nil || c.History.MaxRows < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_HISTORY_MAX_ROWS: %q is not a count", historyRows)
 	}
 	if c.ReclaimEvery, err = parseDuration(reclaimEvery); err != nil || c.ReclaimEvery <= 0 {
 		return c, fmt.Errorf("CORRAL_VDI_RECLAIM_INTERVAL: %q is not a positive duration like 10s", reclaimEvery)

@@ -73,7 +73,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.svc = vdi.NewService(vdi.Config{Backend: m.backend, Leases: db.Leases(), Audit: db, Log: m.Log,
 		Policy: vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout}})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -114,6 +114,7 @@ func (m *Main) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
 	go m.svc.RunReclaimer(ctx, m.Config.ReclaimEvery)
+	go m.pruneHistory(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -151,4 +152,22 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// pruneHistory bounds the audit log and session history now and hourly.
+func (m *Main) pruneHistory(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := m.db.Prune(ctx, m.Config.History); err != nil && ctx.Err() == nil {
+			m.Log.Error("prune history", "err", err)
+		} else if n > 0 {
+			m.Log.Info("pruned history", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
