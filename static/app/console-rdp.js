@@ -14,9 +14,15 @@ let backend; // the IronRDP module, initialised once per page
 
 async function loadIronRDP(screen) {
   if (!backend) {
-    await import(screen.dataset.ironrdp); // defines <iron-remote-desktop>
-    const mod = await import(screen.dataset.ironrdpBackend);
-    await mod.init('WARN');
+    const t0 = performance.now();
+    const [, mod] = await Promise.all([
+      import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
+      import(screen.dataset.ironrdpBackend),
+    ]);
+    const t1 = performance.now();
+    performance.measure('rdp-import', { start: t0, end: t1 });
+    await mod.init('WARN'); // compiles the inlined wasm
+    performance.measure('rdp-wasm', { start: t1 });
     backend = mod.Backend;
   }
   return backend;
