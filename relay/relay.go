@@ -77,6 +77,16 @@ type Options struct {
 	// means DefaultMaxMessage and a negative value means no limit. A larger
 	// message ends the relay with close code 1009 (message too big).
 	MaxMessage int64
+
+	// Control, if set, sees each short client text message (up to 256
+	// bytes) whole before it is forwarded; when it returns true the message
+	// is consumed and does not reach the desktop. Terminal resizes use it.
+	Control func(p []byte) bool
+
+	// PingEvery, if positive, sends the client a ping this often and ends
+	// the relay when nothing (no message, no pong) came back for twice as
+	// long, so that a vanished client is noticed.
+	PingEvery time.Duration
 }
 
 // side names the end of the relay a failure came from.
@@ -128,13 +138,14 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 	var wg sync.WaitGroup
 	var stats Stats
 	in := &desktopWriter{conn: conn, onInput: opts.OnInput, counters: counters, ends: ends}
+	alive := newKeepalive(ws, opts.PingEvery)
 	var inErr error // the client-to-desktop side's read error, set before inDone closes
 	inDone := make(chan struct{})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		defer close(inDone)
-		inErr = clientToDesktop(ws, in, make([]byte, size))
+		inErr = clientToDesktop(ws, in, make([]byte, max(size, maxControl+1)), opts.Control, alive)
 		stats.BytesIn = in.n
 		ends <- end{client, inErr}
 	}()
@@ -145,12 +156,23 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		ends <- e
 	}()
 
+	pingDone := make(chan struct{})
+	if alive != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			alive.ping(pingDone)
+		}()
+	}
+
 	var first end
 	select {
 	case first = <-ends:
 	case <-ctx.Done():
 		first = end{shutdown, ctx.Err()}
 	}
+	close(pingDone)
+	alive.stop()
 
 	var err error
 	switch first.side {
@@ -212,13 +234,27 @@ func closeReason(ctx context.Context) string {
 }
 
 // clientToDesktop forwards client messages into w until reading ws fails,
-// and returns that failure. It reuses buf for every message.
-func clientToDesktop(ws *websocket.Conn, w *desktopWriter, buf []byte) error {
+// and returns that failure. It reuses buf for every message. Short text
+// messages are offered to control first, when it is set.
+func clientToDesktop(ws *websocket.Conn, w *desktopWriter, buf []byte, control func([]byte) bool, alive *keepalive) error {
 	for {
 		// Text and binary messages alike are bytes for the desktop.
-		_, r, err := ws.NextReader()
+		mt, r, err := ws.NextReader()
 		if err != nil {
 			return err
+		}
+		alive.extend()
+		if control != nil && mt == websocket.TextMessage {
+			n, err := io.ReadFull(r, buf[:maxControl+1])
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) { // the whole message
+				if n == 0 || !control(buf[:n]) {
+					w.Write(buf[:n])
+				}
+				continue
+			} else if err != nil {
+				return err
+			}
+			w.Write(buf[:n]) // too long for a control message
 		}
 		// w hides io.ReaderFrom and gorilla's reader has no WriteTo, so
 		// CopyBuffer really uses buf. w never fails: see desktopWriter.
