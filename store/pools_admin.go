@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// AddLocalMembers adds members to a local pool in one transaction;
+// vdi.ErrAlreadyExists when a member of that name exists in any pool.
+func (db *DB) AddLocalMembers(ctx context.Context, pool string, names []string) error {
+	tx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: add members to %q: %w", pool, err)
+	}
+	defer tx.Rollback()
+	now := db.Now().UnixNano()
+	for _, m := range names {
+		res, err := tx.ExecContext(ctx, `INSERT INTO local_members (name, pool, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, m, pool, now)
+		if err != nil {
+			return fmt.Errorf("store: add member %q to %q: %w", m, pool, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("store: add member %q to %q: %w", m, pool, vdi.ErrAlreadyExists)
+		}
+	}
+	if err := db.syncSize(ctx, tx, pool); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// RemoveLocalMembers removes members from a local pool.
+func (db *DB) RemoveLocalMembers(ctx context.Context, pool string, names []string) error {
+	tx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: remove members from %q: %w", pool, err)
+	}
+	defer tx.Rollback()
+	for _, m := range names {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM local_members WHERE name = ? AND pool = ?`, m, pool); err != nil {
+			return fmt.Errorf("store: remove member %q from %q: %w", m, pool, err)
+		}
+	}
+	if err := db.syncSize(ctx, tx, pool); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// syncSize keeps the pool row's size column equal to its member count.
+func (db *DB) syncSize(ctx context.Context, tx *sql.Tx, pool string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE local_pools SET size = (SELECT COUNT(*) FROM local_members WHERE pool = ?) WHERE name = ?`, pool, pool)
+	if err != nil {
+		return fmt.Errorf("store: size of %q: %w", pool, err)
+	}
+	return nil
+}
+
+// SetLocalPoolPolicy replaces a local pool's policy; vdi.ErrNotFound when absent.
+func (db *DB) SetLocalPoolPolicy(ctx context.Context, pool string, p vdi.Policy) error {
+	buf, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("store: policy of %q: %w", pool, err)
+	}
+	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET policy = ? WHERE name = ?`, string(buf), pool)
+	if err != nil {
+		return fmt.Errorf("store: policy of %q: %w", pool, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: policy of %q: %w", pool, vdi.ErrNotFound)
+	}
+	return nil
+}
