@@ -3,9 +3,8 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/asn1"
-	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
@@ -193,6 +191,28 @@ func TestRDPGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("TLSThenNLAGoodPassword", func(t *testing.T) {
+		a := e.connect(t, "alice", alice)
+		ws, resp := e.handshake(t, "alice", alice, a.Token, a.Destination)
+		if resp.Error != nil || len(resp.ServerCertChain) == 0 {
+			t.Fatalf("reply = %+v; want a successful response", resp)
+		}
+		// The NT hash of the password /connect showed, from the member's SAM
+		// file (the hash is what NTLM needs).
+		sam := readFileString(filepath.Join(e.dir, "local", "members", alice.Name, "run", "rdp.sam"))
+		f := strings.Split(strings.TrimSpace(sam), ":")
+		ntHash, err := hex.DecodeString(f[len(f)-4])
+		if err != nil || len(ntHash) != 16 || f[0] != a.Credentials.Username {
+			t.Fatalf("SAM file %q: %v", sam, err)
+		}
+		answer := credSSPSignIn(t, ws, resp.ServerCertChain[0], ntHash)
+		var got tsReq
+		if _, err := asn1.Unmarshal(answer, &got); err != nil || len(got.PubKeyAuth) == 0 || got.ErrorCode != 0 {
+			t.Fatalf("server answered %x, %v; want its pubKeyAuth: sign-in accepted; server log:\n%s", answer, err,
+				readFileString(filepath.Join(e.dir, "local", "members", alice.Name, "run", "freerdp-shadow.log")))
+		}
+	})
+
 	t.Run("TLSThenNLAWrongPassword", func(t *testing.T) {
 		begin := time.Now()
 		a := e.connect(t, "alice", alice)
@@ -214,25 +234,19 @@ func TestRDPGateway(t *testing.T) {
 			t.Errorf("certificate chain does not start with the server's certificate")
 		}
 
-		// Plaintext now reaches the server through the gateway's TLS: an
-		// NTLM NEGOTIATE in a CredSSP TSRequest gets the server's CHALLENGE.
-		ws.WriteMessage(websocket.BinaryMessage, mustTSRequest(t, tsReq{Version: 6, NegoTokens: []negoToken{{ntlmNegotiate()}}}))
-		_, b, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatalf("no CredSSP answer: %v", err)
+		// Plaintext now reaches the server through the gateway's TLS, and
+		// NLA runs end to end: an NTLM AUTHENTICATE whose NTLMv2 proof was
+		// not made with the password (what a wrong password produces).
+		answer := credSSPSignIn(t, ws, resp.ServerCertChain[0], nil)
+		if answer != nil {
+			t.Fatalf("after a wrong password the client got %x; want the gateway to close", answer)
 		}
-		var answer tsReq
-		if _, err := asn1.Unmarshal(b, &answer); err != nil || len(answer.NegoTokens) != 1 || !bytes.HasPrefix(answer.NegoTokens[0].Token, []byte("NTLMSSP\x00\x02")) {
-			t.Fatalf("server answered %x, %v; want a TSRequest with an NTLM CHALLENGE", b[:min(len(b), 32)], err)
+		var err2 error
+		for err2 == nil {
+			_, _, err2 = ws.ReadMessage()
 		}
-		// An AUTHENTICATE whose NTLMv2 proof was not made with the password:
-		// what a wrong password produces. The gateway must say so.
-		wrong := ntlmAuthenticate(t, answer.NegoTokens[0].Token, local.RDPUser)
-		ws.WriteMessage(websocket.BinaryMessage, mustTSRequest(t, tsReq{Version: 6, NegoTokens: []negoToken{{wrong}}, PubKeyAuth: randomBytes(48), ClientNonce: randomBytes(32)}))
+		err = err2
 		var ce *websocket.CloseError
-		for err == nil {
-			_, _, err = ws.ReadMessage()
-		}
 		if !errors.As(err, &ce) || ce.Code != relay.CloseRDPLogonFailed || ce.Text != "wrong user name or password" {
 			t.Fatalf("after a wrong password: %v; want close %d", err, relay.CloseRDPLogonFailed)
 		}
@@ -361,95 +375,35 @@ func eventually(d time.Duration, ok func() bool) bool {
 	return ok()
 }
 
-// tsReq is a CredSSP TSRequest ([MS-CSSP] 2.2.1).
-type tsReq struct {
-	Version     int         `asn1:"explicit,tag:0"`
-	NegoTokens  []negoToken `asn1:"optional,explicit,tag:1"`
-	AuthInfo    []byte      `asn1:"optional,explicit,tag:2"`
-	PubKeyAuth  []byte      `asn1:"optional,explicit,tag:3"`
-	ErrorCode   int64       `asn1:"optional,explicit,tag:4"`
-	ClientNonce []byte      `asn1:"optional,explicit,tag:5"`
-}
-
-type negoToken struct {
-	Token []byte `asn1:"explicit,tag:0"`
-}
-
-func mustTSRequest(t *testing.T, r tsReq) []byte {
+// credSSPSignIn runs CredSSP over ws up to the client's proof of identity
+// and returns the server's answer to it, or nil when the connection closed
+// instead. With ntHash nil the proof is made without the password.
+func credSSPSignIn(t *testing.T, ws *websocket.Conn, serverCert, ntHash []byte) []byte {
 	t.Helper()
-	b, err := asn1.Marshal(r)
+	ws.WriteMessage(websocket.BinaryMessage, mustTSRequest(t, tsReq{Version: 6, NegoTokens: []negoToken{{ntlmNegotiate()}}}))
+	_, b, err := ws.ReadMessage()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no CredSSP answer: %v", err)
 	}
-	return b
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-// NTLM flags the test client asks for ([MS-NLMP] 2.2.2.5).
-const ntlmFlags = 0x00000001 | 0x00000004 | 0x00000010 | 0x00000020 | 0x00000200 | 0x00008000 |
-	0x00080000 | 0x00800000 | 0x02000000 | 0x20000000 | 0x40000000 | 0x80000000
-
-// ntlmNegotiate is an NTLM NEGOTIATE_MESSAGE without domain or workstation.
-func ntlmNegotiate() []byte {
-	b := append([]byte("NTLMSSP\x00"), 1, 0, 0, 0)
-	b = binary.LittleEndian.AppendUint32(b, ntlmFlags)
-	b = append(b, make([]byte, 16)...) // empty domain and workstation fields
-	return append(b, 6, 1, 0, 0, 0, 0, 0, 15)
-}
-
-// ntlmAuthenticate is a well-formed NTLMv2 AUTHENTICATE_MESSAGE for user
-// answering challenge, whose NTProofStr is random: the server cannot tell it
-// from one computed with a wrong password.
-func ntlmAuthenticate(t *testing.T, challenge []byte, user string) []byte {
-	t.Helper()
-	if len(challenge) < 48 {
-		t.Fatalf("NTLM CHALLENGE of %d bytes", len(challenge))
+	var challenge tsReq
+	if _, err := asn1.Unmarshal(b, &challenge); err != nil || len(challenge.NegoTokens) != 1 || !bytes.HasPrefix(challenge.NegoTokens[0].Token, []byte("NTLMSSP\x00\x02")) {
+		t.Fatalf("server answered %x, %v; want a TSRequest with an NTLM CHALLENGE", b[:min(len(b), 32)], err)
 	}
-	tiLen := int(binary.LittleEndian.Uint16(challenge[40:]))
-	tiOff := int(binary.LittleEndian.Uint32(challenge[44:]))
-	if tiOff+tiLen > len(challenge) {
-		t.Fatal("NTLM CHALLENGE target info out of bounds")
+	auth, key := ntlmAuthenticate(t, challenge.NegoTokens[0].Token, local.RDPUser, ntHash)
+	nonce := randomBytes(32)
+	ws.WriteMessage(websocket.BinaryMessage, mustTSRequest(t, tsReq{Version: 6, NegoTokens: []negoToken{{auth}},
+		PubKeyAuth: credSSPPubKeyAuth(t, key, nonce, serverCert), ClientNonce: nonce}))
+	for {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			return nil
+		}
+		var r tsReq
+		if _, err := asn1.Unmarshal(b, &r); err == nil && r.ErrorCode != 0 {
+			continue // the gateway's logon failure status, before it closes
+		}
+		return b
 	}
-	ts := binary.LittleEndian.AppendUint64(nil, uint64(time.Now().UnixNano()/100+116444736000000000))
-	blob := append([]byte{1, 1, 0, 0, 0, 0, 0, 0}, ts...)
-	blob = append(blob, randomBytes(8)...)
-	blob = append(blob, 0, 0, 0, 0)
-	blob = append(blob, challenge[tiOff:tiOff+tiLen]...)
-	blob = append(blob, 0, 0, 0, 0)
-	fields := [][]byte{
-		make([]byte, 24),                 // LM response
-		append(randomBytes(16), blob...), // NT response: NTProofStr + blob
-		nil,                              // domain
-		utf16le(user),                    // user
-		utf16le("TEST"),                  // workstation
-		randomBytes(16),                  // encrypted random session key
-	}
-	b := append([]byte("NTLMSSP\x00"), 3, 0, 0, 0)
-	off := 88
-	var payload []byte
-	for _, f := range fields {
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(f)))
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(f)))
-		b = binary.LittleEndian.AppendUint32(b, uint32(off+len(payload)))
-		payload = append(payload, f...)
-	}
-	b = binary.LittleEndian.AppendUint32(b, ntlmFlags)
-	b = append(b, 6, 1, 0, 0, 0, 0, 0, 15) // version
-	b = append(b, make([]byte, 16)...)     // MIC (not asked for)
-	return append(b, payload...)
-}
-
-func utf16le(s string) []byte {
-	var b []byte
-	for _, c := range utf16.Encode([]rune(s)) {
-		b = binary.LittleEndian.AppendUint16(b, c)
-	}
-	return b
 }
 
 func readFileString(path string) string {
