@@ -1,0 +1,101 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/png"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+)
+
+// TestTake_RealXvnc snapshots a real desktop: the frame has the size asked
+// for and shows the desktop's background colour (#2f3e4e) in a corner.
+func TestTake_RealXvnc(t *testing.T) {
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "csnap") // short: the VNC socket lives under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: "snap", Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: "640x400"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	var img *image.RGBA
+	for range 20 { // the root colour is painted alongside the start
+		conn, err := net.Dial("unix", d.VNCSocket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err = snapshot.Take(conn, 320, time.Now().Add(5*time.Second))
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img.RGBAAt(2, 2) == (color.RGBA{0x2f, 0x3e, 0x4e, 255}) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if got := img.Bounds().Size(); got != image.Pt(320, 200) {
+		t.Errorf("thumbnail size %v; want 320x200", got)
+	}
+	if got := img.RGBAAt(2, 2); got != (color.RGBA{0x2f, 0x3e, 0x4e, 255}) {
+		t.Errorf("corner pixel %v; want the desktop background #2f3e4e", got)
+	}
+	var buf bytes.Buffer
+	if err := snapshot.PNG(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(&buf); err != nil {
+		t.Errorf("PNG does not decode: %v", err)
+	}
+}
+
+func TestTake_RefusesNonRFB(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		server.Write([]byte("HTTP/1.1 400\r\n"))
+		server.Close()
+	}()
+	if _, err := snapshot.Take(client, 100, time.Now().Add(time.Second)); err == nil {
+		t.Fatal("Take on a non-RFB server succeeded; want an error")
+	}
+}
+
+func TestScale(t *testing.T) {
+	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
+	for i := range src.Pix {
+		src.Pix[i] = 255
+	}
+	src.SetRGBA(0, 0, color.RGBA{0, 0, 0, 255})
+	src.SetRGBA(1, 0, color.RGBA{0, 0, 0, 255})
+	src.SetRGBA(0, 1, color.RGBA{0, 0, 0, 255})
+	src.SetRGBA(1, 1, color.RGBA{0, 0, 0, 255})
+	dst := snapshot.Scale(src, 2)
+	if got := dst.Bounds().Size(); got != image.Pt(2, 1) {
+		t.Fatalf("Scale(4x2, 2) size %v; want 2x1", got)
+	}
+	if got := dst.RGBAAt(0, 0); got.R != 0 {
+		t.Errorf("left pixel %v; want black (average of the black half)", got)
+	}
+	if got := dst.RGBAAt(1, 0); got.R != 255 {
+		t.Errorf("right pixel %v; want white", got)
+	}
+	if got := snapshot.Scale(src, 10); got != src {
+		t.Errorf("Scale to a larger width copied; want src returned as is")
+	}
+}
