@@ -1,6 +1,6 @@
 // Package local is the embedded default backend: pools of real session
-// desktops (Xvnc + a window manager + a terminal) on the machine the portal
-// runs on. Pools live in the portal's database; each member's processes,
+// desktops (Xvnc + a window manager + a terminal, shared over VNC and, with
+// freerdp-shadow, over RDP) on the machine the portal runs on. Pools live in the portal's database; each member's processes,
 // socket and home live in its own private folder under the data directory,
 // so two portals with different data directories never touch each other's
 // desktops, and a restarted portal re-adopts what it started.

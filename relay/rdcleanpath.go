@@ -187,6 +187,9 @@ func UnmarshalRDCleanPath(b []byte) (*RDCleanPathPDU, error) {
 // would exceed MaxRDCleanPathPDU.
 func RDCleanPathLength(b []byte) (int, error) {
 	n, err := derLength(b, 0x30)
+	if errors.Is(err, errDERIncomplete) {
+		return 0, ErrRDCleanPathIncomplete
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rdcleanpath: %w", err)
 	}
@@ -197,7 +200,7 @@ func RDCleanPathLength(b []byte) (int, error) {
 }
 
 // errDERIncomplete is returned by derLength when b is too short to tell.
-var errDERIncomplete = ErrRDCleanPathIncomplete
+var errDERIncomplete = errors.New("incomplete DER header")
 
 // derLength returns the total length (header included) of the DER element
 // with the given tag at the start of b. Lengths above 2^31 are refused.
