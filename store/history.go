@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// HistoryFilter narrows session history and audit queries; zero fields
+// match everything.
+type HistoryFilter struct {
+	// User is a login: the session's user, or the audit event's actor or
+	// the holder it names.
+	User string
+	// Targets are member (and pool) names, e.g. every member of one pool.
+	// A non-nil empty slice matches nothing.
+	Targets []string
+	// Since and Until bound the time (opened, for sessions), Until excluded.
+	Since, Until time.Time
+	// Limit caps the rows returned, newest first; 0 means 1000.
+	Limit int
+}
+
+// where renders f as SQL conditions on the given columns.
+func (f HistoryFilter) where(userCond, targetCol, timeCol string) (string, []any) {
+	conds := []string{"1=1"}
+	var args []any
+	if f.User != "" {
+		conds = append(conds, userCond)
+		n := strings.Count(userCond, "?")
+		for range n {
+			args = append(args, f.User)
+		}
+	}
+	if f.Targets != nil {
+		if len(f.Targets) == 0 {
+			conds = append(conds, "0=1")
+		} else {
+			conds = append(conds, targetCol+" IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Targets)), ",")+")")
+			for _, t := range f.Targets {
+				args = append(args, t)
+			}
+		}
+	}
+	if !f.Since.IsZero() {
+		conds = append(conds, timeCol+" >= ?")
+		args = append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, timeCol+" < ?")
+		args = append(args, f.Until.UnixNano())
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	args = append(args, limit)
+	return strings.Join(conds, " AND "), args
+}
+
+// SessionHistory returns the sessions f matches, newest first.
+func (db *DB) SessionHistory(ctx context.Context, f HistoryFilter) ([]Session, error) {
+	where, args := f.where("login = ?", "member", "opened_at")
+	return db.sessions(ctx, `WHERE `+where+` ORDER BY opened_at DESC LIMIT ?`, args...)
+}
+
+// OpenSessions returns the sessions not closed yet, newest first. A
+// portal that crashed leaves its sessions open: callers check the claim's
+// console count before trusting one.
+func (db *DB) OpenSessions(ctx context.Context) ([]Session, error) {
+	return db.sessions(ctx, `WHERE closed_at IS NULL ORDER BY opened_at DESC LIMIT 10000`)
+}
+
+func (db *DB) sessions(ctx context.Context, tail string, args ...any) ([]Session, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT id, login, namespace, member, protocol, path, opened_at, COALESCE(closed_at, 0),
+		bytes_in, bytes_out, close_reason, COALESCE(last_input, 0) FROM sessions `+tail, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: session history: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var s Session
+		var opened, closed, input int64
+		if err := rows.Scan(&s.ID, &s.Login, &s.Namespace, &s.Member, &s.Protocol, &s.Path, &opened, &closed, &s.BytesIn, &s.BytesOut, &s.CloseReason, &input); err != nil {
+			return nil, fmt.Errorf("store: session history: %w", err)
+		}
+		s.OpenedAt = time.Unix(0, opened)
+		if closed != 0 {
+			s.ClosedAt = time.Unix(0, closed)
+		}
+		if input != 0 {
+			s.LastInput = time.Unix(0, input)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// AuditHistory returns the audit entries f matches, newest first.
+func (db *DB) AuditHistory(ctx context.Context, f HistoryFilter) ([]AuditEntry, error) {
+	where, args := f.where("(actor = ? OR detail = 'to ' || ? OR instr(detail, 'holder ' || ?) > 0)", "target", "at")
+	rows, err := db.db.QueryContext(ctx, `SELECT id, at, actor, action, namespace, target, detail FROM audit WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit history: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Namespace, &e.Target, &e.Detail); err != nil {
+			return nil, fmt.Errorf("store: audit history: %w", err)
+		}
+		e.At = time.Unix(0, at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
