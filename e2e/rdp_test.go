@@ -125,8 +125,9 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	// the gateway and freerdp-shadow: the shell makes a file.
 	box, err := desk.BoundingBox()
 	must(t, err)
-	// (Only unshifted characters: shifted symbols such as ~ arrive unshifted
-	// through IronRDP's scancode input to freerdp-shadow.)
+	// (Only unshifted characters: Playwright types ~ as the Backquote key
+	// without pressing Shift, and IronRDP sends scan codes, so the desktop
+	// would get a backquote. A real keyboard presses Shift first.)
 	marker := filepath.Join(portal.homeOf(member), "corral-rdp-marker")
 	typed := func() bool {
 		must(t, page.Mouse().Click(box.X+box.Width*200/1280, box.Y+box.Height*200/800))
