@@ -125,15 +125,17 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	// the gateway and freerdp-shadow: the shell makes a file.
 	box, err := desk.BoundingBox()
 	must(t, err)
-	// (Only unshifted characters: Playwright types ~ as the Backquote key
-	// without pressing Shift, and IronRDP sends scan codes, so the desktop
-	// would get a backquote. A real keyboard presses Shift first.)
+	// Playwright's Type sends ~ as the Backquote key without pressing Shift
+	// and IronRDP sends scan codes, so ~ is typed as a person does: Shift
+	// held down with the key.
 	marker := filepath.Join(portal.homeOf(member), "corral-rdp-marker")
 	typed := func() bool {
 		must(t, page.Mouse().Click(box.X+box.Width*200/1280, box.Y+box.Height*200/800))
 		must(t, page.Keyboard().Press("Enter"))
 		time.Sleep(300 * time.Millisecond)
-		must(t, page.Keyboard().Type("cd; touch corral-rdp-marker\n"))
+		must(t, page.Keyboard().Type("touch "))
+		must(t, page.Keyboard().Press("Shift+Backquote"))
+		must(t, page.Keyboard().Type("/corral-rdp-marker\n"))
 		return eventually(3*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
 	}
 	if !typed() && !typed() {
