@@ -167,6 +167,8 @@ func wantRefusal(t *testing.T, ws *websocket.Conn, resp *relay.RDCleanPathPDU, w
 	}
 }
 
+// TestRDPGateway drives the gateway as IronRDP does, against real desktops
+// with freerdp-shadow: tokens, sign-in, refusals and what is never dialled.
 func TestRDPGateway(t *testing.T) {
 	// Registered first, so it runs after every other cleanup has closed
 	// the server, the desktops and the database: nothing may be left.

@@ -49,6 +49,7 @@ type RDPError struct {
 	Err error
 }
 
+// Error returns what failed and why, for logs.
 func (e *RDPError) Error() string {
 	if e.Err != nil {
 		return e.Msg + ": " + e.Err.Error()
@@ -56,6 +57,7 @@ func (e *RDPError) Error() string {
 	return e.Msg
 }
 
+// Unwrap returns the cause.
 func (e *RDPError) Unwrap() error { return e.Err }
 
 // RDPHTTPError returns a general RDCleanPath failure carrying an HTTP status,

@@ -37,6 +37,8 @@ type RDPLogonError struct {
 	Status uint32
 }
 
+// Error says the sign-in was refused, with the status when it is not the
+// usual wrong user name or password.
 func (e *RDPLogonError) Error() string {
 	if e.Status != 0 && e.Status != statusLogonFailure {
 		return fmt.Sprintf("the RDP server refused the sign-in (NTSTATUS 0x%08X)", e.Status)
