@@ -33,13 +33,17 @@ type Config struct {
 	// Dir holds one private folder per member.
 	Dir string
 	Log *slog.Logger
+	// VMImage is the folder of the kernel and initramfs vm pools boot;
+	// empty means scripts/vm-image.sh's cache.
+	VMImage string
 }
 
 // Backend runs local pools' members as session desktops on this host.
 type Backend struct {
-	db  *store.DB
-	dir string
-	log *slog.Logger
+	db      *store.DB
+	dir     string
+	log     *slog.Logger
+	vmImage string
 
 	mu      sync.Mutex
 	members map[string]*member // by name; only those started or adopted
@@ -52,13 +56,14 @@ type member struct {
 	power   vdi.Power
 	reason  string
 	desktop *Desktop
+	vm      *VM           // members of vm pools run this instead of a desktop
 	ready   chan struct{} // closed when a start finishes, either way
 }
 
 // New returns a Backend after re-adopting the desktops a previous run of the
 // portal left running in dir and cleaning up what it cannot adopt.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, members: map[string]*member{}}
+	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, members: map[string]*member{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -71,6 +76,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	for _, p := range pools {
 		for _, name := range p.Members {
+			if p.Kind == vdi.KindVM {
+				b.adoptVM(name)
+				continue
+			}
 			d, err := AdoptDesktop(b.spec(name), b.log)
 			if errors.Is(err, ErrNotRunning) {
 				continue
@@ -187,9 +196,12 @@ func (b *Backend) status(pool, name string) vdi.Member {
 		m.Power, m.Reason = rt.power, rt.reason
 	}
 	if m.Power == vdi.PowerRunning {
-		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC}
+		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolTerminal}
 		if d := b.members[name].desktop; d != nil && d.RDPSocket() != "" {
-			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC}
+			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolTerminal}
+		}
+		if b.members[name].vm != nil {
+			m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}
 		}
 	}
 	return m
@@ -198,7 +210,8 @@ func (b *Backend) status(pool, name string) vdi.Member {
 // Start starts the member's desktop and returns once its VNC socket answers.
 // Concurrent calls share one start.
 func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
-	if _, err := b.poolOf(ctx, ref); err != nil {
+	pool, err := b.poolOf(ctx, ref)
+	if err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -220,6 +233,9 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 	// gives up waiting finds the desktop running when they come back.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
+	if b.isVMPool(ctx, pool) {
+		return b.startVM(sctx, ref, rt)
+	}
 	d, err := StartDesktop(sctx, b.spec(ref.Name), b.log)
 
 	b.mu.Lock()
@@ -283,13 +299,16 @@ func (b *Backend) Stop(ctx context.Context, ref vdi.Ref) error {
 		return ctx.Err()
 	}
 	b.mu.Lock()
-	d := rt.desktop
-	rt.desktop = nil
+	d, v := rt.desktop, rt.vm
+	rt.desktop, rt.vm = nil, nil
 	rt.power = vdi.PowerStopping
 	b.mu.Unlock()
 	var err error
 	if d != nil {
 		err = d.Stop()
+	}
+	if v != nil {
+		err = v.Stop()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -313,21 +332,30 @@ func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	return nil
 }
 
-// Dial connects to the member's VNC or RDP server. An RDP connection is an
-// *RDPConn, which also carries the server's sign-in.
+// Dial connects to the member's VNC or RDP server, or starts a shell on a
+// pty for its terminal; for a VM, to its VNC server or serial line. An RDP
+// connection is an *RDPConn, which also carries the server's sign-in; a
+// terminal is a *TerminalConn, which takes resizes.
 func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
-	if p != vdi.ProtocolVNC && p != vdi.ProtocolRDP {
-		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC or RDP for this desktop.", "Desktop %s has no %s console.", ref, p)
-	}
 	b.mu.Lock()
 	rt := b.members[ref.Name]
 	var d *Desktop
+	var v *VM
 	if rt != nil {
-		d = rt.desktop
+		d, v = rt.desktop, rt.vm
 	}
 	b.mu.Unlock()
+	if v != nil {
+		return dialVM(ctx, ref, v, p)
+	}
+	if p != vdi.ProtocolVNC && p != vdi.ProtocolRDP && p != vdi.ProtocolTerminal {
+		return nil, vdi.Errorf(vdi.EInvalid, "Use RDP, VNC or the terminal for this desktop.", "Desktop %s has no %s console.", ref, p)
+	}
 	if d == nil {
 		return nil, vdi.Errorf(vdi.EUnavailable, "Start it, then connect again.", "Desktop %s is not running.", ref)
+	}
+	if p == vdi.ProtocolTerminal {
+		return d.StartTerminal()
 	}
 	if p == vdi.ProtocolRDP {
 		return d.dialRDP(ctx)

@@ -1,0 +1,129 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// A session desktop's terminal: each connection gets its own login shell on
+// a fresh pty, in the desktop's home and on its display (so that programs
+// started from it open their windows on the desktop). The shell ends when
+// the connection closes.
+
+// TerminalConn is a shell on a pty, as a desktop stream. It implements
+// relay.Resizer: a resize message from the browser reaches the pty.
+type TerminalConn struct {
+	pty  *os.File
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the shell is reaped
+
+	closeOnce sync.Once
+}
+
+var (
+	_ net.Conn      = (*TerminalConn)(nil)
+	_ relay.Resizer = (*TerminalConn)(nil)
+)
+
+// terminalShell returns the shell to run: bash when installed, else sh.
+func terminalShell() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "/bin/sh"
+}
+
+// StartTerminal starts a login shell for d on a new 80x24 pty.
+func (d *Desktop) StartTerminal() (*TerminalConn, error) {
+	shell := terminalShell()
+	cmd := exec.Command(shell, "-l")
+	cmd.Dir = d.spec.Home
+	cmd.Env = append(d.Env(), "TERM=xterm-256color", "COLORTERM=truecolor")
+	for i, kv := range cmd.Env {
+		if len(kv) > 6 && kv[:6] == "SHELL=" {
+			cmd.Env[i] = "SHELL=" + shell
+		}
+	}
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+	if err != nil {
+		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
+	}
+	t := &TerminalConn{pty: f, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(t.done)
+	}()
+	return t, nil
+}
+
+// Read reads the shell's output. The pty's EIO once the shell has gone is
+// the end of the stream.
+func (t *TerminalConn) Read(p []byte) (int, error) {
+	n, err := t.pty.Read(p)
+	if err != nil && errors.Is(err, syscall.EIO) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Write types p into the shell.
+func (t *TerminalConn) Write(p []byte) (int, error) { return t.pty.Write(p) }
+
+// Resize sets the pty's size; the shell gets SIGWINCH.
+func (t *TerminalConn) Resize(r relay.Resize) error {
+	return pty.Setsize(t.pty, &pty.Winsize{Cols: r.Cols, Rows: r.Rows})
+}
+
+// Size returns the pty's size.
+func (t *TerminalConn) Size() (relay.Resize, error) {
+	rows, cols, err := pty.Getsize(t.pty)
+	return relay.Resize{Cols: uint16(cols), Rows: uint16(rows)}, err
+}
+
+// Close hangs up the shell (SIGHUP to its session, SIGKILL if it lingers)
+// and waits for it.
+func (t *TerminalConn) Close() error {
+	t.closeOnce.Do(func() {
+		pid := t.cmd.Process.Pid
+		syscall.Kill(-pid, syscall.SIGHUP)
+		t.pty.Close()
+		select {
+		case <-t.done:
+		case <-time.After(2 * time.Second):
+			syscall.Kill(-pid, syscall.SIGKILL)
+			<-t.done
+		}
+	})
+	return nil
+}
+
+// LocalAddr implements net.Conn.
+func (t *TerminalConn) LocalAddr() net.Addr { return ptyAddr{} }
+
+// RemoteAddr implements net.Conn.
+func (t *TerminalConn) RemoteAddr() net.Addr { return ptyAddr{} }
+
+// SetDeadline implements net.Conn.
+func (t *TerminalConn) SetDeadline(d time.Time) error { return t.pty.SetDeadline(d) }
+
+// SetReadDeadline implements net.Conn.
+func (t *TerminalConn) SetReadDeadline(d time.Time) error { return t.pty.SetReadDeadline(d) }
+
+// SetWriteDeadline implements net.Conn.
+func (t *TerminalConn) SetWriteDeadline(d time.Time) error { return t.pty.SetWriteDeadline(d) }
+
+type ptyAddr struct{}
+
+func (ptyAddr) Network() string { return "pty" }
+func (ptyAddr) String() string  { return "pty" }

@@ -1,0 +1,364 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// QEMU members: a vm pool's member is a QEMU guest booting the tiny image
+// that scripts/vm-image.sh builds (a Debian kernel and a busybox initramfs
+// with a root login on the serial line and on the VGA console). Its VNC
+// server and serial line listen on loopback TCP ports picked at start and
+// recorded in the member's folder, so a restarted portal adopts the guest
+// like it adopts a session desktop. The guest has no disk and no network:
+// a restart is a fresh machine, and ephemeral and persistent pools behave
+// alike.
+
+const (
+	vmRecordName   = "vm.json"
+	vmLogName      = "qemu"
+	vmPasswordName = "vm.password"
+	vmMemory       = "128" // MiB; 64 does not boot the Debian kernel
+	vmReadyWait    = 10 * time.Second
+	vmStopGrace    = 3 * time.Second
+	// VMUser is the login of every local VM.
+	VMUser = "root"
+)
+
+// VMImage is a kernel and initramfs to boot.
+type VMImage struct {
+	Kernel string
+	Initrd string
+}
+
+// FindVMImage returns the image in dir (vmlinuz, initramfs.gz), or in the
+// cache folder scripts/vm-image.sh fills when dir is empty. The error says
+// how to build one.
+func FindVMImage(dir string) (VMImage, error) {
+	if dir == "" {
+		cache := os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE")
+		if cache == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return VMImage{}, fmt.Errorf("local: no VM image folder: %w", err)
+			}
+			cache = filepath.Join(base, "corral-vdi", "vm-image")
+		}
+		dir = filepath.Join(cache, "current")
+	}
+	img := VMImage{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initramfs.gz")}
+	for _, f := range []string{img.Kernel, img.Initrd} {
+		if _, err := os.Stat(f); err != nil {
+			return VMImage{}, fmt.Errorf("local: VM image missing (%v): run scripts/vm-image.sh, or set CORRAL_VDI_VM_IMAGE to a folder with vmlinuz and initramfs.gz", err)
+		}
+	}
+	return img, nil
+}
+
+// lookQEMU returns the path of qemu-system-x86_64, or an error naming the
+// Debian package to install.
+func lookQEMU() (string, error) {
+	p, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		return "", errors.New("qemu-system-x86_64 not found: install the Debian package qemu-system-x86")
+	}
+	return p, nil
+}
+
+// vmAccel returns the QEMU accelerator options: KVM when /dev/kvm can be
+// opened for writing (with TCG as QEMU's own fallback when KVM fails to
+// initialise), else TCG. CORRAL_VDI_VM_ACCEL=tcg forces TCG, for hosts whose
+// /dev/kvm opens but cannot run guests.
+func vmAccel() []string {
+	if os.Getenv("CORRAL_VDI_VM_ACCEL") != "tcg" {
+		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+			f.Close()
+			return []string{"-accel", "kvm", "-accel", "tcg"}
+		}
+	}
+	return []string{"-accel", "tcg"}
+}
+
+// vmRecord is <Dir>/vm.json: what adoption needs to find a running guest.
+type vmRecord struct {
+	Proc   *desktopProc `json:"proc"`
+	VNC    string       `json:"vnc"`    // host:port of the VNC server
+	Serial string       `json:"serial"` // host:port of the serial line
+}
+
+// VM is a running QEMU guest.
+type VM struct {
+	dir  string
+	name string
+	log  *slog.Logger
+	rec  vmRecord
+	done chan struct{}
+
+	mu       sync.Mutex
+	stopping bool
+	err      error
+	stopOnce sync.Once
+	stopErr  error
+	poll     chan struct{}
+}
+
+// StartVM boots img as member name with its state in dir, and returns once
+// QEMU listens (the guest then boots on its own; its serial console shows
+// that). Each guest gets a fresh random root password.
+func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logger) (*VM, error) {
+	qemu, err := lookQEMU()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	killRecordedVM(dir, log)
+	password, hash, err := vmPassword(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, vmPasswordName), []byte(password), 0o600); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	vncPort, err := freeVNCPort()
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	serial, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	args := append(vmAccel(),
+		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
+		"-nic", "none", "-display", "none", "-vga", "std",
+		"-vnc", "127.0.0.1:"+strconv.Itoa(vncPort-5900),
+		"-serial", "tcp:"+serial+",server=on,wait=off",
+		"-kernel", img.Kernel, "-initrd", img.Initrd,
+		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init corral.password="+hash,
+	)
+	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	v := &VM{dir: dir, name: name, log: log.With("vm", name), done: make(chan struct{}),
+		rec: vmRecord{Proc: p, VNC: "127.0.0.1:" + strconv.Itoa(vncPort), Serial: serial}}
+	go func() {
+		<-p.exited
+		v.ended(p.waitErr)
+	}()
+	if err := v.waitReady(ctx); err != nil {
+		v.Stop()
+		return nil, err
+	}
+	if err := v.writeRecord(); err != nil {
+		v.Stop()
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	v.log.Info("vm started", "pid", p.PID, "vnc", v.rec.VNC, "serial", v.rec.Serial)
+	return v, nil
+}
+
+// AdoptVM takes over the guest a previous portal recorded in dir; the error
+// wraps ErrNotRunning when there is none.
+func AdoptVM(name, dir string, log *slog.Logger) (*VM, error) {
+	b, err := os.ReadFile(filepath.Join(dir, vmRecordName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("local: vm %s: %w", name, ErrNotRunning)
+	} else if err != nil {
+		return nil, err
+	}
+	var rec vmRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Proc == nil {
+		return nil, fmt.Errorf("local: vm %s: bad %s: %v", name, vmRecordName, err)
+	}
+	if !rec.Proc.alive() {
+		os.Remove(filepath.Join(dir, vmRecordName))
+		return nil, fmt.Errorf("local: vm %s: %w", name, ErrNotRunning)
+	}
+	v := &VM{dir: dir, name: name, log: log.With("vm", name), rec: rec, done: make(chan struct{}), poll: make(chan struct{})}
+	go v.pollExit()
+	return v, nil
+}
+
+// pollExit watches an adopted guest, which is not our child to wait on.
+func (v *VM) pollExit() {
+	t := time.NewTicker(desktopPollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.poll:
+			return
+		case <-t.C:
+			if !v.rec.Proc.alive() {
+				v.ended(errors.New("exited"))
+				return
+			}
+		}
+	}
+}
+
+// ended records that QEMU exited and closes Done.
+func (v *VM) ended(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	select {
+	case <-v.done:
+		return
+	default:
+	}
+	if !v.stopping {
+		msg := "qemu exited"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		if line := lastLogLine(filepath.Join(v.dir, vmLogName+".log")); line != "" {
+			msg += ": " + line
+		}
+		v.err = errors.New(msg)
+	}
+	close(v.done)
+}
+
+// waitReady waits until QEMU's serial line accepts connections.
+func (v *VM) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, vmReadyWait)
+	defer cancel()
+	for {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", v.rec.Serial)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-v.done:
+			return fmt.Errorf("local: vm %s: %w", v.name, v.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("local: vm %s: QEMU did not listen on %s within %v: %s", v.name, v.rec.Serial, vmReadyWait, lastLogLine(filepath.Join(v.dir, vmLogName+".log")))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (v *VM) writeRecord() error {
+	b, err := json.Marshal(v.rec)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(v.dir, vmRecordName+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(v.dir, vmRecordName))
+}
+
+// VNCAddr returns the host:port of the guest's VNC server.
+func (v *VM) VNCAddr() string { return v.rec.VNC }
+
+// SerialAddr returns the host:port of the guest's serial line.
+func (v *VM) SerialAddr() string { return v.rec.Serial }
+
+// Password returns the guest's root password.
+func (v *VM) Password() string {
+	b, _ := os.ReadFile(filepath.Join(v.dir, vmPasswordName))
+	return strings.TrimSpace(string(b))
+}
+
+// Done returns a channel closed when QEMU has exited.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// Err returns why the guest ended on its own; nil while it runs or when
+// Stop ended it.
+func (v *VM) Err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.err
+}
+
+// Stop ends QEMU and removes its record; the log stays.
+func (v *VM) Stop() error {
+	v.stopOnce.Do(func() {
+		v.mu.Lock()
+		v.stopping = true
+		v.mu.Unlock()
+		if v.poll != nil {
+			close(v.poll)
+		}
+		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
+		v.ended(nil)
+		for _, n := range []string{vmRecordName, vmPasswordName} {
+			if rerr := os.Remove(filepath.Join(v.dir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if err != nil {
+			v.stopErr = fmt.Errorf("local: stop vm %q: %w", v.name, err)
+		}
+		v.log.Info("vm stopped", "err", v.stopErr)
+	})
+	return v.stopErr
+}
+
+// killRecordedVM stops a guest recorded in dir that no one adopted.
+func killRecordedVM(dir string, log *slog.Logger) {
+	if v, err := AdoptVM(filepath.Base(dir), dir, log); err == nil {
+		v.Stop()
+	}
+}
+
+// vmPassword returns a fresh random password and its SHA-512 crypt hash,
+// made by busybox's mkpasswd (the same code the guest checks it with).
+func vmPassword(ctx context.Context) (password, hash string, err error) {
+	b := make([]byte, 9)
+	rand.Read(b)
+	password = hex.EncodeToString(b)
+	salt := make([]byte, 6)
+	rand.Read(salt)
+	cmd := exec.CommandContext(ctx, "busybox", "mkpasswd", "-m", "sha512", "-S", hex.EncodeToString(salt), password)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("hash VM password (busybox mkpasswd; install busybox-static): %w", err)
+	}
+	return password, strings.TrimSpace(string(out)), nil
+}
+
+// freeLoopbackAddr returns a loopback TCP address that was free a moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// freeVNCPort returns a free loopback port of 5900 or above, since QEMU
+// takes a VNC display number, not a port.
+func freeVNCPort() (int, error) {
+	for range 50 {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return 0, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		if n, _ := strconv.Atoi(port); n >= 5900 && n < 5900+65000 {
+			return n, nil
+		}
+	}
+	return 0, errors.New("no free VNC port above 5900")
+}

@@ -1,0 +1,135 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// vmDialTimeout bounds connecting to a guest's VNC server or serial line;
+// both are on this host, so an answer is quick or never.
+const vmDialTimeout = 2 * time.Second
+
+// DemoVMPool is the name of the pool EnsureDemoVMPool makes.
+const DemoVMPool = "demo-vm"
+
+// EnsureDemoVMPool creates the ephemeral vm pool "demo-vm" of size QEMU
+// members (demo-vm-1, ...) unless it exists. It checks first that QEMU and
+// the VM image are there, so a missing piece is reported at start-up.
+func (b *Backend) EnsureDemoVMPool(ctx context.Context, size int) error {
+	if _, err := lookQEMU(); err != nil {
+		return fmt.Errorf("local: vm pool: %w", err)
+	}
+	if _, err := FindVMImage(b.vmImage); err != nil {
+		return err
+	}
+	if _, err := b.db.LocalPool(ctx, DemoVMPool); err == nil {
+		return nil
+	} else if !errors.Is(err, vdi.ErrNotFound) {
+		return err
+	}
+	p := store.LocalPool{Pool: vdi.Pool{Name: DemoVMPool, Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "tiny"}}
+	for i := 1; i <= size; i++ {
+		p.Members = append(p.Members, fmt.Sprintf("%s-%d", DemoVMPool, i))
+	}
+	b.log.Info("created demo vm pool", "pool", DemoVMPool, "size", size)
+	return b.db.CreateLocalPool(ctx, p)
+}
+
+// isVMPool reports whether the named pool's members are QEMU guests.
+func (b *Backend) isVMPool(ctx context.Context, pool string) bool {
+	p, err := b.db.LocalPool(ctx, pool)
+	return err == nil && p.Kind == vdi.KindVM
+}
+
+// vmDir is the member's folder for its guest's state and log.
+func (b *Backend) vmDir(name string) string { return b.spec(name).Dir }
+
+// startVM boots the member's guest and settles rt, like Start does for a
+// session desktop.
+func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
+	img, err := FindVMImage(b.vmImage)
+	var v *VM
+	if err == nil {
+		v, err = StartVM(ctx, ref.Name, b.vmDir(ref.Name), img, b.log)
+	}
+	b.mu.Lock()
+	if err != nil {
+		rt.power, rt.reason = vdi.PowerFailed, err.Error()
+	} else {
+		rt.power, rt.reason, rt.vm = vdi.PowerRunning, "", v
+		go b.watchVM(ref.Name, rt, v)
+	}
+	close(rt.ready)
+	b.mu.Unlock()
+	if err != nil {
+		b.log.Error("vm did not start", "desktop", ref, "err", err)
+	}
+	return err
+}
+
+// adoptVM takes over a guest a previous portal left running; called from New.
+func (b *Backend) adoptVM(name string) {
+	v, err := AdoptVM(name, b.vmDir(name), b.log)
+	if errors.Is(err, ErrNotRunning) {
+		return
+	} else if err != nil {
+		b.log.Warn("could not adopt vm", "desktop", Namespace+"/"+name, "err", err)
+		return
+	}
+	b.log.Info("adopted running vm", "desktop", Namespace+"/"+name, "serial", v.SerialAddr())
+	rt := &member{power: vdi.PowerRunning, vm: v, ready: closed()}
+	b.members[name] = rt
+	go b.watchVM(name, rt, v)
+}
+
+// watchVM marks the member failed when its guest ends without being stopped.
+func (b *Backend) watchVM(name string, rt *member, v *VM) {
+	<-v.Done()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rt.vm != v {
+		return
+	}
+	rt.vm = nil
+	rt.power, rt.reason = vdi.PowerFailed, "The VM ended on its own"
+	if err := v.Err(); err != nil {
+		rt.reason += ": " + err.Error()
+	}
+	b.log.Warn("vm failed", "desktop", Namespace+"/"+name, "reason", rt.reason)
+}
+
+// dialVM connects to the guest's VNC server or serial line.
+func dialVM(ctx context.Context, ref vdi.Ref, v *VM, p vdi.Protocol) (net.Conn, error) {
+	var addr string
+	switch p {
+	case vdi.ProtocolVNC:
+		addr = v.VNCAddr()
+	case vdi.ProtocolSerial:
+		addr = v.SerialAddr()
+	default:
+		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC or the serial console for this VM.", "VM %s has no %s console.", ref, p)
+	}
+	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &vmConn{Conn: c, v: v}, nil
+}
+
+// vmConn is a connection to a guest's console that also knows its sign-in.
+type vmConn struct {
+	net.Conn
+	v *VM
+}
+
+// Credentials returns the guest's login and password.
+func (c *vmConn) Credentials() (user, password string) { return VMUser, c.v.Password() }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds (once) and caches the tiny VM image that local vm pools boot: a
+# Debian kernel and a busybox-static initramfs whose init runs a getty on the
+# serial line (ttyS0) and on the VGA console (tty1), with a root login.
+#
+# Nothing here is committed: the kernel comes from Debian's archive with
+# `apt-get download`, busybox from the installed busybox-static package, and
+# the result goes to a cache folder keyed by both versions:
+#   ${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/vm-image}/<kernel>_<busybox>/
+#     vmlinuz  initramfs.gz
+# and `current` in the cache folder is a symlink to the newest build. A
+# second run finds the build and prints its folder in well under a second.
+#
+# The root password is "corral" unless the kernel command line carries
+# corral.password=HASH (a crypt(3) hash), which the portal sets per member.
+#
+# Usage: scripts/vm-image.sh   (prints the image folder on stdout)
+set -euo pipefail
+
+cache=${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/corral-vdi/vm-image}
+mkdir -p "$cache"
+
+need() { command -v "$1" >/dev/null || { echo "vm-image: $1 not found: apt-get install $2" >&2; exit 1; }; }
+need dpkg-deb dpkg
+
+applets=$(/bin/busybox --list 2>/dev/null || true)
+[[ $'\n'$applets$'\n' == *$'\ngetty\n'* ]] || { echo "vm-image: /bin/busybox lacks getty: apt-get install busybox-static" >&2; exit 1; }
+
+# The kernel package linux-image-amd64 points at, e.g. linux-image-6.1.0-57-amd64.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+if [[ -z $kpkg ]]; then
+	# No package lists yet: fall back to the newest cached build.
+	if [[ -e $cache/current/vmlinuz ]]; then readlink -f "$cache/current"; exit 0; fi
+	echo "vm-image: cannot resolve linux-image-amd64: run apt-get update" >&2
+	exit 1
+fi
+kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
+bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
+key="${kpkg#linux-image-}-${kver}_busybox-${bver}"
+key=${key//[^A-Za-z0-9._+-]/_}
+out=$cache/$key
+if [[ -s $out/vmlinuz && -s $out/initramfs.gz ]]; then
+	ln -sfn "$key" "$cache/current"
+	echo "$out"
+	exit 0
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "vm-image: downloading $kpkg $kver" >&2
+(cd "$work" && apt-get download -q "$kpkg=$kver" >&2)
+dpkg-deb --fsys-tarfile "$work"/"$kpkg"_*.deb | tar -x -C "$work" --wildcards './boot/vmlinuz-*'
+mkdir -p "$work/out"
+cp "$work"/boot/vmlinuz-* "$work/out/vmlinuz"
+
+root=$work/root
+mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,root,tmp,usr/bin,usr/sbin}
+cp /bin/busybox "$root/bin/busybox"
+cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+hostname corral-vm
+hash=$(sed -n 's/.*corral\.password=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ -n "$hash" ] || hash=$(echo corral | mkpasswd -m sha512 -S corralvm)
+echo "root:$hash:19000:0:99999:7:::" >/etc/shadow
+chmod 600 /etc/shadow
+exec /sbin/init
+INIT
+chmod 755 "$root/init"
+cat >"$root/etc/inittab" <<'TAB'
+ttyS0::respawn:/sbin/getty -L 115200 ttyS0 vt100
+tty1::respawn:/sbin/getty 38400 tty1
+::ctrlaltdel:/sbin/reboot
+TAB
+echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+printf 'corral tiny VM (\\l): log in as root\n\n' >"$root/etc/issue"
+echo '/bin/sh' >"$root/etc/shells"
+printf 'export PS1="\\u@\\h:\\w# "\n' >"$root/etc/profile"
+(cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -9) >"$work/out/initramfs.gz"
+
+mkdir -p "$out"
+mv "$work/out/vmlinuz" "$work/out/initramfs.gz" "$out/"
+ln -sfn "$key" "$cache/current"
+echo "vm-image: built $out" >&2
+echo "$out"
