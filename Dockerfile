@@ -11,7 +11,7 @@ RUN bash scripts/assets.sh && CGO_ENABLED=0 go build -o /out/corral-vdi-portal .
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-        tigervnc-standalone-server openbox xterm x11-xserver-utils fonts-dejavu-core \
+        tigervnc-standalone-server openbox xterm x11-xserver-utils fonts-dejavu-core freerdp2-shadow-x11 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 corral
 COPY --from=build /out/corral-vdi-portal /usr/local/bin/corral-vdi-portal
