@@ -64,6 +64,8 @@ type Config struct {
 	Loopback bool
 	// Ready reports whether the portal can serve (for /readyz).
 	Ready func(ctx context.Context) error
+	// Console configures console connections: relay paths, peers.
+	Console ConsoleConfig
 }
 
 // Handler serves the portal.
@@ -77,6 +79,7 @@ type Handler struct {
 	ready     func(ctx context.Context) error
 	mux       *http.ServeMux
 	protected http.Handler // mux behind cross-origin protection
+	console   *consoleState
 }
 
 // New returns the portal's handler with every route registered.
@@ -90,6 +93,7 @@ func New(cfg Config) *Handler {
 		loopback: cfg.Loopback,
 		ready:    cfg.Ready,
 		mux:      http.NewServeMux(),
+		console:  newConsoleState(cfg.Console),
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -1,6 +1,10 @@
 package handlers
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
 
 // routes registers every route of the portal.
 func (h *Handler) routes() {
@@ -32,6 +36,9 @@ func (h *Handler) routes() {
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))
 	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))
+	m.HandleFunc("GET /ws/serial/{ns}/{member}", h.api(h.handleSerialSocket))
+	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
+	m.HandleFunc("GET "+relay.PeerPath+"{protocol}/{ns}/{member}", h.handlePeerSocket)
 
 	h.protected = http.NewCrossOriginProtection().Handler(m)
 }

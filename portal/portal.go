@@ -61,12 +61,17 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.db = db
-	m.backend, err = local.New(ctx, local.Config{DB: db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log})
+	m.backend, err = local.New(ctx, local.Config{DB: db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage})
 	if err != nil {
 		return err
 	}
 	if c.DemoPoolSize > 0 {
 		if err := m.backend.EnsureDemoPool(ctx, c.DemoPoolSize); err != nil {
+			return err
+		}
+	}
+	if c.DemoVMPoolSize > 0 {
+		if err := m.backend.EnsureDemoVMPool(ctx, c.DemoVMPoolSize); err != nil {
 			return err
 		}
 	}
@@ -90,6 +95,7 @@ func (m *Main) Open(ctx context.Context) error {
 	h := handlers.New(handlers.Config{
 		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
+		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
 	})
 	m.ln, err = net.Listen("tcp", c.Listen)

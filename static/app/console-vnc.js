@@ -21,6 +21,7 @@ export async function open(screen, info, ui) {
   rfb.scaleViewport = true;
   rfb.resizeSession = false;
   rfb.focusOnClick = true;
+  rfb.viewOnly = Boolean(info.viewOnly); // an admin watching (admin-shadow.js)
   rfb.addEventListener('connect', () => {
     ui.say('Connected', 'ok');
     rfb.focus();

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
+)
+
+// Admin is what the admin pages and API need of the claim service.
+type Admin interface {
+	Dashboard(ctx context.Context, id vdi.Identity) ([]vdi.PoolDashboard, error)
+	Assign(ctx context.Context, id vdi.Identity, ref vdi.Ref, user string) (vdi.Desktop, error)
+	Recreate(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	CreatePool(ctx context.Context, id vdi.Identity, p vdi.Pool) error
+	UpdatePool(ctx context.Context, id vdi.Identity, namespace, name string, u vdi.PoolUpdate) error
+	DeletePool(ctx context.Context, id vdi.Identity, namespace, name string) error
+}
+
+// History reads console session history and the audit log.
+type History interface {
+	SessionHistory(ctx context.Context, f store.HistoryFilter) ([]store.Session, error)
+	AuditHistory(ctx context.Context, f store.HistoryFilter) ([]store.AuditEntry, error)
+	OpenSessions(ctx context.Context) ([]store.Session, error)
+}
+
+// thumbEvery is how often the dashboard's thumbnails change.
+const thumbEvery = 15 * time.Second
+
+// requireAdmin refuses non-admins with a hint.
+func requireAdmin(id vdi.Identity) error {
+	if id.Admin {
+		return nil
+	}
+	return vdi.Errorf(vdi.EForbidden, "Ask an admin; admins are listed in CORRAL_VDI_ADMINS.", "Only admins may see this page.")
+}
+
+// handleAdminPage serves GET /admin: the pool dashboard.
+func (h *Handler) handleAdminPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	props, err := h.adminProps(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, views.Admin(props))
+	return nil
+}
+
+// handleAdminLive serves GET /admin/live: the dashboard's live part, which
+// the page fetches again every few seconds while it is visible.
+func (h *Handler) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	props, err := h.adminProps(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, views.AdminLive(props))
+	return nil
+}
+
+// adminProps reads the dashboard: pools, members, and each member's newest
+// open console from the session history.
+func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminProps, error) {
+	if err := requireAdmin(id); err != nil {
+		return views.AdminProps{}, err
+	}
+	pools, err := h.admin.Dashboard(ctx, id)
+	if err != nil {
+		return views.AdminProps{}, err
+	}
+	open, err := h.history.OpenSessions(ctx)
+	if err != nil {
+		return views.AdminProps{}, err
+	}
+	newest := make(map[vdi.Ref]store.Session, len(open))
+	for _, s := range open { // newest first: keep the first seen
+		ref := vdi.Ref{Namespace: s.Namespace, Name: s.Member}
+		if _, ok := newest[ref]; !ok {
+			newest[ref] = s
+		}
+	}
+	now := time.Now()
+	props := views.AdminProps{Page: h.pageProps("Pools", id), Now: now, ThumbVersion: now.Unix() / int64(thumbEvery/time.Second),
+		Pools: make([]views.AdminPool, len(pools))}
+	for i, p := range pools {
+		ap := views.AdminPool{PoolDashboard: p, Members: make([]views.AdminMember, len(p.Members))}
+		for j, m := range p.Members {
+			am := views.AdminMember{MemberStatus: m}
+			if s, ok := newest[m.Ref()]; ok && m.Consoles > 0 {
+				am.Protocol, am.Path = s.Protocol, s.Path
+			}
+			ap.Members[j] = am
+		}
+		props.Pools[i] = ap
+	}
+	return props, nil
+}

@@ -1,0 +1,120 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
+)
+
+// assignRequest is the body of an assignment.
+type assignRequest struct {
+	User string `json:"user"`
+}
+
+// handleDesktopAssign serves POST /api/vdi/desktops/{ns}/{member}/assign:
+// an admin gives a free desktop to {user}.
+func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	var req assignRequest
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	d, err := h.admin.Assign(r.Context(), id, ref(r), req.User)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// handleDesktopRecreate serves POST /api/vdi/desktops/{ns}/{member}/recreate:
+// an admin makes a free desktop fresh from its pool's source.
+func (h *Handler) handleDesktopRecreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := h.admin.Recreate(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	return h.handleDesktopGet(w, r, id)
+}
+
+// handleShadowPage serves GET /admin/shadow/{ns}/{member}: an admin watches
+// a desktop's screen over VNC without sending input.
+func (h *Handler) handleShadowPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := requireAdmin(id); err != nil {
+		return err
+	}
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, views.Shadow(views.ShadowProps{
+		Page:       h.pageProps("Watching "+d.Name, id),
+		Desktop:    d.Namespace + "/" + d.Name,
+		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
+		NoVNC:      h.assets.URL(static.NoVNC),
+	}))
+	return nil
+}
+
+// thumbWidth is the thumbnails' width in pixels.
+const thumbWidth = 320
+
+// thumbs caches thumbnails so that several dashboards (or quick
+// refreshes) cost one VNC snapshot per desktop per period.
+type thumbs struct {
+	mu    sync.Mutex
+	cache map[vdi.Ref]thumb
+}
+
+type thumb struct {
+	png []byte
+	at  time.Time
+}
+
+// handleThumb serves GET /admin/thumbs/{ns}/{member}: a PNG of a running
+// desktop's screen, taken over VNC at most once per thumbEvery.
+func (h *Handler) handleThumb(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if err := requireAdmin(id); err != nil {
+		return err
+	}
+	ref := ref(r)
+	h.thumbs.mu.Lock()
+	t, ok := h.thumbs.cache[ref]
+	h.thumbs.mu.Unlock()
+	if !ok || time.Since(t.at) >= thumbEvery {
+		conn, err := h.desktops.Dial(r.Context(), ref, vdi.ProtocolVNC)
+		if err != nil {
+			return err
+		}
+		img, err := snapshot.Take(conn, thumbWidth, time.Now().Add(5*time.Second))
+		conn.Close()
+		if err != nil {
+			return &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "No picture of " + ref.String() + ".", Hint: "The desktop may be starting; the dashboard tries again."}
+		}
+		var buf bytes.Buffer
+		if err := snapshot.PNG(&buf, img); err != nil {
+			return err
+		}
+		t = thumb{png: buf.Bytes(), at: time.Now()}
+		h.thumbs.mu.Lock()
+		if h.thumbs.cache == nil {
+			h.thumbs.cache = map[vdi.Ref]thumb{}
+		}
+		for r, old := range h.thumbs.cache { // desktops no longer watched or gone
+			if time.Since(old.at) > 10*thumbEvery {
+				delete(h.thumbs.cache, r)
+			}
+		}
+		h.thumbs.cache[ref] = t
+		h.thumbs.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "private, max-age="+strconv.Itoa(int(thumbEvery/time.Second)))
+	w.Write(t.png)
+	return nil
+}

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
+)
+
+// handleKiosk serves GET /kiosk/{pool}: claim a desktop of the pool (or get
+// back the one the visitor holds) and show it full-screen with no portal
+// chrome. ?ns= picks the namespace when pools of that name exist in
+// several. When none is free the page says so and tries again by itself.
+func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	name, ns := r.PathValue("pool"), r.URL.Query().Get("ns")
+	if ns == "" {
+		pools, err := h.desktops.Pools(r.Context())
+		if err != nil {
+			return err
+		}
+		for _, p := range pools {
+			if p.Name == name {
+				if ns != "" {
+					return vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
+				}
+				ns = p.Namespace
+			}
+		}
+		if ns == "" {
+			return vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
+		}
+	}
+	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name, NoVNC: h.assets.URL(static.NoVNC)}
+	d, err := h.desktops.Claim(r.Context(), id, ns, name)
+	if err != nil {
+		code := vdi.ErrorCode(err)
+		if code != vdi.EConflict && code != vdi.EUnavailable {
+			return err
+		}
+		status, msg, hint := h.errorText(r, err)
+		props.Msg, props.Hint = msg, hint
+		h.render(w, r, status, views.Kiosk(props))
+		return nil
+	}
+	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
+	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
+	h.render(w, r, http.StatusOK, views.Kiosk(props))
+	return nil
+}

@@ -1,0 +1,130 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// policyRequest is a reclaim policy as API clients write it: Go durations
+// such as "15m" or "8h"; empty means the portal default (grace) or off.
+type policyRequest struct {
+	DisconnectGrace string `json:"disconnectGrace"`
+	MaxSession      string `json:"maxSession"`
+	IdleTimeout     string `json:"idleTimeout"`
+}
+
+func (p policyRequest) policy() (vdi.Policy, error) {
+	var out vdi.Policy
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *time.Duration
+	}{
+		{"disconnectGrace", p.DisconnectGrace, &out.DisconnectGrace},
+		{"maxSession", p.MaxSession, &out.MaxSession},
+		{"idleTimeout", p.IdleTimeout, &out.IdleTimeout},
+	} {
+		if f.in == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.in)
+		if err != nil || d < 0 {
+			return out, vdi.Errorf(vdi.EInvalid, `Write durations like "15m", "1h30m" or "8h".`, "Policy %s %q is not a duration.", f.name, f.in)
+		}
+		*f.out = d
+	}
+	return out, nil
+}
+
+// poolRequest is the body of POST /api/vdi/pools.
+type poolRequest struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	Kind      vdi.Kind      `json:"kind"`
+	Mode      vdi.Mode      `json:"mode"`
+	Source    string        `json:"source"`
+	Size      int           `json:"size"`
+	Policy    policyRequest `json:"policy"`
+}
+
+// defaultNamespace is where pools go when a request names none: the
+// embedded default's namespace, the only backend that creates pools.
+const defaultNamespace = "local"
+
+// handlePoolCreate serves POST /api/vdi/pools (admins).
+func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	var req poolRequest
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	policy, err := req.Policy.policy()
+	if err != nil {
+		return err
+	}
+	if req.Namespace == "" {
+		req.Namespace = defaultNamespace
+	}
+	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy}
+	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
+		return err
+	}
+	return h.writePool(w, r, p.Namespace, p.Name, http.StatusCreated)
+}
+
+// poolPatch is the body of PATCH /api/vdi/pools/{ns}/{pool}.
+type poolPatch struct {
+	Size   *int           `json:"size"`
+	Policy *policyRequest `json:"policy"`
+}
+
+// handlePoolUpdate serves PATCH /api/vdi/pools/{ns}/{pool} (admins): resize
+// (claimed desktops are never removed) or replace the policy.
+func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	var req poolPatch
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	u := vdi.PoolUpdate{Size: req.Size}
+	if req.Policy != nil {
+		p, err := req.Policy.policy()
+		if err != nil {
+			return err
+		}
+		u.Policy = &p
+	}
+	if u.Size == nil && u.Policy == nil {
+		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4} or {"policy": {"idleTimeout": "1h"}}.`, "Nothing to change.")
+	}
+	ns, name := r.PathValue("ns"), r.PathValue("pool")
+	if err := h.admin.UpdatePool(r.Context(), id, ns, name, u); err != nil {
+		return err
+	}
+	return h.writePool(w, r, ns, name, http.StatusOK)
+}
+
+// handlePoolDelete serves DELETE /api/vdi/pools/{ns}/{pool} (admins).
+func (h *Handler) handlePoolDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ns, name := r.PathValue("ns"), r.PathValue("pool")
+	if err := h.admin.DeletePool(r.Context(), id, ns, name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": ns + "/" + name})
+	return nil
+}
+
+// writePool answers with the pool's status as GET /api/vdi/pools lists it.
+func (h *Handler) writePool(w http.ResponseWriter, r *http.Request, ns, name string, code int) error {
+	pools, err := h.desktops.Pools(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		if p.Namespace == ns && p.Name == name {
+			writeJSON(w, code, p)
+			return nil
+		}
+	}
+	return vdi.Errorf(vdi.ENotFound, "List the pools with GET /api/vdi/pools.", "No pool %s/%s.", ns, name)
+}

@@ -1,0 +1,147 @@
+// The admin dashboard: refreshes its live part every few seconds while the
+// tab is visible (fetch and swap, server-rendered), and runs the row and
+// pool actions through the JSON API after a confirmation dialog.
+const live = document.getElementById('live');
+const status = document.getElementById('admin-status');
+const REFRESH_MS = 5000;
+
+function say(text, kind = '') {
+  status.textContent = text;
+  status.dataset.kind = kind;
+}
+
+function anyDialogOpen() {
+  return Boolean(document.querySelector('dialog[open]'));
+}
+
+// refresh swaps the live part; focus stays on the same control when it
+// still exists (matched by its action and desktop or pool).
+async function refresh() {
+  if (document.hidden || anyDialogOpen()) return;
+  const res = await fetch(live.dataset.refresh, { headers: { Accept: 'text/html' } }).catch(() => null);
+  if (!res || !res.ok) {
+    say('Could not refresh the dashboard; retrying.', 'error');
+    return;
+  }
+  const html = await res.text();
+  const focused = document.activeElement;
+  const key = focused && live.contains(focused) ? focusKey(focused) : null;
+  live.innerHTML = html; // the portal's own rendering, escaped by templ
+  if (key) live.querySelector(key)?.focus();
+  live.dataset.refreshedAt = String(Date.now());
+}
+
+function focusKey(el) {
+  const row = el.closest('[data-desktop]');
+  const pool = el.closest('[data-pool]');
+  const scope = row ? `[data-desktop="${CSS.escape(row.dataset.desktop)}"]` : pool ? `[data-pool="${CSS.escape(pool.dataset.pool)}"]` : '';
+  return el.dataset.testid ? `${scope} [data-testid="${CSS.escape(el.dataset.testid)}"]` : null;
+}
+
+async function callAPI(method, url, body) {
+  const res = await fetch(url, {
+    method,
+    headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    throw new Error([answer.error || `The portal answered ${res.status}.`, answer.hint].filter(Boolean).join(' '));
+  }
+  return answer;
+}
+
+// The action dialog: one for every row and pool button.
+const dialog = document.getElementById('action-dialog');
+const form = document.getElementById('action-form');
+const field = document.getElementById('action-field');
+const input = document.getElementById('action-input');
+const errorBox = document.getElementById('action-error');
+let pending = null;
+let opener = null;
+
+live.addEventListener('click', (ev) => {
+  const button = ev.target.closest('button[data-action]');
+  if (!button) return;
+  pending = { ...button.dataset };
+  opener = button;
+  document.getElementById('action-title').textContent = pending.title;
+  errorBox.textContent = '';
+  field.hidden = !pending.input;
+  input.value = pending.inputValue || '';
+  input.type = pending.inputType || 'text';
+  input.required = pending.required === 'true';
+  document.getElementById('action-label').textContent = pending.inputLabel || '';
+  dialog.showModal();
+  (pending.input ? input : form.querySelector('[data-testid=dialog-confirm]')).focus();
+});
+
+function body(p) {
+  if (!p.input) return undefined;
+  const v = input.value.trim();
+  return { [p.input]: p.inputType === 'number' ? Number(v) : v };
+}
+
+form.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  if (!pending) return;
+  const confirmButton = form.querySelector('[data-testid=dialog-confirm]');
+  confirmButton.disabled = true;
+  errorBox.textContent = '';
+  try {
+    await callAPI(pending.method, pending.url, body(pending));
+    dialog.close();
+    say(`Done: ${pending.title.replace(/\?$/, '')}.`, 'ok');
+    pending = null;
+    await refresh();
+    if (opener && !document.contains(opener)) opener = null;
+  } catch (err) {
+    errorBox.textContent = err.message;
+  } finally {
+    confirmButton.disabled = false;
+  }
+});
+
+// The new-pool dialog.
+const poolDialog = document.getElementById('pool-dialog');
+const poolForm = document.getElementById('pool-form');
+document.querySelector('[data-open=pool-dialog]').addEventListener('click', () => {
+  poolForm.querySelector('[data-testid=pool-error]').textContent = '';
+  poolDialog.showModal();
+  poolForm.elements.name.focus();
+});
+poolForm.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const f = poolForm.elements;
+  const submit = poolForm.querySelector('[data-testid=pool-create]');
+  submit.disabled = true;
+  submit.textContent = 'Creating…';
+  try {
+    await callAPI('POST', '/api/vdi/pools', {
+      name: f.name.value.trim(),
+      size: Number(f.size.value),
+      mode: f.mode.value,
+      policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim() },
+    });
+    poolDialog.close();
+    say(`Pool ${f.name.value.trim()} created.`, 'ok');
+    poolForm.reset();
+    await refresh();
+  } catch (err) {
+    poolForm.querySelector('[data-testid=pool-error]').textContent = err.message;
+  } finally {
+    submit.disabled = false;
+    submit.textContent = 'Create';
+  }
+});
+
+for (const d of [dialog, poolDialog]) {
+  d.querySelector('[data-close]').addEventListener('click', () => d.close());
+  // Give focus back to what opened the dialog (or the page) when it closes.
+  d.addEventListener('close', () => {
+    if (d === dialog && opener && document.contains(opener)) opener.focus();
+  });
+}
+
+setInterval(refresh, REFRESH_MS);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });

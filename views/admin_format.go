@@ -1,0 +1,106 @@
+package views
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// AdminProps is the admin dashboard's data.
+type AdminProps struct {
+	Page
+	Pools []AdminPool
+	// Now is when the data was read; times left are counted from it.
+	Now time.Time
+	// ThumbVersion changes every thumbnail refresh period, so that a
+	// re-rendered dashboard fetches new thumbnails only that often.
+	ThumbVersion int64
+}
+
+// AdminPool is a pool on the dashboard.
+type AdminPool struct {
+	vdi.PoolDashboard
+	Members []AdminMember
+}
+
+// AdminMember is a member on the dashboard with its newest open console.
+type AdminMember struct {
+	vdi.MemberStatus
+	// Protocol and Path describe the newest open console, if any.
+	Protocol, Path string
+}
+
+// ago renders how long before now t was, or "never".
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return span(now.Sub(t)) + " ago"
+}
+
+// span renders a duration coarsely: 45 s, 12 min, 3 h 5 min, 2 d 4 h.
+func span(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d d %d h", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// timeLeft renders the next reclaim of a claim, or "" when none applies.
+func timeLeft(now time.Time, r *vdi.Deadline) string {
+	if r == nil {
+		return ""
+	}
+	if !r.At.After(now) {
+		return "due now (" + r.Rule + ")"
+	}
+	return span(r.At.Sub(now)) + " (" + r.Rule + ")"
+}
+
+// policyText renders a pool's effective reclaim policy in words.
+func policyText(p vdi.Policy) string {
+	off := func(d time.Duration) string {
+		if d == 0 {
+			return "off"
+		}
+		return d.String()
+	}
+	return "grace " + off(p.DisconnectGrace) + " · max session " + off(p.MaxSession) + " · idle " + off(p.IdleTimeout)
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func desktopAPI(ns, name, verb string) string {
+	return "/api/vdi/desktops/" + ns + "/" + name + "/" + verb
+}
+
+func poolAPI(ns, name string) string {
+	return "/api/vdi/pools/" + ns + "/" + name
+}
+
+func thumbURL(ns, name string, v int64) string {
+	return fmt.Sprintf("/admin/thumbs/%s/%s?v=%d", ns, name, v)
+}
+
+func shadowURL(ns, name string) templ.SafeURL {
+	return templ.SafeURL("/admin/shadow/" + ns + "/" + name)
+}
+
+func hasProtocol(m vdi.Member, p vdi.Protocol) bool {
+	return slices.Contains(m.Protocols, p)
+}

@@ -1,0 +1,91 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// evil is put into every user-controlled field: pool and member names,
+// user names, reasons, audit details, filters.
+const evil = `"'><xss-tag onmouseover=alert(1)></script><script>alert(1)</script>`
+
+// pages renders every page that shows user-controlled text with s in
+// each such field.
+func pages(s string) map[string]templ.Component {
+	now := time.Unix(1_800_000_000, 0)
+	page := Page{Title: s, User: vdi.Identity{Login: s, Name: s, Admin: true}, Asset: func(p string) string { return "/static/" + p }}
+	d := vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerRunning, Reason: s,
+		Protocols: []vdi.Protocol{vdi.ProtocolVNC}}, Holder: s, ClaimedAt: now, Reclaim: &vdi.Deadline{Rule: s, At: now.Add(time.Hour)}}
+	pool := vdi.PoolStatus{Pool: vdi.Pool{Namespace: s, Name: s, Kind: vdi.Kind(s), Mode: vdi.Mode(s), Source: s, Size: 1}}
+	admin := AdminProps{Page: page, Now: now, Pools: []AdminPool{{
+		PoolDashboard: vdi.PoolDashboard{PoolStatus: pool},
+		Members: []AdminMember{
+			{MemberStatus: vdi.MemberStatus{Desktop: d, Consoles: 1, Reclaiming: s}, Protocol: s, Path: s},
+			{MemberStatus: vdi.MemberStatus{Desktop: vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerStopped}}}},
+		},
+	}}}
+	history := HistoryProps{Page: page, User: s, Pool: s, Since: s, Until: s, Pools: []string{s}, Query: "user=x",
+		Sessions: []store.Session{{ID: s, Login: s, Namespace: s, Member: s, Protocol: s, Path: s, CloseReason: s, OpenedAt: now}},
+		Audit:    []store.AuditEntry{{At: now, AuditEvent: vdi.AuditEvent{Actor: s, Action: s, Namespace: s, Target: s, Detail: s}}}}
+	return map[string]templ.Component{
+		"admin":      Admin(admin),
+		"admin-live": AdminLive(admin),
+		"history":    History(history),
+		"home":       Home(HomeProps{Page: page, Desktops: []vdi.Desktop{d}, Pools: []PoolRow{{PoolStatus: pool, Mine: s}}}),
+		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s, NoVNC: s}),
+		"kiosk-wait": Kiosk(KioskProps{Page: page, Pool: s, Msg: s, Hint: s}),
+		"shadow":     Shadow(ShadowProps{Page: page, Desktop: s, ConnectURL: s, NoVNC: s}),
+	}
+}
+
+func render(t *testing.T, c templ.Component) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// TestViews_EscapeUserFields renders each page with markup in every user
+// field: no injected element appears, and there are exactly as many
+// <script> tags as with harmless text.
+func TestViews_EscapeUserFields(t *testing.T) {
+	clean := pages("plain")
+	for name, c := range pages(evil) {
+		t.Run(name, func(t *testing.T) {
+			out := render(t, c)
+			if strings.Contains(out, "<xss-tag") {
+				t.Errorf("%s page contains the injected element:\n%s", name, out)
+			}
+			if got, want := strings.Count(out, "<script"), strings.Count(render(t, clean[name]), "<script"); got != want {
+				t.Errorf("%s page has %d <script> tags with injected text; want %d as with plain text", name, got, want)
+			}
+			if !strings.Contains(out, "&lt;xss-tag") {
+				t.Errorf("%s page does not show the injected text escaped; was the field rendered at all?", name)
+			}
+		})
+	}
+}
+
+func TestSpan(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0 s"}, {45 * time.Second, "45 s"}, {12 * time.Minute, "12 min"},
+		{3*time.Hour + 5*time.Minute, "3 h 5 min"}, {52 * time.Hour, "2 d 4 h"},
+	} {
+		if got := span(tc.d); got != tc.want {
+			t.Errorf("span(%v) = %q; want %q", tc.d, got, tc.want)
+		}
+	}
+}
