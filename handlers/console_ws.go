@@ -8,20 +8,41 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
+// maxTerminalMessage is the largest client message of a serial console or
+// terminal: a paste. VNC keeps relay's default.
+const maxTerminalMessage = 64 << 10
+
 // handleVNCSocket serves GET /ws/vnc/{ns}/{member}: the VNC console
 // websocket. The caller must hold the desktop (or be an admin); that and the
 // desktop's stream are checked before the upgrade, so a refusal is a plain
 // HTTP error. The target is the member's own, never the client's choice.
+// One VNC viewer at a time: a newer console of the desktop closes this one.
 func (h *Handler) handleVNCSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	return h.serveConsole(w, r, id, vdi.ProtocolVNC)
 }
 
+// handleSerialSocket serves GET /ws/serial/{ns}/{member}: a VM's serial
+// console for xterm.js. Resize messages are dropped: a serial line has no
+// size.
+func (h *Handler) handleSerialSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	return h.serveConsole(w, r, id, vdi.ProtocolSerial)
+}
+
+// handleTerminalSocket serves GET /ws/terminal/{ns}/{member}: a shell on a
+// pty of a session desktop for xterm.js; resize messages reach the pty.
+func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	return h.serveConsole(w, r, id, vdi.ProtocolTerminal)
+}
+
+// serveConsole authorizes, connects by the first relay path that works,
+// upgrades (checking Origin) and runs the session.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
 	ref := ref(r)
-	if err := h.desktops.Authorize(r.Context(), id, ref); err != nil {
+	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
+	if err != nil {
 		return err
 	}
-	conn, err := h.desktops.Dial(r.Context(), ref, p)
+	conn, path, err := h.dialConsole(r.Context(), ref, p)
 	if err != nil {
 		return err
 	}
@@ -30,7 +51,22 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		conn.Close() // the upgrader has already answered the client
 		return nil
 	}
-	h.runSession(r.Context(), id, ref, p, "direct", func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	ctx := r.Context()
+	// The holder's newest VNC console takes over from the older one; an
+	// admin who is not the holder watches alongside (the admin shadow page
+	// asks noVNC for view-only) and is never taken over by the holder.
+	if p == vdi.ProtocolVNC && d.Holder == id.Login {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer h.console.viewers.take(ref, cancel)()
+	}
+	h.runSession(ctx, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+		opts.PingEvery = h.console.cfg.PingEvery
+		if p == vdi.ProtocolSerial || p == vdi.ProtocolTerminal {
+			opts.Control = relay.TerminalControl(conn)
+			opts.MaxMessage = maxTerminalMessage
+		}
 		return relay.Pipe(ctx, ws, conn, opts)
 	})
 	return nil

@@ -71,55 +71,6 @@ func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, i
 	return nil
 }
 
-// connectOption is one way to open a desktop's console. RDP options also
-// carry what IronRDP needs: the gateway token, the destination, and the
-// sign-in when the portal knows it (shown to the holder only).
-type connectOption struct {
-	Protocol    vdi.Protocol    `json:"protocol"`
-	WebSocket   string          `json:"websocket"`
-	Token       string          `json:"token,omitempty"`
-	Destination string          `json:"destination,omitempty"`
-	Credentials *rdpCredentials `json:"credentials,omitempty"`
-}
-
-// connectInfo answers /connect: the best console and the others.
-type connectInfo struct {
-	connectOption
-	Fallbacks []connectOption `json:"fallbacks"`
-}
-
-// handleDesktopConnect serves GET /api/vdi/desktops/{ns}/{member}/connect.
-func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
-	if err != nil {
-		return err
-	}
-	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
-		hint := "Start it, then connect again."
-		if d.Power == vdi.PowerFailed {
-			hint = "Release it and get another, or ask an admin."
-		}
-		msg := "Desktop " + d.Namespace + "/" + d.Name + " is " + string(d.Power) + "."
-		if d.Reason != "" {
-			msg += " " + d.Reason
-		}
-		return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
-	}
-	var opts []connectOption
-	for _, p := range d.Protocols {
-		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
-		if p == vdi.ProtocolRDP && !h.prepareRDP(r.Context(), id, d, &o) {
-			continue
-		}
-		opts = append(opts, o)
-	}
-	if len(opts) == 0 {
-		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
-	}
-	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
-	return nil
-}
-
 // decodeOptionalJSON reads a small JSON body into v; an empty body is fine.
 func decodeOptionalJSON(r *http.Request, v any) error {
 	err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v)

@@ -38,6 +38,13 @@ type Config struct {
 	History store.Retention
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
+	// DemoVMPoolSize is the size of the QEMU pool "demo-vm"; 0 for none.
+	DemoVMPoolSize int
+	// VMImage is the folder of the kernel and initramfs vm pools boot.
+	VMImage string
+	// Peers are peer portals' base URLs; PeerSecret signs links to them.
+	Peers      []string
+	PeerSecret []byte
 	// StopDesktopsOnExit stops local desktops when the portal exits; by
 	// default they keep running and the next start re-adopts them.
 	StopDesktopsOnExit bool
@@ -69,6 +76,11 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
 	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
+	var vmDemo, peers, peerSecretFile string
+	fs.StringVar(&vmDemo, "demo-vm-pool-size", env("CORRAL_VDI_DEMO_VM_POOL_SIZE", "0"), "members of the QEMU pool demo-vm (needs scripts/vm-image.sh); 0 for none (CORRAL_VDI_DEMO_VM_POOL_SIZE)")
+	fs.StringVar(&c.VMImage, "vm-image", env("CORRAL_VDI_VM_IMAGE", ""), "folder with vmlinuz and initramfs.gz for vm pools; default scripts/vm-image.sh's cache (CORRAL_VDI_VM_IMAGE)")
+	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
+	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -104,6 +116,21 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.DemoPoolSize, err = strconv.Atoi(demo); err != nil || c.DemoPoolSize < 0 {
 		return c, fmt.Errorf("CORRAL_VDI_DEMO_POOL_SIZE: %q is not a count", demo)
+	}
+	if c.DemoVMPoolSize, err = strconv.Atoi(vmDemo); err != nil || c.DemoVMPoolSize < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_DEMO_VM_POOL_SIZE: %q is not a count", vmDemo)
+	}
+	c.Peers = splitList(peers)
+	secret, err := valueOrFile(getenv("CORRAL_VDI_PEER_SECRET"), peerSecretFile, "CORRAL_VDI_PEER_SECRET")
+	if err != nil {
+		return c, err
+	}
+	if secret = strings.TrimSpace(secret); secret != "" && len(secret) < 16 {
+		return c, errors.New("CORRAL_VDI_PEER_SECRET: too short; use the output of `openssl rand -base64 32`")
+	}
+	c.PeerSecret = []byte(secret)
+	if len(c.Peers) > 0 && len(c.PeerSecret) == 0 {
+		return c, errors.New("CORRAL_VDI_PEERS is set but CORRAL_VDI_PEER_SECRET is not: peers only talk to portals that share the secret")
 	}
 	if c.StopDesktopsOnExit, err = strconv.ParseBool(stopOnExit); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT: %q is not true or false", stopOnExit)

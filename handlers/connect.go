@@ -1,0 +1,183 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// One-click connect: /connect answers the best console of a desktop and
+// lists the others. The order is RDP (when its server answers an X.224
+// probe), VNC, the serial console, and the terminal last: a session desktop
+// with a display shows it, and one without gets its terminal.
+
+const (
+	// probeTimeout bounds one probe of a desktop's RDP server.
+	probeTimeout = time.Second
+	// probeTTL is how long a probe's result is reused, so that a click
+	// (and the reconnects after it) does not wait on a slow server.
+	probeTTL = 15 * time.Second
+)
+
+// preference is the order consoles are offered in, best first.
+var preference = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal}
+
+// connectOption is one way to open a desktop's console. RDP options also
+// carry what IronRDP needs: the gateway token, the destination, and the
+// sign-in when the portal knows it (shown to the holder only); a serial
+// console carries the guest's login the same way.
+type connectOption struct {
+	Protocol    vdi.Protocol    `json:"protocol"`
+	WebSocket   string          `json:"websocket"`
+	Token       string          `json:"token,omitempty"`
+	Destination string          `json:"destination,omitempty"`
+	Credentials *rdpCredentials `json:"credentials,omitempty"`
+}
+
+// connectInfo answers /connect: the best console and the others.
+type connectInfo struct {
+	connectOption
+	Fallbacks []connectOption `json:"fallbacks"`
+}
+
+// probeResult is what a probe of one console of one member found.
+type probeResult struct {
+	ok          bool
+	user, passw string // the sign-in, when the backend knows it
+	at          time.Time
+}
+
+// probeKey names one console of one member.
+type probeKey struct {
+	ref vdi.Ref
+	p   vdi.Protocol
+}
+
+// probeCache remembers probe results for probeTTL.
+type probeCache struct {
+	mu sync.Mutex
+	m  map[probeKey]probeResult
+}
+
+func (c *probeCache) get(k probeKey, now time.Time) (probeResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[k]
+	if !ok || now.Sub(r.at) > probeTTL {
+		return probeResult{}, false
+	}
+	return r, true
+}
+
+func (c *probeCache) put(k probeKey, r probeResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[probeKey]probeResult{}
+	}
+	for key, old := range c.m { // keep the map small: drop what expired
+		if r.at.Sub(old.at) > probeTTL {
+			delete(c.m, key)
+		}
+	}
+	c.m[k] = r
+}
+
+// handleDesktopConnect serves GET /api/vdi/desktops/{ns}/{member}/connect.
+func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
+		hint := "Start it, then connect again."
+		if d.Power == vdi.PowerFailed {
+			hint = "Release it and get another, or ask an admin."
+		}
+		msg := "Desktop " + d.Namespace + "/" + d.Name + " is " + string(d.Power) + "."
+		if d.Reason != "" {
+			msg += " " + d.Reason
+		}
+		return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
+	}
+	opts := h.connectOptions(r.Context(), id, d)
+	if len(opts) == 0 {
+		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
+	}
+	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
+	return nil
+}
+
+// connectOptions returns d's consoles in the order of preference, leaving
+// out RDP when its server does not answer the probe.
+func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []connectOption {
+	offered := map[vdi.Protocol]bool{}
+	for _, p := range d.Protocols {
+		offered[p] = true
+	}
+	var opts []connectOption
+	for _, p := range preference {
+		if !offered[p] {
+			continue
+		}
+		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
+		switch p {
+		case vdi.ProtocolRDP:
+			res := h.probe(ctx, d.Ref(), p)
+			if !res.ok {
+				continue
+			}
+			o.Token = rdpTokenIssuer.mint(id.Login, d.Ref())
+			o.Destination = rdpDestination(d.Ref())
+			o.Credentials = holderSignIn(id, d, res)
+		case vdi.ProtocolSerial:
+			o.Credentials = holderSignIn(id, d, h.probe(ctx, d.Ref(), p))
+		}
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// holderSignIn returns the sign-in a probe found, for the holder only.
+func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentials {
+	if d.Holder != id.Login || res.user == "" {
+		return nil
+	}
+	return &rdpCredentials{Username: res.user, Password: res.passw}
+}
+
+// probe connects to console p of ref, checks that an RDP server answers an
+// X.224 request (for RDP), and notes the sign-in the backend knows. Results
+// are cached for probeTTL.
+func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeResult {
+	key := probeKey{ref, p}
+	if res, ok := h.console.probes.get(key, time.Now()); ok {
+		return res
+	}
+	begin := time.Now()
+	res := probeResult{}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	conn, err := h.desktops.Dial(ctx, ref, p)
+	if err == nil {
+		if c, ok := conn.(rdpSignIn); ok {
+			res.user, res.passw = c.Credentials()
+		}
+		if p == vdi.ProtocolRDP {
+			err = relay.ProbeRDP(ctx, conn)
+		}
+		conn.Close()
+	}
+	res.ok = err == nil
+	if err != nil {
+		h.log.Warn("console probe failed; offering the others", "desktop", ref, "protocol", p, "err", err)
+	}
+	h.log.Debug("console probed", "desktop", ref, "protocol", p, "ok", res.ok, "elapsed", time.Since(begin).Round(time.Millisecond))
+	res.at = time.Now()
+	h.console.probes.put(key, res)
+	return res
+}

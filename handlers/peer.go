@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// handlePeerSocket serves GET /peer/v1/{protocol}/{ns}/{member}: a peer
+// portal's link to a desktop it cannot reach. The request must carry a
+// signature with the shared peer secret for exactly this console (see
+// relay.SignPeer); the peer portal has authorized its user. The desktop is
+// resolved and dialed by this portal's own backend, directly and never
+// through further peers, so a peer is no open proxy and links cannot loop.
+// The session is recorded by the portal the user is connected to.
+func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
+	secret := h.console.cfg.PeerSecret
+	proto, ref := r.PathValue("protocol"), ref(r)
+	if len(secret) == 0 {
+		writeJSON(w, http.StatusNotFound, errorBody{"This portal serves no peers.", "Set CORRAL_VDI_PEER_SECRET on both portals."})
+		return
+	}
+	if err := relay.CheckPeerAuth(secret, r.Header.Get(relay.PeerAuthHeader), time.Now(), proto, ref.Namespace, ref.Name); err != nil {
+		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
+		writeJSON(w, http.StatusForbidden, errorBody{"Peer signature not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s."})
+		return
+	}
+	p := vdi.Protocol(proto)
+	switch p {
+	case vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal:
+	default:
+		writeJSON(w, http.StatusNotFound, errorBody{"No peer link for protocol " + proto + ".", "Use vnc, serial or terminal."})
+		return
+	}
+	conn, err := h.desktops.Dial(r.Context(), ref, p)
+	if err != nil {
+		code, msg, hint := h.errorText(r, err)
+		writeJSON(w, code, errorBody{msg, hint})
+		return
+	}
+	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	begin := time.Now()
+	h.log.Info("peer link opened", "remote", r.RemoteAddr, "desktop", ref, "protocol", p)
+	stats, err := relay.Pipe(r.Context(), ws, conn, relay.Options{
+		Control: relay.TerminalControl(conn), MaxMessage: relay.DefaultMaxMessage, PingEvery: h.console.cfg.PingEvery,
+	})
+	h.log.Info("peer link closed", "remote", r.RemoteAddr, "desktop", ref, "protocol", p, "bytesIn", stats.BytesIn, "bytesOut", stats.BytesOut,
+		"elapsed", time.Since(begin).Round(time.Millisecond), "err", err)
+}

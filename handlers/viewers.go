@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// errTakenOver ends a VNC console that a newer one of the same desktop
+// replaced; the old tab shows it as the close reason.
+var errTakenOver = errors.New("Opened in another tab or window: this view was closed.")
+
+// viewers keeps one viewer per desktop for consoles that allow only one
+// (VNC: upstream KubeVirt lets a new viewer silently steal the old one, so
+// the portal makes the hand-over visible instead). The zero value is ready.
+type viewers struct {
+	mu  sync.Mutex
+	seq uint64
+	by  map[vdi.Ref]viewer
+}
+
+type viewer struct {
+	id     uint64
+	cancel context.CancelCauseFunc
+}
+
+// take makes the console whose context cancel ends the viewer of ref,
+// ending the previous one with errTakenOver, and returns a func to call
+// when the console closes. A shadow (an admin watching, where the path
+// allows a second view-only viewer) would skip take; none exists yet.
+func (v *viewers) take(ref vdi.Ref, cancel context.CancelCauseFunc) (release func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.by == nil {
+		v.by = map[vdi.Ref]viewer{}
+	}
+	if old, ok := v.by[ref]; ok {
+		old.cancel(errTakenOver)
+	}
+	v.seq++
+	me := viewer{id: v.seq, cancel: cancel}
+	v.by[ref] = me
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if cur, ok := v.by[ref]; ok && cur.id == me.id {
+			delete(v.by, ref)
+		}
+	}
+}

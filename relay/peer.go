@@ -1,0 +1,197 @@
+package relay
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Peer portals: a portal that cannot reach a desktop asks a peer portal that
+// can. The peer link is a websocket to the peer's PeerPath carrying the
+// desktop stream in binary frames, plus terminal resize control messages
+// (see ParseResize) as text frames. The request is signed with a secret the
+// portals share: PeerAuthHeader holds "v1 <unix seconds> <hex HMAC-SHA256>"
+// over the version, time, protocol, namespace and member, so a signature is
+// good for one console of one member for PeerAuthSkew. The peer dials only
+// members its own backend resolves: the caller names a member, never an
+// address.
+
+const (
+	// PeerPath is the route prefix a portal serves peer links under:
+	// PeerPath + "{protocol}/{ns}/{member}".
+	PeerPath = "/peer/v1/"
+	// PeerAuthHeader carries a peer link's signature.
+	PeerAuthHeader = "Corral-Peer-Auth"
+	// PeerAuthSkew is how far a signature's time may be from the peer's clock.
+	PeerAuthSkew = 30 * time.Second
+)
+
+// ErrPeerAuth is returned by CheckPeerAuth for a missing, malformed, stale
+// or wrong signature.
+var ErrPeerAuth = errors.New("peer signature not valid")
+
+// peerMAC is the signature of one peer link request.
+func peerMAC(secret []byte, ts int64, protocol, ns, member string) string {
+	m := hmac.New(sha256.New, secret)
+	fmt.Fprintf(m, "v1\n%d\n%s\n%s\n%s", ts, protocol, ns, member)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// SignPeer returns the PeerAuthHeader value for a link to console protocol
+// of ns/member at time now.
+func SignPeer(secret []byte, now time.Time, protocol, ns, member string) string {
+	ts := now.Unix()
+	return "v1 " + strconv.FormatInt(ts, 10) + " " + peerMAC(secret, ts, protocol, ns, member)
+}
+
+// CheckPeerAuth reports, as a nil error, whether header is a valid signature
+// for console protocol of ns/member at time now.
+func CheckPeerAuth(secret []byte, header string, now time.Time, protocol, ns, member string) error {
+	if len(secret) == 0 {
+		return ErrPeerAuth
+	}
+	f := strings.Fields(header)
+	if len(f) != 3 || f[0] != "v1" {
+		return ErrPeerAuth
+	}
+	ts, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return ErrPeerAuth
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > PeerAuthSkew || d < -PeerAuthSkew {
+		return fmt.Errorf("%w: time %d is %v off", ErrPeerAuth, ts, d.Round(time.Second))
+	}
+	if !hmac.Equal([]byte(f[2]), []byte(peerMAC(secret, ts, protocol, ns, member))) {
+		return ErrPeerAuth
+	}
+	return nil
+}
+
+// DialPeer opens a peer link to console protocol of ns/member through the
+// peer portal at base (e.g. "http://10.0.0.2:8080"), until ctx ends. The
+// returned stream carries resizes on to the peer.
+func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, member string) (*WSConn, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("peer %q: %w", base, err)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return nil, fmt.Errorf("peer %q: want an http:// or https:// URL", base)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + url.PathEscape(protocol) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
+	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), protocol, ns, member)}}
+	d := websocket.Dialer{ReadBufferSize: DefaultBufferSize, WriteBufferSize: DefaultBufferSize, WriteBufferPool: writeBufferPool}
+	ws, res, err := d.DialContext(ctx, u.String(), hdr)
+	if err != nil {
+		if res != nil {
+			body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+			res.Body.Close()
+			return nil, fmt.Errorf("peer %s: %s: %s", base, res.Status, strings.TrimSpace(string(body)))
+		}
+		return nil, fmt.Errorf("peer %s: %w", base, err)
+	}
+	return NewWSConn(ws), nil
+}
+
+// WSConn is a websocket used as a byte stream: writes are binary messages,
+// reads return the bytes of the messages received, and a normal close is
+// io.EOF. Resize sends a resize control message. One goroutine may read
+// while another writes or resizes.
+type WSConn struct {
+	ws *websocket.Conn
+	r  io.Reader // the message being read
+
+	wmu sync.Mutex
+}
+
+var (
+	_ net.Conn = (*WSConn)(nil)
+	_ Resizer  = (*WSConn)(nil)
+)
+
+// NewWSConn returns ws as a byte stream.
+func NewWSConn(ws *websocket.Conn) *WSConn { return &WSConn{ws: ws} }
+
+// Read implements net.Conn.
+func (c *WSConn) Read(p []byte) (int, error) {
+	for {
+		if c.r == nil {
+			_, r, err := c.ws.NextReader()
+			if err != nil {
+				if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+					return 0, io.EOF
+				}
+				return 0, err
+			}
+			c.r = r
+		}
+		n, err := c.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			c.r = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+// Write implements net.Conn.
+func (c *WSConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Resize implements Resizer.
+func (c *WSConn) Resize(r Resize) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteMessage(websocket.TextMessage, ResizeMessage(r))
+}
+
+// Close implements net.Conn: it sends a normal close frame and closes.
+func (c *WSConn) Close() error {
+	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	return c.ws.Close()
+}
+
+// LocalAddr implements net.Conn.
+func (c *WSConn) LocalAddr() net.Addr { return c.ws.LocalAddr() }
+
+// RemoteAddr implements net.Conn.
+func (c *WSConn) RemoteAddr() net.Addr { return c.ws.RemoteAddr() }
+
+// SetDeadline implements net.Conn.
+func (c *WSConn) SetDeadline(t time.Time) error {
+	c.ws.SetReadDeadline(t)
+	return c.ws.SetWriteDeadline(t)
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *WSConn) SetReadDeadline(t time.Time) error { return c.ws.SetReadDeadline(t) }
+
+// SetWriteDeadline implements net.Conn.
+func (c *WSConn) SetWriteDeadline(t time.Time) error { return c.ws.SetWriteDeadline(t) }

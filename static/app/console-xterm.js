@@ -1,0 +1,75 @@
+// Serial console and terminal: xterm.js with the fit and attach addons over
+// the portal's websocket relay. Keystrokes go as text frames (the attach
+// addon's way); the portal turns them into bytes. A resize is one text frame
+// holding exactly {"type":"resize","cols":C,"rows":R}, which the portal
+// gives to a terminal's pty and drops for a serial line (see relay/terminal.go).
+import { wsURL } from './console-vnc.js';
+
+// asset returns a hashed asset URL from the page, or the unhashed path the
+// static handler also serves (pages that do not list the xterm files).
+function asset(screen, key, path) {
+  return screen.dataset[key] || `/static/${path}`;
+}
+
+function loadCSS(href) {
+  if (document.querySelector(`link[data-xterm-css]`)) return;
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = href;
+  link.dataset.xtermCss = '';
+  document.head.append(link);
+}
+
+export async function open(screen, info, ui) {
+  loadCSS(asset(screen, 'xtermCss', 'xterm/xterm.css'));
+  const [{ Terminal }, { FitAddon }, { AttachAddon }] = await Promise.all([
+    import(asset(screen, 'xterm', 'xterm/xterm.mjs')),
+    import(asset(screen, 'xtermFit', 'xterm/addon-fit.mjs')),
+    import(asset(screen, 'xtermAttach', 'xterm/addon-attach.mjs')),
+  ]);
+  const box = document.createElement('div');
+  box.className = 'xterm-box';
+  box.dataset.testid = 'xterm';
+  box.style.cssText = 'position:absolute;inset:0;padding:4px;background:#000';
+  screen.append(box);
+  const term = new Terminal({ cursorBlink: true, fontSize: 15, scrollback: 5000, convertEol: false });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+
+  const ws = new WebSocket(wsURL(info.websocket));
+  ws.binaryType = 'arraybuffer';
+  let closing = false;
+  const sendSize = () => {
+    if (ws.readyState === WebSocket.OPEN) {
+      ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
+    }
+  };
+  ws.addEventListener('open', () => {
+    term.loadAddon(new AttachAddon(ws));
+    sendSize();
+    const who = info.credentials ? ` Log in as ${info.credentials.username}, password ${info.credentials.password}.` : '';
+    ui.say(`Connected${who}`, 'ok');
+    screen.dataset.credentials = info.credentials ? `${info.credentials.username}:${info.credentials.password}` : '';
+    if (info.protocol === 'serial') ws.send('\r'); // a fresh login prompt; earlier output is gone
+    term.focus();
+  });
+  ws.addEventListener('close', (ev) => {
+    if (closing) return;
+    const final = ev.code === 1001 && ev.reason !== 'session ended';
+    ui.lost(ev.reason || (ev.code === 1000 ? 'The console closed.' : 'The connection was lost.'), final);
+  });
+  term.onResize(sendSize);
+  const observer = new ResizeObserver(() => fit.fit());
+  observer.observe(box);
+  screen.xterm = term; // for tests and the devtools
+  return {
+    close() {
+      closing = true;
+      observer.disconnect();
+      ws.close();
+      term.dispose();
+    },
+  };
+}
