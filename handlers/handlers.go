@@ -58,7 +58,10 @@ type Config struct {
 	Auth     Identifier
 	Sessions Sessions
 	Assets   Assets
-	Log      *slog.Logger
+	// Admin and History serve the admin dashboard, pool admin and history.
+	Admin   Admin
+	History History
+	Log     *slog.Logger
 	// Loopback is set when the portal listens on loopback only; the
 	// sign-in-by-name page is refused otherwise.
 	Loopback bool
@@ -74,6 +77,9 @@ type Handler struct {
 	auth      Identifier
 	sessions  Sessions
 	assets    Assets
+	admin     Admin
+	history   History
+	thumbs    thumbs
 	log       *slog.Logger
 	loopback  bool
 	ready     func(ctx context.Context) error
@@ -89,6 +95,8 @@ func New(cfg Config) *Handler {
 		auth:     cfg.Auth,
 		sessions: cfg.Sessions,
 		assets:   cfg.Assets,
+		admin:    cfg.Admin,
+		history:  cfg.History,
 		log:      cfg.Log,
 		loopback: cfg.Loopback,
 		ready:    cfg.Ready,

@@ -93,7 +93,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
 	h := handlers.New(handlers.Config{
-		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Log: m.Log,
+		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
