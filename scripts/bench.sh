@@ -18,3 +18,9 @@ awk '
 		if (!base) { print "no BenchmarkRawTCP result"; exit 1 }
 		for (k in sum) printf "%-24s %10.1f MB/s  %5.2fx raw TCP\n", k, sum[k] / n[k], (sum[k] / n[k]) / base
 	}' "$out" | sort
+
+echo
+echo "== admin dashboard: server time of GET /admin at 1,000 members (goal < 30 ms) =="
+go test -run '^$' -bench AdminDashboard -benchtime "${BENCH_DASHBOARD:-30}x" -count "${BENCH_COUNT:-3}" ./handlers/ | tee "$out"
+awk '/^BenchmarkAdminDashboard/ { for (i = 2; i <= NF; i++) if ($(i+1) == "ms/op") { sum += $i; n++ } }
+	END { if (n) printf "%-58s %8.1f ms/op  (mean of %d runs)\n", "BenchmarkAdminDashboard", sum / n, n }' "$out"

@@ -54,8 +54,16 @@ func (db *DB) CreateLocalPool(ctx context.Context, p LocalPool) error {
 
 // LocalPools returns every local pool with its members, by name.
 func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
+	return db.localPools(ctx, "")
+}
+
+// localPools returns the local pools with their members; a non-empty name
+// reads only that pool (the dashboard reads each pool's members, and a
+// full scan per pool grows with the square of the member count).
+func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) {
 	rows, err := db.db.QueryContext(ctx, `SELECT p.name, p.kind, p.mode, p.source, p.policy, m.name
-		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name ORDER BY p.name, m.created_at, m.name`)
+		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name
+		WHERE ? = '' OR p.name = ? ORDER BY p.name, m.created_at, m.name`, name, name)
 	if err != nil {
 		return nil, fmt.Errorf("store: list pools: %w", err)
 	}
@@ -85,7 +93,7 @@ func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
 
 // LocalPool returns one local pool, or vdi.ErrNotFound.
 func (db *DB) LocalPool(ctx context.Context, name string) (LocalPool, error) {
-	pools, err := db.LocalPools(ctx)
+	pools, err := db.localPools(ctx, name)
 	if err != nil {
 		return LocalPool{}, err
 	}
