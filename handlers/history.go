@@ -18,9 +18,9 @@ const formTime = "2006-01-02T15:04"
 
 // historyQuery is a parsed history filter with the form's raw values.
 type historyQuery struct {
-	filter                  store.HistoryFilter
+	filter                   store.HistoryFilter
 	user, pool, since, until string
-	pools                   []string
+	pools                    []string
 }
 
 // parseHistory reads ?user=&pool=ns/name&since=&until= and resolves the
