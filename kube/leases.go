@@ -41,8 +41,9 @@ type LeasesConfig struct {
 // reads the apiserver; List reads a watch-fed cache (after Start), so that
 // choosing a free member does not list the world on every click.
 type Leases struct {
-	client kubernetes.Interface
-	log    *slog.Logger
+	client    kubernetes.Interface
+	namespace string
+	log       *slog.Logger
 
 	informer cache.SharedIndexInformer
 	lister   coordinationlisters.LeaseLister
@@ -74,7 +75,7 @@ const poolIndex = "pool"
 
 // NewLeases returns Leases; call Start to fill the cache List reads.
 func NewLeases(cfg LeasesConfig) *Leases {
-	l := &Leases{client: cfg.Client, log: cfg.Log, own: map[string]own{}, reported: map[string]string{}}
+	l := &Leases{client: cfg.Client, namespace: cfg.Namespace, log: cfg.Log, own: map[string]own{}, reported: map[string]string{}}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -93,16 +94,15 @@ func NewLeases(cfg LeasesConfig) *Leases {
 }
 
 // Start fills the cache and keeps it current until ctx ends. It fails early
-// when the portal may not list Leases (check the RBAC in deploy/).
+// when the portal may not list Leases (the RBAC it needs is in deploy/).
 func (l *Leases) Start(ctx context.Context) error {
-	if _, err := l.client.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelMember, Limit: 1}); err != nil {
-		if apierrors.IsForbidden(err) {
-			// A namespaced portal may list only its own namespace.
-			err = nil
+	_, err := l.client.CoordinationV1().Leases(l.namespace).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelMember, Limit: 1})
+	if err != nil {
+		where := "namespace " + l.namespace
+		if l.namespace == "" {
+			where = "all namespaces"
 		}
-		if err != nil {
-			return fmt.Errorf("kube: list leases: %w", err)
-		}
+		return fmt.Errorf("kube: list leases in %s (the portal's RBAC is in deploy/rbac.yaml): %w", where, err)
 	}
 	go l.informer.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), l.informer.HasSynced) {
@@ -254,23 +254,6 @@ func (l *Leases) Create(ctx context.Context, in *vdi.Lease) (*vdi.Lease, error) 
 		return nil, fmt.Errorf("kube: create lease %s: %w: %w", in.Ref(), vdi.ErrAlreadyExists, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("kube: create lease %s: %w", in.Ref(), err)
-	}
-	l.remember(got.Namespace, got.Name, got.ResourceVersion, got)
-	return l.fromKube(got), nil
-}
-
-// Update replaces the member's Lease if in.ResourceVersion is current;
-// vdi.ErrConflict when it is stale, empty, or the Lease is gone.
-func (l *Leases) Update(ctx context.Context, in *vdi.Lease) (*vdi.Lease, error) {
-	if in.ResourceVersion == "" {
-		// An empty resourceVersion would make an unconditional write.
-		return nil, fmt.Errorf("kube: update lease %s without a resource version: %w", in.Ref(), vdi.ErrConflict)
-	}
-	got, err := l.client.CoordinationV1().Leases(in.Namespace).Update(ctx, toKube(in), metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("kube: update lease %s: %w: %w", in.Ref(), vdi.ErrConflict, err)
-	} else if err != nil {
-		return nil, fmt.Errorf("kube: update lease %s: %w", in.Ref(), err)
 	}
 	l.remember(got.Namespace, got.Name, got.ResourceVersion, got)
 	return l.fromKube(got), nil

@@ -48,7 +48,7 @@ func openConfig(ctx context.Context, cfg *rest.Config) (vdi.Leases, func(), erro
 
 // kubeStore returns a fresh namespace on the shared cluster whose clients
 // authenticate with cfg.
-func kubeStore(t *testing.T, c *testcluster.Cluster, cfg *rest.Config) leasetest.Store {
+func kubeStore(t testing.TB, c *testcluster.Cluster, cfg *rest.Config) leasetest.Store {
 	return leasetest.Store{
 		Namespace: c.Namespace(t),
 		Child:     testcluster.WriteKubeconfig(t, cfg),

@@ -20,6 +20,18 @@ awk '
 	}' "$out" | sort
 
 echo
+echo "== claims through vdi.Service: SQLite (local mode) and Kubernetes Leases (real apiserver) =="
+bash scripts/testcluster.sh >/dev/null
+go test -run '^$' -bench Claim -benchtime "${BENCH_CLAIMS:-500}x" ./vdi/leasetest/ ./kube/ | tee "$out"
+awk '
+	/^Benchmark/ {
+		for (i = 2; i <= NF; i++) v[$(i+1)] = $i
+		name = $1; sub(/-[0-9]+$/, "", name)
+		printf "%-58s p50 %8.1f ms  p99 %8.1f ms  %8.1f claims/s  (%d members, %d claimants, %d portals)\n",
+			name, v["p50-ms"], v["p99-ms"], v["claims/s"], v["members"], v["claimants"], v["portals"]
+	}' "$out"
+
+echo
 echo "== admin dashboard: server time of GET /admin at 1,000 members (goal < 30 ms) =="
 go test -run '^$' -bench AdminDashboard -benchtime "${BENCH_DASHBOARD:-30}x" -count "${BENCH_COUNT:-3}" ./handlers/ | tee "$out"
 awk '/^BenchmarkAdminDashboard/ { for (i = 2; i <= NF; i++) if ($(i+1) == "ms/op") { sum += $i; n++ } }

@@ -129,6 +129,10 @@ func testContract(t *testing.T, s Store) {
 		if _, err := leases.Update(ctx, second); !errors.Is(err, vdi.ErrConflict) {
 			t.Errorf("Update of a deleted Lease: %v; want ErrConflict", err)
 		}
+		// A renewal racing a release must not bring the claim back.
+		if got, err := leases.Get(ctx, first.Ref()); !errors.Is(err, vdi.ErrNotFound) {
+			t.Errorf("Get after an Update of the deleted Lease: %+v, %v; want ErrNotFound", got, err)
+		}
 	})
 	t.Run("ListFiltersAndSeesOwnWrites", func(t *testing.T) {
 		for _, c := range []struct{ member, holder, pool string }{
