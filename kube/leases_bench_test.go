@@ -8,10 +8,12 @@ import (
 )
 
 // BenchmarkKubeClaim measures claims on the real apiserver through three
-// portal instances (own clients and caches), without and with contention.
+// portal instances (own clients and caches): one claim at a time, then
+// 100 and 500 at once.
 // Run with a fixed count, e.g. -benchtime 500x: every claim leaves a Lease.
 func BenchmarkKubeClaim(b *testing.B) {
 	c := testcluster.Shared(b)
+	b.Run("members=100/claimants=1", func(b *testing.B) { leasetest.Bench(b, kubeStore(b, c, c.Config), 100, 1, 3) })
 	b.Run("members=100/claimants=100", func(b *testing.B) { leasetest.Bench(b, kubeStore(b, c, c.Config), 100, 100, 3) })
 	b.Run("members=100/claimants=500", func(b *testing.B) { leasetest.Bench(b, kubeStore(b, c, c.Config), 100, 500, 3) })
 }
