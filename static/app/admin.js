@@ -64,6 +64,8 @@ live.addEventListener('click', (ev) => {
   const button = ev.target.closest('button[data-action]');
   if (!button) return;
   pending = { ...button.dataset };
+  const scope = button.closest('[data-desktop]')?.dataset.desktop || button.closest('[data-pool]')?.dataset.pool || '';
+  pending.done = `${button.textContent.trim()} ${scope}: done.`;
   opener = button;
   document.getElementById('action-title').textContent = pending.title;
   errorBox.textContent = '';
@@ -91,7 +93,7 @@ form.addEventListener('submit', async (ev) => {
   try {
     await callAPI(pending.method, pending.url, body(pending));
     dialog.close();
-    say(`Done: ${pending.title.replace(/\?$/, '')}.`, 'ok');
+    say(pending.done, 'ok');
     pending = null;
     await refresh();
     if (opener && !document.contains(opener)) opener = null;

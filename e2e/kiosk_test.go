@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// TestKiosk_ReconnectsAfterDesktopRestart opens /kiosk/demo as a thin
+// client would: it claims a desktop and shows it with no portal chrome.
+// Killing the desktop's Xvnc makes the kiosk retry with backoff; once the
+// desktop is started again it reconnects by itself. The hotkey overlay
+// opens and closes from the keyboard, and its Release claims a new one.
+func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "kiosk1", "/kiosk/demo")
+	expect := playwright.NewPlaywrightAssertions(30000)
+	screen := page.GetByTestId("screen")
+	must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
+	if n, _ := page.Locator("header, nav").Count(); n != 0 {
+		t.Errorf("kiosk page has %d header/nav elements; want no portal chrome", n)
+	}
+	var mine []desktop
+	p.API(t, "kiosk1", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 1 {
+		t.Fatalf("kiosk1 holds %d desktops after opening the kiosk; want 1", len(mine))
+	}
+	member := mine[0].Name
+	docShot(t, page, "kiosk")
+
+	t.Run("ReloadReusesTheClaim", func(t *testing.T) {
+		_, err := page.Reload()
+		must(t, err)
+		must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
+		p.API(t, "kiosk1", "GET", "/api/vdi/desktops", &mine)
+		if len(mine) != 1 || mine[0].Name != member {
+			t.Errorf("after a reload kiosk1 holds %+v; want only %s", mine, member)
+		}
+	})
+
+	t.Run("DesktopRestart", func(t *testing.T) {
+		xvnc := recordedPID(t, p, member, "Xvnc")
+		must(t, syscall.Kill(xvnc, syscall.SIGKILL))
+		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Reconnecting in"))
+		must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "false"))
+		docShot(t, page, "kiosk-reconnecting")
+		time.Sleep(3 * time.Second) // a few failed tries: the backoff grows
+		if code := p.API(t, "ops", "POST", "/api/vdi/desktops/local/"+member+"/start", nil); code != 200 {
+			t.Fatalf("starting %s again: %d", member, code)
+		}
+		must(t, playwright.NewPlaywrightAssertions(45000).Locator(screen).ToHaveAttribute("data-connected", "true"))
+		if got := recordedPID(t, p, member, "Xvnc"); got == xvnc {
+			t.Errorf("Xvnc pid %d after the restart; want a new process", got)
+		}
+	})
+
+	t.Run("HotkeyOverlay", func(t *testing.T) {
+		overlay := page.GetByTestId("kiosk-overlay")
+		must(t, page.Keyboard().Press("Control+Alt+Shift+KeyK"))
+		must(t, expect.Locator(overlay).ToBeVisible())
+		must(t, expect.Locator(page.GetByTestId("reconnect")).ToBeFocused())
+		docShot(t, page, "kiosk-overlay")
+		must(t, page.Keyboard().Press("Escape"))
+		must(t, expect.Locator(overlay).ToBeHidden())
+	})
+
+	t.Run("ReleaseClaimsAFreshDesktop", func(t *testing.T) {
+		page.OnDialog(func(d playwright.Dialog) { d.Accept() })
+		must(t, page.Keyboard().Press("Control+Alt+Shift+KeyK"))
+		must(t, page.GetByTestId("release").Click())
+		must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeHidden())
+		must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
+		p.API(t, "kiosk1", "GET", "/api/vdi/desktops", &mine)
+		if len(mine) != 1 {
+			t.Fatalf("after release and reload kiosk1 holds %d desktops; want a new one", len(mine))
+		}
+		if !auditHas(t, p, "user=kiosk1", "release", member) {
+			t.Errorf("audit log has no release of %s by kiosk1", member)
+		}
+	})
+}
+
+// TestKiosk_NoFreeDesktopWaits: with every desktop taken, the kiosk says so
+// and keeps trying on its own.
+func TestKiosk_NoFreeDesktopWaits(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", nil); code != 200 {
+		t.Fatalf("alice's claim: %d", code)
+	}
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "kiosk2", "/kiosk/demo")
+	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("kiosk-wait")).ToContainText("No free desktops"))
+	if n, _ := page.Locator(`meta[http-equiv=refresh]`).Count(); n != 1 {
+		t.Errorf("waiting kiosk page has %d refresh tags; want 1", n)
+	}
+	docShot(t, page, "kiosk-waiting")
+}
