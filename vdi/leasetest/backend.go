@@ -126,3 +126,28 @@ func (p *Pool) Dial(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, error) {
 type nopAudit struct{}
 
 func (nopAudit) Record(context.Context, vdi.AuditEvent) error { return nil }
+
+// auditLog keeps audit events in memory.
+type auditLog struct {
+	mu     sync.Mutex
+	events []vdi.AuditEvent
+}
+
+func (a *auditLog) Record(_ context.Context, e vdi.AuditEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, e)
+	return nil
+}
+
+// has reports whether an event with action by actor on target was recorded.
+func (a *auditLog) has(action, actor, target string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, e := range a.events {
+		if e.Action == action && e.Actor == actor && e.Target == target {
+			return true
+		}
+	}
+	return false
+}

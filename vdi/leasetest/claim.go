@@ -69,6 +69,39 @@ func testClaim(t *testing.T, s Store) {
 			t.Errorf("carol's claim on a full pool: %#v; want an EConflict with a message and a hint", err)
 		}
 	})
+	t.Run("ReleaseByHolderOrAdmin", func(t *testing.T) {
+		pool := NewPool(s.Namespace, "release", 2, 2)
+		leases := s.Open(t)
+		audit := &auditLog{}
+		svc := vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: audit, Log: slog.New(slog.DiscardHandler)})
+		a, err := svc.Claim(ctx, id("alice"), s.Namespace, "release")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := svc.Claim(ctx, id("bob"), s.Namespace, "release")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Release(ctx, id("bob"), a.Ref(), ""); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("bob releasing alice's desktop: %v; want EForbidden", err)
+		}
+		if err := svc.Release(ctx, id("alice"), a.Ref(), ""); err != nil {
+			t.Fatalf("alice releasing her desktop: %v", err)
+		}
+		if _, err := leases.Get(ctx, a.Ref()); !errors.Is(err, vdi.ErrNotFound) {
+			t.Errorf("Lease after alice's release: %v; want ErrNotFound", err)
+		}
+		admin := vdi.Identity{Login: "root", Admin: true}
+		if err := svc.Release(ctx, admin, b.Ref(), "maintenance"); err != nil {
+			t.Fatalf("admin force-release: %v", err)
+		}
+		if _, err := leases.Get(ctx, b.Ref()); !errors.Is(err, vdi.ErrNotFound) {
+			t.Errorf("Lease after the force-release: %v; want ErrNotFound", err)
+		}
+		if !audit.has("force-release", "root", b.Name) || !audit.has("release", "alice", a.Name) {
+			t.Errorf("audit log %+v; want alice's release and root's force-release", audit.events)
+		}
+	})
 	t.Run("FailedPowerOnKeepsTheClaim", func(t *testing.T) {
 		pool := NewPool(s.Namespace, "broken", 1, 0)
 		leases := s.Open(t)
