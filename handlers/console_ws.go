@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -42,6 +43,9 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if err != nil {
 		return err
 	}
+	if err := offers(d, p); err != nil {
+		return err
+	}
 	conn, path, err := h.dialConsole(r.Context(), ref, p)
 	if err != nil {
 		return err
@@ -70,4 +74,20 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return relay.Pipe(ctx, ws, conn, opts)
 	})
 	return nil
+}
+
+// offers returns an error a user can act on unless d, running, offers
+// console p.
+func offers(d vdi.Desktop, p vdi.Protocol) error {
+	if d.Power != vdi.PowerRunning {
+		return vdi.Errorf(vdi.EUnavailable, "Start it from the desktop page, then connect again.", "Desktop %s/%s is %s.", d.Namespace, d.Name, d.Power)
+	}
+	var names []string
+	for _, o := range d.Protocols {
+		if o == p {
+			return nil
+		}
+		names = append(names, string(o))
+	}
+	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
 }

@@ -18,13 +18,13 @@ import (
 func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	secret := h.console.cfg.PeerSecret
 	proto, ref := r.PathValue("protocol"), ref(r)
-	if len(secret) == 0 {
-		writeJSON(w, http.StatusNotFound, errorBody{"This portal serves no peers.", "Set CORRAL_VDI_PEER_SECRET on both portals."})
-		return
-	}
 	if err := relay.CheckPeerAuth(secret, r.Header.Get(relay.PeerAuthHeader), time.Now(), proto, ref.Namespace, ref.Name); err != nil {
+		if _, user := h.auth.Identify(r); user {
+			writeJSON(w, http.StatusForbidden, errorBody{"Peer links are for peer portals, not users.", "Open the desktop's console from its page."})
+			return
+		}
 		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
-		writeJSON(w, http.StatusForbidden, errorBody{"Peer signature not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s."})
+		writeJSON(w, http.StatusUnauthorized, errorBody{"Peer signature missing or not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s."})
 		return
 	}
 	p := vdi.Protocol(proto)

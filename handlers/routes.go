@@ -1,10 +1,6 @@
 package handlers
 
-import (
-	"net/http"
-
-	"github.com/corral-dev/corral-vdi-portal/relay"
-)
+import "net/http"
 
 // routes registers every route of the portal.
 func (h *Handler) routes() {
@@ -52,7 +48,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))
 	m.HandleFunc("GET /ws/serial/{ns}/{member}", h.api(h.handleSerialSocket))
 	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
-	m.HandleFunc("GET "+relay.PeerPath+"{protocol}/{ns}/{member}", h.handlePeerSocket)
+	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.handlePeerSocket) // relay.PeerPath
 
 	h.protected = http.NewCrossOriginProtection().Handler(m)
 }

@@ -1,0 +1,391 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+)
+
+// xtermText returns the text of the xterm.js console on the page.
+const xtermText = `() => {
+	const t = document.getElementById('screen').xterm;
+	if (!t) return '';
+	const b = t.buffer.active, out = [];
+	for (let i = 0; i < b.length; i++) out.push(b.getLine(i).translateToString(true));
+	return out.join('\n');
+}`
+
+// waitXterm waits until the console shows text matching re and returns it.
+func waitXterm(t *testing.T, page playwright.Page, re *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var text string
+	for time.Now().Before(deadline) {
+		v, err := page.Evaluate(xtermText)
+		must(t, err)
+		text, _ = v.(string)
+		if m := re.FindString(text); m != "" {
+			return m
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	screenshot(t, page, "xterm-timeout")
+	t.Fatalf("console did not show %s within %v; it shows:\n%s", re, d, text)
+	return ""
+}
+
+// connectInfo is the /connect answer.
+type connectInfo struct {
+	Protocol    string `json:"protocol"`
+	WebSocket   string `json:"websocket"`
+	Credentials *struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+	} `json:"credentials"`
+	Fallbacks []connectInfo `json:"fallbacks"`
+}
+
+func (c connectInfo) protocols() []string {
+	out := []string{c.Protocol}
+	for _, f := range c.Fallbacks {
+		out = append(out, f.Protocol)
+	}
+	return out
+}
+
+// dialWS opens console websocket path as user with origin as Origin.
+func dialWS(p *Portal, user, path, origin string) (*websocket.Conn, *http.Response, error) {
+	h := http.Header{}
+	h.Set("Tailscale-User-Login", user)
+	h.Set("Origin", origin)
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	return d.Dial("ws"+strings.TrimPrefix(p.URL, "http")+path, h)
+}
+
+// TestConsole_TerminalFallbacksTakeover opens a session desktop: the best
+// console first, then its terminal through the fallback link, where a
+// command runs and a window resize reaches the pty; a second tab takes the
+// VNC console over with a notice in the first; another user's and
+// cross-origin websockets are refused before the upgrade.
+func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	var info connectInfo
+	for i, label := range []string{"first (probes RDP)", "cached"} {
+		start := time.Now()
+		if code := p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+d.Name+"/connect", &info); code != 200 {
+			t.Fatalf("connect: %d", code)
+		}
+		t.Logf("/connect %s: %v -> %v", label, time.Since(start).Round(time.Millisecond), info.protocols())
+		_ = i
+	}
+	if got := strings.Join(info.protocols(), ","); got != "rdp,vnc,terminal" {
+		t.Errorf("consoles offered = %s; want rdp,vnc,terminal", got)
+	}
+
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(page.GetByTestId("fallback-vnc")).ToBeVisible())
+
+	t.Run("terminal runs a command and follows the window's size", func(t *testing.T) {
+		must(t, page.GetByTestId("fallback-terminal").Click())
+		must(t, page.WaitForURL(regexp.MustCompile(`\?protocol=terminal$`)))
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(page.GetByTestId("fallback-rdp")).ToBeVisible())
+		must(t, page.GetByTestId("xterm").Click())
+		must(t, page.Keyboard().Type("echo corral-$((6*7)) in $PWD\n"))
+		waitXterm(t, page, regexp.MustCompile(`corral-42 in \S+/home`), 10*time.Second)
+		screenshot(t, page, "terminal")
+
+		must(t, page.SetViewportSize(1280, 900))
+		var cols, rows int
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			v, err := page.Evaluate(`() => [document.getElementById('screen').xterm.cols, document.getElementById('screen').xterm.rows]`)
+			must(t, err)
+			cols, rows = toInt(v.([]any)[0]), toInt(v.([]any)[1])
+			if cols > 120 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		must(t, page.Keyboard().Type("stty size\n"))
+		waitXterm(t, page, regexp.MustCompile(fmt.Sprintf(`(?m)^%d %d$`, rows, cols)), 5*time.Second)
+		t.Logf("terminal resized to %dx%d and the pty says so", cols, rows)
+		screenshot(t, page, "terminal-resized")
+	})
+
+	t.Run("a second tab takes the VNC console over", func(t *testing.T) {
+		_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=vnc")
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		second, err := page.Context().NewPage()
+		must(t, err)
+		defer second.Close()
+		_, err = second.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=vnc")
+		must(t, err)
+		must(t, expect.Locator(second.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("another tab"))
+		screenshot(t, page, "taken-over")
+	})
+
+	t.Run("refused before the upgrade", func(t *testing.T) {
+		for _, c := range []struct {
+			user, path, origin string
+			want               int
+		}{
+			{"bob", "/ws/terminal/local/" + d.Name, p.URL, 403},
+			{"bob", "/ws/serial/local/" + d.Name, p.URL, 403},
+			{"alice", "/ws/terminal/local/" + d.Name, "http://evil.example", 403},
+			{"alice", "/ws/serial/local/" + d.Name, p.URL, 400}, // a session desktop has no serial line
+		} {
+			ws, res, err := dialWS(p, c.user, c.path, c.origin)
+			if err == nil {
+				ws.Close()
+			}
+			if res == nil || res.StatusCode != c.want {
+				t.Errorf("%s as %s from %s: %v, %v; want %d", c.path, c.user, c.origin, status(res), err, c.want)
+			}
+		}
+	})
+}
+
+// vmImage builds (once; cached) the tiny VM image and returns its folder.
+func vmImage(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", "../scripts/vm-image.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/vm-image.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestConsole_SerialLogin claims a QEMU member: its console opens on VNC,
+// the serial fallback shows a login prompt, and root with the password the
+// page shows gets a shell.
+func TestConsole_SerialLogin(t *testing.T) {
+	img := vmImage(t)
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	start := time.Now()
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo-vm/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	var info connectInfo
+	p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+d.Name+"/connect", &info)
+	if got := strings.Join(info.protocols(), ","); got != "vnc,serial" {
+		t.Errorf("consoles offered = %s; want vnc,serial", got)
+	}
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, page.GetByTestId("fallback-serial").Click())
+	must(t, page.WaitForURL(regexp.MustCompile(`\?protocol=serial$`)))
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Log in as root"))
+	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
+	must(t, err)
+	user, password, _ := strings.Cut(creds, ":")
+	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
+	t.Logf("serial login prompt %v after the claim", time.Since(start).Round(100*time.Millisecond))
+	must(t, page.GetByTestId("xterm").Click())
+	must(t, page.Keyboard().Type(user+"\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
+	must(t, page.Keyboard().Type(password+"\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
+	must(t, page.Keyboard().Type("echo vm-$((6*7))\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)^vm-42$`), 10*time.Second)
+	screenshot(t, page, "serial-shell")
+}
+
+// startPortalIn starts the portal binary behind prefix (e.g. `ip netns exec
+// NS`) on data, like MustStartPortal.
+func startPortalIn(tb testing.TB, data string, prefix []string, env ...string) *Portal {
+	tb.Helper()
+	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	args := append(append([]string{}, prefix...), binary, "serve")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &Portal{DataDir: data, cmd: cmd, log: logf}
+	tb.Cleanup(func() { p.Stop(tb) })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.URL = <-urls:
+	case <-time.After(20 * time.Second):
+		tb.Fatalf("portal did not start; log:\n%s", p.Log())
+	}
+	return p
+}
+
+// netns makes a network namespace joined to this one by a veth pair with
+// addresses private to the test, and returns its name and both addresses.
+func netns(t *testing.T) (name, hostIP, nsIP string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip (iproute2) not installed")
+	}
+	id := os.Getpid() % 60000
+	name = fmt.Sprintf("cvd%d", id)
+	host, peer := fmt.Sprintf("cvh%d", id), fmt.Sprintf("cvp%d", id)
+	sub := 1 + id%250
+	hostIP, nsIP = fmt.Sprintf("10.231.%d.1", sub), fmt.Sprintf("10.231.%d.2", sub)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	run("link", "add", host, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run() })
+	run("link", "set", peer, "netns", name)
+	run("addr", "add", hostIP+"/30", "dev", host)
+	run("link", "set", host, "up")
+	run("-n", name, "addr", "add", nsIP+"/30", "dev", peer)
+	run("-n", name, "link", "set", peer, "up")
+	run("-n", name, "link", "set", "lo", "up")
+	return name, hostIP, nsIP
+}
+
+// readUntilWS reads the websocket until its bytes contain want.
+func readUntilWS(t *testing.T, ws *websocket.Conn, want string, d time.Duration) string {
+	t.Helper()
+	var got strings.Builder
+	ws.SetReadDeadline(time.Now().Add(d))
+	for !strings.Contains(got.String(), want) {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("read console: %v; want %q in:\n%s", err, want, got.String())
+		}
+		got.Write(b)
+	}
+	return got.String()
+}
+
+// TestConsole_PeerPath puts a QEMU member in a network namespace with a
+// peer portal, out of reach of the user's portal (both share the claims):
+// the user's portal falls back to the peer, the session records "peer",
+// and with the peer down it says that no path reaches the console.
+func TestConsole_PeerPath(t *testing.T) {
+	ns, hostIP, nsIP := netns(t)
+	img := vmImage(t)
+	data, err := os.MkdirTemp("", "cvd")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(data) })
+	secret := "peer-secret-for-the-test-0123456789"
+
+	peer := startPortalIn(t, data, []string{"ip", "netns", "exec", ns},
+		"CORRAL_VDI_LISTEN="+nsIP+":0", "CORRAL_VDI_TRUSTED_PROXIES="+hostIP+"/32", "CORRAL_VDI_AUTH=tailscale",
+		"CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img,
+		"CORRAL_VDI_PEER_SECRET="+secret, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=false")
+	var d desktop
+	if code := peer.API(t, "alice", "POST", "/api/vdi/pools/local/demo-vm/claim", &d); code != 200 {
+		t.Fatalf("claim through the peer: %d", code)
+	}
+	// The user's portal shares the claims and adopts the guest, whose
+	// console listens on the namespace's loopback: out of its reach.
+	user := startPortalIn(t, data, nil, "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_DEMO_POOL_SIZE=0",
+		"CORRAL_VDI_PEERS="+peer.URL, "CORRAL_VDI_PEER_SECRET="+secret, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true")
+
+	path := "/ws/serial/local/" + d.Name
+	start := time.Now()
+	ws, res, err := dialWS(user, "alice", path, user.URL)
+	if err != nil {
+		t.Fatalf("serial console through the user's portal: %v %v; log:\n%s", status(res), err, user.Log())
+	}
+	t.Logf("console open through the peer in %v (direct failed first)", time.Since(start).Round(time.Millisecond))
+	ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":100,"rows":30}`))
+	ws.WriteMessage(websocket.TextMessage, []byte("\r"))
+	readUntilWS(t, ws, "login:", 90*time.Second)
+	t.Logf("login prompt through the peer %v after opening", time.Since(start).Round(100*time.Millisecond))
+	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	ws.Close()
+	if !eventually(5*time.Second, func() bool {
+		return strings.Contains(user.Log(), `"path":"peer"`) || strings.Contains(user.Log(), "path=peer")
+	}) {
+		t.Errorf("user portal's log does not show a session with path peer:\n%s", user.Log())
+	}
+	if n := sessionsOnPath(t, data, "alice", "peer"); n != 1 {
+		t.Errorf("sessions of alice recorded with path peer: %d; want 1", n)
+	}
+
+	// A peer link without the secret is refused; so is a user.
+	if code := get(t, peer.URL+"/peer/v1/serial/local/"+d.Name, nil); code != 401 {
+		t.Errorf("peer link without a signature: %d; want 401", code)
+	}
+
+	peer.Stop(t)
+	start = time.Now()
+	_, res, err = dialWS(user, "alice", path, user.URL)
+	if err == nil || res == nil || res.StatusCode != 503 {
+		t.Fatalf("with the peer down: %v %v; want 503", status(res), err)
+	}
+	var body strings.Builder
+	bufio.NewReader(res.Body).WriteTo(&body)
+	if !strings.Contains(body.String(), "No path reaches") {
+		t.Errorf("with the peer down the answer is %s; want it to say no path reaches the console", body.String())
+	}
+	t.Logf("no path: answered in %v: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(body.String()))
+}
+
+// sessionsOnPath counts login's sessions recorded in data's database with
+// the given relay path.
+func sessionsOnPath(t *testing.T, data, login, path string) int {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(data, "portal.db"))
+	must(t, err)
+	defer db.Close()
+	ss, err := db.Sessions(context.Background(), 100)
+	must(t, err)
+	n := 0
+	for _, s := range ss {
+		if s.Login == login && s.Path == path {
+			n++
+		}
+	}
+	return n
+}
