@@ -28,10 +28,10 @@ build: assets ## build bin/corral-vdi-portal
 run: deps build ## build and start the portal on this machine (embedded default)
 	./$(BIN) serve
 
-test: test-deps assets lint testcluster ## install test needs and run every test (unit + e2e)
+test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit + e2e)
 	$(GO) test $(TEST_FLAGS) ./...
 
-e2e: test-deps assets ## run only the browser end-to-end tests
+e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 	$(GO) test $(TEST_FLAGS) -v ./e2e/
 
 bench: assets ## run the benchmarks and print the report
@@ -52,3 +52,7 @@ testcluster: ## build (once; cached by version) the kube-apiserver and etcd the 
 
 cluster: testcluster ## start that kube-apiserver + etcd with deploy/rbac.yaml and print kubeconfigs
 	$(GO) run ./internal/testcluster/cmd/testcluster
+
+.PHONY: vm-image
+vm-image: ## build (once; cached by version) the tiny kernel + busybox image local vm pools boot
+	@bash scripts/vm-image.sh >/dev/null
