@@ -27,7 +27,13 @@ applets=$(/bin/busybox --list 2>/dev/null || true)
 [[ $'\n'$applets$'\n' == *$'\ngetty\n'* ]] || { echo "vm-image: /bin/busybox lacks getty: apt-get install busybox-static" >&2; exit 1; }
 
 # The kernel package linux-image-amd64 points at, e.g. linux-image-6.1.0-57-amd64.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}'; }
+kpkg=$(resolve)
+if [[ -z $kpkg && ! -e $cache/current/vmlinuz && $(id -u) == 0 ]]; then
+	echo "vm-image: no package lists yet: apt-get update" >&2
+	apt-get update -q >&2 || true
+	kpkg=$(resolve)
+fi
 if [[ -z $kpkg ]]; then
 	# No package lists yet: fall back to the newest cached build.
 	if [[ -e $cache/current/vmlinuz ]]; then readlink -f "$cache/current"; exit 0; fi
