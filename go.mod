@@ -11,7 +11,16 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/creack/pty v1.1.24
+require (
+	github.com/creack/pty v1.1.24
+	kubevirt.io/api v1.9.0
+)
+
+require (
+	github.com/openshift/custom-resource-status v1.1.2 // indirect
+	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
+	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
+)
 
 require (
 	github.com/a-h/parse v0.0.42 // indirect
@@ -92,7 +101,7 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2
-	k8s.io/apiextensions-apiserver v0.37.0 // indirect
+	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0 // indirect

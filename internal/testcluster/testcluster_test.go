@@ -1,0 +1,73 @@
+package testcluster_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+)
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
+
+func TestCluster(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+
+	t.Run("Version", func(t *testing.T) {
+		v, err := c.Client.Discovery().ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.GitVersion != testcluster.KubeVersion {
+			t.Errorf("apiserver version %s; want %s (built with the version ldflags)", v.GitVersion, testcluster.KubeVersion)
+		}
+	})
+	t.Run("RBACIsOn", func(t *testing.T) {
+		nobody := testcluster.Clientset(t, c.User(t, "nobody"))
+		if _, err := nobody.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("a user with no role listing namespaces: %v; want Forbidden", err)
+		}
+		imp := testcluster.Clientset(t, c.Impersonate("nobody"))
+		if _, err := imp.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the admin impersonating nobody listing namespaces: %v; want Forbidden", err)
+		}
+	})
+	t.Run("KubeVirtKinds", func(t *testing.T) {
+		c.InstallKubeVirt(t)
+		ns := c.Namespace(t)
+		scheme := runtime.NewScheme()
+		if err := kubevirtv1.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := kubevirtv1.RunStrategyHalted
+		vm := &kubevirtv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden", Labels: map[string]string{"corral.dev/vdi-pool": "demo"}},
+			Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &stopped},
+		}
+		if err := cl.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		var list kubevirtv1.VirtualMachineList
+		if err := cl.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"corral.dev/vdi-pool": "demo"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 || list.Items[0].Spec.RunStrategy == nil || *list.Items[0].Spec.RunStrategy != stopped {
+			t.Errorf("listed %+v; want the one halted VM", list.Items)
+		}
+		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+		if err := cl.Status().Update(ctx, vm); err != nil {
+			t.Errorf("status subresource: %v", err)
+		}
+	})
+}
