@@ -17,14 +17,14 @@ const maxTerminalMessage = 64 << 10
 // websocket. The caller must hold the desktop (or be an admin); that and the
 // desktop's stream are checked before the upgrade, so a refusal is a plain
 // HTTP error. The target is the member's own, never the client's choice.
-// One VNC viewer at a time: a newer console of the desktop closes this one.
+// One VNC viewer at a time: the holder's newer console closes this one.
 func (h *Handler) handleVNCSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	return h.serveConsole(w, r, id, vdi.ProtocolVNC)
 }
 
 // handleSerialSocket serves GET /ws/serial/{ns}/{member}: a VM's serial
 // console for xterm.js. Resize messages are dropped: a serial line has no
-// size.
+// size. One at a time, like VNC.
 func (h *Handler) handleSerialSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	return h.serveConsole(w, r, id, vdi.ProtocolSerial)
 }
@@ -56,10 +56,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return nil
 	}
 	ctx := r.Context()
-	// The holder's newest VNC console takes over from the older one; an
-	// admin who is not the holder watches alongside (the admin shadow page
-	// asks noVNC for view-only) and is never taken over by the holder.
-	if p == vdi.ProtocolVNC && d.Holder == id.Login {
+	// The holder's newest VNC or serial console takes over from the older
+	// one (QEMU serves one serial client at a time: a second would wait
+	// unseen); an admin who is not the holder watches alongside (the admin
+	// shadow page asks noVNC for view-only) and is never taken over.
+	if (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && d.Holder == id.Login {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)

@@ -8,9 +8,9 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// errTakenOver ends a VNC console that a newer one of the same desktop
+// errTakenOver ends a VNC or serial console that a newer one of the same desktop
 // replaced; the old tab shows it as the close reason.
-var errTakenOver = errors.New("Opened in another tab or window: this view was closed.")
+var errTakenOver = errors.New("taken over: this desktop was opened in another tab or window")
 
 // viewers keeps one viewer per desktop for consoles that allow only one
 // (VNC: upstream KubeVirt lets a new viewer silently steal the old one, so
