@@ -211,7 +211,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		must(t, dialog.GetByTestId("pool-create").Click())
 		must(t, expect.Locator(dialog).ToBeHidden())
 		must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("2 members · 2 free"))
-		must(t, expect.Locator(lab.GetByTestId("policy")).ToContainText("idle 1h0m0s"))
+		must(t, expect.Locator(lab.GetByTestId("policy")).ToContainText("idle 1h"))
 	})
 
 	t.Run("ResizeNeverRemovesClaimed", func(t *testing.T) {

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -73,9 +74,22 @@ func policyText(p vdi.Policy) string {
 		if d == 0 {
 			return "off"
 		}
-		return d.String()
+		return shortDuration(d)
 	}
 	return "grace " + off(p.DisconnectGrace) + " · max session " + off(p.MaxSession) + " · idle " + off(p.IdleTimeout)
+}
+
+// shortDuration renders d like time.Duration.String without zero tails:
+// 15m, 1h, 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func clock(t time.Time) string {

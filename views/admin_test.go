@@ -89,3 +89,16 @@ func TestSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestShortDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{15 * time.Minute, "15m"}, {time.Hour, "1h"}, {90 * time.Minute, "1h30m"}, {45 * time.Second, "45s"}, {61 * time.Second, "1m1s"},
+	} {
+		if got := shortDuration(tc.d); got != tc.want {
+			t.Errorf("shortDuration(%v) = %q; want %q", tc.d, got, tc.want)
+		}
+	}
+}

@@ -23,8 +23,9 @@ let timer = null;
 let current = null;
 let final = false;
 
-function show(text, kind) {
-  status.textContent = text;
+// show puts a short line on the screen and the full text in the overlay.
+function show(text, kind, short = text) {
+  status.textContent = short;
   status.dataset.kind = kind || '';
   status.hidden = kind === 'ok';
   message.textContent = text;
@@ -56,7 +57,8 @@ function schedule(text) {
   clearTimeout(timer);
   const wait = delay;
   delay = Math.min(delay * 2, BACKOFF_MAX_MS);
-  show(`${text} Reconnecting in ${Math.round(wait / 1000)} s…`, 'error');
+  const again = `Reconnecting in ${Math.round(wait / 1000)} s…`;
+  show(`${text} ${again}`, 'error', `The desktop is not reachable. ${again}`);
   screen.dataset.reconnectIn = String(wait);
   timer = setTimeout(connect, wait);
 }
