@@ -146,6 +146,10 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 		must(t, expect.Locator(second.GetByTestId("status")).ToHaveText("Connected"))
 		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("another tab"))
 		screenshot(t, page, "taken-over")
+		// Reconnect takes it back: now the second tab shows the notice.
+		must(t, page.GetByTestId("reconnect").Click())
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(second.GetByTestId("status")).ToContainText("another tab"))
 	})
 
 	t.Run("refused before the upgrade", func(t *testing.T) {
@@ -202,7 +206,7 @@ func TestConsole_SerialLogin(t *testing.T) {
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, page.GetByTestId("fallback-serial").Click())
 	must(t, page.WaitForURL(regexp.MustCompile(`\?protocol=serial$`)))
-	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Log in as root"))
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
 	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
 	must(t, err)
 	user, password, _ := strings.Cut(creds, ":")

@@ -15,7 +15,9 @@ export async function open(screen, info, ui) {
   let goingAway = false;
   ws.addEventListener('close', (ev) => {
     closeReason = ev.reason;
-    goingAway = ev.code === 1001 && ev.reason !== 'session ended';
+    // Released or reclaimed is final; taken over by another tab is not:
+    // Reconnect takes the desktop back.
+    goingAway = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
   });
   const rfb = new RFB(screen, ws, {});
   rfb.scaleViewport = true;

@@ -49,7 +49,7 @@ export async function open(screen, info, ui) {
   ws.addEventListener('open', () => {
     term.loadAddon(new AttachAddon(ws));
     sendSize();
-    const who = info.credentials ? ` Log in as ${info.credentials.username}, password ${info.credentials.password}.` : '';
+    const who = info.credentials ? ` — log in as ${info.credentials.username}, password ${info.credentials.password}` : '';
     ui.say(`Connected${who}`, 'ok');
     screen.dataset.credentials = info.credentials ? `${info.credentials.username}:${info.credentials.password}` : '';
     if (info.protocol === 'serial') ws.send('\r'); // a fresh login prompt; earlier output is gone
@@ -57,7 +57,7 @@ export async function open(screen, info, ui) {
   });
   ws.addEventListener('close', (ev) => {
     if (closing) return;
-    const final = ev.code === 1001 && ev.reason !== 'session ended';
+    const final = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
     ui.lost(ev.reason || (ev.code === 1000 ? 'The console closed.' : 'The connection was lost.'), final);
   });
   term.onResize(sendSize);
