@@ -1,0 +1,189 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Annotations on pool members (written when a pool is made) that describe
+// their pool: there is no pool object, the members are the pool.
+const (
+	AnnotationMode   = "corral.dev/vdi-mode"   // persistent (default) or ephemeral
+	AnnotationSource = "corral.dev/vdi-source" // the golden VM the member was cloned from
+	AnnotationPolicy = "corral.dev/vdi-policy" // the pool's vdi.Policy as JSON
+)
+
+// VMs reads the KubeVirt VirtualMachines that make VM pools: the VMs
+// labelled vdi.LabelPool. It is the read side of the Kubernetes backend;
+// power and consoles come with the KubeVirt subresources.
+type VMs struct {
+	rest      rest.Interface
+	namespace string
+}
+
+// NewVMs returns VMs over cfg, reading namespace (all when empty).
+func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &kubevirtv1.GroupVersion
+	c.APIPath = "/apis"
+	// KubeVirt's kinds are CRDs: JSON only, no protobuf.
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt client: %w", err)
+	}
+	return &VMs{rest: rc, namespace: namespace}, nil
+}
+
+// list returns the pool members in namespace (the configured one when
+// empty), of pool when pool is not empty.
+func (v *VMs) list(ctx context.Context, namespace, pool string) ([]kubevirtv1.VirtualMachine, error) {
+	if namespace == "" {
+		namespace = v.namespace
+	}
+	sel := vdi.LabelPool
+	if pool != "" {
+		sel = vdi.LabelPool + "=" + pool
+	}
+	var list kubevirtv1.VirtualMachineList
+	err := v.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource("virtualmachines").
+		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).
+		Do(ctx).Into(&list)
+	if err != nil {
+		return nil, fmt.Errorf("kube: list VMs labelled %s: %w", sel, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return list.Items, nil
+}
+
+// Pools returns every VM pool: members grouped by namespace and label.
+func (v *VMs) Pools(ctx context.Context) ([]vdi.Pool, error) {
+	vms, err := v.list(ctx, "", "")
+	if err != nil {
+		return nil, err
+	}
+	var out []vdi.Pool
+	at := map[vdi.Ref]int{}
+	for i := range vms {
+		p := poolOf(&vms[i])
+		key := vdi.Ref{Namespace: p.Namespace, Name: p.Name}
+		if j, ok := at[key]; ok {
+			out[j].Size++
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Pool returns one VM pool; ENotFound when no VM is labelled for it.
+func (v *VMs) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error) {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return vdi.Pool{}, err
+	}
+	if len(vms) == 0 {
+		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "Pools are addressed as namespace/pool; check both.",
+			"No pool %s in namespace %s.", name, namespace)
+	}
+	p := poolOf(&vms[0])
+	p.Size = len(vms)
+	return p, nil
+}
+
+// Members returns the pool's VMs as members.
+func (v *VMs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member, error) {
+	vms, err := v.list(ctx, namespace, pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vdi.Member, len(vms))
+	for i := range vms {
+		out[i] = memberOf(&vms[i])
+	}
+	return out, nil
+}
+
+// Member returns one member; ENotFound when the VM is gone or in no pool.
+func (v *VMs) Member(ctx context.Context, ref vdi.Ref) (vdi.Member, error) {
+	var vm kubevirtv1.VirtualMachine
+	err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
+	if apierrors.IsNotFound(err) {
+		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "It may have been deleted; get another from its pool.", "No desktop %s.", ref)
+	} else if err != nil {
+		return vdi.Member{}, fmt.Errorf("kube: get VM %s: %w", ref, err)
+	}
+	if vm.Labels[vdi.LabelPool] == "" {
+		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "Only VMs labelled "+vdi.LabelPool+" are desktops.", "VM %s is in no pool.", ref)
+	}
+	return memberOf(&vm), nil
+}
+
+// poolOf describes the pool vm belongs to, from its label and annotations.
+func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
+	p := vdi.Pool{Namespace: vm.Namespace, Name: vm.Labels[vdi.LabelPool], Kind: vdi.KindVM, Mode: vdi.ModePersistent,
+		Source: vm.Annotations[AnnotationSource], Size: 1}
+	if vdi.Mode(vm.Annotations[AnnotationMode]) == vdi.ModeEphemeral {
+		p.Mode = vdi.ModeEphemeral
+	}
+	if s := vm.Annotations[AnnotationPolicy]; s != "" {
+		// A policy that does not parse leaves the defaults; pool create
+		// writes it, so only a hand edit gets here.
+		_ = json.Unmarshal([]byte(s), &p.Policy)
+	}
+	return p
+}
+
+// memberOf maps a VM and its printable status to a member.
+func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
+	m := vdi.Member{Namespace: vm.Namespace, Name: vm.Name, Pool: vm.Labels[vdi.LabelPool]}
+	switch s := vm.Status.PrintableStatus; s {
+	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusMigrating:
+		m.Power = vdi.PowerRunning
+	case kubevirtv1.VirtualMachineStatusStarting, kubevirtv1.VirtualMachineStatusProvisioning,
+		kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, kubevirtv1.VirtualMachineStatusWaitingForReceiver:
+		m.Power = vdi.PowerStarting
+	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
+		m.Power = vdi.PowerStopping
+	case kubevirtv1.VirtualMachineStatusStopped:
+		m.Power = vdi.PowerStopped
+	case "":
+		// No controller has written a status yet: go by what was asked.
+		m.Power = vdi.PowerStarting
+		if rs := vm.Spec.RunStrategy; (rs != nil && *rs == kubevirtv1.RunStrategyHalted) || (vm.Spec.Running != nil && !*vm.Spec.Running) {
+			m.Power = vdi.PowerStopped
+		}
+	default:
+		m.Power, m.Reason = vdi.PowerFailed, string(s)
+		// The first condition that says what is wrong, e.g. Failure or a
+		// Ready=False with the scheduler's message.
+		for _, c := range vm.Status.Conditions {
+			if c.Message != "" && (c.Type == kubevirtv1.VirtualMachineFailure || c.Status != "True") {
+				m.Reason += ": " + c.Message
+				break
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,117 @@
+package kube_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestVMs reads VM pools back from labelled VirtualMachines, as the
+// portal's ServiceAccount.
+func TestVMs(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	c.InstallKubeVirt(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	vm := func(name string, labels, ann map[string]string, status kubevirtv1.VirtualMachineStatus) {
+		t.Helper()
+		o := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: ann},
+			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if status.PrintableStatus != "" {
+			o.Status = status
+			if err := admin.Status().Update(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inPool := func(p string) map[string]string { return map[string]string{vdi.LabelPool: p} }
+	eph := map[string]string{kube.AnnotationMode: "ephemeral", kube.AnnotationSource: "golden",
+		kube.AnnotationPolicy: `{"disconnectGrace":60000000000}`}
+	vm("golden", nil, nil, kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped})
+	vm("desk-1", inPool("desk"), eph, kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusRunning})
+	vm("desk-2", inPool("desk"), eph, kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped})
+	vm("desk-3", inPool("desk"), eph, kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusUnschedulable,
+		Conditions: []kubevirtv1.VirtualMachineCondition{{Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse,
+			Message: "0/3 nodes are available: insufficient nvidia.com/gpu"}}})
+	vm("lab-1", inPool("lab"), nil, kubevirtv1.VirtualMachineStatus{})
+
+	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := vms.Pools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]vdi.Pool{}
+	for _, p := range pools {
+		if p.Namespace == ns {
+			got[p.Name] = p
+		}
+	}
+	if p := got["desk"]; p.Size != 3 || p.Mode != vdi.ModeEphemeral || p.Source != "golden" || p.Kind != vdi.KindVM ||
+		p.Policy.DisconnectGrace.Minutes() != 1 {
+		t.Errorf("pool desk = %+v; want 3 ephemeral VMs from golden with a 1m grace", p)
+	}
+	if p := got["lab"]; p.Size != 1 || p.Mode != vdi.ModePersistent {
+		t.Errorf("pool lab = %+v; want 1 persistent VM (the default)", p)
+	}
+	if len(got) != 2 {
+		t.Errorf("pools in %s: %v; want desk and lab only (the golden VM is in no pool)", ns, got)
+	}
+
+	members, err := vms.Members(ctx, ns, "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name   string
+		power  vdi.Power
+		reason string
+	}{
+		{"desk-1", vdi.PowerRunning, ""},
+		{"desk-2", vdi.PowerStopped, ""},
+		{"desk-3", vdi.PowerFailed, "ErrorUnschedulable: 0/3 nodes are available: insufficient nvidia.com/gpu"},
+	}
+	if len(members) != len(want) {
+		t.Fatalf("members of desk: %+v; want %d", members, len(want))
+	}
+	for i, w := range want {
+		if m := members[i]; m.Name != w.name || m.Power != w.power || m.Reason != w.reason || m.Pool != "desk" {
+			t.Errorf("member %d = %+v; want %s %s %q", i, m, w.name, w.power, w.reason)
+		}
+	}
+	if m, err := vms.Member(ctx, vdi.Ref{Namespace: ns, Name: "lab-1"}); err != nil || m.Power != vdi.PowerStopped {
+		t.Errorf("lab-1 with no status yet and runStrategy Halted: %+v, %v; want stopped", m, err)
+	}
+	for _, name := range []string{"golden", "gone"} {
+		if _, err := vms.Member(ctx, vdi.Ref{Namespace: ns, Name: name}); vdi.ErrorCode(err) != vdi.ENotFound {
+			t.Errorf("Member(%s): %v; want ENotFound", name, err)
+		}
+	}
+	if _, err := vms.Pool(ctx, ns, "nope"); vdi.ErrorCode(err) != vdi.ENotFound {
+		t.Errorf("Pool(nope): %v; want ENotFound", err)
+	}
+}
