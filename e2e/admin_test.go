@@ -146,7 +146,9 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		must(t, expect.Locator(memberRow(page, free).GetByTestId("power")).ToHaveText("running"))
 	})
 
+	alicePage, _ := openConsole(t, b, p, "alice") // the test's: it outlives the subtests
 	t.Run("ViewOnlyConsole", func(t *testing.T) {
+		must(t, expect.Locator(memberRow(page, alices.Name).GetByTestId("consoles")).ToContainText("1 vnc · direct"))
 		watch := b.MustNewPage(t, 1280, 800)
 		signIn(t, watch, p, "ops", "/admin/shadow/local/"+alices.Name)
 		must(t, expect.Locator(watch.GetByTestId("status")).ToHaveText("Connected"))
@@ -160,6 +162,9 @@ func TestAdmin_DashboardActions(t *testing.T) {
 			must(t, watch.Mouse().Click(box.X+box.Width/2+float64(i*20), box.Y+box.Height/2))
 		}
 		must(t, watch.Keyboard().Type("hello"))
+		if text, _ := alicePage.GetByTestId("status").TextContent(); text != "Connected" {
+			t.Errorf("alice's console while ops watches: %q; want still Connected", text)
+		}
 		must(t, watch.Close())
 		var session []string
 		ok := eventually(10*time.Second, func() bool {
@@ -181,6 +186,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 	t.Run("ForceReleaseWithReason", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, alices.Name), "release", "host maintenance")
 		must(t, expect.Locator(memberRow(page, alices.Name).GetByTestId("holder")).ToHaveText("free"))
+		must(t, expect.Locator(alicePage.GetByTestId("status")).ToHaveText("An admin (ops) released this desktop. Reason: host maintenance"))
 		if !auditHas(t, p, "user=alice", "force-release", alices.Name, "reason: host maintenance") {
 			t.Errorf("audit log has no force-release of %s with the reason", alices.Name)
 		}
