@@ -128,9 +128,18 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		}
 	}
 
-	t.Run("AssignToUser", func(t *testing.T) {
-		adminAct(t, page, memberRow(page, free), "assign", "bob")
+	t.Run("AssignToUserByKeyboard", func(t *testing.T) {
+		must(t, memberRow(page, free).GetByTestId("assign").Focus())
+		must(t, page.Keyboard().Press("Enter"))
+		must(t, expect.Locator(page.GetByTestId("dialog-input")).ToBeFocused())
+		must(t, page.Keyboard().Type("bob"))
+		must(t, page.Keyboard().Press("Enter"))
 		must(t, expect.Locator(memberRow(page, free).GetByTestId("holder")).ToHaveText("bob"))
+		// Focus comes back to the row, whose Assign became Force-release.
+		focusedRow, err := page.Evaluate(`() => document.activeElement.closest('[data-desktop]')?.dataset.desktop`, nil)
+		if err != nil || focusedRow != "local/"+free {
+			t.Errorf("after assigning, focus is in row %v (%v); want local/%s", focusedRow, err, free)
+		}
 		if h := holder(t, p, free); h != "bob" {
 			t.Errorf("after assigning %s to bob the API says holder %q", free, h)
 		}

@@ -27,15 +27,20 @@ async function refresh() {
   const focused = document.activeElement;
   const key = focused && live.contains(focused) ? focusKey(focused) : null;
   live.innerHTML = html; // the portal's own rendering, escaped by templ
-  if (key) live.querySelector(key)?.focus();
+  // The same control again, else the first one of its row or pool (an
+  // action may swap the row's buttons, e.g. Assign for Force-release).
+  if (key) (live.querySelector(key.control) || live.querySelector(`${key.scope} button, ${key.scope} a`))?.focus();
   live.dataset.refreshedAt = String(Date.now());
 }
 
+// focusKey returns selectors for el and for its row or pool, to find them
+// again in a re-rendered live part.
 function focusKey(el) {
   const row = el.closest('[data-desktop]');
   const pool = el.closest('[data-pool]');
   const scope = row ? `[data-desktop="${CSS.escape(row.dataset.desktop)}"]` : pool ? `[data-pool="${CSS.escape(pool.dataset.pool)}"]` : '';
-  return el.dataset.testid ? `${scope} [data-testid="${CSS.escape(el.dataset.testid)}"]` : null;
+  if (!scope || !el.dataset.testid) return null;
+  return { scope, control: `${scope} [data-testid="${CSS.escape(el.dataset.testid)}"]` };
 }
 
 async function callAPI(method, url, body) {
