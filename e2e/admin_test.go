@@ -148,6 +148,26 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		}
 	})
 
+	t.Run("LiveUpdateWithoutReload", func(t *testing.T) {
+		_, err := page.Evaluate(`() => { window.notReloaded = true; }`, nil)
+		must(t, err)
+		var d desktop
+		if code := p.API(t, "dave", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+			t.Fatalf("dave's claim: %d", code)
+		}
+		must(t, expect.Locator(memberRow(page, d.Name).GetByTestId("holder")).ToHaveText("dave"))
+		if v, err := page.Evaluate(`() => window.notReloaded === true`, nil); err != nil || v != true {
+			t.Errorf("the dashboard reloaded to show dave's claim; want a live update")
+		}
+		home := b.MustNewPage(t, 1280, 800)
+		signIn(t, home, p, "dave", "/")
+		must(t, expect.Locator(home.GetByTestId("time-left")).ToContainText("Reclaimed in 14 min"))
+		must(t, home.Close())
+		if code := p.API(t, "dave", "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
+			t.Fatalf("dave's release: %d", code)
+		}
+	})
+
 	t.Run("StopAndStart", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, free), "stop", "")
 		must(t, expect.Locator(memberRow(page, free).GetByTestId("power")).ToHaveText("stopped"))
