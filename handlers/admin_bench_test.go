@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,11 +22,15 @@ import (
 
 // mustAdminHandler returns the portal's handler on a real database and
 // local backend with pools×perPool members, every third one claimed with
-// a console open; "ops" is an admin. No desktop runs.
+// a console open; "ops" is an admin. No desktop runs until one is started.
 func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 	tb.Helper()
 	ctx := context.Background()
-	dir := tb.TempDir()
+	dir, err := os.MkdirTemp("", "cadm") // short: desktops' sockets live under it
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
 	log := slog.New(slog.DiscardHandler)
 	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
 	if err != nil {
@@ -36,6 +41,7 @@ func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { backend.StopAll(context.Background()) })
 	svc := vdi.NewService(vdi.Config{Backend: backend, Leases: db.Leases(), Audit: db, Log: log,
 		Policy: vdi.Policy{DisconnectGrace: 15 * time.Minute}})
 	now := time.Now()

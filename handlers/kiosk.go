@@ -13,6 +13,12 @@ import (
 // chrome. ?ns= picks the namespace when pools of that name exist in
 // several. When none is free the page says so and tries again by itself.
 func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	// Opening the page claims a desktop: only a navigation may, never an
+	// image or fetch that another site embeds (identity headers from
+	// tailscale serve ride along with those too).
+	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" && mode != "navigate" {
+		return vdi.Errorf(vdi.EForbidden, "Open the kiosk link in the browser's address bar.", "The kiosk page only opens as a page.")
+	}
 	name, ns := r.PathValue("pool"), r.URL.Query().Get("ns")
 	if ns == "" {
 		pools, err := h.desktops.Pools(r.Context())

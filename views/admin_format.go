@@ -63,9 +63,24 @@ func timeLeft(now time.Time, r *vdi.Deadline) string {
 		return ""
 	}
 	if !r.At.After(now) {
-		return "due now (" + r.Rule + ")"
+		return "due now (" + ruleText(r.Rule) + ")"
 	}
-	return span(r.At.Sub(now)) + " (" + r.Rule + ")"
+	return span(r.At.Sub(now)) + " (" + ruleText(r.Rule) + ")"
+}
+
+// ruleText says what a reclaim rule means in a few words.
+func ruleText(rule string) string {
+	switch rule {
+	case vdi.RuleDisconnect:
+		return "no console open"
+	case vdi.RuleIdle:
+		return "no input"
+	case vdi.RuleMaxSession:
+		return "session limit"
+	case vdi.RuleExpired:
+		return "claim expired"
+	}
+	return rule
 }
 
 // policyText renders a pool's effective reclaim policy in words.

@@ -150,5 +150,11 @@ for (const d of [dialog, poolDialog]) {
   });
 }
 
+// A thumbnail that cannot be taken (the desktop is starting or just
+// stopped) shows the empty placeholder instead of a broken image.
+live.addEventListener('error', (ev) => {
+  if (ev.target.tagName === 'IMG') ev.target.replaceWith(Object.assign(document.createElement('span'), { className: 'thumb-off' }));
+}, true);
+
 setInterval(refresh, REFRESH_MS);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });
