@@ -25,10 +25,11 @@ const (
 )
 
 // VMs reads the KubeVirt VirtualMachines that make VM pools: the VMs
-// labelled vdi.LabelPool. It is the read side of the Kubernetes backend;
-// power and consoles come with the KubeVirt subresources.
+// labelled vdi.LabelPool, and powers them through the KubeVirt
+// subresources. Consoles are still to come.
 type VMs struct {
-	rest      rest.Interface
+	rest      rest.Interface // kubevirt.io/v1
+	sub       rest.Interface // subresources.kubevirt.io/v1
 	namespace string
 }
 
@@ -49,7 +50,11 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt client: %w", err)
 	}
-	return &VMs{rest: rc, namespace: namespace}, nil
+	sub, err := subresources(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, namespace: namespace}, nil
 }
 
 // list returns the pool members in namespace (the configured one when

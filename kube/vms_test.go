@@ -115,3 +115,50 @@ func TestVMs(t *testing.T) {
 		t.Errorf("Pool(nope): %v; want ENotFound", err)
 	}
 }
+
+// TestVMsPower starts and stops a member through the subresources API, as
+// the portal's ServiceAccount, against the KubeVirt stand-in.
+func TestVMsPower(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pw-1", Labels: map[string]string{vdi.LabelPool: "pw"}},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
+	if err := admin.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := vdi.Ref{Namespace: ns, Name: "pw-1"}
+	if err := vms.Start(ctx, ref); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if m, _ := vms.Member(ctx, ref); m.Power != vdi.PowerRunning {
+		t.Errorf("after Start %s is %s; want running", ref, m.Power)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil || vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyAlways {
+		t.Errorf("after Start the VM's runStrategy is %v, %v; want Always", vm.Spec.RunStrategy, err)
+	}
+	if err := vms.Stop(ctx, ref); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if m, _ := vms.Member(ctx, ref); m.Power != vdi.PowerStopped {
+		t.Errorf("after Stop %s is %s; want stopped", ref, m.Power)
+	}
+	if err := vms.Start(ctx, vdi.Ref{Namespace: ns, Name: "gone"}); vdi.ErrorCode(err) != vdi.ENotFound {
+		t.Errorf("Start of a missing VM: %v; want ENotFound", err)
+	}
+}

@@ -1,0 +1,186 @@
+package testcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// KubeVirtStandIn is a TEST-ONLY stand-in for KubeVirt's virt-api and
+// virt-controller, so that the portal's production code path (the
+// subresources.kubevirt.io API through the apiserver) runs unchanged in
+// tests. It is an aggregated API server registered with an APIService
+// v1.subresources.kubevirt.io pointing at a Service of type ExternalName
+// localhost. So far it serves:
+//
+//   - PUT virtualmachines/{name}/start and /stop: sets the VM's
+//     runStrategy and, acting as the controller at once, its
+//     printableStatus (Running / Stopped) and ready flag.
+//
+// Simplified: no VMI objects, no consoles yet, no authentication of the
+// proxied request (the apiserver has authorized it with RBAC already).
+type KubeVirtStandIn struct {
+	srv *httptest.Server
+	cl  client.Client
+}
+
+// StartKubeVirtStandIn installs the KubeVirt CRDs, starts the stand-in and
+// registers it; it is stopped when tb ends.
+func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
+	tb.Helper()
+	c.InstallKubeVirt(tb)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &KubeVirtStandIn{cl: cl}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /apis", s.handleGroups)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io", s.handleGroup)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1", s.handleResources)
+	mux.HandleFunc("PUT /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/{action}", s.handlePower)
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Listener.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.srv.Listener = ln
+	s.srv.StartTLS()
+	tb.Cleanup(s.srv.Close)
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := s.register(context.Background(), int32(port)); err != nil {
+		tb.Fatalf("testcluster: register the KubeVirt stand-in: %v", err)
+	}
+	return s
+}
+
+// register points v1.subresources.kubevirt.io at the stand-in and waits
+// until the apiserver routes to it.
+func (s *KubeVirtStandIn) register(ctx context.Context, port int32) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt"}}
+	if err := s.cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api-standin"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
+			Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(port)}}}}
+	if err := s.cl.Create(ctx, svc); err != nil {
+		return err
+	}
+	apisvc := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.subresources.kubevirt.io"},
+		Spec: apiregistrationv1.APIServiceSpec{Group: "subresources.kubevirt.io", Version: "v1",
+			Service:               &apiregistrationv1.ServiceReference{Namespace: "kubevirt", Name: "virt-api-standin", Port: &port},
+			InsecureSkipTLSVerify: true, GroupPriorityMinimum: 1000, VersionPriority: 15}}
+	if err := s.cl.Create(ctx, apisvc); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got apiregistrationv1.APIService
+		err := s.cl.Get(ctx, client.ObjectKey{Name: apisvc.Name}, &got)
+		if err == nil {
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiregistrationv1.Available && c.Status == apiregistrationv1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("APIService %s not available after 30s: %+v, %v", apisvc.Name, got.Status.Conditions, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var standInResources = []metav1.APIResource{
+	{Name: "virtualmachines/start", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
+	{Name: "virtualmachines/stop", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
+}
+
+func (s *KubeVirtStandIn) handleGroups(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups: []metav1.APIGroup{standInGroup()}})
+}
+
+func (s *KubeVirtStandIn) handleGroup(w http.ResponseWriter, r *http.Request) {
+	g := standInGroup()
+	g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+	writeJSON(w, http.StatusOK, &g)
+}
+
+func standInGroup() metav1.APIGroup {
+	v := metav1.GroupVersionForDiscovery{GroupVersion: "subresources.kubevirt.io/v1", Version: "v1"}
+	return metav1.APIGroup{Name: "subresources.kubevirt.io", Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+}
+
+func (s *KubeVirtStandIn) handleResources(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: "subresources.kubevirt.io/v1", APIResources: standInResources})
+}
+
+// handlePower is PUT .../virtualmachines/{name}/start|stop.
+func (s *KubeVirtStandIn) handlePower(w http.ResponseWriter, r *http.Request) {
+	ns, name, action := r.PathValue("ns"), r.PathValue("name"), r.PathValue("action")
+	strategy, status, ready := kubevirtv1.RunStrategyAlways, kubevirtv1.VirtualMachineStatusRunning, true
+	switch action {
+	case "start":
+	case "stop":
+		strategy, status, ready = kubevirtv1.RunStrategyHalted, kubevirtv1.VirtualMachineStatusStopped, false
+	default:
+		writeStatus(w, http.StatusNotFound, "the stand-in does not serve virtualmachines/"+action)
+		return
+	}
+	ctx := r.Context()
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	spec, _ := json.Marshal(map[string]any{"spec": map[string]any{"runStrategy": strategy, "running": nil}})
+	if err := s.cl.Patch(ctx, vm, client.RawPatch(types.MergePatchType, spec)); apierrors.IsNotFound(err) {
+		writeStatus(w, http.StatusNotFound, "virtualmachine "+ns+"/"+name+" not found")
+		return
+	} else if err != nil {
+		writeStatus(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	st, _ := json.Marshal(map[string]any{"status": map[string]any{"printableStatus": status, "ready": ready, "created": ready}})
+	if err := s.cl.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, st)); err != nil {
+		writeStatus(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeStatus(w http.ResponseWriter, code int, msg string) {
+	reason := metav1.StatusReasonInternalError
+	if code == http.StatusNotFound {
+		reason = metav1.StatusReasonNotFound
+	}
+	writeJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
+}
