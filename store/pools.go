@@ -61,9 +61,14 @@ func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
 // reads only that pool (the dashboard reads each pool's members, and a
 // full scan per pool grows with the square of the member count).
 func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT p.name, p.kind, p.mode, p.source, p.policy, m.name
-		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name
-		WHERE ? = '' OR p.name = ? ORDER BY p.name, m.created_at, m.name`, name, name)
+	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, m.name
+		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name `
+	var args []any
+	if name != "" { // a separate statement, so that SQLite uses the primary key
+		query += `WHERE p.name = ? `
+		args = append(args, name)
+	}
+	rows, err := db.db.QueryContext(ctx, query+`ORDER BY p.name, m.created_at, m.name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list pools: %w", err)
 	}

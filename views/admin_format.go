@@ -114,14 +114,6 @@ func clock(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func desktopAPI(ns, name, verb string) string {
-	return "/api/vdi/desktops/" + ns + "/" + name + "/" + verb
-}
-
-func poolAPI(ns, name string) string {
-	return "/api/vdi/pools/" + ns + "/" + name
-}
-
 func thumbURL(ns, name string, v int64) string {
 	return fmt.Sprintf("/admin/thumbs/%s/%s?v=%d", ns, name, v)
 }

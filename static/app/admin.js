@@ -65,22 +65,60 @@ const errorBox = document.getElementById('action-error');
 let pending = null;
 let opener = null;
 
+// What each row and pool button does: its request, question and input.
+// d is the row's desktop ({ ns, name, holder }) or the pool ({ ns, pool, size }).
+const desktopURL = (d, verb) => `/api/vdi/desktops/${encodeURIComponent(d.ns)}/${encodeURIComponent(d.name)}/${verb}`;
+const poolURL = (d) => `/api/vdi/pools/${encodeURIComponent(d.ns)}/${encodeURIComponent(d.pool)}`;
+const actions = {
+  start: { url: (d) => desktopURL(d, 'start'), title: (d) => `Start ${d.name}?` },
+  stop: { url: (d) => desktopURL(d, 'stop'), title: (d) => `Stop ${d.name}? Unsaved work in it is lost.` },
+  release: {
+    url: (d) => desktopURL(d, 'release'),
+    title: (d) => `Force-release ${d.name} from ${d.holder}? Their console closes with your reason.`,
+    input: 'reason', label: (d) => `Reason (shown to ${d.holder})`,
+  },
+  assign: {
+    url: (d) => desktopURL(d, 'assign'), title: (d) => `Assign ${d.name} to a user`,
+    input: 'user', label: () => 'User login', required: true,
+  },
+  recreate: { url: (d) => desktopURL(d, 'recreate'), title: (d) => `Recreate ${d.name} from its source? Its home is wiped.` },
+  resize: {
+    method: 'PATCH', url: poolURL, title: (d) => `Resize pool ${d.pool}`,
+    input: 'size', type: 'number', value: (d) => d.size, label: () => 'New size (claimed desktops are never removed)',
+  },
+  'delete-pool': { method: 'DELETE', url: poolURL, title: (d) => `Delete pool ${d.pool} and all its desktops?` },
+};
+
+// subject returns what a button acts on, read from its row or pool.
+function subject(button) {
+  const row = button.closest('[data-desktop]');
+  if (row) {
+    const [ns, name] = row.dataset.desktop.split('/');
+    return { ns, name, holder: row.dataset.holder, label: row.dataset.desktop };
+  }
+  const pool = button.closest('[data-pool]');
+  return { ns: pool.dataset.ns, pool: pool.dataset.pool, size: pool.dataset.size, label: pool.dataset.pool };
+}
+
 live.addEventListener('click', (ev) => {
   const button = ev.target.closest('button[data-action]');
-  if (!button) return;
-  pending = { ...button.dataset };
-  const scope = button.closest('[data-desktop]')?.dataset.desktop || button.closest('[data-pool]')?.dataset.pool || '';
-  pending.done = `${button.textContent.trim()} ${scope}: done.`;
+  const action = button && actions[button.dataset.action];
+  if (!action) return;
+  const d = subject(button);
+  pending = {
+    method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type,
+    done: `${button.textContent.trim()} ${d.label}: done.`,
+  };
   opener = button;
   document.getElementById('action-title').textContent = pending.title;
   errorBox.textContent = '';
-  field.hidden = !pending.input;
-  input.value = pending.inputValue || '';
-  input.type = pending.inputType || 'text';
-  input.required = pending.required === 'true';
-  document.getElementById('action-label').textContent = pending.inputLabel || '';
+  field.hidden = !action.input;
+  input.value = action.value ? action.value(d) : '';
+  input.type = action.type || 'text';
+  input.required = Boolean(action.required);
+  document.getElementById('action-label').textContent = action.label ? action.label(d) : '';
   dialog.showModal();
-  (pending.input ? input : form.querySelector('[data-testid=dialog-confirm]')).focus();
+  (action.input ? input : form.querySelector('[data-testid=dialog-confirm]')).focus();
 });
 
 function body(p) {
