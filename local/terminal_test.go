@@ -2,6 +2,8 @@ package local
 
 import (
 	"bytes"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +55,43 @@ func TestTerminal_ResizeReachesThePty(t *testing.T) {
 	case <-term.done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("shell still running after Close")
+	}
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(tb testing.TB) int {
+	tb.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+func TestTerminal_OpenCloseLeavesNothing(t *testing.T) {
+	d := &Desktop{spec: DesktopSpec{Name: "t", Home: t.TempDir()}, display: 99}
+	before, goroutines := openFDs(t), runtime.NumGoroutine()
+	const cycles = 300
+	for i := range cycles {
+		term, err := d.StartTerminal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 { // half of them with a shell that has started
+			term.Write([]byte("echo up\r"))
+			readUntil(t, term, "up")
+		}
+		term.Close()
+	}
+	// Give the runtime a moment to finish the reapers' exits.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (openFDs(t) > before || runtime.NumGoroutine() > goroutines) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := openFDs(t); got > before {
+		t.Errorf("open fds after %d terminals: %d; want at most %d", cycles, got, before)
+	}
+	if got := runtime.NumGoroutine(); got > goroutines {
+		t.Errorf("goroutines after %d terminals: %d; want at most %d", cycles, got, goroutines)
 	}
 }

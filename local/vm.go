@@ -35,6 +35,7 @@ const (
 	vmMemory       = "128" // MiB; 64 does not boot the Debian kernel
 	vmReadyWait    = 10 * time.Second
 	vmStopGrace    = 3 * time.Second
+	vmKVMBootWait  = 15 * time.Second
 	// VMUser is the login of every local VM.
 	VMUser = "root"
 )
@@ -135,6 +136,23 @@ func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logge
 	if err := os.WriteFile(filepath.Join(dir, vmPasswordName), []byte(password), 0o600); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
+	accel := vmAccel()
+	v, err := launchVM(ctx, name, dir, qemu, img, accel, hash, log)
+	if err != nil || accel[1] != "kvm" {
+		return v, err
+	}
+	// Some hosts open /dev/kvm but cannot run guests: QEMU then hangs
+	// without a word. A KVM guest speaks on its serial line within seconds.
+	if err := v.speaksWithin(ctx, vmKVMBootWait); err != nil {
+		v.log.Warn("vm silent under KVM; restarting it with TCG (set CORRAL_VDI_VM_ACCEL=tcg to skip KVM)", "err", err)
+		v.Stop()
+		return launchVM(ctx, name, dir, qemu, img, []string{"-accel", "tcg"}, hash, log)
+	}
+	return v, nil
+}
+
+// launchVM starts QEMU with accel and waits until it listens.
+func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []string, hash string, log *slog.Logger) (*VM, error) {
 	vncPort, err := freeVNCPort()
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
@@ -143,7 +161,7 @@ func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	args := append(vmAccel(),
+	args := append(append([]string{}, accel...),
 		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
 		"-nic", "none", "-display", "none", "-vga", "std",
 		"-vnc", "127.0.0.1:"+strconv.Itoa(vncPort-5900),
@@ -169,8 +187,26 @@ func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logge
 		v.Stop()
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	v.log.Info("vm started", "pid", p.PID, "vnc", v.rec.VNC, "serial", v.rec.Serial)
+	v.log.Info("vm started", "pid", p.PID, "accel", accel[1], "vnc", v.rec.VNC, "serial", v.rec.Serial)
 	return v, nil
+}
+
+// speaksWithin reports, as a nil error, whether the guest writes anything
+// on its serial line within d.
+func (v *VM) speaksWithin(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var dialer net.Dialer
+	c, err := dialer.DialContext(ctx, "tcp", v.rec.Serial)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.Write([]byte("\r")) // a getty that is already up answers with a prompt
+	_, err = c.Read(make([]byte, 1))
+	return err
 }
 
 // AdoptVM takes over the guest a previous portal recorded in dir; the error
