@@ -67,6 +67,17 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 	}
 }
 
+// adminAPI is api for admin-only routes: a non-admin is refused before
+// anything of the request is read.
+func (h *Handler) adminAPI(fn handlerFunc) http.HandlerFunc {
+	return h.api(func(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+		if err := requireAdmin(id); err != nil {
+			return err
+		}
+		return fn(w, r, id)
+	})
+}
+
 // page wraps a page handler: sign-in redirect without an identity, an error
 // page on failure.
 func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
