@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,5 +161,56 @@ func TestVMsPower(t *testing.T) {
 	}
 	if err := vms.Start(ctx, vdi.Ref{Namespace: ns, Name: "gone"}); vdi.ErrorCode(err) != vdi.ENotFound {
 		t.Errorf("Start of a missing VM: %v; want ENotFound", err)
+	}
+}
+
+// TestVMsMirrorClaim labels a member as its holder's and clears it, as the
+// portal's ServiceAccount.
+func TestVMsMirrorClaim(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	c.InstallKubeVirt(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mir-1",
+		Labels: map[string]string{vdi.LabelPool: "mir", "team": "blue"}}}
+	if err := admin.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := vdi.Ref{Namespace: ns, Name: "mir-1"}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	if err := vms.MirrorClaim(ctx, ref, "alice@example.com", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+		t.Fatal(err)
+	}
+	if vm.Labels[vdi.LabelAssignedTo] != "alice_example.com" || vm.Annotations[vdi.LabelAssignedTo] != "alice@example.com" ||
+		vm.Annotations[kube.AnnotationClaimedAt] != "2026-11-29T10:00:00Z" || vm.Labels["team"] != "blue" {
+		t.Errorf("after mirroring: labels %v, annotations %v; want alice's claim shown and other labels kept", vm.Labels, vm.Annotations)
+	}
+	if err := vms.MirrorClaim(ctx, ref, "", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := vm.Labels[vdi.LabelAssignedTo]; ok || vm.Annotations[kube.AnnotationClaimedAt] != "" {
+		t.Errorf("after clearing: labels %v, annotations %v; want no claim shown", vm.Labels, vm.Annotations)
+	}
+	if err := vms.MirrorClaim(ctx, vdi.Ref{Namespace: ns, Name: "gone"}, "bob", at); vdi.ErrorCode(err) != vdi.ENotFound {
+		t.Errorf("mirroring on a missing VM: %v; want ENotFound", err)
 	}
 }

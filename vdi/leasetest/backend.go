@@ -18,18 +18,23 @@ type Pool struct {
 	Namespace, Name string
 	StartDelay      time.Duration
 
-	mu        sync.Mutex
-	names     []string
-	power     map[string]vdi.Power
-	failStart bool
+	mu         sync.Mutex
+	names      []string
+	power      map[string]vdi.Power
+	assigned   map[string]string
+	failStart  bool
+	failMirror bool
 }
 
-var _ vdi.Backend = (*Pool)(nil)
+var (
+	_ vdi.Backend     = (*Pool)(nil)
+	_ vdi.ClaimMirror = (*Pool)(nil)
+)
 
 // NewPool returns a pool of members name-1..name-n in namespace; the first
 // running of them are running, the rest stopped.
 func NewPool(namespace, name string, n, running int) *Pool {
-	p := &Pool{Namespace: namespace, Name: name, power: map[string]vdi.Power{}}
+	p := &Pool{Namespace: namespace, Name: name, power: map[string]vdi.Power{}, assigned: map[string]string{}}
 	for i := 1; i <= n; i++ {
 		m := fmt.Sprintf("%s-%d", name, i)
 		p.names = append(p.names, m)
@@ -46,6 +51,31 @@ func (p *Pool) SetFailStart(fail bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failStart = fail
+}
+
+// SetFailMirror makes MirrorClaim fail (true) or work again (false).
+func (p *Pool) SetFailMirror(fail bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failMirror = fail
+}
+
+// AssignedTo returns whom the member is shown as assigned to.
+func (p *Pool) AssignedTo(member string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.assigned[member]
+}
+
+// MirrorClaim implements vdi.ClaimMirror.
+func (p *Pool) MirrorClaim(_ context.Context, r vdi.Ref, holder string, _ time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failMirror {
+		return errors.New("leasetest: mirror failed as the test asked")
+	}
+	p.assigned[r.Name] = holder
+	return nil
 }
 
 // Power returns the member's power state.
