@@ -26,10 +26,11 @@ const (
 
 // VMs reads the KubeVirt VirtualMachines that make VM pools: the VMs
 // labelled vdi.LabelPool, and powers them through the KubeVirt
-// subresources. Consoles are still to come.
+// subresources, whose console websockets it opens.
 type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
+	dial      *dialer
 	namespace string
 }
 
@@ -54,7 +55,11 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, namespace: namespace}, nil
+	d, err := newDialer(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: console dialer: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, dial: d, namespace: namespace}, nil
 }
 
 // list returns the pool members in namespace (the configured one when

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,13 +32,19 @@ import (
 //
 //   - PUT virtualmachines/{name}/start and /stop: sets the VM's
 //     runStrategy and, acting as the controller at once, its
-//     printableStatus (Running / Stopped) and ready flag.
+//     printableStatus (Running / Stopped) and ready flag;
+//   - GET virtualmachineinstances/{name}/vnc and /console: a websocket
+//     (subprotocol plain.kubevirt.io, binary messages) piped to the TCP
+//     address the test gave SetConsole, e.g. a real Xvnc or QEMU serial.
 //
-// Simplified: no VMI objects, no consoles yet, no authentication of the
-// proxied request (the apiserver has authorized it with RBAC already).
+// Simplified: no VMI objects, no authentication of the proxied request
+// (the apiserver has authorized it with RBAC already).
 type KubeVirtStandIn struct {
 	srv *httptest.Server
 	cl  client.Client
+
+	mu       sync.Mutex
+	consoles map[string]string // ns/vmi/vnc|console -> TCP address behind it
 }
 
 // StartKubeVirtStandIn installs the KubeVirt CRDs, starts the stand-in and
@@ -54,12 +62,13 @@ func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &KubeVirtStandIn{cl: cl}
+	s := &KubeVirtStandIn{cl: cl, consoles: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io", s.handleGroup)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1", s.handleResources)
 	mux.HandleFunc("PUT /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/{action}", s.handlePower)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/{console}", s.handleConsole)
 	s.srv = httptest.NewUnstartedServer(mux)
 	s.srv.Listener.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,6 +126,67 @@ func (s *KubeVirtStandIn) register(ctx context.Context, port int32) error {
 var standInResources = []metav1.APIResource{
 	{Name: "virtualmachines/start", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
 	{Name: "virtualmachines/stop", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
+	{Name: "virtualmachineinstances/vnc", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
+	{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
+}
+
+// SetConsole puts the TCP address addr behind the VMI's vnc or console
+// subresource.
+func (s *KubeVirtStandIn) SetConsole(namespace, vmi, console, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consoles[namespace+"/"+vmi+"/"+console] = addr
+}
+
+var upgrader = websocket.Upgrader{Subprotocols: []string{"plain.kubevirt.io"}, CheckOrigin: func(*http.Request) bool { return true }}
+
+// handleConsole is GET .../virtualmachineinstances/{name}/vnc|console.
+func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	addr := s.consoles[r.PathValue("ns")+"/"+r.PathValue("name")+"/"+r.PathValue("console")]
+	s.mu.Unlock()
+	if addr == "" {
+		writeStatus(w, http.StatusNotFound, "no "+r.PathValue("console")+" for virtualmachineinstance "+r.PathValue("ns")+"/"+r.PathValue("name"))
+		return
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		writeStatus(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	defer conn.Close()
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	go func() {
+		defer conn.Close()
+		for {
+			typ, msg, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if typ != websocket.BinaryMessage {
+				continue // KubeVirt ignores text frames too
+			}
+			if _, err := conn.Write(msg); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (s *KubeVirtStandIn) handleGroups(w http.ResponseWriter, r *http.Request) {
