@@ -55,8 +55,14 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 			cmd.Env[i] = "SHELL=" + shell
 		}
 	}
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
 	if err != nil {
+		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
+	}
+	f, err := pollable(ptmx)
+	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}
 	t := &TerminalConn{pty: f, cmd: cmd, done: make(chan struct{})}
@@ -65,6 +71,22 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		close(t.done)
 	}()
 	return t, nil
+}
+
+// pollable returns a copy of the pty master f in non-blocking mode, which
+// Go's poller serves: deadlines work and Close ends a pending Read. pty
+// leaves f blocking (it asks f for its Fd), where neither holds. f is closed.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 // Read reads the shell's output. The pty's EIO once the shell has gone is
