@@ -48,9 +48,15 @@ type KubeVirtStandIn struct {
 }
 
 // StartKubeVirtStandIn installs the KubeVirt CRDs, starts the stand-in and
-// registers it; it is stopped when tb ends.
+// registers it, once per cluster: later calls return the same stand-in,
+// which stops with the cluster. Tests keep apart by namespace.
 func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.standIn != nil {
+		return c.standIn
+	}
 	c.InstallKubeVirt(tb)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
@@ -77,11 +83,12 @@ func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	}
 	s.srv.Listener = ln
 	s.srv.StartTLS()
-	tb.Cleanup(s.srv.Close)
 	port := ln.Addr().(*net.TCPAddr).Port
 	if err := s.register(context.Background(), int32(port)); err != nil {
+		s.srv.Close()
 		tb.Fatalf("testcluster: register the KubeVirt stand-in: %v", err)
 	}
+	c.standIn = s
 	return s
 }
 

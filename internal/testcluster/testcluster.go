@@ -58,6 +58,9 @@ type Cluster struct {
 	Config *rest.Config
 	// Client is a typed client with Config.
 	Client kubernetes.Interface
+
+	mu      sync.Mutex
+	standIn *KubeVirtStandIn
 }
 
 // Start starts a cluster; callers Stop it.
@@ -96,8 +99,16 @@ func Start() (*Cluster, error) {
 	return &Cluster{env: env, Config: cfg, Client: client}, nil
 }
 
-// Stop stops the apiserver and etcd and removes their data.
-func (c *Cluster) Stop() error { return c.env.Stop() }
+// Stop stops the apiserver and etcd (and the KubeVirt stand-in) and removes
+// their data.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	if c.standIn != nil {
+		c.standIn.srv.Close()
+	}
+	c.mu.Unlock()
+	return c.env.Stop()
+}
 
 // MustStart starts a cluster stopped when tb ends; it fails tb when the
 // binaries are missing or the cluster does not come up.
