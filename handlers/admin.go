@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -49,14 +52,32 @@ func (h *Handler) handleAdminPage(w http.ResponseWriter, r *http.Request, id vdi
 }
 
 // handleAdminLive serves GET /admin/live: the dashboard's live part, which
-// the page fetches again every few seconds while it is visible.
+// the page fetches again every few seconds while it is visible. It is
+// gzipped when the browser accepts it: a thousand rows are ~800 KB of
+// HTML, ~35 KB compressed.
 func (h *Handler) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	props, err := h.adminProps(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	h.render(w, r, http.StatusOK, views.AdminLive(props))
-	return nil
+	var buf bytes.Buffer
+	if err := views.AdminLive(props).Render(r.Context(), &buf); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Accept-Encoding")
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		w.Write(buf.Bytes())
+		return nil
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	zw.Write(buf.Bytes())
+	return zw.Close()
 }
 
 // adminProps reads the dashboard: pools, members, and each member's newest

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -103,6 +105,22 @@ func TestAdminPage(t *testing.T) {
 		}
 		if !strings.Contains(rec.Body.String(), "rdp · direct") {
 			t.Errorf("dashboard does not show the open console's protocol and path")
+		}
+	})
+	t.Run("LivePartIsGzipped", func(t *testing.T) {
+		req := httptest.NewRequest("GET", "/admin/live", nil)
+		req.RemoteAddr = "127.0.0.1:40000"
+		req.Header.Set("Tailscale-User-Login", "ops")
+		req.Header.Set("Accept-Encoding", "gzip, deflate")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil || rec.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("/admin/live with Accept-Encoding gzip: %v, Content-Encoding %q", err, rec.Header().Get("Content-Encoding"))
+		}
+		html, _ := io.ReadAll(zr)
+		if got := strings.Count(string(html), `data-testid="member"`); got != 12 {
+			t.Errorf("gzipped live part has %d member rows; want 12", got)
 		}
 	})
 	t.Run("UsersAreRefused", func(t *testing.T) {
