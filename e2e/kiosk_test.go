@@ -84,6 +84,31 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 	})
 }
 
+// TestKiosk_ForceReleaseGetsANewDesktop: when an admin takes the kiosk's
+// desktop away, the kiosk says why and claims a new one by itself.
+func TestKiosk_ForceReleaseGetsANewDesktop(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "kiosk3", "/kiosk/demo?protocol=vnc")
+	expect := playwright.NewPlaywrightAssertions(30000)
+	screen := page.GetByTestId("screen")
+	must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
+	var mine []desktop
+	p.API(t, "kiosk3", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 1 {
+		t.Fatalf("kiosk3 holds %d desktops; want 1", len(mine))
+	}
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/desktops/local/"+mine[0].Name+"/release", `{"reason": "swap"}`, nil); code != 200 {
+		t.Fatalf("force-release: %d", code)
+	}
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Reason: swap"))
+	must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
+	p.API(t, "kiosk3", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 1 {
+		t.Errorf("after the force-release kiosk3 holds %d desktops; want a new one", len(mine))
+	}
+}
+
 // TestKiosk_NoFreeDesktopWaits: with every desktop taken, the kiosk says so
 // and keeps trying on its own.
 func TestKiosk_NoFreeDesktopWaits(t *testing.T) {
