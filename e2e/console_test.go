@@ -325,7 +325,8 @@ func TestConsole_PeerPath(t *testing.T) {
 	peer := startPortalIn(t, data, []string{"ip", "netns", "exec", ns},
 		"CORRAL_VDI_LISTEN="+nsIP+":0", "CORRAL_VDI_TRUSTED_PROXIES="+hostIP+"/32", "CORRAL_VDI_AUTH=tailscale",
 		"CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img,
-		"CORRAL_VDI_PEER_SECRET="+secret, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=false")
+		"CORRAL_VDI_PEER_SECRET="+secret, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=false",
+		"CORRAL_VDI_VM_LISTEN=tcp") // a socket file would be in reach of both; a loopback port is not
 	var d desktop
 	if code := peer.API(t, "alice", "POST", "/api/vdi/pools/local/demo-vm/claim", &d); code != 200 {
 		t.Fatalf("claim through the peer: %d", code)

@@ -22,14 +22,16 @@ import (
 // QEMU members: a vm pool's member is a QEMU guest booting the tiny image
 // that scripts/vm-image.sh builds (a Debian kernel and a busybox initramfs
 // with a root login on the serial line and on the VGA console). Its VNC
-// server and serial line listen on loopback TCP ports picked at start and
-// recorded in the member's folder, so a restarted portal adopts the guest
-// like it adopts a session desktop. The guest has no disk and no network:
+// server and serial line listen on Unix sockets in the member's folder (see
+// vmEndpoints), recorded there with QEMU's PID, so a restarted portal adopts
+// the guest like it adopts a session desktop. The guest has no disk and no network:
 // a restart is a fresh machine, and ephemeral and persistent pools behave
 // alike.
 
 const (
 	vmRecordName   = "vm.json"
+	vmVNCSocket    = "vnc.sock"
+	vmSerialSocket = "serial.sock"
 	vmLogName      = "qemu"
 	vmPasswordName = "vm.password"
 	vmMemory       = "128" // MiB; 64 does not boot the Debian kernel
@@ -153,19 +155,14 @@ func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logge
 
 // launchVM starts QEMU with accel and waits until it listens.
 func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []string, hash string, log *slog.Logger) (*VM, error) {
-	vncPort, err := freeVNCPort()
-	if err != nil {
-		return nil, fmt.Errorf("local: vm %s: %w", name, err)
-	}
-	serial, err := freeLoopbackAddr()
+	rec, vncArg, serialArg, err := vmEndpoints(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	args := append(append([]string{}, accel...),
 		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
 		"-nic", "none", "-display", "none", "-vga", "std",
-		"-vnc", "127.0.0.1:"+strconv.Itoa(vncPort-5900),
-		"-serial", "tcp:"+serial+",server=on,wait=off",
+		"-vnc", vncArg, "-serial", serialArg,
 		"-kernel", img.Kernel, "-initrd", img.Initrd,
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init corral.password="+hash,
 	)
@@ -173,8 +170,8 @@ func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	v := &VM{dir: dir, name: name, log: log.With("vm", name), done: make(chan struct{}),
-		rec: vmRecord{Proc: p, VNC: "127.0.0.1:" + strconv.Itoa(vncPort), Serial: serial}}
+	rec.Proc = p
+	v := &VM{dir: dir, name: name, log: log.With("vm", name), done: make(chan struct{}), rec: rec}
 	go func() {
 		<-p.exited
 		v.ended(p.waitErr)
@@ -197,7 +194,7 @@ func (v *VM) speaksWithin(ctx context.Context, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, "tcp", v.rec.Serial)
+	c, err := dialer.DialContext(ctx, vmNetwork(v.rec.Serial), v.rec.Serial)
 	if err != nil {
 		return err
 	}
@@ -276,7 +273,7 @@ func (v *VM) waitReady(ctx context.Context) error {
 	defer cancel()
 	for {
 		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", v.rec.Serial)
+		c, err := d.DialContext(ctx, vmNetwork(v.rec.Serial), v.rec.Serial)
 		if err == nil {
 			c.Close()
 			return nil
@@ -303,10 +300,11 @@ func (v *VM) writeRecord() error {
 	return os.Rename(tmp, filepath.Join(v.dir, vmRecordName))
 }
 
-// VNCAddr returns the host:port of the guest's VNC server.
+// VNCAddr returns the address of the guest's VNC server: a Unix socket's
+// path, or host:port.
 func (v *VM) VNCAddr() string { return v.rec.VNC }
 
-// SerialAddr returns the host:port of the guest's serial line.
+// SerialAddr returns the address of the guest's serial line, like VNCAddr.
 func (v *VM) SerialAddr() string { return v.rec.Serial }
 
 // Password returns the guest's root password.
@@ -337,7 +335,7 @@ func (v *VM) Stop() error {
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
 		v.ended(nil)
-		for _, n := range []string{vmRecordName, vmPasswordName} {
+		for _, n := range []string{vmRecordName, vmPasswordName, vmVNCSocket, vmSerialSocket} {
 			if rerr := os.Remove(filepath.Join(v.dir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
@@ -371,6 +369,45 @@ func vmPassword(ctx context.Context) (password, hash string, err error) {
 		return "", "", fmt.Errorf("hash VM password (busybox mkpasswd; install busybox-static): %w", err)
 	}
 	return password, strings.TrimSpace(string(out)), nil
+}
+
+// vmEndpoints picks where the guest's VNC server and serial line listen and
+// returns them with QEMU's -vnc and -serial arguments. By default both are
+// Unix sockets in the member's private folder, so only the portal's user
+// can reach them (QEMU's VNC has no password here, and a serial line keeps
+// a logged-in shell). CORRAL_VDI_VM_LISTEN=tcp puts them on loopback TCP
+// ports instead, the shape of a VM with a network address (the peer path
+// tests use it: a loopback port in another network namespace is out of
+// reach, a socket file is not).
+func vmEndpoints(dir string) (rec vmRecord, vncArg, serialArg string, err error) {
+	if os.Getenv("CORRAL_VDI_VM_LISTEN") == "tcp" {
+		vncPort, err := freeVNCPort()
+		if err != nil {
+			return rec, "", "", err
+		}
+		serial, err := freeLoopbackAddr()
+		if err != nil {
+			return rec, "", "", err
+		}
+		rec.VNC, rec.Serial = "127.0.0.1:"+strconv.Itoa(vncPort), serial
+		return rec, "127.0.0.1:" + strconv.Itoa(vncPort-5900), "tcp:" + serial + ",server=on,wait=off", nil
+	}
+	rec.VNC, rec.Serial = filepath.Join(dir, vmVNCSocket), filepath.Join(dir, vmSerialSocket)
+	for _, p := range []string{rec.VNC, rec.Serial} {
+		if len(p) > maxUnixSocketPath {
+			return rec, "", "", fmt.Errorf("socket path %q too long (> %d bytes): use a shorter data directory", p, maxUnixSocketPath)
+		}
+		os.Remove(p)
+	}
+	return rec, "unix:" + rec.VNC, "unix:" + rec.Serial + ",server=on,wait=off", nil
+}
+
+// vmNetwork is the network of a VM endpoint address: Unix sockets are paths.
+func vmNetwork(addr string) string {
+	if strings.HasPrefix(addr, "/") {
+		return "unix"
+	}
+	return "tcp"
 }
 
 // freeLoopbackAddr returns a loopback TCP address that was free a moment ago.

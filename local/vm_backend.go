@@ -118,7 +118,7 @@ func dialVM(ctx context.Context, ref vdi.Ref, v *VM, p vdi.Protocol) (net.Conn, 
 	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
 	defer cancel()
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, vmNetwork(addr), addr)
 	if err != nil {
 		return nil, err
 	}
