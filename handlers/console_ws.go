@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -45,6 +46,9 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	if err := offers(d, p); err != nil {
 		return err
+	}
+	if !sameOrigin(r) { // the upgrader checks again; this is before any dial
+		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
 	conn, path, err := h.dialConsole(r.Context(), ref, p)
 	if err != nil {
@@ -91,4 +95,15 @@ func offers(d vdi.Desktop, p vdi.Protocol) error {
 		names = append(names, string(o))
 	}
 	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
+}
+
+// sameOrigin reports whether r has no Origin header (not a browser) or one
+// whose host is r's Host: the rule relay's upgrader applies.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
