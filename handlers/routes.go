@@ -23,7 +23,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.handleKiosk))
 	m.HandleFunc("GET /admin", h.page(h.handleAdminPage))
 	m.HandleFunc("GET /admin/live", h.page(h.handleAdminLive))
-	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.api(h.handleThumb))
+	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.adminAPI(h.handleThumb))
 	m.HandleFunc("GET /admin/shadow/{ns}/{member}", h.page(h.handleShadowPage))
 	m.HandleFunc("GET /admin/history", h.page(h.handleHistoryPage))
 	m.HandleFunc("GET /admin/history/sessions.csv", h.page(h.handleSessionsCSV))
@@ -40,7 +40,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/stop", h.api(h.handleDesktopStop))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/release", h.api(h.handleDesktopRelease))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.adminAPI(h.handleDesktopAssign))
-	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.api(h.handleDesktopRecreate))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.adminAPI(h.handleDesktopRecreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 
