@@ -169,3 +169,30 @@ func TestReclaim_RestartKeepsTheDeadline(t *testing.T) {
 		t.Errorf("reclaimed %v after the disconnect; the grace restarted with the portal instead of keeping its deadline", took)
 	}
 }
+
+// TestReclaim_AdminWatchingDoesNotHoldTheClaim: an admin's console on a
+// user's desktop does not hold off the holder's disconnect grace.
+func TestReclaim_AdminWatchingDoesNotHoldTheClaim(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DISCONNECT_GRACE=5s", "CORRAL_VDI_RECLAIM_INTERVAL=500ms")
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	ws, _, err := dialConsole(p, "ops", d.Name, p.URL)
+	if err != nil {
+		t.Fatalf("admin's console: %v", err)
+	}
+	defer ws.Close()
+	if !eventually(15*time.Second, func() bool { return holder(t, p, d.Name) == "" }) {
+		t.Fatal("alice's unused claim outlived its 5s grace while an admin watched")
+	}
+	ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			if !strings.Contains(err.Error(), "reclaimed") {
+				t.Errorf("admin's console ended with %v; want the reclaim reason", err)
+			}
+			break
+		}
+	}
+}

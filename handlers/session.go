@@ -22,10 +22,10 @@ type pipeFunc func(ctx context.Context, opts relay.Options) (relay.Stats, error)
 
 // runSession runs pipe as a session of id on ref. Every console protocol's
 // websocket handler goes through here once it has upgraded. The session is
-// recorded in the history; the claim's open-console count, heartbeat and
-// last real input (read from the protocol stream by relay's detectors) are
-// kept in its Lease; releasing or reclaiming the desktop ends the session
-// with a reason the client shows.
+// recorded in the history; for the holder's own consoles the claim's
+// open-console count, heartbeat and last real input (read from the protocol
+// stream by relay's detectors) are kept in its Lease; releasing or
+// reclaiming the desktop ends the session with a reason the client shows.
 func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe pipeFunc) {
 	s := store.Session{ID: newID(), Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
 	if err := h.sessions.OpenSession(ctx, s); err != nil {
@@ -38,8 +38,14 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 	defer cancel(nil)
 	untrack := h.desktops.TrackConsole(ref, cancel)
 	defer untrack()
-	if err := h.desktops.ConsoleOpened(ctx, ref); err != nil {
-		log.Warn("record open console on claim", "err", err)
+	// Only the holder's consoles keep the claim alive: an admin watching or
+	// helping does not hold off the holder's disconnect grace or idle.
+	d, err := h.desktops.Desktop(ctx, id, ref)
+	holder := err == nil && d.Holder == id.Login
+	if holder {
+		if err := h.desktops.ConsoleOpened(ctx, ref); err != nil {
+			log.Warn("record open console on claim", "err", err)
+		}
 	}
 
 	var lastInput atomic.Int64 // unix nanoseconds
@@ -47,7 +53,9 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		h.watchSession(ctx, ref, &lastInput, log)
+		if holder {
+			h.watchSession(ctx, ref, &lastInput, log)
+		}
 	}()
 	stats, err := pipe(ctx, relay.Options{OnInput: func(b []byte) {
 		if detector.Feed(b) {
@@ -64,8 +72,10 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 		reason = err.Error()
 	}
 	done := context.WithoutCancel(ctx)
-	if err := h.desktops.ConsoleClosed(done, ref); err != nil {
-		log.Warn("record closed console on claim", "err", err)
+	if holder {
+		if err := h.desktops.ConsoleClosed(done, ref); err != nil {
+			log.Warn("record closed console on claim", "err", err)
+		}
 	}
 	var input time.Time
 	if n := lastInput.Load(); n != 0 {
