@@ -26,11 +26,13 @@ const (
 
 // VMs reads the KubeVirt VirtualMachines that make VM pools: the VMs
 // labelled vdi.LabelPool, and powers them through the KubeVirt
-// subresources, whose console websockets it opens.
+// subresources, whose console websockets it opens; ephemeral members are
+// cloned again from their golden VM.
 type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
 	dial      *dialer
+	clone     rest.Interface // clone.kubevirt.io/v1beta1
 	namespace string
 }
 
@@ -59,7 +61,11 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: console dialer: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, dial: d, namespace: namespace}, nil
+	cl, err := clones(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, dial: d, clone: cl, namespace: namespace}, nil
 }
 
 // list returns the pool members in namespace (the configured one when
@@ -197,3 +203,5 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	}
 	return m
 }
+
+var _ vdi.Backend = (*VMs)(nil)

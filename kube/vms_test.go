@@ -280,3 +280,65 @@ func TestVMsDial(t *testing.T) {
 		t.Errorf("Dial by an unbound ServiceAccount: %v; want 403 Forbidden", err)
 	}
 }
+
+// TestVMsRecreate re-clones an ephemeral member from its golden VM through
+// a VirtualMachineClone, as the portal's ServiceAccount.
+func TestVMsRecreate(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	for _, vm := range []*kubevirtv1.VirtualMachine{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden", Annotations: map[string]string{"made-by": "golden"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eph-1", Labels: map[string]string{vdi.LabelPool: "eph", "scratch": "dirty"},
+			Annotations: map[string]string{kube.AnnotationMode: "ephemeral", kube.AnnotationSource: "golden"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1", Labels: map[string]string{vdi.LabelPool: "orphan"},
+			Annotations: map[string]string{kube.AnnotationMode: "ephemeral", kube.AnnotationSource: "no-such-golden"}}},
+	} {
+		vm.Spec.RunStrategy = &halted
+		if err := admin.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before kubevirtv1.VirtualMachine
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "eph-1"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: "eph-1"}); err != nil {
+		t.Fatalf("Recreate: %v", err)
+	}
+	var after kubevirtv1.VirtualMachine
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "eph-1"}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.UID == before.UID || after.Labels[vdi.LabelPool] != "eph" || after.Labels["scratch"] != "" ||
+		after.Annotations[kube.AnnotationSource] != "golden" || after.Annotations["made-by"] != "golden" {
+		t.Errorf("after Recreate: uid %s (was %s), labels %v, annotations %v; want a new VM from golden in pool eph",
+			after.UID, before.UID, after.Labels, after.Annotations)
+	}
+	err = vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: "orphan-1"})
+	if err == nil || !strings.Contains(err.Error(), "golden VM "+ns+"/no-such-golden not found") {
+		t.Errorf("Recreate from a missing golden VM: %v; want an error naming it", err)
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orphan-1"}, &after); err != nil {
+		t.Errorf("the member whose golden VM is missing: %v; want it kept", err)
+	}
+	err = vms.Clone(ctx, ns, "no-such-golden", "orphan-2")
+	if err == nil || !strings.Contains(err.Error(), "VirtualMachineClone "+ns+"/orphan-2-clone-") {
+		t.Errorf("a clone that fails: %v; want an error naming the VirtualMachineClone", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -33,6 +35,10 @@ import (
 //   - PUT virtualmachines/{name}/start and /stop: sets the VM's
 //     runStrategy and, acting as the controller at once, its
 //     printableStatus (Running / Stopped) and ready flag;
+//   - VirtualMachineClone objects (clone.kubevirt.io): polled as a
+//     controller would watch them; the target VM is created from the
+//     source VM's spec, labels and annotations (KubeVirt's defaults with no
+//     filters), halted, and the clone's phase set to Succeeded;
 //   - GET virtualmachineinstances/{name}/vnc and /console: a websocket
 //     (subprotocol plain.kubevirt.io, binary messages) piped to the TCP
 //     address the test gave SetConsole, e.g. a real Xvnc or QEMU serial.
@@ -45,6 +51,15 @@ type KubeVirtStandIn struct {
 
 	mu       sync.Mutex
 	consoles map[string]string // ns/vmi/vnc|console -> TCP address behind it
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// close stops the clone controller and the server.
+func (s *KubeVirtStandIn) close() {
+	s.stop()
+	<-s.done
+	s.srv.Close()
 }
 
 // StartKubeVirtStandIn installs the KubeVirt CRDs, starts the stand-in and
@@ -59,7 +74,7 @@ func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	}
 	c.InstallKubeVirt(tb)
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			tb.Fatal(err)
 		}
@@ -68,7 +83,9 @@ func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &KubeVirtStandIn{cl: cl, consoles: map[string]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &KubeVirtStandIn{cl: cl, consoles: map[string]string{}, stop: cancel, done: make(chan struct{})}
+	go s.cloneLoop(ctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io", s.handleGroup)
@@ -85,7 +102,7 @@ func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	s.srv.StartTLS()
 	port := ln.Addr().(*net.TCPAddr).Port
 	if err := s.register(context.Background(), int32(port)); err != nil {
-		s.srv.Close()
+		s.close()
 		tb.Fatalf("testcluster: register the KubeVirt stand-in: %v", err)
 	}
 	c.standIn = s
@@ -260,4 +277,56 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 	}
 	writeJSON(w, code, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
+}
+
+// cloneLoop executes VirtualMachineClones until ctx ends.
+func (s *KubeVirtStandIn) cloneLoop(ctx context.Context) {
+	defer close(s.done)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var list clonev1beta1.VirtualMachineCloneList
+		if err := s.cl.List(ctx, &list); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			if c := &list.Items[i]; c.Status.Phase == clonev1beta1.PhaseUnset {
+				if err := s.executeClone(ctx, c); err != nil && ctx.Err() == nil {
+					log.Printf("testcluster: KubeVirt stand-in: clone %s/%s: %v", c.Namespace, c.Name, err)
+				}
+			}
+		}
+	}
+}
+
+// executeClone makes c's target VM from its source VM and marks c done.
+func (s *KubeVirtStandIn) executeClone(ctx context.Context, c *clonev1beta1.VirtualMachineClone) error {
+	phase := clonev1beta1.Succeeded
+	var src kubevirtv1.VirtualMachine
+	err := s.cl.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Source.Name}, &src)
+	if err == nil {
+		halted := kubevirtv1.RunStrategyHalted
+		vm := &kubevirtv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: src.Labels, Annotations: src.Annotations},
+			Spec:       *src.Spec.DeepCopy(),
+		}
+		vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
+		if err = s.cl.Create(ctx, vm); err == nil {
+			vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
+			err = s.cl.Status().Update(ctx, vm)
+		}
+	}
+	if err != nil {
+		phase = clonev1beta1.Failed
+	}
+	st, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
+	if perr := s.cl.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, st)); perr != nil && err == nil {
+		err = perr
+	}
+	return err
 }

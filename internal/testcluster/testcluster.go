@@ -104,7 +104,7 @@ func Start() (*Cluster, error) {
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	if c.standIn != nil {
-		c.standIn.srv.Close()
+		c.standIn.close()
 	}
 	c.mu.Unlock()
 	return c.env.Stop()
