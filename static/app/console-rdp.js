@@ -55,8 +55,10 @@ function describe(err) {
 }
 
 // signInPanel shows the desktop's sign-in (when the portal knows it) and a
-// form to use other credentials; submit(user, password) connects.
-function signInPanel(creds, submit) {
+// form to use other credentials; submit(user, password) connects. A quiet
+// panel (kiosk screens, seen by passers-by) shows the known password only
+// when the user must act on it.
+function signInPanel(creds, submit, quiet) {
   const panel = document.createElement('form');
   panel.className = 'rdp-signin';
   panel.dataset.testid = 'rdp-signin';
@@ -89,9 +91,9 @@ function signInPanel(creds, submit) {
   return {
     el: panel,
     // ask shows the form (no known sign-in, or it was refused).
-    ask() { fields.style.display = 'contents'; pass.focus(); },
+    ask() { fields.style.display = 'contents'; panel.hidden = false; pass.focus(); },
     // busy hides the form while a connection runs.
-    busy() { fields.style.display = 'none'; panel.hidden = !creds; },
+    busy() { fields.style.display = 'none'; panel.hidden = !creds || quiet; },
   };
 }
 
@@ -118,7 +120,7 @@ export async function open(screen, info, ui) {
 
   let closed = false;
   let irgui;
-  const panel = signInPanel(info.credentials, (u, p) => start(u, p));
+  const panel = signInPanel(info.credentials, (u, p) => start(u, p), screen.dataset.kiosk === 'true');
   screen.append(el, panel.el);
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
