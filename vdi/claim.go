@@ -1,0 +1,200 @@
+package vdi
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Claim gives id a member of the pool and powers it on. Asking again returns
+// the same member. It prefers a running member, then a stopped one, trying
+// each at most once and moving on when another claimant wins it; when none is
+// free (or every try was lost) it fails with EConflict.
+func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
+	mu := s.claimLock(namespace + "/" + pool + "/" + id.Login)
+	mu.Lock()
+	defer mu.Unlock()
+
+	p, err := s.backend.Pool(ctx, namespace, pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	tried := map[string]bool{}
+	for attempts := 0; attempts < maxClaimAttempts; {
+		// Listing is cheap (a cache on Kubernetes), so every round sees the
+		// claims that beat this one and skips their members.
+		leases, err := s.leases.List(ctx, namespace, pool)
+		if err != nil {
+			return Desktop{}, unavailable(err)
+		}
+		now := s.now()
+		known := make(map[string]*Lease, len(leases))
+		for _, l := range leases {
+			if l.Holder == id.Login && !l.Expired(now) {
+				// Asking again also finishes what a failure left undone.
+				if err := s.mirror(ctx, l); err != nil {
+					return Desktop{}, err
+				}
+				return s.powerOn(ctx, l)
+			}
+			known[l.Member] = l
+		}
+		members, err := s.backend.Members(ctx, namespace, pool)
+		if err != nil {
+			return Desktop{}, err
+		}
+		free := freeMembers(members, known, tried, now)
+		if len(free) == 0 {
+			break
+		}
+		for _, m := range free {
+			if attempts == maxClaimAttempts {
+				break
+			}
+			attempts++
+			tried[m.Name] = true
+			l, err := s.acquire(ctx, p, m, known[m.Name], id.Login)
+			if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
+				// Lost the race for this member: its claim is someone else's
+				// now. After a few losses, look again at what is left.
+				if attempts%claimRelistEvery == 0 {
+					break
+				}
+				continue
+			} else if err != nil {
+				return Desktop{}, unavailable(err)
+			}
+			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
+			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
+			if err := s.mirror(ctx, l); err != nil {
+				return Desktop{}, err
+			}
+			return s.powerOn(ctx, l)
+		}
+	}
+	return Desktop{}, Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
+}
+
+// Claim bounds: each member is tried at most once per claim and at most
+// maxClaimAttempts in all; the free list is refreshed after every
+// claimRelistEvery lost races.
+const (
+	maxClaimAttempts = 64
+	claimRelistEvery = 4
+)
+
+// freeMembers returns the members with no live claim that were not tried
+// yet: running ones first (the user gets a desktop now), then stopped ones,
+// then the rest; shuffled within each group so that claimants on several
+// portals do not all race for the same member.
+func freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time) []Member {
+	rank := func(p Power) int {
+		switch p {
+		case PowerRunning:
+			return 0
+		case PowerStopped:
+			return 1
+		case PowerFailed:
+			return 3
+		}
+		return 2
+	}
+	var free []Member
+	for _, m := range members {
+		if l := known[m.Name]; (l != nil && !l.Expired(now)) || tried[m.Name] {
+			continue
+		}
+		free = append(free, m)
+	}
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	slices.SortStableFunc(free, func(a, b Member) int { return rank(a.Power) - rank(b.Power) })
+	return free
+}
+
+// ClaimMirror is implemented by backends that show a claim on the member
+// itself for other tools: on Kubernetes the VM's corral.dev/vdi-assigned-to
+// label and corral.dev/vdi-claimed-at annotation. It is presentation; the
+// Lease stays the truth. An empty holder clears the mirror.
+type ClaimMirror interface {
+	MirrorClaim(ctx context.Context, ref Ref, holder string, claimedAt time.Time) error
+}
+
+// mirror shows l on its member when the backend can. A failure keeps the
+// claim (no one else may get a half-made desktop) and tells the holder,
+// whose retry mirrors again.
+func (s *Service) mirror(ctx context.Context, l *Lease) error {
+	cm, ok := s.backend.(ClaimMirror)
+	if !ok {
+		return nil
+	}
+	if err := cm.MirrorClaim(ctx, l.Ref(), l.Holder, l.AcquireTime); err != nil {
+		s.log.Error("mirror claim", "desktop", l.Ref(), "holder", l.Holder, "err", err)
+		return &Error{Code: EUnavailable, Err: err,
+			Msg:  "Desktop " + l.Ref().String() + " is yours but could not be marked as yours.",
+			Hint: "Try again; if it keeps failing, ask an admin."}
+	}
+	return nil
+}
+
+// acquire takes m's Lease for holder: Create when none was seen (a Lease
+// that exists after all means another claimant won: ErrAlreadyExists), or
+// Update carrying the observed resourceVersion of old when it expired (a
+// newer Lease means another claimant won: ErrConflict).
+func (s *Service) acquire(ctx context.Context, p Pool, m Member, old *Lease, holder string) (*Lease, error) {
+	now := s.now()
+	want := &Lease{
+		Namespace: m.Namespace, Member: m.Name, Pool: p.Name, Holder: holder,
+		AcquireTime: now, RenewTime: now, Duration: s.duration,
+	}
+	if old == nil {
+		return s.leases.Create(ctx, want)
+	}
+	if !old.Expired(now) {
+		return nil, ErrConflict
+	}
+	want.ResourceVersion = old.ResourceVersion
+	l, err := s.leases.Update(ctx, want)
+	if err == nil {
+		s.record(ctx, AuditEvent{Actor: holder, Action: "takeover", Namespace: m.Namespace, Target: m.Name, Detail: "expired claim of " + old.Holder})
+	}
+	return l, err
+}
+
+// powerOn starts the claimed member if it is not running and returns it.
+// A failed start keeps the claim so that asking again retries.
+func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
+	m, err := s.backend.Member(ctx, l.Ref())
+	if err != nil {
+		return Desktop{}, err
+	}
+	if m.Power != PowerRunning {
+		if err := s.backend.Start(ctx, l.Ref()); err != nil {
+			s.log.Error("start failed", "desktop", l.Ref(), "err", err)
+			return Desktop{}, &Error{Code: EUnavailable, Err: err,
+				Msg:  "Desktop " + l.Ref().String() + " is yours but did not start.",
+				Hint: "Try again; if it keeps failing, release it and get another, or ask an admin."}
+		}
+		if m, err = s.backend.Member(ctx, l.Ref()); err != nil {
+			return Desktop{}, err
+		}
+	}
+	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	if err != nil {
+		return Desktop{}, err
+	}
+	return s.desktop(m, l, p.Policy), nil
+}
+
+func (s *Service) claimLock(key string) *sync.Mutex {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	mu := s.claimBy[key]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		s.claimBy[key] = mu
+	}
+	return mu
+}

@@ -1,0 +1,83 @@
+package vdi
+
+import (
+	"context"
+	"errors"
+	"maps"
+)
+
+// Release ends id's claim on ref: persistent members stop, ephemeral ones are
+// recreated, then the Lease is deleted. An admin releasing another user's
+// desktop is a force-release, audit-logged with reason. Open consoles are
+// closed with a message first. A failed power step keeps the claim.
+func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
+	if _, err := s.backend.Member(ctx, ref); err != nil {
+		return err
+	}
+	l, err := s.authorize(ctx, id, ref)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
+	}
+	action, text := "release", "The desktop was released."
+	if l.Holder != id.Login {
+		action, text = "force-release", "An admin ("+id.Login+") released this desktop."
+		if reason != "" {
+			text += " Reason: " + reason
+		}
+	}
+	if err := s.reclaim(ctx, l, action, text); err != nil {
+		return err
+	}
+	detail := "holder " + l.Holder
+	if reason != "" {
+		detail += "; reason: " + reason
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: action, Namespace: ref.Namespace, Target: ref.Name, Detail: detail})
+	s.log.Info(action, "desktop", ref, "holder", l.Holder, "by", id.Login)
+	return nil
+}
+
+// reclaim takes the member of l back: it marks the Lease with rule (a
+// compare-and-swap, so console updates stop and a claim renewed meanwhile
+// is not taken), closes the member's consoles with text, resets the member
+// as its pool's mode says, and deletes the Lease. A crash at any step
+// leaves a marked Lease that the reclaim loop finishes.
+func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) error {
+	if l.Annotations[AnnotationReclaiming] == "" {
+		marked := *l
+		marked.Annotations = maps.Clone(l.Annotations)
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
+		marked.Annotations[AnnotationReclaiming] = rule
+		var err error
+		if l, err = s.leases.Update(ctx, &marked); err != nil {
+			if errors.Is(err, ErrConflict) {
+				return Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s changed while it was being released.", marked.Ref())
+			}
+			return unavailable(err)
+		}
+	}
+	s.closeConsoles(l.Ref(), errors.New(text))
+	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	if err != nil {
+		return err
+	}
+	if p.Mode == ModeEphemeral {
+		err = s.backend.Recreate(ctx, l.Ref())
+	} else {
+		err = s.backend.Stop(ctx, l.Ref())
+	}
+	if err != nil {
+		return &Error{Code: EUnavailable, Err: err,
+			Msg:  "Desktop " + l.Ref().String() + " could not be stopped; it is still claimed.",
+			Hint: "Try releasing it again; if that fails, ask an admin."}
+	}
+	if err := s.leases.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
+		return unavailable(err)
+	}
+	return nil
+}
