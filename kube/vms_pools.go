@@ -1,0 +1,165 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+var _ vdi.PoolAdmin = (*VMs)(nil)
+
+// CreatePool clones p.Source (a stopped golden VM in p.Namespace) p.Size
+// times into members p.Name-1..n, labelled and annotated as the pool.
+func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
+	if p.Kind != vdi.KindVM {
+		return vdi.Errorf(vdi.EInvalid, "On Kubernetes, make a vm pool from a golden VM.", "This portal makes only vm pools here, not %s.", p.Kind)
+	}
+	if err := v.checkGolden(ctx, p.Namespace, p.Source); err != nil {
+		return err
+	}
+	if existing, err := v.list(ctx, p.Namespace, p.Name); err != nil {
+		return err
+	} else if len(existing) > 0 {
+		return vdi.Errorf(vdi.EConflict, "Resize it instead, or pick another name.", "Pool %s/%s exists.", p.Namespace, p.Name)
+	}
+	return v.grow(ctx, p, 0, p.Size)
+}
+
+// checkGolden fails unless the golden VM exists in namespace and is stopped.
+func (v *VMs) checkGolden(ctx context.Context, namespace, name string) error {
+	if name == "" {
+		return vdi.Errorf(vdi.EInvalid, "Name the golden VM to clone members from.", "A vm pool needs a source.")
+	}
+	var golden kubevirtv1.VirtualMachine
+	err := v.rest.Get().Namespace(namespace).Resource("virtualmachines").Name(name).Do(ctx).Into(&golden)
+	if apierrors.IsNotFound(err) {
+		return vdi.Errorf(vdi.ENotFound, "Members are cloned from a golden VM in the pool's own namespace: pass the namespace the golden VM is in.",
+			"Golden VM %s not found in namespace %s.", name, namespace)
+	} else if err != nil {
+		return fmt.Errorf("kube: golden VM %s/%s: %w", namespace, name, err)
+	}
+	if golden.Labels[vdi.LabelPool] != "" {
+		return vdi.Errorf(vdi.EInvalid, "Clone from a VM that is in no pool.", "VM %s/%s is a member of pool %s.", namespace, name, golden.Labels[vdi.LabelPool])
+	}
+	if m := memberOf(&golden); m.Power != vdi.PowerStopped {
+		return vdi.Errorf(vdi.EInvalid, "Stop the golden VM first; clones of a running VM copy a disk in use.",
+			"Golden VM %s/%s is %s.", namespace, name, m.Power)
+	}
+	return nil
+}
+
+// grow adds members p.Name-(from+1)..p.Name-to, cloning them at once.
+func (v *VMs) grow(ctx context.Context, p vdi.Pool, from, to int) error {
+	policy, err := json.Marshal(p.Policy)
+	if err != nil {
+		return err
+	}
+	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": map[string]any{vdi.LabelPool: p.Name},
+		"annotations": map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source,
+			AnnotationPolicy: string(policy)},
+	}})
+	var wg sync.WaitGroup
+	errs := make([]error, to-from)
+	for i := from + 1; i <= to; i++ {
+		name := p.Name + "-" + strconv.Itoa(i)
+		wg.Go(func() {
+			if err := v.Clone(ctx, p.Namespace, p.Source, name); err != nil {
+				errs[i-from-1] = err
+				return
+			}
+			err := v.rest.Patch(types.MergePatchType).Namespace(p.Namespace).Resource("virtualmachines").Name(name).Body(meta).Do(ctx).Error()
+			if err != nil {
+				errs[i-from-1] = fmt.Errorf("kube: label VM %s/%s into pool %s: %w", p.Namespace, name, p.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ResizePool grows a pool by cloning, or shrinks it by deleting unclaimed
+// members, highest numbers first; never a claimed one.
+func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, claimed func(member string) bool) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	if len(vms) == 0 {
+		return vdi.Errorf(vdi.ENotFound, "", "No pool %s in namespace %s.", name, namespace)
+	}
+	if size > len(vms) {
+		top := 0
+		for _, vm := range vms {
+			if n, err := strconv.Atoi(strings.TrimPrefix(vm.Name, name+"-")); err == nil && n > top {
+				top = n
+			}
+		}
+		p := poolOf(&vms[0])
+		return v.grow(ctx, p, top, top+size-len(vms))
+	}
+	var free []kubevirtv1.VirtualMachine
+	for i := len(vms) - 1; i >= 0; i-- {
+		if !claimed(vms[i].Name) {
+			free = append(free, vms[i])
+		}
+	}
+	drop := len(vms) - size
+	if drop > len(free) {
+		return vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
+			"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(free), namespace, name, len(vms), size, drop)
+	}
+	for _, vm := range free[:drop] {
+		if err := v.deleteVM(ctx, vdi.Ref{Namespace: namespace, Name: vm.Name}, vm.UID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetPolicy writes the pool's policy onto every member.
+func (v *VMs) SetPolicy(ctx context.Context, namespace, name string, p vdi.Policy) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	policy, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationPolicy: string(policy)}}})
+	for _, vm := range vms {
+		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+			return fmt.Errorf("kube: set policy on VM %s/%s: %w", namespace, vm.Name, err)
+		}
+	}
+	return nil
+}
+
+// DeletePool deletes every member VM of the pool (the caller checked that
+// nobody holds one).
+func (v *VMs) DeletePool(ctx context.Context, namespace, name string) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	for _, vm := range vms {
+		err := v.rest.Delete().Namespace(namespace).Resource("virtualmachines").Name(vm.Name).
+			Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &vm.UID}}).Do(ctx).Error()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kube: delete VM %s/%s: %w", namespace, vm.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestVMPoolLifecycle runs a VM pool through vdi.Service on the Kubernetes
+// backend, as the portal's ServiceAccount: create from a golden VM, claim by
+// two users (members power on through the subresources), resize 3 -> 5 -> 2
+// with the claimed members surviving the shrink, delete.
+func TestVMPoolLifecycle(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted, always := kubevirtv1.RunStrategyHalted, kubevirtv1.RunStrategyAlways
+	for _, vm := range []*kubevirtv1.VirtualMachine{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "busy"}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always}},
+	} {
+		if err := admin.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
+	vms, err := kube.NewVMs(sa, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, closeFn, err := openConfig(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	svc := vdi.NewService(vdi.Config{Backend: vms, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	root := vdi.Identity{Login: "root", Admin: true}
+	pool := vdi.Pool{Namespace: ns, Name: "demo", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "golden", Size: 3}
+
+	t.Run("BadGolden", func(t *testing.T) {
+		for _, c := range []struct{ source, ns, want string }{
+			{"nope", ns, "pass the namespace"},
+			{"golden", "default", "pass the namespace"},
+			{"busy", ns, "Stop the golden VM first"},
+		} {
+			p := pool
+			p.Source, p.Namespace = c.source, c.ns
+			err := svc.CreatePool(ctx, root, p)
+			var e *vdi.Error
+			if !errors.As(err, &e) || !strings.Contains(e.Msg+" "+e.Hint, c.want) {
+				t.Errorf("pool from %s/%s: %v; want an error saying %q", c.ns, c.source, err, c.want)
+			}
+		}
+	})
+	if err := svc.CreatePool(ctx, root, pool); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	members := func() []string {
+		t.Helper()
+		ms, err := vms.Members(ctx, ns, "demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name)
+		}
+		return names
+	}
+	if got := strings.Join(members(), ","); got != "demo-1,demo-2,demo-3" {
+		t.Fatalf("members after create: %s; want demo-1..3", got)
+	}
+	a, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, ns, "demo")
+	if err != nil {
+		t.Fatalf("alice's claim: %v", err)
+	}
+	b, err := svc.Claim(ctx, vdi.Identity{Login: "bob"}, ns, "demo")
+	if err != nil {
+		t.Fatalf("bob's claim: %v", err)
+	}
+	if a.Name == b.Name || a.Power != vdi.PowerRunning || b.Power != vdi.PowerRunning {
+		t.Fatalf("alice got %s (%s), bob got %s (%s); want two different running members", a.Name, a.Power, b.Name, b.Power)
+	}
+	var vm kubevirtv1.VirtualMachine
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &vm); err != nil || vm.Labels[vdi.LabelAssignedTo] != "alice" {
+		t.Errorf("alice's VM labels %v, %v; want %s=alice", vm.Labels, err, vdi.LabelAssignedTo)
+	}
+	size := func(n int) error { return svc.UpdatePool(ctx, root, ns, "demo", vdi.PoolUpdate{Size: &n}) }
+	if err := size(5); err != nil {
+		t.Fatalf("resize to 5: %v", err)
+	}
+	if got := len(members()); got != 5 {
+		t.Fatalf("%d members after growing to 5", got)
+	}
+	if err := size(1); vdi.ErrorCode(err) != vdi.EConflict {
+		t.Errorf("shrinking below the claimed members: %v; want EConflict", err)
+	}
+	if err := size(2); err != nil {
+		t.Fatalf("resize to 2: %v", err)
+	}
+	if got := members(); len(got) != 2 || !slices.Contains(got, a.Name) || !slices.Contains(got, b.Name) {
+		t.Fatalf("members after shrinking to 2: %v; want alice's %s and bob's %s", got, a.Name, b.Name)
+	}
+	if err := svc.DeletePool(ctx, root, ns, "demo"); vdi.ErrorCode(err) != vdi.EConflict {
+		t.Errorf("deleting a pool with claimed members: %v; want EConflict", err)
+	}
+	for _, d := range []vdi.Desktop{a, b} {
+		if err := svc.Release(ctx, root, d.Ref(), "test"); err != nil {
+			t.Fatalf("force-release %s: %v", d.Name, err)
+		}
+	}
+	if err := svc.DeletePool(ctx, root, ns, "demo"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := vms.Pool(ctx, ns, "demo"); vdi.ErrorCode(err) != vdi.ENotFound {
+		t.Errorf("pool after delete: %v; want ENotFound", err)
+	}
+}
