@@ -152,6 +152,12 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 		must(t, expect.Locator(second.GetByTestId("status")).ToContainText("another tab"))
 	})
 
+	t.Run("open and close leave nothing behind", func(t *testing.T) {
+		page.Goto("about:blank") // the page's own consoles are closed
+		cycleConsoles(t, p, "alice", "/ws/vnc/local/"+d.Name, "", 200)
+		cycleConsoles(t, p, "alice", "/ws/terminal/local/"+d.Name, "", 200)
+	})
+
 	t.Run("refused before the upgrade", func(t *testing.T) {
 		for _, c := range []struct {
 			user, path, origin string
@@ -220,6 +226,9 @@ func TestConsole_SerialLogin(t *testing.T) {
 	must(t, page.Keyboard().Type("echo vm-$((6*7))\n"))
 	waitXterm(t, page, regexp.MustCompile(`(?m)^vm-42$`), 10*time.Second)
 	screenshot(t, page, "serial-shell")
+	_, err = page.Goto("about:blank")
+	must(t, err)
+	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 200)
 }
 
 // startPortalIn starts the portal binary behind prefix (e.g. `ip netns exec
@@ -393,4 +402,68 @@ func sessionsOnPath(t *testing.T, data, login, path string) int {
 		}
 	}
 	return n
+}
+
+// fds counts the portal process's open file descriptors.
+func (p *Portal) fds(t *testing.T) int {
+	t.Helper()
+	return len(p.fdTargets(t))
+}
+
+// fdTargets lists what the portal process's file descriptors point at.
+func (p *Portal) fdTargets(t *testing.T) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("portal's fds: %v", err)
+	}
+	var out []string
+	for _, e := range ents {
+		target, _ := os.Readlink(filepath.Join(dir, e.Name()))
+		out = append(out, e.Name()+" -> "+target)
+	}
+	return out
+}
+
+// cycleConsoles opens and closes console websocket path n times, each time
+// reading the console's first bytes (after sending hello, if any), and
+// checks that the portal holds no more file descriptors than before. The
+// count starts after a few warm-up cycles: pools (database connections)
+// grow once, a leak grows with every cycle.
+func cycleConsoles(t *testing.T, p *Portal, user, path, hello string, n int) {
+	t.Helper()
+	const warmup = 10
+	var before int
+	var beforeFDs []string
+	start := time.Now()
+	for i := range n + warmup {
+		if i == warmup {
+			eventually(2*time.Second, func() bool { return false }) // let the warm-up's closes land
+			before = p.fds(t)
+			beforeFDs = p.fdTargets(t)
+		}
+		ws, res, err := dialWS(p, user, path, p.URL)
+		if err != nil {
+			t.Fatalf("cycle %d of %s: %v %v", i, path, status(res), err)
+		}
+		if hello != "" {
+			ws.WriteMessage(websocket.TextMessage, []byte(hello))
+		}
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, _, err := ws.ReadMessage(); err != nil {
+			t.Fatalf("cycle %d of %s: read: %v", i, path, err)
+		}
+		ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		ws.Close()
+	}
+	// A leak grows with n; allow a few for pools that grew under load (the
+	// database's connections, each a file and its WAL).
+	const slack = 4
+	var after int
+	eventually(5*time.Second, func() bool { after = p.fds(t); return after <= before })
+	if after > before+slack {
+		t.Errorf("portal fds after %d %s consoles: %d; before: %d\nbefore: %q\nafter: %q", n, path, after, before, beforeFDs, p.fdTargets(t))
+	}
+	t.Logf("%d open/close cycles of %s in %v; portal fds %d -> %d", n, path, time.Since(start).Round(time.Millisecond), before, after)
 }
