@@ -108,6 +108,7 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 		}
 		return nil, fmt.Errorf("peer %s: %w", base, err)
 	}
+	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
 	return NewWSConn(ws), nil
 }
 
