@@ -3,13 +3,16 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -372,6 +375,37 @@ func TestConsole_PeerPath(t *testing.T) {
 		t.Errorf("peer link without a signature: %d; want 401", code)
 	}
 
+	t.Run("a silent direct path costs its connect budget", func(t *testing.T) {
+		// A second user portal finds the guest's serial line recorded at an
+		// address that swallows connection attempts (a listener whose
+		// backlog is full: SYNs are dropped), as a VM on an unreachable
+		// network would. The peer dials the guest from its own record.
+		silent := blackhole(t)
+		rec := filepath.Join(data, "local", "members", d.Name, "run", "vm.json")
+		buf, err := os.ReadFile(rec)
+		must(t, err)
+		var vm map[string]any
+		must(t, json.Unmarshal(buf, &vm))
+		vm["serial"] = silent
+		buf, _ = json.Marshal(vm)
+		must(t, os.WriteFile(rec, buf, 0o600))
+		other := startPortalIn(t, data, nil, "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_DEMO_POOL_SIZE=0",
+			"CORRAL_VDI_PEERS="+peer.URL, "CORRAL_VDI_PEER_SECRET="+secret)
+		start := time.Now()
+		ws, res, err := dialWS(other, "alice", path, other.URL)
+		if err != nil {
+			t.Fatalf("console with a silent direct path: %v %v", status(res), err)
+		}
+		took := time.Since(start)
+		ws.WriteMessage(websocket.TextMessage, []byte("\r"))
+		readUntilWS(t, ws, "login:", 30*time.Second)
+		ws.Close()
+		t.Logf("console open through the peer in %v with a silent direct path", took.Round(time.Millisecond))
+		if took > 1500*time.Millisecond {
+			t.Errorf("fallback from a silent direct path took %v; want about the 750ms connect budget", took)
+		}
+	})
+
 	peer.Stop(t)
 	start = time.Now()
 	_, res, err = dialWS(user, "alice", path, user.URL)
@@ -466,4 +500,32 @@ func cycleConsoles(t *testing.T, p *Portal, user, path, hello string, n int) {
 		t.Errorf("portal fds after %d %s consoles: %d; before: %d\nbefore: %q\nafter: %q", n, path, after, before, beforeFDs, p.fdTargets(t))
 	}
 	t.Logf("%d open/close cycles of %s in %v; portal fds %d -> %d", n, path, time.Since(start).Round(time.Millisecond), before, after)
+}
+
+// blackhole returns a loopback address that accepts no connection and
+// answers none: a listener with a backlog of one, already filled, so the
+// kernel drops further SYNs like a firewall would.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	must(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	must(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	must(t, syscall.Listen(fd, 0))
+	sa, err := syscall.Getsockname(fd)
+	must(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	// Fill the queue: connections that complete but are never accepted.
+	for range 4 {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			break // full: this attempt was dropped
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
+		c.Close()
+		t.Skip("could not make a silent address: the listen queue never filled")
+	}
+	return addr
 }
