@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -19,7 +18,6 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Desktop:    d,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
-		NoVNC:      h.assets.URL(static.NoVNC),
 	}))
 	return nil
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -37,7 +36,7 @@ func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Ide
 			return vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
 		}
 	}
-	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name, NoVNC: h.assets.URL(static.NoVNC)}
+	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}
 	d, err := h.desktops.Claim(r.Context(), id, ns, name)
 	if err != nil {
 		code := vdi.ErrorCode(err)

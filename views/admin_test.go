@@ -40,7 +40,7 @@ func pages(s string) map[string]templ.Component {
 		"admin-live": AdminLive(admin),
 		"history":    History(history),
 		"home":       Home(HomeProps{Page: page, Desktops: []vdi.Desktop{d}, Pools: []PoolRow{{PoolStatus: pool, Mine: s}}}),
-		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s, NoVNC: s}),
+		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s}),
 		"kiosk-wait": Kiosk(KioskProps{Page: page, Pool: s, Msg: s, Hint: s}),
 		"shadow":     Shadow(ShadowProps{Page: page, Desktop: s, ConnectURL: s, NoVNC: s}),
 	}
