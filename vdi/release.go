@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"time"
 )
 
 // Release ends id's claim on ref: persistent members stop, ephemeral ones are
@@ -75,6 +76,13 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		return &Error{Code: EUnavailable, Err: err,
 			Msg:  "Desktop " + l.Ref().String() + " could not be stopped; it is still claimed.",
 			Hint: "Try releasing it again; if that fails, ask an admin."}
+	}
+	// Clear the presentation copy of the claim; the Lease below is what
+	// counts, so a failure here is only logged.
+	if cm, ok := s.backend.(ClaimMirror); ok {
+		if err := cm.MirrorClaim(ctx, l.Ref(), "", time.Time{}); err != nil {
+			s.log.Warn("clear claim mirror", "desktop", l.Ref(), "err", err)
+		}
 	}
 	if err := s.leases.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
 		return unavailable(err)

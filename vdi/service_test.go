@@ -14,9 +14,18 @@ import (
 // poolBackend is a narrow stand-in for one pool whose members power on and
 // off instantly; the claim rules under test live in the Service.
 type poolBackend struct {
-	pool  vdi.Pool
-	power map[string]vdi.Power
-	names []string
+	pool     vdi.Pool
+	power    map[string]vdi.Power
+	names    []string
+	mirrored map[string]string // member -> holder shown on it
+}
+
+func (b *poolBackend) MirrorClaim(_ context.Context, r vdi.Ref, holder string, _ time.Time) error {
+	if b.mirrored == nil {
+		b.mirrored = map[string]string{}
+	}
+	b.mirrored[r.Name] = holder
+	return nil
 }
 
 func newPoolBackend(mode vdi.Mode, names ...string) *poolBackend {
@@ -111,6 +120,9 @@ func TestServiceClaim(t *testing.T) {
 		}
 		if b.power["demo-1"] != vdi.PowerStopped {
 			t.Errorf("after release demo-1 is %s; want stopped", b.power["demo-1"])
+		}
+		if h, ok := b.mirrored["demo-1"]; !ok || h != "" {
+			t.Errorf("claim mirror after release = %q (set: %v); want cleared", h, ok)
 		}
 		pools, _ := svc.Pools(ctx)
 		if pools[0].Free != 1 {
