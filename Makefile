@@ -8,7 +8,7 @@ TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: help deps test-deps assets generate build run test e2e bench lint clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## install the Debian packages the portal needs
 	@bash scripts/deps.sh
