@@ -29,7 +29,12 @@ func (db *DB) Record(ctx context.Context, e vdi.AuditEvent) error {
 
 // AuditLog returns the newest entries first, at most limit of them.
 func (db *DB) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT id, at, actor, action, namespace, target, detail FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	return db.audit(ctx, `ORDER BY id DESC LIMIT ?`, limit)
+}
+
+// audit reads the entries a query's tail (WHERE, ORDER BY, LIMIT) selects.
+func (db *DB) audit(ctx context.Context, tail string, args ...any) ([]AuditEntry, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT id, at, actor, action, namespace, target, detail FROM audit `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit log: %w", err)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -72,49 +71,8 @@ func (db *DB) OpenSessions(ctx context.Context) ([]Session, error) {
 	return db.sessions(ctx, `WHERE closed_at IS NULL ORDER BY opened_at DESC LIMIT 10000`)
 }
 
-func (db *DB) sessions(ctx context.Context, tail string, args ...any) ([]Session, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT id, login, namespace, member, protocol, path, opened_at, COALESCE(closed_at, 0),
-		bytes_in, bytes_out, close_reason, COALESCE(last_input, 0) FROM sessions `+tail, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: session history: %w", err)
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		var s Session
-		var opened, closed, input int64
-		if err := rows.Scan(&s.ID, &s.Login, &s.Namespace, &s.Member, &s.Protocol, &s.Path, &opened, &closed, &s.BytesIn, &s.BytesOut, &s.CloseReason, &input); err != nil {
-			return nil, fmt.Errorf("store: session history: %w", err)
-		}
-		s.OpenedAt = time.Unix(0, opened)
-		if closed != 0 {
-			s.ClosedAt = time.Unix(0, closed)
-		}
-		if input != 0 {
-			s.LastInput = time.Unix(0, input)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 // AuditHistory returns the audit entries f matches, newest first.
 func (db *DB) AuditHistory(ctx context.Context, f HistoryFilter) ([]AuditEntry, error) {
 	where, args := f.where("(actor = ? OR detail = 'to ' || ? OR instr(detail, 'holder ' || ?) > 0)", "target", "at")
-	rows, err := db.db.QueryContext(ctx, `SELECT id, at, actor, action, namespace, target, detail FROM audit WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit history: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditEntry
-	for rows.Next() {
-		var e AuditEntry
-		var at int64
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Namespace, &e.Target, &e.Detail); err != nil {
-			return nil, fmt.Errorf("store: audit history: %w", err)
-		}
-		e.At = time.Unix(0, at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return db.audit(ctx, `WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 }

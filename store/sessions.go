@@ -51,8 +51,13 @@ func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int
 
 // Sessions returns the newest sessions first, at most limit of them.
 func (db *DB) Sessions(ctx context.Context, limit int) ([]Session, error) {
+	return db.sessions(ctx, `ORDER BY opened_at DESC LIMIT ?`, limit)
+}
+
+// sessions reads the sessions a query's tail (WHERE, ORDER BY, LIMIT) selects.
+func (db *DB) sessions(ctx context.Context, tail string, args ...any) ([]Session, error) {
 	rows, err := db.db.QueryContext(ctx, `SELECT id, login, namespace, member, protocol, path, opened_at, COALESCE(closed_at, 0),
-		bytes_in, bytes_out, close_reason, COALESCE(last_input, 0) FROM sessions ORDER BY opened_at DESC LIMIT ?`, limit)
+		bytes_in, bytes_out, close_reason, COALESCE(last_input, 0) FROM sessions `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: sessions: %w", err)
 	}
