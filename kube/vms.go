@@ -174,6 +174,11 @@ func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 // memberOf maps a VM and its printable status to a member.
 func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	m := vdi.Member{Namespace: vm.Namespace, Name: vm.Name, Pool: vm.Labels[vdi.LabelPool]}
+	// The annotation holds the exact login; the label a label-safe form,
+	// and is all that members assigned before Leases existed carry.
+	if m.AssignedTo = vm.Annotations[vdi.LabelAssignedTo]; m.AssignedTo == "" {
+		m.AssignedTo = vm.Labels[vdi.LabelAssignedTo]
+	}
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusMigrating:
 		m.Power = vdi.PowerRunning

@@ -46,7 +46,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 		if err != nil {
 			return Desktop{}, err
 		}
-		free := freeMembers(members, known, tried, now)
+		free := freeMembers(members, known, tried, now, id.Login)
 		if len(free) == 0 {
 			break
 		}
@@ -87,12 +87,17 @@ const (
 )
 
 // freeMembers returns the members with no live claim that were not tried
-// yet: running ones first (the user gets a desktop now), then stopped ones,
-// then the rest; shuffled within each group so that claimants on several
-// portals do not all race for the same member.
-func freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time) []Member {
-	rank := func(p Power) int {
-		switch p {
+// yet: first one assigned to login before Leases existed (it migrates to a
+// Lease now), then running ones (the user gets a desktop now), then stopped
+// ones, then the rest; shuffled within each group so that claimants on
+// several portals do not all race for the same member. A member assigned
+// to someone else that never had a Lease is theirs, not free.
+func freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
+	rank := func(m Member) int {
+		if m.AssignedTo == login {
+			return -1
+		}
+		switch m.Power {
 		case PowerRunning:
 			return 0
 		case PowerStopped:
@@ -104,13 +109,17 @@ func freeMembers(members []Member, known map[string]*Lease, tried map[string]boo
 	}
 	var free []Member
 	for _, m := range members {
-		if l := known[m.Name]; (l != nil && !l.Expired(now)) || tried[m.Name] {
+		l := known[m.Name]
+		if (l != nil && !l.Expired(now)) || tried[m.Name] {
 			continue
+		}
+		if l == nil && m.AssignedTo != "" && m.AssignedTo != login {
+			continue // assigned before Leases existed: its user migrates it
 		}
 		free = append(free, m)
 	}
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
-	slices.SortStableFunc(free, func(a, b Member) int { return rank(a.Power) - rank(b.Power) })
+	slices.SortStableFunc(free, func(a, b Member) int { return rank(a) - rank(b) })
 	return free
 }
 

@@ -18,6 +18,7 @@ type poolBackend struct {
 	power    map[string]vdi.Power
 	names    []string
 	mirrored map[string]string // member -> holder shown on it
+	assigned map[string]string // member -> holder marked before Leases existed
 }
 
 func (b *poolBackend) MirrorClaim(_ context.Context, r vdi.Ref, holder string, _ time.Time) error {
@@ -49,7 +50,7 @@ func (b *poolBackend) Members(ctx context.Context, _, _ string) ([]vdi.Member, e
 	return out, nil
 }
 func (b *poolBackend) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
-	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: "demo", Power: b.power[r.Name]}, nil
+	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: "demo", Power: b.power[r.Name], AssignedTo: b.assigned[r.Name]}, nil
 }
 func (b *poolBackend) Start(_ context.Context, r vdi.Ref) error {
 	b.power[r.Name] = vdi.PowerRunning
@@ -104,6 +105,26 @@ func TestServiceClaim(t *testing.T) {
 		}
 		if _, err := svc.Desktop(ctx, alice, d.Ref()); vdi.ErrorCode(err) != vdi.EForbidden {
 			t.Errorf("alice after losing the claim: %v; want EForbidden", err)
+		}
+	})
+
+	t.Run("MembersAssignedBeforeLeasesMigrate", func(t *testing.T) {
+		now := time.Unix(1_800_000_000, 0)
+		b := newPoolBackend(vdi.ModePersistent, "demo-1", "demo-2", "demo-3")
+		b.assigned = map[string]string{"demo-2": "alice", "demo-3": "carol"}
+		b.power["demo-1"] = vdi.PowerRunning // would be preferred otherwise
+		svc, _ := newService(t, b, &now)
+		if d, err := svc.Claim(ctx, alice, "local", "demo"); err != nil || d.Name != "demo-2" {
+			t.Errorf("alice's first claim = %s, %v; want demo-2, assigned to her before Leases", d.Name, err)
+		}
+		if d, err := svc.Claim(ctx, bob, "local", "demo"); err != nil || d.Name != "demo-1" {
+			t.Errorf("bob's claim = %s, %v; want demo-1 (demo-3 is carol's)", d.Name, err)
+		}
+		if _, err := svc.Claim(ctx, vdi.Identity{Login: "dave"}, "local", "demo"); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Errorf("dave's claim: %v; want EConflict: carol's pre-Lease member is not free", err)
+		}
+		if d, err := svc.Claim(ctx, vdi.Identity{Login: "carol"}, "local", "demo"); err != nil || d.Name != "demo-3" {
+			t.Errorf("carol's claim = %s, %v; want demo-3", d.Name, err)
 		}
 	})
 

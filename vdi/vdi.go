@@ -79,6 +79,11 @@ type Member struct {
 	Reason string `json:"reason,omitempty"`
 	// Protocols lists the consoles the member offers while running, best first.
 	Protocols []Protocol `json:"protocols,omitempty"`
+	// AssignedTo is the holder the member itself shows (on Kubernetes its
+	// corral.dev/vdi-assigned-to mark), a presentation copy of the claim.
+	// It is read only to migrate members assigned before Leases existed:
+	// such a member goes to that user on their first claim, to nobody else.
+	AssignedTo string `json:"assignedTo,omitempty"`
 }
 
 // Ref names a member: every desktop is addressed as namespace/member.
