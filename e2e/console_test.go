@@ -157,8 +157,8 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 
 	t.Run("open and close leave nothing behind", func(t *testing.T) {
 		page.Goto("about:blank") // the page's own consoles are closed
-		cycleConsoles(t, p, "alice", "/ws/vnc/local/"+d.Name, "", 200)
-		cycleConsoles(t, p, "alice", "/ws/terminal/local/"+d.Name, "", 200)
+		cycleConsoles(t, p, "alice", "/ws/vnc/local/"+d.Name, "", 340)
+		cycleConsoles(t, p, "alice", "/ws/terminal/local/"+d.Name, "", 340)
 	})
 
 	t.Run("refused before the upgrade", func(t *testing.T) {
@@ -231,7 +231,7 @@ func TestConsole_SerialLogin(t *testing.T) {
 	screenshot(t, page, "serial-shell")
 	_, err = page.Goto("about:blank")
 	must(t, err)
-	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 200)
+	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 340)
 }
 
 // startPortalIn starts the portal binary behind prefix (e.g. `ip netns exec
@@ -468,7 +468,7 @@ func (p *Portal) fdTargets(t *testing.T) []string {
 func cycleConsoles(t *testing.T, p *Portal, user, path, hello string, n int) {
 	t.Helper()
 	const warmup = 10
-	var before int
+	var before, beforeG int
 	var beforeFDs []string
 	start := time.Now()
 	for i := range n + warmup {
@@ -476,6 +476,7 @@ func cycleConsoles(t *testing.T, p *Portal, user, path, hello string, n int) {
 			eventually(2*time.Second, func() bool { return false }) // let the warm-up's closes land
 			before = p.fds(t)
 			beforeFDs = p.fdTargets(t)
+			beforeG = p.goroutines(t)
 		}
 		ws, res, err := dialWS(p, user, path, p.URL)
 		if err != nil {
@@ -499,7 +500,13 @@ func cycleConsoles(t *testing.T, p *Portal, user, path, hello string, n int) {
 	if after > before+slack {
 		t.Errorf("portal fds after %d %s consoles: %d; before: %d\nbefore: %q\nafter: %q", n, path, after, before, beforeFDs, p.fdTargets(t))
 	}
-	t.Logf("%d open/close cycles of %s in %v; portal fds %d -> %d", n, path, time.Since(start).Round(time.Millisecond), before, after)
+	var afterG int
+	eventually(5*time.Second, func() bool { afterG = p.goroutines(t); return afterG <= beforeG })
+	if afterG > beforeG+slack {
+		t.Errorf("portal goroutines after %d %s consoles: %d; before: %d", n, path, afterG, beforeG)
+	}
+	t.Logf("%d open/close cycles of %s in %v; portal fds %d -> %d, goroutines %d -> %d",
+		n, path, time.Since(start).Round(time.Millisecond), before, after, beforeG, afterG)
 }
 
 // blackhole returns a loopback address that accepts no connection and

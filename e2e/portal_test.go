@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,3 +195,25 @@ func (p *Portal) homeOf(member string) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// goroutines reads the portal's go_goroutines from its /metrics.
+func (p *Portal) goroutines(tb testing.TB) int {
+	tb.Helper()
+	res, err := http.Get(p.URL + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				tb.Fatalf("go_goroutines %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	tb.Fatalf("no go_goroutines in /metrics:\n%s", body)
+	return 0
+}

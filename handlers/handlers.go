@@ -86,6 +86,7 @@ type Handler struct {
 	mux       *http.ServeMux
 	protected http.Handler // mux behind cross-origin protection
 	console   *consoleState
+	metrics   *metrics
 }
 
 // New returns the portal's handler with every route registered.
@@ -102,6 +103,7 @@ func New(cfg Config) *Handler {
 		ready:    cfg.Ready,
 		mux:      http.NewServeMux(),
 		console:  newConsoleState(cfg.Console),
+		metrics:  newMetrics(),
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -33,6 +33,10 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 	}
 	log := h.log.With("session", s.ID, "desktop", ref, "user", id.Login, "protocol", p, "path", path)
 	log.Info("console opened")
+	open := h.metrics.consoles.WithLabelValues(string(p), path)
+	open.Inc()
+	defer open.Dec()
+	h.metrics.sessions.WithLabelValues(string(p), path).Inc()
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -77,6 +81,8 @@ func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, 
 			log.Warn("record closed console on claim", "err", err)
 		}
 	}
+	h.metrics.bytes.WithLabelValues("in").Add(float64(stats.BytesIn))
+	h.metrics.bytes.WithLabelValues("out").Add(float64(stats.BytesOut))
 	var input time.Time
 	if n := lastInput.Load(); n != 0 {
 		input = time.Unix(0, n)
