@@ -48,6 +48,14 @@ type Config struct {
 	// StopDesktopsOnExit stops local desktops when the portal exits; by
 	// default they keep running and the next start re-adopts them.
 	StopDesktopsOnExit bool
+	// Kubeconfig is the kubeconfig file of the kube backend; empty means
+	// in-cluster config in a pod, else ~/.kube/config.
+	Kubeconfig string
+	// Namespace is the portal's own namespace, where the kube backend's
+	// replicas elect the reclaim leader.
+	Namespace string
+	// Leader times the kube backend's reclaim leader election.
+	Leader LeaderTiming
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -64,7 +72,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", defaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
-	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", "local"), "which backend runs desktops: local (CORRAL_VDI_BACKEND)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the kube backend; default in-cluster config, then ~/.kube/config (KUBECONFIG)")
+	fs.StringVar(&c.Namespace, "namespace", env("CORRAL_VDI_NAMESPACE", defaultNamespace()), "the portal's own namespace, for its leader-election Lease (CORRAL_VDI_NAMESPACE)")
+	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
 	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, oidc, dev (CORRAL_VDI_AUTH)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CORRAL_VDI_TRUSTED_PROXIES", "127.0.0.1/32,::1/128"), "where Tailscale identity headers are believed (CORRAL_VDI_TRUSTED_PROXIES)")
 	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated (CORRAL_VDI_ADMINS)")
@@ -135,9 +145,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.StopDesktopsOnExit, err = strconv.ParseBool(stopOnExit); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT: %q is not true or false", stopOnExit)
 	}
-	if c.Backend != "local" {
-		return c, fmt.Errorf("CORRAL_VDI_BACKEND: %q is not available in this build (use local)", c.Backend)
+	if err := resolveBackend(&c, getenv); err != nil {
+		return c, err
 	}
+	c.Leader = c.Leader.withDefaults()
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_LISTEN: %w", err)
 	}

@@ -14,7 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
@@ -32,10 +35,15 @@ type Main struct {
 	Out io.Writer
 
 	db      *store.DB
-	backend *local.Backend
+	backend *local.Backend // nil with the kube backend
 	svc     *vdi.Service
 	ln      net.Listener
 	srv     *http.Server
+
+	kube     kubernetes.Interface // the kube backend's client; nil with local
+	stopKube context.CancelFunc   // ends the kube backend's watches
+	identity string               // this replica in the reclaim leader election
+	leading  atomic.Bool
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -50,8 +58,10 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Out == nil {
 		m.Out = os.Stdout
 	}
-	if err := local.CheckDesktopDeps(); err != nil {
-		return err
+	if c.Backend != BackendKube {
+		if err := local.CheckDesktopDeps(); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -61,21 +71,16 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.db = db
-	m.backend, err = local.New(ctx, local.Config{DB: db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage})
-	if err != nil {
+	var backend vdi.Backend
+	var leases vdi.Leases = db.Leases()
+	if c.Backend == BackendKube {
+		if backend, leases, err = m.openKube(ctx); err != nil {
+			return err
+		}
+	} else if backend, err = m.openLocal(ctx); err != nil {
 		return err
 	}
-	if c.DemoPoolSize > 0 {
-		if err := m.backend.EnsureDemoPool(ctx, c.DemoPoolSize); err != nil {
-			return err
-		}
-	}
-	if c.DemoVMPoolSize > 0 {
-		if err := m.backend.EnsureDemoVMPool(ctx, c.DemoVMPoolSize); err != nil {
-			return err
-		}
-	}
-	m.svc = vdi.NewService(vdi.Config{Backend: m.backend, Leases: db.Leases(), Audit: db, Log: m.Log,
+	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: db, Log: m.Log,
 		Policy: vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout}})
 	authn, err := auth.New(auth.Config{
 		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db,
@@ -119,7 +124,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
-	go m.svc.RunReclaimer(ctx, m.Config.ReclaimEvery)
+	reclaimerDone := make(chan struct{})
+	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
 	select {
 	case err := <-errc:
@@ -129,7 +135,12 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := m.srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	err := m.srv.Shutdown(sctx)
+	select { // a reclaim leader releases its Lease, so another takes over at once
+	case <-reclaimerDone:
+	case <-sctx.Done():
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil
@@ -142,6 +153,9 @@ func (m *Main) Close() error {
 		m.backend.StopAll(ctx)
 		cancel()
 	}
+	if m.stopKube != nil {
+		m.stopKube()
+	}
 	if m.ln != nil {
 		m.ln.Close()
 	}
@@ -149,6 +163,27 @@ func (m *Main) Close() error {
 		return m.db.Close()
 	}
 	return nil
+}
+
+// openLocal starts the local backend and its demo pools.
+func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
+	c := m.Config
+	var err error
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage})
+	if err != nil {
+		return nil, err
+	}
+	if c.DemoPoolSize > 0 {
+		if err := m.backend.EnsureDemoPool(ctx, c.DemoPoolSize); err != nil {
+			return nil, err
+		}
+	}
+	if c.DemoVMPoolSize > 0 {
+		if err := m.backend.EnsureDemoVMPool(ctx, c.DemoVMPoolSize); err != nil {
+			return nil, err
+		}
+	}
+	return m.backend, nil
 }
 
 func contains(list []string, s string) bool {

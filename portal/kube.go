@@ -1,0 +1,144 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// The backends CORRAL_VDI_BACKEND names.
+const (
+	BackendLocal = "local"
+	BackendKube  = "kube"
+)
+
+// Where a pod finds its ServiceAccount's namespace.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultNamespace is the pod's own namespace in a cluster, else "default".
+func defaultNamespace() string {
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}
+
+// inCluster reports whether the portal runs in a pod with a ServiceAccount.
+func inCluster(getenv func(string) string) bool {
+	if getenv("KUBERNETES_SERVICE_HOST") == "" || getenv("KUBERNETES_SERVICE_PORT") == "" {
+		return false
+	}
+	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/token")
+	return err == nil
+}
+
+// resolveBackend settles c.Backend and c.Kubeconfig: an explicit kubeconfig
+// first, then the in-cluster config in a pod, then ~/.kube/config. Without
+// any, the default backend is local and asking for kube is an error.
+func resolveBackend(c *Config, getenv func(string) string) error {
+	found := false
+	switch {
+	case c.Kubeconfig != "":
+		for _, p := range filepath.SplitList(c.Kubeconfig) {
+			if _, err := os.Stat(p); err == nil {
+				found = true
+			}
+		}
+		if !found && c.Backend != BackendLocal {
+			return fmt.Errorf("KUBECONFIG: %s does not exist", c.Kubeconfig)
+		}
+	case inCluster(getenv):
+		found = true
+	default:
+		home := getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if p := filepath.Join(home, ".kube", "config"); home != "" {
+			if _, err := os.Stat(p); err == nil {
+				c.Kubeconfig, found = p, true
+			}
+		}
+	}
+	switch c.Backend {
+	case "":
+		c.Backend = BackendLocal
+		if found {
+			c.Backend = BackendKube
+		}
+	case BackendLocal:
+	case BackendKube:
+		if !found {
+			return errors.New("CORRAL_VDI_BACKEND=kube but no cluster config found: not in a pod, KUBECONFIG unset and no ~/.kube/config (set KUBECONFIG or --kubeconfig)")
+		}
+	default:
+		return fmt.Errorf("CORRAL_VDI_BACKEND: %q is not a backend (use local or kube)", c.Backend)
+	}
+	return nil
+}
+
+// restConfig is the cluster access of the kube backend: kubeconfig when
+// set, else the in-cluster config.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kube backend: cluster config: %w", err)
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	return cfg, nil
+}
+
+// openKube connects the kube backend: KubeVirt VM pools in every namespace
+// and claims in Leases, cached by a watch that runs until Close.
+func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
+	cfg, err := restConfig(m.Config.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube backend: %w", err)
+	}
+	vms, err := kube.NewVMs(cfg, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	leases := kube.NewLeases(kube.LeasesConfig{Client: cs, Log: m.Log})
+	startErr := make(chan error, 1)
+	go func() { startErr <- leases.Start(kctx) }()
+	select {
+	case err = <-startErr:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	m.kube, m.stopKube = cs, cancel
+	m.identity = newIdentity()
+	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity)
+	return vms, leases, nil
+}
