@@ -106,7 +106,9 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
-	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	// RDP is the default console: IronRDP compiles 6 MB of wasm first, which
+	// takes seconds on a busy machine.
+	must(t, playwright.NewPlaywrightAssertions(45000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(page.GetByTestId("fallback-vnc")).ToBeVisible())
 
 	t.Run("terminal runs a command and follows the window's size", func(t *testing.T) {
