@@ -26,7 +26,7 @@ build: assets ## build bin/corral-vdi-portal
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/corral-vdi-portal
 
 run: deps build ## build and start the portal on this machine (embedded default)
-	./$(BIN) serve
+	CORRAL_VDI_BACKEND=$${CORRAL_VDI_BACKEND:-local} ./$(BIN) serve
 
 test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit + e2e)
 	$(GO) test $(TEST_FLAGS) ./...

@@ -74,6 +74,7 @@ func mustStartPortalIn(tb testing.TB, data string, env ...string) *Portal {
 		"CORRAL_VDI_LISTEN=127.0.0.1:0",
 		"CORRAL_VDI_DATA_DIR="+data,
 		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
+		"CORRAL_VDI_BACKEND=local", // even on a machine with a kubeconfig
 	)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
