@@ -1,7 +1,8 @@
 // Package leasetest is the conformance suite every vdi.Leases
 // implementation passes: the compare-and-swap contract, and claims through
 // vdi.Service racing across several portal instances and processes, with a
-// crash in the middle and stale Leases taken over by two at once.
+// crash in the middle and stale Leases taken over by two at once, and the
+// reclaim rules with an injected clock.
 //
 // An implementation's test calls Run with a function that makes a fresh,
 // empty store; its TestMain calls MaybeChild first so the suite can start
@@ -38,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("StaleTakeover", func(t *testing.T) { testStaleTakeover(t, newStore(t)) })
 	t.Run("Race", func(t *testing.T) { testRace(t, newStore(t)) })
 	t.Run("Crash", func(t *testing.T) { testCrash(t, newStore(t)) })
+	t.Run("Reclaim", func(t *testing.T) { testReclaim(t, newStore(t)) })
 }
 
 // t0 is the suite's clock origin, in whole seconds: Kubernetes keeps times
