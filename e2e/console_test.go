@@ -236,45 +236,6 @@ func TestConsole_SerialLogin(t *testing.T) {
 	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 340)
 }
 
-// startPortalIn starts the portal binary behind prefix (e.g. `ip netns exec
-// NS`) on data, like MustStartPortal.
-func startPortalIn(tb testing.TB, data string, prefix []string, env ...string) *Portal {
-	tb.Helper()
-	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	args := append(append([]string{}, prefix...), binary, "serve")
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
-	cmd.Env = append(cmd.Env, env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	p := &Portal{DataDir: data, cmd: cmd, log: logf}
-	tb.Cleanup(func() { p.Stop(tb) })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	select {
-	case p.URL = <-urls:
-	case <-time.After(20 * time.Second):
-		tb.Fatalf("portal did not start; log:\n%s", p.Log())
-	}
-	return p
-}
-
 // netns makes a network namespace joined to this one by a veth pair with
 // addresses private to the test, and returns its name and both addresses.
 func netns(t *testing.T) (name, hostIP, nsIP string) {

@@ -65,17 +65,25 @@ func MustStartPortal(tb testing.TB, env ...string) *Portal {
 
 func mustStartPortalIn(tb testing.TB, data string, env ...string) *Portal {
 	tb.Helper()
+	defaults := []string{
+		"CORRAL_VDI_LISTEN=127.0.0.1:0",
+		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
+		"CORRAL_VDI_BACKEND=local", // even on a machine with a kubeconfig
+	}
+	return startPortalIn(tb, data, nil, append(defaults, env...)...)
+}
+
+// startPortalIn starts the portal binary behind prefix (e.g. `ip netns exec
+// NS`) on data, like MustStartPortal.
+func startPortalIn(tb testing.TB, data string, prefix []string, env ...string) *Portal {
+	tb.Helper()
 	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(os.Environ(),
-		"CORRAL_VDI_LISTEN=127.0.0.1:0",
-		"CORRAL_VDI_DATA_DIR="+data,
-		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
-		"CORRAL_VDI_BACKEND=local", // even on a machine with a kubeconfig
-	)
+	args := append(append([]string{}, prefix...), binary, "serve")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
