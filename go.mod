@@ -18,7 +18,10 @@ require (
 )
 
 require (
+	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
+	k8s.io/cri-streaming v0.37.2 // indirect
+	k8s.io/streaming v0.37.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
 )
