@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,11 +22,15 @@ var _ vdi.PoolAdmin = (*VMs)(nil)
 
 // CreatePool clones p.Source (a stopped golden VM in p.Namespace) p.Size
 // times into members p.Name-1..n, labelled and annotated as the pool.
+// Before any clone exists it refuses a Windows golden VM above one member
+// without p.LicensesAcknowledged, and a size whose members could not all
+// run at once for want of the golden VM's GPUs and host devices.
 func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	if p.Kind != vdi.KindVM {
 		return vdi.Errorf(vdi.EInvalid, "On Kubernetes, make a vm pool from a golden VM.", "This portal makes only vm pools here, not %s.", p.Kind)
 	}
-	if err := v.checkGolden(ctx, p.Namespace, p.Source); err != nil {
+	golden, err := v.checkGolden(ctx, p.Namespace, p.Source)
+	if err != nil {
 		return err
 	}
 	if existing, err := v.list(ctx, p.Namespace, p.Name); err != nil {
@@ -33,30 +38,47 @@ func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	} else if len(existing) > 0 {
 		return vdi.Errorf(vdi.EConflict, "Resize it instead, or pick another name.", "Pool %s/%s exists.", p.Namespace, p.Name)
 	}
+	ref := vdi.Ref{Namespace: p.Namespace, Name: p.Name}
+	if err := checkLicenses(ref, golden, p.Size, p.LicensesAcknowledged, licensesHintCreate); err != nil {
+		return err
+	}
+	if err := v.admitDevices(ctx, ref, golden, nil, p.Size); err != nil {
+		return err
+	}
 	return v.grow(ctx, p, 0, p.Size)
 }
 
-// checkGolden fails unless the golden VM exists in namespace and is stopped.
-func (v *VMs) checkGolden(ctx context.Context, namespace, name string) error {
-	if name == "" {
-		return vdi.Errorf(vdi.EInvalid, "Name the golden VM to clone members from.", "A vm pool needs a source.")
-	}
+// golden returns the golden VM name in namespace; ENotFound when it is not there.
+func (v *VMs) golden(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
 	var golden kubevirtv1.VirtualMachine
 	err := v.rest.Get().Namespace(namespace).Resource("virtualmachines").Name(name).Do(ctx).Into(&golden)
 	if apierrors.IsNotFound(err) {
-		return vdi.Errorf(vdi.ENotFound, "Members are cloned from a golden VM in the pool's own namespace: pass the namespace the golden VM is in.",
+		return nil, vdi.Errorf(vdi.ENotFound, "Members are cloned from a golden VM in the pool's own namespace: pass the namespace the golden VM is in.",
 			"Golden VM %s not found in namespace %s.", name, namespace)
 	} else if err != nil {
-		return fmt.Errorf("kube: golden VM %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("kube: golden VM %s/%s: %w", namespace, name, err)
+	}
+	return &golden, nil
+}
+
+// checkGolden returns the golden VM, failing unless it exists in namespace,
+// is in no pool and is stopped.
+func (v *VMs) checkGolden(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
+	if name == "" {
+		return nil, vdi.Errorf(vdi.EInvalid, "Name the golden VM to clone members from.", "A vm pool needs a source.")
+	}
+	golden, err := v.golden(ctx, namespace, name)
+	if err != nil {
+		return nil, err
 	}
 	if golden.Labels[vdi.LabelPool] != "" {
-		return vdi.Errorf(vdi.EInvalid, "Clone from a VM that is in no pool.", "VM %s/%s is a member of pool %s.", namespace, name, golden.Labels[vdi.LabelPool])
+		return nil, vdi.Errorf(vdi.EInvalid, "Clone from a VM that is in no pool.", "VM %s/%s is a member of pool %s.", namespace, name, golden.Labels[vdi.LabelPool])
 	}
-	if m := memberOf(&golden); m.Power != vdi.PowerStopped {
-		return vdi.Errorf(vdi.EInvalid, "Stop the golden VM first; clones of a running VM copy a disk in use.",
+	if m := memberOf(golden); m.Power != vdi.PowerStopped {
+		return nil, vdi.Errorf(vdi.EInvalid, "Stop the golden VM first; clones of a running VM copy a disk in use.",
 			"Golden VM %s/%s is %s.", namespace, name, m.Power)
 	}
-	return nil
+	return golden, nil
 }
 
 // grow adds members p.Name-(from+1)..p.Name-to, cloning them at once.
@@ -65,10 +87,13 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, from, to int) error {
 	if err != nil {
 		return err
 	}
+	ann := map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy)}
+	if p.LicensesAcknowledged {
+		ann[AnnotationLicenses] = "true"
+	}
 	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels": map[string]any{vdi.LabelPool: p.Name},
-		"annotations": map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source,
-			AnnotationPolicy: string(policy)},
+		"labels":      map[string]any{vdi.LabelPool: p.Name},
+		"annotations": ann,
 	}})
 	var wg sync.WaitGroup
 	errs := make([]error, to-from)
@@ -90,7 +115,10 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, from, to int) error {
 }
 
 // ResizePool grows a pool by cloning, or shrinks it by deleting unclaimed
-// members, highest numbers first; never a claimed one.
+// members, highest numbers first; never a claimed one. Growing is admitted
+// as CreatePool is: the licences of a Windows pool, and room for every
+// member that is not running (the new ones and the stopped ones) to run at
+// once with the golden VM's devices.
 func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, claimed func(member string) bool) error {
 	vms, err := v.list(ctx, namespace, name)
 	if err != nil {
@@ -101,12 +129,28 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 	}
 	if size > len(vms) {
 		top := 0
-		for _, vm := range vms {
+		names := make([]string, len(vms))
+		for i, vm := range vms {
+			names[i] = vm.Name
 			if n, err := strconv.Atoi(strings.TrimPrefix(vm.Name, name+"-")); err == nil && n > top {
 				top = n
 			}
 		}
 		p := poolOf(&vms[0])
+		// Any member's mark will do: members recreated from the golden VM
+		// may have lost theirs.
+		p.LicensesAcknowledged = slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationLicenses] == "true" })
+		golden, err := v.golden(ctx, namespace, p.Source)
+		if err != nil {
+			return err
+		}
+		ref := vdi.Ref{Namespace: namespace, Name: name}
+		if err := checkLicenses(ref, golden, size, p.LicensesAcknowledged, licensesHintResize); err != nil {
+			return err
+		}
+		if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
+			return err
+		}
 		return v.grow(ctx, p, top, top+size-len(vms))
 	}
 	var free []kubevirtv1.VirtualMachine

@@ -67,6 +67,11 @@ type Pool struct {
 	Source string `json:"source"`
 	Size   int    `json:"size"`
 	Policy Policy `json:"policy"`
+	// LicensesAcknowledged records that the admin holds the licences a pool
+	// of more than one Windows desktop needs (Windows Enterprise E3/E5 or VDA
+	// per user or device, or RDS CALs). The Kubernetes backend refuses such a
+	// pool without it; the local backend ignores it.
+	LicensesAcknowledged bool `json:"licensesAcknowledged,omitempty"`
 }
 
 // Member is one desktop of a pool, as its backend sees it.

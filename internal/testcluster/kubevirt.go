@@ -12,8 +12,9 @@ import (
 )
 
 // KubeVirtCRDs returns the CustomResourceDefinitions of the KubeVirt kinds
-// the portal uses: VirtualMachine and VirtualMachineInstance
-// (kubevirt.io/v1) and VirtualMachineClone (clone.kubevirt.io/v1beta1).
+// the portal uses: VirtualMachine, VirtualMachineInstance and KubeVirt (the
+// configuration, whose permittedHostDevices classify GPUs) in
+// kubevirt.io/v1, and VirtualMachineClone (clone.kubevirt.io/v1beta1).
 //
 // Simplified: names, scopes, versions and the status subresource are
 // KubeVirt's, but the schemas keep every field unchecked
@@ -25,6 +26,7 @@ func KubeVirtCRDs() []*apiextensionsv1.CustomResourceDefinition {
 	return []*apiextensionsv1.CustomResourceDefinition{
 		crd(kubevirtv1.GroupVersion.Group, "v1", "VirtualMachine", "virtualmachines", "vm", "vms"),
 		crd(kubevirtv1.GroupVersion.Group, "v1", "VirtualMachineInstance", "virtualmachineinstances", "vmi", "vmis"),
+		crd(kubevirtv1.GroupVersion.Group, "v1", "KubeVirt", "kubevirts", "kv", "kvs"),
 		crd(clone.GroupName, clone.LatestVersion, clone.Kind, clone.ResourceVMClonePlural, "vmclone", "vmclones"),
 	}
 }

@@ -1,0 +1,187 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// deviceClass says how KubeVirt provides a host-device resource, as its
+// KubeVirt CR's spec.configuration.permittedHostDevices declares it.
+type deviceClass struct {
+	// Kind is "pci" (a whole physical device, exclusive to one VM),
+	// "mediated" (a vGPU slice of a physical GPU) or "usb"; empty when the
+	// KubeVirt CR does not permit the resource or could not be read.
+	Kind string
+	// External reports an external device plugin (externalResourceProvider)
+	// advertises and allocates the resource, not KubeVirt's own.
+	External bool
+}
+
+// String describes the class for an admin.
+func (c deviceClass) String() string {
+	var s string
+	switch c.Kind {
+	case "pci":
+		s = "PCI passthrough, one whole device per VM"
+	case "mediated":
+		s = "mediated device, a vGPU slice per VM"
+	case "usb":
+		s = "USB passthrough"
+	default:
+		return "kind unknown"
+	}
+	if c.External {
+		s += ", from an external device plugin"
+	}
+	return s
+}
+
+// deviceClasses maps each resource the KubeVirt CRs permit to its class;
+// ok is false when there is no KubeVirt CR to read or the portal may not
+// read it (kubevirts.kubevirt.io list), and then nothing is known.
+func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceName]deviceClass, ok bool, err error) {
+	var kvs kubevirtv1.KubeVirtList
+	err = v.rest.Get().Resource("kubevirts").Do(ctx).Into(&kvs)
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("kube: list KubeVirt CRs: %w", err)
+	}
+	if len(kvs.Items) == 0 {
+		return nil, false, nil
+	}
+	classes = map[corev1.ResourceName]deviceClass{}
+	for _, kv := range kvs.Items {
+		p := kv.Spec.Configuration.PermittedHostDevices
+		if p == nil {
+			continue
+		}
+		for _, d := range p.PciHostDevices {
+			classes[corev1.ResourceName(d.ResourceName)] = deviceClass{"pci", d.ExternalResourceProvider}
+		}
+		for _, d := range p.MediatedDevices {
+			classes[corev1.ResourceName(d.ResourceName)] = deviceClass{"mediated", d.ExternalResourceProvider}
+		}
+		for _, d := range p.USB {
+			classes[corev1.ResourceName(d.ResourceName)] = deviceClass{"usb", d.ExternalResourceProvider}
+		}
+	}
+	return classes, true, nil
+}
+
+// admitDevices refuses, before anything is cloned, a pool whose members
+// could not all run at once for want of the host devices (GPUs, host
+// devices) golden asks for. The pool in namespace will have the members
+// named in members (existing ones) plus added new ones; members with a
+// scheduled or running VMI already hold their devices, every other member
+// needs a node with room for one VM's devices. A golden VM without devices
+// passes without a look at the nodes.
+//
+// It also refuses (EInvalid) a device the KubeVirt CR does not permit,
+// since no VM asking for it would start.
+func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1.VirtualMachine, members []string, added int) error {
+	if golden.Spec.Template == nil {
+		return nil
+	}
+	spec := &golden.Spec.Template.Spec
+	perVM := deviceDemand(spec)
+	if len(perVM) == 0 {
+		return nil
+	}
+	resources := slices.Sorted(maps.Keys(perVM))
+	classes, known, err := v.deviceClasses(ctx)
+	if err != nil {
+		return err
+	}
+	if known {
+		for _, r := range resources {
+			if _, ok := classes[r]; !ok {
+				return vdi.Errorf(vdi.EInvalid,
+					"Add it to spec.configuration.permittedHostDevices (pciHostDevices or mediatedDevices) of the KubeVirt CR, or clone from a golden VM without it.",
+					"Golden VM %s/%s asks for host device %s, which KubeVirt does not permit, so no member could start.",
+					golden.Namespace, golden.Name, r)
+			}
+		}
+	}
+	var nodes corev1.NodeList
+	raw, err := v.rest.Get().AbsPath("/api/v1/nodes").Do(ctx).Raw()
+	if err == nil {
+		err = json.Unmarshal(raw, &nodes)
+	}
+	if err != nil {
+		return fmt.Errorf("kube: list nodes for the devices of pool %s: %w", pool, err)
+	}
+	var vmis kubevirtv1.VirtualMachineInstanceList
+	if err := v.rest.Get().Resource("virtualmachineinstances").Do(ctx).Into(&vmis); err != nil {
+		return fmt.Errorf("kube: list VMIs for the devices of pool %s: %w", pool, err)
+	}
+	holding := 0
+	for _, vmi := range vmis.Items {
+		if vmi.Namespace == pool.Namespace && slices.Contains(members, vmi.Name) && vmi.Status.NodeName != "" && holdsDevices(&vmi) {
+			holding++
+		}
+	}
+	want := int64(len(members) - holding + added)
+	fits := fitDevices(perVM, placement{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}, nodes.Items, vmis.Items)
+	room := totalFit(fits)
+	if room >= want {
+		return nil
+	}
+
+	var msg strings.Builder
+	if want == 1 {
+		fmt.Fprintf(&msg, "Pool %s: 1 VM must be able to run", pool)
+	} else {
+		fmt.Fprintf(&msg, "Pool %s: %d VMs must be able to run at once", pool, want)
+	}
+	if len(members) > 0 {
+		fmt.Fprintf(&msg, " (%d new and %d stopped members)", added, len(members)-holding)
+	}
+	msg.WriteString(", each on one node with ")
+	for i, r := range resources {
+		if i > 0 {
+			msg.WriteString(" and ")
+		}
+		c := classes[r]
+		if !known {
+			c = deviceClass{}
+		}
+		fmt.Fprintf(&msg, "%d × %s (%s)", perVM[r], r, c)
+	}
+	fmt.Fprintf(&msg, " as golden VM %s asks; the nodes have room for %d.", golden.Name, room)
+	none := 0
+	for _, f := range fits {
+		if !slices.ContainsFunc(f.Resources, func(r resourceUse) bool { return r.Allocatable > 0 }) {
+			none++
+			continue
+		}
+		fmt.Fprintf(&msg, " Node %s:", f.Node)
+		for i, r := range f.Resources {
+			if i > 0 {
+				msg.WriteString(";")
+			}
+			fmt.Fprintf(&msg, " %s allocatable %d, held %d, free %d", r.Name, r.Allocatable, r.Held, r.Free())
+		}
+		if f.Excluded != "" {
+			fmt.Fprintf(&msg, " (%s)", f.Excluded)
+		}
+		fmt.Fprintf(&msg, ", room for %d.", f.VMs)
+	}
+	if none == len(fits) {
+		msg.WriteString(" No node offers them.")
+	} else if none > 0 {
+		fmt.Fprintf(&msg, " %d other nodes offer none of them.", none)
+	}
+	hint := fmt.Sprintf("Pick a size of at most %d, stop desktops or VMs that hold these devices, or add nodes that offer them; then try again. Nothing was cloned.", int64(holding)+room)
+	return vdi.Errorf(vdi.EConflict, hint, "%s", msg.String())
+}
