@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -16,8 +17,9 @@ import (
 // with a display shows it, and one without gets its terminal.
 
 const (
-	// probeTimeout bounds one probe of a desktop's RDP server.
-	probeTimeout = time.Second
+	// probeTimeout bounds one probe of a desktop's RDP server: the direct
+	// path's timeout and a fallback path (a peer, the apiserver) after it.
+	probeTimeout = 3 * time.Second
 	// probeTTL is how long a probe's result is reused, so that a click
 	// (and the reconnects after it) does not wait on a slow server.
 	probeTTL = 15 * time.Second
@@ -153,6 +155,12 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentia
 // probe connects to console p of ref, checks that an RDP server answers an
 // X.224 request (for RDP), and notes the sign-in the backend knows. Results
 // are cached for probeTTL.
+//
+// RDP is probed by the path chain its consoles take (direct, peers, then
+// e.g. the apiserver's port forward), so that a server only a fallback
+// reaches is still offered. Other consoles are dialled directly, only for
+// the sign-in the backend knows: a fallback would open the guest's one
+// serial console just to close it again.
 func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeResult {
 	key := probeKey{ref, p}
 	if res, ok := h.console.probes.get(key, time.Now()); ok {
@@ -162,7 +170,14 @@ func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeR
 	res := probeResult{}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	conn, err := h.desktops.Dial(ctx, ref, p)
+	var conn net.Conn
+	var err error
+	path := PathDirect
+	if p == vdi.ProtocolRDP {
+		conn, path, err = h.dialConsole(ctx, ref, p)
+	} else {
+		conn, err = h.desktops.Dial(ctx, ref, p)
+	}
 	if err == nil {
 		if c, ok := conn.(rdpSignIn); ok {
 			res.user, res.passw = c.Credentials()
@@ -173,10 +188,13 @@ func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeR
 		conn.Close()
 	}
 	res.ok = err == nil
-	if err != nil {
+	switch {
+	case err != nil && p == vdi.ProtocolRDP:
 		h.log.Warn("console probe failed; offering the others", "desktop", ref, "protocol", p, "err", err)
+	case err != nil:
+		h.log.Debug("no sign-in from the backend for this console", "desktop", ref, "protocol", p, "err", err)
 	}
-	h.log.Debug("console probed", "desktop", ref, "protocol", p, "ok", res.ok, "elapsed", time.Since(begin).Round(time.Millisecond))
+	h.log.Debug("console probed", "desktop", ref, "protocol", p, "ok", res.ok, "path", path, "elapsed", time.Since(begin).Round(time.Millisecond))
 	res.at = time.Now()
 	h.console.probes.put(key, res)
 	return res

@@ -3,10 +3,19 @@ package handlers
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -96,5 +105,102 @@ func TestSameOrigin(t *testing.T) {
 		if got := sameOrigin(r); got != tt.want {
 			t.Errorf("sameOrigin(Origin %q, Host %q) = %v; want %v", tt.origin, tt.host, got, tt.want)
 		}
+	}
+}
+
+// unreachableRDP is the local backend as a portal outside the desktop's
+// network sees it: the RDP server does not answer on the direct path.
+type unreachableRDP struct{ *local.Backend }
+
+func (b unreachableRDP) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
+	if p == vdi.ProtocolRDP {
+		return nil, errors.New("dial tcp 10.0.0.7:3389: i/o timeout")
+	}
+	return b.Backend.Dial(ctx, ref, p)
+}
+
+// backendPath is a fallback path that does reach the desktop, as the
+// apiserver's port forward reaches a VM's RDP server.
+type backendPath struct{ b vdi.Backend }
+
+func (p backendPath) Name() string { return PathAPIServer }
+
+func (p backendPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (net.Conn, error) {
+	return p.b.Dial(ctx, ref, proto)
+}
+
+// TestConnectRDPThroughFallback checks that an RDP server only a fallback
+// path reaches is still offered first by /connect, that the gateway
+// relays through that path, and that the session records it. Without the
+// fallback, the same desktop offers VNC first.
+func TestConnectRDPThroughFallback(t *testing.T) {
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := os.Stat("/usr/bin/freerdp-shadow-cli"); err != nil {
+		t.Skip("freerdp-shadow-cli not installed (Debian package freerdp2-shadow-x11)")
+	}
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "cfb") // short: desktops' sockets live under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	log := slog.New(slog.DiscardHandler)
+	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	backend, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.StopAll(context.Background()) })
+	if err := backend.EnsureDemoPool(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	svc := vdi.NewService(vdi.Config{Backend: unreachableRDP{backend}, Leases: db.Leases(), Audit: db, Log: log})
+	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets, err := static.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, local.Namespace, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(console ConsoleConfig) *rdpEnv {
+		srv := httptest.NewServer(New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: log, Console: console}))
+		t.Cleanup(srv.Close)
+		return &rdpEnv{srv: srv, db: db, dir: dir}
+	}
+
+	direct := serve(ConsoleConfig{})
+	if a := direct.connect(t, "alice", d.Ref()); a.Protocol != "vnc" {
+		t.Fatalf("connect with the direct path only = %+v; want vnc first (the RDP server is out of reach)", a)
+	}
+	e := serve(ConsoleConfig{Paths: []ConsolePath{backendPath{backend}}})
+	begin := time.Now()
+	a := e.connect(t, "alice", d.Ref())
+	if a.Protocol != "rdp" || a.Token == "" {
+		t.Fatalf("connect with a fallback path = %+v; want rdp first", a)
+	}
+	t.Logf("connect with an RDP probe through the fallback in %s", time.Since(begin).Round(time.Millisecond))
+	ws, resp := e.handshake(t, "alice", d.Ref(), a.Token, a.Destination)
+	if resp.Error != nil || len(resp.ServerCertChain) == 0 {
+		t.Fatalf("RDCleanPath reply = %+v; want the server's certificate, reached through the fallback", resp)
+	}
+	ws.Close()
+	var got []store.Session
+	if !eventually(5*time.Second, func() bool {
+		got, _ = db.Sessions(ctx, 10)
+		return len(got) == 1 && !got[0].ClosedAt.IsZero()
+	}) || got[0].Protocol != "rdp" || got[0].Path != PathAPIServer {
+		t.Errorf("sessions = %+v; want one closed rdp session by path %s", got, PathAPIServer)
 	}
 }

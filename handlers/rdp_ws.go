@@ -33,53 +33,54 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil // the upgrader has already answered the client
 	}
 	begin := time.Now()
-	stream, err := h.rdpHandshake(r.Context(), ws, id, ref)
+	stream, path, err := h.rdpHandshake(r.Context(), ws, id, ref)
 	if err != nil {
 		h.log.Warn("rdp connection refused", "desktop", ref, "user", id.Login, "err", err)
 		relay.RejectRDCleanPath(ws, err)
 		return nil
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
-	h.runSession(r.Context(), id, ref, vdi.ProtocolRDP, "direct", func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.runSession(r.Context(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		return relay.PipeRDP(ctx, ws, stream, opts)
 	})
 	return nil
 }
 
 // rdpHandshake reads the client's RDCleanPath request, checks its token,
-// connects to the desktop's RDP server and answers the client. Errors are
+// connects to the desktop's RDP server by the first relay path that works
+// and answers the client; it returns the path's name. Errors are
 // *relay.RDPError where the client should learn why.
-func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (*relay.RDPStream, error) {
+func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (*relay.RDPStream, string, error) {
 	req, err := relay.ReadRDCleanPathRequest(ws)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	switch err := rdpTokenIssuer.check(req.ProxyAuth, id.Login, ref); {
 	case errors.Is(err, errRDPTokenExpired):
-		return nil, relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
+		return nil, "", relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
 	case err != nil:
-		return nil, relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
+		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
 	}
 	// The destination is only checked, never used: the page sends what
 	// /connect told it, so anything else is a crafted request.
 	if req.Destination != rdpDestination(ref) {
-		return nil, relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
+		return nil, "", relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
 	}
 	dctx, cancel := context.WithTimeout(ctx, rdpDialTimeout)
-	conn, err := h.desktops.Dial(dctx, ref, vdi.ProtocolRDP)
+	conn, path, err := h.dialConsole(dctx, ref, vdi.ProtocolRDP)
 	cancel()
 	if err != nil {
-		return nil, relay.RDPDialError(err)
+		return nil, "", relay.RDPDialError(err)
 	}
 	stream, resp, err := relay.RDPConnect(ctx, conn, req, rdpServerAddr(conn))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := relay.AcceptRDCleanPath(ws, resp); err != nil {
 		stream.Close()
-		return nil, err
+		return nil, "", err
 	}
-	return stream, nil
+	return stream, path, nil
 }
 
 // rdpDestination is the destination the page gives IronRDP for ref. IronRDP

@@ -26,12 +26,12 @@ const (
 
 // VMs reads the KubeVirt VirtualMachines that make VM pools: the VMs
 // labelled vdi.LabelPool, and powers them through the KubeVirt
-// subresources, whose console websockets it opens; ephemeral members are
-// cloned again from their golden VM.
+// subresources; ephemeral members are cloned again from their golden VM.
+// Its Dial is the direct path to a console (the VMI's IP);
+// SubresourcePath is the way through the apiserver.
 type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
-	dial      *dialer
 	clone     rest.Interface // clone.kubevirt.io/v1beta1
 	namespace string
 }
@@ -57,15 +57,11 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
 	}
-	d, err := newDialer(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: console dialer: %w", err)
-	}
 	cl, err := clones(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, dial: d, clone: cl, namespace: namespace}, nil
+	return &VMs{rest: rc, sub: sub, clone: cl, namespace: namespace}, nil
 }
 
 // list returns the pool members in namespace (the configured one when
@@ -182,6 +178,9 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusMigrating:
 		m.Power = vdi.PowerRunning
+		// The guest's RDP server when it has one (the portal probes it), its
+		// display, and the serial console.
+		m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial}
 	case kubevirtv1.VirtualMachineStatusStarting, kubevirtv1.VirtualMachineStatusProvisioning,
 		kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, kubevirtv1.VirtualMachineStatusWaitingForReceiver:
 		m.Power = vdi.PowerStarting

@@ -4,73 +4,74 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
-	"strings"
+	"strconv"
 
-	"github.com/gorilla/websocket"
-	"k8s.io/client-go/rest"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// SubprotocolKubeVirt is the websocket subprotocol of KubeVirt's console
-// streams: raw bytes in binary messages.
-const SubprotocolKubeVirt = "plain.kubevirt.io"
+// The ports the guest's own servers listen on, reached at the VMI's IP.
+const (
+	PortRDP = 3389
+	PortVNC = 5900
+)
 
-// dialer opens KubeVirt console websockets through the apiserver with the
-// rest.Config's TLS and credentials (client certificates or a bearer token;
-// exec plugins and impersonation are not carried over).
-type dialer struct {
-	base  *url.URL
-	ws    websocket.Dialer
-	token string
-}
-
-func newDialer(cfg *rest.Config) (*dialer, error) {
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	base, err := url.Parse(cfg.Host)
-	if err != nil {
-		return nil, err
-	}
-	switch base.Scheme {
-	case "https":
-		base.Scheme = "wss"
-	case "http":
-		base.Scheme = "ws"
-	}
-	return &dialer{base: base, token: cfg.BearerToken,
-		ws: websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{SubprotocolKubeVirt}, Proxy: http.ProxyFromEnvironment}}, nil
-}
-
-// Dial opens a running member's console through the apiserver: VNC, or the
-// serial console; other protocols are not KubeVirt subresources.
+// Dial is the direct path to a running member's console: TCP to its VMI's
+// IP (the first status.interfaces[].ipAddress), port 3389 for RDP and 5900
+// for VNC, the guest's own servers. The serial console has no direct path.
+//
+// A member that is gone, in no pool or not running is a *vdi.Error no other
+// path can mend; a VMI without an IP, or nothing answering, is a plain
+// error, after which the caller tries the apiserver (SubresourcePath).
 func (v *VMs) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
-	var sub string
+	var port int
 	switch p {
+	case vdi.ProtocolRDP:
+		port = PortRDP
 	case vdi.ProtocolVNC:
-		sub = "vnc"
+		port = PortVNC
 	case vdi.ProtocolSerial:
-		sub = "console"
+		return nil, fmt.Errorf("kube: the serial console of %s has no direct path, only the apiserver's console subresource", ref)
 	default:
-		return nil, fmt.Errorf("kube: %s has no %s console through the apiserver", ref, p)
+		return nil, vdi.Errorf(vdi.EInvalid, "VM desktops offer rdp, vnc and serial.", "VM %s has no %s console.", ref, p)
 	}
-	u := *v.dial.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + url.PathEscape(ref.Namespace) +
-		"/virtualmachineinstances/" + url.PathEscape(ref.Name) + "/" + sub
-	h := http.Header{}
-	if v.dial.token != "" {
-		h.Set("Authorization", "Bearer "+v.dial.token)
-	}
-	ws, resp, err := v.dial.ws.DialContext(ctx, u.String(), h)
+	ip, err := v.vmiIP(ctx, ref)
 	if err != nil {
-		if resp != nil {
-			return nil, fmt.Errorf("kube: open %s console of %s: %s: %w", sub, ref, resp.Status, err)
-		}
-		return nil, fmt.Errorf("kube: open %s console of %s: %w", sub, ref, err)
+		return nil, err
 	}
-	return &wsConn{ws: ws}, nil
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kube: dial the %s server of %s at its VMI's IP %s: %w (a network policy or the cluster network may keep this portal out)", p, ref, addr, err)
+	}
+	return conn, nil
+}
+
+// vmiIP returns the first IP the member's VMI reports. With no VMI it
+// tells a stopped or missing member (final) from one still starting.
+func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, error) {
+	var vmi kubevirtv1.VirtualMachineInstance
+	err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachineinstances").Name(ref.Name).Do(ctx).Into(&vmi)
+	if apierrors.IsNotFound(err) {
+		m, merr := v.Member(ctx, ref)
+		if merr != nil {
+			return "", merr
+		}
+		if m.Power != vdi.PowerRunning {
+			return "", vdi.Errorf(vdi.EUnavailable, "Start it from the desktop page, then connect again.", "Desktop %s is %s.", ref, m.Power)
+		}
+		return "", fmt.Errorf("kube: VM %s is running but has no VirtualMachineInstance (yet); reconnect in a moment", ref)
+	} else if err != nil {
+		return "", fmt.Errorf("kube: get VirtualMachineInstance %s: %w", ref, err)
+	}
+	for _, iface := range vmi.Status.Interfaces {
+		if iface.IP != "" {
+			return iface.IP, nil
+		}
+	}
+	return "", fmt.Errorf("kube: VirtualMachineInstance %s (phase %q) reports no IP address in status.interfaces: "+
+		"the guest has no pod network, or its guest agent has not reported one yet", ref, vmi.Status.Phase)
 }

@@ -2,8 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -215,69 +213,6 @@ func TestVMsMirrorClaim(t *testing.T) {
 	}
 	if err := vms.MirrorClaim(ctx, vdi.Ref{Namespace: ns, Name: "gone"}, "bob", at); vdi.ErrorCode(err) != vdi.ENotFound {
 		t.Errorf("mirroring on a missing VM: %v; want ENotFound", err)
-	}
-}
-
-// TestVMsDial opens a VNC console through the apiserver and the stand-in,
-// as the portal's ServiceAccount: bytes go both ways in binary messages.
-func TestVMsDial(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	standIn := c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-
-	// Behind the subresource: a server that greets like RFB, then echoes.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				conn.Write([]byte("RFB 003.008\n"))
-				io.Copy(conn, conn)
-			}()
-		}
-	}()
-	standIn.SetConsole(ns, "dial-1", "vnc", ln.Addr().String())
-
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := vms.Dial(ctx, vdi.Ref{Namespace: ns, Name: "dial-1"}, vdi.ProtocolVNC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	greeting := make([]byte, 12)
-	if _, err := io.ReadFull(conn, greeting); err != nil || string(greeting) != "RFB 003.008\n" {
-		t.Fatalf("greeting %q, %v; want RFB 003.008", greeting, err)
-	}
-	if _, err := conn.Write([]byte("RFB 003.008\n")); err != nil {
-		t.Fatal(err)
-	}
-	echo := make([]byte, 12)
-	if _, err := io.ReadFull(conn, echo); err != nil || string(echo) != "RFB 003.008\n" {
-		t.Errorf("echo %q, %v; want what was sent", echo, err)
-	}
-	if _, err := vms.Dial(ctx, vdi.Ref{Namespace: ns, Name: "none"}, vdi.ProtocolVNC); err == nil {
-		t.Error("Dial of a VMI with no console: no error; want one")
-	}
-	unbound, err := kube.NewVMs(c.ServiceAccount(t, ns, "nobody"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := unbound.Dial(ctx, vdi.Ref{Namespace: ns, Name: "dial-1"}, vdi.ProtocolVNC); err == nil || !strings.Contains(err.Error(), "403") {
-		t.Errorf("Dial by an unbound ServiceAccount: %v; want 403 Forbidden", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -109,8 +110,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// The kube backend's apiserver path is one of the handlers' console paths.
+var _ handlers.ConsolePath = (*kube.SubresourcePath)(nil)
+
 // openKube connects the kube backend: KubeVirt VM pools in every namespace
-// and claims in Leases, cached by a watch that runs until Close.
+// and claims in Leases, cached by a watch that runs until Close. It adds
+// the backend's fallback console paths to m.consolePaths.
 func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	cfg, err := restConfig(m.Config.Kubeconfig)
 	if err != nil {
@@ -121,6 +126,12 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 		return nil, nil, fmt.Errorf("kube backend: %w", err)
 	}
 	vms, err := kube.NewVMs(cfg, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	// VMs.Dial is the direct path (the VMI's IP); the apiserver's KubeVirt
+	// subresources reach consoles when it cannot.
+	apiserver, err := kube.NewSubresourcePath(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,6 +149,7 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 		return nil, nil, err
 	}
 	m.kube, m.stopKube = cs, cancel
+	m.consolePaths = append(m.consolePaths, apiserver)
 	m.identity = newIdentity()
 	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity)
 	return vms, leases, nil

@@ -44,6 +44,10 @@ type Main struct {
 	stopKube context.CancelFunc   // ends the kube backend's watches
 	identity string               // this replica in the reclaim leader election
 	leading  atomic.Bool
+
+	// consolePaths are the backend's ways to a console after the direct
+	// path and the peers (the kube backend's apiserver subresources).
+	consolePaths []handlers.ConsolePath
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -100,7 +104,7 @@ func (m *Main) Open(ctx context.Context) error {
 	h := handlers.New(handlers.Config{
 		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret},
+		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
 	})
 	m.ln, err = net.Listen("tcp", c.Listen)

@@ -3,16 +3,17 @@ package testcluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,90 +24,164 @@ import (
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// KubeVirtStandIn is a TEST-ONLY stand-in for KubeVirt's virt-api and
-// virt-controller, so that the portal's production code path (the
-// subresources.kubevirt.io API through the apiserver) runs unchanged in
-// tests. It is an aggregated API server registered with an APIService
-// v1.subresources.kubevirt.io pointing at a Service of type ExternalName
-// localhost. So far it serves:
+// KubeVirtStandIn is a TEST-ONLY stand-in for KubeVirt's virt-api,
+// virt-controller and virt-handler, so that the portal's production code
+// path (the subresources.kubevirt.io API through the apiserver, VMIs read
+// for their IPs) runs unchanged in tests. It is an aggregated API server
+// registered with an APIService v1.subresources.kubevirt.io pointing at a
+// Service of type ExternalName localhost. It serves:
 //
-//   - PUT virtualmachines/{name}/start and /stop: sets the VM's
-//     runStrategy and, acting as the controller at once, its
-//     printableStatus (Running / Stopped) and ready flag;
+//   - PUT virtualmachines/{name}/start: sets the VM's runStrategy and, as
+//     the controller, boots it: printableStatus Starting, a
+//     VirtualMachineInstance of the same name, a real desktop standing for
+//     the guest on a loopback IP of its own (see standin_vmi.go), VMI phase
+//     Running with that IP in status.interfaces (unless WithoutIPs), and
+//     only once the guest's VNC server answers, the VM Running and ready;
+//   - PUT virtualmachines/{name}/stop: Stopping, the guest stopped, the VMI
+//     deleted, Stopped; a VM deleted or replaced while running loses its
+//     guest and VMI too, as garbage collection would do;
 //   - VirtualMachineClone objects (clone.kubevirt.io): polled as a
 //     controller would watch them; the target VM is created from the
 //     source VM's spec, labels and annotations (KubeVirt's defaults with no
 //     filters), halted, and the clone's phase set to Succeeded;
-//   - GET virtualmachineinstances/{name}/vnc and /console: a websocket
-//     (subprotocol plain.kubevirt.io, binary messages) piped to the TCP
-//     address the test gave SetConsole, e.g. a real Xvnc or QEMU serial.
+//   - GET virtualmachineinstances/{name}/vnc, /console and
+//     /portforward/{port}/tcp: websockets (subprotocol plain.kubevirt.io,
+//     binary messages) to the guest's display (the same Xvnc), its serial
+//     console, and a TCP port on its IP.
 //
-// Simplified: no VMI objects, no authentication of the proxied request
+// Simplified: one node, no pods, no authentication of the proxied request
 // (the apiserver has authorized it with RBAC already).
 type KubeVirtStandIn struct {
 	srv *httptest.Server
 	cl  client.Client
+	dir string // the guests' desktops, one folder each
 
-	mu       sync.Mutex
-	consoles map[string]string // ns/vmi/vnc|console -> TCP address behind it
-	stop     context.CancelFunc
-	done     chan struct{}
+	ctx  context.Context // ends with Close
+	stop context.CancelFunc
+	done chan struct{}  // the control loop has ended
+	wg   sync.WaitGroup // queued power operations
+
+	mu    sync.Mutex
+	vmis  map[string]*standInVMI   // ns/name -> running guest
+	ops   map[string]chan struct{} // ns/name -> the last queued operation, closed when done
+	noIPs map[string]bool          // ns/name -> report no IP (WithoutIPs)
+	seq   int                      // names the guests' folders
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// close stops the clone controller and the server.
+// Close stops the stand-in: its loops, every guest's desktop and its
+// server. The VMI objects stay, like the cluster's other objects. Later
+// calls return the first result.
+func (s *KubeVirtStandIn) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.done
+		s.wg.Wait()
+		s.mu.Lock()
+		vmis := s.vmis
+		s.vmis = map[string]*standInVMI{}
+		s.mu.Unlock()
+		var errs []error
+		for key, g := range vmis {
+			if err := g.stop(); err != nil {
+				errs = append(errs, fmt.Errorf("guest of %s: %w", key, err))
+			}
+		}
+		s.srv.Close()
+		errs = append(errs, os.RemoveAll(s.dir))
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("testcluster: close the KubeVirt stand-in: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// close is Close for Cluster.Stop, which has no one to tell but the log.
 func (s *KubeVirtStandIn) close() {
-	s.stop()
-	<-s.done
-	s.srv.Close()
+	if err := s.Close(); err != nil {
+		log.Print(err)
+	}
 }
 
-// StartKubeVirtStandIn installs the KubeVirt CRDs, starts the stand-in and
-// registers it, once per cluster: later calls return the same stand-in,
-// which stops with the cluster. Tests keep apart by namespace.
+// logf logs what the stand-in's controller could not do; tests see it as
+// a VM that never gets where it was asked to go.
+func (s *KubeVirtStandIn) logf(format string, args ...any) {
+	log.Printf("testcluster: KubeVirt stand-in: "+format, args...)
+}
+
+// StartKubeVirtStandIn is StartKubeVirtStandInErr for tests: it fails tb
+// when the stand-in does not come up.
 func (c *Cluster) StartKubeVirtStandIn(tb testing.TB) *KubeVirtStandIn {
 	tb.Helper()
+	s, err := c.StartKubeVirtStandInErr(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// StartKubeVirtStandInErr installs the KubeVirt CRDs, starts the stand-in
+// and registers it, once per cluster: later calls return the same
+// stand-in, which stops with the cluster (or Close). Tests keep apart by
+// namespace. Guests need the local desktop's programs (Xvnc, openbox,
+// xterm; freerdp-shadow-cli for RDP).
+func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.standIn != nil {
-		return c.standIn
+		return c.standIn, nil
 	}
-	c.InstallKubeVirt(tb)
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: KubeVirtCRDs()}); err != nil {
+		return nil, fmt.Errorf("testcluster: install KubeVirt CRDs: %w", err)
+	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			tb.Fatal(err)
+			return nil, err
 		}
 	}
 	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
 	if err != nil {
-		tb.Fatal(err)
+		return nil, fmt.Errorf("testcluster: KubeVirt stand-in client: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &KubeVirtStandIn{cl: cl, consoles: map[string]string{}, stop: cancel, done: make(chan struct{})}
-	go s.cloneLoop(ctx)
+	// Short: the guests' desktops put Unix sockets in their folders.
+	dir, err := os.MkdirTemp("", "kvsi")
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: KubeVirt stand-in folder: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
+		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}}
+	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io", s.handleGroup)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1", s.handleResources)
 	mux.HandleFunc("PUT /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/{action}", s.handlePower)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/{console}", s.handleConsole)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/portforward/{port}/{proto}", s.handlePortForward)
 	s.srv = httptest.NewUnstartedServer(mux)
 	s.srv.Listener.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		cancel()
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	s.srv.Listener = ln
 	s.srv.StartTLS()
 	port := ln.Addr().(*net.TCPAddr).Port
-	if err := s.register(context.Background(), int32(port)); err != nil {
-		s.close()
-		tb.Fatalf("testcluster: register the KubeVirt stand-in: %v", err)
+	if err := s.register(ctx, int32(port)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("testcluster: register the KubeVirt stand-in: %w", err)
 	}
 	c.standIn = s
-	return s
+	return s, nil
 }
 
 // register points v1.subresources.kubevirt.io at the stand-in and waits
@@ -152,65 +227,7 @@ var standInResources = []metav1.APIResource{
 	{Name: "virtualmachines/stop", Namespaced: true, Kind: "VirtualMachine", Verbs: metav1.Verbs{"update"}},
 	{Name: "virtualmachineinstances/vnc", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 	{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
-}
-
-// SetConsole puts the TCP address addr behind the VMI's vnc or console
-// subresource.
-func (s *KubeVirtStandIn) SetConsole(namespace, vmi, console, addr string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.consoles[namespace+"/"+vmi+"/"+console] = addr
-}
-
-var upgrader = websocket.Upgrader{Subprotocols: []string{"plain.kubevirt.io"}, CheckOrigin: func(*http.Request) bool { return true }}
-
-// handleConsole is GET .../virtualmachineinstances/{name}/vnc|console.
-func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	addr := s.consoles[r.PathValue("ns")+"/"+r.PathValue("name")+"/"+r.PathValue("console")]
-	s.mu.Unlock()
-	if addr == "" {
-		writeStatus(w, http.StatusNotFound, "no "+r.PathValue("console")+" for virtualmachineinstance "+r.PathValue("ns")+"/"+r.PathValue("name"))
-		return
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	defer conn.Close()
-	ws, err := upgrader.Upgrade(w, r, nil)
-	if err != nil {
-		return
-	}
-	defer ws.Close()
-	go func() {
-		defer conn.Close()
-		for {
-			typ, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if typ != websocket.BinaryMessage {
-				continue // KubeVirt ignores text frames too
-			}
-			if _, err := conn.Write(msg); err != nil {
-				return
-			}
-		}
-	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := conn.Read(buf)
-		if n > 0 {
-			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	{Name: "virtualmachineinstances/portforward", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 }
 
 func (s *KubeVirtStandIn) handleGroups(w http.ResponseWriter, r *http.Request) {
@@ -234,33 +251,31 @@ func (s *KubeVirtStandIn) handleResources(w http.ResponseWriter, r *http.Request
 		GroupVersion: "subresources.kubevirt.io/v1", APIResources: standInResources})
 }
 
-// handlePower is PUT .../virtualmachines/{name}/start|stop.
+// handlePower is PUT .../virtualmachines/{name}/start|stop. It answers
+// once the runStrategy is set; the VM gets there afterwards, as in KubeVirt.
 func (s *KubeVirtStandIn) handlePower(w http.ResponseWriter, r *http.Request) {
 	ns, name, action := r.PathValue("ns"), r.PathValue("name"), r.PathValue("action")
-	strategy, status, ready := kubevirtv1.RunStrategyAlways, kubevirtv1.VirtualMachineStatusRunning, true
+	var strategy kubevirtv1.VirtualMachineRunStrategy
+	var op func(ctx context.Context)
 	switch action {
 	case "start":
+		strategy, op = kubevirtv1.RunStrategyAlways, func(ctx context.Context) { s.boot(ctx, ns, name) }
 	case "stop":
-		strategy, status, ready = kubevirtv1.RunStrategyHalted, kubevirtv1.VirtualMachineStatusStopped, false
+		strategy, op = kubevirtv1.RunStrategyHalted, func(ctx context.Context) { s.shutdown(ctx, ns, name, true) }
 	default:
 		writeStatus(w, http.StatusNotFound, "the stand-in does not serve virtualmachines/"+action)
 		return
 	}
-	ctx := r.Context()
 	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	spec, _ := json.Marshal(map[string]any{"spec": map[string]any{"runStrategy": strategy, "running": nil}})
-	if err := s.cl.Patch(ctx, vm, client.RawPatch(types.MergePatchType, spec)); apierrors.IsNotFound(err) {
+	if err := s.cl.Patch(r.Context(), vm, client.RawPatch(types.MergePatchType, spec)); apierrors.IsNotFound(err) {
 		writeStatus(w, http.StatusNotFound, "virtualmachine "+ns+"/"+name+" not found")
 		return
 	} else if err != nil {
 		writeStatus(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	st, _ := json.Marshal(map[string]any{"status": map[string]any{"printableStatus": status, "ready": ready, "created": ready}})
-	if err := s.cl.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, st)); err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
-		return
-	}
+	s.enqueue(ns+"/"+name, op)
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -279,8 +294,9 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
 }
 
-// cloneLoop executes VirtualMachineClones until ctx ends.
-func (s *KubeVirtStandIn) cloneLoop(ctx context.Context) {
+// loop executes VirtualMachineClones and reaps the guests of deleted VMs
+// until ctx ends.
+func (s *KubeVirtStandIn) loop(ctx context.Context) {
 	defer close(s.done)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -290,6 +306,7 @@ func (s *KubeVirtStandIn) cloneLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		s.reapOrphans(ctx)
 		var list clonev1beta1.VirtualMachineCloneList
 		if err := s.cl.List(ctx, &list); err != nil {
 			continue

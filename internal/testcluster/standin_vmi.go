@@ -1,0 +1,369 @@
+package testcluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/local"
+)
+
+// TEST-ONLY: the stand-in's VirtualMachineInstances. A started VM gets a
+// VMI object and a real desktop standing for its guest (local.StartDesktop:
+// Xvnc, openbox, xterm and freerdp-shadow, on Unix sockets), reachable at a
+// loopback IP of its own (127.77.x.y; all of 127.0.0.0/8 is loopback on
+// Linux) on the guest's ports: 5900 (VNC) and 3389 (RDP), through small
+// TCP-to-Unix-socket forwarders. That IP is what the VMI reports in
+// status.interfaces, as a pod network address would be.
+
+// Where the stand-in's guests listen, as a guest's own servers would.
+const (
+	standInPortVNC = 5900
+	standInPortRDP = 3389
+)
+
+// standInBootWait bounds a guest's boot: the desktop start and its first
+// VNC answer.
+const standInBootWait = 30 * time.Second
+
+// standInVMI is one running VMI: the desktop standing for its guest and
+// the forwarders that put it on the guest's IP.
+type standInVMI struct {
+	vmUID   types.UID // the VM it runs for; a VM deleted or replaced ends it
+	ip      string
+	desktop *local.Desktop
+	lns     []net.Listener
+	wg      sync.WaitGroup // forwarders and their connections
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+}
+
+// WithoutIPs makes the VMI of VM namespace/vm, when it next starts, report
+// no IP in status.interfaces: the guest still listens on its IP, so the
+// apiserver's subresources (portforward included) reach it, but a portal
+// reading the VMI has no address to dial directly. Call it before Start.
+func (s *KubeVirtStandIn) WithoutIPs(namespace, vm string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noIPs[namespace+"/"+vm] = true
+}
+
+// vmi returns the running VMI namespace/name, or nil.
+func (s *KubeVirtStandIn) vmi(namespace, name string) *standInVMI {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vmis[namespace+"/"+name]
+}
+
+// enqueue runs op for VM key after every op queued for it before, so that
+// a start and a stop in quick succession happen in order, as KubeVirt's
+// controller would.
+func (s *KubeVirtStandIn) enqueue(key string, op func(ctx context.Context)) {
+	s.mu.Lock()
+	prev := s.ops[key]
+	done := make(chan struct{})
+	s.ops[key] = done
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			if s.ops[key] == done {
+				delete(s.ops, key)
+			}
+			s.mu.Unlock()
+			close(done)
+		}()
+		if prev != nil {
+			<-prev
+		}
+		op(s.ctx)
+	}()
+}
+
+// boot runs VM namespace/name as a controller would: status Starting, a
+// VMI, the guest's desktop, then VMI Running with its IP and the VM
+// Running once the guest's VNC server answers. A failed boot leaves the VM
+// in CrashLoopBackOff with the reason in a Failure condition.
+func (s *KubeVirtStandIn) boot(ctx context.Context, ns, name string) {
+	if s.vmi(ns, name) != nil {
+		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+		return
+	}
+	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStarting, false, "")
+	if err := s.startVMI(ctx, ns, name); err != nil {
+		if ctx.Err() == nil {
+			s.logf("boot %s/%s: %v", ns, name, err)
+			s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusCrashLoopBackOff, false, "KubeVirt stand-in: "+err.Error())
+		}
+		return
+	}
+	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+}
+
+// startVMI creates the VMI object, boots the guest and reports it Running.
+func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
+	var vm kubevirtv1.VirtualMachine
+	if err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm); err != nil {
+		return err
+	}
+	yes := true
+	obj := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: vm.Labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
+			Name: name, UID: vm.UID, Controller: &yes, BlockOwnerDeletion: &yes}}}}
+	if vm.Spec.Template != nil {
+		obj.Spec = *vm.Spec.Template.Spec.DeepCopy()
+	}
+	// A VMI left over from a VM of the same name that was deleted while
+	// running (no garbage collector here) goes first.
+	if err := s.cl.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the old VMI: %w", err)
+	}
+	if err := s.cl.Create(ctx, obj); err != nil {
+		return fmt.Errorf("create the VMI: %w", err)
+	}
+	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Scheduling}
+	if err := s.cl.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("VMI status: %w", err)
+	}
+	g, err := s.bootGuest(ctx, name, vm.UID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.vmis[ns+"/"+name] = g
+	withoutIP := s.noIPs[ns+"/"+name]
+	s.mu.Unlock()
+	iface := kubevirtv1.VirtualMachineInstanceNetworkInterface{Name: "default", InterfaceName: "eth0", InfoSource: "domain, guest-agent"}
+	if !withoutIP {
+		iface.IP, iface.IPs = g.ip, []string{g.ip}
+	}
+	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "kubevirt-standin",
+		Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{iface}}
+	if err := s.cl.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("VMI status: %w", err)
+	}
+	return nil
+}
+
+// bootGuest starts the desktop standing for a guest on a loopback IP of
+// its own and waits until its VNC server answers there.
+func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.UID) (*standInVMI, error) {
+	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
+	defer cancel()
+	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}}
+	vnc, rdp, err := listenGuestIP()
+	if err != nil {
+		return nil, err
+	}
+	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
+	s.mu.Lock()
+	s.seq++
+	dir := filepath.Join(s.dir, strconv.Itoa(s.seq))
+	s.mu.Unlock()
+	g.desktop, err = local.StartDesktop(ctx, local.DesktopSpec{Name: name, Dir: dir, Home: filepath.Join(dir, "home")}, nil)
+	if err != nil {
+		g.stop()
+		return nil, err
+	}
+	g.forward(vnc, g.desktop.VNCSocket())
+	if sock := g.desktop.RDPSocket(); sock != "" {
+		g.forward(rdp, sock)
+	} else {
+		// A guest without an RDP server: 3389 refuses, as it would.
+		rdp.Close()
+	}
+	if err := waitRFB(ctx, net.JoinHostPort(g.ip, strconv.Itoa(standInPortVNC))); err != nil {
+		g.stop()
+		return nil, fmt.Errorf("the guest's VNC server at %s: %w", g.ip, err)
+	}
+	return g, nil
+}
+
+// listenGuestIP picks a free loopback IP 127.77.x.y (random, since other
+// test processes run stand-ins of their own) and listens on its VNC and
+// RDP ports.
+func listenGuestIP() (vnc, rdp net.Listener, err error) {
+	for range 64 {
+		ip := fmt.Sprintf("127.77.%d.%d", rand.IntN(256), 1+rand.IntN(254))
+		if vnc, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(standInPortVNC))); err != nil {
+			continue
+		}
+		if rdp, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(standInPortRDP))); err != nil {
+			vnc.Close()
+			continue
+		}
+		return vnc, rdp, nil
+	}
+	return nil, nil, fmt.Errorf("no free loopback IP in 127.77.0.0/16 for a guest: %w", err)
+}
+
+// waitRFB dials addr until a VNC server greets with its RFB version.
+func waitRFB(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			var line string
+			line, err = bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			if err == nil && len(line) == 12 && line[:4] == "RFB " {
+				return nil
+			} else if err == nil {
+				err = fmt.Errorf("greeting %q is not RFB", line)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// forward accepts on ln and pipes each connection to the Unix socket sock
+// until ln closes.
+func (g *standInVMI) forward(ln net.Listener, sock string) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				defer c.Close()
+				u, err := net.Dial("unix", sock)
+				if err != nil {
+					return
+				}
+				g.pipe(c, u)
+			}()
+		}
+	}()
+}
+
+// pipe copies a and b both ways until either ends; stop closes both.
+func (g *standInVMI) pipe(a, b net.Conn) {
+	g.mu.Lock()
+	g.conns[a], g.conns[b] = struct{}{}, struct{}{}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.conns, a)
+		delete(g.conns, b)
+		g.mu.Unlock()
+		a.Close()
+		b.Close()
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(b, a)
+		b.Close()
+	}()
+	io.Copy(a, b)
+	a.Close()
+	<-done
+}
+
+// stop closes the guest's IP and connections and stops its desktop.
+func (g *standInVMI) stop() error {
+	for _, ln := range g.lns {
+		ln.Close()
+	}
+	g.mu.Lock()
+	for c := range g.conns {
+		c.Close()
+	}
+	g.mu.Unlock()
+	g.wg.Wait()
+	if g.desktop != nil {
+		return g.desktop.Stop()
+	}
+	return nil
+}
+
+// shutdown stops VM namespace/name's guest and deletes its VMI; with
+// setStatus the VM goes Stopping, then Stopped.
+func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStatus bool) {
+	if setStatus {
+		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopping, false, "")
+	}
+	s.mu.Lock()
+	g := s.vmis[ns+"/"+name]
+	delete(s.vmis, ns+"/"+name)
+	s.mu.Unlock()
+	if g != nil {
+		if err := g.stop(); err != nil {
+			s.logf("stop the guest of %s/%s: %v", ns, name, err)
+		}
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := s.cl.Delete(ctx, vmi); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		s.logf("delete VMI %s/%s: %v", ns, name, err)
+	}
+	if setStatus {
+		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopped, false, "")
+	}
+}
+
+// reapOrphans ends the guests of VMs that were deleted or replaced (a
+// Recreate deletes a running member's VM), as KubeVirt's garbage
+// collection of the VMI would.
+func (s *KubeVirtStandIn) reapOrphans(ctx context.Context) {
+	s.mu.Lock()
+	running := make(map[string]types.UID, len(s.vmis))
+	for key, g := range s.vmis {
+		if s.ops[key] == nil { // a queued start or stop decides
+			running[key] = g.vmUID
+		}
+	}
+	s.mu.Unlock()
+	for key, uid := range running {
+		ns, name, _ := strings.Cut(key, "/")
+		var vm kubevirtv1.VirtualMachine
+		err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm)
+		if apierrors.IsNotFound(err) || err == nil && vm.UID != uid {
+			s.enqueue(key, func(ctx context.Context) { s.shutdown(ctx, ns, name, false) })
+		}
+	}
+}
+
+// setVMStatus writes the VM's printableStatus and ready flag; a failure
+// message becomes a Failure condition.
+func (s *KubeVirtStandIn) setVMStatus(ctx context.Context, ns, name string, st kubevirtv1.VirtualMachinePrintableStatus, ready bool, failure string) {
+	status := map[string]any{"printableStatus": st, "ready": ready, "created": ready || st == kubevirtv1.VirtualMachineStatusStarting, "conditions": nil}
+	if failure != "" {
+		status["conditions"] = []kubevirtv1.VirtualMachineCondition{{Type: kubevirtv1.VirtualMachineFailure,
+			Status: corev1.ConditionTrue, Reason: "StandInBootFailed", Message: failure}}
+	}
+	patch, _ := json.Marshal(map[string]any{"status": status})
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := s.cl.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, patch)); err != nil &&
+		!apierrors.IsNotFound(err) && !errors.Is(err, context.Canceled) {
+		s.logf("status of VM %s/%s: %v", ns, name, err)
+	}
+}

@@ -1,0 +1,132 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// SubprotocolKubeVirt is the websocket subprotocol of KubeVirt's console
+// streams: raw bytes in binary messages.
+const SubprotocolKubeVirt = "plain.kubevirt.io"
+
+// PathAPIServer is the name SubresourcePath is recorded under on sessions.
+const PathAPIServer = "apiserver"
+
+// SubresourcePath reaches a VM member's consoles through the apiserver's
+// KubeVirt subresources (virt-api proxies them to the node): vnc for VNC,
+// console for the serial console, and portforward/3389/tcp for RDP. It is
+// the fallback when the portal cannot reach the VMI's IP itself: slower
+// (two proxies) and one VNC viewer per VMI upstream, but it only needs the
+// apiserver. It satisfies the handlers' ConsolePath.
+type SubresourcePath struct {
+	dial *dialer
+}
+
+// NewSubresourcePath returns a SubresourcePath that authenticates with
+// cfg's TLS client certificate or bearer token (exec plugins and
+// impersonation are not carried over).
+func NewSubresourcePath(cfg *rest.Config) (*SubresourcePath, error) {
+	d, err := newDialer(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: console dialer: %w", err)
+	}
+	return &SubresourcePath{dial: d}, nil
+}
+
+// Name returns "apiserver", the path recorded on sessions.
+func (s *SubresourcePath) Name() string { return PathAPIServer }
+
+// Dial opens console p of the VMI named like the member ref: VNC through
+// the vnc subresource (the VMI's own display, not the guest's VNC server),
+// serial through console, RDP through portforward to the guest's port 3389.
+// The caller has authorized ref.
+func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
+	var sub string
+	switch p {
+	case vdi.ProtocolVNC:
+		sub = "vnc"
+	case vdi.ProtocolSerial:
+		sub = "console"
+	case vdi.ProtocolRDP:
+		sub = "portforward/" + strconv.Itoa(PortRDP) + "/tcp"
+	default:
+		return nil, vdi.Errorf(vdi.EInvalid, "VM desktops offer rdp, vnc and serial.", "VM %s has no %s console.", ref, p)
+	}
+	return s.dial.open(ctx, ref, sub)
+}
+
+// dialer opens KubeVirt console websockets through the apiserver with the
+// rest.Config's TLS and credentials.
+type dialer struct {
+	base  *url.URL
+	ws    websocket.Dialer
+	token string
+}
+
+func newDialer(cfg *rest.Config) (*dialer, error) {
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	base, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	switch base.Scheme {
+	case "https":
+		base.Scheme = "wss"
+	case "http":
+		base.Scheme = "ws"
+	}
+	return &dialer{base: base, token: cfg.BearerToken,
+		ws: websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{SubprotocolKubeVirt}, Proxy: http.ProxyFromEnvironment}}, nil
+}
+
+// open dials subresource sub (e.g. "vnc", "portforward/3389/tcp") of the
+// VMI ref. A refusal names the apiserver's status and message, e.g. 404
+// for a VMI that does not exist, 403 for RBAC.
+func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, error) {
+	u := *d.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + url.PathEscape(ref.Namespace) +
+		"/virtualmachineinstances/" + url.PathEscape(ref.Name) + "/" + sub
+	h := http.Header{}
+	if d.token != "" {
+		h.Set("Authorization", "Bearer "+d.token)
+	}
+	ws, resp, err := d.ws.DialContext(ctx, u.String(), h)
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %s%s: %w", sub, ref, resp.Status, statusMessage(resp), err)
+		}
+		return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %w", sub, ref, err)
+	}
+	return &wsConn{ws: ws}, nil
+}
+
+// statusMessage returns ": <message>" from a refused upgrade's
+// metav1.Status body, or "" when it has none.
+func statusMessage(resp *http.Response) string {
+	if resp.Body == nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	var st metav1.Status
+	if json.Unmarshal(b, &st) != nil || st.Message == "" {
+		return ""
+	}
+	return ": " + st.Message
+}
