@@ -47,6 +47,9 @@ type poolRequest struct {
 	Source    string        `json:"source"`
 	Size      int           `json:"size"`
 	Policy    policyRequest `json:"policy"`
+	// LicensesAcknowledged is the admin's word that they hold the licences
+	// a pool of Windows desktops needs (vdi.Pool.LicensesAcknowledged).
+	LicensesAcknowledged bool `json:"licensesAcknowledged"`
 }
 
 // defaultNamespace is where pools go when a request names none: the
@@ -66,7 +69,8 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 	if req.Namespace == "" {
 		req.Namespace = defaultNamespace
 	}
-	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy}
+	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy,
+		LicensesAcknowledged: req.LicensesAcknowledged}
 	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
 		return err
 	}

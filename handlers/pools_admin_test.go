@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 func TestPoolsAdminAPI(t *testing.T) {
@@ -48,6 +51,39 @@ func TestPoolsAdminAPI(t *testing.T) {
 				t.Errorf("%s %s: error %q has no hint", tc.method, tc.path, e.Error)
 			}
 		})
+	}
+}
+
+// recordingAdmin is the real admin service, noting the pools asked for.
+type recordingAdmin struct {
+	Admin
+	created []vdi.Pool
+}
+
+func (r *recordingAdmin) CreatePool(ctx context.Context, id vdi.Identity, p vdi.Pool) error {
+	r.created = append(r.created, p)
+	return r.Admin.CreatePool(ctx, id, p)
+}
+
+// TestPoolCreateLicenses checks that the licences acknowledgement of a
+// POST /api/vdi/pools body reaches CreatePool, and is off when not sent.
+func TestPoolCreateLicenses(t *testing.T) {
+	h := mustAdminHandler(t, 0, 0).(*Handler)
+	rec := &recordingAdmin{Admin: h.admin}
+	h.admin = rec
+	for _, body := range []string{`{"name": "win", "size": 3, "licensesAcknowledged": true}`, `{"name": "lin", "size": 1}`} {
+		req := httptest.NewRequest("POST", "/api/vdi/pools", strings.NewReader(body))
+		req.RemoteAddr = "127.0.0.1:40000"
+		req.Header.Set("Tailscale-User-Login", "ops")
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 201 {
+			t.Fatalf("POST /api/vdi/pools %s = %d %s; want 201", body, w.Code, w.Body)
+		}
+	}
+	if len(rec.created) != 2 || !rec.created[0].LicensesAcknowledged || rec.created[1].LicensesAcknowledged {
+		t.Errorf("CreatePool got %+v; want win acknowledged, lin not", rec.created)
 	}
 }
 

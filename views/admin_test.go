@@ -102,3 +102,20 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmin_PoolFormLicences checks the New pool form's licences box: it
+// posts licensesAcknowledged and its description says what it is for.
+func TestAdmin_PoolFormLicences(t *testing.T) {
+	html := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: func(p string) string { return "/static/" + p }}}))
+	box := `<input type="checkbox" name="licensesAcknowledged" data-testid="pool-licenses" aria-describedby="pool-licenses-help">`
+	if !strings.Contains(html, box) {
+		t.Fatalf("admin page has no licences box %s", box)
+	}
+	_, help, ok := strings.Cut(html, `id="pool-licenses-help"`)
+	help, _, _ = strings.Cut(help, "</small>")
+	for _, want := range []string{"Windows", "Enterprise E3/E5", "RDS CALs", "more than one desktop"} {
+		if !ok || !strings.Contains(help, want) {
+			t.Errorf("licences help %q; want it to say %q", help, want)
+		}
+	}
+}

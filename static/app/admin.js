@@ -166,6 +166,10 @@ poolForm.addEventListener('submit', async (ev) => {
       name: f.name.value.trim(),
       size: Number(f.size.value),
       mode: f.mode.value,
+      kind: f.kind.value,
+      namespace: f.namespace.value.trim(),
+      source: f.source.value.trim(),
+      licensesAcknowledged: f.licensesAcknowledged.checked,
       policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim() },
     });
     poolDialog.close();
