@@ -1,0 +1,187 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// ctGracePeriod is how long a member's container has to end after SIGTERM.
+// A desktop container keeps nothing, and releases wait for the old Pod to
+// go before a fresh one takes its name, so the grace is short.
+const ctGracePeriod = 10
+
+// podFor is the Pod of member name, made from its pool's ConfigMap.
+func podFor(p *ctPool, name string) *corev1.Pod {
+	shell, _ := json.Marshal(p.shell)
+	no := false
+	grace := int64(ctGracePeriod)
+	c := corev1.Container{Name: ctContainer, Image: p.Source, Command: p.command, Resources: p.resources,
+		// A terminal with nothing attached keeps an image whose command is
+		// a shell running, as `docker run -it` would.
+		Stdin: true, TTY: true}
+	if p.terminalPort > 0 {
+		c.Ports = []corev1.ContainerPort{{Name: "terminal", ContainerPort: p.terminalPort, Protocol: corev1.ProtocolTCP}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name,
+			Labels:      map[string]string{vdi.LabelPool: p.Name},
+			Annotations: map[string]string{AnnotationShell: string(shell)},
+			// On a cluster with a garbage collector, deleting the ConfigMap
+			// deletes the Pods too.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: p.cm.Name, UID: p.cm.UID}},
+		},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{c},
+			Hostname:                      name,
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			TerminationGracePeriodSeconds: &grace,
+		},
+	}
+}
+
+// createPod makes member name's Pod from its pool.
+func (c *CTs) createPod(ctx context.Context, p *ctPool, name string) error {
+	_, err := c.cs.CoreV1().Pods(p.Namespace).Create(ctx, podFor(p, name), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return vdi.Errorf(vdi.EConflict, "Wait for it to stop, then try again.", "Desktop %s/%s is still being stopped.", p.Namespace, name)
+	} else if err != nil {
+		return fmt.Errorf("kube: create Pod %s/%s of CT pool %s: %w", p.Namespace, name, p.Name, err)
+	}
+	return nil
+}
+
+// deletePod deletes the Pod ref with uid and waits until it is gone.
+func (c *CTs) deletePod(ctx context.Context, ref vdi.Ref, uid types.UID) error {
+	err := c.cs.CoreV1().Pods(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("kube: delete Pod %s: %w", ref, err)
+	}
+	return c.waitGone(ctx, ref, uid)
+}
+
+// waitGone waits until the Pod ref with uid no longer exists.
+func (c *CTs) waitGone(ctx context.Context, ref vdi.Ref, uid types.UID) error {
+	err := poll(ctx, PowerTimeout, func() (bool, error) {
+		pod, err := c.cs.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && pod.UID != uid, err
+	})
+	if err != nil {
+		return fmt.Errorf("kube: Pod %s still there after deleting it (is its node up?): %w", ref, err)
+	}
+	return nil
+}
+
+// Start makes the member's Pod when there is none (or it ended) and waits
+// until it is running and ready; a Pod that cannot run ends the wait with
+// the reason.
+func (c *CTs) Start(ctx context.Context, ref vdi.Ref) error {
+	p, pod, err := c.member(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if pod != nil && pod.DeletionTimestamp != nil {
+		if err := c.waitGone(ctx, ref, pod.UID); err != nil {
+			return err
+		}
+		pod = nil
+	}
+	if pod != nil && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
+		// A Pod that ended never runs again: make a new one.
+		if err := c.deletePod(ctx, ref, pod.UID); err != nil {
+			return err
+		}
+		pod = nil
+	}
+	if pod == nil {
+		if err := c.createPod(ctx, p, ref.Name); err != nil {
+			return err
+		}
+	}
+	return c.waitRunning(ctx, ref)
+}
+
+// waitRunning polls the member until it runs (PowerTimeout).
+func (c *CTs) waitRunning(ctx context.Context, ref vdi.Ref) error {
+	var m vdi.Member
+	err := poll(ctx, PowerTimeout, func() (bool, error) {
+		var err error
+		if m, err = c.Member(ctx, ref); err != nil {
+			return false, err
+		}
+		if m.Power == vdi.PowerFailed {
+			return false, fmt.Errorf("kube: start %s: %s", ref, m.Reason)
+		}
+		return m.Power == vdi.PowerRunning, nil
+	})
+	if err != nil && m.Power != vdi.PowerFailed && ctx.Err() == nil {
+		return fmt.Errorf("kube: start %s: still %s: %w", ref, m.Power, err)
+	}
+	return err
+}
+
+// Stop deletes the member's Pod and waits until it is gone: a container
+// keeps nothing, the next Start makes a new one.
+func (c *CTs) Stop(ctx context.Context, ref vdi.Ref) error {
+	_, pod, err := c.member(ctx, ref)
+	if err != nil || pod == nil {
+		return err
+	}
+	return c.deletePod(ctx, ref, pod.UID)
+}
+
+// Recreate deletes the member's Pod, waits until it is gone and makes a
+// fresh one (a new UID) from the pool's ConfigMap as it reads now. It does
+// not wait for the new Pod to run.
+func (c *CTs) Recreate(ctx context.Context, ref vdi.Ref) error {
+	p, pod, err := c.member(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if pod != nil {
+		if err := c.deletePod(ctx, ref, pod.UID); err != nil {
+			return err
+		}
+	}
+	return c.createPod(ctx, p, ref.Name)
+}
+
+// Dial is the direct path to a member's terminal: TCP to its Pod's IP on
+// the pool's terminalPort, when the ConfigMap declares one. Without one,
+// or for other protocols, it fails with a plain error, so that the caller
+// goes on to the apiserver's exec (ExecPath).
+func (c *CTs) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (net.Conn, error) {
+	if proto != vdi.ProtocolTerminal {
+		return nil, fmt.Errorf("kube: %s is a container: it has a terminal, no %s console", ref, proto)
+	}
+	p, pod, err := c.member(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if p.terminalPort == 0 {
+		return nil, fmt.Errorf("kube: CT pool %s/%s declares no %s: its terminal is reached through pods/exec", p.Namespace, p.Name, CTKeyTerminalPort)
+	}
+	if pod == nil || pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("kube: %s has no Pod IP yet", ref)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(p.terminalPort))))
+	if err != nil {
+		return nil, fmt.Errorf("kube: terminal of %s: %w", ref, err)
+	}
+	return conn, nil
+}
