@@ -13,15 +13,15 @@ require (
 
 require (
 	github.com/creack/pty v1.1.24
+	k8s.io/cri-streaming v0.37.2
 	k8s.io/kube-aggregator v0.37.2
+	k8s.io/streaming v0.37.2
 	kubevirt.io/api v1.9.0
 )
 
 require (
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
-	k8s.io/cri-streaming v0.37.2 // indirect
-	k8s.io/streaming v0.37.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
 )
@@ -110,7 +110,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
