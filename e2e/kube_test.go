@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// kubeEnv is a real kube-apiserver with the KubeVirt stand-in (whose VMs
+// run real Xvnc + freerdp-shadow desktops) and a portal on the kube
+// backend, signed in to the cluster as its ServiceAccount bound only to
+// deploy/rbac.yaml.
+type kubeEnv struct {
+	cluster *testcluster.Cluster
+	admin   client.Client // cluster admin, for what kubectl users would do
+	ns      string
+	portal  *Portal
+}
+
+func startKubeEnv(t *testing.T) *kubeEnv {
+	t.Helper()
+	c := testcluster.MustStart(t)
+	c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	scheme := runtime.NewScheme()
+	must(t, kubevirtv1.AddToScheme(scheme))
+	must(t, coordinationv1.AddToScheme(scheme))
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	must(t, err)
+	e := &kubeEnv{cluster: c, admin: admin, ns: c.Namespace(t)}
+	kubeconfig := testcluster.WriteKubeconfig(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"))
+	e.portal = MustStartPortal(t, "CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops")
+	return e
+}
+
+// golden makes a stopped golden VM, as an admin would with kubectl.
+func (e *kubeEnv) golden(t *testing.T, name string) {
+	t.Helper()
+	halted := kubevirtv1.RunStrategyHalted
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
+	must(t, e.admin.Create(context.Background(), vm))
+	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+	must(t, e.admin.Status().Update(context.Background(), vm))
+}
+
+// vm reads a VM; ok is false when it does not exist.
+func (e *kubeEnv) vm(t *testing.T, name string) (vm kubevirtv1.VirtualMachine, ok bool) {
+	t.Helper()
+	err := e.admin.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &vm)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return vm, err == nil
+}
+
+// vmi reports whether the VM's instance exists (the VM runs).
+func (e *kubeEnv) vmi(t *testing.T, name string) bool {
+	t.Helper()
+	var vmi kubevirtv1.VirtualMachineInstance
+	err := e.admin.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &vmi)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// poolVMs returns the names of the VMs labelled into pool.
+func (e *kubeEnv) poolVMs(t *testing.T, pool string) []string {
+	t.Helper()
+	var list kubevirtv1.VirtualMachineList
+	must(t, e.admin.List(context.Background(), &list, client.InNamespace(e.ns), client.MatchingLabels{vdi.LabelPool: pool}))
+	var names []string
+	for _, vm := range list.Items {
+		names = append(names, vm.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// leases returns the claim Leases of pool.
+func (e *kubeEnv) leases(t *testing.T, pool string) []string {
+	t.Helper()
+	var list coordinationv1.LeaseList
+	must(t, e.admin.List(context.Background(), &list, client.InNamespace(e.ns), client.MatchingLabels{vdi.LabelPool: pool}))
+	var names []string
+	for _, l := range list.Items {
+		names = append(names, l.Name)
+	}
+	return names
+}
+
+// dropIPs empties the VMI's interface list, as when the guest agent has
+// not reported its addresses: only the apiserver path reaches it then.
+func (e *kubeEnv) dropIPs(t *testing.T, name string) {
+	t.Helper()
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"interfaces": []any{}}})
+	must(t, e.admin.Status().Patch(context.Background(), vmi, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// waitFor fails t unless cond holds within d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(d, cond) {
+		t.Fatalf("after %v: want %s", d, what)
+	}
+}
+
+// drawn waits until noVNC has drawn a desktop on page.
+func drawn(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	var colours int
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
+		v, err := page.Evaluate(canvasColours)
+		must(t, err)
+		if colours = toInt(v); colours > 20 {
+			return
+		}
+	}
+	screenshot(t, page, name+"-blank")
+	t.Fatalf("%s: noVNC canvas has %d colours after 15s; want a drawn desktop (> 20)", name, colours)
+}
+
+// TestKube_VMPoolInTheBrowser is issue 4's proof on a real apiserver: an
+// admin makes a pool of 3 from a golden VM, two users get different members
+// that power on, each sees the desktop in Chromium, one over the direct path
+// (the VMI's IP) and one over the KubeVirt vnc subresource through the
+// apiserver; release stops a persistent member and re-clones an ephemeral
+// one; resize 3 -> 5 -> 2 keeps the claimed member; delete leaves no VMs and
+// no Leases.
+func TestKube_VMPoolInTheBrowser(t *testing.T) {
+	e := startKubeEnv(t)
+	p := e.portal
+	e.golden(t, "golden")
+	body := fmt.Sprintf(`{"namespace":%q,"name":"desk","kind":"vm","mode":"persistent","source":"golden","size":3}`, e.ns)
+	var perr apiError
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+		t.Fatalf("create pool: %d %+v", code, perr)
+	}
+	if got := e.poolVMs(t, "desk"); !slices.Equal(got, []string{"desk-1", "desk-2", "desk-3"}) {
+		t.Fatalf("pool desk has VMs %v; want desk-1..3", got)
+	}
+
+	// alice: the home page's Get a desktop, then the VNC console.
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "alice", "/")
+	row := page.Locator(`[data-pool="desk"]`)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	must(t, expect.Locator(row.GetByTestId("free")).ToHaveText("3 of 3 free"))
+	begin := time.Now()
+	must(t, row.GetByTestId("get-desktop").Click())
+	re := regexp.MustCompile(`/desktops/` + e.ns + `/(desk-\d)$`)
+	must(t, page.WaitForURL(re))
+	alices := re.FindStringSubmatch(page.URL())[1]
+	if _, err := page.Goto(page.URL() + "?protocol=vnc"); err != nil {
+		t.Fatal(err)
+	}
+	drawn(t, page, "kube-alice-direct")
+	t.Logf("alice's %s drawn over the direct path %v after Get a desktop", alices, time.Since(begin).Round(time.Millisecond))
+	screenshot(t, page, "kube-alice")
+	if !e.vmi(t, alices) {
+		t.Fatalf("alice's %s shows a desktop but has no VMI", alices)
+	}
+
+	// bob: a different member; his VMI loses its IPs, so the apiserver path.
+	var bobs desktop
+	if code := p.API(t, "bob", "POST", "/api/vdi/pools/"+e.ns+"/desk/claim", &bobs); code != 200 {
+		t.Fatalf("bob's claim: %d", code)
+	}
+	if bobs.Name == alices || bobs.Power != "running" {
+		t.Fatalf("bob got %+v; want a running member other than alice's %s", bobs, alices)
+	}
+	e.dropIPs(t, bobs.Name)
+	bpage := b.MustNewPage(t, 1024, 700)
+	signIn(t, bpage, p, "bob", "/desktops/"+e.ns+"/"+bobs.Name+"?protocol=vnc")
+	drawn(t, bpage, "kube-bob-apiserver")
+	screenshot(t, bpage, "kube-bob")
+
+	paths := map[string]string{}
+	waitFor(t, 10*time.Second, "sessions of alice (direct) and bob (apiserver) recorded", func() bool {
+		for _, r := range csvRows(t, p, "/admin/history/sessions.csv") {
+			if len(r) > 5 && r[3] != "member" {
+				paths[r[1]+"/"+r[3]] = r[5]
+			}
+		}
+		return paths["alice/"+alices] == "direct" && paths["bob/"+bobs.Name] == "apiserver"
+	})
+
+	// Release: alice's persistent member stops and keeps its VM.
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/"+e.ns+"/"+alices+"/release", nil); code != 200 {
+		t.Fatalf("alice's release: %d", code)
+	}
+	waitFor(t, 30*time.Second, "alice's persistent member stopped, VMI gone, VM kept", func() bool {
+		vm, ok := e.vm(t, alices)
+		return ok && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && !e.vmi(t, alices)
+	})
+
+	// Resize 3 -> 5 -> 2: bob's claimed member survives the shrink.
+	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":5}`, nil); code != 200 {
+		t.Fatalf("grow to 5: %d", code)
+	}
+	if got := e.poolVMs(t, "desk"); len(got) != 5 {
+		t.Fatalf("after growing to 5 the pool has %v", got)
+	}
+	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":2}`, nil); code != 200 {
+		t.Fatalf("shrink to 2: %d", code)
+	}
+	if got := e.poolVMs(t, "desk"); len(got) != 2 || !slices.Contains(got, bobs.Name) {
+		t.Fatalf("after shrinking to 2 the pool has %v; want 2 with bob's %s", got, bobs.Name)
+	}
+
+	// Delete: refused while bob holds one, then clean.
+	if code := p.API(t, "ops", "DELETE", "/api/vdi/pools/"+e.ns+"/desk", &perr); code != 409 {
+		t.Fatalf("delete with a claimed desktop: %d %+v; want 409", code, perr)
+	}
+	if code := p.API(t, "bob", "POST", "/api/vdi/desktops/"+e.ns+"/"+bobs.Name+"/release", nil); code != 200 {
+		t.Fatalf("bob's release: %d", code)
+	}
+	if code := p.API(t, "ops", "DELETE", "/api/vdi/pools/"+e.ns+"/desk", &perr); code != 200 && code != 204 {
+		t.Fatalf("delete: %d %+v", code, perr)
+	}
+	waitFor(t, 10*time.Second, "no VMs and no Leases left of pool desk", func() bool {
+		return len(e.poolVMs(t, "desk")) == 0 && len(e.leases(t, "desk")) == 0
+	})
+}
+
+// TestKube_EphemeralReleaseReclones: releasing an ephemeral member makes it
+// again from the golden VM (a new UID), stopped and free.
+func TestKube_EphemeralReleaseReclones(t *testing.T) {
+	e := startKubeEnv(t)
+	p := e.portal
+	e.golden(t, "golden")
+	body := fmt.Sprintf(`{"namespace":%q,"name":"eph","kind":"vm","mode":"ephemeral","source":"golden","size":1}`, e.ns)
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	var d desktop
+	if code := p.API(t, "carol", "POST", "/api/vdi/pools/"+e.ns+"/eph/claim", &d); code != 200 || d.Power != "running" {
+		t.Fatalf("claim: %d %+v", code, d)
+	}
+	before, _ := e.vm(t, d.Name)
+	if code := p.API(t, "carol", "POST", "/api/vdi/desktops/"+e.ns+"/"+d.Name+"/release", nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	waitFor(t, 30*time.Second, "the ephemeral member re-cloned (new UID) and stopped", func() bool {
+		vm, ok := e.vm(t, d.Name)
+		return ok && vm.UID != before.UID && vm.Labels[vdi.LabelPool] == "eph" &&
+			vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && !e.vmi(t, d.Name)
+	})
+	var pools []pool
+	p.API(t, "carol", "GET", "/api/vdi/pools", &pools)
+	for _, pl := range pools {
+		if pl.Name == "eph" && pl.Free != 1 {
+			t.Errorf("after release pool eph has %d free; want 1", pl.Free)
+		}
+	}
+}
