@@ -46,9 +46,10 @@ func (c deviceClass) String() string {
 	return s
 }
 
-// deviceClasses maps each resource the KubeVirt CRs permit to its class;
-// ok is false when there is no KubeVirt CR to read or the portal may not
-// read it (kubevirts.kubevirt.io list), and then nothing is known.
+// deviceClasses maps each resource the KubeVirt CRs permit to its class.
+// ok is false when nothing is known: no KubeVirt CR declares
+// permittedHostDevices (KubeVirt then checks no device against it), or the
+// portal may not read the CRs (kubevirts.kubevirt.io list).
 func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceName]deviceClass, ok bool, err error) {
 	var kvs kubevirtv1.KubeVirtList
 	err = v.rest.Get().Resource("kubevirts").Do(ctx).Into(&kvs)
@@ -57,15 +58,13 @@ func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceNam
 	} else if err != nil {
 		return nil, false, fmt.Errorf("kube: list KubeVirt CRs: %w", err)
 	}
-	if len(kvs.Items) == 0 {
-		return nil, false, nil
-	}
 	classes = map[corev1.ResourceName]deviceClass{}
 	for _, kv := range kvs.Items {
 		p := kv.Spec.Configuration.PermittedHostDevices
 		if p == nil {
 			continue
 		}
+		ok = true
 		for _, d := range p.PciHostDevices {
 			classes[corev1.ResourceName(d.ResourceName)] = deviceClass{"pci", d.ExternalResourceProvider}
 		}
@@ -76,7 +75,7 @@ func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceNam
 			classes[corev1.ResourceName(d.ResourceName)] = deviceClass{"usb", d.ExternalResourceProvider}
 		}
 	}
-	return classes, true, nil
+	return classes, ok, nil
 }
 
 // admitDevices refuses, before anything is cloned, a pool whose members
@@ -119,11 +118,11 @@ func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1
 		err = json.Unmarshal(raw, &nodes)
 	}
 	if err != nil {
-		return fmt.Errorf("kube: list nodes for the devices of pool %s: %w", pool, err)
+		return capacityReadError(pool, "nodes", err)
 	}
 	var vmis kubevirtv1.VirtualMachineInstanceList
 	if err := v.rest.Get().Resource("virtualmachineinstances").Do(ctx).Into(&vmis); err != nil {
-		return fmt.Errorf("kube: list VMIs for the devices of pool %s: %w", pool, err)
+		return capacityReadError(pool, "virtualmachineinstances", err)
 	}
 	holding := 0
 	for _, vmi := range vmis.Items {
@@ -184,4 +183,16 @@ func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1
 	}
 	hint := fmt.Sprintf("Pick a size of at most %d, stop desktops or VMs that hold these devices, or add nodes that offer them; then try again. Nothing was cloned.", int64(holding)+room)
 	return vdi.Errorf(vdi.EConflict, hint, "%s", msg.String())
+}
+
+// capacityReadError wraps a failure to list resource (cluster-wide) while
+// admitting pool; a refusal by RBAC says which grant the portal lacks.
+func capacityReadError(pool vdi.Ref, resource string, err error) error {
+	err = fmt.Errorf("kube: list %s for the devices of pool %s: %w", resource, pool, err)
+	if apierrors.IsForbidden(err) {
+		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
+			Msg:  fmt.Sprintf("The portal may not list %s, so it cannot check that pool %s's GPUs and host devices fit.", resource, pool),
+			Hint: "Grant its ServiceAccount list on " + resource + " cluster-wide, as deploy/rbac.yaml does, or clone from a golden VM without devices."}
+	}
+	return err
 }

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +31,7 @@ type capacityEnv struct {
 	ctx   context.Context
 	ns    string
 	admin client.WithWatch
+	sa    *rest.Config
 	vms   *kube.VMs
 }
 
@@ -38,7 +42,7 @@ func mustCapacityEnv(t *testing.T) *capacityEnv {
 	c.InstallKubeVirt(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme, rbacv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +51,12 @@ func mustCapacityEnv(t *testing.T) *capacityEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
+	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
+	vms, err := kube.NewVMs(sa, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &capacityEnv{ctx: context.Background(), ns: c.Namespace(t), admin: admin, vms: vms}
+	return &capacityEnv{ctx: context.Background(), ns: c.Namespace(t), admin: admin, sa: sa, vms: vms}
 }
 
 // node writes a ready node (cluster-scoped, so named after the namespace
@@ -176,6 +181,16 @@ func (e *capacityEnv) members(t *testing.T, pool string) int {
 // before a VirtualMachineClone exists.
 func TestCapacityAdmission(t *testing.T) {
 	e := mustCapacityEnv(t)
+	// The device classes come from the KubeVirt CR; without the grant the
+	// portal still admits by count, but cannot name the classes.
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "kubevirt.io", Resource: "kubevirts", Verb: "list"}}}
+	review, err := testcluster.Clientset(t, e.sa).AuthorizationV1().SelfSubjectAccessReviews().Create(e.ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	} else if !review.Status.Allowed {
+		t.Fatalf("deploy/rbac.yaml does not let the portal list kubevirts.kubevirt.io; GPU admission reads permittedHostDevices from the KubeVirt CR")
+	}
 	// Resource names are the test's own: the cluster and its nodes are
 	// shared with the package's other tests.
 	pci, vgpu, pair, unlisted := "corral.test/pci-"+e.ns, "corral.test/vgpu-"+e.ns, "corral.test/pair-"+e.ns, "corral.test/unlisted-"+e.ns
@@ -197,6 +212,7 @@ func TestCapacityAdmission(t *testing.T) {
 	e.golden(t, "gold-vgpu", nil, vgpu)
 	e.golden(t, "gold-pair", nil, pair, pair)
 	e.golden(t, "gold-unlisted", nil, unlisted)
+	e.golden(t, "gold-plain", nil)
 	create := func(name, golden string, size int) error {
 		return e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: golden, Size: size})
 	}
@@ -248,20 +264,40 @@ func TestCapacityAdmission(t *testing.T) {
 			"2 × "+pair+" (PCI passthrough, one whole device per VM, from an external device plugin)", "the nodes have room for 0",
 			"Node "+a+": "+pair+" allocatable 1, held 0, free 1, room for 0.", "Node "+b+": "+pair+" allocatable 1, held 0, free 1, room for 0.")
 	})
+	t.Run("NoNodesGrant", func(t *testing.T) {
+		// A portal bound to a role without nodes list makes pools without
+		// devices (they never look at nodes), and for a GPU pool says
+		// which grant it lacks rather than failing with an internal error.
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "patch"}},
+			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "kubevirts"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"clone.kubevirt.io"}, Resources: []string{"virtualmachineclones"}, Verbs: []string{"get", "create", "delete"}}}}
+		bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: e.ns + "-no-nodes"}}}
+		for _, o := range []client.Object{role, bind} {
+			if err := e.admin.Create(e.ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.admin.Delete(context.Background(), o) })
+		}
+		vms, err := kube.NewVMs(testcluster.Shared(t).User(t, e.ns+"-no-nodes"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "plain", Kind: vdi.KindVM, Source: "gold-plain", Size: 2}); err != nil {
+			t.Errorf("a pool without devices, made by a portal that may not list nodes: %v", err)
+		}
+		err = vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "blind", Kind: vdi.KindVM, Source: "gold-pci", Size: 1})
+		var ve *vdi.Error
+		if !errors.As(err, &ve) || ve.Code != vdi.EUnavailable || !strings.Contains(ve.Msg, "may not list nodes") || !strings.Contains(ve.Hint, "deploy/rbac.yaml") {
+			t.Errorf("CreatePool without nodes list: %v; want EUnavailable naming the grant", err)
+		}
+	})
 	t.Run("NotPermitted", func(t *testing.T) {
 		e.refused(t, "unlisted-1", vdi.EInvalid, func() error { return create("unlisted", "gold-unlisted", 1) },
 			"asks for host device "+unlisted+", which KubeVirt does not permit", "permittedHostDevices")
 	})
-}
-
-// TestCapacityWithoutDevices checks that a pool whose golden VM asks for no
-// devices is made without regard to nodes, here none that offer anything.
-func TestCapacityWithoutDevices(t *testing.T) {
-	e := mustCapacityEnv(t)
-	e.golden(t, "plain", nil)
-	if err := e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "plain", Kind: vdi.KindVM, Source: "plain", Size: 2}); err != nil {
-		t.Fatalf("a pool without devices: %v", err)
-	}
 }
 
 // TestLicensingAcknowledgement makes pools of a Windows golden VM: one
