@@ -29,13 +29,13 @@ var (
 )
 
 // NewCluster returns the backend over cfg, reading namespace (all when
-// empty).
-func NewCluster(cfg *rest.Config, namespace string) (*Cluster, error) {
+// empty); leases is the claim store (see NewCTs).
+func NewCluster(cfg *rest.Config, namespace string, leases vdi.Leases) (*Cluster, error) {
 	vms, err := NewVMs(cfg, namespace)
 	if err != nil {
 		return nil, err
 	}
-	cts, err := NewCTs(cfg, namespace)
+	cts, err := NewCTs(cfg, namespace, leases)
 	if err != nil {
 		return nil, err
 	}

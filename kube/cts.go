@@ -51,10 +51,10 @@ import (
 //
 // Nothing here touches a member behind the claim rules: Pods are deleted
 // only by Stop and Recreate (which vdi.Service calls for the holder or an
-// admin, or after marking the member's Lease for release and reclaim), by a
-// shrink of members the claim store reports free, and by deleting a pool
-// nobody holds a member of. There is no background loop recreating Pods;
-// a Pod that went missing shows as stopped and the next Start makes it.
+// admin, or after marking the member's Lease for release and reclaim), and
+// by a shrink or a pool's deletion, which first take the member's Lease
+// themselves (see take). There is no background loop recreating Pods: a
+// Pod that went missing shows as stopped and the next Start makes it.
 
 // LabelCTPool on a ConfigMap declares the CT pool named by its value.
 const LabelCTPool = "corral.dev/vdi-ct-pool"
@@ -86,16 +86,18 @@ var defaultShell = []string{"/bin/sh"}
 // are their members.
 type CTs struct {
 	cs        kubernetes.Interface
+	leases    vdi.Leases
 	namespace string
 }
 
-// NewCTs returns CTs over cfg, reading namespace (all when empty).
-func NewCTs(cfg *rest.Config, namespace string) (*CTs, error) {
+// NewCTs returns CTs over cfg, reading namespace (all when empty). leases
+// is the claim store: members are claimed there before they are removed.
+func NewCTs(cfg *rest.Config, namespace string, leases vdi.Leases) (*CTs, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: CT pools client: %w", err)
 	}
-	return &CTs{cs: cs, namespace: namespace}, nil
+	return &CTs{cs: cs, leases: leases, namespace: namespace}, nil
 }
 
 var _ vdi.Backend = (*CTs)(nil)

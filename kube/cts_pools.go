@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,57 +81,78 @@ func (c *CTs) warm(ctx context.Context, p *ctPool, members []string) error {
 
 // ResizePool grows a CT pool with new members numbered after the highest,
 // or shrinks it by removing unclaimed members, highest numbers first, never
-// a claimed one. The ConfigMap lists the members from then on.
+// a claimed one: each is claimed (take) before it goes. The ConfigMap lists
+// the members from then on.
 func (c *CTs) ResizePool(ctx context.Context, namespace, name string, size int, claimed func(member string) bool) error {
 	p, err := c.pool(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
-	members := p.members
-	var added, dropped []string
-	if size > len(members) {
+	if size >= len(p.members) {
 		top := 0
-		for _, m := range members {
+		for _, m := range p.members {
 			if n, err := strconv.Atoi(strings.TrimPrefix(m, name+"-")); err == nil && n > top {
 				top = n
 			}
 		}
-		for len(members)+len(added) < size {
+		var added []string
+		for len(p.members)+len(added) < size {
 			top++
 			added = append(added, name+"-"+strconv.Itoa(top))
 		}
-		members = append(members[:len(members):len(members)], added...)
-	} else {
-		drop := len(members) - size
-		var keep []string
-		for i := len(members) - 1; i >= 0; i-- {
-			if len(dropped) < drop && !claimed(members[i]) {
-				dropped = append(dropped, members[i])
-			} else {
-				keep = append([]string{members[i]}, keep...)
-			}
+		if err := c.writeMembers(ctx, p, append(slices.Clone(p.members), added...)); err != nil {
+			return err
 		}
-		if len(dropped) < drop {
-			return vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
-				"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(dropped), namespace, name, len(members), size, drop)
+		return c.warm(ctx, p, added)
+	}
+	drop := len(p.members) - size
+	var taken []*vdi.Lease
+	gone := map[string]bool{}
+	for i := len(p.members) - 1; i >= 0 && len(taken) < drop; i-- {
+		m := p.members[i]
+		if claimed(m) {
+			continue
 		}
-		members = keep
+		l, err := c.take(ctx, p, m)
+		if errors.Is(err, errHeld) {
+			continue
+		} else if err != nil {
+			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), c.giveBack(ctx, taken))
+		}
+		taken, gone[m] = append(taken, l), true
 	}
-	if err := c.writeMembers(ctx, p, members); err != nil {
-		return err
+	if len(taken) < drop {
+		return errors.Join(vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
+			"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(taken), namespace, name, len(p.members), size, drop),
+			c.giveBack(ctx, taken))
 	}
-	// The members are out of the pool now; their Pods go after.
-	pods, err := c.pods(ctx, &ctPool{Pool: p.Pool, members: dropped})
+	keep := slices.DeleteFunc(slices.Clone(p.members), func(m string) bool { return gone[m] })
+	err = c.writeMembers(ctx, p, keep)
+	if err == nil {
+		// The members are out of the pool now; their Pods go after.
+		err = c.deletePods(ctx, &ctPool{Pool: p.Pool, members: slices.Collect(maps.Keys(gone))})
+	}
+	return errors.Join(err, c.giveBack(context.WithoutCancel(ctx), taken))
+}
+
+// deletePods deletes the Pods of p's members and waits until they are gone.
+func (c *CTs) deletePods(ctx context.Context, p *ctPool) error {
+	pods, err := c.pods(ctx, p)
 	if err != nil {
 		return err
 	}
 	for _, pod := range pods {
-		if err := c.deletePod(ctx, vdi.Ref{Namespace: namespace, Name: pod.Name}, pod.UID); err != nil {
+		err := c.cs.CoreV1().Pods(p.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("kube: delete Pod %s/%s: %w", p.Namespace, pod.Name, err)
+		}
+	}
+	for _, pod := range pods {
+		if err := c.waitGone(ctx, vdi.Ref{Namespace: p.Namespace, Name: pod.Name}, pod.UID); err != nil {
 			return err
 		}
 	}
-	p.members = members
-	return c.warm(ctx, p, added)
+	return nil
 }
 
 // writeMembers updates the pool's ConfigMap to list members, failing with
@@ -163,45 +186,34 @@ func (c *CTs) SetPolicy(ctx context.Context, namespace, name string, pol vdi.Pol
 }
 
 // DeletePool deletes a CT pool (the caller checked that nobody holds a
-// member): its members' Pods, waiting until they are gone, then its
-// ConfigMap, then the members' leftover Leases (released or expired).
+// member): it claims every member (take; a member claimed meanwhile stops
+// it with EConflict), deletes their Pods and waits until they are gone,
+// deletes the ConfigMap, then the Leases it took (which also clears
+// expired ones left behind).
 func (c *CTs) DeletePool(ctx context.Context, namespace, name string) error {
 	p, err := c.pool(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
-	pods, err := c.pods(ctx, p)
-	if err != nil {
-		return err
+	var taken []*vdi.Lease
+	for _, m := range p.members {
+		l, err := c.take(ctx, p, m)
+		if errors.Is(err, errHeld) {
+			return errors.Join(vdi.Errorf(vdi.EConflict, "Force-release it first, then delete the pool.",
+				"Desktop %s/%s was claimed meanwhile.", namespace, m), c.giveBack(ctx, taken))
+		} else if err != nil {
+			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), c.giveBack(ctx, taken))
+		}
+		taken = append(taken, l)
 	}
-	for _, pod := range pods {
-		err := c.cs.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kube: delete Pod %s/%s: %w", namespace, pod.Name, err)
+	err = c.deletePods(ctx, p)
+	if err == nil {
+		err = c.cs.CoreV1().ConfigMaps(namespace).Delete(ctx, p.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.cm.UID}})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		} else if err != nil {
+			err = fmt.Errorf("kube: delete ConfigMap %s/%s of CT pool %s: %w", namespace, p.cm.Name, name, err)
 		}
 	}
-	for _, pod := range pods {
-		if err := c.waitGone(ctx, vdi.Ref{Namespace: namespace, Name: pod.Name}, pod.UID); err != nil {
-			return err
-		}
-	}
-	err = c.cs.CoreV1().ConfigMaps(namespace).Delete(ctx, p.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.cm.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("kube: delete ConfigMap %s/%s of CT pool %s: %w", namespace, p.cm.Name, name, err)
-	}
-	leases, err := c.cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + name + "," + vdi.LabelMember})
-	if err != nil {
-		return fmt.Errorf("kube: list Leases of CT pool %s/%s: %w", namespace, name, err)
-	}
-	for _, l := range leases.Items {
-		if !p.has(l.Labels[vdi.LabelMember]) {
-			continue // a VM pool's of the same name
-		}
-		err := c.cs.CoordinationV1().Leases(namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kube: delete Lease %s/%s of CT pool %s: %w", namespace, l.Name, name, err)
-		}
-	}
-	return nil
+	return errors.Join(err, c.giveBack(context.WithoutCancel(ctx), taken))
 }

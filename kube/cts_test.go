@@ -41,7 +41,12 @@ func newCTSetup(t *testing.T) *ctSetup {
 	c.Apply(t, "../deploy/rbac.yaml")
 	c.StartKubelet(t)
 	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	back, err := kube.NewCluster(sa, "")
+	leases, closeFn, err := openConfig(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	back, err := kube.NewCluster(sa, "", leases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +54,6 @@ func newCTSetup(t *testing.T) *ctSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, closeFn, err := openConfig(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeFn)
 	svc := vdi.NewService(vdi.Config{Backend: back, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
 	return &ctSetup{c: c, ns: c.Namespace(t), ctx: ctx, svc: svc, back: back, exec: exec,
 		root: vdi.Identity{Login: "root", Admin: true}, leases: leases}
@@ -245,6 +245,17 @@ func TestCTPoolLifecycle(t *testing.T) {
 		}
 		if p, err := s.back.Pool(ctx, ns, "desk"); err != nil || p.Size != 2 {
 			t.Errorf("pool after shrinking: %+v, %v; want size 2", p, err)
+		}
+		// A claim made after the caller looked at the claims: the backend
+		// takes each member's Lease before removing it, so it finds out.
+		if err := s.back.ResizePool(ctx, ns, "desk", 1, func(string) bool { return false }); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Errorf("shrinking with a stale view of the claims: %v; want EConflict", err)
+		}
+		if got := names(s.members(t, "desk")); got != strings.Join(want, ",") {
+			t.Errorf("members after a refused shrink: %s; want %v", got, want)
+		}
+		if l, err := s.leases.Get(ctx, a.Ref()); err != nil || l.Holder != "alice" {
+			t.Errorf("alice's Lease after a refused shrink: %+v, %v", l, err)
 		}
 	})
 

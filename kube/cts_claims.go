@@ -1,0 +1,64 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Before removing a member (a shrink, a pool's deletion) CTs claims it
+// with the member's own Lease, as a user would, so that a claim made after
+// the caller looked at the claims either wins (and the member stays) or
+// loses (and the member is gone before anyone gets it). The Lease is
+// deleted once the member is gone.
+
+// RemovingHolder is the holder of the Lease on a member the portal is
+// removing from its pool.
+const RemovingHolder = "corral-vdi-portal (removing)"
+
+// removingFor is how long such a Lease lasts should the portal stop
+// halfway.
+const removingFor = 10 * time.Minute
+
+// errHeld: the member is claimed.
+var errHeld = errors.New("kube: the member is claimed")
+
+// take claims member of p for its removal: it creates the member's Lease,
+// or takes over an expired one; errHeld when someone holds it.
+func (c *CTs) take(ctx context.Context, p *ctPool, member string) (*vdi.Lease, error) {
+	now := time.Now()
+	want := &vdi.Lease{Namespace: p.Namespace, Member: member, Pool: p.Name, Holder: RemovingHolder,
+		AcquireTime: now, RenewTime: now, Duration: removingFor}
+	l, err := c.leases.Create(ctx, want)
+	if !errors.Is(err, vdi.ErrAlreadyExists) {
+		return l, err
+	}
+	old, err := c.leases.Get(ctx, want.Ref())
+	if errors.Is(err, vdi.ErrNotFound) {
+		return nil, errHeld // released meanwhile, or not seen yet: leave it
+	} else if err != nil {
+		return nil, err
+	}
+	if !old.Expired(now) {
+		return nil, errHeld
+	}
+	want.ResourceVersion = old.ResourceVersion
+	l, err = c.leases.Update(ctx, want)
+	if errors.Is(err, vdi.ErrConflict) {
+		return nil, errHeld
+	}
+	return l, err
+}
+
+// giveBack deletes the Leases take made.
+func (c *CTs) giveBack(ctx context.Context, taken []*vdi.Lease) error {
+	var errs []error
+	for _, l := range taken {
+		if err := c.leases.Delete(ctx, l); err != nil && !errors.Is(err, vdi.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
