@@ -403,3 +403,41 @@ func TestCTPoolTrouble(t *testing.T) {
 		}
 	})
 }
+
+// TestCTDirectTerminal reaches a member's terminal directly when its pool
+// declares a terminalPort: TCP to the Pod's IP on that port, which the
+// test serves as the container would.
+func TestCTDirectTerminal(t *testing.T) {
+	s := newCTSetup(t)
+	ctx, ns := s.ctx, s.ns
+	s.configMap(t, "tty", map[string]string{kube.CTKeyImage: "corral.test/ttyd", kube.CTKeySize: "1", kube.CTKeyTerminalPort: "7681"})
+	d, err := s.svc.Claim(ctx, vdi.Identity{Login: "alice"}, ns, "tty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := s.pod(t, d.Name)
+	if len(pod.Spec.Containers[0].Ports) != 1 || pod.Spec.Containers[0].Ports[0].ContainerPort != 7681 {
+		t.Errorf("container ports %+v; want the terminal port 7681", pod.Spec.Containers[0].Ports)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(pod.Status.PodIP, "7681"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Write([]byte("container terminal\r\n"))
+			c.Close()
+		}
+	}()
+	conn, err := s.svc.Dial(ctx, d.Ref(), vdi.ProtocolTerminal)
+	if err != nil {
+		t.Fatalf("direct terminal: %v", err)
+	}
+	defer conn.Close()
+	expect(t, conn, "container terminal")
+	if _, err := s.svc.Dial(ctx, d.Ref(), vdi.ProtocolVNC); err == nil {
+		t.Error("a container gave a VNC console")
+	}
+}
