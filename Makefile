@@ -46,12 +46,15 @@ lint: ## go vet, gofmt, and fresh templ output
 clean: ## remove build outputs
 	rm -rf bin
 
-.PHONY: testcluster cluster
+.PHONY: testcluster cluster run-cluster
 testcluster: ## build (once; cached by version) the kube-apiserver and etcd the tests run against
 	@bash scripts/testcluster.sh >/dev/null
 
 cluster: testcluster ## start that kube-apiserver + etcd with deploy/rbac.yaml and print kubeconfigs
 	$(GO) run ./internal/testcluster/cmd/testcluster
+
+run-cluster: deps build testcluster ## the Kubernetes backend on this machine: test apiserver + KubeVirt stand-in + a demo pool, then the portal
+	bash scripts/run-cluster.sh
 
 .PHONY: vm-image
 vm-image: ## build (once; cached by version) the tiny kernel + busybox image local vm pools boot

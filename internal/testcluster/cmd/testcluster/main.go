@@ -1,7 +1,9 @@
 // Command testcluster starts the tests' real kube-apiserver and etcd for a
 // human (make cluster): it applies deploy/rbac.yaml, writes an admin
 // kubeconfig and one for the portal's ServiceAccount, prints where they are,
-// and runs until interrupted.
+// and runs until interrupted. With -demo it also starts the KubeVirt
+// stand-in and makes a demo pool (make run-cluster), and writes the file
+// ready in -dir once all is up.
 package main
 
 import (
@@ -21,14 +23,15 @@ import (
 func main() {
 	dir := flag.String("dir", filepath.Join("bin", "testcluster"), "where to write the kubeconfig files")
 	rbac := flag.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest to apply")
+	withDemo := flag.Bool("demo", false, "also start the KubeVirt stand-in and make a demo golden VM and pool")
 	flag.Parse()
-	if err := run(*dir, *rbac); err != nil {
+	if err := run(*dir, *rbac, *withDemo); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, rbac string) error {
+func run(dir, rbac string, withDemo bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c, err := testcluster.Start()
@@ -60,6 +63,17 @@ func run(dir, rbac string) error {
 		testcluster.KubeVersion, testcluster.EtcdVersion, c.Config.Host)
 	fmt.Printf("  as admin:      export KUBECONFIG=%s\n", admin)
 	fmt.Printf("  as the portal: export KUBECONFIG=%s  (ServiceAccount corral-vdi/corral-vdi-portal, deploy/rbac.yaml)\n", portal)
+	ready := filepath.Join(dir, "ready")
+	os.Remove(ready)
+	if withDemo {
+		if err := demo(ctx, c, sa); err != nil {
+			return err
+		}
+		if err := os.WriteFile(ready, nil, 0o600); err != nil {
+			return err
+		}
+		defer os.Remove(ready)
+	}
 	<-ctx.Done()
 	return nil
 }
