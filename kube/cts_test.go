@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -159,11 +160,27 @@ func TestCTPoolLifecycle(t *testing.T) {
 		if _, err := s.exec.Dial(ctx, a.Ref(), vdi.ProtocolVNC); err == nil {
 			t.Error("exec path gave a VNC console")
 		}
+		// Warm the client's connection pool, so that goroutines counted
+		// below are the session's.
+		if _, err := s.exec.Dial(ctx, vdi.Ref{Namespace: ns, Name: "desk-9"}, vdi.ProtocolTerminal); err == nil {
+			t.Fatal("exec into a member with no Pod succeeded")
+		}
+		before := runtime.NumGoroutine()
 		conn, err := s.exec.Dial(ctx, a.Ref(), vdi.ProtocolTerminal)
 		if err != nil {
 			t.Fatalf("terminal through pods/exec: %v", err)
 		}
-		defer conn.Close()
+		defer func() {
+			conn.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for runtime.NumGoroutine() > before {
+				if time.Now().After(deadline) {
+					t.Errorf("%d goroutines after closing the terminal; %d before opening it", runtime.NumGoroutine(), before)
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
 		if _, err := conn.Write([]byte("echo hi-$((6*7))\n")); err != nil {
 			t.Fatal(err)
 		}
