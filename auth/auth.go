@@ -152,6 +152,9 @@ func (a *Authenticator) DevSignIn() bool { return a.modes[ModeDev] }
 
 // Identify returns who made r, and false when nobody is signed in.
 func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
+	if id, ok := r.Context().Value(trustedKey{}).(vdi.Identity); ok {
+		return id, true
+	}
 	if login := r.Header.Get(HeaderTailscaleLogin); login != "" && a.modes[ModeTailscale] {
 		if a.trusted(r) {
 			return a.identity(login, r.Header.Get(HeaderTailscaleName), nil), true

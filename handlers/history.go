@@ -40,8 +40,11 @@ func (h *Handler) parseHistory(r *http.Request, id vdi.Identity) (historyQuery, 
 			continue
 		}
 		t, err := time.ParseInLocation(formTime, b.in, time.Local)
+		if err != nil { // API clients (the admin CLI) send RFC 3339
+			t, err = time.Parse(time.RFC3339, b.in)
+		}
 		if err != nil {
-			return hq, vdi.Errorf(vdi.EInvalid, "Write times as 2006-01-02T15:04.", "%q is not a time for %s.", b.in, b.name)
+			return hq, vdi.Errorf(vdi.EInvalid, "Write times as 2006-01-02T15:04 (the portal's zone) or RFC 3339.", "%q is not a time for %s.", b.in, b.name)
 		}
 		*b.out = t
 	}
@@ -131,6 +134,91 @@ func (h *Handler) handleAuditCSV(w http.ResponseWriter, r *http.Request, id vdi.
 		cw.Write(csvRow(strconv.FormatInt(e.ID, 10), csvTime(e.At), e.Actor, e.Action, e.Namespace, e.Target, e.Detail))
 	}
 	cw.Flush()
+	return nil
+}
+
+// historyLimit reads ?limit= of the JSON history routes: 1000 by default.
+func historyLimit(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return 1000, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 100_000 {
+		return 0, vdi.Errorf(vdi.EInvalid, "Give a limit from 1 to 100000.", "%q is not a row limit.", s)
+	}
+	return n, nil
+}
+
+// sessionJSON is a console session as the JSON history lists it.
+type sessionJSON struct {
+	ID          string    `json:"id"`
+	User        string    `json:"user"`
+	Namespace   string    `json:"namespace"`
+	Desktop     string    `json:"desktop"`
+	Protocol    string    `json:"protocol"`
+	Path        string    `json:"path"`
+	Opened      time.Time `json:"opened"`
+	Closed      time.Time `json:"closed,omitzero"`
+	BytesIn     int64     `json:"bytesIn"`
+	BytesOut    int64     `json:"bytesOut"`
+	LastInput   time.Time `json:"lastInput,omitzero"`
+	CloseReason string    `json:"closeReason,omitempty"`
+}
+
+// handleSessionsJSON serves GET /api/vdi/history/sessions (admins): the
+// filters of /admin/history, newest first, up to ?limit=.
+func (h *Handler) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	hq, err := h.parseHistory(r, id)
+	if err != nil {
+		return err
+	}
+	if hq.filter.Limit, err = historyLimit(r); err != nil {
+		return err
+	}
+	sessions, err := h.history.SessionHistory(r.Context(), hq.filter)
+	if err != nil {
+		return err
+	}
+	out := make([]sessionJSON, 0, len(sessions))
+	for _, s := range sessions {
+		out = append(out, sessionJSON{s.ID, s.Login, s.Namespace, s.Member, s.Protocol, s.Path, s.OpenedAt, s.ClosedAt,
+			s.BytesIn, s.BytesOut, s.LastInput, s.CloseReason})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// auditJSON is an audit log entry as the JSON history lists it.
+type auditJSON struct {
+	ID        int64     `json:"id"`
+	At        time.Time `json:"at"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Namespace string    `json:"namespace,omitempty"`
+	Target    string    `json:"target,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// handleAuditJSON serves GET /api/vdi/history/audit (admins): the filters
+// of /admin/history, newest first, up to ?limit=.
+func (h *Handler) handleAuditJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	hq, err := h.parseHistory(r, id)
+	if err != nil {
+		return err
+	}
+	if hq.filter.Limit, err = historyLimit(r); err != nil {
+		return err
+	}
+	entries, err := h.history.AuditHistory(r.Context(), hq.filter)
+	if err != nil {
+		return err
+	}
+	out := make([]auditJSON, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, auditJSON{e.ID, e.At, e.Actor, e.Action, e.Namespace, e.Target, e.Detail})
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

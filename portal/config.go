@@ -56,6 +56,9 @@ type Config struct {
 	Namespace string
 	// Leader times the kube backend's reclaim leader election.
 	Leader LeaderTiming
+	// AdminSocket is the Unix socket the admin CLI talks to the portal
+	// on; empty for none.
+	AdminSocket string
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -86,7 +89,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
 	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
-	var vmDemo, peers, peerSecretFile string
+	var vmDemo, peers, peerSecretFile, adminSocket string
+	fs.StringVar(&adminSocket, "admin-socket", env("CORRAL_VDI_ADMIN_SOCKET", ""), "Unix socket of the admin CLI, for root and the portal's user; default admin.sock in the data directory, or off (CORRAL_VDI_ADMIN_SOCKET)")
 	fs.StringVar(&vmDemo, "demo-vm-pool-size", env("CORRAL_VDI_DEMO_VM_POOL_SIZE", "0"), "members of the QEMU pool demo-vm (needs scripts/vm-image.sh); 0 for none (CORRAL_VDI_DEMO_VM_POOL_SIZE)")
 	fs.StringVar(&c.VMImage, "vm-image", env("CORRAL_VDI_VM_IMAGE", ""), "folder with vmlinuz and initramfs.gz for vm pools; default scripts/vm-image.sh's cache (CORRAL_VDI_VM_IMAGE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
@@ -131,6 +135,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("CORRAL_VDI_DEMO_VM_POOL_SIZE: %q is not a count", vmDemo)
 	}
 	c.Peers = splitList(peers)
+	c.AdminSocket = adminSocketPath(adminSocket, c.DataDir)
 	secret, err := valueOrFile(getenv("CORRAL_VDI_PEER_SECRET"), peerSecretFile, "CORRAL_VDI_PEER_SECRET")
 	if err != nil {
 		return c, err

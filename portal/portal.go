@@ -39,6 +39,7 @@ type Main struct {
 	svc     *vdi.Service
 	ln      net.Listener
 	srv     *http.Server
+	admin   *adminSocket // the CLI's socket; nil when off
 
 	kube     kubernetes.Interface // the kube backend's client; nil with local
 	stopKube context.CancelFunc   // ends the kube backend's watches
@@ -116,7 +117,8 @@ func (m *Main) Open(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
-	return nil
+	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
+	return err
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -131,6 +133,7 @@ func (m *Main) Run(ctx context.Context) error {
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
+	go m.admin.serve(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -163,6 +166,7 @@ func (m *Main) Close() error {
 	if m.ln != nil {
 		m.ln.Close()
 	}
+	m.admin.Close()
 	if m.db != nil {
 		return m.db.Close()
 	}

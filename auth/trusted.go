@@ -1,0 +1,19 @@
+package auth
+
+import (
+	"context"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// trustedKey is the context key of an identity the process vouches for.
+type trustedKey struct{}
+
+// WithTrustedIdentity returns ctx carrying id, which Identify then returns
+// ahead of any header or cookie. Only a listener that authenticates its
+// peers itself may set it: the admin socket does, from the kernel's peer
+// credentials, on the requests it serves. Nothing a request carries can
+// set a context value, so the TCP listener never yields this identity.
+func WithTrustedIdentity(ctx context.Context, id vdi.Identity) context.Context {
+	return context.WithValue(ctx, trustedKey{}, id)
+}

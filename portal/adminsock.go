@@ -1,0 +1,199 @@
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// adminSocketName is the admin socket's file name in the data directory.
+const adminSocketName = "admin.sock"
+
+// maxSocketPath is the longest Unix socket path Linux accepts (sun_path
+// holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// adminSocketPath resolves CORRAL_VDI_ADMIN_SOCKET: empty means the data
+// directory's admin.sock, "off" means none (returned as "").
+func adminSocketPath(setting, dataDir string) string {
+	switch setting {
+	case "off":
+		return ""
+	case "":
+		return filepath.Join(dataDir, adminSocketName)
+	}
+	return setting
+}
+
+// adminSocket serves the /api/ routes on a Unix socket to local admins:
+// the kernel names the peer's uid (SO_PEERCRED), and root or the portal's
+// own user gets the admin identity cli:<user>. The admin CLI talks to the
+// running portal through it, so one process keeps owning desktops and
+// leases.
+type adminSocket struct {
+	path string
+	ln   net.Listener
+	srv  *http.Server
+	api  http.Handler
+	log  *slog.Logger
+}
+
+// openAdminSocket listens on path (nil, nil when path is empty), replacing
+// a stale socket that nothing answers on. h is the portal's handler.
+func openAdminSocket(path string, h http.Handler, log *slog.Logger) (*adminSocket, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("admin socket %s: the path is longer than %d bytes; set CORRAL_VDI_ADMIN_SOCKET to a shorter path, or off", path, maxSocketPath)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w (set CORRAL_VDI_ADMIN_SOCKET to another path, or off)", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	a := &adminSocket{path: path, ln: ln, api: h, log: log}
+	a.srv = &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerOf(c))
+		},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("admin socket for the CLI", "path", path)
+	return a, nil
+}
+
+// removeStaleSocket removes a socket left by a portal that is gone; a live
+// one, or a file that is no socket, is an error.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("admin socket %s exists and is not a socket: remove it, or set CORRAL_VDI_ADMIN_SOCKET to another path", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("admin socket %s: another portal is serving on it; stop that portal, or give this one another CORRAL_VDI_DATA_DIR or CORRAL_VDI_ADMIN_SOCKET", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("admin socket: remove stale %s: %w", path, err)
+	}
+	return nil
+}
+
+// serve serves until ctx ends, then shuts down; a nil socket (off) does
+// nothing.
+func (a *adminSocket) serve(ctx context.Context) {
+	if a == nil {
+		return
+	}
+	a.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	errc := make(chan error, 1)
+	go func() { errc <- a.srv.Serve(a.ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			a.log.Error("admin socket stopped", "err", err)
+		}
+		return
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	a.srv.Shutdown(sctx)
+}
+
+// Close stops listening and removes the socket file; nil does nothing.
+func (a *adminSocket) Close() error {
+	if a == nil {
+		return nil
+	}
+	return a.ln.Close() // a Unix listener unlinks the socket file it made
+}
+
+// peerKey is the context key of a connection's peer credentials.
+type peerKey struct{}
+
+// peer is who is on the other end of an admin socket connection.
+type peer struct {
+	uid int
+	err error // the credentials could not be read
+}
+
+// peerOf reads c's peer credentials from the kernel.
+func peerOf(c net.Conn) peer {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return peer{err: fmt.Errorf("admin socket: %T is not a Unix connection", c)}
+	}
+	uid, err := peerUID(uc)
+	return peer{uid: uid, err: err}
+}
+
+// ServeHTTP admits root and the portal's own user with the identity
+// cli:<user>, and refuses everyone else before the request reaches the API.
+func (a *adminSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := r.Context().Value(peerKey{}).(peer)
+	if !ok || p.err != nil {
+		a.log.Error("admin socket: peer credentials", "err", p.err)
+		writeSocketError(w, http.StatusInternalServerError, "The portal could not tell who is calling.", "See the portal's log.")
+		return
+	}
+	self := os.Getuid()
+	if p.uid != 0 && p.uid != self {
+		a.log.Warn("admin socket: refused a caller", "uid", p.uid)
+		writeSocketError(w, http.StatusForbidden, fmt.Sprintf("User %s may not use the portal's admin socket.", userName(p.uid)),
+			fmt.Sprintf("Run the command as root or as the portal's user (%s).", userName(self)))
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		writeSocketError(w, http.StatusNotFound, "The admin socket serves the /api/ routes only.", "Open the portal's pages in a browser.")
+		return
+	}
+	name := userName(p.uid)
+	id := vdi.Identity{Login: "cli:" + name, Name: name, Admin: true}
+	a.api.ServeHTTP(w, r.WithContext(auth.WithTrustedIdentity(r.Context(), id)))
+}
+
+// userName returns uid's user name, or the number when it has none.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
+}
+
+// writeSocketError answers in the API's error shape.
+func writeSocketError(w http.ResponseWriter, code int, msg, hint string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg, "hint": hint})
+}
