@@ -9,7 +9,8 @@ import (
 	"os"
 )
 
-// Command runs the subcommand args name: serve (the default) or help.
+// Command runs the subcommand args names: serve (the default), help, or
+// an admin subcommand (cliCommands) that talks to the running portal.
 func Command(ctx context.Context, args []string, getenv func(string) string) error {
 	name := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
@@ -30,8 +31,16 @@ func Command(ctx context.Context, args []string, getenv func(string) string) err
 		}
 		return m.Run(ctx)
 	case "help":
-		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n\nRun `corral-vdi-portal serve -h` for the flags; each has a CORRAL_VDI_* environment variable.")
+		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
+			"serve runs the portal; `corral-vdi-portal serve -h` lists its flags, each with a CORRAL_VDI_* environment variable.\n\n" + cliUsage)
 		return nil
+	}
+	if run, ok := cliCommands[name]; ok {
+		err := run(ctx, cliEnv{getenv: getenv, out: os.Stdout, errOut: os.Stderr}, args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
 	}
 	return fmt.Errorf("unknown command %q (try help)", name)
 }

@@ -1,0 +1,125 @@
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// runDesktops is `corral-vdi-portal desktops [-all]`: claimed desktops with
+// their holders, or every desktop.
+func runDesktops(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "desktops", "[-all] [-json]")
+	all := f.Bool("all", false, "list free desktops too")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var raws []json.RawMessage
+	if _, err := c.get(ctx, "/api/vdi/desktops?all=1", &raws); err != nil {
+		return err
+	}
+	keep := []json.RawMessage{}
+	var rows [][]string
+	for _, raw := range raws {
+		var d vdi.Desktop
+		if err := jsonInto(raw, &d); err != nil {
+			return err
+		}
+		if d.Holder == "" && !*all {
+			continue
+		}
+		keep = append(keep, raw)
+		power := string(d.Power)
+		if d.Reason != "" {
+			power += ": " + d.Reason
+		}
+		var reclaim string
+		if d.Reclaim != nil {
+			reclaim = d.Reclaim.Rule + " at " + stamp(d.Reclaim.At)
+		}
+		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, power, d.Holder, stamp(d.ClaimedAt), reclaim})
+	}
+	if f.json {
+		raw, err := json.Marshal(keep)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.out, raw)
+	}
+	return table(e.out, []string{"DESKTOP", "POOL", "POWER", "HOLDER", "SINCE", "RECLAIM"}, rows)
+}
+
+// runRelease is `corral-vdi-portal release NS/DESKTOP [-reason R]`: an
+// admin force-release, which the holder's console shows with the reason.
+func runRelease(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "release", "NS/DESKTOP [-reason R]")
+	reason := f.String("reason", "", "why, for the audit log and the holder's console")
+	pos, err := f.parse(args, "NS/DESKTOP")
+	if err != nil {
+		return err
+	}
+	path, err := ref(pos[0], "DESKTOP")
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", map[string]string{"reason": strings.TrimSpace(*reason)})
+	if err != nil {
+		return err
+	}
+	return f.done(raw, "released %s", pos[0])
+}
+
+// runAssign is `corral-vdi-portal assign NS/DESKTOP USER`.
+func runAssign(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "assign", "NS/DESKTOP USER")
+	pos, err := f.parse(args, "NS/DESKTOP", "USER")
+	if err != nil {
+		return err
+	}
+	path, err := ref(pos[0], "DESKTOP")
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/assign", map[string]string{"user": pos[1]})
+	if err != nil {
+		return err
+	}
+	return f.done(raw, "assigned %s to %s", pos[0], pos[1])
+}
+
+// runRecreate is `corral-vdi-portal recreate NS/DESKTOP`.
+func runRecreate(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "recreate", "NS/DESKTOP")
+	pos, err := f.parse(args, "NS/DESKTOP")
+	if err != nil {
+		return err
+	}
+	path, err := ref(pos[0], "DESKTOP")
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/recreate", nil)
+	if err != nil {
+		return err
+	}
+	return f.done(raw, "recreated %s from its pool's source", pos[0])
+}

@@ -1,0 +1,167 @@
+package portal
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// historyFlags are the filters of /admin/history as flags.
+type historyFlags struct {
+	user, pool, since, until string
+	limit                    int
+}
+
+// newHistoryFlags declares the history filters on a new flag set.
+func newHistoryFlags(e cliEnv, name string) (*cliFlags, *historyFlags) {
+	f := newCLIFlags(e, name, "[-user U] [-pool NS/POOL] [-since D|T] [-until D|T] [-limit N] [-json]")
+	h := &historyFlags{}
+	f.StringVar(&h.user, "user", "", "only this login (a session's user, an event's actor or the holder it names)")
+	f.StringVar(&h.pool, "pool", "", "only this pool's desktops, as NS/POOL")
+	f.StringVar(&h.since, "since", "", "from this long ago (24h) or this time (2006-01-02, 2006-01-02T15:04 local, or RFC 3339)")
+	f.StringVar(&h.until, "until", "", "before this long ago or this time, like -since")
+	f.IntVar(&h.limit, "limit", 100, "newest rows to show, up to 100000")
+	return f, h
+}
+
+// query returns the filters as the history routes' query string.
+func (h *historyFlags) query(now time.Time) (string, error) {
+	q := url.Values{"limit": {strconv.Itoa(h.limit)}}
+	if h.user != "" {
+		q.Set("user", h.user)
+	}
+	if h.pool != "" {
+		q.Set("pool", h.pool)
+	}
+	for _, b := range []struct{ name, in string }{{"since", h.since}, {"until", h.until}} {
+		if b.in == "" {
+			continue
+		}
+		t, err := historyTime(b.in, now)
+		if err != nil {
+			return "", fmt.Errorf("-%s: %w", b.name, err)
+		}
+		q.Set(b.name, t.UTC().Format(time.RFC3339))
+	}
+	return q.Encode(), nil
+}
+
+// historyTime reads a duration back from now, or a time.
+func historyTime(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration like 24h nor a time like 2006-01-02T15:04", s)
+}
+
+// sessionRow is a console session as GET /api/vdi/history/sessions lists it.
+type sessionRow struct {
+	User        string    `json:"user"`
+	Namespace   string    `json:"namespace"`
+	Desktop     string    `json:"desktop"`
+	Protocol    string    `json:"protocol"`
+	Path        string    `json:"path"`
+	Opened      time.Time `json:"opened"`
+	Closed      time.Time `json:"closed"`
+	BytesIn     int64     `json:"bytesIn"`
+	BytesOut    int64     `json:"bytesOut"`
+	CloseReason string    `json:"closeReason"`
+}
+
+// runHistory is `corral-vdi-portal history`: console sessions, newest first.
+func runHistory(ctx context.Context, e cliEnv, args []string) error {
+	f, h := newHistoryFlags(e, "history")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	q, err := h.query(time.Now())
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var sessions []sessionRow
+	raw, err := c.get(ctx, "/api/vdi/history/sessions?"+q, &sessions)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(e.out, raw)
+	}
+	rows := make([][]string, 0, len(sessions))
+	for _, s := range sessions {
+		closed := stamp(s.Closed)
+		if s.Closed.IsZero() {
+			closed = "open"
+		}
+		rows = append(rows, []string{stamp(s.Opened), closed, s.User, s.Namespace + "/" + s.Desktop, s.Protocol, s.Path,
+			byteCount(s.BytesIn), byteCount(s.BytesOut), s.CloseReason})
+	}
+	return table(e.out, []string{"OPENED", "CLOSED", "USER", "DESKTOP", "PROTOCOL", "PATH", "IN", "OUT", "REASON"}, rows)
+}
+
+// auditRow is an audit entry as GET /api/vdi/history/audit lists it.
+type auditRow struct {
+	At        time.Time `json:"at"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Namespace string    `json:"namespace"`
+	Target    string    `json:"target"`
+	Detail    string    `json:"detail"`
+}
+
+// runAudit is `corral-vdi-portal audit`: the audit log, newest first.
+func runAudit(ctx context.Context, e cliEnv, args []string) error {
+	f, h := newHistoryFlags(e, "audit")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	q, err := h.query(time.Now())
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var entries []auditRow
+	raw, err := c.get(ctx, "/api/vdi/history/audit?"+q, &entries)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(e.out, raw)
+	}
+	rows := make([][]string, 0, len(entries))
+	for _, a := range entries {
+		target := a.Target
+		if a.Namespace != "" {
+			target = a.Namespace + "/" + a.Target
+		}
+		rows = append(rows, []string{stamp(a.At), a.Actor, a.Action, target, a.Detail})
+	}
+	return table(e.out, []string{"AT", "ACTOR", "ACTION", "TARGET", "DETAIL"}, rows)
+}
+
+// byteCount formats n bytes briefly: 512B, 3.1K, 42.0M.
+func byteCount(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%c", float64(n)/float64(div), "KMGTPE"[exp])
+}
