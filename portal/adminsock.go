@@ -109,34 +109,33 @@ func removeStaleSocket(path string) error {
 	return nil
 }
 
-// serve serves until ctx ends, then shuts down; a nil socket (off) does
-// nothing.
+// serve serves requests in contexts derived from ctx until Close; a nil
+// socket (off) does nothing.
 func (a *adminSocket) serve(ctx context.Context) {
 	if a == nil {
 		return
 	}
 	a.srv.BaseContext = func(net.Listener) context.Context { return ctx }
-	errc := make(chan error, 1)
-	go func() { errc <- a.srv.Serve(a.ln) }()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-			a.log.Error("admin socket stopped", "err", err)
-		}
-		return
-	case <-ctx.Done():
+	if err := a.srv.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		a.log.Error("admin socket stopped", "err", err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	a.srv.Shutdown(sctx)
 }
 
-// Close stops listening and removes the socket file; nil does nothing.
+// Close lets running requests finish (for up to 10 seconds), stops
+// listening and removes the socket file; nil does nothing.
 func (a *adminSocket) Close() error {
 	if a == nil {
 		return nil
 	}
-	return a.ln.Close() // a Unix listener unlinks the socket file it made
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := a.srv.Shutdown(ctx)
+	// A Unix listener unlinks the socket file it made when it closes;
+	// Shutdown closed it already if serve had started.
+	if cerr := a.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // peerKey is the context key of a connection's peer credentials.

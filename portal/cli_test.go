@@ -99,7 +99,12 @@ func mustStartCLIPortal(tb testing.TB) *cliPortal {
 		if err := <-done; err != nil {
 			tb.Errorf("Run: %v", err)
 		}
-		p.m.Close()
+		if err := p.m.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+		if _, err := os.Lstat(cfg.AdminSocket); !errors.Is(err, os.ErrNotExist) {
+			tb.Errorf("admin socket left behind after Close: %v", err)
+		}
 		if tb.Failed() {
 			tb.Logf("portal log:\n%s", p.log.String())
 		}
