@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // cliHelperEnv makes the test binary run the command line in its arguments
@@ -239,6 +242,7 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("claim answer %s: %v", body, err)
 		}
 		held = "local/" + d.Name
+		mustOpenConsole(t, p, "alice", d.Name)
 		out := p.mustCLI(t, "desktops")
 		f := row(out, held)
 		if len(f) < 5 || f[3] != "alice" {
@@ -295,9 +299,21 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 		if f := row(p.mustCLI(t, "desktops"), "local/cli-2"); len(f) < 4 || f[3] != "bob" {
 			t.Fatalf("desktops row of local/cli-2: %q; want holder bob", f)
 		}
-		out := p.mustCLI(t, "history", "-user", "alice", "-since", "24h", "-pool", "local/cli")
-		if !strings.HasPrefix(out, "OPENED") {
-			t.Fatalf("history printed %q", out)
+		if held == "" {
+			t.Skip("no claim")
+		}
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			out = p.mustCLI(t, "history", "-user", "alice", "-since", "24h", "-pool", "local/cli")
+			if f := row(out, time.Now().Format("2006-01-02")); len(f) >= 7 && f[4] == "alice" && f[5] == held && f[6] == "vnc" {
+				break // OPENED and CLOSED take two fields each
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("history shows no closed vnc session of alice on %s:\n%s", held, out)
+			}
+		}
+		if out := p.mustCLI(t, "history", "-user", "bob"); strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Fatalf("history -user bob lists alice's session:\n%s", out)
 		}
 		if _, err := p.cli(t, "history", "-since", "yesterday"); err == nil || !strings.Contains(err.Error(), "-since") {
 			t.Fatalf("history -since yesterday: %v; want an error naming -since", err)
@@ -368,6 +384,30 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("pools after delete:\n%s", out)
 		}
 	})
+}
+
+// mustOpenConsole opens member's VNC console as user over the TCP listener
+// until the desktop answers with the RFB banner, then closes it: a console
+// session for the history.
+func mustOpenConsole(tb testing.TB, p *cliPortal, user, member string) {
+	tb.Helper()
+	h := http.Header{"Tailscale-User-Login": {user}, "Origin": {p.m.URL()}}
+	url := "ws" + strings.TrimPrefix(p.m.URL(), "http") + "/ws/vnc/local/" + member
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		ws, _, err := websocket.DefaultDialer.Dial(url, h)
+		if err == nil {
+			ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, msg, rerr := ws.ReadMessage()
+			ws.Close()
+			if rerr == nil && string(msg) == "RFB 003.008\n" {
+				return
+			}
+			err = fmt.Errorf("first message %q, %v", msg, rerr)
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("console of %s: %v", member, err)
+		}
+	}
 }
 
 // copyTestBinary copies this test binary where any user may run it.
