@@ -65,7 +65,12 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		defer e.k.track(name, s)()
-		return s.end(c.Wait())
+		err := c.Wait()
+		// Close the streams once all output is written, as a runtime does
+		// when the process's pipes end: the client reads to their end
+		// before the status and the connection's close arrive.
+		closeStreams(out, errw)
+		return s.end(err)
 	}
 	c.Env = append(c.Env, "TERM=xterm")
 	ptmx, err := pty.StartWithSize(c, &pty.Winsize{Cols: 80, Rows: 24})
@@ -96,7 +101,18 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 		}()
 	}
 	io.Copy(out, ptmx) // until the pty has no writer left (EIO)
-	return s.end(c.Wait())
+	err = c.Wait()
+	closeStreams(out, errw)
+	return s.end(err)
+}
+
+// closeStreams ends the output streams, after the last byte.
+func closeStreams(ws ...io.WriteCloser) {
+	for _, w := range ws {
+		if w != nil {
+			w.Close()
+		}
+	}
 }
 
 // end turns the command's exit status into the error the remotecommand

@@ -3,7 +3,7 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
-	"strings"
+	"io"
 	"testing"
 	"time"
 
@@ -65,21 +65,44 @@ func TestKubelet(t *testing.T) {
 		t.Errorf("Pod of %s waits with %+v; want ImagePullBackOff", testcluster.ImagePullFails, w)
 	}
 
-	run := func(cmd ...string) (string, error) {
+	exec := func(tty bool, cmd ...string) remotecommand.Executor {
 		u := c.Client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("ok").SubResource("exec").
-			VersionedParams(&corev1.PodExecOptions{Container: "main", Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
+			VersionedParams(&corev1.PodExecOptions{Container: "main", Command: cmd, Stdin: tty, Stdout: true, Stderr: !tty, TTY: tty}, scheme.ParameterCodec).URL()
 		exec, err := remotecommand.NewSPDYExecutor(c.Config, "POST", u)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out bytes.Buffer
-		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-		return out.String(), err
+		return exec
 	}
-	if out, err := run("sh", "-c", `echo "home=$HOME"`); err != nil || !strings.Contains(out, "home=/") {
-		t.Errorf("exec over SPDY: %q, %v; want the Pod's HOME", out, err)
+	// An interactive shell, as kubectl exec -it: output is read while the
+	// session lasts. (An SPDY client may lose the output of a command that
+	// ends at once: spdystream drops data frames of a stream that closes
+	// before its reader starts.)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- exec(true, "sh").StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Tty: true})
+		outW.Close()
+	}()
+	if _, err := io.WriteString(inW, `echo "home=$HOME"`+"\n"); err != nil {
+		t.Fatal(err)
 	}
-	_, err = run("sh", "-c", "exit 3")
+	var got []byte
+	buf := make([]byte, 1024)
+	for !bytes.Contains(got, []byte("home=/")) {
+		n, err := outR.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("tty exec over SPDY: %q, then %v; want the Pod's HOME", got, err)
+		}
+	}
+	inW.Close() // hangs up the shell
+	go io.Copy(io.Discard, outR)
+	if err := <-done; err != nil {
+		t.Errorf("tty exec over SPDY ended with %v; want nil once its stdin closed", err)
+	}
+	err = exec(false, "sh", "-c", "exit 3").StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
 	if ee, ok := err.(utilexec.ExitError); !ok || ee.ExitStatus() != 3 {
 		t.Errorf("exec of exit 3: %v; want exit status 3", err)
 	}
