@@ -67,8 +67,7 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 		defer e.k.track(name, s)()
 		err := c.Wait()
 		// Close the streams once all output is written, as a runtime does
-		// when the process's pipes end: the client reads to their end
-		// before the status and the connection's close arrive.
+		// when the process's pipes end.
 		closeStreams(out, errw)
 		return s.end(err)
 	}
