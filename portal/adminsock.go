@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
@@ -63,8 +64,13 @@ func openAdminSocket(path string, h http.Handler, log *slog.Logger) (*adminSocke
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	if err := removeStaleSocket(path); err != nil {
+	if live, err := removeStaleSocket(path); err != nil {
 		return nil, err
+	} else if live {
+		// Portals may share a data directory (and so the claims): the
+		// other one's socket administers the same state.
+		log.Warn("another portal serves the admin socket of this data directory; this one serves none (set CORRAL_VDI_ADMIN_SOCKET to give it its own)", "path", path)
+		return nil, nil
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -87,26 +93,31 @@ func openAdminSocket(path string, h http.Handler, log *slog.Logger) (*adminSocke
 	return a, nil
 }
 
-// removeStaleSocket removes a socket left by a portal that is gone; a live
-// one, or a file that is no socket, is an error.
-func removeStaleSocket(path string) error {
+// removeStaleSocket removes a socket left by a portal that is gone, and
+// reports whether a live portal answers on path instead. A file that is no
+// socket is an error.
+func removeStaleSocket(path string) (live bool, err error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return fmt.Errorf("admin socket: %w", err)
+		return false, fmt.Errorf("admin socket: %w", err)
 	}
 	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("admin socket %s exists and is not a socket: remove it, or set CORRAL_VDI_ADMIN_SOCKET to another path", path)
+		return false, fmt.Errorf("admin socket %s exists and is not a socket: remove it, or set CORRAL_VDI_ADMIN_SOCKET to another path", path)
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	switch {
+	case err == nil:
 		c.Close()
-		return fmt.Errorf("admin socket %s: another portal is serving on it; stop that portal, or give this one another CORRAL_VDI_DATA_DIR or CORRAL_VDI_ADMIN_SOCKET", path)
+		return true, nil
+	case !errors.Is(err, syscall.ECONNREFUSED):
+		return false, fmt.Errorf("admin socket %s: %w; remove it if no portal uses it, or set CORRAL_VDI_ADMIN_SOCKET to another path", path, err)
 	}
 	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("admin socket: remove stale %s: %w", path, err)
+		return false, fmt.Errorf("admin socket: remove stale %s: %w", path, err)
 	}
-	return nil
+	return false, nil
 }
 
 // serve serves requests in contexts derived from ctx until Close; a nil

@@ -507,8 +507,8 @@ func TestRemoveStaleSocket(t *testing.T) {
 	t.Run("Stale", func(t *testing.T) {
 		path := filepath.Join(dir, "stale.sock")
 		mustStaleSocket(t, path)
-		if err := removeStaleSocket(path); err != nil {
-			t.Fatal(err)
+		if live, err := removeStaleSocket(path); live || err != nil {
+			t.Fatalf("removeStaleSocket = %v, %v; want false, nil", live, err)
 		}
 		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("stale socket still there: %v", err)
@@ -521,8 +521,19 @@ func TestRemoveStaleSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		if err := removeStaleSocket(path); err == nil || !strings.Contains(err.Error(), "another portal") {
-			t.Fatalf("live socket: %v; want another portal", err)
+		if live, err := removeStaleSocket(path); !live || err != nil {
+			t.Fatalf("removeStaleSocket = %v, %v; want true, nil", live, err)
+		}
+		// A second portal on the same data directory serves no socket
+		// and leaves the first one's alone.
+		a, err := openAdminSocket(path, http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+		if a != nil || err != nil {
+			t.Fatalf("openAdminSocket next to a live one = %v, %v; want nil, nil", a, err)
+		}
+		if c, err := net.Dial("unix", path); err != nil {
+			t.Fatalf("the live socket is gone: %v", err)
+		} else {
+			c.Close()
 		}
 	})
 	t.Run("NotASocket", func(t *testing.T) {
@@ -530,7 +541,7 @@ func TestRemoveStaleSocket(t *testing.T) {
 		if err := os.WriteFile(path, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := removeStaleSocket(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		if _, err := removeStaleSocket(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
 			t.Fatalf("regular file: %v; want not a socket", err)
 		}
 	})
