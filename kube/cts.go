@@ -160,9 +160,7 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 			return nil, bad(CTKeySize, fmt.Sprintf("the number of members listed (%d); resize through the portal, or remove the %s key", len(p.members), CTKeyMembers), nil)
 		}
 	} else {
-		for i := 1; i <= size; i++ {
-			p.members = append(p.members, name+"-"+strconv.Itoa(i))
-		}
+		p.members = numbered(name, size)
 	}
 	p.Size = len(p.members)
 	for key, dst := range map[string]*[]string{CTKeyCommand: &p.command, CTKeyShell: &p.shell} {

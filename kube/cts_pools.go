@@ -40,14 +40,11 @@ func (c *CTs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	if p.Mode == "" {
 		p.Mode = vdi.ModeEphemeral
 	}
-	members := make([]string, p.Size)
-	for i := range members {
-		members[i] = p.Name + "-" + strconv.Itoa(i+1)
-	}
+	members := numbered(p.Name, p.Size)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: CTConfigMapName(p.Name), Labels: map[string]string{LabelCTPool: p.Name}},
 		Data: map[string]string{CTKeyImage: strings.TrimSpace(p.Source), CTKeyMode: string(p.Mode), CTKeyPolicy: formatPolicy(p.Policy),
-			CTKeySize: strconv.Itoa(p.Size), CTKeyMembers: strings.Join(members, ",")},
+			CTKeySize: strconv.Itoa(p.Size)},
 	}
 	made, err := c.cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -88,7 +85,10 @@ func (c *CTs) ResizePool(ctx context.Context, namespace, name string, size int, 
 	if err != nil {
 		return err
 	}
-	if size >= len(p.members) {
+	if size == len(p.members) {
+		return nil
+	}
+	if size > len(p.members) {
 		top := 0
 		for _, m := range p.members {
 			if n, err := strconv.Atoi(strings.TrimPrefix(m, name+"-")); err == nil && n > top {
@@ -155,12 +155,27 @@ func (c *CTs) deletePods(ctx context.Context, p *ctPool) error {
 	return nil
 }
 
-// writeMembers updates the pool's ConfigMap to list members, failing with
-// EConflict when it changed since p was read.
+// numbered returns the members a size alone declares: pool-1..pool-size.
+func numbered(pool string, size int) []string {
+	out := make([]string, size)
+	for i := range out {
+		out[i] = pool + "-" + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+// writeMembers updates the pool's ConfigMap to hold members: its size, and
+// the list of members when the size alone does not say them (a shrink left
+// gaps). It fails with EConflict when the ConfigMap changed since p was
+// read.
 func (c *CTs) writeMembers(ctx context.Context, p *ctPool, members []string) error {
 	cm := p.cm.DeepCopy()
-	cm.Data[CTKeyMembers] = strings.Join(members, ",")
 	cm.Data[CTKeySize] = strconv.Itoa(len(members))
+	if slices.Equal(members, numbered(p.Name, len(members))) {
+		delete(cm.Data, CTKeyMembers)
+	} else {
+		cm.Data[CTKeyMembers] = strings.Join(members, ",")
+	}
 	return c.updateConfigMap(ctx, p, cm)
 }
 

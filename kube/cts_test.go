@@ -263,6 +263,10 @@ func TestCTPoolLifecycle(t *testing.T) {
 		if p, err := s.back.Pool(ctx, ns, "desk"); err != nil || p.Size != 2 {
 			t.Errorf("pool after shrinking: %+v, %v; want size 2", p, err)
 		}
+		cm, err := s.c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "pool-desk", metav1.GetOptions{})
+		if err != nil || cm.Data[kube.CTKeyMembers] != strings.Join(want, ",") || cm.Data[kube.CTKeySize] != "2" {
+			t.Errorf("ConfigMap after a shrink with gaps: %v, %v; want size 2 and members %v", cm.Data, err, want)
+		}
 		// A claim made after the caller looked at the claims: the backend
 		// takes each member's Lease before removing it, so it finds out.
 		if err := s.back.ResizePool(ctx, ns, "desk", 1, func(string) bool { return false }); vdi.ErrorCode(err) != vdi.EConflict {
@@ -407,6 +411,10 @@ func TestCTPoolTrouble(t *testing.T) {
 		got, err := s.back.Pool(ctx, ns, "made")
 		if err != nil || got.Size != 2 || got.Policy.IdleTimeout != 30*time.Minute {
 			t.Fatalf("pool made through the portal: %+v, %v", got, err)
+		}
+		cm, err := s.c.Client.CoreV1().ConfigMaps(ns).Get(ctx, kube.CTConfigMapName("made"), metav1.GetOptions{})
+		if err != nil || cm.Data[kube.CTKeyImage] != "corral.test/shell" || cm.Data[kube.CTKeySize] != "2" || cm.Data[kube.CTKeyMembers] != "" {
+			t.Errorf("ConfigMap of a pool made through the portal: %v, %v; want image and size, no member list", cm.Data, err)
 		}
 		if s.pod(t, "made-1") == nil || s.pod(t, "made-2") == nil {
 			t.Error("an ephemeral pool made through the portal has no warm Pods")
