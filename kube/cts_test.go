@@ -290,8 +290,13 @@ func TestCTPoolLifecycle(t *testing.T) {
 		}
 		for _, d := range ds {
 			if d.Namespace == ns && d.Holder != "" {
+				before := s.pod(t, d.Name)
 				if err := s.svc.Release(ctx, s.root, d.Ref(), "test"); err != nil {
 					t.Fatalf("force-release %s: %v", d.Name, err)
+				}
+				// Ephemeral: the member is recreated, a fresh Pod waits.
+				if after := s.pod(t, d.Name); after == nil || after.UID == before.UID {
+					t.Errorf("Pod of %s after its release: %v; want a new one (old UID %s)", d.Name, after, before.UID)
 				}
 			}
 		}
@@ -363,6 +368,17 @@ func TestCTPoolTrouble(t *testing.T) {
 		}
 		if err := s.back.Stop(ctx, ref); err != nil || s.pod(t, ref.Name) != nil {
 			t.Errorf("stop: %v; want the Pod gone", err)
+		}
+		// Persistent: a claim starts the member, its release stops it.
+		d, err := s.svc.Claim(ctx, vdi.Identity{Login: "bob"}, ns, "hand")
+		if err != nil || d.Power != vdi.PowerRunning {
+			t.Fatalf("bob's claim: %+v, %v; want a running desktop", d, err)
+		}
+		if err := s.svc.Release(ctx, vdi.Identity{Login: "bob"}, d.Ref(), ""); err != nil {
+			t.Fatalf("bob's release: %v", err)
+		}
+		if m, err := s.back.Member(ctx, ref); err != nil || m.Power != vdi.PowerStopped || s.pod(t, ref.Name) != nil {
+			t.Errorf("persistent member after its release: %+v, %v; want stopped, no Pod", m, err)
 		}
 	})
 
