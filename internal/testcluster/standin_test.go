@@ -1,0 +1,181 @@
+package testcluster_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestKubeVirtStandIn runs the stand-in on a cluster of its own, as make
+// run-cluster does (no testing.TB): a started VM gets a VMI with a loopback
+// IP where its desktop answers, a VM deleted while running loses its guest,
+// a guest that cannot boot leaves the VM failed with the reason, and Close
+// stops every guest.
+func TestKubeVirtStandIn(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.MustStart(t)
+	s, err := c.StartKubeVirtStandInErr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.StartKubeVirtStandInErr(ctx); again != s || err != nil {
+		t.Errorf("second start = %p, %v; want the same stand-in %p", again, err, s)
+	}
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms, err := kube.NewVMs(c.Config, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	start := func(name string) error {
+		t.Helper()
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{vdi.LabelPool: "g"}},
+			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
+		if err := admin.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		return vms.Start(ctx, vdi.Ref{Namespace: "default", Name: name})
+	}
+	// guestIP returns the IP the VMI reports, checking that the guest's
+	// VNC server answers there.
+	guestIP := func(name string) string {
+		t.Helper()
+		var vmi kubevirtv1.VirtualMachineInstance
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &vmi); err != nil {
+			t.Fatal(err)
+		}
+		if vmi.Status.Phase != kubevirtv1.Running || len(vmi.Status.Interfaces) != 1 || !strings.HasPrefix(vmi.Status.Interfaces[0].IP, "127.77.") {
+			t.Fatalf("VMI %s: phase %q, interfaces %+v; want Running with a 127.77.x.y IP", name, vmi.Status.Phase, vmi.Status.Interfaces)
+		}
+		if len(vmi.OwnerReferences) != 1 || vmi.OwnerReferences[0].Name != name {
+			t.Errorf("VMI %s is owned by %+v; want its VM", name, vmi.OwnerReferences)
+		}
+		ip := vmi.Status.Interfaces[0].IP
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "5900"), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "RFB 003.008\n" {
+			t.Fatalf("%s:5900 said %q, %v; want RFB 003.008", ip, line, err)
+		}
+		return ip
+	}
+	refuses := func(ip string) bool {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "5900"), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	}
+	within := func(d time.Duration, ok func() bool) bool {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if ok() {
+				return true
+			}
+		}
+		return ok()
+	}
+
+	t.Run("DeletedWhileRunning", func(t *testing.T) {
+		if err := start("g-1"); err != nil {
+			t.Fatal(err)
+		}
+		ip := guestIP("g-1")
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g-1"}}
+		if err := admin.Delete(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		vmiGone := func() bool {
+			err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "g-1"}, &kubevirtv1.VirtualMachineInstance{})
+			return apierrors.IsNotFound(err)
+		}
+		if !within(10*time.Second, func() bool { return vmiGone() && refuses(ip) }) {
+			t.Errorf("10s after its VM was deleted: VMI gone %v, %s:5900 refuses %v; want both", vmiGone(), ip, refuses(ip))
+		}
+	})
+
+	t.Run("BootFails", func(t *testing.T) {
+		path := os.Getenv("PATH")
+		t.Setenv("PATH", t.TempDir()) // no Xvnc
+		err := start("g-2")
+		os.Setenv("PATH", path)
+		if err == nil || !strings.Contains(err.Error(), "Xvnc not found") {
+			t.Errorf("start of a VM whose guest cannot boot: %v; want the reason (Xvnc not found)", err)
+		}
+		if m, _ := vms.Member(ctx, vdi.Ref{Namespace: "default", Name: "g-2"}); m.Power != vdi.PowerFailed {
+			t.Errorf("VM whose guest cannot boot is %s; want failed", m.Power)
+		}
+	})
+
+	t.Run("Close", func(t *testing.T) {
+		if err := start("g-3"); err != nil {
+			t.Fatal(err)
+		}
+		ip := guestIP("g-3")
+		if n := childXvnc(t); n != 1 {
+			t.Errorf("%d Xvnc children before Close; want 1 (g-3's)", n)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !refuses(ip) {
+			t.Errorf("after Close %s:5900 still answers; want the guest stopped", ip)
+		}
+		if n := childXvnc(t); n != 0 {
+			t.Errorf("%d Xvnc children after Close; want none", n)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("second Close: %v; want the first result", err)
+		}
+	})
+}
+
+// childXvnc counts this process's Xvnc children: the guests' displays.
+func childXvnc(t *testing.T) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		stat := string(b)
+		i := strings.LastIndexByte(stat, ')')
+		if i < 0 || !strings.HasSuffix(stat[:i], "(Xvnc") {
+			continue
+		}
+		if f := strings.Fields(stat[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,193 @@
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestKubeConsolePaths runs the portal on the kube backend against VMs
+// with real desktops (the KubeVirt stand-in): a VM whose VMI reports its IP
+// is reached directly, one whose VMI reports none through the apiserver
+// path the kube backend adds, for VNC and for RDP (its probe and the
+// RDCleanPath gateway), and each session records its path.
+func TestKubeConsolePaths(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	standIn := c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	standIn.WithoutIPs(ns, "far-1")
+	for _, name := range []string{"near-1", "far-1"} {
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{vdi.LabelPool: strings.TrimSuffix(name, "-1")}}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
+		if err := admin.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")), ns)
+	base := m.URL()
+	// The replica signs in people in dev mode: a form, then a cookie.
+	jar, _ := cookiejar.New(nil)
+	alice := &http.Client{Jar: jar}
+	if res, err := alice.PostForm(base+"/signin", url.Values{"login": {"alice"}}); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
+	}
+	call := func(method, path string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, nil)
+		res, err := alice.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
+			t.Fatalf("%s %s: %s %s", method, path, res.Status, b)
+		}
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				t.Fatalf("%s %s: %v in %s", method, path, err, b)
+			}
+		}
+	}
+
+	for _, tt := range []struct{ member, path string }{{"near-1", "direct"}, {"far-1", "apiserver"}} {
+		t.Run(tt.member, func(t *testing.T) {
+			ref := ns + "/" + tt.member
+			begin := time.Now()
+			var d vdi.Desktop
+			call("POST", "/api/vdi/pools/"+ns+"/"+strings.TrimSuffix(tt.member, "-1")+"/claim", &d)
+			t.Logf("claim (the VM starts, its desktop answers) in %s", time.Since(begin).Round(time.Millisecond))
+			if d.Name != tt.member || d.Power != vdi.PowerRunning {
+				t.Fatalf("claimed %s, %s; want %s running", d.Name, d.Power, tt.member)
+			}
+
+			begin = time.Now()
+			var a struct {
+				Protocol    string `json:"protocol"`
+				Token       string `json:"token"`
+				Destination string `json:"destination"`
+				Fallbacks   []struct {
+					Protocol string `json:"protocol"`
+				} `json:"fallbacks"`
+			}
+			call("GET", "/api/vdi/desktops/"+ref+"/connect", &a)
+			t.Logf("connect (RDP probe) in %s", time.Since(begin).Round(time.Millisecond))
+			if a.Protocol != "rdp" || len(a.Fallbacks) != 2 || a.Fallbacks[0].Protocol != "vnc" || a.Fallbacks[1].Protocol != "serial" {
+				t.Fatalf("connect = %+v; want rdp, then vnc and serial", a)
+			}
+
+			dialer := websocket.Dialer{Jar: jar}
+			wsBase := "ws" + strings.TrimPrefix(base, "http")
+			vnc, _, err := dialer.Dial(wsBase+"/ws/vnc/"+ref, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vnc.SetReadDeadline(time.Now().Add(15 * time.Second))
+			if _, b, err := vnc.ReadMessage(); err != nil || !strings.HasPrefix(string(b), "RFB 003.008") {
+				t.Errorf("VNC websocket said %q, %v; want the RFB greeting", b, err)
+			}
+			vnc.Close()
+
+			rdp, _, err := dialer.Dial(wsBase+"/ws/rdp/"+ref, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdp.Close()
+			rdp.SetReadDeadline(time.Now().Add(15 * time.Second))
+			x224 := []byte{0x03, 0x00, 0x00, 0x13, 0x0e, 0xe0, 0, 0, 0, 0, 0, 0x01, 0x00, 0x08, 0x00, 0x03, 0, 0, 0}
+			req, err := (&relay.RDCleanPathPDU{Version: relay.RDCleanPathVersion, Destination: a.Destination, ProxyAuth: a.Token, X224: x224}).Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdp.WriteMessage(websocket.BinaryMessage, req)
+			_, b, err := rdp.ReadMessage()
+			if err != nil {
+				t.Fatalf("RDCleanPath reply: %v", err)
+			}
+			resp, err := relay.UnmarshalRDCleanPath(b)
+			if err != nil || resp.Error != nil || len(resp.ServerCertChain) == 0 {
+				t.Fatalf("RDCleanPath reply %+v, %v; want the guest's certificate", resp, err)
+			}
+			rdp.Close()
+
+			var got []store.Session
+			waitFor(t, 5*time.Second, "the two sessions closed", func() bool {
+				all, _ := m.db.Sessions(ctx, 100)
+				got = got[:0]
+				for _, s := range all {
+					if s.Member == tt.member && !s.ClosedAt.IsZero() {
+						got = append(got, s)
+					}
+				}
+				return len(got) == 2
+			})
+			for _, s := range got {
+				if s.Path != tt.path {
+					t.Errorf("%s session of %s took path %q; want %s", s.Protocol, tt.member, s.Path, tt.path)
+				}
+			}
+		})
+	}
+}
+
+// startKubePortal runs a portal on the kube backend as in production: dev
+// sign-in, the default disconnect grace (so nothing is reclaimed while the
+// test connects).
+func startKubePortal(t *testing.T, kubeconfig, ns string) *Main {
+	t.Helper()
+	env := map[string]string{
+		"HOME": t.TempDir(), "CORRAL_VDI_LISTEN": "127.0.0.1:0", "CORRAL_VDI_DATA_DIR": t.TempDir(),
+		"KUBECONFIG": kubeconfig, "CORRAL_VDI_NAMESPACE": ns, "CORRAL_VDI_AUTH": "dev",
+	}
+	cfg, err := ParseConfig(nil, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(tlog{t, "portal"}, &slog.HandlerOptions{Level: slog.LevelDebug})), Out: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.Open(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("portal: %v", err)
+		}
+		m.Close()
+	})
+	return m
+}
