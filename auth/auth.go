@@ -155,6 +155,15 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 	if id, ok := r.Context().Value(trustedKey{}).(vdi.Identity); ok {
 		return id, true
 	}
+	id, ok := a.identifyRequest(r)
+	if ok && strings.HasPrefix(id.Login, CLIPrefix) {
+		return vdi.Identity{}, false // only the admin socket names CLI users
+	}
+	return id, ok
+}
+
+// identifyRequest returns who a header or cookie of r names.
+func (a *Authenticator) identifyRequest(r *http.Request) (vdi.Identity, bool) {
 	if login := r.Header.Get(HeaderTailscaleLogin); login != "" && a.modes[ModeTailscale] {
 		if a.trusted(r) {
 			return a.identity(login, r.Header.Get(HeaderTailscaleName), nil), true

@@ -6,6 +6,11 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
+// CLIPrefix starts the login of every admin CLI user (cli:root). Only a
+// trusted identity may carry it: Identify refuses it from a header or a
+// cookie, so that the audit log's cli: actors all came through the socket.
+const CLIPrefix = "cli:"
+
 // trustedKey is the context key of an identity the process vouches for.
 type trustedKey struct{}
 

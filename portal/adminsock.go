@@ -189,7 +189,7 @@ func (a *adminSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := userName(p.uid)
-	id := vdi.Identity{Login: "cli:" + name, Name: name, Admin: true}
+	id := vdi.Identity{Login: auth.CLIPrefix + name, Name: name, Admin: true}
 	a.api.ServeHTTP(w, r.WithContext(auth.WithTrustedIdentity(r.Context(), id)))
 }
 

@@ -321,14 +321,18 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 	})
 
 	t.Run("TCPCannotBeCLI", func(t *testing.T) {
+		// Nobody, and a Tailscale header naming a CLI user, is not signed in.
 		for _, user := range []string{"", me, "cli:root"} {
 			code, body := p.api(t, user, "POST", "/api/vdi/pools", `{"name": "tcp", "size": 1}`)
-			if code != http.StatusUnauthorized && code != http.StatusForbidden {
-				t.Fatalf("pool create on TCP as %q: %d %s; want 401 or 403", user, code, body)
+			if code != http.StatusUnauthorized {
+				t.Fatalf("pool create on TCP as %q: %d %s; want 401", user, code, body)
 			}
-			if code, body := p.api(t, user, "GET", "/api/vdi/history/audit", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
-				t.Fatalf("audit on TCP as %q: %d %s; want 401 or 403", user, code, body)
+			if code, body := p.api(t, user, "GET", "/api/vdi/history/audit", ""); code != http.StatusUnauthorized {
+				t.Fatalf("audit on TCP as %q: %d %s; want 401", user, code, body)
 			}
+		}
+		if code, body := p.api(t, "alice", "GET", "/api/vdi/history/audit", ""); code != http.StatusForbidden {
+			t.Fatalf("audit on TCP as alice: %d %s; want 403", code, body)
 		}
 		if f := row(p.mustCLI(t, "pools"), "local"); len(f) < 2 || f[1] != "cli" {
 			t.Fatalf("pools after TCP attempts: %q; want only cli", f)
