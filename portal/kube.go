@@ -107,6 +107,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
+	kube.ReportUnreachable(cfg)
 	return cfg, nil
 }
 
