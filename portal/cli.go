@@ -44,7 +44,7 @@ const cliUsage = `Admin subcommands talk to the running portal over its admin so
 (admin.sock in CORRAL_VDI_DATA_DIR; root or the portal's user only):
 
   pools                                    list pools
-  pool create -name N [-mode M] [-size K] create a pool (pool create -h)
+  pool create -name N [-size K] ...        create a pool (pool create -h)
   pool resize NS/POOL SIZE                 add or remove free desktops
   pool delete NS/POOL                      delete a pool nobody holds a desktop of
   desktops [-all]                          claimed desktops (-all: every desktop)
