@@ -27,14 +27,14 @@ import (
 //	  labels: {corral.dev/vdi-ct-pool: shell}
 //	data:
 //	  image: debian:12                 # required
-//	  size: "3"                        # members shell-1..shell-3
+//	  size: "2"                        # members shell-1..shell-2 when there is no members key
 //	  command: '["sleep", "infinity"]' # the container's command; the image's entrypoint when absent
 //	  shell: '["/bin/bash", "-l"]'     # what the terminal runs (pods/exec); /bin/sh when absent
 //	  resources: '{"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}'
 //	  mode: ephemeral                  # or persistent; ephemeral when absent
 //	  policy: '{"disconnectGrace": "15m", "maxSession": "8h", "idleTimeout": "1h"}'
 //	  terminalPort: "7681"             # optional: a raw TCP terminal the image serves itself
-//	  members: shell-1,shell-2,shell-3 # written by the portal once a shrink leaves gaps
+//	  members: shell-1,shell-3         # only when a shrink left gaps (the portal writes it); agrees with size
 //
 // Members are Pods named after them, labelled vdi.LabelPool=<pool> like VM
 // members, made from the ConfigMap: a member without a Pod is stopped.
