@@ -204,6 +204,10 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 		if !strings.HasPrefix(out, "NAMESPACE") {
 			t.Fatalf("pools printed no header:\n%s", out)
 		}
+		noEnv := func(string) string { return "" }
+		if got, err := runCLITest(t, noEnv, "pools", "-socket", p.m.Config.AdminSocket); err != nil || got != out {
+			t.Fatalf("pools -socket = %q, %v; want %q", got, err, out)
+		}
 		var pools []struct {
 			Name   string         `json:"name"`
 			Size   int            `json:"size"`
