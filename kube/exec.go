@@ -45,8 +45,8 @@ func NewExecPath(cfg *rest.Config) (*ExecPath, error) {
 	return &ExecPath{cfg: cfg, cs: cs}, nil
 }
 
-// Name returns "apiserver", the path recorded on sessions.
-func (e *ExecPath) Name() string { return "apiserver" }
+// Name returns PathAPIServer, the path recorded on sessions.
+func (e *ExecPath) Name() string { return PathAPIServer }
 
 // Dial opens a terminal in member ref's Pod. The stream it returns
 // implements relay.Resizer (the size reaches the pty through the exec's
