@@ -139,17 +139,26 @@ func (v *VMs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member
 
 // Member returns one member; ENotFound when the VM is gone or in no pool.
 func (v *VMs) Member(ctx context.Context, ref vdi.Ref) (vdi.Member, error) {
+	vm, err := v.memberVM(ctx, ref)
+	if err != nil {
+		return vdi.Member{}, err
+	}
+	return memberOf(vm), nil
+}
+
+// memberVM reads the VM of a member; ENotFound when it is gone or in no pool.
+func (v *VMs) memberVM(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachine, error) {
 	var vm kubevirtv1.VirtualMachine
 	err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
 	if apierrors.IsNotFound(err) {
-		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "It may have been deleted; get another from its pool.", "No desktop %s.", ref)
+		return nil, vdi.Errorf(vdi.ENotFound, "It may have been deleted; get another from its pool.", "No desktop %s.", ref)
 	} else if err != nil {
-		return vdi.Member{}, fmt.Errorf("kube: get VM %s: %w", ref, err)
+		return nil, fmt.Errorf("kube: get VM %s: %w", ref, err)
 	}
 	if vm.Labels[vdi.LabelPool] == "" {
-		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "Only VMs labelled "+vdi.LabelPool+" are desktops.", "VM %s is in no pool.", ref)
+		return nil, vdi.Errorf(vdi.ENotFound, "Only VMs labelled "+vdi.LabelPool+" are desktops.", "VM %s is in no pool.", ref)
 	}
-	return memberOf(&vm), nil
+	return &vm, nil
 }
 
 // poolOf describes the pool vm belongs to, from its label and annotations.
@@ -191,7 +200,7 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	case "":
 		// No controller has written a status yet: go by what was asked.
 		m.Power = vdi.PowerStarting
-		if rs := vm.Spec.RunStrategy; (rs != nil && *rs == kubevirtv1.RunStrategyHalted) || (vm.Spec.Running != nil && !*vm.Spec.Running) {
+		if halted(vm) {
 			m.Power = vdi.PowerStopped
 		}
 	default:

@@ -67,7 +67,7 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	}
 	labels := map[string]any{vdi.LabelPool: old.Labels[vdi.LabelPool]}
 	ann := map[string]any{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy} {
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationLicenses} {
 		if s, ok := old.Annotations[k]; ok {
 			ann[k] = s
 		}
@@ -132,9 +132,11 @@ func (v *VMs) Clone(ctx context.Context, namespace, source, target string) error
 		return err == nil, err
 	})
 	if err != nil {
-		return fmt.Errorf("kube: clone VM %s/%s to %s: no VM from VirtualMachineClone %s/%s (check the StorageClass and "+
-			"VolumeSnapshotClass of the golden VM's disks, and that its PVCs can be snapshotted): %w",
-			namespace, source, target, namespace, made.Name, err)
+		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
+			Msg: fmt.Sprintf("Cloning VM %s/%s to %s made no VM: VirtualMachineClone %s/%s (%v).",
+				namespace, source, target, namespace, made.Name, err),
+			Hint: "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted, " +
+				"and the clone's events (kubectl describe vmclone); then try again."}
 	}
 	return nil
 }

@@ -60,19 +60,35 @@ func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Po
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		m, err := v.Member(ctx, ref)
-		switch {
-		case err != nil:
+		vm, err := v.memberVM(ctx, ref)
+		if err != nil {
 			return err
+		}
+		m := memberOf(vm)
+		switch {
 		case m.Power == want:
 			return nil
 		case m.Power == vdi.PowerFailed:
-			return fmt.Errorf("kube: %s VM %s: %s", action, ref, m.Reason)
+			return vdi.Errorf(vdi.EUnavailable, "Release it and get another, or ask an admin to look at the VM.",
+				"Desktop %s did not %s: %s.", ref, action, m.Reason)
+		case want == vdi.PowerRunning && halted(vm):
+			// Someone (an admin, the reclaimer) stopped it meanwhile.
+			return vdi.Errorf(vdi.EConflict, "Start it again if you still need it.", "Desktop %s was stopped while it was starting.", ref)
 		}
 		select {
 		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return vdi.Errorf(vdi.EUnavailable, "The cluster may lack room or the VM may be stuck; ask an admin to look at it.",
+					"Desktop %s is still %s after %v.", ref, m.Power, PowerTimeout)
+			}
 			return fmt.Errorf("kube: %s VM %s: still %s: %w", action, ref, m.Power, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
+}
+
+// halted reports whether vm is asked to be off.
+func halted(vm *kubevirtv1.VirtualMachine) bool {
+	rs := vm.Spec.RunStrategy
+	return (rs != nil && *rs == kubevirtv1.RunStrategyHalted) || (rs == nil && vm.Spec.Running != nil && !*vm.Spec.Running)
 }

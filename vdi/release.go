@@ -10,12 +10,17 @@ import (
 // Release ends id's claim on ref: persistent members stop, ephemeral ones are
 // recreated, then the Lease is deleted. An admin releasing another user's
 // desktop is a force-release, audit-logged with reason. Open consoles are
-// closed with a message first. A failed power step keeps the claim.
+// closed with a message first. A failed power step keeps the claim. A
+// claim on a member that no longer exists (deleted by hand) is let go.
 func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
-	if _, err := s.backend.Member(ctx, ref); err != nil {
-		return err
+	_, gone := s.backend.Member(ctx, ref)
+	if gone != nil && ErrorCode(gone) != ENotFound {
+		return gone
 	}
 	l, err := s.authorize(ctx, id, ref)
+	if gone != nil && (err != nil || l == nil) {
+		return gone // no such member, and no claim of the caller's on it
+	}
 	if err != nil {
 		return err
 	}
@@ -63,16 +68,19 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		}
 	}
 	s.closeConsoles(l.Ref(), errors.New(text))
+	// A pool or member that is gone (deleted by hand) has nothing to reset.
 	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
-	if err != nil {
+	switch {
+	case ErrorCode(err) == ENotFound:
+		err = nil
+	case err != nil:
 		return err
-	}
-	if p.Mode == ModeEphemeral {
+	case p.Mode == ModeEphemeral:
 		err = s.backend.Recreate(ctx, l.Ref())
-	} else {
+	default:
 		err = s.backend.Stop(ctx, l.Ref())
 	}
-	if err != nil {
+	if err != nil && ErrorCode(err) != ENotFound {
 		return &Error{Code: EUnavailable, Err: err,
 			Msg:  "Desktop " + l.Ref().String() + " could not be stopped; it is still claimed.",
 			Hint: "Try releasing it again; if that fails, ask an admin."}

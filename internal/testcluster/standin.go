@@ -68,6 +68,7 @@ type KubeVirtStandIn struct {
 	vmis  map[string]*standInVMI   // ns/name -> running guest
 	ops   map[string]chan struct{} // ns/name -> the last queued operation, closed when done
 	noIPs map[string]bool          // ns/name -> report no IP (WithoutIPs)
+	held  map[string]bool          // namespaces whose clones wait (HoldClones)
 	seq   int                      // names the guests' folders
 
 	closeOnce sync.Once
@@ -156,7 +157,7 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
-		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}}
+		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
@@ -312,13 +313,27 @@ func (s *KubeVirtStandIn) loop(ctx context.Context) {
 			continue
 		}
 		for i := range list.Items {
-			if c := &list.Items[i]; c.Status.Phase == clonev1beta1.PhaseUnset {
+			if c := &list.Items[i]; c.Status.Phase == clonev1beta1.PhaseUnset && !s.holding(c.Namespace) {
 				if err := s.executeClone(ctx, c); err != nil && ctx.Err() == nil {
 					log.Printf("testcluster: KubeVirt stand-in: clone %s/%s: %v", c.Namespace, c.Name, err)
 				}
 			}
 		}
 	}
+}
+
+// HoldClones leaves the VirtualMachineClones of namespace waiting for
+// ever, as a clone whose volume snapshot never becomes ready would.
+func (s *KubeVirtStandIn) HoldClones(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held[namespace] = true
+}
+
+func (s *KubeVirtStandIn) holding(namespace string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[namespace]
 }
 
 // executeClone makes c's target VM from its source VM and marks c done.

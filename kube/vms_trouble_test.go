@@ -1,0 +1,162 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestVMPoolTrouble: what goes wrong on a real cluster says what happened
+// and what to do, and loses no claim: a clone that never makes its VM, a
+// member VM deleted by hand under a claim, a VM stopped while it starts.
+func TestVMPoolTrouble(t *testing.T) {
+	ctx := context.Background()
+	c := testcluster.Shared(t)
+	standIn := c.StartKubeVirtStandIn(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	ns := c.Namespace(t)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}); err != nil {
+		t.Fatal(err)
+	}
+	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
+	vms, err := kube.NewVMs(sa, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, closeFn, err := openConfig(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	svc := vdi.NewService(vdi.Config{Backend: vms, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	root := vdi.Identity{Login: "root", Admin: true}
+	alice := vdi.Identity{Login: "alice"}
+
+	t.Run("CloneStuck", func(t *testing.T) {
+		stuckNS := c.Namespace(t)
+		if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: stuckNS, Name: "golden"},
+			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}); err != nil {
+			t.Fatal(err)
+		}
+		standIn.HoldClones(stuckNS)
+		// kube.CloneTimeout is 2 minutes; the caller's deadline ends the wait sooner.
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		err := svc.CreatePool(cctx, root, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1})
+		var e *vdi.Error
+		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineClone "+stuckNS+"/stuck-1-clone-") ||
+			!strings.Contains(e.Hint, "VolumeSnapshotClass") {
+			t.Fatalf("create with a clone that never finishes: %v; want EUnavailable naming the clone and the likely causes", err)
+		}
+		var clones clonev1beta1.VirtualMachineCloneList
+		if err := admin.List(ctx, &clones, client.InNamespace(stuckNS)); err != nil || len(clones.Items) != 0 {
+			t.Errorf("clones left after the failed create: %d, %v; want the portal to delete its clone", len(clones.Items), err)
+		}
+	})
+
+	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "desk", Kind: vdi.KindVM, Source: "golden", Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("MemberDeletedUnderClaim", func(t *testing.T) {
+		d, err := svc.Claim(ctx, alice, ns, "desk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}}); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var vm kubevirtv1.VirtualMachine
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, &vm); client.IgnoreNotFound(err) == nil && err != nil {
+				break
+			} else if time.Now().After(end) {
+				t.Fatalf("VM %s still there after delete", d.Name)
+			}
+		}
+		_, err = svc.Desktop(ctx, alice, d.Ref())
+		var e *vdi.Error
+		if !errors.As(err, &e) || e.Code != vdi.ENotFound || e.Hint == "" {
+			t.Errorf("alice's desktop after its VM was deleted: %v; want ENotFound with a hint", err)
+		}
+		// The claim is still hers until she lets it go: asking again
+		// answers the same (gone) desktop rather than silently another.
+		l, err := leases.Get(ctx, d.Ref())
+		if err != nil || l.Holder != "alice" {
+			t.Fatalf("alice's Lease after her VM was deleted: %+v, %v; want kept", l, err)
+		}
+		if err := svc.Release(ctx, alice, d.Ref(), ""); err != nil {
+			t.Fatalf("releasing a desktop whose VM is gone: %v; want the claim let go", err)
+		}
+		if l, err := leases.Get(ctx, d.Ref()); err == nil && l.Holder != "" {
+			t.Errorf("Lease after release: %+v; want none", l)
+		}
+		d2, err := svc.Claim(ctx, alice, ns, "desk")
+		if err != nil || d2.Name == d.Name {
+			t.Fatalf("alice's next claim: %+v, %v; want the member that still exists", d2, err)
+		}
+	})
+
+	t.Run("StoppedWhileStarting", func(t *testing.T) {
+		ms, err := vms.Members(ctx, ns, "desk")
+		if err != nil || len(ms) == 0 {
+			t.Fatal(ms, err)
+		}
+		var ref vdi.Ref
+		for _, m := range ms {
+			if m.Power == vdi.PowerStopped {
+				ref = m.Ref()
+			}
+		}
+		if ref.Name == "" {
+			t.Fatalf("no stopped member in %+v", ms)
+		}
+		done := make(chan error, 1)
+		begin := time.Now()
+		go func() { done <- vms.Start(ctx, ref) }()
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if m, err := vms.Member(ctx, ref); err == nil && m.Power != vdi.PowerStopped {
+				break
+			} else if time.Now().After(end) {
+				t.Fatalf("%s never left stopped", ref)
+			}
+		}
+		if err := vms.Stop(ctx, ref); err != nil {
+			t.Fatalf("stop while starting: %v", err)
+		}
+		select {
+		case err := <-done:
+			if vdi.ErrorCode(err) != vdi.EConflict && err != nil {
+				t.Errorf("start of a VM stopped meanwhile: %v; want EConflict saying it was stopped (or done before the stop)", err)
+			}
+			t.Logf("start ended %v after it began: %v", time.Since(begin).Round(time.Millisecond), err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("Start still waits 30s after the VM was stopped")
+		}
+	})
+}
