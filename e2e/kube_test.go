@@ -11,6 +11,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,7 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	scheme := runtime.NewScheme()
 	must(t, kubevirtv1.AddToScheme(scheme))
 	must(t, coordinationv1.AddToScheme(scheme))
+	must(t, corev1.AddToScheme(scheme))
 	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
 	must(t, err)
 	e := &kubeEnv{cluster: c, admin: admin, ns: c.Namespace(t)}
@@ -272,4 +274,52 @@ func TestKube_EphemeralReleaseReclones(t *testing.T) {
 			t.Errorf("after release pool eph has %d free; want 1", pl.Free)
 		}
 	}
+}
+
+// TestKube_CTPoolTerminal: a CT pool on the cluster (Pods from an image,
+// run by the test kubelet) gives its user a terminal in Chromium through
+// pods/exec on the apiserver, recorded as such; release recreates the Pod.
+func TestKube_CTPoolTerminal(t *testing.T) {
+	e := startKubeEnv(t)
+	e.cluster.StartKubelet(t)
+	p := e.portal
+	body := fmt.Sprintf(`{"namespace":%q,"name":"shells","kind":"ct","mode":"ephemeral","source":"corral.test/shell","size":1}`, e.ns)
+	var perr apiError
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+		t.Fatalf("create CT pool: %d %+v", code, perr)
+	}
+	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "dana", "/")
+	row := page.Locator(`[data-pool="shells"]`)
+	must(t, row.GetByTestId("get-desktop").Click())
+	re := regexp.MustCompile(`/desktops/` + e.ns + `/(shells-\d)$`)
+	must(t, page.WaitForURL(re))
+	member := re.FindStringSubmatch(page.URL())[1]
+	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, page.GetByTestId("xterm").Click())
+	must(t, page.Keyboard().Type("echo ct-$((6*7))\n"))
+	waitXterm(t, page, regexp.MustCompile(`ct-42`), 15*time.Second)
+	screenshot(t, page, "kube-ct-terminal")
+
+	var pod corev1.Pod
+	must(t, e.admin.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: member}, &pod))
+	if _, err := page.Goto(p.URL + "/"); err != nil { // closes the console
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "dana's terminal session recorded on the apiserver path", func() bool {
+		for _, r := range csvRows(t, p, "/admin/history/sessions.csv") {
+			if len(r) > 5 && r[1] == "dana" && r[3] == member && r[4] == "terminal" && r[5] == "apiserver" {
+				return true
+			}
+		}
+		return false
+	})
+	if code := p.API(t, "dana", "POST", "/api/vdi/desktops/"+e.ns+"/"+member+"/release", nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	waitFor(t, 20*time.Second, "the ephemeral CT member's Pod recreated (new UID)", func() bool {
+		var now corev1.Pod
+		err := e.admin.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: member}, &now)
+		return err == nil && now.UID != pod.UID
+	})
 }

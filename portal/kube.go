@@ -111,12 +111,16 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// The kube backend's apiserver path is one of the handlers' console paths.
-var _ handlers.ConsolePath = (*kube.SubresourcePath)(nil)
+// The kube backend's apiserver paths are handlers' console paths.
+var (
+	_ handlers.ConsolePath = (*kube.SubresourcePath)(nil)
+	_ handlers.ConsolePath = (*kube.ExecPath)(nil)
+)
 
-// openKube connects the kube backend: KubeVirt VM pools in every namespace
-// and claims in Leases, cached by a watch that runs until Close. It adds
-// the backend's fallback console paths to m.consolePaths.
+// openKube connects the kube backend: KubeVirt VM pools and CT pools (Pods
+// declared by ConfigMaps) in every namespace, and claims in Leases, cached
+// by a watch that runs until Close. It adds the backend's fallback console
+// paths to m.consolePaths.
 func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	cfg, err := restConfig(m.Config.Kubeconfig)
 	if err != nil {
@@ -126,13 +130,14 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube backend: %w", err)
 	}
-	vms, err := kube.NewVMs(cfg, "")
+	// The backend's Dial is the direct path (a VMI's or Pod's IP); the
+	// apiserver's KubeVirt subresources and pods/exec reach consoles when
+	// it cannot.
+	apiserver, err := kube.NewSubresourcePath(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	// VMs.Dial is the direct path (the VMI's IP); the apiserver's KubeVirt
-	// subresources reach consoles when it cannot.
-	apiserver, err := kube.NewSubresourcePath(cfg)
+	execPath, err := kube.NewExecPath(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,9 +154,14 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 		cancel()
 		return nil, nil, err
 	}
+	backend, err := kube.NewCluster(cfg, "", leases)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
 	m.kube, m.stopKube = cs, cancel
-	m.consolePaths = append(m.consolePaths, apiserver)
+	m.consolePaths = append(m.consolePaths, apiserver, execPath)
 	m.identity = newIdentity()
 	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity)
-	return vms, leases, nil
+	return backend, leases, nil
 }
