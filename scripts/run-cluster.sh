@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 dir=bin/testcluster
 mkdir -p bin
 go build -o bin/testcluster-demo ./internal/testcluster/cmd/testcluster
+rm -f "$dir/ready"
 bin/testcluster-demo -demo -dir "$dir" &
 cluster=$!
 trap 'kill "$cluster" 2>/dev/null || true; wait "$cluster" 2>/dev/null || true' EXIT
@@ -24,6 +25,6 @@ done
 [ -e "$dir/ready" ] || { echo "run-cluster: the test cluster was not ready after 2 minutes" >&2; exit 1; }
 admins=${CORRAL_VDI_ADMINS:-admin}
 echo "Sign in as ${admins%%,*} to manage pools at /admin; any other name is a user."
-echo "Guests speak RDP with a random password: pick \"Use VNC\" on the console page, or the admin's kubeconfig above."
+echo "Each VM prints its RDP sign-in here when it boots; or pick \"Use VNC\" on the console page."
 CORRAL_VDI_BACKEND=kube KUBECONFIG="$dir/portal.kubeconfig" CORRAL_VDI_ADMINS="$admins" \
 	CORRAL_VDI_DATA_DIR="${CORRAL_VDI_DATA_DIR:-bin/run-cluster-data}" ./bin/corral-vdi-portal serve

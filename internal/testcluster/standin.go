@@ -64,12 +64,13 @@ type KubeVirtStandIn struct {
 	done chan struct{}  // the control loop has ended
 	wg   sync.WaitGroup // queued power operations
 
-	mu    sync.Mutex
-	vmis  map[string]*standInVMI   // ns/name -> running guest
-	ops   map[string]chan struct{} // ns/name -> the last queued operation, closed when done
-	noIPs map[string]bool          // ns/name -> report no IP (WithoutIPs)
-	held  map[string]bool          // namespaces whose clones wait (HoldClones)
-	seq   int                      // names the guests' folders
+	mu     sync.Mutex
+	vmis   map[string]*standInVMI   // ns/name -> running guest
+	ops    map[string]chan struct{} // ns/name -> the last queued operation, closed when done
+	noIPs  map[string]bool          // ns/name -> report no IP (WithoutIPs)
+	held   map[string]bool          // namespaces whose clones wait (HoldClones)
+	onBoot func(namespace, vm, ip, rdpUser, rdpPassword string)
+	seq    int // names the guests' folders
 
 	closeOnce sync.Once
 	closeErr  error

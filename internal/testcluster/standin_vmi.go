@@ -65,6 +65,15 @@ func (s *KubeVirtStandIn) WithoutIPs(namespace, vm string) {
 	s.noIPs[namespace+"/"+vm] = true
 }
 
+// OnBoot has fn called with each guest that boots: its VM, its IP and the
+// sign-in of its RDP server (empty without one), which a real guest's user
+// would know. make run-cluster prints them.
+func (s *KubeVirtStandIn) OnBoot(fn func(namespace, vm, ip, rdpUser, rdpPassword string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onBoot = fn
+}
+
 // vmi returns the running VMI namespace/name, or nil.
 func (s *KubeVirtStandIn) vmi(namespace, name string) *standInVMI {
 	s.mu.Lock()
@@ -151,7 +160,12 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	s.mu.Lock()
 	s.vmis[ns+"/"+name] = g
 	withoutIP := s.noIPs[ns+"/"+name]
+	onBoot := s.onBoot
 	s.mu.Unlock()
+	if onBoot != nil {
+		user, password, _ := g.desktop.RDPCredentials()
+		onBoot(ns, name, g.ip, user, password)
+	}
 	iface := kubevirtv1.VirtualMachineInstanceNetworkInterface{Name: "default", InterfaceName: "eth0", InfoSource: "domain, guest-agent"}
 	if !withoutIP {
 		iface.IP, iface.IPs = g.ip, []string{g.ip}

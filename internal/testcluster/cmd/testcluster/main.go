@@ -2,8 +2,8 @@
 // human (make cluster): it applies deploy/rbac.yaml, writes an admin
 // kubeconfig and one for the portal's ServiceAccount, prints where they are,
 // and runs until interrupted. With -demo it also starts the KubeVirt
-// stand-in and makes a demo pool (make run-cluster), and writes the file
-// ready in -dir once all is up.
+// stand-in and a stand-in kubelet and makes demo pools (make run-cluster),
+// and writes the file ready in -dir once all is up.
 package main
 
 import (
@@ -23,7 +23,7 @@ import (
 func main() {
 	dir := flag.String("dir", filepath.Join("bin", "testcluster"), "where to write the kubeconfig files")
 	rbac := flag.String("rbac", filepath.Join("deploy", "rbac.yaml"), "RBAC manifest to apply")
-	withDemo := flag.Bool("demo", false, "also start the KubeVirt stand-in and make a demo golden VM and pool")
+	withDemo := flag.Bool("demo", false, "also start the KubeVirt stand-in and a kubelet stand-in and make demo pools (a VM pool from a golden VM, a CT pool)")
 	flag.Parse()
 	if err := run(*dir, *rbac, *withDemo); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -66,9 +66,11 @@ func run(dir, rbac string, withDemo bool) error {
 	ready := filepath.Join(dir, "ready")
 	os.Remove(ready)
 	if withDemo {
-		if err := demo(ctx, c, sa); err != nil {
+		kubelet, err := demo(ctx, c, sa)
+		if err != nil {
 			return err
 		}
+		defer kubelet.Close()
 		if err := os.WriteFile(ready, nil, 0o600); err != nil {
 			return err
 		}
