@@ -28,6 +28,7 @@ import (
 // deploy/rbac.yaml.
 type kubeEnv struct {
 	cluster *testcluster.Cluster
+	standIn *testcluster.KubeVirtStandIn
 	admin   client.Client // cluster admin, for what kubectl users would do
 	ns      string
 	portal  *Portal
@@ -36,7 +37,7 @@ type kubeEnv struct {
 func startKubeEnv(t *testing.T) *kubeEnv {
 	t.Helper()
 	c := testcluster.MustStart(t)
-	c.StartKubeVirtStandIn(t)
+	standIn := c.StartKubeVirtStandIn(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	scheme := runtime.NewScheme()
 	must(t, kubevirtv1.AddToScheme(scheme))
@@ -44,7 +45,7 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	must(t, corev1.AddToScheme(scheme))
 	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
 	must(t, err)
-	e := &kubeEnv{cluster: c, admin: admin, ns: c.Namespace(t)}
+	e := &kubeEnv{cluster: c, standIn: standIn, admin: admin, ns: c.Namespace(t)}
 	kubeconfig := testcluster.WriteKubeconfig(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"))
 	e.portal = MustStartPortal(t, "CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops")
 	return e
@@ -150,6 +151,9 @@ func drawn(t *testing.T, page playwright.Page, name string) {
 func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	e := startKubeEnv(t)
 	p := e.portal
+	type guest struct{ vm, user, password string }
+	guests := make(chan guest, 8)
+	e.standIn.OnBoot(func(_, vm, _, user, password string) { guests <- guest{vm, user, password} })
 	e.golden(t, "golden")
 	body := fmt.Sprintf(`{"namespace":%q,"name":"desk","kind":"vm","mode":"persistent","source":"golden","size":3}`, e.ns)
 	var perr apiError
@@ -181,6 +185,34 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	if !e.vmi(t, alices) {
 		t.Fatalf("alice's %s shows a desktop but has no VMI", alices)
 	}
+
+	// alice again, on the page's first console: RDP (IronRDP in the page,
+	// the portal's RDCleanPath gateway, the guest's port 3389 at its IP),
+	// signed in with what the guest's user knows.
+	rpage := b.MustNewPage(t, 1280, 800)
+	signIn(t, rpage, p, "alice", "/desktops/"+e.ns+"/"+alices)
+	ironrdp := playwright.NewPlaywrightAssertions(45000) // compiles 6 MB of wasm first
+	must(t, ironrdp.Locator(rpage.GetByTestId("rdp-username")).ToBeVisible())
+	signInRDP := <-guests
+	if signInRDP.vm != alices {
+		t.Fatalf("the stand-in booted %s first; want alice's %s", signInRDP.vm, alices)
+	}
+	must(t, rpage.GetByTestId("rdp-username").Fill(signInRDP.user))
+	must(t, rpage.GetByTestId("rdp-password").Fill(signInRDP.password))
+	must(t, rpage.GetByTestId("rdp-password").Press("Enter"))
+	must(t, ironrdp.Locator(rpage.GetByTestId("status")).ToHaveText("Connected"))
+	colours := 0
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && colours <= 20; time.Sleep(150 * time.Millisecond) {
+		shot, err := rpage.Locator("iron-remote-desktop").Screenshot()
+		must(t, err)
+		colours = rdpColours(t, shot)
+	}
+	if colours <= 20 {
+		screenshot(t, rpage, "kube-alice-rdp-blank")
+		t.Fatalf("IronRDP drew %d colours of alice's %s in 15s; want the desktop (> 20)", colours, alices)
+	}
+	screenshot(t, rpage, "kube-alice-rdp")
+	rpage.Close()
 
 	// bob: a different member; his VMI loses its IPs, so the apiserver path.
 	var bobs desktop

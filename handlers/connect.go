@@ -168,6 +168,7 @@ func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeR
 	}
 	begin := time.Now()
 	res := probeResult{}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var conn net.Conn
@@ -188,6 +189,9 @@ func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeR
 		conn.Close()
 	}
 	res.ok = err == nil
+	if caller.Err() != nil {
+		return res // the caller went away mid-probe: nothing learned about the desktop
+	}
 	switch {
 	case err != nil && p == vdi.ProtocolRDP:
 		h.log.Warn("console probe failed; offering the others", "desktop", ref, "protocol", p, "err", err)
