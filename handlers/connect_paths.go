@@ -100,6 +100,14 @@ func (p peerPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (ne
 // member, no such console, not running) end the search at once; when every
 // path fails, the error names each.
 func (h *Handler) dialConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, string, error) {
+	return h.dialConsoleFor(ctx, ref, p, false)
+}
+
+// dialConsoleFor is dialConsole for someone who watches alongside the
+// holder (alongside true): a VNC or serial console is not opened through
+// the further Paths then, since KubeVirt lets one viewer in at a time and a
+// new one would disconnect the holder's.
+func (h *Handler) dialConsoleFor(ctx context.Context, ref vdi.Ref, p vdi.Protocol, alongside bool) (net.Conn, string, error) {
 	cfg := h.console.cfg
 	begin := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DirectTimeout)
@@ -116,7 +124,14 @@ func (h *Handler) dialConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol) 
 	for _, base := range cfg.Peers {
 		paths = append(paths, peerPath{base, cfg.PeerSecret})
 	}
-	paths = append(paths, cfg.Paths...)
+	hint := "Check that this portal or one of its peers (CORRAL_VDI_PEERS) can reach the desktop, then reconnect."
+	if alongside && (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && len(cfg.Paths) > 0 {
+		fails = append(fails, "the API server: not tried, one viewer at a time")
+		hint = "Watching through the API server would disconnect the desktop's user (KubeVirt lets one " + string(p) +
+			" viewer in at a time). Let this portal or a peer reach the desktop's IP, or assign the desktop to yourself."
+	} else {
+		paths = append(paths, cfg.Paths...)
+	}
 	for _, path := range paths {
 		c, perr := path.Dial(ctx, ref, p)
 		if perr == nil {
@@ -126,13 +141,13 @@ func (h *Handler) dialConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol) 
 		}
 		fails = append(fails, path.Name()+": "+rootCause(perr))
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && len(fails) == 1 {
 		return nil, "", err
 	}
 	h.log.Warn("no path reaches the console", "desktop", ref, "protocol", p, "tried", strings.Join(fails, "; "))
 	return nil, "", &vdi.Error{Code: vdi.EUnavailable, Err: err,
 		Msg:  fmt.Sprintf("No path reaches the %s console of %s (%s).", p, ref, strings.Join(fails, "; ")),
-		Hint: "Check that this portal or one of its peers (CORRAL_VDI_PEERS) can reach the desktop, then reconnect."}
+		Hint: hint}
 }
 
 // final reports whether err is one that another path cannot mend.

@@ -50,7 +50,8 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if !sameOrigin(r) { // the upgrader checks again; this is before any dial
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
-	conn, path, err := h.dialConsole(r.Context(), ref, p)
+	watching := d.Holder != "" && d.Holder != id.Login // an admin, alongside the holder
+	conn, path, err := h.dialConsoleFor(r.Context(), ref, p, watching)
 	if err != nil {
 		return err
 	}
