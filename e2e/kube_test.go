@@ -13,7 +13,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,27 +38,10 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	c := testcluster.MustStart(t)
 	standIn := c.StartKubeVirtStandIn(t)
 	c.Apply(t, "../deploy/rbac.yaml")
-	scheme := runtime.NewScheme()
-	must(t, kubevirtv1.AddToScheme(scheme))
-	must(t, coordinationv1.AddToScheme(scheme))
-	must(t, corev1.AddToScheme(scheme))
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	must(t, err)
-	e := &kubeEnv{cluster: c, standIn: standIn, admin: admin, ns: c.Namespace(t)}
-	kubeconfig := testcluster.WriteKubeconfig(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"))
+	e := &kubeEnv{cluster: c, standIn: standIn, admin: c.AdminClient(t), ns: c.Namespace(t)}
+	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
 	e.portal = MustStartPortal(t, "CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops")
 	return e
-}
-
-// golden makes a stopped golden VM, as an admin would with kubectl.
-func (e *kubeEnv) golden(t *testing.T, name string) {
-	t.Helper()
-	halted := kubevirtv1.RunStrategyHalted
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-	must(t, e.admin.Create(context.Background(), vm))
-	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
-	must(t, e.admin.Status().Update(context.Background(), vm))
 }
 
 // vm reads a VM; ok is false when it does not exist.
@@ -154,7 +136,7 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	type guest struct{ vm, user, password string }
 	guests := make(chan guest, 8)
 	e.standIn.OnBoot(func(_, vm, _, user, password string) { guests <- guest{vm, user, password} })
-	e.golden(t, "golden")
+	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"desk","kind":"vm","mode":"persistent","source":"golden","size":3}`, e.ns)
 	var perr apiError
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
@@ -281,7 +263,7 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 func TestKube_EphemeralReleaseReclones(t *testing.T) {
 	e := startKubeEnv(t)
 	p := e.portal
-	e.golden(t, "golden")
+	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"eph","kind":"vm","mode":"ephemeral","source":"golden","size":1}`, e.ns)
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)

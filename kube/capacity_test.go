@@ -13,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,39 +22,15 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// capacityEnv is a namespace with golden VMs, the cluster's nodes and
-// KubeVirt CR written by an admin, and the portal's VMs acting as its
-// ServiceAccount with only deploy/rbac.yaml.
-type capacityEnv struct {
-	ctx   context.Context
-	ns    string
-	admin client.WithWatch
-	sa    *rest.Config
-	vms   *kube.VMs
-}
+// capacityEnv is a vmSetup with the KubeVirt stand-in, where the tests
+// write the cluster's nodes, VMIs and KubeVirt CR as the admin.
+type capacityEnv struct{ *vmSetup }
 
 func mustCapacityEnv(t *testing.T) *capacityEnv {
 	t.Helper()
-	c := testcluster.Shared(t)
-	c.StartKubeVirtStandIn(t)
-	c.InstallKubeVirt(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme, rbacv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	admin, err := client.NewWithWatch(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	vms, err := kube.NewVMs(sa, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &capacityEnv{ctx: context.Background(), ns: c.Namespace(t), admin: admin, sa: sa, vms: vms}
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	return &capacityEnv{s}
 }
 
 // node writes a ready node (cluster-scoped, so named after the namespace
@@ -281,7 +255,7 @@ func TestCapacityAdmission(t *testing.T) {
 			}
 			t.Cleanup(func() { e.admin.Delete(context.Background(), o) })
 		}
-		vms, err := kube.NewVMs(testcluster.Shared(t).User(t, e.ns+"-no-nodes"), "")
+		vms, err := kube.NewVMs(e.c.User(t, e.ns+"-no-nodes"), "")
 		if err != nil {
 			t.Fatal(err)
 		}

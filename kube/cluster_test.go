@@ -3,11 +3,7 @@ package kube_test
 import (
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -19,20 +15,7 @@ func TestClusterDispatch(t *testing.T) {
 	s := newCTSetup(t)
 	ctx, ns := s.ctx, s.ns
 	s.c.InstallKubeVirt(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(s.c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted := kubevirtv1.RunStrategyHalted
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vms-1", Labels: map[string]string{vdi.LabelPool: "vms"}},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-	if err := admin.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
+	testcluster.StoppedVM(t, s.c.AdminClient(t), ns, "vms-1", map[string]string{vdi.LabelPool: "vms"})
 	s.configMap(t, "cts", map[string]string{kube.CTKeyImage: "corral.test/shell", kube.CTKeySize: "1"})
 
 	pools, err := s.back.Pools(ctx)

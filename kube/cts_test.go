@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"runtime"
 	"slices"
@@ -36,16 +35,11 @@ type ctSetup struct {
 
 func newCTSetup(t *testing.T) *ctSetup {
 	t.Helper()
-	ctx := context.Background()
 	c := testcluster.Shared(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	c.StartKubelet(t)
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	leases, closeFn, err := openConfig(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeFn)
+	sa := c.PortalServiceAccount(t)
+	leases := mustLeases(t, sa)
 	back, err := kube.NewCluster(sa, "", leases)
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +48,7 @@ func newCTSetup(t *testing.T) *ctSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := vdi.NewService(vdi.Config{Backend: back, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
-	return &ctSetup{c: c, ns: c.Namespace(t), ctx: ctx, svc: svc, back: back, exec: exec,
+	return &ctSetup{c: c, ns: c.Namespace(t), ctx: context.Background(), svc: newService(back, leases), back: back, exec: exec,
 		root: vdi.Identity{Login: "root", Admin: true}, leases: leases}
 }
 

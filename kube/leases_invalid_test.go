@@ -102,7 +102,7 @@ func TestLeasesEditedByHand(t *testing.T) {
 	// Claims go on: the holderless member is taken over with the observed
 	// resourceVersion, the others stay with their holders, nothing crashes.
 	pool := leasetest.NewPool(ns, "hand", 4, 4)
-	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	svc := newService(pool, leases)
 	d, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, ns, "hand")
 	if err != nil || d.Name != "hand-1" {
 		t.Fatalf("alice's claim: %+v, %v; want the holderless hand-1", d, err)
@@ -124,7 +124,3 @@ func mustGet(t *testing.T, leases *kube.Leases, ns, member string) *vdi.Lease {
 	}
 	return l
 }
-
-type nopAudit struct{}
-
-func (nopAudit) Record(context.Context, vdi.AuditEvent) error { return nil }

@@ -52,13 +52,17 @@ func kubeStore(t testing.TB, c *testcluster.Cluster, cfg *rest.Config) leasetest
 	return leasetest.Store{
 		Namespace: c.Namespace(t),
 		Child:     testcluster.WriteKubeconfig(t, cfg),
-		Open: func(tb testing.TB) vdi.Leases {
-			leases, closeFn, err := openConfig(context.Background(), cfg)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(closeFn)
-			return leases
-		},
+		Open:      func(tb testing.TB) vdi.Leases { return mustLeases(tb, cfg) },
 	}
+}
+
+// mustLeases opens Leases as cfg, closed when tb ends.
+func mustLeases(tb testing.TB, cfg *rest.Config) vdi.Leases {
+	tb.Helper()
+	leases, closeFn, err := openConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(closeFn)
+	return leases
 }

@@ -18,7 +18,7 @@ import (
 func TestLeasesAsServiceAccount(t *testing.T) {
 	c := testcluster.Shared(t)
 	c.Apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
+	sa := c.PortalServiceAccount(t)
 	leasetest.Run(t, func(t *testing.T) leasetest.Store { return kubeStore(t, c, sa) })
 }
 
@@ -35,7 +35,7 @@ func TestRBACIsEnforced(t *testing.T) {
 	if _, err := unbound.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("an unbound ServiceAccount listing Leases: %v; want Forbidden", err)
 	}
-	portal := testcluster.Clientset(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"))
+	portal := testcluster.Clientset(t, c.PortalServiceAccount(t))
 	if _, err := portal.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("the portal listing Leases: %v; want allowed", err)
 	}

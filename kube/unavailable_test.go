@@ -1,10 +1,8 @@
 package kube_test
 
 import (
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -12,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
@@ -97,32 +91,19 @@ func (l *link) mend(t *testing.T) {
 // server does not answer and what to do, nothing held is lost, and once the
 // network is back everything works as before.
 func TestAPIServerGoesAway(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted := kubevirtv1.RunStrategyHalted
-	if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}); err != nil {
-		t.Fatal(err)
-	}
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	ctx, ns := s.ctx, s.ns
+	testcluster.StoppedVM(t, s.admin, ns, "golden", nil)
 
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	host, err := url.Parse(sa.Host)
+	// The portal's clients go through net, which the test cuts and mends;
+	// s.vms would go straight to the API server.
+	host, err := url.Parse(s.sa.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	net := newLink(t, host.Host)
-	cfg := rest.CopyConfig(sa)
+	cfg := rest.CopyConfig(s.sa)
 	cfg.Host = "https://" + net.addr
 	cfg.Timeout = 5 * time.Second
 	kube.ReportUnreachable(cfg)
@@ -130,12 +111,7 @@ func TestAPIServerGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, closeFn, err := openConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
-	svc := vdi.NewService(vdi.Config{Backend: vms, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	svc := newService(vms, mustLeases(t, cfg))
 	root := vdi.Identity{Login: "root", Admin: true}
 	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "desk", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "golden", Size: 2}); err != nil {
 		t.Fatal(err)

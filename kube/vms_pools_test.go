@@ -1,20 +1,16 @@
 package kube_test
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
-	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -23,39 +19,16 @@ import (
 // two users (members power on through the subresources), resize 3 -> 5 -> 2
 // with the claimed members surviving the shrink, delete.
 func TestVMPoolLifecycle(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
+	testcluster.StoppedVM(t, admin, ns, "golden", nil)
+	always := kubevirtv1.RunStrategyAlways
+	if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "busy"},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always}}); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted, always := kubevirtv1.RunStrategyHalted, kubevirtv1.RunStrategyAlways
-	for _, vm := range []*kubevirtv1.VirtualMachine{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "busy"}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always}},
-	} {
-		if err := admin.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	vms, err := kube.NewVMs(sa, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, closeFn, err := openConfig(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
-	svc := vdi.NewService(vdi.Config{Backend: vms, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	svc, _ := s.service(t)
 	root := vdi.Identity{Login: "root", Admin: true}
 	pool := vdi.Pool{Namespace: ns, Name: "demo", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "golden", Size: 3}
 

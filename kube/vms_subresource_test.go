@@ -12,8 +12,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,40 +26,20 @@ import (
 // IP (VMs.Dial) and through the apiserver's subresources
 // (SubresourcePath), including a VMI that reports no IP and a VM stopped.
 func TestVMConsoles(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	standIn := c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	vms, err := kube.NewVMs(sa, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, err := kube.NewSubresourcePath(sa)
+	s := newVMSetup(t)
+	standIn := s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
+	apiserver, err := kube.NewSubresourcePath(s.sa)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if apiserver.Name() != "apiserver" {
 		t.Errorf("Name() = %q; want apiserver, the path sessions record", apiserver.Name())
 	}
-	halted := kubevirtv1.RunStrategyHalted
 	withIP, withoutIP := vdi.Ref{Namespace: ns, Name: "con-1"}, vdi.Ref{Namespace: ns, Name: "noip-1"}
 	standIn.WithoutIPs(ns, withoutIP.Name)
 	for _, ref := range []vdi.Ref{withIP, withoutIP} {
-		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name, Labels: map[string]string{vdi.LabelPool: "con"}},
-			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-		if err := admin.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.StoppedVM(t, admin, ns, ref.Name, map[string]string{vdi.LabelPool: "con"})
 		if m, _ := vms.Member(ctx, ref); len(m.Protocols) != 0 {
 			t.Errorf("stopped %s offers %v; want nothing until it runs", ref, m.Protocols)
 		}
@@ -147,7 +125,7 @@ func TestVMConsoles(t *testing.T) {
 	})
 
 	t.Run("Forbidden", func(t *testing.T) {
-		unbound, err := kube.NewSubresourcePath(c.ServiceAccount(t, ns, "nobody"))
+		unbound, err := kube.NewSubresourcePath(s.c.ServiceAccount(t, ns, "nobody"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,12 @@
 package kube_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,19 +18,9 @@ import (
 // TestVMs reads VM pools back from labelled VirtualMachines, as the
 // portal's ServiceAccount.
 func TestVMs(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.InstallKubeVirt(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newVMSetup(t)
+	s.c.InstallKubeVirt(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
 	halted := kubevirtv1.RunStrategyHalted
 	vm := func(name string, labels, ann map[string]string, status kubevirtv1.VirtualMachineStatus) {
 		t.Helper()
@@ -59,10 +47,6 @@ func TestVMs(t *testing.T) {
 			Message: "0/3 nodes are available: insufficient nvidia.com/gpu"}}})
 	vm("lab-1", inPool("lab"), nil, kubevirtv1.VirtualMachineStatus{})
 
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pools, err := vms.Pools(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -121,29 +105,10 @@ func TestVMs(t *testing.T) {
 // TestVMsPower starts and stops a member through the subresources API, as
 // the portal's ServiceAccount, against the KubeVirt stand-in.
 func TestVMsPower(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted := kubevirtv1.RunStrategyHalted
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pw-1", Labels: map[string]string{vdi.LabelPool: "pw"}},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-	if err := admin.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
+	vm := testcluster.StoppedVM(t, admin, ns, "pw-1", map[string]string{vdi.LabelPool: "pw"})
 	ref := vdi.Ref{Namespace: ns, Name: "pw-1"}
 	if err := vms.Start(ctx, ref); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -168,26 +133,12 @@ func TestVMsPower(t *testing.T) {
 // TestVMsMirrorClaim labels a member as its holder's and clears it, as the
 // portal's ServiceAccount.
 func TestVMsMirrorClaim(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.InstallKubeVirt(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newVMSetup(t)
+	s.c.InstallKubeVirt(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
 	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mir-1",
 		Labels: map[string]string{vdi.LabelPool: "mir", "team": "blue"}}}
 	if err := admin.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
-	if err != nil {
 		t.Fatal(err)
 	}
 	ref := vdi.Ref{Namespace: ns, Name: "mir-1"}
@@ -219,19 +170,9 @@ func TestVMsMirrorClaim(t *testing.T) {
 // TestVMsRecreate re-clones an ephemeral member from its golden VM through
 // a VirtualMachineClone, as the portal's ServiceAccount.
 func TestVMsRecreate(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
 	halted := kubevirtv1.RunStrategyHalted
 	for _, vm := range []*kubevirtv1.VirtualMachine{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden", Annotations: map[string]string{"made-by": "golden"}}},
@@ -249,10 +190,6 @@ func TestVMsRecreate(t *testing.T) {
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "eph-1"}, &before); err != nil {
 		t.Fatal(err)
 	}
-	vms, err := kube.NewVMs(c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: "eph-1"}); err != nil {
 		t.Fatalf("Recreate: %v", err)
 	}
@@ -265,7 +202,7 @@ func TestVMsRecreate(t *testing.T) {
 		t.Errorf("after Recreate: uid %s (was %s), labels %v, annotations %v; want a new VM from golden in pool eph",
 			after.UID, before.UID, after.Labels, after.Annotations)
 	}
-	err = vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: "orphan-1"})
+	err := vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: "orphan-1"})
 	if err == nil || !strings.Contains(err.Error(), "golden VM "+ns+"/no-such-golden not found") {
 		t.Errorf("Recreate from a missing golden VM: %v; want an error naming it", err)
 	}

@@ -3,19 +3,16 @@ package kube_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
-	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -23,46 +20,17 @@ import (
 // and what to do, and loses no claim: a clone that never makes its VM, a
 // member VM deleted by hand under a claim, a VM stopped while it starts.
 func TestVMPoolTrouble(t *testing.T) {
-	ctx := context.Background()
-	c := testcluster.Shared(t)
-	standIn := c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted := kubevirtv1.RunStrategyHalted
-	if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}); err != nil {
-		t.Fatal(err)
-	}
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
-	vms, err := kube.NewVMs(sa, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, closeFn, err := openConfig(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
-	svc := vdi.NewService(vdi.Config{Backend: vms, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+	s := newVMSetup(t)
+	standIn := s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
+	testcluster.StoppedVM(t, admin, ns, "golden", nil)
+	svc, leases := s.service(t)
 	root := vdi.Identity{Login: "root", Admin: true}
 	alice := vdi.Identity{Login: "alice"}
 
 	t.Run("CloneStuck", func(t *testing.T) {
-		stuckNS := c.Namespace(t)
-		if err := admin.Create(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: stuckNS, Name: "golden"},
-			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}); err != nil {
-			t.Fatal(err)
-		}
+		stuckNS := s.c.Namespace(t)
+		testcluster.StoppedVM(t, admin, stuckNS, "golden", nil)
 		standIn.HoldClones(stuckNS)
 		// kube.CloneTimeout is 2 minutes; the caller's deadline ends the wait sooner.
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)

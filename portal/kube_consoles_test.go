@@ -13,10 +13,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -35,24 +31,12 @@ func TestKubeConsolePaths(t *testing.T) {
 	standIn := c.StartKubeVirtStandIn(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	ns := c.Namespace(t)
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	halted := kubevirtv1.RunStrategyHalted
+	admin := c.AdminClient(t)
 	standIn.WithoutIPs(ns, "far-1")
 	for _, name := range []string{"near-1", "far-1"} {
-		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{vdi.LabelPool: strings.TrimSuffix(name, "-1")}}, Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-		if err := admin.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.StoppedVM(t, admin, ns, name, map[string]string{vdi.LabelPool: strings.TrimSuffix(name, "-1")})
 	}
-	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")), ns)
+	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t)), ns)
 	base := m.URL()
 	// The replica signs in people in dev mode: a form, then a cookie.
 	jar, _ := cookiejar.New(nil)

@@ -13,9 +13,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
@@ -116,28 +113,16 @@ func TestReclaimLeader(t *testing.T) {
 	c.StartKubeVirtStandIn(t)
 	c.Apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
 	ns := c.Namespace(t)
-	sa := c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal")
+	sa := c.PortalServiceAccount(t)
 	kubeconfig := testcluster.WriteKubeconfig(t, sa)
 
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.AdminClient(t)
 	vms, err := kube.NewVMs(sa, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	halted := kubevirtv1.RunStrategyHalted
 	for _, name := range []string{"rc-1", "rc-2"} {
-		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{vdi.LabelPool: "rc"}},
-			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-		if err := admin.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.StoppedVM(t, admin, ns, name, map[string]string{vdi.LabelPool: "rc"})
 		if err := vms.Start(ctx, vdi.Ref{Namespace: ns, Name: name}); err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +245,7 @@ func TestTakeoverFromCrashedLeader(t *testing.T) {
 	c := testcluster.Shared(t)
 	c.Apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
 	ns := c.Namespace(t)
-	sa := testcluster.Clientset(t, c.ServiceAccount(t, "corral-vdi", "corral-vdi-portal"))
+	sa := testcluster.Clientset(t, c.PortalServiceAccount(t))
 	crashed, secs, now := "crashed-replica", int32(2), metav1.NewMicroTime(time.Now())
 	if _, err := sa.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ReclaimerLease},

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -141,15 +140,9 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: KubeVirtCRDs()}); err != nil {
 		return nil, fmt.Errorf("testcluster: install KubeVirt CRDs: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, corev1.AddToScheme, apiregistrationv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	cl, err := c.NewAdminClient()
 	if err != nil {
-		return nil, fmt.Errorf("testcluster: KubeVirt stand-in client: %w", err)
+		return nil, fmt.Errorf("testcluster: KubeVirt stand-in: %w", err)
 	}
 	// Short: the guests' desktops put Unix sockets in their folders.
 	dir, err := os.MkdirTemp("", "kvsi")

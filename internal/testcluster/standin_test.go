@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,26 +35,14 @@ func TestKubeVirtStandIn(t *testing.T) {
 	if again, err := c.StartKubeVirtStandInErr(ctx); again != s || err != nil {
 		t.Errorf("second start = %p, %v; want the same stand-in %p", again, err, s)
 	}
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.AdminClient(t)
 	vms, err := kube.NewVMs(c.Config, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	halted := kubevirtv1.RunStrategyHalted
 	start := func(name string) error {
 		t.Helper()
-		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{vdi.LabelPool: "g"}},
-			Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-		if err := admin.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
+		testcluster.StoppedVM(t, admin, "default", name, map[string]string{vdi.LabelPool: "g"})
 		return vms.Start(ctx, vdi.Ref{Namespace: "default", Name: name})
 	}
 	// guestIP returns the IP the VMI reports, checking that the guest's

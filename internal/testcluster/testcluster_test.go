@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,14 +41,7 @@ func TestCluster(t *testing.T) {
 	t.Run("KubeVirtKinds", func(t *testing.T) {
 		c.InstallKubeVirt(t)
 		ns := c.Namespace(t)
-		scheme := runtime.NewScheme()
-		if err := kubevirtv1.AddToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-		cl, err := client.New(c.Config, client.Options{Scheme: scheme})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := c.AdminClient(t)
 		stopped := kubevirtv1.RunStrategyHalted
 		vm := &kubevirtv1.VirtualMachine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden", Labels: map[string]string{"corral.dev/vdi-pool": "demo"}},

@@ -130,7 +130,7 @@ func (c *Cluster) Apply(tb testing.TB, paths ...string) {
 
 // ApplyFiles is Apply for callers without a testing.TB.
 func (c *Cluster) ApplyFiles(ctx context.Context, paths ...string) error {
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme.Scheme})
+	cl, err := c.NewAdminClient()
 	if err != nil {
 		return err
 	}

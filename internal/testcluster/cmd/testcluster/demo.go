@@ -7,10 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
@@ -51,13 +48,7 @@ func demo(ctx context.Context, c *testcluster.Cluster, sa *rest.Config) (*testcl
 }
 
 func demoPools(ctx context.Context, c *testcluster.Cluster, sa *rest.Config) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, kubevirtv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: scheme})
+	admin, err := c.NewAdminClient()
 	if err != nil {
 		return err
 	}
@@ -65,15 +56,8 @@ func demoPools(ctx context.Context, c *testcluster.Cluster, sa *rest.Config) err
 	if err := admin.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("demo namespace: %w", err)
 	}
-	halted := kubevirtv1.RunStrategyHalted
-	golden := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: demoGolden},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted}}
-	if err := admin.Create(ctx, golden); err != nil {
+	if _, err := testcluster.CreateStoppedVM(ctx, admin, demoNamespace, demoGolden, nil); err != nil {
 		return fmt.Errorf("demo golden VM: %w", err)
-	}
-	golden.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
-	if err := admin.Status().Update(ctx, golden); err != nil {
-		return fmt.Errorf("demo golden VM status: %w", err)
 	}
 	vms, err := kube.NewVMs(sa, "")
 	if err != nil {

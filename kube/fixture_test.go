@@ -1,0 +1,59 @@
+package kube_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// vmSetup is what the VM tests share: a fresh namespace on the package's
+// cluster with deploy/rbac.yaml applied, a cluster-admin client for what
+// kubectl users would do, and the portal's ServiceAccount with VMs acting
+// as it. KubeVirt (its CRDs alone, or the stand-in that runs VMs) is each
+// test's to start.
+type vmSetup struct {
+	c     *testcluster.Cluster
+	ctx   context.Context
+	ns    string
+	admin client.WithWatch
+	sa    *rest.Config
+	vms   *kube.VMs
+}
+
+func newVMSetup(t *testing.T) *vmSetup {
+	t.Helper()
+	c := testcluster.Shared(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	sa := c.PortalServiceAccount(t)
+	vms, err := kube.NewVMs(sa, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &vmSetup{c: c, ctx: context.Background(), ns: c.Namespace(t), admin: c.AdminClient(t), sa: sa, vms: vms}
+}
+
+// service returns vdi.Service over the setup's VMs with Leases as the
+// portal's ServiceAccount.
+func (s *vmSetup) service(t *testing.T) (*vdi.Service, vdi.Leases) {
+	t.Helper()
+	leases := mustLeases(t, s.sa)
+	return newService(s.vms, leases), leases
+}
+
+// newService returns vdi.Service over backend and leases, auditing nothing
+// and logging nowhere.
+func newService(backend vdi.Backend, leases vdi.Leases) *vdi.Service {
+	return vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler)})
+}
+
+// nopAudit records nothing.
+type nopAudit struct{}
+
+func (nopAudit) Record(context.Context, vdi.AuditEvent) error { return nil }
