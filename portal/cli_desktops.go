@@ -65,15 +65,7 @@ func runRelease(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	path, err := ref(pos[0], "DESKTOP")
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", map[string]string{"reason": strings.TrimSpace(*reason)})
+	raw, err := postDesktop(ctx, f, pos[0], "release", map[string]string{"reason": strings.TrimSpace(*reason)})
 	if err != nil {
 		return err
 	}
@@ -87,15 +79,7 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	path, err := ref(pos[0], "DESKTOP")
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/assign", map[string]string{"user": pos[1]})
+	raw, err := postDesktop(ctx, f, pos[0], "assign", map[string]string{"user": pos[1]})
 	if err != nil {
 		return err
 	}
@@ -109,17 +93,23 @@ func runRecreate(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	path, err := ref(pos[0], "DESKTOP")
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/recreate", nil)
+	raw, err := postDesktop(ctx, f, pos[0], "recreate", nil)
 	if err != nil {
 		return err
 	}
 	return f.done(raw, "recreated %s from its pool's source", pos[0])
+}
+
+// postDesktop posts body to POST /api/vdi/desktops/{ns}/{name}/{action}
+// for desktop, given as NS/DESKTOP, which it checks before it connects.
+func postDesktop(ctx context.Context, f *cliFlags, desktop, action string, body any) (json.RawMessage, error) {
+	path, err := ref(desktop, "DESKTOP")
+	if err != nil {
+		return nil, err
+	}
+	c, err := f.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/"+action, body)
 }

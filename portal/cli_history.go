@@ -77,36 +77,16 @@ type sessionRow struct {
 
 // runHistory is `corral-vdi-portal history`: console sessions, newest first.
 func runHistory(ctx context.Context, e cliEnv, args []string) error {
-	f, h := newHistoryFlags(e, "history")
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	q, err := h.query(time.Now())
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	var sessions []sessionRow
-	raw, err := c.get(ctx, "/api/vdi/history/sessions?"+q, &sessions)
-	if err != nil {
-		return err
-	}
-	if f.json {
-		return printJSON(e.out, raw)
-	}
-	rows := make([][]string, 0, len(sessions))
-	for _, s := range sessions {
-		closed := stamp(s.Closed)
-		if s.Closed.IsZero() {
-			closed = "open"
-		}
-		rows = append(rows, []string{stamp(s.Opened), closed, s.User, s.Namespace + "/" + s.Desktop, s.Protocol, s.Path,
-			byteCount(s.BytesIn), byteCount(s.BytesOut), s.CloseReason})
-	}
-	return table(e.out, []string{"OPENED", "CLOSED", "USER", "DESKTOP", "PROTOCOL", "PATH", "IN", "OUT", "REASON"}, rows)
+	return runHistoryList(ctx, e, args, "history", "/api/vdi/history/sessions",
+		[]string{"OPENED", "CLOSED", "USER", "DESKTOP", "PROTOCOL", "PATH", "IN", "OUT", "REASON"},
+		func(s sessionRow) []string {
+			closed := stamp(s.Closed)
+			if s.Closed.IsZero() {
+				closed = "open"
+			}
+			return []string{stamp(s.Opened), closed, s.User, s.Namespace + "/" + s.Desktop, s.Protocol, s.Path,
+				byteCount(s.BytesIn), byteCount(s.BytesOut), s.CloseReason}
+		})
 }
 
 // auditRow is an audit entry as GET /api/vdi/history/audit lists it.
@@ -121,7 +101,22 @@ type auditRow struct {
 
 // runAudit is `corral-vdi-portal audit`: the audit log, newest first.
 func runAudit(ctx context.Context, e cliEnv, args []string) error {
-	f, h := newHistoryFlags(e, "audit")
+	return runHistoryList(ctx, e, args, "audit", "/api/vdi/history/audit",
+		[]string{"AT", "ACTOR", "ACTION", "TARGET", "DETAIL"},
+		func(a auditRow) []string {
+			target := a.Target
+			if a.Namespace != "" {
+				target = a.Namespace + "/" + a.Target
+			}
+			return []string{stamp(a.At), a.Actor, a.Action, target, a.Detail}
+		})
+}
+
+// runHistoryList runs the history command name: it asks route for the rows
+// the filter flags in args select and prints them as the portal's JSON
+// with -json, else as a table of header with one row a record.
+func runHistoryList[T any](ctx context.Context, e cliEnv, args []string, name, route string, header []string, row func(T) []string) error {
+	f, h := newHistoryFlags(e, name)
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
@@ -133,23 +128,19 @@ func runAudit(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	var entries []auditRow
-	raw, err := c.get(ctx, "/api/vdi/history/audit?"+q, &entries)
+	var records []T
+	raw, err := c.get(ctx, route+"?"+q, &records)
 	if err != nil {
 		return err
 	}
 	if f.json {
 		return printJSON(e.out, raw)
 	}
-	rows := make([][]string, 0, len(entries))
-	for _, a := range entries {
-		target := a.Target
-		if a.Namespace != "" {
-			target = a.Namespace + "/" + a.Target
-		}
-		rows = append(rows, []string{stamp(a.At), a.Actor, a.Action, target, a.Detail})
+	rows := make([][]string, 0, len(records))
+	for _, r := range records {
+		rows = append(rows, row(r))
 	}
-	return table(e.out, []string{"AT", "ACTOR", "ACTION", "TARGET", "DETAIL"}, rows)
+	return table(e.out, header, rows)
 }
 
 // byteCount formats n bytes briefly: 512B, 3.1K, 42.0M.
