@@ -36,3 +36,17 @@ echo "== admin dashboard: server time of GET /admin at 1,000 members (goal < 30 
 go test -run '^$' -bench AdminDashboard -benchtime "${BENCH_DASHBOARD:-30}x" -count "${BENCH_COUNT:-3}" ./handlers/ | tee "$out"
 awk '/^BenchmarkAdminDashboard/ { for (i = 2; i <= NF; i++) { if ($(i+1) == "ms/op") { wall += $i; n++ } if ($(i+1) == "cpu-ms/op") cpu += $i } }
 	END { if (n) printf "%-58s %8.1f ms/op wall  %8.1f ms/op CPU  (mean of %d runs)\n", "BenchmarkAdminDashboard", wall / n, cpu / n, n }' "$out"
+
+echo
+echo "== opening a KubeVirt VM's VNC console up to the RFB greeting: direct (VMI IP) vs the API server's vnc subresource (same run) =="
+go test -run '^$' -bench VNCOpen -benchtime "${BENCH_OPENS:-100}x" -count "${BENCH_COUNT:-3}" ./kube/ | tee "$out"
+awk '/^BenchmarkVNCOpen/ {
+		name = $1; sub(/-[0-9]+$/, "", name); sub(/.*path=/, "", name)
+		for (i = 2; i <= NF; i++) if ($(i+1) == "ns/op") { sum[name] += $i; n[name]++ }
+	}
+	END {
+		if (!n["direct"] || !n["apiserver"]) { print "no VNCOpen result"; exit 1 }
+		d = sum["direct"] / n["direct"] / 1e6; a = sum["apiserver"] / n["apiserver"] / 1e6
+		printf "%-58s %8.2f ms/open\n", "direct (VMI IP)", d
+		printf "%-58s %8.2f ms/open  %5.2fx direct\n", "apiserver (vnc subresource)", a, a / d
+	}' "$out"
