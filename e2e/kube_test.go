@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,28 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	signIn(t, bpage, p, "bob", "/desktops/"+e.ns+"/"+bobs.Name+"?protocol=vnc")
 	drawn(t, bpage, "kube-bob-apiserver")
 	screenshot(t, bpage, "kube-bob")
+
+	// An admin may watch alice's desktop alongside her (direct), but not
+	// bob's: KubeVirt lets one VNC viewer in, so the apiserver path would
+	// disconnect him. The refusal says so and bob stays connected.
+	ws, res, err := dialWS(p, "ops", "/ws/vnc/"+e.ns+"/"+alices, p.URL)
+	if err != nil {
+		t.Fatalf("admin watching alice's desktop over the direct path: %v (%v)", err, status(res))
+	}
+	ws.Close()
+	_, res, err = dialWS(p, "ops", "/ws/vnc/"+e.ns+"/"+bobs.Name, p.URL)
+	if err == nil || res == nil || res.StatusCode != 503 {
+		t.Fatalf("admin watching bob's desktop with no direct path: %v (%v); want 503", err, status(res))
+	}
+	var refusal apiError
+	json.NewDecoder(res.Body).Decode(&refusal)
+	if !strings.Contains(refusal.Hint, "disconnect the desktop's user") {
+		t.Errorf("refusal %+v; want a hint that watching would disconnect bob", refusal)
+	}
+	time.Sleep(time.Second)
+	if s, _ := bpage.GetByTestId("status").TextContent(); s != "Connected" {
+		t.Errorf("bob's console after the admin's attempt: %q; want still Connected", s)
+	}
 
 	paths := map[string]string{}
 	waitFor(t, 10*time.Second, "sessions of alice (direct) and bob (apiserver) recorded", func() bool {
