@@ -114,11 +114,16 @@ func (t *TerminalConn) Size() (relay.Resize, error) {
 }
 
 // Close hangs up the shell (SIGHUP to its session, SIGKILL if it lingers)
-// and waits for it.
+// and waits for it. A shell that has ended is not signalled: once reaped,
+// its process group ID may belong to another process (pid_max can be small).
 func (t *TerminalConn) Close() error {
 	t.closeOnce.Do(func() {
 		pid := t.cmd.Process.Pid
-		syscall.Kill(-pid, syscall.SIGHUP)
+		select {
+		case <-t.done:
+		default:
+			syscall.Kill(-pid, syscall.SIGHUP)
+		}
 		t.pty.Close()
 		select {
 		case <-t.done:

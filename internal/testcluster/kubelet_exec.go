@@ -31,15 +31,27 @@ type execSession struct {
 	cmd    *exec.Cmd
 	once   sync.Once
 	hungup atomic.Bool
+	ended  atomic.Bool // Wait has returned: the process group ID is no longer ours
 }
 
 // hangup kills the command and everything it started (its own process
-// group), as a container runtime would when the container goes.
+// group), as a container runtime would when the container goes. A command
+// that has ended is left alone: its process group ID may have been reused
+// by another process since (pid_max is 32768 on many machines).
 func (s *execSession) hangup() {
 	s.once.Do(func() {
 		s.hungup.Store(true)
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		if !s.ended.Load() {
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		}
 	})
+}
+
+// wait waits for the command and marks the session ended.
+func (s *execSession) wait() error {
+	err := s.cmd.Wait()
+	s.ended.Store(true)
+	return err
 }
 
 // ExecInContainer runs cmd with the Pod's HOME, on a pty when tty is set,
@@ -65,7 +77,7 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		defer e.k.track(name, s)()
-		err := c.Wait()
+		err := s.wait()
 		// Close the streams once all output is written, as a runtime does
 		// when the process's pipes end.
 		closeStreams(out, errw)
@@ -100,7 +112,7 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 		}()
 	}
 	io.Copy(out, ptmx) // until the pty has no writer left (EIO)
-	err = c.Wait()
+	err = s.wait()
 	closeStreams(out, errw)
 	return s.end(err)
 }
