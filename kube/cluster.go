@@ -35,6 +35,7 @@ func NewCluster(cfg *rest.Config, namespace string, leases vdi.Leases) (*Cluster
 	if err != nil {
 		return nil, err
 	}
+	vms.Leases = leases
 	cts, err := NewCTs(cfg, namespace, leases)
 	if err != nil {
 		return nil, err

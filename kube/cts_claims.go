@@ -8,7 +8,8 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// Before removing a member (a shrink, a pool's deletion) CTs claims it
+// Before removing a member (a shrink, a pool's deletion) CTs (and VMs, in
+// a Cluster) claims it
 // with the member's own Lease, as a user would, so that a claim made after
 // the caller looked at the claims either wins (and the member stays) or
 // loses (and the member is gone before anyone gets it). The Lease is
@@ -25,17 +26,23 @@ const removingFor = 10 * time.Minute
 // errHeld: the member is claimed.
 var errHeld = errors.New("kube: the member is claimed")
 
-// take claims member of p for its removal: it creates the member's Lease,
-// or takes over an expired one; errHeld when someone holds it.
+// take claims member of p for its removal; see takeFor.
 func (c *CTs) take(ctx context.Context, p *ctPool, member string) (*vdi.Lease, error) {
+	return takeFor(ctx, c.leases, p.Namespace, p.Name, member)
+}
+
+// takeFor claims member of pool namespace/pool for its removal: it creates
+// the member's Lease, or takes over an expired one; errHeld when someone
+// holds it.
+func takeFor(ctx context.Context, leases vdi.Leases, namespace, pool, member string) (*vdi.Lease, error) {
 	now := time.Now()
-	want := &vdi.Lease{Namespace: p.Namespace, Member: member, Pool: p.Name, Holder: RemovingHolder,
+	want := &vdi.Lease{Namespace: namespace, Member: member, Pool: pool, Holder: RemovingHolder,
 		AcquireTime: now, RenewTime: now, Duration: removingFor}
-	l, err := c.leases.Create(ctx, want)
+	l, err := leases.Create(ctx, want)
 	if !errors.Is(err, vdi.ErrAlreadyExists) {
 		return l, err
 	}
-	old, err := c.leases.Get(ctx, want.Ref())
+	old, err := leases.Get(ctx, want.Ref())
 	if errors.Is(err, vdi.ErrNotFound) {
 		return nil, errHeld // released meanwhile, or not seen yet: leave it
 	} else if err != nil {
@@ -45,7 +52,7 @@ func (c *CTs) take(ctx context.Context, p *ctPool, member string) (*vdi.Lease, e
 		return nil, errHeld
 	}
 	want.ResourceVersion = old.ResourceVersion
-	l, err = c.leases.Update(ctx, want)
+	l, err = leases.Update(ctx, want)
 	if errors.Is(err, vdi.ErrConflict) {
 		return nil, errHeld
 	}
@@ -54,9 +61,14 @@ func (c *CTs) take(ctx context.Context, p *ctPool, member string) (*vdi.Lease, e
 
 // giveBack deletes the Leases take made.
 func (c *CTs) giveBack(ctx context.Context, taken []*vdi.Lease) error {
+	return releaseTaken(ctx, c.leases, taken)
+}
+
+// releaseTaken deletes the Leases takeFor made.
+func releaseTaken(ctx context.Context, leases vdi.Leases, taken []*vdi.Lease) error {
 	var errs []error
 	for _, l := range taken {
-		if err := c.leases.Delete(ctx, l); err != nil && !errors.Is(err, vdi.ErrNotFound) {
+		if err := leases.Delete(ctx, l); err != nil && !errors.Is(err, vdi.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}

@@ -34,6 +34,10 @@ type VMs struct {
 	sub       rest.Interface // subresources.kubevirt.io/v1
 	clone     rest.Interface // clone.kubevirt.io/v1beta1
 	namespace string
+	// Leases, when set (NewCluster sets it), are the claims: a member is
+	// claimed for its removal before a shrink or a pool's deletion deletes
+	// it, so that a claim made meanwhile wins (see takeFor).
+	Leases vdi.Leases
 }
 
 // NewVMs returns VMs over cfg, reading namespace (all when empty).

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -153,23 +152,43 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		}
 		return v.grow(ctx, p, top, top+size-len(vms))
 	}
-	var free []kubevirtv1.VirtualMachine
-	for i := len(vms) - 1; i >= 0; i-- {
-		if !claimed(vms[i].Name) {
-			free = append(free, vms[i])
-		}
-	}
 	drop := len(vms) - size
-	if drop > len(free) {
-		return vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
-			"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(free), namespace, name, len(vms), size, drop)
+	var gone []kubevirtv1.VirtualMachine
+	var taken []*vdi.Lease
+	for i := len(vms) - 1; i >= 0 && len(gone) < drop; i-- {
+		if claimed(vms[i].Name) {
+			continue
+		}
+		if v.Leases != nil {
+			l, err := takeFor(ctx, v.Leases, namespace, name, vms[i].Name)
+			if errors.Is(err, errHeld) {
+				continue // claimed since claimed() looked
+			} else if err != nil {
+				return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, vms[i].Name, err), releaseTaken(ctx, v.Leases, taken))
+			}
+			taken = append(taken, l)
+		}
+		gone = append(gone, vms[i])
 	}
-	for _, vm := range free[:drop] {
-		if err := v.deleteVM(ctx, vdi.Ref{Namespace: namespace, Name: vm.Name}, vm.UID); err != nil {
-			return err
+	if len(gone) < drop {
+		err := vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
+			"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(gone), namespace, name, len(vms), size, drop)
+		return errors.Join(err, v.releaseTaken(ctx, taken))
+	}
+	for _, vm := range gone {
+		if err = v.deleteVM(ctx, vdi.Ref{Namespace: namespace, Name: vm.Name}, vm.UID); err != nil {
+			break
 		}
 	}
-	return nil
+	return errors.Join(err, v.releaseTaken(context.WithoutCancel(ctx), taken))
+}
+
+// releaseTaken deletes the Leases a removal took, when VMs has Leases.
+func (v *VMs) releaseTaken(ctx context.Context, taken []*vdi.Lease) error {
+	if v.Leases == nil {
+		return nil
+	}
+	return releaseTaken(ctx, v.Leases, taken)
 }
 
 // SetPolicy writes the pool's policy onto every member.
@@ -192,18 +211,34 @@ func (v *VMs) SetPolicy(ctx context.Context, namespace, name string, p vdi.Polic
 }
 
 // DeletePool deletes every member VM of the pool (the caller checked that
-// nobody holds one).
+// nobody holds one). With Leases, each member is claimed first (a member
+// claimed meanwhile stops it with EConflict), and the Leases, expired ones
+// left behind included, go with the pool.
 func (v *VMs) DeletePool(ctx context.Context, namespace, name string) error {
 	vms, err := v.list(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
+	var taken []*vdi.Lease
 	for _, vm := range vms {
-		err := v.rest.Delete().Namespace(namespace).Resource("virtualmachines").Name(vm.Name).
-			Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &vm.UID}}).Do(ctx).Error()
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kube: delete VM %s/%s: %w", namespace, vm.Name, err)
+		if v.Leases == nil {
+			break
+		}
+		l, err := takeFor(ctx, v.Leases, namespace, name, vm.Name)
+		if errors.Is(err, errHeld) {
+			return errors.Join(vdi.Errorf(vdi.EConflict, "Force-release it first, then delete the pool.",
+				"Desktop %s/%s was claimed meanwhile.", namespace, vm.Name), v.releaseTaken(ctx, taken))
+		} else if err != nil {
+			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, vm.Name, err), v.releaseTaken(ctx, taken))
+		}
+		taken = append(taken, l)
+	}
+	// Members go (and are waited for) before their Leases, so that no claim
+	// lands on a VM on its way out.
+	for _, vm := range vms {
+		if err = v.deleteVM(ctx, vdi.Ref{Namespace: namespace, Name: vm.Name}, vm.UID); err != nil {
+			break
 		}
 	}
-	return nil
+	return errors.Join(err, v.releaseTaken(context.WithoutCancel(ctx), taken))
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -127,4 +128,78 @@ func TestVMPoolTrouble(t *testing.T) {
 			t.Fatal("Start still waits 30s after the VM was stopped")
 		}
 	})
+}
+
+// TestVMPoolRemovalTakesTheClaim: shrinking or deleting a VM pool of the
+// Cluster backend claims each member before it deletes it, so a claim made
+// after the caller looked at the claims (the stale view below) wins: the
+// claimed member stays, and its user keeps it.
+func TestVMPoolRemovalTakesTheClaim(t *testing.T) {
+	s := newVMSetup(t)
+	s.c.StartKubeVirtStandIn(t)
+	ctx, ns := s.ctx, s.ns
+	testcluster.StoppedVM(t, s.admin, ns, "golden", nil)
+	leases := mustLeases(t, s.sa)
+	cl, err := kube.NewCluster(s.sa, "", leases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.CreatePool(ctx, vdi.Pool{Namespace: ns, Name: "desk", Kind: vdi.KindVM, Source: "golden", Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	alices, err := leases.Create(ctx, &vdi.Lease{Namespace: ns, Member: "desk-3", Pool: "desk", Holder: "alice",
+		AcquireTime: now, RenewTime: now, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := func(string) bool { return false } // looked before alice's claim
+	members := func() string {
+		t.Helper()
+		ms, err := cl.Members(ctx, ns, "desk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	if err := cl.ResizePool(ctx, ns, "desk", 2, stale); err != nil {
+		t.Fatalf("shrink to 2 with a stale view: %v", err)
+	}
+	if got := members(); got != "desk-1,desk-3" {
+		t.Fatalf("members after the shrink: %s; want desk-1,desk-3 (alice's desk-3 kept, desk-2 removed)", got)
+	}
+	if err := cl.ResizePool(ctx, ns, "desk", 0, stale); vdi.ErrorCode(err) != vdi.EConflict {
+		t.Errorf("shrink to 0 while alice holds desk-3: %v; want EConflict", err)
+	}
+	if err := cl.DeletePool(ctx, ns, "desk"); vdi.ErrorCode(err) != vdi.EConflict {
+		t.Errorf("delete while alice holds desk-3: %v; want EConflict", err)
+	}
+	if got := members(); got != "desk-1,desk-3" {
+		t.Fatalf("members after the refusals: %s; want both kept", got)
+	}
+	if l, err := leases.Get(ctx, vdi.Ref{Namespace: ns, Name: "desk-3"}); err != nil || l.Holder != "alice" {
+		t.Fatalf("alice's Lease after the refusals: %+v, %v", l, err)
+	}
+	if l, err := leases.Get(ctx, vdi.Ref{Namespace: ns, Name: "desk-1"}); err == nil {
+		t.Errorf("desk-1 still has the removal's Lease %+v after the refusal; want it given back", l)
+	}
+	if err := leases.Delete(ctx, alices); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.DeletePool(ctx, ns, "desk"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	var list kubevirtv1.VirtualMachineList
+	if err := s.admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{vdi.LabelPool: "desk"}); err != nil || len(list.Items) != 0 {
+		t.Errorf("VMs after delete: %d, %v; want none", len(list.Items), err)
+	}
+	for _, m := range []string{"desk-1", "desk-2", "desk-3"} {
+		if l, err := leases.Get(ctx, vdi.Ref{Namespace: ns, Name: m}); err == nil {
+			t.Errorf("Lease of %s after delete: %+v; want none", m, l)
+		}
+	}
 }
