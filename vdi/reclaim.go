@@ -112,7 +112,10 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 			if ferr != nil {
 				s.log.Warn("malformed session facts on claim", "desktop", l.Ref(), "err", ferr)
 			}
-			rule := l.Annotations[AnnotationReclaiming] // a reclaim interrupted by a crash
+			rule := l.Annotations[AnnotationReclaiming]
+			if rule != "" && now.Sub(l.RenewTime) < reclaimStale {
+				continue // being reclaimed or released right now, maybe by another replica
+			}
 			if rule == "" {
 				d, ok := policy.Next(l, f, now)
 				if l.Expired(now) {
@@ -137,6 +140,12 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 	}
 	return n, errors.Join(errs...)
 }
+
+// reclaimStale is how old a reclaim's mark on a Lease must be before the
+// reclaim loop finishes it, taking it for one a crash interrupted: longer
+// than a reclaim takes (stopping or re-cloning a VM waits minutes at most),
+// so that a release or a reclaim still at work elsewhere is not done twice.
+const reclaimStale = 10 * time.Minute
 
 func reclaimText(rule string) string {
 	switch rule {

@@ -59,6 +59,8 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 			marked.Annotations = map[string]string{}
 		}
 		marked.Annotations[AnnotationReclaiming] = rule
+		// The renew time dates the mark: see reclaimStale.
+		marked.RenewTime = s.now()
 		var err error
 		if l, err = s.leases.Update(ctx, &marked); err != nil {
 			if errors.Is(err, ErrConflict) {

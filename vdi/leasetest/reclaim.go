@@ -13,8 +13,9 @@ import (
 
 // testReclaim checks the reclaim rules through vdi.Service with an
 // injected clock: each rule, a reconnect inside the grace, the deadline
-// surviving a portal restart (another instance reads the same Lease), and
-// two replicas reclaiming one due claim exactly once.
+// surviving a portal restart (another instance reads the same Lease), a
+// reclaim at work elsewhere left alone, and two replicas reclaiming one due
+// claim exactly once.
 func testReclaim(t *testing.T, s Store) {
 	ctx := context.Background()
 	alice := vdi.Identity{Login: "alice"}
@@ -102,6 +103,32 @@ func testReclaim(t *testing.T, s Store) {
 			svc.Input(ctx, ref, clock())
 		}
 		reclaim(t, svc, 1)
+	})
+	t.Run("MarkedLeftAloneUntilStale", func(t *testing.T) {
+		// A Lease marked by a release or reclaim at work elsewhere (another
+		// replica) is not reclaimed again; a mark left by a crash is, once
+		// it is old.
+		pool := NewPool(s.Namespace, "marked", 1, 0)
+		leases := s.Open(t)
+		svc := vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: nopAudit{}, Now: clock,
+			Log: slog.New(slog.DiscardHandler)})
+		ref := claim(t, svc, "marked")
+		l, err := leases.Get(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marked := *l
+		marked.Annotations = map[string]string{vdi.AnnotationReclaiming: "release"}
+		marked.RenewTime = clock()
+		if _, err := leases.Update(ctx, &marked); err != nil {
+			t.Fatal(err)
+		}
+		reclaim(t, svc, 0)
+		advance(5 * time.Minute)
+		reclaim(t, svc, 0)
+		advance(6 * time.Minute)
+		reclaim(t, svc, 1)
+		gone(t, leases, ref)
 	})
 	t.Run("TwoReplicasReclaimOnce", func(t *testing.T) {
 		pool := NewPool(s.Namespace, "twice", 1, 0)
