@@ -57,3 +57,18 @@ func newService(backend vdi.Backend, leases vdi.Leases) *vdi.Service {
 type nopAudit struct{}
 
 func (nopAudit) Record(context.Context, vdi.AuditEvent) error { return nil }
+
+// memberNames returns the names of pool namespace/pool's members, in the
+// backend's order.
+func memberNames(t *testing.T, b vdi.Backend, namespace, pool string) []string {
+	t.Helper()
+	ms, err := b.Members(context.Background(), namespace, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	return names
+}

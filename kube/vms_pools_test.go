@@ -50,18 +50,7 @@ func TestVMPoolLifecycle(t *testing.T) {
 	if err := svc.CreatePool(ctx, root, pool); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	members := func() []string {
-		t.Helper()
-		ms, err := vms.Members(ctx, ns, "demo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, m := range ms {
-			names = append(names, m.Name)
-		}
-		return names
-	}
+	members := func() []string { return memberNames(t, vms, ns, "demo") }
 	if got := strings.Join(members(), ","); got != "demo-1,demo-2,demo-3" {
 		t.Fatalf("members after create: %s; want demo-1..3", got)
 	}

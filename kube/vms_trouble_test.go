@@ -154,18 +154,7 @@ func TestVMPoolRemovalTakesTheClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := func(string) bool { return false } // looked before alice's claim
-	members := func() string {
-		t.Helper()
-		ms, err := cl.Members(ctx, ns, "desk")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, m := range ms {
-			names = append(names, m.Name)
-		}
-		return strings.Join(names, ",")
-	}
+	members := func() string { return strings.Join(memberNames(t, cl, ns, "desk"), ",") }
 	if err := cl.ResizePool(ctx, ns, "desk", 2, stale); err != nil {
 		t.Fatalf("shrink to 2 with a stale view: %v", err)
 	}
