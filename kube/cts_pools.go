@@ -113,18 +113,18 @@ func (c *CTs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		if claimed(m) {
 			continue
 		}
-		l, err := c.take(ctx, p, m)
+		l, err := takeFor(ctx, c.leases, p.Namespace, p.Name, m)
 		if errors.Is(err, errHeld) {
 			continue
 		} else if err != nil {
-			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), c.giveBack(ctx, taken))
+			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), releaseTaken(ctx, c.leases, taken))
 		}
 		taken, gone[m] = append(taken, l), true
 	}
 	if len(taken) < drop {
 		return errors.Join(vdi.Errorf(vdi.EConflict, "Release some desktops first, or pick a larger size.",
 			"Only %d of pool %s/%s's %d desktops are free; shrinking to %d needs %d.", len(taken), namespace, name, len(p.members), size, drop),
-			c.giveBack(ctx, taken))
+			releaseTaken(ctx, c.leases, taken))
 	}
 	keep := slices.DeleteFunc(slices.Clone(p.members), func(m string) bool { return gone[m] })
 	err = c.writeMembers(ctx, p, keep)
@@ -132,7 +132,7 @@ func (c *CTs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		// The members are out of the pool now; their Pods go after.
 		err = c.deletePods(ctx, &ctPool{Pool: p.Pool, members: slices.Collect(maps.Keys(gone))})
 	}
-	return errors.Join(err, c.giveBack(context.WithoutCancel(ctx), taken))
+	return errors.Join(err, releaseTaken(context.WithoutCancel(ctx), c.leases, taken))
 }
 
 // deletePods deletes the Pods of p's members and waits until they are gone.
@@ -212,12 +212,12 @@ func (c *CTs) DeletePool(ctx context.Context, namespace, name string) error {
 	}
 	var taken []*vdi.Lease
 	for _, m := range p.members {
-		l, err := c.take(ctx, p, m)
+		l, err := takeFor(ctx, c.leases, p.Namespace, p.Name, m)
 		if errors.Is(err, errHeld) {
 			return errors.Join(vdi.Errorf(vdi.EConflict, "Force-release it first, then delete the pool.",
-				"Desktop %s/%s was claimed meanwhile.", namespace, m), c.giveBack(ctx, taken))
+				"Desktop %s/%s was claimed meanwhile.", namespace, m), releaseTaken(ctx, c.leases, taken))
 		} else if err != nil {
-			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), c.giveBack(ctx, taken))
+			return errors.Join(fmt.Errorf("kube: claim %s/%s to remove it: %w", namespace, m, err), releaseTaken(ctx, c.leases, taken))
 		}
 		taken = append(taken, l)
 	}
@@ -230,5 +230,5 @@ func (c *CTs) DeletePool(ctx context.Context, namespace, name string) error {
 			err = fmt.Errorf("kube: delete ConfigMap %s/%s of CT pool %s: %w", namespace, p.cm.Name, name, err)
 		}
 	}
-	return errors.Join(err, c.giveBack(context.WithoutCancel(ctx), taken))
+	return errors.Join(err, releaseTaken(context.WithoutCancel(ctx), c.leases, taken))
 }

@@ -8,12 +8,11 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// Before removing a member (a shrink, a pool's deletion) CTs (and VMs, in
-// a Cluster) claims it
-// with the member's own Lease, as a user would, so that a claim made after
-// the caller looked at the claims either wins (and the member stays) or
-// loses (and the member is gone before anyone gets it). The Lease is
-// deleted once the member is gone.
+// Before removing a member (a shrink, a pool's deletion) CT pools and VM
+// pools (in a Cluster) claim it with the member's own Lease, as a user
+// would, so that a claim made after the caller looked at the claims either
+// wins (and the member stays) or loses (and the member is gone before
+// anyone gets it). The Lease is deleted once the member is gone.
 
 // RemovingHolder is the holder of the Lease on a member the portal is
 // removing from its pool.
@@ -25,11 +24,6 @@ const removingFor = 10 * time.Minute
 
 // errHeld: the member is claimed.
 var errHeld = errors.New("kube: the member is claimed")
-
-// take claims member of p for its removal; see takeFor.
-func (c *CTs) take(ctx context.Context, p *ctPool, member string) (*vdi.Lease, error) {
-	return takeFor(ctx, c.leases, p.Namespace, p.Name, member)
-}
 
 // takeFor claims member of pool namespace/pool for its removal: it creates
 // the member's Lease, or takes over an expired one; errHeld when someone
@@ -57,11 +51,6 @@ func takeFor(ctx context.Context, leases vdi.Leases, namespace, pool, member str
 		return nil, errHeld
 	}
 	return l, err
-}
-
-// giveBack deletes the Leases take made.
-func (c *CTs) giveBack(ctx context.Context, taken []*vdi.Lease) error {
-	return releaseTaken(ctx, c.leases, taken)
 }
 
 // releaseTaken deletes the Leases takeFor made.
