@@ -177,7 +177,7 @@ func (m *Main) Close() error {
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
 	var err error
-	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage})
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage, VMAccel: c.VMAccel, KVMDevice: c.KVMDevice})
 	if err != nil {
 		return nil, err
 	}
