@@ -101,11 +101,13 @@ func TestVM_BootAdoptStop(t *testing.T) {
 	}
 }
 
-// hangingKVM puts first on PATH a qemu-system-x86_64 that runs the real
-// one, but starts a guest asked to run under KVM paused (-S): the guest
-// then never speaks, as on hosts whose /dev/kvm opens but cannot run
-// guests. Every call's arguments are appended to the returned log file.
-func hangingKVM(t *testing.T) (argsLog string) {
+// fakeKVM puts first on PATH a qemu-system-x86_64 that runs the real one
+// and stands in for KVM whatever the host has: with hangs, a guest asked to
+// run under KVM starts paused (-S) and never speaks, as on hosts whose
+// /dev/kvm opens but cannot run guests; without, it runs under TCG alone,
+// as a KVM guest that works. Every call's arguments are appended to the
+// returned log file.
+func fakeKVM(t *testing.T, hangs bool) (argsLog string) {
 	t.Helper()
 	real, err := lookQEMU()
 	if err != nil {
@@ -113,9 +115,13 @@ func hangingKVM(t *testing.T) (argsLog string) {
 	}
 	bin := t.TempDir()
 	argsLog = filepath.Join(bin, "args.log")
+	kvm := `exec %[2]s -S "$@"`
+	if !hangs {
+		kvm = `shift 4; exec %[2]s -accel tcg "$@"` // drops "-accel kvm -accel tcg"
+	}
 	script := fmt.Sprintf(`#!/bin/sh
 echo "$*" >>%[1]s
-case " $* " in *" -accel kvm "*) exec %[2]s -S "$@";; esac
+case " $* " in *" -accel kvm "*) `+kvm+`;; esac
 exec %[2]s "$@"
 `, strconv.Quote(argsLog), strconv.Quote(real))
 	if err := os.WriteFile(filepath.Join(bin, "qemu-system-x86_64"), []byte(script), 0o755); err != nil {
@@ -192,7 +198,7 @@ func serialLogin(ctx context.Context, addr, user, password string) error {
 // portal's, go straight to TCG without waiting on KVM again.
 func TestVM_KVMFallbackKeepsSignIn(t *testing.T) {
 	img := mustVMImage(t)
-	argsLog := hangingKVM(t)
+	argsLog := fakeKVM(t, true)
 	dir := mustVMDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -232,6 +238,35 @@ func TestVM_KVMFallbackKeepsSignIn(t *testing.T) {
 	defer v2.Stop()
 	if got := strings.Join(launches(t, argsLog), ","); got != AccelTCG {
 		t.Errorf("launches of a restarted portal's boot = %s; want tcg alone", got)
+	}
+}
+
+// TestVM_KVMThatWorks forces the path of hosts where KVM runs guests: the
+// guest speaks, KVM is the verdict, and later boots still use KVM (each
+// proving it again, which costs nothing when KVM works).
+func TestVM_KVMThatWorks(t *testing.T) {
+	img := mustVMImage(t)
+	argsLog := fakeKVM(t, false)
+	dir := mustVMDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	accel := mustAccelerator(t, "", os.DevNull, dir)
+	accel.wait = 90 * time.Second // the stand-in "KVM" guest is a TCG one
+	for range 2 {
+		v, err := bootVM(ctx, vmBoot{name: "vm-kvm", dir: dir, img: img, accel: accel, log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Password()) < 16 {
+			t.Errorf("Password() = %q; want a random password", v.Password())
+		}
+		v.Stop()
+	}
+	if got, want := strings.Join(launches(t, argsLog), ","), "kvm,kvm"; got != want {
+		t.Errorf("launches = %s; want %s", got, want)
+	}
+	if got, probe := mustAccelerator(t, "", os.DevNull, dir).choose(); got != AccelKVM || !probe {
+		t.Errorf("choose() after a KVM guest spoke = %s, probe %v; want kvm, proved again", got, probe)
 	}
 }
 
