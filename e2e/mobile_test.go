@@ -174,7 +174,7 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 		must(t, page.GetByTestId("osk-input").Focus())
 		must(t, page.Keyboard().Type("echo osk-2"))
 		must(t, page.GetByTestId("osk-ArrowLeft").Tap()) // the cursor moves left,
-		must(t, page.Keyboard().Type("4"))                // so this lands before the 2
+		must(t, page.Keyboard().Type("4"))               // so this lands before the 2
 		must(t, page.Keyboard().Press("Enter"))
 		waitXterm(t, page, regexp.MustCompile(`(?m)^osk-42$`), 10*time.Second)
 		// Ctrl from the row, then c: an interrupt, which the shell shows as ^C.
