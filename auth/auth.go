@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,8 @@ type Config struct {
 	// TrustedProxies are where Tailscale headers (and X-Forwarded-Proto)
 	// are believed.
 	TrustedProxies []netip.Prefix
-	// Admins are the logins with admin rights.
+	// Admins are the logins with admin rights; "group:NAME" names a
+	// group whose members are admins.
 	Admins []string
 	// AdminGroups are the OIDC groups whose members are admins.
 	AdminGroups []string
@@ -65,6 +67,8 @@ type Config struct {
 	Secure bool
 	// OIDC configures ModeOIDC.
 	OIDC OIDCConfig
+	// Groups adds the groups file's groups to every identity; nil for none.
+	Groups vdi.GroupDirectory
 	// Audit, if set, records every sign-in.
 	Audit vdi.AuditLog
 	Log   *slog.Logger
@@ -78,6 +82,7 @@ type Authenticator struct {
 	proxies      []netip.Prefix
 	admins       map[string]bool
 	adminGroups  map[string]bool
+	groups       vdi.GroupDirectory
 	cookies      *sessions.CookieStore
 	lifetime     time.Duration
 	alwaysSecure bool
@@ -100,6 +105,7 @@ func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
 		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, log: cfg.Log, now: cfg.Now,
+		groups: cfg.Groups,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -119,7 +125,11 @@ func New(cfg Config) (*Authenticator, error) {
 		}
 	}
 	for _, l := range cfg.Admins {
-		a.admins[l] = true
+		if g, ok := strings.CutPrefix(l, "group:"); ok {
+			a.adminGroups[g] = true
+		} else {
+			a.admins[l] = true
+		}
 	}
 	for _, g := range cfg.AdminGroups {
 		a.adminGroups[g] = true
@@ -201,6 +211,14 @@ func (a *Authenticator) warnSpoofed(ip string) {
 func (a *Authenticator) identity(login, name string, groups []string) vdi.Identity {
 	if name == "" {
 		name = login
+	}
+	if a.groups != nil {
+		groups = slices.Clone(groups) // the session's own slice stays as it is
+		for _, g := range a.groups.GroupsOf(login) {
+			if !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
 	}
 	admin := a.admins[login]
 	for _, g := range groups {

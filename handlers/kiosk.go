@@ -20,20 +20,18 @@ func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Ide
 	}
 	name, ns := r.PathValue("pool"), r.URL.Query().Get("ns")
 	if ns == "" {
-		pools, err := h.desktops.Pools(r.Context())
+		// Found whoever may use it, so that the claim can say whom it is for.
+		nss, err := h.desktops.PoolNamespaces(r.Context(), name)
 		if err != nil {
 			return err
 		}
-		for _, p := range pools {
-			if p.Name == name {
-				if ns != "" {
-					return vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
-				}
-				ns = p.Namespace
-			}
-		}
-		if ns == "" {
+		switch len(nss) {
+		case 0:
 			return vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
+		case 1:
+			ns = nss[0]
+		default:
+			return vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
 		}
 	}
 	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}

@@ -67,7 +67,7 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	}
 	labels := map[string]any{vdi.LabelPool: old.Labels[vdi.LabelPool]}
 	ann := map[string]any{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationLicenses} {
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationLicenses} {
 		if s, ok := old.Annotations[k]; ok {
 			ann[k] = s
 		}

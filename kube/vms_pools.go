@@ -86,7 +86,8 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, from, to int) error {
 	if err != nil {
 		return err
 	}
-	ann := map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy)}
+	ann := map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy),
+		AnnotationAccess: accessAnnotation(p.Access, p.Limits)}
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
