@@ -57,17 +57,17 @@ type Service struct {
 // NewService returns a Service; Backend, Leases and Audit are required.
 func NewService(cfg Config) *Service {
 	s := &Service{
-		backend:  cfg.Backend,
-		leases:   cfg.Leases,
-		audit:    cfg.Audit,
-		log:      cfg.Log,
-		now:      cfg.Now,
-		duration: cfg.LeaseDuration,
+		backend:    cfg.Backend,
+		leases:     cfg.Leases,
+		audit:      cfg.Audit,
+		log:        cfg.Log,
+		now:        cfg.Now,
+		duration:   cfg.LeaseDuration,
 		policy:     cfg.Policy,
 		maxPerUser: cfg.MaxDesktopsPerUser,
 		lockNS:     cfg.LockNamespace,
 		groups:     cfg.Groups,
-		consoles: map[Ref]map[int]context.CancelCauseFunc{},
+		consoles:   map[Ref]map[int]context.CancelCauseFunc{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
