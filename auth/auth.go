@@ -241,6 +241,9 @@ func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login str
 	if !a.modes[ModeDev] {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
 	}
+	if err := DirectLoopback(r); err != nil {
+		return err
+	}
 	login = strings.TrimSpace(login)
 	if !ValidLogin(login) {
 		return vdi.Errorf(vdi.EInvalid, "Use letters, digits and . _ @ + - only, up to 100 characters.", "%q is not a valid user name.", login)

@@ -40,7 +40,7 @@ func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, errorBody{msg, hint})
 		return
 	}
-	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		conn.Close()
 		return

@@ -8,7 +8,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", h.assets.Handler())
 	m.HandleFunc("GET /healthz", h.handleHealthz)
 	m.HandleFunc("GET /readyz", h.handleReadyz)
-	m.Handle("GET /metrics", h.metrics.handler())
+	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken))
 
 	m.HandleFunc("GET /signin", h.handleSignInPage)
 	m.HandleFunc("POST /signin", h.handleSignIn)
