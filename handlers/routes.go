@@ -22,6 +22,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
 
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.handleKiosk))
+	m.HandleFunc("POST /kiosk/{pool}", h.page(h.handleKioskClaim))
 	m.HandleFunc("GET /admin", h.page(h.handleAdminPage))
 	m.HandleFunc("GET /admin/live", h.page(h.handleAdminLive))
 	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.adminAPI(h.handleThumb))
