@@ -156,7 +156,7 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 		return id, true
 	}
 	id, ok := a.identifyRequest(r)
-	if ok && strings.HasPrefix(id.Login, CLIPrefix) {
+	if ok && (IsCLILogin(id.Login) || !ValidLogin(id.Login)) {
 		return vdi.Identity{}, false // only the admin socket names CLI users
 	}
 	return id, ok
@@ -237,12 +237,11 @@ var validLogin = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$`)
 func ValidLogin(login string) bool { return validLogin.MatchString(login) }
 
 // SignIn starts a cookie session for login (the sign-in-by-name page).
+// The caller decides whether r may sign in by name at all: only when
+// DirectLoopback(r) is nil and the portal listens on loopback.
 func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login string) error {
 	if !a.modes[ModeDev] {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
-	}
-	if err := DirectLoopback(r); err != nil {
-		return err
 	}
 	login = strings.TrimSpace(login)
 	if !ValidLogin(login) {
