@@ -38,6 +38,7 @@ type Identifier interface {
 	DevSignIn() bool
 	SignIn(w http.ResponseWriter, r *http.Request, login string) error
 	SignOut(w http.ResponseWriter, r *http.Request) error
+	EndSessions(ctx context.Context, by vdi.Identity, login string) error
 }
 
 // Sessions records console sessions.
@@ -140,6 +141,9 @@ func New(cfg Config) *Handler {
 // checks and cross-origin protection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if h.hosts.servedOverHTTPS(r) {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	if h.guardHost(w, r) {
 		return
 	}

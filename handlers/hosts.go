@@ -20,6 +20,7 @@ import (
 type hostPolicy struct {
 	listenHost string          // lowercased; "" or an unspecified IP for all addresses
 	public     map[string]bool // hostnames of the public origins
+	https      map[string]bool // hostnames of the public https origins
 	origins    map[string]bool // normalised public origins, scheme://host[:port]
 }
 
@@ -27,7 +28,7 @@ type hostPolicy struct {
 // reached at the public origins publicURLs (full URLs; only their origin
 // counts).
 func newHostPolicy(listen string, publicURLs []string) *hostPolicy {
-	p := &hostPolicy{public: map[string]bool{}, origins: map[string]bool{}}
+	p := &hostPolicy{public: map[string]bool{}, https: map[string]bool{}, origins: map[string]bool{}}
 	if h, _, err := net.SplitHostPort(listen); err == nil {
 		p.listenHost = normHost(h)
 	}
@@ -37,6 +38,7 @@ func newHostPolicy(listen string, publicURLs []string) *hostPolicy {
 			continue
 		}
 		p.public[normHost(u.Hostname())] = true
+		p.https[normHost(u.Hostname())] = u.Scheme == "https"
 		p.origins[normOrigin(u)] = true
 	}
 	return p
@@ -113,6 +115,12 @@ func (p *hostPolicy) allowedOrigin(r *http.Request, origin string) bool {
 	}
 	self, err := url.Parse(scheme + "://" + r.Host)
 	return err == nil && o == normOrigin(self)
+}
+
+// servedOverHTTPS reports whether r reached the portal over TLS: its own,
+// or a proxy's in front of a public https origin.
+func (p *hostPolicy) servedOverHTTPS(r *http.Request) bool {
+	return r.TLS != nil || p.https[hostOf(r.Host)]
 }
 
 // checkOrigin reports whether r carries no Origin (not a browser) or one
