@@ -77,6 +77,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	h.runSession(ctx, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
+		if watching && p == vdi.ProtocolVNC {
+			// Watching is view-only here, not just in noVNC: the admin's
+			// keys, pointer and clipboard never reach the holder's desktop.
+			opts.Filter = new(relay.RFBViewOnly).Filter
+		}
 		if p == vdi.ProtocolSerial || p == vdi.ProtocolTerminal {
 			opts.Control = relay.TerminalControl(conn)
 			opts.MaxMessage = maxTerminalMessage
