@@ -72,7 +72,7 @@ type Config struct {
 	// user's last sign-out (or an admin ending their sessions) is no
 	// longer a session, on any replica sharing the database.
 	Revocations Revocations
-	Log   *slog.Logger
+	Log         *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }

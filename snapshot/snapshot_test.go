@@ -2,12 +2,12 @@ package snapshot_test
 
 import (
 	"bytes"
-	"encoding/binary"
-	"io"
 	"context"
+	"encoding/binary"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"log/slog"
 	"net"
 	"os"
