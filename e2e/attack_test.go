@@ -258,6 +258,28 @@ func attacks() []attack {
 			},
 			status: 401, says: "not signed in",
 		},
+		{
+			name: "CookieAfterAdminEndedSessions",
+			setup: func(t *testing.T, a *arena) {
+				c := a.signIn(t, "dan")
+				if code := a.p.API(t, admin, "POST", "/api/vdi/users/dan/end-sessions", nil); code != 200 {
+					t.Fatalf("admin ends dan's sessions: %d", code)
+				}
+				a.state["dan"] = c
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["dan"].(*http.Cookie)
+				return a.do(t, "GET", "/api/vdi/desktops", "", "Cookie", c.Name+"="+c.Value)
+			},
+			status: 401, says: "not signed in",
+		},
+		{
+			name: "UserEndsAnothersSessions",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/users/alice/end-sessions", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
 		// Limits.
 		{
 			name: "ConsolesBeyondTheCap",
