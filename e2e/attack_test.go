@@ -375,6 +375,14 @@ func attacks() []attack {
 			status: 403,
 		},
 		{
+			name: "CrossSiteReleaseWithoutOrigin",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",
+					"Sec-Fetch-Site", "cross-site")
+			},
+			status: 403, says: "another site",
+		},
+		{
 			name: "CrossSiteRelease",
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",

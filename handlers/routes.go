@@ -56,5 +56,11 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.handlePeerSocket) // relay.PeerPath
 
-	h.protected = http.NewCrossOriginProtection().Handler(m)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.refuse(w, r, http.StatusForbidden, "Cross-origin request refused",
+			"The portal refused a change sent from another site (Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site")+").",
+			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.")
+	}))
+	h.protected = cop.Handler(m)
 }
