@@ -28,3 +28,11 @@ func WithTrustedIdentity(ctx context.Context, id vdi.Identity) context.Context {
 func IsCLILogin(login string) bool {
 	return len(login) >= len(CLIPrefix) && strings.EqualFold(login[:len(CLIPrefix)], CLIPrefix)
 }
+
+// TrustedIdentity returns the identity WithTrustedIdentity put in ctx, and
+// whether there is one: the request came through a listener that
+// authenticated its peer itself (the admin socket), not from a browser.
+func TrustedIdentity(ctx context.Context) (vdi.Identity, bool) {
+	id, ok := ctx.Value(trustedKey{}).(vdi.Identity)
+	return id, ok
+}

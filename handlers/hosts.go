@@ -146,6 +146,9 @@ func exemptFromHostCheck(path string) bool {
 // guardHost answers a request for an unknown Host with 421, and an unsafe
 // request from a foreign Origin with 403, and reports whether it did.
 func (h *Handler) guardHost(w http.ResponseWriter, r *http.Request) bool {
+	if _, ok := auth.TrustedIdentity(r.Context()); ok {
+		return false // the admin socket: no browser, its peer is authenticated by the kernel
+	}
 	if !exemptFromHostCheck(r.URL.Path) && !h.hosts.allowedHost(r.Host) {
 		h.refuse(w, r, http.StatusMisdirectedRequest, "Unknown host",
 			"This portal does not answer to the name "+hostOf(r.Host)+".",
