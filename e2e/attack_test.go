@@ -46,6 +46,9 @@ type attack struct {
 	// changes, if set, lists audit actions the row may add (its setup's
 	// own doing never counts, being before the snapshot).
 	changes []string
+	// consoles is how many console sessions the attack itself may open
+	// (a watcher's, say); by default none.
+	consoles int
 }
 
 // arena is a portal under attack and what the rows share about it.
@@ -110,7 +113,7 @@ func TestAttacks(t *testing.T) {
 					t.Errorf("the attacker got a session cookie %s", c.Name)
 				}
 			}
-			a.checkUnchanged(t, before, row.changes)
+			a.checkUnchanged(t, before, row.changes, row.consoles)
 			if row.after != nil {
 				row.after(t, a, res, body)
 			}
@@ -308,6 +311,40 @@ func attacks() []attack {
 				res.Body.Close()
 				if res.StatusCode != 200 {
 					t.Errorf("/metrics with the token: %d; want 200", res.StatusCode)
+				}
+			},
+		},
+		// Watching is view-only in the relay, not just in noVNC.
+		{
+			name: "WatcherTypesIntoTheHoldersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {admin}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("admin watches %s: %v", a.victim, err)
+				}
+				defer ws.Close()
+				rfbClient(t, ws, [][]byte{
+					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
+					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
+					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+				})
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var s struct {
+					BytesIn   int64     `json:"bytesIn"`
+					LastInput time.Time `json:"lastInput"`
+					Closed    time.Time `json:"closed"`
+				}
+				waitFor(t, 10*time.Second, "the watcher's session closed", func() bool {
+					var ss []json.RawMessage
+					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+admin+"&limit=1", &ss)
+					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
+				})
+				if s.BytesIn != 14 || !s.LastInput.IsZero() {
+					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake, no input", s.BytesIn, s.LastInput)
 				}
 			},
 		},
@@ -589,7 +626,7 @@ func (a *arena) openSessions(t *testing.T) []json.RawMessage {
 // checkUnchanged compares the portal with before: the same holders, every
 // audit row still there and none added (but for actions the row allows),
 // no console session opened.
-func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string) {
+func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string, consoles int) {
 	t.Helper()
 	time.Sleep(100 * time.Millisecond) // a refused websocket's session would be recorded by now
 	after := a.snapshot(t)
@@ -614,7 +651,48 @@ func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string) 
 			t.Errorf("audit row added: %+v", r)
 		}
 	}
-	if after.sessions != before.sessions {
-		t.Errorf("console sessions: %d -> %d; want none opened", before.sessions, after.sessions)
+	if after.sessions != before.sessions+consoles {
+		t.Errorf("console sessions: %d -> %d; want %d opened", before.sessions, after.sessions, consoles)
 	}
+}
+
+// rfbClient does an RFB 3.8 handshake (security None, shared) over ws and
+// sends msgs, each as one binary message.
+func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
+	t.Helper()
+	var got []byte
+	read := func(n int) []byte { // the server's bytes may come in any framing
+		for len(got) < n {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				t.Fatalf("RFB handshake: %v", err)
+			}
+			got = append(got, b...)
+		}
+		out := got[:n]
+		got = got[n:]
+		return out
+	}
+	send := func(b []byte) {
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatalf("RFB send: %v", err)
+		}
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read(12)
+	send([]byte("RFB 003.008\n"))
+	n := int(read(1)[0])
+	if !slices.Contains(read(n), 1) {
+		t.Fatal("the desktop offers no security type None")
+	}
+	send([]byte{1})
+	read(4)         // SecurityResult
+	send([]byte{1}) // ClientInit: shared
+	init := read(24)
+	read(int(init[20])<<24 | int(init[21])<<16 | int(init[22])<<8 | int(init[23])) // the desktop's name
+	for _, m := range msgs {
+		send(m)
+	}
+	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }
