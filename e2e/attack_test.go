@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -345,6 +347,40 @@ func attacks() []attack {
 				})
 				if s.BytesIn != 14 || !s.LastInput.IsZero() {
 					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake, no input", s.BytesIn, s.LastInput)
+				}
+			},
+		},
+		{
+			name: "IdleConnectionsBeyondThePerClientCap",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				// 127.0.0.2 is loopback but no trusted proxy: the cap is 64.
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				for i := range 64 {
+					c, err := d.Dial("tcp", a.host)
+					if err != nil {
+						t.Fatalf("idle connection %d: %v", i+1, err)
+					}
+					t.Cleanup(func() { c.Close() })
+				}
+				c, err := d.Dial("tcp", a.host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				res, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatalf("the 65th connection read no answer: %v", err)
+				}
+				buf, _ := io.ReadAll(res.Body)
+				res.Body = io.NopCloser(strings.NewReader(string(buf)))
+				return res
+			},
+			status: 429, says: "Too many open connections",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var pools []pool // other clients are still served
+				if code := a.p.API(t, "alice", "GET", "/api/vdi/pools", &pools); code != 200 {
+					t.Errorf("another client while 127.0.0.2 is at its cap: %d; want 200", code)
 				}
 			},
 		},
