@@ -751,3 +751,41 @@ func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
 	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
 	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }
+
+// TestAttacks_TrickledBody is the slow attack kept out of the table: a
+// client trickling a request body one byte a second no longer holds its
+// connection (and a file descriptor) forever: the server's 30 s read
+// timeout ends the request, which changes nothing.
+func TestAttacks_TrickledBody(t *testing.T) {
+	a := newArena(t, nil)
+	before := a.snapshot(t)
+	c, err := net.Dial("tcp", a.host)
+	must(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/vdi/desktops/local/%s/release HTTP/1.1\r\nHost: %s\r\nTailscale-User-Login: alice\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"reason\":\"", a.victim, a.host)
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		io.Copy(io.Discard, c) // until the server hangs up
+		closed <- time.Since(start)
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-closed:
+			if d < 25*time.Second {
+				t.Errorf("the server hung up after %v; want about the 30 s read timeout", d.Round(time.Second))
+			}
+			t.Logf("a trickled body was cut after %v", d.Round(100*time.Millisecond))
+			a.checkUnchanged(t, before, nil, 0)
+			return
+		case <-tick.C:
+			if time.Since(start) > 60*time.Second {
+				t.Fatal("a trickled body held its connection for 60 s")
+			}
+			c.Write([]byte("x"))
+		}
+	}
+}
