@@ -6,6 +6,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,7 +72,11 @@ type Config struct {
 	Groups vdi.GroupDirectory
 	// Audit, if set, records every sign-in.
 	Audit vdi.AuditLog
-	Log   *slog.Logger
+	// Revocations, if set, keeps sign-outs: a cookie issued before its
+	// user's last sign-out (or an admin ending their sessions) is no
+	// longer a session, on any replica sharing the database.
+	Revocations Revocations
+	Log         *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -88,6 +93,7 @@ type Authenticator struct {
 	alwaysSecure bool
 	oidc         *oidcFlow
 	audit        vdi.AuditLog
+	revocations  Revocations
 	log          *slog.Logger
 	now          func() time.Time
 
@@ -104,7 +110,7 @@ const maxWarned = 1024
 func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
-		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, log: cfg.Log, now: cfg.Now,
+		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, revocations: cfg.Revocations, log: cfg.Log, now: cfg.Now,
 		groups: cfg.Groups,
 	}
 	if a.log == nil {
@@ -166,7 +172,7 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 		return id, true
 	}
 	id, ok := a.identifyRequest(r)
-	if ok && strings.HasPrefix(id.Login, CLIPrefix) {
+	if ok && (IsCLILogin(id.Login) || !ValidLogin(id.Login)) {
 		return vdi.Identity{}, false // only the admin socket names CLI users
 	}
 	return id, ok
@@ -255,6 +261,8 @@ var validLogin = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$`)
 func ValidLogin(login string) bool { return validLogin.MatchString(login) }
 
 // SignIn starts a cookie session for login (the sign-in-by-name page).
+// The caller decides whether r may sign in by name at all: only when
+// DirectLoopback(r) is nil and the portal listens on loopback.
 func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login string) error {
 	if !a.modes[ModeDev] {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
@@ -268,8 +276,9 @@ func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login str
 
 // startSession saves a new session cookie for a signed-in user.
 func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via, login, name string, groups []string, idToken string) error {
-	s := a.newSession(r, cookieName, a.lifetime, "/")
+	s := a.newSession(r, a.sessionCookie(r), a.lifetime, "/")
 	s.Values[keyLogin], s.Values[keyVia], s.Values[keyExpires] = login, via, a.now().Add(a.lifetime).Unix()
+	s.Values[keyIssued] = a.now().UnixNano()
 	if name != "" {
 		s.Values[keyName] = name
 	}
@@ -309,9 +318,42 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 	return nil
 }
 
-// SignOut ends the cookie session.
+// SignOut ends the cookie session, and with Revocations every cookie of
+// the user issued so far, so that a copy taken before is worth nothing.
 func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
-	a.deleteCookie(w, r, cookieName, "/")
+	s := a.session(r)
+	a.deleteCookie(w, r, a.sessionCookie(r), "/")
+	if s == nil {
+		return nil
+	}
+	login, _ := s.Values[keyLogin].(string)
+	if a.revocations != nil {
+		if err := a.revocations.RevokeSessions(r.Context(), login, a.now()); err != nil {
+			return fmt.Errorf("auth: sign out %s: %w", login, err)
+		}
+	}
+	if a.audit != nil {
+		if err := a.audit.Record(r.Context(), vdi.AuditEvent{Actor: login, Action: "sign-out"}); err != nil {
+			a.log.Error("audit sign-out", "login", login, "err", err)
+		}
+	}
+	return nil
+}
+
+// EndSessions ends every cookie session of login issued so far: admin by
+// signs the user out everywhere. It needs Revocations.
+func (a *Authenticator) EndSessions(ctx context.Context, by vdi.Identity, login string) error {
+	if a.revocations == nil {
+		return vdi.Errorf(vdi.EUnavailable, "This portal keeps no sign-outs.", "Ending sessions is not available.")
+	}
+	if err := a.revocations.RevokeSessions(ctx, login, a.now()); err != nil {
+		return fmt.Errorf("auth: end sessions of %s: %w", login, err)
+	}
+	if a.audit != nil {
+		if err := a.audit.Record(ctx, vdi.AuditEvent{Actor: by.Login, Action: "end-sessions", Target: login}); err != nil {
+			a.log.Error("audit end-sessions", "login", login, "err", err)
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,6 +65,14 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// PublicURLs are the origins the portal is reached at through a proxy
+	// (CORRAL_VDI_PUBLIC_URL); other Hosts than these, loopback and the
+	// listen address get 421.
+	PublicURLs []string
+	// MaxConsolesPerUser caps one user's open consoles; -1 for no cap.
+	MaxConsolesPerUser int
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
 	// MaxDesktopsPerUser is how many desktops one user may hold across
 	// pools; 0 for no limit.
 	MaxDesktopsPerUser int
@@ -110,6 +119,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
+	var publicURL, maxConsoles, metricsTokenFile string
+	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
+	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
+	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -122,6 +135,22 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("CORRAL_VDI_TRUSTED_PROXIES: %w", err)
 	}
 	c.Auth, c.Admins = splitList(authModes), splitList(admins)
+	if !isLoopback(c.Listen) && !flagOrEnvSet(fs, "auth", getenv, "CORRAL_VDI_AUTH") {
+		c.Auth = []string{auth.ModeTailscale} // sign-in by name only ever on loopback
+	}
+	if c.PublicURLs, err = parsePublicURLs(publicURL); err != nil {
+		return c, err
+	}
+	if n, err := strconv.Atoi(maxConsoles); err != nil || n < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_MAX_CONSOLES_PER_USER: %q is not a count", maxConsoles)
+	} else if c.MaxConsolesPerUser = n; n == 0 {
+		c.MaxConsolesPerUser = -1
+	}
+	token, err := valueOrFile(getenv("CORRAL_VDI_METRICS_TOKEN"), metricsTokenFile, "CORRAL_VDI_METRICS_TOKEN")
+	if err != nil {
+		return c, err
+	}
+	c.MetricsToken = strings.TrimSpace(token)
 	if err := finishAuth(); err != nil {
 		return c, err
 	}
@@ -291,4 +320,25 @@ func valueOrFile(value, file, name string) (string, error) {
 		return "", fmt.Errorf("%s_FILE: %w", name, err)
 	}
 	return string(buf), nil
+}
+
+// flagOrEnvSet reports whether the flag name was given or its env var set.
+func flagOrEnvSet(fs *flag.FlagSet, name string, getenv func(string) string, envName string) bool {
+	set := getenv(envName) != ""
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parsePublicURLs parses CORRAL_VDI_PUBLIC_URL: comma-separated http(s)
+// URLs, of which only the origin counts.
+func parsePublicURLs(list string) ([]string, error) {
+	var out []string
+	for _, s := range splitList(list) {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("CORRAL_VDI_PUBLIC_URL: %q is not an origin like https://vdi.example.com", s)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out, nil
 }

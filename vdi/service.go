@@ -230,19 +230,30 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 		"Desktop %s is not yours.", ref)
 }
 
-// Start powers on a member id holds (or any, for an admin).
+// Start powers on a member id holds (or any, for an admin). Starting a
+// running member does nothing and is not audited, so that nobody can
+// fill the audit log by repeating it.
 func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
-	if _, err := s.Desktop(ctx, id, ref); err != nil {
+	d, err := s.Desktop(ctx, id, ref)
+	if err != nil {
 		return err
+	}
+	if d.Power == PowerRunning {
+		return nil
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "start", Namespace: ref.Namespace, Target: ref.Name})
 	return s.backend.Start(ctx, ref)
 }
 
-// Stop powers off a member id holds (or any, for an admin); the claim stays.
+// Stop powers off a member id holds (or any, for an admin); the claim
+// stays. Stopping a stopped member does nothing and is not audited.
 func (s *Service) Stop(ctx context.Context, id Identity, ref Ref) error {
-	if _, err := s.Desktop(ctx, id, ref); err != nil {
+	d, err := s.Desktop(ctx, id, ref)
+	if err != nil {
 		return err
+	}
+	if d.Power == PowerStopped {
+		return nil
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "stop", Namespace: ref.Namespace, Target: ref.Name})
 	return s.backend.Stop(ctx, ref)
