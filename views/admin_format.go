@@ -142,7 +142,7 @@ func accessEntries(a vdi.Access) string {
 func limitsText(l vdi.Limits) string {
 	switch l.DesktopsPerUser {
 	case 0:
-		return "no per-pool limit per user"
+		return "no limit per user"
 	case 1:
 		return "1 desktop per user"
 	}
