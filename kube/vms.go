@@ -33,6 +33,7 @@ type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
 	clone     rest.Interface // clone.kubevirt.io/v1beta1
+	addrs     *addresses     // what the direct path may dial
 	namespace string
 	// Leases, when set (NewCluster sets it), are the claims: a member is
 	// claimed for its removal before a shrink or a pool's deletion deletes
@@ -42,6 +43,27 @@ type VMs struct {
 
 // NewVMs returns VMs over cfg, reading namespace (all when empty).
 func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
+	rc, err := kubevirtClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := subresources(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
+	}
+	cl, err := clones(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
+	}
+	addrs, err := newAddresses(cfg, rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: core client: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, clone: cl, addrs: addrs, namespace: namespace}, nil
+}
+
+// kubevirtClient returns a REST client for kubevirt.io/v1.
+func kubevirtClient(cfg *rest.Config) (rest.Interface, error) {
 	scheme := runtime.NewScheme()
 	if err := kubevirtv1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -57,15 +79,7 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt client: %w", err)
 	}
-	sub, err := subresources(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
-	}
-	cl, err := clones(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
-	}
-	return &VMs{rest: rc, sub: sub, clone: cl, namespace: namespace}, nil
+	return rc, nil
 }
 
 // list returns the pool members in namespace (the configured one when

@@ -32,7 +32,8 @@ const PathAPIServer = "apiserver"
 // (two proxies) and one VNC viewer per VMI upstream, but it only needs the
 // apiserver. It satisfies the handlers' ConsolePath.
 type SubresourcePath struct {
-	dial *dialer
+	dial  *dialer
+	addrs *addresses
 }
 
 // NewSubresourcePath returns a SubresourcePath that authenticates with
@@ -43,7 +44,15 @@ func NewSubresourcePath(cfg *rest.Config) (*SubresourcePath, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: console dialer: %w", err)
 	}
-	return &SubresourcePath{dial: d}, nil
+	kv, err := kubevirtClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := newAddresses(cfg, kv)
+	if err != nil {
+		return nil, fmt.Errorf("kube: core client: %w", err)
+	}
+	return &SubresourcePath{dial: d, addrs: addrs}, nil
 }
 
 // Name returns "apiserver", the path recorded on sessions.
@@ -52,7 +61,10 @@ func (s *SubresourcePath) Name() string { return PathAPIServer }
 // Dial opens console p of the VMI named like the member ref: VNC through
 // the vnc subresource (the VMI's own display, not the guest's VNC server),
 // serial through console, RDP through portforward to the guest's port 3389.
-// The caller has authorized ref.
+// virt-api's portforward dials the VMI's status.interfaces[0] address, so
+// RDP is refused (a plain error: the handlers offer VNC instead) unless
+// that address is set and the VMI's launcher Pod vouches for it. The
+// caller has authorized ref.
 func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
 	var sub string
 	switch p {
@@ -61,6 +73,9 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 	case vdi.ProtocolSerial:
 		sub = "console"
 	case vdi.ProtocolRDP:
+		if err := s.addrs.portForwardTarget(ctx, ref); err != nil {
+			return nil, err
+		}
 		sub = "portforward/" + strconv.Itoa(PortRDP) + "/tcp"
 	default:
 		return nil, vdi.Errorf(vdi.EInvalid, "VM desktops offer rdp, vnc and serial.", "VM %s has no %s console.", ref, p)

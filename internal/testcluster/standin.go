@@ -49,7 +49,10 @@ import (
 //   - GET virtualmachineinstances/{name}/vnc, /console and
 //     /portforward/{port}/tcp: websockets (subprotocol plain.kubevirt.io,
 //     binary messages) to the guest's display (the same Xvnc), its serial
-//     console, and a TCP port on its IP.
+//     console, and a TCP port at the VMI's first reported IP (failing
+//     without one, as virt-api does);
+//   - a virt-launcher Pod per running VMI, with the guest's IP as its Pod
+//     IP (standin_launcher.go): the address the pod network vouches for.
 //
 // Simplified: one node, no pods, no authentication of the proxied request
 // (the apiserver has authorized it with RBAC already).

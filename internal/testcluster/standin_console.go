@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gorilla/websocket"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TEST-ONLY: the stand-in's console subresources, as virt-handler serves
@@ -45,8 +47,13 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 }
 
 // handlePortForward is GET
-// .../virtualmachineinstances/{name}/portforward/{port}/{proto}: a TCP
-// connection to the guest's IP, known here even when the VMI reports none.
+// .../virtualmachineinstances/{name}/portforward/{port}/{proto}: as
+// virt-api does, a TCP connection to the address the VMI reports first in
+// status.interfaces, whatever it is (a guest agent may have reported
+// another VM's IP). With no interfaces it answers 400; with an empty IP
+// virt-api dials ":port" on its own host, which the stand-in does not do
+// (something of the test machine's might listen there): it answers the
+// 500 a virt-api with nothing on that port gives.
 func (s *KubeVirtStandIn) handlePortForward(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	port, err := strconv.ParseUint(r.PathValue("port"), 10, 16)
@@ -59,13 +66,23 @@ func (s *KubeVirtStandIn) handlePortForward(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	g := s.vmi(ns, name)
-	if g == nil {
+	var vmi kubevirtv1.VirtualMachineInstance
+	if g == nil || s.cl.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, &vmi) != nil {
 		writeStatus(w, http.StatusNotFound, "virtualmachineinstance "+ns+"/"+name+" not found or not running")
 		return
 	}
-	conn, err := net.Dial("tcp", net.JoinHostPort(g.ip, strconv.FormatUint(port, 10)))
+	if len(vmi.Status.Interfaces) == 0 {
+		writeStatus(w, http.StatusBadRequest, "no network interfaces are present")
+		return
+	}
+	addr := net.JoinHostPort(vmi.Status.Interfaces[0].IP, strconv.FormatUint(port, 10))
+	if vmi.Status.Interfaces[0].IP == "" {
+		writeStatus(w, http.StatusInternalServerError, "dialing VM: dial tcp "+addr+": connect: connection refused")
+		return
+	}
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
+		writeStatus(w, http.StatusInternalServerError, "dialing VM: "+err.Error())
 		return
 	}
 	s.serveStream(w, r, g, conn)

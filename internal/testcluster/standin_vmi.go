@@ -56,9 +56,11 @@ type standInVMI struct {
 }
 
 // WithoutIPs makes the VMI of VM namespace/vm, when it next starts, report
-// no IP in status.interfaces: the guest still listens on its IP, so the
-// apiserver's subresources (portforward included) reach it, but a portal
-// reading the VMI has no address to dial directly. Call it before Start.
+// no IP in status.interfaces (an interface without ipAddress, as with no
+// guest agent on a bridge binding): the guest still listens on its IP and
+// the vnc and console subresources reach it, but a portal reading the VMI
+// has no address to dial directly, and portforward fails as virt-api's
+// does (it dials the VMI's first IP). Call it before Start.
 func (s *KubeVirtStandIn) WithoutIPs(namespace, vm string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,6 +148,9 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if err := s.cl.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the old VMI: %w", err)
 	}
+	if err := s.deleteLauncherPods(ctx, ns, name); err != nil {
+		return fmt.Errorf("delete the old virt-launcher Pod: %w", err)
+	}
 	if err := s.cl.Create(ctx, obj); err != nil {
 		return fmt.Errorf("create the VMI: %w", err)
 	}
@@ -155,6 +160,10 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	}
 	g, err := s.bootGuest(ctx, name, vm.UID)
 	if err != nil {
+		return err
+	}
+	if err := s.createLauncherPod(ctx, obj, g.ip); err != nil {
+		g.stop()
 		return err
 	}
 	s.mu.Lock()
@@ -170,7 +179,7 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if !withoutIP {
 		iface.IP, iface.IPs = g.ip, []string{g.ip}
 	}
-	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "kubevirt-standin",
+	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: StandInNode,
 		Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{iface}}
 	if err := s.cl.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("VMI status: %w", err)
@@ -338,6 +347,9 @@ func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStat
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := s.cl.Delete(ctx, vmi); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		s.logf("delete VMI %s/%s: %v", ns, name, err)
+	}
+	if err := s.deleteLauncherPods(ctx, ns, name); err != nil && ctx.Err() == nil {
+		s.logf("delete the virt-launcher Pod of %s/%s: %v", ns, name, err)
 	}
 	if setStatus {
 		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopped, false, "")
