@@ -33,13 +33,15 @@ import (
 // registered with an APIService v1.subresources.kubevirt.io pointing at a
 // Service of type ExternalName localhost. It serves:
 //
-//   - PUT virtualmachines/{name}/start: sets the VM's runStrategy and, as
+//   - PUT virtualmachines/{name}/start and /stop with the 409s of
+//     KubeVirt's lifecycle.go for each runStrategy (standin_lifecycle.go);
+//   - start: sets the VM's runStrategy and, as
 //     the controller, boots it: printableStatus Starting, a
 //     VirtualMachineInstance of the same name, a real desktop standing for
 //     the guest on a loopback IP of its own (see standin_vmi.go), VMI phase
 //     Running with that IP in status.interfaces (unless WithoutIPs), and
 //     only once the guest's VNC server answers, the VM Running and ready;
-//   - PUT virtualmachines/{name}/stop: Stopping, the guest stopped, the VMI
+//   - stop: Stopping, the guest stopped (ShutdownTakes), the VMI
 //     deleted, Stopped; a VM deleted or replaced while running loses its
 //     guest and VMI too, as garbage collection would do;
 //   - VirtualMachineClone objects (clone.kubevirt.io): polled as a
@@ -54,8 +56,8 @@ import (
 //   - a virt-launcher Pod per running VMI, with the guest's IP as its Pod
 //     IP (standin_launcher.go): the address the pod network vouches for.
 //
-// Simplified: one node, no pods, no authentication of the proxied request
-// (the apiserver has authorized it with RBAC already).
+// Simplified: one node, no authentication of the proxied request (the
+// apiserver has authorized it with RBAC already).
 type KubeVirtStandIn struct {
 	srv *httptest.Server
 	cl  client.Client
@@ -71,6 +73,8 @@ type KubeVirtStandIn struct {
 	ops    map[string]chan struct{} // ns/name -> the last queued operation, closed when done
 	noIPs  map[string]bool          // ns/name -> report no IP (WithoutIPs)
 	held   map[string]bool          // namespaces whose clones wait (HoldClones)
+	crash  map[string]bool          // ns/name -> the next boots fail (CrashLoop)
+	downIn map[string]time.Duration // ns/name -> how long the guest takes to shut down (ShutdownTakes)
 	onBoot func(namespace, vm, ip, rdpUser, rdpPassword string)
 	seq    int // names the guests' folders
 
@@ -154,7 +158,8 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
-		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{}}
+		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{},
+		crash: map[string]bool{}, downIn: map[string]time.Duration{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
@@ -247,34 +252,6 @@ func standInGroup() metav1.APIGroup {
 func (s *KubeVirtStandIn) handleResources(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: "subresources.kubevirt.io/v1", APIResources: standInResources})
-}
-
-// handlePower is PUT .../virtualmachines/{name}/start|stop. It answers
-// once the runStrategy is set; the VM gets there afterwards, as in KubeVirt.
-func (s *KubeVirtStandIn) handlePower(w http.ResponseWriter, r *http.Request) {
-	ns, name, action := r.PathValue("ns"), r.PathValue("name"), r.PathValue("action")
-	var strategy kubevirtv1.VirtualMachineRunStrategy
-	var op func(ctx context.Context)
-	switch action {
-	case "start":
-		strategy, op = kubevirtv1.RunStrategyAlways, func(ctx context.Context) { s.boot(ctx, ns, name) }
-	case "stop":
-		strategy, op = kubevirtv1.RunStrategyHalted, func(ctx context.Context) { s.shutdown(ctx, ns, name, true) }
-	default:
-		writeStatus(w, http.StatusNotFound, "the stand-in does not serve virtualmachines/"+action)
-		return
-	}
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	spec, _ := json.Marshal(map[string]any{"spec": map[string]any{"runStrategy": strategy, "running": nil}})
-	if err := s.cl.Patch(r.Context(), vm, client.RawPatch(types.MergePatchType, spec)); apierrors.IsNotFound(err) {
-		writeStatus(w, http.StatusNotFound, "virtualmachine "+ns+"/"+name+" not found")
-		return
-	} else if err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	s.enqueue(ns+"/"+name, op)
-	w.WriteHeader(http.StatusAccepted)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -39,6 +39,9 @@ const (
 	standInPortRDP = 3389
 )
 
+// errCrashLoop is the boot failure of a VM made to CrashLoop.
+var errCrashLoop = errors.New("the virt-launcher Pod keeps failing (CrashLoop)")
+
 // standInBootWait bounds a guest's boot: the desktop start and its first
 // VNC answer.
 const standInBootWait = 30 * time.Second
@@ -120,9 +123,15 @@ func (s *KubeVirtStandIn) boot(ctx context.Context, ns, name string) {
 		return
 	}
 	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStarting, false, "")
-	if err := s.startVMI(ctx, ns, name); err != nil {
+	err := errCrashLoop
+	if !s.crashing(ns + "/" + name) {
+		err = s.startVMI(ctx, ns, name)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			s.logf("boot %s/%s: %v", ns, name, err)
+			// The failed VMI goes, as KubeVirt's backoff deletes it between tries.
+			s.shutdown(ctx, ns, name, false)
 			s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusCrashLoopBackOff, false, "KubeVirt stand-in: "+err.Error())
 		}
 		return
@@ -334,6 +343,14 @@ func (g *standInVMI) stop() error {
 func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStatus bool) {
 	if setStatus {
 		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopping, false, "")
+	}
+	var obj kubevirtv1.VirtualMachineInstance
+	if s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj) == nil {
+		// The guest shuts down in its own time, within its grace.
+		select {
+		case <-ctx.Done():
+		case <-time.After(s.shutdownTime(ns+"/"+name, obj.Spec.TerminationGracePeriodSeconds)):
+		}
 	}
 	s.mu.Lock()
 	g := s.vmis[ns+"/"+name]
