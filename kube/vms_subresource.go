@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -36,9 +37,9 @@ type SubresourcePath struct {
 	addrs *addresses
 }
 
-// NewSubresourcePath returns a SubresourcePath that authenticates with
-// cfg's TLS client certificate or bearer token (exec plugins and
-// impersonation are not carried over).
+// NewSubresourcePath returns a SubresourcePath that authenticates as cfg
+// does: its TLS client certificate, bearer token or token file (re-read
+// as it rotates), exec plugin or impersonation.
 func NewSubresourcePath(cfg *rest.Config) (*SubresourcePath, error) {
 	d, err := newDialer(cfg)
 	if err != nil {
@@ -84,11 +85,17 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 }
 
 // dialer opens KubeVirt console websockets through the apiserver with the
-// rest.Config's TLS and credentials.
+// rest.Config's TLS and credentials. The credentials are not copied once:
+// each dial runs the config's own client-go auth wrappers (a
+// BearerTokenFile re-read as the kubelet rotates a projected token, exec
+// plugins, impersonation) on a request that goes nowhere, and sends the
+// headers they set. A handshake refused with 401 re-reads the token file
+// at once and tries again: client-go caches the file for a minute.
 type dialer struct {
-	base  *url.URL
-	ws    websocket.Dialer
-	token string
+	base      *url.URL
+	ws        websocket.Dialer
+	auth      http.RoundTripper // cfg's wrappers around captureHeaders
+	tokenFile string
 }
 
 func newDialer(cfg *rest.Config) (*dialer, error) {
@@ -106,8 +113,42 @@ func newDialer(cfg *rest.Config) (*dialer, error) {
 	case "http":
 		base.Scheme = "ws"
 	}
-	return &dialer{base: base, token: cfg.BearerToken,
+	auth, err := rest.HTTPWrappersForConfig(cfg, captureHeaders{})
+	if err != nil {
+		return nil, err
+	}
+	return &dialer{base: base, auth: auth, tokenFile: cfg.BearerTokenFile,
 		ws: websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{SubprotocolKubeVirt}, Proxy: http.ProxyFromEnvironment}}, nil
+}
+
+// captureHeaders is the end of a RoundTripper chain that sends nothing: it
+// answers with the request's headers, as the wrappers before it set them.
+type captureHeaders struct{}
+
+func (captureHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: req.Header.Clone(), Body: http.NoBody, Request: req}, nil
+}
+
+// headers returns what the config's wrappers put on a request to u; with
+// token set, that bearer token instead of theirs.
+func (d *dialer) headers(ctx context.Context, u string, token string) (http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.Replace(u, "ws", "http", 1), nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := d.auth.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("kube: credentials for the apiserver: %w", err)
+	}
+	res.Body.Close()
+	// Headers the websocket handshake sets itself must not be doubled.
+	for _, k := range []string{"Upgrade", "Connection", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"} {
+		res.Header.Del(k)
+	}
+	return res.Header, nil
 }
 
 // open dials subresource sub (e.g. "vnc", "portforward/3389/tcp") of the
@@ -117,11 +158,23 @@ func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, e
 	u := *d.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + url.PathEscape(ref.Namespace) +
 		"/virtualmachineinstances/" + url.PathEscape(ref.Name) + "/" + sub
-	h := http.Header{}
-	if d.token != "" {
-		h.Set("Authorization", "Bearer "+d.token)
+	h, err := d.headers(ctx, u.String(), "")
+	if err != nil {
+		return nil, err
 	}
 	ws, resp, err := d.ws.DialContext(ctx, u.String(), h)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized && d.tokenFile != "" {
+		// The token may have rotated since client-go last read the file.
+		resp.Body.Close()
+		b, rerr := os.ReadFile(d.tokenFile)
+		if rerr != nil {
+			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: 401, and the token file: %w", sub, ref, rerr)
+		}
+		if h, err = d.headers(ctx, u.String(), strings.TrimSpace(string(b))); err != nil {
+			return nil, err
+		}
+		ws, resp, err = d.ws.DialContext(ctx, u.String(), h)
+	}
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %s%s: %w", sub, ref, resp.Status, statusMessage(resp), err)
