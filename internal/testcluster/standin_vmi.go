@@ -56,6 +56,7 @@ type standInVMI struct {
 	wg      sync.WaitGroup // forwarders and their connections
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
+	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
 }
 
 // WithoutIPs makes the VMI of VM namespace/vm, when it next starts, report
@@ -201,7 +202,7 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.UID) (*standInVMI, error) {
 	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
 	defer cancel()
-	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}}
+	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}}
 	vnc, rdp, err := listenGuestIP()
 	if err != nil {
 		return nil, err
