@@ -33,7 +33,9 @@ type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
 	clone     rest.Interface // clone.kubevirt.io/v1beta1
-	addrs     *addresses     // what the direct path may dial
+	snap      rest.Interface // snapshot.kubevirt.io/v1beta1
+	snaps     sharedSnapshots
+	addrs     *addresses // what the direct path may dial
 	namespace string
 	// Leases, when set (NewCluster sets it), are the claims: a member is
 	// claimed for its removal before a shrink or a pool's deletion deletes
@@ -55,11 +57,15 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
 	}
+	sn, err := snapshots(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt snapshot client: %w", err)
+	}
 	addrs, err := newAddresses(cfg, rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: core client: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, clone: cl, addrs: addrs, namespace: namespace}, nil
+	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, namespace: namespace}, nil
 }
 
 // kubevirtClient returns a REST client for kubevirt.io/v1.

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -44,10 +43,12 @@ import (
 //   - stop: Stopping, the guest stopped (ShutdownTakes), the VMI
 //     deleted, Stopped; a VM deleted or replaced while running loses its
 //     guest and VMI too, as garbage collection would do;
-//   - VirtualMachineClone objects (clone.kubevirt.io): polled as a
-//     controller would watch them; the target VM is created from the
-//     source VM's spec, labels and annotations (KubeVirt's defaults with no
-//     filters), halted, and the clone's phase set to Succeeded;
+//   - VirtualMachineSnapshot and VirtualMachineClone objects, polled as a
+//     controller would watch them (standin_clone.go): one snapshot locks a
+//     source VM at a time, so clones of one VM queue; a clone from a
+//     snapshot does not; the target VM is created from the source's spec,
+//     labels and annotations (KubeVirt's defaults with no filters), with
+//     the clone's patches, halted, and the clone's phase set to Succeeded;
 //   - GET virtualmachineinstances/{name}/vnc, /console and
 //     /portforward/{port}/tcp: websockets (subprotocol plain.kubevirt.io,
 //     binary messages) to the guest's display (the same Xvnc), its serial
@@ -69,12 +70,17 @@ type KubeVirtStandIn struct {
 	wg   sync.WaitGroup // queued power operations
 
 	mu     sync.Mutex
-	vmis   map[string]*standInVMI   // ns/name -> running guest
-	ops    map[string]chan struct{} // ns/name -> the last queued operation, closed when done
-	noIPs  map[string]bool          // ns/name -> report no IP (WithoutIPs)
-	held   map[string]bool          // namespaces whose clones wait (HoldClones)
-	crash  map[string]bool          // ns/name -> the next boots fail (CrashLoop)
-	downIn map[string]time.Duration // ns/name -> how long the guest takes to shut down (ShutdownTakes)
+	vmis   map[string]*standInVMI                   // ns/name -> running guest
+	ops    map[string]chan struct{}                 // ns/name -> the last queued operation, closed when done
+	noIPs  map[string]bool                          // ns/name -> report no IP (WithoutIPs)
+	held   map[string]bool                          // namespaces whose clones wait (HoldClones)
+	heldSn map[string]bool                          // namespaces whose snapshots wait (HoldSnapshots)
+	slow   map[string]cloneTimes                    // namespace -> how long snapshots and restores take (SlowClones)
+	locks  map[string]string                        // ns/VM -> the snapshot or clone that snapshots it now
+	jobs   map[types.UID]*cloneJob                  // snapshots and clones under way
+	images map[types.UID]*kubevirtv1.VirtualMachine // snapshot UID -> the VM as snapshotted
+	crash  map[string]bool                          // ns/name -> the next boots fail (CrashLoop)
+	downIn map[string]time.Duration                 // ns/name -> how long the guest takes to shut down (ShutdownTakes)
 	onBoot func(namespace, vm, ip, rdpUser, rdpPassword string)
 	seq    int // names the guests' folders
 
@@ -159,7 +165,8 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	lctx, cancel := context.WithCancel(context.Background())
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
 		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{},
-		crash: map[string]bool{}, downIn: map[string]time.Duration{}}
+		crash: map[string]bool{}, downIn: map[string]time.Duration{}, heldSn: map[string]bool{}, slow: map[string]cloneTimes{},
+		locks: map[string]string{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
@@ -269,8 +276,8 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
 }
 
-// loop executes VirtualMachineClones and reaps the guests of deleted VMs
-// until ctx ends.
+// loop runs VirtualMachineSnapshots and VirtualMachineClones
+// (standin_clone.go) and reaps the guests of deleted VMs until ctx ends.
 func (s *KubeVirtStandIn) loop(ctx context.Context) {
 	defer close(s.done)
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -282,57 +289,7 @@ func (s *KubeVirtStandIn) loop(ctx context.Context) {
 		case <-tick.C:
 		}
 		s.reapOrphans(ctx)
-		var list clonev1beta1.VirtualMachineCloneList
-		if err := s.cl.List(ctx, &list); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			if c := &list.Items[i]; c.Status.Phase == clonev1beta1.PhaseUnset && !s.holding(c.Namespace) {
-				if err := s.executeClone(ctx, c); err != nil && ctx.Err() == nil {
-					log.Printf("testcluster: KubeVirt stand-in: clone %s/%s: %v", c.Namespace, c.Name, err)
-				}
-			}
-		}
+		s.runSnapshots(ctx)
+		s.runClones(ctx)
 	}
-}
-
-// HoldClones leaves the VirtualMachineClones of namespace waiting for
-// ever, as a clone whose volume snapshot never becomes ready would.
-func (s *KubeVirtStandIn) HoldClones(namespace string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.held[namespace] = true
-}
-
-func (s *KubeVirtStandIn) holding(namespace string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held[namespace]
-}
-
-// executeClone makes c's target VM from its source VM and marks c done.
-func (s *KubeVirtStandIn) executeClone(ctx context.Context, c *clonev1beta1.VirtualMachineClone) error {
-	phase := clonev1beta1.Succeeded
-	var src kubevirtv1.VirtualMachine
-	err := s.cl.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Source.Name}, &src)
-	if err == nil {
-		halted := kubevirtv1.RunStrategyHalted
-		vm := &kubevirtv1.VirtualMachine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: src.Labels, Annotations: src.Annotations},
-			Spec:       *src.Spec.DeepCopy(),
-		}
-		vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
-		if err = s.cl.Create(ctx, vm); err == nil {
-			vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
-			err = s.cl.Status().Update(ctx, vm)
-		}
-	}
-	if err != nil {
-		phase = clonev1beta1.Failed
-	}
-	st, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
-	if perr := s.cl.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, st)); perr != nil && err == nil {
-		err = perr
-	}
-	return err
 }
