@@ -120,14 +120,25 @@ func memberPatches(golden *kubevirtv1.VirtualMachine, labels, annotations map[st
 	return []string{string(lp), string(ap)}
 }
 
-// deleteVM deletes the VM with uid and waits until it is gone.
+// DeleteMargin is how much longer than a VM's termination grace a
+// deletion is waited for: KubeVirt's VM controller holds the VM (its
+// finalizer) until the guest has shut down, which takes up to that grace
+// (30 s by default, often an hour in Windows templates).
+const DeleteMargin = 2 * time.Minute
+
+// defaultGrace is KubeVirt's terminationGracePeriodSeconds when a VMI sets none.
+const defaultGrace = 30 * time.Second
+
+// deleteVM deletes the VM with uid and waits until it is gone: up to its
+// termination grace and DeleteMargin.
 func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
+	wait := v.shutdownGrace(ctx, ref) + DeleteMargin
 	err := v.rest.Delete().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).
 		Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}).Do(ctx).Error()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kube: delete VM %s: %w", ref, err)
 	}
-	return poll(ctx, CloneTimeout, func() (bool, error) {
+	err = poll(ctx, wait, func() (bool, error) {
 		var vm kubevirtv1.VirtualMachine
 		err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
 		if apierrors.IsNotFound(err) {
@@ -135,6 +146,26 @@ func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
 		}
 		return err == nil && vm.UID != uid, err
 	})
+	if err != nil {
+		return vdi.Errorf(vdi.EUnavailable, "Its guest may not shut down; kubectl describe vm shows what holds it (its finalizer waits for the VMI to stop).",
+			"VM %s is still being deleted after %v (its termination grace and %v): %v.", ref, wait.Round(time.Second), DeleteMargin, err)
+	}
+	return nil
+}
+
+// shutdownGrace is the longest termination grace of ref's VM template and
+// its running VMI.
+func (v *VMs) shutdownGrace(ctx context.Context, ref vdi.Ref) time.Duration {
+	grace := defaultGrace
+	var vm kubevirtv1.VirtualMachine
+	if v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm) == nil &&
+		vm.Spec.Template != nil && vm.Spec.Template.Spec.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*vm.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	if vmi, err := v.addrs.vmi(ctx, ref); err == nil && vmi.Spec.TerminationGracePeriodSeconds != nil {
+		grace = max(grace, time.Duration(*vmi.Spec.TerminationGracePeriodSeconds)*time.Second)
+	}
+	return grace
 }
 
 // Clone clones the VM source into target in namespace with a

@@ -41,8 +41,9 @@ import (
 //     Running with that IP in status.interfaces (unless WithoutIPs), and
 //     only once the guest's VNC server answers, the VM Running and ready;
 //   - stop: Stopping, the guest stopped (ShutdownTakes), the VMI
-//     deleted, Stopped; a VM deleted or replaced while running loses its
-//     guest and VMI too, as garbage collection would do;
+//     deleted, Stopped; a VM that ran carries the VM controller's
+//     finalizer, so deleting it takes its guest's shutdown, within its
+//     termination grace (standin_delete.go);
 //   - VirtualMachineSnapshot and VirtualMachineClone objects, polled as a
 //     controller would watch them (standin_clone.go): one snapshot locks a
 //     source VM at a time, so clones of one VM queue; a clone from a
@@ -69,20 +70,21 @@ type KubeVirtStandIn struct {
 	done chan struct{}  // the control loop has ended
 	wg   sync.WaitGroup // queued power operations
 
-	mu     sync.Mutex
-	vmis   map[string]*standInVMI                   // ns/name -> running guest
-	ops    map[string]chan struct{}                 // ns/name -> the last queued operation, closed when done
-	noIPs  map[string]bool                          // ns/name -> report no IP (WithoutIPs)
-	held   map[string]bool                          // namespaces whose clones wait (HoldClones)
-	heldSn map[string]bool                          // namespaces whose snapshots wait (HoldSnapshots)
-	slow   map[string]cloneTimes                    // namespace -> how long snapshots and restores take (SlowClones)
-	locks  map[string]string                        // ns/VM -> the snapshot or clone that snapshots it now
-	jobs   map[types.UID]*cloneJob                  // snapshots and clones under way
-	images map[types.UID]*kubevirtv1.VirtualMachine // snapshot UID -> the VM as snapshotted
-	crash  map[string]bool                          // ns/name -> the next boots fail (CrashLoop)
-	downIn map[string]time.Duration                 // ns/name -> how long the guest takes to shut down (ShutdownTakes)
-	onBoot func(namespace, vm, ip, rdpUser, rdpPassword string)
-	seq    int // names the guests' folders
+	mu         sync.Mutex
+	vmis       map[string]*standInVMI                   // ns/name -> running guest
+	ops        map[string]chan struct{}                 // ns/name -> the last queued operation, closed when done
+	noIPs      map[string]bool                          // ns/name -> report no IP (WithoutIPs)
+	held       map[string]bool                          // namespaces whose clones wait (HoldClones)
+	heldSn     map[string]bool                          // namespaces whose snapshots wait (HoldSnapshots)
+	slow       map[string]cloneTimes                    // namespace -> how long snapshots and restores take (SlowClones)
+	locks      map[string]string                        // ns/VM -> the snapshot or clone that snapshots it now
+	finalizing map[string]bool                          // ns/VM -> its deletion is queued (standin_delete.go)
+	jobs       map[types.UID]*cloneJob                  // snapshots and clones under way
+	images     map[types.UID]*kubevirtv1.VirtualMachine // snapshot UID -> the VM as snapshotted
+	crash      map[string]bool                          // ns/name -> the next boots fail (CrashLoop)
+	downIn     map[string]time.Duration                 // ns/name -> how long the guest takes to shut down (ShutdownTakes)
+	onBoot     func(namespace, vm, ip, rdpUser, rdpPassword string)
+	seq        int // names the guests' folders
 
 	closeOnce sync.Once
 	closeErr  error
@@ -166,7 +168,7 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
 		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{},
 		crash: map[string]bool{}, downIn: map[string]time.Duration{}, heldSn: map[string]bool{}, slow: map[string]cloneTimes{},
-		locks: map[string]string{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
+		locks: map[string]string{}, finalizing: map[string]bool{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
@@ -288,6 +290,7 @@ func (s *KubeVirtStandIn) loop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		s.finalizeDeleted(ctx)
 		s.reapOrphans(ctx)
 		s.runSnapshots(ctx)
 		s.runClones(ctx)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +144,9 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	var vm kubevirtv1.VirtualMachine
 	if err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm); err != nil {
 		return err
+	}
+	if err := s.addFinalizer(ctx, &vm); err != nil {
+		return fmt.Errorf("finalizer: %w", err)
 	}
 	yes := true
 	obj := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: vm.Labels,
@@ -371,28 +373,6 @@ func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStat
 	}
 	if setStatus {
 		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopped, false, "")
-	}
-}
-
-// reapOrphans ends the guests of VMs that were deleted or replaced (a
-// Recreate deletes a running member's VM), as KubeVirt's garbage
-// collection of the VMI would.
-func (s *KubeVirtStandIn) reapOrphans(ctx context.Context) {
-	s.mu.Lock()
-	running := make(map[string]types.UID, len(s.vmis))
-	for key, g := range s.vmis {
-		if s.ops[key] == nil { // a queued start or stop decides
-			running[key] = g.vmUID
-		}
-	}
-	s.mu.Unlock()
-	for key, uid := range running {
-		ns, name, _ := strings.Cut(key, "/")
-		var vm kubevirtv1.VirtualMachine
-		err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm)
-		if apierrors.IsNotFound(err) || err == nil && vm.UID != uid {
-			s.enqueue(key, func(ctx context.Context) { s.shutdown(ctx, ns, name, false) })
-		}
 	}
 }
 
