@@ -210,6 +210,10 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	}
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusMigrating:
+		if booting(vm) {
+			m.Power, m.Reason = vdi.PowerStarting, ReasonBooting
+			break
+		}
 		m.Power = vdi.PowerRunning
 		// The guest's RDP server when it has one (the portal probes it), its
 		// display, and the serial console.
@@ -239,6 +243,19 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 		}
 	}
 	return m
+}
+
+// ReasonBooting is the reason of a member whose VM runs but whose guest
+// does not answer its readiness probe yet.
+const ReasonBooting = "booting: the VM runs, its guest does not answer its readiness probe yet"
+
+// booting reports whether vm runs (QEMU is up) but its guest is not ready:
+// KubeVirt's status.ready follows the VMI's readinessProbe (a tcpSocket on
+// 3389 or 5900, or the guest agent), so only a VM with one can say. One
+// without is ready as soon as it runs, and its consoles may not answer
+// yet; the connect page then offers what does.
+func booting(vm *kubevirtv1.VirtualMachine) bool {
+	return !vm.Status.Ready && vm.Spec.Template != nil && vm.Spec.Template.Spec.ReadinessProbe != nil
 }
 
 var _ vdi.Backend = (*VMs)(nil)

@@ -38,8 +38,10 @@ import (
 //     the controller, boots it: printableStatus Starting, a
 //     VirtualMachineInstance of the same name, a real desktop standing for
 //     the guest on a loopback IP of its own (see standin_vmi.go), VMI phase
-//     Running with that IP in status.interfaces (unless WithoutIPs), and
-//     only once the guest's VNC server answers, the VM Running and ready;
+//     Running with that IP in status.interfaces (unless WithoutIPs) and
+//     the VM Running once QEMU's display answers; its guest's own servers
+//     answer after GuestBootTakes, and a VM with a readinessProbe is ready
+//     only then;
 //   - stop: Stopping, the guest stopped (ShutdownTakes), the VMI
 //     deleted, Stopped; a VM that ran carries the VM controller's
 //     finalizer, so deleting it takes its guest's shutdown, within its
@@ -79,6 +81,7 @@ type KubeVirtStandIn struct {
 	slow       map[string]cloneTimes                    // namespace -> how long snapshots and restores take (SlowClones)
 	locks      map[string]string                        // ns/VM -> the snapshot or clone that snapshots it now
 	finalizing map[string]bool                          // ns/VM -> its deletion is queued (standin_delete.go)
+	bootIn     map[string]time.Duration                 // ns/VM -> how long its guest takes to answer (GuestBootTakes)
 	jobs       map[types.UID]*cloneJob                  // snapshots and clones under way
 	images     map[types.UID]*kubevirtv1.VirtualMachine // snapshot UID -> the VM as snapshotted
 	crash      map[string]bool                          // ns/name -> the next boots fail (CrashLoop)
@@ -168,7 +171,7 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
 		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{},
 		crash: map[string]bool{}, downIn: map[string]time.Duration{}, heldSn: map[string]bool{}, slow: map[string]cloneTimes{},
-		locks: map[string]string{}, finalizing: map[string]bool{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
+		locks: map[string]string{}, finalizing: map[string]bool{}, bootIn: map[string]time.Duration{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)

@@ -56,6 +56,7 @@ type standInVMI struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
 	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
+	upAt    time.Time                // when the guest's own servers answer (GuestBootTakes)
 }
 
 // WithoutIPs makes the VMI of VM namespace/vm, when it next starts, report
@@ -136,7 +137,40 @@ func (s *KubeVirtStandIn) boot(ctx context.Context, ns, name string) {
 		}
 		return
 	}
-	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+	// QEMU runs: the VM is Running. It is ready at once unless its VMI has
+	// a readinessProbe, which passes once the guest's servers answer.
+	probe := s.hasReadinessProbe(ctx, ns, name)
+	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, !probe, "")
+	g := s.vmi(ns, name)
+	if g == nil || !probe {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Until(g.upAt)+standInBootWait)
+	defer cancel()
+	if err := waitRFB(wctx, "tcp", net.JoinHostPort(g.ip, strconv.Itoa(standInPortVNC))); err != nil {
+		s.logf("readiness of %s/%s: %v", ns, name, err)
+		return
+	}
+	if s.vmi(ns, name) == g {
+		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+	}
+}
+
+// GuestBootTakes makes the guest of VM namespace/vm take d, after QEMU is
+// up (VMI and VM Running), until its own servers answer at its IP: until
+// then they refuse (close) connections. The vnc and console subresources,
+// QEMU's, answer at once. With a readinessProbe in the VM's template the
+// VM is ready only once the guest answers, as KubeVirt reports it.
+func (s *KubeVirtStandIn) GuestBootTakes(namespace, vm string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bootIn[namespace+"/"+vm] = d
+}
+
+// hasReadinessProbe reports whether VM ns/name's template has a readinessProbe.
+func (s *KubeVirtStandIn) hasReadinessProbe(ctx context.Context, ns, name string) bool {
+	var vm kubevirtv1.VirtualMachine
+	return s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm) == nil && vm.Spec.Template != nil && vm.Spec.Template.Spec.ReadinessProbe != nil
 }
 
 // startVMI creates the VMI object, boots the guest and reports it Running.
@@ -170,7 +204,7 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if err := s.cl.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("VMI status: %w", err)
 	}
-	g, err := s.bootGuest(ctx, name, vm.UID)
+	g, err := s.bootGuest(ctx, ns+"/"+name, name, vm.UID)
 	if err != nil {
 		return err
 	}
@@ -201,10 +235,13 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 
 // bootGuest starts the desktop standing for a guest on a loopback IP of
 // its own and waits until its VNC server answers there.
-func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.UID) (*standInVMI, error) {
+func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid types.UID) (*standInVMI, error) {
 	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
 	defer cancel()
 	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}}
+	s.mu.Lock()
+	g.upAt = time.Now().Add(s.bootIn[key])
+	s.mu.Unlock()
 	vnc, rdp, err := listenGuestIP()
 	if err != nil {
 		return nil, err
@@ -226,9 +263,11 @@ func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.
 		// A guest without an RDP server: 3389 refuses, as it would.
 		rdp.Close()
 	}
-	if err := waitRFB(ctx, net.JoinHostPort(g.ip, strconv.Itoa(standInPortVNC))); err != nil {
+	// QEMU's display (the same Xvnc) answers; the guest's own servers at
+	// its IP from g.upAt.
+	if err := waitRFB(ctx, "unix", g.desktop.VNCSocket()); err != nil {
 		g.stop()
-		return nil, fmt.Errorf("the guest's VNC server at %s: %w", g.ip, err)
+		return nil, fmt.Errorf("the guest's display: %w", err)
 	}
 	return g, nil
 }
@@ -252,10 +291,10 @@ func listenGuestIP() (vnc, rdp net.Listener, err error) {
 }
 
 // waitRFB dials addr until a VNC server greets with its RFB version.
-func waitRFB(ctx context.Context, addr string) error {
+func waitRFB(ctx context.Context, network, addr string) error {
 	var d net.Dialer
 	for {
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := d.DialContext(ctx, network, addr)
 		if err == nil {
 			conn.SetDeadline(time.Now().Add(5 * time.Second))
 			var line string
@@ -285,6 +324,10 @@ func (g *standInVMI) forward(ln net.Listener, sock string) {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if time.Now().Before(g.upAt) {
+				c.Close() // still booting: nothing listens in the guest yet
+				continue
 			}
 			g.wg.Add(1)
 			go func() {
