@@ -234,7 +234,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	switch {
 	case err == nil:
 		forget()
-		return nil
+		return v.ownDisks(ctx, namespace, target)
 	case errors.Is(err, failed):
 		forget()
 		return &vdi.Error{Code: vdi.EUnavailable, Err: err,

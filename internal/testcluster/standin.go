@@ -297,5 +297,6 @@ func (s *KubeVirtStandIn) loop(ctx context.Context) {
 		s.reapOrphans(ctx)
 		s.runSnapshots(ctx)
 		s.runClones(ctx)
+		s.gcDisks(ctx)
 	}
 }

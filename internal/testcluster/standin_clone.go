@@ -318,7 +318,7 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 
 // createTarget makes c's target VM from img, the source as snapshotted:
 // its spec, labels and annotations (KubeVirt's defaults with no filters),
-// halted, with c's JSON patches applied.
+// halted, with c's JSON patches applied, and new disks (standin_disks.go).
 func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.VirtualMachineClone, img *kubevirtv1.VirtualMachine) error {
 	if img == nil {
 		return fmt.Errorf("no source content")
@@ -349,7 +349,14 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 			return err
 		}
 	}
+	pvcs, owned, err := s.restoreDisks(ctx, "restore-"+string(c.UID)[:8], img, vm)
+	if err != nil {
+		return err
+	}
 	if err := s.cl.Create(ctx, vm); err != nil {
+		return err
+	}
+	if err := s.createDisks(ctx, vm, pvcs, owned); err != nil {
 		return err
 	}
 	vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
