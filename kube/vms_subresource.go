@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,11 +70,15 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 	var sub string
 	switch p {
 	case vdi.ProtocolVNC:
-		// One VNC client per VMI upstream: a new one kicks the old, unless
-		// it asks to preserve the session (KubeVirt 1.7 on), when it gets
-		// 503 instead. The portal asks, so that a second viewer (a
-		// thumbnail, another tab) never cuts off the holder's session.
-		sub = "vnc?preserveSession=true"
+		// One VNC client per VMI upstream: a new one kicks the old (whose
+		// stream then ends cleanly, see wsConn); only a client that asks
+		// to preserve the session (KubeVirt 1.7 on) gets 503 instead. The
+		// portal does not ask: its own rule decides who has the display
+		// (the holder's newest console, which closes the older one once it
+		// is connected; watchers and thumbnails never take this path), and
+		// with preserveSession that newest console would be refused by the
+		// one it replaces.
+		sub = "vnc"
 	case vdi.ProtocolSerial:
 		sub = "console"
 	case vdi.ProtocolRDP:
@@ -156,15 +159,9 @@ func (d *dialer) headers(ctx context.Context, u string, token string) (http.Head
 	return res.Header, nil
 }
 
-// consoleBusyWait is how long a dial waits for a VMI's VNC display held
-// by another client (503 with preserveSession) to be let go: the portal's
-// own previous connection, closing as the browser reconnects.
-const consoleBusyWait = 3 * time.Second
-
 // open dials subresource sub (e.g. "vnc", "portforward/3389/tcp", with a
 // query after "?") of the VMI ref. A refusal names the apiserver's status
-// and message, e.g. 404 for a VMI that does not exist, 403 for RBAC, 503
-// for a console held by another client.
+// and message, e.g. 404 for a VMI that does not exist, 403 for RBAC.
 func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, error) {
 	u := *d.base
 	sub, u.RawQuery, _ = strings.Cut(sub, "?")
@@ -175,15 +172,6 @@ func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, e
 		return nil, err
 	}
 	ws, resp, err := d.ws.DialContext(ctx, u.String(), h)
-	for busy := time.Now().Add(consoleBusyWait); err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable && time.Now().Before(busy); {
-		resp.Body.Close()
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: held by another client: %w", sub, ref, context.Cause(ctx))
-		case <-time.After(250 * time.Millisecond):
-		}
-		ws, resp, err = d.ws.DialContext(ctx, u.String(), h)
-	}
 	if err != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized && d.tokenFile != "" {
 		// The token may have rotated since client-go last read the file.
 		resp.Body.Close()

@@ -3,8 +3,10 @@ package portal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -108,8 +110,29 @@ func TestKubeConsolePaths(t *testing.T) {
 			if _, b, err := vnc.ReadMessage(); err != nil || !strings.HasPrefix(string(b), "RFB 003.008") {
 				t.Errorf("VNC websocket said %q, %v; want the RFB greeting", b, err)
 			}
+			// The holder's second tab takes the display over, on either
+			// path (KubeVirt keeps one VNC client per VMI); the first tab's
+			// console ends.
+			vnc2, _, err := dialer.Dial(wsBase+"/ws/vnc/"+ref, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vnc2.SetReadDeadline(time.Now().Add(15 * time.Second))
+			if _, b, err := vnc2.ReadMessage(); err != nil || !strings.HasPrefix(string(b), "RFB 003.008") {
+				t.Errorf("second tab's VNC websocket said %q, %v; want the RFB greeting", b, err)
+			}
+			for {
+				if _, _, err := vnc.ReadMessage(); err != nil {
+					var nerr net.Error
+					if errors.As(err, &nerr) && nerr.Timeout() {
+						t.Errorf("the first tab's VNC websocket after the second opened: %v; want it closed", err)
+					}
+					break
+				}
+			}
 			vnc.Close()
-			sessions := 1
+			vnc2.Close()
+			sessions := 2
 			if tt.rdp {
 				sessions++
 				mustRDCleanPath(t, dialer, wsBase+"/ws/rdp/"+ref, a.Destination, a.Token)
