@@ -172,6 +172,15 @@ func (s *KubeVirtStandIn) runSnapshots(ctx context.Context) {
 		}
 	}
 	s.forget(ctx, false, seen)
+	// The content of a snapshot that is gone goes too (clones keep theirs
+	// under their own UID while they run).
+	s.mu.Lock()
+	for uid := range s.images {
+		if !seen[uid] && s.jobs[uid] == nil {
+			delete(s.images, uid)
+		}
+	}
+	s.mu.Unlock()
 }
 
 // snapshotStatus writes sn's phase and readiness.
