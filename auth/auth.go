@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,8 @@ type Config struct {
 	// TrustedProxies are where Tailscale headers (and X-Forwarded-Proto)
 	// are believed.
 	TrustedProxies []netip.Prefix
-	// Admins are the logins with admin rights.
+	// Admins are the logins with admin rights; "group:NAME" names a
+	// group whose members are admins.
 	Admins []string
 	// AdminGroups are the OIDC groups whose members are admins.
 	AdminGroups []string
@@ -66,6 +68,8 @@ type Config struct {
 	Secure bool
 	// OIDC configures ModeOIDC.
 	OIDC OIDCConfig
+	// Groups adds the groups file's groups to every identity; nil for none.
+	Groups vdi.GroupDirectory
 	// Audit, if set, records every sign-in.
 	Audit vdi.AuditLog
 	// Revocations, if set, keeps sign-outs: a cookie issued before its
@@ -83,6 +87,7 @@ type Authenticator struct {
 	proxies      []netip.Prefix
 	admins       map[string]bool
 	adminGroups  map[string]bool
+	groups       vdi.GroupDirectory
 	cookies      *sessions.CookieStore
 	lifetime     time.Duration
 	alwaysSecure bool
@@ -106,6 +111,7 @@ func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
 		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, revocations: cfg.Revocations, log: cfg.Log, now: cfg.Now,
+		groups: cfg.Groups,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -125,7 +131,11 @@ func New(cfg Config) (*Authenticator, error) {
 		}
 	}
 	for _, l := range cfg.Admins {
-		a.admins[l] = true
+		if g, ok := strings.CutPrefix(l, "group:"); ok {
+			a.adminGroups[g] = true
+		} else {
+			a.admins[l] = true
+		}
 	}
 	for _, g := range cfg.AdminGroups {
 		a.adminGroups[g] = true
@@ -207,6 +217,14 @@ func (a *Authenticator) warnSpoofed(ip string) {
 func (a *Authenticator) identity(login, name string, groups []string) vdi.Identity {
 	if name == "" {
 		name = login
+	}
+	if a.groups != nil {
+		groups = slices.Clone(groups) // the session's own slice stays as it is
+		for _, g := range a.groups.GroupsOf(login) {
+			if !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
 	}
 	admin := a.admins[login]
 	for _, g := range groups {

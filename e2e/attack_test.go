@@ -444,6 +444,54 @@ func attacks() []attack {
 			status: 401,
 		},
 
+		// Entitlements and quotas: a pool is for those its access names.
+		{
+			name:  "ClaimFromAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/fin/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "KioskOfAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/fin", "", "Tailscale-User-Login", "mallory", "Sec-Fetch-Site", "none",
+					"Sec-Fetch-Dest", "document", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "AssignToAUserNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/fin-1/assign", `{"user":"mallory"}`, "Tailscale-User-Login", admin)
+			},
+			status: 403, says: "may not use pool fin",
+		},
+		{
+			name:  "AccessListsNoLogin",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PATCH", "/api/vdi/pools/local/fin", `{"access":{"users":["not a login\n"]}}`, "Tailscale-User-Login", admin)
+			},
+			status: 400, says: "not a valid login",
+		},
+		{
+			name: "DesktopBeyondTheQuota",
+			env:  []string{"CORRAL_VDI_MAX_DESKTOPS_PER_USER=1"},
+			setup: func(t *testing.T, a *arena) {
+				if code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"more","size":1}`, nil); code != 201 {
+					t.Fatalf("create pool more: %d", code)
+				}
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/more/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 409, says: "CORRAL_VDI_MAX_DESKTOPS_PER_USER",
+		},
+
 		// What already held, so that it stays held.
 		{
 			name: "OtherUsersDesktop",
@@ -787,5 +835,14 @@ func TestAttacks_TrickledBody(t *testing.T) {
 			}
 			c.Write([]byte("x"))
 		}
+	}
+}
+
+// entitledPool makes pool fin, for group finance only (once per arena).
+func entitledPool(t *testing.T, a *arena) {
+	t.Helper()
+	code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"fin","size":1,"access":{"groups":["finance"]}}`, nil)
+	if code != 201 && code != 409 {
+		t.Fatalf("create pool fin: %d", code)
 	}
 }

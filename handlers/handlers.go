@@ -16,7 +16,8 @@ import (
 
 // Desktops is what the handlers need of the claim service.
 type Desktops interface {
-	Pools(ctx context.Context) ([]vdi.PoolStatus, error)
+	Pools(ctx context.Context, id vdi.Identity) ([]vdi.PoolStatus, error)
+	PoolNamespaces(ctx context.Context, name string) ([]string, error)
 	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
 	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)

@@ -74,23 +74,18 @@ func (h *Handler) kioskNamespace(r *http.Request, name string) (string, error) {
 	if ns := r.URL.Query().Get("ns"); ns != "" {
 		return ns, nil
 	}
-	pools, err := h.desktops.Pools(r.Context())
+	// Found whoever may use it, so that the claim can say whom it is for.
+	nss, err := h.desktops.PoolNamespaces(r.Context(), name)
 	if err != nil {
 		return "", err
 	}
-	ns := ""
-	for _, p := range pools {
-		if p.Name == name {
-			if ns != "" {
-				return "", vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
-			}
-			ns = p.Namespace
-		}
-	}
-	if ns == "" {
+	switch len(nss) {
+	case 0:
 		return "", vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
+	case 1:
+		return nss[0], nil
 	}
-	return ns, nil
+	return "", vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
 }
 
 // heldDesktop returns the desktop of pool ns/name that id holds, if any.

@@ -197,6 +197,7 @@ func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 		// writes it, so only a hand edit gets here.
 		_ = json.Unmarshal([]byte(s), &p.Policy)
 	}
+	readAccess(vm.Annotations[AnnotationAccess], &p)
 	return p
 }
 

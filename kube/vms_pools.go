@@ -89,7 +89,8 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 	if err != nil {
 		return err
 	}
-	ann := map[string]string{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy)}
+	ann := map[string]string{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy),
+		AnnotationAccess: accessAnnotation(p.Access, p.Limits)}
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}

@@ -73,6 +73,11 @@ type Config struct {
 	MaxConsolesPerUser int
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// MaxDesktopsPerUser is how many desktops one user may hold across
+	// pools; 0 for no limit.
+	MaxDesktopsPerUser int
+	// GroupsFile maps groups to logins for identities without groups.
+	GroupsFile string
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -94,7 +99,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
 	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, oidc, dev (CORRAL_VDI_AUTH)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CORRAL_VDI_TRUSTED_PROXIES", "127.0.0.1/32,::1/128"), "where Tailscale identity headers are believed (CORRAL_VDI_TRUSTED_PROXIES)")
-	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated (CORRAL_VDI_ADMINS)")
+	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated; group:NAME for a group's members (CORRAL_VDI_ADMINS)")
+	var maxDesktops string
+	fs.StringVar(&maxDesktops, "max-desktops-per-user", env("CORRAL_VDI_MAX_DESKTOPS_PER_USER", "0"), "desktops one user may hold across all pools; 0 for no limit (CORRAL_VDI_MAX_DESKTOPS_PER_USER)")
+	fs.StringVar(&c.GroupsFile, "groups-file", env("CORRAL_VDI_GROUPS_FILE", ""), "YAML file mapping groups to logins, for identities without groups (CORRAL_VDI_GROUPS_FILE)")
 	fs.StringVar(&grace, "disconnect-grace", env("CORRAL_VDI_DISCONNECT_GRACE", "15m"), "reclaim after the last console closes (CORRAL_VDI_DISCONNECT_GRACE)")
 	fs.StringVar(&maxSession, "max-session", env("CORRAL_VDI_MAX_SESSION", "off"), "longest claim, or off (CORRAL_VDI_MAX_SESSION)")
 	fs.StringVar(&idle, "idle-timeout", env("CORRAL_VDI_IDLE_TIMEOUT", "off"), "reclaim after no user input, or off (CORRAL_VDI_IDLE_TIMEOUT)")
@@ -172,6 +180,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.Peers = splitList(peers)
 	c.AdminSocket = adminSocketPath(adminSocket, c.DataDir)
+	if c.MaxDesktopsPerUser, err = strconv.Atoi(maxDesktops); err != nil || c.MaxDesktopsPerUser < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_MAX_DESKTOPS_PER_USER: %q is not a count (0 for no limit)", maxDesktops)
+	}
 	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
 		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)
 	}

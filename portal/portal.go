@@ -93,10 +93,23 @@ func (m *Main) Open(ctx context.Context) error {
 	} else if backend, err = m.openLocal(ctx); err != nil {
 		return err
 	}
+	var groups vdi.GroupDirectory
+	if c.GroupsFile != "" {
+		gf, err := auth.OpenGroupsFile(c.GroupsFile, m.Log)
+		if err != nil {
+			return err
+		}
+		groups = gf
+	}
+	lockNS := local.Namespace
+	if c.Backend == BackendKube {
+		lockNS = c.Namespace
+	}
 	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: db, Log: m.Log,
-		Policy: vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout}})
+		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
+		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db, Revocations: db,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db, Revocations: db, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
