@@ -89,7 +89,10 @@ func (db *DB) Close() error { return db.db.Close() }
 const migrationLock = 0x636f7272616c // "corral"
 
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`); err != nil {
+	if err := db.locked(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("migrations table: %w", pgHint(err))
 	}
 	dir := "migrations"
@@ -145,19 +148,31 @@ func (db *DB) checkNotNewer(ctx context.Context, known []string) error {
 // migrations/, whatever the dialect (as SQLite databases always had it).
 func migrationName(file string) string { return "migrations/" + path.Base(file) }
 
-func (db *DB) migrateFile(ctx context.Context, name string) error {
+// locked runs f in a transaction that, on PostgreSQL, holds the migration
+// lock: replicas starting together migrate one at a time, the later ones
+// finding each step done.
+func (db *DB) locked(ctx context.Context, f func(*txn) error) error {
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	if db.db.d.dollar {
-		// Replicas starting together: the first migrates, the others wait
-		// here and then find the step done.
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, migrationLock); err != nil {
 			return err
 		}
 	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	return db.locked(ctx, func(tx *txn) error { return db.migrateStep(ctx, tx, name) })
+}
+
+func (db *DB) migrateStep(ctx context.Context, tx *txn, name string) error {
 	base := migrationName(name)
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations WHERE name = ?`, base).Scan(&n); err != nil {
@@ -172,8 +187,6 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	if _, err := tx.tx.ExecContext(ctx, string(buf)); err != nil { // a script: no placeholders
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO migrations (name) VALUES (?)`, base); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err = tx.ExecContext(ctx, `INSERT INTO migrations (name) VALUES (?)`, base)
+	return err
 }
