@@ -234,9 +234,36 @@ func (s *Server) Pause(tb testing.TB, stop bool) {
 	if stop {
 		sig = syscall.SIGSTOP
 	}
-	if err := syscall.Kill(-s.cmd.Process.Pid, sig); err != nil {
-		tb.Fatal(err)
+	// Every backend calls setsid, so the server is the postmaster and its
+	// children, not a process group.
+	pids := append([]int{s.cmd.Process.Pid}, children(s.cmd.Process.Pid)...)
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			tb.Fatal(err)
+		}
 	}
+}
+
+// children returns the pids whose parent is pid.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func freePort() (int, error) {
