@@ -61,9 +61,9 @@ func OpenPostgres(ctx context.Context, url, password string) (*DB, error) {
 	defer cancel()
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("store: connect to PostgreSQL at %s: %w (check CORRAL_VDI_DATABASE_URL, the password and that the server is up)", redact(url), pgHint(err))
+		return nil, fmt.Errorf("store: connect to PostgreSQL at %s: %w (check CORRAL_VDI_DATABASE_URL, the password and that the server is up)", Redact(url), pgHint(err))
 	}
-	return open(ctx, &conn{db: sqldb, d: postgresDialect}, redact(url))
+	return open(ctx, &conn{db: sqldb, d: postgresDialect}, Redact(url))
 }
 
 func open(ctx context.Context, c *conn, where string) (*DB, error) {

@@ -17,11 +17,11 @@ import (
 // line and out of the environment's URL).
 func pgxConfig(rawURL, password string) (*pgx.ConnConfig, error) {
 	if !strings.HasPrefix(rawURL, "postgres://") && !strings.HasPrefix(rawURL, "postgresql://") {
-		return nil, fmt.Errorf("store: CORRAL_VDI_DATABASE_URL %q is not a postgres:// URL (e.g. postgres://corral@db.example:5432/corral?sslmode=require)", redact(rawURL))
+		return nil, fmt.Errorf("store: CORRAL_VDI_DATABASE_URL %q is not a postgres:// URL (e.g. postgres://corral@db.example:5432/corral?sslmode=require)", Redact(rawURL))
 	}
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("store: CORRAL_VDI_DATABASE_URL %s does not parse: %v", redact(rawURL), redactErr(err, rawURL))
+		return nil, fmt.Errorf("store: CORRAL_VDI_DATABASE_URL %s does not parse: %v", Redact(rawURL), redactErr(err, rawURL))
 	}
 	if password != "" {
 		cfg.Password = password
@@ -32,8 +32,8 @@ func pgxConfig(rawURL, password string) (*pgx.ConnConfig, error) {
 // openPgx returns a database/sql handle on cfg (pgx's stdlib driver).
 func openPgx(cfg *pgx.ConnConfig) *sql.DB { return stdlib.OpenDB(*cfg) }
 
-// redact returns the URL without its password, for messages and logs.
-func redact(rawURL string) string {
+// Redact returns the URL without its password, for messages and logs.
+func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(a URL that does not parse)"
