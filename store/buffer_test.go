@@ -81,4 +81,3 @@ func TestBuffer_DatabaseThatStopsAnswering(t *testing.T) {
 		t.Errorf("open sessions = %+v; want s1, opened when it opened, not when it was written", open)
 	}
 }
-
