@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -52,7 +51,7 @@ func (db *DB) RemoveLocalMembers(ctx context.Context, pool string, names []strin
 }
 
 // syncSize keeps the pool row's size column equal to its member count.
-func (db *DB) syncSize(ctx context.Context, tx *sql.Tx, pool string) error {
+func (db *DB) syncSize(ctx context.Context, tx *txn, pool string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE local_pools SET size = (SELECT COUNT(*) FROM local_members WHERE pool = ?) WHERE name = ?`, pool, pool)
 	if err != nil {
 		return fmt.Errorf("store: size of %q: %w", pool, err)
