@@ -101,3 +101,16 @@ func accessJSON(a vdi.Access, l vdi.Limits) (access, limits string, err error) {
 	lb, err := json.Marshal(l)
 	return string(ab), string(lb), err
 }
+
+// SetLocalPoolStandby sets how many free members of a local pool are kept
+// powered on; vdi.ErrNotFound when absent.
+func (db *DB) SetLocalPoolStandby(ctx context.Context, pool string, n int) error {
+	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET standby = ? WHERE name = ?`, n, pool)
+	if err != nil {
+		return fmt.Errorf("store: standby of %q: %w", pool, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: standby of %q: %w", pool, vdi.ErrNotFound)
+	}
+	return nil
+}

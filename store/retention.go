@@ -22,7 +22,7 @@ type Retention struct {
 // do and what bears on security.
 var ProtectedActions = []string{
 	"sign-in", "sign-out", "end-sessions", "assign", "recreate", "force-release", "reclaim",
-	"pool-create", "pool-policy", "pool-resize", "pool-delete",
+	"pool-create", "pool-policy", "pool-resize", "pool-delete", "pool-access", "pool-standby",
 }
 
 // Pruned says what retention last removed.
