@@ -31,13 +31,16 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 		return nil, fmt.Errorf("local: adopt desktop %q: %s: %w", spec.Name, why, ErrNotRunning)
 	}
 
-	rec, err := readDesktopPids(spec.Dir)
+	rec, err := readDesktopPids(spec.State)
 	if errors.Is(err, fs.ErrNotExist) {
+		if spec.User != nil {
+			killLegacyDesktop(spec, log)
+		}
 		return notRunning("no pids file")
 	}
 	if err != nil {
 		// Nothing trustworthy to kill; drop the file so the next start is clean.
-		_ = os.Remove(filepath.Join(spec.Dir, desktopPidsName))
+		_ = os.Remove(filepath.Join(spec.State, desktopPidsName))
 		return notRunning(err.Error())
 	}
 	var xvnc *desktopProc
@@ -77,7 +80,11 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 			return d, nil
 		}
 	}
-	if err := killRecorded(spec.Dir, live, log); err != nil {
+	errs := []error{killRecorded(spec.State, live, log)}
+	if spec.User != nil {
+		errs = append(errs, killUID(spec.User.UID, desktopStopGrace))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("local: adopt desktop %q: %w", spec.Name, err)
 	}
 	return notRunning(why)

@@ -166,7 +166,7 @@ func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []
 		"-kernel", img.Kernel, "-initrd", img.Initrd,
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init corral.password="+hash,
 	)
-	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil)
+	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
