@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// DesktopUIDs is the uid range ("FIRST-LAST") local desktops run as.
+	DesktopUIDs string
+	// DesktopLimits are every local desktop's resource limits.
+	DesktopLimits local.Limits
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -95,6 +100,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.VMImage, "vm-image", env("CORRAL_VDI_VM_IMAGE", ""), "folder with vmlinuz and initramfs.gz for vm pools; default scripts/vm-image.sh's cache (CORRAL_VDI_VM_IMAGE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
+	var desktopLimits string
+	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
+	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -149,6 +157,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.StopDesktopsOnExit, err = strconv.ParseBool(stopOnExit); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT: %q is not true or false", stopOnExit)
+	}
+	if c.DesktopLimits, err = local.ParseLimits(desktopLimits); err != nil {
+		return c, err
 	}
 	if err := resolveBackend(&c, getenv); err != nil {
 		return c, err

@@ -36,6 +36,7 @@ type Main struct {
 
 	db      *store.DB
 	backend *local.Backend // nil with the kube backend
+	sandbox *local.Sandbox // the local desktops' uids; nil when none run
 	svc     *vdi.Service
 	ln      net.Listener
 	srv     *http.Server
@@ -70,6 +71,9 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := tightenDataDir(c.DataDir, c.Backend != BackendKube); err != nil {
+		return err
 	}
 	db, err := store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
 	if err != nil {
@@ -116,9 +120,13 @@ func (m *Main) Open(ctx context.Context) error {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+		ConnContext:       desktopConnContext(m.sandbox),
 	}
-	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
-	return err
+	if m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log); err != nil {
+		return err
+	}
+	// Now that the database, its WAL, the cookie keys and the socket exist.
+	return tightenDataDir(c.DataDir, c.Backend != BackendKube)
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -176,8 +184,11 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits})
+	m.sandbox = sandbox
 	var err error
-	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage})
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
+		Sandbox: sandbox, Refuse: refuse})
 	if err != nil {
 		return nil, err
 	}

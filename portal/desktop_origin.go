@@ -1,0 +1,49 @@
+package portal
+
+import (
+	"context"
+	"net"
+
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
+)
+
+// A local desktop can reach the portal's listen address over loopback like
+// any browser on this host. Its requests must not get the trust loopback
+// otherwise earns (the Tailscale proxy rule, sign-in by name), so every
+// connection from this host is attributed to its owner: the kernel's
+// socket table names the uid of the process that opened the peer socket,
+// which a desktop cannot forge (its processes all run as its own uid).
+// A loopback peer that cannot be attributed (its socket is already gone, or
+// /proc is unreadable) is treated as a desktop: fail closed. Peers on other
+// hosts are not in the table and keep the ordinary rules.
+
+// desktopConnContext marks the context of connections whose peer runs as
+// a desktop uid of sandbox (nil: no desktop uids, only the fail-closed
+// rule applies).
+func desktopConnContext(sandbox *local.Sandbox) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		if fromDesktop(c, sandbox) {
+			return auth.WithFromDesktop(ctx)
+		}
+		return ctx
+	}
+}
+
+// fromDesktop reports whether c was opened by a desktop (or, on loopback,
+// by a process the socket table does not name).
+func fromDesktop(c net.Conn, sandbox *local.Sandbox) bool {
+	remote, ok := tcpAddrPort(c.RemoteAddr())
+	if !ok {
+		return false
+	}
+	here, ok := tcpAddrPort(c.LocalAddr())
+	if !ok {
+		return false
+	}
+	uid, found, err := localSocketOwner(remote, here)
+	if err != nil || !found {
+		return remote.Addr().Unmap().IsLoopback()
+	}
+	return sandbox.Owns(uid)
+}
