@@ -1,0 +1,96 @@
+package portal
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
+)
+
+// acceptFrom listens on loopback, runs connect (which must connect to the
+// address it is given) and returns whether the accepted connection was
+// marked as coming from a desktop.
+func acceptFrom(t *testing.T, sandbox *local.Sandbox, connect func(addr string)) bool {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go connect(ln.Addr().String())
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return auth.FromDesktop(desktopConnContext(sandbox)(context.Background(), c))
+}
+
+func TestDesktopConnContext(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as a desktop uid")
+	}
+	sandbox, err := local.NewSandbox(local.SandboxConfig{UIDs: "201400-201499", Registry: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("PortalItself", func(t *testing.T) {
+		if acceptFrom(t, sandbox, func(addr string) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				time.Sleep(time.Second)
+				c.Close()
+			}
+		}) {
+			t.Error("a connection of the portal's own uid was marked as from a desktop")
+		}
+	})
+	asUID := func(uid int) func(addr string) {
+		return func(addr string) {
+			host, port, _ := net.SplitHostPort(addr)
+			cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups",
+				"bash", "-c", "exec 3<>/dev/tcp/"+host+"/"+port+"; sleep 2")
+			cmd.Run()
+		}
+	}
+	t.Run("DesktopUID", func(t *testing.T) {
+		if !acceptFrom(t, sandbox, asUID(201450)) {
+			t.Error("a connection of desktop uid 201450 was not marked")
+		}
+	})
+	t.Run("OtherLocalUser", func(t *testing.T) {
+		if acceptFrom(t, sandbox, asUID(4242)) {
+			t.Error("a connection of uid 4242 (no desktop) was marked")
+		}
+	})
+	t.Run("IPv6", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "[::1]:0")
+		if err != nil {
+			t.Skip("no IPv6 loopback")
+		}
+		ln.Close()
+		// The same lookups run on tcp6; check the address form directly.
+		if got, _ := procNetAddr(netipAddrPort(t, "[::1]:8080"), true); got != "00000000000000000000000001000000:1F90" {
+			t.Errorf("procNetAddr([::1]:8080) = %s", got)
+		}
+		if got, _ := procNetAddr(netipAddrPort(t, "127.0.0.1:8080"), false); got != "0100007F:1F90" {
+			t.Errorf("procNetAddr(127.0.0.1:8080) = %s", got)
+		}
+	})
+}
+
+func netipAddrPort(t *testing.T, s string) netip.AddrPort {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
