@@ -193,6 +193,13 @@ func splitList(s string) []string {
 	return out
 }
 
+// rootDataDir is root's default data directory. Root's home is private
+// (0700) and every sandboxed desktop's uid must pass through the data
+// directory to its own folder, so root keeps its data where system
+// services do. A data directory an older portal made in root's home is
+// kept; local desktops then say how to move it.
+const rootDataDir = "/var/lib/corral-vdi"
+
 func defaultDataDir(getenv func(string) string) string {
 	if x := getenv("XDG_DATA_HOME"); x != "" {
 		return filepath.Join(x, "corral-vdi")
@@ -201,7 +208,13 @@ func defaultDataDir(getenv func(string) string) string {
 	if err != nil {
 		return "corral-vdi-data"
 	}
-	return filepath.Join(home, ".local", "share", "corral-vdi")
+	inHome := filepath.Join(home, ".local", "share", "corral-vdi")
+	if os.Geteuid() == 0 {
+		if _, err := os.Stat(inHome); err != nil {
+			return rootDataDir
+		}
+	}
+	return inHome
 }
 
 // isLoopback reports whether addr listens on loopback only.
