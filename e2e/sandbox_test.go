@@ -137,3 +137,19 @@ func TestSandbox_Refusals(t *testing.T) {
 		claimRefused(t, p, "alice", "does not keep file owners and modes")
 	})
 }
+
+// TestSandbox_LimitShowsInTheReason: a desktop that cannot live within its
+// limits (here an address space too small for Xvnc) is failed, and its
+// reason names the limits.
+func TestSandbox_LimitShowsInTheReason(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxed desktops need the portal to run as root")
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_LIMITS=as=24M")
+	p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", nil)
+	var d desktop
+	p.API(t, "alice", "GET", "/api/vdi/desktops/local/demo-1", &d)
+	if d.Power != "failed" || !strings.Contains(d.Reason, "its limits: 24 MiB address space") {
+		t.Errorf("desktop under a 24 MiB address space: %+v; want failed, naming its limits", d)
+	}
+}

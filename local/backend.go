@@ -267,6 +267,9 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 	b.mu.Lock()
 	if err != nil {
 		rt.power, rt.reason = vdi.PowerFailed, err.Error()
+		if spec.User != nil {
+			rt.reason += " (its limits: " + spec.User.Limits.String() + ")"
+		}
 	} else {
 		rt.power, rt.reason, rt.desktop = vdi.PowerRunning, "", d
 		go b.watch(ref.Name, rt, d)

@@ -35,7 +35,12 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 	if err := killUID(u.UID, desktopStopGrace); err != nil {
 		return err
 	}
+	// The member's folder: the uid passes through it to run and home (an
+	// older portal made it 0700).
 	if err := os.MkdirAll(filepath.Dir(spec.Dir), 0o711); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Dir(spec.Dir), 0o711); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(spec.Dir); err != nil {
