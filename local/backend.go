@@ -396,8 +396,7 @@ func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	if p == vdi.ProtocolRDP {
 		return d.dialRDP(ctx)
 	}
-	var dialer net.Dialer
-	return dialer.DialContext(ctx, "unix", d.VNCSocket())
+	return d.dialSocket(ctx, d.VNCSocket())
 }
 
 // StopAll stops every desktop this backend runs; the portal calls it on exit

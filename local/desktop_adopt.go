@@ -1,12 +1,12 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +58,8 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	why := "Xvnc is gone"
 	if xvnc != nil {
 		why = "Xvnc does not answer"
-		if rec.Display >= 0 && vncAnswers(sock) {
+		probe := &Desktop{spec: spec}
+		if rec.Display >= 0 && vncAnswers(probe, sock) {
 			// Keep Xvnc first, as StartDesktop does.
 			procs := []*desktopProc{xvnc}
 			for _, p := range live {
@@ -129,8 +130,10 @@ func killRecorded(dir string, live []*desktopProc, log *slog.Logger) error {
 }
 
 // vncAnswers reports whether an RFB server greets on the Unix socket.
-func vncAnswers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+func vncAnswers(d *Desktop, sock string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := d.dialSocket(ctx, sock)
 	if err != nil {
 		return false
 	}

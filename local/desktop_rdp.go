@@ -153,8 +153,7 @@ func (d *Desktop) dialRDP(ctx context.Context) (*RDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, "unix", sock)
+	c, err := d.dialSocket(ctx, sock)
 	if err != nil {
 		return nil, err
 	}

@@ -117,11 +117,15 @@ func ensureX11Dirs() error {
 }
 
 // killLegacyDesktop kills a desktop a portal without sandboxing started
-// for this member, recorded in the pids file it kept in Dir. Only a file
-// the portal's user owns (with one link) is believed: Dir belongs to the
-// desktop's uid now, which could plant any PIDs there.
+// for this member, recorded in the pids file it kept in Dir. It is
+// believed only while Dir is still the portal's (its parent is the
+// portal's too, so the user cannot swap it): once Dir belongs to the
+// desktop's uid, which could plant any PIDs there, it is never read.
 func killLegacyDesktop(spec DesktopSpec, log *slog.Logger) {
 	var st syscall.Stat_t
+	if err := syscall.Lstat(spec.Dir, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return
+	}
 	if err := syscall.Lstat(filepath.Join(spec.Dir, desktopPidsName), &st); err != nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -176,4 +177,38 @@ func TestKillUID_SparesOthers(t *testing.T) {
 		t.Error("killUID(a) killed uid b's process")
 	}
 
+}
+
+func TestSandboxedDesktop_SymlinkedSocketIsRefused(t *testing.T) {
+	s := MustSandbox(t, "201600-201699", Limits{})
+	alice := MustStartDesktop(t, MustSandboxedSpec(t, s, "alice"))
+	bob := MustStartDesktop(t, MustSandboxedSpec(t, s, "bob"))
+	if _, _, name := rfbHandshake(t, alice.VNCSocket()); name != "alice" {
+		t.Fatalf("alice's VNC desktop is named %q", name)
+	}
+	c, err := alice.dialSocket(context.Background(), alice.VNCSocket())
+	if err != nil {
+		t.Fatalf("dial alice's own socket: %v", err)
+	}
+	c.Close()
+	// What alice's uid can do in her run folder: point vnc.sock at bob's.
+	os.Remove(alice.VNCSocket())
+	if err := os.Symlink(bob.VNCSocket(), alice.VNCSocket()); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(alice.VNCSocket(), alice.spec.User.UID, alice.spec.User.GID)
+	if c, err := alice.dialSocket(context.Background(), alice.VNCSocket()); err == nil {
+		c.Close()
+		t.Fatal("the portal followed alice's symlink to bob's VNC socket")
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	// A socket of another uid, even in her folder, is refused too.
+	os.Remove(alice.VNCSocket())
+	if err := os.Link(bob.VNCSocket(), alice.VNCSocket()); err == nil {
+		if c, err := alice.dialSocket(context.Background(), alice.VNCSocket()); err == nil {
+			c.Close()
+			t.Error("the portal dialled bob's socket inode from alice's folder")
+		}
+	}
 }
