@@ -150,9 +150,24 @@ func TestAttack_FromInsideADesktop(t *testing.T) {
 			t.Logf("attack %s: %s", at.name, result[1])
 		}
 	}
+	// Alice points her own VNC socket at bob's: the portal, which dials it
+	// as root, must not follow.
+	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock ~/../run/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
+	if !strings.Contains(out, "LINKED-42") {
+		t.Fatalf("could not replace alice's socket: %q", out)
+	}
+	if ws, res, err := dialWS(p, "alice", "/ws/vnc/local/"+a.Name, p.URL); err == nil {
+		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, msg, err := ws.ReadMessage(); err == nil && strings.HasPrefix(string(msg), "RFB ") {
+			t.Errorf("attack vnc-socket-symlink SUCCEEDED: alice's console reached bob's display (%q)", msg)
+		}
+		ws.Close()
+	} else {
+		t.Logf("attack vnc-socket-symlink: refused (%v)", status(res))
+	}
 	// The portal is unharmed and nobody became admin.
-	if code := p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+a.Name, &a); code != 200 || a.Power != "running" {
-		t.Errorf("after the attacks alice's desktop: %d %+v; want running", code, a)
+	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+b.Name, &b); code != 200 || b.Power != "running" {
+		t.Errorf("after the attacks bob's desktop: %d %+v; want running", code, b)
 	}
 	if strings.Contains(p.Log(), `login=admin`) {
 		t.Errorf("the portal logged an admin identity:\n%s", p.Log())
