@@ -21,6 +21,7 @@ require (
 )
 
 require (
+	github.com/cavaliergopher/cpio v1.0.1 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect

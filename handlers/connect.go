@@ -53,10 +53,12 @@ type probeResult struct {
 	at          time.Time
 }
 
-// probeKey names one console of one member.
+// probeKey names one console of one member under one claim: a new claim
+// (an ephemeral member recreated, with a fresh sign-in) is probed afresh.
 type probeKey struct {
-	ref vdi.Ref
-	p   vdi.Protocol
+	ref     vdi.Ref
+	p       vdi.Protocol
+	claimed time.Time
 }
 
 // probeCache remembers probe results for probeTTL.
@@ -73,6 +75,18 @@ func (c *probeCache) get(k probeKey, now time.Time) (probeResult, bool) {
 		return probeResult{}, false
 	}
 	return r, true
+}
+
+// forget drops what is known of ref's consoles: it was started or stopped,
+// and its sign-in may have changed with it.
+func (c *probeCache) forget(ref vdi.Ref) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.m {
+		if key.ref == ref {
+			delete(c.m, key)
+		}
+	}
 }
 
 func (c *probeCache) put(k probeKey, r probeResult) {
@@ -129,7 +143,7 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
 		switch p {
 		case vdi.ProtocolRDP:
-			res := h.probe(ctx, d.Ref(), p)
+			res := h.probe(ctx, d, p)
 			if !res.ok {
 				continue
 			}
@@ -137,7 +151,7 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 			o.Destination = rdpDestination(d.Ref())
 			o.Credentials = holderSignIn(id, d, res)
 		case vdi.ProtocolSerial:
-			o.Credentials = holderSignIn(id, d, h.probe(ctx, d.Ref(), p))
+			o.Credentials = holderSignIn(id, d, h.probe(ctx, d, p))
 		}
 		opts = append(opts, o)
 	}
@@ -152,7 +166,7 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentia
 	return &rdpCredentials{Username: res.user, Password: res.passw}
 }
 
-// probe connects to console p of ref, checks that an RDP server answers an
+// probe connects to console p of d, checks that an RDP server answers an
 // X.224 request (for RDP), and notes the sign-in the backend knows. Results
 // are cached for probeTTL.
 //
@@ -161,8 +175,9 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentia
 // reaches is still offered. Other consoles are dialled directly, only for
 // the sign-in the backend knows: a fallback would open the guest's one
 // serial console just to close it again.
-func (h *Handler) probe(ctx context.Context, ref vdi.Ref, p vdi.Protocol) probeResult {
-	key := probeKey{ref, p}
+func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) probeResult {
+	ref := d.Ref()
+	key := probeKey{ref, p, d.ClaimedAt}
 	if res, ok := h.console.probes.get(key, time.Now()); ok {
 		return res
 	}

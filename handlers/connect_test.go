@@ -21,7 +21,7 @@ import (
 
 func TestProbeCache(t *testing.T) {
 	var c probeCache
-	k := probeKey{vdi.Ref{Namespace: "local", Name: "demo-1"}, vdi.ProtocolRDP}
+	k := probeKey{vdi.Ref{Namespace: "local", Name: "demo-1"}, vdi.ProtocolRDP, time.Now()}
 	t0 := time.Now()
 	if _, ok := c.get(k, t0); ok {
 		t.Fatal("get on an empty cache found a result")
@@ -34,10 +34,19 @@ func TestProbeCache(t *testing.T) {
 		t.Error("get after the TTL found a result; want a fresh probe")
 	}
 	// Expired entries go when new ones come.
-	k2 := probeKey{k.ref, vdi.ProtocolSerial}
+	k2 := probeKey{k.ref, vdi.ProtocolSerial, k.claimed}
 	c.put(k2, probeResult{at: t0.Add(2 * probeTTL)})
 	if len(c.m) != 1 {
 		t.Errorf("cache holds %d entries after an expired one; want 1", len(c.m))
+	}
+	// A new claim of the member, or a start or stop, is probed afresh.
+	c.put(k, probeResult{ok: true, at: t0.Add(2 * probeTTL)})
+	if _, ok := c.get(probeKey{k.ref, k.p, k.claimed.Add(time.Second)}, t0.Add(2*probeTTL)); ok {
+		t.Error("get under a new claim found the old claim's result")
+	}
+	c.forget(k.ref)
+	if len(c.m) != 0 {
+		t.Errorf("cache holds %d entries after forget; want 0", len(c.m))
 	}
 }
 

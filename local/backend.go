@@ -36,6 +36,12 @@ type Config struct {
 	// VMImage is the folder of the kernel and initramfs vm pools boot;
 	// empty means scripts/vm-image.sh's cache.
 	VMImage string
+	// VMAccel forces QEMU's accelerator: "kvm" or "tcg"; "" or "auto"
+	// decides once per host (see accelerator).
+	VMAccel string
+	// KVMDevice is the device whose opening means KVM may be tried;
+	// default /dev/kvm.
+	KVMDevice string
 	// Sandbox gives each session desktop a uid of its own. Nil runs
 	// desktops as the portal's own user, which only tests may do: the
 	// portal always sets Sandbox or Refuse.
@@ -52,6 +58,7 @@ type Backend struct {
 	dir     string
 	log     *slog.Logger
 	vmImage string
+	accel   *accelerator
 	sandbox *Sandbox
 	refuse  error
 
@@ -77,6 +84,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.log == nil {
 		b.log = slog.Default()
 	}
+	qemu, _ := lookQEMU() // a pool of VMs says so when it is missing
+	accel, err := newAccelerator(cfg.VMAccel, cfg.KVMDevice, accelFile(b.dir), qemu, b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.accel = accel
 	if err := os.MkdirAll(filepath.Join(b.dir, "members"), 0o700); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}

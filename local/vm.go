@@ -2,8 +2,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,20 +80,6 @@ func lookQEMU() (string, error) {
 	return p, nil
 }
 
-// vmAccel returns the QEMU accelerator options: KVM when /dev/kvm can be
-// opened for writing (with TCG as QEMU's own fallback when KVM fails to
-// initialise), else TCG. CORRAL_VDI_VM_ACCEL=tcg forces TCG, for hosts whose
-// /dev/kvm opens but cannot run guests.
-func vmAccel() []string {
-	if os.Getenv("CORRAL_VDI_VM_ACCEL") != "tcg" {
-		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
-			f.Close()
-			return []string{"-accel", "kvm", "-accel", "tcg"}
-		}
-	}
-	return []string{"-accel", "tcg"}
-}
-
 // vmRecord is <Dir>/vm.json: what adoption needs to find a running guest.
 type vmRecord struct {
 	Proc   *desktopProc `json:"proc"`
@@ -119,59 +103,88 @@ type VM struct {
 	poll     chan struct{}
 }
 
-// StartVM boots img as member name with its state in dir, and returns once
-// QEMU listens (the guest then boots on its own; its serial console shows
-// that). Each guest gets a fresh random root password.
-func StartVM(ctx context.Context, name, dir string, img VMImage, log *slog.Logger) (*VM, error) {
+// vmBoot says what bootVM boots.
+type vmBoot struct {
+	name  string
+	dir   string // the member's folder for the guest's state and log
+	img   VMImage
+	accel *accelerator
+	log   *slog.Logger
+}
+
+// bootVM boots the member's guest and returns once QEMU listens (the guest
+// then boots on its own; its serial console shows that). Each boot gets a
+// fresh random root password, which Password returns from then on: a
+// fallback from a silent KVM guest to TCG keeps it, so the sign-in shown to
+// the holder is always the one the running guest accepts.
+func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 	qemu, err := lookQEMU()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
-	killRecordedVM(dir, log)
+	killRecordedVM(cfg.dir, cfg.log)
 	password, hash, err := vmPassword(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, vmPasswordName), []byte(password), 0o600); err != nil {
-		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	initrd, err := writeVMInitrd(cfg.dir, cfg.img, hash)
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: initramfs: %w", cfg.name, err)
 	}
-	accel := vmAccel()
-	v, err := launchVM(ctx, name, dir, qemu, img, accel, hash, log)
-	if err != nil || accel[1] != "kvm" {
-		return v, err
+	accel, probe := cfg.accel.choose()
+	v, err := launchVM(ctx, cfg, qemu, initrd, accel)
+	if err == nil && probe {
+		// Some hosts open /dev/kvm but cannot run guests: QEMU then hangs
+		// without a word. A KVM guest speaks on its serial line within seconds.
+		serr := v.speaksWithin(ctx, cfg.accel.wait)
+		if serr != nil && ctx.Err() != nil { // gave up on the start, not a verdict
+			v.Stop()
+			return nil, fmt.Errorf("local: vm %s: %w", cfg.name, ctx.Err())
+		}
+		if serr != nil {
+			v.log.Warn("vm silent under KVM; restarting it with TCG", "waited", cfg.accel.wait, "err", serr)
+			cfg.accel.settle(AccelTCG, fmt.Sprintf("a KVM guest stayed silent for %v", cfg.accel.wait))
+			v.Stop() // which removes the initramfs with the hash: write it again
+			if initrd, err = writeVMInitrd(cfg.dir, cfg.img, hash); err == nil {
+				v, err = launchVM(ctx, cfg, qemu, initrd, AccelTCG)
+			}
+		} else {
+			cfg.accel.settle(AccelKVM, "a KVM guest spoke on its serial line")
+		}
 	}
-	// Some hosts open /dev/kvm but cannot run guests: QEMU then hangs
-	// without a word. A KVM guest speaks on its serial line within seconds.
-	if err := v.speaksWithin(ctx, vmKVMBootWait); err != nil {
-		v.log.Warn("vm silent under KVM; restarting it with TCG (set CORRAL_VDI_VM_ACCEL=tcg to skip KVM)", "err", err)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.dir, vmPasswordName), []byte(password), 0o600); err != nil {
 		v.Stop()
-		return launchVM(ctx, name, dir, qemu, img, []string{"-accel", "tcg"}, hash, log)
+		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
 	return v, nil
 }
 
-// launchVM starts QEMU with accel and waits until it listens.
-func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []string, hash string, log *slog.Logger) (*VM, error) {
+// launchVM starts QEMU under accel and waits until it listens.
+func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM, error) {
+	name, dir := cfg.name, cfg.dir
 	rec, vncArg, serialArg, err := vmEndpoints(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	args := append(append([]string{}, accel...),
+	args := append(accelArgs(accel),
 		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
 		"-nic", "none", "-display", "none", "-vga", "std",
 		"-vnc", vncArg, "-serial", serialArg,
-		"-kernel", img.Kernel, "-initrd", img.Initrd,
-		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init corral.password="+hash,
+		"-kernel", cfg.img.Kernel, "-initrd", initrd,
+		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init",
 	)
 	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	rec.Proc = p
-	v := &VM{dir: dir, name: name, log: log.With("vm", name), done: make(chan struct{}), rec: rec}
+	v := &VM{dir: dir, name: name, log: cfg.log.With("vm", name), done: make(chan struct{}), rec: rec}
 	go func() {
 		<-p.exited
 		v.ended(p.waitErr)
@@ -184,7 +197,7 @@ func launchVM(ctx context.Context, name, dir, qemu string, img VMImage, accel []
 		v.Stop()
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	v.log.Info("vm started", "pid", p.PID, "accel", accel[1], "vnc", v.rec.VNC, "serial", v.rec.Serial)
+	v.log.Info("vm started", "pid", p.PID, "accel", accel, "vnc", v.rec.VNC, "serial", v.rec.Serial)
 	return v, nil
 }
 
@@ -335,7 +348,7 @@ func (v *VM) Stop() error {
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
 		v.ended(nil)
-		for _, n := range []string{vmRecordName, vmPasswordName, vmVNCSocket, vmSerialSocket} {
+		for _, n := range []string{vmRecordName, vmPasswordName, vmInitrdName, vmVNCSocket, vmSerialSocket} {
 			if rerr := os.Remove(filepath.Join(v.dir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
@@ -353,22 +366,6 @@ func killRecordedVM(dir string, log *slog.Logger) {
 	if v, err := AdoptVM(filepath.Base(dir), dir, log); err == nil {
 		v.Stop()
 	}
-}
-
-// vmPassword returns a fresh random password and its SHA-512 crypt hash,
-// made by busybox's mkpasswd (the same code the guest checks it with).
-func vmPassword(ctx context.Context) (password, hash string, err error) {
-	b := make([]byte, 9)
-	rand.Read(b)
-	password = hex.EncodeToString(b)
-	salt := make([]byte, 6)
-	rand.Read(salt)
-	cmd := exec.CommandContext(ctx, "busybox", "mkpasswd", "-m", "sha512", "-S", hex.EncodeToString(salt), password)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", "", fmt.Errorf("hash VM password (busybox mkpasswd; install busybox-static): %w", err)
-	}
-	return password, strings.TrimSpace(string(out)), nil
 }
 
 // vmEndpoints picks where the guest's VNC server and serial line listen and

@@ -56,7 +56,7 @@ func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
 	img, err := FindVMImage(b.vmImage)
 	var v *VM
 	if err == nil {
-		v, err = StartVM(ctx, ref.Name, b.vmDir(ref.Name), img, b.log)
+		v, err = bootVM(ctx, vmBoot{name: ref.Name, dir: b.vmDir(ref.Name), img: img, accel: b.accel, log: b.log})
 	}
 	b.mu.Lock()
 	if err != nil {

@@ -43,6 +43,11 @@ type Config struct {
 	DemoVMPoolSize int
 	// VMImage is the folder of the kernel and initramfs vm pools boot.
 	VMImage string
+	// VMAccel forces QEMU's accelerator (kvm, tcg); empty or auto decides
+	// once per host. KVMDevice is the device whose opening means KVM may
+	// be tried.
+	VMAccel   string
+	KVMDevice string
 	// Peers are peer portals' base URLs; PeerSecret signs links to them.
 	Peers      []string
 	PeerSecret []byte
@@ -98,6 +103,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&adminSocket, "admin-socket", env("CORRAL_VDI_ADMIN_SOCKET", ""), "Unix socket of the admin CLI, for root and the portal's user; default admin.sock in the data directory, or off (CORRAL_VDI_ADMIN_SOCKET)")
 	fs.StringVar(&vmDemo, "demo-vm-pool-size", env("CORRAL_VDI_DEMO_VM_POOL_SIZE", "0"), "members of the QEMU pool demo-vm (needs scripts/vm-image.sh); 0 for none (CORRAL_VDI_DEMO_VM_POOL_SIZE)")
 	fs.StringVar(&c.VMImage, "vm-image", env("CORRAL_VDI_VM_IMAGE", ""), "folder with vmlinuz and initramfs.gz for vm pools; default scripts/vm-image.sh's cache (CORRAL_VDI_VM_IMAGE)")
+	fs.StringVar(&c.VMAccel, "vm-accel", env("CORRAL_VDI_VM_ACCEL", "auto"), "QEMU accelerator of vm pools: auto (KVM when it runs guests, decided once per host and remembered), kvm or tcg (CORRAL_VDI_VM_ACCEL)")
+	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
 	var desktopLimits string
@@ -144,6 +151,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.Peers = splitList(peers)
 	c.AdminSocket = adminSocketPath(adminSocket, c.DataDir)
+	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
+		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)
+	}
 	secret, err := valueOrFile(getenv("CORRAL_VDI_PEER_SECRET"), peerSecretFile, "CORRAL_VDI_PEER_SECRET")
 	if err != nil {
 		return c, err

@@ -11,8 +11,10 @@
 # and `current` in the cache folder is a symlink to the newest build. A
 # second run finds the build and prints its folder in well under a second.
 #
-# The root password is "corral" unless the kernel command line carries
-# corral.password=HASH (a crypt(3) hash), which the portal sets per member.
+# The root password is "corral" unless the initramfs carries
+# /etc/corral/root.hash (a crypt(3) hash): the portal appends a small cpio
+# archive with it to each member's initramfs, so no password or hash is
+# ever on QEMU's or the kernel's command line.
 #
 # Usage: scripts/vm-image.sh   (prints the image folder on stdout)
 set -euo pipefail
@@ -42,7 +44,9 @@ if [[ -z $kpkg ]]; then
 fi
 kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
-key="${kpkg#linux-image-}-${kver}_busybox-${bver}"
+# The layout's version: bump it when the init changes, so caches rebuild.
+layout=2
+key="v${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache/$key
 if [[ -s $out/vmlinuz && -s $out/initramfs.gz ]]; then
@@ -70,8 +74,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 hostname corral-vm
-hash=$(sed -n 's/.*corral\.password=\([^ ]*\).*/\1/p' /proc/cmdline)
+hash=$(cat /etc/corral/root.hash 2>/dev/null)
 [ -n "$hash" ] || hash=$(echo corral | mkpasswd -m sha512 -S corralvm)
+rm -f /etc/corral/root.hash
 echo "root:$hash:19000:0:99999:7:::" >/etc/shadow
 chmod 600 /etc/shadow
 exec /sbin/init
