@@ -17,24 +17,36 @@ import (
 // socket of the member's uid, and connects through /proc/self/fd, which
 // names that very inode.
 
-// dialSocket connects to the desktop's Unix socket at path. For a
-// sandboxed desktop, path must be a socket (not a symlink) owned by its uid.
+// dialSocket connects to the desktop's Unix socket at path, as
+// dialUnixAs does for its user.
 func (d *Desktop) dialSocket(ctx context.Context, path string) (net.Conn, error) {
+	c, err := dialUnixAs(ctx, path, d.spec.User)
+	if err != nil {
+		return nil, fmt.Errorf("local: desktop %q: %w", d.spec.Name, err)
+	}
+	return c, nil
+}
+
+// dialUnixAs connects to the Unix socket at path that u's processes made.
+// With a nil u (a desktop of the portal's own user) it simply dials; else
+// path must be a socket, not a symlink, owned by u's uid. A QEMU member
+// run as its uid dials its VNC and serial sockets the same way.
+func dialUnixAs(ctx context.Context, path string, u *DesktopUser) (net.Conn, error) {
 	var dialer net.Dialer
-	if d.spec.User == nil {
+	if u == nil {
 		return dialer.DialContext(ctx, "unix", path)
 	}
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("local: desktop %q: open %s: %w", d.spec.Name, path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("local: desktop %q: %s: %w", d.spec.Name, path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || int(st.Uid) != d.spec.User.UID {
-		return nil, fmt.Errorf("local: desktop %q: %s is not a socket of uid %d: refusing it", d.spec.Name, path, d.spec.User.UID)
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || int(st.Uid) != u.UID {
+		return nil, fmt.Errorf("%s is not a socket of uid %d: refusing it", path, u.UID)
 	}
 	return dialer.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(fd))
 }
