@@ -19,7 +19,13 @@ import (
 // marked as coming from a desktop.
 func acceptFrom(t *testing.T, sandbox *local.Sandbox, connect func(addr string)) bool {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return acceptOn(t, "127.0.0.1:0", sandbox, connect)
+}
+
+// acceptOn is acceptFrom on the listen address addr.
+func acceptOn(t *testing.T, addr string, sandbox *local.Sandbox, connect func(addr string)) bool {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +82,11 @@ func TestDesktopConnContext(t *testing.T) {
 			t.Skip("no IPv6 loopback")
 		}
 		ln.Close()
-		// The same lookups run on tcp6; check the address form directly.
-		if got, _ := procNetAddr(netipAddrPort(t, "[::1]:8080"), true); got != "00000000000000000000000001000000:1F90" {
-			t.Errorf("procNetAddr([::1]:8080) = %s", got)
+		if !acceptOn(t, "[::1]:0", sandbox, asUID(201451)) {
+			t.Error("an IPv6 loopback connection of desktop uid 201451 was not marked")
+		}
+		if acceptOn(t, "[::1]:0", sandbox, asUID(4243)) {
+			t.Error("an IPv6 loopback connection of uid 4243 was marked")
 		}
 		if got, _ := procNetAddr(netipAddrPort(t, "127.0.0.1:8080"), false); got != "0100007F:1F90" {
 			t.Errorf("procNetAddr(127.0.0.1:8080) = %s", got)
