@@ -1,0 +1,43 @@
+package portal
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestTightenDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		passable      bool
+		dir, localDir fs.FileMode
+	}{
+		{false, 0o700, 0o700},
+		{true, 0o711, 0o755}, // local/ is the backend's to set
+	} {
+		dir := t.TempDir()
+		os.Chmod(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "portal.db"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "cookie.keys"), nil, 0o640)
+		os.Mkdir(filepath.Join(dir, "recordings"), 0o755)
+		os.Mkdir(filepath.Join(dir, localDirName), 0o755)
+		if err := tightenDataDir(dir, tc.passable); err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]fs.FileMode{
+			dir:                               tc.dir,
+			filepath.Join(dir, "portal.db"):   0o600,
+			filepath.Join(dir, "cookie.keys"): 0o600,
+			filepath.Join(dir, "recordings"):  0o700,
+			filepath.Join(dir, localDirName):  tc.localDir,
+		} {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != want {
+				t.Errorf("passable %v: %s mode %04o; want %04o", tc.passable, filepath.Base(path), got, want)
+			}
+		}
+	}
+}
