@@ -2,7 +2,9 @@ package portal
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
@@ -20,30 +22,38 @@ import (
 
 // desktopConnContext marks the context of connections whose peer runs as
 // a desktop uid of sandbox (nil: no desktop uids, only the fail-closed
-// rule applies).
-func desktopConnContext(sandbox *local.Sandbox) func(context.Context, net.Conn) context.Context {
+// rule applies). The first loopback peer it cannot attribute is logged.
+func desktopConnContext(sandbox *local.Sandbox, log *slog.Logger) func(context.Context, net.Conn) context.Context {
+	var once sync.Once
 	return func(ctx context.Context, c net.Conn) context.Context {
-		if fromDesktop(c, sandbox) {
+		desktop, unknown := fromDesktop(c, sandbox)
+		if unknown {
+			once.Do(func() {
+				log.Warn("a loopback connection's owner is not in the kernel's socket table (/proc/net/tcp); treating such connections as from a desktop: no Tailscale identity, no sign-in by name", "remote", c.RemoteAddr().String())
+			})
+		}
+		if desktop {
 			return auth.WithFromDesktop(ctx)
 		}
 		return ctx
 	}
 }
 
-// fromDesktop reports whether c was opened by a desktop (or, on loopback,
-// by a process the socket table does not name).
-func fromDesktop(c net.Conn, sandbox *local.Sandbox) bool {
+// fromDesktop reports whether c was opened by a desktop, or (unknown) is
+// a loopback connection the socket table does not name.
+func fromDesktop(c net.Conn, sandbox *local.Sandbox) (desktop, unknown bool) {
 	remote, ok := tcpAddrPort(c.RemoteAddr())
 	if !ok {
-		return false
+		return false, false
 	}
 	here, ok := tcpAddrPort(c.LocalAddr())
 	if !ok {
-		return false
+		return false, false
 	}
 	uid, found, err := localSocketOwner(remote, here)
 	if err != nil || !found {
-		return remote.Addr().Unmap().IsLoopback()
+		loop := remote.Addr().Unmap().IsLoopback()
+		return loop, loop
 	}
-	return sandbox.Owns(uid)
+	return sandbox.Owns(uid), false
 }

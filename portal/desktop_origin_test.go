@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -37,7 +38,7 @@ func acceptOn(t *testing.T, addr string, sandbox *local.Sandbox, connect func(ad
 		t.Fatal(err)
 	}
 	defer c.Close()
-	return auth.FromDesktop(desktopConnContext(sandbox)(context.Background(), c))
+	return auth.FromDesktop(desktopConnContext(sandbox, slog.New(slog.DiscardHandler))(context.Background(), c))
 }
 
 func TestDesktopConnContext(t *testing.T) {

@@ -120,7 +120,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
-		ConnContext:       desktopConnContext(m.sandbox),
+		ConnContext:       desktopConnContext(m.sandbox, m.Log),
 	}
 	if m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log); err != nil {
 		return err
