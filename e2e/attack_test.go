@@ -113,12 +113,19 @@ func (term *terminal) run(script string, d time.Duration) string {
 // TestAttack_FromInsideADesktop claims two desktops as two users and, from
 // inside alice's terminal (through the portal, as she would), tries every
 // way out of the desktop: each must fail.
+// It runs with the host's network and with none.
 func TestAttack_FromInsideADesktop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxed desktops need the portal to run as root")
 	}
+	for _, network := range []string{"host", "none"} {
+		t.Run("network="+network, func(t *testing.T) { attackFromInside(t, network) })
+	}
+}
+
+func attackFromInside(t *testing.T, network string) {
 	const nproc = 150
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin",
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin", "CORRAL_VDI_DESKTOP_NETWORK="+network,
 		"CORRAL_VDI_DESKTOP_LIMITS=nproc="+strconv.Itoa(nproc)+",nofile=1024,as=8G")
 	var a, b desktop
 	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 || a.Power != "running" {

@@ -37,6 +37,11 @@ const memberUIDName = "uid"
 type DesktopUser struct {
 	UID, GID int
 	Limits   Limits
+	// NoNetwork starts each process in a network namespace of its own,
+	// with nothing in it but a loopback that is down: no network at all,
+	// the host's loopback (the portal included) out of reach. X still
+	// works, over the display's socket in /tmp/.X11-unix.
+	NoNetwork bool
 
 	prlimit string // the path of prlimit, which sets Limits
 }
@@ -48,6 +53,8 @@ type SandboxConfig struct {
 	UIDs string
 	// Limits are the resource limits of every desktop; see ParseLimits.
 	Limits Limits
+	// NoNetwork gives desktops no network (CORRAL_VDI_DESKTOP_NETWORK=none).
+	NoNetwork bool
 	// Registry is the host-wide folder of uid allocations; empty means
 	// /run/corral-vdi/desktop-uids.
 	Registry string
@@ -61,6 +68,7 @@ type SandboxConfig struct {
 type Sandbox struct {
 	first, last int
 	limits      Limits
+	noNetwork   bool
 	registry    string
 	prlimit     string
 
@@ -101,7 +109,7 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if err := os.MkdirAll(cfg.Registry, 0o700); err != nil {
 		return nil, fmt.Errorf("local desktops are off: uid registry: %w", err)
 	}
-	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit}, nil
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, noNetwork: cfg.NoNetwork, registry: cfg.Registry, prlimit: prlimit}, nil
 }
 
 // parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
@@ -193,7 +201,7 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 }
 
 func (s *Sandbox) desktopUser(uid int) *DesktopUser {
-	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit}
+	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, NoNetwork: s.noNetwork, prlimit: s.prlimit}
 }
 
 func (s *Sandbox) entry(uid int) string { return filepath.Join(s.registry, strconv.Itoa(uid)) }

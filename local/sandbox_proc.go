@@ -17,10 +17,15 @@ func (u *DesktopUser) command(path string, args ...string) *exec.Cmd {
 }
 
 // sysProcAttr adds u's credentials to attr: uid and gid, and no
-// supplementary groups (the portal's must not leak into the desktop).
+// supplementary groups (the portal's must not leak into the desktop); and
+// with NoNetwork a network namespace of its own, made while the child is
+// still root, before it takes u's uid.
 func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
 	if u != nil {
 		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
+		if u.NoNetwork {
+			attr.Unshareflags |= syscall.CLONE_NEWNET
+		}
 	}
 	return attr
 }

@@ -2,7 +2,9 @@ package local
 
 import (
 	"context"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -209,6 +211,44 @@ func TestSandboxedDesktop_SymlinkedSocketIsRefused(t *testing.T) {
 		if c, err := alice.dialSocket(context.Background(), alice.VNCSocket()); err == nil {
 			c.Close()
 			t.Error("the portal dialled bob's socket inode from alice's folder")
+		}
+	}
+}
+
+func TestSandboxedDesktop_NoNetwork(t *testing.T) {
+	s := MustSandbox(t, "201800-201899", Limits{})
+	s.noNetwork = true
+	d := MustStartDesktop(t, MustSandboxedSpec(t, s, "nonet"))
+	if d.RDPSocket() == "" {
+		t.Error("no RDP server without a network")
+	}
+	if w, _, _ := rfbHandshake(t, d.VNCSocket()); w != 1280 {
+		t.Errorf("VNC width %d; want 1280", w)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	term, err := d.StartTerminal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	// The host's loopback (where the portal listens) is out of reach, and
+	// X clients still reach the display.
+	term.Write([]byte("(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo REACH''ED || echo NO-NET-$((40+2)); xwininfo -root >/dev/null 2>&1 && echo X-$((40+2))\r"))
+	out := readUntil(t, term, "NO-NET-42")
+	if strings.Contains(out, "REACHED\r") {
+		t.Errorf("a desktop without network reached the host's loopback: %q", out)
+	}
+	if _, err := exec.LookPath("xwininfo"); err == nil {
+		readUntil(t, term, "X-42")
+	}
+	for _, p := range d.procs {
+		if !p.alive() {
+			t.Errorf("%s died without a network", p.Name)
 		}
 	}
 }

@@ -69,6 +69,8 @@ type Config struct {
 	DesktopUIDs string
 	// DesktopLimits are every local desktop's resource limits.
 	DesktopLimits local.Limits
+	// DesktopNoNetwork gives local desktops no network at all.
+	DesktopNoNetwork bool
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -107,9 +109,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
-	var desktopLimits string
+	var desktopLimits, desktopNetwork string
 	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
 	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
+	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -170,6 +173,13 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.DesktopLimits, err = local.ParseLimits(desktopLimits); err != nil {
 		return c, err
+	}
+	switch desktopNetwork {
+	case "host":
+	case "none":
+		c.DesktopNoNetwork = true
+	default:
+		return c, fmt.Errorf("CORRAL_VDI_DESKTOP_NETWORK: %q is not host or none", desktopNetwork)
 	}
 	if err := resolveBackend(&c, getenv); err != nil {
 		return c, err

@@ -184,7 +184,7 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
-	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits})
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits, NoNetwork: c.DesktopNoNetwork})
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
