@@ -12,10 +12,13 @@ import (
 const localDirName = "local"
 
 // tightenDataDir makes the data directory the portal's alone: the folder
-// 0700 (0711 with sandboxed local desktops, whose uids must pass through
-// to their own folders under local/, but may not list it), every file in
-// it 0600 and every folder 0700. Files written later (SQLite's WAL and
-// shared-memory files) take the database file's mode.
+// 0700 (0711 with local desktops, whose uids must pass through to their
+// own folders under local/ but may not list it), and the portal's own
+// files in it (the database and its journals, key files, sockets,
+// secrets) lose every group and other bit. Other entries are left alone,
+// in case CORRAL_VDI_DATA_DIR names a folder that holds more. Files the
+// portal writes later are 0600 already; SQLite's WAL and shared-memory
+// files take the database file's mode.
 func tightenDataDir(dir string, passable bool) error {
 	mode := fs.FileMode(0o700)
 	if passable {
@@ -29,27 +32,29 @@ func tightenDataDir(dir string, passable bool) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		var want fs.FileMode
-		switch t := e.Type(); {
-		case t.IsDir() && e.Name() == localDirName && passable:
-			continue
-		case t.IsDir():
-			want = 0o700
-		case t.IsRegular(), t&fs.ModeSocket != 0:
-			want = 0o600
-		default: // symlinks and devices are not ours to change
+		if !portalFile(e.Name()) || !(e.Type().IsRegular() || e.Type()&fs.ModeSocket != 0) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed meanwhile
 		}
-		if fi.Mode().Perm()&^want != 0 {
-			if err := os.Chmod(path, fi.Mode().Perm()&want); err != nil {
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(filepath.Join(dir, e.Name()), perm&^0o077); err != nil {
 				return fmt.Errorf("data directory: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// portalFile reports whether name is one of the portal's files in its data
+// directory.
+func portalFile(name string) bool {
+	for _, pattern := range []string{"portal.db*", "*.keys", "*.key", "*.sock", "*secret*", "*.json"} {
+		if ok, _ := filepath.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -12,14 +12,15 @@ func TestTightenDataDir(t *testing.T) {
 		passable      bool
 		dir, localDir fs.FileMode
 	}{
-		{false, 0o700, 0o700},
-		{true, 0o711, 0o755}, // local/ is the backend's to set
+		{false, 0o700, 0o755}, // folders are not the files it tightens
+		{true, 0o711, 0o755},  // local/ is the backend's to set
 	} {
 		dir := t.TempDir()
 		os.Chmod(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, "portal.db"), nil, 0o644)
 		os.WriteFile(filepath.Join(dir, "cookie.keys"), nil, 0o640)
-		os.Mkdir(filepath.Join(dir, "recordings"), 0o755)
+		os.WriteFile(filepath.Join(dir, "portal.db-wal"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
 		os.Mkdir(filepath.Join(dir, localDirName), 0o755)
 		if err := tightenDataDir(dir, tc.passable); err != nil {
 			t.Fatal(err)
@@ -28,7 +29,6 @@ func TestTightenDataDir(t *testing.T) {
 			dir:                               tc.dir,
 			filepath.Join(dir, "portal.db"):   0o600,
 			filepath.Join(dir, "cookie.keys"): 0o600,
-			filepath.Join(dir, "recordings"):  0o700,
 			filepath.Join(dir, localDirName):  tc.localDir,
 		} {
 			fi, err := os.Stat(path)
