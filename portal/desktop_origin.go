@@ -50,9 +50,15 @@ func fromDesktop(c net.Conn, sandbox *local.Sandbox) (desktop, unknown bool) {
 	if !ok {
 		return false, false
 	}
+	loop := remote.Addr().Unmap().IsLoopback()
+	// A connection from this host to one of its own addresses has that
+	// address as its source too; anything else comes from another host and
+	// is not worth the lookup (a few ms with hundreds of sockets).
+	if !loop && remote.Addr().Unmap() != here.Addr().Unmap() {
+		return false, false
+	}
 	uid, found, err := localSocketOwner(remote, here)
 	if err != nil || !found {
-		loop := remote.Addr().Unmap().IsLoopback()
 		return loop, loop
 	}
 	return sandbox.Owns(uid), false
