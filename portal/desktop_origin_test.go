@@ -77,6 +77,15 @@ func TestDesktopConnContext(t *testing.T) {
 			t.Error("a connection of uid 4242 (no desktop) was marked")
 		}
 	})
+	t.Run("HostAddress", func(t *testing.T) {
+		ip := hostAddress(t)
+		if !acceptOn(t, net.JoinHostPort(ip, "0"), sandbox, asUID(201452)) {
+			t.Errorf("a connection of desktop uid 201452 to this host's %s was not marked", ip)
+		}
+		if acceptOn(t, net.JoinHostPort(ip, "0"), sandbox, asUID(4244)) {
+			t.Errorf("a connection of uid 4244 to this host's %s was marked", ip)
+		}
+	})
 	t.Run("IPv6", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "[::1]:0")
 		if err != nil {
@@ -102,4 +111,17 @@ func netipAddrPort(t *testing.T, s string) netip.AddrPort {
 		t.Fatal(err)
 	}
 	return ap
+}
+
+// hostAddress returns an IPv4 address of this host that is not loopback.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but loopback")
+	return ""
 }
