@@ -61,6 +61,10 @@ type SandboxConfig struct {
 	// Passwd and Group are the account files a range must not collide
 	// with; empty means /etc/passwd and /etc/group.
 	Passwd, Group string
+	// SubUID and SubGID are the subordinate id files (rootless
+	// containers' uids) a range must not overlap; empty means /etc/subuid
+	// and /etc/subgid.
+	SubUID, SubGID string
 }
 
 // Sandbox allocates desktop uids to members and starts their processes as
@@ -90,6 +94,12 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if cfg.Group == "" {
 		cfg.Group = "/etc/group"
 	}
+	if cfg.SubUID == "" {
+		cfg.SubUID = "/etc/subuid"
+	}
+	if cfg.SubGID == "" {
+		cfg.SubGID = "/etc/subgid"
+	}
 	if uid := os.Geteuid(); uid != 0 {
 		return nil, fmt.Errorf("local desktops are off: the portal runs as uid %d, not root, so it cannot give each desktop a uid of its own; run the portal as root (desktops then run as uids from CORRAL_VDI_DESKTOP_UIDS), or use the kube backend", uid)
 	}
@@ -100,6 +110,11 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	for _, f := range []struct{ path, what string }{{cfg.Passwd, "user"}, {cfg.Group, "group"}} {
 		if name, id, ok := accountInRange(f.path, first, last); ok {
 			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %d-%d includes the %s %s (id %d) of %s; set it to a range no account uses", first, last, f.what, name, id, f.path)
+		}
+	}
+	for _, path := range []string{cfg.SubUID, cfg.SubGID} {
+		if name, start, count, ok := subIDsInRange(path, first, last); ok {
+			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %d-%d overlaps the subordinate ids %d-%d of %s in %s (its containers may run as them); set it to a range no account uses", first, last, start, start+count-1, name, path)
 		}
 	}
 	prlimit, err := exec.LookPath("prlimit")
@@ -161,6 +176,29 @@ func accountInRange(path string, first, last int) (name string, id int, ok bool)
 		}
 	}
 	return "", 0, false
+}
+
+// subIDsInRange returns the first entry of a subordinate id file
+// (name:start:count) whose ids overlap [first, last].
+func subIDsInRange(path string, first, last int) (name string, start, count int, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(fields) != 3 {
+			continue
+		}
+		s, err1 := strconv.Atoi(fields[1])
+		n, err2 := strconv.Atoi(fields[2])
+		if err1 == nil && err2 == nil && n > 0 && s <= last && s+n-1 >= first {
+			return fields[0], s, n, true
+		}
+	}
+	return "", 0, 0, false
 }
 
 // Owns reports whether uid is one the sandbox hands to desktops.

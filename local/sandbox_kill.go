@@ -43,9 +43,7 @@ func killUID(uid int, timeout time.Duration) error {
 	}
 }
 
-// UIDProcs returns the PIDs of the live (not zombie) processes of uid.
-func UIDProcs(uid int) []int { return uidProcs(uid) }
-
+// uidProcs returns the PIDs of the live (not zombie) processes of uid.
 func uidProcs(uid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

@@ -53,14 +53,17 @@ func TestNewSandbox_Refusals(t *testing.T) {
 	}
 	passwd := filepath.Join(t.TempDir(), "passwd")
 	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\nbob:x:200500:200500::/home/bob:/bin/sh\n"), 0o644)
+	subuid := filepath.Join(t.TempDir(), "subuid")
+	os.WriteFile(subuid, []byte("alice:100000:65536\ncarol:165536:65536\n"), 0o644)
 	for _, tc := range []struct{ uids, want string }{
 		{"200000-200999", "includes the user bob (id 200500) of " + passwd},
+		{"230000-239999", "overlaps the subordinate ids 165536-231071 of carol in " + subuid},
 		{"0-100", "starts below 1000"},
 		{"300000", "is not a range"},
 		{"300010-300000", "ends before it starts"},
 		{"60000-70000", "includes nobody"},
 	} {
-		_, err := NewSandbox(SandboxConfig{UIDs: tc.uids, Passwd: passwd, Registry: t.TempDir()})
+		_, err := NewSandbox(SandboxConfig{UIDs: tc.uids, Passwd: passwd, SubUID: subuid, Registry: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("NewSandbox(%q) = %v; want one line containing %q", tc.uids, err, tc.want)
 		}
