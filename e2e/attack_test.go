@@ -157,6 +157,19 @@ func attackFromInside(t *testing.T, network string) {
 			t.Logf("attack %s: %s", at.name, result[1])
 		}
 	}
+	// No process of alice's desktop holds a file of the portal's: every
+	// descriptor into the data dir is in her own member folder.
+	uid, _ := strconv.Atoi(regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who)[1])
+	own := filepath.Join(p.DataDir, "local", "members", a.Name) + "/"
+	for _, pid := range procsOfUID(uid) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if strings.HasPrefix(target, p.DataDir+"/") && !strings.HasPrefix(target, own) {
+				t.Errorf("process %d of alice's desktop holds %s (fd %s)", pid, target, fd.Name())
+			}
+		}
+	}
 	// Alice points her own VNC socket at bob's: the portal, which dials it
 	// as root, must not follow.
 	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock ~/../run/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
