@@ -1,275 +1,848 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
-// attack is one thing a desktop's user tries from its terminal. script is
-// bash that prints "R:<name>:SUCCESS" only if the attack worked (and
-// anything else otherwise).
+// The attack suite: each row is what an attacker sends to the real portal
+// binary, the refusal expected (status and a word of its message or hint),
+// and, after it, a check that nothing changed: no session cookie, the same
+// claims, no audit row lost or added, no console session (no shell)
+// opened. Rows cover the web trust boundaries that must hold (the old ones
+// too, so they stay held).
+//
+// To add a row: give it a name, the portal settings it needs (rows with the
+// same env share a portal), optional setup run before the "nothing
+// changed" snapshot, and attack, which returns the attacker's last
+// response. Put extra checks in after.
+
+// attack is one row of the suite.
 type attack struct {
-	name, script string
+	name string
+	// env are extra portal settings; rows with equal env share a portal.
+	env []string
+	// setup prepares the row (claims, signed-in cookies) before the
+	// snapshot that after the attack must be unchanged.
+	setup func(t *testing.T, a *arena)
+	// attack sends the attacker's requests and returns the last response.
+	attack func(t *testing.T, a *arena) *http.Response
+	// status is the refusal's HTTP status; says is a word its body has.
+	status int
+	says   string
+	// after, if set, checks more than the common "nothing changed".
+	after func(t *testing.T, a *arena, res *http.Response, body string)
+	// changes, if set, lists audit actions the row may add (its setup's
+	// own doing never counts, being before the snapshot).
+	changes []string
+	// consoles is how many console sessions the attack itself may open
+	// (a watcher's, say); by default none.
+	consoles int
 }
 
-// desktopAttacks are the ways out of a desktop that must all be shut:
-// the portal's data (keys, database, other members), its admin socket,
-// its process, trust by loopback, and the host's process table.
-func desktopAttacks(data, other, port string, portalPID, nproc int) []attack {
-	base := "http://127.0.0.1:" + port
-	ok := func(name string) string { return "echo R:" + name + ":SUCC''ESS" }
-	no := func(name string) string { return "echo R:" + name + ":refused" }
-	try := func(name, cmd string) attack {
-		return attack{name, "if " + cmd + "; then " + ok(name) + "; else " + no(name) + "; fi"}
-	}
-	return []attack{
-		try("read-cookie-keys", "head -c1 "+data+"/cookie.keys >/dev/null 2>&1"),
-		try("read-database", "head -c1 "+data+"/portal.db >/dev/null 2>&1"),
-		try("list-data-dir", "ls "+data+" >/dev/null 2>&1"),
-		try("list-members", "ls "+data+"/local/members >/dev/null 2>&1"),
-		try("read-other-home", "cat "+data+"/local/members/"+other+"/home/secret.txt 2>/dev/null | grep -q bob-secret"),
-		try("write-other-home", "touch "+data+"/local/members/"+other+"/home/owned 2>/dev/null"),
-		try("read-own-state", "cat "+data+"/local/members/*/state/pids >/dev/null 2>&1"),
-		try("admin-socket", "curl -sf --max-time 5 --unix-socket "+data+"/admin.sock http://portal/api/vdi/desktops?all=1 >/dev/null 2>&1"),
-		try("signal-portal", "kill -TERM "+strconv.Itoa(portalPID)+" 2>/dev/null"),
-		try("portal-fds", "ls /proc/"+strconv.Itoa(portalPID)+"/fd >/dev/null 2>&1"),
-		try("portal-environ", "head -c1 /proc/"+strconv.Itoa(portalPID)+"/environ >/dev/null 2>&1"),
-		// The raw request of the issue, through bash's /dev/tcp.
-		try("forged-tailscale-header", `{ exec 3<>/dev/tcp/127.0.0.1/`+port+` && printf 'GET /api/vdi/desktops?all=1 HTTP/1.0\r\nHost: 127.0.0.1:`+port+`\r\nTailscale-User-Login: admin\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 '; } 2>/dev/null`),
-		try("forged-header-curl", "curl -sf --max-time 5 -H 'Tailscale-User-Login: admin' "+base+"/api/vdi/desktops?all=1 >/dev/null 2>&1"),
-		try("sign-in-by-name", "curl -s --max-time 5 -o /dev/null -D - -H 'Origin: "+base+"' --data login=admin "+base+"/signin 2>/dev/null | grep -qi '^set-cookie'"),
-		try("raise-process-limit", "(ulimit -u unlimited) 2>/dev/null"),
-		// More processes than the limit, with perl's fork (bash retries a
-		// failed fork for seconds): count those that started.
-		{"exceed-process-limit", fmt.Sprintf(`perl -e 'my @k; for (1..%d) { my $p = fork; last unless defined $p; if (!$p) { sleep 60; exit } push @k, $p } kill "KILL", @k; print "R:exceed-process-limit:", (@k >= %d ? "SUCC"."ESS" : "refused-at-".scalar(@k)), "\n"'`, nproc+50, nproc+50)},
-	}
+// arena is a portal under attack and what the rows share about it.
+type arena struct {
+	p *Portal
+	// alice holds victim; mallory holds her own desktop.
+	victim, mallorys string
+	host             string // the portal's host:port
+	state            map[string]any
 }
 
-// attackResult returns what an attack's script printed, skipping the
-// echo of the command line.
-func attackResult(name, out string) []string {
-	return regexp.MustCompile(`(?m)(?:^|\r)R:` + name + `:([A-Za-z0-9-]+)\r?$`).FindStringSubmatch(out)
+const (
+	admin    = "ops"
+	rebindTo = "rebind.attacker.example"
+)
+
+// suiteEnv are the settings of every arena: the hardening under test.
+var suiteEnv = []string{
+	"CORRAL_VDI_ADMINS=" + admin,
+	"CORRAL_VDI_DEMO_POOL_SIZE=4",
+	"CORRAL_VDI_PUBLIC_URL=https://vdi.example.test",
+	"CORRAL_VDI_MAX_CONSOLES_PER_USER=2",
+	"CORRAL_VDI_METRICS_TOKEN=" + metricsToken,
+	"CORRAL_VDI_PEER_SECRET=" + peerSecret,
 }
 
-// controlAttacks runs each attack as the portal's own user (root), where
-// every one must succeed but signalling the portal (not tried) and
-// raising the process limit (this host may deny even root that): proof
-// that each script would notice its own success.
-func controlAttacks(t *testing.T, attacks []attack, home string) {
-	t.Helper()
-	for _, at := range attacks {
-		if at.name == "signal-portal" || at.name == "raise-process-limit" {
-			continue
-		}
-		cmd := exec.Command("bash", "-c", at.script)
-		cmd.Env = append(os.Environ(), "HOME="+home)
-		out, _ := cmd.CombinedOutput()
-		if r := attackResult(at.name, string(out)); r == nil || r[1] != "SUCCESS" {
-			t.Errorf("control: attack %s as root printed %q; want SUCCESS (the script cannot tell success)", at.name, out)
-		}
-	}
-}
+const (
+	metricsToken = "s3cret-metrics-token"
+	peerSecret   = "peer-secret-0123456789abcdef"
+)
 
-// terminal is a desktop's terminal websocket, opened as its holder.
-type terminal struct {
-	t  *testing.T
-	ws *websocket.Conn
-}
-
-func openTerminal(t *testing.T, p *Portal, user, member string) *terminal {
-	t.Helper()
-	ws, res, err := dialWS(p, user, "/ws/terminal/local/"+member, p.URL)
-	if err != nil {
-		t.Fatalf("%s's terminal of %s: %v (%v)", user, member, err, status(res))
-	}
-	t.Cleanup(func() { ws.Close() })
-	ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":200,"rows":50}`))
-	return &terminal{t: t, ws: ws}
-}
-
-// run types script and returns the output up to a marker it prints last.
-func (term *terminal) run(script string, d time.Duration) string {
-	term.t.Helper()
-	marker := fmt.Sprintf("END-%d", time.Now().UnixNano())
-	// The marker is printed computed, so the echoed command line never matches.
-	line := script + "; echo " + marker[:4] + "''" + marker[4:] + "\r"
-	if err := term.ws.WriteMessage(websocket.TextMessage, []byte(line)); err != nil {
-		term.t.Fatal(err)
-	}
-	return readUntilWS(term.t, term.ws, marker+"\r\n", d)
-}
-
-// TestAttack_FromInsideADesktop claims two desktops as two users and, from
-// inside alice's terminal (through the portal, as she would), tries every
-// way out of the desktop: each must fail.
-// It runs with the host's network and with none.
-func TestAttack_FromInsideADesktop(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need the portal to run as root")
-	}
-	for _, network := range []string{"host", "none"} {
-		t.Run("network="+network, func(t *testing.T) { attackFromInside(t, network) })
-	}
-}
-
-func attackFromInside(t *testing.T, network string) {
-	const nproc = 150
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin", "CORRAL_VDI_DESKTOP_NETWORK="+network,
-		"CORRAL_VDI_DESKTOP_LIMITS=nproc="+strconv.Itoa(nproc)+",nofile=1024,as=8G")
-	var a, b desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 || a.Power != "running" {
-		t.Fatalf("alice's claim: %d %+v", code, a)
-	}
-	if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &b); code != 200 || b.Power != "running" {
-		t.Fatalf("bob's claim: %d %+v", code, b)
-	}
-	bobTerm := openTerminal(t, p, "bob", b.Name)
-	bobTerm.run("echo bob-secret > ~/secret.txt", 10*time.Second)
-
-	term := openTerminal(t, p, "alice", a.Name)
-	who := term.run("echo ID=$(id -u)", 10*time.Second)
-	if m := regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who); m == nil || m[1] == "0" || m[1] == strconv.Itoa(os.Getuid()) {
-		t.Fatalf("alice's shell runs as %q; want a desktop uid of its own", who)
-	}
-	u, _ := url.Parse(p.URL)
-	attacks := desktopAttacks(p.DataDir, b.Name, u.Port(), p.cmd.Process.Pid, nproc)
-	controlAttacks(t, attacks, t.TempDir())
-	for _, at := range attacks {
-		out := term.run(at.script, 90*time.Second)
-		result := attackResult(at.name, out)
-		switch {
-		case result == nil:
-			t.Errorf("attack %s: no result in %q", at.name, out)
-		case result[1] == "SUCCESS":
-			t.Errorf("attack %s SUCCEEDED from inside a desktop", at.name)
-		default:
-			t.Logf("attack %s: %s", at.name, result[1])
+func TestAttacks(t *testing.T) {
+	rows := attacks()
+	arenas := map[string]*arena{}
+	for _, row := range rows { // portals live for the whole suite
+		if key := strings.Join(row.env, " "); arenas[key] == nil {
+			arenas[key] = newArena(t, row.env)
 		}
 	}
-	// No process of alice's desktop holds a file of the portal's: every
-	// descriptor into the data dir is in her own member folder.
-	uid, _ := strconv.Atoi(regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who)[1])
-	own := filepath.Join(p.DataDir, "local", "members", a.Name) + "/"
-	for _, pid := range procsOfUID(uid) {
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-			if strings.HasPrefix(target, p.DataDir+"/") && !strings.HasPrefix(target, own) {
-				t.Errorf("process %d of alice's desktop holds %s (fd %s)", pid, target, fd.Name())
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			a := arenas[strings.Join(row.env, " ")]
+			if row.setup != nil {
+				row.setup(t, a)
 			}
-		}
-	}
-	// Alice points her own VNC socket at bob's: the portal, which dials it
-	// as root, must not follow.
-	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock ~/../run/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
-	if !strings.Contains(out, "LINKED-42") {
-		t.Fatalf("could not replace alice's socket: %q", out)
-	}
-	if ws, res, err := dialWS(p, "alice", "/ws/vnc/local/"+a.Name, p.URL); err == nil {
-		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, msg, err := ws.ReadMessage(); err == nil && strings.HasPrefix(string(msg), "RFB ") {
-			t.Errorf("attack vnc-socket-symlink SUCCEEDED: alice's console reached bob's display (%q)", msg)
-		}
-		ws.Close()
-	} else {
-		t.Logf("attack vnc-socket-symlink: refused (%v)", status(res))
-	}
-	// The portal is unharmed and nobody became admin.
-	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+b.Name, &b); code != 200 || b.Power != "running" {
-		t.Errorf("after the attacks bob's desktop: %d %+v; want running", code, b)
-	}
-	if strings.Contains(p.Log(), `login=admin`) {
-		t.Errorf("the portal logged an admin identity:\n%s", p.Log())
+			before := a.snapshot(t)
+			res := row.attack(t, a)
+			if res == nil {
+				t.Fatal("the row's attack returned no response")
+			}
+			buf, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			body := string(buf)
+			if res.StatusCode != row.status {
+				t.Errorf("attack answered %d; want %d (%s)", res.StatusCode, row.status, body)
+			}
+			if row.says != "" && !strings.Contains(body, row.says) {
+				t.Errorf("refusal does not say %q:\n%s", row.says, body)
+			}
+			for _, c := range res.Cookies() {
+				if strings.Contains(c.Name, "corral_vdi_session") && c.MaxAge >= 0 && c.Value != "" {
+					t.Errorf("the attacker got a session cookie %s", c.Name)
+				}
+			}
+			a.checkUnchanged(t, before, row.changes, row.consoles)
+			if row.after != nil {
+				row.after(t, a, res, body)
+			}
+		})
 	}
 }
 
-// uidOf returns the uid a process runs as.
-func uidOf(pid int) int {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil {
-		return -1
+// attacks returns the rows, one per case of the web trust boundaries.
+func attacks() []attack {
+	return []attack{
+		// DNS rebinding: a page on a name that resolves to 127.0.0.1 is
+		// "same origin" to itself; only the Host check stops it.
+		{
+			name: "RebindSignInAsAdmin",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Sec-Fetch-Site", "same-origin", "Content-Type", "application/x-www-form-urlencoded")
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		{
+			name: "RebindTailscaleHeaderFromLoopback",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Sec-Fetch-Site", "same-origin", "Tailscale-User-Login", admin)
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		{
+			name: "RebindTerminalWebsocket",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Tailscale-User-Login", "alice")
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		// Sign-in by name only straight from a browser on this machine.
+		{
+			name: "SignInByNameThroughTailscaleServe",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"X-Forwarded-For", "100.64.0.7", "X-Forwarded-Proto", "https")
+			},
+			status: 403, says: "X-Forwarded-For",
+		},
+		{
+			name: "SignInByNameThroughFunnel",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Tailscale-Funnel-Request", "?1")
+			},
+			status: 403, says: "Tailscale-Funnel-Request",
+		},
+		{
+			name: "SignInByNameThroughNginx",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Via", "1.1 nginx", "Forwarded", "for=203.0.113.9")
+			},
+			status: 403, says: "proxy",
+		},
+		{
+			name: "SignInByNameAtPublicName",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Host", "vdi.example.test", "Origin", "https://vdi.example.test")
+			},
+			status: 403, says: "loopback address",
+		},
+		// No state change on GET: the kiosk.
+		{
+			name: "KioskClaimFromCrossSiteIframe",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Sec-Fetch-Dest", "iframe", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 200, says: `data-testid="kiosk-continue"`,
+		},
+		{
+			name: "KioskClaimFromCrossSiteLink",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Sec-Fetch-Dest", "document", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 200, says: `data-testid="kiosk-continue"`,
+		},
+		{
+			name: "KioskClaimByCrossSitePost",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Origin", "http://evil.example")
+			},
+			status: 403,
+		},
+		// Audit integrity: no-op actions write nothing; mutations are
+		// rate-limited per user.
+		{
+			name: "AuditFloodWithNoOpStarts",
+			setup: func(t *testing.T, a *arena) {
+				var d desktop
+				if code := a.p.API(t, "flooder", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+					t.Fatalf("flooder claims: %d", code)
+				}
+				waitFor(t, 10*time.Second, "flooder's desktop running", func() bool {
+					a.p.API(t, "flooder", "GET", "/api/vdi/desktops/local/"+d.Name, &d)
+					return d.Power == "running"
+				})
+				a.state["flooders"] = d.Name
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				// 60 at once: more than the burst of 30 however slow the machine.
+				path := "/api/vdi/desktops/local/" + a.state["flooders"].(string) + "/start"
+				results := make(chan *http.Response, 60)
+				for range 60 {
+					go func() { // not a.do: t.Fatal belongs to the test's goroutine
+						req, _ := http.NewRequest("POST", a.p.URL+path, nil)
+						req.Header.Set("Tailscale-User-Login", "flooder")
+						res, err := http.DefaultClient.Do(req)
+						if err != nil {
+							res = &http.Response{StatusCode: 0, Body: io.NopCloser(strings.NewReader(err.Error()))}
+						}
+						results <- res
+					}()
+				}
+				var refused *http.Response
+				for range 60 {
+					res := <-results
+					if res.StatusCode == 429 && refused == nil {
+						refused = res
+						continue
+					}
+					if res.StatusCode != 200 && res.StatusCode != 429 {
+						t.Errorf("a no-op start: %d", res.StatusCode)
+					}
+					res.Body.Close()
+				}
+				if refused == nil {
+					t.Fatal("60 starts at once: none refused")
+				}
+				return refused
+			},
+			status: 429, says: "Wait",
+			after: func(t *testing.T, a *arena, res *http.Response, body string) {
+				if res.Header.Get("Retry-After") == "" {
+					t.Error("429 without Retry-After")
+				}
+			},
+		},
+		// Sessions: sign-out revokes a copied cookie.
+		{
+			name: "CopiedCookieAfterSignOut",
+			setup: func(t *testing.T, a *arena) {
+				c := a.signIn(t, "carol")
+				res := a.do(t, "POST", "/signout", "", "Cookie", c.Name+"="+c.Value, "Origin", "http://"+a.host)
+				res.Body.Close()
+				if res.StatusCode != 303 {
+					t.Fatalf("sign-out: %d", res.StatusCode)
+				}
+				a.state["carol"] = c
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["carol"].(*http.Cookie)
+				return a.do(t, "GET", "/api/vdi/desktops", "", "Cookie", c.Name+"="+c.Value)
+			},
+			status: 401, says: "not signed in",
+		},
+		{
+			name: "CookieAfterAdminEndedSessions",
+			setup: func(t *testing.T, a *arena) {
+				c := a.signIn(t, "dan")
+				if code := a.p.API(t, admin, "POST", "/api/vdi/users/dan/end-sessions", nil); code != 200 {
+					t.Fatalf("admin ends dan's sessions: %d", code)
+				}
+				a.state["dan"] = c
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["dan"].(*http.Cookie)
+				return a.do(t, "GET", "/api/vdi/desktops", "", "Cookie", c.Name+"="+c.Value)
+			},
+			status: 401, says: "not signed in",
+		},
+		{
+			name: "UserEndsAnothersSessions",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/users/alice/end-sessions", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
+		// Limits.
+		{
+			name: "ConsolesBeyondTheCap",
+			setup: func(t *testing.T, a *arena) {
+				for i := range 2 {
+					res := a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+					if res.StatusCode != 101 {
+						t.Fatalf("console %d of 2: %d", i+1, res.StatusCode)
+					}
+				}
+				waitFor(t, 10*time.Second, "2 open consoles", func() bool { return len(a.openSessions(t)) == 2 })
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+			},
+			status: 429, says: "CORRAL_VDI_MAX_CONSOLES_PER_USER",
+		},
+		{
+			name: "MetricsWithoutToken",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/metrics", "")
+			},
+			status: 401, says: "CORRAL_VDI_METRICS_TOKEN",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				res := a.do(t, "GET", "/metrics", "", "Authorization", "Bearer "+metricsToken)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					t.Errorf("/metrics with the token: %d; want 200", res.StatusCode)
+				}
+			},
+		},
+		// Watching is view-only in the relay, not just in noVNC.
+		{
+			name: "WatcherTypesIntoTheHoldersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {admin}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("admin watches %s: %v", a.victim, err)
+				}
+				defer ws.Close()
+				rfbClient(t, ws, [][]byte{
+					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
+					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
+					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+				})
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var s struct {
+					BytesIn   int64     `json:"bytesIn"`
+					LastInput time.Time `json:"lastInput"`
+					Closed    time.Time `json:"closed"`
+				}
+				waitFor(t, 10*time.Second, "the watcher's session closed", func() bool {
+					var ss []json.RawMessage
+					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+admin+"&limit=1", &ss)
+					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
+				})
+				if s.BytesIn != 14 || !s.LastInput.IsZero() {
+					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake, no input", s.BytesIn, s.LastInput)
+				}
+			},
+		},
+		{
+			name: "IdleConnectionsBeyondThePerClientCap",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				// 127.0.0.2 is loopback but no trusted proxy: the cap is 64.
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				for i := range 64 {
+					c, err := d.Dial("tcp", a.host)
+					if err != nil {
+						t.Fatalf("idle connection %d: %v", i+1, err)
+					}
+					t.Cleanup(func() { c.Close() })
+				}
+				c, err := d.Dial("tcp", a.host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				res, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatalf("the 65th connection read no answer: %v", err)
+				}
+				buf, _ := io.ReadAll(res.Body)
+				res.Body = io.NopCloser(strings.NewReader(string(buf)))
+				return res
+			},
+			status: 429, says: "Too many open connections",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var pools []pool // other clients are still served
+				if code := a.p.API(t, "alice", "GET", "/api/vdi/pools", &pools); code != 200 {
+					t.Errorf("another client while 127.0.0.2 is at its cap: %d; want 200", code)
+				}
+			},
+		},
+		// CLI identities come only from the admin socket.
+		{
+			name: "AssignToCLIRoot",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				free := a.freeMember(t)
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+free+"/assign", `{"user":"CLI:root"}`, "Tailscale-User-Login", admin)
+			},
+			status: 400, says: "not a user name",
+		},
+		{
+			name: "UppercaseCLIHeader",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/desktops?all=1", "", "Tailscale-User-Login", "CLI:root")
+			},
+			status: 401,
+		},
+		// Peers: a signature is good once.
+		{
+			name: "PeerSignatureReplay",
+			setup: func(t *testing.T, a *arena) {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, "vnc", "local", a.victim)
+				res := a.dialWS(t, relay.PeerPath+"vnc/local/"+a.victim, relay.PeerAuthHeader, sig)
+				if res.StatusCode != 101 {
+					t.Fatalf("first use of a peer signature: %d", res.StatusCode)
+				}
+				a.state["sig"] = sig
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, relay.PeerPath+"vnc/local/"+a.victim, relay.PeerAuthHeader, a.state["sig"].(string))
+			},
+			status: 401, says: "good once",
+		},
+		{
+			name: "PeerSignatureForAnotherPeer",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), "10.9.9.9:8080", "terminal", "local", a.victim)
+				return a.dialWS(t, relay.PeerPath+"terminal/local/"+a.victim, relay.PeerAuthHeader, sig)
+			},
+			status: 401,
+		},
+
+		// Entitlements and quotas: a pool is for those its access names.
+		{
+			name:  "ClaimFromAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/fin/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "KioskOfAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/fin", "", "Tailscale-User-Login", "mallory", "Sec-Fetch-Site", "none",
+					"Sec-Fetch-Dest", "document", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "AssignToAUserNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/fin-1/assign", `{"user":"mallory"}`, "Tailscale-User-Login", admin)
+			},
+			status: 403, says: "may not use pool fin",
+		},
+		{
+			name:  "AccessListsNoLogin",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PATCH", "/api/vdi/pools/local/fin", `{"access":{"users":["not a login\n"]}}`, "Tailscale-User-Login", admin)
+			},
+			status: 400, says: "not a valid login",
+		},
+		{
+			name: "DesktopBeyondTheQuota",
+			env:  []string{"CORRAL_VDI_MAX_DESKTOPS_PER_USER=1"},
+			setup: func(t *testing.T, a *arena) {
+				if code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"more","size":1}`, nil); code != 201 {
+					t.Fatalf("create pool more: %d", code)
+				}
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/more/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 409, says: "CORRAL_VDI_MAX_DESKTOPS_PER_USER",
+		},
+
+		// What already held, so that it stays held.
+		{
+			name: "OtherUsersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "OtherUsersTerminal",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "NonAdminCreatesPool",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools", `{"name":"evil","kind":"ct","mode":"ephemeral","source":"session","size":1}`, "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
+		{
+			name: "CrossSiteReleaseWithoutOrigin",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",
+					"Sec-Fetch-Site", "cross-site")
+			},
+			status: 403, says: "another site",
+		},
+		{
+			name: "CrossSiteRelease",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403,
+		},
+		{
+			name: "ForeignOriginWebsocket",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://evil.example")
+			},
+			status: 403, says: "own origin",
+		},
+		{
+			name: "WebsocketOriginOtherScheme",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "https://"+a.host)
+			},
+			status: 403, says: "own origin",
+		},
+		{
+			name: "XSSInSignInNext",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/signin?next="+url.QueryEscape(`/x"><script>alert(1)</script>`), "")
+			},
+			status: 200,
+			after: func(t *testing.T, a *arena, _ *http.Response, body string) {
+				if strings.Contains(body, "<script>alert") {
+					t.Error("the sign-in page echoes next unescaped")
+				}
+			},
+		},
+		{
+			name: "OpenRedirectAfterSignIn",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/signin?next="+url.QueryEscape("//evil.example/"), "")
+			},
+			status: 200,
+			after: func(t *testing.T, a *arena, _ *http.Response, body string) {
+				if strings.Contains(body, "evil.example") {
+					t.Error("the sign-in form carries a foreign next")
+				}
+			},
+		},
+		{
+			name: "OversizedBody",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				big := `{"reason":"` + strings.Repeat("x", 200<<10) + `"}`
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", big, "Tailscale-User-Login", "alice")
+			},
+			status: 400, says: "not valid JSON",
+		},
 	}
-	return int(st.Uid)
 }
 
-// procsOfUID counts the live processes of uid.
-func procsOfUID(uid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+// newArena starts a portal for rows with env: alice holds a desktop of
+// the demo pool, mallory another.
+func newArena(t *testing.T, env []string) *arena {
+	t.Helper()
+	p := MustStartPortal(t, append(append([]string{}, suiteEnv...), env...)...)
+	a := &arena{p: p, host: strings.TrimPrefix(p.URL, "http://"), state: map[string]any{}}
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("alice claims: %d", code)
+	}
+	a.victim = d.Name
+	if code := p.API(t, "mallory", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("mallory claims: %d", code)
+	}
+	a.mallorys = d.Name
+	return a
+}
+
+// portOf returns ":port" of host:port.
+func portOf(hostport string) string { return hostport[strings.LastIndex(hostport, ":"):] }
+
+// do sends one request to the portal with header pairs (Host sets the
+// Host header) and returns the response without following redirects.
+func (a *arena) do(t *testing.T, method, path, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, a.p.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil || strings.Contains(string(b), "State:\tZ") {
-			continue
-		}
-		if uidOf(pid) == uid {
-			pids = append(pids, pid)
-		}
+		req.Header.Set(header[i], header[i+1])
 	}
-	return pids
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
-// TestAttack_ReleaseLeavesNothing releases an ephemeral desktop whose user
-// left a setsid process and files in /tmp and home: its uid has no process
-// left and its files are gone before the member goes to the next user.
-func TestAttack_ReleaseLeavesNothing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need the portal to run as root")
+// dialWS opens a websocket to path with header pairs and returns the
+// handshake's response; an upgraded connection stays open until the
+// test ends (that is the point of some rows).
+func (a *arena) dialWS(t *testing.T, path string, header ...string) *http.Response {
+	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
 	}
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
-	var a desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 {
-		t.Fatalf("claim: %d %+v", code, a)
+	ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+path, h)
+	if ws != nil {
+		t.Cleanup(func() { ws.Close() })
 	}
-	term := openTerminal(t, p, "alice", a.Name)
-	out := term.run("setsid sleep 1000 </dev/null >/dev/null 2>&1 & nohup sleep 1001 >/dev/null 2>&1 & touch /tmp/left-by-$(id -u) ~/left-in-home; echo UID=$(id -u)", 10*time.Second)
-	m := regexp.MustCompile(`UID=(\d+)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no uid in %q", out)
+	if res == nil {
+		t.Fatalf("websocket %s: %v", path, err)
 	}
-	uid, _ := strconv.Atoi(m[1])
-	time.Sleep(300 * time.Millisecond)
-	if n := len(procsOfUID(uid)); n < 3 {
-		t.Fatalf("%d processes of uid %d before release; want the desktop's and the leftovers", n, uid)
+	return res
+}
+
+// signIn signs login in by name, as a browser on this machine would, and
+// returns the session cookie.
+func (a *arena) signIn(t *testing.T, login string) *http.Cookie {
+	t.Helper()
+	res := a.do(t, "POST", "/signin", url.Values{"login": {login}, "next": {"/"}}.Encode(),
+		"Content-Type", "application/x-www-form-urlencoded", "Origin", "http://"+a.host)
+	res.Body.Close()
+	for _, c := range res.Cookies() {
+		if c.Name == "corral_vdi_session" && c.Value != "" {
+			return c
+		}
 	}
-	term.ws.Close()
-	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+a.Name+"/release", nil); code != 200 && code != 204 {
-		t.Fatalf("release: %d", code)
+	t.Fatalf("signing in %s by name: %d, no cookie", login, res.StatusCode)
+	return nil
+}
+
+// freeMember returns a demo member nobody holds.
+func (a *arena) freeMember(t *testing.T) string {
+	t.Helper()
+	var all []desktop
+	a.p.API(t, admin, "GET", "/api/vdi/desktops?all=1", &all)
+	for _, d := range all {
+		if d.Holder == "" {
+			return d.Name
+		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(procsOfUID(uid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	t.Fatal("no free demo member")
+	return ""
+}
+
+// auditRow is an audit log row as the JSON history lists it.
+type auditRow struct {
+	ID     int64  `json:"id"`
+	Actor  string `json:"actor"`
+	Action string `json:"action"`
+	Target string `json:"target"`
+}
+
+// snapshot is what no attack may change.
+type snapshot struct {
+	holders  map[string]string // member -> holder
+	audit    []auditRow
+	sessions int // console sessions ever opened
+}
+
+func (a *arena) snapshot(t *testing.T) snapshot {
+	t.Helper()
+	s := snapshot{holders: map[string]string{}}
+	var all []desktop
+	if code := a.p.API(t, admin, "GET", "/api/vdi/desktops?all=1", &all); code != 200 {
+		t.Fatalf("admin lists desktops: %d", code)
 	}
-	if left := procsOfUID(uid); len(left) > 0 {
-		t.Errorf("after release, uid %d still runs %v", uid, left)
+	for _, d := range all {
+		s.holders[d.Name] = d.Holder
 	}
-	if _, err := os.Stat(fmt.Sprintf("/tmp/left-by-%d", uid)); err == nil {
-		t.Error("the user's /tmp file survived the release")
+	if code := a.p.API(t, admin, "GET", "/api/vdi/history/audit?limit=100000", &s.audit); code != 200 {
+		t.Fatalf("admin reads the audit log: %d", code)
 	}
-	if _, err := os.Stat(filepath.Join(p.homeOf(a.Name), "left-in-home")); err == nil {
-		t.Error("the user's home file survived the release")
+	var sessions []json.RawMessage
+	a.p.API(t, admin, "GET", "/api/vdi/history/sessions?limit=100000", &sessions)
+	s.sessions = len(sessions)
+	return s
+}
+
+// openSessions returns the console sessions open now.
+func (a *arena) openSessions(t *testing.T) []json.RawMessage {
+	t.Helper()
+	var sessions []struct {
+		ID     string    `json:"id"`
+		Closed time.Time `json:"closed"`
 	}
-	// The next user gets the same member, fresh, under the same uid.
-	var b desktop
-	if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &b); code != 200 || b.Name != a.Name {
-		t.Fatalf("bob's claim: %d %+v; want %s", code, b, a.Name)
+	a.p.API(t, admin, "GET", "/api/vdi/history/sessions?limit=100000", &sessions)
+	var open []json.RawMessage
+	for _, s := range sessions {
+		if s.Closed.IsZero() {
+			open = append(open, json.RawMessage(fmt.Sprintf("%q", s.ID)))
+		}
 	}
-	out = openTerminal(t, p, "bob", b.Name).run("ls -A ~ | wc -l; echo UID=$(id -u)", 10*time.Second)
-	if !strings.Contains(out, "UID="+m[1]) {
-		t.Errorf("bob's shell: %q; want uid %d again", out, uid)
+	return open
+}
+
+// checkUnchanged compares the portal with before: the same holders, every
+// audit row still there and none added (but for actions the row allows),
+// no console session opened.
+func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string, consoles int) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond) // a refused websocket's session would be recorded by now
+	after := a.snapshot(t)
+	for m, h := range before.holders {
+		if after.holders[m] != h {
+			t.Errorf("desktop %s: holder %q -> %q", m, h, after.holders[m])
+		}
+	}
+	ids := map[int64]bool{}
+	for _, r := range after.audit {
+		ids[r.ID] = true
+	}
+	old := map[int64]bool{}
+	for _, r := range before.audit {
+		old[r.ID] = true
+		if !ids[r.ID] {
+			t.Errorf("audit row lost: %+v", r)
+		}
+	}
+	for _, r := range after.audit {
+		if !old[r.ID] && !slices.Contains(allowed, r.Action) {
+			t.Errorf("audit row added: %+v", r)
+		}
+	}
+	if after.sessions != before.sessions+consoles {
+		t.Errorf("console sessions: %d -> %d; want %d opened", before.sessions, after.sessions, consoles)
+	}
+}
+
+// rfbClient does an RFB 3.8 handshake (security None, shared) over ws and
+// sends msgs, each as one binary message.
+func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
+	t.Helper()
+	var got []byte
+	read := func(n int) []byte { // the server's bytes may come in any framing
+		for len(got) < n {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				t.Fatalf("RFB handshake: %v", err)
+			}
+			got = append(got, b...)
+		}
+		out := got[:n]
+		got = got[n:]
+		return out
+	}
+	send := func(b []byte) {
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatalf("RFB send: %v", err)
+		}
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read(12)
+	send([]byte("RFB 003.008\n"))
+	n := int(read(1)[0])
+	if !slices.Contains(read(n), 1) {
+		t.Fatal("the desktop offers no security type None")
+	}
+	send([]byte{1})
+	read(4)         // SecurityResult
+	send([]byte{1}) // ClientInit: shared
+	init := read(24)
+	read(int(init[20])<<24 | int(init[21])<<16 | int(init[22])<<8 | int(init[23])) // the desktop's name
+	for _, m := range msgs {
+		send(m)
+	}
+	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+}
+
+// TestAttacks_TrickledBody is the slow attack kept out of the table: a
+// client trickling a request body one byte a second no longer holds its
+// connection (and a file descriptor) forever: the server's 30 s read
+// timeout ends the request, which changes nothing.
+func TestAttacks_TrickledBody(t *testing.T) {
+	a := newArena(t, nil)
+	before := a.snapshot(t)
+	c, err := net.Dial("tcp", a.host)
+	must(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/vdi/desktops/local/%s/release HTTP/1.1\r\nHost: %s\r\nTailscale-User-Login: alice\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"reason\":\"", a.victim, a.host)
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		io.Copy(io.Discard, c) // until the server hangs up
+		closed <- time.Since(start)
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-closed:
+			if d < 25*time.Second {
+				t.Errorf("the server hung up after %v; want about the 30 s read timeout", d.Round(time.Second))
+			}
+			t.Logf("a trickled body was cut after %v", d.Round(100*time.Millisecond))
+			a.checkUnchanged(t, before, nil, 0)
+			return
+		case <-tick.C:
+			if time.Since(start) > 60*time.Second {
+				t.Fatal("a trickled body held its connection for 60 s")
+			}
+			c.Write([]byte("x"))
+		}
+	}
+}
+
+// entitledPool makes pool fin, for group finance only (once per arena).
+func entitledPool(t *testing.T, a *arena) {
+	t.Helper()
+	code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"fin","size":1,"access":{"groups":["finance"]}}`, nil)
+	if code != 201 && code != 409 {
+		t.Fatalf("create pool fin: %d", code)
 	}
 }

@@ -3,6 +3,7 @@ package portal
 import (
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -11,50 +12,49 @@ import (
 // sets the modes below it itself.
 const localDirName = "local"
 
-// tightenDataDir makes the data directory the portal's alone: the folder
-// 0700 (0711 with local desktops, whose uids must pass through to their
-// own folders under local/ but may not list it), and the portal's own
-// files in it (the database and its journals, key files, sockets,
-// secrets) lose every group and other bit. Other entries are left alone,
-// in case CORRAL_VDI_DATA_DIR names a folder that holds more. Files the
-// portal writes later are 0600 already; SQLite's WAL and shared-memory
-// files take the database file's mode.
-func tightenDataDir(dir string, passable bool) error {
+// tightenDataDir makes the data directory 0700 and the portal's own files
+// in it (database, keys, secrets) 0600, whatever umask made them: they are
+// the portal's authority and must not rely on a folder's mode alone.
+// Local desktops' folders below it are the local backend's to set. With
+// passable (sandboxed local desktops) the folder is 0711 instead: each
+// desktop's uid must pass through it to its own folder under local/, but
+// may not list it, and every file in it is 0600 anyway.
+func tightenDataDir(dir string, passable bool, log *slog.Logger) error {
 	mode := fs.FileMode(0o700)
 	if passable {
 		mode = 0o711
 	}
 	if err := os.Chmod(dir, mode); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return fmt.Errorf("data directory %s: %w", dir, err)
 	}
-	ents, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return fmt.Errorf("data directory %s: %w", dir, err)
 	}
-	for _, e := range ents {
-		if !portalFile(e.Name()) || !(e.Type().IsRegular() || e.Type()&fs.ModeSocket != 0) {
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile
+		info, err := e.Info()
+		if err != nil || info.Mode().Perm()&0o077 == 0 {
+			continue
 		}
-		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			if err := os.Chmod(filepath.Join(dir, e.Name()), perm&^0o077); err != nil {
-				return fmt.Errorf("data directory: %w", err)
-			}
+		path := filepath.Join(dir, e.Name())
+		if err := os.Chmod(path, info.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
 		}
+		log.Info("tightened file mode", "file", path, "was", info.Mode().Perm().String())
 	}
 	return nil
 }
 
-// portalFile reports whether name is one of the portal's files in its data
-// directory.
-func portalFile(name string) bool {
-	for _, pattern := range []string{"portal.db*", "*.keys", "*.key", "*.sock", "*secret*", "*.json"} {
-		if ok, _ := filepath.Match(pattern, name); ok {
-			return true
-		}
+// ensurePrivate creates path with mode 0600 if it does not exist, so that
+// SQLite (which gives its -wal and -shm files the main file's mode) never
+// makes the database readable by others, not even for a moment.
+func ensurePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
 	}
-	return false
+	return f.Close()
 }

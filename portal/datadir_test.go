@@ -2,34 +2,33 @@ package portal
 
 import (
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-func TestTightenDataDir(t *testing.T) {
+// TestTightenDataDir_LocalDesktops: with sandboxed local desktops the
+// folder is 0711 (passable, not listable), files are still private, and
+// local/ is left to the backend.
+func TestTightenDataDir_LocalDesktops(t *testing.T) {
 	for _, tc := range []struct {
-		passable      bool
-		dir, localDir fs.FileMode
-	}{
-		{false, 0o700, 0o755}, // folders are not the files it tightens
-		{true, 0o711, 0o755},  // local/ is the backend's to set
-	} {
+		passable bool
+		dir      fs.FileMode
+	}{{false, 0o700}, {true, 0o711}} {
 		dir := t.TempDir()
 		os.Chmod(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, "portal.db"), nil, 0o644)
 		os.WriteFile(filepath.Join(dir, "cookie.keys"), nil, 0o640)
-		os.WriteFile(filepath.Join(dir, "portal.db-wal"), nil, 0o644)
-		os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
 		os.Mkdir(filepath.Join(dir, localDirName), 0o755)
-		if err := tightenDataDir(dir, tc.passable); err != nil {
+		if err := tightenDataDir(dir, tc.passable, slog.New(slog.DiscardHandler)); err != nil {
 			t.Fatal(err)
 		}
 		for path, want := range map[string]fs.FileMode{
 			dir:                               tc.dir,
 			filepath.Join(dir, "portal.db"):   0o600,
 			filepath.Join(dir, "cookie.keys"): 0o600,
-			filepath.Join(dir, localDirName):  tc.localDir,
+			filepath.Join(dir, localDirName):  0o755,
 		} {
 			fi, err := os.Stat(path)
 			if err != nil {

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"strings"
+
 	"github.com/a-h/templ"
 
 	"github.com/corral-dev/corral-vdi-portal/static"
@@ -23,3 +25,7 @@ func consoleClients(p Page) templ.Attributes {
 		"data-xterm-attach":    p.Asset(static.XTermAttach),
 	}
 }
+
+// keyName and keyLabel split an on-screen key "Name:Label".
+func keyName(k string) string  { n, _, _ := strings.Cut(k, ":"); return n }
+func keyLabel(k string) string { _, l, _ := strings.Cut(k, ":"); return l }

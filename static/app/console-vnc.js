@@ -34,5 +34,38 @@ export async function open(screen, info, ui) {
   rfb.addEventListener('securityfailure', (ev) => {
     ui.lost(`The desktop refused the connection: ${ev.detail.reason || 'security failure'}.`);
   });
-  return { close: () => rfb.disconnect() };
+  return { close: () => rfb.disconnect(), keys: vncKeys(rfb) };
+}
+
+// X keysyms of the keys the on-screen keyboard sends by name.
+const XK = {
+  Enter: 0xff0d, Backspace: 0xff08, Tab: 0xff09, Escape: 0xff1b, Delete: 0xffff,
+  Home: 0xff50, ArrowLeft: 0xff51, ArrowUp: 0xff52, ArrowRight: 0xff53, ArrowDown: 0xff54, End: 0xff57,
+  Control: 0xffe3, Alt: 0xffe9,
+};
+
+// keysym returns the keysym of a named key or of one character: Latin-1
+// characters are their own keysyms, the rest are 0x01000000 + code point.
+function keysym(name) {
+  if (name in XK) return XK[name];
+  const cp = name.codePointAt(0);
+  return cp < 0x100 ? cp : 0x01000000 | cp;
+}
+
+// vncKeys types into the desktop with RFB key events; the server (TigerVNC
+// Xvnc) adds Shift where a character needs it.
+export function vncKeys(rfb) {
+  const tap = (k) => rfb.sendKey(k, null); // press and release
+  return {
+    text(s) {
+      for (const ch of s) tap(keysym(ch));
+    },
+    key(name, { ctrl, alt } = {}) {
+      if (ctrl) rfb.sendKey(XK.Control, null, true);
+      if (alt) rfb.sendKey(XK.Alt, null, true);
+      tap(keysym(name));
+      if (alt) rfb.sendKey(XK.Alt, null, false);
+      if (ctrl) rfb.sendKey(XK.Control, null, false);
+    },
+  };
 }

@@ -65,11 +65,32 @@ export async function open(screen, info, ui) {
   observer.observe(box);
   screen.xterm = term; // for tests and the devtools
   return {
+    keys: terminalKeys(term),
     close() {
       closing = true;
       observer.disconnect();
       ws.close();
       term.dispose();
+    },
+  };
+}
+
+// Bytes a terminal expects for the keys the on-screen keyboard sends by name.
+const seq = { Enter: '\r', Backspace: '\x7f', Tab: '\t', Escape: '\x1b', Delete: '\x1b[3~', Home: '\x1b[H', End: '\x1b[F' };
+const arrows = { ArrowUp: 'A', ArrowDown: 'B', ArrowRight: 'C', ArrowLeft: 'D' };
+
+// terminalKeys types into the terminal as if on its keyboard: xterm.js's
+// input() sends through the same path as real keystrokes.
+function terminalKeys(term) {
+  return {
+    text(s) { term.input(s); },
+    key(name, { ctrl, alt } = {}) {
+      let data = name;
+      if (name in arrows) data = (term.modes.applicationCursorKeysMode ? '\x1bO' : '\x1b[') + arrows[name];
+      else if (name in seq) data = seq[name];
+      else if (ctrl && name.length === 1) data = String.fromCharCode(name.toUpperCase().charCodeAt(0) & 0x1f);
+      if (alt) data = '\x1b' + data;
+      term.input(data);
     },
   };
 }

@@ -1,8 +1,10 @@
 // The console page: asks the portal which console to open for this desktop
 // and hands the screen to that protocol's module. Each module exports
 // `open(screen, info, ui)`, where info is the /connect answer's chosen
-// option and ui has say(text, kind) and lost(); it returns { close() }.
+// option and ui has say(text, kind) and lost(); it returns { close() } and,
+// when the console takes typed keys, keys (see keyboard.js).
 import { watchReclaim } from './reclaim.js';
+import { attachKeyboard } from './keyboard.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
@@ -82,9 +84,28 @@ async function connect() {
   screen.replaceChildren();
   const mod = await import(url);
   current = await mod.open(screen, info, ui);
+  keyboard.disabled = !current?.keys;
+  keyboard.title = current?.keys ? "Type with this device's on-screen keyboard"
+    : `The on-screen keyboard does not reach ${names[info.protocol]} consoles yet; use VNC for typing from a phone.`;
 }
 
 reconnect.addEventListener('click', connect);
+
+// Narrow screens fold the controls into a menu; choosing one closes it.
+const toggle = document.getElementById('menu-toggle');
+const controls = document.getElementById('console-controls');
+function menu(open) {
+  controls.dataset.open = String(open);
+  toggle.setAttribute('aria-expanded', String(open));
+}
+toggle.addEventListener('click', () => menu(controls.dataset.open !== 'true'));
+controls.addEventListener('click', (ev) => {
+  if (ev.target.closest('button, a')) menu(false);
+});
+
+const keyboard = document.getElementById('keyboard');
+attachKeyboard(keyboard, document.getElementById('osk'), () => current?.keys);
+
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 document.getElementById('fullscreen').addEventListener('click', () => {
   screen.requestFullscreen?.();
