@@ -113,6 +113,11 @@ func (b *Backend) dispose(ctx context.Context, names []string) error {
 			errs = append(errs, err)
 			continue
 		}
+		if err := b.wipeMember(name); err != nil {
+			errs = append(errs, fmt.Errorf("local: wipe %s: %w", name, err))
+			continue
+		}
+		b.sandbox.release(b.memberDir(name))
 		if err := os.RemoveAll(filepath.Join(b.dir, "members", name)); err != nil {
 			errs = append(errs, fmt.Errorf("local: remove %s: %w", name, err))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
@@ -65,6 +66,12 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// DesktopUIDs is the uid range ("FIRST-LAST") local desktops run as.
+	DesktopUIDs string
+	// DesktopLimits are every local desktop's resource limits.
+	DesktopLimits local.Limits
+	// DesktopNoNetwork gives local desktops no network at all.
+	DesktopNoNetwork bool
 	// PublicURLs are the origins the portal is reached at through a proxy
 	// (CORRAL_VDI_PUBLIC_URL); other Hosts than these, loopback and the
 	// listen address get 421.
@@ -125,6 +132,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("CORRAL_VDI_DATABASE_URL", ""), "PostgreSQL for history, audit and sessions, shared by replicas, e.g. postgres://corral@db:5432/corral?sslmode=require; the password goes in CORRAL_VDI_DATABASE_PASSWORD_FILE; empty: SQLite in the data dir (CORRAL_VDI_DATABASE_URL)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
+	var desktopLimits, desktopNetwork string
+	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
+	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
+	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
 	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
@@ -216,6 +227,16 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.StopDesktopsOnExit, err = strconv.ParseBool(stopOnExit); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT: %q is not true or false", stopOnExit)
 	}
+	if c.DesktopLimits, err = local.ParseLimits(desktopLimits); err != nil {
+		return c, err
+	}
+	switch desktopNetwork {
+	case "host":
+	case "none":
+		c.DesktopNoNetwork = true
+	default:
+		return c, fmt.Errorf("CORRAL_VDI_DESKTOP_NETWORK: %q is not host or none", desktopNetwork)
+	}
 	if err := resolveBackend(&c, getenv); err != nil {
 		return c, err
 	}
@@ -248,6 +269,13 @@ func splitList(s string) []string {
 	return out
 }
 
+// rootDataDir is root's default data directory. Root's home is private
+// (0700) and every sandboxed desktop's uid must pass through the data
+// directory to its own folder, so root keeps its data where system
+// services do. A data directory an older portal made in root's home is
+// kept; local desktops then say how to move it.
+const rootDataDir = "/var/lib/corral-vdi"
+
 func defaultDataDir(getenv func(string) string) string {
 	if x := getenv("XDG_DATA_HOME"); x != "" {
 		return filepath.Join(x, "corral-vdi")
@@ -256,7 +284,13 @@ func defaultDataDir(getenv func(string) string) string {
 	if err != nil {
 		return "corral-vdi-data"
 	}
-	return filepath.Join(home, ".local", "share", "corral-vdi")
+	inHome := filepath.Join(home, ".local", "share", "corral-vdi")
+	if os.Geteuid() == 0 {
+		if _, err := os.Stat(inHome); err != nil {
+			return rootDataDir
+		}
+	}
+	return inHome
 }
 
 // isLoopback reports whether addr listens on loopback only.

@@ -38,6 +38,7 @@ type Main struct {
 	db      *store.DB
 	history *store.Buffer  // history and audit writes, kept while db does not answer
 	backend *local.Backend // nil with the kube backend
+	sandbox *local.Sandbox // the local desktops' uids; nil when none run
 	svc     *vdi.Service
 	ln      net.Listener
 	srv     *http.Server
@@ -77,7 +78,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := tightenDataDir(c.DataDir, m.Log); err != nil {
+	if err := tightenDataDir(c.DataDir, c.Backend != BackendKube, m.Log); err != nil {
 		db.Close()
 		return err
 	}
@@ -144,6 +145,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+		ConnContext:       desktopConnContext(m.sandbox, m.Log),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
 	return err
@@ -205,8 +207,11 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits, NoNetwork: c.DesktopNoNetwork})
+	m.sandbox = sandbox
 	var err error
-	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage, VMAccel: c.VMAccel, KVMDevice: c.KVMDevice})
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
+		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse})
 	if err != nil {
 		return nil, err
 	}
