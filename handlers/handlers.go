@@ -108,6 +108,7 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}

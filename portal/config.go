@@ -64,6 +64,12 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// TokenKeys sign RDP tokens, newest first; replicas share them.
+	TokenKeys auth.Keys
+	// SharedSecretsFrom names the Secret (namespace/name or name) the
+	// replicas' shared keys come from; when set, missing keys make the
+	// portal not ready.
+	SharedSecretsFrom string
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -103,6 +109,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
+	finishTokens := tokenFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -115,6 +122,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.Auth, c.Admins = splitList(authModes), splitList(admins)
 	if err := finishAuth(); err != nil {
+		return c, err
+	}
+	if err := finishTokens(); err != nil {
 		return c, err
 	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {

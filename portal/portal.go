@@ -45,6 +45,8 @@ type Main struct {
 	stopKube context.CancelFunc   // ends the kube backend's watches
 	identity string               // this replica in the reclaim leader election
 	leading  atomic.Bool
+	notReady error // why /readyz fails for good; nil when it may pass
+	handler  *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -63,6 +65,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Out == nil {
 		m.Out = os.Stdout
 	}
+	m.checkSharedSecrets()
 	if c.Backend != BackendKube {
 		if err := local.CheckDesktopDeps(); err != nil {
 			return err
@@ -105,9 +108,10 @@ func (m *Main) Open(ctx context.Context) error {
 	h := handlers.New(handlers.Config{
 		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
-		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
+		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
+		Ready:    m.ready,
 	})
+	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
