@@ -110,6 +110,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	finishTokens := tokenFlags(fs, &c, getenv, env)
+	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
