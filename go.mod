@@ -14,6 +14,7 @@ require (
 require (
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/creack/pty v1.1.24
+	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/kube-aggregator v0.37.2
 	k8s.io/streaming v0.37.2
@@ -106,10 +107,9 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.44.0
-	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.0

@@ -70,6 +70,7 @@ type consoleState struct {
 	probes  probeCache
 	viewers viewers
 	tokens  *rdpTokens
+	peers   *relay.PeerVerifier // checks peer links to this portal
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {
@@ -82,7 +83,7 @@ func newConsoleState(cfg ConsoleConfig) *consoleState {
 	if len(cfg.PeerSecret) == 0 {
 		cfg.Peers = nil
 	}
-	return &consoleState{cfg: cfg}
+	return &consoleState{cfg: cfg, peers: relay.NewPeerVerifier(cfg.PeerSecret)}
 }
 
 // peerPath dials through one peer portal.

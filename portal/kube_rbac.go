@@ -1,14 +1,19 @@
 package portal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/corral-dev/corral-vdi-portal/deploy"
 )
 
 // permission is one verb on one resource the kube backend uses.
@@ -28,31 +33,30 @@ func (p permission) String() string {
 }
 
 // requiredPermissions are the cluster-wide permissions the kube backend
-// uses: deploy/rbac.yaml's ClusterRole, rule by rule (a test keeps the two
-// the same).
+// uses: those deploy/rbac.yaml's ClusterRole grants, read from the copy
+// embedded in the binary, so the check and the manifest cannot drift.
 func requiredPermissions() []permission {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(deploy.RBAC), 4096)
 	var out []permission
-	add := func(group string, resources []string, verbs ...string) {
-		for _, r := range resources {
-			res, sub, _ := strings.Cut(r, "/")
-			for _, v := range verbs {
-				out = append(out, permission{group, res, sub, v})
+	for {
+		var role rbacv1.ClusterRole
+		if err := dec.Decode(&role); err != nil {
+			return out // io.EOF; the manifest is tested to parse
+		}
+		if role.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					name, sub, _ := strings.Cut(res, "/")
+					for _, v := range r.Verbs {
+						out = append(out, permission{g, name, sub, v})
+					}
+				}
 			}
 		}
 	}
-	add("coordination.k8s.io", []string{"leases"}, "get", "list", "watch", "create", "update", "patch", "delete")
-	add("kubevirt.io", []string{"virtualmachines"}, "get", "list", "watch", "create", "update", "patch", "delete")
-	add("kubevirt.io", []string{"virtualmachineinstances"}, "get", "list", "watch")
-	add("kubevirt.io", []string{"kubevirts"}, "get", "list")
-	add("clone.kubevirt.io", []string{"virtualmachineclones"}, "get", "list", "watch", "create", "delete")
-	add("subresources.kubevirt.io", []string{"virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart"}, "update")
-	add("subresources.kubevirt.io", []string{"virtualmachineinstances/vnc", "virtualmachineinstances/console", "virtualmachineinstances/portforward"}, "get")
-	add("", []string{"configmaps"}, "get", "list", "watch", "create", "update", "delete")
-	add("", []string{"pods"}, "get", "list", "watch", "create", "delete")
-	add("", []string{"pods/exec"}, "get", "create")
-	add("", []string{"nodes"}, "get", "list")
-	add("", []string{"events"}, "create", "patch")
-	return out
 }
 
 // missingPermissions asks the API server, with one SelfSubjectAccessReview

@@ -2,56 +2,26 @@ package portal
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
-// TestRequiredPermissions_MatchRBACYAML: the permissions the portal checks
-// at start are exactly deploy/rbac.yaml's ClusterRole, so neither can
-// change without the other.
-func TestRequiredPermissions_MatchRBACYAML(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "deploy", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var inYAML []string
-	for {
-		var role rbacv1.ClusterRole
-		if err := dec.Decode(&role); err != nil {
-			break
-		}
-		if role.Kind != "ClusterRole" {
-			continue
-		}
-		for _, r := range role.Rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					name, sub, _ := strings.Cut(res, "/")
-					for _, v := range r.Verbs {
-						inYAML = append(inYAML, permission{g, name, sub, v}.String())
-					}
-				}
-			}
-		}
-	}
-	var checked []string
+// TestRequiredPermissions: the embedded deploy/rbac.yaml parses into the
+// permissions the backend cannot start without.
+func TestRequiredPermissions(t *testing.T) {
+	var got []string
 	for _, p := range requiredPermissions() {
-		checked = append(checked, p.String())
+		got = append(got, p.String())
 	}
-	slices.Sort(inYAML)
-	slices.Sort(checked)
-	if len(inYAML) == 0 || !slices.Equal(inYAML, checked) {
-		t.Fatalf("deploy/rbac.yaml grants\n  %v\nbut the portal checks\n  %v", inYAML, checked)
+	for _, want := range []string{"watch leases.coordination.k8s.io", "update leases.coordination.k8s.io", "list virtualmachines.kubevirt.io",
+		"get virtualmachineinstances/vnc.subresources.kubevirt.io", "create pods/exec"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("permissions from deploy/rbac.yaml %v; want %q", got, want)
+		}
 	}
 }
 
