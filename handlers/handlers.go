@@ -98,6 +98,7 @@ type Handler struct {
 	log          *slog.Logger
 	loopback     bool
 	ready        func(ctx context.Context) error
+	readyLog     readyLog
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
 	console      *consoleState
