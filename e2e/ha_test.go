@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -318,6 +319,17 @@ func TestHA(t *testing.T) {
 	}
 	if got := sessionIDs(t, b, member); len(got) == 0 {
 		t.Errorf("b has no sessions of %s; want the reconnected console", member)
+	}
+	// The history page says whose history it shows.
+	res, err := http.NewRequest("GET", lb.Open+"/admin/history", nil)
+	must(t, err)
+	res.Header.Set("Tailscale-User-Login", "ops")
+	page2, err := http.DefaultClient.Do(res)
+	must(t, err)
+	html, _ := io.ReadAll(page2.Body)
+	page2.Body.Close()
+	if !strings.Contains(string(html), `data-testid="replica-note"`) || !(strings.Contains(string(html), a.identity) || strings.Contains(string(html), b.identity)) {
+		t.Errorf("the history page through nginx does not say which replica's history it is")
 	}
 
 	// A replica with other token keys: found when it sees the leader's

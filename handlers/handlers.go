@@ -81,6 +81,10 @@ type Config struct {
 	MetricsToken string
 	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
 	MaxConsolesPerUser int
+	// Replica names this replica where several share a cluster; the
+	// history page says its history is this replica's own. Empty: one
+	// portal.
+	Replica string
 	// RateLimit limits each user's mutating requests; zero picks the
 	// defaults.
 	RateLimit RateLimit
@@ -107,6 +111,7 @@ type Handler struct {
 	limits       *userLimits
 	consoles     *consoleCount
 	metricsToken string
+	replica      string
 }
 
 // New returns the portal's handler with every route registered.
@@ -121,6 +126,7 @@ func New(cfg Config) *Handler {
 		log:          cfg.Log,
 		loopback:     cfg.Loopback,
 		ready:        cfg.Ready,
+		replica:      cfg.Replica,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),

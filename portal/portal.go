@@ -132,6 +132,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
+		Replica: m.identity,
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
