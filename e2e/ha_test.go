@@ -200,6 +200,10 @@ func TestHA(t *testing.T) {
 	lb := MustStartNginx(t, a.p.URL, b.p.URL)
 	api := lb.Portal()
 
+	type guest struct{ vm, user, password string }
+	guests := make(chan guest, 8)
+	standIn.OnBoot(func(_, vm, _, user, password string) { guests <- guest{vm, user, password} })
+
 	// The pool, through the balancer, as an admin.
 	testcluster.StoppedVM(t, admin, ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"ha","kind":"vm","mode":"persistent","source":"golden","size":1}`, ns)
@@ -221,6 +225,39 @@ func TestHA(t *testing.T) {
 	if pdu := rdpHandshake(t, b.p, a.p, ns, member); pdu.Error != nil || len(pdu.ServerCertChain) == 0 {
 		t.Fatalf("RDP token minted by b, gateway a: %+v; want connected", pdu)
 	}
+
+	// RDP in Chromium through nginx: IronRDP asks /connect for a token and
+	// opens the gateway in two requests, which round-robin sends to
+	// different replicas.
+	booted := <-guests
+	rpage := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	if _, err := rpage.Goto(lb.Alice + "/desktops/" + ns + "/" + member); err != nil {
+		t.Fatal(err)
+	}
+	ironrdp := playwright.NewPlaywrightAssertions(45000) // compiles 6 MB of wasm first
+	must(t, ironrdp.Locator(rpage.GetByTestId("rdp-username")).ToBeVisible())
+	must(t, rpage.GetByTestId("rdp-username").Fill(booted.user))
+	must(t, rpage.GetByTestId("rdp-password").Fill(booted.password))
+	must(t, rpage.GetByTestId("rdp-password").Press("Enter"))
+	must(t, ironrdp.Locator(rpage.GetByTestId("status")).ToHaveText("Connected"))
+	colours := 0
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && colours <= 20; time.Sleep(150 * time.Millisecond) {
+		shot, err := rpage.Locator("iron-remote-desktop").Screenshot()
+		must(t, err)
+		colours = rdpColours(t, shot)
+	}
+	if colours <= 20 {
+		screenshot(t, rpage, "ha-rdp-blank")
+		t.Fatalf("IronRDP through nginx drew %d colours; want the desktop (> 20)", colours)
+	}
+	screenshot(t, rpage, "ha-rdp")
+	rpage.Close() // nginx logs a websocket when it ends
+	var connect, gateway string
+	waitFor(t, 10*time.Second, "nginx logged the RDP websocket", func() bool {
+		connect, gateway = lastUpstream(lb.AccessLog(), "/connect "), lastUpstream(lb.AccessLog(), "/ws/rdp/")
+		return gateway != ""
+	})
+	t.Logf("IronRDP through nginx: /connect served by %s, the RDP websocket by %s", connect, gateway)
 
 	// VNC in Chromium through nginx. Round-robin puts the websocket on
 	// either replica; reload until it lands on a, the leader, so one kill
@@ -255,6 +292,9 @@ func TestHA(t *testing.T) {
 			must(t, err)
 			waitFor(t, 10*time.Second, "the console closed", func() bool { return openVNCSession(t, b, member) == "" })
 			carrier = ""
+			// Round-robin is strict: one more request shifts which
+			// replica the page's websocket lands on.
+			get(t, lb.Alice+"/healthz", nil)
 		}
 	}
 	if carrier != a.name {
@@ -354,6 +394,20 @@ func TestHA(t *testing.T) {
 		return strings.Contains(rogue.p.Log(), "must share CORRAL_VDI_TOKEN_KEYS")
 	})
 	_ = standIn
+}
+
+// lastUpstream returns the replica (upstream address) that served the last
+// request whose line in nginx's access log has path.
+func lastUpstream(log, path string) string {
+	up := ""
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, path) {
+			if _, u, ok := strings.Cut(line, "upstream="); ok {
+				up = u
+			}
+		}
+	}
+	return up
 }
 
 // containsPrefix reports whether one of list starts with prefix.
