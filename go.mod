@@ -14,6 +14,7 @@ require (
 require (
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/creack/pty v1.1.24
+	github.com/jackc/pgx/v5 v5.13.0
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/kube-aggregator v0.37.2
@@ -26,6 +27,9 @@ require (
 require (
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/go-errors/errors v1.5.1 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect

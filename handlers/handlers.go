@@ -69,6 +69,10 @@ type Config struct {
 	Loopback bool
 	// Ready reports whether the portal can serve (for /readyz).
 	Ready func(ctx context.Context) error
+	// Notice, when it returns text, is a degraded part of the portal
+	// (the history database not answering), shown on /readyz and the
+	// dashboard.
+	Notice func() string
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
 	// Listen is the listen address; its host is an allowed Host.
@@ -103,6 +107,7 @@ type Handler struct {
 	loopback     bool
 	ready        func(ctx context.Context) error
 	readyLog     readyLog
+	notice       func() string
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
 	console      *consoleState
@@ -127,6 +132,7 @@ func New(cfg Config) *Handler {
 		loopback:     cfg.Loopback,
 		ready:        cfg.Ready,
 		replica:      cfg.Replica,
+		notice:       cfg.Notice,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),
@@ -141,6 +147,9 @@ func New(cfg Config) *Handler {
 	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
+	}
+	if h.notice == nil {
+		h.notice = func() string { return "" }
 	}
 	h.routes()
 	return h

@@ -20,7 +20,11 @@ func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer, or a setting is missing; see its log."})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]string{"status": "ready"}
+	if n := h.notice(); n != "" {
+		body["degraded"] = n
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // readyLog remembers the last readiness failure logged. The zero value is

@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,14 +10,15 @@ import (
 // cannot serve without; the log says what once, at start.
 var errNotReady = errors.New("not ready")
 
-// ready reports whether the portal can serve requests (for /readyz): the
-// shared secrets it was told to expect are there and the database answers.
-func (m *Main) ready(ctx context.Context) error {
-	if m.notReady != nil {
-		return m.notReady
+// replicaName is what the history page calls this replica when its
+// history is its own: the election identity of a kube replica keeping
+// SQLite in its data dir; empty for one portal, or for replicas that share
+// PostgreSQL.
+func replicaName(c Config, identity string) string {
+	if c.DatabaseURL != "" {
+		return ""
 	}
-	_, err := m.db.LocalPools(ctx)
-	return err
+	return identity
 }
 
 // checkSharedSecrets makes the portal not ready, with one log line naming

@@ -69,7 +69,7 @@ func TestDeploy(t *testing.T) {
 	c := testcluster.MustStart(t)
 	root := filepath.Join("..", "..", "deploy")
 	known := portal.ConfigEnvNames()
-	for _, tt := range []struct{ name, dir string }{{"Base", "."}, {"OIDC", "../overlays/oidc"}, {"Tailscale", "../overlays/tailscale"}} {
+	for _, tt := range []struct{ name, dir string }{{"Base", "."}, {"OIDC", "../overlays/oidc"}, {"Tailscale", "../overlays/tailscale"}, {"PostgreSQL", "../overlays/postgres"}} {
 		dir := tt.dir
 		t.Run(tt.name, func(t *testing.T) {
 			objs, err := deploytest.Render(filepath.Join(root, dir))
