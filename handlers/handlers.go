@@ -85,6 +85,10 @@ type Config struct {
 	MetricsToken string
 	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
 	MaxConsolesPerUser int
+	// Replica names this replica where several share a cluster; the
+	// history page says its history is this replica's own. Empty: one
+	// portal.
+	Replica string
 	// RateLimit limits each user's mutating requests; zero picks the
 	// defaults.
 	RateLimit RateLimit
@@ -102,6 +106,7 @@ type Handler struct {
 	log          *slog.Logger
 	loopback     bool
 	ready        func(ctx context.Context) error
+	readyLog     readyLog
 	notice       func() string
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
@@ -111,6 +116,7 @@ type Handler struct {
 	limits       *userLimits
 	consoles     *consoleCount
 	metricsToken string
+	replica      string
 }
 
 // New returns the portal's handler with every route registered.
@@ -125,6 +131,7 @@ func New(cfg Config) *Handler {
 		log:          cfg.Log,
 		loopback:     cfg.Loopback,
 		ready:        cfg.Ready,
+		replica:      cfg.Replica,
 		notice:       cfg.Notice,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
@@ -137,6 +144,7 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}

@@ -72,6 +72,12 @@ type Config struct {
 	DesktopLimits local.Limits
 	// DesktopNoNetwork gives local desktops no network at all.
 	DesktopNoNetwork bool
+	// TokenKeys sign RDP tokens, newest first; replicas share them.
+	TokenKeys auth.Keys
+	// SharedSecretsFrom names the Secret (namespace/name or name) the
+	// replicas' shared keys come from; when set, missing keys make the
+	// portal not ready.
+	SharedSecretsFrom string
 	// PublicURLs are the origins the portal is reached at through a proxy
 	// (CORRAL_VDI_PUBLIC_URL); other Hosts than these, loopback and the
 	// listen address get 421.
@@ -141,6 +147,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
 	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
+	finishTokens := tokenFlags(fs, &c, getenv, env)
+	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -169,6 +177,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.MetricsToken = strings.TrimSpace(token)
 	if err := finishAuth(); err != nil {
+		return c, err
+	}
+	if err := finishTokens(); err != nil {
 		return c, err
 	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {

@@ -30,6 +30,9 @@ func openDB(ctx context.Context, c Config, log *slog.Logger) (*store.DB, error) 
 // kube backend's claims are Leases, so a database that does not answer
 // only degrades history (Notice says so) and the portal stays ready.
 func (m *Main) ready(ctx context.Context) error {
+	if m.notReady != nil { // a missing shared secret (checkSharedSecrets)
+		return m.notReady
+	}
 	if m.Config.Backend == BackendKube {
 		return nil
 	}

@@ -48,6 +48,8 @@ type Main struct {
 	stopKube context.CancelFunc   // ends the kube backend's watches
 	identity string               // this replica in the reclaim leader election
 	leading  atomic.Bool
+	notReady error // why /readyz fails for good; nil when it may pass
+	handler  *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -66,6 +68,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Out == nil {
 		m.Out = os.Stdout
 	}
+	m.checkSharedSecrets()
 	if c.Backend != BackendKube {
 		if err := local.CheckDesktopDeps(); err != nil {
 			return err
@@ -126,11 +129,13 @@ func (m *Main) Open(ctx context.Context) error {
 	h := handlers.New(handlers.Config{
 		Desktops: m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
+		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
 		Notice:   m.history.StatusText,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
+		Replica: replicaName(c, m.identity),
 	})
+	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
