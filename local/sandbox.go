@@ -42,6 +42,9 @@ type DesktopUser struct {
 	// the host's loopback (the portal included) out of reach. X still
 	// works, over the display's socket in /tmp/.X11-unix.
 	NoNetwork bool
+	// Groups are supplementary groups of its processes; none for a
+	// desktop (QEMU gets /dev/kvm's).
+	Groups []uint32
 
 	prlimit string // the path of prlimit, which sets Limits
 }

@@ -22,7 +22,7 @@ func (u *DesktopUser) command(path string, args ...string) *exec.Cmd {
 // still root, before it takes u's uid.
 func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
 	if u != nil {
-		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}
+		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: append([]uint32{}, u.Groups...)}
 		if u.NoNetwork {
 			attr.Unshareflags |= syscall.CLONE_NEWNET
 		}
