@@ -44,6 +44,9 @@ type connectOption struct {
 type connectInfo struct {
 	connectOption
 	Fallbacks []connectOption `json:"fallbacks"`
+	// Console is what the pool's policy allows every console of the
+	// desktop (clipboard, file transfer), for the page to follow.
+	Console vdi.ConsolePolicy `json:"console"`
 }
 
 // probeResult is what a probe of one console of one member found.
