@@ -159,7 +159,7 @@ export function attachClipboard(toggle, panel, target) {
     received,
     // connected tells the panel which console is open and the policy.
     connected(p) {
-      policy = p || { clipboard: 'both' };
+      policy = { ...p, clipboard: p?.clipboard || 'both' };
       refresh();
     },
   };
