@@ -51,11 +51,13 @@ export function attachClipboard(toggle, panel, target) {
   toggle.addEventListener('click', () => open(panel.hidden));
   $('clipboard-close').addEventListener('click', () => open(false));
 
-  // refresh sets what the buttons can do for the open console and policy.
-  function refresh() {
+  // refresh sets what the buttons can do for the open console and policy,
+  // and with explain says so in the note.
+  function refresh(explain = false) {
     const c = target();
     send.disabled = !c?.clipboard || !toDesktop() || Boolean(typing);
     asKeys.disabled = !c?.keys?.typable || !toDesktop() || Boolean(typing);
+    if (!explain) return;
     const ways = { both: 'both ways', 'to-desktop': 'to the desktop only', 'from-desktop': 'from the desktop only', off: 'off' };
     if (policy.clipboard !== 'both') {
       say(`This pool's policy: clipboard ${ways[policy.clipboard] || 'off'}.`, 'warn');
@@ -160,7 +162,7 @@ export function attachClipboard(toggle, panel, target) {
     // connected tells the panel which console is open and the policy.
     connected(p) {
       policy = { ...p, clipboard: p?.clipboard || 'both' };
-      refresh();
+      refresh(true);
     },
   };
 }
