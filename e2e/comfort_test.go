@@ -191,7 +191,7 @@ func TestComfort_VNC(t *testing.T) {
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 		screenshot(t, page, "paste-refused")
 		// A long paste can be cancelled midway.
-		must(t, page.GetByTestId("clipboard-text").Fill("#" + strings.Repeat("a", 400)))
+		must(t, page.GetByTestId("clipboard-text").Fill("#"+strings.Repeat("a", 400)))
 		must(t, page.GetByTestId("paste-as-keys").Click())
 		must(t, expect.Locator(page.GetByTestId("paste-progress-row")).ToBeVisible())
 		screenshot(t, page, "paste-progress")

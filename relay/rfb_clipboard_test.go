@@ -86,7 +86,7 @@ type fakeConn struct {
 	w     bytes.Buffer
 }
 
-func (c *fakeConn) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.chunk)]) }
+func (c *fakeConn) Read(p []byte) (int, error)  { return c.r.Read(p[:min(len(p), c.chunk)]) }
 func (c *fakeConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 func (c *fakeConn) Close() error                { return nil }
 

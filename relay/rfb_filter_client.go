@@ -8,20 +8,20 @@ import "encoding/binary"
 // updates, and the pseudo-encodings whose effects it knows; the client's
 // SetEncodings is cut down to these.
 var followedEncodings = map[int32]bool{
-	0:    true, // Raw
-	1:    true, // CopyRect
-	7:    true, // Tight
-	16:   true, // ZRLE
-	-223: true, // DesktopSize
-	-224: true, // LastRect
-	-239: true, // Cursor
-	-258: true, // QEMU Extended Key Event
-	-261: true, // QEMU LED state
-	-307: true, // DesktopName
-	-308: true, // ExtendedDesktopSize
-	-309: true, // xvp
-	-312: true, // Fence
-	-313: true, // ContinuousUpdates
+	0:                 true, // Raw
+	1:                 true, // CopyRect
+	7:                 true, // Tight
+	16:                true, // ZRLE
+	-223:              true, // DesktopSize
+	-224:              true, // LastRect
+	-239:              true, // Cursor
+	-258:              true, // QEMU Extended Key Event
+	-261:              true, // QEMU LED state
+	-307:              true, // DesktopName
+	-308:              true, // ExtendedDesktopSize
+	-309:              true, // xvp
+	-312:              true, // Fence
+	-313:              true, // ContinuousUpdates
 	extendedClipboard: true,
 }
 
@@ -110,7 +110,9 @@ func (f *rfbFilter) clientMessage(h []byte) error {
 	case rfbClientCutText:
 		return s.more(8, f.cutTextHeader(&f.up, f.clientMessage))
 	case rfbFence:
-		return s.more(9, func(h []byte) error { return s.more(9+int(h[8]), func(h []byte) error { return s.pass(h, 1, f.clientMessage) }) })
+		return s.more(9, func(h []byte) error {
+			return s.more(9+int(h[8]), func(h []byte) error { return s.pass(h, 1, f.clientMessage) })
+		})
 	case rfbSetDesktopSize:
 		return s.more(8, func(h []byte) error { return fixed(8 + 16*int(h[6])) })
 	case rfbQEMU:
