@@ -12,7 +12,9 @@ require (
 )
 
 require (
+	github.com/cavaliergopher/cpio v1.0.1
 	github.com/creack/pty v1.1.24
+	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/kube-aggregator v0.37.2
 	k8s.io/streaming v0.37.2
@@ -20,7 +22,6 @@ require (
 )
 
 require (
-	github.com/cavaliergopher/cpio v1.0.1 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
@@ -103,13 +104,12 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
-	k8s.io/klog/v2 v2.140.0 // indirect
+	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	modernc.org/libc v1.80.1 // indirect
@@ -119,7 +119,7 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
+	sigs.k8s.io/yaml v1.6.0
 )
 
 tool github.com/a-h/templ/cmd/templ

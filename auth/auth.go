@@ -6,6 +6,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +50,8 @@ type Config struct {
 	// TrustedProxies are where Tailscale headers (and X-Forwarded-Proto)
 	// are believed.
 	TrustedProxies []netip.Prefix
-	// Admins are the logins with admin rights.
+	// Admins are the logins with admin rights; "group:NAME" names a
+	// group whose members are admins.
 	Admins []string
 	// AdminGroups are the OIDC groups whose members are admins.
 	AdminGroups []string
@@ -65,9 +68,15 @@ type Config struct {
 	Secure bool
 	// OIDC configures ModeOIDC.
 	OIDC OIDCConfig
+	// Groups adds the groups file's groups to every identity; nil for none.
+	Groups vdi.GroupDirectory
 	// Audit, if set, records every sign-in.
 	Audit vdi.AuditLog
-	Log   *slog.Logger
+	// Revocations, if set, keeps sign-outs: a cookie issued before its
+	// user's last sign-out (or an admin ending their sessions) is no
+	// longer a session, on any replica sharing the database.
+	Revocations Revocations
+	Log         *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -78,11 +87,13 @@ type Authenticator struct {
 	proxies      []netip.Prefix
 	admins       map[string]bool
 	adminGroups  map[string]bool
+	groups       vdi.GroupDirectory
 	cookies      *sessions.CookieStore
 	lifetime     time.Duration
 	alwaysSecure bool
 	oidc         *oidcFlow
 	audit        vdi.AuditLog
+	revocations  Revocations
 	log          *slog.Logger
 	now          func() time.Time
 
@@ -99,7 +110,8 @@ const maxWarned = 1024
 func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
-		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, log: cfg.Log, now: cfg.Now,
+		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, revocations: cfg.Revocations, log: cfg.Log, now: cfg.Now,
+		groups: cfg.Groups,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -119,7 +131,11 @@ func New(cfg Config) (*Authenticator, error) {
 		}
 	}
 	for _, l := range cfg.Admins {
-		a.admins[l] = true
+		if g, ok := strings.CutPrefix(l, "group:"); ok {
+			a.adminGroups[g] = true
+		} else {
+			a.admins[l] = true
+		}
 	}
 	for _, g := range cfg.AdminGroups {
 		a.adminGroups[g] = true
@@ -156,7 +172,7 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 		return id, true
 	}
 	id, ok := a.identifyRequest(r)
-	if ok && strings.HasPrefix(id.Login, CLIPrefix) {
+	if ok && (IsCLILogin(id.Login) || !ValidLogin(id.Login)) {
 		return vdi.Identity{}, false // only the admin socket names CLI users
 	}
 	return id, ok
@@ -202,6 +218,14 @@ func (a *Authenticator) identity(login, name string, groups []string) vdi.Identi
 	if name == "" {
 		name = login
 	}
+	if a.groups != nil {
+		groups = slices.Clone(groups) // the session's own slice stays as it is
+		for _, g := range a.groups.GroupsOf(login) {
+			if !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
+	}
 	admin := a.admins[login]
 	for _, g := range groups {
 		admin = admin || a.adminGroups[g]
@@ -237,6 +261,8 @@ var validLogin = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$`)
 func ValidLogin(login string) bool { return validLogin.MatchString(login) }
 
 // SignIn starts a cookie session for login (the sign-in-by-name page).
+// The caller decides whether r may sign in by name at all: only when
+// DirectLoopback(r) is nil and the portal listens on loopback.
 func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login string) error {
 	if !a.modes[ModeDev] {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
@@ -250,8 +276,9 @@ func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login str
 
 // startSession saves a new session cookie for a signed-in user.
 func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via, login, name string, groups []string, idToken string) error {
-	s := a.newSession(r, cookieName, a.lifetime, "/")
+	s := a.newSession(r, a.sessionCookie(r), a.lifetime, "/")
 	s.Values[keyLogin], s.Values[keyVia], s.Values[keyExpires] = login, via, a.now().Add(a.lifetime).Unix()
+	s.Values[keyIssued] = a.now().UnixNano()
 	if name != "" {
 		s.Values[keyName] = name
 	}
@@ -291,9 +318,42 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 	return nil
 }
 
-// SignOut ends the cookie session.
+// SignOut ends the cookie session, and with Revocations every cookie of
+// the user issued so far, so that a copy taken before is worth nothing.
 func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
-	a.deleteCookie(w, r, cookieName, "/")
+	s := a.session(r)
+	a.deleteCookie(w, r, a.sessionCookie(r), "/")
+	if s == nil {
+		return nil
+	}
+	login, _ := s.Values[keyLogin].(string)
+	if a.revocations != nil {
+		if err := a.revocations.RevokeSessions(r.Context(), login, a.now()); err != nil {
+			return fmt.Errorf("auth: sign out %s: %w", login, err)
+		}
+	}
+	if a.audit != nil {
+		if err := a.audit.Record(r.Context(), vdi.AuditEvent{Actor: login, Action: "sign-out"}); err != nil {
+			a.log.Error("audit sign-out", "login", login, "err", err)
+		}
+	}
+	return nil
+}
+
+// EndSessions ends every cookie session of login issued so far: admin by
+// signs the user out everywhere. It needs Revocations.
+func (a *Authenticator) EndSessions(ctx context.Context, by vdi.Identity, login string) error {
+	if a.revocations == nil {
+		return vdi.Errorf(vdi.EUnavailable, "This portal keeps no sign-outs.", "Ending sessions is not available.")
+	}
+	if err := a.revocations.RevokeSessions(ctx, login, a.now()); err != nil {
+		return fmt.Errorf("auth: end sessions of %s: %w", login, err)
+	}
+	if a.audit != nil {
+		if err := a.audit.Record(ctx, vdi.AuditEvent{Actor: by.Login, Action: "end-sessions", Target: login}); err != nil {
+			a.log.Error("audit end-sessions", "login", login, "err", err)
+		}
+	}
 	return nil
 }
 

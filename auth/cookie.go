@@ -135,6 +135,7 @@ func loadKeyFile(path string) ([][]byte, error) {
 // provider and its answer.
 const (
 	cookieName     = "corral_vdi_session"
+	hostCookieName = "__Host-" + cookieName // over HTTPS: bound to this host, Path=/, Secure
 	flowCookieName = "corral_vdi_oidc"
 	flowCookiePath = "/auth/oidc/"
 	flowLifetime   = 10 * time.Minute
@@ -148,6 +149,7 @@ const (
 	keyVia     = "via"     // the mode that signed the user in; only honoured while it is on
 	keyExpires = "exp"     // unix seconds; checked on every request
 	keyIDToken = "idtoken" // the raw ID token, as id_token_hint at sign-out
+	keyIssued  = "iat"     // unix nanoseconds; a sign-out revokes every cookie issued before it
 )
 
 // secure reports whether cookies for r must be marked Secure: always when
@@ -170,7 +172,7 @@ func (a *Authenticator) newSession(r *http.Request, name string, maxAge time.Dur
 // session returns the valid signed session of r, or nil: a forged,
 // unsigned, expired session, or one made by a mode now off, is no session.
 func (a *Authenticator) session(r *http.Request) *sessions.Session {
-	s, err := a.cookies.Get(r, cookieName)
+	s, err := a.cookies.Get(r, a.sessionCookie(r))
 	if err != nil || s.IsNew {
 		return nil
 	}
@@ -180,7 +182,28 @@ func (a *Authenticator) session(r *http.Request) *sessions.Session {
 	if login == "" || !a.modes[via] || a.now().Unix() >= exp {
 		return nil
 	}
+	if a.revocations != nil {
+		issued, _ := s.Values[keyIssued].(int64)
+		before, err := a.revocations.SessionsRevokedBefore(r.Context(), login)
+		if err != nil { // fail closed: a sign-out must hold
+			a.log.Error("read sign-outs", "login", login, "err", err)
+			return nil
+		}
+		if !before.IsZero() && issued < before.UnixNano() {
+			return nil
+		}
+	}
 	return s
+}
+
+// sessionCookie is the session cookie's name for r: with the __Host-
+// prefix over HTTPS, so that no other host (a sibling subdomain) can set
+// or shadow it.
+func (a *Authenticator) sessionCookie(r *http.Request) string {
+	if a.secure(r) {
+		return hostCookieName
+	}
+	return cookieName
 }
 
 // deleteCookie tells the browser to drop a cookie.

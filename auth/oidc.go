@@ -246,8 +246,10 @@ func (o *oidcFlow) user(claims map[string]any) (login, name string, groups []str
 		return "", "", nil, fmt.Errorf("the ID token has no %q claim to use as your user name", o.cfg.LoginClaim)
 	}
 	if o.cfg.LoginClaim == "email" {
-		if v, ok := claims["email_verified"].(bool); ok && !v {
-			return "", "", nil, fmt.Errorf("your email address %s is not verified at the identity provider", login)
+		// Only the boolean true vouches for the address: a provider that
+		// leaves the claim out, or sends "true" as a string, does not.
+		if v, ok := claims["email_verified"].(bool); !ok || !v {
+			return "", "", nil, fmt.Errorf("your email address %s is not verified at the identity provider (email_verified is %v, want true); verify it there, or an admin sets CORRAL_VDI_OIDC_LOGIN_CLAIM to another claim", login, claims["email_verified"])
 		}
 	}
 	if !ValidLogin(login) {

@@ -32,6 +32,9 @@ var carol = testoidc.User{ID: "u-carol", Username: "carol", Password: "carol-pw"
 		return g
 	}()}
 
+// dave's provider has not verified his address: email_verified is absent.
+var dave = testoidc.User{ID: "u-dave", Username: "dave", Password: "dave-pw", Email: "dave@example.com", Name: "Dave", EmailUnverified: true}
+
 var bob = testoidc.User{ID: "u-bob", Username: "bob", Password: "bob-pw", Email: "bob@example.com", Name: "Bob", Groups: []string{"staff"}}
 
 // rp is a portal-shaped relying party around an Authenticator: the
@@ -70,7 +73,7 @@ func mustStartRP(tb testing.TB, modes ...string) *rp {
 	op := testoidc.MustStart(tb, testoidc.Config{
 		ClientID: "corral", ClientSecret: "s3cret-client",
 		RedirectURIs: []string{srv.URL + auth.CallbackPath}, PostLogoutRedirectURIs: []string{srv.URL + auth.SignedOutPath},
-		Users: []testoidc.User{alice, bob, carol},
+		Users: []testoidc.User{alice, bob, carol, dave},
 	})
 	if len(modes) == 0 {
 		modes = []string{auth.ModeOIDC}
@@ -185,6 +188,16 @@ func TestOIDC_SignIn(t *testing.T) {
 		want := vdi.Identity{Login: "alice@example.com", Name: "Alice Liddell", Groups: []string{"staff", "vdi-admins"}, Admin: true}
 		if fmt.Sprint(id) != fmt.Sprint(want) {
 			t.Errorf("identity %+v; want %+v", id, want)
+		}
+	})
+	t.Run("EmailNotVerified", func(t *testing.T) {
+		b := newBrowser(t)
+		res, body := b.signInAt(t, p, dave, "/whoami")
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "not verified") {
+			t.Errorf("dave without email_verified: %d %q; want refused as not verified", res.StatusCode, body)
+		}
+		if _, code := b.whoami(t, p); code != http.StatusUnauthorized {
+			t.Errorf("dave after the refused sign-in: %d; want 401", code)
 		}
 	})
 	t.Run("NotAdminWithoutGroup", func(t *testing.T) {

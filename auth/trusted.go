@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"strings"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -21,4 +22,17 @@ type trustedKey struct{}
 // set a context value, so the TCP listener never yields this identity.
 func WithTrustedIdentity(ctx context.Context, id vdi.Identity) context.Context {
 	return context.WithValue(ctx, trustedKey{}, id)
+}
+
+// IsCLILogin reports whether login carries CLIPrefix in any letter case.
+func IsCLILogin(login string) bool {
+	return len(login) >= len(CLIPrefix) && strings.EqualFold(login[:len(CLIPrefix)], CLIPrefix)
+}
+
+// TrustedIdentity returns the identity WithTrustedIdentity put in ctx, and
+// whether there is one: the request came through a listener that
+// authenticated its peer itself (the admin socket), not from a browser.
+func TrustedIdentity(ctx context.Context) (vdi.Identity, bool) {
+	id, ok := ctx.Value(trustedKey{}).(vdi.Identity)
+	return id, ok
 }

@@ -19,6 +19,13 @@ type Browser struct {
 // playwright-core, pinned in package.json) and Debian's Chromium.
 func MustLaunchBrowser(tb testing.TB) *Browser {
 	tb.Helper()
+	return MustLaunchBrowserWith(tb)
+}
+
+// MustLaunchBrowserWith is MustLaunchBrowser with extra Chromium flags
+// (e.g. --host-resolver-rules).
+func MustLaunchBrowserWith(tb testing.TB, flags ...string) *Browser {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")
 	cli := filepath.Join(root, "node_modules", "playwright-core", "cli.js")
@@ -38,8 +45,8 @@ func MustLaunchBrowser(tb testing.TB) *Browser {
 	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
 		ExecutablePath: playwright.String("/usr/bin/chromium"),
 		Headless:       playwright.Bool(true),
-		Args: []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync"},
+		Args: append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync"}, flags...),
 	})
 	if err != nil {
 		pw.Stop()

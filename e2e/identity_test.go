@@ -242,7 +242,7 @@ var (
 	}
 	userRoutes = map[string]bool{
 		"GET /{$}": true, "GET /api/vdi/pools": true, "GET /api/vdi/desktops": true,
-		"POST /api/vdi/pools/{ns}/{pool}/claim": true, "POST /pools/{ns}/{pool}/claim": true, "GET /kiosk/{pool}": true,
+		"POST /api/vdi/pools/{ns}/{pool}/claim": true, "POST /pools/{ns}/{pool}/claim": true, "GET /kiosk/{pool}": true, "POST /kiosk/{pool}": true,
 	}
 )
 

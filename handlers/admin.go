@@ -28,6 +28,7 @@ type History interface {
 	SessionHistory(ctx context.Context, f store.HistoryFilter) ([]store.Session, error)
 	AuditHistory(ctx context.Context, f store.HistoryFilter) ([]store.AuditEntry, error)
 	OpenSessions(ctx context.Context) ([]store.Session, error)
+	LastPrune(ctx context.Context) (store.Pruned, bool, error)
 }
 
 // thumbEvery is how often the dashboard's thumbnails change.

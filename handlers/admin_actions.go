@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -24,6 +25,10 @@ func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id
 	var req assignRequest
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
+	}
+	if auth.IsCLILogin(req.User) || !auth.ValidLogin(req.User) {
+		return vdi.Errorf(vdi.EInvalid, `Send {"user": "<login>"}: letters, digits and . _ @ + - only, up to 100 characters, as users sign in.`,
+			"%q is not a user name a person can sign in with.", req.User)
 	}
 	d, err := h.admin.Assign(r.Context(), id, ref(r), req.User)
 	if err != nil {

@@ -81,7 +81,8 @@ func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Admin: svc, History: db, Log: log})
+	return New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Admin: svc, History: db, Log: log,
+		PublicURLs: []string{"http://example.com"}}) // httptest.NewRequest's Host
 }
 
 func adminGet(h http.Handler, user, path string) *httptest.ResponseRecorder {

@@ -48,7 +48,7 @@ func mustHandler(tb testing.TB, loopback bool, acfg auth.Config) *Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{Auth: a, Assets: assets, Loopback: loopback})
+	return New(Config{Auth: a, Assets: assets, Loopback: loopback, PublicURLs: []string{"http://example.com"}})
 }
 
 func body(tb testing.TB, res *http.Response) string {
@@ -76,7 +76,9 @@ func TestSignInPage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := mustHandler(t, tc.loopback, auth.Config{Modes: tc.modes, SessionKeys: keys, OIDC: oidc})
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("GET", `/signin?next=/desktops/local/x"><script>alert(1)</script>`, nil))
+			req := httptest.NewRequest("GET", `http://127.0.0.1:8080/signin?next=/desktops/local/x"><script>alert(1)</script>`, nil)
+			req.RemoteAddr = "127.0.0.1:40000"
+			h.ServeHTTP(rec, req)
 			b := rec.Body.String()
 			if rec.Code != tc.code {
 				t.Fatalf("GET /signin: %d; want %d", rec.Code, tc.code)

@@ -66,6 +66,7 @@ type consoleState struct {
 	cfg     ConsoleConfig
 	probes  probeCache
 	viewers viewers
+	peers   *relay.PeerVerifier // checks peer links to this portal
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {
@@ -78,7 +79,7 @@ func newConsoleState(cfg ConsoleConfig) *consoleState {
 	if len(cfg.PeerSecret) == 0 {
 		cfg.Peers = nil
 	}
-	return &consoleState{cfg: cfg}
+	return &consoleState{cfg: cfg, peers: relay.NewPeerVerifier(cfg.PeerSecret)}
 }
 
 // peerPath dials through one peer portal.

@@ -94,29 +94,6 @@ func TestFinal(t *testing.T) {
 	}
 }
 
-func TestSameOrigin(t *testing.T) {
-	tests := []struct {
-		origin, host string
-		want         bool
-	}{
-		{"", "portal:8080", true},
-		{"http://portal:8080", "portal:8080", true},
-		{"https://PORTAL:8080", "portal:8080", true},
-		{"http://evil.example", "portal:8080", false},
-		{"http://portal:8081", "portal:8080", false},
-		{"null", "portal:8080", false},
-	}
-	for _, tt := range tests {
-		r := httptest.NewRequest("GET", "http://"+tt.host+"/ws/terminal/local/x", nil)
-		if tt.origin != "" {
-			r.Header.Set("Origin", tt.origin)
-		}
-		if got := sameOrigin(r); got != tt.want {
-			t.Errorf("sameOrigin(Origin %q, Host %q) = %v; want %v", tt.origin, tt.host, got, tt.want)
-		}
-	}
-}
-
 // unreachableRDP is the local backend as a portal outside the desktop's
 // network sees it: the RDP server does not answer on the direct path.
 type unreachableRDP struct{ *local.Backend }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -47,15 +46,20 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if err := offers(d, p); err != nil {
 		return err
 	}
-	if !sameOrigin(r) { // the upgrader checks again; this is before any dial
+	if !h.checkOrigin(r) { // the upgrader checks again; this is before any dial
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
+	release, err := h.consoles.acquire(id.Login)
+	if err != nil {
+		return err
+	}
+	defer release()
 	watching := d.Holder != "" && d.Holder != id.Login // an admin, alongside the holder
 	conn, path, err := h.dialConsoleFor(r.Context(), ref, p, watching)
 	if err != nil {
 		return err
 	}
-	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		conn.Close() // the upgrader has already answered the client
 		return nil
@@ -74,6 +78,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	h.runSession(ctx, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
+		if watching && p == vdi.ProtocolVNC {
+			// Watching is view-only here, not just in noVNC: the admin's
+			// keys, pointer and clipboard never reach the holder's desktop.
+			opts.Filter = new(relay.RFBViewOnly).Filter
+		}
 		if p == vdi.ProtocolSerial || p == vdi.ProtocolTerminal {
 			opts.Control = relay.TerminalControl(conn)
 			opts.MaxMessage = maxTerminalMessage
@@ -97,15 +106,4 @@ func offers(d vdi.Desktop, p vdi.Protocol) error {
 		names = append(names, string(o))
 	}
 	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
-}
-
-// sameOrigin reports whether r has no Origin header (not a browser) or one
-// whose host is r's Host: the rule relay's upgrader applies.
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && strings.EqualFold(u.Host, r.Host)
 }

@@ -3,7 +3,10 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -34,6 +37,10 @@ func status(code vdi.Code) int {
 // errorText returns what a user may read of err: its message and hint, or a
 // generic text for internal errors, whose cause only goes to the log.
 func (h *Handler) errorText(r *http.Request, err error) (code int, msg, hint string) {
+	var le *limitError
+	if errors.As(err, &le) {
+		return http.StatusTooManyRequests, le.Msg, le.Hint
+	}
 	var e *vdi.Error
 	if errors.As(err, &e) && e.Code != vdi.EInternal {
 		code, msg, hint = status(e.Code), e.Msg, e.Hint
@@ -44,6 +51,23 @@ func (h *Handler) errorText(r *http.Request, err error) (code int, msg, hint str
 	}
 	h.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	return http.StatusInternalServerError, "Internal error.", "Try again; if it persists, an admin can find the cause in the portal's log."
+}
+
+// limitError is a refusal for a limit (rate, console cap): 429 with
+// Retry-After.
+type limitError struct {
+	After     time.Duration
+	Msg, Hint string
+}
+
+func (e *limitError) Error() string { return e.Msg }
+
+// setRetryAfter sets Retry-After for a limitError.
+func setRetryAfter(w http.ResponseWriter, err error) {
+	var le *limitError
+	if errors.As(err, &le) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(le.After.Seconds())))))
+	}
 }
 
 // errorBody is the JSON shape of every API error.
@@ -60,8 +84,13 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, errorBody{"You are not signed in.", "Sign in at /signin, or reach the portal through your identity proxy."})
 			return
 		}
-		if err := fn(w, r, id); err != nil {
+		err := h.limitUser(r, id)
+		if err == nil {
+			err = fn(w, r, id)
+		}
+		if err != nil {
 			code, msg, hint := h.errorText(r, err)
+			setRetryAfter(w, err)
 			writeJSON(w, code, errorBody{msg, hint})
 		}
 	}
@@ -87,8 +116,13 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/signin?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		if err := fn(w, r, id); err != nil {
+		err := h.limitUser(r, id)
+		if err == nil {
+			err = fn(w, r, id)
+		}
+		if err != nil {
 			code, msg, hint := h.errorText(r, err)
+			setRetryAfter(w, err)
 			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(http.StatusText(code), id), Status: code, Msg: msg, Hint: hint}))
 		}
 	}

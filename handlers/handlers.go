@@ -16,7 +16,8 @@ import (
 
 // Desktops is what the handlers need of the claim service.
 type Desktops interface {
-	Pools(ctx context.Context) ([]vdi.PoolStatus, error)
+	Pools(ctx context.Context, id vdi.Identity) ([]vdi.PoolStatus, error)
+	PoolNamespaces(ctx context.Context, name string) ([]string, error)
 	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
 	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
@@ -38,6 +39,7 @@ type Identifier interface {
 	DevSignIn() bool
 	SignIn(w http.ResponseWriter, r *http.Request, login string) error
 	SignOut(w http.ResponseWriter, r *http.Request) error
+	EndSessions(ctx context.Context, by vdi.Identity, login string) error
 }
 
 // Sessions records console sessions.
@@ -69,41 +71,62 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
+	// Listen is the listen address; its host is an allowed Host.
+	Listen string
+	// PublicURLs are the origins the portal is reached at through proxies
+	// (CORRAL_VDI_PUBLIC_URL, plus the OIDC redirect URL's origin); every
+	// other Host but loopback and the listen address gets 421.
+	PublicURLs []string
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
+	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
+	MaxConsolesPerUser int
+	// RateLimit limits each user's mutating requests; zero picks the
+	// defaults.
+	RateLimit RateLimit
 }
 
 // Handler serves the portal.
 type Handler struct {
-	desktops  Desktops
-	auth      Identifier
-	sessions  Sessions
-	assets    Assets
-	admin     Admin
-	history   History
-	thumbs    thumbs
-	log       *slog.Logger
-	loopback  bool
-	ready     func(ctx context.Context) error
-	mux       *http.ServeMux
-	protected http.Handler // mux behind cross-origin protection
-	console   *consoleState
-	metrics   *metrics
+	desktops     Desktops
+	auth         Identifier
+	sessions     Sessions
+	assets       Assets
+	admin        Admin
+	history      History
+	thumbs       thumbs
+	log          *slog.Logger
+	loopback     bool
+	ready        func(ctx context.Context) error
+	mux          *http.ServeMux
+	protected    http.Handler // mux behind cross-origin protection
+	console      *consoleState
+	metrics      *metrics
+	hosts        *hostPolicy
+	limits       *userLimits
+	consoles     *consoleCount
+	metricsToken string
 }
 
 // New returns the portal's handler with every route registered.
 func New(cfg Config) *Handler {
 	h := &Handler{
-		desktops: cfg.Desktops,
-		auth:     cfg.Auth,
-		sessions: cfg.Sessions,
-		assets:   cfg.Assets,
-		admin:    cfg.Admin,
-		history:  cfg.History,
-		log:      cfg.Log,
-		loopback: cfg.Loopback,
-		ready:    cfg.Ready,
-		mux:      http.NewServeMux(),
-		console:  newConsoleState(cfg.Console),
-		metrics:  newMetrics(),
+		desktops:     cfg.Desktops,
+		auth:         cfg.Auth,
+		sessions:     cfg.Sessions,
+		assets:       cfg.Assets,
+		admin:        cfg.Admin,
+		history:      cfg.History,
+		log:          cfg.Log,
+		loopback:     cfg.Loopback,
+		ready:        cfg.Ready,
+		mux:          http.NewServeMux(),
+		console:      newConsoleState(cfg.Console),
+		metrics:      newMetrics(),
+		hosts:        newHostPolicy(cfg.Listen, cfg.PublicURLs),
+		limits:       newUserLimits(cfg.RateLimit),
+		consoles:     newConsoleCount(cfg.MaxConsolesPerUser),
+		metricsToken: cfg.MetricsToken,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -115,8 +138,15 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// ServeHTTP serves r with cross-origin protection and security headers.
+// ServeHTTP serves r with security headers, the Host allow-list, Origin
+// checks and cross-origin protection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if h.hosts.servedOverHTTPS(r) {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	if h.guardHost(w, r) {
+		return
+	}
 	h.protected.ServeHTTP(w, r)
 }

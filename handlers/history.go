@@ -83,6 +83,12 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	if err != nil {
 		return err
 	}
+	var pruned *store.Pruned
+	if p, ok, err := h.history.LastPrune(r.Context()); err != nil {
+		return err
+	} else if ok {
+		pruned = &p
+	}
 	query := url.Values{}
 	for k, v := range map[string]string{"user": hq.user, "pool": hq.pool, "since": hq.since, "until": hq.until} {
 		if v != "" {
@@ -91,7 +97,7 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	}
 	h.render(w, r, http.StatusOK, views.History(views.HistoryProps{
 		Page: h.pageProps("History", id), User: hq.user, Pool: hq.pool, Since: hq.since, Until: hq.until,
-		Pools: hq.pools, Sessions: sessions, Audit: audit, Query: query.Encode(),
+		Pools: hq.pools, Sessions: sessions, Audit: audit, Query: query.Encode(), Pruned: pruned,
 	}))
 	return nil
 }

@@ -13,7 +13,7 @@ func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Iden
 	if err != nil {
 		return err
 	}
-	pools, err := h.desktops.Pools(r.Context())
+	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
 		return err
 	}

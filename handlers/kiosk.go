@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -11,43 +12,111 @@ import (
 // back the one the visitor holds) and show it full-screen with no portal
 // chrome. ?ns= picks the namespace when pools of that name exist in
 // several. When none is free the page says so and tries again by itself.
+//
+// A GET changes nothing unless the visitor opened the page: any site can
+// embed or link the kiosk URL, and identity headers from tailscale serve
+// ride along. So only a top-level navigation the browser marks as typed,
+// bookmarked or same-site (Sec-Fetch-Site none or same-origin,
+// Sec-Fetch-Dest document) claims; any other shows the desktop already
+// held, or a button that claims with a same-origin POST.
 func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	// Opening the page claims a desktop: only a navigation may, never an
-	// image or fetch that another site embeds (identity headers from
-	// tailscale serve ride along with those too).
-	if mode := r.Header.Get("Sec-Fetch-Mode"); mode != "" && mode != "navigate" {
-		return vdi.Errorf(vdi.EForbidden, "Open the kiosk link in the browser's address bar.", "The kiosk page only opens as a page.")
+	name := r.PathValue("pool")
+	ns, err := h.kioskNamespace(r, name)
+	if err != nil {
+		return err
 	}
-	name, ns := r.PathValue("pool"), r.URL.Query().Get("ns")
-	if ns == "" {
-		pools, err := h.desktops.Pools(r.Context())
+	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}
+	if !kioskNavigation(r) {
+		d, ok, err := h.heldDesktop(r, id, ns, name)
 		if err != nil {
 			return err
 		}
-		for _, p := range pools {
-			if p.Name == name {
-				if ns != "" {
-					return vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
-				}
-				ns = p.Namespace
-			}
+		if !ok {
+			props.ContinueURL = "/kiosk/" + url.PathEscape(name) + "?ns=" + url.QueryEscape(ns)
+			h.render(w, r, http.StatusOK, views.Kiosk(props))
+			return nil
 		}
-		if ns == "" {
-			return vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
-		}
+		return h.renderKiosk(w, r, props, d)
 	}
-	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}
 	d, err := h.desktops.Claim(r.Context(), id, ns, name)
 	if err != nil {
-		code := vdi.ErrorCode(err)
-		if code != vdi.EConflict && code != vdi.EUnavailable {
-			return err
-		}
-		status, msg, hint := h.errorText(r, err)
-		props.Msg, props.Hint = msg, hint
-		h.render(w, r, status, views.Kiosk(props))
-		return nil
+		return h.renderKioskWait(w, r, props, err)
 	}
+	return h.renderKiosk(w, r, props, d)
+}
+
+// handleKioskClaim serves POST /kiosk/{pool}: the kiosk page's button
+// claims (cross-origin protection guards it like every form), then the
+// browser goes back to the kiosk page, which shows the claimed desktop.
+func (h *Handler) handleKioskClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	name := r.PathValue("pool")
+	ns, err := h.kioskNamespace(r, name)
+	if err != nil {
+		return err
+	}
+	if _, err := h.desktops.Claim(r.Context(), id, ns, name); err != nil {
+		return h.renderKioskWait(w, r, views.KioskProps{Page: h.pageProps(name, id), Pool: name}, err)
+	}
+	http.Redirect(w, r, "/kiosk/"+url.PathEscape(name)+"?ns="+url.QueryEscape(ns), http.StatusSeeOther)
+	return nil
+}
+
+// kioskNavigation reports whether r is a page load the visitor started
+// (typed, bookmarked, reloaded, or from the portal's own pages).
+func kioskNavigation(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return (site == "none" || site == "same-origin") && r.Header.Get("Sec-Fetch-Dest") == "document"
+}
+
+// kioskNamespace returns the namespace of the kiosk's pool: ?ns=, or the
+// only pool of that name.
+func (h *Handler) kioskNamespace(r *http.Request, name string) (string, error) {
+	if ns := r.URL.Query().Get("ns"); ns != "" {
+		return ns, nil
+	}
+	// Found whoever may use it, so that the claim can say whom it is for.
+	nss, err := h.desktops.PoolNamespaces(r.Context(), name)
+	if err != nil {
+		return "", err
+	}
+	switch len(nss) {
+	case 0:
+		return "", vdi.Errorf(vdi.ENotFound, "Check the kiosk link's pool name with an admin.", "No pool %s.", name)
+	case 1:
+		return nss[0], nil
+	}
+	return "", vdi.Errorf(vdi.EInvalid, "Add ?ns=<namespace> to the kiosk link.", "Pools named %s exist in several namespaces.", name)
+}
+
+// heldDesktop returns the desktop of pool ns/name that id holds, if any.
+func (h *Handler) heldDesktop(r *http.Request, id vdi.Identity, ns, name string) (vdi.Desktop, bool, error) {
+	ds, err := h.desktops.Desktops(r.Context(), id, false)
+	if err != nil {
+		return vdi.Desktop{}, false, err
+	}
+	for _, d := range ds {
+		if d.Namespace == ns && d.Pool == name && d.Holder == id.Login {
+			return d, true, nil
+		}
+	}
+	return vdi.Desktop{}, false, nil
+}
+
+// renderKioskWait shows why no desktop could be claimed (none free,
+// backend unavailable); the page retries. Other errors are errors.
+func (h *Handler) renderKioskWait(w http.ResponseWriter, r *http.Request, props views.KioskProps, err error) error {
+	code := vdi.ErrorCode(err)
+	if code != vdi.EConflict && code != vdi.EUnavailable {
+		return err
+	}
+	status, msg, hint := h.errorText(r, err)
+	props.Msg, props.Hint = msg, hint
+	h.render(w, r, status, views.Kiosk(props))
+	return nil
+}
+
+// renderKiosk shows desktop d full-screen.
+func (h *Handler) renderKiosk(w http.ResponseWriter, r *http.Request, props views.KioskProps, d vdi.Desktop) error {
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
 	h.render(w, r, http.StatusOK, views.Kiosk(props))

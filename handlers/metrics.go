@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"crypto/subtle"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +36,21 @@ func newMetrics() *metrics {
 	return m
 }
 
-// handler serves GET /metrics in the Prometheus text format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+// handler serves GET /metrics in the Prometheus text format; with a
+// token, only to requests bearing it.
+func (m *metrics) handler(token string) http.Handler {
+	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{"Metrics need a bearer token.",
+				"Send Authorization: Bearer <token>, the token in CORRAL_VDI_METRICS_TOKEN (or _FILE); in Prometheus set authorization.credentials_file."})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

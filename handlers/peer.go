@@ -10,21 +10,20 @@ import (
 
 // handlePeerSocket serves GET /peer/v1/{protocol}/{ns}/{member}: a peer
 // portal's link to a desktop it cannot reach. The request must carry a
-// signature with the shared peer secret for exactly this console (see
-// relay.SignPeer); the peer portal has authorized its user. The desktop is
+// signature with the shared peer secret for exactly this console at this
+// portal, never seen before (see relay.SignPeer); the peer portal has authorized its user. The desktop is
 // resolved and dialed by this portal's own backend, directly and never
 // through further peers, so a peer is no open proxy and links cannot loop.
 // The session is recorded by the portal the user is connected to.
 func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
-	secret := h.console.cfg.PeerSecret
 	proto, ref := r.PathValue("protocol"), ref(r)
-	if err := relay.CheckPeerAuth(secret, r.Header.Get(relay.PeerAuthHeader), time.Now(), proto, ref.Namespace, ref.Name); err != nil {
+	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
 		if _, user := h.auth.Identify(r); user {
 			writeJSON(w, http.StatusForbidden, errorBody{"Peer links are for peer portals, not users.", "Open the desktop's console from its page."})
 			return
 		}
 		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
-		writeJSON(w, http.StatusUnauthorized, errorBody{"Peer signature missing or not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s."})
+		writeJSON(w, http.StatusUnauthorized, errorBody{"Peer signature missing or not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for."})
 		return
 	}
 	p := vdi.Protocol(proto)
@@ -40,7 +39,7 @@ func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, errorBody{msg, hint})
 		return
 	}
-	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		conn.Close()
 		return

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -53,6 +54,8 @@ type poolRequest struct {
 	Source    string        `json:"source"`
 	Size      int           `json:"size"`
 	Policy    policyRequest `json:"policy"`
+	Access    vdi.Access    `json:"access"`
+	Limits    vdi.Limits    `json:"limits"`
 	// LicensesAcknowledged is the admin's word that they hold the licences
 	// a pool of Windows desktops needs (vdi.Pool.LicensesAcknowledged).
 	LicensesAcknowledged bool `json:"licensesAcknowledged"`
@@ -72,11 +75,14 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 	if err != nil {
 		return err
 	}
+	if err := validAccessUsers(req.Access); err != nil {
+		return err
+	}
 	if req.Namespace == "" {
 		req.Namespace = defaultNamespace
 	}
 	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy,
-		LicensesAcknowledged: req.LicensesAcknowledged}
+		Access: req.Access, Limits: req.Limits, LicensesAcknowledged: req.LicensesAcknowledged}
 	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
 		return err
 	}
@@ -87,6 +93,8 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 type poolPatch struct {
 	Size   *int           `json:"size"`
 	Policy *policyRequest `json:"policy"`
+	Access *vdi.Access    `json:"access"`
+	Limits *vdi.Limits    `json:"limits"`
 }
 
 // handlePoolUpdate serves PATCH /api/vdi/pools/{ns}/{pool} (admins): resize
@@ -96,7 +104,12 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	u := vdi.PoolUpdate{Size: req.Size}
+	u := vdi.PoolUpdate{Size: req.Size, Access: req.Access, Limits: req.Limits}
+	if req.Access != nil {
+		if err := validAccessUsers(*req.Access); err != nil {
+			return err
+		}
+	}
 	if req.Policy != nil {
 		p, err := req.Policy.policy()
 		if err != nil {
@@ -104,14 +117,25 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 		}
 		u.Policy = &p
 	}
-	if u.Size == nil && u.Policy == nil {
-		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4} or {"policy": {"idleTimeout": "1h"}}.`, "Nothing to change.")
+	if u.Size == nil && u.Policy == nil && u.Access == nil && u.Limits == nil {
+		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4}, {"policy": {"idleTimeout": "1h"}}, {"access": {"groups": ["finance"]}} or {"limits": {"desktopsPerUser": 1}}.`, "Nothing to change.")
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("pool")
 	if err := h.admin.UpdatePool(r.Context(), id, ns, name, u); err != nil {
 		return err
 	}
 	return h.writePool(w, r, ns, name, http.StatusOK)
+}
+
+// validAccessUsers fails on an access user who could never sign in: the
+// same rule as sign-in's.
+func validAccessUsers(a vdi.Access) error {
+	for _, u := range a.Users {
+		if !auth.ValidLogin(u) {
+			return vdi.Errorf(vdi.EInvalid, "Write users as they sign in, e.g. alice@example.com.", "Access user %q is not a valid login.", u)
+		}
+	}
+	return nil
 }
 
 // handlePoolDelete serves DELETE /api/vdi/pools/{ns}/{pool} (admins).
@@ -126,7 +150,7 @@ func (h *Handler) handlePoolDelete(w http.ResponseWriter, r *http.Request, id vd
 
 // writePool answers with the pool's status as GET /api/vdi/pools lists it.
 func (h *Handler) writePool(w http.ResponseWriter, r *http.Request, ns, name string, code int) error {
-	pools, err := h.desktops.Pools(r.Context())
+	pools, err := h.desktops.Pools(r.Context(), vdi.Identity{Admin: true})
 	if err != nil {
 		return err
 	}

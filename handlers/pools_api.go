@@ -8,7 +8,7 @@ import (
 
 // handlePoolsList serves GET /api/vdi/pools.
 func (h *Handler) handlePoolsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	pools, err := h.desktops.Pools(r.Context())
+	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,15 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 	if err := h.desktops.Authorize(r.Context(), id, ref); err != nil {
 		return err
 	}
-	ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+	if !h.checkOrigin(r) {
+		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
+	}
+	release, err := h.consoles.acquire(id.Login)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		return nil // the upgrader has already answered the client
 	}

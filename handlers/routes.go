@@ -8,7 +8,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", h.assets.Handler())
 	m.HandleFunc("GET /healthz", h.handleHealthz)
 	m.HandleFunc("GET /readyz", h.handleReadyz)
-	m.Handle("GET /metrics", h.metrics.handler())
+	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken))
 
 	m.HandleFunc("GET /signin", h.handleSignInPage)
 	m.HandleFunc("POST /signin", h.handleSignIn)
@@ -22,10 +22,12 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
 
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.handleKiosk))
+	m.HandleFunc("POST /kiosk/{pool}", h.page(h.handleKioskClaim))
 	m.HandleFunc("GET /admin", h.page(h.handleAdminPage))
 	m.HandleFunc("GET /admin/live", h.page(h.handleAdminLive))
 	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.adminAPI(h.handleThumb))
 	m.HandleFunc("GET /admin/shadow/{ns}/{member}", h.page(h.handleShadowPage))
+	m.HandleFunc("POST /admin/end-sessions", h.page(h.handleEndSessionsForm))
 	m.HandleFunc("GET /admin/history", h.page(h.handleHistoryPage))
 	m.HandleFunc("GET /admin/history/sessions.csv", h.page(h.handleSessionsCSV))
 	m.HandleFunc("GET /admin/history/audit.csv", h.page(h.handleAuditCSV))
@@ -43,6 +45,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.adminAPI(h.handleDesktopAssign))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.adminAPI(h.handleDesktopRecreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
+	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
@@ -53,5 +56,11 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.handlePeerSocket) // relay.PeerPath
 
-	h.protected = http.NewCrossOriginProtection().Handler(m)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.refuse(w, r, http.StatusForbidden, "Cross-origin request refused",
+			"The portal refused a change sent from another site (Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site")+").",
+			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.")
+	}))
+	h.protected = cop.Handler(m)
 }

@@ -1,20 +1,33 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
-// signInAllowed reports whether the sign-in-by-name page may be used: only
-// in dev mode and only while the portal listens on loopback.
-func (h *Handler) signInAllowed() bool { return h.auth.DevSignIn() && h.loopback }
+// signInRefusal returns why the sign-in-by-name page may not be used for
+// r, or nil: it is on only in dev mode, while the portal listens on
+// loopback, and for a request straight from a browser on this machine
+// (see auth.DirectLoopback); a proxy's users never get it.
+func (h *Handler) signInRefusal(r *http.Request) error {
+	if !h.auth.DevSignIn() {
+		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider or proxy.", "Signing in by name is off (CORRAL_VDI_AUTH has no dev).")
+	}
+	if !h.loopback {
+		return vdi.Errorf(vdi.EForbidden, "Reach the portal through its identity proxy (e.g. tailscale serve), which signs you in.",
+			"Signing in by name is only offered while the portal listens on loopback (CORRAL_VDI_LISTEN).")
+	}
+	return auth.DirectLoopback(r)
+}
 
 // signInProps returns the sign-in page's props for the enabled ways in.
-func (h *Handler) signInProps(next string) views.SignInProps {
-	p := views.SignInProps{Page: h.pageProps("Sign in", vdi.Identity{}), Next: next, ByName: h.signInAllowed()}
+func (h *Handler) signInProps(r *http.Request, next string) views.SignInProps {
+	p := views.SignInProps{Page: h.pageProps("Sign in", vdi.Identity{}), Next: next, ByName: h.signInRefusal(r) == nil}
 	if o := h.oidc(); o != nil {
 		p.Provider = o.OIDCProvider()
 	}
@@ -23,7 +36,7 @@ func (h *Handler) signInProps(next string) views.SignInProps {
 
 // handleSignInPage serves GET /signin.
 func (h *Handler) handleSignInPage(w http.ResponseWriter, r *http.Request) {
-	p := h.signInProps(safeNext(r.URL.Query().Get("next")))
+	p := h.signInProps(r, safeNext(r.URL.Query().Get("next")))
 	if !p.ByName && p.Provider == "" {
 		h.refuseSignIn(w, r)
 		return
@@ -34,14 +47,14 @@ func (h *Handler) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 
 // handleSignIn serves POST /signin.
 func (h *Handler) handleSignIn(w http.ResponseWriter, r *http.Request) {
-	if !h.signInAllowed() {
+	if h.signInRefusal(r) != nil {
 		h.refuseSignIn(w, r)
 		return
 	}
 	login, next := r.PostFormValue("login"), safeNext(r.PostFormValue("next"))
 	if err := h.auth.SignIn(w, r, login); err != nil {
 		_, msg, hint := h.errorText(r, err)
-		p := h.signInProps(next)
+		p := h.signInProps(r, next)
 		p.Login, p.Error = login, msg+" "+hint
 		h.render(w, r, http.StatusBadRequest, views.SignIn(p))
 		return
@@ -66,12 +79,18 @@ func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/signin?signed-out", http.StatusSeeOther)
 }
 
+// refuseSignIn answers a sign-in by name that is not offered, saying why.
 func (h *Handler) refuseSignIn(w http.ResponseWriter, r *http.Request) {
+	msg, hint := "Signing in by name is off.", "Sign in through your identity provider or proxy."
+	var e *vdi.Error
+	if errors.As(h.signInRefusal(r), &e) {
+		msg, hint = e.Msg, e.Hint
+	}
 	h.render(w, r, http.StatusForbidden, views.Error(views.ErrorProps{
 		Page:   h.pageProps("Sign-in by name is off", vdi.Identity{}),
 		Status: http.StatusForbidden,
-		Msg:    "Signing in by name is only offered while the portal listens on loopback.",
-		Hint:   "Reach the portal through its identity proxy (e.g. tailscale serve), which signs you in.",
+		Msg:    msg,
+		Hint:   hint,
 	}))
 }
 

@@ -80,7 +80,7 @@ func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceNam
 
 // admitDevices refuses, before anything is cloned, a pool whose members
 // could not all run at once for want of the host devices (GPUs, host
-// devices) golden asks for. The pool in namespace will have the members
+// devices) golden asks for, in its template and its instancetype. The pool in namespace will have the members
 // named in members (existing ones) plus added new ones; members with a
 // scheduled or running VMI already hold their devices, every other member
 // needs a node with room for one VM's devices. A golden VM without devices
@@ -89,11 +89,18 @@ func (v *VMs) deviceClasses(ctx context.Context) (classes map[corev1.ResourceNam
 // It also refuses (EInvalid) a device the KubeVirt CR does not permit,
 // since no VM asking for it would start.
 func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1.VirtualMachine, members []string, added int) error {
-	if golden.Spec.Template == nil {
-		return nil
+	spec := &kubevirtv1.VirtualMachineInstanceSpec{}
+	if golden.Spec.Template != nil {
+		spec = &golden.Spec.Template.Spec
 	}
-	spec := &golden.Spec.Template.Spec
 	perVM := deviceDemand(spec)
+	fromType, err := v.instancetypeDemand(ctx, golden)
+	if err != nil {
+		return err
+	}
+	for r, n := range fromType {
+		perVM[r] += n
+	}
 	if len(perVM) == 0 {
 		return nil
 	}

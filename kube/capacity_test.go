@@ -245,7 +245,8 @@ func TestCapacityAdmission(t *testing.T) {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "patch"}},
 			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "kubevirts"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"clone.kubevirt.io"}, Resources: []string{"virtualmachineclones"}, Verbs: []string{"get", "create", "delete"}}}}
+			{APIGroups: []string{"clone.kubevirt.io"}, Resources: []string{"virtualmachineclones"}, Verbs: []string{"get", "list", "create", "delete"}},
+			{APIGroups: []string{"snapshot.kubevirt.io"}, Resources: []string{"virtualmachinesnapshots"}, Verbs: []string{"get", "create", "delete"}}}}
 		bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: e.ns + "-no-nodes"}}}

@@ -96,6 +96,9 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 		}
 		p.Policy = pol
 	}
+	if err := parseCTAccess(d, &p.Pool, bad); err != nil {
+		return nil, err
+	}
 	if s := d[CTKeyTerminalPort]; s != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 65535 {

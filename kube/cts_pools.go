@@ -46,6 +46,9 @@ func (c *CTs) CreatePool(ctx context.Context, p vdi.Pool) error {
 		Data: map[string]string{CTKeyImage: strings.TrimSpace(p.Source), CTKeyMode: string(p.Mode), CTKeyPolicy: formatPolicy(p.Policy),
 			CTKeySize: strconv.Itoa(p.Size)},
 	}
+	if !p.Access.Open() || p.Limits != (vdi.Limits{}) {
+		setCTAccess(cm.Data, p.Access, p.Limits)
+	}
 	made, err := c.cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return vdi.Errorf(vdi.EConflict, "Pick another name, or delete that ConfigMap.", "ConfigMap %s/%s exists.", p.Namespace, cm.Name)

@@ -33,6 +33,9 @@ type VMs struct {
 	rest      rest.Interface // kubevirt.io/v1
 	sub       rest.Interface // subresources.kubevirt.io/v1
 	clone     rest.Interface // clone.kubevirt.io/v1beta1
+	snap      rest.Interface // snapshot.kubevirt.io/v1beta1
+	snaps     sharedSnapshots
+	addrs     *addresses // what the direct path may dial
 	namespace string
 	// Leases, when set (NewCluster sets it), are the claims: a member is
 	// claimed for its removal before a shrink or a pool's deletion deletes
@@ -42,6 +45,31 @@ type VMs struct {
 
 // NewVMs returns VMs over cfg, reading namespace (all when empty).
 func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
+	rc, err := kubevirtClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := subresources(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
+	}
+	cl, err := clones(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
+	}
+	sn, err := snapshots(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubevirt snapshot client: %w", err)
+	}
+	addrs, err := newAddresses(cfg, rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: core client: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, namespace: namespace}, nil
+}
+
+// kubevirtClient returns a REST client for kubevirt.io/v1.
+func kubevirtClient(cfg *rest.Config) (rest.Interface, error) {
 	scheme := runtime.NewScheme()
 	if err := kubevirtv1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -57,15 +85,7 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt client: %w", err)
 	}
-	sub, err := subresources(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
-	}
-	cl, err := clones(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
-	}
-	return &VMs{rest: rc, sub: sub, clone: cl, namespace: namespace}, nil
+	return rc, nil
 }
 
 // list returns the pool members in namespace (the configured one when
@@ -177,6 +197,7 @@ func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 		// writes it, so only a hand edit gets here.
 		_ = json.Unmarshal([]byte(s), &p.Policy)
 	}
+	readAccess(vm.Annotations[AnnotationAccess], &p)
 	return p
 }
 
@@ -190,6 +211,10 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	}
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusMigrating:
+		if booting(vm) {
+			m.Power, m.Reason = vdi.PowerStarting, ReasonBooting
+			break
+		}
 		m.Power = vdi.PowerRunning
 		// The guest's RDP server when it has one (the portal probes it), its
 		// display, and the serial console.
@@ -219,6 +244,19 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 		}
 	}
 	return m
+}
+
+// ReasonBooting is the reason of a member whose VM runs but whose guest
+// does not answer its readiness probe yet.
+const ReasonBooting = "booting: the VM runs, its guest does not answer its readiness probe yet"
+
+// booting reports whether vm runs (QEMU is up) but its guest is not ready:
+// KubeVirt's status.ready follows the VMI's readinessProbe (a tcpSocket on
+// 3389 or 5900, or the guest agent), so only a VM with one can say. One
+// without is ready as soon as it runs, and its consoles may not answer
+// yet; the connect page then offers what does.
+func booting(vm *kubevirtv1.VirtualMachine) bool {
+	return !vm.Status.Ready && vm.Spec.Template != nil && vm.Spec.Template.Spec.ReadinessProbe != nil
 }
 
 var _ vdi.Backend = (*VMs)(nil)

@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,13 +17,28 @@ import (
 	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// CloneTimeout bounds the wait for a clone's target VM: the clone object
-// exists long before its VM does.
+// CloneTimeout bounds the wait for one clone's target VM, from when the
+// clone is made: the clone object exists long before its VM does. A pool
+// operation waits this long per clone, clones running CloneConcurrency at
+// a time, so its whole wait grows with the pool.
 const CloneTimeout = 2 * time.Minute
+
+// CloneConcurrency bounds the clones a pool operation runs at once: each
+// restores the golden VM's disks from their volume snapshots.
+const CloneConcurrency = 4
+
+// LabelCloneTarget labels the portal's VirtualMachineClones with their
+// target VM, so that a clone left unfinished is found again.
+const LabelCloneTarget = "corral.dev/vdi-clone-target"
+
+// errCloneUnfinished: a clone outlived its wait; it goes on, and makes its
+// VM (in its pool: the clone carries the labels) when it is done.
+var errCloneUnfinished = errors.New("kube: the clone has not finished")
 
 func clones(cfg *rest.Config) (rest.Interface, error) {
 	scheme := runtime.NewScheme()
@@ -37,9 +54,14 @@ func clones(cfg *rest.Config) (rest.Interface, error) {
 	return rest.RESTClientFor(c)
 }
 
-// Recreate makes an ephemeral member fresh: its VM is deleted and cloned
-// again from the pool's golden VM (AnnotationSource) under the same name,
-// with the member's pool label and annotations.
+// Recreate makes an ephemeral member fresh: it is cloned again from the
+// pool's golden VM (AnnotationSource) under the same name, with the
+// member's pool label and annotations. What can take long or fail happens
+// before the old VM goes: the golden VM's snapshot (which may queue
+// behind others on the golden VM's snapshot lock). The clone after the
+// deletion restores from that snapshot and carries the member's labels, so
+// a clone that outlives the wait still makes the member: it is reported,
+// never deleted.
 func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	var old kubevirtv1.VirtualMachine
 	if err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&old); apierrors.IsNotFound(err) {
@@ -59,35 +81,64 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	} else if err != nil {
 		return fmt.Errorf("kube: recreate %s: %w", ref, err)
 	}
-	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
-		return err
+	snap, done, err := v.goldenSnapshot(ctx, ref.Namespace, source)
+	if err != nil {
+		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
-	if err := v.Clone(ctx, ref.Namespace, source, ref.Name); err != nil {
-		return err
-	}
-	labels := map[string]any{vdi.LabelPool: old.Labels[vdi.LabelPool]}
-	ann := map[string]any{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationLicenses} {
+	ann := map[string]string{}
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationLicenses} {
 		if s, ok := old.Annotations[k]; ok {
 			ann[k] = s
 		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": ann}})
-	if err := v.rest.Patch(types.MergePatchType).Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).
-		Body(patch).Do(ctx).Error(); err != nil {
-		return fmt.Errorf("kube: recreate %s: label the new VM: %w", ref, err)
+	patches := memberPatches(&golden, map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, ann)
+	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
+		done(true)
+		return err
 	}
-	return nil
+	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, patches)
+	done(!errors.Is(err, errCloneUnfinished))
+	return err
 }
 
-// deleteVM deletes the VM with uid and waits until it is gone.
+// memberPatches are a clone's JSON patches that make its target a pool
+// member: the golden VM's labels and annotations (a clone's defaults) with
+// the member's added.
+func memberPatches(golden *kubevirtv1.VirtualMachine, labels, annotations map[string]string) []string {
+	l, a := maps.Clone(golden.Labels), maps.Clone(golden.Annotations)
+	if l == nil {
+		l = map[string]string{}
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	maps.Copy(l, labels)
+	maps.Copy(a, annotations)
+	// "add" sets a member whether or not it exists (RFC 6902).
+	lp, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/labels", "value": l})
+	ap, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/annotations", "value": a})
+	return []string{string(lp), string(ap)}
+}
+
+// DeleteMargin is how much longer than a VM's termination grace a
+// deletion is waited for: KubeVirt's VM controller holds the VM (its
+// finalizer) until the guest has shut down, which takes up to that grace
+// (30 s by default, often an hour in Windows templates).
+const DeleteMargin = 2 * time.Minute
+
+// defaultGrace is KubeVirt's terminationGracePeriodSeconds when a VMI sets none.
+const defaultGrace = 30 * time.Second
+
+// deleteVM deletes the VM with uid and waits until it is gone: up to its
+// termination grace and DeleteMargin.
 func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
+	wait := v.shutdownGrace(ctx, ref) + DeleteMargin
 	err := v.rest.Delete().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).
 		Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}).Do(ctx).Error()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kube: delete VM %s: %w", ref, err)
 	}
-	return poll(ctx, CloneTimeout, func() (bool, error) {
+	err = poll(ctx, wait, func() (bool, error) {
 		var vm kubevirtv1.VirtualMachine
 		err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
 		if apierrors.IsNotFound(err) {
@@ -95,50 +146,130 @@ func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
 		}
 		return err == nil && vm.UID != uid, err
 	})
+	if err != nil {
+		return vdi.Errorf(vdi.EUnavailable, "Its guest may not shut down; kubectl describe vm shows what holds it (its finalizer waits for the VMI to stop).",
+			"VM %s is still being deleted after %v (its termination grace and %v): %v.", ref, wait.Round(time.Second), DeleteMargin, err)
+	}
+	return nil
+}
+
+// shutdownGrace is the longest termination grace of ref's VM template and
+// its running VMI.
+func (v *VMs) shutdownGrace(ctx context.Context, ref vdi.Ref) time.Duration {
+	grace := defaultGrace
+	var vm kubevirtv1.VirtualMachine
+	if v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm) == nil &&
+		vm.Spec.Template != nil && vm.Spec.Template.Spec.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*vm.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	if vmi, err := v.addrs.vmi(ctx, ref); err == nil && vmi.Spec.TerminationGracePeriodSeconds != nil {
+		grace = max(grace, time.Duration(*vmi.Spec.TerminationGracePeriodSeconds)*time.Second)
+	}
+	return grace
 }
 
 // Clone clones the VM source into target in namespace with a
-// VirtualMachineClone, waits for the target VM (CloneTimeout) and deletes
-// the clone object. The error of a clone that never makes its VM names the
-// clone and the usual causes.
+// VirtualMachineClone (which snapshots source itself, under its snapshot
+// lock) and waits for the target VM; see cloneFrom.
 func (v *VMs) Clone(ctx context.Context, namespace, source, target string) error {
-	apiGroup := kubevirtv1.GroupVersion.Group
-	vmc := &clonev1beta1.VirtualMachineClone{
-		TypeMeta:   metav1.TypeMeta{APIVersion: clonev1beta1.SchemeGroupVersion.String(), Kind: "VirtualMachineClone"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: target + "-clone-"},
-		Spec: clonev1beta1.VirtualMachineCloneSpec{
-			Source: &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: source},
-			Target: &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
-		},
+	return v.cloneFrom(ctx, namespace, cloneSource{kind: "VirtualMachine", name: source}, target, nil)
+}
+
+// cloneSource is what a clone copies: a VirtualMachine or a
+// VirtualMachineSnapshot.
+type cloneSource struct{ kind, name string }
+
+// cloneFrom clones src into target with patches, or takes over the
+// unfinished clone of target an earlier call left, and waits for the
+// target VM (CloneTimeout). A clone that finishes is deleted; one that
+// failed too, with an error naming it; one that outlives the wait is left
+// to go on, with an error (errCloneUnfinished) saying so.
+func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, target string, patches []string) error {
+	made, err := v.unfinishedClone(ctx, namespace, target)
+	if err != nil {
+		return err
 	}
-	var made clonev1beta1.VirtualMachineClone
-	if err := v.clone.Post().Namespace(namespace).Resource("virtualmachineclones").Body(vmc).Do(ctx).Into(&made); err != nil {
-		return fmt.Errorf("kube: clone VM %s/%s to %s: %w", namespace, source, target, err)
+	if made == nil {
+		group := kubevirtv1.GroupVersion.Group
+		if src.kind == "VirtualMachineSnapshot" {
+			group = snapshotv1beta1.SchemeGroupVersion.Group
+		}
+		apiGroup := kubevirtv1.GroupVersion.Group
+		vmc := &clonev1beta1.VirtualMachineClone{
+			TypeMeta: metav1.TypeMeta{APIVersion: clonev1beta1.SchemeGroupVersion.String(), Kind: "VirtualMachineClone"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: target + "-clone-",
+				Labels: map[string]string{LabelCloneTarget: target}},
+			Spec: clonev1beta1.VirtualMachineCloneSpec{
+				Source:  &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: src.kind, Name: src.name},
+				Target:  &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
+				Patches: patches,
+			},
+		}
+		made = &clonev1beta1.VirtualMachineClone{}
+		if err := v.clone.Post().Namespace(namespace).Resource("virtualmachineclones").Body(vmc).Do(ctx).Into(made); err != nil {
+			return fmt.Errorf("kube: clone %s %s/%s to %s: %w", src.kind, namespace, src.name, target, err)
+		}
 	}
-	defer v.clone.Delete().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(context.WithoutCancel(ctx))
-	err := poll(ctx, CloneTimeout, func() (bool, error) {
+	var phase clonev1beta1.VirtualMachineClonePhase
+	failed := errors.New("failed")
+	err = poll(ctx, CloneTimeout, func() (bool, error) {
 		var c clonev1beta1.VirtualMachineClone
 		if err := v.clone.Get().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(ctx).Into(&c); err != nil {
 			return false, err
 		}
-		if c.Status.Phase == clonev1beta1.Failed {
-			return false, fmt.Errorf("VirtualMachineClone %s/%s failed", namespace, made.Name)
+		phase = c.Status.Phase
+		switch phase {
+		case clonev1beta1.Failed:
+			return false, failed
+		case clonev1beta1.Succeeded:
+			return true, nil
 		}
-		var vm kubevirtv1.VirtualMachine
-		err := v.rest.Get().Namespace(namespace).Resource("virtualmachines").Name(target).Do(ctx).Into(&vm)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		return false, nil
 	})
-	if err != nil {
-		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
-			Msg: fmt.Sprintf("Cloning VM %s/%s to %s made no VM: VirtualMachineClone %s/%s (%v).",
-				namespace, source, target, namespace, made.Name, err),
-			Hint: "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted, " +
-				"and the clone's events (kubectl describe vmclone); then try again."}
+	forget := func() {
+		v.clone.Delete().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(context.WithoutCancel(ctx))
 	}
-	return nil
+	hint := "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted and restored, " +
+		"and the clone's events (kubectl describe vmclone %s -n %s)."
+	switch {
+	case err == nil:
+		forget()
+		return v.ownDisks(ctx, namespace, target)
+	case errors.Is(err, failed):
+		forget()
+		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
+			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s.", namespace, src.name, target, namespace, made.Name),
+			Hint: fmt.Sprintf(hint+" Then try again.", made.Name, namespace)}
+	}
+	// Timed out, or the caller went away: the clone goes on all the same.
+	return &vdi.Error{Code: vdi.EUnavailable, Err: fmt.Errorf("%w: %w", errCloneUnfinished, err),
+		Msg: fmt.Sprintf("Cloning %s/%s to %s has not finished: VirtualMachineClone %s/%s is %s (%v). It goes on, and makes the desktop when it is done.",
+			namespace, src.name, target, namespace, made.Name, phaseText(phase), err),
+		Hint: fmt.Sprintf(hint+" Resizing the pool or recreating the desktop again waits for this clone rather than starting another.", made.Name, namespace)}
+}
+
+// unfinishedClone returns a clone of target the portal made that is still
+// under way, or nil.
+func (v *VMs) unfinishedClone(ctx context.Context, namespace, target string) (*clonev1beta1.VirtualMachineClone, error) {
+	var list clonev1beta1.VirtualMachineCloneList
+	err := v.clone.Get().Namespace(namespace).Resource("virtualmachineclones").
+		VersionedParams(&metav1.ListOptions{LabelSelector: LabelCloneTarget + "=" + target}, metav1.ParameterCodec).Do(ctx).Into(&list)
+	if err != nil {
+		return nil, fmt.Errorf("kube: list the clones of %s/%s: %w", namespace, target, err)
+	}
+	for i := range list.Items {
+		if c := &list.Items[i]; c.DeletionTimestamp == nil && c.Status.Phase != clonev1beta1.Succeeded && c.Status.Phase != clonev1beta1.Failed {
+			return c, nil
+		}
+	}
+	return nil, nil
+}
+
+func phaseText(p clonev1beta1.VirtualMachineClonePhase) string {
+	if p == "" {
+		return "waiting to start"
+	}
+	return string(p)
 }
 
 // poll calls done every 250 ms until it reports true or fails, or timeout.

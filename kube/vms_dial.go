@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -19,8 +18,10 @@ const (
 )
 
 // Dial is the direct path to a running member's console: TCP to its VMI's
-// IP (the first status.interfaces[].ipAddress), port 3389 for RDP and 5900
-// for VNC, the guest's own servers. The serial console has no direct path.
+// IP, port 3389 for RDP and 5900 for VNC, the guest's own servers. The IP
+// is the first the VMI reports in status.interfaces that its virt-launcher
+// Pod has from the pod network (see vms_address.go): never one only the
+// guest agent reports. The serial console has no direct path.
 //
 // A member that is gone, in no pool or not running is a *vdi.Error no other
 // path can mend; a VMI without an IP, or nothing answering, is a plain
@@ -50,11 +51,11 @@ func (v *VMs) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, 
 	return conn, nil
 }
 
-// vmiIP returns the first IP the member's VMI reports. With no VMI it
-// tells a stopped or missing member (final) from one still starting.
+// vmiIP returns the member's VMI's first IP that its launcher Pod vouches
+// for. With no VMI it tells a stopped or missing member (final) from one
+// still starting.
 func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, error) {
-	var vmi kubevirtv1.VirtualMachineInstance
-	err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachineinstances").Name(ref.Name).Do(ctx).Into(&vmi)
+	vmi, err := v.addrs.vmi(ctx, ref)
 	if apierrors.IsNotFound(err) {
 		m, merr := v.Member(ctx, ref)
 		if merr != nil {
@@ -67,11 +68,5 @@ func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("kube: get VirtualMachineInstance %s: %w", ref, err)
 	}
-	for _, iface := range vmi.Status.Interfaces {
-		if iface.IP != "" {
-			return iface.IP, nil
-		}
-	}
-	return "", fmt.Errorf("kube: VirtualMachineInstance %s (phase %q) reports no IP address in status.interfaces: "+
-		"the guest has no pod network, or its guest agent has not reported one yet", ref, vmi.Status.Phase)
+	return v.addrs.direct(ctx, ref, vmi)
 }

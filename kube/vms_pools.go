@@ -44,7 +44,7 @@ func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	if err := v.admitDevices(ctx, ref, golden, nil, p.Size); err != nil {
 		return err
 	}
-	return v.grow(ctx, p, 0, p.Size)
+	return v.grow(ctx, p, golden, 0, p.Size)
 }
 
 // golden returns the golden VM name in namespace; ENotFound when it is not there.
@@ -80,37 +80,45 @@ func (v *VMs) checkGolden(ctx context.Context, namespace, name string) (*kubevir
 	return golden, nil
 }
 
-// grow adds members p.Name-(from+1)..p.Name-to, cloning them at once.
-func (v *VMs) grow(ctx context.Context, p vdi.Pool, from, to int) error {
+// grow adds members p.Name-(from+1)..p.Name-to: one snapshot of the
+// golden VM, then a clone of it per member, CloneConcurrency at a time,
+// each carrying the pool's labels and annotations (so that a clone that
+// outlives its wait still makes a member of the pool when it is done).
+func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMachine, from, to int) error {
 	policy, err := json.Marshal(p.Policy)
 	if err != nil {
 		return err
 	}
-	ann := map[string]any{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy)}
+	ann := map[string]string{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy),
+		AnnotationAccess: accessAnnotation(p.Access, p.Limits)}
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
-	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":      map[string]any{vdi.LabelPool: p.Name},
-		"annotations": ann,
-	}})
+	patches := memberPatches(golden, map[string]string{vdi.LabelPool: p.Name}, ann)
+	snap, done, err := v.goldenSnapshot(ctx, p.Namespace, p.Source)
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, CloneConcurrency)
 	errs := make([]error, to-from)
 	for i := from + 1; i <= to; i++ {
 		name := p.Name + "-" + strconv.Itoa(i)
 		wg.Go(func() {
-			if err := v.Clone(ctx, p.Namespace, p.Source, name); err != nil {
-				errs[i-from-1] = err
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i-from-1] = fmt.Errorf("kube: clone %s/%s: %w", p.Namespace, name, context.Cause(ctx))
 				return
 			}
-			err := v.rest.Patch(types.MergePatchType).Namespace(p.Namespace).Resource("virtualmachines").Name(name).Body(meta).Do(ctx).Error()
-			if err != nil {
-				errs[i-from-1] = fmt.Errorf("kube: label VM %s/%s into pool %s: %w", p.Namespace, name, p.Name, err)
-			}
+			defer func() { <-sem }()
+			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, patches)
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	done(!errors.Is(err, errCloneUnfinished))
+	return err
 }
 
 // ResizePool grows a pool by cloning, or shrinks it by deleting unclaimed
@@ -150,7 +158,7 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
 			return err
 		}
-		return v.grow(ctx, p, top, top+size-len(vms))
+		return v.grow(ctx, p, golden, top, top+size-len(vms))
 	}
 	drop := len(vms) - size
 	var gone []kubevirtv1.VirtualMachine

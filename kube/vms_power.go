@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -20,11 +23,14 @@ const PowerTimeout = 5 * time.Minute
 // subresources returns a REST client for subresources.kubevirt.io/v1, the
 // API KubeVirt's virt-api serves through the apiserver.
 func subresources(cfg *rest.Config) (rest.Interface, error) {
+	// metav1.Status decodes, so that a refusal keeps virt-api's message.
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, kubevirtv1.SubresourceGroupVersions[0])
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &kubevirtv1.SubresourceGroupVersions[0]
 	c.APIPath = "/apis"
 	c.ContentType = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	return rest.RESTClientFor(c)
 }
 
@@ -40,7 +46,12 @@ func (v *VMs) Stop(ctx context.Context, ref vdi.Ref) error {
 }
 
 // power PUTs virtualmachines/{name}/{action} and polls the VM until its
-// power is want; a VM that fails on the way ends the wait with its reason.
+// power is want. KubeVirt answers 409 Conflict for several reasons, told
+// apart by their message (see conflictOf): the VM is already where it is
+// asked to go, or still on its way back (a start while it stops), or it
+// changed between virt-api's read and its patch. A VM that fails on the
+// way to running ends the wait with its reason; on the way to stopped it
+// does not (stopping a VM in CrashLoopBackOff is how it is mended).
 func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Power) error {
 	m, err := v.Member(ctx, ref)
 	if err != nil {
@@ -49,14 +60,11 @@ func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Po
 	if m.Power == want {
 		return nil
 	}
-	err = v.sub.Put().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).SubResource(action).
-		Body([]byte("{}")).Do(ctx).Error()
-	// KubeVirt answers Conflict when the VM is already where it is asked to go.
-	if err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("kube: %s VM %s: %w", action, ref, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, PowerTimeout)
 	defer cancel()
+	if err := v.ask(ctx, ref, action); err != nil {
+		return err
+	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -68,12 +76,15 @@ func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Po
 		switch {
 		case m.Power == want:
 			return nil
-		case m.Power == vdi.PowerFailed:
+		case m.Power == vdi.PowerFailed && want == vdi.PowerRunning:
 			return vdi.Errorf(vdi.EUnavailable, "Release it and get another, or ask an admin to look at the VM.",
 				"Desktop %s did not %s: %s.", ref, action, m.Reason)
 		case want == vdi.PowerRunning && halted(vm):
 			// Someone (an admin, the reclaimer) stopped it meanwhile.
 			return vdi.Errorf(vdi.EConflict, "Start it again if you still need it.", "Desktop %s was stopped while it was starting.", ref)
+		case want == vdi.PowerStopped && !halted(vm):
+			// Someone (its holder) started it meanwhile.
+			return vdi.Errorf(vdi.EConflict, "Stop it again if it should be off.", "Desktop %s was started while it was stopping.", ref)
 		}
 		select {
 		case <-ctx.Done():
@@ -82,6 +93,99 @@ func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Po
 					"Desktop %s is still %s after %v.", ref, m.Power, PowerTimeout)
 			}
 			return fmt.Errorf("kube: %s VM %s: still %s: %w", action, ref, m.Power, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+// ask PUTs the action until KubeVirt takes it or says the VM is on its
+// way already. A start refused because the VM is still stopping waits for
+// the stop to end and asks again; a failed patch test (the VM changed
+// under virt-api) asks again at once.
+func (v *VMs) ask(ctx context.Context, ref vdi.Ref, action string) error {
+	for try := 0; ; try++ {
+		// The body too: virt-api's Status may carry no kind, and then
+		// client-go's error has lost its message.
+		body, err := v.sub.Put().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).SubResource(action).
+			Body([]byte("{}")).Do(ctx).Raw()
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("kube: %s VM %s: %w", action, ref, err)
+		}
+		switch c := conflictOf(err.Error() + " " + string(body)); {
+		case c == conflictThere:
+			return nil
+		case c == conflictStopping && action == "start":
+			if stopped, err := v.waitStopped(ctx, ref); err != nil || !stopped {
+				return err // !stopped: it was not stopping but running, as asked
+			}
+		case c == conflictChanged && try < 5:
+		default:
+			return fmt.Errorf("kube: %s VM %s: %w: %s", action, ref, err, statusText(body))
+		}
+	}
+}
+
+// statusText returns the message of a metav1.Status body, else the body.
+func statusText(body []byte) string {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Message != "" {
+		return st.Message
+	}
+	return string(body)
+}
+
+// What a 409 from virt-api's start or stop means.
+type conflict int
+
+const (
+	conflictOther    conflict = iota
+	conflictThere             // already where asked: the runStrategy says so
+	conflictStopping          // start refused: a VMI is still there (running, or stopping)
+	conflictChanged           // the VM changed between virt-api's read and its patch
+)
+
+// conflictOf classifies a 409 by the messages of KubeVirt's lifecycle.go.
+func conflictOf(msg string) conflict {
+	switch {
+	case strings.Contains(msg, "does not support manual start requests"), // Always/Once: it runs, or will
+		strings.Contains(msg, "VM is not running"),                                 // stop of a stopped VM
+		strings.Contains(msg, "only supports manual stop requests with a shorter"): // Halted: stopping already
+		return conflictThere
+	case strings.Contains(msg, "VM is already running"):
+		return conflictStopping
+	case strings.Contains(msg, "jsonpatch test operation does not apply"), strings.Contains(msg, "testing value"):
+		return conflictChanged
+	}
+	return conflictOther
+}
+
+// waitStopped waits until the member's VM has no VMI left, after a start
+// was refused because the VMI of a stop in progress is still there, and
+// reports true. A VM whose runStrategy says run is not stopping: it is
+// running or starting, and waitStopped reports false at once.
+func (v *VMs) waitStopped(ctx context.Context, ref vdi.Ref) (bool, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		vm, err := v.memberVM(ctx, ref)
+		if err != nil {
+			return false, err
+		}
+		if !halted(vm) {
+			return false, nil
+		}
+		if _, err := v.addrs.vmi(ctx, ref); apierrors.IsNotFound(err) {
+			return true, nil
+		} else if err != nil {
+			return false, fmt.Errorf("kube: start VM %s: wait for its stop to end: %w", ref, err)
+		}
+		select {
+		case <-ctx.Done():
+			return false, vdi.Errorf(vdi.EUnavailable, "The VM may be stuck shutting down; ask an admin to look at it.",
+				"Desktop %s is still stopping after %v.", ref, PowerTimeout)
 		case <-tick.C:
 		}
 	}

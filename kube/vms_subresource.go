@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -32,18 +33,27 @@ const PathAPIServer = "apiserver"
 // (two proxies) and one VNC viewer per VMI upstream, but it only needs the
 // apiserver. It satisfies the handlers' ConsolePath.
 type SubresourcePath struct {
-	dial *dialer
+	dial  *dialer
+	addrs *addresses
 }
 
-// NewSubresourcePath returns a SubresourcePath that authenticates with
-// cfg's TLS client certificate or bearer token (exec plugins and
-// impersonation are not carried over).
+// NewSubresourcePath returns a SubresourcePath that authenticates as cfg
+// does: its TLS client certificate, bearer token or token file (re-read
+// as it rotates), exec plugin or impersonation.
 func NewSubresourcePath(cfg *rest.Config) (*SubresourcePath, error) {
 	d, err := newDialer(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: console dialer: %w", err)
 	}
-	return &SubresourcePath{dial: d}, nil
+	kv, err := kubevirtClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := newAddresses(cfg, kv)
+	if err != nil {
+		return nil, fmt.Errorf("kube: core client: %w", err)
+	}
+	return &SubresourcePath{dial: d, addrs: addrs}, nil
 }
 
 // Name returns "apiserver", the path recorded on sessions.
@@ -52,15 +62,29 @@ func (s *SubresourcePath) Name() string { return PathAPIServer }
 // Dial opens console p of the VMI named like the member ref: VNC through
 // the vnc subresource (the VMI's own display, not the guest's VNC server),
 // serial through console, RDP through portforward to the guest's port 3389.
-// The caller has authorized ref.
+// virt-api's portforward dials the VMI's status.interfaces[0] address, so
+// RDP is refused (a plain error: the handlers offer VNC instead) unless
+// that address is set and the VMI's launcher Pod vouches for it. The
+// caller has authorized ref.
 func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
 	var sub string
 	switch p {
 	case vdi.ProtocolVNC:
+		// One VNC client per VMI upstream: a new one kicks the old (whose
+		// stream then ends cleanly, see wsConn); only a client that asks
+		// to preserve the session (KubeVirt 1.7 on) gets 503 instead. The
+		// portal does not ask: its own rule decides who has the display
+		// (the holder's newest console, which closes the older one once it
+		// is connected; watchers and thumbnails never take this path), and
+		// with preserveSession that newest console would be refused by the
+		// one it replaces.
 		sub = "vnc"
 	case vdi.ProtocolSerial:
 		sub = "console"
 	case vdi.ProtocolRDP:
+		if err := s.addrs.portForwardTarget(ctx, ref); err != nil {
+			return nil, err
+		}
 		sub = "portforward/" + strconv.Itoa(PortRDP) + "/tcp"
 	default:
 		return nil, vdi.Errorf(vdi.EInvalid, "VM desktops offer rdp, vnc and serial.", "VM %s has no %s console.", ref, p)
@@ -69,11 +93,17 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 }
 
 // dialer opens KubeVirt console websockets through the apiserver with the
-// rest.Config's TLS and credentials.
+// rest.Config's TLS and credentials. The credentials are not copied once:
+// each dial runs the config's own client-go auth wrappers (a
+// BearerTokenFile re-read as the kubelet rotates a projected token, exec
+// plugins, impersonation) on a request that goes nowhere, and sends the
+// headers they set. A handshake refused with 401 re-reads the token file
+// at once and tries again: client-go caches the file for a minute.
 type dialer struct {
-	base  *url.URL
-	ws    websocket.Dialer
-	token string
+	base      *url.URL
+	ws        websocket.Dialer
+	auth      http.RoundTripper // cfg's wrappers around captureHeaders
+	tokenFile string
 }
 
 func newDialer(cfg *rest.Config) (*dialer, error) {
@@ -91,22 +121,69 @@ func newDialer(cfg *rest.Config) (*dialer, error) {
 	case "http":
 		base.Scheme = "ws"
 	}
-	return &dialer{base: base, token: cfg.BearerToken,
+	auth, err := rest.HTTPWrappersForConfig(cfg, captureHeaders{})
+	if err != nil {
+		return nil, err
+	}
+	return &dialer{base: base, auth: auth, tokenFile: cfg.BearerTokenFile,
 		ws: websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{SubprotocolKubeVirt}, Proxy: http.ProxyFromEnvironment}}, nil
 }
 
-// open dials subresource sub (e.g. "vnc", "portforward/3389/tcp") of the
-// VMI ref. A refusal names the apiserver's status and message, e.g. 404
-// for a VMI that does not exist, 403 for RBAC.
+// captureHeaders is the end of a RoundTripper chain that sends nothing: it
+// answers with the request's headers, as the wrappers before it set them.
+type captureHeaders struct{}
+
+func (captureHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: req.Header.Clone(), Body: http.NoBody, Request: req}, nil
+}
+
+// headers returns what the config's wrappers put on a request to u; with
+// token set, that bearer token instead of theirs.
+func (d *dialer) headers(ctx context.Context, u string, token string) (http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.Replace(u, "ws", "http", 1), nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := d.auth.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("kube: credentials for the apiserver: %w", err)
+	}
+	res.Body.Close()
+	// Headers the websocket handshake sets itself must not be doubled.
+	for _, k := range []string{"Upgrade", "Connection", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"} {
+		res.Header.Del(k)
+	}
+	return res.Header, nil
+}
+
+// open dials subresource sub (e.g. "vnc", "portforward/3389/tcp", with a
+// query after "?") of the VMI ref. A refusal names the apiserver's status
+// and message, e.g. 404 for a VMI that does not exist, 403 for RBAC.
 func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, error) {
 	u := *d.base
+	sub, u.RawQuery, _ = strings.Cut(sub, "?")
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + url.PathEscape(ref.Namespace) +
 		"/virtualmachineinstances/" + url.PathEscape(ref.Name) + "/" + sub
-	h := http.Header{}
-	if d.token != "" {
-		h.Set("Authorization", "Bearer "+d.token)
+	h, err := d.headers(ctx, u.String(), "")
+	if err != nil {
+		return nil, err
 	}
 	ws, resp, err := d.ws.DialContext(ctx, u.String(), h)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized && d.tokenFile != "" {
+		// The token may have rotated since client-go last read the file.
+		resp.Body.Close()
+		b, rerr := os.ReadFile(d.tokenFile)
+		if rerr != nil {
+			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: 401, and the token file: %w", sub, ref, rerr)
+		}
+		if h, err = d.headers(ctx, u.String(), strings.TrimSpace(string(b))); err != nil {
+			return nil, err
+		}
+		ws, resp, err = d.ws.DialContext(ctx, u.String(), h)
+	}
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %s%s: %w", sub, ref, resp.Status, statusMessage(resp), err)

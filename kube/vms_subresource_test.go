@@ -121,7 +121,38 @@ func TestVMConsoles(t *testing.T) {
 		}
 		defer conn.Close()
 		mustRFB(t, conn)
-		mustProbeRDP(t, func(ctx context.Context) (net.Conn, error) { return apiserver.Dial(ctx, withoutIP, vdi.ProtocolRDP) })
+		// virt-api's portforward dials the VMI's first IP: without one there
+		// is no RDP through the apiserver either, and the portal does not try.
+		if _, err := apiserver.Dial(ctx, withoutIP, vdi.ProtocolRDP); err == nil || isFinal(err) || !strings.Contains(err.Error(), "no IP") {
+			t.Errorf("apiserver RDP to a VMI without IPs: %v; want a plain error saying it reports no IP", err)
+		}
+	})
+
+	t.Run("GuestAgentReportsAnotherVMsIP", func(t *testing.T) {
+		// Root in a guest makes its agent report the IP of another user's
+		// VM: neither path may dial it.
+		var victim kubevirtv1.VirtualMachineInstance
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: withIP.Name}, &victim); err != nil || victim.Status.Interfaces[0].IP == "" {
+			t.Fatalf("victim VMI: %v, %+v", err, victim.Status.Interfaces)
+		}
+		victimIP := victim.Status.Interfaces[0].IP
+		for _, infoSource := range []string{"guest-agent", "domain, guest-agent"} {
+			standIn.GuestAgentReports(t, ns, withoutIP.Name, victimIP, infoSource)
+			for _, p := range []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolRDP} {
+				if conn, err := vms.Dial(ctx, withoutIP, p); err == nil {
+					conn.Close()
+					t.Errorf("direct %s to a VMI whose guest agent reports %s (%s): dialled %v; want refused", p, victimIP, infoSource, conn.RemoteAddr())
+				} else if isFinal(err) || !strings.Contains(err.Error(), "does not dial addresses only the guest reports") {
+					t.Errorf("direct %s with a spoofed IP (%s): %v; want a plain error naming the rule", p, infoSource, err)
+				}
+			}
+			if conn, err := apiserver.Dial(ctx, withoutIP, vdi.ProtocolRDP); err == nil {
+				conn.Close()
+				t.Errorf("apiserver RDP to a VMI whose guest agent reports %s (%s): opened; want refused before virt-api dials it", victimIP, infoSource)
+			} else if isFinal(err) || !strings.Contains(err.Error(), "virt-api's portforward would dial it") {
+				t.Errorf("apiserver RDP with a spoofed IP (%s): %v; want a plain error naming the rule", infoSource, err)
+			}
+		}
 	})
 
 	t.Run("Forbidden", func(t *testing.T) {

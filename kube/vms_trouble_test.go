@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
@@ -29,6 +30,25 @@ func TestVMPoolTrouble(t *testing.T) {
 	root := vdi.Identity{Login: "root", Admin: true}
 	alice := vdi.Identity{Login: "alice"}
 
+	t.Run("SnapshotStuck", func(t *testing.T) {
+		stuckNS := s.c.Namespace(t)
+		testcluster.StoppedVM(t, admin, stuckNS, "golden", nil)
+		standIn.HoldSnapshots(stuckNS)
+		// kube.SnapshotTimeout is 10 minutes; the caller's deadline ends the wait sooner.
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		err := svc.CreatePool(cctx, root, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1})
+		var e *vdi.Error
+		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineSnapshot "+stuckNS+"/golden-corral-") ||
+			!strings.Contains(e.Hint, "VolumeSnapshotClass") {
+			t.Fatalf("create with a snapshot that never gets ready: %v; want EUnavailable naming the snapshot and the likely causes", err)
+		}
+		var snaps snapshotv1beta1.VirtualMachineSnapshotList
+		if err := admin.List(ctx, &snaps, client.InNamespace(stuckNS)); err != nil || len(snaps.Items) != 0 {
+			t.Errorf("snapshots left after the failed create: %d, %v; want the portal to delete its unready snapshot", len(snaps.Items), err)
+		}
+	})
+
 	t.Run("CloneStuck", func(t *testing.T) {
 		stuckNS := s.c.Namespace(t)
 		testcluster.StoppedVM(t, admin, stuckNS, "golden", nil)
@@ -39,12 +59,26 @@ func TestVMPoolTrouble(t *testing.T) {
 		err := svc.CreatePool(cctx, root, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1})
 		var e *vdi.Error
 		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineClone "+stuckNS+"/stuck-1-clone-") ||
-			!strings.Contains(e.Hint, "VolumeSnapshotClass") {
-			t.Fatalf("create with a clone that never finishes: %v; want EUnavailable naming the clone and the likely causes", err)
+			!strings.Contains(e.Msg, "has not finished") || !strings.Contains(e.Hint, "VolumeSnapshotClass") {
+			t.Fatalf("create with a clone that does not finish: %v; want EUnavailable naming the clone, still going, and the likely causes", err)
 		}
 		var clones clonev1beta1.VirtualMachineCloneList
-		if err := admin.List(ctx, &clones, client.InNamespace(stuckNS)); err != nil || len(clones.Items) != 0 {
-			t.Errorf("clones left after the failed create: %d, %v; want the portal to delete its clone", len(clones.Items), err)
+		if err := admin.List(ctx, &clones, client.InNamespace(stuckNS)); err != nil || len(clones.Items) != 1 {
+			t.Fatalf("clones after the timed-out create: %d, %v; want the unfinished clone kept", len(clones.Items), err)
+		}
+		// The clone finishes later and makes the member, in its pool.
+		standIn.ReleaseClones(stuckNS)
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			var vm kubevirtv1.VirtualMachine
+			err := admin.Get(ctx, client.ObjectKey{Namespace: stuckNS, Name: "stuck-1"}, &vm)
+			if err == nil && vm.Labels[vdi.LabelPool] == "stuck" && vm.Annotations[kube.AnnotationSource] == "golden" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the unfinished clone's VM: %v, labels %v; want stuck-1 in pool stuck", err, vm.Labels)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 

@@ -41,7 +41,10 @@ func (c *wsConn) Read(p []byte) (int, error) {
 		}
 		typ, r, err := c.ws.NextReader()
 		if err != nil {
-			if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+			// KubeVirt ends a console another client took over, or that of
+			// a VM that stopped, by closing the connection without a close
+			// frame: that too is the stream's end, not a failure.
+			if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseAbnormalClosure) {
 				return 0, io.EOF
 			}
 			return 0, err

@@ -153,6 +153,14 @@ func (b *Backend) SetPolicy(ctx context.Context, namespace, name string, p vdi.P
 	return b.db.SetLocalPoolPolicy(ctx, name, p)
 }
 
+// SetAccess replaces who may use a local pool and what one user may hold.
+func (b *Backend) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
+	if _, err := b.pool(ctx, namespace, name); err != nil {
+		return err
+	}
+	return b.db.SetLocalPoolAccess(ctx, name, a, l)
+}
+
 // DeletePool stops and removes every member, then the pool.
 func (b *Backend) DeletePool(ctx context.Context, namespace, name string) error {
 	p, err := b.pool(ctx, namespace, name)

@@ -45,6 +45,7 @@ const cliUsage = `Admin subcommands talk to the running portal over its admin so
 
   pools                                    list pools
   pool create -name N [-size K] ...        create a pool (pool create -h)
+  pool update NS/POOL -access-groups G ...  who may use a pool, desktops per user (pool update -h)
   pool resize NS/POOL SIZE                 add or remove free desktops
   pool delete NS/POOL                      delete a pool nobody holds a desktop of
   desktops [-all]                          claimed desktops (-all: every desktop)

@@ -37,13 +37,15 @@ func runPools(ctx context.Context, e cliEnv, args []string) error {
 
 // runPool is `corral-vdi-portal pool create|resize|delete`.
 func runPool(ctx context.Context, e cliEnv, args []string) error {
-	const usage = "usage: corral-vdi-portal pool create|resize|delete ... (each takes -h)"
+	const usage = "usage: corral-vdi-portal pool create|update|resize|delete ... (each takes -h)"
 	if len(args) == 0 {
-		return fmt.Errorf("pool wants create, resize or delete\n%s", usage)
+		return fmt.Errorf("pool wants create, update, resize or delete\n%s", usage)
 	}
 	switch args[0] {
 	case "create":
 		return runPoolCreate(ctx, e, args[1:])
+	case "update":
+		return runPoolUpdate(ctx, e, args[1:])
 	case "resize":
 		return runPoolResize(ctx, e, args[1:])
 	case "delete":
@@ -52,7 +54,7 @@ func runPool(ctx context.Context, e cliEnv, args []string) error {
 		fmt.Fprintln(e.errOut, usage)
 		return nil
 	}
-	return fmt.Errorf("pool %s: unknown; want create, resize or delete", args[0])
+	return fmt.Errorf("pool %s: unknown; want create, update, resize or delete", args[0])
 }
 
 // poolCreateRequest is the body of POST /api/vdi/pools.
@@ -64,13 +66,16 @@ type poolCreateRequest struct {
 	Source               string            `json:"source,omitempty"`
 	Size                 int               `json:"size"`
 	Policy               map[string]string `json:"policy,omitempty"`
+	Access               *vdi.Access       `json:"access,omitempty"`
+	Limits               *vdi.Limits       `json:"limits,omitempty"`
 	LicensesAcknowledged bool              `json:"licensesAcknowledged"`
 }
 
 // runPoolCreate is `corral-vdi-portal pool create`.
 func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-i-have-licenses]")
+	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-i-have-licenses]")
 	var req poolCreateRequest
+	acc := accessFlags(f)
 	var grace, maxSession, idle string
 	f.StringVar(&req.Name, "name", "", "the pool's name, a DNS label")
 	f.StringVar(&req.Namespace, "namespace", "", "the pool's namespace; default local (the embedded default's)")
@@ -85,6 +90,7 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
+	req.Access, req.Limits = acc.access(), acc.limits()
 	for k, v := range map[string]string{"disconnectGrace": grace, "maxSession": maxSession, "idleTimeout": idle} {
 		if v != "" {
 			if req.Policy == nil {

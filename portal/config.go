@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,6 +65,19 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// PublicURLs are the origins the portal is reached at through a proxy
+	// (CORRAL_VDI_PUBLIC_URL); other Hosts than these, loopback and the
+	// listen address get 421.
+	PublicURLs []string
+	// MaxConsolesPerUser caps one user's open consoles; -1 for no cap.
+	MaxConsolesPerUser int
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
+	// MaxDesktopsPerUser is how many desktops one user may hold across
+	// pools; 0 for no limit.
+	MaxDesktopsPerUser int
+	// GroupsFile maps groups to logins for identities without groups.
+	GroupsFile string
 }
 
 // ParseConfig reads flags from args, with defaults taken from the
@@ -85,7 +99,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
 	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, oidc, dev (CORRAL_VDI_AUTH)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CORRAL_VDI_TRUSTED_PROXIES", "127.0.0.1/32,::1/128"), "where Tailscale identity headers are believed (CORRAL_VDI_TRUSTED_PROXIES)")
-	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated (CORRAL_VDI_ADMINS)")
+	fs.StringVar(&admins, "admins", env("CORRAL_VDI_ADMINS", ""), "admin logins, comma-separated; group:NAME for a group's members (CORRAL_VDI_ADMINS)")
+	var maxDesktops string
+	fs.StringVar(&maxDesktops, "max-desktops-per-user", env("CORRAL_VDI_MAX_DESKTOPS_PER_USER", "0"), "desktops one user may hold across all pools; 0 for no limit (CORRAL_VDI_MAX_DESKTOPS_PER_USER)")
+	fs.StringVar(&c.GroupsFile, "groups-file", env("CORRAL_VDI_GROUPS_FILE", ""), "YAML file mapping groups to logins, for identities without groups (CORRAL_VDI_GROUPS_FILE)")
 	fs.StringVar(&grace, "disconnect-grace", env("CORRAL_VDI_DISCONNECT_GRACE", "15m"), "reclaim after the last console closes (CORRAL_VDI_DISCONNECT_GRACE)")
 	fs.StringVar(&maxSession, "max-session", env("CORRAL_VDI_MAX_SESSION", "off"), "longest claim, or off (CORRAL_VDI_MAX_SESSION)")
 	fs.StringVar(&idle, "idle-timeout", env("CORRAL_VDI_IDLE_TIMEOUT", "off"), "reclaim after no user input, or off (CORRAL_VDI_IDLE_TIMEOUT)")
@@ -102,6 +119,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
+	var publicURL, maxConsoles, metricsTokenFile string
+	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
+	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
+	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -114,6 +135,22 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("CORRAL_VDI_TRUSTED_PROXIES: %w", err)
 	}
 	c.Auth, c.Admins = splitList(authModes), splitList(admins)
+	if !isLoopback(c.Listen) && !flagOrEnvSet(fs, "auth", getenv, "CORRAL_VDI_AUTH") {
+		c.Auth = []string{auth.ModeTailscale} // sign-in by name only ever on loopback
+	}
+	if c.PublicURLs, err = parsePublicURLs(publicURL); err != nil {
+		return c, err
+	}
+	if n, err := strconv.Atoi(maxConsoles); err != nil || n < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_MAX_CONSOLES_PER_USER: %q is not a count", maxConsoles)
+	} else if c.MaxConsolesPerUser = n; n == 0 {
+		c.MaxConsolesPerUser = -1
+	}
+	token, err := valueOrFile(getenv("CORRAL_VDI_METRICS_TOKEN"), metricsTokenFile, "CORRAL_VDI_METRICS_TOKEN")
+	if err != nil {
+		return c, err
+	}
+	c.MetricsToken = strings.TrimSpace(token)
 	if err := finishAuth(); err != nil {
 		return c, err
 	}
@@ -143,6 +180,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.Peers = splitList(peers)
 	c.AdminSocket = adminSocketPath(adminSocket, c.DataDir)
+	if c.MaxDesktopsPerUser, err = strconv.Atoi(maxDesktops); err != nil || c.MaxDesktopsPerUser < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_MAX_DESKTOPS_PER_USER: %q is not a count (0 for no limit)", maxDesktops)
+	}
 	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
 		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)
 	}
@@ -280,4 +320,25 @@ func valueOrFile(value, file, name string) (string, error) {
 		return "", fmt.Errorf("%s_FILE: %w", name, err)
 	}
 	return string(buf), nil
+}
+
+// flagOrEnvSet reports whether the flag name was given or its env var set.
+func flagOrEnvSet(fs *flag.FlagSet, name string, getenv func(string) string, envName string) bool {
+	set := getenv(envName) != ""
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parsePublicURLs parses CORRAL_VDI_PUBLIC_URL: comma-separated http(s)
+// URLs, of which only the origin counts.
+func parsePublicURLs(list string) ([]string, error) {
+	var out []string
+	for _, s := range splitList(list) {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("CORRAL_VDI_PUBLIC_URL: %q is not an origin like https://vdi.example.com", s)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out, nil
 }

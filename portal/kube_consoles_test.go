@@ -3,8 +3,10 @@ package portal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -22,9 +24,10 @@ import (
 
 // TestKubeConsolePaths runs the portal on the kube backend against VMs
 // with real desktops (the KubeVirt stand-in): a VM whose VMI reports its IP
-// is reached directly, one whose VMI reports none through the apiserver
-// path the kube backend adds, for VNC and for RDP (its probe and the
-// RDCleanPath gateway), and each session records its path.
+// is reached directly, for VNC and for RDP (its probe and the RDCleanPath
+// gateway); one whose VMI reports none through the apiserver path the kube
+// backend adds, for VNC only: virt-api's portforward dials the VMI's IP, so
+// RDP is not offered without one. Each session records its path.
 func TestKubeConsolePaths(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.Shared(t)
@@ -65,7 +68,10 @@ func TestKubeConsolePaths(t *testing.T) {
 		}
 	}
 
-	for _, tt := range []struct{ member, path string }{{"near-1", "direct"}, {"far-1", "apiserver"}} {
+	for _, tt := range []struct {
+		member, path string
+		rdp          bool
+	}{{"near-1", "direct", true}, {"far-1", "apiserver", false}} {
 		t.Run(tt.member, func(t *testing.T) {
 			ref := ns + "/" + tt.member
 			begin := time.Now()
@@ -87,8 +93,11 @@ func TestKubeConsolePaths(t *testing.T) {
 			}
 			call("GET", "/api/vdi/desktops/"+ref+"/connect", &a)
 			t.Logf("connect (RDP probe) in %s", time.Since(begin).Round(time.Millisecond))
-			if a.Protocol != "rdp" || len(a.Fallbacks) != 2 || a.Fallbacks[0].Protocol != "vnc" || a.Fallbacks[1].Protocol != "serial" {
+			switch {
+			case tt.rdp && (a.Protocol != "rdp" || len(a.Fallbacks) != 2 || a.Fallbacks[0].Protocol != "vnc" || a.Fallbacks[1].Protocol != "serial"):
 				t.Fatalf("connect = %+v; want rdp, then vnc and serial", a)
+			case !tt.rdp && (a.Protocol != "vnc" || len(a.Fallbacks) != 1 || a.Fallbacks[0].Protocol != "serial"):
+				t.Fatalf("connect = %+v; want vnc, then serial (no RDP without an IP)", a)
 			}
 
 			dialer := websocket.Dialer{Jar: jar}
@@ -101,32 +110,36 @@ func TestKubeConsolePaths(t *testing.T) {
 			if _, b, err := vnc.ReadMessage(); err != nil || !strings.HasPrefix(string(b), "RFB 003.008") {
 				t.Errorf("VNC websocket said %q, %v; want the RFB greeting", b, err)
 			}
+			// The holder's second tab takes the display over, on either
+			// path (KubeVirt keeps one VNC client per VMI); the first tab's
+			// console ends.
+			vnc2, _, err := dialer.Dial(wsBase+"/ws/vnc/"+ref, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vnc2.SetReadDeadline(time.Now().Add(15 * time.Second))
+			if _, b, err := vnc2.ReadMessage(); err != nil || !strings.HasPrefix(string(b), "RFB 003.008") {
+				t.Errorf("second tab's VNC websocket said %q, %v; want the RFB greeting", b, err)
+			}
+			for {
+				if _, _, err := vnc.ReadMessage(); err != nil {
+					var nerr net.Error
+					if errors.As(err, &nerr) && nerr.Timeout() {
+						t.Errorf("the first tab's VNC websocket after the second opened: %v; want it closed", err)
+					}
+					break
+				}
+			}
 			vnc.Close()
-
-			rdp, _, err := dialer.Dial(wsBase+"/ws/rdp/"+ref, nil)
-			if err != nil {
-				t.Fatal(err)
+			vnc2.Close()
+			sessions := 2
+			if tt.rdp {
+				sessions++
+				mustRDCleanPath(t, dialer, wsBase+"/ws/rdp/"+ref, a.Destination, a.Token)
 			}
-			defer rdp.Close()
-			rdp.SetReadDeadline(time.Now().Add(15 * time.Second))
-			x224 := []byte{0x03, 0x00, 0x00, 0x13, 0x0e, 0xe0, 0, 0, 0, 0, 0, 0x01, 0x00, 0x08, 0x00, 0x03, 0, 0, 0}
-			req, err := (&relay.RDCleanPathPDU{Version: relay.RDCleanPathVersion, Destination: a.Destination, ProxyAuth: a.Token, X224: x224}).Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdp.WriteMessage(websocket.BinaryMessage, req)
-			_, b, err := rdp.ReadMessage()
-			if err != nil {
-				t.Fatalf("RDCleanPath reply: %v", err)
-			}
-			resp, err := relay.UnmarshalRDCleanPath(b)
-			if err != nil || resp.Error != nil || len(resp.ServerCertChain) == 0 {
-				t.Fatalf("RDCleanPath reply %+v, %v; want the guest's certificate", resp, err)
-			}
-			rdp.Close()
 
 			var got []store.Session
-			waitFor(t, 5*time.Second, "the two sessions closed", func() bool {
+			waitFor(t, 5*time.Second, "the sessions closed", func() bool {
 				all, _ := m.db.Sessions(ctx, 100)
 				got = got[:0]
 				for _, s := range all {
@@ -134,7 +147,7 @@ func TestKubeConsolePaths(t *testing.T) {
 						got = append(got, s)
 					}
 				}
-				return len(got) == 2
+				return len(got) == sessions
 			})
 			for _, s := range got {
 				if s.Path != tt.path {
@@ -142,6 +155,32 @@ func TestKubeConsolePaths(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mustRDCleanPath opens the RDP websocket at url and checks that the
+// RDCleanPath gateway answers with the guest's certificate.
+func mustRDCleanPath(t *testing.T, dialer websocket.Dialer, url, destination, token string) {
+	t.Helper()
+	rdp, _, err := dialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdp.Close()
+	rdp.SetReadDeadline(time.Now().Add(15 * time.Second))
+	x224 := []byte{0x03, 0x00, 0x00, 0x13, 0x0e, 0xe0, 0, 0, 0, 0, 0, 0x01, 0x00, 0x08, 0x00, 0x03, 0, 0, 0}
+	req, err := (&relay.RDCleanPathPDU{Version: relay.RDCleanPathVersion, Destination: destination, ProxyAuth: token, X224: x224}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdp.WriteMessage(websocket.BinaryMessage, req)
+	_, b, err := rdp.ReadMessage()
+	if err != nil {
+		t.Fatalf("RDCleanPath reply: %v", err)
+	}
+	resp, err := relay.UnmarshalRDCleanPath(b)
+	if err != nil || resp.Error != nil || len(resp.ServerCertChain) == 0 {
+		t.Fatalf("RDCleanPath reply %+v, %v; want the guest's certificate", resp, err)
 	}
 }
 

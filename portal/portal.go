@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,8 +72,15 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	if err := ensurePrivate(filepath.Join(c.DataDir, "portal.db")); err != nil {
+		return err
+	}
 	db, err := store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
 	if err != nil {
+		return err
+	}
+	if err := tightenDataDir(c.DataDir, m.Log); err != nil {
+		db.Close()
 		return err
 	}
 	m.db = db
@@ -85,10 +93,23 @@ func (m *Main) Open(ctx context.Context) error {
 	} else if backend, err = m.openLocal(ctx); err != nil {
 		return err
 	}
+	var groups vdi.GroupDirectory
+	if c.GroupsFile != "" {
+		gf, err := auth.OpenGroupsFile(c.GroupsFile, m.Log)
+		if err != nil {
+			return err
+		}
+		groups = gf
+	}
+	lockNS := local.Namespace
+	if c.Backend == BackendKube {
+		lockNS = c.Namespace
+	}
 	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: db, Log: m.Log,
-		Policy: vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout}})
+		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
+		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db, Revocations: db, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -107,14 +128,21 @@ func (m *Main) Open(ctx context.Context) error {
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
+		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 	})
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
 	}
+	m.ln = newConnLimiter(m.ln, DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.TrustedProxies)
+	// ReadTimeout bounds a whole request, so a trickled body cannot hold a
+	// connection; IdleTimeout ends idle keep-alives. Websockets clear the
+	// deadlines when they upgrade and keep their own ping-based liveness.
 	m.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
@@ -219,4 +247,14 @@ func (m *Main) pruneHistory(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// publicOrigins are the origins the handlers allow beyond loopback and the
+// listen address: CORRAL_VDI_PUBLIC_URL and the OIDC redirect URL's.
+func publicOrigins(c Config) []string {
+	out := append([]string{}, c.PublicURLs...)
+	if u, err := url.Parse(c.OIDC.RedirectURL); err == nil && u.Host != "" {
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,11 +24,15 @@ import (
 // can. The peer link is a websocket to the peer's PeerPath carrying the
 // desktop stream in binary frames, plus terminal resize control messages
 // (see ParseResize) as text frames. The request is signed with a secret the
-// portals share: PeerAuthHeader holds "v1 <unix seconds> <hex HMAC-SHA256>"
-// over the version, time, protocol, namespace and member, so a signature is
-// good for one console of one member for PeerAuthSkew. The peer dials only
-// members its own backend resolves: the caller names a member, never an
-// address.
+// portals share: PeerAuthHeader holds "v2 <unix seconds> <nonce> <hex
+// HMAC-SHA256>" over the version, time, nonce, the receiving peer's host
+// (as the caller addressed it), protocol, namespace and member. So a
+// signature is good for one console of one member at one peer, within
+// PeerAuthSkew, and (with a PeerVerifier) once: a signature seen on the
+// wire cannot be replayed, nor sent to another peer. Use TLS between
+// peers all the same: the stream itself is not encrypted by the link.
+// The peer dials only members its own backend resolves: the caller names
+// a member, never an address.
 
 const (
 	// PeerPath is the route prefix a portal serves peer links under:
@@ -39,44 +44,93 @@ const (
 	PeerAuthSkew = 30 * time.Second
 )
 
-// ErrPeerAuth is returned by CheckPeerAuth for a missing, malformed, stale
-// or wrong signature.
+// ErrPeerAuth is returned by CheckPeerAuth for a missing, malformed, stale,
+// replayed or wrong signature.
 var ErrPeerAuth = errors.New("peer signature not valid")
 
 // peerMAC is the signature of one peer link request.
-func peerMAC(secret []byte, ts int64, protocol, ns, member string) string {
+func peerMAC(secret []byte, ts int64, nonce, peer, protocol, ns, member string) string {
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "v1\n%d\n%s\n%s\n%s", ts, protocol, ns, member)
+	fmt.Fprintf(m, "v2\n%d\n%s\n%s\n%s\n%s\n%s", ts, nonce, strings.ToLower(peer), protocol, ns, member)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // SignPeer returns the PeerAuthHeader value for a link to console protocol
-// of ns/member at time now.
-func SignPeer(secret []byte, now time.Time, protocol, ns, member string) string {
+// of ns/member at the peer whose host (host:port, as in its URL) is peer,
+// at time now, with a fresh nonce.
+func SignPeer(secret []byte, now time.Time, peer, protocol, ns, member string) string {
 	ts := now.Unix()
-	return "v1 " + strconv.FormatInt(ts, 10) + " " + peerMAC(secret, ts, protocol, ns, member)
+	b := make([]byte, 16)
+	rand.Read(b)
+	nonce := hex.EncodeToString(b)
+	return "v2 " + strconv.FormatInt(ts, 10) + " " + nonce + " " + peerMAC(secret, ts, nonce, peer, protocol, ns, member)
 }
 
-// CheckPeerAuth reports, as a nil error, whether header is a valid signature
-// for console protocol of ns/member at time now.
-func CheckPeerAuth(secret []byte, header string, now time.Time, protocol, ns, member string) error {
+// CheckPeerAuth reports, as a nil error, whether header is a valid
+// signature for console protocol of ns/member at this peer, reached as
+// host, at time now, and returns its nonce. It does not remember nonces:
+// PeerVerifier does.
+func CheckPeerAuth(secret []byte, header string, now time.Time, host, protocol, ns, member string) (nonce string, err error) {
 	if len(secret) == 0 {
-		return ErrPeerAuth
+		return "", ErrPeerAuth
 	}
 	f := strings.Fields(header)
-	if len(f) != 3 || f[0] != "v1" {
-		return ErrPeerAuth
+	if len(f) != 4 || f[0] != "v2" || len(f[2]) != 32 {
+		return "", ErrPeerAuth
 	}
 	ts, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
-		return ErrPeerAuth
+		return "", ErrPeerAuth
 	}
 	if d := now.Sub(time.Unix(ts, 0)); d > PeerAuthSkew || d < -PeerAuthSkew {
-		return fmt.Errorf("%w: time %d is %v off", ErrPeerAuth, ts, d.Round(time.Second))
+		return "", fmt.Errorf("%w: time %d is %v off", ErrPeerAuth, ts, d.Round(time.Second))
 	}
-	if !hmac.Equal([]byte(f[2]), []byte(peerMAC(secret, ts, protocol, ns, member))) {
-		return ErrPeerAuth
+	if !hmac.Equal([]byte(f[3]), []byte(peerMAC(secret, ts, f[2], host, protocol, ns, member))) {
+		return "", ErrPeerAuth
 	}
+	return f[2], nil
+}
+
+// PeerVerifier checks peer signatures and accepts each nonce once. The
+// zero value is not usable; see NewPeerVerifier.
+type PeerVerifier struct {
+	secret []byte
+
+	mu   sync.Mutex
+	seen map[string]time.Time // nonce -> when it stops being valid anyway
+}
+
+// NewPeerVerifier returns a verifier for signatures made with secret.
+func NewPeerVerifier(secret []byte) *PeerVerifier {
+	return &PeerVerifier{secret: secret, seen: map[string]time.Time{}}
+}
+
+// maxNonces bounds the nonces remembered; beyond it links are refused
+// until old ones expire (a flood of valid signatures needs the secret).
+const maxNonces = 1 << 16
+
+// Check is CheckPeerAuth that also refuses a nonce seen before.
+func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, member string) error {
+	nonce, err := CheckPeerAuth(v.secret, header, now, host, protocol, ns, member)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.seen) >= maxNonces/2 {
+		for n, until := range v.seen {
+			if now.After(until) {
+				delete(v.seen, n)
+			}
+		}
+	}
+	if _, dup := v.seen[nonce]; dup {
+		return fmt.Errorf("%w: replayed", ErrPeerAuth)
+	}
+	if len(v.seen) >= maxNonces {
+		return fmt.Errorf("%w: too many links at once", ErrPeerAuth)
+	}
+	v.seen[nonce] = now.Add(2*PeerAuthSkew + time.Second)
 	return nil
 }
 
@@ -97,7 +151,7 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 		return nil, fmt.Errorf("peer %q: want an http:// or https:// URL", base)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + url.PathEscape(protocol) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
-	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), protocol, ns, member)}}
+	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), u.Host, protocol, ns, member)}}
 	d := websocket.Dialer{ReadBufferSize: DefaultBufferSize, WriteBufferSize: DefaultBufferSize, WriteBufferPool: writeBufferPool}
 	ws, res, err := d.DialContext(ctx, u.String(), hdr)
 	if err != nil {

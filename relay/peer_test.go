@@ -17,29 +17,33 @@ import (
 func TestPeerAuth(t *testing.T) {
 	secret := []byte("0123456789abcdef0123")
 	now := time.Unix(1_800_000_000, 0)
-	sig := relay.SignPeer(secret, now, "serial", "local", "vm-1")
+	sig := relay.SignPeer(secret, now, "peer-b:8080", "serial", "local", "vm-1")
 	tests := []struct {
 		name     string
 		secret   []byte
 		header   string
 		at       time.Time
+		host     string
 		protocol string
 		member   string
 		ok       bool
 	}{
-		{"OK", secret, sig, now, "serial", "vm-1", true},
-		{"ClockSkewWithin", secret, sig, now.Add(25 * time.Second), "serial", "vm-1", true},
-		{"Stale", secret, sig, now.Add(time.Minute), "serial", "vm-1", false},
-		{"OtherMember", secret, sig, now, "serial", "vm-2", false},
-		{"OtherProtocol", secret, sig, now, "vnc", "vm-1", false},
-		{"WrongSecret", []byte("another-secret-of-20b"), sig, now, "serial", "vm-1", false},
-		{"NoSecret", nil, sig, now, "serial", "vm-1", false},
-		{"Empty", secret, "", now, "serial", "vm-1", false},
-		{"Garbage", secret, "v1 x y", now, "serial", "vm-1", false},
+		{"OK", secret, sig, now, "peer-b:8080", "serial", "vm-1", true},
+		{"HostCase", secret, sig, now, "PEER-B:8080", "serial", "vm-1", true},
+		{"ClockSkewWithin", secret, sig, now.Add(25 * time.Second), "peer-b:8080", "serial", "vm-1", true},
+		{"Stale", secret, sig, now.Add(time.Minute), "peer-b:8080", "serial", "vm-1", false},
+		{"OtherPeer", secret, sig, now, "peer-c:8080", "serial", "vm-1", false},
+		{"OtherMember", secret, sig, now, "peer-b:8080", "serial", "vm-2", false},
+		{"OtherProtocol", secret, sig, now, "peer-b:8080", "vnc", "vm-1", false},
+		{"WrongSecret", []byte("another-secret-of-20b"), sig, now, "peer-b:8080", "serial", "vm-1", false},
+		{"NoSecret", nil, sig, now, "peer-b:8080", "serial", "vm-1", false},
+		{"Empty", secret, "", now, "peer-b:8080", "serial", "vm-1", false},
+		{"Garbage", secret, "v2 x y z", now, "peer-b:8080", "serial", "vm-1", false},
+		{"OldVersion", secret, "v1 1800000000 " + strings.Repeat("0", 64), now, "peer-b:8080", "serial", "vm-1", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := relay.CheckPeerAuth(tt.secret, tt.header, tt.at, tt.protocol, "local", tt.member)
+			_, err := relay.CheckPeerAuth(tt.secret, tt.header, tt.at, tt.host, tt.protocol, "local", tt.member)
 			if (err == nil) != tt.ok {
 				t.Errorf("CheckPeerAuth = %v; want ok=%v", err, tt.ok)
 			}
@@ -47,6 +51,24 @@ func TestPeerAuth(t *testing.T) {
 				t.Errorf("CheckPeerAuth = %v; want ErrPeerAuth", err)
 			}
 		})
+	}
+}
+
+// TestPeerVerifier_Once: a signature is accepted once; a replay within
+// the clock window is refused.
+func TestPeerVerifier_Once(t *testing.T) {
+	secret := []byte("0123456789abcdef0123")
+	now := time.Unix(1_800_000_000, 0)
+	v := relay.NewPeerVerifier(secret)
+	sig := relay.SignPeer(secret, now, "peer-b:8080", "terminal", "local", "demo-1")
+	if err := v.Check(sig, now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if err := v.Check(sig, now.Add(time.Second), "peer-b:8080", "terminal", "local", "demo-1"); !errors.Is(err, relay.ErrPeerAuth) {
+		t.Errorf("replay: %v; want ErrPeerAuth", err)
+	}
+	if err := v.Check(relay.SignPeer(secret, now, "peer-b:8080", "terminal", "local", "demo-1"), now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
+		t.Errorf("a fresh signature after a replay: %v", err)
 	}
 }
 
@@ -63,10 +85,11 @@ func TestDialPeer(t *testing.T) {
 	defer ln.Close()
 	rec := new(resizeRecorder)
 	up := relay.Upgrader(nil)
+	v := relay.NewPeerVerifier(secret)
 	pipes := make(chan error, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, relay.PeerPath), "/")
-		if len(parts) != 3 || relay.CheckPeerAuth(secret, r.Header.Get(relay.PeerAuthHeader), time.Now(), parts[0], parts[1], parts[2]) != nil {
+		if len(parts) != 3 || v.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, parts[0], parts[1], parts[2]) != nil {
 			http.Error(w, "peer signature not valid", http.StatusUnauthorized)
 			return
 		}

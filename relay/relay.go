@@ -65,6 +65,12 @@ type Options struct {
 	// a time, holds up the relay while it runs, and must not retain p.
 	OnInput func(p []byte)
 
+	// Filter, if set, rewrites each client-to-desktop chunk before OnInput
+	// sees it and the desktop gets it; what it returns is written (it may
+	// be p, shorter, or empty). A view-only watcher's RFB input is dropped
+	// this way (see RFBViewOnly). Called like OnInput.
+	Filter func(p []byte) []byte
+
 	// Counters, if set, receives the byte counts as they happen.
 	Counters *Counters
 
@@ -137,7 +143,7 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 	ends := make(chan end, 3)
 	var wg sync.WaitGroup
 	var stats Stats
-	in := &desktopWriter{conn: conn, onInput: opts.OnInput, counters: counters, ends: ends}
+	in := &desktopWriter{conn: conn, filter: opts.Filter, onInput: opts.OnInput, counters: counters, ends: ends}
 	alive := newKeepalive(ws, opts.PingEvery)
 	var inErr error // the client-to-desktop side's read error, set before inDone closes
 	inDone := make(chan struct{})
@@ -269,6 +275,7 @@ func clientToDesktop(ws *websocket.Conn, w *desktopWriter, buf []byte, control f
 // keeps reading and can finish the websocket closing handshake.
 type desktopWriter struct {
 	conn     net.Conn
+	filter   func([]byte) []byte
 	onInput  func([]byte)
 	counters *Counters
 	ends     chan<- end
@@ -281,6 +288,12 @@ func (w *desktopWriter) Write(p []byte) (int, error) {
 	if w.failed {
 		return len(p), nil
 	}
+	all := len(p)
+	if w.filter != nil {
+		if p = w.filter(p); len(p) == 0 {
+			return all, nil
+		}
+	}
 	if w.onInput != nil {
 		w.onInput(p)
 	}
@@ -291,7 +304,7 @@ func (w *desktopWriter) Write(p []byte) (int, error) {
 		w.failed = true
 		w.ends <- end{desktop, err}
 	}
-	return len(p), nil
+	return all, nil
 }
 
 // desktopToClient sends everything read from conn to ws as binary messages

@@ -15,8 +15,13 @@ import (
 	"time"
 )
 
-// maxFrame bounds the framebuffer a server may announce (8K × 8K).
-const maxFrame = 8192
+// maxFrame bounds each side of the framebuffer a server may announce, and
+// maxPixels its area (a 4096×2304 screen, 36 MiB as RGBA): a hostile
+// desktop announcing 8192×8192 would make every thumbnail 256 MiB.
+const (
+	maxFrame  = 8192
+	maxPixels = 4096 * 2304
+)
 
 // Take reads one frame from an RFB server on conn (no authentication, the
 // portal's own socket) and returns it scaled to at most width pixels wide.
@@ -93,7 +98,7 @@ func handshake(r *bufio.Reader, w io.Writer) (width, height int, err error) {
 	if _, err := r.Discard(int(min(init.NameLen, 1<<16))); err != nil {
 		return 0, 0, err
 	}
-	if init.Width == 0 || init.Height == 0 || init.Width > maxFrame || init.Height > maxFrame {
+	if init.Width == 0 || init.Height == 0 || init.Width > maxFrame || init.Height > maxFrame || int(init.Width)*int(init.Height) > maxPixels {
 		return 0, 0, fmt.Errorf("implausible screen %dx%d", init.Width, init.Height)
 	}
 	return int(init.Width), int(init.Height), nil

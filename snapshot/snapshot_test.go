@@ -3,13 +3,16 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +100,29 @@ func TestScale(t *testing.T) {
 	}
 	if got := snapshot.Scale(src, 10); got != src {
 		t.Errorf("Scale to a larger width copied; want src returned as is")
+	}
+}
+
+// TestTake_RefusesHugeFrame: a hostile desktop announcing an 8192×8192
+// screen gets no 256 MiB buffer.
+func TestTake_RefusesHugeFrame(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		defer server.Close()
+		server.Write([]byte("RFB 003.008\n"))
+		io.ReadFull(server, make([]byte, 12))
+		server.Write([]byte{1, 1}) // one security type: None
+		io.ReadFull(server, make([]byte, 1))
+		server.Write([]byte{0, 0, 0, 0}) // security OK
+		io.ReadFull(server, make([]byte, 1))
+		init := make([]byte, 24)
+		binary.BigEndian.PutUint16(init[0:], 8192)
+		binary.BigEndian.PutUint16(init[2:], 8192)
+		server.Write(init)
+	}()
+	_, err := snapshot.Take(client, 100, time.Now().Add(2*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "implausible") {
+		t.Fatalf("Take of an 8192x8192 screen = %v; want refused as implausible", err)
 	}
 }

@@ -22,15 +22,19 @@ func (db *DB) CreateLocalPool(ctx context.Context, p LocalPool) error {
 	if err != nil {
 		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
 	}
+	access, limits, err := accessJSON(p.Access, p.Limits)
+	if err != nil {
+		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
+	}
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
 	}
 	defer tx.Rollback()
 	now := db.Now().UnixNano()
-	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), now)
+	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, access, limits, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), access, limits, now)
 	if err != nil {
 		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
 	}
@@ -61,7 +65,7 @@ func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
 // reads only that pool (the dashboard reads each pool's members, and a
 // full scan per pool grows with the square of the member count).
 func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) {
-	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, m.name
+	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, p.access, p.limits, m.name
 		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name `
 	var args []any
 	if name != "" { // a separate statement, so that SQLite uses the primary key
@@ -76,14 +80,20 @@ func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) 
 	var out []LocalPool
 	for rows.Next() {
 		var p LocalPool
-		var policy string
+		var policy, access, limits string
 		var member sql.NullString
-		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &member); err != nil {
+		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &access, &limits, &member); err != nil {
 			return nil, fmt.Errorf("store: list pools: %w", err)
 		}
 		if len(out) == 0 || out[len(out)-1].Name != p.Name {
 			if err := json.Unmarshal([]byte(policy), &p.Policy); err != nil {
 				return nil, fmt.Errorf("store: list pools: pool %q policy: %w", p.Name, err)
+			}
+			if err := json.Unmarshal([]byte(access), &p.Access); err != nil {
+				return nil, fmt.Errorf("store: list pools: pool %q access: %w", p.Name, err)
+			}
+			if err := json.Unmarshal([]byte(limits), &p.Limits); err != nil {
+				return nil, fmt.Errorf("store: list pools: pool %q limits: %w", p.Name, err)
 			}
 			out = append(out, p)
 		}

@@ -75,3 +75,30 @@ func (db *DB) SetLocalPoolPolicy(ctx context.Context, pool string, p vdi.Policy)
 	}
 	return nil
 }
+
+// SetLocalPoolAccess replaces who may use a local pool and what one user
+// may hold of it; vdi.ErrNotFound when absent.
+func (db *DB) SetLocalPoolAccess(ctx context.Context, pool string, a vdi.Access, l vdi.Limits) error {
+	access, limits, err := accessJSON(a, l)
+	if err != nil {
+		return fmt.Errorf("store: access of %q: %w", pool, err)
+	}
+	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET access = ?, limits = ? WHERE name = ?`, access, limits, pool)
+	if err != nil {
+		return fmt.Errorf("store: access of %q: %w", pool, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: access of %q: %w", pool, vdi.ErrNotFound)
+	}
+	return nil
+}
+
+// accessJSON writes a pool's access and limits as stored.
+func accessJSON(a vdi.Access, l vdi.Limits) (access, limits string, err error) {
+	ab, err := json.Marshal(a)
+	if err != nil {
+		return "", "", err
+	}
+	lb, err := json.Marshal(l)
+	return string(ab), string(lb), err
+}

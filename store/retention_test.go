@@ -43,3 +43,41 @@ func TestPrune(t *testing.T) {
 		}
 	})
 }
+
+// TestPrune_NobodyFlushesAnother: one user's volume never pushes out
+// another's rows, and admin and security events go by age only.
+func TestPrune_NobodyFlushesAnother(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	now := time.Unix(1_800_000_000, 0)
+	db.Now = func() time.Time { now = now.Add(time.Second); return now }
+	db.Record(ctx, vdi.AuditEvent{Actor: "admin", Action: "force-release", Target: "demo-1"})
+	db.Record(ctx, vdi.AuditEvent{Actor: "admin", Action: "start", Target: "demo-1"})
+	db.Record(ctx, vdi.AuditEvent{Actor: "bob", Action: "sign-in"})
+	for range 50 {
+		db.Record(ctx, vdi.AuditEvent{Actor: "mallory", Action: "claim", Target: "demo-2"})
+	}
+	if _, ok, _ := db.LastPrune(ctx); ok {
+		t.Fatal("LastPrune before any pruning = true; want false")
+	}
+	n, err := db.Prune(ctx, store.Retention{MaxRows: 5})
+	if err != nil || n != 45 {
+		t.Fatalf("Prune(5 rows) removed %d, %v; want mallory's 45 oldest", n, err)
+	}
+	log, _ := db.AuditLog(ctx, 100)
+	by := map[string]int{}
+	for _, e := range log {
+		by[e.Actor+" "+e.Action]++
+	}
+	if by["admin force-release"] != 1 || by["admin start"] != 1 || by["bob sign-in"] != 1 || by["mallory claim"] != 5 {
+		t.Errorf("audit after pruning: %v; want admin's and bob's rows kept, mallory's newest 5", by)
+	}
+	p, ok, err := db.LastPrune(ctx)
+	if err != nil || !ok || p.Audit != 45 || p.Session != 0 {
+		t.Errorf("LastPrune = %+v, %v, %v; want 45 audit rows", p, ok, err)
+	}
+	now = now.Add(100 * 24 * time.Hour)
+	if n, _ := db.Prune(ctx, store.Retention{MaxAge: 90 * 24 * time.Hour}); n != 8 {
+		t.Errorf("Prune(90 days) 100 days later removed %d; want all 8 rows, protected ones too", n)
+	}
+}

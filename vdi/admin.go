@@ -20,6 +20,10 @@ type MemberStatus struct {
 	LastInput time.Time `json:"lastInput,omitzero"`
 	// Reclaiming names the rule reclaiming the member right now, if any.
 	Reclaiming string `json:"reclaiming,omitempty"`
+	// NotEntitled is set when the holder is no longer in the pool's access
+	// (by login or the groups file): the desktop keeps working, the
+	// holder's next claim is refused.
+	NotEntitled bool `json:"notEntitled,omitempty"`
 }
 
 // PoolDashboard is a pool with every member's status.
@@ -29,6 +33,12 @@ type PoolDashboard struct {
 	// Effective is the pool's policy with the portal's defaults filled in.
 	Effective Policy         `json:"effective"`
 	Members   []MemberStatus `json:"members"`
+	// AdminsOnly flags an access list that lets in only admins (a group
+	// nobody is known to be in, or no user at all).
+	AdminsOnly bool `json:"adminsOnly,omitempty"`
+	// UnknownGroups are the access's groups that the groups file does not
+	// list (they may still come from an identity provider).
+	UnknownGroups []string `json:"unknownGroups,omitempty"`
 }
 
 // requireAdmin fails unless id is an admin.
@@ -62,6 +72,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 		}
 		pd := PoolDashboard{PoolStatus: PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)},
 			Effective: p.Policy.Effective(s.policy), Members: make([]MemberStatus, len(members))}
+		pd.UnknownGroups, pd.AdminsOnly = s.accessWarnings(p.Access)
 		for i, m := range members {
 			l := held[m.Name]
 			ms := MemberStatus{Desktop: s.desktop(m, l, p.Policy)}
@@ -71,6 +82,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 					ms.Consoles = f.Consoles
 				}
 				ms.LastInput, ms.Reclaiming = f.LastInput, l.Annotations[AnnotationReclaiming]
+				ms.NotEntitled = !p.Access.Allows(s.identityOf(l.Holder))
 			}
 			if m.Power == PowerRunning {
 				pd.Running++
@@ -98,6 +110,23 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 	}
 	p, err := s.backend.Pool(ctx, ref.Namespace, m.Pool)
 	if err != nil {
+		return Desktop{}, err
+	}
+	if !p.Access.Allows(s.identityOf(user)) {
+		return Desktop{}, Errorf(EForbidden, "Add them to the pool's access first, or pick a pool they may use.",
+			"%s may not use pool %s, which is for %s.", user, p.Name, p.Access)
+	}
+	unlock, err := s.lockClaims(ctx, ref.Namespace, user)
+	if err != nil {
+		return Desktop{}, err
+	}
+	defer unlock()
+	if err := s.checkQuota(ctx, user, p); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Msg = strings.Replace(e.Msg, "You hold", user+" holds", 1)
+			e.Hint = "Release one of theirs first, or raise the limit."
+		}
 		return Desktop{}, err
 	}
 	old, err := s.leases.Get(ctx, ref)
@@ -155,6 +184,8 @@ type PoolAdmin interface {
 	ResizePool(ctx context.Context, namespace, name string, size int, claimed func(member string) bool) error
 	// SetPolicy replaces a pool's reclaim policy.
 	SetPolicy(ctx context.Context, namespace, name string, p Policy) error
+	// SetAccess replaces who may use a pool and what one user may hold.
+	SetAccess(ctx context.Context, namespace, name string, a Access, l Limits) error
 	// DeletePool stops and removes every member of a pool, then the pool.
 	DeletePool(ctx context.Context, namespace, name string) error
 }
@@ -179,6 +210,8 @@ func ValidName(what, name string) error {
 type PoolUpdate struct {
 	Size   *int    `json:"size,omitempty"`
 	Policy *Policy `json:"policy,omitempty"`
+	Access *Access `json:"access,omitempty"`
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 func (s *Service) poolAdmin(id Identity) (PoolAdmin, error) {
@@ -238,11 +271,17 @@ func (s *Service) CreatePool(ctx context.Context, id Identity, p Pool) error {
 	if err := validPolicy(p.Policy); err != nil {
 		return err
 	}
+	if err := validAccess(p.Access); err != nil {
+		return err
+	}
+	if err := validLimits(p.Limits); err != nil {
+		return err
+	}
 	if err := pa.CreatePool(ctx, p); err != nil {
 		return err
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-create", Namespace: p.Namespace, Target: p.Name,
-		Detail: fmt.Sprintf("kind %s; mode %s; size %d", p.Kind, p.Mode, p.Size)})
+		Detail: fmt.Sprintf("kind %s; mode %s; size %d; access %s; %s", p.Kind, p.Mode, p.Size, p.Access, limitsDetail(p.Limits))})
 	return nil
 }
 
@@ -267,6 +306,26 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-policy", Namespace: namespace, Target: name,
 			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %t", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
 				u.Policy.Console().Clipboard, u.Policy.FileTransfer.On())})
+	}
+	if u.Access != nil || u.Limits != nil {
+		a, l := p.Access, p.Limits
+		if u.Access != nil {
+			a = *u.Access
+		}
+		if u.Limits != nil {
+			l = *u.Limits
+		}
+		if err := validAccess(a); err != nil {
+			return err
+		}
+		if err := validLimits(l); err != nil {
+			return err
+		}
+		if err := pa.SetAccess(ctx, namespace, name, a, l); err != nil {
+			return err
+		}
+		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-access", Namespace: namespace, Target: name,
+			Detail: fmt.Sprintf("access %s -> %s; %s -> %s", p.Access, a, limitsDetail(p.Limits), limitsDetail(l))})
 	}
 	if u.Size != nil && *u.Size != p.Size {
 		if err := validSize(*u.Size); err != nil {

@@ -5,24 +5,29 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 )
 
-// Claim gives id a member of the pool and powers it on. Asking again returns
-// the same member. It prefers a running member, then a stopped one, trying
+// Claim gives id a member of the pool and powers it on, when the pool's
+// access lets id in and the quotas leave room. Asking again returns the
+// same member; a user's claims run one at a time across replicas. It prefers a running member, then a stopped one, trying
 // each at most once and moving on when another claimant wins it; when none is
 // free (or every try was lost) it fails with EConflict.
 func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
-	mu := s.claimLock(namespace + "/" + pool + "/" + id.Login)
-	mu.Lock()
-	defer mu.Unlock()
-
 	p, err := s.backend.Pool(ctx, namespace, pool)
 	if err != nil {
 		return Desktop{}, err
 	}
+	if !p.Access.Allows(id) {
+		return Desktop{}, forbidden(p)
+	}
+	unlock, err := s.lockClaims(ctx, namespace, id.Login)
+	if err != nil {
+		return Desktop{}, err
+	}
+	defer unlock()
 	tried := map[string]bool{}
+	quotaChecked := false
 	for attempts := 0; attempts < maxClaimAttempts; {
 		// Listing is cheap (a cache on Kubernetes), so every round sees the
 		// claims that beat this one and skips their members.
@@ -41,6 +46,12 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 				return s.powerOn(ctx, l)
 			}
 			known[l.Member] = l
+		}
+		if !quotaChecked {
+			if err := s.checkQuota(ctx, id.Login, p); err != nil {
+				return Desktop{}, err
+			}
+			quotaChecked = true
 		}
 		members, err := s.backend.Members(ctx, namespace, pool)
 		if err != nil {
@@ -195,15 +206,4 @@ func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
 		return Desktop{}, err
 	}
 	return s.desktop(m, l, p.Policy), nil
-}
-
-func (s *Service) claimLock(key string) *sync.Mutex {
-	s.claimMu.Lock()
-	defer s.claimMu.Unlock()
-	mu := s.claimBy[key]
-	if mu == nil {
-		mu = &sync.Mutex{}
-		s.claimBy[key] = mu
-	}
-	return mu
 }

@@ -21,6 +21,17 @@ type Config struct {
 	LeaseDuration time.Duration
 	// Policy holds the reclaim defaults that pools' own policies override.
 	Policy Policy
+	// MaxDesktopsPerUser is how many desktops one user may hold across
+	// all pools; 0 is no limit.
+	MaxDesktopsPerUser int
+	// LockNamespace is where users' claim locks live (see lockClaims):
+	// one namespace every replica can write Leases in. Empty keeps each
+	// lock in the namespace of the pool claimed from, which serialises a
+	// user's claims per namespace only.
+	LockNamespace string
+	// Groups resolves groups of users who are not signed in (assign, the
+	// dashboard); nil knows none.
+	Groups GroupDirectory
 }
 
 // Service applies the claim rules: who may have which member, and what
@@ -33,10 +44,10 @@ type Service struct {
 	now      func() time.Time
 	duration time.Duration
 
-	policy Policy
-
-	claimMu sync.Mutex
-	claimBy map[string]*sync.Mutex // per user and pool: one claim at a time
+	policy     Policy
+	maxPerUser int
+	lockNS     string
+	groups     GroupDirectory
 
 	consolesMu sync.Mutex
 	consoleSeq int
@@ -46,15 +57,17 @@ type Service struct {
 // NewService returns a Service; Backend, Leases and Audit are required.
 func NewService(cfg Config) *Service {
 	s := &Service{
-		backend:  cfg.Backend,
-		leases:   cfg.Leases,
-		audit:    cfg.Audit,
-		log:      cfg.Log,
-		now:      cfg.Now,
-		duration: cfg.LeaseDuration,
-		policy:   cfg.Policy,
-		claimBy:  map[string]*sync.Mutex{},
-		consoles: map[Ref]map[int]context.CancelCauseFunc{},
+		backend:    cfg.Backend,
+		leases:     cfg.Leases,
+		audit:      cfg.Audit,
+		log:        cfg.Log,
+		now:        cfg.Now,
+		duration:   cfg.LeaseDuration,
+		policy:     cfg.Policy,
+		maxPerUser: cfg.MaxDesktopsPerUser,
+		lockNS:     cfg.LockNamespace,
+		groups:     cfg.Groups,
+		consoles:   map[Ref]map[int]context.CancelCauseFunc{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -65,6 +78,7 @@ func NewService(cfg Config) *Service {
 	if s.duration == 0 {
 		s.duration = DefaultLeaseDuration
 	}
+
 	return s
 }
 
@@ -100,19 +114,39 @@ func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
 	return d
 }
 
-// Pools lists every pool with how many members are free.
-func (s *Service) Pools(ctx context.Context) ([]PoolStatus, error) {
+// Pools lists the pools id may use (admins: every pool) with how many
+// members are free.
+func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) {
 	pools, err := s.backend.Pools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]PoolStatus, 0, len(pools))
 	for _, p := range pools {
+		if !p.Access.Allows(id) {
+			continue
+		}
 		held, err := s.held(ctx, p.Namespace, p.Name)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)})
+	}
+	return out, nil
+}
+
+// PoolNamespaces returns the namespaces that have a pool called name,
+// whoever may use it (a kiosk link names a pool, not its namespace).
+func (s *Service) PoolNamespaces(ctx context.Context, name string) ([]string, error) {
+	pools, err := s.backend.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pools {
+		if p.Name == name {
+			out = append(out, p.Namespace)
+		}
 	}
 	return out, nil
 }
@@ -198,19 +232,30 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 		"Desktop %s is not yours.", ref)
 }
 
-// Start powers on a member id holds (or any, for an admin).
+// Start powers on a member id holds (or any, for an admin). Starting a
+// running member does nothing and is not audited, so that nobody can
+// fill the audit log by repeating it.
 func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
-	if _, err := s.Desktop(ctx, id, ref); err != nil {
+	d, err := s.Desktop(ctx, id, ref)
+	if err != nil {
 		return err
+	}
+	if d.Power == PowerRunning {
+		return nil
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "start", Namespace: ref.Namespace, Target: ref.Name})
 	return s.backend.Start(ctx, ref)
 }
 
-// Stop powers off a member id holds (or any, for an admin); the claim stays.
+// Stop powers off a member id holds (or any, for an admin); the claim
+// stays. Stopping a stopped member does nothing and is not audited.
 func (s *Service) Stop(ctx context.Context, id Identity, ref Ref) error {
-	if _, err := s.Desktop(ctx, id, ref); err != nil {
+	d, err := s.Desktop(ctx, id, ref)
+	if err != nil {
 		return err
+	}
+	if d.Power == PowerStopped {
+		return nil
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "stop", Namespace: ref.Namespace, Target: ref.Name})
 	return s.backend.Stop(ctx, ref)

@@ -145,7 +145,7 @@ func TestServiceClaim(t *testing.T) {
 		if h, ok := b.mirrored["demo-1"]; !ok || h != "" {
 			t.Errorf("claim mirror after release = %q (set: %v); want cleared", h, ok)
 		}
-		pools, _ := svc.Pools(ctx)
+		pools, _ := svc.Pools(ctx, alice)
 		if pools[0].Free != 1 {
 			t.Errorf("free after release = %d; want 1", pools[0].Free)
 		}

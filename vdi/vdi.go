@@ -72,6 +72,10 @@ type Pool struct {
 	Source string `json:"source"`
 	Size   int    `json:"size"`
 	Policy Policy `json:"policy"`
+	// Access says who may see and claim from the pool; Limits caps what
+	// one user may hold of it.
+	Access Access `json:"access"`
+	Limits Limits `json:"limits"`
 	// LicensesAcknowledged records that the admin holds the licences a pool
 	// of more than one Windows desktop needs (Windows Enterprise E3/E5 or VDA
 	// per user or device, or RDS CALs). The Kubernetes backend refuses such a

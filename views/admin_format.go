@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,4 +125,26 @@ func shadowURL(ns, name string) templ.SafeURL {
 
 func hasProtocol(m vdi.Member, p vdi.Protocol) bool {
 	return slices.Contains(m.Protocols, p)
+}
+
+// accessEntries writes an access list as the dashboard's access input
+// takes it: logins, and groups as group:NAME, comma-separated.
+func accessEntries(a vdi.Access) string {
+	var parts []string
+	for _, g := range a.Groups {
+		parts = append(parts, "group:"+g)
+	}
+	parts = append(parts, a.Users...)
+	return strings.Join(parts, ", ")
+}
+
+// limitsText says what one user may hold of a pool.
+func limitsText(l vdi.Limits) string {
+	switch l.DesktopsPerUser {
+	case 0:
+		return "no limit per user"
+	case 1:
+		return "1 desktop per user"
+	}
+	return strconv.Itoa(l.DesktopsPerUser) + " desktops per user"
 }

@@ -12,16 +12,17 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NewAdminClient returns a controller-runtime client that acts as the
 // cluster admin, as a kubectl user or a controller would, and knows every
 // kind the tests and stand-ins handle: client-go's built-in kinds (core,
-// RBAC, coordination...), KubeVirt's, VirtualMachineClone and APIService.
+// RBAC, coordination...), KubeVirt's, VirtualMachineClone, VirtualMachineSnapshot and APIService.
 func (c *Cluster) NewAdminClient() (client.WithWatch, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, apiregistrationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, snapshotv1beta1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("testcluster: admin scheme: %w", err)
 		}

@@ -8,13 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"kubevirt.io/api/clone"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/api/instancetype"
+	"kubevirt.io/api/snapshot"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // KubeVirtCRDs returns the CustomResourceDefinitions of the KubeVirt kinds
 // the portal uses: VirtualMachine, VirtualMachineInstance and KubeVirt (the
 // configuration, whose permittedHostDevices classify GPUs) in
-// kubevirt.io/v1, and VirtualMachineClone (clone.kubevirt.io/v1beta1).
+// kubevirt.io/v1, VirtualMachineClone (clone.kubevirt.io/v1beta1) and
+// VirtualMachineSnapshot (snapshot.kubevirt.io/v1beta1), and the
+// instancetypes (instancetype.kubevirt.io/v1beta1) whose devices capacity
+// admission counts.
 //
 // Simplified: names, scopes, versions and the status subresource are
 // KubeVirt's, but the schemas keep every field unchecked
@@ -28,6 +33,9 @@ func KubeVirtCRDs() []*apiextensionsv1.CustomResourceDefinition {
 		crd(kubevirtv1.GroupVersion.Group, "v1", "VirtualMachineInstance", "virtualmachineinstances", "vmi", "vmis"),
 		crd(kubevirtv1.GroupVersion.Group, "v1", "KubeVirt", "kubevirts", "kv", "kvs"),
 		crd(clone.GroupName, clone.LatestVersion, clone.Kind, clone.ResourceVMClonePlural, "vmclone", "vmclones"),
+		crd(snapshot.GroupName, "v1beta1", "VirtualMachineSnapshot", "virtualmachinesnapshots", "vmsnapshot", "vmsnapshots"),
+		crd(instancetype.GroupName, "v1beta1", "VirtualMachineInstancetype", "virtualmachineinstancetypes", "vminstancetype"),
+		clusterScoped(crd(instancetype.GroupName, "v1beta1", "VirtualMachineClusterInstancetype", "virtualmachineclusterinstancetypes", "vmclusterinstancetype")),
 	}
 }
 
@@ -61,4 +69,10 @@ func crd(group, version, kind, plural string, short ...string) *apiextensionsv1.
 			}},
 		},
 	}
+}
+
+// clusterScoped makes c cluster-scoped.
+func clusterScoped(c *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	c.Spec.Scope = apiextensionsv1.ClusterScoped
+	return c
 }

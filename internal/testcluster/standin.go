@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -33,26 +32,36 @@ import (
 // registered with an APIService v1.subresources.kubevirt.io pointing at a
 // Service of type ExternalName localhost. It serves:
 //
-//   - PUT virtualmachines/{name}/start: sets the VM's runStrategy and, as
+//   - PUT virtualmachines/{name}/start and /stop with the 409s of
+//     KubeVirt's lifecycle.go for each runStrategy (standin_lifecycle.go);
+//   - start: sets the VM's runStrategy and, as
 //     the controller, boots it: printableStatus Starting, a
 //     VirtualMachineInstance of the same name, a real desktop standing for
 //     the guest on a loopback IP of its own (see standin_vmi.go), VMI phase
-//     Running with that IP in status.interfaces (unless WithoutIPs), and
-//     only once the guest's VNC server answers, the VM Running and ready;
-//   - PUT virtualmachines/{name}/stop: Stopping, the guest stopped, the VMI
-//     deleted, Stopped; a VM deleted or replaced while running loses its
-//     guest and VMI too, as garbage collection would do;
-//   - VirtualMachineClone objects (clone.kubevirt.io): polled as a
-//     controller would watch them; the target VM is created from the
-//     source VM's spec, labels and annotations (KubeVirt's defaults with no
-//     filters), halted, and the clone's phase set to Succeeded;
+//     Running with that IP in status.interfaces (unless WithoutIPs) and
+//     the VM Running once QEMU's display answers; its guest's own servers
+//     answer after GuestBootTakes, and a VM with a readinessProbe is ready
+//     only then;
+//   - stop: Stopping, the guest stopped (ShutdownTakes), the VMI
+//     deleted, Stopped; a VM that ran carries the VM controller's
+//     finalizer, so deleting it takes its guest's shutdown, within its
+//     termination grace (standin_delete.go);
+//   - VirtualMachineSnapshot and VirtualMachineClone objects, polled as a
+//     controller would watch them (standin_clone.go): one snapshot locks a
+//     source VM at a time, so clones of one VM queue; a clone from a
+//     snapshot does not; the target VM is created from the source's spec,
+//     labels and annotations (KubeVirt's defaults with no filters), with
+//     the clone's patches, halted, and the clone's phase set to Succeeded;
 //   - GET virtualmachineinstances/{name}/vnc, /console and
 //     /portforward/{port}/tcp: websockets (subprotocol plain.kubevirt.io,
 //     binary messages) to the guest's display (the same Xvnc), its serial
-//     console, and a TCP port on its IP.
+//     console, and a TCP port at the VMI's first reported IP (failing
+//     without one, as virt-api does);
+//   - a virt-launcher Pod per running VMI, with the guest's IP as its Pod
+//     IP (standin_launcher.go): the address the pod network vouches for.
 //
-// Simplified: one node, no pods, no authentication of the proxied request
-// (the apiserver has authorized it with RBAC already).
+// Simplified: one node, no authentication of the proxied request (the
+// apiserver has authorized it with RBAC already).
 type KubeVirtStandIn struct {
 	srv *httptest.Server
 	cl  client.Client
@@ -63,13 +72,22 @@ type KubeVirtStandIn struct {
 	done chan struct{}  // the control loop has ended
 	wg   sync.WaitGroup // queued power operations
 
-	mu     sync.Mutex
-	vmis   map[string]*standInVMI   // ns/name -> running guest
-	ops    map[string]chan struct{} // ns/name -> the last queued operation, closed when done
-	noIPs  map[string]bool          // ns/name -> report no IP (WithoutIPs)
-	held   map[string]bool          // namespaces whose clones wait (HoldClones)
-	onBoot func(namespace, vm, ip, rdpUser, rdpPassword string)
-	seq    int // names the guests' folders
+	mu         sync.Mutex
+	vmis       map[string]*standInVMI                   // ns/name -> running guest
+	ops        map[string]chan struct{}                 // ns/name -> the last queued operation, closed when done
+	noIPs      map[string]bool                          // ns/name -> report no IP (WithoutIPs)
+	held       map[string]bool                          // namespaces whose clones wait (HoldClones)
+	heldSn     map[string]bool                          // namespaces whose snapshots wait (HoldSnapshots)
+	slow       map[string]cloneTimes                    // namespace -> how long snapshots and restores take (SlowClones)
+	locks      map[string]string                        // ns/VM -> the snapshot or clone that snapshots it now
+	finalizing map[string]bool                          // ns/VM -> its deletion is queued (standin_delete.go)
+	bootIn     map[string]time.Duration                 // ns/VM -> how long its guest takes to answer (GuestBootTakes)
+	jobs       map[types.UID]*cloneJob                  // snapshots and clones under way
+	images     map[types.UID]*kubevirtv1.VirtualMachine // snapshot UID -> the VM as snapshotted
+	crash      map[string]bool                          // ns/name -> the next boots fail (CrashLoop)
+	downIn     map[string]time.Duration                 // ns/name -> how long the guest takes to shut down (ShutdownTakes)
+	onBoot     func(namespace, vm, ip, rdpUser, rdpPassword string)
+	seq        int // names the guests' folders
 
 	closeOnce sync.Once
 	closeErr  error
@@ -151,7 +169,9 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s := &KubeVirtStandIn{cl: cl, dir: dir, ctx: lctx, stop: cancel, done: make(chan struct{}),
-		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{}}
+		vmis: map[string]*standInVMI{}, ops: map[string]chan struct{}{}, noIPs: map[string]bool{}, held: map[string]bool{},
+		crash: map[string]bool{}, downIn: map[string]time.Duration{}, heldSn: map[string]bool{}, slow: map[string]cloneTimes{},
+		locks: map[string]string{}, finalizing: map[string]bool{}, bootIn: map[string]time.Duration{}, jobs: map[types.UID]*cloneJob{}, images: map[types.UID]*kubevirtv1.VirtualMachine{}}
 	go s.loop(lctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /apis", s.handleGroups)
@@ -246,34 +266,6 @@ func (s *KubeVirtStandIn) handleResources(w http.ResponseWriter, r *http.Request
 		GroupVersion: "subresources.kubevirt.io/v1", APIResources: standInResources})
 }
 
-// handlePower is PUT .../virtualmachines/{name}/start|stop. It answers
-// once the runStrategy is set; the VM gets there afterwards, as in KubeVirt.
-func (s *KubeVirtStandIn) handlePower(w http.ResponseWriter, r *http.Request) {
-	ns, name, action := r.PathValue("ns"), r.PathValue("name"), r.PathValue("action")
-	var strategy kubevirtv1.VirtualMachineRunStrategy
-	var op func(ctx context.Context)
-	switch action {
-	case "start":
-		strategy, op = kubevirtv1.RunStrategyAlways, func(ctx context.Context) { s.boot(ctx, ns, name) }
-	case "stop":
-		strategy, op = kubevirtv1.RunStrategyHalted, func(ctx context.Context) { s.shutdown(ctx, ns, name, true) }
-	default:
-		writeStatus(w, http.StatusNotFound, "the stand-in does not serve virtualmachines/"+action)
-		return
-	}
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	spec, _ := json.Marshal(map[string]any{"spec": map[string]any{"runStrategy": strategy, "running": nil}})
-	if err := s.cl.Patch(r.Context(), vm, client.RawPatch(types.MergePatchType, spec)); apierrors.IsNotFound(err) {
-		writeStatus(w, http.StatusNotFound, "virtualmachine "+ns+"/"+name+" not found")
-		return
-	} else if err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	s.enqueue(ns+"/"+name, op)
-	w.WriteHeader(http.StatusAccepted)
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -289,8 +281,8 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg})
 }
 
-// loop executes VirtualMachineClones and reaps the guests of deleted VMs
-// until ctx ends.
+// loop runs VirtualMachineSnapshots and VirtualMachineClones
+// (standin_clone.go) and reaps the guests of deleted VMs until ctx ends.
 func (s *KubeVirtStandIn) loop(ctx context.Context) {
 	defer close(s.done)
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -301,58 +293,10 @@ func (s *KubeVirtStandIn) loop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		s.finalizeDeleted(ctx)
 		s.reapOrphans(ctx)
-		var list clonev1beta1.VirtualMachineCloneList
-		if err := s.cl.List(ctx, &list); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			if c := &list.Items[i]; c.Status.Phase == clonev1beta1.PhaseUnset && !s.holding(c.Namespace) {
-				if err := s.executeClone(ctx, c); err != nil && ctx.Err() == nil {
-					log.Printf("testcluster: KubeVirt stand-in: clone %s/%s: %v", c.Namespace, c.Name, err)
-				}
-			}
-		}
+		s.runSnapshots(ctx)
+		s.runClones(ctx)
+		s.gcDisks(ctx)
 	}
-}
-
-// HoldClones leaves the VirtualMachineClones of namespace waiting for
-// ever, as a clone whose volume snapshot never becomes ready would.
-func (s *KubeVirtStandIn) HoldClones(namespace string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.held[namespace] = true
-}
-
-func (s *KubeVirtStandIn) holding(namespace string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held[namespace]
-}
-
-// executeClone makes c's target VM from its source VM and marks c done.
-func (s *KubeVirtStandIn) executeClone(ctx context.Context, c *clonev1beta1.VirtualMachineClone) error {
-	phase := clonev1beta1.Succeeded
-	var src kubevirtv1.VirtualMachine
-	err := s.cl.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Source.Name}, &src)
-	if err == nil {
-		halted := kubevirtv1.RunStrategyHalted
-		vm := &kubevirtv1.VirtualMachine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: src.Labels, Annotations: src.Annotations},
-			Spec:       *src.Spec.DeepCopy(),
-		}
-		vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
-		if err = s.cl.Create(ctx, vm); err == nil {
-			vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
-			err = s.cl.Status().Update(ctx, vm)
-		}
-	}
-	if err != nil {
-		phase = clonev1beta1.Failed
-	}
-	st, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
-	if perr := s.cl.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, st)); perr != nil && err == nil {
-		err = perr
-	}
-	return err
 }

@@ -6,11 +6,19 @@ import (
 	"strconv"
 
 	"github.com/gorilla/websocket"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TEST-ONLY: the stand-in's console subresources, as virt-handler serves
 // them: websockets with subprotocol plain.kubevirt.io carrying raw bytes in
 // binary messages (text messages are dropped, as KubeVirt drops them).
+//
+// One VNC and one serial client per VMI, as virt-handler keeps: a new
+// connection kicks the one before, whose stream then ends without a close
+// frame (virt-handler closes the socket); a VNC connection asking
+// ?preserveSession=true (KubeVirt 1.7 on) is refused with 503 while
+// another client holds the display instead.
 
 var upgrader = websocket.Upgrader{Subprotocols: []string{"plain.kubevirt.io"}, CheckOrigin: func(*http.Request) bool { return true }}
 
@@ -26,6 +34,17 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 		writeStatus(w, http.StatusNotFound, "virtualmachineinstance "+ns+"/"+name+" not found or not running")
 		return
 	}
+	preserve, _ := strconv.ParseBool(r.URL.Query().Get("preserveSession"))
+	if console != "vnc" {
+		preserve = false // only vnc takes the parameter
+	}
+	kick, release, ok := g.takeConsole(console, preserve)
+	if !ok {
+		writeStatus(w, http.StatusServiceUnavailable, "the VNC console of virtualmachineinstance "+ns+"/"+name+
+			" is in use by another client, and preserveSession keeps it")
+		return
+	}
+	defer release()
 	var conn net.Conn
 	var err error
 	switch console {
@@ -41,12 +60,40 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 		writeStatus(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	s.serveStream(w, r, g, conn)
+	s.serveStream(w, r, g, conn, kick)
+}
+
+// takeConsole makes the caller console's one client: it kicks the client
+// before, or with preserve refuses (false) while there is one. release
+// ends the caller's hold unless a later client took over.
+func (g *standInVMI) takeConsole(console string, preserve bool) (kick <-chan struct{}, release func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, held := g.viewers[console]; held {
+		if preserve {
+			return nil, nil, false
+		}
+		close(old)
+	}
+	mine := make(chan struct{})
+	g.viewers[console] = mine
+	return mine, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.viewers[console] == mine {
+			delete(g.viewers, console)
+		}
+	}, true
 }
 
 // handlePortForward is GET
-// .../virtualmachineinstances/{name}/portforward/{port}/{proto}: a TCP
-// connection to the guest's IP, known here even when the VMI reports none.
+// .../virtualmachineinstances/{name}/portforward/{port}/{proto}: as
+// virt-api does, a TCP connection to the address the VMI reports first in
+// status.interfaces, whatever it is (a guest agent may have reported
+// another VM's IP). With no interfaces it answers 400; with an empty IP
+// virt-api dials ":port" on its own host, which the stand-in does not do
+// (something of the test machine's might listen there): it answers the
+// 500 a virt-api with nothing on that port gives.
 func (s *KubeVirtStandIn) handlePortForward(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	port, err := strconv.ParseUint(r.PathValue("port"), 10, 16)
@@ -59,27 +106,48 @@ func (s *KubeVirtStandIn) handlePortForward(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	g := s.vmi(ns, name)
-	if g == nil {
+	var vmi kubevirtv1.VirtualMachineInstance
+	if g == nil || s.cl.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, &vmi) != nil {
 		writeStatus(w, http.StatusNotFound, "virtualmachineinstance "+ns+"/"+name+" not found or not running")
 		return
 	}
-	conn, err := net.Dial("tcp", net.JoinHostPort(g.ip, strconv.FormatUint(port, 10)))
-	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, err.Error())
+	if len(vmi.Status.Interfaces) == 0 {
+		writeStatus(w, http.StatusBadRequest, "no network interfaces are present")
 		return
 	}
-	s.serveStream(w, r, g, conn)
+	addr := net.JoinHostPort(vmi.Status.Interfaces[0].IP, strconv.FormatUint(port, 10))
+	if vmi.Status.Interfaces[0].IP == "" {
+		writeStatus(w, http.StatusInternalServerError, "dialing VM: dial tcp "+addr+": connect: connection refused")
+		return
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		writeStatus(w, http.StatusInternalServerError, "dialing VM: "+err.Error())
+		return
+	}
+	s.serveStream(w, r, g, conn, nil)
 }
 
 // serveStream upgrades the request and pipes it to conn until either side
-// ends or the guest stops.
-func (s *KubeVirtStandIn) serveStream(w http.ResponseWriter, r *http.Request, g *standInVMI, conn net.Conn) {
+// ends, the guest stops, or kick closes (another client took the console:
+// the websocket's connection is closed without a close frame).
+func (s *KubeVirtStandIn) serveStream(w http.ResponseWriter, r *http.Request, g *standInVMI, conn net.Conn, kick <-chan struct{}) {
 	defer conn.Close()
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
 	defer ws.Close()
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		select {
+		case <-kick:
+			ws.NetConn().Close()
+			conn.Close()
+		case <-ended:
+		}
+	}()
 	// Tracked with the guest's connections, so that stopping the guest
 	// ends its console sessions.
 	g.mu.Lock()

@@ -3,15 +3,20 @@ package testcluster_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +27,8 @@ import (
 
 // TestKubeVirtStandIn runs the stand-in on a cluster of its own, as make
 // run-cluster does (no testing.TB): a started VM gets a VMI with a loopback
-// IP where its desktop answers, a VM deleted while running loses its guest,
+// IP where its desktop answers, in a launcher Pod with that IP, portforward
+// failing without an IP as virt-api's does, a VM deleted while running loses its guest,
 // a guest that cannot boot leaves the VM failed with the reason, and Close
 // stops every guest.
 func TestKubeVirtStandIn(t *testing.T) {
@@ -105,6 +111,48 @@ func TestKubeVirtStandIn(t *testing.T) {
 		}
 	})
 
+	t.Run("StrictAsKubeVirt", func(t *testing.T) {
+		// The VMI runs in a launcher Pod with the guest's IP; portforward
+		// dials the VMI's first IP, and fails without one as virt-api does.
+		s.WithoutIPs("default", "g-5")
+		for _, name := range []string{"g-4", "g-5"} {
+			if err := start(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ip := guestIP("g-4")
+		var vmi kubevirtv1.VirtualMachineInstance
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "g-4"}, &vmi); err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		if err := admin.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"kubevirt.io/created-by": string(vmi.UID)}); err != nil ||
+			len(pods.Items) != 1 || pods.Items[0].Status.PodIP != ip || !metav1.IsControlledBy(&pods.Items[0], &vmi) {
+			t.Errorf("launcher Pods of g-4: %d, %v; want one, controlled by the VMI, with Pod IP %s", len(pods.Items), err, ip)
+		}
+		for _, tt := range []struct {
+			name string
+			code int
+			msg  string
+		}{{"g-4", 0, ""}, {"g-5", http.StatusInternalServerError, "dialing VM: dial tcp :3389"}} {
+			ws, res, err := portForward(t, c.Config, "default", tt.name, 3389)
+			switch {
+			case tt.code == 0 && err != nil:
+				t.Errorf("portforward to %s: %v; want it open", tt.name, err)
+			case tt.code != 0 && (res == nil || res.StatusCode != tt.code || !strings.Contains(bodyOf(res), tt.msg)):
+				t.Errorf("portforward to %s (no IP): %v, %v; want %d with %q", tt.name, err, res, tt.code, tt.msg)
+			}
+			if ws != nil {
+				ws.Close()
+			}
+		}
+		for _, name := range []string{"g-4", "g-5"} {
+			if err := vms.Stop(ctx, vdi.Ref{Namespace: "default", Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("BootFails", func(t *testing.T) {
 		path := os.Getenv("PATH")
 		t.Setenv("PATH", t.TempDir()) // no Xvnc
@@ -139,6 +187,30 @@ func TestKubeVirtStandIn(t *testing.T) {
 			t.Errorf("second Close: %v; want the first result", err)
 		}
 	})
+}
+
+// portForward opens portforward/{port}/tcp of VMI ns/name through the
+// apiserver as cfg.
+func portForward(t *testing.T, cfg *rest.Config, ns, name string, port int) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "wss" + strings.TrimPrefix(strings.TrimSuffix(cfg.Host, "/"), "https") + "/apis/subresources.kubevirt.io/v1/namespaces/" + ns +
+		"/virtualmachineinstances/" + name + "/portforward/" + strconv.Itoa(port) + "/tcp"
+	h := http.Header{}
+	if cfg.BearerToken != "" {
+		h.Set("Authorization", "Bearer "+cfg.BearerToken)
+	}
+	d := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{kube.SubprotocolKubeVirt}}
+	return d.Dial(u, h)
+}
+
+// bodyOf reads a refused handshake's body.
+func bodyOf(res *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+	return string(b)
 }
 
 // childXvnc counts this process's Xvnc children: the guests' displays.

@@ -11,7 +11,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +38,9 @@ const (
 	standInPortRDP = 3389
 )
 
+// errCrashLoop is the boot failure of a VM made to CrashLoop.
+var errCrashLoop = errors.New("the virt-launcher Pod keeps failing (CrashLoop)")
+
 // standInBootWait bounds a guest's boot: the desktop start and its first
 // VNC answer.
 const standInBootWait = 30 * time.Second
@@ -53,12 +55,16 @@ type standInVMI struct {
 	wg      sync.WaitGroup // forwarders and their connections
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
+	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
+	upAt    time.Time                // when the guest's own servers answer (GuestBootTakes)
 }
 
 // WithoutIPs makes the VMI of VM namespace/vm, when it next starts, report
-// no IP in status.interfaces: the guest still listens on its IP, so the
-// apiserver's subresources (portforward included) reach it, but a portal
-// reading the VMI has no address to dial directly. Call it before Start.
+// no IP in status.interfaces (an interface without ipAddress, as with no
+// guest agent on a bridge binding): the guest still listens on its IP and
+// the vnc and console subresources reach it, but a portal reading the VMI
+// has no address to dial directly, and portforward fails as virt-api's
+// does (it dials the VMI's first IP). Call it before Start.
 func (s *KubeVirtStandIn) WithoutIPs(namespace, vm string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,14 +124,53 @@ func (s *KubeVirtStandIn) boot(ctx context.Context, ns, name string) {
 		return
 	}
 	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStarting, false, "")
-	if err := s.startVMI(ctx, ns, name); err != nil {
+	err := errCrashLoop
+	if !s.crashing(ns + "/" + name) {
+		err = s.startVMI(ctx, ns, name)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			s.logf("boot %s/%s: %v", ns, name, err)
+			// The failed VMI goes, as KubeVirt's backoff deletes it between tries.
+			s.shutdown(ctx, ns, name, false)
 			s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusCrashLoopBackOff, false, "KubeVirt stand-in: "+err.Error())
 		}
 		return
 	}
-	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+	// QEMU runs: the VM is Running. It is ready at once unless its VMI has
+	// a readinessProbe, which passes once the guest's servers answer.
+	probe := s.hasReadinessProbe(ctx, ns, name)
+	s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, !probe, "")
+	g := s.vmi(ns, name)
+	if g == nil || !probe {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Until(g.upAt)+standInBootWait)
+	defer cancel()
+	if err := waitRFB(wctx, "tcp", net.JoinHostPort(g.ip, strconv.Itoa(standInPortVNC))); err != nil {
+		s.logf("readiness of %s/%s: %v", ns, name, err)
+		return
+	}
+	if s.vmi(ns, name) == g {
+		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusRunning, true, "")
+	}
+}
+
+// GuestBootTakes makes the guest of VM namespace/vm take d, after QEMU is
+// up (VMI and VM Running), until its own servers answer at its IP: until
+// then they refuse (close) connections. The vnc and console subresources,
+// QEMU's, answer at once. With a readinessProbe in the VM's template the
+// VM is ready only once the guest answers, as KubeVirt reports it.
+func (s *KubeVirtStandIn) GuestBootTakes(namespace, vm string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bootIn[namespace+"/"+vm] = d
+}
+
+// hasReadinessProbe reports whether VM ns/name's template has a readinessProbe.
+func (s *KubeVirtStandIn) hasReadinessProbe(ctx context.Context, ns, name string) bool {
+	var vm kubevirtv1.VirtualMachine
+	return s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm) == nil && vm.Spec.Template != nil && vm.Spec.Template.Spec.ReadinessProbe != nil
 }
 
 // startVMI creates the VMI object, boots the guest and reports it Running.
@@ -133,6 +178,9 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	var vm kubevirtv1.VirtualMachine
 	if err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm); err != nil {
 		return err
+	}
+	if err := s.addFinalizer(ctx, &vm); err != nil {
+		return fmt.Errorf("finalizer: %w", err)
 	}
 	yes := true
 	obj := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: vm.Labels,
@@ -146,6 +194,9 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if err := s.cl.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the old VMI: %w", err)
 	}
+	if err := s.deleteLauncherPods(ctx, ns, name); err != nil {
+		return fmt.Errorf("delete the old virt-launcher Pod: %w", err)
+	}
 	if err := s.cl.Create(ctx, obj); err != nil {
 		return fmt.Errorf("create the VMI: %w", err)
 	}
@@ -153,8 +204,12 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if err := s.cl.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("VMI status: %w", err)
 	}
-	g, err := s.bootGuest(ctx, name, vm.UID)
+	g, err := s.bootGuest(ctx, ns+"/"+name, name, vm.UID)
 	if err != nil {
+		return err
+	}
+	if err := s.createLauncherPod(ctx, obj, g.ip); err != nil {
+		g.stop()
 		return err
 	}
 	s.mu.Lock()
@@ -170,7 +225,7 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if !withoutIP {
 		iface.IP, iface.IPs = g.ip, []string{g.ip}
 	}
-	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "kubevirt-standin",
+	obj.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: StandInNode,
 		Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{iface}}
 	if err := s.cl.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("VMI status: %w", err)
@@ -180,10 +235,13 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 
 // bootGuest starts the desktop standing for a guest on a loopback IP of
 // its own and waits until its VNC server answers there.
-func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.UID) (*standInVMI, error) {
+func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid types.UID) (*standInVMI, error) {
 	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
 	defer cancel()
-	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}}
+	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}}
+	s.mu.Lock()
+	g.upAt = time.Now().Add(s.bootIn[key])
+	s.mu.Unlock()
 	vnc, rdp, err := listenGuestIP()
 	if err != nil {
 		return nil, err
@@ -205,9 +263,11 @@ func (s *KubeVirtStandIn) bootGuest(ctx context.Context, name string, uid types.
 		// A guest without an RDP server: 3389 refuses, as it would.
 		rdp.Close()
 	}
-	if err := waitRFB(ctx, net.JoinHostPort(g.ip, strconv.Itoa(standInPortVNC))); err != nil {
+	// QEMU's display (the same Xvnc) answers; the guest's own servers at
+	// its IP from g.upAt.
+	if err := waitRFB(ctx, "unix", g.desktop.VNCSocket()); err != nil {
 		g.stop()
-		return nil, fmt.Errorf("the guest's VNC server at %s: %w", g.ip, err)
+		return nil, fmt.Errorf("the guest's display: %w", err)
 	}
 	return g, nil
 }
@@ -231,10 +291,10 @@ func listenGuestIP() (vnc, rdp net.Listener, err error) {
 }
 
 // waitRFB dials addr until a VNC server greets with its RFB version.
-func waitRFB(ctx context.Context, addr string) error {
+func waitRFB(ctx context.Context, network, addr string) error {
 	var d net.Dialer
 	for {
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := d.DialContext(ctx, network, addr)
 		if err == nil {
 			conn.SetDeadline(time.Now().Add(5 * time.Second))
 			var line string
@@ -264,6 +324,10 @@ func (g *standInVMI) forward(ln net.Listener, sock string) {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if time.Now().Before(g.upAt) {
+				c.Close() // still booting: nothing listens in the guest yet
+				continue
 			}
 			g.wg.Add(1)
 			go func() {
@@ -326,6 +390,14 @@ func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStat
 	if setStatus {
 		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopping, false, "")
 	}
+	var obj kubevirtv1.VirtualMachineInstance
+	if s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj) == nil {
+		// The guest shuts down in its own time, within its grace.
+		select {
+		case <-ctx.Done():
+		case <-time.After(s.shutdownTime(ns+"/"+name, obj.Spec.TerminationGracePeriodSeconds)):
+		}
+	}
 	s.mu.Lock()
 	g := s.vmis[ns+"/"+name]
 	delete(s.vmis, ns+"/"+name)
@@ -339,30 +411,11 @@ func (s *KubeVirtStandIn) shutdown(ctx context.Context, ns, name string, setStat
 	if err := s.cl.Delete(ctx, vmi); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		s.logf("delete VMI %s/%s: %v", ns, name, err)
 	}
+	if err := s.deleteLauncherPods(ctx, ns, name); err != nil && ctx.Err() == nil {
+		s.logf("delete the virt-launcher Pod of %s/%s: %v", ns, name, err)
+	}
 	if setStatus {
 		s.setVMStatus(ctx, ns, name, kubevirtv1.VirtualMachineStatusStopped, false, "")
-	}
-}
-
-// reapOrphans ends the guests of VMs that were deleted or replaced (a
-// Recreate deletes a running member's VM), as KubeVirt's garbage
-// collection of the VMI would.
-func (s *KubeVirtStandIn) reapOrphans(ctx context.Context) {
-	s.mu.Lock()
-	running := make(map[string]types.UID, len(s.vmis))
-	for key, g := range s.vmis {
-		if s.ops[key] == nil { // a queued start or stop decides
-			running[key] = g.vmUID
-		}
-	}
-	s.mu.Unlock()
-	for key, uid := range running {
-		ns, name, _ := strings.Cut(key, "/")
-		var vm kubevirtv1.VirtualMachine
-		err := s.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm)
-		if apierrors.IsNotFound(err) || err == nil && vm.UID != uid {
-			s.enqueue(key, func(ctx context.Context) { s.shutdown(ctx, ns, name, false) })
-		}
 	}
 }
 

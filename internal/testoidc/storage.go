@@ -254,7 +254,7 @@ func (s *storage) userinfo(info *oidc.UserInfo, userID string, scopes []string) 
 		case oidc.ScopeOpenID:
 			info.Subject = u.ID
 		case oidc.ScopeEmail:
-			info.Email, info.EmailVerified = u.Email, oidc.Bool(true)
+			info.Email, info.EmailVerified = u.Email, oidc.Bool(!u.EmailUnverified)
 		case oidc.ScopeProfile:
 			info.Name, info.PreferredUsername = u.Name, u.Username
 		}

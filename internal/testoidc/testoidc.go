@@ -30,6 +30,9 @@ type User struct {
 	Email    string
 	Name     string
 	Groups   []string
+	// EmailUnverified leaves email_verified out of the user's claims, as
+	// providers do for an address they have not checked.
+	EmailUnverified bool
 }
 
 // Config configures a provider.

@@ -87,7 +87,27 @@ const actions = {
     input: 'size', type: 'number', value: (d) => d.size, label: () => 'New size (claimed desktops are never removed)',
   },
   'delete-pool': { method: 'DELETE', url: poolURL, title: (d) => `Delete pool ${d.pool} and all its desktops?` },
+  access: {
+    method: 'PATCH', url: poolURL, title: (d) => `Who may use pool ${d.pool}?`,
+    input: 'access', value: (d) => d.access, build: (v) => ({ access: parseAccess(v) }),
+    label: () => 'Logins and group:NAME, comma-separated; empty for everyone signed in. Desktops already held stay with their holders.',
+  },
+  limit: {
+    method: 'PATCH', url: poolURL, title: (d) => `Desktops one user may hold of pool ${d.pool}`,
+    input: 'limit', type: 'number', value: (d) => d.perUser, build: (v) => ({ limits: { desktopsPerUser: Number(v) } }),
+    label: () => 'Desktops per user (0: no limit beyond the portal\'s own)',
+  },
 };
+
+// parseAccess reads "group:finance, alice@example.com" as an access list.
+function parseAccess(text) {
+  const access = { users: [], groups: [] };
+  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (entry.startsWith('group:')) access.groups.push(entry.slice(6).trim());
+    else access.users.push(entry);
+  }
+  return access;
+}
 
 // subject returns what a button acts on, read from its row or pool.
 function subject(button) {
@@ -97,7 +117,10 @@ function subject(button) {
     return { ns, name, holder: row.dataset.holder, label: row.dataset.desktop };
   }
   const pool = button.closest('[data-pool]');
-  return { ns: pool.dataset.ns, pool: pool.dataset.pool, size: pool.dataset.size, label: pool.dataset.pool };
+  return {
+    ns: pool.dataset.ns, pool: pool.dataset.pool, size: pool.dataset.size, label: pool.dataset.pool,
+    access: pool.dataset.access, perUser: pool.dataset.perUser,
+  };
 }
 
 live.addEventListener('click', (ev) => {
@@ -106,7 +129,7 @@ live.addEventListener('click', (ev) => {
   if (!action) return;
   const d = subject(button);
   pending = {
-    method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type,
+    method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type, build: action.build,
     done: `${button.textContent.trim()} ${d.label}: done.`,
   };
   opener = button;
@@ -124,6 +147,7 @@ live.addEventListener('click', (ev) => {
 function body(p) {
   if (!p.input) return undefined;
   const v = input.value.trim();
+  if (p.build) return p.build(v);
   return { [p.input]: p.inputType === 'number' ? Number(v) : v };
 }
 
@@ -170,6 +194,8 @@ poolForm.addEventListener('submit', async (ev) => {
       namespace: f.namespace.value.trim(),
       source: f.source.value.trim(),
       licensesAcknowledged: f.licensesAcknowledged.checked,
+      access: parseAccess(f.access.value),
+      limits: { desktopsPerUser: Number(f.perUser.value || 0) },
       policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim() },
     });
     poolDialog.close();

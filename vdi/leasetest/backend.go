@@ -17,6 +17,8 @@ import (
 type Pool struct {
 	Namespace, Name string
 	StartDelay      time.Duration
+	// Access is who may use the pool (vdi.Pool.Access).
+	Access vdi.Access
 
 	mu         sync.Mutex
 	names      []string
@@ -96,7 +98,7 @@ func (p *Pool) Pool(_ context.Context, namespace, name string) (vdi.Pool, error)
 	if namespace != p.Namespace || name != p.Name {
 		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s/%s.", namespace, name)
 	}
-	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names)}, nil
+	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access}, nil
 }
 
 // Members implements vdi.Backend.
@@ -180,4 +182,89 @@ func (a *auditLog) has(action, actor, target string) bool {
 		}
 	}
 	return false
+}
+
+// Pools is several Pools as one backend, for rules that span pools (the
+// per-user quota).
+type Pools []*Pool
+
+var _ vdi.Backend = Pools(nil)
+
+// of returns the pool named name, or the one that has member.
+func (ps Pools) of(name, member string) (*Pool, error) {
+	for _, p := range ps {
+		if p.Name == name {
+			return p, nil
+		}
+		p.mu.Lock()
+		_, ok := p.power[member]
+		p.mu.Unlock()
+		if ok {
+			return p, nil
+		}
+	}
+	return nil, vdi.Errorf(vdi.ENotFound, "", "No pool %s or desktop %s.", name, member)
+}
+
+// Pools implements vdi.Backend.
+func (ps Pools) Pools(ctx context.Context) ([]vdi.Pool, error) {
+	var out []vdi.Pool
+	for _, p := range ps {
+		pl, _ := p.Pool(ctx, p.Namespace, p.Name)
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// Pool implements vdi.Backend.
+func (ps Pools) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error) {
+	p, err := ps.of(name, "")
+	if err != nil {
+		return vdi.Pool{}, err
+	}
+	return p.Pool(ctx, namespace, name)
+}
+
+// Members implements vdi.Backend.
+func (ps Pools) Members(ctx context.Context, namespace, pool string) ([]vdi.Member, error) {
+	p, err := ps.of(pool, "")
+	if err != nil {
+		return nil, err
+	}
+	return p.Members(ctx, namespace, pool)
+}
+
+// Member implements vdi.Backend.
+func (ps Pools) Member(ctx context.Context, r vdi.Ref) (vdi.Member, error) {
+	p, err := ps.of("", r.Name)
+	if err != nil {
+		return vdi.Member{}, err
+	}
+	return p.Member(ctx, r)
+}
+
+// Start implements vdi.Backend.
+func (ps Pools) Start(ctx context.Context, r vdi.Ref) error {
+	p, err := ps.of("", r.Name)
+	if err != nil {
+		return err
+	}
+	return p.Start(ctx, r)
+}
+
+// Stop implements vdi.Backend.
+func (ps Pools) Stop(ctx context.Context, r vdi.Ref) error {
+	p, err := ps.of("", r.Name)
+	if err != nil {
+		return err
+	}
+	return p.Stop(ctx, r)
+}
+
+// Recreate implements vdi.Backend.
+func (ps Pools) Recreate(ctx context.Context, r vdi.Ref) error { return ps.Stop(ctx, r) }
+
+// Dial implements vdi.Backend; the stand-in has no consoles.
+func (ps Pools) Dial(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, error) {
+	return nil, errors.New("leasetest: no consoles")
 }

@@ -52,6 +52,11 @@ type job struct {
 	Running    int
 	Users      []string
 	StartDelay time.Duration
+	// Pools, when set, are the pools (of Members each) the portal has
+	// instead of Pool; claim i goes to Pools[i%len(Pools)].
+	Pools []string
+	// MaxPerUser is the portal's per-user quota (0: none).
+	MaxPerUser int
 }
 
 // result is one claimant's outcome.
@@ -78,14 +83,26 @@ func runChild(open Opener, child string) error {
 		return fmt.Errorf("open %s: %w", child, err)
 	}
 	defer closeFn()
-	pool := NewPool(j.Namespace, j.Pool, j.Members, j.Running)
-	pool.StartDelay = j.StartDelay
-	svc := service(pool, leases, nil)
+	var backend vdi.Backend
+	pools := j.Pools
+	if len(pools) == 0 {
+		pool := NewPool(j.Namespace, j.Pool, j.Members, j.Running)
+		pool.StartDelay = j.StartDelay
+		backend, pools = pool, []string{j.Pool}
+	} else {
+		var ps Pools
+		for _, name := range j.Pools {
+			ps = append(ps, NewPool(j.Namespace, name, j.Members, j.Running))
+		}
+		backend = ps
+	}
+	svc := vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: nopAudit{},
+		Log: slog.New(slog.DiscardHandler), MaxDesktopsPerUser: j.MaxPerUser, LockNamespace: j.Namespace})
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for go: %w", err)
 	}
-	results := runClaims(ctx, svc, j.Namespace, j.Pool, j.Users)
+	results := runClaims(ctx, svc, j.Namespace, pools, j.Users)
 	var mu sync.Mutex
 	enc := json.NewEncoder(os.Stdout)
 	for r := range results {
@@ -99,14 +116,15 @@ func runChild(open Opener, child string) error {
 	return nil
 }
 
-// runClaims claims for every user at once and sends each outcome as it ends.
-func runClaims(ctx context.Context, svc *vdi.Service, ns, pool string, users []string) <-chan result {
+// runClaims claims for every user at once, claim i from pools[i%len(pools)],
+// and sends each outcome as it ends.
+func runClaims(ctx context.Context, svc *vdi.Service, ns string, pools, users []string) <-chan result {
 	out := make(chan result, len(users))
 	var wg sync.WaitGroup
-	for _, u := range users {
+	for i, u := range users {
 		wg.Go(func() {
 			start := time.Now()
-			d, err := svc.Claim(ctx, vdi.Identity{Login: u}, ns, pool)
+			d, err := svc.Claim(ctx, vdi.Identity{Login: u}, ns, pools[i%len(pools)])
 			r := result{User: u, Member: d.Name, Latency: time.Since(start)}
 			if err != nil {
 				r.Code, r.Err, r.Member = vdi.ErrorCode(err), err.Error(), ""

@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Race", func(t *testing.T) { testRace(t, newStore(t)) })
 	t.Run("Crash", func(t *testing.T) { testCrash(t, newStore(t)) })
 	t.Run("Reclaim", func(t *testing.T) { testReclaim(t, newStore(t)) })
+	t.Run("OneUserRace", func(t *testing.T) { testOneUserRace(t, newStore(t)) })
+	t.Run("Access", func(t *testing.T) { testAccess(t, newStore(t)) })
 }
 
 // t0 is the suite's clock origin, in whole seconds: Kubernetes keeps times

@@ -1,0 +1,848 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// The attack suite: each row is what an attacker sends to the real portal
+// binary, the refusal expected (status and a word of its message or hint),
+// and, after it, a check that nothing changed: no session cookie, the same
+// claims, no audit row lost or added, no console session (no shell)
+// opened. Rows cover the web trust boundaries that must hold (the old ones
+// too, so they stay held).
+//
+// To add a row: give it a name, the portal settings it needs (rows with the
+// same env share a portal), optional setup run before the "nothing
+// changed" snapshot, and attack, which returns the attacker's last
+// response. Put extra checks in after.
+
+// attack is one row of the suite.
+type attack struct {
+	name string
+	// env are extra portal settings; rows with equal env share a portal.
+	env []string
+	// setup prepares the row (claims, signed-in cookies) before the
+	// snapshot that after the attack must be unchanged.
+	setup func(t *testing.T, a *arena)
+	// attack sends the attacker's requests and returns the last response.
+	attack func(t *testing.T, a *arena) *http.Response
+	// status is the refusal's HTTP status; says is a word its body has.
+	status int
+	says   string
+	// after, if set, checks more than the common "nothing changed".
+	after func(t *testing.T, a *arena, res *http.Response, body string)
+	// changes, if set, lists audit actions the row may add (its setup's
+	// own doing never counts, being before the snapshot).
+	changes []string
+	// consoles is how many console sessions the attack itself may open
+	// (a watcher's, say); by default none.
+	consoles int
+}
+
+// arena is a portal under attack and what the rows share about it.
+type arena struct {
+	p *Portal
+	// alice holds victim; mallory holds her own desktop.
+	victim, mallorys string
+	host             string // the portal's host:port
+	state            map[string]any
+}
+
+const (
+	admin    = "ops"
+	rebindTo = "rebind.attacker.example"
+)
+
+// suiteEnv are the settings of every arena: the hardening under test.
+var suiteEnv = []string{
+	"CORRAL_VDI_ADMINS=" + admin,
+	"CORRAL_VDI_DEMO_POOL_SIZE=4",
+	"CORRAL_VDI_PUBLIC_URL=https://vdi.example.test",
+	"CORRAL_VDI_MAX_CONSOLES_PER_USER=2",
+	"CORRAL_VDI_METRICS_TOKEN=" + metricsToken,
+	"CORRAL_VDI_PEER_SECRET=" + peerSecret,
+}
+
+const (
+	metricsToken = "s3cret-metrics-token"
+	peerSecret   = "peer-secret-0123456789abcdef"
+)
+
+func TestAttacks(t *testing.T) {
+	rows := attacks()
+	arenas := map[string]*arena{}
+	for _, row := range rows { // portals live for the whole suite
+		if key := strings.Join(row.env, " "); arenas[key] == nil {
+			arenas[key] = newArena(t, row.env)
+		}
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			a := arenas[strings.Join(row.env, " ")]
+			if row.setup != nil {
+				row.setup(t, a)
+			}
+			before := a.snapshot(t)
+			res := row.attack(t, a)
+			if res == nil {
+				t.Fatal("the row's attack returned no response")
+			}
+			buf, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			body := string(buf)
+			if res.StatusCode != row.status {
+				t.Errorf("attack answered %d; want %d (%s)", res.StatusCode, row.status, body)
+			}
+			if row.says != "" && !strings.Contains(body, row.says) {
+				t.Errorf("refusal does not say %q:\n%s", row.says, body)
+			}
+			for _, c := range res.Cookies() {
+				if strings.Contains(c.Name, "corral_vdi_session") && c.MaxAge >= 0 && c.Value != "" {
+					t.Errorf("the attacker got a session cookie %s", c.Name)
+				}
+			}
+			a.checkUnchanged(t, before, row.changes, row.consoles)
+			if row.after != nil {
+				row.after(t, a, res, body)
+			}
+		})
+	}
+}
+
+// attacks returns the rows, one per case of the web trust boundaries.
+func attacks() []attack {
+	return []attack{
+		// DNS rebinding: a page on a name that resolves to 127.0.0.1 is
+		// "same origin" to itself; only the Host check stops it.
+		{
+			name: "RebindSignInAsAdmin",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Sec-Fetch-Site", "same-origin", "Content-Type", "application/x-www-form-urlencoded")
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		{
+			name: "RebindTailscaleHeaderFromLoopback",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Sec-Fetch-Site", "same-origin", "Tailscale-User-Login", admin)
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		{
+			name: "RebindTerminalWebsocket",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Host", rebindTo+portOf(a.host),
+					"Origin", "http://"+rebindTo+portOf(a.host), "Tailscale-User-Login", "alice")
+			},
+			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
+		},
+		// Sign-in by name only straight from a browser on this machine.
+		{
+			name: "SignInByNameThroughTailscaleServe",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"X-Forwarded-For", "100.64.0.7", "X-Forwarded-Proto", "https")
+			},
+			status: 403, says: "X-Forwarded-For",
+		},
+		{
+			name: "SignInByNameThroughFunnel",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Tailscale-Funnel-Request", "?1")
+			},
+			status: 403, says: "Tailscale-Funnel-Request",
+		},
+		{
+			name: "SignInByNameThroughNginx",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Via", "1.1 nginx", "Forwarded", "for=203.0.113.9")
+			},
+			status: 403, says: "proxy",
+		},
+		{
+			name: "SignInByNameAtPublicName",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/signin", "login=ops&next=/", "Content-Type", "application/x-www-form-urlencoded",
+					"Host", "vdi.example.test", "Origin", "https://vdi.example.test")
+			},
+			status: 403, says: "loopback address",
+		},
+		// No state change on GET: the kiosk.
+		{
+			name: "KioskClaimFromCrossSiteIframe",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Sec-Fetch-Dest", "iframe", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 200, says: `data-testid="kiosk-continue"`,
+		},
+		{
+			name: "KioskClaimFromCrossSiteLink",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Sec-Fetch-Dest", "document", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 200, says: `data-testid="kiosk-continue"`,
+		},
+		{
+			name: "KioskClaimByCrossSitePost",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/kiosk/demo", "", "Tailscale-User-Login", "bob", "Sec-Fetch-Site", "cross-site",
+					"Origin", "http://evil.example")
+			},
+			status: 403,
+		},
+		// Audit integrity: no-op actions write nothing; mutations are
+		// rate-limited per user.
+		{
+			name: "AuditFloodWithNoOpStarts",
+			setup: func(t *testing.T, a *arena) {
+				var d desktop
+				if code := a.p.API(t, "flooder", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+					t.Fatalf("flooder claims: %d", code)
+				}
+				waitFor(t, 10*time.Second, "flooder's desktop running", func() bool {
+					a.p.API(t, "flooder", "GET", "/api/vdi/desktops/local/"+d.Name, &d)
+					return d.Power == "running"
+				})
+				a.state["flooders"] = d.Name
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				// 60 at once: more than the burst of 30 however slow the machine.
+				path := "/api/vdi/desktops/local/" + a.state["flooders"].(string) + "/start"
+				results := make(chan *http.Response, 60)
+				for range 60 {
+					go func() { // not a.do: t.Fatal belongs to the test's goroutine
+						req, _ := http.NewRequest("POST", a.p.URL+path, nil)
+						req.Header.Set("Tailscale-User-Login", "flooder")
+						res, err := http.DefaultClient.Do(req)
+						if err != nil {
+							res = &http.Response{StatusCode: 0, Body: io.NopCloser(strings.NewReader(err.Error()))}
+						}
+						results <- res
+					}()
+				}
+				var refused *http.Response
+				for range 60 {
+					res := <-results
+					if res.StatusCode == 429 && refused == nil {
+						refused = res
+						continue
+					}
+					if res.StatusCode != 200 && res.StatusCode != 429 {
+						t.Errorf("a no-op start: %d", res.StatusCode)
+					}
+					res.Body.Close()
+				}
+				if refused == nil {
+					t.Fatal("60 starts at once: none refused")
+				}
+				return refused
+			},
+			status: 429, says: "Wait",
+			after: func(t *testing.T, a *arena, res *http.Response, body string) {
+				if res.Header.Get("Retry-After") == "" {
+					t.Error("429 without Retry-After")
+				}
+			},
+		},
+		// Sessions: sign-out revokes a copied cookie.
+		{
+			name: "CopiedCookieAfterSignOut",
+			setup: func(t *testing.T, a *arena) {
+				c := a.signIn(t, "carol")
+				res := a.do(t, "POST", "/signout", "", "Cookie", c.Name+"="+c.Value, "Origin", "http://"+a.host)
+				res.Body.Close()
+				if res.StatusCode != 303 {
+					t.Fatalf("sign-out: %d", res.StatusCode)
+				}
+				a.state["carol"] = c
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["carol"].(*http.Cookie)
+				return a.do(t, "GET", "/api/vdi/desktops", "", "Cookie", c.Name+"="+c.Value)
+			},
+			status: 401, says: "not signed in",
+		},
+		{
+			name: "CookieAfterAdminEndedSessions",
+			setup: func(t *testing.T, a *arena) {
+				c := a.signIn(t, "dan")
+				if code := a.p.API(t, admin, "POST", "/api/vdi/users/dan/end-sessions", nil); code != 200 {
+					t.Fatalf("admin ends dan's sessions: %d", code)
+				}
+				a.state["dan"] = c
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["dan"].(*http.Cookie)
+				return a.do(t, "GET", "/api/vdi/desktops", "", "Cookie", c.Name+"="+c.Value)
+			},
+			status: 401, says: "not signed in",
+		},
+		{
+			name: "UserEndsAnothersSessions",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/users/alice/end-sessions", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
+		// Limits.
+		{
+			name: "ConsolesBeyondTheCap",
+			setup: func(t *testing.T, a *arena) {
+				for i := range 2 {
+					res := a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+					if res.StatusCode != 101 {
+						t.Fatalf("console %d of 2: %d", i+1, res.StatusCode)
+					}
+				}
+				waitFor(t, 10*time.Second, "2 open consoles", func() bool { return len(a.openSessions(t)) == 2 })
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+			},
+			status: 429, says: "CORRAL_VDI_MAX_CONSOLES_PER_USER",
+		},
+		{
+			name: "MetricsWithoutToken",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/metrics", "")
+			},
+			status: 401, says: "CORRAL_VDI_METRICS_TOKEN",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				res := a.do(t, "GET", "/metrics", "", "Authorization", "Bearer "+metricsToken)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					t.Errorf("/metrics with the token: %d; want 200", res.StatusCode)
+				}
+			},
+		},
+		// Watching is view-only in the relay, not just in noVNC.
+		{
+			name: "WatcherTypesIntoTheHoldersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {admin}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("admin watches %s: %v", a.victim, err)
+				}
+				defer ws.Close()
+				rfbClient(t, ws, [][]byte{
+					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
+					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
+					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+				})
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var s struct {
+					BytesIn   int64     `json:"bytesIn"`
+					LastInput time.Time `json:"lastInput"`
+					Closed    time.Time `json:"closed"`
+				}
+				waitFor(t, 10*time.Second, "the watcher's session closed", func() bool {
+					var ss []json.RawMessage
+					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+admin+"&limit=1", &ss)
+					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
+				})
+				if s.BytesIn != 14 || !s.LastInput.IsZero() {
+					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake, no input", s.BytesIn, s.LastInput)
+				}
+			},
+		},
+		{
+			name: "IdleConnectionsBeyondThePerClientCap",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				// 127.0.0.2 is loopback but no trusted proxy: the cap is 64.
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				for i := range 64 {
+					c, err := d.Dial("tcp", a.host)
+					if err != nil {
+						t.Fatalf("idle connection %d: %v", i+1, err)
+					}
+					t.Cleanup(func() { c.Close() })
+				}
+				c, err := d.Dial("tcp", a.host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				res, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatalf("the 65th connection read no answer: %v", err)
+				}
+				buf, _ := io.ReadAll(res.Body)
+				res.Body = io.NopCloser(strings.NewReader(string(buf)))
+				return res
+			},
+			status: 429, says: "Too many open connections",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var pools []pool // other clients are still served
+				if code := a.p.API(t, "alice", "GET", "/api/vdi/pools", &pools); code != 200 {
+					t.Errorf("another client while 127.0.0.2 is at its cap: %d; want 200", code)
+				}
+			},
+		},
+		// CLI identities come only from the admin socket.
+		{
+			name: "AssignToCLIRoot",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				free := a.freeMember(t)
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+free+"/assign", `{"user":"CLI:root"}`, "Tailscale-User-Login", admin)
+			},
+			status: 400, says: "not a user name",
+		},
+		{
+			name: "UppercaseCLIHeader",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/desktops?all=1", "", "Tailscale-User-Login", "CLI:root")
+			},
+			status: 401,
+		},
+		// Peers: a signature is good once.
+		{
+			name: "PeerSignatureReplay",
+			setup: func(t *testing.T, a *arena) {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, "vnc", "local", a.victim)
+				res := a.dialWS(t, relay.PeerPath+"vnc/local/"+a.victim, relay.PeerAuthHeader, sig)
+				if res.StatusCode != 101 {
+					t.Fatalf("first use of a peer signature: %d", res.StatusCode)
+				}
+				a.state["sig"] = sig
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, relay.PeerPath+"vnc/local/"+a.victim, relay.PeerAuthHeader, a.state["sig"].(string))
+			},
+			status: 401, says: "good once",
+		},
+		{
+			name: "PeerSignatureForAnotherPeer",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), "10.9.9.9:8080", "terminal", "local", a.victim)
+				return a.dialWS(t, relay.PeerPath+"terminal/local/"+a.victim, relay.PeerAuthHeader, sig)
+			},
+			status: 401,
+		},
+
+		// Entitlements and quotas: a pool is for those its access names.
+		{
+			name:  "ClaimFromAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/fin/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "KioskOfAPoolNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/kiosk/fin", "", "Tailscale-User-Login", "mallory", "Sec-Fetch-Site", "none",
+					"Sec-Fetch-Dest", "document", "Sec-Fetch-Mode", "navigate")
+			},
+			status: 403, says: "group finance",
+		},
+		{
+			name:  "AssignToAUserNotEntitled",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/fin-1/assign", `{"user":"mallory"}`, "Tailscale-User-Login", admin)
+			},
+			status: 403, says: "may not use pool fin",
+		},
+		{
+			name:  "AccessListsNoLogin",
+			setup: entitledPool,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PATCH", "/api/vdi/pools/local/fin", `{"access":{"users":["not a login\n"]}}`, "Tailscale-User-Login", admin)
+			},
+			status: 400, says: "not a valid login",
+		},
+		{
+			name: "DesktopBeyondTheQuota",
+			env:  []string{"CORRAL_VDI_MAX_DESKTOPS_PER_USER=1"},
+			setup: func(t *testing.T, a *arena) {
+				if code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"more","size":1}`, nil); code != 201 {
+					t.Fatalf("create pool more: %d", code)
+				}
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/more/claim", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 409, says: "CORRAL_VDI_MAX_DESKTOPS_PER_USER",
+		},
+
+		// What already held, so that it stays held.
+		{
+			name: "OtherUsersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "OtherUsersTerminal",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "NonAdminCreatesPool",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools", `{"name":"evil","kind":"ct","mode":"ephemeral","source":"session","size":1}`, "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
+		{
+			name: "CrossSiteReleaseWithoutOrigin",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",
+					"Sec-Fetch-Site", "cross-site")
+			},
+			status: 403, says: "another site",
+		},
+		{
+			name: "CrossSiteRelease",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403,
+		},
+		{
+			name: "ForeignOriginWebsocket",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://evil.example")
+			},
+			status: 403, says: "own origin",
+		},
+		{
+			name: "WebsocketOriginOtherScheme",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "https://"+a.host)
+			},
+			status: 403, says: "own origin",
+		},
+		{
+			name: "XSSInSignInNext",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/signin?next="+url.QueryEscape(`/x"><script>alert(1)</script>`), "")
+			},
+			status: 200,
+			after: func(t *testing.T, a *arena, _ *http.Response, body string) {
+				if strings.Contains(body, "<script>alert") {
+					t.Error("the sign-in page echoes next unescaped")
+				}
+			},
+		},
+		{
+			name: "OpenRedirectAfterSignIn",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/signin?next="+url.QueryEscape("//evil.example/"), "")
+			},
+			status: 200,
+			after: func(t *testing.T, a *arena, _ *http.Response, body string) {
+				if strings.Contains(body, "evil.example") {
+					t.Error("the sign-in form carries a foreign next")
+				}
+			},
+		},
+		{
+			name: "OversizedBody",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				big := `{"reason":"` + strings.Repeat("x", 200<<10) + `"}`
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", big, "Tailscale-User-Login", "alice")
+			},
+			status: 400, says: "not valid JSON",
+		},
+	}
+}
+
+// newArena starts a portal for rows with env: alice holds a desktop of
+// the demo pool, mallory another.
+func newArena(t *testing.T, env []string) *arena {
+	t.Helper()
+	p := MustStartPortal(t, append(append([]string{}, suiteEnv...), env...)...)
+	a := &arena{p: p, host: strings.TrimPrefix(p.URL, "http://"), state: map[string]any{}}
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("alice claims: %d", code)
+	}
+	a.victim = d.Name
+	if code := p.API(t, "mallory", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("mallory claims: %d", code)
+	}
+	a.mallorys = d.Name
+	return a
+}
+
+// portOf returns ":port" of host:port.
+func portOf(hostport string) string { return hostport[strings.LastIndex(hostport, ":"):] }
+
+// do sends one request to the portal with header pairs (Host sets the
+// Host header) and returns the response without following redirects.
+func (a *arena) do(t *testing.T, method, path, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, a.p.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// dialWS opens a websocket to path with header pairs and returns the
+// handshake's response; an upgraded connection stays open until the
+// test ends (that is the point of some rows).
+func (a *arena) dialWS(t *testing.T, path string, header ...string) *http.Response {
+	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+path, h)
+	if ws != nil {
+		t.Cleanup(func() { ws.Close() })
+	}
+	if res == nil {
+		t.Fatalf("websocket %s: %v", path, err)
+	}
+	return res
+}
+
+// signIn signs login in by name, as a browser on this machine would, and
+// returns the session cookie.
+func (a *arena) signIn(t *testing.T, login string) *http.Cookie {
+	t.Helper()
+	res := a.do(t, "POST", "/signin", url.Values{"login": {login}, "next": {"/"}}.Encode(),
+		"Content-Type", "application/x-www-form-urlencoded", "Origin", "http://"+a.host)
+	res.Body.Close()
+	for _, c := range res.Cookies() {
+		if c.Name == "corral_vdi_session" && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("signing in %s by name: %d, no cookie", login, res.StatusCode)
+	return nil
+}
+
+// freeMember returns a demo member nobody holds.
+func (a *arena) freeMember(t *testing.T) string {
+	t.Helper()
+	var all []desktop
+	a.p.API(t, admin, "GET", "/api/vdi/desktops?all=1", &all)
+	for _, d := range all {
+		if d.Holder == "" {
+			return d.Name
+		}
+	}
+	t.Fatal("no free demo member")
+	return ""
+}
+
+// auditRow is an audit log row as the JSON history lists it.
+type auditRow struct {
+	ID     int64  `json:"id"`
+	Actor  string `json:"actor"`
+	Action string `json:"action"`
+	Target string `json:"target"`
+}
+
+// snapshot is what no attack may change.
+type snapshot struct {
+	holders  map[string]string // member -> holder
+	audit    []auditRow
+	sessions int // console sessions ever opened
+}
+
+func (a *arena) snapshot(t *testing.T) snapshot {
+	t.Helper()
+	s := snapshot{holders: map[string]string{}}
+	var all []desktop
+	if code := a.p.API(t, admin, "GET", "/api/vdi/desktops?all=1", &all); code != 200 {
+		t.Fatalf("admin lists desktops: %d", code)
+	}
+	for _, d := range all {
+		s.holders[d.Name] = d.Holder
+	}
+	if code := a.p.API(t, admin, "GET", "/api/vdi/history/audit?limit=100000", &s.audit); code != 200 {
+		t.Fatalf("admin reads the audit log: %d", code)
+	}
+	var sessions []json.RawMessage
+	a.p.API(t, admin, "GET", "/api/vdi/history/sessions?limit=100000", &sessions)
+	s.sessions = len(sessions)
+	return s
+}
+
+// openSessions returns the console sessions open now.
+func (a *arena) openSessions(t *testing.T) []json.RawMessage {
+	t.Helper()
+	var sessions []struct {
+		ID     string    `json:"id"`
+		Closed time.Time `json:"closed"`
+	}
+	a.p.API(t, admin, "GET", "/api/vdi/history/sessions?limit=100000", &sessions)
+	var open []json.RawMessage
+	for _, s := range sessions {
+		if s.Closed.IsZero() {
+			open = append(open, json.RawMessage(fmt.Sprintf("%q", s.ID)))
+		}
+	}
+	return open
+}
+
+// checkUnchanged compares the portal with before: the same holders, every
+// audit row still there and none added (but for actions the row allows),
+// no console session opened.
+func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string, consoles int) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond) // a refused websocket's session would be recorded by now
+	after := a.snapshot(t)
+	for m, h := range before.holders {
+		if after.holders[m] != h {
+			t.Errorf("desktop %s: holder %q -> %q", m, h, after.holders[m])
+		}
+	}
+	ids := map[int64]bool{}
+	for _, r := range after.audit {
+		ids[r.ID] = true
+	}
+	old := map[int64]bool{}
+	for _, r := range before.audit {
+		old[r.ID] = true
+		if !ids[r.ID] {
+			t.Errorf("audit row lost: %+v", r)
+		}
+	}
+	for _, r := range after.audit {
+		if !old[r.ID] && !slices.Contains(allowed, r.Action) {
+			t.Errorf("audit row added: %+v", r)
+		}
+	}
+	if after.sessions != before.sessions+consoles {
+		t.Errorf("console sessions: %d -> %d; want %d opened", before.sessions, after.sessions, consoles)
+	}
+}
+
+// rfbClient does an RFB 3.8 handshake (security None, shared) over ws and
+// sends msgs, each as one binary message.
+func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
+	t.Helper()
+	var got []byte
+	read := func(n int) []byte { // the server's bytes may come in any framing
+		for len(got) < n {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				t.Fatalf("RFB handshake: %v", err)
+			}
+			got = append(got, b...)
+		}
+		out := got[:n]
+		got = got[n:]
+		return out
+	}
+	send := func(b []byte) {
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatalf("RFB send: %v", err)
+		}
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read(12)
+	send([]byte("RFB 003.008\n"))
+	n := int(read(1)[0])
+	if !slices.Contains(read(n), 1) {
+		t.Fatal("the desktop offers no security type None")
+	}
+	send([]byte{1})
+	read(4)         // SecurityResult
+	send([]byte{1}) // ClientInit: shared
+	init := read(24)
+	read(int(init[20])<<24 | int(init[21])<<16 | int(init[22])<<8 | int(init[23])) // the desktop's name
+	for _, m := range msgs {
+		send(m)
+	}
+	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+}
+
+// TestAttacks_TrickledBody is the slow attack kept out of the table: a
+// client trickling a request body one byte a second no longer holds its
+// connection (and a file descriptor) forever: the server's 30 s read
+// timeout ends the request, which changes nothing.
+func TestAttacks_TrickledBody(t *testing.T) {
+	a := newArena(t, nil)
+	before := a.snapshot(t)
+	c, err := net.Dial("tcp", a.host)
+	must(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/vdi/desktops/local/%s/release HTTP/1.1\r\nHost: %s\r\nTailscale-User-Login: alice\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"reason\":\"", a.victim, a.host)
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		io.Copy(io.Discard, c) // until the server hangs up
+		closed <- time.Since(start)
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-closed:
+			if d < 25*time.Second {
+				t.Errorf("the server hung up after %v; want about the 30 s read timeout", d.Round(time.Second))
+			}
+			t.Logf("a trickled body was cut after %v", d.Round(100*time.Millisecond))
+			a.checkUnchanged(t, before, nil, 0)
+			return
+		case <-tick.C:
+			if time.Since(start) > 60*time.Second {
+				t.Fatal("a trickled body held its connection for 60 s")
+			}
+			c.Write([]byte("x"))
+		}
+	}
+}
+
+// entitledPool makes pool fin, for group finance only (once per arena).
+func entitledPool(t *testing.T, a *arena) {
+	t.Helper()
+	code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"fin","size":1,"access":{"groups":["finance"]}}`, nil)
+	if code != 201 && code != 409 {
+		t.Fatalf("create pool fin: %d", code)
+	}
+}

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Who may use a pool and what one user may hold of it (vdi.Access,
+// vdi.Limits) live with the pool's other settings: on every member VM of a
+// VM pool in AnnotationAccess, and in a CT pool's ConfigMap under
+// CTKeyAccess and CTKeyLimits, e.g.
+//
+//	access: '{"users": ["alice@example.com"], "groups": ["finance"]}'
+//	limits: '{"desktopsPerUser": 1}'
+//
+// Every replica reads them from there, so all agree.
+const (
+	AnnotationAccess = "corral.dev/vdi-access" // {"access": {...}, "limits": {...}}
+	CTKeyAccess      = "access"
+	CTKeyLimits      = "limits"
+)
+
+// accessDoc is AnnotationAccess's value.
+type accessDoc struct {
+	Access vdi.Access `json:"access"`
+	Limits vdi.Limits `json:"limits"`
+}
+
+// accessAnnotation writes p's access and limits as AnnotationAccess holds them.
+func accessAnnotation(a vdi.Access, l vdi.Limits) string {
+	b, _ := json.Marshal(accessDoc{Access: a, Limits: l})
+	return string(b)
+}
+
+// readAccess fills p's access and limits from AnnotationAccess's value s.
+// A value that does not parse (a hand edit) lets only admins in, rather
+// than everyone: access that cannot be read is not granted.
+func readAccess(s string, p *vdi.Pool) {
+	if s == "" {
+		return
+	}
+	var d accessDoc
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		p.Access = vdi.Access{Groups: []string{"(unreadable " + AnnotationAccess + ")"}}
+		return
+	}
+	p.Access, p.Limits = d.Access, d.Limits
+}
+
+// SetAccess writes the pool's access and limits onto every member.
+func (v *VMs) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationAccess: accessAnnotation(a, l)}}})
+	for _, vm := range vms {
+		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+			return fmt.Errorf("kube: set access on VM %s/%s: %w", namespace, vm.Name, err)
+		}
+	}
+	return nil
+}
+
+// SetAccess writes the pool's access and limits into its ConfigMap.
+func (c *CTs) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
+	p, err := c.pool(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	cm := p.cm.DeepCopy()
+	setCTAccess(cm.Data, a, l)
+	return c.updateConfigMap(ctx, p, cm)
+}
+
+// setCTAccess writes access and limits into a CT pool ConfigMap's data.
+func setCTAccess(d map[string]string, a vdi.Access, l vdi.Limits) {
+	ab, _ := json.Marshal(a)
+	lb, _ := json.Marshal(l)
+	d[CTKeyAccess], d[CTKeyLimits] = string(ab), string(lb)
+}
+
+// SetAccess replaces who may use a pool of either kind.
+func (c *Cluster) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
+	pa, err := c.admin(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	return pa.SetAccess(ctx, namespace, name, a, l)
+}
+
+// parseCTAccess reads a CT pool ConfigMap's access and limits keys; bad
+// words the error as parseCTPool does.
+func parseCTAccess(d map[string]string, p *vdi.Pool, bad func(key, want string, err error) error) error {
+	if s := d[CTKeyAccess]; s != "" {
+		if err := json.Unmarshal([]byte(s), &p.Access); err != nil {
+			return bad(CTKeyAccess, `who may use the pool as JSON, e.g. {"users": ["alice@example.com"], "groups": ["finance"]}`, err)
+		}
+	}
+	if s := d[CTKeyLimits]; s != "" {
+		if err := json.Unmarshal([]byte(s), &p.Limits); err != nil || p.Limits.DesktopsPerUser < 0 {
+			return bad(CTKeyLimits, `limits as JSON, e.g. {"desktopsPerUser": 1}`, err)
+		}
+	}
+	return nil
+}

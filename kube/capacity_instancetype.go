@@ -1,0 +1,81 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// A golden VM may take its devices from an instancetype
+// (spec.instancetype): KubeVirt adds the instancetype's GPUs and host
+// devices to every VMI of the VM, so capacity admission counts them with
+// the template's.
+//
+// Simplified: the instancetype is read as it is now, not the
+// ControllerRevision KubeVirt stored when the VM was made (members cloned
+// from the golden VM take the instancetype at clone time, so "now" is what
+// new members get).
+
+// Kinds of InstancetypeMatcher; an empty kind is the cluster-wide one.
+const (
+	kindClusterInstancetype = "VirtualMachineClusterInstancetype"
+	kindInstancetype        = "VirtualMachineInstancetype"
+)
+
+// instancetypeDemand returns the host devices golden's instancetype gives
+// each VM, by resource; none without an instancetype.
+func (v *VMs) instancetypeDemand(ctx context.Context, golden *kubevirtv1.VirtualMachine) (map[corev1.ResourceName]int64, error) {
+	m := golden.Spec.Instancetype
+	if m == nil || m.Name == "" {
+		return nil, nil
+	}
+	path := "/apis/" + instancetypev1beta1.SchemeGroupVersion.String()
+	switch m.Kind {
+	case "", kindClusterInstancetype:
+		path += "/virtualmachineclusterinstancetypes/" + url.PathEscape(m.Name)
+	case kindInstancetype:
+		path += "/namespaces/" + url.PathEscape(golden.Namespace) + "/virtualmachineinstancetypes/" + url.PathEscape(m.Name)
+	default:
+		return nil, vdi.Errorf(vdi.EInvalid, "Use a VirtualMachineInstancetype or VirtualMachineClusterInstancetype.",
+			"Golden VM %s/%s names an instancetype of kind %q.", golden.Namespace, golden.Name, m.Kind)
+	}
+	raw, err := v.rest.Get().AbsPath(path).Do(ctx).Raw()
+	if apierrors.IsNotFound(err) {
+		return nil, vdi.Errorf(vdi.EInvalid, "Create it, or clone from a golden VM whose instancetype exists; no member could start without it.",
+			"Golden VM %s/%s's instancetype %s %s is not found.", golden.Namespace, golden.Name, kindOr(m.Kind), m.Name)
+	} else if err != nil {
+		return nil, capacityReadError(vdi.Ref{Namespace: golden.Namespace, Name: golden.Name}, "instancetypes", fmt.Errorf("%s %s: %w", kindOr(m.Kind), m.Name, err))
+	}
+	// Both kinds share the spec.
+	var it instancetypev1beta1.VirtualMachineInstancetype
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return nil, fmt.Errorf("kube: instancetype %s: %w", m.Name, err)
+	}
+	out := map[corev1.ResourceName]int64{}
+	for _, g := range it.Spec.GPUs {
+		if g.DeviceName != "" {
+			out[corev1.ResourceName(g.DeviceName)]++
+		}
+	}
+	for _, h := range it.Spec.HostDevices {
+		if h.DeviceName != "" {
+			out[corev1.ResourceName(h.DeviceName)]++
+		}
+	}
+	return out, nil
+}
+
+func kindOr(kind string) string {
+	if kind == "" {
+		return kindClusterInstancetype
+	}
+	return kind
+}

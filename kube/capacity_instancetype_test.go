@@ -1,0 +1,74 @@
+package kube_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestCapacityInstancetypeDevices admits a pool whose golden VM takes its
+// GPU from a cluster instancetype, not its template: the GPU counts, so a
+// pool larger than the nodes' GPUs is refused before any clone, and one
+// that fits is made.
+func TestCapacityInstancetypeDevices(t *testing.T) {
+	e := mustCapacityEnv(t)
+	gpu := "corral.test/it-gpu-" + e.ns
+	kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "kubevirt"}}
+	kv.Spec.Configuration.PermittedHostDevices = &kubevirtv1.PermittedHostDevices{
+		PciHostDevices: []kubevirtv1.PciHostDevice{{PCIVendorSelector: "10DE:2236", ResourceName: gpu}}}
+	if err := e.admin.Create(e.ctx, kv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.admin.Delete(context.Background(), kv) })
+	e.node(t, "gpu", map[string]int64{gpu: 1})
+
+	// The admin client's scheme has no instancetype kinds: write it as JSON.
+	it := &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		TypeMeta:   metav1.TypeMeta{APIVersion: instancetypev1beta1.SchemeGroupVersion.String(), Kind: "VirtualMachineClusterInstancetype"},
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu-" + e.ns},
+		Spec:       instancetypev1beta1.VirtualMachineInstancetypeSpec{GPUs: []kubevirtv1.GPU{{Name: "gpu1", DeviceName: gpu}}},
+	}
+	body, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
+	cs := e.c.Client.Discovery().RESTClient()
+	path := "/apis/instancetype.kubevirt.io/v1beta1/virtualmachineclusterinstancetypes"
+	if err := cs.Post().AbsPath(path).SetHeader("Content-Type", "application/json").Body(mustJSON(t, body)).Do(e.ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Delete().AbsPath(path, it.Name).Do(context.Background()) })
+
+	halted := kubevirtv1.RunStrategyHalted
+	golden := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gold-it"},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Instancetype: &kubevirtv1.InstancetypeMatcher{Name: it.Name},
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}
+	if err := e.admin.Create(e.ctx, golden); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string, size int) error {
+		return e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "gold-it", Size: size})
+	}
+	e.refused(t, "two-1", vdi.EConflict, func() error { return create("two", 2) },
+		"2 VMs must be able to run at once", "1 × "+gpu, "the nodes have room for 1")
+	if err := create("one", 1); err != nil {
+		t.Fatalf("a pool of 1 with the instancetype's GPU: %v", err)
+	}
+	if got := e.members(t, "one"); got != 1 {
+		t.Errorf("%d members; want 1", got)
+	}
+}
+
+// mustJSON marshals v.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,144 @@
+package kube_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestVMPoolClonesQueue makes pools where clones take time and queue as in
+// KubeVirt (the stand-in: one snapshot locks a VM at a time): clones of the
+// golden VM itself run one after another, so the pool clones members from
+// one snapshot of it instead; a pool of 8 is made, 4 ephemeral members are
+// recreated at once and none is lost, even when a clone outlives its wait.
+func TestVMPoolClonesQueue(t *testing.T) {
+	s := newVMSetup(t)
+	standIn := s.c.StartKubeVirtStandIn(t)
+	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
+	const snapshot, restore = time.Second, 2 * time.Second
+	standIn.SlowClones(ns, snapshot, restore)
+	testcluster.StoppedVM(t, admin, ns, "golden", map[string]string{"os": "linux"})
+
+	t.Run("ClonesOfAVMQueue", func(t *testing.T) {
+		begin := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Go(func() { errs[i] = vms.Clone(ctx, ns, "golden", "direct-"+string(rune('a'+i))) })
+		}
+		wg.Wait()
+		took := time.Since(begin)
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("two clones of the golden VM itself: %s (each snapshot %s under the VM's lock, restore %s)", took.Round(time.Millisecond), snapshot, restore)
+		if took < 2*snapshot+restore {
+			t.Errorf("two clones of one VM took %s; want at least %s: their snapshots queue on the VM's lock", took, 2*snapshot+restore)
+		}
+	})
+
+	svc, _ := s.service(t)
+	root := vdi.Identity{Login: "root", Admin: true}
+	begin := time.Now()
+	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "big", Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "golden", Size: 8}); err != nil {
+		t.Fatalf("create a pool of 8: %v", err)
+	}
+	took := time.Since(begin)
+	t.Logf("pool of 8: %s (one snapshot %s, then restores of %s, %d at a time)", took.Round(time.Millisecond), snapshot, restore, kube.CloneConcurrency)
+	if got := memberNames(t, vms, ns, "big"); len(got) != 8 {
+		t.Fatalf("members after create: %v; want 8", got)
+	}
+	if max := snapshot + 3*restore; took > max+5*time.Second {
+		t.Errorf("pool of 8 took %s; want about %s (members cloned from one snapshot, side by side)", took, max)
+	}
+	var vm kubevirtv1.VirtualMachine
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "big-8"}, &vm); err != nil || vm.Labels["os"] != "linux" || vm.Annotations[kube.AnnotationMode] != "ephemeral" {
+		t.Errorf("big-8: labels %v, annotations %v, %v; want the golden VM's labels and the pool's", vm.Labels, vm.Annotations, err)
+	}
+	mustNoLeftovers(t, admin, ns)
+
+	t.Run("FourRecreatesAtOnce", func(t *testing.T) {
+		before := map[string]types.UID{}
+		for _, name := range []string{"big-1", "big-2", "big-3", "big-4"} {
+			var vm kubevirtv1.VirtualMachine
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm); err != nil {
+				t.Fatal(err)
+			}
+			before[name] = vm.UID
+		}
+		begin := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for name := range before {
+			wg.Go(func() {
+				if err := vms.Recreate(ctx, vdi.Ref{Namespace: ns, Name: name}); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("4 recreates at once: %s", time.Since(begin).Round(time.Millisecond))
+		for _, err := range errs {
+			t.Error(err)
+		}
+		if got := memberNames(t, vms, ns, "big"); len(got) != 8 {
+			t.Fatalf("members after 4 recreates: %v; want all 8", got)
+		}
+		for name, uid := range before {
+			var vm kubevirtv1.VirtualMachine
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm); err != nil || vm.UID == uid || vm.Labels[vdi.LabelPool] != "big" {
+				t.Errorf("%s after recreate: uid %s (was %s), labels %v, %v; want a new member of big", name, vm.UID, uid, vm.Labels, err)
+			}
+		}
+		mustNoLeftovers(t, admin, ns)
+	})
+
+	t.Run("RecreateOutlivesItsWait", func(t *testing.T) {
+		standIn.HoldClones(ns)
+		cctx, cancel := context.WithTimeout(ctx, snapshot+3*time.Second)
+		defer cancel()
+		err := vms.Recreate(cctx, vdi.Ref{Namespace: ns, Name: "big-5"})
+		if err == nil || !strings.Contains(err.Error(), "has not finished") {
+			t.Fatalf("recreate whose clone does not finish in time: %v; want an error saying it goes on", err)
+		}
+		standIn.ReleaseClones(ns)
+		deadline := time.Now().Add(20 * time.Second)
+		for len(memberNames(t, vms, ns, "big")) != 8 {
+			if time.Now().After(deadline) {
+				t.Fatalf("members after the late clone: %v; want big-5 back", memberNames(t, vms, ns, "big"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+// mustNoLeftovers fails unless namespace has no VirtualMachineClones and
+// no VirtualMachineSnapshots left.
+func mustNoLeftovers(t *testing.T, admin client.Client, namespace string) {
+	t.Helper()
+	var clones clonev1beta1.VirtualMachineCloneList
+	var snaps snapshotv1beta1.VirtualMachineSnapshotList
+	if err := admin.List(context.Background(), &clones, client.InNamespace(namespace)); err != nil || len(clones.Items) != 0 {
+		t.Errorf("clones left: %d, %v; want none", len(clones.Items), err)
+	}
+	if err := admin.List(context.Background(), &snaps, client.InNamespace(namespace)); err != nil || len(snaps.Items) != 0 {
+		t.Errorf("snapshots left: %d, %v; want none", len(snaps.Items), err)
+	}
+}

@@ -1,0 +1,92 @@
+package vdi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// A user's claims are taken one at a time across every portal replica, so
+// that the one-desktop-per-pool rule and the quotas, which read the Leases,
+// hold under racing claims: before it claims, a portal takes the user's
+// claim lock, itself a Lease in the lock namespace (the Lease store is the
+// one thing every replica shares), and deletes it when done. The lock's
+// pool label is claimLockPool, which no pool can be named (pool names are
+// DNS labels), so no pool lists it. A portal that dies holding the lock
+// holds it for claimLockDuration at most.
+const (
+	claimLockPool     = "claim.lock"
+	claimLockPrefix   = "claimlock-"
+	claimLockDuration = 15 * time.Second
+	claimLockWait     = 20 * time.Second
+)
+
+// instanceID names this portal process as a lock holder.
+var instanceID = "portal-" + rand.Text()[:16]
+
+// claimLockRef is the lock of login in namespace ns.
+func claimLockRef(ns, login string) Ref {
+	sum := sha256.Sum256([]byte(login))
+	return Ref{Namespace: ns, Name: claimLockPrefix + hex.EncodeToString(sum[:16])}
+}
+
+// lockClaims takes login's claim lock (in the lock namespace, else in
+// namespace) and returns the function that lets
+// it go. It waits for another claim of the same user to finish, and takes
+// over a lock left by a portal that died.
+func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), err error) {
+	if s.lockNS != "" {
+		namespace = s.lockNS
+	}
+	ref := claimLockRef(namespace, login)
+	ctx, cancel := context.WithTimeout(ctx, claimLockWait)
+	defer cancel()
+	backoff := 2 * time.Millisecond
+	for {
+		now := s.now()
+		want := &Lease{Namespace: ref.Namespace, Member: ref.Name, Pool: claimLockPool, Holder: instanceID,
+			AcquireTime: now, RenewTime: now, Duration: claimLockDuration}
+		l, err := s.leases.Create(ctx, want)
+		if errors.Is(err, ErrAlreadyExists) {
+			l, err = s.takeStaleLock(ctx, ref, want)
+		}
+		if err == nil && l != nil {
+			return func() {
+				// Let go even when the claim's request was cancelled.
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := s.leases.Delete(dctx, l); err != nil && !errors.Is(err, ErrNotFound) {
+					s.log.Warn("claim lock not let go; it runs out by itself", "user", login, "in", claimLockDuration, "err", err)
+				}
+			}, nil
+		}
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) {
+			return nil, unavailable(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, Errorf(EUnavailable, "Wait for it to finish, then try again.",
+				"Another claim of yours is still in progress.")
+		case <-time.After(backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))):
+		}
+		backoff = min(backoff*2, 100*time.Millisecond)
+	}
+}
+
+// takeStaleLock takes over ref when its holder let it run out; a nil Lease
+// and nil error mean someone holds it.
+func (s *Service) takeStaleLock(ctx context.Context, ref Ref, want *Lease) (*Lease, error) {
+	cur, err := s.leases.Get(ctx, ref)
+	if err != nil {
+		return nil, err // ErrNotFound: let go meanwhile; try again
+	}
+	if !cur.Expired(s.now()) {
+		return nil, nil
+	}
+	want.ResourceVersion = cur.ResourceVersion
+	return s.leases.Update(ctx, want)
+}
