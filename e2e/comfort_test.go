@@ -217,6 +217,26 @@ func TestComfort_VNC(t *testing.T) {
 		}
 	})
 
+	t.Run("terminal: paste as keys, selection to the panel, send pastes", func(t *testing.T) {
+		_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=terminal")
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Connected"))
+		must(t, page.GetByTestId("clipboard-toggle").Click())
+		pasteAsKeys(t, page, "echo term-$((6*7))\n")
+		waitXterm(t, page, regexp.MustCompile(`(?m)^term-42$`), 10*time.Second)
+		_, err = page.Evaluate(`() => document.getElementById('screen').xterm.selectAll()`)
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue(regexp.MustCompile(`term-42`)))
+		must(t, page.GetByTestId("clipboard-text").Fill("echo pasted-$((6*7))"))
+		must(t, page.GetByTestId("clipboard-send").Click())
+		pasteAsKeys(t, page, "\n")
+		waitXterm(t, page, regexp.MustCompile(`(?m)^pasted-42$`), 10*time.Second)
+		screenshot(t, page, "terminal-panel")
+		_, err = page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=vnc")
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	})
+
 	t.Run("clipboard off: the relay drops both ways", func(t *testing.T) {
 		if code := p.APIBody(t, "boss", "PATCH", "/api/vdi/pools/local/demo", `{"policy":{"clipboard":"off"}}`, nil); code != 200 {
 			t.Fatalf("PATCH policy: %d", code)
@@ -268,3 +288,28 @@ func near(a, b string, d int) bool {
 }
 
 func abs(v int) int { return max(v, -v) }
+
+// TestComfort_SerialPasteAsKeys logs in on a local VM's serial console with
+// paste-as-keys alone: the user name, the password and a command.
+func TestComfort_SerialPasteAsKeys(t *testing.T) {
+	img := vmImage(t)
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	d := claimVM(t, p, "alice")
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=serial")
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
+	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
+	must(t, err)
+	login, password, _ := strings.Cut(creds, ":")
+	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
+	must(t, page.GetByTestId("clipboard-toggle").Click())
+	pasteAsKeys(t, page, login+"\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
+	pasteAsKeys(t, page, password+"\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
+	pasteAsKeys(t, page, "echo serial-$((6*7))\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
+	screenshot(t, page, "serial-paste-as-keys")
+}
