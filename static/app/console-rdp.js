@@ -152,12 +152,15 @@ export async function open(screen, info, ui) {
       .withProxyAddress(url)
       .withAuthToken(info.token)
       .withServerDomain('')
-      .withDesktopSize(size)
-      .build();
+      .withDesktopSize(size);
+    // Display control lets a server that can resize take the window's
+    // size (irgui.resize below); others keep theirs and are scaled.
+    if (typeof mod.displayControl === 'function') cfg.withExtension(mod.displayControl(true));
+    const config = cfg.build();
     let session;
     const t1 = performance.now();
     try {
-      session = await irgui.connect(cfg);
+      session = await irgui.connect(config);
       performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
       if (closed) return;
