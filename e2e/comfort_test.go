@@ -313,3 +313,31 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	waitXterm(t, page, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
 	screenshot(t, page, "serial-paste-as-keys")
 }
+
+// TestComfort_Reconnect stops the desktop under an open VNC console: the
+// page shows the reconnect banner and tries again with backoff, and once
+// the desktop is started again it is back by itself.
+func TestComfort_Reconnect(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/stop", nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	banner := page.GetByTestId("reconnect-banner")
+	must(t, expect.Locator(banner).ToContainText("Reconnecting in"))
+	screenshot(t, page, "reconnecting")
+	time.Sleep(3 * time.Second) // a retry or two fails while the desktop is stopped
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/start", nil); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(banner).ToBeHidden())
+}

@@ -11,10 +11,12 @@ export function wsURL(path) {
 }
 
 // dropped tells whether a close ended a connection by accident (a network
-// drop, the portal restarting), which an automatic reconnect may mend, as
-// opposed to a decision (released, reclaimed, taken over by another tab).
+// drop, the portal or the desktop restarting), which an automatic
+// reconnect may mend, as opposed to a decision (released, reclaimed, taken
+// over by another tab).
 export function dropped(code, reason) {
-  return code === 1006 || code === 1011 || (code === 1001 && reason === 'session ended');
+  return code === 1006 || code === 1011 || (code === 1001 && reason === 'session ended')
+    || (code === 1000 && reason === 'desktop closed the connection');
 }
 
 export async function open(screen, info, ui) {

@@ -38,18 +38,25 @@ const ui = {
   // retry means it dropped (network, portal restart) rather than ended.
   lost(text, final = false, retry = false) {
     ui.say(text, 'error');
-    reconnect.hidden = final;
+    reconnect.hidden = final || retry; // the banner has its own button
     document.getElementById('home').hidden = !final;
     clipboard.connected(current?.policy);
     if (retry && !final) {
+      const said = sentence(text);
       again.schedule((s) => {
-        banner.querySelector('[data-text]').textContent = `${text} Reconnecting in ${s} s…`;
+        banner.querySelector('[data-text]').textContent = `${said} Reconnecting in ${s} s…`;
       });
       banner.hidden = false;
     }
   },
   clipboard(text) { clipboard.received(text); },
 };
+
+// sentence makes a close reason ("desktop connection failed") a sentence.
+function sentence(text) {
+  const t = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?…]$/.test(t) ? t : `${t}.`;
+}
 
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
