@@ -162,6 +162,25 @@ func TestComfort_VNC(t *testing.T) {
 		screenshot(t, page, "clipboard-panel")
 	})
 
+	t.Run("a desktop that floods or sends a huge clipboard", func(t *testing.T) {
+		// 300 clipboard changes as fast as xclip goes: the relay lets a
+		// burst through, drops the rest, and once the desktop is quiet
+		// tells the page of the last, which the panel then shows.
+		shell.run("for i in $(seq 300); do echo flood-$i | xclip -i -selection clipboard; done")
+		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue("flood-300\n"))
+		if !strings.Contains(p.Log(), "reason=flood") {
+			t.Error("the portal's log has no flood drop")
+		}
+		// 4 MB: Xvnc itself keeps it (its MaxCutText is 256 KiB), and the
+		// relay would cut it; the panel keeps what it had.
+		shell.run("head -c 3000000 /dev/urandom | base64 | xclip -i -selection clipboard")
+		time.Sleep(2 * time.Second)
+		if v, _ := page.GetByTestId("clipboard-text").InputValue(); len(v) > 256<<10 {
+			t.Errorf("the panel holds %d bytes; want at most 256 KiB", len(v))
+		}
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	})
+
 	// Focus the terminal window: openbox gives the focus on a click.
 	box, err := page.Locator("#screen canvas").BoundingBox()
 	must(t, err)
@@ -341,3 +360,4 @@ func TestComfort_Reconnect(t *testing.T) {
 	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(banner).ToBeHidden())
 }
+

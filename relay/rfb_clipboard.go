@@ -2,8 +2,10 @@ package relay
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -14,7 +16,10 @@ import (
 // classic or in the Extended Clipboard format, as the policy says. It also
 // bounds what it lets through: a classic cut text longer than MaxText is
 // cut to MaxText, an extended one (zlib, not cuttable) is dropped, and
-// beyond a burst only a few cut texts a second pass each way.
+// beyond a burst only a few cut texts a second pass each way. After a flood
+// of Extended Clipboard notifies the client is told of the desktop's last
+// clipboard once the desktop is quiet, so the flood does not leave it with
+// a stale one.
 //
 // To follow the desktop's framebuffer updates it must know every encoding
 // in them, so it rewrites the client's SetEncodings to the ones it can
@@ -37,6 +42,10 @@ type RFBClipboardConfig struct {
 	// Now is the clock for the flood limit; nil means time.Now.
 	Now func() time.Time
 }
+
+// notifyCheck is how often, after a flood, the filter looks for a quiet
+// moment to tell the client the desktop's clipboard changed.
+const notifyCheck = 250 * time.Millisecond
 
 // DefaultMaxCutText is the longest clipboard text a VNC console carries by
 // default.
@@ -105,6 +114,11 @@ type rfbFilter struct {
 	rectH      int64
 	closeOnce  sync.Once
 	reportedMu sync.Mutex
+	// latest holds the formats of Extended Clipboard notifies dropped in a
+	// flood, so that the client hears of the desktop's last clipboard once
+	// the flood is over (notifyLatest); zero when it is up to date.
+	latest     uint32
+	noDeadline bool // the desktop conn has no read deadlines: no catching up
 }
 
 // rfbDirection is one direction's parse state and clipboard accounting.
@@ -146,7 +160,18 @@ func (f *rfbFilter) Write(p []byte) (int, error) {
 // Read reads from the desktop and returns what passes the filter.
 func (f *rfbFilter) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
+		waiting := f.latest != 0 && !f.noDeadline
+		if waiting && f.Conn.SetReadDeadline(time.Now().Add(notifyCheck)) != nil {
+			f.noDeadline, waiting = true, false
+		}
 		n, err := f.Conn.Read(f.rbuf)
+		if waiting {
+			f.Conn.SetReadDeadline(time.Time{})
+			if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+				f.notifyLatest()
+				continue
+			}
+		}
 		if n > 0 {
 			out, ferr := f.down.stream.feed(f.rbuf[:n])
 			if ferr != nil {
@@ -166,6 +191,26 @@ func (f *rfbFilter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// notifyLatest tells the client, at a message boundary and within the
+// flood limit, that the desktop's clipboard changed: a Notify of the
+// formats whose notifies the flood dropped, which the client answers with
+// a request for the content, as it would have.
+func (f *rfbFilter) notifyLatest() {
+	s := &f.down.stream
+	// Two tokens: one for this notify, one for the content it brings.
+	if !s.boundary || len(s.spans) > 0 || len(s.hdr) > 0 || !f.take(&f.down) {
+		return
+	}
+	if f.down.tokens < 1 {
+		f.down.tokens++ // not yet: give it back
+		return
+	}
+	msg := []byte{rfbServerCutText, 0, 0, 0, 0xff, 0xff, 0xff, 0xfc, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(msg[8:], extNotify|f.latest)
+	f.pending = append(f.pending, msg...)
+	f.latest = 0
+}
+
 // Close reports the drops not yet reported and closes the desktop conn.
 func (f *rfbFilter) Close() error {
 	f.closeOnce.Do(func() {
@@ -180,6 +225,9 @@ func (f *rfbFilter) Close() error {
 // a length, or drop. It counts drops for the report.
 func (f *rfbFilter) cutText(d *rfbDirection, n int64, extended bool, flags uint32) (keep int64, drop bool) {
 	carries := !extended || flags&(extNotify|extProvide) != 0
+	// From the desktop, an Extended Clipboard notify or provide lost to a
+	// flood is announced again once the flood is over (notifyLatest).
+	news := extended && flags&(extNotify|extProvide) != 0 && d == &f.down
 	reason := ""
 	switch {
 	case !carries: // capabilities, requests, peeks: no content
@@ -194,7 +242,13 @@ func (f *rfbFilter) cutText(d *rfbDirection, n int64, extended bool, flags uint3
 		f.count(d, "too large", n-int64(f.cfg.MaxText))
 		return int64(f.cfg.MaxText), false
 	default:
+		if news && flags&extProvide != 0 {
+			f.latest = 0 // the client has the latest content
+		}
 		return n, false
+	}
+	if news && reason == "flood" {
+		f.latest |= flags & 0xffff
 	}
 	f.count(d, reason, n)
 	return 0, true
@@ -258,7 +312,7 @@ func (f *rfbFilter) report(d *rfbDirection, final bool) {
 // cutTextHeader handles the 8-byte header of a cut text message (client
 // or server: type, 3 padding, length) on stream s of direction d; for the
 // Extended Clipboard format it first collects the 4-byte flags.
-func (f *rfbFilter) cutTextHeader(d *rfbDirection, then func(h []byte) error) func(h []byte) error {
+func (f *rfbFilter) cutTextHeader(d *rfbDirection, then func() error) func(h []byte) error {
 	s := &d.stream
 	return func(h []byte) error {
 		length := int64(int32(binary.BigEndian.Uint32(h[4:8])))
@@ -271,13 +325,13 @@ func (f *rfbFilter) cutTextHeader(d *rfbDirection, then func(h []byte) error) fu
 			}
 			s.skip(keep, drop)
 			s.skip(length-keep, true)
-			return s.next(1, then)
+			return then()
 		}
 		n := -length
 		if n < 4 { // no room for the flags: nothing a peer can use
 			f.count(d, "malformed", n)
 			s.skip(n, true)
-			return s.next(1, then)
+			return then()
 		}
 		return s.more(12, func(h []byte) error {
 			_, drop := f.cutText(d, n, true, binary.BigEndian.Uint32(h[8:12]))
@@ -285,7 +339,7 @@ func (f *rfbFilter) cutTextHeader(d *rfbDirection, then func(h []byte) error) fu
 				s.emit(h)
 			}
 			s.skip(n-4, drop)
-			return s.next(1, then)
+			return then()
 		})
 	}
 }

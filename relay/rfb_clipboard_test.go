@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -321,5 +322,52 @@ func TestFilterRFBClipboard_Encodings(t *testing.T) {
 	desk, _, err := filterBoth(t, RFBClipboardConfig{}, c.Bytes(), nil, 3)
 	if err != nil || !bytes.Equal(desk, want.Bytes()) {
 		t.Errorf("SetEncodings became %x, %v; want %x", desk, err, want.Bytes())
+	}
+}
+
+// quietConn serves a server stream, then times out reads that have a
+// deadline (a quiet desktop) until timeouts are spent, then ends.
+type quietConn struct {
+	fakeConn
+	deadline bool
+	timeouts int
+}
+
+func (c *quietConn) SetReadDeadline(t time.Time) error { c.deadline = !t.IsZero(); return nil }
+
+func (c *quietConn) Read(p []byte) (int, error) {
+	n, err := c.fakeConn.Read(p)
+	if err == io.EOF && c.deadline && c.timeouts > 0 {
+		c.timeouts--
+		return 0, os.ErrDeadlineExceeded
+	}
+	return n, err
+}
+
+func TestFilterRFBClipboard_LatestAfterAFlood(t *testing.T) {
+	flood := new(rfbServer).handshake()
+	for range 100 {
+		flood.extended(extNotify|1, 0)
+	}
+	now := time.Unix(1e9, 0)
+	conn := &quietConn{fakeConn: fakeConn{r: bytes.NewReader(flood.Bytes()), chunk: 4096}, timeouts: 3}
+	f := FilterRFBClipboard(conn, RFBClipboardConfig{ToDesktop: true, FromDesktop: true, Now: func() time.Time { return now }})
+	f.Write(new(rfbClient).handshake(1).Bytes())
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := f.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+		now = now.Add(time.Second) // the flood is over; tokens refill
+	}
+	want := new(rfbServer).handshake()
+	for range cutTextBurst + 1 { // the burst, then one for the latest
+		want.extended(extNotify|1, 0)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("got %d bytes; want the handshake, %d notifies and one more for the latest (%d bytes)", len(got), cutTextBurst, len(want.Bytes()))
 	}
 }

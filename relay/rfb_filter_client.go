@@ -108,7 +108,7 @@ func (f *rfbFilter) clientMessage(h []byte) error {
 	case rfbXvp:
 		return fixed(4)
 	case rfbClientCutText:
-		return s.more(8, f.cutTextHeader(&f.up, f.clientMessage))
+		return s.more(8, f.cutTextHeader(&f.up, func() error { return s.next(1, f.clientMessage) }))
 	case rfbFence:
 		return s.more(9, func(h []byte) error {
 			return s.more(9+int(h[8]), func(h []byte) error { return s.pass(h, 1, f.clientMessage) })

@@ -79,7 +79,14 @@ func (f *rfbFilter) serverInit(h []byte) error {
 	f.mu.Unlock()
 	s.emit(h)
 	s.skip(int64(binary.BigEndian.Uint32(h[20:24])), false)
-	return s.next(1, f.serverMessage)
+	return f.toServerMessage()
+}
+
+// toServerMessage waits for the next server message: a boundary, where
+// the filter may add a message of its own (see notifyLatest).
+func (f *rfbFilter) toServerMessage() error {
+	f.down.stream.boundary = true
+	return f.down.stream.next(1, f.serverMessage)
 }
 
 // serverMessage follows one server message from its type byte.
@@ -90,7 +97,8 @@ func (f *rfbFilter) serverMessage(h []byte) error {
 		return s.more(4, func(h []byte) error {
 			f.rects = int(binary.BigEndian.Uint16(h[2:4]))
 			if f.rects == 0 {
-				return s.pass(h, 1, f.serverMessage)
+				s.emit(h)
+				return f.toServerMessage()
 			}
 			return s.pass(h, 12, f.rect)
 		})
@@ -98,20 +106,21 @@ func (f *rfbFilter) serverMessage(h []byte) error {
 		return s.more(6, func(h []byte) error {
 			s.emit(h)
 			s.skip(6*int64(binary.BigEndian.Uint16(h[4:6])), false)
-			return s.next(1, f.serverMessage)
+			return f.toServerMessage()
 		})
 	case rfbBell, rfbEnableContinuousUpdates: // EndOfContinuousUpdates
-		return s.pass(h, 1, f.serverMessage)
+		s.emit(h)
+		return f.toServerMessage()
 	case rfbServerCutText:
-		return s.more(8, f.cutTextHeader(&f.down, f.serverMessage))
+		return s.more(8, f.cutTextHeader(&f.down, f.toServerMessage))
 	case rfbFence:
 		return s.more(9, func(h []byte) error {
 			s.emit(h)
 			s.skip(int64(h[8]), false)
-			return s.next(1, f.serverMessage)
+			return f.toServerMessage()
 		})
 	case rfbXvp:
-		return s.more(4, func(h []byte) error { return s.pass(h, 1, f.serverMessage) })
+		return s.more(4, func(h []byte) error { s.emit(h); return f.toServerMessage() })
 	}
 	return errRFB("server message type %d", h[0])
 }
@@ -120,7 +129,7 @@ func (f *rfbFilter) serverMessage(h []byte) error {
 func (f *rfbFilter) rectDone() error {
 	f.rects--
 	if f.rects <= 0 {
-		return f.down.stream.next(1, f.serverMessage)
+		return f.toServerMessage()
 	}
 	return f.down.stream.next(12, f.rect)
 }
@@ -159,7 +168,7 @@ func (f *rfbFilter) rect(h []byte) error {
 		return body(0)
 	case -224: // LastRect ends the update
 		f.rects = 0
-		return s.next(1, f.serverMessage)
+		return f.toServerMessage()
 	case -261: // QEMU LED state
 		return body(1)
 	case -307: // DesktopName

@@ -14,6 +14,9 @@ type rfbStream struct {
 	spans  []rfbSpan
 	out    []byte
 	opaque bool // past a point the stream cannot be followed: pass it all
+	// boundary is set by the filter at the start of a message and cleared
+	// by its first byte: where a message of the filter's own may go.
+	boundary bool
 }
 
 // rfbSpan is payload to pass or drop.
@@ -50,6 +53,7 @@ func (s *rfbStream) feed(p []byte) ([]byte, error) {
 		}
 		n := min(s.want-len(s.hdr), len(p))
 		s.hdr = append(s.hdr, p[:n]...)
+		s.boundary = false
 		p = p[n:]
 		if len(s.hdr) == s.want {
 			if err := s.step(s.hdr); err != nil {
