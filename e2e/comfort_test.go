@@ -360,4 +360,3 @@ func TestComfort_Reconnect(t *testing.T) {
 	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(banner).ToBeHidden())
 }
-

@@ -91,6 +91,11 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 		cfg.Now = time.Now
 	}
 	f := &rfbFilter{Conn: conn, cfg: cfg, rbuf: make([]byte, DefaultBufferSize)}
+	switch conn.(type) {
+	case *net.UnixConn, *net.TCPConn: // a read that times out leaves them usable
+	default:
+		f.noDeadline = true // e.g. a websocket: a timeout would end it
+	}
 	f.up.dir, f.down.dir = "to-desktop", "from-desktop"
 	f.up.allow, f.down.allow = cfg.ToDesktop, cfg.FromDesktop
 	f.up.stream.next(12, f.clientVersion)
@@ -118,7 +123,7 @@ type rfbFilter struct {
 	// flood, so that the client hears of the desktop's last clipboard once
 	// the flood is over (notifyLatest); zero when it is up to date.
 	latest     uint32
-	noDeadline bool // the desktop conn has no read deadlines: no catching up
+	noDeadline bool // the desktop conn cannot time a read out harmlessly
 }
 
 // rfbDirection is one direction's parse state and clipboard accounting.
@@ -178,6 +183,9 @@ func (f *rfbFilter) Read(p []byte) (int, error) {
 				return 0, ferr
 			}
 			f.pending = out
+			if f.latest != 0 { // a busy desktop may never be quiet
+				f.notifyLatest()
+			}
 		}
 		if err != nil && len(f.pending) == 0 {
 			return 0, err

@@ -123,7 +123,17 @@ export function attachClipboard(toggle, panel, target) {
   }
 
   // received shows the desktop's clipboard and, when the browser lets the
-  // page, puts it on this device's clipboard too.
+  // page, puts it on this device's clipboard too. Text being edited in the
+  // panel is not overwritten: the desktop's shows when the box is left.
+  let shownText = '';
+  let held = null;
+  text.addEventListener('blur', () => {
+    if (held !== null) {
+      const v = held;
+      held = null;
+      received(v);
+    }
+  });
   function received(value) {
     if (!fromDesktop()) return;
     let v = String(value);
@@ -132,10 +142,15 @@ export function attachClipboard(toggle, panel, target) {
       v = v.slice(0, MAX_SHOWN);
       extra = ` It was cut to ${MAX_SHOWN} characters.`;
     }
+    if (document.activeElement === text && text.value !== shownText) {
+      held = v;
+      say("The desktop copied new text; it shows here when you leave this box.", 'warn');
+      return;
+    }
     // Binary or invalid text from a guest: show control characters as such.
     const clean = v.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '\ufffd');
     if (clean !== v) extra += ' Characters that are not text show as \ufffd.';
-    text.value = clean;
+    text.value = shownText = clean;
     panel.dataset.received = String(Date.now());
     say(`The desktop's clipboard (${[...clean].length} characters).${extra}`, extra ? 'warn' : 'ok');
     if (document.hasFocus()) navigator.clipboard?.writeText(clean).catch(() => {});
