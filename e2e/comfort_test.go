@@ -360,3 +360,38 @@ func TestComfort_Reconnect(t *testing.T) {
 	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(banner).ToBeHidden())
 }
+
+// TestComfort_KioskKeys sends Ctrl+Alt+Del from the kiosk's overlay: the
+// overlay closes and the keys reach the desktop's terminal window.
+func TestComfort_KioskKeys(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/kiosk/demo?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("screen")).ToHaveAttribute("data-connected", "true"))
+	var mine []desktop
+	p.API(t, "alice", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 1 {
+		t.Fatalf("alice holds %d desktops; want the kiosk's one", len(mine))
+	}
+	box, err := page.Locator("#screen canvas").BoundingBox()
+	must(t, err)
+	must(t, page.Mouse().Click(box.X+200, box.Y+200)) // focus the terminal window
+	_, err = page.Evaluate(`() => { const r = document.getElementById('screen').rfb;
+		for (const ch of 'cat > ~/kiosk-keys.log') r.sendKey(ch.charCodeAt(0)); r.sendKey(0xff0d); }`)
+	must(t, err)
+	time.Sleep(500 * time.Millisecond)
+	must(t, page.Keyboard().Press("Control+Alt+Shift+K"))
+	must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeVisible())
+	screenshot(t, page, "kiosk-overlay-keys")
+	must(t, page.GetByTestId("key-ctrl-alt-del").Click())
+	must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeHidden())
+	_, err = page.Evaluate(`() => document.getElementById('screen').rfb.sendKey(0xff0d)`)
+	must(t, err)
+	file := filepath.Join(p.homeOf(mine[0].Name), "kiosk-keys.log")
+	if !eventually(5*time.Second, func() bool { b, _ := os.ReadFile(file); return strings.Contains(string(b), "\x1b[3;7~") }) {
+		b, _ := os.ReadFile(file)
+		t.Errorf("the terminal window got %q; want Ctrl+Alt+Delete (\\x1b[3;7~)", b)
+	}
+}

@@ -77,6 +77,11 @@ function keysym(name) {
   return cp < 0x100 ? cp : 0x01000000 | cp;
 }
 
+// Modifier keys as a keyboard sends them, by key code: a server that takes
+// QEMU extended key events (Xvnc does) tracks them by scan code.
+const held = [[0xffe1, 'ShiftLeft'], [0xffe2, 'ShiftRight'], [0xffe3, 'ControlLeft'], [0xffe4, 'ControlRight'],
+  [0xffe9, 'AltLeft'], [0xffea, 'AltRight'], [0xffeb, 'MetaLeft'], [0xffec, 'MetaRight']];
+
 // vncKeys types into the desktop with RFB key events; the server (TigerVNC
 // Xvnc, QEMU) adds Shift where a character needs it. typable says which
 // characters paste-as-keys may send: printable ASCII, Tab and newlines,
@@ -98,8 +103,15 @@ export function vncKeys(rfb) {
       for (const [m, k] of mods.toReversed()) if (held[m]) rfb.sendKey(k, null, false);
     },
     typable: (ch) => ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~'),
+    // release lets go of every modifier: one left held (the kiosk's
+    // Ctrl+Alt+Shift+K, whose releases go to its overlay) would change
+    // every key after it.
+    release() {
+      for (const [k, code] of held) rfb.sendKey(k, code, false);
+    },
     // combo sends a special-keys menu entry (see specialkeys.js).
     combo(c) {
+      keys.release();
       if (c.name === 'Meta' && !c.ctrl && !c.alt) { tap(XK.Meta); return true; }
       keys.key(c.name, c);
       return true;

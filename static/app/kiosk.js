@@ -97,6 +97,7 @@ window.addEventListener('keydown', (ev) => {
   if (ev.ctrlKey && ev.altKey && ev.shiftKey && ev.code === 'KeyK') {
     ev.preventDefault();
     ev.stopPropagation();
+    current?.keys?.release?.(); // the hotkey's modifiers reached the desktop
     toggleOverlay();
   } else if (ev.key === 'Escape' && !overlay.hidden) {
     ev.preventDefault();
