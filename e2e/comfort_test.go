@@ -317,7 +317,18 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	expect := playwright.NewPlaywrightAssertions(15000)
 	d := claimVM(t, p, "alice")
 	page := b.MustNewPage(t, 1024, 700)
-	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=serial")
+	// QEMU's VNC server through the relay's clipboard filter: the filter
+	// follows its framebuffer updates, so the console stays up.
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	time.Sleep(3 * time.Second)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if strings.Contains(p.Log(), "cannot follow") {
+		t.Errorf("the clipboard filter could not follow QEMU's VNC:\n%s", p.Log())
+	}
+	screenshot(t, page, "qemu-vnc")
+	_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=serial")
+	must(t, err)
 	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
 	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
 	must(t, err)
