@@ -106,19 +106,20 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 // rfbFilter is the filtering conn.
 type rfbFilter struct {
 	net.Conn
-	cfg        RFBClipboardConfig
-	up, down   rfbDirection
-	rbuf       []byte
-	pending    []byte // filtered desktop bytes not yet read
-	mu         sync.Mutex
-	minor      int      // the client's RFB minor version
-	security   byte     // the security type the client chose
-	pf         rfbPixel // the pixel format of framebuffer updates
-	rects      int      // rectangles left in the current update
-	rectW      int64
-	rectH      int64
-	closeOnce  sync.Once
-	reportedMu sync.Mutex
+	cfg      RFBClipboardConfig
+	up, down rfbDirection
+	rbuf     []byte
+	pending  []byte // filtered desktop bytes not yet read
+	// mu guards what one direction learns and the other needs.
+	mu       sync.Mutex
+	minor    int      // the client's RFB minor version
+	security byte     // the security type the client chose
+	pf       rfbPixel // the pixel format of framebuffer updates
+	// The current update, as the desktop side follows it.
+	rects        int // rectangles left
+	rectW, rectH int64
+	closeOnce    sync.Once
+	reportedMu   sync.Mutex // guards the directions' drop counts and reports
 	// latest holds the formats of Extended Clipboard notifies dropped in a
 	// flood, so that the client hears of the desktop's last clipboard once
 	// the flood is over (notifyLatest); zero when it is up to date.
