@@ -14,6 +14,7 @@ require (
 require (
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/creack/pty v1.1.24
+	github.com/jackc/pgx/v5 v5.13.0
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/kube-aggregator v0.37.2
@@ -22,6 +23,9 @@ require (
 )
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
@@ -101,7 +105,7 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.44.0
-	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

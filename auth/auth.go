@@ -119,6 +119,9 @@ func New(cfg Config) (*Authenticator, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	if cfg.Revocations != nil {
+		a.revocations = newRevocationCache(cfg.Revocations, a.now)
+	}
 	if a.lifetime <= 0 {
 		a.lifetime = DefaultSessionLifetime
 	}

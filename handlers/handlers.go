@@ -69,6 +69,10 @@ type Config struct {
 	Loopback bool
 	// Ready reports whether the portal can serve (for /readyz).
 	Ready func(ctx context.Context) error
+	// Notice, when it returns text, is a degraded part of the portal
+	// (the history database not answering), shown on /readyz and the
+	// dashboard.
+	Notice func() string
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
 	// Listen is the listen address; its host is an allowed Host.
@@ -98,6 +102,7 @@ type Handler struct {
 	log          *slog.Logger
 	loopback     bool
 	ready        func(ctx context.Context) error
+	notice       func() string
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
 	console      *consoleState
@@ -120,6 +125,7 @@ func New(cfg Config) *Handler {
 		log:          cfg.Log,
 		loopback:     cfg.Loopback,
 		ready:        cfg.Ready,
+		notice:       cfg.Notice,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),
@@ -133,6 +139,9 @@ func New(cfg Config) *Handler {
 	}
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
+	}
+	if h.notice == nil {
+		h.notice = func() string { return "" }
 	}
 	h.routes()
 	return h

@@ -14,5 +14,9 @@ func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer; see its log."})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]string{"status": "ready"}
+	if n := h.notice(); n != "" {
+		body["degraded"] = n
+	}
+	writeJSON(w, http.StatusOK, body)
 }

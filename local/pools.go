@@ -161,6 +161,14 @@ func (b *Backend) SetAccess(ctx context.Context, namespace, name string, a vdi.A
 	return b.db.SetLocalPoolAccess(ctx, name, a, l)
 }
 
+// SetStandby sets how many free members of a local pool are kept on.
+func (b *Backend) SetStandby(ctx context.Context, namespace, name string, n int) error {
+	if _, err := b.pool(ctx, namespace, name); err != nil {
+		return err
+	}
+	return b.db.SetLocalPoolStandby(ctx, name, n)
+}
+
 // DeletePool stops and removes every member, then the pool.
 func (b *Backend) DeletePool(ctx context.Context, namespace, name string) error {
 	p, err := b.pool(ctx, namespace, name)

@@ -73,6 +73,11 @@ type Config struct {
 	MaxConsolesPerUser int
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// DatabaseURL, when set, is the PostgreSQL database (postgres://...)
+	// for history, audit and sessions, shared by replicas; DatabasePassword
+	// replaces its password (CORRAL_VDI_DATABASE_PASSWORD_FILE).
+	DatabaseURL      string
+	DatabasePassword string
 	// MaxDesktopsPerUser is how many desktops one user may hold across
 	// pools; 0 for no limit.
 	MaxDesktopsPerUser int
@@ -118,6 +123,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.VMAccel, "vm-accel", env("CORRAL_VDI_VM_ACCEL", "auto"), "QEMU accelerator of vm pools: auto (KVM when it runs guests, decided once per host and remembered), kvm or tcg (CORRAL_VDI_VM_ACCEL)")
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("CORRAL_VDI_DATABASE_URL", ""), "PostgreSQL for history, audit and sessions, shared by replicas, e.g. postgres://corral@db:5432/corral?sslmode=require; the password goes in CORRAL_VDI_DATABASE_PASSWORD_FILE; empty: SQLite in the data dir (CORRAL_VDI_DATABASE_URL)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
@@ -185,6 +191,16 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
 		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)
+	}
+	if f := getenv("CORRAL_VDI_DATABASE_PASSWORD_FILE"); f != "" {
+		buf, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("CORRAL_VDI_DATABASE_PASSWORD_FILE: %w", err)
+		}
+		c.DatabasePassword = strings.TrimRight(string(buf), "\r\n")
+		if c.DatabaseURL == "" {
+			return c, errors.New("CORRAL_VDI_DATABASE_PASSWORD_FILE is set but CORRAL_VDI_DATABASE_URL is not: name the database too")
+		}
 	}
 	secret, err := valueOrFile(getenv("CORRAL_VDI_PEER_SECRET"), peerSecretFile, "CORRAL_VDI_PEER_SECRET")
 	if err != nil {

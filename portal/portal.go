@@ -36,6 +36,7 @@ type Main struct {
 	Out io.Writer
 
 	db      *store.DB
+	history *store.Buffer  // history and audit writes, kept while db does not answer
 	backend *local.Backend // nil with the kube backend
 	svc     *vdi.Service
 	ln      net.Listener
@@ -72,10 +73,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if err := ensurePrivate(filepath.Join(c.DataDir, "portal.db")); err != nil {
-		return err
-	}
-	db, err := store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
+	db, err := openDB(ctx, c, m.Log)
 	if err != nil {
 		return err
 	}
@@ -84,6 +82,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.db = db
+	m.history = store.NewBuffer(db, 0, m.Log)
 	var backend vdi.Backend
 	var leases vdi.Leases = db.Leases()
 	if c.Backend == BackendKube {
@@ -105,11 +104,11 @@ func (m *Main) Open(ctx context.Context) error {
 	if c.Backend == BackendKube {
 		lockNS = c.Namespace
 	}
-	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: db, Log: m.Log,
+	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: m.history, Log: m.Log,
 		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
 		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db, Revocations: db, Groups: groups,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: db, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -124,10 +123,11 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
 	h := handlers.New(handlers.Config{
-		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
+		Desktops: m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
-		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
+		Ready:    m.ready,
+		Notice:   m.history.StatusText,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 	})
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -161,6 +161,7 @@ func (m *Main) Run(ctx context.Context) error {
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
+	go m.history.Run(ctx)
 	go m.admin.serve(ctx)
 	select {
 	case err := <-errc:

@@ -20,6 +20,7 @@ pkgs=(
 command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ ${1:-} == --test ]]; then
 	pkgs+=(chromium x11-utils) # e2e: Debian Chromium driven by Playwright; xwininfo for desktop tests
+	pkgs+=(postgresql)         # the PostgreSQL side of the store's conformance suite and e2e (initdb in a temp dir)
 fi
 
 missing=()
