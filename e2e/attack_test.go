@@ -125,7 +125,7 @@ func TestAttacks(t *testing.T) {
 
 // attacks returns the rows, one per case of the web trust boundaries.
 func attacks() []attack {
-	return []attack{
+	rows := []attack{
 		// DNS rebinding: a page on a name that resolves to 127.0.0.1 is
 		// "same origin" to itself; only the Host check stops it.
 		{
@@ -577,6 +577,7 @@ func attacks() []attack {
 			status: 400, says: "not valid JSON",
 		},
 	}
+	return append(rows, clipboardAttacks()...)
 }
 
 // newArena starts a portal for rows with env: alice holds a desktop of
@@ -763,6 +764,17 @@ func (a *arena) checkUnchanged(t *testing.T, before snapshot, allowed []string, 
 // sends msgs, each as one binary message.
 func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
 	t.Helper()
+	send := rfbHandshake(t, ws)
+	for _, m := range msgs {
+		send(m)
+	}
+	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+}
+
+// rfbHandshake does rfbClient's handshake and returns how to send more.
+func rfbHandshake(t *testing.T, ws *websocket.Conn) (send func([]byte)) {
+	t.Helper()
 	var got []byte
 	read := func(n int) []byte { // the server's bytes may come in any framing
 		for len(got) < n {
@@ -776,7 +788,7 @@ func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
 		got = got[n:]
 		return out
 	}
-	send := func(b []byte) {
+	send = func(b []byte) {
 		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
 			t.Fatalf("RFB send: %v", err)
 		}
@@ -793,11 +805,7 @@ func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
 	send([]byte{1}) // ClientInit: shared
 	init := read(24)
 	read(int(init[20])<<24 | int(init[21])<<16 | int(init[22])<<8 | int(init[23])) // the desktop's name
-	for _, m := range msgs {
-		send(m)
-	}
-	time.Sleep(200 * time.Millisecond) // let the relay pass them on (or not)
-	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	return send
 }
 
 // TestAttacks_TrickledBody is the slow attack kept out of the table: a

@@ -44,6 +44,9 @@ type connectOption struct {
 type connectInfo struct {
 	connectOption
 	Fallbacks []connectOption `json:"fallbacks"`
+	// Console is what the pool's policy allows every console of the
+	// desktop (clipboard, file transfer), for the page to follow.
+	Console vdi.ConsolePolicy `json:"console"`
 }
 
 // probeResult is what a probe of one console of one member found.
@@ -124,7 +127,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if len(opts) == 0 {
 		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
-	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
+	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console})
 	return nil
 }
 

@@ -64,6 +64,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		conn.Close() // the upgrader has already answered the client
 		return nil
 	}
+	conn = h.clipboardFilter(conn, d, p, id.Login)
 	ctx := r.Context()
 	// The holder's newest VNC or serial console takes over from the older
 	// one (QEMU serves one serial client at a time: a second would wait

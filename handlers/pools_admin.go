@@ -8,16 +8,22 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// policyRequest is a reclaim policy as API clients write it: Go durations
-// such as "15m" or "8h"; empty means the portal default (grace) or off.
+// policyRequest is a pool policy as API clients write it: Go durations
+// such as "15m" or "8h"; empty means the portal default (grace) or off;
+// the clipboard and file transfer are allowed unless turned off.
 type policyRequest struct {
-	DisconnectGrace string `json:"disconnectGrace"`
-	MaxSession      string `json:"maxSession"`
-	IdleTimeout     string `json:"idleTimeout"`
+	DisconnectGrace string        `json:"disconnectGrace"`
+	MaxSession      string        `json:"maxSession"`
+	IdleTimeout     string        `json:"idleTimeout"`
+	Clipboard       vdi.Clipboard `json:"clipboard"`
+	FileTransfer    *bool         `json:"fileTransfer"`
 }
 
 func (p policyRequest) policy() (vdi.Policy, error) {
-	var out vdi.Policy
+	out := vdi.Policy{Clipboard: p.Clipboard}
+	if p.FileTransfer != nil {
+		out.FileTransfer = vdi.ToggleOf(*p.FileTransfer)
+	}
 	for _, f := range []struct {
 		name string
 		in   string

@@ -117,6 +117,8 @@ type policyJSON struct {
 	DisconnectGrace json.RawMessage `json:"disconnectGrace,omitempty"`
 	MaxSession      json.RawMessage `json:"maxSession,omitempty"`
 	IdleTimeout     json.RawMessage `json:"idleTimeout,omitempty"`
+	Clipboard       vdi.Clipboard   `json:"clipboard,omitempty"`
+	FileTransfer    *vdi.Toggle     `json:"fileTransfer,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -124,7 +126,13 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return vdi.Policy{}, err
 	}
-	var p vdi.Policy
+	p := vdi.Policy{Clipboard: raw.Clipboard}
+	if raw.FileTransfer != nil {
+		p.FileTransfer = *raw.FileTransfer
+	}
+	if !p.Clipboard.Valid() {
+		return vdi.Policy{}, fmt.Errorf("clipboard: want both, to-desktop, from-desktop or off")
+	}
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
@@ -156,11 +164,17 @@ func parsePolicy(s string) (vdi.Policy, error) {
 
 // formatPolicy writes p as parsePolicy reads it, with duration strings.
 func formatPolicy(p vdi.Policy) string {
-	m := map[string]string{}
+	m := map[string]any{}
 	for name, d := range map[string]time.Duration{"disconnectGrace": p.DisconnectGrace, "maxSession": p.MaxSession, "idleTimeout": p.IdleTimeout} {
 		if d != 0 {
 			m[name] = d.String()
 		}
+	}
+	if p.Clipboard != "" {
+		m["clipboard"] = p.Clipboard
+	}
+	if p.FileTransfer != vdi.ToggleDefault {
+		m["fileTransfer"] = p.FileTransfer.On()
 	}
 	b, _ := json.Marshal(m)
 	return string(b)

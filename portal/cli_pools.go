@@ -74,7 +74,7 @@ type poolCreateRequest struct {
 
 // runPoolCreate is `corral-vdi-portal pool create`.
 func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
+	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
 	var req poolCreateRequest
 	acc := accessFlags(f)
 	var grace, maxSession, idle string
@@ -87,6 +87,8 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	f.StringVar(&grace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
 	f.StringVar(&maxSession, "max-session", "", "longest claim, e.g. 8h; default off")
 	f.StringVar(&idle, "idle-timeout", "", "reclaim after no input this long, e.g. 1h; default off")
+	var clipboard string
+	f.StringVar(&clipboard, "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
 	f.BoolVar(&req.LicensesAcknowledged, "i-have-licenses", false, "you hold the licences Windows desktops need (Windows Enterprise E3/E5 or VDA, or RDS CALs): required for a Windows golden VM pool above one desktop")
 	if _, err := f.parse(args); err != nil {
 		return err
@@ -95,7 +97,7 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	if n := acc.standbyCount(); n != nil {
 		req.Standby = *n
 	}
-	for k, v := range map[string]string{"disconnectGrace": grace, "maxSession": maxSession, "idleTimeout": idle} {
+	for k, v := range map[string]string{"disconnectGrace": grace, "maxSession": maxSession, "idleTimeout": idle, "clipboard": clipboard} {
 		if v != "" {
 			if req.Policy == nil {
 				req.Policy = map[string]string{}

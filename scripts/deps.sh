@@ -9,6 +9,7 @@ pkgs=(
 	openbox                    # window manager of local desktops
 	xterm                      # the terminal window on local desktops
 	x11-xserver-utils          # xsetroot
+	xclip                      # the clipboard from a local desktop's shell (and the clipboard tests)
 	fonts-dejavu-core
 	freerdp2-shadow-x11        # RDP for local desktops
 	winpr-utils                # winpr-hash: per-member NLA credentials

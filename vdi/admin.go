@@ -248,6 +248,9 @@ func validPolicy(p Policy) error {
 	if p.DisconnectGrace < 0 || p.MaxSession < 0 || p.IdleTimeout < 0 {
 		return Errorf(EInvalid, "Use zero for the default (grace) or off (max session, idle).", "Policy durations cannot be negative.")
 	}
+	if !p.Clipboard.Valid() {
+		return Errorf(EInvalid, "Use both, to-desktop, from-desktop or off.", "Unknown clipboard policy %q.", p.Clipboard)
+	}
 	return nil
 }
 
@@ -316,7 +319,8 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 			return err
 		}
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-policy", Namespace: namespace, Target: name,
-			Detail: fmt.Sprintf("grace %s; max session %s; idle %s", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout)})
+			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %t", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
+				u.Policy.Console().Clipboard, u.Policy.FileTransfer.On())})
 	}
 	if u.Access != nil || u.Limits != nil {
 		a, l := p.Access, p.Limits

@@ -103,11 +103,13 @@ type Desktop struct {
 	ClaimedAt time.Time `json:"claimedAt,omitzero"`
 	// Reclaim is the next reclaim the claim faces, if any rule applies.
 	Reclaim *Deadline `json:"reclaim,omitempty"`
+	// Console is what its pool's policy allows its consoles.
+	Console ConsolePolicy `json:"console"`
 }
 
 // desktop joins a member with its live claim (nil: none) under policy p.
 func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
-	d := Desktop{Member: m}
+	d := Desktop{Member: m, Console: p.Console()}
 	if l == nil {
 		return d
 	}

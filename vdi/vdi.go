@@ -49,12 +49,17 @@ const (
 	ProtocolTerminal Protocol = "terminal"
 )
 
-// Policy holds a pool's reclaim timers. Zero means "use the global default"
-// for DisconnectGrace and "off" for MaxSession and IdleTimeout.
+// Policy holds a pool's reclaim timers and what its consoles allow. Zero
+// means "use the global default" for DisconnectGrace, "off" for MaxSession
+// and IdleTimeout, and "allowed" for the clipboard and file transfer.
 type Policy struct {
 	DisconnectGrace time.Duration `json:"disconnectGrace,omitempty"`
 	MaxSession      time.Duration `json:"maxSession,omitempty"`
 	IdleTimeout     time.Duration `json:"idleTimeout,omitempty"`
+	// Clipboard says which way console clipboards may carry text.
+	Clipboard Clipboard `json:"clipboard,omitempty"`
+	// FileTransfer says whether RDP consoles may copy files.
+	FileTransfer Toggle `json:"fileTransfer,omitempty"`
 }
 
 // Pool is a named set of identical members.

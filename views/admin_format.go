@@ -98,6 +98,17 @@ func policyText(p vdi.Policy) string {
 	return "grace " + off(p.DisconnectGrace) + " · max session " + off(p.MaxSession) + " · idle " + off(p.IdleTimeout)
 }
 
+// consolePolicyText says what a pool's consoles may carry.
+func consolePolicyText(c vdi.ConsolePolicy) string {
+	ways := map[vdi.Clipboard]string{vdi.ClipboardBoth: "both ways", vdi.ClipboardToDesktop: "to the desktop only",
+		vdi.ClipboardFromDesktop: "from the desktop only", vdi.ClipboardOff: "off"}
+	files := "on"
+	if !c.FileTransfer {
+		files = "off"
+	}
+	return "clipboard " + ways[c.Clipboard] + " · file transfer " + files
+}
+
 // shortDuration renders d like time.Duration.String without zero tails:
 // 15m, 1h, 1h30m, 45s.
 func shortDuration(d time.Duration) string {

@@ -202,7 +202,10 @@ poolForm.addEventListener('submit', async (ev) => {
       access: parseAccess(f.access.value),
       limits: { desktopsPerUser: Number(f.perUser.value || 0) },
       standby: Number(f.standby.value || 0),
-      policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim() },
+      policy: {
+        disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
+        clipboard: f.clipboard.value, fileTransfer: f.fileTransfer.checked,
+      },
     });
     poolDialog.close();
     say(`Pool ${f.name.value.trim()} created.`, 'ok');

@@ -4,16 +4,18 @@
 // (info) carries the gateway token, the destination and, for desktops
 // whose sign-in the portal knows, the credentials, shown to the holder.
 import { wsURL } from './console-vnc.js';
+import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
+import { rdpFiles } from './console-rdp-files.js';
 
 // IronErrorKind values of @devolutions/iron-remote-desktop.
 const kinds = { General: 0, WrongPassword: 1, LogonFailure: 2, AccessDenied: 3, RDCleanPath: 4, ProxyConnect: 5, NegotiationFailure: 6 };
 
 const wrongPassword = 'Wrong user name or password.';
 
-let backend; // the IronRDP module, initialised once per page
+let rdpModule; // the IronRDP module, initialised once per page
 
 async function loadIronRDP(screen) {
-  if (!backend) {
+  if (!rdpModule) {
     const t0 = performance.now();
     const [, mod] = await Promise.all([
       import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
@@ -23,9 +25,9 @@ async function loadIronRDP(screen) {
     performance.measure('rdp-import', { start: t0, end: t1 });
     await mod.init('WARN'); // compiles the inlined wasm
     performance.measure('rdp-wasm', { start: t1 });
-    backend = mod.Backend;
+    rdpModule = mod;
   }
-  return backend;
+  return rdpModule;
 }
 
 // describe turns an IronRDP error into a sentence for the user; wrong says
@@ -102,7 +104,7 @@ export async function open(screen, info, ui) {
   // Timings (performance measures "rdp-load", "rdp-connect") say where the
   // wait goes: the client's wasm, or the connection.
   const t0 = performance.now();
-  const Backend = await loadIronRDP(screen);
+  const mod = await loadIronRDP(screen);
   performance.measure('rdp-load', { start: t0 });
   screen.style.position = 'relative';
   const el = document.createElement('iron-remote-desktop');
@@ -114,7 +116,7 @@ export async function open(screen, info, ui) {
   const ready = new Promise((resolve) => {
     el.addEventListener('ready', (ev) => resolve(ev.detail.irgUserInteraction), { once: true });
   });
-  el.module = Backend;
+  el.module = mod.Backend;
 
   const url = wsURL(info.websocket);
 
@@ -124,6 +126,9 @@ export async function open(screen, info, ui) {
   screen.append(el, panel.el);
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
+  const policy = info.console || { clipboard: 'both', fileTransfer: true };
+  const clipboard = rdpClipboard(irgui, policy, ui);
+  const files = policy.fileTransfer ? rdpFiles(mod, irgui, screen, ui) : null;
 
   let attempts = 0;
   async function start(username, password) {
@@ -147,12 +152,15 @@ export async function open(screen, info, ui) {
       .withProxyAddress(url)
       .withAuthToken(info.token)
       .withServerDomain('')
-      .withDesktopSize(size)
-      .build();
+      .withDesktopSize(size);
+    // Display control lets a server that can resize take the window's
+    // size (irgui.resize below); others keep theirs and are scaled.
+    if (typeof mod.displayControl === 'function') cfg.withExtension(mod.displayControl(true));
+    const config = cfg.build();
     let session;
     const t1 = performance.now();
     try {
-      session = await irgui.connect(cfg);
+      session = await irgui.connect(config);
       performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
       if (closed) return;
@@ -169,7 +177,7 @@ export async function open(screen, info, ui) {
       const end = await session.run();
       if (!closed) ui.lost(`Disconnected: ${end.reason()}.`);
     } catch (err) {
-      if (!closed) ui.lost(describe(err).text);
+      if (!closed) ui.lost(describe(err).text, false, true);
     }
   }
 
@@ -194,8 +202,11 @@ export async function open(screen, info, ui) {
     panel.ask();
   }
   return {
+    clipboard,
+    special: (combo) => rdpSpecial(irgui, el, combo),
     close() {
       closed = true;
+      files?.close();
       resized.disconnect();
       clearTimeout(timer);
       try { irgui.shutdown(); } catch { /* not connected */ }

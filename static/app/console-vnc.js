@@ -1,8 +1,22 @@
-// VNC console: noVNC over the portal's websocket relay.
+// VNC console: noVNC over the portal's websocket relay. The desktop takes
+// the window's size when its server can resize (ExtendedDesktopSize, as
+// local Xvnc desktops do) and is scaled to fit otherwise. The clipboard
+// goes both ways through noVNC (ClientCutText / ServerCutText, Unicode by
+// the Extended Clipboard where the server offers it); the portal's relay
+// drops what the pool's policy forbids.
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   return url.href;
+}
+
+// dropped tells whether a close ended a connection by accident (a network
+// drop, the portal or the desktop restarting), which an automatic
+// reconnect may mend, as opposed to a decision (released, reclaimed, taken
+// over by another tab).
+export function dropped(code, reason) {
+  return code === 1006 || code === 1011 || (code === 1001 && reason === 'session ended')
+    || (code === 1000 && reason === 'desktop closed the connection');
 }
 
 export async function open(screen, info, ui) {
@@ -13,15 +27,17 @@ export async function open(screen, info, ui) {
   ws.binaryType = 'arraybuffer';
   let closeReason = '';
   let goingAway = false;
+  let retry = false;
   ws.addEventListener('close', (ev) => {
     closeReason = ev.reason;
     // Released or reclaimed is final; taken over by another tab is not:
     // Reconnect takes the desktop back.
     goingAway = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
+    retry = dropped(ev.code, ev.reason);
   });
   const rfb = new RFB(screen, ws, {});
-  rfb.scaleViewport = true;
-  rfb.resizeSession = false;
+  rfb.scaleViewport = true; // when the server cannot take the window's size
+  rfb.resizeSession = !info.viewOnly; // a watching admin leaves the size alone
   rfb.focusOnClick = true;
   rfb.viewOnly = Boolean(info.viewOnly); // an admin watching (admin-shadow.js)
   rfb.addEventListener('connect', () => {
@@ -29,20 +45,29 @@ export async function open(screen, info, ui) {
     rfb.focus();
   });
   rfb.addEventListener('disconnect', (ev) => {
-    ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway);
+    ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway, retry || !ev.detail.clean);
   });
   rfb.addEventListener('securityfailure', (ev) => {
     ui.lost(`The desktop refused the connection: ${ev.detail.reason || 'security failure'}.`);
   });
-  return { close: () => rfb.disconnect(), keys: vncKeys(rfb) };
+  rfb.addEventListener('clipboard', (ev) => ui.clipboard?.(ev.detail.text));
+  screen.rfb = rfb; // for tests and the devtools
+  const keys = vncKeys(rfb);
+  return {
+    close: () => rfb.disconnect(),
+    keys,
+    clipboard: { send: (text) => rfb.clipboardPasteFrom(text) },
+    special: (combo) => keys.combo(combo),
+  };
 }
 
-// X keysyms of the keys the on-screen keyboard sends by name.
+// X keysyms of the keys sent by name.
 const XK = {
   Enter: 0xff0d, Backspace: 0xff08, Tab: 0xff09, Escape: 0xff1b, Delete: 0xffff,
   Home: 0xff50, ArrowLeft: 0xff51, ArrowUp: 0xff52, ArrowRight: 0xff53, ArrowDown: 0xff54, End: 0xff57,
-  Control: 0xffe3, Alt: 0xffe9,
+  PrintScreen: 0xff61, Control: 0xffe3, Shift: 0xffe1, Alt: 0xffe9, Meta: 0xffeb, // Super_L
 };
+for (let i = 1; i <= 12; i++) XK[`F${i}`] = 0xffbd + i; // F1 = 0xffbe
 
 // keysym returns the keysym of a named key or of one character: Latin-1
 // characters are their own keysyms, the rest are 0x01000000 + code point.
@@ -52,20 +77,45 @@ function keysym(name) {
   return cp < 0x100 ? cp : 0x01000000 | cp;
 }
 
+// Modifier keys as a keyboard sends them, by key code: a server that takes
+// QEMU extended key events (Xvnc does) tracks them by scan code.
+const held = [[0xffe1, 'ShiftLeft'], [0xffe2, 'ShiftRight'], [0xffe3, 'ControlLeft'], [0xffe4, 'ControlRight'],
+  [0xffe9, 'AltLeft'], [0xffea, 'AltRight'], [0xffeb, 'MetaLeft'], [0xffec, 'MetaRight']];
+
 // vncKeys types into the desktop with RFB key events; the server (TigerVNC
-// Xvnc) adds Shift where a character needs it.
+// Xvnc, QEMU) adds Shift where a character needs it. typable says which
+// characters paste-as-keys may send: printable ASCII, Tab and newlines,
+// which every server's keymap has (QEMU's and a BIOS's are US layouts).
 export function vncKeys(rfb) {
   const tap = (k) => rfb.sendKey(k, null); // press and release
-  return {
+  const mods = [['ctrl', XK.Control], ['alt', XK.Alt], ['shift', XK.Shift], ['meta', XK.Meta]];
+  const keys = {
     text(s) {
-      for (const ch of s) tap(keysym(ch));
+      for (const ch of s) {
+        if (ch === '\n') tap(XK.Enter);
+        else if (ch === '\t') tap(XK.Tab);
+        else tap(keysym(ch));
+      }
     },
-    key(name, { ctrl, alt } = {}) {
-      if (ctrl) rfb.sendKey(XK.Control, null, true);
-      if (alt) rfb.sendKey(XK.Alt, null, true);
+    key(name, held = {}) {
+      for (const [m, k] of mods) if (held[m]) rfb.sendKey(k, null, true);
       tap(keysym(name));
-      if (alt) rfb.sendKey(XK.Alt, null, false);
-      if (ctrl) rfb.sendKey(XK.Control, null, false);
+      for (const [m, k] of mods.toReversed()) if (held[m]) rfb.sendKey(k, null, false);
+    },
+    typable: (ch) => ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~'),
+    // release lets go of every modifier: one left held (the kiosk's
+    // Ctrl+Alt+Shift+K, whose releases go to its overlay) would change
+    // every key after it.
+    release() {
+      for (const [k, code] of held) rfb.sendKey(k, code, false);
+    },
+    // combo sends a special-keys menu entry (see specialkeys.js).
+    combo(c) {
+      keys.release();
+      if (c.name === 'Meta' && !c.ctrl && !c.alt) { tap(XK.Meta); return true; }
+      keys.key(c.name, c);
+      return true;
     },
   };
+  return keys;
 }

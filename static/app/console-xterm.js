@@ -3,7 +3,11 @@
 // addon's way); the portal turns them into bytes. A resize is one text frame
 // holding exactly {"type":"resize","cols":C,"rows":R}, which the portal
 // gives to a terminal's pty and drops for a serial line (see relay/terminal.go).
-import { wsURL } from './console-vnc.js';
+// Selecting text copies it (to the clipboard panel, and to the device's
+// clipboard when the browser lets the page); pasting pastes. The pool's
+// clipboard policy is applied here, in the page only: the bytes of a paste
+// cannot be told from typing (see README, "Clipboard and file transfer").
+import { wsURL, dropped } from './console-vnc.js';
 
 // asset returns a hashed asset URL from the page, or the unhashed path the
 // static handler also serves (pages that do not list the xterm files).
@@ -58,14 +62,25 @@ export async function open(screen, info, ui) {
   ws.addEventListener('close', (ev) => {
     if (closing) return;
     const final = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
-    ui.lost(ev.reason || (ev.code === 1000 ? 'The console closed.' : 'The connection was lost.'), final);
+    ui.lost(ev.reason || (ev.code === 1000 ? 'The console closed.' : 'The connection was lost.'), final, dropped(ev.code, ev.reason));
   });
   term.onResize(sendSize);
+  const policy = info.console || {};
+  const toDesktop = policy.clipboard !== 'off' && policy.clipboard !== 'from-desktop';
+  const fromDesktop = policy.clipboard !== 'off' && policy.clipboard !== 'to-desktop';
+  const refuse = (ev) => { ev.preventDefault(); ev.stopImmediatePropagation(); };
+  if (!toDesktop) box.addEventListener('paste', refuse, true);
+  if (!fromDesktop) box.addEventListener('copy', refuse, true);
+  term.onSelectionChange(() => {
+    const text = term.getSelection();
+    if (text && fromDesktop) ui.clipboard?.(text);
+  });
   const observer = new ResizeObserver(() => fit.fit());
   observer.observe(box);
   screen.xterm = term; // for tests and the devtools
   return {
     keys: terminalKeys(term),
+    clipboard: { send: (text) => term.paste(text) },
     close() {
       closing = true;
       observer.disconnect();
@@ -83,7 +98,10 @@ const arrows = { ArrowUp: 'A', ArrowDown: 'B', ArrowRight: 'C', ArrowLeft: 'D' }
 // input() sends through the same path as real keystrokes.
 function terminalKeys(term) {
   return {
-    text(s) { term.input(s); },
+    text(s) { term.input(s.replaceAll('\n', '\r')); },
+    // typable: any printable character (the shell reads UTF-8), Tab and
+    // newlines; other control characters could do anything.
+    typable: (ch) => ch === '\n' || ch === '\t' || !/[\p{Cc}]/u.test(ch),
     key(name, { ctrl, alt } = {}) {
       let data = name;
       if (name in arrows) data = (term.modes.applicationCursorKeysMode ? '\x1bO' : '\x1b[') + arrows[name];

@@ -1,48 +1,62 @@
 // The console page: asks the portal which console to open for this desktop
 // and hands the screen to that protocol's module. Each module exports
 // `open(screen, info, ui)`, where info is the /connect answer's chosen
-// option and ui has say(text, kind) and lost(); it returns { close() } and,
-// when the console takes typed keys, keys (see keyboard.js).
+// option (with the pool's console policy as info.console) and ui has
+// say(text, kind), lost(text, final, retry) and clipboard(text) for the
+// desktop's clipboard. It returns { close() } and, as the console allows,
+// keys (keyboard.js), clipboard { send(text) } and special(combo)
+// (specialkeys.js). A connection that drops (retry) reconnects by itself
+// with backoff, under a banner.
 import { watchReclaim } from './reclaim.js';
 import { attachKeyboard } from './keyboard.js';
+import { attachClipboard } from './clipboard.js';
+import { attachKeysMenu } from './specialkeys.js';
+import { consoleModules, errorText, fetchConnect, pickOption, Reconnector } from './connect.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
+const banner = document.getElementById('reconnect-banner');
+const modules = consoleModules(screen);
 
-// Protocol modules by name; their URLs are hashed, so the page lists them.
-const modules = {
-  vnc: screen.dataset.moduleVnc,
-  rdp: screen.dataset.moduleRdp,
-  serial: screen.dataset.moduleXterm,
-  terminal: screen.dataset.moduleXterm,
-};
+let current = null;
+const again = new Reconnector(() => connect());
 
 const ui = {
   say(text, kind) {
     status.textContent = text;
     status.dataset.kind = kind || '';
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
+    if (kind === 'ok') {
+      again.reset();
+      banner.hidden = true;
+      clipboard.connected(current?.policy);
+    }
   },
   // lost reports a connection that ended; final means the desktop is no
-  // longer the user's (released, reclaimed), so reconnecting cannot help.
-  lost(text, final = false) {
+  // longer the user's (released, reclaimed), so reconnecting cannot help;
+  // retry means it dropped (network, portal restart) rather than ended.
+  lost(text, final = false, retry = false) {
     ui.say(text, 'error');
-    reconnect.hidden = final;
+    reconnect.hidden = final || retry; // the banner has its own button
     document.getElementById('home').hidden = !final;
+    clipboard.connected(current?.policy);
+    if (retry && !final) {
+      const said = sentence(text);
+      again.schedule((s) => {
+        banner.querySelector('[data-text]').textContent = `${said} Reconnecting in ${s} s…`;
+      });
+      banner.hidden = false;
+    }
   },
+  clipboard(text) { clipboard.received(text); },
 };
 
-async function connectInfo() {
-  const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } });
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok) {
-    throw new Error([body.error || `The portal answered ${res.status}.`, body.hint].filter(Boolean).join(' '));
-  }
-  return body;
+// sentence makes a close reason ("desktop connection failed") a sentence.
+function sentence(text) {
+  const t = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
-
-let current = null;
 
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
@@ -60,21 +74,20 @@ function showFallbacks(options) {
 }
 
 async function connect() {
+  again.cancel();
+  banner.hidden = true;
   reconnect.hidden = true;
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
-  let info;
-  try {
-    info = await connectInfo();
-  } catch (err) {
-    ui.lost(err.message);
+  const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  if (!ok) {
+    // Unreachable portal: try again; a refusal is the user's to act on.
+    ui.lost(code === 0 ? 'The portal cannot be reached.' : errorText(code, body), false, code === 0 || code >= 500);
     return;
   }
-  // ?protocol=vnc picks one of the offered fallbacks instead of the best.
-  const wanted = new URLSearchParams(window.location.search).get('protocol');
-  const offered = [info, ...(info.fallbacks || [])];
-  info = offered.find((o) => o.protocol === wanted) || info;
+  const offered = [body, ...(body.fallbacks || [])];
+  const info = { ...pickOption(body), console: body.console };
   showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];
   if (!url) {
@@ -84,12 +97,16 @@ async function connect() {
   screen.replaceChildren();
   const mod = await import(url);
   current = await mod.open(screen, info, ui);
+  if (current) current.policy = info.console;
+  clipboard.connected(info.console);
   keyboard.disabled = !current?.keys;
   keyboard.title = current?.keys ? "Type with this device's on-screen keyboard"
     : `The on-screen keyboard does not reach ${names[info.protocol]} consoles yet; use VNC for typing from a phone.`;
+  keysButton.disabled = !current?.special;
 }
 
 reconnect.addEventListener('click', connect);
+banner.querySelector('button').addEventListener('click', connect);
 
 // Narrow screens fold the controls into a menu; choosing one closes it.
 const toggle = document.getElementById('menu-toggle');
@@ -100,11 +117,18 @@ function menu(open) {
 }
 toggle.addEventListener('click', () => menu(controls.dataset.open !== 'true'));
 controls.addEventListener('click', (ev) => {
-  if (ev.target.closest('button, a')) menu(false);
+  if (ev.target.closest('button, a') && !ev.target.closest('#keys-menu')) menu(false);
 });
 
 const keyboard = document.getElementById('keyboard');
 attachKeyboard(keyboard, document.getElementById('osk'), () => current?.keys);
+const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current);
+const keysButton = document.getElementById('keys-menu');
+const keysList = document.getElementById('keys-list');
+attachKeysMenu(keysButton, keysList, () => current, (text) => ui.say(text, 'error'));
+document.addEventListener('click', (ev) => {
+  if (!keysList.hidden && !ev.target.closest('#keys-list, #keys-menu')) keysList.hidden = true;
+});
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 document.getElementById('fullscreen').addEventListener('click', () => {

@@ -1,24 +1,18 @@
 // The kiosk page: one desktop full-screen for thin clients. It reuses the
-// console page's protocol modules (open(screen, info, ui) -> { close }),
-// reconnects by itself with backoff when the connection or the desktop
-// goes away, and shows a small overlay (reconnect, release) on
+// console page's protocol modules and reconnect backoff (connect.js),
+// reconnects by itself whenever the connection or the desktop goes away,
+// and shows a small overlay (reconnect, release, special keys) on
 // Ctrl+Alt+Shift+K.
+import { attachKeysMenu } from './specialkeys.js';
+import { consoleModules, errorText, fetchConnect, pickOption, Reconnector } from './connect.js';
+
 const screen = document.getElementById('screen');
 const status = document.getElementById('kiosk-status');
 const overlay = document.getElementById('kiosk-overlay');
 const message = document.getElementById('kiosk-message');
+const modules = consoleModules(screen);
 
-const modules = {
-  vnc: screen.dataset.moduleVnc,
-  rdp: screen.dataset.moduleRdp,
-  serial: screen.dataset.moduleXterm,
-  terminal: screen.dataset.moduleXterm,
-};
-
-// Backoff after a lost connection: 1 s doubling up to 30 s.
-const BACKOFF_MIN_MS = 1000;
-const BACKOFF_MAX_MS = 30000;
-let delay = BACKOFF_MIN_MS;
+const again = new Reconnector(() => connect());
 let timer = null;
 let current = null;
 let final = false;
@@ -35,14 +29,16 @@ const ui = {
   say(text, kind) {
     show(text, kind);
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
-    if (kind === 'ok') delay = BACKOFF_MIN_MS;
+    if (kind === 'ok') again.reset();
   },
   // lost: final means the desktop is no longer this kiosk's (released,
-  // reclaimed): a reload claims a new one instead of reconnecting.
+  // reclaimed): a reload claims a new one instead of reconnecting. A
+  // kiosk retries every other loss: nobody is there to press a button.
   lost(text, isFinal = false) {
     screen.dataset.connected = 'false';
     if (isFinal) {
       final = true;
+      again.cancel();
       show(`${text} Getting a new desktop…`, 'error');
       clearTimeout(timer);
       timer = setTimeout(() => window.location.reload(), 5000);
@@ -54,34 +50,29 @@ const ui = {
 
 function schedule(text) {
   if (final) return;
-  clearTimeout(timer);
-  const wait = delay;
-  delay = Math.min(delay * 2, BACKOFF_MAX_MS);
-  const again = `Reconnecting in ${Math.round(wait / 1000)} s…`;
-  show(`${text} ${again}`, 'error', `The desktop is not reachable. ${again}`);
+  const wait = again.schedule((s) => {
+    const again = `Reconnecting in ${s} s…`;
+    show(`${text} ${again}`, 'error', `The desktop is not reachable. ${again}`);
+  });
   screen.dataset.reconnectIn = String(wait);
-  timer = setTimeout(connect, wait);
 }
 
 async function connect() {
-  clearTimeout(timer);
+  again.cancel();
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
-  const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } }).catch(() => null);
-  if (!res) {
+  const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  if (code === 0) {
     schedule('The portal cannot be reached.');
     return;
   }
-  let info = await res.json().catch(() => ({}));
-  if (!res.ok) {
-    const text = [info.error || `The portal answered ${res.status}.`, info.hint].filter(Boolean).join(' ');
+  if (!ok) {
     // Not ours any more (403) or gone (404): claim anew. Else wait it out.
-    ui.lost(text, res.status === 403 || res.status === 404);
+    ui.lost(errorText(code, body), code === 403 || code === 404);
     return;
   }
-  const wanted = new URLSearchParams(window.location.search).get('protocol');
-  info = [info, ...(info.fallbacks || [])].find((o) => o.protocol === wanted) || info;
+  const info = { ...pickOption(body), console: body.console };
   const url = modules[info.protocol];
   if (!url) {
     ui.lost(`This desktop offers ${info.protocol}, which a kiosk cannot show.`, false);
@@ -106,6 +97,7 @@ window.addEventListener('keydown', (ev) => {
   if (ev.ctrlKey && ev.altKey && ev.shiftKey && ev.code === 'KeyK') {
     ev.preventDefault();
     ev.stopPropagation();
+    current?.keys?.release?.(); // the hotkey's modifiers reached the desktop
     toggleOverlay();
   } else if (ev.key === 'Escape' && !overlay.hidden) {
     ev.preventDefault();
@@ -114,15 +106,23 @@ window.addEventListener('keydown', (ev) => {
   }
 }, true);
 
+// The overlay's special keys go to the desktop once the overlay is closed,
+// so that they reach the window that had the focus.
+attachKeysMenu(null, document.getElementById('kiosk-keys'), () => {
+  toggleOverlay(false);
+  return current;
+}, (text) => show(text, 'error'));
+
 document.getElementById('kiosk-close').addEventListener('click', () => toggleOverlay(false));
 document.getElementById('kiosk-reconnect').addEventListener('click', () => {
   toggleOverlay(false);
-  delay = BACKOFF_MIN_MS;
+  again.reset();
   connect();
 });
 document.getElementById('kiosk-release').addEventListener('click', async (ev) => {
   if (!window.confirm('Release this desktop? Unsaved work in it is lost.')) return;
   final = true;
+  again.cancel();
   current?.close();
   const res = await fetch(ev.currentTarget.dataset.url, { method: 'POST', headers: { Accept: 'application/json' } }).catch(() => null);
   if (!res || !res.ok) {

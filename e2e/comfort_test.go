@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// guestShell is a shell inside a local desktop, reached the way its holder
+// reaches it: the terminal console's websocket. It runs with the desktop's
+// DISPLAY, so xclip and xdpyinfo there see the desktop as its programs do.
+type guestShell struct {
+	t   *testing.T
+	ws  *websocket.Conn
+	n   int
+	mu  sync.Mutex
+	out strings.Builder // everything the shell printed, read all along so pings get answers
+}
+
+func openGuestShell(t *testing.T, p *Portal, user, member string) *guestShell {
+	t.Helper()
+	ws, res, err := dialWS(p, user, "/ws/terminal/local/"+member, p.URL)
+	if err != nil {
+		t.Fatalf("terminal websocket: %v (%v)", err, res)
+	}
+	g := &guestShell{t: t, ws: ws}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			g.out.Write(b)
+			g.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { ws.Close(); <-done })
+	return g
+}
+
+// run runs cmd and returns what the terminal showed until it finished. The
+// end marker is printed from two pieces, so the echoed command line never
+// contains it.
+func (g *guestShell) run(cmd string) string {
+	g.t.Helper()
+	g.n++
+	end := fmt.Sprintf("__done%d__", g.n)
+	line := fmt.Sprintf("%s; printf '%%s%%s\\n' __do 'ne%d__'\r", cmd, g.n)
+	g.mu.Lock()
+	from := g.out.Len()
+	g.mu.Unlock()
+	must(g.t, g.ws.WriteMessage(websocket.TextMessage, []byte(line)))
+	var out string
+	if !eventually(20*time.Second, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		out = g.out.String()[from:]
+		return strings.Contains(out, end)
+	}) {
+		g.t.Fatalf("the shell did not finish %q; it printed:\n%s", cmd, out)
+	}
+	return out[:strings.LastIndex(out, end)]
+}
+
+// clipboard returns the desktop's CLIPBOARD selection as xclip reads it.
+func (g *guestShell) clipboard() string {
+	g.t.Helper()
+	return g.run("echo; echo '<<'\"$(xclip -o -selection clipboard 2>/dev/null)\"'>>'")
+}
+
+// dimensions returns the X screen's size as xdpyinfo reports it.
+func (g *guestShell) dimensions() string {
+	g.t.Helper()
+	m := regexp.MustCompile(`dimensions:\s+(\d+x\d+) pixels`).FindStringSubmatch(g.run("xdpyinfo | grep dimensions"))
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// screenSize returns the console's screen element size as WxH.
+func screenSize(t *testing.T, page playwright.Page) string {
+	t.Helper()
+	v, err := page.Evaluate(`() => { const s = document.getElementById('screen'); return s.clientWidth + 'x' + s.clientHeight; }`)
+	must(t, err)
+	return v.(string)
+}
+
+// pasteAsKeys types text into the console from the clipboard panel and
+// waits until it is typed.
+func pasteAsKeys(t *testing.T, page playwright.Page, text string) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(30000)
+	must(t, page.GetByTestId("clipboard-text").Fill(text))
+	must(t, page.GetByTestId("paste-as-keys").Click())
+	must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText(fmt.Sprintf("Typed %d characters", len([]rune(text)))))
+}
+
+// TestComfort_VNC drives a local desktop's VNC console: the clipboard
+// panel's text reaches the desktop's clipboard and what the desktop copies
+// shows in the panel; paste-as-keys types into the desktop's terminal
+// window, refuses what it cannot type and caps the length; the keys menu's
+// Ctrl+Alt+Del reaches the X server; the desktop follows the window's
+// size; and with the pool's clipboard off the relay drops both ways and
+// logs it, even for a page that ignores the policy.
+func TestComfort_VNC(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	shell := openGuestShell(t, p, "alice", d.Name)
+
+	t.Run("the desktop takes the window's size", func(t *testing.T) {
+		for _, size := range [][2]int{{1024, 700}, {1200, 820}} {
+			must(t, page.SetViewportSize(size[0], size[1]))
+			want, got := "", ""
+			// Within a pixel or two: the server may round odd sizes.
+			if !eventually(10*time.Second, func() bool {
+				want, got = screenSize(t, page), shell.dimensions()
+				return near(got, want, 2)
+			}) {
+				t.Errorf("window %dx%d: xdpyinfo says %s; want the console's %s", size[0], size[1], got, want)
+			}
+			t.Logf("window %dx%d: the X screen is %s", size[0], size[1], got)
+		}
+	})
+
+	must(t, page.GetByTestId("clipboard-toggle").Click())
+	must(t, expect.Locator(page.GetByTestId("clipboard-panel")).ToBeVisible())
+
+	t.Run("panel to desktop", func(t *testing.T) {
+		text := "from the panel: ünïcode ✓ 42"
+		must(t, page.GetByTestId("clipboard-text").Fill(text))
+		must(t, page.GetByTestId("clipboard-send").Click())
+		var got string
+		if !eventually(10*time.Second, func() bool { got = shell.clipboard(); return strings.Contains(got, "<<"+text+">>") }) {
+			t.Errorf("the desktop's clipboard shows %q; want %q", got, text)
+		}
+	})
+
+	t.Run("desktop to panel", func(t *testing.T) {
+		shell.run("printf 'copied in the desktop: ✓ %s' $((6*7)) | xclip -i -selection clipboard")
+		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue("copied in the desktop: ✓ 42"))
+		screenshot(t, page, "clipboard-panel")
+	})
+
+	t.Run("a desktop that floods or sends a huge clipboard", func(t *testing.T) {
+		// 300 clipboard changes as fast as xclip goes: the relay lets a
+		// burst through, drops the rest, and once the desktop is quiet
+		// tells the page of the last, which the panel then shows.
+		shell.run("for i in $(seq 300); do echo flood-$i | xclip -i -selection clipboard; done")
+		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue("flood-300\n"))
+		if !strings.Contains(p.Log(), "reason=flood") {
+			t.Error("the portal's log has no flood drop")
+		}
+		// 4 MB: Xvnc itself keeps it (its MaxCutText is 256 KiB), and the
+		// relay would cut it; the panel keeps what it had.
+		shell.run("head -c 3000000 /dev/urandom | base64 | xclip -i -selection clipboard")
+		time.Sleep(2 * time.Second)
+		if v, _ := page.GetByTestId("clipboard-text").InputValue(); len(v) > 256<<10 {
+			t.Errorf("the panel holds %d bytes; want at most 256 KiB", len(v))
+		}
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	})
+
+	// Focus the terminal window: openbox gives the focus on a click.
+	box, err := page.Locator("#screen canvas").BoundingBox()
+	must(t, err)
+	must(t, page.Mouse().Click(box.X+200, box.Y+200))
+
+	t.Run("paste as keys into the desktop's terminal window", func(t *testing.T) {
+		pasteAsKeys(t, page, "echo typed-$((6*7)) > ~/pasted.txt\n")
+		file := filepath.Join(p.homeOf(d.Name), "pasted.txt")
+		if !eventually(5*time.Second, func() bool { b, _ := os.ReadFile(file); return string(b) == "typed-42\n" }) {
+			b, _ := os.ReadFile(file)
+			t.Errorf("%s holds %q; want typed-42", file, b)
+		}
+	})
+
+	t.Run("paste as keys refuses and caps", func(t *testing.T) {
+		note := page.GetByTestId("clipboard-note")
+		must(t, page.GetByTestId("clipboard-text").Fill("naïve ✓"))
+		must(t, page.GetByTestId("paste-as-keys").Click())
+		must(t, expect.Locator(note).ToContainText(`cannot type "ï" (U+00EF), "✓" (U+2713)`))
+		// A megabyte: refused whole, with its length; the console stays up.
+		_, err := page.Evaluate(`() => { document.getElementById('clipboard-text').value = 'x'.repeat(1 << 20); }`)
+		must(t, err)
+		must(t, page.GetByTestId("paste-as-keys").Click())
+		must(t, expect.Locator(note).ToContainText("Too long to type: 1048576 characters"))
+		must(t, page.GetByTestId("clipboard-send").Click())
+		must(t, expect.Locator(note).ToContainText("Too long to send: 1048576 bytes"))
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		screenshot(t, page, "paste-refused")
+		// A long paste can be cancelled midway.
+		must(t, page.GetByTestId("clipboard-text").Fill("#"+strings.Repeat("a", 400)))
+		must(t, page.GetByTestId("paste-as-keys").Click())
+		must(t, expect.Locator(page.GetByTestId("paste-progress-row")).ToBeVisible())
+		screenshot(t, page, "paste-progress")
+		must(t, page.GetByTestId("paste-cancel").Click())
+		must(t, expect.Locator(note).ToContainText("Stopped after"))
+		pasteAsKeys(t, page, "\n") // end the half-typed comment line
+	})
+
+	t.Run("keys menu: Ctrl+Alt+Del reaches the X server", func(t *testing.T) {
+		// cat in the terminal window writes what xterm makes of the keys it
+		// gets: Delete with Ctrl and Alt held is CSI 3;7~ (modifier 1+2+4).
+		pasteAsKeys(t, page, "cat > ~/keys.log\n")
+		time.Sleep(300 * time.Millisecond)
+		must(t, page.GetByTestId("keys-menu").Click())
+		must(t, expect.Locator(page.GetByTestId("keys-list")).ToBeVisible())
+		screenshot(t, page, "keys-menu")
+		must(t, page.GetByTestId("key-ctrl-alt-del").Click())
+		pasteAsKeys(t, page, "\n")
+		file := filepath.Join(p.homeOf(d.Name), "keys.log")
+		if !eventually(5*time.Second, func() bool { b, _ := os.ReadFile(file); return strings.Contains(string(b), "\x1b[3;7~") }) {
+			b, _ := os.ReadFile(file)
+			t.Errorf("the terminal window got %q; want Ctrl+Alt+Delete (\\x1b[3;7~)", b)
+		}
+	})
+
+	t.Run("terminal: paste as keys, selection to the panel, send pastes", func(t *testing.T) {
+		_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=terminal")
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Connected"))
+		must(t, page.GetByTestId("clipboard-toggle").Click())
+		pasteAsKeys(t, page, "echo term-$((6*7))\n")
+		waitXterm(t, page, regexp.MustCompile(`(?m)^term-42$`), 10*time.Second)
+		_, err = page.Evaluate(`() => document.getElementById('screen').xterm.selectAll()`)
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue(regexp.MustCompile(`term-42`)))
+		must(t, page.GetByTestId("clipboard-text").Fill("echo pasted-$((6*7))"))
+		must(t, page.GetByTestId("clipboard-send").Click())
+		pasteAsKeys(t, page, "\n")
+		waitXterm(t, page, regexp.MustCompile(`(?m)^pasted-42$`), 10*time.Second)
+		screenshot(t, page, "terminal-panel")
+		_, err = page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=vnc")
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	})
+
+	t.Run("clipboard off: the relay drops both ways", func(t *testing.T) {
+		if code := p.APIBody(t, "boss", "PATCH", "/api/vdi/pools/local/demo", `{"policy":{"clipboard":"off"}}`, nil); code != 200 {
+			t.Fatalf("PATCH policy: %d", code)
+		}
+		shell.run("printf before-off | xclip -i -selection clipboard")
+		_, err := page.Reload()
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, page.GetByTestId("clipboard-toggle").Click())
+		must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText("clipboard off"))
+		must(t, expect.Locator(page.GetByTestId("clipboard-send")).ToBeDisabled())
+		must(t, expect.Locator(page.GetByTestId("paste-as-keys")).ToBeDisabled())
+		screenshot(t, page, "clipboard-off")
+		// A page that ignores the policy sends anyway.
+		_, err = page.Evaluate(`() => document.getElementById('screen').rfb.clipboardPasteFrom('forbidden from the page')`)
+		must(t, err)
+		shell.run("printf 'forbidden from the desktop' | xclip -i -selection clipboard")
+		time.Sleep(2 * time.Second)
+		if got := shell.clipboard(); strings.Contains(got, "forbidden from the page") {
+			t.Errorf("the desktop's clipboard got the page's text with clipboard off: %q", got)
+		}
+		if v, _ := page.GetByTestId("clipboard-text").InputValue(); strings.Contains(v, "forbidden") {
+			t.Errorf("the panel shows the desktop's text with clipboard off: %q", v)
+		}
+		var dropped []string
+		for _, line := range strings.Split(p.Log(), "\n") {
+			if strings.Contains(line, "clipboard dropped") && strings.Contains(line, "reason=policy") {
+				dropped = append(dropped, line)
+			}
+		}
+		joined := strings.Join(dropped, "\n")
+		if !strings.Contains(joined, "direction=to-desktop") || !strings.Contains(joined, "direction=from-desktop") {
+			t.Errorf("the portal's log has these clipboard drops:\n%s\nwant one each way", joined)
+		}
+		t.Logf("logged: %s", joined)
+	})
+}
+
+// near reports whether sizes a and b ("WxH") differ by at most d pixels
+// each way.
+func near(a, b string, d int) bool {
+	aw, ah, ok1 := strings.Cut(a, "x")
+	bw, bh, ok2 := strings.Cut(b, "x")
+	if !ok1 || !ok2 {
+		return false
+	}
+	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
+	return abs(n(aw)-n(bw)) <= d && abs(n(ah)-n(bh)) <= d
+}
+
+func abs(v int) int { return max(v, -v) }
+
+// TestComfort_SerialPasteAsKeys logs in on a local VM's serial console with
+// paste-as-keys alone: the user name, the password and a command.
+func TestComfort_SerialPasteAsKeys(t *testing.T) {
+	img := vmImage(t)
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	d := claimVM(t, p, "alice")
+	page := b.MustNewPage(t, 1024, 700)
+	// QEMU's VNC server through the relay's clipboard filter: the filter
+	// follows its framebuffer updates, so the console stays up.
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	time.Sleep(3 * time.Second)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if strings.Contains(p.Log(), "cannot follow") {
+		t.Errorf("the clipboard filter could not follow QEMU's VNC:\n%s", p.Log())
+	}
+	screenshot(t, page, "qemu-vnc")
+	_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=serial")
+	must(t, err)
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
+	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
+	must(t, err)
+	login, password, _ := strings.Cut(creds, ":")
+	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
+	must(t, page.GetByTestId("clipboard-toggle").Click())
+	pasteAsKeys(t, page, login+"\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
+	pasteAsKeys(t, page, password+"\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
+	pasteAsKeys(t, page, "echo serial-$((6*7))\n")
+	waitXterm(t, page, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
+	screenshot(t, page, "serial-paste-as-keys")
+}
+
+// TestComfort_Reconnect stops the desktop under an open VNC console: the
+// page shows the reconnect banner and tries again with backoff, and once
+// the desktop is started again it is back by itself.
+func TestComfort_Reconnect(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/stop", nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	banner := page.GetByTestId("reconnect-banner")
+	must(t, expect.Locator(banner).ToContainText("Reconnecting in"))
+	screenshot(t, page, "reconnecting")
+	time.Sleep(3 * time.Second) // a retry or two fails while the desktop is stopped
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/start", nil); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(banner).ToBeHidden())
+}
+
+// TestComfort_KioskKeys sends Ctrl+Alt+Del from the kiosk's overlay: the
+// overlay closes and the keys reach the desktop's terminal window.
+func TestComfort_KioskKeys(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	page := b.MustNewPage(t, 1024, 700)
+	signIn(t, page, p, "alice", "/kiosk/demo?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("screen")).ToHaveAttribute("data-connected", "true"))
+	var mine []desktop
+	p.API(t, "alice", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 1 {
+		t.Fatalf("alice holds %d desktops; want the kiosk's one", len(mine))
+	}
+	box, err := page.Locator("#screen canvas").BoundingBox()
+	must(t, err)
+	must(t, page.Mouse().Click(box.X+200, box.Y+200)) // focus the terminal window
+	_, err = page.Evaluate(`() => { const r = document.getElementById('screen').rfb;
+		for (const ch of 'cat > ~/kiosk-keys.log') r.sendKey(ch.charCodeAt(0)); r.sendKey(0xff0d); }`)
+	must(t, err)
+	time.Sleep(500 * time.Millisecond)
+	must(t, page.Keyboard().Press("Control+Alt+Shift+K"))
+	must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeVisible())
+	screenshot(t, page, "kiosk-overlay-keys")
+	must(t, page.GetByTestId("key-ctrl-alt-del").Click())
+	must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeHidden())
+	_, err = page.Evaluate(`() => document.getElementById('screen').rfb.sendKey(0xff0d)`)
+	must(t, err)
+	file := filepath.Join(p.homeOf(mine[0].Name), "kiosk-keys.log")
+	if !eventually(5*time.Second, func() bool { b, _ := os.ReadFile(file); return strings.Contains(string(b), "\x1b[3;7~") }) {
+		b, _ := os.ReadFile(file)
+		t.Errorf("the terminal window got %q; want Ctrl+Alt+Delete (\\x1b[3;7~)", b)
+	}
+}

@@ -1,0 +1,79 @@
+// Shared by the console page and the kiosk: which module shows which
+// console protocol, how to ask the portal which console to open, and the
+// backoff between reconnects.
+
+// consoleModules maps a protocol to its module's URL; the URLs are hashed,
+// so the page lists them on the screen element.
+export function consoleModules(screen) {
+  return {
+    vnc: screen.dataset.moduleVnc,
+    rdp: screen.dataset.moduleRdp,
+    serial: screen.dataset.moduleXterm,
+    terminal: screen.dataset.moduleXterm,
+  };
+}
+
+// fetchConnect asks the portal which console to open. It resolves to
+// { ok, status, info } where info is the /connect answer (or the error
+// body), and to { ok: false, status: 0 } when the portal cannot be reached.
+export async function fetchConnect(url) {
+  const res = await fetch(url, { headers: { Accept: 'application/json' } }).catch(() => null);
+  if (!res) return { ok: false, status: 0, info: {} };
+  const info = await res.json().catch(() => ({}));
+  return { ok: res.ok, status: res.status, info };
+}
+
+// errorText is a /connect error body as one sentence with its hint.
+export function errorText(status, body) {
+  return [body.error || `The portal answered ${status}.`, body.hint].filter(Boolean).join(' ');
+}
+
+// pickOption returns the offered console the URL's ?protocol= asks for,
+// else the portal's best.
+export function pickOption(info) {
+  const wanted = new URLSearchParams(window.location.search).get('protocol');
+  return [info, ...(info.fallbacks || [])].find((o) => o.protocol === wanted) || info;
+}
+
+// Backoff after a lost connection: 1 s doubling up to 30 s.
+export const BACKOFF_MIN_MS = 1000;
+export const BACKOFF_MAX_MS = 30000;
+
+// Reconnector runs connect again after a loss, waiting longer each time
+// until a connection holds. schedule(onTick) starts the wait and calls
+// onTick(seconds) each second so the page can show it; reset() after a
+// good connection; cancel() stops a wait.
+export class Reconnector {
+  constructor(connect) {
+    this.connect = connect;
+    this.delay = BACKOFF_MIN_MS;
+    this.timer = null;
+    this.ticker = null;
+  }
+
+  // schedule waits and reconnects; it returns the wait in milliseconds.
+  schedule(onTick = () => {}) {
+    this.cancel();
+    const wait = this.delay;
+    this.delay = Math.min(this.delay * 2, BACKOFF_MAX_MS);
+    const until = Date.now() + wait;
+    const tick = () => onTick(Math.max(0, Math.ceil((until - Date.now()) / 1000)));
+    tick();
+    this.ticker = setInterval(tick, 1000);
+    this.timer = setTimeout(() => {
+      this.cancel();
+      this.connect();
+    }, wait);
+    return wait;
+  }
+
+  cancel() {
+    clearTimeout(this.timer);
+    clearInterval(this.ticker);
+    this.timer = this.ticker = null;
+  }
+
+  reset() {
+    this.delay = BACKOFF_MIN_MS;
+  }
+}

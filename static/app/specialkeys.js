@@ -1,0 +1,44 @@
+// The special keys menu: key combinations a browser keeps for itself or
+// the device lacks, sent to the open console's special(combo). A module
+// returns false for a combination its protocol cannot send.
+
+// combos are the menu's entries: name is a key name (keyboard.js), the
+// flags the modifiers held.
+export const combos = [
+  { id: 'ctrl-alt-del', label: 'Ctrl+Alt+Del', name: 'Delete', ctrl: true, alt: true },
+  ...[1, 2, 3, 4, 5, 6, 7].map((n) => ({ id: `ctrl-alt-f${n}`, label: `Ctrl+Alt+F${n}`, name: `F${n}`, ctrl: true, alt: true })),
+  { id: 'super', label: 'Win / Super', name: 'Meta' },
+  { id: 'alt-tab', label: 'Alt+Tab', name: 'Tab', alt: true },
+  { id: 'print', label: 'Print Screen', name: 'PrintScreen' },
+];
+
+// attachKeysMenu fills list with a button per combination; button opens
+// and closes it. target returns the open console's module result; say
+// reports a combination the console cannot send.
+export function attachKeysMenu(button, list, target, say) {
+  list.replaceChildren(...combos.map((c) => {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = c.label;
+    b.dataset.testid = `key-${c.id}`;
+    b.dataset.combo = c.id;
+    return b;
+  }));
+  const open = (on) => {
+    list.hidden = !on;
+    button?.setAttribute('aria-expanded', String(on));
+  };
+  button?.addEventListener('click', (ev) => {
+    ev.stopPropagation();
+    open(list.hidden);
+  });
+  list.addEventListener('click', (ev) => {
+    const b = ev.target.closest('button[data-combo]');
+    if (!b) return;
+    const c = combos.find((x) => x.id === b.dataset.combo);
+    const special = target()?.special;
+    if (!special || special(c) === false) say(`${c.label} cannot be sent to this console.`);
+    if (button) open(false);
+  });
+  return { open };
+}
