@@ -146,6 +146,12 @@ func (m *Main) Open(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
+	if m.admin != nil {
+		m.admin.portalURL = m.URL()
+		if o := publicOrigins(c); len(o) > 0 {
+			m.admin.portalURL = o[0]
+		}
+	}
 	return err
 }
 
