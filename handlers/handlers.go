@@ -84,6 +84,10 @@ type Config struct {
 	// RateLimit limits each user's mutating requests; zero picks the
 	// defaults.
 	RateLimit RateLimit
+	// USB connects /ws/usbredir to VMs; nil refuses USB redirection.
+	USB USBRedirector
+	// Audit records USB attach and detach; nil records nothing.
+	Audit Auditor
 }
 
 // Handler serves the portal.
@@ -106,6 +110,9 @@ type Handler struct {
 	limits       *userLimits
 	consoles     *consoleCount
 	metricsToken string
+	usb          USBRedirector
+	usbStreams   usbStreams
+	auditor      Auditor
 }
 
 // New returns the portal's handler with every route registered.
@@ -127,6 +134,8 @@ func New(cfg Config) *Handler {
 		limits:       newUserLimits(cfg.RateLimit),
 		consoles:     newConsoleCount(cfg.MaxConsolesPerUser),
 		metricsToken: cfg.MetricsToken,
+		usb:          cfg.USB,
+		auditor:      cfg.Audit,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

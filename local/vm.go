@@ -179,6 +179,7 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		"-kernel", cfg.img.Kernel, "-initrd", initrd,
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init",
 	)
+	args = append(args, usbArgs(dir)...) // vm_usb.go
 	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)

@@ -50,6 +50,9 @@ type Main struct {
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
 	consolePaths []handlers.ConsolePath
+	// usb reaches VMs' usbredir endpoints: QEMU's chardev locally, the
+	// VMI's usbredir subresource on the kube backend.
+	usb handlers.USBRedirector
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -129,6 +132,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
+		USB: m.usb, Audit: db,
 	})
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -225,6 +229,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 			return nil, err
 		}
 	}
+	m.usb = m.backend
 	return m.backend, nil
 }
 
