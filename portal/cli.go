@@ -24,6 +24,7 @@ type cliEnv struct {
 	getenv func(string) string
 	out    io.Writer // results
 	errOut io.Writer // usage
+	in     io.Reader // answers to questions; nil: nobody to ask
 }
 
 // cliCommands are the admin subcommands; each talks to the running portal

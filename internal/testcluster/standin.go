@@ -180,6 +180,7 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	mux.HandleFunc("PUT /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/{action}", s.handlePower)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/{console}", s.handleConsole)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/portforward/{port}/{proto}", s.handlePortForward)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/usbredir", s.handleUSBRedir) // standin_usbredir.go
 	s.srv = httptest.NewUnstartedServer(mux)
 	s.srv.Listener.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -243,6 +244,7 @@ var standInResources = []metav1.APIResource{
 	{Name: "virtualmachineinstances/vnc", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 	{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 	{Name: "virtualmachineinstances/portforward", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
+	{Name: "virtualmachineinstances/usbredir", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 }
 
 func (s *KubeVirtStandIn) handleGroups(w http.ResponseWriter, r *http.Request) {
