@@ -19,6 +19,7 @@ pkgs=(
 command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ ${1:-} == --test ]]; then
 	pkgs+=(chromium x11-utils) # e2e: Debian Chromium driven by Playwright; xwininfo for desktop tests
+	pkgs+=(usbredirect)        # `usb redir` runs it on the user's machine; doctor and the CLI tests look for it
 fi
 
 missing=()

@@ -57,6 +57,9 @@ import (
 //     binary messages) to the guest's display (the same Xvnc), its serial
 //     console, and a TCP port at the VMI's first reported IP (failing
 //     without one, as virt-api does);
+//   - GET virtualmachineinstances/{name}/usbredir for a VMI with
+//     clientPassthrough: a websocket to a real QEMU's usb-redir chardev
+//     (standin_usbredir.go);
 //   - a virt-launcher Pod per running VMI, with the guest's IP as its Pod
 //     IP (standin_launcher.go): the address the pod network vouches for.
 //

@@ -49,7 +49,7 @@ func (s *KubeVirtStandIn) handleUSBRedir(w http.ResponseWriter, r *http.Request)
 	sock := filepath.Join(dir, "u.sock")
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, qemu, "-accel", "tcg", "-m", "32", "-nodefaults", "-no-user-config", "-nic", "none", "-display", "none", "-S",
+	cmd := exec.CommandContext(ctx, qemu, "-accel", "tcg", "-m", "32", "-nodefaults", "-no-user-config", "-nic", "none", "-display", "none",
 		"-device", "qemu-xhci,id=xhci",
 		"-chardev", "socket,id=usbredir0,path="+sock+",server=on,wait=off",
 		"-device", "usb-redir,chardev=usbredir0,id=usbredirdev0,bus=xhci.0")
