@@ -75,15 +75,15 @@ func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, i
 		return vdi.Errorf(vdi.EForbidden, "Only the desktop's holder may attach USB devices; assign it to yourself to use it.",
 			"You do not hold %s, so you cannot attach a USB device to it.", ref)
 	}
+	if !h.checkOrigin(r) {
+		return vdi.Errorf(vdi.EForbidden, "Attach devices with `corral-vdi-portal usb redir` or from the portal's own pages.",
+			"USB websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
+	}
 	if err := h.usbSupported(r.Context(), id, d); err != nil {
 		return err
 	}
 	if d.Power != vdi.PowerRunning {
 		return vdi.Errorf(vdi.EUnavailable, "Start it from the desktop page, then attach the device again.", "Desktop %s is %s.", ref, d.Power)
-	}
-	if !h.checkOrigin(r) {
-		return vdi.Errorf(vdi.EForbidden, "Attach devices with `corral-vdi-portal usb redir` or from the portal's own pages.",
-			"USB websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
 	releaseStream, err := h.usbStreams.take(ref, id.Login)
 	if err != nil {
