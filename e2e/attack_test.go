@@ -159,7 +159,14 @@ func attacks() []attack {
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", "mallory", "Origin", "http://"+a.host)
 			},
-			status: 403, says: "holder",
+			status: 403, says: "is not yours",
+		},
+		{
+			name: "USBRedirByAdminNotHolder",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
+			},
+			status: 403, says: "Only the desktop's holder",
 		},
 		{
 			name: "USBRedirCrossOrigin",
