@@ -33,7 +33,7 @@ const virtctlInstall = "virtctl is not on PATH: download virtctl-<version>-linux
 func runUSBRedir(ctx context.Context, e cliEnv, args []string) error {
 	f := newCLIFlags(e, "usb redir", "NS/DESKTOP --device VID:PID (--portal URL [--token T] | --user U) [--yes]")
 	portalURL := f.String("portal", "", "the portal's URL, e.g. https://vdi.example.ts.net: share a device of this machine with your desktop")
-	device := f.String("device", "", "the device as VID:PID (see `corral-vdi-portal usb list`)")
+	device := f.String("device", "", "the device as VID:PID, as \"corral-vdi-portal usb list\" shows it")
 	token := f.String("token", "", "the USB token from the desktop's page, when the portal signs you in with OIDC (CORRAL_VDI_USB_TOKEN)")
 	user := f.String("user", "", "admin path: the user who holds the desktop; runs virtctl usbredir with your kubeconfig")
 	yes := f.Bool("yes", false, "attach without asking")
