@@ -113,6 +113,7 @@ type Handler struct {
 	usb          USBRedirector
 	usbStreams   usbStreams
 	auditor      Auditor
+	publicURLs   []string
 }
 
 // New returns the portal's handler with every route registered.
@@ -136,6 +137,7 @@ func New(cfg Config) *Handler {
 		metricsToken: cfg.MetricsToken,
 		usb:          cfg.USB,
 		auditor:      cfg.Audit,
+		publicURLs:   cfg.PublicURLs,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

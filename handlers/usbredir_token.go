@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // usbTokenTTL is how long a token from the console page opens a USB
@@ -108,3 +109,32 @@ func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
 // USBToken mints the token the console page's `usb redir` command carries
 // for login on ref.
 func USBToken(login string, ref vdi.Ref) string { return usbTokenIssuer.mint(login, ref) }
+
+// usbHint returns the console page's USB command for the holder of a VM
+// on a portal that redirects USB, or nil.
+func (h *Handler) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.USBHint {
+	if d.Holder != id.Login || h.usbSupported(r.Context(), id, d) != nil || !h.isVM(r, id, d) {
+		return nil
+	}
+	base := "http://" + r.Host
+	if len(h.publicURLs) > 0 {
+		base = strings.TrimSuffix(h.publicURLs[0], "/")
+	}
+	ref := d.Ref()
+	return &views.USBHint{TokenTTL: usbTokenTTL.String(), Command: "corral-vdi-portal usb redir --portal " + base + " " + ref.String() +
+		" --device VID:PID --token " + usbTokenIssuer.mint(id.Login, ref)}
+}
+
+// isVM reports whether d belongs to a vm pool that id can see.
+func (h *Handler) isVM(r *http.Request, id vdi.Identity, d vdi.Desktop) bool {
+	pools, err := h.desktops.Pools(r.Context(), id)
+	if err != nil {
+		return false
+	}
+	for _, p := range pools {
+		if p.Namespace == d.Namespace && p.Name == d.Pool {
+			return p.Kind == vdi.KindVM
+		}
+	}
+	return false
+}

@@ -10,17 +10,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
+
+// usbCommandRE finds the console page's usb redir command.
+var usbCommandRE = regexp.MustCompile(`data-testid="usb-command">corral-vdi-portal usb redir --portal (\S+) (\S+) --device VID:PID --token (\S+)</pre>`)
 
 // fakeUSBRedirectEnv makes the test binary act as Debian's usbredirect
 // (the usbredir "host" side) for `usb redir`: there is no USB device on a
@@ -170,7 +172,16 @@ func TestUSBRedir_LocalQEMU(t *testing.T) {
 	})
 	t.Run("CLIBridgesUSBRedirect", func(t *testing.T) {
 		mustFakeOnPath(t, "usbredirect", fakeUSBRedirectEnv, "1")
-		tok := handlers.USBToken("alice", vdi.Ref{Namespace: "local", Name: local.DemoVMPool + "-1"})
+		// The console page shows the command, with its token, to the holder.
+		_, page := p.api(t, "alice", "GET", "/desktops/"+vm, "")
+		m := usbCommandRE.FindStringSubmatch(page)
+		if m == nil || m[1] != base || m[2] != vm {
+			t.Fatalf("console page of %s shows no usb redir command for %s:\n%s", vm, base, page)
+		}
+		tok := m[3]
+		if _, page := p.api(t, "alice", "GET", "/desktops/local/usbct-1", ""); strings.Contains(page, "usb-hint") {
+			t.Fatal("a session desktop's page offers USB")
+		}
 		var out, errOut bytes.Buffer
 		e := cliEnv{getenv: func(string) string { return "" }, out: &out, errOut: &errOut}
 		var err error
