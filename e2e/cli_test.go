@@ -8,6 +8,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
 // cli runs the binary's admin subcommand args against p and returns its
@@ -131,4 +134,47 @@ func TestCLI_Walkthrough(t *testing.T) {
 	if out, _, code := p.cli(t, "assign", "local/walk", "frank"); code != 3 {
 		t.Fatalf("assign after delete: exit %d %q; want 3", code, out)
 	}
+}
+
+// TestCLI_WalkthroughKube is the walkthrough on the kube backend: a pool
+// of three VMs cloned from a golden VM through the stand-in, the CLI and
+// the web seeing each other's claims, connect naming the path, and the
+// pool gone with its VMs at the end.
+func TestCLI_WalkthroughKube(t *testing.T) {
+	e := startKubeEnv(t)
+	p := e.portal
+	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
+	pool := e.ns + "/walk"
+	if out := p.mustCLI(t, "pool", "create", "walk", "--from", "golden", "--kind", "vm", "--size", "3", "--ephemeral", "-n", e.ns); !contains(out, "created pool "+pool+": 3 ephemeral vm desktops") {
+		t.Fatalf("pool create printed %q", out)
+	}
+	waitFor(t, time.Minute, "three members cloned", func() bool { return len(e.poolVMs(t, "walk")) == 3 })
+	var d desktop
+	if code := p.API(t, "erin", "POST", "/api/vdi/pools/"+pool+"/claim", &d); code != 200 {
+		t.Fatalf("erin claims on the web: %d", code)
+	}
+	out := p.mustCLI(t, "pool", "list", pool)
+	if f := fields(out, e.ns+"/"+d.Name); len(f) < 4 || f[2] != "erin" || f[3] != "running" {
+		t.Fatalf("pool list row of erin's %s: %q in\n%s", d.Name, f, out)
+	}
+	out = p.mustCLI(t, "assign", pool, "frank")
+	member := strings.Fields(strings.TrimPrefix(out, "assigned "))[0]
+	if !contains(out, "to frank (running)") || member == e.ns+"/"+d.Name {
+		t.Fatalf("assign printed %q", out)
+	}
+	var mine []desktop
+	if p.API(t, "frank", "GET", "/api/vdi/desktops", &mine); len(mine) != 1 || e.ns+"/"+mine[0].Name != member {
+		t.Fatalf("frank's desktops on the web: %+v; want %s", mine, member)
+	}
+	out = p.mustCLI(t, "connect", member)
+	if f := fields(out, "best"); len(f) < 3 || (f[2] != "direct" && f[2] != "apiserver") {
+		t.Fatalf("connect printed:\n%s", out)
+	}
+	p.mustCLI(t, "unassign", member)
+	p.mustCLI(t, "unassign", e.ns+"/"+d.Name, "--force")
+	if out := p.mustCLI(t, "pool", "list", pool); strings.Count(out, " free ") != 3 {
+		t.Fatalf("pool list after unassigning both:\n%s", out)
+	}
+	p.mustCLI(t, "pool", "delete", pool)
+	waitFor(t, time.Minute, "the pool's VMs deleted", func() bool { return len(e.poolVMs(t, "walk")) == 0 })
 }
