@@ -145,7 +145,7 @@ func TestCLI_WalkthroughKube(t *testing.T) {
 	p := e.portal
 	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
 	pool := e.ns + "/walk"
-	if out := p.mustCLI(t, "pool", "create", "walk", "--from", "golden", "--kind", "vm", "--size", "3", "--ephemeral", "-n", e.ns); !contains(out, "created pool "+pool+": 3 ephemeral vm desktops") {
+	if out := p.mustCLI(t, "pool", "create", "walk", "--from", "golden", "--size", "3", "--ephemeral", "-n", e.ns); !contains(out, "created pool "+pool+": 3 ephemeral vm desktops") {
 		t.Fatalf("pool create printed %q", out)
 	}
 	waitFor(t, time.Minute, "three members cloned", func() bool { return len(e.poolVMs(t, "walk")) == 3 })

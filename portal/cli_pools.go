@@ -85,7 +85,8 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	f.StringVar(&req.Kind, "kind", "", "vm (cloned from a golden VM) or ct (containers or session desktops); default ct")
 	f.StringVar(&req.Mode, "mode", "", "persistent (reclaim stops a desktop, keeps its disk) or ephemeral (reclaim recreates it); default ephemeral")
 	f.StringVar(&req.Source, "source", "", "golden VM, image or local template the desktops are made from")
-	f.StringVar(&req.Source, "from", "", "same as -source, as the walkthrough writes it")
+	var from string
+	f.StringVar(&from, "from", "", "the golden VM the desktops are cloned from (a vm pool unless -kind says otherwise; \"session\" is the local backend's session desktop)")
 	ephemeral := f.Bool("ephemeral", false, "same as -mode ephemeral")
 	f.IntVar(&req.Size, "size", 1, "how many desktops")
 	f.StringVar(&grace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
@@ -110,6 +111,15 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	case req.Name == "":
 		f.Usage()
 		return usagef("pool create wants the pool's NAME")
+	}
+	if from != "" {
+		if req.Source != "" && req.Source != from {
+			return usagef("pool create: --from %q and -source %q differ; give one", from, req.Source)
+		}
+		req.Source = from
+		if req.Kind == "" && from != "session" {
+			req.Kind = string(vdi.KindVM) // the walkthrough's GOLDEN is a VM
+		}
 	}
 	if *ephemeral {
 		if req.Mode != "" && req.Mode != string(vdi.ModeEphemeral) {
