@@ -125,7 +125,7 @@ func TestAttacks(t *testing.T) {
 
 // attacks returns the rows, one per case of the web trust boundaries.
 func attacks() []attack {
-	return []attack{
+	return append(usbAttacks(), []attack{
 		// DNS rebinding: a page on a name that resolves to 127.0.0.1 is
 		// "same origin" to itself; only the Host check stops it.
 		{
@@ -148,52 +148,6 @@ func attacks() []attack {
 			name: "RebindTerminalWebsocket",
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Host", rebindTo+portOf(a.host),
-					"Origin", "http://"+rebindTo+portOf(a.host), "Tailscale-User-Login", "alice")
-			},
-			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
-		},
-		// USB redirection: the holder's own VM only, never cross-origin,
-		// never a session desktop, never with a token made up.
-		{
-			name: "USBRedirByNonHolder",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", "mallory", "Origin", "http://"+a.host)
-			},
-			status: 403, says: "is not yours",
-		},
-		{
-			name: "USBRedirByAdminNotHolder",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
-			},
-			status: 403, says: "Only the desktop's holder",
-		},
-		{
-			name: "USBRedirCrossOrigin",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://evil.example")
-			},
-			status: 403, says: "origin",
-		},
-		{
-			name: "USBRedirSessionDesktop",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
-			},
-			status: 400, says: "Not supported: USB needs a KubeVirt or QEMU VM",
-		},
-		{
-			name: "USBRedirForgedToken",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				forged := "eyJ1IjoiYWxpY2UiLCJkIjoibG9jYWwvZGVtby0xIiwiZSI6OTk5OTk5OTk5OX0.AAAA"
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Authorization", "Bearer "+forged)
-			},
-			status: 401, says: "not valid",
-		},
-		{
-			name: "USBRedirRebind",
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/usbredir/local/"+a.victim, "Host", rebindTo+portOf(a.host),
 					"Origin", "http://"+rebindTo+portOf(a.host), "Tailscale-User-Login", "alice")
 			},
 			status: 421, says: "CORRAL_VDI_PUBLIC_URL",
@@ -622,7 +576,7 @@ func attacks() []attack {
 			},
 			status: 400, says: "not valid JSON",
 		},
-	}
+	}...)
 }
 
 // newArena starts a portal for rows with env: alice holds a desktop of

@@ -51,7 +51,9 @@ func TestUSBRedir_Kube(t *testing.T) {
 	}
 	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t)), ns)
 	env := map[string]string{"CORRAL_VDI_ADMIN_SOCKET": m.Config.AdminSocket}
-	cli := func(args ...string) (string, error) { return runCLITest(t, func(k string) string { return env[k] }, args...) }
+	cli := func(args ...string) (string, error) {
+		return runCLITest(t, func(k string) string { return env[k] }, args...)
+	}
 	for _, pool := range []string{"usb", "plain"} {
 		if out, err := cli("assign", ns+"/"+pool, "alice"); err != nil || !strings.Contains(out, "to alice") {
 			t.Fatalf("assign %s/%s alice: %q, %v", ns, pool, out, err)
