@@ -166,7 +166,17 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 	case !isPool:
 		return poolErr
 	}
-	// A free desktop of the pool: running ones first, as a claim picks.
+	// As a claim does: the desktop USER holds already, else a free one of
+	// the pool, running ones first.
+	for _, d := range ds {
+		if d.Namespace == ns && d.Pool == name && d.Holder == user {
+			raw, err := json.Marshal(d)
+			if err != nil {
+				return err
+			}
+			return f.done(raw, "%s holds %s/%s already (%s)\n  see `corral-vdi-portal connect %s/%s`", user, d.Namespace, d.Name, d.Power, d.Namespace, d.Name)
+		}
+	}
 	var free []vdi.Desktop
 	for _, d := range ds {
 		if d.Namespace == ns && d.Pool == name && d.Holder == "" && d.Power != vdi.PowerFailed {

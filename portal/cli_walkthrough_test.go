@@ -45,6 +45,9 @@ func TestCLI_Walkthrough(t *testing.T) {
 	if member == "local/"+web.Name {
 		t.Fatalf("assign gave carol's %s to dave", member)
 	}
+	if again := p.mustCLI(t, "assign", "local/walk", "dave"); !strings.Contains(again, "dave holds "+member+" already") {
+		t.Fatalf("assigning the pool to dave again printed %q; want his desktop back", again)
+	}
 	// ...and the web shows it to dave.
 	code, body = p.api(t, "dave", "GET", "/api/vdi/desktops", "")
 	if code != http.StatusOK || !strings.Contains(body, `"name":"`+strings.TrimPrefix(member, "local/")+`"`) {
