@@ -228,4 +228,28 @@ func TestUSBRedir_LocalQEMU(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ReleaseDetaches", func(t *testing.T) {
+		var ws *websocket.Conn
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if ws, _, err = dialUSB(base, vm, alice); err == nil || time.Now().After(deadline) {
+				break // the earlier streams' ends reach the portal a moment later
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		mustHandshake(t, ws)
+		p.mustCLI(t, "release", vm, "-reason", "maintenance")
+		ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				if strings.Contains(err.Error(), "timeout") {
+					t.Fatalf("the USB stream outlived the release: %v", err)
+				}
+				return
+			}
+		}
+	})
 }
