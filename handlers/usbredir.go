@@ -112,7 +112,8 @@ func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, i
 	h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "usb-attach", Namespace: ref.Namespace, Target: ref.Name, Detail: "via " + path})
 	h.runSession(r.Context(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
-		opts.MaxMessage = -1 // bulk transfers: the relay's buffers bound memory, not a message cap
+		// relay's default message cap (1 MiB) is far above what usbredir
+		// clients send at once (`usb redir` writes at most 64 KiB).
 		st, err := relay.Pipe(ctx, ws, conn, opts)
 		h.audit(context.WithoutCancel(ctx), vdi.AuditEvent{Actor: id.Login, Action: "usb-detach", Namespace: ref.Namespace, Target: ref.Name,
 			Detail: fmt.Sprintf("%d bytes to the VM, %d from it", st.BytesIn, st.BytesOut)})

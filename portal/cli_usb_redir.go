@@ -121,6 +121,10 @@ func usbRedirPortal(ctx context.Context, e cliEnv, base, path, desktop, device, 
 		return fmt.Errorf("usbredirect ended before it connected (%v): is %s plugged in, and may you open it (udev rules, or run as root)?", err, device)
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("usbredirect did not connect within 30s; run it with -v 5 by hand to see why")
 	}
 	fmt.Fprintf(e.out, "attached %s to %s; Ctrl-C detaches it\n", device, desktop)
 	bridge(ws, conn)
