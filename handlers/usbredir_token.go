@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -121,7 +122,7 @@ func (h *Handler) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *view
 		base = strings.TrimSuffix(h.publicURLs[0], "/")
 	}
 	ref := d.Ref()
-	return &views.USBHint{TokenTTL: usbTokenTTL.String(), Command: "corral-vdi-portal usb redir --portal " + base + " " + ref.String() +
+	return &views.USBHint{TokenTTL: fmt.Sprintf("%d minutes", int(usbTokenTTL.Minutes())), Command: "corral-vdi-portal usb redir --portal " + base + " " + ref.String() +
 		" --device VID:PID --token " + usbTokenIssuer.mint(id.Login, ref)}
 }
 

@@ -15,7 +15,7 @@ import templruntime "github.com/a-h/templ/runtime"
 type USBHint struct {
 	// Command is the `corral-vdi-portal usb redir` line to copy.
 	Command string
-	// TokenTTL says how long the command's token works, e.g. "10m0s".
+	// TokenTTL says how long the command's token works, e.g. "10 minutes".
 	TokenTTL string
 }
 
