@@ -114,3 +114,14 @@ func TestCLI_ExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIGolden_Usage checks the admin subcommands' overview that `help`
+// prints, and that it names every subcommand.
+func TestCLIGolden_Usage(t *testing.T) {
+	for name := range cliCommands {
+		if !strings.Contains(cliUsage, "\n  "+name+" ") && !strings.Contains(cliUsage, "\n  "+name+"\n") {
+			t.Errorf("cliUsage does not list %s", name)
+		}
+	}
+	mustMatchGolden(t, "cli/usage.golden", cliUsage+"\n")
+}
