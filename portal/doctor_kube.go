@@ -115,7 +115,12 @@ func checkKubeVirt(ctx context.Context, fs *findings, cs kubernetes.Interface, d
 		}
 	}
 	if _, ok := servesResource(cs, "subresources.kubevirt.io", "virtualmachineinstances/vnc"); ok {
-		fs.ok("virt-api", "subresources.kubevirt.io is served: power, consoles and usbredir through the API server")
+		fs.ok("virt-api", "subresources.kubevirt.io is served: power and consoles through the API server")
+		if _, ok := servesResource(cs, "subresources.kubevirt.io", "virtualmachineinstances/usbredir"); ok {
+			fs.ok("usbredir", "virt-api serves usbredir: holders can attach USB devices to VMs with clientPassthrough")
+		} else {
+			fs.warn("usbredir", "Upgrade KubeVirt (usbredir came in v0.44) to let holders attach USB devices.", "virt-api serves no usbredir subresource")
+		}
 	} else {
 		fs.fail("virt-api", "Check virt-api's pods and the v1.subresources.kubevirt.io APIService (kubectl get apiservice).",
 			"subresources.kubevirt.io is not served: desktops cannot be started, stopped or reached through the API server")

@@ -96,6 +96,7 @@ func TestDoctor_Kube(t *testing.T) {
 			}
 		}
 		mustLevel(t, fs, "kubevirt", levelOK, "KubeVirt v1.9.0")
+		mustLevel(t, fs, "usbredir", levelOK, "virt-api serves usbredir")
 		mustLevel(t, fs, "rbac", levelOK, "verbs the portal uses are allowed")
 		mustLevel(t, fs, "snapshot-class", levelOK, "doctor-snap")
 		mustLevel(t, fs, "lease-namespace", levelOK, "corral-vdi")
