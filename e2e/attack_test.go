@@ -577,7 +577,8 @@ func attacks() []attack {
 			status: 400, says: "not valid JSON",
 		},
 	}
-	return append(rows, clipboardAttacks()...)
+	rows = append(rows, clipboardAttacks()...)
+	return append(usbAttacks(), rows...)
 }
 
 // newArena starts a portal for rows with env: alice holds a desktop of

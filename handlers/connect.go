@@ -38,6 +38,10 @@ type connectOption struct {
 	Token       string          `json:"token,omitempty"`
 	Destination string          `json:"destination,omitempty"`
 	Credentials *rdpCredentials `json:"credentials,omitempty"`
+	// Path and PathError say, for an admin's ?paths=1, how the console
+	// would be reached (direct, peer, apiserver) or why not.
+	Path      string `json:"path,omitempty"`
+	PathError string `json:"pathError,omitempty"`
 }
 
 // connectInfo answers /connect: the best console and the others.
@@ -126,6 +130,9 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	opts := h.connectOptions(r.Context(), id, d)
 	if len(opts) == 0 {
 		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
+	}
+	if id.Admin && r.URL.Query().Get("paths") == "1" {
+		h.annotatePaths(r.Context(), d.Ref(), opts)
 	}
 	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console})
 	return nil

@@ -18,6 +18,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Desktop:    d,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
+		USB:        h.usbHint(r, id, d),
 	}))
 	return nil
 }

@@ -92,6 +92,10 @@ type Config struct {
 	// RateLimit limits each user's mutating requests; zero picks the
 	// defaults.
 	RateLimit RateLimit
+	// USB connects /ws/usbredir to VMs; nil refuses USB redirection.
+	USB USBRedirector
+	// Audit records USB attach and detach; nil records nothing.
+	Audit Auditor
 }
 
 // Handler serves the portal.
@@ -117,6 +121,10 @@ type Handler struct {
 	consoles     *consoleCount
 	metricsToken string
 	replica      string
+	usb          USBRedirector
+	usbStreams   usbStreams
+	auditor      Auditor
+	publicURLs   []string
 }
 
 // New returns the portal's handler with every route registered.
@@ -140,6 +148,9 @@ func New(cfg Config) *Handler {
 		limits:       newUserLimits(cfg.RateLimit),
 		consoles:     newConsoleCount(cfg.MaxConsolesPerUser),
 		metricsToken: cfg.MetricsToken,
+		usb:          cfg.USB,
+		auditor:      cfg.Audit,
+		publicURLs:   cfg.PublicURLs,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -200,6 +200,7 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		"-kernel", "/dev/fd/3", "-initrd", initrd, // the kernel is the portal's: QEMU gets it open
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init",
 	)
+	args = append(args, usbArgs(dir)...) // vm_usb.go
 	kernel, err := os.Open(cfg.img.Kernel)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)

@@ -50,6 +50,9 @@ type adminSocket struct {
 	srv  *http.Server
 	api  http.Handler
 	log  *slog.Logger
+	// portalURL is the portal's web address, told to the CLI on every
+	// answer (portalURLHeader).
+	portalURL string
 }
 
 // openAdminSocket listens on path (nil, nil when path is empty), replacing
@@ -187,6 +190,9 @@ func (a *adminSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/api/") {
 		writeSocketError(w, http.StatusNotFound, "The admin socket serves the /api/ routes only.", "Open the portal's pages in a browser.")
 		return
+	}
+	if a.portalURL != "" {
+		w.Header().Set(portalURLHeader, a.portalURL)
 	}
 	name := userName(p.uid)
 	id := vdi.Identity{Login: auth.CLIPrefix + name, Name: name, Admin: true}

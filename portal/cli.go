@@ -24,6 +24,7 @@ type cliEnv struct {
 	getenv func(string) string
 	out    io.Writer // results
 	errOut io.Writer // usage
+	in     io.Reader // answers to questions; nil: nobody to ask
 }
 
 // cliCommands are the admin subcommands; each talks to the running portal
@@ -34,9 +35,13 @@ var cliCommands = map[string]func(ctx context.Context, e cliEnv, args []string) 
 	"desktops": runDesktops,
 	"release":  runRelease,
 	"assign":   runAssign,
+	"unassign": runUnassign,
+	"connect":  runConnect,
 	"recreate": runRecreate,
 	"history":  runHistory,
 	"audit":    runAudit,
+	"doctor":   runDoctor,
+	"usb":      runUSB,
 }
 
 // cliUsage is the help text of the admin subcommands.
@@ -44,18 +49,31 @@ const cliUsage = `Admin subcommands talk to the running portal over its admin so
 (admin.sock in CORRAL_VDI_DATA_DIR; root or the portal's user only):
 
   pools                                    list pools
-  pool create -name N [-size K] ...        create a pool (pool create -h)
+  pool create NAME --from GOLDEN --size N [--ephemeral] [-n NS] ...
+                                           create a pool (pool create -h)
+  pool list [NS/POOL]                      one row per desktop: holder or free, power, since
   pool update NS/POOL -access-groups G ...  who may use a pool, desktops per user (pool update -h)
   pool resize NS/POOL SIZE                 add or remove free desktops
   pool delete NS/POOL                      delete a pool nobody holds a desktop of
   desktops [-all]                          claimed desktops (-all: every desktop)
+  assign NS/POOL USER                      give USER a free desktop of the pool and start it
+  assign NS/DESKTOP USER                   give that free desktop to USER
+  unassign NS/DESKTOP [--force]            release it (--force: USER claimed it themselves)
   release NS/DESKTOP [-reason R]           force-release a desktop
-  assign NS/DESKTOP USER                   give a free desktop to USER
+  connect NS/DESKTOP                       the one-click URL and every console with its path
   recreate NS/DESKTOP                      make a free desktop fresh from its source
   history [-user U] [-pool NS/POOL] [-since 24h] [-until T]   console sessions
   audit [-user U] [-pool NS/POOL] [-since 24h] [-until T]     the audit log
 
-Each takes -h, -json (machine output) and -socket PATH.`
+These need no running portal:
+  doctor                                   check this machine or cluster before creating pools
+  usb list                                 USB devices on this machine
+  usb redir --portal URL NS/DESKTOP --device VID:PID   share a USB device with your desktop
+  usb redir NS/DESKTOP --device VID:PID --user U       admin path: virtctl usbredir for U's VM
+
+Each takes -h (with examples), -json (machine output) and, talking to the
+portal, -socket PATH. Exit codes: 0 done, 1 failed, 2 usage, 3 not found,
+4 conflict (nothing free, held, ambiguous), 5 portal not running, 6 refused.`
 
 // cliFlags is a subcommand's flag set with the flags every subcommand has.
 type cliFlags struct {
@@ -63,6 +81,8 @@ type cliFlags struct {
 	env    cliEnv
 	socket string
 	json   bool
+	// examples, when set, close the help text.
+	examples string
 }
 
 // newCLIFlags returns the flag set of the subcommand name, whose arguments
@@ -75,30 +95,45 @@ func newCLIFlags(e cliEnv, name, usage string) *cliFlags {
 	f.Usage = func() {
 		fmt.Fprintf(f.Output(), "usage: corral-vdi-portal %s %s\n\nflags:\n", name, usage)
 		f.PrintDefaults()
+		if f.examples != "" {
+			fmt.Fprintf(f.Output(), "\nexamples:\n%s\n", f.examples)
+		}
 	}
 	return f
+}
+
+// parseFlags parses args with flags before, between or after the
+// positional arguments and returns those; flag errors are usage errors.
+func (f *cliFlags) parseFlags(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err}
+		}
+		if f.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, f.Arg(0))
+		args = f.Args()[1:]
+	}
 }
 
 // parse parses args with flags before, between or after the positional
 // arguments, whose names want lists.
 func (f *cliFlags) parse(args []string, want ...string) ([]string, error) {
-	var pos []string
-	for {
-		if err := f.Parse(args); err != nil {
-			return nil, err
-		}
-		if f.NArg() == 0 {
-			break
-		}
-		pos = append(pos, f.Arg(0))
-		args = f.Args()[1:]
+	pos, err := f.parseFlags(args)
+	if err != nil {
+		return nil, err
 	}
 	if len(pos) != len(want) {
 		f.Usage()
 		if len(want) == 0 {
-			return nil, fmt.Errorf("%s takes no arguments, got %s", f.Name(), strings.Join(pos, " "))
+			return nil, usagef("%s takes no arguments, got %s", f.Name(), strings.Join(pos, " "))
 		}
-		return nil, fmt.Errorf("%s wants %s, got %q", f.Name(), strings.Join(want, " "), strings.Join(pos, " "))
+		return nil, usagef("%s wants %s, got %q", f.Name(), strings.Join(want, " "), strings.Join(pos, " "))
 	}
 	return pos, nil
 }
@@ -144,7 +179,13 @@ type adminClient struct {
 	socket string
 	where  string // how the socket was found
 	http   *http.Client
+	// portalURL is the portal's web address, as its answers say.
+	portalURL string
 }
+
+// portalURLHeader carries the portal's web address on the admin socket's
+// answers, for commands that print links.
+const portalURLHeader = "Corral-Portal-Url"
 
 // apiError is an error the portal answered with: what happened and what
 // to do next.
@@ -184,6 +225,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (js
 		return nil, c.dialError(err)
 	}
 	defer res.Body.Close()
+	if u := res.Header.Get(portalURLHeader); u != "" {
+		c.portalURL = u
+	}
 	answer, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
 		return nil, fmt.Errorf("reading the portal's answer: %w", err)
@@ -222,10 +266,10 @@ func jsonInto(raw json.RawMessage, out any) error {
 func (c *adminClient) dialError(err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("the portal is not running: nothing answers on %s, looked for %s.\n"+
-			"  Start it with `make run` or `corral-vdi-portal serve`, or point -socket (CORRAL_VDI_ADMIN_SOCKET) at the admin socket of the portal you mean", c.socket, c.where)
+		return &noPortalError{fmt.Errorf("the portal is not running: nothing answers on %s, looked for %s.\n"+
+			"  Start it with `make run` or `corral-vdi-portal serve`, or point -socket (CORRAL_VDI_ADMIN_SOCKET) at the admin socket of the portal you mean", c.socket, c.where)}
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("permission denied on the admin socket %s: only root and the portal's user may use it; run the command as one of them", c.socket)
+		return refusef("permission denied on the admin socket %s: only root and the portal's user may use it; run the command as one of them", c.socket)
 	}
 	return fmt.Errorf("talking to the portal on %s: %w", c.socket, err)
 }
@@ -271,7 +315,7 @@ func printable(r rune) rune {
 func ref(arg, what string) (string, error) {
 	ns, name, ok := strings.Cut(arg, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return "", fmt.Errorf("%q is not NAMESPACE/%s, e.g. local/demo-1 (see `corral-vdi-portal desktops -all`)", arg, what)
+		return "", usagef("%q is not NAMESPACE/%s, e.g. local/demo-1 (see `corral-vdi-portal desktops -all`)", arg, what)
 	}
 	return url.PathEscape(ns) + "/" + url.PathEscape(name), nil
 }

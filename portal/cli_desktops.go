@@ -72,20 +72,6 @@ func runRelease(ctx context.Context, e cliEnv, args []string) error {
 	return f.done(raw, "released %s", pos[0])
 }
 
-// runAssign is `corral-vdi-portal assign NS/DESKTOP USER`.
-func runAssign(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "assign", "NS/DESKTOP USER")
-	pos, err := f.parse(args, "NS/DESKTOP", "USER")
-	if err != nil {
-		return err
-	}
-	raw, err := postDesktop(ctx, f, pos[0], "assign", map[string]string{"user": pos[1]})
-	if err != nil {
-		return err
-	}
-	return f.done(raw, "assigned %s to %s", pos[0], pos[1])
-}
-
 // runRecreate is `corral-vdi-portal recreate NS/DESKTOP`.
 func runRecreate(ctx context.Context, e cliEnv, args []string) error {
 	f := newCLIFlags(e, "recreate", "NS/DESKTOP")

@@ -37,13 +37,15 @@ func runPools(ctx context.Context, e cliEnv, args []string) error {
 
 // runPool is `corral-vdi-portal pool create|resize|delete`.
 func runPool(ctx context.Context, e cliEnv, args []string) error {
-	const usage = "usage: corral-vdi-portal pool create|update|resize|delete ... (each takes -h)"
+	const usage = "usage: corral-vdi-portal pool create|list|update|resize|delete ... (each takes -h)"
 	if len(args) == 0 {
-		return fmt.Errorf("pool wants create, update, resize or delete\n%s", usage)
+		return usagef("pool wants create, list, update, resize or delete\n%s", usage)
 	}
 	switch args[0] {
 	case "create":
 		return runPoolCreate(ctx, e, args[1:])
+	case "list":
+		return runPoolList(ctx, e, args[1:])
 	case "update":
 		return runPoolUpdate(ctx, e, args[1:])
 	case "resize":
@@ -54,7 +56,7 @@ func runPool(ctx context.Context, e cliEnv, args []string) error {
 		fmt.Fprintln(e.errOut, usage)
 		return nil
 	}
-	return fmt.Errorf("pool %s: unknown; want create, update, resize or delete", args[0])
+	return usagef("pool %s: unknown; want create, list, update, resize or delete", args[0])
 }
 
 // poolCreateRequest is the body of POST /api/vdi/pools.
@@ -74,15 +76,19 @@ type poolCreateRequest struct {
 
 // runPoolCreate is `corral-vdi-portal pool create`.
 func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
+	f := newCLIFlags(e, "pool create", "NAME|-name N [-n|-namespace NS] [--from S] [--ephemeral] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
 	var req poolCreateRequest
 	acc := accessFlags(f)
 	var grace, maxSession, idle string
 	f.StringVar(&req.Name, "name", "", "the pool's name, a DNS label")
 	f.StringVar(&req.Namespace, "namespace", "", "the pool's namespace; default local (the embedded default's)")
+	f.StringVar(&req.Namespace, "n", "", "short for -namespace")
 	f.StringVar(&req.Kind, "kind", "", "vm (cloned from a golden VM) or ct (containers or session desktops); default ct")
 	f.StringVar(&req.Mode, "mode", "", "persistent (reclaim stops a desktop, keeps its disk) or ephemeral (reclaim recreates it); default ephemeral")
 	f.StringVar(&req.Source, "source", "", "golden VM, image or local template the desktops are made from")
+	var from string
+	f.StringVar(&from, "from", "", "the golden VM the desktops are cloned from (a vm pool unless -kind says otherwise; \"session\" is the local backend's session desktop)")
+	ephemeral := f.Bool("ephemeral", false, "same as -mode ephemeral")
 	f.IntVar(&req.Size, "size", 1, "how many desktops")
 	f.StringVar(&grace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
 	f.StringVar(&maxSession, "max-session", "", "longest claim, e.g. 8h; default off")
@@ -90,8 +96,39 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 	var clipboard string
 	f.StringVar(&clipboard, "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
 	f.BoolVar(&req.LicensesAcknowledged, "i-have-licenses", false, "you hold the licences Windows desktops need (Windows Enterprise E3/E5 or VDA, or RDS CALs): required for a Windows golden VM pool above one desktop")
-	if _, err := f.parse(args); err != nil {
+	f.examples = `  corral-vdi-portal pool create demo --from session --size 3 --ephemeral
+  corral-vdi-portal pool create win --from win11-golden --kind vm --size 5 -n vdi --i-have-licenses
+  corral-vdi-portal pool create lab -kind vm -source tiny -size 2 -mode persistent -idle-timeout 1h`
+	pos, err := f.parseFlags(args)
+	if err != nil {
 		return err
+	}
+	switch {
+	case len(pos) > 1:
+		f.Usage()
+		return usagef("pool create takes one NAME, got %q", pos)
+	case len(pos) == 1 && req.Name != "" && req.Name != pos[0]:
+		return usagef("pool create: NAME %q and -name %q differ; give one", pos[0], req.Name)
+	case len(pos) == 1:
+		req.Name = pos[0]
+	case req.Name == "":
+		f.Usage()
+		return usagef("pool create wants the pool's NAME")
+	}
+	if from != "" {
+		if req.Source != "" && req.Source != from {
+			return usagef("pool create: --from %q and -source %q differ; give one", from, req.Source)
+		}
+		req.Source = from
+		if req.Kind == "" && from != "session" {
+			req.Kind = string(vdi.KindVM) // the walkthrough's GOLDEN is a VM
+		}
+	}
+	if *ephemeral {
+		if req.Mode != "" && req.Mode != string(vdi.ModeEphemeral) {
+			return usagef("pool create: --ephemeral and -mode %s contradict each other", req.Mode)
+		}
+		req.Mode = string(vdi.ModeEphemeral)
 	}
 	req.Access, req.Limits = acc.access(), acc.limits()
 	if n := acc.standbyCount(); n != nil {

@@ -64,7 +64,8 @@ func (b *syncBuffer) String() string {
 
 // mustStartCLIPortal starts a portal configured the way `serve` reads its
 // environment, with no demo pool, and stops it and its desktops at the end.
-func mustStartCLIPortal(tb testing.TB) *cliPortal {
+// extra are more environment variables, as name, value pairs.
+func mustStartCLIPortal(tb testing.TB, extra ...string) *cliPortal {
 	tb.Helper()
 	data, err := os.MkdirTemp("", "cvc") // short: desktops' sockets live under it
 	if err != nil {
@@ -79,6 +80,9 @@ func mustStartCLIPortal(tb testing.TB) *cliPortal {
 		"CORRAL_VDI_DEMO_POOL_SIZE":        "0",
 		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT": "true",
 	}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		p.env[extra[i]] = extra[i+1]
+	}
 	cfg, err := ParseConfig(nil, p.getenv)
 	if err != nil {
 		tb.Fatal(err)

@@ -36,7 +36,7 @@ func Command(ctx context.Context, args []string, getenv func(string) string) err
 		return nil
 	}
 	if run, ok := cliCommands[name]; ok {
-		err := run(ctx, cliEnv{getenv: getenv, out: os.Stdout, errOut: os.Stderr}, args)
+		err := run(ctx, cliEnv{getenv: getenv, out: os.Stdout, errOut: os.Stderr, in: os.Stdin}, args)
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

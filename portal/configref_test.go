@@ -2,13 +2,10 @@ package portal
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/configuration.md from the flags")
 
 // TestConfigReference: docs/configuration.md is what the flags say now.
 func TestConfigReference(t *testing.T) {

@@ -164,6 +164,7 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	}
 	m.kube, m.stopKube = cs, cancel
 	m.consolePaths = append(m.consolePaths, apiserver, execPath)
+	m.usb = apiserver
 	m.identity = newIdentity()
 	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity)
 	return backend, leases, nil

@@ -54,6 +54,9 @@ type Main struct {
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
 	consolePaths []handlers.ConsolePath
+	// usb reaches VMs' usbredir endpoints: QEMU's chardev locally, the
+	// VMI's usbredir subresource on the kube backend.
+	usb handlers.USBRedirector
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -134,6 +137,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Notice:   m.history.StatusText,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
+		USB: m.usb, Audit: m.history,
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -153,6 +157,12 @@ func (m *Main) Open(ctx context.Context) error {
 		ConnContext:       desktopConnContext(m.sandbox, m.Log),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
+	if m.admin != nil {
+		m.admin.portalURL = m.URL()
+		if o := publicOrigins(c); len(o) > 0 {
+			m.admin.portalURL = o[0]
+		}
+	}
 	return err
 }
 
@@ -230,6 +240,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 			return nil, err
 		}
 	}
+	m.usb = m.backend
 	return m.backend, nil
 }
 

@@ -47,6 +47,10 @@ const (
 	ProtocolVNC      Protocol = "vnc"
 	ProtocolSerial   Protocol = "serial"
 	ProtocolTerminal Protocol = "terminal"
+	// ProtocolUSBRedir is a usbredir stream to a VM (KubeVirt's usbredir
+	// subresource, QEMU's usb-redir chardev): never a console members
+	// list, only what /ws/usbredir carries.
+	ProtocolUSBRedir Protocol = "usbredir"
 )
 
 // Policy holds a pool's reclaim timers and what its consoles allow. Zero

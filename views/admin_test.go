@@ -43,6 +43,7 @@ func pages(s string) map[string]templ.Component {
 		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s}),
 		"kiosk-wait": Kiosk(KioskProps{Page: page, Pool: s, Msg: s, Hint: s}),
 		"shadow":     Shadow(ShadowProps{Page: page, Desktop: s, ConnectURL: s, NoVNC: s}),
+		"console":    Console(ConsoleProps{Page: page, Desktop: d, ConnectURL: s, DesktopURL: s, USB: &USBHint{Command: s, TokenTTL: s}}),
 	}
 }
 

@@ -17,6 +17,6 @@ func main() {
 	defer stop()
 	if err := portal.Command(ctx, os.Args[1:], os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "corral-vdi-portal:", err)
-		os.Exit(1)
+		os.Exit(portal.ExitCode(err))
 	}
 }

@@ -57,6 +57,9 @@ import (
 //     binary messages) to the guest's display (the same Xvnc), its serial
 //     console, and a TCP port at the VMI's first reported IP (failing
 //     without one, as virt-api does);
+//   - GET virtualmachineinstances/{name}/usbredir for a VMI with
+//     clientPassthrough: a websocket to a real QEMU's usb-redir chardev
+//     (standin_usbredir.go);
 //   - a virt-launcher Pod per running VMI, with the guest's IP as its Pod
 //     IP (standin_launcher.go): the address the pod network vouches for.
 //
@@ -180,6 +183,7 @@ func (c *Cluster) StartKubeVirtStandInErr(ctx context.Context) (*KubeVirtStandIn
 	mux.HandleFunc("PUT /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachines/{name}/{action}", s.handlePower)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/{console}", s.handleConsole)
 	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/portforward/{port}/{proto}", s.handlePortForward)
+	mux.HandleFunc("GET /apis/subresources.kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}/usbredir", s.handleUSBRedir) // standin_usbredir.go
 	s.srv = httptest.NewUnstartedServer(mux)
 	s.srv.Listener.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -243,6 +247,7 @@ var standInResources = []metav1.APIResource{
 	{Name: "virtualmachineinstances/vnc", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 	{Name: "virtualmachineinstances/console", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 	{Name: "virtualmachineinstances/portforward", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
+	{Name: "virtualmachineinstances/usbredir", Namespaced: true, Kind: "VirtualMachineInstance", Verbs: metav1.Verbs{"get"}},
 }
 
 func (s *KubeVirtStandIn) handleGroups(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+func TestUSBTokens(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tokens := &usbTokens{key: []byte("0123456789abcdef0123456789abcdef"), now: func() time.Time { return now }}
+	vm := vdi.Ref{Namespace: "vdi", Name: "win-3"}
+	tok := tokens.mint("alice", vm)
+	if got, err := tokens.login(tok, vm); err != nil || got != "alice" {
+		t.Fatalf("login(own token) = %q, %v; want alice", got, err)
+	}
+	other := &usbTokens{key: []byte("fedcba9876543210fedcba9876543210"), now: tokens.now}
+	for name, tc := range map[string]struct {
+		t   *usbTokens
+		tok string
+		ref vdi.Ref
+	}{
+		"OtherDesktop":   {tokens, tok, vdi.Ref{Namespace: "vdi", Name: "win-4"}},
+		"OtherKey":       {other, tok, vm},
+		"RDPToken":       {tokens, rdpTokenUnder(tokens.key, tokens.now).mint("alice", vm), vm},
+		"Garbage":        {tokens, "not-a-token", vm},
+		"TamperedClaims": {tokens, "eyJ1IjoiYm9iIiwiZCI6InZkaS93aW4tMyIsImUiOjk5OTk5OTk5OTl9." + tok[len(tok)-43:], vm},
+	} {
+		if got, err := tc.t.login(tc.tok, tc.ref); err == nil {
+			t.Errorf("%s: login = %q; want refused", name, got)
+		}
+	}
+	now = now.Add(usbTokenTTL)
+	if _, err := tokens.login(tok, vm); err == nil {
+		t.Error("an expired token still opens USB")
+	}
+}
+
+// rdpTokenUnder is an RDP token issuer with the same key and clock, whose
+// tokens must not open USB.
+func rdpTokenUnder(key []byte, now func() time.Time) *rdpTokens {
+	t := newRDPTokens([][]byte{key}, nil)
+	t.now = now
+	return t
+}

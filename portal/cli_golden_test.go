@@ -1,0 +1,128 @@
+package portal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// update rewrites the golden files: testdata/ and docs/configuration.md.
+var update = flag.Bool("update", false, "rewrite the golden files (testdata/, docs/configuration.md)")
+
+// mustMatchGolden compares got with testdata/name, or rewrites it with -update.
+func mustMatchGolden(tb testing.TB, name, got string) {
+	tb.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		tb.Fatalf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestCLIGolden_Help checks every walkthrough command's -h against its
+// golden file: the usage line, the flags and the examples.
+func TestCLIGolden_Help(t *testing.T) {
+	for _, args := range [][]string{
+		{"pool", "create"}, {"pool", "list"}, {"assign"}, {"unassign"}, {"connect"},
+		{"doctor"}, {"usb", "list"}, {"usb", "redir"},
+	} {
+		name := strings.Join(args, "-")
+		t.Run(name, func(t *testing.T) {
+			var out, usage bytes.Buffer
+			e := cliEnv{getenv: func(string) string { return "" }, out: &out, errOut: &usage}
+			err := cliCommands[args[0]](context.Background(), e, append(args[1:], "-h"))
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("%s -h = %v; want flag.ErrHelp", name, err)
+			}
+			if !strings.Contains(usage.String(), "examples:") {
+				t.Errorf("%s -h has no examples:\n%s", name, usage.String())
+			}
+			mustMatchGolden(t, "cli/help-"+name+".golden", usage.String())
+		})
+	}
+}
+
+// TestCLIGolden_PoolListTable checks pool list's table for free, held and
+// failed desktops, and that control characters in a reason stay out.
+func TestCLIGolden_PoolListTable(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	ds := []vdi.Desktop{
+		{Member: vdi.Member{Namespace: "local", Name: "demo-1", Pool: "demo", Power: vdi.PowerRunning}, Holder: "alice", ClaimedAt: at},
+		{Member: vdi.Member{Namespace: "local", Name: "demo-2", Pool: "demo", Power: vdi.PowerStopped}},
+		{Member: vdi.Member{Namespace: "vdi", Name: "win-1", Pool: "win", Power: vdi.PowerFailed, Reason: "no disk\x1b[31m"}},
+	}
+	var out bytes.Buffer
+	f := newCLIFlags(cliEnv{out: &out, errOut: &out}, "pool list", "")
+	if err := poolListTable(f, ds); err != nil {
+		t.Fatal(err)
+	}
+	mustMatchGolden(t, "cli/pool-list.golden", strings.ReplaceAll(out.String(), at.Local().Format("2006-01-02 15:04:05"), "<claimed>"))
+}
+
+// TestCLIGolden_ConnectTable checks connect's table of consoles and paths.
+func TestCLIGolden_ConnectTable(t *testing.T) {
+	var out bytes.Buffer
+	rows := [][]string{
+		connectRow("best", connectChoice{Protocol: "rdp", WebSocket: "/ws/rdp/vdi/win-1", Path: "direct"}, "https://vdi.example"),
+		connectRow("fallback 1", connectChoice{Protocol: "vnc", WebSocket: "/ws/vnc/vdi/win-1", Path: "apiserver"}, "https://vdi.example"),
+		connectRow("fallback 2", connectChoice{Protocol: "serial", WebSocket: "/ws/serial/vdi/win-1", PathError: "connection refused"}, "https://vdi.example"),
+	}
+	if err := table(&out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows); err != nil {
+		t.Fatal(err)
+	}
+	mustMatchGolden(t, "cli/connect.golden", out.String())
+}
+
+// TestCLI_ExitCodes checks the exit code of each kind of failure.
+func TestCLI_ExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{usagef("x"), ExitUsage},
+		{&apiError{Status: 404}, ExitNotFound},
+		{&apiError{Status: 409}, ExitConflict},
+		{conflictf("ambiguous"), ExitConflict},
+		{&noPortalError{errors.New("x")}, ExitNoPortal},
+		{&apiError{Status: 403}, ExitRefused},
+		{&apiError{Status: 500}, ExitFailed},
+		{errors.New("x"), ExitFailed},
+	} {
+		if got := ExitCode(tc.err); got != tc.want {
+			t.Errorf("ExitCode(%v) = %d; want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestCLIGolden_Usage checks the admin subcommands' overview that `help`
+// prints, and that it names every subcommand.
+func TestCLIGolden_Usage(t *testing.T) {
+	for name := range cliCommands {
+		if !strings.Contains(cliUsage, "\n  "+name+" ") && !strings.Contains(cliUsage, "\n  "+name+"\n") {
+			t.Errorf("cliUsage does not list %s", name)
+		}
+	}
+	mustMatchGolden(t, "cli/usage.golden", cliUsage+"\n")
+}

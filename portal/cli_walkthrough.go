@@ -1,0 +1,371 @@
+package portal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// The seed's walkthrough: pool list, assign POOL USER, unassign, connect.
+// Each goes through the same API the web UI uses, so a claim made in the
+// browser shows here and the other way round.
+
+// runPoolList is `corral-vdi-portal pool list [NS/POOL]`: one row per
+// desktop with its holder (or free), power and since when it is held.
+func runPoolList(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "pool list", "[NS/POOL] [-json]")
+	f.examples = `  corral-vdi-portal pool list
+  corral-vdi-portal pool list local/demo -json`
+	pos, err := f.parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		f.Usage()
+		return usagef("pool list takes at most one NS/POOL, got %q", pos)
+	}
+	var ns, pool string
+	if len(pos) == 1 {
+		if _, err := ref(pos[0], "POOL"); err != nil {
+			return err
+		}
+		ns, pool, _ = strings.Cut(pos[0], "/")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	if pool != "" {
+		if _, err := findPool(ctx, c, ns, pool); err != nil {
+			return err
+		}
+	}
+	ds, err := allDesktops(ctx, c)
+	if err != nil {
+		return err
+	}
+	keep := []vdi.Desktop{}
+	for _, d := range ds {
+		if pool == "" || (d.Namespace == ns && d.Pool == pool) {
+			keep = append(keep, d)
+		}
+	}
+	if f.json {
+		raw, err := json.Marshal(keep)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.out, raw)
+	}
+	return poolListTable(f, keep)
+}
+
+// poolListTable prints ds as pool list's table.
+func poolListTable(f *cliFlags, ds []vdi.Desktop) error {
+	rows := make([][]string, 0, len(ds))
+	for _, d := range ds {
+		holder := d.Holder
+		if holder == "" {
+			holder = "free"
+		}
+		power := string(d.Power)
+		if d.Reason != "" {
+			power += ": " + d.Reason
+		}
+		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, holder, power, stamp(d.ClaimedAt)})
+	}
+	return table(f.env.out, []string{"DESKTOP", "POOL", "HOLDER", "POWER", "SINCE"}, rows)
+}
+
+// allDesktops lists every desktop, sorted by namespace and name.
+func allDesktops(ctx context.Context, c *adminClient) ([]vdi.Desktop, error) {
+	var ds []vdi.Desktop
+	if _, err := c.get(ctx, "/api/vdi/desktops?all=1", &ds); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ds, func(a, b vdi.Desktop) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return ds, nil
+}
+
+// findPool returns pool ns/name, or a not-found error naming the pools.
+func findPool(ctx context.Context, c *adminClient, ns, name string) (vdi.PoolStatus, error) {
+	var pools []vdi.PoolStatus
+	if _, err := c.get(ctx, "/api/vdi/pools", &pools); err != nil {
+		return vdi.PoolStatus{}, err
+	}
+	var names []string
+	for _, p := range pools {
+		if p.Namespace == ns && p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return vdi.PoolStatus{}, notFoundf("there is no pool %s/%s (pools: %s); see `corral-vdi-portal pools`", ns, name, orNone(names))
+}
+
+// orNone joins names, or says none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// runAssign is `corral-vdi-portal assign NS/POOL USER` (a free desktop of
+// the pool) or `assign NS/DESKTOP USER` (that desktop). A name that is both
+// a pool and a desktop is refused rather than guessed.
+func runAssign(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "assign", "NS/POOL|NS/DESKTOP USER [-json]")
+	f.examples = `  corral-vdi-portal assign local/demo alice        # a free desktop of pool demo
+  corral-vdi-portal assign local/demo-2 alice      # that desktop`
+	pos, err := f.parse(args, "NS/POOL|NS/DESKTOP", "USER")
+	if err != nil {
+		return err
+	}
+	if _, err := ref(pos[0], "POOL"); err != nil {
+		return err
+	}
+	ns, name, _ := strings.Cut(pos[0], "/")
+	user := pos[1]
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	_, poolErr := findPool(ctx, c, ns, name)
+	var nf *apiError
+	if poolErr != nil && !(errors.As(poolErr, &nf) && nf.Status == http.StatusNotFound) {
+		return poolErr
+	}
+	ds, err := allDesktops(ctx, c)
+	if err != nil {
+		return err
+	}
+	isPool := poolErr == nil
+	member := slices.IndexFunc(ds, func(d vdi.Desktop) bool { return d.Namespace == ns && d.Name == name })
+	switch {
+	case isPool && member >= 0:
+		return conflictf("%s names both a pool and a desktop (of pool %s); refusing to guess.\n"+
+			"  Give the desktop's pool a different name, or assign through the API: POST /api/vdi/desktops/%s/assign", pos[0], ds[member].Pool, pos[0])
+	case member >= 0:
+		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, name)+"/assign", map[string]string{"user": user})
+		if err != nil {
+			return err
+		}
+		return assigned(f, raw, user)
+	case !isPool:
+		return poolErr
+	}
+	// As a claim does: the desktop USER holds already, else a free one of
+	// the pool, running ones first.
+	for _, d := range ds {
+		if d.Namespace == ns && d.Pool == name && d.Holder == user {
+			raw, err := json.Marshal(d)
+			if err != nil {
+				return err
+			}
+			return f.done(raw, "%s holds %s/%s already (%s)\n  see `corral-vdi-portal connect %s/%s`", user, d.Namespace, d.Name, d.Power, d.Namespace, d.Name)
+		}
+	}
+	var free []vdi.Desktop
+	for _, d := range ds {
+		if d.Namespace == ns && d.Pool == name && d.Holder == "" && d.Power != vdi.PowerFailed {
+			free = append(free, d)
+		}
+	}
+	slices.SortStableFunc(free, func(a, b vdi.Desktop) int {
+		return boolRank(a.Power == vdi.PowerRunning) - boolRank(b.Power == vdi.PowerRunning)
+	})
+	for _, d := range free {
+		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, d.Name)+"/assign", map[string]string{"user": user})
+		if lostRace(err) {
+			continue // someone claimed it between the list and now
+		} else if err != nil {
+			return err
+		}
+		return assigned(f, raw, user)
+	}
+	return conflictf("pool %s has no free desktop for %s; see `corral-vdi-portal pool list %s`, grow it with `pool resize`, or unassign one", pos[0], user, pos[0])
+}
+
+// lostRace reports whether err is the portal's answer to assigning a
+// desktop that someone claimed since it was listed.
+func lostRace(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict &&
+		(strings.Contains(ae.Msg, "claimed meanwhile") || strings.Contains(ae.Msg, "is held by"))
+}
+
+// boolRank orders true before false.
+func boolRank(b bool) int {
+	if b {
+		return 0
+	}
+	return 1
+}
+
+// pathOf escapes ns and name for a URL path.
+func pathOf(ns, name string) string { return url.PathEscape(ns) + "/" + url.PathEscape(name) }
+
+// assigned reports an assignment and how to connect.
+func assigned(f *cliFlags, raw json.RawMessage, user string) error {
+	var d vdi.Desktop
+	if err := jsonInto(raw, &d); err != nil {
+		return err
+	}
+	r := d.Namespace + "/" + d.Name
+	return f.done(raw, "assigned %s to %s (%s)\n  %s connects at /desktops/%s; see `corral-vdi-portal connect %s`", r, user, d.Power, user, r, r)
+}
+
+// runUnassign is `corral-vdi-portal unassign NS/DESKTOP [--force]`: the
+// end of an admin's assignment. A desktop its holder claimed themselves
+// needs --force, since taking it from them is a force-release.
+func runUnassign(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "unassign", "NS/DESKTOP [--force] [-reason R] [-json]")
+	force := f.Bool("force", false, "release it even though its holder claimed it themselves")
+	reason := f.String("reason", "", "why, for the audit log and the holder's console")
+	f.examples = `  corral-vdi-portal unassign local/demo-2
+  corral-vdi-portal unassign local/demo-2 --force -reason "maintenance at noon"`
+	pos, err := f.parse(args, "NS/DESKTOP")
+	if err != nil {
+		return err
+	}
+	path, err := ref(pos[0], "DESKTOP")
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var d vdi.Desktop
+	if _, err := c.get(ctx, "/api/vdi/desktops/"+path, &d); err != nil {
+		return err
+	}
+	if d.Holder == "" {
+		return conflictf("%s is not assigned to anyone; nothing to unassign", pos[0])
+	}
+	if !*force {
+		by, err := assignedBy(ctx, c, d)
+		if err != nil {
+			return err
+		}
+		if by == "" {
+			return conflictf("%s is held by %s, who claimed it themselves (since %s); pass --force to take it from them", pos[0], d.Holder, stamp(d.ClaimedAt))
+		}
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", map[string]string{"reason": strings.TrimSpace(*reason)})
+	if err != nil {
+		return err
+	}
+	return f.done(raw, "unassigned %s from %s", pos[0], d.Holder)
+}
+
+// assignedBy returns the admin who assigned d's current claim, or "" when
+// its holder claimed it (or the audit log no longer says).
+func assignedBy(ctx context.Context, c *adminClient, d vdi.Desktop) (string, error) {
+	q := url.Values{"pool": {d.Namespace + "/" + d.Pool}, "limit": {"1000"},
+		"since": {d.ClaimedAt.Add(-time.Minute).UTC().Format(time.RFC3339)}}
+	var rows []auditRow
+	if _, err := c.get(ctx, "/api/vdi/history/audit?"+q.Encode(), &rows); err != nil {
+		return "", err
+	}
+	for _, a := range rows { // newest first
+		if a.Namespace != d.Namespace || a.Target != d.Name {
+			continue
+		}
+		switch a.Action {
+		case "assign":
+			if a.Detail == "to "+d.Holder {
+				return a.Actor, nil
+			}
+			return "", nil
+		case "claim":
+			return "", nil
+		}
+	}
+	return "", nil
+}
+
+// connectAnswer is GET /api/vdi/desktops/{ns}/{member}/connect?paths=1.
+type connectAnswer struct {
+	connectChoice
+	Fallbacks []connectChoice `json:"fallbacks"`
+}
+
+// connectChoice is one console of a desktop and the path to it.
+type connectChoice struct {
+	Protocol  string `json:"protocol"`
+	WebSocket string `json:"websocket"`
+	Path      string `json:"path,omitempty"`
+	PathError string `json:"pathError,omitempty"`
+}
+
+// runConnect is `corral-vdi-portal connect NS/DESKTOP`: the one-click URL
+// and each console with the protocol it would pick and the path it would
+// take (direct, peer, apiserver).
+func runConnect(ctx context.Context, e cliEnv, args []string) error {
+	f := newCLIFlags(e, "connect", "NS/DESKTOP [-json]")
+	f.examples = `  corral-vdi-portal connect local/demo-1
+  corral-vdi-portal connect vdi/win-3 -json`
+	pos, err := f.parse(args, "NS/DESKTOP")
+	if err != nil {
+		return err
+	}
+	path, err := ref(pos[0], "DESKTOP")
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var a connectAnswer
+	raw, err := c.get(ctx, "/api/vdi/desktops/"+path+"/connect?paths=1", &a)
+	if err != nil {
+		return err
+	}
+	base := c.portalURL
+	page := base + "/desktops/" + path
+	if f.json {
+		out := map[string]any{"url": page}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return err
+		}
+		out["url"] = page
+		buf, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.out, buf)
+	}
+	fmt.Fprintf(e.out, "open %s\n\n", page)
+	rows := [][]string{connectRow("best", a.connectChoice, base)}
+	for i, fb := range a.Fallbacks {
+		rows = append(rows, connectRow("fallback "+strconv.Itoa(i+1), fb, base))
+	}
+	return table(e.out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows)
+}
+
+// connectRow is one console of connect's table.
+func connectRow(choice string, c connectChoice, base string) []string {
+	p := c.Path
+	if p == "" {
+		p = "none: " + c.PathError
+	}
+	ws := c.WebSocket
+	if strings.HasPrefix(base, "http") {
+		ws = "ws" + strings.TrimPrefix(base, "http") + ws
+	}
+	return []string{choice, c.Protocol, p, ws}
+}

@@ -1,0 +1,45 @@
+package portal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDoctor_Local runs doctor's local checks on this machine: the
+// packages scripts/deps.sh installs are there (with versions), and a data
+// directory others may read fails with the chmod that fixes it.
+func TestDoctor_Local(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CORRAL_VDI_BACKEND": "local", "CORRAL_VDI_DATA_DIR": data, "HOME": t.TempDir()}
+	var out bytes.Buffer
+	e := cliEnv{getenv: func(k string) string { return env[k] }, out: &out, errOut: &out}
+	err := runDoctor(context.Background(), e, nil)
+	if ExitCode(err) != ExitFailed {
+		t.Fatalf("doctor with a 0755 data directory: %v; want exit %d\n%s", err, ExitFailed, out.String())
+	}
+	if !strings.Contains(out.String(), "fix: chmod 700 "+data) {
+		t.Fatalf("doctor does not say how to fix the data directory:\n%s", out.String())
+	}
+	for _, want := range []string{"ok    package        tigervnc-standalone-server", "freerdp2-shadow-x11: FreeRDP version", "qemu-system-x86: QEMU emulator version"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := os.Chmod(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runDoctor(context.Background(), e, nil); err != nil {
+		t.Fatalf("doctor on a machine set up by scripts/deps.sh: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "0 fail") {
+		t.Fatalf("doctor summary:\n%s", out.String())
+	}
+}
