@@ -179,4 +179,3 @@ func portalRole(t *testing.T) *rbacv1.ClusterRole {
 	t.Fatal("deploy/rbac.yaml has no ClusterRole")
 	return nil
 }
-

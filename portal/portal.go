@@ -137,7 +137,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Notice:   m.history.StatusText,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
-		USB: m.usb, Audit: m.history,
+		USB:     m.usb, Audit: m.history,
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
