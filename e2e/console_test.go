@@ -220,7 +220,15 @@ func TestConsole_SerialLogin(t *testing.T) {
 // remembered, so the next boot goes straight to TCG.
 func TestConsole_SerialLoginAfterKVMFallback(t *testing.T) {
 	img := vmImage(t)
-	bin, argsLog := t.TempDir(), filepath.Join(t.TempDir(), "qemu-args.log")
+	// QEMU runs as the member's uid: the wrapper and its log must be
+	// within that uid's reach, which a test's temporary folder is not.
+	bin, err := os.MkdirTemp("", "qemu-wrap")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	must(t, os.Chmod(bin, 0o755))
+	argsLog := filepath.Join(bin, "qemu-args.log")
+	must(t, os.WriteFile(argsLog, nil, 0o666))
+	must(t, os.Chmod(argsLog, 0o666))
 	real, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Skip(err)
@@ -416,7 +424,7 @@ func TestConsole_PeerPath(t *testing.T) {
 		// backlog is full: SYNs are dropped), as a VM on an unreachable
 		// network would. The peer dials the guest from its own record.
 		silent := blackhole(t)
-		rec := filepath.Join(data, "local", "members", d.Name, "run", "vm.json")
+		rec := filepath.Join(data, "local", "members", d.Name, "state", "vm.json") // the portal's, not the guest's uid's
 		buf, err := os.ReadFile(rec)
 		must(t, err)
 		var vm map[string]any
