@@ -50,8 +50,7 @@ func (b *Backend) DialUSB(ctx context.Context, ref vdi.Ref) (net.Conn, string, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", rt.vm.USBAddr())
+	c, err := rt.vm.dial(ctx, rt.vm.USBAddr()) // a socket of the guest's uid, never through a symlink
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "", vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop: it was started before USB redirection was set up.",
 			"VM %s has no USB redirection endpoint.", ref)
