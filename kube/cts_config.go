@@ -116,6 +116,8 @@ type policyJSON struct {
 	DisconnectGrace json.RawMessage `json:"disconnectGrace,omitempty"`
 	MaxSession      json.RawMessage `json:"maxSession,omitempty"`
 	IdleTimeout     json.RawMessage `json:"idleTimeout,omitempty"`
+	Record          bool            `json:"record,omitempty"`
+	RecordInput     bool            `json:"recordInput,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -123,7 +125,7 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return vdi.Policy{}, err
 	}
-	var p vdi.Policy
+	p := vdi.Policy{Record: raw.Record, RecordInput: raw.RecordInput}
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
@@ -155,10 +157,15 @@ func parsePolicy(s string) (vdi.Policy, error) {
 
 // formatPolicy writes p as parsePolicy reads it, with duration strings.
 func formatPolicy(p vdi.Policy) string {
-	m := map[string]string{}
+	m := map[string]any{}
 	for name, d := range map[string]time.Duration{"disconnectGrace": p.DisconnectGrace, "maxSession": p.MaxSession, "idleTimeout": p.IdleTimeout} {
 		if d != 0 {
 			m[name] = d.String()
+		}
+	}
+	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
+		if on {
+			m[name] = true
 		}
 	}
 	b, _ := json.Marshal(m)

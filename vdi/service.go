@@ -96,11 +96,19 @@ type Desktop struct {
 	ClaimedAt time.Time `json:"claimedAt,omitzero"`
 	// Reclaim is the next reclaim the claim faces, if any rule applies.
 	Reclaim *Deadline `json:"reclaim,omitempty"`
+	// Recorded says that its consoles are recorded (the pool's policy);
+	// RecordInput that keystrokes are too.
+	Recorded    bool `json:"recorded,omitempty"`
+	RecordInput bool `json:"recordInput,omitempty"`
 }
 
 // desktop joins a member with its live claim (nil: none) under policy p.
+// A recorded pool's members offer only the consoles the portal records.
 func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
-	d := Desktop{Member: m}
+	if p.Record {
+		m.Protocols = Recordable(m.Protocols)
+	}
+	d := Desktop{Member: m, Recorded: p.Record, RecordInput: p.Record && p.RecordInput}
 	if l == nil {
 		return d
 	}
@@ -110,6 +118,18 @@ func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
 		d.Reclaim = &next
 	}
 	return d
+}
+
+// Recordable returns the protocols of ps the portal can record: all but
+// RDP, whose TLS-wrapped stream it does not replay.
+func Recordable(ps []Protocol) []Protocol {
+	out := make([]Protocol, 0, len(ps))
+	for _, p := range ps {
+		if p != ProtocolRDP {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Pools lists the pools id may use (admins: every pool) with how many

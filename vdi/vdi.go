@@ -55,6 +55,11 @@ type Policy struct {
 	DisconnectGrace time.Duration `json:"disconnectGrace,omitempty"`
 	MaxSession      time.Duration `json:"maxSession,omitempty"`
 	IdleTimeout     time.Duration `json:"idleTimeout,omitempty"`
+	// Record records every console session of the pool's desktops; a
+	// console the portal cannot record (RDP) is not offered. RecordInput
+	// also records what the user types.
+	Record      bool `json:"record,omitempty"`
+	RecordInput bool `json:"recordInput,omitempty"`
 }
 
 // Pool is a named set of identical members.
