@@ -25,7 +25,7 @@ type Recorder interface {
 
 // ErrRecording is what Pipe's error wraps when its Recorder failed and
 // the session ended for it.
-var ErrRecording = errors.New("the recording could not be written, so the session ended")
+var ErrRecording = errors.New("the session ended: its recording could not be written")
 
 // Recording formats, as the recording files and their metadata name them.
 const (
