@@ -40,10 +40,14 @@ type connectOption struct {
 	Credentials *rdpCredentials `json:"credentials,omitempty"`
 }
 
-// connectInfo answers /connect: the best console and the others.
+// connectInfo answers /connect: the best console and the others. On a
+// recorded desktop Recorded is set and Notice says so (and why RDP is not
+// among the options).
 type connectInfo struct {
 	connectOption
 	Fallbacks []connectOption `json:"fallbacks"`
+	Recorded  bool            `json:"recorded,omitempty"`
+	Notice    string          `json:"notice,omitempty"`
 }
 
 // probeResult is what a probe of one console of one member found.
@@ -124,7 +128,11 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if len(opts) == 0 {
 		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
-	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)})
+	info := connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...)}
+	if d.Recorded {
+		info.Recorded, info.Notice = true, recordingNotice
+	}
+	writeJSON(w, http.StatusOK, info)
 	return nil
 }
 

@@ -67,3 +67,8 @@ func (s *Store) Watched(ctx context.Context, by vdi.Identity, r store.Recording,
 func notFound(id string) error {
 	return vdi.Errorf(vdi.ENotFound, "Pick one from the list of recordings.", "There is no recording %q.", id)
 }
+
+// Recorded returns which of the session ids have a recording.
+func (s *Store) Recorded(ctx context.Context, ids []string) (map[string]bool, error) {
+	return s.db.Recorded(ctx, ids)
+}

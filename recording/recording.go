@@ -40,6 +40,7 @@ type DB interface {
 	ExpiredRecordings(ctx context.Context, before time.Time) ([]store.Recording, error)
 	DeleteRecording(ctx context.Context, id string) error
 	RecordingBytes(ctx context.Context) (int64, error)
+	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
 	vdi.AuditLog
 }
 
