@@ -58,6 +58,9 @@ type Recordings interface {
 	Open(ctx context.Context, by vdi.Identity, id, action, detail string) (store.Recording, *os.File, error)
 	Watched(ctx context.Context, by vdi.Identity, r store.Recording, action, detail string) error
 	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
+	// Used returns the bytes all recordings take and their cap (negative:
+	// none).
+	Used() (used, max int64)
 }
 
 // Assets maps static paths to hashed URLs and serves them.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -28,4 +29,19 @@ func (h *Handler) startRecording(ctx context.Context, sid string, id vdi.Identit
 	}
 	h.log.Info("recording console", "recording", sid, "desktop", d.Ref(), "user", id.Login, "protocol", p, "input", d.RecordInput)
 	return rec, nil
+}
+
+// poolRecorded reports whether pool ns/name records its sessions (and
+// keystrokes), for the notice shown before anything is claimed.
+func (h *Handler) poolRecorded(r *http.Request, id vdi.Identity, ns, name string) (record, input bool) {
+	pools, err := h.desktops.Pools(r.Context(), id)
+	if err != nil {
+		return false, false
+	}
+	for _, p := range pools {
+		if p.Namespace == ns && p.Name == name {
+			return p.Policy.Record, p.Policy.Record && p.Policy.RecordInput
+		}
+	}
+	return false, false
 }

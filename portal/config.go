@@ -37,6 +37,8 @@ type Config struct {
 	ReclaimEvery time.Duration
 	// History bounds the audit log and session history.
 	History store.Retention
+	// Recording bounds the session recordings.
+	Recording RecordingConfig
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
 	// DemoVMPoolSize is the size of the QEMU pool "demo-vm"; 0 for none.
@@ -124,6 +126,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
 	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
+	finishRecording := recordingFlags(fs, &c, env)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -152,6 +155,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.MetricsToken = strings.TrimSpace(token)
 	if err := finishAuth(); err != nil {
+		return c, err
+	}
+	if err := finishRecording(); err != nil {
 		return c, err
 	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {

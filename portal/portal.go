@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -35,12 +36,14 @@ type Main struct {
 	// Out is where the start-up banner goes (the URL and how to sign in).
 	Out io.Writer
 
-	db      *store.DB
-	backend *local.Backend // nil with the kube backend
-	svc     *vdi.Service
-	ln      net.Listener
-	srv     *http.Server
-	admin   *adminSocket // the CLI's socket; nil when off
+	db *store.DB
+	// recordings keeps the recordings of recorded pools' sessions.
+	recordings *recording.Store
+	backend    *local.Backend // nil with the kube backend
+	svc        *vdi.Service
+	ln         net.Listener
+	srv        *http.Server
+	admin      *adminSocket // the CLI's socket; nil when off
 
 	kube     kubernetes.Interface // the kube backend's client; nil with local
 	stopKube context.CancelFunc   // ends the kube backend's watches
@@ -123,8 +126,14 @@ func (m *Main) Open(ctx context.Context) error {
 	if missing := assets.Missing(); len(missing) > 0 {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
+	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.DataDir, "recordings"), DB: db,
+		MaxBytes: c.Recording.MaxBytes, Retention: c.Recording.Retention, Log: m.Log})
+	if err != nil {
+		return err
+	}
 	h := handlers.New(handlers.Config{
-		Desktops: m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
+		Recordings: m.recordings,
+		Desktops:   m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
 		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
@@ -161,6 +170,7 @@ func (m *Main) Run(ctx context.Context) error {
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
+	go m.recordings.Prune(ctx)
 	go m.admin.serve(ctx)
 	select {
 	case err := <-errc:
