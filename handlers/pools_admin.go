@@ -8,16 +8,19 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// policyRequest is a reclaim policy as API clients write it: Go durations
-// such as "15m" or "8h"; empty means the portal default (grace) or off.
+// policyRequest is a pool's policy as API clients write it: Go durations
+// such as "15m" or "8h" (empty means the portal default (grace) or off),
+// and whether sessions (and keystrokes) are recorded.
 type policyRequest struct {
 	DisconnectGrace string `json:"disconnectGrace"`
 	MaxSession      string `json:"maxSession"`
 	IdleTimeout     string `json:"idleTimeout"`
+	Record          bool   `json:"record"`
+	RecordInput     bool   `json:"recordInput"`
 }
 
 func (p policyRequest) policy() (vdi.Policy, error) {
-	var out vdi.Policy
+	out := vdi.Policy{Record: p.Record, RecordInput: p.RecordInput}
 	for _, f := range []struct {
 		name string
 		in   string

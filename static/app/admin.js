@@ -196,7 +196,8 @@ poolForm.addEventListener('submit', async (ev) => {
       licensesAcknowledged: f.licensesAcknowledged.checked,
       access: parseAccess(f.access.value),
       limits: { desktopsPerUser: Number(f.perUser.value || 0) },
-      policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim() },
+      policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
+        record: f.record.checked, recordInput: f.recordInput.checked },
     });
     poolDialog.close();
     say(`Pool ${f.name.value.trim()} created.`, 'ok');
