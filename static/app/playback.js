@@ -28,7 +28,10 @@ function fail(msg) {
 // controls wires the page's controls to a player: {duration (seconds),
 // position(), play(), pause(), seek(sec), setSpeed(x)}.
 function controls(p) {
-  timeline.max = String(p.duration);
+  // The timeline's steps are tenths: its end is the duration rounded up,
+  // and any position from the last step on is the end.
+  const end = Math.ceil(p.duration * 10) / 10;
+  timeline.max = String(end);
   timeline.disabled = false;
   playBtn.disabled = false;
   const show = (pos) => {
@@ -49,10 +52,14 @@ function controls(p) {
   });
   speedSel.addEventListener('change', () => p.setSpeed(Number(speedSel.value)));
   timeline.addEventListener('change', async () => {
-    const t = Number(timeline.value);
-    await p.seek(t);
+    const t = Math.min(Number(timeline.value), p.duration);
+    const atEnd = Number(timeline.value) >= end - 0.05;
+    await p.seek(atEnd ? p.duration : t);
     show(t);
-    if (t >= p.duration) state('ended');
+    if (atEnd) {
+      p.pause();
+      state('ended');
+    }
     else if (el.dataset.state === 'ended') state('paused');
   });
   setInterval(async () => {
