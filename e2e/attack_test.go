@@ -125,7 +125,7 @@ func TestAttacks(t *testing.T) {
 
 // attacks returns the rows, one per case of the web trust boundaries.
 func attacks() []attack {
-	return []attack{
+	return append([]attack{
 		// DNS rebinding: a page on a name that resolves to 127.0.0.1 is
 		// "same origin" to itself; only the Host check stops it.
 		{
@@ -576,7 +576,7 @@ func attacks() []attack {
 			},
 			status: 400, says: "not valid JSON",
 		},
-	}
+	}, recordingAttacks()...)
 }
 
 // newArena starts a portal for rows with env: alice holds a desktop of
