@@ -289,6 +289,7 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_RECORDING_MAX_BYTES=16KiB"}
 	p := mustStartPortalIn(t, data, env...)
 	d := recordedPool(t, p, "exam", "alice")
+	outer := t // the restarted portal outlives the subtest
 
 	t.Run("a crash leaves a playable recording", func(t *testing.T) {
 		ws, _, err := dialWS(p, "alice", "/ws/terminal/local/"+d.Name, p.URL)
@@ -298,7 +299,7 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 		p.cmd.Wait()
 		ws.Close()
-		p = mustStartPortalIn(t, data, env...)
+		p = mustStartPortalIn(outer, data, env...)
 		recs := recordings(t, p, d.Name, 1)
 		code, _, body := download(t, p, "ops", recs["terminal"].ID)
 		if code != 200 || !strings.Contains(string(body), "before-42") || !strings.HasSuffix(string(body), "]\n") {

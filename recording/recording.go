@@ -72,6 +72,7 @@ type Store struct {
 	log       *slog.Logger
 	now       func() time.Time
 	used      atomic.Int64 // bytes on disk, including recordings in progress
+	full      atomic.Bool  // a recording hit the cap; cleared when pruning frees space
 }
 
 // ErrFull is what a recording's writes fail with once all recordings
@@ -207,6 +208,7 @@ func (s *Store) PruneOnce(ctx context.Context) (int, error) {
 			return i, err
 		}
 		s.used.Add(-r.Bytes)
+		s.full.Store(false)
 	}
 	return len(old), nil
 }

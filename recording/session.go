@@ -35,7 +35,7 @@ func (s *Store) Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi
 	if !validID.MatchString(sid) {
 		return nil, fmt.Errorf("recording: session id %q is not one", sid)
 	}
-	if s.max >= 0 && s.used.Load() >= s.max {
+	if s.max >= 0 && (s.full.Load() || s.used.Load() >= s.max) {
 		return nil, vdi.Errorf(vdi.EUnavailable, "Ask an admin to free space for recordings or raise CORRAL_VDI_RECORDING_MAX_BYTES.",
 			"This desktop's sessions are recorded, and the recordings are full.")
 	}
@@ -84,6 +84,7 @@ func (rs *Session) Write(p []byte) (int, error) {
 	n := int64(len(p))
 	if s.max >= 0 && s.used.Add(n) > s.max {
 		s.used.Add(-n)
+		s.full.Store(true)
 		rs.failed = true
 		return 0, ErrFull
 	} else if s.max < 0 {

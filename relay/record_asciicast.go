@@ -143,7 +143,7 @@ func (a *AsciicastRecorder) event(code, data string) error {
 	line = append(line, d...)
 	line = append(line, "]\n"...)
 	if _, err := a.w.Write(line); err != nil {
-		return fmt.Errorf("relay: write asciicast event: %w", err)
+		return err // the writer's words: the session's end reason
 	}
 	a.events++
 	return nil

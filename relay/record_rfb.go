@@ -106,7 +106,7 @@ func (r *RFBRecorder) record(dir byte, p []byte) error {
 	binary.BigEndian.PutUint32(buf[1:], uint32(min(ms, 1<<32-1)))
 	binary.BigEndian.PutUint32(buf[5:], uint32(len(p)))
 	if _, err := r.w.Write(append(buf, p...)); err != nil {
-		return fmt.Errorf("relay: write RFB recording: %w", err)
+		return err // the writer's words: the session's end reason
 	}
 	return nil
 }
