@@ -262,7 +262,8 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
 		replayed := stableCanvas(t, admin, "#player canvas")
 		tm, _ := admin.GetByTestId("time").TextContent()
-		t.Logf("replayed %s of the VNC session", tm)
+		mx, _ := admin.GetByTestId("timeline").GetAttribute("max")
+		t.Logf("replayed %s (timeline max %s) of the VNC session", tm, mx)
 		screenshot(t, admin, "vnc-playback-end")
 		if n := differingPixels(live, replayed); n != 0 {
 			t.Errorf("replayed framebuffer %v differs from the live one %v in %d pixels", replayed.Bounds(), live.Bounds(), n)

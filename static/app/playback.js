@@ -28,6 +28,8 @@ function fail(msg) {
 // controls wires the page's controls to a player: {duration (seconds),
 // position(), play(), pause(), seek(sec), setSpeed(x)}.
 function controls(p) {
+  // A session may idle after its last event: the timeline runs to its end.
+  p.duration = Math.max(p.duration, Number(el.dataset.duration) || 0);
   // The timeline's steps are tenths: its end is the duration rounded up,
   // and any position from the last step on is the end.
   const end = Math.ceil(p.duration * 10) / 10;
@@ -83,22 +85,27 @@ function terminalPlayer(text) {
   let speed = 1;
   let player = null;
   let playing = false;
+  let ended = false; // the player reached the last event
   const make = (startAt, autoPlay) => {
     if (player) player.dispose();
     el.replaceChildren();
+    ended = false;
     player = window.AsciinemaPlayer.create({ data: text }, el, {
       speed, startAt, autoPlay, controls: false, fit: 'width', preload: true,
     });
+    player.addEventListener('ended', () => { ended = true; });
   };
   make(0, false);
-  return {
+  const p = {
     duration,
-    position: async () => (await player.getCurrentTime()) || 0,
-    play() { playing = true; player.play(); },
+    // After the last event the session may have idled: that is the end.
+    position: async () => (ended ? p.duration : (await player.getCurrentTime()) || 0),
+    play() { playing = true; ended = false; player.play(); },
     pause() { playing = false; player.pause(); },
-    async seek(t) { await player.seek(Math.min(t, duration)); },
+    async seek(t) { ended = false; await player.seek(Math.min(t, duration)); },
     async setSpeed(x) { const t = await player.getCurrentTime(); speed = x; make(t, playing); },
   };
+  return p;
 }
 
 // parseRFB reads a corral-rfb-v1 recording (see relay/record_rfb.go) into
@@ -196,9 +203,9 @@ async function vncPlayer(buf) {
   const now = () => (playing ? base + (performance.now() - wall) * speed : pos);
   setInterval(() => { if (playing) deliver(now()); }, 40);
   reset();
-  return {
+  const p = {
     duration,
-    position: async () => Math.min(now(), duration * 1000) / 1000,
+    position: async () => Math.min(now(), p.duration * 1000) / 1000,
     play() { base = pos; wall = performance.now(); playing = true; },
     pause() { deliver(now()); playing = false; },
     async seek(t) {
@@ -210,6 +217,7 @@ async function vncPlayer(buf) {
     },
     setSpeed(x) { base = now(); wall = performance.now(); speed = x; },
   };
+  return p;
 }
 
 async function main() {
