@@ -57,6 +57,7 @@ type RFBRecorder struct {
 	start  time.Time
 	state  sticky
 	filter *RFBViewOnly // drops user input from the client's records; nil records all
+	buf    []byte       // the record being written
 }
 
 var _ Recorder = (*RFBRecorder)(nil)
@@ -101,11 +102,12 @@ func (r *RFBRecorder) record(dir byte, p []byte) error {
 		return nil
 	}
 	ms := max(r.now().Sub(r.start).Milliseconds(), 0)
-	buf := make([]byte, 9, 9+len(p))
-	buf[0] = dir
-	binary.BigEndian.PutUint32(buf[1:], uint32(min(ms, 1<<32-1)))
-	binary.BigEndian.PutUint32(buf[5:], uint32(len(p)))
-	if _, err := r.w.Write(append(buf, p...)); err != nil {
+	buf := append(r.buf[:0], dir)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(min(ms, 1<<32-1)))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+	buf = append(buf, p...)
+	r.buf = buf // reused: calls are serialised by state
+	if _, err := r.w.Write(buf); err != nil {
 		return err // the writer's words: the session's end reason
 	}
 	return nil
