@@ -217,6 +217,20 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 	})
 
+	t.Run("the kiosk shows the notice", func(t *testing.T) {
+		for _, u := range []string{"/kiosk/exam", "/desktops/local/" + d.Name} {
+			req, _ := http.NewRequest("GET", p.URL+u, nil)
+			req.Header.Set("Tailscale-User-Login", "alice")
+			res, err := http.DefaultClient.Do(req)
+			must(t, err)
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || !strings.Contains(string(body), `data-testid="recording-notice"`) {
+				t.Errorf("GET %s = %d without the server-rendered recording notice", u, res.StatusCode)
+			}
+		}
+	})
+
 	t.Run("a non-admin is refused", func(t *testing.T) {
 		if code := p.API(t, "alice", "GET", "/api/vdi/recordings", nil); code != 403 {
 			t.Errorf("alice lists recordings: %d; want 403", code)
