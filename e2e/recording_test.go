@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -244,6 +245,16 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 	})
 
 	admin := b.MustNewPage(t, 1280, 900)
+	must(t, admin.AddInitScript(playwright.Script{Content: playwright.String(cspWatch)}))
+	var mu sync.Mutex
+	var console []string
+	admin.OnConsole(func(m playwright.ConsoleMessage) {
+		if m.Type() == "error" {
+			mu.Lock()
+			console = append(console, m.Text())
+			mu.Unlock()
+		}
+	})
 	signIn(t, admin, p, "ops", "/admin/history")
 	must(t, expect.Locator(admin.GetByTestId("session-recording").First()).ToBeVisible())
 
@@ -284,6 +295,9 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 	})
 
+	if errs := cspViolations(t, admin, &console, &mu); len(errs) > 0 {
+		t.Errorf("the playback pages logged errors or CSP violations: %q", errs)
+	}
 	for _, want := range []struct{ action, id string }{
 		{"recording-play", term.ID}, {"recording-play", vnc.ID}, {"recording-download", term.ID}, {"recording-download", vnc.ID},
 	} {
