@@ -218,15 +218,15 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 	})
 
-	t.Run("the kiosk shows the notice", func(t *testing.T) {
-		for _, u := range []string{"/kiosk/exam", "/desktops/local/" + d.Name} {
+	t.Run("the kiosk, console and home pages say so", func(t *testing.T) {
+		for _, u := range []string{"/kiosk/exam", "/desktops/local/" + d.Name, "/"} {
 			req, _ := http.NewRequest("GET", p.URL+u, nil)
 			req.Header.Set("Tailscale-User-Login", "alice")
 			res, err := http.DefaultClient.Do(req)
 			must(t, err)
 			body, _ := io.ReadAll(res.Body)
 			res.Body.Close()
-			if res.StatusCode != 200 || !strings.Contains(string(body), `data-testid="recording-notice"`) {
+			if res.StatusCode != 200 || !strings.Contains(string(body), `data-testid="recording-notice"`) && !strings.Contains(string(body), `data-testid="pool-recorded"`) {
 				t.Errorf("GET %s = %d without the server-rendered recording notice", u, res.StatusCode)
 			}
 		}
@@ -257,6 +257,15 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 	})
 	signIn(t, admin, p, "ops", "/admin/history")
 	must(t, expect.Locator(admin.GetByTestId("session-recording").First()).ToBeVisible())
+
+	t.Run("the dashboard lists them", func(t *testing.T) {
+		if _, err := admin.Goto(p.URL + "/admin"); err != nil {
+			t.Fatal(err)
+		}
+		must(t, admin.GetByTestId("recordings-link").Click())
+		must(t, expect.Locator(admin.GetByTestId("recording")).ToHaveCount(2))
+		screenshot(t, admin, "recordings")
+	})
 
 	t.Run("terminal plays in Chromium", func(t *testing.T) {
 		if _, err := admin.Goto(p.URL + "/admin/recordings/" + term.ID); err != nil {
