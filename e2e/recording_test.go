@@ -19,6 +19,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
 // recordingRow is a recording as GET /api/vdi/recordings lists it.
@@ -342,6 +344,29 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 		code, _, body := download(t, p, "ops", recs["terminal"].ID)
 		if code != 200 || !strings.Contains(string(body), "before-42") || !strings.HasSuffix(string(body), "]\n") {
 			t.Errorf("recording after the crash: %d %q; want it closed at a complete event, with the output", code, body)
+		}
+	})
+
+	t.Run("recordInput records keystrokes", func(t *testing.T) {
+		if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "keys", "size": 1, "policy": {"record": true, "recordInput": true}}`, nil); code != 201 {
+			t.Fatalf("create pool: %d", code)
+		}
+		var k desktop
+		if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/keys/claim", &k); code != 200 {
+			t.Fatalf("claim: %d", code)
+		}
+		ws, _, err := dialWS(p, "bob", "/ws/terminal/local/"+k.Name, p.URL)
+		must(t, err)
+		ws.WriteMessage(websocket.TextMessage, relay.ResizeMessage(relay.Resize{Cols: 100, Rows: 30}))
+		ws.WriteMessage(websocket.TextMessage, []byte("echo typed-$((3*3))\r"))
+		readUntilWS(t, ws, "typed-9", 10*time.Second)
+		ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		ws.Close()
+		_, _, body := download(t, p, "ops", recordings(t, p, k.Name, 1)["terminal"].ID)
+		for _, want := range []string{`"i", "echo typed-$((3*3))\r"`, `"r", "100x30"`, `"o", "`} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("asciicast has no %s:\n%s", want, body)
+			}
 		}
 	})
 
