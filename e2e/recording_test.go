@@ -371,22 +371,17 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 	})
 
 	t.Run("a full cap ends the session with the reason", func(t *testing.T) {
-		ws, _, err := dialWS(p, "alice", "/ws/terminal/local/"+d.Name, p.URL)
-		must(t, err)
-		defer ws.Close()
-		ws.WriteMessage(websocket.TextMessage, []byte("seq 1 100000\r"))
-		ws.SetReadDeadline(time.Now().Add(20 * time.Second))
-		var ce *websocket.CloseError
-		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				ce, _ = err.(*websocket.CloseError)
-				break
-			}
-		}
-		if ce == nil || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "recording") || !strings.Contains(ce.Text, "size cap") {
-			t.Fatalf("close = %v; want 1001 saying the recording reached its size cap", ce)
-		}
-		t.Logf("the session ended: %q", ce.Text)
+		page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
+		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=terminal")
+		expect := playwright.NewPlaywrightAssertions(20000)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, page.GetByTestId("xterm").Click())
+		must(t, page.Keyboard().Type("seq 1 100000\n"))
+		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("its recording could not be written: recordings reached their size cap"))
+		must(t, expect.Locator(page.GetByTestId("reconnect")).ToBeHidden())
+		screenshot(t, page, "size-cap")
+		text, _ := page.GetByTestId("status").TextContent()
+		t.Logf("the user sees: %q", text)
 		var sessions []struct {
 			ID          string `json:"id"`
 			Closed      string `json:"closed"`
