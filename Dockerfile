@@ -1,4 +1,14 @@
-# The portal with its embedded local backend: desktops run inside the container.
+# Two images from one build stage:
+#
+#   docker build --target kube -t ghcr.io/corral-dev/corral-vdi-portal-kube .
+#       the Kubernetes backend: the static binary on distroless, non-root,
+#       no desktop packages (deploy/ runs it)
+#   docker build -t ghcr.io/corral-dev/corral-vdi-portal .
+#       the embedded local backend: desktops run inside the container
+#
+# The build stage runs scripts/build-binary.sh, which CI also runs outside
+# Docker (there is no Docker engine on the test machines).
+
 FROM golang:1.26-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -7,15 +17,29 @@ RUN npm ci --no-audit --no-fund
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN bash scripts/assets.sh && CGO_ENABLED=0 go build -o /out/corral-vdi-portal ./cmd/corral-vdi-portal
+RUN bash scripts/build-binary.sh /out/corral-vdi-portal
 
-FROM debian:bookworm-slim
+# The kube backend needs only the binary, CA certificates (OIDC issuers,
+# the API server) and a writable data dir, which deploy/ mounts.
+FROM gcr.io/distroless/static-debian12:nonroot AS kube
+COPY --from=build /out/corral-vdi-portal /usr/local/bin/corral-vdi-portal
+USER 65532:65532
+ENV CORRAL_VDI_BACKEND=kube CORRAL_VDI_LISTEN=0.0.0.0:8080 CORRAL_VDI_DATA_DIR=/var/lib/corral-vdi
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/corral-vdi-portal"]
+CMD ["serve"]
+
+# The local backend (the default target): Xvnc, a window manager and
+# freerdp-shadow for the desktops it runs itself.
+FROM debian:bookworm-slim AS local
 RUN apt-get update && apt-get install -y --no-install-recommends \
-        tigervnc-standalone-server openbox xterm x11-xserver-utils fonts-dejavu-core freerdp2-shadow-x11 \
+        tigervnc-standalone-server tigervnc-tools openbox xterm x11-xserver-utils fonts-dejavu-core \
+        freerdp2-shadow-x11 winpr-utils \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 corral
 COPY --from=build /out/corral-vdi-portal /usr/local/bin/corral-vdi-portal
-USER corral
+USER 10001:10001
 ENV CORRAL_VDI_LISTEN=0.0.0.0:8080 CORRAL_VDI_AUTH=tailscale CORRAL_VDI_DATA_DIR=/home/corral/data
 EXPOSE 8080
-ENTRYPOINT ["corral-vdi-portal", "serve"]
+ENTRYPOINT ["/usr/local/bin/corral-vdi-portal"]
+CMD ["serve"]

@@ -59,3 +59,10 @@ run-cluster: deps build testcluster ## the Kubernetes backend on this machine: t
 .PHONY: vm-image
 vm-image: ## build (once; cached by version) the tiny kernel + busybox image local vm pools boot
 	@bash scripts/vm-image.sh >/dev/null
+
+.PHONY: image-binary docs
+image-binary: ## build the static binary both container images ship (the Dockerfile's build step, outside Docker)
+	bash scripts/build-binary.sh
+
+docs: ## regenerate docs/configuration.md from the flags
+	$(GO) test ./portal -run TestConfigReference -update -count=1

@@ -119,6 +119,9 @@ func New(cfg Config) (*Authenticator, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	if cfg.Revocations != nil {
+		a.revocations = newRevocationCache(cfg.Revocations, a.now)
+	}
 	if a.lifetime <= 0 {
 		a.lifetime = DefaultSessionLifetime
 	}
@@ -234,6 +237,9 @@ func (a *Authenticator) identity(login, name string, groups []string) vdi.Identi
 }
 
 func (a *Authenticator) trusted(r *http.Request) bool {
+	if FromDesktop(r.Context()) {
+		return false
+	}
 	ip, err := netip.ParseAddr(remoteIP(r))
 	if err != nil {
 		return false
@@ -266,6 +272,9 @@ func ValidLogin(login string) bool { return validLogin.MatchString(login) }
 func (a *Authenticator) SignIn(w http.ResponseWriter, r *http.Request, login string) error {
 	if !a.modes[ModeDev] {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider.", "Signing in by name is off.")
+	}
+	if FromDesktop(r.Context()) {
+		return vdi.Errorf(vdi.EForbidden, "Sign in from your own browser, not from inside a desktop.", "Signing in by name is not offered inside a desktop.")
 	}
 	login = strings.TrimSpace(login)
 	if !ValidLogin(login) {

@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -222,7 +224,11 @@ func dialConsole(p *Portal, user, member, origin string) (*websocket.Conn, *http
 // member's processes.
 func recordedPID(tb testing.TB, p *Portal, member, name string) int {
 	tb.Helper()
-	buf, err := os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "run", "pids"))
+	// A sandboxed desktop's pids file is in the portal's state folder.
+	buf, err := os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "state", "pids"))
+	if errors.Is(err, fs.ErrNotExist) {
+		buf, err = os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "run", "pids"))
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}

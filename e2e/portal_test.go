@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
 )
 
 // binary is the portal built once for all tests.
@@ -37,6 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	testpg.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

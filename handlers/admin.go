@@ -91,9 +91,15 @@ func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminP
 	if err != nil {
 		return views.AdminProps{}, err
 	}
+	// The history is a cache: a database that does not answer leaves the
+	// consoles' protocol and path out, and the notice says why.
+	notice := h.notice()
 	open, err := h.history.OpenSessions(ctx)
 	if err != nil {
-		return views.AdminProps{}, err
+		h.log.Warn("dashboard without open sessions: the history database did not answer", "err", err)
+		if notice == "" {
+			notice = "The history database does not answer: consoles' protocols and paths are not shown. Claims and consoles keep working."
+		}
 	}
 	newest := make(map[vdi.Ref]store.Session, len(open))
 	for _, s := range open { // newest first: keep the first seen
@@ -104,7 +110,7 @@ func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminP
 	}
 	now := time.Now()
 	props := views.AdminProps{Page: h.pageProps("Pools", id), Now: now, ThumbVersion: now.Unix() / int64(thumbEvery/time.Second),
-		Pools: make([]views.AdminPool, len(pools))}
+		Pools: make([]views.AdminPool, len(pools)), Notice: notice}
 	for i, p := range pools {
 		ap := views.AdminPool{PoolDashboard: p, Members: make([]views.AdminMember, len(p.Members))}
 		for j, m := range p.Members {

@@ -59,6 +59,9 @@ type ConsoleConfig struct {
 	DirectTimeout time.Duration
 	// PingEvery is how often console websockets are pinged; zero means 20s.
 	PingEvery time.Duration
+	// TokenKeys sign the RDP tokens /connect hands out, newest first;
+	// replicas behind one address share them. Empty: a key of this process.
+	TokenKeys [][]byte
 }
 
 // consoleState is the handlers' console machinery.
@@ -66,6 +69,7 @@ type consoleState struct {
 	cfg     ConsoleConfig
 	probes  probeCache
 	viewers viewers
+	tokens  *rdpTokens
 	peers   *relay.PeerVerifier // checks peer links to this portal
 }
 

@@ -87,6 +87,10 @@ type Config struct {
 	Loopback bool
 	// Ready reports whether the portal can serve (for /readyz).
 	Ready func(ctx context.Context) error
+	// Notice, when it returns text, is a degraded part of the portal
+	// (the history database not answering), shown on /readyz and the
+	// dashboard.
+	Notice func() string
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
 	// Listen is the listen address; its host is an allowed Host.
@@ -99,6 +103,10 @@ type Config struct {
 	MetricsToken string
 	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
 	MaxConsolesPerUser int
+	// Replica names this replica where several share a cluster; the
+	// history page says its history is this replica's own. Empty: one
+	// portal.
+	Replica string
 	// RateLimit limits each user's mutating requests; zero picks the
 	// defaults.
 	RateLimit RateLimit
@@ -117,6 +125,8 @@ type Handler struct {
 	log          *slog.Logger
 	loopback     bool
 	ready        func(ctx context.Context) error
+	readyLog     readyLog
+	notice       func() string
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
 	console      *consoleState
@@ -125,6 +135,7 @@ type Handler struct {
 	limits       *userLimits
 	consoles     *consoleCount
 	metricsToken string
+	replica      string
 }
 
 // New returns the portal's handler with every route registered.
@@ -140,6 +151,8 @@ func New(cfg Config) *Handler {
 		log:          cfg.Log,
 		loopback:     cfg.Loopback,
 		ready:        cfg.Ready,
+		replica:      cfg.Replica,
+		notice:       cfg.Notice,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),
@@ -151,8 +164,12 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
+	}
+	if h.notice == nil {
+		h.notice = func() string { return "" }
 	}
 	h.routes()
 	return h

@@ -1,18 +1,55 @@
 package handlers
 
-import "net/http"
+import (
+	"net/http"
+	"sync"
+)
 
 // handleHealthz serves GET /healthz: the process is up.
 func (h *Handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadyz serves GET /readyz: the portal can serve requests.
+// handleReadyz serves GET /readyz: the portal can serve requests. The
+// reason it cannot is logged when it changes, not on every probe (a
+// kubelet asks every few seconds).
 func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	if err := h.ready(r.Context()); err != nil {
-		h.log.Warn("not ready", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer; see its log."})
+	err := h.ready(r.Context())
+	h.readyLog.note(h, err)
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer, or a setting is missing; see its log."})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]string{"status": "ready"}
+	if n := h.notice(); n != "" {
+		body["degraded"] = n
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// readyLog remembers the last readiness failure logged. The zero value is
+// ready.
+type readyLog struct {
+	mu   sync.Mutex
+	last string
+}
+
+// note logs err when its text differs from the last one logged, and that
+// the portal is ready again when err is nil after a failure.
+func (l *readyLog) note(h *Handler, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	l.mu.Lock()
+	changed := msg != l.last
+	l.last = msg
+	l.mu.Unlock()
+	switch {
+	case !changed:
+	case err != nil:
+		h.log.Warn("not ready", "err", err)
+	default:
+		h.log.Info("ready again")
+	}
 }

@@ -107,7 +107,7 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	}
 	h.render(w, r, http.StatusOK, views.History(views.HistoryProps{
 		Page: h.pageProps("History", id), User: hq.user, Pool: hq.pool, Since: hq.since, Until: hq.until,
-		Pools: hq.pools, Sessions: sessions, Recorded: recorded, Audit: audit, Query: query.Encode(), Pruned: pruned,
+		Pools: hq.pools, Sessions: sessions, Recorded: recorded, Audit: audit, Query: query.Encode(), Pruned: pruned, Replica: h.replica,
 	}))
 	return nil
 }

@@ -53,6 +53,7 @@ type poolRequest struct {
 	Policy    policyRequest `json:"policy"`
 	Access    vdi.Access    `json:"access"`
 	Limits    vdi.Limits    `json:"limits"`
+	Standby   int           `json:"standby"`
 	// LicensesAcknowledged is the admin's word that they hold the licences
 	// a pool of Windows desktops needs (vdi.Pool.LicensesAcknowledged).
 	LicensesAcknowledged bool `json:"licensesAcknowledged"`
@@ -79,7 +80,7 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 		req.Namespace = defaultNamespace
 	}
 	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy,
-		Access: req.Access, Limits: req.Limits, LicensesAcknowledged: req.LicensesAcknowledged}
+		Access: req.Access, Limits: req.Limits, Standby: req.Standby, LicensesAcknowledged: req.LicensesAcknowledged}
 	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
 		return err
 	}
@@ -88,10 +89,11 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 
 // poolPatch is the body of PATCH /api/vdi/pools/{ns}/{pool}.
 type poolPatch struct {
-	Size   *int           `json:"size"`
-	Policy *policyRequest `json:"policy"`
-	Access *vdi.Access    `json:"access"`
-	Limits *vdi.Limits    `json:"limits"`
+	Size    *int           `json:"size"`
+	Policy  *policyRequest `json:"policy"`
+	Access  *vdi.Access    `json:"access"`
+	Limits  *vdi.Limits    `json:"limits"`
+	Standby *int           `json:"standby"`
 }
 
 // handlePoolUpdate serves PATCH /api/vdi/pools/{ns}/{pool} (admins): resize
@@ -101,7 +103,7 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	u := vdi.PoolUpdate{Size: req.Size, Access: req.Access, Limits: req.Limits}
+	u := vdi.PoolUpdate{Size: req.Size, Access: req.Access, Limits: req.Limits, Standby: req.Standby}
 	if req.Access != nil {
 		if err := validAccessUsers(*req.Access); err != nil {
 			return err
@@ -114,7 +116,7 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 		}
 		u.Policy = &p
 	}
-	if u.Size == nil && u.Policy == nil && u.Access == nil && u.Limits == nil {
+	if u.Size == nil && u.Policy == nil && u.Access == nil && u.Limits == nil && u.Standby == nil {
 		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4}, {"policy": {"idleTimeout": "1h"}}, {"access": {"groups": ["finance"]}} or {"limits": {"desktopsPerUser": 1}}.`, "Nothing to change.")
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("pool")

@@ -35,6 +35,7 @@ import (
 // backend with real desktops (Xvnc + freerdp-shadow), Tailscale identity.
 type rdpEnv struct {
 	srv  *httptest.Server
+	h    *Handler
 	db   *store.DB
 	dir  string
 	desk map[string]vdi.Ref // by holder
@@ -86,7 +87,8 @@ func mustRDPEnv(t *testing.T, holders ...string) *rdpEnv {
 		}
 		e.desk[who] = d.Ref()
 	}
-	e.srv = httptest.NewServer(New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: log}))
+	e.h = New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: log})
+	e.srv = httptest.NewServer(e.h)
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -281,8 +283,8 @@ func TestRDPGateway(t *testing.T) {
 
 	t.Run("ExpiredToken", func(t *testing.T) {
 		a := e.connect(t, "alice", alice)
-		rdpTokenIssuer.now = func() time.Time { return time.Now().Add(rdpTokenTTL + time.Second) }
-		defer func() { rdpTokenIssuer.now = time.Now }()
+		e.h.console.tokens.now = func() time.Time { return time.Now().Add(rdpTokenTTL + time.Second) }
+		defer func() { e.h.console.tokens.now = time.Now }()
 		ws, resp := e.handshake(t, "alice", alice, a.Token, a.Destination)
 		wantRefusal(t, ws, resp, relay.RDCleanPathError{Code: 1, HTTPStatus: 401})
 	})

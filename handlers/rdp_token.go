@@ -1,13 +1,19 @@
 package handlers
 
 import (
+	"context"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -20,57 +26,103 @@ const rdpTokenTTL = 2 * time.Minute
 var (
 	errRDPTokenInvalid = errors.New("RDP token is not valid for this user and desktop")
 	errRDPTokenExpired = errors.New("RDP token expired")
+	// errRDPTokenForeignKey is a token that names a signing key this
+	// portal does not have: minted by a replica with other
+	// CORRAL_VDI_TOKEN_KEYS, by a key rotated out, or forged.
+	errRDPTokenForeignKey = errors.New("RDP token signed with a key this portal does not have")
 )
 
 // rdpTokens mints and checks the short-lived tokens IronRDP sends to the
 // gateway as RDCleanPath proxy_auth: an HMAC over the holder, the desktop
 // and an expiry time, so a token opens only that desktop for that user.
+//
+// Replicas behind one address share the keys (CORRAL_VDI_TOKEN_KEYS): a
+// page may ask one replica for /connect and open the websocket on another.
+// Tokens are signed with the newest key and checked against every key, so
+// a rotation (prepend the new key, roll the replicas, drop the old one)
+// never refuses a token in flight. Each token names its key by a short id,
+// so a replica that lacks the key says so instead of "forged".
 type rdpTokens struct {
-	key []byte
-	now func() time.Time
+	keys []rdpKey // newest first
+	now  func() time.Time
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	warned map[string]bool // foreign key ids already logged
 }
 
-// rdpTokenIssuer signs with a key made at start-up: tokens live for minutes
-// and are checked by the portal that minted them. Several replicas behind
-// one address would need a shared key.
-var rdpTokenIssuer = newRDPTokens()
+// rdpKey is one signing key and its public id.
+type rdpKey struct {
+	id  string
+	mac []byte
+}
 
-func newRDPTokens() *rdpTokens {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
+// newRDPTokens returns tokens signed with keys (newest first), or with a
+// random key of this process when keys is empty.
+func newRDPTokens(keys [][]byte, log *slog.Logger) *rdpTokens {
+	if log == nil {
+		log = slog.Default()
 	}
-	return &rdpTokens{key: key, now: time.Now}
+	t := &rdpTokens{now: time.Now, log: log, warned: map[string]bool{}}
+	if len(keys) == 0 {
+		key := make([]byte, 32)
+		rand.Read(key) // crypto/rand does not fail on supported platforms
+		keys = [][]byte{key}
+	}
+	for _, k := range keys {
+		t.keys = append(t.keys, deriveRDPKey(k))
+	}
+	return t
 }
+
+// deriveRDPKey makes the token-signing key of a configured secret: its own
+// HKDF purpose, so the same secret used elsewhere signs nothing else here.
+func deriveRDPKey(secret []byte) rdpKey {
+	mac, err := hkdf.Key(sha256.New, secret, nil, "corral-vdi rdp token", 32)
+	if err != nil {
+		panic(err) // only for lengths beyond 255*32 bytes
+	}
+	sum := sha256.Sum256(mac)
+	return rdpKey{id: hex.EncodeToString(sum[:6]), mac: mac}
+}
+
+// KeyID returns the id of the key tokens are signed with now: replicas
+// that share CORRAL_VDI_TOKEN_KEYS have the same one. It reveals nothing
+// about the key.
+func (t *rdpTokens) KeyID() string { return t.keys[0].id }
 
 type rdpClaims struct {
 	Login   string `json:"u"`
 	Desktop string `json:"d"`
 	Expires int64  `json:"e"`
+	Key     string `json:"k"`
 }
 
 // mint returns a token for login to open ref's RDP console.
 func (t *rdpTokens) mint(login string, ref vdi.Ref) string {
-	b, _ := json.Marshal(rdpClaims{Login: login, Desktop: ref.String(), Expires: t.now().Add(rdpTokenTTL).Unix()})
+	k := t.keys[0]
+	b, _ := json.Marshal(rdpClaims{Login: login, Desktop: ref.String(), Expires: t.now().Add(rdpTokenTTL).Unix(), Key: k.id})
 	payload := base64.RawURLEncoding.EncodeToString(b)
-	return payload + "." + base64.RawURLEncoding.EncodeToString(t.sign(payload))
+	return payload + "." + base64.RawURLEncoding.EncodeToString(sign(k, payload))
 }
 
-func (t *rdpTokens) sign(payload string) []byte {
-	m := hmac.New(sha256.New, t.key)
-	m.Write([]byte("corral-rdp-v1:" + payload))
+func sign(k rdpKey, payload string) []byte {
+	m := hmac.New(sha256.New, k.mac)
+	m.Write([]byte("corral-rdp-v2:" + payload))
 	return m.Sum(nil)
 }
 
-// check returns nil if tok was minted by t for login and ref and has not
-// expired, errRDPTokenExpired if it has, else errRDPTokenInvalid.
+// check returns nil if tok was minted with one of t's keys for login and
+// ref and has not expired; errRDPTokenExpired if it has expired;
+// errRDPTokenForeignKey if it names a key t lacks (logged once per key, as
+// it means replicas with different keys); else errRDPTokenInvalid.
 func (t *rdpTokens) check(tok, login string, ref vdi.Ref) error {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok {
 		return errRDPTokenInvalid
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, t.sign(payload)) {
+	if err != nil {
 		return errRDPTokenInvalid
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
@@ -78,7 +130,18 @@ func (t *rdpTokens) check(tok, login string, ref vdi.Ref) error {
 		return errRDPTokenInvalid
 	}
 	var c rdpClaims
-	if err := json.Unmarshal(b, &c); err != nil || c.Login != login || c.Desktop != ref.String() {
+	if err := json.Unmarshal(b, &c); err != nil {
+		return errRDPTokenInvalid
+	}
+	i := slices.IndexFunc(t.keys, func(k rdpKey) bool { return k.id == c.Key })
+	if i < 0 {
+		t.warnForeign(c.Key)
+		return errRDPTokenForeignKey
+	}
+	if !hmac.Equal(got, sign(t.keys[i], payload)) {
+		return errRDPTokenInvalid
+	}
+	if c.Login != login || c.Desktop != ref.String() {
 		return errRDPTokenInvalid
 	}
 	if !t.now().Before(time.Unix(c.Expires, 0)) {
@@ -86,3 +149,36 @@ func (t *rdpTokens) check(tok, login string, ref vdi.Ref) error {
 	}
 	return nil
 }
+
+// maxWarnedKeys bounds the foreign key ids remembered for logging, so
+// forged ids cannot grow memory; past it every one is logged at debug.
+const maxWarnedKeys = 64
+
+// warnForeign logs, once per key id, that a token named a key this portal
+// does not have: the sign of replicas configured with different keys.
+func (t *rdpTokens) warnForeign(id string) {
+	if len(id) > 12 {
+		id = id[:12] + "…"
+	}
+	t.mu.Lock()
+	first := !t.warned[id] && len(t.warned) < maxWarnedKeys
+	if first {
+		t.warned[id] = true
+	}
+	t.mu.Unlock()
+	ids := make([]string, len(t.keys))
+	for i, k := range t.keys {
+		ids[i] = k.id
+	}
+	level := slog.LevelDebug
+	if first {
+		level = slog.LevelWarn
+	}
+	t.log.Log(context.Background(), level, "RDP token signed with a key this replica does not have: replicas behind one address must share CORRAL_VDI_TOKEN_KEYS (or the token is forged, or its key was rotated out)",
+		"tokenKey", id, "keys", strings.Join(ids, ","))
+}
+
+// TokenKeyID returns the id of the key RDP tokens are signed with now, for
+// comparing replicas: those that share CORRAL_VDI_TOKEN_KEYS report the
+// same id. It reveals nothing about the key.
+func (h *Handler) TokenKeyID() string { return h.console.tokens.KeyID() }

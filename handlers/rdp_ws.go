@@ -67,9 +67,11 @@ func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.I
 	if err != nil {
 		return nil, "", err
 	}
-	switch err := rdpTokenIssuer.check(req.ProxyAuth, id.Login, ref); {
+	switch err := h.console.tokens.check(req.ProxyAuth, id.Login, ref); {
 	case errors.Is(err, errRDPTokenExpired):
 		return nil, "", relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
+	case errors.Is(err, errRDPTokenForeignKey):
+		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token signed by a portal with other token keys", nil)
 	case err != nil:
 		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
 	}

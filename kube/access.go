@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -20,9 +22,11 @@ import (
 //
 // Every replica reads them from there, so all agree.
 const (
-	AnnotationAccess = "corral.dev/vdi-access" // {"access": {...}, "limits": {...}}
-	CTKeyAccess      = "access"
-	CTKeyLimits      = "limits"
+	AnnotationAccess  = "corral.dev/vdi-access"  // {"access": {...}, "limits": {...}}
+	AnnotationStandby = "corral.dev/vdi-standby" // free members kept powered on, e.g. "2"
+	CTKeyAccess       = "access"
+	CTKeyLimits       = "limits"
+	CTKeyStandby      = "standby"
 )
 
 // accessDoc is AnnotationAccess's value.
@@ -108,4 +112,47 @@ func parseCTAccess(d map[string]string, p *vdi.Pool, bad func(key, want string, 
 		}
 	}
 	return nil
+}
+
+// readStandby fills p's standby from AnnotationStandby's (or the CT key's)
+// value s; what does not parse is none.
+func readStandby(s string, p *vdi.Pool) {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+		p.Standby = n
+	}
+}
+
+// SetStandby writes the pool's standby onto every member.
+func (v *VMs) SetStandby(ctx context.Context, namespace, name string, n int) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationStandby: strconv.Itoa(n)}}})
+	for _, vm := range vms {
+		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+			return fmt.Errorf("kube: set standby on VM %s/%s: %w", namespace, vm.Name, err)
+		}
+	}
+	return nil
+}
+
+// SetStandby writes the pool's standby into its ConfigMap.
+func (c *CTs) SetStandby(ctx context.Context, namespace, name string, n int) error {
+	p, err := c.pool(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	cm := p.cm.DeepCopy()
+	cm.Data[CTKeyStandby] = strconv.Itoa(n)
+	return c.updateConfigMap(ctx, p, cm)
+}
+
+// SetStandby sets the standby of a pool of either kind.
+func (c *Cluster) SetStandby(ctx context.Context, namespace, name string, n int) error {
+	pa, err := c.admin(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	return pa.SetStandby(ctx, namespace, name, n)
 }

@@ -46,6 +46,9 @@ func (c *CTs) CreatePool(ctx context.Context, p vdi.Pool) error {
 		Data: map[string]string{CTKeyImage: strings.TrimSpace(p.Source), CTKeyMode: string(p.Mode), CTKeyPolicy: formatPolicy(p.Policy),
 			CTKeySize: strconv.Itoa(p.Size)},
 	}
+	if p.Standby > 0 {
+		cm.Data[CTKeyStandby] = strconv.Itoa(p.Standby)
+	}
 	if !p.Access.Open() || p.Limits != (vdi.Limits{}) {
 		setCTAccess(cm.Data, p.Access, p.Limits)
 	}

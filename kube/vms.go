@@ -198,6 +198,7 @@ func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 		_ = json.Unmarshal([]byte(s), &p.Policy)
 	}
 	readAccess(vm.Annotations[AnnotationAccess], &p)
+	readStandby(vm.Annotations[AnnotationStandby], &p)
 	return p
 }
 

@@ -86,7 +86,7 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
 	ann := map[string]string{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationLicenses} {
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationStandby, AnnotationLicenses} {
 		if s, ok := old.Annotations[k]; ok {
 			ann[k] = s
 		}

@@ -90,7 +90,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 		return err
 	}
 	ann := map[string]string{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy),
-		AnnotationAccess: accessAnnotation(p.Access, p.Limits)}
+		AnnotationAccess: accessAnnotation(p.Access, p.Limits), AnnotationStandby: strconv.Itoa(p.Standby)}
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}

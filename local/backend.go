@@ -42,6 +42,14 @@ type Config struct {
 	// KVMDevice is the device whose opening means KVM may be tried;
 	// default /dev/kvm.
 	KVMDevice string
+	// Sandbox gives each session desktop a uid of its own. Nil runs
+	// desktops as the portal's own user, which only tests may do: the
+	// portal always sets Sandbox or Refuse.
+	Sandbox *Sandbox
+	// Refuse, when set, is why local desktops cannot run (no sandbox could
+	// be set up): every start fails with it, while pools, claims and
+	// history stay as they are.
+	Refuse error
 }
 
 // Backend runs local pools' members as session desktops on this host.
@@ -51,6 +59,8 @@ type Backend struct {
 	log     *slog.Logger
 	vmImage string
 	accel   *accelerator
+	sandbox *Sandbox
+	refuse  error
 
 	mu      sync.Mutex
 	members map[string]*member // by name; only those started or adopted
@@ -70,7 +80,7 @@ type member struct {
 // New returns a Backend after re-adopting the desktops a previous run of the
 // portal left running in dir and cleaning up what it cannot adopt.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, members: map[string]*member{}}
+	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, sandbox: cfg.Sandbox, refuse: cfg.Refuse, members: map[string]*member{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -83,6 +93,14 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err := os.MkdirAll(filepath.Join(b.dir, "members"), 0o700); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
+	if b.refuse == nil && b.sandbox != nil {
+		b.refuse = checkSandboxDirs(b.dir, b.sandbox)
+	}
+	if b.refuse != nil {
+		b.log.Error(b.refuse.Error())
+	} else if b.sandbox != nil {
+		b.log.Info("local desktops are sandboxed", "uids", b.sandbox.Range(), "limits", b.sandbox.limits.String())
+	}
 	pools, err := b.db.LocalPools(ctx)
 	if err != nil {
 		return nil, err
@@ -93,7 +111,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 				b.adoptVM(name)
 				continue
 			}
-			d, err := AdoptDesktop(b.spec(name), b.log)
+			spec, err := b.desktopSpec(name)
+			if err != nil {
+				continue // never adopt a desktop that may not run
+			}
+			d, err := AdoptDesktop(spec, b.log)
 			if errors.Is(err, ErrNotRunning) {
 				continue
 			} else if err != nil {
@@ -249,11 +271,18 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 	if b.isVMPool(ctx, pool) {
 		return b.startVM(sctx, ref, rt)
 	}
-	d, err := StartDesktop(sctx, b.spec(ref.Name), b.log)
+	spec, err := b.desktopSpec(ref.Name)
+	var d *Desktop
+	if err == nil {
+		d, err = StartDesktop(sctx, spec, b.log)
+	}
 
 	b.mu.Lock()
 	if err != nil {
 		rt.power, rt.reason = vdi.PowerFailed, err.Error()
+		if spec.User != nil {
+			rt.reason += " (its limits: " + spec.User.Limits.String() + ")"
+		}
 	} else {
 		rt.power, rt.reason, rt.desktop = vdi.PowerRunning, "", d
 		go b.watch(ref.Name, rt, d)
@@ -289,6 +318,9 @@ func (b *Backend) watch(name string, rt *member, d *Desktop) {
 	rt.power, rt.reason = vdi.PowerFailed, "The desktop ended on its own"
 	if err := d.Err(); err != nil {
 		rt.reason += ": " + err.Error()
+	}
+	if u := d.spec.User; u != nil {
+		rt.reason += " (its limits: " + u.Limits.String() + ")"
 	}
 	b.log.Warn("desktop failed", "desktop", Namespace+"/"+name, "reason", rt.reason)
 }
@@ -333,10 +365,14 @@ func (b *Backend) Stop(ctx context.Context, ref vdi.Ref) error {
 	return nil
 }
 
-// Recreate stops the member and gives it a fresh, empty home.
+// Recreate stops the member and gives it a fresh, empty home; a sandboxed
+// member also loses every process and temporary file of its uid.
 func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	if err := b.Stop(ctx, ref); err != nil {
 		return err
+	}
+	if err := b.wipeMember(ref.Name); err != nil {
+		return fmt.Errorf("local: wipe %s: %w", ref, err)
 	}
 	home := b.spec(ref.Name).Home
 	if err := os.RemoveAll(home); err != nil {
@@ -373,8 +409,7 @@ func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	if p == vdi.ProtocolRDP {
 		return d.dialRDP(ctx)
 	}
-	var dialer net.Dialer
-	return dialer.DialContext(ctx, "unix", d.VNCSocket())
+	return d.dialSocket(ctx, d.VNCSocket())
 }
 
 // StopAll stops every desktop this backend runs; the portal calls it on exit

@@ -60,6 +60,14 @@ type DesktopSpec struct {
 	Home string
 	// Geometry is the screen size as WIDTHxHEIGHT; empty means 1280x800.
 	Geometry string
+	// State is the portal's own folder for the member: the pids file, the
+	// logs and the RDP password. Empty means Dir. With a User it must not
+	// be Dir, which then belongs to the desktop's uid.
+	State string
+	// User, when set, is who the desktop's processes run as: Dir and Home
+	// are handed to that uid, and Stop kills every process of it. Nil runs
+	// the desktop as the portal's own user (tests of this package only).
+	User *DesktopUser
 }
 
 // withDefaults validates s and fills in defaults.
@@ -75,6 +83,12 @@ func (s DesktopSpec) withDefaults() (DesktopSpec, error) {
 	}
 	if s.Geometry == "" {
 		s.Geometry = defaultGeometry
+	}
+	if s.State == "" {
+		s.State = s.Dir
+	}
+	if s.User != nil && filepath.Clean(s.State) == filepath.Clean(s.Dir) {
+		return s, errors.New("desktop spec: a sandboxed desktop needs a State folder apart from Dir")
 	}
 	if !geometryRE.MatchString(s.Geometry) {
 		return s, fmt.Errorf("desktop spec: bad geometry %q, want WIDTHxHEIGHT", s.Geometry)
@@ -155,15 +169,18 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 	if err != nil {
 		return fail(err)
 	}
-	if err := prepareDesktopDirs(spec); err != nil {
+	if err := killRecordedDesktop(spec.State, log); err != nil {
 		return fail(err)
 	}
-	if err := killRecordedDesktop(spec.Dir, log); err != nil {
+	if err := prepareDesktopDirs(spec, log); err != nil {
 		return fail(err)
 	}
 	authPath := filepath.Join(spec.Dir, desktopAuthName)
 	if err := writeXauthority(authPath); err != nil {
 		return fail(fmt.Errorf("write Xauthority: %w", err))
+	}
+	if err := spec.User.give(authPath); err != nil {
+		return fail(err)
 	}
 
 	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
@@ -182,8 +199,15 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 }
 
 // prepareDesktopDirs creates Dir (forced to 0700) and Home, and removes a
-// stale socket so Xvnc can bind.
-func prepareDesktopDirs(spec DesktopSpec) error {
+// stale socket so Xvnc can bind. A sandboxed desktop gets them as its uid's,
+// once nothing of that uid runs any more.
+func prepareDesktopDirs(spec DesktopSpec, log *slog.Logger) error {
+	if err := os.MkdirAll(spec.State, 0o700); err != nil {
+		return err
+	}
+	if spec.User != nil {
+		return prepareSandboxDirs(spec, log)
+	}
 	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
 		return err
 	}
@@ -222,7 +246,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 		"-SecurityTypes", "None", // the socket is reachable only by our user
 	}
 	env := []string{"PATH=" + desktopPath(), "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
-	xvnc, err := startDesktopProc(desktopXvnc, d.spec.Dir, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w})
+	xvnc, err := startDesktopProc(desktopXvnc, d.spec.State, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w}, d.spec.User)
 	w.Close() // Xvnc holds the only write end now: EOF means it died
 	if err != nil {
 		return err
@@ -234,7 +258,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 		return err
 	}
 
-	xlog := filepath.Join(d.spec.Dir, desktopXvnc+".log")
+	xlog := filepath.Join(d.spec.State, desktopXvnc+".log")
 	display, err := readDisplay(ctx, r)
 	if err != nil {
 		if line := lastLogLine(xlog); line != "" {
@@ -258,7 +282,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	// (left unmapped), and Xt would otherwise wait 5 s for the manager.
 	// The terminal is openbox's child, in its process group.
 	terminal := fmt.Sprintf("%s -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote(d.spec.Name))
-	p, err := startDesktopProc("openbox", d.spec.Dir, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil)
+	p, err := startDesktopProc("openbox", d.spec.State, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil, d.spec.User)
 	if err != nil {
 		return err
 	}
@@ -325,7 +349,7 @@ func waitSocket(ctx context.Context, path string) error {
 // like a broken (black) one. It runs alongside the clients rather than
 // delaying the start; a failure is cosmetic and left in xsetroot.log.
 func (d *Desktop) paintRoot(xsetroot string, env []string) {
-	p, err := startDesktopProc("xsetroot", d.spec.Dir, xsetroot, []string{"-solid", desktopBackground}, env, d.spec.Home, nil)
+	p, err := startDesktopProc("xsetroot", d.spec.State, xsetroot, []string{"-solid", desktopBackground}, env, d.spec.Home, nil, d.spec.User)
 	if err != nil {
 		d.log.Warn("desktop xsetroot failed", "err", err)
 		return
@@ -344,7 +368,7 @@ func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 			status = xvnc.waitErr.Error()
 		}
 		d.err = fmt.Errorf("Xvnc exited: %s: %s", status,
-			lastLogLine(filepath.Join(d.spec.Dir, desktopXvnc+".log")))
+			lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 		d.log.Warn("desktop ended", "err", d.err)
 	}
 	d.mu.Unlock()
@@ -369,7 +393,7 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 		d.mu.Lock()
 		if !d.stopping {
 			d.err = fmt.Errorf("Xvnc (pid %d) exited: %s", xvnc.PID,
-				lastLogLine(filepath.Join(d.spec.Dir, desktopXvnc+".log")))
+				lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 			d.log.Warn("desktop ended", "err", d.err)
 		}
 		d.mu.Unlock()
@@ -381,7 +405,7 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 func (d *Desktop) closeDone() { d.doneOnce.Do(func() { close(d.done) }) }
 
 func (d *Desktop) writePids() error {
-	if err := writeDesktopPids(d.spec.Dir, desktopPids{Display: d.display, Procs: d.procs}); err != nil {
+	if err := writeDesktopPids(d.spec.State, desktopPids{Display: d.display, Procs: d.procs}); err != nil {
 		return fmt.Errorf("write pids: %w", err)
 	}
 	return nil
@@ -402,6 +426,9 @@ func (d *Desktop) XAuthority() string { return filepath.Join(d.spec.Dir, desktop
 // more programs on the display, such as an RDP shadow server.
 func (d *Desktop) Env() []string {
 	u := currentUser()
+	if d.spec.User != nil {
+		u = d.spec.Name // the uid has no account; the member's name reads well
+	}
 	return []string{
 		"PATH=" + desktopPath(),
 		"HOME=" + d.spec.Home,
@@ -427,7 +454,8 @@ func (d *Desktop) Err() error {
 }
 
 // Stop kills the desktop's own processes, by PID and only after checking
-// each is still the process that was started, waits for them, and removes
+// each is still the process that was started, and for a sandboxed desktop
+// every other process of its uid; waits for them, and removes
 // the socket, the pids file and the Xauthority file. Logs are kept. Call it
 // also after Done to clean up what is left; later calls return the first
 // result.
@@ -449,8 +477,15 @@ func (d *Desktop) Stop() error {
 			d.wg.Wait()
 		}
 		d.closeDone()
-		for _, name := range []string{desktopSocketName, desktopPidsName, desktopAuthName, rdpSocketName, rdpSAMName, rdpPasswordName} {
-			if err := os.Remove(filepath.Join(d.spec.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if d.spec.User != nil { // the user's own leftovers: setsid, nohup, daemons
+			errs = append(errs, killUID(d.spec.User.UID, desktopStopGrace))
+		}
+		for _, path := range []string{
+			filepath.Join(d.spec.Dir, desktopSocketName), filepath.Join(d.spec.State, desktopPidsName),
+			filepath.Join(d.spec.Dir, desktopAuthName), filepath.Join(d.spec.Dir, rdpSocketName),
+			filepath.Join(d.spec.Dir, rdpSAMName), filepath.Join(d.spec.State, rdpPasswordName),
+		} {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

@@ -1,12 +1,12 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,13 +31,16 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 		return nil, fmt.Errorf("local: adopt desktop %q: %s: %w", spec.Name, why, ErrNotRunning)
 	}
 
-	rec, err := readDesktopPids(spec.Dir)
+	rec, err := readDesktopPids(spec.State)
 	if errors.Is(err, fs.ErrNotExist) {
+		if spec.User != nil {
+			killLegacyDesktop(spec, log)
+		}
 		return notRunning("no pids file")
 	}
 	if err != nil {
 		// Nothing trustworthy to kill; drop the file so the next start is clean.
-		_ = os.Remove(filepath.Join(spec.Dir, desktopPidsName))
+		_ = os.Remove(filepath.Join(spec.State, desktopPidsName))
 		return notRunning(err.Error())
 	}
 	var xvnc *desktopProc
@@ -55,7 +58,8 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	why := "Xvnc is gone"
 	if xvnc != nil {
 		why = "Xvnc does not answer"
-		if rec.Display >= 0 && vncAnswers(sock) {
+		probe := &Desktop{spec: spec}
+		if rec.Display >= 0 && vncAnswers(probe, sock) {
 			// Keep Xvnc first, as StartDesktop does.
 			procs := []*desktopProc{xvnc}
 			for _, p := range live {
@@ -77,7 +81,11 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 			return d, nil
 		}
 	}
-	if err := killRecorded(spec.Dir, live, log); err != nil {
+	errs := []error{killRecorded(spec.State, live, log)}
+	if spec.User != nil {
+		errs = append(errs, killUID(spec.User.UID, desktopStopGrace))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("local: adopt desktop %q: %w", spec.Name, err)
 	}
 	return notRunning(why)
@@ -122,8 +130,10 @@ func killRecorded(dir string, live []*desktopProc, log *slog.Logger) error {
 }
 
 // vncAnswers reports whether an RFB server greets on the Unix socket.
-func vncAnswers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+func vncAnswers(d *Desktop, sock string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := d.dialSocket(ctx, sock)
 	if err != nil {
 		return false
 	}

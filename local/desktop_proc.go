@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,21 +36,23 @@ type desktopPids struct {
 
 // startDesktopProc starts path as a child in its own process group with its
 // output in <dir>/<name>.log. It deliberately sets no Pdeathsig: desktops
-// outlive the portal and are adopted by the next one.
-func startDesktopProc(name, dir, path string, args, env []string, cwd string, extra []*os.File) (*desktopProc, error) {
+// outlive the portal and are adopted by the next one. With a user, the
+// child runs as that uid and gid with no supplementary groups, under its
+// limits (prlimit sets them, then execs path); nil runs it as the portal.
+func startDesktopProc(name, dir, path string, args, env []string, cwd string, extra []*os.File, user *DesktopUser) (*desktopProc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(path, args...)
+	cmd := user.command(path, args...)
 	cmd.Dir = cwd
 	cmd.Env = env
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.ExtraFiles = extra
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = user.sysProcAttr(&syscall.SysProcAttr{Setpgid: true})
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

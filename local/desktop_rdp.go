@@ -62,17 +62,23 @@ func (d *Desktop) startRDP(ctx context.Context) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
+	if err := d.spec.User.give(home); err != nil {
+		return err
+	}
 	password, err := newRDPPassword()
 	if err != nil {
 		return err
 	}
 	// The password file is the only record of the password: the portal shows
 	// it to the desktop's holder, also after a restart adopted the desktop.
-	if err := os.WriteFile(filepath.Join(dir, rdpPasswordName), []byte(password), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.spec.State, rdpPasswordName), []byte(password), 0o600); err != nil {
 		return err
 	}
 	sam := filepath.Join(dir, rdpSAMName)
 	if err := os.WriteFile(sam, []byte(samEntry(RDPUser, password)), 0o600); err != nil {
+		return err
+	}
+	if err := d.spec.User.give(sam); err != nil { // freerdp reads it as the desktop's uid
 		return err
 	}
 	sock := filepath.Join(dir, rdpSocketName)
@@ -86,7 +92,7 @@ func (d *Desktop) startRDP(ctx context.Context) error {
 		}
 	}
 	args := []string{"/ipc-socket:" + sock, "/sec:nla", "/sam-file:" + sam}
-	p, err := startDesktopProc(rdpShadow, dir, bin, args, env, home, nil)
+	p, err := startDesktopProc(rdpShadow, d.spec.State, bin, args, env, home, nil, d.spec.User)
 	if err != nil {
 		return err
 	}
@@ -98,7 +104,7 @@ func (d *Desktop) startRDP(ctx context.Context) error {
 		_ = stopDesktopProcs([]*desktopProc{p}, desktopStopGrace)
 		d.procs = d.procs[:len(d.procs)-1]
 		_ = d.writePids()
-		log := filepath.Join(dir, rdpShadow+".log")
+		log := filepath.Join(d.spec.State, rdpShadow+".log")
 		if line := lastLogLine(log); line != "" {
 			err = fmt.Errorf("%w: %s", err, line)
 		}
@@ -120,7 +126,7 @@ func (d *Desktop) RDPSocket() string {
 
 // RDPCredentials returns the NLA sign-in of the desktop's RDP server.
 func (d *Desktop) RDPCredentials() (user, password string, err error) {
-	b, err := os.ReadFile(filepath.Join(d.spec.Dir, rdpPasswordName))
+	b, err := os.ReadFile(filepath.Join(d.spec.State, rdpPasswordName))
 	if err != nil {
 		return "", "", fmt.Errorf("local: RDP password of %q: %w", d.spec.Name, err)
 	}
@@ -147,8 +153,7 @@ func (d *Desktop) dialRDP(ctx context.Context) (*RDPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, "unix", sock)
+	c, err := d.dialSocket(ctx, sock)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,11 @@ func (b *Backend) dispose(ctx context.Context, names []string) error {
 			errs = append(errs, err)
 			continue
 		}
+		if err := b.wipeMember(name); err != nil {
+			errs = append(errs, fmt.Errorf("local: wipe %s: %w", name, err))
+			continue
+		}
+		b.sandbox.release(b.memberDir(name))
 		if err := os.RemoveAll(filepath.Join(b.dir, "members", name)); err != nil {
 			errs = append(errs, fmt.Errorf("local: remove %s: %w", name, err))
 		}
@@ -159,6 +164,14 @@ func (b *Backend) SetAccess(ctx context.Context, namespace, name string, a vdi.A
 		return err
 	}
 	return b.db.SetLocalPoolAccess(ctx, name, a, l)
+}
+
+// SetStandby sets how many free members of a local pool are kept on.
+func (b *Backend) SetStandby(ctx context.Context, namespace, name string, n int) error {
+	if _, err := b.pool(ctx, namespace, name); err != nil {
+		return err
+	}
+	return b.db.SetLocalPoolStandby(ctx, name, n)
 }
 
 // DeletePool stops and removes every member, then the pool.

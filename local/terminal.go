@@ -44,10 +44,11 @@ func terminalShell() string {
 	return "/bin/sh"
 }
 
-// StartTerminal starts a login shell for d on a new 80x24 pty.
+// StartTerminal starts a login shell for d on a new 80x24 pty, as the
+// desktop's uid and within its limits when it is sandboxed.
 func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 	shell := terminalShell()
-	cmd := exec.Command(shell, "-l")
+	cmd := d.spec.User.command(shell, "-l")
 	cmd.Dir = d.spec.Home
 	cmd.Env = append(d.Env(), "TERM=xterm-256color", "COLORTERM=truecolor")
 	for i, kv := range cmd.Env {
@@ -55,7 +56,8 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 			cmd.Env[i] = "SHELL=" + shell
 		}
 	}
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+	attrs := d.spec.User.sysProcAttr(&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 80, Rows: 24}, attrs)
 	if err != nil {
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}

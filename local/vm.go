@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -94,6 +95,10 @@ type VM struct {
 	log  *slog.Logger
 	rec  vmRecord
 	done chan struct{}
+	// state holds the record, password and log (the portal's); dir the
+	// sockets and initramfs (the guest's user's); user runs QEMU.
+	state string
+	user  *DesktopUser
 
 	mu       sync.Mutex
 	stopping bool
@@ -103,13 +108,29 @@ type VM struct {
 	poll     chan struct{}
 }
 
-// vmBoot says what bootVM boots.
+// vmBoot says what bootVM boots, and where.
 type vmBoot struct {
-	name  string
-	dir   string // the member's folder for the guest's state and log
+	name string
+	// dir is the guest's run folder: its sockets and initramfs, handed to
+	// user when there is one.
+	dir string
+	// state is the portal's folder for the guest: its record (pid), root
+	// password and log, out of the user's reach; "" means dir.
+	state string
+	// user is who QEMU runs as (the member's uid); nil runs it as the
+	// portal's own user (tests of this package only).
+	user  *DesktopUser
 	img   VMImage
 	accel *accelerator
 	log   *slog.Logger
+}
+
+// stateDir is where the portal keeps the guest's record and password.
+func (c vmBoot) stateDir() string {
+	if c.state == "" {
+		return c.dir
+	}
+	return c.state
 }
 
 // bootVM boots the member's guest and returns once QEMU listens (the guest
@@ -122,15 +143,15 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+	killRecordedVM(cfg)
+	if err := prepareVMDirs(cfg); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
-	killRecordedVM(cfg.dir, cfg.log)
 	password, hash, err := vmPassword(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
-	initrd, err := writeVMInitrd(cfg.dir, cfg.img, hash)
+	initrd, err := writeVMInitrd(cfg.dir, cfg.img, hash, cfg.user)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: initramfs: %w", cfg.name, err)
 	}
@@ -148,7 +169,7 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 			v.log.Warn("vm silent under KVM; restarting it with TCG", "waited", cfg.accel.wait, "err", serr)
 			cfg.accel.settle(AccelTCG, fmt.Sprintf("a KVM guest stayed silent for %v", cfg.accel.wait))
 			v.Stop() // which removes the initramfs with the hash: write it again
-			if initrd, err = writeVMInitrd(cfg.dir, cfg.img, hash); err == nil {
+			if initrd, err = writeVMInitrd(cfg.dir, cfg.img, hash, cfg.user); err == nil {
 				v, err = launchVM(ctx, cfg, qemu, initrd, AccelTCG)
 			}
 		} else {
@@ -158,7 +179,7 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.dir, vmPasswordName), []byte(password), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.stateDir(), vmPasswordName), []byte(password), 0o600); err != nil {
 		v.Stop()
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
@@ -176,15 +197,20 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
 		"-nic", "none", "-display", "none", "-vga", "std",
 		"-vnc", vncArg, "-serial", serialArg,
-		"-kernel", cfg.img.Kernel, "-initrd", initrd,
+		"-kernel", "/dev/fd/3", "-initrd", initrd, // the kernel is the portal's: QEMU gets it open
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init",
 	)
-	p, err := startDesktopProc(vmLogName, dir, qemu, args, []string{"PATH=" + desktopPath()}, dir, nil)
+	kernel, err := os.Open(cfg.img.Kernel)
+	if err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
+	defer kernel.Close()
+	p, err := startDesktopProc(vmLogName, cfg.stateDir(), qemu, args, []string{"PATH=" + desktopPath()}, dir, []*os.File{kernel}, qemuUser(cfg.user))
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	rec.Proc = p
-	v := &VM{dir: dir, name: name, log: cfg.log.With("vm", name), done: make(chan struct{}), rec: rec}
+	v := &VM{dir: dir, state: cfg.stateDir(), user: cfg.user, name: name, log: cfg.log.With("vm", name), done: make(chan struct{}), rec: rec}
 	go func() {
 		<-p.exited
 		v.ended(p.waitErr)
@@ -206,8 +232,7 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 func (v *VM) speaksWithin(ctx context.Context, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, vmNetwork(v.rec.Serial), v.rec.Serial)
+	c, err := v.dial(ctx, v.rec.Serial)
 	if err != nil {
 		return err
 	}
@@ -219,10 +244,11 @@ func (v *VM) speaksWithin(ctx context.Context, d time.Duration) error {
 	return err
 }
 
-// AdoptVM takes over the guest a previous portal recorded in dir; the error
-// wraps ErrNotRunning when there is none.
-func AdoptVM(name, dir string, log *slog.Logger) (*VM, error) {
-	b, err := os.ReadFile(filepath.Join(dir, vmRecordName))
+// adoptVM takes over the guest a previous portal recorded in cfg's state
+// folder; the error wraps ErrNotRunning when there is none.
+func adoptVM(cfg vmBoot) (*VM, error) {
+	name, state := cfg.name, cfg.stateDir()
+	b, err := os.ReadFile(filepath.Join(state, vmRecordName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("local: vm %s: %w", name, ErrNotRunning)
 	} else if err != nil {
@@ -233,10 +259,11 @@ func AdoptVM(name, dir string, log *slog.Logger) (*VM, error) {
 		return nil, fmt.Errorf("local: vm %s: bad %s: %v", name, vmRecordName, err)
 	}
 	if !rec.Proc.alive() {
-		os.Remove(filepath.Join(dir, vmRecordName))
+		os.Remove(filepath.Join(state, vmRecordName))
 		return nil, fmt.Errorf("local: vm %s: %w", name, ErrNotRunning)
 	}
-	v := &VM{dir: dir, name: name, log: log.With("vm", name), rec: rec, done: make(chan struct{}), poll: make(chan struct{})}
+	v := &VM{dir: cfg.dir, state: state, user: cfg.user, name: name, log: cfg.log.With("vm", name), rec: rec,
+		done: make(chan struct{}), poll: make(chan struct{})}
 	go v.pollExit()
 	return v, nil
 }
@@ -272,7 +299,7 @@ func (v *VM) ended(err error) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		if line := lastLogLine(filepath.Join(v.dir, vmLogName+".log")); line != "" {
+		if line := lastLogLine(filepath.Join(v.state, vmLogName+".log")); line != "" {
 			msg += ": " + line
 		}
 		v.err = errors.New(msg)
@@ -285,8 +312,7 @@ func (v *VM) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, vmReadyWait)
 	defer cancel()
 	for {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, vmNetwork(v.rec.Serial), v.rec.Serial)
+		c, err := v.dial(ctx, v.rec.Serial)
 		if err == nil {
 			c.Close()
 			return nil
@@ -295,7 +321,7 @@ func (v *VM) waitReady(ctx context.Context) error {
 		case <-v.done:
 			return fmt.Errorf("local: vm %s: %w", v.name, v.Err())
 		case <-ctx.Done():
-			return fmt.Errorf("local: vm %s: QEMU did not listen on %s within %v: %s", v.name, v.rec.Serial, vmReadyWait, lastLogLine(filepath.Join(v.dir, vmLogName+".log")))
+			return fmt.Errorf("local: vm %s: QEMU did not listen on %s within %v: %s", v.name, v.rec.Serial, vmReadyWait, lastLogLine(filepath.Join(v.state, vmLogName+".log")))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -306,11 +332,11 @@ func (v *VM) writeRecord() error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(v.dir, vmRecordName+".tmp")
+	tmp := filepath.Join(v.state, vmRecordName+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(v.dir, vmRecordName))
+	return os.Rename(tmp, filepath.Join(v.state, vmRecordName))
 }
 
 // VNCAddr returns the address of the guest's VNC server: a Unix socket's
@@ -322,7 +348,7 @@ func (v *VM) SerialAddr() string { return v.rec.Serial }
 
 // Password returns the guest's root password.
 func (v *VM) Password() string {
-	b, _ := os.ReadFile(filepath.Join(v.dir, vmPasswordName))
+	b, _ := os.ReadFile(filepath.Join(v.state, vmPasswordName))
 	return strings.TrimSpace(string(b))
 }
 
@@ -347,9 +373,13 @@ func (v *VM) Stop() error {
 			close(v.poll)
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
+		if v.user != nil { // and whatever else runs as the member's uid
+			err = errors.Join(err, killUID(v.user.UID, vmStopGrace))
+		}
 		v.ended(nil)
-		for _, n := range []string{vmRecordName, vmPasswordName, vmInitrdName, vmVNCSocket, vmSerialSocket} {
-			if rerr := os.Remove(filepath.Join(v.dir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		for _, p := range []string{filepath.Join(v.state, vmRecordName), filepath.Join(v.state, vmPasswordName),
+			filepath.Join(v.dir, vmInitrdName), filepath.Join(v.dir, vmVNCSocket), filepath.Join(v.dir, vmSerialSocket)} {
+			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
 		}
@@ -361,11 +391,60 @@ func (v *VM) Stop() error {
 	return v.stopErr
 }
 
-// killRecordedVM stops a guest recorded in dir that no one adopted.
-func killRecordedVM(dir string, log *slog.Logger) {
-	if v, err := AdoptVM(filepath.Base(dir), dir, log); err == nil {
+// killRecordedVM stops a guest recorded for cfg that no one adopted, and
+// anything else its user left running.
+func killRecordedVM(cfg vmBoot) {
+	if v, err := adoptVM(cfg); err == nil {
 		v.Stop()
 	}
+	if cfg.user != nil {
+		if err := killUID(cfg.user.UID, vmStopGrace); err != nil {
+			cfg.log.Warn("processes of a vm's uid left running", "vm", cfg.name, "uid", cfg.user.UID, "err", err)
+		}
+	}
+}
+
+// prepareVMDirs makes the state folder (the portal's) and a fresh run
+// folder handed to the guest's user, so that nothing its user planted
+// there (a symlink for a socket, say) is written through.
+func prepareVMDirs(cfg vmBoot) error {
+	if err := os.MkdirAll(cfg.stateDir(), 0o700); err != nil {
+		return err
+	}
+	if cfg.user == nil {
+		return os.MkdirAll(cfg.dir, 0o700)
+	}
+	if err := os.RemoveAll(cfg.dir); err != nil {
+		return err
+	}
+	if err := os.Mkdir(cfg.dir, 0o700); err != nil {
+		return err
+	}
+	return cfg.user.give(cfg.dir)
+}
+
+// dial connects to the guest's VNC server or serial line: a socket of the
+// guest's user (never through a symlink), or a loopback port.
+func (v *VM) dial(ctx context.Context, addr string) (net.Conn, error) {
+	if vmNetwork(addr) == "unix" {
+		return dialUnixAs(ctx, addr, v.user)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// qemuUser is u with the group of /dev/kvm added, so that QEMU as the
+// member's uid can still use KVM; nil stays nil.
+func qemuUser(u *DesktopUser) *DesktopUser {
+	if u == nil {
+		return nil
+	}
+	q := *u
+	var st syscall.Stat_t
+	if err := syscall.Stat("/dev/kvm", &st); err == nil && st.Gid != 0 {
+		q.Groups = []uint32{st.Gid}
+	}
+	return &q
 }
 
 // vmEndpoints picks where the guest's VNC server and serial line listen and

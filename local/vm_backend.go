@@ -47,16 +47,23 @@ func (b *Backend) isVMPool(ctx context.Context, pool string) bool {
 	return err == nil && p.Kind == vdi.KindVM
 }
 
-// vmDir is the member's folder for its guest's state and log.
-func (b *Backend) vmDir(name string) string { return b.spec(name).Dir }
+// vmBoot says where member name's guest lives and whom it runs as, like
+// desktopSpec for a session desktop; the error is the sandbox's refusal.
+func (b *Backend) vmBoot(name string) (vmBoot, error) {
+	spec, err := b.desktopSpec(name)
+	return vmBoot{name: name, dir: spec.Dir, state: spec.State, user: spec.User, accel: b.accel, log: b.log}, err
+}
 
 // startVM boots the member's guest and settles rt, like Start does for a
 // session desktop.
 func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
-	img, err := FindVMImage(b.vmImage)
+	cfg, err := b.vmBoot(ref.Name)
 	var v *VM
 	if err == nil {
-		v, err = bootVM(ctx, vmBoot{name: ref.Name, dir: b.vmDir(ref.Name), img: img, accel: b.accel, log: b.log})
+		cfg.img, err = FindVMImage(b.vmImage)
+	}
+	if err == nil {
+		v, err = bootVM(ctx, cfg)
 	}
 	b.mu.Lock()
 	if err != nil {
@@ -75,7 +82,11 @@ func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
 
 // adoptVM takes over a guest a previous portal left running; called from New.
 func (b *Backend) adoptVM(name string) {
-	v, err := AdoptVM(name, b.vmDir(name), b.log)
+	cfg, err := b.vmBoot(name)
+	var v *VM
+	if err == nil {
+		v, err = adoptVM(cfg)
+	}
 	if errors.Is(err, ErrNotRunning) {
 		return
 	} else if err != nil {
@@ -117,8 +128,7 @@ func dialVM(ctx context.Context, ref vdi.Ref, v *VM, p vdi.Protocol) (net.Conn, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, vmNetwork(addr), addr)
+	c, err := v.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

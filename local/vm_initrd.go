@@ -28,8 +28,9 @@ const (
 )
 
 // writeVMInitrd writes dir/initrd: img's initramfs followed by an archive
-// holding hash, readable by the member's own uid only.
-func writeVMInitrd(dir string, img VMImage, hash string) (string, error) {
+// holding hash, readable by the member's own uid (user, or the portal's
+// when nil) only.
+func writeVMInitrd(dir string, img VMImage, hash string, user *DesktopUser) (string, error) {
 	base, err := os.Open(img.Initrd)
 	if err != nil {
 		return "", err
@@ -57,6 +58,9 @@ func writeVMInitrd(dir string, img VMImage, hash string) (string, error) {
 		return "", err
 	}
 	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := user.give(tmp); err != nil {
 		return "", err
 	}
 	return path, os.Rename(tmp, path)

@@ -16,9 +16,11 @@ type accessFlagSet struct {
 	fs            *cliFlags
 	users, groups string
 	perUser       int
+	standby       int
 	usersSet      bool
 	groupsSet     bool
 	perUserWasSet bool
+	standbySet    bool
 }
 
 // accessFlags adds -access-users, -access-groups and -desktops-per-user to f.
@@ -27,6 +29,7 @@ func accessFlags(f *cliFlags) *accessFlagSet {
 	f.StringVar(&a.users, "access-users", "", "logins who may use the pool, comma-separated; with -access-groups empty for both: everyone signed in")
 	f.StringVar(&a.groups, "access-groups", "", "groups whose members may use the pool, comma-separated")
 	f.IntVar(&a.perUser, "desktops-per-user", 0, "desktops of the pool one user may hold; 0: no limit beyond the portal's")
+	f.IntVar(&a.standby, "standby", 0, "free desktops kept powered on, so that a claim needs no boot; 0: none")
 	return a
 }
 
@@ -40,6 +43,8 @@ func (a *accessFlagSet) set() {
 			a.groupsSet = true
 		case "desktops-per-user":
 			a.perUserWasSet = true
+		case "standby":
+			a.standbySet = true
 		}
 	})
 }
@@ -62,10 +67,19 @@ func (a *accessFlagSet) limits() *vdi.Limits {
 	return &vdi.Limits{DesktopsPerUser: a.perUser}
 }
 
+// standbyCount returns the standby the flags give, or nil when not given.
+func (a *accessFlagSet) standbyCount() *int {
+	a.set()
+	if !a.standbySet {
+		return nil
+	}
+	return &a.standby
+}
+
 // runPoolUpdate is `corral-vdi-portal pool update NS/POOL`: who may use
 // the pool and what one user may hold of it.
 func runPoolUpdate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N]")
+	f := newCLIFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N]")
 	acc := accessFlags(f)
 	pos, err := f.parse(args, "NS/POOL")
 	if err != nil {
@@ -82,8 +96,11 @@ func runPoolUpdate(ctx context.Context, e cliEnv, args []string) error {
 	if l := acc.limits(); l != nil {
 		body["limits"] = l
 	}
+	if n := acc.standbyCount(); n != nil {
+		body["standby"] = *n
+	}
 	if len(body) == 0 {
-		return errors.New("pool update: say what to change: -access-users, -access-groups or -desktops-per-user")
+		return errors.New("pool update: say what to change: -access-users, -access-groups, -desktops-per-user or -standby")
 	}
 	c, err := f.client()
 	if err != nil {
@@ -101,5 +118,5 @@ func runPoolUpdate(ctx context.Context, e cliEnv, args []string) error {
 	if p.Limits.DesktopsPerUser > 0 {
 		per = strconv.Itoa(p.Limits.DesktopsPerUser) + " per user"
 	}
-	return f.done(raw, "pool %s/%s is for %s; %s", p.Namespace, p.Name, p.Access, per)
+	return f.done(raw, "pool %s/%s is for %s; %s; standby %d", p.Namespace, p.Name, p.Access, per, p.Standby)
 }

@@ -68,12 +68,13 @@ type poolCreateRequest struct {
 	Policy               map[string]string `json:"policy,omitempty"`
 	Access               *vdi.Access       `json:"access,omitempty"`
 	Limits               *vdi.Limits       `json:"limits,omitempty"`
+	Standby              int               `json:"standby,omitempty"`
 	LicensesAcknowledged bool              `json:"licensesAcknowledged"`
 }
 
 // runPoolCreate is `corral-vdi-portal pool create`.
 func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-i-have-licenses]")
+	f := newCLIFlags(e, "pool create", "-name N [-namespace NS] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
 	var req poolCreateRequest
 	acc := accessFlags(f)
 	var grace, maxSession, idle string
@@ -91,6 +92,9 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 		return err
 	}
 	req.Access, req.Limits = acc.access(), acc.limits()
+	if n := acc.standbyCount(); n != nil {
+		req.Standby = *n
+	}
 	for k, v := range map[string]string{"disconnectGrace": grace, "maxSession": maxSession, "idleTimeout": idle} {
 		if v != "" {
 			if req.Policy == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
@@ -67,6 +68,18 @@ type Config struct {
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
 	// on; empty for none.
 	AdminSocket string
+	// DesktopUIDs is the uid range ("FIRST-LAST") local desktops run as.
+	DesktopUIDs string
+	// DesktopLimits are every local desktop's resource limits.
+	DesktopLimits local.Limits
+	// DesktopNoNetwork gives local desktops no network at all.
+	DesktopNoNetwork bool
+	// TokenKeys sign RDP tokens, newest first; replicas share them.
+	TokenKeys auth.Keys
+	// SharedSecretsFrom names the Secret (namespace/name or name) the
+	// replicas' shared keys come from; when set, missing keys make the
+	// portal not ready.
+	SharedSecretsFrom string
 	// PublicURLs are the origins the portal is reached at through a proxy
 	// (CORRAL_VDI_PUBLIC_URL); other Hosts than these, loopback and the
 	// listen address get 421.
@@ -75,6 +88,11 @@ type Config struct {
 	MaxConsolesPerUser int
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// DatabaseURL, when set, is the PostgreSQL database (postgres://...)
+	// for history, audit and sessions, shared by replicas; DatabasePassword
+	// replaces its password (CORRAL_VDI_DATABASE_PASSWORD_FILE).
+	DatabaseURL      string
+	DatabasePassword string
 	// MaxDesktopsPerUser is how many desktops one user may hold across
 	// pools; 0 for no limit.
 	MaxDesktopsPerUser int
@@ -120,13 +138,20 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.VMAccel, "vm-accel", env("CORRAL_VDI_VM_ACCEL", "auto"), "QEMU accelerator of vm pools: auto (KVM when it runs guests, decided once per host and remembered), kvm or tcg (CORRAL_VDI_VM_ACCEL)")
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("CORRAL_VDI_DATABASE_URL", ""), "PostgreSQL for history, audit and sessions, shared by replicas, e.g. postgres://corral@db:5432/corral?sslmode=require; the password goes in CORRAL_VDI_DATABASE_PASSWORD_FILE; empty: SQLite in the data dir (CORRAL_VDI_DATABASE_URL)")
 	fs.StringVar(&peerSecretFile, "peer-secret-file", env("CORRAL_VDI_PEER_SECRET_FILE", ""), "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET (CORRAL_VDI_PEER_SECRET_FILE)")
+	var desktopLimits, desktopNetwork string
+	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
+	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
+	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
 	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
 	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
+	finishTokens := tokenFlags(fs, &c, getenv, env)
 	finishRecording := recordingFlags(fs, &c, env)
+	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -155,6 +180,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	c.MetricsToken = strings.TrimSpace(token)
 	if err := finishAuth(); err != nil {
+		return c, err
+	}
+	if err := finishTokens(); err != nil {
 		return c, err
 	}
 	if err := finishRecording(); err != nil {
@@ -192,6 +220,16 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
 		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)
 	}
+	if f := getenv("CORRAL_VDI_DATABASE_PASSWORD_FILE"); f != "" {
+		buf, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("CORRAL_VDI_DATABASE_PASSWORD_FILE: %w", err)
+		}
+		c.DatabasePassword = strings.TrimRight(string(buf), "\r\n")
+		if c.DatabaseURL == "" {
+			return c, errors.New("CORRAL_VDI_DATABASE_PASSWORD_FILE is set but CORRAL_VDI_DATABASE_URL is not: name the database too")
+		}
+	}
 	secret, err := valueOrFile(getenv("CORRAL_VDI_PEER_SECRET"), peerSecretFile, "CORRAL_VDI_PEER_SECRET")
 	if err != nil {
 		return c, err
@@ -205,6 +243,16 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.StopDesktopsOnExit, err = strconv.ParseBool(stopOnExit); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT: %q is not true or false", stopOnExit)
+	}
+	if c.DesktopLimits, err = local.ParseLimits(desktopLimits); err != nil {
+		return c, err
+	}
+	switch desktopNetwork {
+	case "host":
+	case "none":
+		c.DesktopNoNetwork = true
+	default:
+		return c, fmt.Errorf("CORRAL_VDI_DESKTOP_NETWORK: %q is not host or none", desktopNetwork)
 	}
 	if err := resolveBackend(&c, getenv); err != nil {
 		return c, err
@@ -238,6 +286,13 @@ func splitList(s string) []string {
 	return out
 }
 
+// rootDataDir is root's default data directory. Root's home is private
+// (0700) and every sandboxed desktop's uid must pass through the data
+// directory to its own folder, so root keeps its data where system
+// services do. A data directory an older portal made in root's home is
+// kept; local desktops then say how to move it.
+const rootDataDir = "/var/lib/corral-vdi"
+
 func defaultDataDir(getenv func(string) string) string {
 	if x := getenv("XDG_DATA_HOME"); x != "" {
 		return filepath.Join(x, "corral-vdi")
@@ -246,7 +301,13 @@ func defaultDataDir(getenv func(string) string) string {
 	if err != nil {
 		return "corral-vdi-data"
 	}
-	return filepath.Join(home, ".local", "share", "corral-vdi")
+	inHome := filepath.Join(home, ".local", "share", "corral-vdi")
+	if os.Geteuid() == 0 {
+		if _, err := os.Stat(inHome); err != nil {
+			return rootDataDir
+		}
+	}
+	return inHome
 }
 
 // isLoopback reports whether addr listens on loopback only.

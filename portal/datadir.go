@@ -2,17 +2,29 @@ package portal
 
 import (
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 )
 
+// localDirName is the local backend's folder in the data directory; it
+// sets the modes below it itself.
+const localDirName = "local"
+
 // tightenDataDir makes the data directory 0700 and the portal's own files
 // in it (database, keys, secrets) 0600, whatever umask made them: they are
 // the portal's authority and must not rely on a folder's mode alone.
-// Local desktops' folders below it are the local backend's to set.
-func tightenDataDir(dir string, log *slog.Logger) error {
-	if err := os.Chmod(dir, 0o700); err != nil {
+// Local desktops' folders below it are the local backend's to set. With
+// passable (sandboxed local desktops) the folder is 0711 instead: each
+// desktop's uid must pass through it to its own folder under local/, but
+// may not list it, and every file in it is 0600 anyway.
+func tightenDataDir(dir string, passable bool, log *slog.Logger) error {
+	mode := fs.FileMode(0o700)
+	if passable {
+		mode = 0o711
+	}
+	if err := os.Chmod(dir, mode); err != nil {
 		return fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	entries, err := os.ReadDir(dir)

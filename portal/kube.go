@@ -130,6 +130,9 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube backend: %w", err)
 	}
+	if err := checkRBAC(ctx, cs, m.Config.Namespace); err != nil {
+		return nil, nil, err
+	}
 	// The backend's Dial is the direct path (a VMI's or Pod's IP); the
 	// apiserver's KubeVirt subresources and pods/exec reach consoles when
 	// it cannot.

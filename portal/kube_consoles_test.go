@@ -187,11 +187,15 @@ func mustRDCleanPath(t *testing.T, dialer websocket.Dialer, url, destination, to
 // startKubePortal runs a portal on the kube backend as in production: dev
 // sign-in, the default disconnect grace (so nothing is reclaimed while the
 // test connects).
-func startKubePortal(t *testing.T, kubeconfig, ns string) *Main {
+func startKubePortal(t *testing.T, kubeconfig, ns string, extra ...string) *Main {
 	t.Helper()
 	env := map[string]string{
 		"HOME": t.TempDir(), "CORRAL_VDI_LISTEN": "127.0.0.1:0", "CORRAL_VDI_DATA_DIR": t.TempDir(),
 		"KUBECONFIG": kubeconfig, "CORRAL_VDI_NAMESPACE": ns, "CORRAL_VDI_AUTH": "dev",
+	}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
 	cfg, err := ParseConfig(nil, func(k string) string { return env[k] })
 	if err != nil {

@@ -67,6 +67,10 @@ type elector struct {
 	timing    LeaderTiming
 	log       *slog.Logger
 	leading   *atomic.Bool
+	// labels are written on the Lease while leading; newLeader, when set,
+	// is called (in its own goroutine) when another replica leads.
+	labels    map[string]string
+	newLeader func(ctx context.Context, identity string)
 }
 
 // run stands for election until ctx ends. While leading it runs work with
@@ -79,6 +83,7 @@ func (e *elector) run(ctx context.Context, work func(context.Context)) {
 		LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
 		Client:     e.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
+		Labels:     e.labels,
 	}
 	for ctx.Err() == nil {
 		var working sync.Mutex // held while work runs
@@ -109,6 +114,9 @@ func (e *elector) run(ctx context.Context, work func(context.Context)) {
 				OnNewLeader: func(id string) {
 					if id != e.identity {
 						e.log.Info("reclaim leader", "identity", id)
+						if e.newLeader != nil {
+							go e.newLeader(ctx, id)
+						}
 					}
 				},
 			},
@@ -138,7 +146,8 @@ func (m *Main) runReclaimer(ctx context.Context) {
 		return
 	}
 	e := &elector{client: m.kube, namespace: m.Config.Namespace, name: ReclaimerLease, identity: m.identity,
-		timing: m.Config.Leader, log: m.Log, leading: &m.leading}
+		timing: m.Config.Leader, log: m.Log, leading: &m.leading,
+		labels: map[string]string{LabelTokenKey: m.handler.TokenKeyID()}, newLeader: m.compareTokenKey}
 	e.run(ctx, work)
 }
 

@@ -15,11 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testcluster.Main(m)
+	testpg.Stop()
+	os.Exit(code)
+}
 
 // tlog writes log lines to the test's log.
 type tlog struct {

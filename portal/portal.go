@@ -36,19 +36,23 @@ type Main struct {
 	// Out is where the start-up banner goes (the URL and how to sign in).
 	Out io.Writer
 
-	db *store.DB
+	db      *store.DB
+	history *store.Buffer  // history and audit writes, kept while db does not answer
+	backend *local.Backend // nil with the kube backend
+	sandbox *local.Sandbox // the local desktops' uids; nil when none run
+	svc     *vdi.Service
+	ln      net.Listener
+	srv     *http.Server
+	admin   *adminSocket // the CLI's socket; nil when off
 	// recordings keeps the recordings of recorded pools' sessions.
 	recordings *recording.Store
-	backend    *local.Backend // nil with the kube backend
-	svc        *vdi.Service
-	ln         net.Listener
-	srv        *http.Server
-	admin      *adminSocket // the CLI's socket; nil when off
 
 	kube     kubernetes.Interface // the kube backend's client; nil with local
 	stopKube context.CancelFunc   // ends the kube backend's watches
 	identity string               // this replica in the reclaim leader election
 	leading  atomic.Bool
+	notReady error // why /readyz fails for good; nil when it may pass
+	handler  *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -67,6 +71,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Out == nil {
 		m.Out = os.Stdout
 	}
+	m.checkSharedSecrets()
 	if c.Backend != BackendKube {
 		if err := local.CheckDesktopDeps(); err != nil {
 			return err
@@ -75,18 +80,16 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if err := ensurePrivate(filepath.Join(c.DataDir, "portal.db")); err != nil {
-		return err
-	}
-	db, err := store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
+	db, err := openDB(ctx, c, m.Log)
 	if err != nil {
 		return err
 	}
-	if err := tightenDataDir(c.DataDir, m.Log); err != nil {
+	if err := tightenDataDir(c.DataDir, c.Backend != BackendKube, m.Log); err != nil {
 		db.Close()
 		return err
 	}
 	m.db = db
+	m.history = store.NewBuffer(db, 0, m.Log)
 	var backend vdi.Backend
 	var leases vdi.Leases = db.Leases()
 	if c.Backend == BackendKube {
@@ -108,11 +111,11 @@ func (m *Main) Open(ctx context.Context) error {
 	if c.Backend == BackendKube {
 		lockNS = c.Namespace
 	}
-	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: db, Log: m.Log,
+	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: m.history, Log: m.Log,
 		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
 		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: db, Revocations: db, Groups: groups,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: db, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -133,12 +136,15 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	h := handlers.New(handlers.Config{
 		Recordings: m.recordings,
-		Desktops:   m.svc, Auth: authn, Sessions: db, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
+		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths},
-		Ready:    func(ctx context.Context) error { _, err := db.LocalPools(ctx); return err },
+		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
+		Ready:    m.ready,
+		Notice:   m.history.StatusText,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
+		Replica: replicaName(c, m.identity),
 	})
+	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
@@ -153,6 +159,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+		ConnContext:       desktopConnContext(m.sandbox, m.Log),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
 	return err
@@ -170,6 +177,7 @@ func (m *Main) Run(ctx context.Context) error {
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
+	go m.history.Run(ctx)
 	go m.recordings.Prune(ctx)
 	go m.admin.serve(ctx)
 	select {
@@ -214,8 +222,11 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits, NoNetwork: c.DesktopNoNetwork})
+	m.sandbox = sandbox
 	var err error
-	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, "local"), Log: m.Log, VMImage: c.VMImage, VMAccel: c.VMAccel, KVMDevice: c.KVMDevice})
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
+		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse})
 	if err != nil {
 		return nil, err
 	}

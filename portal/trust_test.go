@@ -120,7 +120,7 @@ func TestTightenDataDir(t *testing.T) {
 	if err := os.WriteFile(db, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := tightenDataDir(dir, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := tightenDataDir(dir, false, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, db: 0o600} {

@@ -14,11 +14,15 @@ pkgs=(
 	winpr-utils                # winpr-hash: per-member NLA credentials
 	qemu-system-x86            # vm pools of the local backend
 	busybox-static
+	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ ${1:-} == --test ]]; then
 	pkgs+=(chromium x11-utils) # e2e: Debian Chromium driven by Playwright; xwininfo for desktop tests
+	pkgs+=(nginx-light)        # e2e: the load balancer in front of two replicas (TestHA)
+	pkgs+=(postgresql)         # the PostgreSQL side of the store's conformance suite and e2e (initdb in a temp dir)
+	pkgs+=(curl bindfs)        # e2e: attacks from inside a desktop; a filesystem that ignores ownership
 fi
 
 missing=()

@@ -19,8 +19,19 @@ var _ vdi.AuditLog = (*DB)(nil)
 
 // Record appends an event to the audit log, stamped with the current time.
 func (db *DB) Record(ctx context.Context, e vdi.AuditEvent) error {
-	_, err := db.db.ExecContext(ctx, `INSERT INTO audit (at, actor, action, namespace, target, detail) VALUES (?, ?, ?, ?, ?, ?)`,
-		db.Now().UnixNano(), e.Actor, e.Action, e.Namespace, e.Target, e.Detail)
+	return db.RecordAt(ctx, db.Now(), "", e)
+}
+
+// RecordAt appends an event that happened at at. A non-empty key makes
+// the write idempotent: a second write with the same key adds nothing.
+func (db *DB) RecordAt(ctx context.Context, at time.Time, key string, e vdi.AuditEvent) error {
+	var k any
+	if key != "" {
+		k = key
+	}
+	_, err := db.db.ExecContext(ctx, `INSERT INTO audit (at, actor, action, namespace, target, detail, write_key) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (write_key) DO NOTHING`,
+		at.UnixNano(), e.Actor, e.Action, e.Namespace, e.Target, e.Detail, k)
 	if err != nil {
 		return fmt.Errorf("store: audit %s: %w", e.Action, err)
 	}

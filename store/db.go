@@ -1,6 +1,8 @@
-// Package store keeps the portal's SQLite database: session history and the
-// audit log, plus, in local mode, claims (Leases) and local pools. It knows
-// SQL, not HTTP.
+// Package store keeps the portal's database: session history and the audit
+// log, sign-outs and prunings, plus, in local mode, claims (Leases) and
+// local pools. It speaks SQLite (a file in the data dir, the embedded
+// default) or PostgreSQL (CORRAL_VDI_DATABASE_URL: shared by replicas,
+// surviving pods) with the same queries. It knows SQL, not HTTP.
 package store
 
 import (
@@ -9,66 +11,171 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 )
 
-//go:embed migrations/*.sql
+// Each dialect has its own migrations, named alike: SQLite's in
+// migrations/, PostgreSQL's in migrations/postgres/ (a test checks that
+// both have every step).
+//
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrations embed.FS
 
 // DB is an open portal database.
 type DB struct {
-	db *sql.DB
+	db *conn
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 }
 
-// Open opens (creating if needed) the database at path and applies any
-// migrations it has not seen yet. WAL and foreign keys are on.
+// Open opens (creating if needed) the SQLite database at path and applies
+// any migrations it has not seen yet. WAL and foreign keys are on.
 func Open(ctx context.Context, path string) (*DB, error) {
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{db: sqldb, Now: time.Now}
-	if err := db.migrate(ctx); err != nil {
+	return open(ctx, &conn{db: sqldb, d: sqliteDialect}, path)
+}
+
+// OpenPostgres connects to the PostgreSQL database at url (postgres://...)
+// with password, when not empty, instead of the URL's, and applies the
+// migrations it has not seen yet, one replica at a time.
+func OpenPostgres(ctx context.Context, url, password string) (*DB, error) {
+	cfg, err := pgxConfig(url, password)
+	if err != nil {
+		return nil, err
+	}
+	sqldb := openPgx(cfg)
+	sqldb.SetMaxOpenConns(16)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: connect to PostgreSQL at %s: %w (check CORRAL_VDI_DATABASE_URL, the password and that the server is up)", Redact(url), pgHint(err))
+	}
+	return open(ctx, &conn{db: sqldb, d: postgresDialect}, Redact(url))
+}
+
+func open(ctx context.Context, c *conn, where string) (*DB, error) {
+	db := &DB{db: c, Now: time.Now}
+	if err := db.migrate(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
 	return db, nil
 }
 
+// Dialect names the database: "sqlite" or "postgres".
+func (db *DB) Dialect() string { return db.db.d.name }
+
+// Ping reports, as a nil error, whether the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.db.db.PingContext(ctx) }
+
 // Close closes the database.
 func (db *DB) Close() error { return db.db.Close() }
 
+// migrationLock is the PostgreSQL advisory lock replicas take to migrate
+// one at a time.
+const migrationLock = 0x636f7272616c // "corral"
+
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("migrations table: %w", err)
+	if err := db.locked(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		return fmt.Errorf("migrations table: %w", pgHint(err))
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	dir := "migrations"
+	if db.db.d.dollar {
+		dir = "migrations/postgres"
+	}
+	names, err := fs.Glob(migrations, dir+"/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
+	if err := db.checkNotNewer(ctx, names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if err := db.migrateFile(ctx, name); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
+			return fmt.Errorf("migration %s: %w", path.Base(name), pgHint(err))
 		}
 	}
 	return nil
 }
 
-func (db *DB) migrateFile(ctx context.Context, name string) error {
+// checkNotNewer refuses a database that a newer portal migrated: its
+// schema has steps this binary does not know.
+func (db *DB) checkNotNewer(ctx context.Context, known []string) error {
+	rows, err := db.db.QueryContext(ctx, `SELECT name FROM migrations`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var unknown []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(known, func(k string) bool { return migrationName(k) == n }) {
+			unknown = append(unknown, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("the database's schema is newer than this portal (it has %s, which this binary does not know): run the newer portal, or restore a backup made for this one",
+			strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// migrationName is how the migrations table names a step: its file under
+// migrations/, whatever the dialect (as SQLite databases always had it).
+func migrationName(file string) string { return "migrations/" + path.Base(file) }
+
+// locked runs f in a transaction that, on PostgreSQL, holds the migration
+// lock: replicas starting together migrate one at a time, the later ones
+// finding each step done.
+func (db *DB) locked(ctx context.Context, f func(*txn) error) error {
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if db.db.d.dollar {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, migrationLock); err != nil {
+			return err
+		}
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	return db.locked(ctx, func(tx *txn) error { return db.migrateStep(ctx, tx, name) })
+}
+
+func (db *DB) migrateStep(ctx context.Context, tx *txn, name string) error {
+	base := migrationName(name)
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations WHERE name = ?`, name).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM migrations WHERE name = ?`, base).Scan(&n); err != nil {
 		return err
 	} else if n > 0 {
 		return nil
@@ -77,11 +184,9 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, string(buf)); err != nil {
+	if _, err := tx.tx.ExecContext(ctx, string(buf)); err != nil { // a script: no placeholders
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO migrations (name) VALUES (?)`, name); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err = tx.ExecContext(ctx, `INSERT INTO migrations (name) VALUES (?)`, base)
+	return err
 }

@@ -73,6 +73,6 @@ func (db *DB) OpenSessions(ctx context.Context) ([]Session, error) {
 
 // AuditHistory returns the audit entries f matches, newest first.
 func (db *DB) AuditHistory(ctx context.Context, f HistoryFilter) ([]AuditEntry, error) {
-	where, args := f.where("(actor = ? OR detail = 'to ' || ? OR instr(detail, 'holder ' || ?) > 0)", "target", "at")
+	where, args := f.where("(actor = ? OR detail = 'to ' || CAST(? AS TEXT) OR "+db.db.d.contains+"(detail, 'holder ' || CAST(? AS TEXT)) > 0)", "target", "at")
 	return db.audit(ctx, `WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,19 +10,9 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-func mustOpenDB(tb testing.TB) *store.DB {
-	tb.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "portal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
-
-func TestHistory(t *testing.T) {
+func testHistory(t *testing.T, open opener) {
 	ctx := context.Background()
-	db := mustOpenDB(t)
+	db := open(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	now := t0
 	db.Now = func() time.Time { return now }

@@ -57,7 +57,7 @@ func (s *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease
 
 // Create stores a new Lease; vdi.ErrAlreadyExists when the member has one.
 func (s *Leases) Create(ctx context.Context, l *vdi.Lease) (*vdi.Lease, error) {
-	return s.write(ctx, l, func(tx *sql.Tx, rv int64, ann string) (sql.Result, error) {
+	return s.write(ctx, l, func(tx *txn, rv int64, ann string) (sql.Result, error) {
 		return tx.ExecContext(ctx, `INSERT INTO leases (`+leaseColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`,
 			l.Namespace, l.Member, l.Pool, l.Holder, nanos(l.AcquireTime), nanos(l.RenewTime),
@@ -72,7 +72,7 @@ func (s *Leases) Update(ctx context.Context, l *vdi.Lease) (*vdi.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: update lease %s: bad resource version %q: %w", l.Ref(), l.ResourceVersion, vdi.ErrConflict)
 	}
-	return s.write(ctx, l, func(tx *sql.Tx, rv int64, ann string) (sql.Result, error) {
+	return s.write(ctx, l, func(tx *txn, rv int64, ann string) (sql.Result, error) {
 		return tx.ExecContext(ctx, `UPDATE leases SET pool = ?, holder = ?, acquire_time = ?, renew_time = ?,
 			duration_seconds = ?, resource_version = ?, annotations = ?
 			WHERE namespace = ? AND member = ? AND resource_version = ?`,
@@ -100,7 +100,7 @@ func (s *Leases) Delete(ctx context.Context, l *vdi.Lease) error {
 
 // write runs one insert or update with a fresh resource version inside a
 // transaction; no row affected means lost, reported as lostErr.
-func (s *Leases) write(ctx context.Context, l *vdi.Lease, exec func(*sql.Tx, int64, string) (sql.Result, error), lostErr error) (*vdi.Lease, error) {
+func (s *Leases) write(ctx context.Context, l *vdi.Lease, exec func(*txn, int64, string) (sql.Result, error), lostErr error) (*vdi.Lease, error) {
 	ann, err := json.Marshal(l.Annotations)
 	if err != nil {
 		return nil, fmt.Errorf("store: write lease %s: %w", l.Ref(), err)

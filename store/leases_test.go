@@ -3,25 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
-
-// MustOpenDB opens a database in a temporary folder, closed when tb ends.
-func MustOpenDB(tb testing.TB) *store.DB {
-	tb.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "portal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
 
 func newLease(member, holder string) *vdi.Lease {
 	now := time.Unix(1_800_000_000, 0)
@@ -30,12 +17,12 @@ func newLease(member, holder string) *vdi.Lease {
 		Annotations: map[string]string{"corral.dev/open-consoles": "0"}}
 }
 
-func TestLeases(t *testing.T) {
+func testLeases(t *testing.T, open opener) {
 	ctx := context.Background()
 	ref := vdi.Ref{Namespace: "local", Name: "demo-1"}
 
 	t.Run("CreateThenGet", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		created, err := leases.Create(ctx, newLease("demo-1", "alice"))
 		if err != nil {
 			t.Fatal(err)
@@ -50,19 +37,19 @@ func TestLeases(t *testing.T) {
 		}
 	})
 	t.Run("ErrAlreadyExists", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		leases.Create(ctx, newLease("demo-1", "alice"))
 		if _, err := leases.Create(ctx, newLease("demo-1", "bob")); !errors.Is(err, vdi.ErrAlreadyExists) {
 			t.Errorf("second Create: %v; want ErrAlreadyExists", err)
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		if _, err := MustOpenDB(t).Leases().Get(ctx, ref); !errors.Is(err, vdi.ErrNotFound) {
+		if _, err := open(t).Leases().Get(ctx, ref); !errors.Is(err, vdi.ErrNotFound) {
 			t.Errorf("Get of nothing: %v; want ErrNotFound", err)
 		}
 	})
 	t.Run("UpdateWithStaleVersionConflicts", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		first, _ := leases.Create(ctx, newLease("demo-1", "alice"))
 		renewed := *first
 		renewed.RenewTime = renewed.RenewTime.Add(time.Minute)
@@ -83,7 +70,7 @@ func TestLeases(t *testing.T) {
 		}
 	})
 	t.Run("DeleteAndRecreateNeverRepeatsAVersion", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		old, _ := leases.Create(ctx, newLease("demo-1", "alice"))
 		if err := leases.Delete(ctx, old); err != nil {
 			t.Fatal(err)
@@ -98,7 +85,7 @@ func TestLeases(t *testing.T) {
 		}
 	})
 	t.Run("ConcurrentCreateHasOneWinner", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins := 0
@@ -122,7 +109,7 @@ func TestLeases(t *testing.T) {
 		}
 	})
 	t.Run("ListByPool", func(t *testing.T) {
-		leases := MustOpenDB(t).Leases()
+		leases := open(t).Leases()
 		leases.Create(ctx, newLease("demo-1", "alice"))
 		other := newLease("lab-1", "bob")
 		other.Pool = "lab"

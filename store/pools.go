@@ -32,9 +32,9 @@ func (db *DB) CreateLocalPool(ctx context.Context, p LocalPool) error {
 	}
 	defer tx.Rollback()
 	now := db.Now().UnixNano()
-	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, access, limits, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), access, limits, now)
+	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, access, limits, standby, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), access, limits, p.Standby, now)
 	if err != nil {
 		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
 	}
@@ -65,7 +65,7 @@ func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
 // reads only that pool (the dashboard reads each pool's members, and a
 // full scan per pool grows with the square of the member count).
 func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) {
-	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, p.access, p.limits, m.name
+	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, p.access, p.limits, p.standby, m.name
 		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name `
 	var args []any
 	if name != "" { // a separate statement, so that SQLite uses the primary key
@@ -82,7 +82,7 @@ func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) 
 		var p LocalPool
 		var policy, access, limits string
 		var member sql.NullString
-		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &access, &limits, &member); err != nil {
+		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &access, &limits, &p.Standby, &member); err != nil {
 			return nil, fmt.Errorf("store: list pools: %w", err)
 		}
 		if len(out) == 0 || out[len(out)-1].Name != p.Name {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -52,7 +51,7 @@ func (db *DB) RemoveLocalMembers(ctx context.Context, pool string, names []strin
 }
 
 // syncSize keeps the pool row's size column equal to its member count.
-func (db *DB) syncSize(ctx context.Context, tx *sql.Tx, pool string) error {
+func (db *DB) syncSize(ctx context.Context, tx *txn, pool string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE local_pools SET size = (SELECT COUNT(*) FROM local_members WHERE pool = ?) WHERE name = ?`, pool, pool)
 	if err != nil {
 		return fmt.Errorf("store: size of %q: %w", pool, err)
@@ -101,4 +100,17 @@ func accessJSON(a vdi.Access, l vdi.Limits) (access, limits string, err error) {
 	}
 	lb, err := json.Marshal(l)
 	return string(ab), string(lb), err
+}
+
+// SetLocalPoolStandby sets how many free members of a local pool are kept
+// powered on; vdi.ErrNotFound when absent.
+func (db *DB) SetLocalPoolStandby(ctx context.Context, pool string, n int) error {
+	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET standby = ? WHERE name = ?`, n, pool)
+	if err != nil {
+		return fmt.Errorf("store: standby of %q: %w", pool, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: standby of %q: %w", pool, vdi.ErrNotFound)
+	}
+	return nil
 }

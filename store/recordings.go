@@ -116,11 +116,11 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 
 // RecordingBytes returns the size of every finished recording together.
 func (db *DB) RecordingBytes(ctx context.Context) (int64, error) {
-	var n sql.NullInt64
-	if err := db.db.QueryRowContext(ctx, `SELECT SUM(bytes) FROM recordings`).Scan(&n); err != nil {
+	var n int64 // PostgreSQL's SUM of BIGINT is NUMERIC: cast it back
+	if err := db.db.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM recordings`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: recording bytes: %w", err)
 	}
-	return n.Int64, nil
+	return n, nil
 }
 
 // Recorded returns which of the session ids have a recording.

@@ -10,9 +10,10 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-func TestRecordings(t *testing.T) {
+// testRecordings is the conformance suite's part on recordings' metadata.
+func testRecordings(t *testing.T, open opener) {
 	ctx := context.Background()
-	db := mustOpenDB(t)
+	db := open(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	for i, r := range []store.Recording{
 		{ID: "a", Login: "alice", Namespace: "local", Member: "rec-1", Protocol: "terminal", Format: "asciicast-v2"},

@@ -22,7 +22,7 @@ type Retention struct {
 // do and what bears on security.
 var ProtectedActions = []string{
 	"sign-in", "sign-out", "end-sessions", "assign", "recreate", "force-release", "reclaim",
-	"pool-create", "pool-policy", "pool-resize", "pool-delete",
+	"pool-create", "pool-policy", "pool-resize", "pool-delete", "pool-access", "pool-standby",
 	"recording-play", "recording-download",
 }
 
@@ -40,7 +40,7 @@ func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 	var counts [2]int64
 	for i, t := range []struct{ table, at, who, routine string }{
 		{"audit", "at", "actor", "action NOT IN (" + protected + ")"},
-		{"sessions", "opened_at", "login", "1"},
+		{"sessions", "opened_at", "login", "TRUE"},
 	} {
 		if r.MaxAge > 0 {
 			n, err := db.exec(ctx, `DELETE FROM `+t.table+` WHERE `+t.at+` < ?`, db.Now().Add(-r.MaxAge).UnixNano())
@@ -50,8 +50,9 @@ func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 			counts[i] += n
 		}
 		if r.MaxRows > 0 {
-			n, err := db.exec(ctx, `DELETE FROM `+t.table+` WHERE rowid IN (SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER (PARTITION BY `+t.who+
-				` ORDER BY `+t.at+` DESC, rowid DESC) AS n FROM `+t.table+` WHERE `+t.routine+`) WHERE n > ?)`, r.MaxRows)
+			rowid := db.db.d.rowid
+			n, err := db.exec(ctx, `DELETE FROM `+t.table+` WHERE `+rowid+` IN (SELECT r FROM (SELECT `+rowid+` AS r, ROW_NUMBER() OVER (PARTITION BY `+t.who+
+				` ORDER BY `+t.at+` DESC, `+rowid+` DESC) AS n FROM `+t.table+` WHERE `+t.routine+`) AS ranked WHERE n > ?)`, r.MaxRows)
 			if err != nil {
 				return counts[0] + counts[1], fmt.Errorf("store: prune %s by size: %w", t.table, err)
 			}

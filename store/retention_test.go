@@ -10,9 +10,9 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-func TestPrune(t *testing.T) {
+func testPrune(t *testing.T, open opener) {
 	ctx := context.Background()
-	db := MustOpenDB(t)
+	db := open(t)
 	now := time.Unix(1_800_000_000, 0)
 	db.Now = func() time.Time { return now }
 	for i := range 10 { // one event and one session a day, oldest first
@@ -46,9 +46,9 @@ func TestPrune(t *testing.T) {
 
 // TestPrune_NobodyFlushesAnother: one user's volume never pushes out
 // another's rows, and admin and security events go by age only.
-func TestPrune_NobodyFlushesAnother(t *testing.T) {
+func testPrune_NobodyFlushesAnother(t *testing.T, open opener) {
 	ctx := context.Background()
-	db := MustOpenDB(t)
+	db := open(t)
 	now := time.Unix(1_800_000_000, 0)
 	db.Now = func() time.Time { now = now.Add(time.Second); return now }
 	db.Record(ctx, vdi.AuditEvent{Actor: "admin", Action: "force-release", Target: "demo-1"})

@@ -26,7 +26,7 @@ func (db *DB) SessionsRevokedBefore(ctx context.Context, login string) (time.Tim
 // earlier t than the one kept changes nothing.
 func (db *DB) RevokeSessions(ctx context.Context, login string, t time.Time) error {
 	_, err := db.db.ExecContext(ctx, `INSERT INTO session_revocations (login, before) VALUES (?, ?)
-		ON CONFLICT (login) DO UPDATE SET before = max(before, excluded.before)`, login, t.UnixNano())
+		ON CONFLICT (login) DO UPDATE SET before = `+db.db.d.greatest+`(session_revocations.before, excluded.before)`, login, t.UnixNano())
 	if err != nil {
 		return fmt.Errorf("store: revoke sessions of %q: %w", login, err)
 	}

@@ -27,7 +27,9 @@ func (db *DB) OpenSession(ctx context.Context, s Session) error {
 	if s.OpenedAt.IsZero() {
 		s.OpenedAt = db.Now()
 	}
-	_, err := db.db.ExecContext(ctx, `INSERT INTO sessions (id, login, namespace, member, protocol, path, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	// A retry of a write whose connection broke mid-way may find it landed.
+	_, err := db.db.ExecContext(ctx, `INSERT INTO sessions (id, login, namespace, member, protocol, path, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`,
 		s.ID, s.Login, s.Namespace, s.Member, s.Protocol, s.Path, s.OpenedAt.UnixNano())
 	if err != nil {
 		return fmt.Errorf("store: open session %q: %w", s.ID, err)
@@ -37,12 +39,17 @@ func (db *DB) OpenSession(ctx context.Context, s Session) error {
 
 // CloseSession records how a session ended and when it last saw input.
 func (db *DB) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error {
+	return db.CloseSessionAt(ctx, db.Now(), id, bytesIn, bytesOut, reason, lastInput)
+}
+
+// CloseSessionAt is CloseSession for a session that closed at at.
+func (db *DB) CloseSessionAt(ctx context.Context, at time.Time, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error {
 	var input any
 	if !lastInput.IsZero() {
 		input = lastInput.UnixNano()
 	}
 	_, err := db.db.ExecContext(ctx, `UPDATE sessions SET closed_at = ?, bytes_in = ?, bytes_out = ?, close_reason = ?, last_input = ? WHERE id = ?`,
-		db.Now().UnixNano(), bytesIn, bytesOut, reason, input, id)
+		at.UnixNano(), bytesIn, bytesOut, reason, input, id)
 	if err != nil {
 		return fmt.Errorf("store: close session %q: %w", id, err)
 	}

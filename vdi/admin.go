@@ -20,6 +20,9 @@ type MemberStatus struct {
 	LastInput time.Time `json:"lastInput,omitzero"`
 	// Reclaiming names the rule reclaiming the member right now, if any.
 	Reclaiming string `json:"reclaiming,omitempty"`
+	// Standby is set for a free, powered-on member of a pool that keeps
+	// warm standby: the next claim gets it at once.
+	Standby bool `json:"standby,omitempty"`
 	// NotEntitled is set when the holder is no longer in the pool's access
 	// (by login or the groups file): the desktop keeps working, the
 	// holder's next claim is refused.
@@ -33,6 +36,8 @@ type PoolDashboard struct {
 	// Effective is the pool's policy with the portal's defaults filled in.
 	Effective Policy         `json:"effective"`
 	Members   []MemberStatus `json:"members"`
+	// Warm counts the free members powered on, ready for the next claim.
+	Warm int `json:"warm"`
 	// AdminsOnly flags an access list that lets in only admins (a group
 	// nobody is known to be in, or no user at all).
 	AdminsOnly bool `json:"adminsOnly,omitempty"`
@@ -86,6 +91,10 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 			}
 			if m.Power == PowerRunning {
 				pd.Running++
+				if l == nil && p.Standby > 0 {
+					ms.Standby = true
+					pd.Warm++
+				}
 			}
 			pd.Members[i] = ms
 		}
@@ -186,6 +195,8 @@ type PoolAdmin interface {
 	SetPolicy(ctx context.Context, namespace, name string, p Policy) error
 	// SetAccess replaces who may use a pool and what one user may hold.
 	SetAccess(ctx context.Context, namespace, name string, a Access, l Limits) error
+	// SetStandby sets how many free members are kept powered on.
+	SetStandby(ctx context.Context, namespace, name string, n int) error
 	// DeletePool stops and removes every member of a pool, then the pool.
 	DeletePool(ctx context.Context, namespace, name string) error
 }
@@ -208,10 +219,11 @@ func ValidName(what, name string) error {
 
 // PoolUpdate changes a pool: nil fields stay as they are.
 type PoolUpdate struct {
-	Size   *int    `json:"size,omitempty"`
-	Policy *Policy `json:"policy,omitempty"`
-	Access *Access `json:"access,omitempty"`
-	Limits *Limits `json:"limits,omitempty"`
+	Size    *int    `json:"size,omitempty"`
+	Policy  *Policy `json:"policy,omitempty"`
+	Access  *Access `json:"access,omitempty"`
+	Limits  *Limits `json:"limits,omitempty"`
+	Standby *int    `json:"standby,omitempty"`
 }
 
 func (s *Service) poolAdmin(id Identity) (PoolAdmin, error) {
@@ -274,6 +286,9 @@ func (s *Service) CreatePool(ctx context.Context, id Identity, p Pool) error {
 	if err := validLimits(p.Limits); err != nil {
 		return err
 	}
+	if err := validStandby(p.Standby); err != nil {
+		return err
+	}
 	if err := pa.CreatePool(ctx, p); err != nil {
 		return err
 	}
@@ -323,6 +338,17 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-access", Namespace: namespace, Target: name,
 			Detail: fmt.Sprintf("access %s -> %s; %s -> %s", p.Access, a, limitsDetail(p.Limits), limitsDetail(l))})
 	}
+	if u.Standby != nil && *u.Standby != p.Standby {
+		if err := validStandby(*u.Standby); err != nil {
+			return err
+		}
+		if err := pa.SetStandby(ctx, namespace, name, *u.Standby); err != nil {
+			return err
+		}
+		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-standby", Namespace: namespace, Target: name,
+			Detail: fmt.Sprintf("standby %d -> %d", p.Standby, *u.Standby)})
+		s.kickStandby()
+	}
 	if u.Size != nil && *u.Size != p.Size {
 		if err := validSize(*u.Size); err != nil {
 			return err
@@ -360,5 +386,12 @@ func (s *Service) DeletePool(ctx context.Context, id Identity, namespace, name s
 		return err
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-delete", Namespace: namespace, Target: name})
+	return nil
+}
+
+func validStandby(n int) error {
+	if n < 0 || n > MaxPoolSize {
+		return Errorf(EInvalid, fmt.Sprintf("Use 0 for none, up to %d; more than the pool's size keeps every free member on.", MaxPoolSize), "Standby %d is out of range.", n)
+	}
 	return nil
 }

@@ -80,6 +80,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 			}
 			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
 			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
+			s.kickStandby() // a warm member went: refill
 			if err := s.mirror(ctx, l); err != nil {
 				return Desktop{}, err
 			}

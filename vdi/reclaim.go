@@ -157,19 +157,31 @@ func reclaimText(rule string) string {
 	return "The desktop was reclaimed."
 }
 
-// RunReclaimer checks for due reclaims every interval until ctx ends.
+// RunReclaimer checks for due reclaims and keeps the pools' warm standby
+// every interval until ctx ends; a claim or release on this portal makes
+// it look again for standby at once.
 func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	s.keepStandby(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.standbyKick:
+			s.keepStandby(ctx)
 		case <-t.C:
 			if _, err := s.ReclaimDue(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("reclaim", "err", err)
 			}
+			s.keepStandby(ctx)
 		}
+	}
+}
+
+func (s *Service) keepStandby(ctx context.Context) {
+	if _, err := s.KeepStandby(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("standby", "err", err)
 	}
 }
 

@@ -43,6 +43,7 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: action, Namespace: ref.Namespace, Target: ref.Name, Detail: detail})
 	s.log.Info(action, "desktop", ref, "holder", l.Holder, "by", id.Login)
+	s.kickStandby() // the member is free (and, if ephemeral, fresh) again
 	return nil
 }
 

@@ -49,6 +49,10 @@ type Service struct {
 	lockNS     string
 	groups     GroupDirectory
 
+	standbyMu     sync.Mutex
+	standbyStarts map[Ref]bool // members being started for standby
+	standbyKick   chan struct{}
+
 	consolesMu sync.Mutex
 	consoleSeq int
 	consoles   map[Ref]map[int]context.CancelCauseFunc // open consoles on this portal
@@ -68,6 +72,9 @@ func NewService(cfg Config) *Service {
 		lockNS:     cfg.LockNamespace,
 		groups:     cfg.Groups,
 		consoles:   map[Ref]map[int]context.CancelCauseFunc{},
+
+		standbyStarts: map[Ref]bool{},
+		standbyKick:   make(chan struct{}, 1),
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -76,6 +76,9 @@ type Pool struct {
 	// one user may hold of it.
 	Access Access `json:"access"`
 	Limits Limits `json:"limits"`
+	// Standby is how many free members are kept powered on and ready, so
+	// that a claim needs no boot (see KeepStandby).
+	Standby int `json:"standby"`
 	// LicensesAcknowledged records that the admin holds the licences a pool
 	// of more than one Windows desktop needs (Windows Enterprise E3/E5 or VDA
 	// per user or device, or RDS CALs). The Kubernetes backend refuses such a

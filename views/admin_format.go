@@ -21,6 +21,9 @@ type AdminProps struct {
 	// ThumbVersion changes every thumbnail refresh period, so that a
 	// re-rendered dashboard fetches new thumbnails only that often.
 	ThumbVersion int64
+	// Notice is a degraded part of the portal, e.g. the history database
+	// not answering; empty when all is well.
+	Notice string
 }
 
 // AdminPool is a pool on the dashboard.

@@ -92,6 +92,11 @@ const actions = {
     input: 'access', value: (d) => d.access, build: (v) => ({ access: parseAccess(v) }),
     label: () => 'Logins and group:NAME, comma-separated; empty for everyone signed in. Desktops already held stay with their holders.',
   },
+  standby: {
+    method: 'PATCH', url: poolURL, title: (d) => `Free desktops of pool ${d.pool} kept on`,
+    input: 'standby', type: 'number', value: (d) => d.standby, build: (v) => ({ standby: Number(v) }),
+    label: () => 'Warm standby: free desktops kept powered on for instant claims (0: none)',
+  },
   limit: {
     method: 'PATCH', url: poolURL, title: (d) => `Desktops one user may hold of pool ${d.pool}`,
     input: 'limit', type: 'number', value: (d) => d.perUser, build: (v) => ({ limits: { desktopsPerUser: Number(v) } }),
@@ -119,7 +124,7 @@ function subject(button) {
   const pool = button.closest('[data-pool]');
   return {
     ns: pool.dataset.ns, pool: pool.dataset.pool, size: pool.dataset.size, label: pool.dataset.pool,
-    access: pool.dataset.access, perUser: pool.dataset.perUser,
+    access: pool.dataset.access, perUser: pool.dataset.perUser, standby: pool.dataset.standby,
   };
 }
 
@@ -196,6 +201,7 @@ poolForm.addEventListener('submit', async (ev) => {
       licensesAcknowledged: f.licensesAcknowledged.checked,
       access: parseAccess(f.access.value),
       limits: { desktopsPerUser: Number(f.perUser.value || 0) },
+      standby: Number(f.standby.value || 0),
       policy: { disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
         record: f.record.checked, recordInput: f.recordInput.checked },
     });

@@ -19,6 +19,8 @@ type Pool struct {
 	StartDelay      time.Duration
 	// Access is who may use the pool (vdi.Pool.Access).
 	Access vdi.Access
+	// Standby is the pool's warm standby (vdi.Pool.Standby).
+	Standby int
 
 	mu         sync.Mutex
 	names      []string
@@ -98,7 +100,7 @@ func (p *Pool) Pool(_ context.Context, namespace, name string) (vdi.Pool, error)
 	if namespace != p.Namespace || name != p.Name {
 		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s/%s.", namespace, name)
 	}
-	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access}, nil
+	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access, Standby: p.Standby}, nil
 }
 
 // Members implements vdi.Backend.

@@ -4,16 +4,29 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
 )
 
 func TestMain(m *testing.M) {
-	leasetest.MaybeChild(openSQLite)
-	os.Exit(m.Run())
+	leasetest.MaybeChild(openStore)
+	code := m.Run()
+	testpg.Stop()
+	os.Exit(code)
+}
+
+// openStore opens the database a child portal is told of: a postgres://
+// URL, else a SQLite file.
+func openStore(ctx context.Context, child string) (vdi.Leases, func(), error) {
+	if strings.HasPrefix(child, "postgres://") {
+		return openPostgres(ctx, child)
+	}
+	return openSQLite(ctx, child)
 }
 
 // openSQLite opens the database file at path, as a portal in local mode does.

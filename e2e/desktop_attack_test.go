@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// desktopAttack is one thing a desktop's user tries from its terminal. script is
+// bash that prints "R:<name>:SUCCESS" only if the attack worked (and
+// anything else otherwise).
+type desktopAttack struct {
+	name, script string
+}
+
+// desktopAttacks are the ways out of a desktop that must all be shut:
+// the portal's data (keys, database, other members), its admin socket,
+// its process, trust by loopback, and the host's process table.
+func desktopAttacks(data, other, port string, portalPID, nproc int) []desktopAttack {
+	base := "http://127.0.0.1:" + port
+	ok := func(name string) string { return "echo R:" + name + ":SUCC''ESS" }
+	no := func(name string) string { return "echo R:" + name + ":refused" }
+	try := func(name, cmd string) desktopAttack {
+		return desktopAttack{name, "if " + cmd + "; then " + ok(name) + "; else " + no(name) + "; fi"}
+	}
+	return []desktopAttack{
+		try("read-cookie-keys", "head -c1 "+data+"/cookie.keys >/dev/null 2>&1"),
+		try("read-database", "head -c1 "+data+"/portal.db >/dev/null 2>&1"),
+		try("list-data-dir", "ls "+data+" >/dev/null 2>&1"),
+		try("list-members", "ls "+data+"/local/members >/dev/null 2>&1"),
+		try("read-other-home", "cat "+data+"/local/members/"+other+"/home/secret.txt 2>/dev/null | grep -q bob-secret"),
+		try("write-other-home", "touch "+data+"/local/members/"+other+"/home/owned 2>/dev/null"),
+		try("read-own-state", "cat "+data+"/local/members/*/state/pids >/dev/null 2>&1"),
+		try("admin-socket", "curl -sf --max-time 5 --unix-socket "+data+"/admin.sock http://portal/api/vdi/desktops?all=1 >/dev/null 2>&1"),
+		try("signal-portal", "kill -TERM "+strconv.Itoa(portalPID)+" 2>/dev/null"),
+		try("portal-fds", "ls /proc/"+strconv.Itoa(portalPID)+"/fd >/dev/null 2>&1"),
+		try("portal-environ", "head -c1 /proc/"+strconv.Itoa(portalPID)+"/environ >/dev/null 2>&1"),
+		// The raw request of the issue, through bash's /dev/tcp.
+		try("forged-tailscale-header", `{ exec 3<>/dev/tcp/127.0.0.1/`+port+` && printf 'GET /api/vdi/desktops?all=1 HTTP/1.0\r\nHost: 127.0.0.1:`+port+`\r\nTailscale-User-Login: admin\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 '; } 2>/dev/null`),
+		try("forged-header-curl", "curl -sf --max-time 5 -H 'Tailscale-User-Login: admin' "+base+"/api/vdi/desktops?all=1 >/dev/null 2>&1"),
+		try("sign-in-by-name", "curl -s --max-time 5 -o /dev/null -D - -H 'Origin: "+base+"' --data login=admin "+base+"/signin 2>/dev/null | grep -qi '^set-cookie'"),
+		try("raise-process-limit", "(ulimit -u unlimited) 2>/dev/null"),
+		// More processes than the limit, with perl's fork (bash retries a
+		// failed fork for seconds): count those that started.
+		{"exceed-process-limit", fmt.Sprintf(`perl -e 'my @k; for (1..%d) { my $p = fork; last unless defined $p; if (!$p) { sleep 60; exit } push @k, $p } kill "KILL", @k; print "R:exceed-process-limit:", (@k >= %d ? "SUCC"."ESS" : "refused-at-".scalar(@k)), "\n"'`, nproc+50, nproc+50)},
+	}
+}
+
+// desktopAttackResult returns what an attack's script printed, skipping the
+// echo of the command line.
+func desktopAttackResult(name, out string) []string {
+	return regexp.MustCompile(`(?m)(?:^|\r)R:` + name + `:([A-Za-z0-9-]+)\r?$`).FindStringSubmatch(out)
+}
+
+// controlDesktopAttacks runs each attack as the portal's own user (root), where
+// every one must succeed but signalling the portal (not tried) and
+// raising the process limit (this host may deny even root that): proof
+// that each script would notice its own success.
+func controlDesktopAttacks(t *testing.T, attacks []desktopAttack, home string) {
+	t.Helper()
+	for _, at := range attacks {
+		if at.name == "signal-portal" || at.name == "raise-process-limit" {
+			continue
+		}
+		cmd := exec.Command("bash", "-c", at.script)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, _ := cmd.CombinedOutput()
+		if r := desktopAttackResult(at.name, string(out)); r == nil || r[1] != "SUCCESS" {
+			t.Errorf("control: attack %s as root printed %q; want SUCCESS (the script cannot tell success)", at.name, out)
+		}
+	}
+}
+
+// terminal is a desktop's terminal websocket, opened as its holder.
+type terminal struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func openTerminal(t *testing.T, p *Portal, user, member string) *terminal {
+	t.Helper()
+	ws, res, err := dialWS(p, user, "/ws/terminal/local/"+member, p.URL)
+	if err != nil {
+		t.Fatalf("%s's terminal of %s: %v (%v)", user, member, err, status(res))
+	}
+	t.Cleanup(func() { ws.Close() })
+	ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":200,"rows":50}`))
+	return &terminal{t: t, ws: ws}
+}
+
+// run types script and returns the output up to a marker it prints last.
+func (term *terminal) run(script string, d time.Duration) string {
+	term.t.Helper()
+	marker := fmt.Sprintf("END-%d", time.Now().UnixNano())
+	// The marker is printed computed, so the echoed command line never matches.
+	line := script + "; echo " + marker[:4] + "''" + marker[4:] + "\r"
+	if err := term.ws.WriteMessage(websocket.TextMessage, []byte(line)); err != nil {
+		term.t.Fatal(err)
+	}
+	return readUntilWS(term.t, term.ws, marker+"\r\n", d)
+}
+
+// TestAttack_FromInsideADesktop claims two desktops as two users and, from
+// inside alice's terminal (through the portal, as she would), tries every
+// way out of the desktop: each must fail.
+// It runs with the host's network and with none.
+func TestAttack_FromInsideADesktop(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxed desktops need the portal to run as root")
+	}
+	for _, network := range []string{"host", "none"} {
+		t.Run("network="+network, func(t *testing.T) { attackFromInside(t, network) })
+	}
+}
+
+func attackFromInside(t *testing.T, network string) {
+	const nproc = 150
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin", "CORRAL_VDI_DESKTOP_NETWORK="+network,
+		"CORRAL_VDI_DESKTOP_LIMITS=nproc="+strconv.Itoa(nproc)+",nofile=1024,as=8G")
+	var a, b desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 || a.Power != "running" {
+		t.Fatalf("alice's claim: %d %+v", code, a)
+	}
+	if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &b); code != 200 || b.Power != "running" {
+		t.Fatalf("bob's claim: %d %+v", code, b)
+	}
+	bobTerm := openTerminal(t, p, "bob", b.Name)
+	bobTerm.run("echo bob-secret > ~/secret.txt", 10*time.Second)
+
+	term := openTerminal(t, p, "alice", a.Name)
+	who := term.run("echo ID=$(id -u)", 10*time.Second)
+	if m := regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who); m == nil || m[1] == "0" || m[1] == strconv.Itoa(os.Getuid()) {
+		t.Fatalf("alice's shell runs as %q; want a desktop uid of its own", who)
+	}
+	u, _ := url.Parse(p.URL)
+	attacks := desktopAttacks(p.DataDir, b.Name, u.Port(), p.cmd.Process.Pid, nproc)
+	controlDesktopAttacks(t, attacks, t.TempDir())
+	for _, at := range attacks {
+		out := term.run(at.script, 90*time.Second)
+		result := desktopAttackResult(at.name, out)
+		switch {
+		case result == nil:
+			t.Errorf("attack %s: no result in %q", at.name, out)
+		case result[1] == "SUCCESS":
+			t.Errorf("attack %s SUCCEEDED from inside a desktop", at.name)
+		default:
+			t.Logf("attack %s: %s", at.name, result[1])
+		}
+	}
+	// No process of alice's desktop holds a file of the portal's: every
+	// descriptor into the data dir is in her own member folder.
+	uid, _ := strconv.Atoi(regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who)[1])
+	own := filepath.Join(p.DataDir, "local", "members", a.Name) + "/"
+	for _, pid := range procsOfUID(uid) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if strings.HasPrefix(target, p.DataDir+"/") && !strings.HasPrefix(target, own) {
+				t.Errorf("process %d of alice's desktop holds %s (fd %s)", pid, target, fd.Name())
+			}
+		}
+	}
+	// Alice points her own VNC socket at bob's: the portal, which dials it
+	// as root, must not follow.
+	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock ~/../run/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
+	if !strings.Contains(out, "LINKED-42") {
+		t.Fatalf("could not replace alice's socket: %q", out)
+	}
+	if ws, res, err := dialWS(p, "alice", "/ws/vnc/local/"+a.Name, p.URL); err == nil {
+		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, msg, err := ws.ReadMessage(); err == nil && strings.HasPrefix(string(msg), "RFB ") {
+			t.Errorf("attack vnc-socket-symlink SUCCEEDED: alice's console reached bob's display (%q)", msg)
+		}
+		ws.Close()
+	} else {
+		t.Logf("attack vnc-socket-symlink: refused (%v)", status(res))
+	}
+	// The portal is unharmed and nobody became admin.
+	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+b.Name, &b); code != 200 || b.Power != "running" {
+		t.Errorf("after the attacks bob's desktop: %d %+v; want running", code, b)
+	}
+	if strings.Contains(p.Log(), `login=admin`) {
+		t.Errorf("the portal logged an admin identity:\n%s", p.Log())
+	}
+}
+
+// uidOf returns the uid a process runs as.
+func uidOf(pid int) int {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil {
+		return -1
+	}
+	return int(st.Uid)
+}
+
+// procsOfUID counts the live processes of uid.
+func procsOfUID(uid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil || strings.Contains(string(b), "State:\tZ") {
+			continue
+		}
+		if uidOf(pid) == uid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestAttack_ReleaseLeavesNothing releases an ephemeral desktop whose user
+// left a setsid process and files in /tmp and home: its uid has no process
+// left and its files are gone before the member goes to the next user.
+func TestAttack_ReleaseLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxed desktops need the portal to run as root")
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	var a desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 {
+		t.Fatalf("claim: %d %+v", code, a)
+	}
+	term := openTerminal(t, p, "alice", a.Name)
+	out := term.run("setsid sleep 1000 </dev/null >/dev/null 2>&1 & nohup sleep 1001 >/dev/null 2>&1 & touch /tmp/left-by-$(id -u) ~/left-in-home; echo UID=$(id -u)", 10*time.Second)
+	m := regexp.MustCompile(`UID=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no uid in %q", out)
+	}
+	uid, _ := strconv.Atoi(m[1])
+	time.Sleep(300 * time.Millisecond)
+	if n := len(procsOfUID(uid)); n < 3 {
+		t.Fatalf("%d processes of uid %d before release; want the desktop's and the leftovers", n, uid)
+	}
+	term.ws.Close()
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+a.Name+"/release", nil); code != 200 && code != 204 {
+		t.Fatalf("release: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(procsOfUID(uid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := procsOfUID(uid); len(left) > 0 {
+		t.Errorf("after release, uid %d still runs %v", uid, left)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/tmp/left-by-%d", uid)); err == nil {
+		t.Error("the user's /tmp file survived the release")
+	}
+	if _, err := os.Stat(filepath.Join(p.homeOf(a.Name), "left-in-home")); err == nil {
+		t.Error("the user's home file survived the release")
+	}
+	// The next user gets the same member, fresh, under the same uid.
+	var b desktop
+	if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &b); code != 200 || b.Name != a.Name {
+		t.Fatalf("bob's claim: %d %+v; want %s", code, b, a.Name)
+	}
+	out = openTerminal(t, p, "bob", b.Name).run("ls -A ~ | wc -l; echo UID=$(id -u)", 10*time.Second)
+	if !strings.Contains(out, "UID="+m[1]) {
+		t.Errorf("bob's shell: %q; want uid %d again", out, uid)
+	}
+}

@@ -1,0 +1,315 @@
+package local
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A sandboxed desktop runs as a uid of its own, allocated to its member
+// from a range no account of the host uses (CORRAL_VDI_DESKTOP_UIDS), so
+// that the kernel keeps it away from the portal's files and processes and
+// from every other desktop. The member records its uid in a file the portal
+// owns; a host-wide registry (one symlink per uid under /run) keeps two
+// portals on one host, or two members, from sharing a uid.
+
+// DefaultDesktopUIDs is the uid range of sandboxed desktops unless
+// CORRAL_VDI_DESKTOP_UIDS says otherwise: far above the accounts and
+// subordinate-id ranges Debian hands out.
+const DefaultDesktopUIDs = "200000-200999"
+
+// defaultUIDRegistry holds one symlink per allocated uid, naming the member
+// folder that holds it.
+const defaultUIDRegistry = "/run/corral-vdi/desktop-uids"
+
+// memberUIDName is the file in a member's folder that records its uid.
+const memberUIDName = "uid"
+
+// DesktopUser is who a sandboxed desktop's processes run as, and within
+// which limits.
+type DesktopUser struct {
+	UID, GID int
+	Limits   Limits
+	// NoNetwork starts each process in a network namespace of its own,
+	// with nothing in it but a loopback that is down: no network at all,
+	// the host's loopback (the portal included) out of reach. X still
+	// works, over the display's socket in /tmp/.X11-unix.
+	NoNetwork bool
+	// Groups are supplementary groups of its processes; none for a
+	// desktop (QEMU gets /dev/kvm's).
+	Groups []uint32
+
+	prlimit string // the path of prlimit, which sets Limits
+}
+
+// SandboxConfig configures NewSandbox.
+type SandboxConfig struct {
+	// UIDs is the range "FIRST-LAST" desktops' uids (and gids) come from;
+	// empty means DefaultDesktopUIDs.
+	UIDs string
+	// Limits are the resource limits of every desktop; see ParseLimits.
+	Limits Limits
+	// NoNetwork gives desktops no network (CORRAL_VDI_DESKTOP_NETWORK=none).
+	NoNetwork bool
+	// Registry is the host-wide folder of uid allocations; empty means
+	// /run/corral-vdi/desktop-uids.
+	Registry string
+	// Passwd and Group are the account files a range must not collide
+	// with; empty means /etc/passwd and /etc/group.
+	Passwd, Group string
+	// SubUID and SubGID are the subordinate id files (rootless
+	// containers' uids) a range must not overlap; empty means /etc/subuid
+	// and /etc/subgid.
+	SubUID, SubGID string
+}
+
+// Sandbox allocates desktop uids to members and starts their processes as
+// those uids.
+type Sandbox struct {
+	first, last int
+	limits      Limits
+	noNetwork   bool
+	registry    string
+	prlimit     string
+
+	mu sync.Mutex // serialises allocations
+}
+
+// NewSandbox checks cfg and that this process may run desktops as other
+// uids. Every error is one line saying what to change.
+func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
+	if cfg.UIDs == "" {
+		cfg.UIDs = DefaultDesktopUIDs
+	}
+	if cfg.Registry == "" {
+		cfg.Registry = defaultUIDRegistry
+	}
+	if cfg.Passwd == "" {
+		cfg.Passwd = "/etc/passwd"
+	}
+	if cfg.Group == "" {
+		cfg.Group = "/etc/group"
+	}
+	if cfg.SubUID == "" {
+		cfg.SubUID = "/etc/subuid"
+	}
+	if cfg.SubGID == "" {
+		cfg.SubGID = "/etc/subgid"
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		return nil, fmt.Errorf("local desktops are off: the portal runs as uid %d, not root, so it cannot give each desktop a uid of its own; run the portal as root (desktops then run as uids from CORRAL_VDI_DESKTOP_UIDS), or use the kube backend", uid)
+	}
+	first, last, err := parseUIDRange(cfg.UIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ path, what string }{{cfg.Passwd, "user"}, {cfg.Group, "group"}} {
+		if name, id, ok := accountInRange(f.path, first, last); ok {
+			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %d-%d includes the %s %s (id %d) of %s; set it to a range no account uses", first, last, f.what, name, id, f.path)
+		}
+	}
+	for _, path := range []string{cfg.SubUID, cfg.SubGID} {
+		if name, start, count, ok := subIDsInRange(path, first, last); ok {
+			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %d-%d overlaps the subordinate ids %d-%d of %s in %s (its containers may run as them); set it to a range no account uses", first, last, start, start+count-1, name, path)
+		}
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, errors.New("local desktops are off: prlimit not found (it sets each desktop's limits): install the Debian package util-linux")
+	}
+	if err := os.MkdirAll(cfg.Registry, 0o700); err != nil {
+		return nil, fmt.Errorf("local desktops are off: uid registry: %w", err)
+	}
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, noNetwork: cfg.NoNetwork, registry: cfg.Registry, prlimit: prlimit}, nil
+}
+
+// parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
+// NFS treat specially are refused, so no desktop can ever be root or the
+// portal.
+func parseUIDRange(s string) (first, last int, err error) {
+	bad := func(why string) (int, int, error) {
+		return 0, 0, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %q %s; want FIRST-LAST, e.g. %s", s, why, DefaultDesktopUIDs)
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
+	if !ok {
+		return bad("is not a range")
+	}
+	if first, err = strconv.Atoi(a); err != nil {
+		return bad("does not start with a number")
+	}
+	if last, err = strconv.Atoi(b); err != nil {
+		return bad("does not end with a number")
+	}
+	switch {
+	case first < 1000:
+		return bad("starts below 1000, among system accounts")
+	case last < first:
+		return bad("ends before it starts")
+	case last >= 1<<31-1 || last == 65534 || (first <= 65534 && 65534 <= last):
+		return bad("includes nobody (65534) or the invalid uid")
+	case os.Getuid() >= first && os.Getuid() <= last:
+		return bad("includes the portal's own uid")
+	}
+	return first, last, nil
+}
+
+// accountInRange returns the first entry of an account file (passwd or
+// group format: name:x:id:...) whose id is in [first, last].
+func accountInRange(path string, first, last int) (name string, id int, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) < 3 {
+			continue
+		}
+		if n, err := strconv.Atoi(fields[2]); err == nil && n >= first && n <= last {
+			return fields[0], n, true
+		}
+	}
+	return "", 0, false
+}
+
+// subIDsInRange returns the first entry of a subordinate id file
+// (name:start:count) whose ids overlap [first, last].
+func subIDsInRange(path string, first, last int) (name string, start, count int, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(fields) != 3 {
+			continue
+		}
+		s, err1 := strconv.Atoi(fields[1])
+		n, err2 := strconv.Atoi(fields[2])
+		if err1 == nil && err2 == nil && n > 0 && s <= last && s+n-1 >= first {
+			return fields[0], s, n, true
+		}
+	}
+	return "", 0, 0, false
+}
+
+// Owns reports whether uid is one the sandbox hands to desktops.
+func (s *Sandbox) Owns(uid int) bool { return s != nil && uid >= s.first && uid <= s.last }
+
+// Range returns the sandbox's uid range as FIRST-LAST.
+func (s *Sandbox) Range() string { return fmt.Sprintf("%d-%d", s.first, s.last) }
+
+// user returns the uid of the member whose folder is dir, allocating one
+// when it has none. The record in dir (owned by the portal) wins; the
+// registry entry is (re)made to match it.
+func (s *Sandbox) user(dir string) (*DesktopUser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if uid, err := readMemberUID(abs); err == nil {
+		if err := s.register(uid, abs); err != nil {
+			return nil, err
+		}
+		return s.desktopUser(uid), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for uid := s.first; uid <= s.last; uid++ {
+		if err := s.register(uid, abs); err != nil {
+			continue
+		}
+		if err := writeMemberUID(abs, uid); err != nil {
+			os.Remove(s.entry(uid))
+			return nil, err
+		}
+		return s.desktopUser(uid), nil
+	}
+	return nil, fmt.Errorf("local desktops: every uid of CORRAL_VDI_DESKTOP_UIDS %s is taken (see %s); widen the range", s.Range(), s.registry)
+}
+
+func (s *Sandbox) desktopUser(uid int) *DesktopUser {
+	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, NoNetwork: s.noNetwork, prlimit: s.prlimit}
+}
+
+func (s *Sandbox) entry(uid int) string { return filepath.Join(s.registry, strconv.Itoa(uid)) }
+
+// register claims uid for the member folder dir in the host-wide registry.
+// An entry whose member folder is gone (a deleted pool or data directory)
+// is stale and taken over.
+func (s *Sandbox) register(uid int, dir string) error {
+	for range 2 {
+		err := os.Symlink(dir, s.entry(uid))
+		if err == nil || !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		target, err := os.Readlink(s.entry(uid))
+		if err != nil {
+			return err
+		}
+		if target == dir {
+			return nil
+		}
+		if owner, err := readMemberUID(target); err == nil && owner == uid {
+			return fmt.Errorf("local desktops: uid %d is taken by %s", uid, target)
+		}
+		if err := os.Remove(s.entry(uid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("local desktops: uid %d: registry busy", uid)
+}
+
+// release frees the uid of the member folder dir (its member is deleted).
+func (s *Sandbox) release(dir string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	abs, _ := filepath.Abs(dir)
+	uid, err := readMemberUID(abs)
+	if err != nil {
+		return
+	}
+	if target, err := os.Readlink(s.entry(uid)); err == nil && target == abs {
+		os.Remove(s.entry(uid))
+	}
+}
+
+// readMemberUID reads the uid recorded in a member's folder.
+func readMemberUID(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, memberUIDName))
+	if err != nil {
+		return 0, err
+	}
+	uid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("local: %s: %w", filepath.Join(dir, memberUIDName), err)
+	}
+	return uid, nil
+}
+
+func writeMemberUID(dir string, uid int) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, memberUIDName+".tmp")
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(uid)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, memberUIDName))
+}

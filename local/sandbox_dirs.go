@@ -1,0 +1,138 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// The folders of a sandboxed member, under members/<name>/ (root, 0711:
+// the desktop may pass through, not list):
+//
+//	uid    the member's uid (portal, 0600)
+//	state  pids file, logs, RDP password (portal, 0700)
+//	run    sockets, Xauthority, RDP SAM and server home (the uid, 0700)
+//	home   HOME (the uid, 0700)
+//
+// The portal, as root, writes into run only after every process of the uid
+// is dead and run has been made afresh, so no symlink or file the user
+// planted there is ever written through.
+
+// x11Dirs are the shared socket folders X clients and servers expect to
+// be root's and world-writable with the sticky bit; a desktop uid that
+// created one would own it and lock every other desktop out.
+var x11Dirs = []string{"/tmp/.X11-unix", "/tmp/.ICE-unix"}
+
+// prepareSandboxDirs kills what is left of the member's uid, makes a fresh
+// run folder and hands it and the home to the uid.
+func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
+	u := spec.User
+	killLegacyDesktop(spec, log)
+	if err := killUID(u.UID, desktopStopGrace); err != nil {
+		return err
+	}
+	// The member's folder: the uid passes through it to run and home (an
+	// older portal made it 0700).
+	if err := os.MkdirAll(filepath.Dir(spec.Dir), 0o711); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Dir(spec.Dir), 0o711); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(spec.Dir); err != nil {
+		return err
+	}
+	if err := os.Mkdir(spec.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := u.give(spec.Dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(spec.Home, 0o700); err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(spec.Home, &st); err != nil {
+		return err
+	}
+	if int(st.Uid) != u.UID { // new, or from before desktops had uids
+		if err := chownTree(spec.Home, u.UID, u.GID); err != nil {
+			return fmt.Errorf("hand the home to uid %d: %w", u.UID, err)
+		}
+	}
+	return ensureX11Dirs()
+}
+
+// give hands path (never a symlink's target) to u; nil u does nothing.
+func (u *DesktopUser) give(path string) error {
+	if u == nil {
+		return nil
+	}
+	return os.Lchown(path, u.UID, u.GID)
+}
+
+// chownTree hands every file under root to uid:gid without following
+// symlinks.
+func chownTree(root string, uid, gid int) error {
+	return filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+}
+
+// ensureX11Dirs makes the shared X socket folders root's, mode 1777.
+func ensureX11Dirs() error {
+	for _, dir := range x11Dirs {
+		var st syscall.Stat_t
+		err := syscall.Lstat(dir, &st)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case err != nil:
+			return err
+		case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+			if err := os.Remove(dir); err != nil {
+				return err
+			}
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+		}
+		if err := os.Lchown(dir, 0, 0); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// killLegacyDesktop kills a desktop a portal without sandboxing started
+// for this member, recorded in the pids file it kept in Dir. It is
+// believed only while Dir is still the portal's (its parent is the
+// portal's too, so the user cannot swap it): once Dir belongs to the
+// desktop's uid, which could plant any PIDs there, it is never read.
+func killLegacyDesktop(spec DesktopSpec, log *slog.Logger) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(spec.Dir, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return
+	}
+	if err := syscall.Lstat(filepath.Join(spec.Dir, desktopPidsName), &st); err != nil {
+		return
+	}
+	if int(st.Uid) != os.Getuid() || st.Nlink != 1 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return
+	}
+	if err := killRecordedDesktop(spec.Dir, log); err != nil {
+		log.Warn("desktop: could not stop the unsandboxed desktop of an older portal", "err", err)
+	}
+}

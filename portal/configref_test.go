@@ -1,0 +1,34 @@
+package portal
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/configuration.md from the flags")
+
+// TestConfigReference: docs/configuration.md is what the flags say now.
+func TestConfigReference(t *testing.T) {
+	path := filepath.Join("..", "docs", "configuration.md")
+	got := ConfigReference()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("docs/configuration.md is stale: run go test ./portal -run TestConfigReference -update")
+	}
+	for _, env := range []string{"CORRAL_VDI_TOKEN_KEYS", "CORRAL_VDI_TOKEN_KEYS_FILE", "CORRAL_VDI_SESSION_KEYS", "KUBECONFIG", "CORRAL_VDI_SHARED_SECRETS_FROM"} {
+		if !ConfigEnvNames()[env] {
+			t.Errorf("ConfigEnvNames lacks %s", env)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package portal
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/corral-dev/corral-vdi-portal/store"
+)
+
+// openDB opens the portal's database: PostgreSQL when
+// CORRAL_VDI_DATABASE_URL names one, else SQLite in the data dir.
+func openDB(ctx context.Context, c Config, log *slog.Logger) (*store.DB, error) {
+	if c.DatabaseURL == "" {
+		if err := ensurePrivate(filepath.Join(c.DataDir, "portal.db")); err != nil {
+			return nil, err
+		}
+		return store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
+	}
+	db, err := store.OpenPostgres(ctx, c.DatabaseURL, c.DatabasePassword)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("history, audit and sessions in PostgreSQL", "database", store.Redact(c.DatabaseURL))
+	return db, nil
+}
+
+// ready reports, as a nil error, whether the portal can serve: the local
+// backend keeps its pools and claims in the database, so it needs it; the
+// kube backend's claims are Leases, so a database that does not answer
+// only degrades history (Notice says so) and the portal stays ready.
+func (m *Main) ready(ctx context.Context) error {
+	if m.notReady != nil { // a missing shared secret (checkSharedSecrets)
+		return m.notReady
+	}
+	if m.Config.Backend == BackendKube {
+		return nil
+	}
+	_, err := m.db.LocalPools(ctx)
+	return err
+}

@@ -1,0 +1,43 @@
+package leasetest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
+)
+
+// openPostgres opens the PostgreSQL database at url, as a local-mode
+// portal with CORRAL_VDI_DATABASE_URL does.
+func openPostgres(ctx context.Context, url string) (vdi.Leases, func(), error) {
+	db, err := store.OpenPostgres(ctx, url, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.Leases(), func() { db.Close() }, nil
+}
+
+// postgresStore is a fresh database on the test binary's PostgreSQL; every
+// instance connects anew, as portal processes sharing it would.
+func postgresStore(t *testing.T) leasetest.Store {
+	url := testpg.Shared(t).NewDatabase(t)
+	return leasetest.Store{
+		Namespace: "local",
+		Child:     url,
+		Open: func(tb testing.TB) vdi.Leases {
+			leases, closeFn, err := openPostgres(context.Background(), url)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(closeFn)
+			return leases
+		},
+	}
+}
+
+// TestPostgresLeases runs the Lease conformance suite, with its races of
+// several portal processes, on PostgreSQL.
+func TestPostgresLeases(t *testing.T) { leasetest.Run(t, postgresStore) }

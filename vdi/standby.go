@@ -1,0 +1,117 @@
+package vdi
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Warm standby: a pool's Standby free members are kept powered on, so that
+// a claim hands one out at once instead of waiting for a boot. Claims
+// already prefer running free members; KeepStandby starts free stopped
+// members until the pool has Standby warm ones (never more than it has),
+// and the rest stay off until claimed. A released ephemeral member is
+// recreated by its release before it can enter standby, so no one gets a
+// desktop another user touched. KeepStandby never stops a member: lowering
+// Standby lets the extra ones go as they are claimed.
+
+// standbyStartTimeout bounds one standby start.
+const standbyStartTimeout = 5 * time.Minute
+
+// KeepStandby starts the free members each pool's standby is short of and
+// returns how many it started. Starts run in the background, one per
+// member at a time; a member still starting counts as warm.
+func (s *Service) KeepStandby(ctx context.Context) (int, error) {
+	pools, err := s.backend.Pools(ctx)
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	var errs []error
+	for _, p := range pools {
+		if p.Standby <= 0 {
+			continue
+		}
+		cold, short, err := s.standbyShort(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, m := range cold[:min(short, len(cold))] {
+			if !s.startingStandby(m.Ref()) {
+				continue
+			}
+			started++
+			go func() {
+				defer s.doneStandby(m.Ref())
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), standbyStartTimeout)
+				defer cancel()
+				if err := s.backend.Start(sctx, m.Ref()); err != nil {
+					s.log.Warn("standby start failed", "desktop", m.Ref(), "err", err)
+					return
+				}
+				s.log.Info("standby member ready", "desktop", m.Ref(), "pool", p.Name)
+			}()
+		}
+	}
+	return started, errors.Join(errs...)
+}
+
+// standbyShort returns the pool's free stopped members, best first, and
+// how many of them the standby needs started.
+func (s *Service) standbyShort(ctx context.Context, p Pool) (cold []Member, short int, err error) {
+	held, err := s.held(ctx, p.Namespace, p.Name)
+	if err != nil {
+		return nil, 0, err
+	}
+	members, err := s.backend.Members(ctx, p.Namespace, p.Name)
+	if err != nil {
+		return nil, 0, err
+	}
+	warm := 0
+	for _, m := range members {
+		if held[m.Name] != nil || m.AssignedTo != "" {
+			continue // claimed, or its pre-Lease holder's
+		}
+		switch {
+		case m.Power == PowerRunning || m.Power == PowerStarting || s.isStartingStandby(m.Ref()):
+			warm++
+		case m.Power == PowerStopped:
+			cold = append(cold, m)
+		}
+	}
+	return cold, p.Standby - warm, nil
+}
+
+// startingStandby marks ref as being started for standby; false when it
+// already is.
+func (s *Service) startingStandby(ref Ref) bool {
+	s.standbyMu.Lock()
+	defer s.standbyMu.Unlock()
+	if s.standbyStarts[ref] {
+		return false
+	}
+	s.standbyStarts[ref] = true
+	return true
+}
+
+func (s *Service) isStartingStandby(ref Ref) bool {
+	s.standbyMu.Lock()
+	defer s.standbyMu.Unlock()
+	return s.standbyStarts[ref]
+}
+
+func (s *Service) doneStandby(ref Ref) {
+	s.standbyMu.Lock()
+	defer s.standbyMu.Unlock()
+	delete(s.standbyStarts, ref)
+}
+
+// kickStandby asks the standby loop to look again now (a claim or a
+// release changed what is free).
+func (s *Service) kickStandby() {
+	select {
+	case s.standbyKick <- struct{}{}:
+	default:
+	}
+}
