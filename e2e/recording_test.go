@@ -204,8 +204,8 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 		var hdr struct{ Version int }
 		first, _, _ := strings.Cut(string(body), "\n")
-		if json.Unmarshal([]byte(first), &hdr); hdr.Version != 2 || !strings.Contains(string(body), "recorded-42") {
-			t.Errorf("asciicast header %q, holds the output: %v; want version 2 with recorded-42", first, strings.Contains(string(body), "recorded-42"))
+		if out := castOutput(t, body); json.Unmarshal([]byte(first), &hdr) != nil || hdr.Version != 2 || !strings.Contains(out, "\r\nrecorded-42\r\n") {
+			t.Errorf("asciicast header %q, output %q; want version 2 with the command's output recorded-42", first, out)
 		}
 		if strings.Contains(string(body), `"i", "echo`) {
 			t.Error("keystrokes recorded without recordInput")
@@ -409,4 +409,52 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 			t.Errorf("a console on full recordings: %v %v; want 503", res, err)
 		}
 	})
+}
+
+// TestRecording_SerialConsole records a QEMU member's serial console on a
+// recorded pool: the login and a command's output are in the asciicast,
+// the password typed (never echoed, keystrokes not recorded) is not.
+func TestRecording_SerialConsole(t *testing.T) {
+	img := vmImage(t)
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
+	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/local/demo-vm", `{"policy": {"record": true}}`, nil); code != 200 {
+		t.Fatalf("record demo-vm: %d", code)
+	}
+	start := time.Now()
+	d := claimVM(t, p, "alice")
+	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
+	serialLogin(t, page, p, "alice", d.Name, start)
+	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("recording-notice")).ToBeVisible())
+	creds, _ := page.GetByTestId("screen").GetAttribute("data-credentials")
+	_, password, _ := strings.Cut(creds, ":")
+	must(t, page.Close())
+
+	serial := recordings(t, p, d.Name, 2)["serial"]
+	code, ctype, body := download(t, p, "ops", serial.ID)
+	out := castOutput(t, body) // a serial line's output comes a few bytes at a time
+	if code != 200 || ctype != "application/x-asciicast" || !strings.Contains(out, "\r\nvm-42\r\n") || !strings.Contains(out, "corral-vm login") {
+		t.Errorf("serial recording = %d %s; want an asciicast with the login prompt and vm-42:\n%s", code, ctype, out)
+	}
+	if password == "" || strings.Contains(out, password) {
+		t.Errorf("the serial recording holds the password %q (or the page showed none)", password)
+	}
+}
+
+// castOutput returns the output events of an asciicast, joined.
+func castOutput(t *testing.T, cast []byte) string {
+	t.Helper()
+	var out strings.Builder
+	for i, line := range strings.Split(strings.TrimSpace(string(cast)), "\n") {
+		var ev [3]any
+		if i == 0 {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("asciicast line %d %q: %v", i, line, err)
+		}
+		if ev[1] == "o" {
+			out.WriteString(ev[2].(string))
+		}
+	}
+	return out.String()
 }
