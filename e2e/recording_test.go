@@ -204,7 +204,7 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 		var hdr struct{ Version int }
 		first, _, _ := strings.Cut(string(body), "\n")
-		if out := castOutput(t, body); json.Unmarshal([]byte(first), &hdr) != nil || hdr.Version != 2 || !strings.Contains(out, "\r\nrecorded-42\r\n") {
+		if out := castOutput(t, body); json.Unmarshal([]byte(first), &hdr) != nil || hdr.Version != 2 || !strings.Contains(out, "recorded-42\r\n") {
 			t.Errorf("asciicast header %q, output %q; want version 2 with the command's output recorded-42", first, out)
 		}
 		if strings.Contains(string(body), `"i", "echo`) {
@@ -432,7 +432,7 @@ func TestRecording_SerialConsole(t *testing.T) {
 	serial := recordings(t, p, d.Name, 2)["serial"]
 	code, ctype, body := download(t, p, "ops", serial.ID)
 	out := castOutput(t, body) // a serial line's output comes a few bytes at a time
-	if code != 200 || ctype != "application/x-asciicast" || !strings.Contains(out, "\r\nvm-42\r\n") || !strings.Contains(out, "corral-vm login") {
+	if code != 200 || ctype != "application/x-asciicast" || !strings.Contains(out, "vm-42\r\n") || !strings.Contains(out, "corral-vm login") {
 		t.Errorf("serial recording = %d %s; want an asciicast with the login prompt and vm-42:\n%s", code, ctype, out)
 	}
 	if password == "" || strings.Contains(out, password) {
