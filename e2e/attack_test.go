@@ -578,6 +578,7 @@ func attacks() []attack {
 		},
 	}
 	rows = append(rows, clipboardAttacks()...)
+	rows = append(rows, recordingAttacks()...)
 	return append(usbAttacks(), rows...)
 }
 

@@ -44,13 +44,17 @@ type connectOption struct {
 	PathError string `json:"pathError,omitempty"`
 }
 
-// connectInfo answers /connect: the best console and the others.
+// connectInfo answers /connect: the best console and the others. On a
+// recorded desktop Recorded is set and Notice says so (and why RDP is not
+// among the options).
 type connectInfo struct {
 	connectOption
 	Fallbacks []connectOption `json:"fallbacks"`
 	// Console is what the pool's policy allows every console of the
 	// desktop (clipboard, file transfer), for the page to follow.
-	Console vdi.ConsolePolicy `json:"console"`
+	Console  vdi.ConsolePolicy `json:"console"`
+	Recorded bool              `json:"recorded,omitempty"`
+	Notice   string            `json:"notice,omitempty"`
 }
 
 // probeResult is what a probe of one console of one member found.
@@ -134,7 +138,11 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if id.Admin && r.URL.Query().Get("paths") == "1" {
 		h.annotatePaths(r.Context(), d.Ref(), opts)
 	}
-	writeJSON(w, http.StatusOK, connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console})
+	info := connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console}
+	if d.Recorded {
+		info.Recorded, info.Notice = true, recordingNotice
+	}
+	writeJSON(w, http.StatusOK, info)
 	return nil
 }
 

@@ -59,6 +59,19 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if err != nil {
 		return err
 	}
+	sid := newID()
+	rec, err := h.startRecording(r.Context(), sid, id, d, p)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	if rec != nil {
+		defer func() {
+			if err := rec.Close(r.Context()); err != nil {
+				h.log.Error("finish recording", "recording", sid, "err", err)
+			}
+		}()
+	}
 	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		conn.Close() // the upgrader has already answered the client
@@ -76,8 +89,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		defer cancel(nil)
 		defer h.console.viewers.take(ref, cancel)()
 	}
-	h.runSession(ctx, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
+		if rec != nil {
+			opts.Recorder = rec
+		}
 		if watching && p == vdi.ProtocolVNC {
 			// Watching is view-only here, not just in noVNC: the admin's
 			// keys, pointer and clipboard never reach the holder's desktop.

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -48,6 +50,19 @@ type Sessions interface {
 	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error
 }
 
+// Recordings keeps console recordings (package recording).
+type Recordings interface {
+	Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi.Protocol, input bool) (*recording.Session, error)
+	List(ctx context.Context, f store.RecordingFilter) ([]store.Recording, error)
+	Get(ctx context.Context, id string) (store.Recording, error)
+	Open(ctx context.Context, by vdi.Identity, id, action, detail string) (store.Recording, *os.File, error)
+	Watched(ctx context.Context, by vdi.Identity, r store.Recording, action, detail string) error
+	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
+	// Used returns the bytes all recordings take and their cap (negative:
+	// none).
+	Used() (used, max int64)
+}
+
 // Assets maps static paths to hashed URLs and serves them.
 type Assets interface {
 	URL(path string) string
@@ -60,6 +75,9 @@ type Config struct {
 	Auth     Identifier
 	Sessions Sessions
 	Assets   Assets
+	// Recordings records the consoles of recorded pools; without it such
+	// consoles are refused.
+	Recordings Recordings
 	// Admin and History serve the admin dashboard, pool admin and history.
 	Admin   Admin
 	History History
@@ -103,6 +121,7 @@ type Handler struct {
 	desktops     Desktops
 	auth         Identifier
 	sessions     Sessions
+	recordings   Recordings
 	assets       Assets
 	admin        Admin
 	history      History
@@ -133,6 +152,7 @@ func New(cfg Config) *Handler {
 		desktops:     cfg.Desktops,
 		auth:         cfg.Auth,
 		sessions:     cfg.Sessions,
+		recordings:   cfg.Recordings,
 		assets:       cfg.Assets,
 		admin:        cfg.Admin,
 		history:      cfg.History,

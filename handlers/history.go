@@ -83,6 +83,16 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	if err != nil {
 		return err
 	}
+	var recorded map[string]bool
+	if h.recordings != nil {
+		ids := make([]string, len(sessions))
+		for i, s := range sessions {
+			ids[i] = s.ID
+		}
+		if recorded, err = h.recordings.Recorded(r.Context(), ids); err != nil {
+			return err
+		}
+	}
 	var pruned *store.Pruned
 	if p, ok, err := h.history.LastPrune(r.Context()); err != nil {
 		return err
@@ -97,7 +107,7 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	}
 	h.render(w, r, http.StatusOK, views.History(views.HistoryProps{
 		Page: h.pageProps("History", id), User: hq.user, Pool: hq.pool, Since: hq.since, Until: hq.until,
-		Pools: hq.pools, Sessions: sessions, Audit: audit, Query: query.Encode(), Pruned: pruned, Replica: h.replica,
+		Pools: hq.pools, Sessions: sessions, Recorded: recorded, Audit: audit, Query: query.Encode(), Pruned: pruned, Replica: h.replica,
 	}))
 	return nil
 }

@@ -26,6 +26,7 @@ func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Ide
 		return err
 	}
 	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}
+	props.Recorded, props.RecordInput = h.poolRecorded(r, id, ns, name)
 	if !kioskNavigation(r) {
 		d, ok, err := h.heldDesktop(r, id, ns, name)
 		if err != nil {
@@ -119,6 +120,7 @@ func (h *Handler) renderKioskWait(w http.ResponseWriter, r *http.Request, props 
 func (h *Handler) renderKiosk(w http.ResponseWriter, r *http.Request, props views.KioskProps, d vdi.Desktop) error {
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
+	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
 	h.render(w, r, http.StatusOK, views.Kiosk(props))
 	return nil
 }

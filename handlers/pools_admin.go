@@ -9,18 +9,21 @@ import (
 )
 
 // policyRequest is a pool policy as API clients write it: Go durations
-// such as "15m" or "8h"; empty means the portal default (grace) or off;
-// the clipboard and file transfer are allowed unless turned off.
+// such as "15m" or "8h" (empty means the portal default (grace) or off);
+// the clipboard and file transfer are allowed unless turned off; and
+// whether sessions (and keystrokes) are recorded.
 type policyRequest struct {
 	DisconnectGrace string        `json:"disconnectGrace"`
 	MaxSession      string        `json:"maxSession"`
 	IdleTimeout     string        `json:"idleTimeout"`
 	Clipboard       vdi.Clipboard `json:"clipboard"`
 	FileTransfer    *bool         `json:"fileTransfer"`
+	Record          bool          `json:"record"`
+	RecordInput     bool          `json:"recordInput"`
 }
 
 func (p policyRequest) policy() (vdi.Policy, error) {
-	out := vdi.Policy{Clipboard: p.Clipboard}
+	out := vdi.Policy{Clipboard: p.Clipboard, Record: p.Record, RecordInput: p.RecordInput}
 	if p.FileTransfer != nil {
 		out.FileTransfer = vdi.ToggleOf(*p.FileTransfer)
 	}

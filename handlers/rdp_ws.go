@@ -25,8 +25,12 @@ const rdpDialTimeout = 5 * time.Second
 // IronRDP shows as such. The relayed session is recorded like any console.
 func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
-	if err := h.desktops.Authorize(r.Context(), id, ref); err != nil {
+	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
+	if err != nil {
 		return err
+	}
+	if d.Recorded {
+		return vdi.Errorf(vdi.EForbidden, "Use its VNC console, which is recorded.", "Desktop %s/%s is in a recorded pool, and the portal cannot record RDP.", d.Namespace, d.Name)
 	}
 	if !h.checkOrigin(r) {
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
@@ -48,7 +52,7 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
-	h.runSession(r.Context(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.runSession(r.Context(), newID(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		return relay.PipeRDP(ctx, ws, stream, opts)
 	})
 	return nil

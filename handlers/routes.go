@@ -31,6 +31,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /admin/history", h.page(h.handleHistoryPage))
 	m.HandleFunc("GET /admin/history/sessions.csv", h.page(h.handleSessionsCSV))
 	m.HandleFunc("GET /admin/history/audit.csv", h.page(h.handleAuditCSV))
+	m.HandleFunc("GET /admin/recordings", h.page(h.handleRecordingsPage))
+	m.HandleFunc("GET /admin/recordings/{id}", h.page(h.handleRecordingPage))
 
 	m.HandleFunc("GET /api/vdi/pools", h.api(h.handlePoolsList))
 	m.HandleFunc("POST /api/vdi/pools", h.adminAPI(h.handlePoolCreate))
@@ -48,6 +50,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
+	m.HandleFunc("GET /api/vdi/recordings", h.adminAPI(h.handleRecordingsJSON))
+	m.HandleFunc("GET /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingFile))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))

@@ -20,14 +20,14 @@ const inputFlushEvery = 5 * time.Second
 // pipeFunc relays one console connection until it ends.
 type pipeFunc func(ctx context.Context, opts relay.Options) (relay.Stats, error)
 
-// runSession runs pipe as a session of id on ref. Every console protocol's
+// runSession runs pipe as session sid of id on ref. Every console protocol's
 // websocket handler goes through here once it has upgraded. The session is
 // recorded in the history; for the holder's own consoles the claim's
 // open-console count, heartbeat and last real input (read from the protocol
 // stream by relay's detectors) are kept in its Lease; releasing or
 // reclaiming the desktop ends the session with a reason the client shows.
-func (h *Handler) runSession(ctx context.Context, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe pipeFunc) {
-	s := store.Session{ID: newID(), Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
+func (h *Handler) runSession(ctx context.Context, sid string, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe pipeFunc) {
+	s := store.Session{ID: sid, Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
 	if err := h.sessions.OpenSession(ctx, s); err != nil {
 		h.log.Error("record session", "err", err)
 	}

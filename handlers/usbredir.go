@@ -110,7 +110,7 @@ func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, i
 		return nil
 	}
 	h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "usb-attach", Namespace: ref.Namespace, Target: ref.Name, Detail: "via " + path})
-	h.runSession(r.Context(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.runSession(r.Context(), newID(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		// relay's default message cap (1 MiB) is far above what usbredir
 		// clients send at once (`usb redir` writes at most 64 KiB).

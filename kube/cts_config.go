@@ -119,6 +119,8 @@ type policyJSON struct {
 	IdleTimeout     json.RawMessage `json:"idleTimeout,omitempty"`
 	Clipboard       vdi.Clipboard   `json:"clipboard,omitempty"`
 	FileTransfer    *vdi.Toggle     `json:"fileTransfer,omitempty"`
+	Record          bool            `json:"record,omitempty"`
+	RecordInput     bool            `json:"recordInput,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -126,7 +128,7 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return vdi.Policy{}, err
 	}
-	p := vdi.Policy{Clipboard: raw.Clipboard}
+	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput}
 	if raw.FileTransfer != nil {
 		p.FileTransfer = *raw.FileTransfer
 	}
@@ -175,6 +177,11 @@ func formatPolicy(p vdi.Policy) string {
 	}
 	if p.FileTransfer != vdi.ToggleDefault {
 		m["fileTransfer"] = p.FileTransfer.On()
+	}
+	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
+		if on {
+			m[name] = true
+		}
 	}
 	b, _ := json.Marshal(m)
 	return string(b)

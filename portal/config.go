@@ -38,6 +38,8 @@ type Config struct {
 	ReclaimEvery time.Duration
 	// History bounds the audit log and session history.
 	History store.Retention
+	// Recording bounds the session recordings.
+	Recording RecordingConfig
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
 	// DemoVMPoolSize is the size of the QEMU pool "demo-vm"; 0 for none.
@@ -148,6 +150,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&metricsTokenFile, "metrics-token-file", env("CORRAL_VDI_METRICS_TOKEN_FILE", ""), "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN (CORRAL_VDI_METRICS_TOKEN_FILE)")
 	finishAuth := authFlags(fs, &c, getenv, env)
 	finishTokens := tokenFlags(fs, &c, getenv, env)
+	finishRecording := recordingFlags(fs, &c, env)
 	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -180,6 +183,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := finishTokens(); err != nil {
+		return c, err
+	}
+	if err := finishRecording(); err != nil {
 		return c, err
 	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {

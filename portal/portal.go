@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -43,6 +44,8 @@ type Main struct {
 	ln      net.Listener
 	srv     *http.Server
 	admin   *adminSocket // the CLI's socket; nil when off
+	// recordings keeps the recordings of recorded pools' sessions.
+	recordings *recording.Store
 
 	kube     kubernetes.Interface // the kube backend's client; nil with local
 	stopKube context.CancelFunc   // ends the kube backend's watches
@@ -129,8 +132,14 @@ func (m *Main) Open(ctx context.Context) error {
 	if missing := assets.Missing(); len(missing) > 0 {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
+	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.DataDir, "recordings"), DB: db,
+		MaxBytes: c.Recording.MaxBytes, Retention: c.Recording.Retention, Log: m.Log})
+	if err != nil {
+		return err
+	}
 	h := handlers.New(handlers.Config{
-		Desktops: m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
+		Recordings: m.recordings,
+		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
@@ -179,6 +188,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
 	go m.history.Run(ctx)
+	go m.recordings.Prune(ctx)
 	go m.admin.serve(ctx)
 	select {
 	case err := <-errc:

@@ -89,6 +89,11 @@ type Options struct {
 	// is consumed and does not reach the desktop. Terminal resizes use it.
 	Control func(p []byte) bool
 
+	// Recorder, if set, records the session: each chunk before it is
+	// passed on, and terminal resizes. When it fails the relay ends (close
+	// code 1001 with the reason) and Pipe's error wraps ErrRecording.
+	Recorder Recorder
+
 	// PingEvery, if positive, sends the client a ping this often and ends
 	// the relay when nothing (no message, no pong) came back for twice as
 	// long, so that a vanished client is noticed.
@@ -102,6 +107,7 @@ const (
 	client side = iota
 	desktop
 	shutdown
+	recording
 )
 
 // end reports why one direction of a relay stopped.
@@ -143,7 +149,19 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 	ends := make(chan end, 3)
 	var wg sync.WaitGroup
 	var stats Stats
-	in := &desktopWriter{conn: conn, filter: opts.Filter, onInput: opts.OnInput, counters: counters, ends: ends}
+	in := &desktopWriter{conn: conn, filter: opts.Filter, onInput: opts.OnInput, rec: opts.Recorder, counters: counters, ends: ends}
+	control := opts.Control
+	if rec := opts.Recorder; rec != nil && control != nil {
+		control = func(p []byte) bool {
+			if r, ok := ParseResize(p); ok {
+				if err := rec.Resize(r); err != nil {
+					in.fail(recording, err)
+					return true
+				}
+			}
+			return opts.Control(p)
+		}
+	}
 	alive := newKeepalive(ws, opts.PingEvery)
 	var inErr error // the client-to-desktop side's read error, set before inDone closes
 	inDone := make(chan struct{})
@@ -151,14 +169,14 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 	go func() {
 		defer wg.Done()
 		defer close(inDone)
-		inErr = clientToDesktop(ws, in, make([]byte, max(size, maxControl+1)), opts.Control, alive)
+		inErr = clientToDesktop(ws, in, make([]byte, max(size, maxControl+1)), control, alive)
 		stats.BytesIn = in.n
 		ends <- end{client, inErr}
 	}()
 	go func() {
 		defer wg.Done()
 		var e end
-		stats.BytesOut, e = desktopToClient(conn, ws, counters, make([]byte, size))
+		stats.BytesOut, e = desktopToClient(conn, ws, counters, opts.Recorder, make([]byte, size))
 		ends <- e
 	}()
 
@@ -188,11 +206,13 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		conn.Close()
 		ws.Close()
 		err = first.err
-	case desktop, shutdown:
+	case desktop, shutdown, recording:
 		code, reason := websocket.CloseNormalClosure, "desktop closed the connection"
 		switch {
 		case first.side == shutdown:
 			code, reason = websocket.CloseGoingAway, closeReason(ctx)
+		case first.side == recording:
+			code, reason = websocket.CloseGoingAway, recordingReason(first.err)
 		case !errors.Is(first.err, io.EOF):
 			code, reason = websocket.CloseInternalServerErr, "desktop connection failed"
 		}
@@ -207,6 +227,9 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		err = first.err
 		if first.side == desktop && errors.Is(err, io.EOF) {
 			err = nil
+		}
+		if first.side == recording {
+			err = recordingFailure(err)
 		}
 	}
 	wg.Wait()
@@ -277,6 +300,7 @@ type desktopWriter struct {
 	conn     net.Conn
 	filter   func([]byte) []byte
 	onInput  func([]byte)
+	rec      Recorder
 	counters *Counters
 	ends     chan<- end
 	n        int64
@@ -297,23 +321,41 @@ func (w *desktopWriter) Write(p []byte) (int, error) {
 	if w.onInput != nil {
 		w.onInput(p)
 	}
+	if w.rec != nil {
+		if err := w.rec.Input(p); err != nil {
+			w.fail(recording, err)
+			return all, nil
+		}
+	}
 	n, err := w.conn.Write(p)
 	w.n += int64(n)
 	w.counters.in.Add(int64(n))
 	if err != nil {
-		w.failed = true
-		w.ends <- end{desktop, err}
+		w.fail(desktop, err)
 	}
 	return all, nil
 }
 
+// fail reports the end of the relay by s and discards from then on.
+func (w *desktopWriter) fail(s side, err error) {
+	if !w.failed {
+		w.failed = true
+		w.ends <- end{s, err}
+	}
+}
+
 // desktopToClient sends everything read from conn to ws as binary messages
 // until either fails, and reports which side failed and why.
-func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, buf []byte) (int64, end) {
+func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, rec Recorder, buf []byte) (int64, end) {
 	var total int64
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
+			if rec != nil {
+				if rerr := rec.Output(buf[:n]); rerr != nil {
+					return total, end{recording, rerr}
+				}
+			}
 			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
 				return total, end{client, werr}
 			}

@@ -92,8 +92,11 @@ func BenchmarkRelay(b *testing.B) {
 
 // BenchmarkRelayOut sends 32 KiB desktop writes through the relay to a
 // client that parses the frames itself (no per-message allocations).
-func BenchmarkRelayOut(b *testing.B) {
-	h := MustHarness(b, "tcp", relay.Options{})
+func BenchmarkRelayOut(b *testing.B) { benchRelayOut(b, relay.Options{}) }
+
+// benchRelayOut is BenchmarkRelayOut through a relay with opts.
+func benchRelayOut(b *testing.B, opts relay.Options) {
+	h := MustHarness(b, "tcp", opts)
 	ws, desk := h.MustConnect(b)
 	defer ws.Close()
 	want := int64(b.N) * chunk

@@ -14,6 +14,8 @@
 #   static/ironrdp/  iron-remote-desktop.js (web component, ES module)
 #                    iron-remote-desktop-rdp.js (RDP backend, ES module,
 #                    wasm inlined as a data: URL)
+#   static/asciinema/ asciinema-player.min.js (classic script, global
+#                    AsciinemaPlayer), asciinema-player.css
 # Each client folder also gets its packages' licence files.
 set -euo pipefail
 
@@ -80,6 +82,14 @@ cp $iron/iron-remote-desktop-rdp/iron-remote-desktop-rdp.js $static/ironrdp/
 licence $iron/iron-remote-desktop $static/ironrdp/LICENSE.iron-remote-desktop
 licence $iron/iron-remote-desktop-rdp $static/ironrdp/LICENSE.iron-remote-desktop-rdp
 
+# asciinema-player: the self-contained bundle (a classic script defining the
+# global AsciinemaPlayer, its terminal emulator's wasm inlined) and its
+# stylesheet, for the admin's playback of terminal recordings.
+ascii=$nm/asciinema-player
+clean $static/asciinema
+cp $ascii/dist/bundle/asciinema-player.min.js $ascii/dist/bundle/asciinema-player.css $static/asciinema/
+licence $ascii $static/asciinema/LICENSE
+
 # Check, without a browser, that every module a page loads resolves inside
 # the copied tree: each entry exists and exports what the pages use, and every
 # import reachable from it is a relative path to a copied file (a bare
@@ -98,7 +108,7 @@ const entries = {
 	"ironrdp/iron-remote-desktop.js": ["default", "ConfigBuilder"],
 	"ironrdp/iron-remote-desktop-rdp.js": ["init", "Backend"],
 };
-const others = ["xterm/xterm.css"];
+const others = ["xterm/xterm.css", "asciinema/asciinema-player.min.js", "asciinema/asciinema-player.css"];
 
 const staticImport = /(?:^|[;}\s])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?["']([^"'\n]+)["']/g;
 const dynamicImport = /\bimport\(\s*["']([^"'\n]+)["']\s*\)/g;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks and prints a report: each relay benchmark's MB/s as a
-# ratio of raw loopback TCP measured in the same run on the same machine.
+# ratio of raw loopback TCP measured in the same run on the same machine,
+# and the other figures below (claims, dashboard, VNC opens, recording).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=$(mktemp)
@@ -50,3 +51,8 @@ awk '/^BenchmarkVNCOpen/ {
 		printf "%-58s %8.2f ms/open\n", "direct (VMI IP)", d
 		printf "%-58s %8.2f ms/open  %5.2fx direct\n", "apiserver (vnc subresource)", a, a / d
 	}' "$out"
+
+echo
+echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
+bash scripts/assets.sh >/dev/null 2>&1
+CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'

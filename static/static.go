@@ -1,8 +1,8 @@
 // Package static embeds the portal's browser assets and serves them at
 // content-hashed URLs with long cache lifetimes.
 //
-// Four top-level folders are embedded: app/ (our own code, committed) and the
-// third-party clients novnc/, xterm/ and ironrdp/, which scripts/assets.sh
+// Five top-level folders are embedded: app/ (our own code, committed) and the
+// third-party clients novnc/, xterm/, ironrdp/ and asciinema/, which scripts/assets.sh
 // copies from the pinned npm packages at build time (gitignored; only a
 // placeholder README.md is committed, so a fresh clone still compiles but
 // [Assets.Missing] reports the clients as absent).
@@ -46,6 +46,11 @@ const (
 	// IronRDPBackend is the RDP backend for the web component, an ES module
 	// exporting init and Backend; its wasm is inlined as a data: URL.
 	IronRDPBackend = "ironrdp/iron-remote-desktop-rdp.js"
+	// Asciinema is asciinema-player's self-contained browser bundle, a
+	// classic script that defines the global AsciinemaPlayer (with create).
+	Asciinema = "asciinema/asciinema-player.min.js"
+	// AsciinemaCSS is the stylesheet asciinema-player needs.
+	AsciinemaCSS = "asciinema/asciinema-player.css"
 )
 
 // Prefix is the URL path under which [Assets.Handler] serves files. Mount the
@@ -61,9 +66,10 @@ var clients = []struct {
 	{"novnc", []string{NoVNC}},
 	{"xterm", []string{XTerm, XTermCSS, XTermFit, XTermAttach}},
 	{"ironrdp", []string{IronRDP, IronRDPBackend}},
+	{"asciinema", []string{Asciinema, AsciinemaCSS}},
 }
 
-//go:embed novnc xterm ironrdp app
+//go:embed novnc xterm ironrdp asciinema app
 var embedded embed.FS
 
 // Assets is an index of the embedded files: a content hash per top-level

@@ -269,7 +269,7 @@ func TestAssets_Missing(t *testing.T) {
 			"ironrdp/README.md": {Data: []byte("placeholder")},
 			"app/README.md":     {Data: []byte("placeholder")},
 		}
-		got, want := MustAssets(t, fsys).Missing(), []string{"novnc", "xterm", "ironrdp"}
+		got, want := MustAssets(t, fsys).Missing(), []string{"novnc", "xterm", "ironrdp", "asciinema"}
 		if !slices.Equal(got, want) {
 			t.Errorf("Missing() = %q; want %q", got, want)
 		}
@@ -278,7 +278,7 @@ func TestAssets_Missing(t *testing.T) {
 	t.Run("PartialClient", func(t *testing.T) {
 		fsys := testFS()
 		fsys[XTerm] = &fstest.MapFile{Data: []byte("export{x as Terminal}")}
-		got, want := MustAssets(t, fsys).Missing(), []string{"xterm", "ironrdp"}
+		got, want := MustAssets(t, fsys).Missing(), []string{"xterm", "ironrdp", "asciinema"}
 		if !slices.Equal(got, want) {
 			t.Errorf("Missing() = %q; want %q (xterm lacks its css and addons)", got, want)
 		}
@@ -286,7 +286,7 @@ func TestAssets_Missing(t *testing.T) {
 
 	t.Run("Complete", func(t *testing.T) {
 		fsys := testFS()
-		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend} {
+		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS} {
 			fsys[name] = &fstest.MapFile{Data: []byte("x")}
 		}
 		if got := MustAssets(t, fsys).Missing(); got != nil {

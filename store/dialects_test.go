@@ -57,6 +57,7 @@ func TestStore(t *testing.T) {
 			t.Run("PruneNobodyFlushesAnother", func(t *testing.T) { testPrune_NobodyFlushesAnother(t, d.open) })
 			t.Run("Pools", func(t *testing.T) { testPools(t, d.open) })
 			t.Run("Revocations", func(t *testing.T) { testRevocations(t, d.open) })
+			t.Run("Recordings", func(t *testing.T) { testRecordings(t, d.open) })
 		})
 	}
 }

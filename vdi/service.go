@@ -105,11 +105,19 @@ type Desktop struct {
 	Reclaim *Deadline `json:"reclaim,omitempty"`
 	// Console is what its pool's policy allows its consoles.
 	Console ConsolePolicy `json:"console"`
+	// Recorded says that its consoles are recorded (the pool's policy);
+	// RecordInput that keystrokes are too.
+	Recorded    bool `json:"recorded,omitempty"`
+	RecordInput bool `json:"recordInput,omitempty"`
 }
 
 // desktop joins a member with its live claim (nil: none) under policy p.
+// A recorded pool's members offer only the consoles the portal records.
 func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
-	d := Desktop{Member: m, Console: p.Console()}
+	if p.Record {
+		m.Protocols = Recordable(m.Protocols)
+	}
+	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput}
 	if l == nil {
 		return d
 	}
@@ -119,6 +127,18 @@ func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
 		d.Reclaim = &next
 	}
 	return d
+}
+
+// Recordable returns the protocols of ps the portal can record: all but
+// RDP, whose TLS-wrapped stream it does not replay.
+func Recordable(ps []Protocol) []Protocol {
+	out := make([]Protocol, 0, len(ps))
+	for _, p := range ps {
+		if p != ProtocolRDP {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Pools lists the pools id may use (admins: every pool) with how many

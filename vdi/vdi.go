@@ -64,6 +64,11 @@ type Policy struct {
 	Clipboard Clipboard `json:"clipboard,omitempty"`
 	// FileTransfer says whether RDP consoles may copy files.
 	FileTransfer Toggle `json:"fileTransfer,omitempty"`
+	// Record records every console session of the pool's desktops; a
+	// console the portal cannot record (RDP) is not offered. RecordInput
+	// also records what the user types.
+	Record      bool `json:"record,omitempty"`
+	RecordInput bool `json:"recordInput,omitempty"`
 }
 
 // Pool is a named set of identical members.

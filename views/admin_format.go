@@ -95,7 +95,14 @@ func policyText(p vdi.Policy) string {
 		}
 		return shortDuration(d)
 	}
-	return "grace " + off(p.DisconnectGrace) + " · max session " + off(p.MaxSession) + " · idle " + off(p.IdleTimeout)
+	s := "grace " + off(p.DisconnectGrace) + " · max session " + off(p.MaxSession) + " · idle " + off(p.IdleTimeout)
+	switch {
+	case p.Record && p.RecordInput:
+		s += " · recorded, with keystrokes"
+	case p.Record:
+		s += " · recorded"
+	}
+	return s
 }
 
 // consolePolicyText says what a pool's consoles may carry.

@@ -204,7 +204,7 @@ poolForm.addEventListener('submit', async (ev) => {
       standby: Number(f.standby.value || 0),
       policy: {
         disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
-        clipboard: f.clipboard.value, fileTransfer: f.fileTransfer.checked,
+        clipboard: f.clipboard.value, fileTransfer: f.fileTransfer.checked, record: f.record.checked, recordInput: f.recordInput.checked,
       },
     });
     poolDialog.close();

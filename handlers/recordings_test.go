@@ -1,0 +1,111 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/recording"
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// mustRecordingsHandler returns handlers with a recording store holding
+// one finished terminal recording of alice, and its id.
+func mustRecordingsHandler(tb testing.TB) (http.Handler, *store.DB, string) {
+	tb.Helper()
+	ctx := context.Background()
+	dir := tb.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	recs, err := recording.Open(ctx, recording.Config{Dir: filepath.Join(dir, "recordings"), DB: db, Log: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	const id = "00112233445566778899aabb"
+	rs, err := recs.Start(ctx, id, "alice", vdi.Ref{Namespace: "local", Name: "exam-1"}, vdi.ProtocolTerminal, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rs.Output([]byte("hello <b>\r\n"))
+	rs.Close(ctx)
+	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale}, Admins: []string{"ops"},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	assets, err := static.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return New(Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
+		PublicURLs: []string{"http://example.com"}}), db, id // httptest.NewRequest's Host
+}
+
+func TestRecordings(t *testing.T) {
+	h, db, id := mustRecordingsHandler(t)
+	t.Run("List", func(t *testing.T) {
+		for _, tc := range []struct {
+			query string
+			code  int
+			n     int
+		}{
+			{"", 200, 1},
+			{"?desktop=local/exam-1&user=alice&since=2006-01-02T15:04", 200, 1},
+			{"?user=bob", 200, 0},
+			{"?desktop=exam-1", 400, 0},
+			{"?until=tomorrow", 400, 0},
+		} {
+			rec := adminGet(h, "ops", "/api/vdi/recordings"+tc.query)
+			var got []recordingJSON
+			if rec.Code != tc.code {
+				t.Errorf("recordings%s = %d %s; want %d", tc.query, rec.Code, rec.Body, tc.code)
+			} else if tc.code == 200 && (json.Unmarshal(rec.Body.Bytes(), &got) != nil || len(got) != tc.n) {
+				t.Errorf("recordings%s = %s; want %d", tc.query, rec.Body, tc.n)
+			} else if tc.n == 1 && (got[0].Desktop != "local/exam-1" || got[0].Session != id || got[0].End == nil || got[0].Bytes == 0) {
+				t.Errorf("recordings%s = %+v; want alice's finished recording of local/exam-1", tc.query, got[0])
+			}
+		}
+	})
+	t.Run("Download", func(t *testing.T) {
+		rec := adminGet(h, "ops", "/api/vdi/recordings/"+id)
+		if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/x-asciicast" || !strings.Contains(rec.Body.String(), `hello \u003cb\u003e`) {
+			t.Errorf("download = %d %s %q; want the asciicast", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+	})
+	t.Run("Playback", func(t *testing.T) {
+		rec := adminGet(h, "ops", "/admin/recordings/"+id)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `data-testid="player"`) || !strings.Contains(rec.Body.String(), `data-kind="terminal"`) {
+			t.Errorf("playback page = %d; want the terminal player:\n%s", rec.Code, rec.Body)
+		}
+		audit, _ := db.AuditLog(context.Background(), 10)
+		if len(audit) < 2 || audit[0].Action != recording.ActionPlay || audit[1].Action != recording.ActionDownload {
+			t.Errorf("audit = %+v; want the download and the playback", audit)
+		}
+	})
+	t.Run("ErrForbidden", func(t *testing.T) {
+		for _, path := range []string{"/api/vdi/recordings", "/api/vdi/recordings/" + id, "/admin/recordings/" + id, "/admin/recordings"} {
+			if rec := adminGet(h, "alice", path); rec.Code != http.StatusForbidden {
+				t.Errorf("%s as alice = %d; want 403", path, rec.Code)
+			}
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		for _, path := range []string{"/api/vdi/recordings/..%2Fportal.db", "/api/vdi/recordings/ffffffffffffffffffffffff", "/admin/recordings/%2e%2e"} {
+			if rec := adminGet(h, "ops", path); rec.Code != http.StatusNotFound {
+				t.Errorf("%s = %d %s; want 404", path, rec.Code, rec.Body)
+			}
+		}
+	})
+}
