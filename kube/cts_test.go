@@ -181,7 +181,7 @@ func TestCTPoolLifecycle(t *testing.T) {
 		if !ok {
 			t.Fatalf("%T is no relay.Resizer", conn)
 		}
-		if err := rz.Resize(relay.Resize{Cols: 101, Rows: 33}); err != nil {
+		if err := rz.Resize(101, 33); err != nil {
 			t.Fatal(err)
 		}
 		// The resize travels on its own stream: ask until the pty has it.

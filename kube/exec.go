@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 
-	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -49,7 +48,7 @@ func NewExecPath(cfg *rest.Config) (*ExecPath, error) {
 func (e *ExecPath) Name() string { return PathAPIServer }
 
 // Dial opens a terminal in member ref's Pod. The stream it returns
-// implements relay.Resizer (the size reaches the pty through the exec's
+// takes resizes (Resize(cols, rows), the size reaches the pty through the exec's
 // resize channel). Protocols other than terminal, and members that are
 // not Pods (VMs), fail with a plain error so that a caller tries on.
 func (e *ExecPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (net.Conn, error) {
@@ -104,7 +103,7 @@ func (e *ExecPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (n
 type execConn struct {
 	net.Conn
 	stdin     *io.PipeWriter
-	sizes     chan relay.Resize
+	sizes     chan remotecommand.TerminalSize
 	connected chan struct{} // closed when the streams are up
 	closed    chan struct{} // closed by Close
 	done      chan struct{} // closed when the session has ended
@@ -114,10 +113,7 @@ type execConn struct {
 	first                  bool // Next has returned the initial size
 }
 
-var (
-	_ net.Conn      = (*execConn)(nil)
-	_ relay.Resizer = (*execConn)(nil)
-)
+var _ net.Conn = (*execConn)(nil)
 
 // initialSize is the terminal's size until the client sends its own.
 var initialSize = remotecommand.TerminalSize{Width: 80, Height: 24}
@@ -129,7 +125,7 @@ func startExec(ctx context.Context, ref vdi.Ref, exec remotecommand.Executor) (*
 	mine, theirs := net.Pipe()
 	inR, inW := io.Pipe()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &execConn{Conn: mine, stdin: inW, sizes: make(chan relay.Resize, 8), connected: make(chan struct{}),
+	c := &execConn{Conn: mine, stdin: inW, sizes: make(chan remotecommand.TerminalSize, 8), connected: make(chan struct{}),
 		closed: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
 	var streamErr error
 	go func() {
@@ -165,7 +161,7 @@ func (c *execConn) Next() *remotecommand.TerminalSize {
 	}
 	select {
 	case r := <-c.sizes:
-		return &remotecommand.TerminalSize{Width: r.Cols, Height: r.Rows}
+		return &r
 	case <-c.closed:
 		return nil
 	}
@@ -173,7 +169,8 @@ func (c *execConn) Next() *remotecommand.TerminalSize {
 
 // Resize queues a new terminal size for the session; when sizes pile up
 // faster than they are sent, the newest wins.
-func (c *execConn) Resize(r relay.Resize) error {
+func (c *execConn) Resize(cols, rows uint16) error {
+	r := remotecommand.TerminalSize{Width: cols, Height: rows}
 	for {
 		select {
 		case c.sizes <- r:

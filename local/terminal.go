@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-
-	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
 // A session desktop's terminal: each connection gets its own login shell on
@@ -21,8 +19,8 @@ import (
 // started from it open their windows on the desktop). The shell ends when
 // the connection closes.
 
-// TerminalConn is a shell on a pty, as a desktop stream. It implements
-// relay.Resizer: a resize message from the browser reaches the pty.
+// TerminalConn is a shell on a pty, as a desktop stream. It takes resizes
+// (Resize(cols, rows)): a resize message from the browser reaches the pty.
 type TerminalConn struct {
 	pty  *os.File
 	cmd  *exec.Cmd
@@ -31,10 +29,7 @@ type TerminalConn struct {
 	closeOnce sync.Once
 }
 
-var (
-	_ net.Conn      = (*TerminalConn)(nil)
-	_ relay.Resizer = (*TerminalConn)(nil)
-)
+var _ net.Conn = (*TerminalConn)(nil)
 
 // terminalShell returns the shell to run: bash when installed, else sh.
 func terminalShell() string {
@@ -105,14 +100,14 @@ func (t *TerminalConn) Read(p []byte) (int, error) {
 func (t *TerminalConn) Write(p []byte) (int, error) { return t.pty.Write(p) }
 
 // Resize sets the pty's size; the shell gets SIGWINCH.
-func (t *TerminalConn) Resize(r relay.Resize) error {
-	return pty.Setsize(t.pty, &pty.Winsize{Cols: r.Cols, Rows: r.Rows})
+func (t *TerminalConn) Resize(cols, rows uint16) error {
+	return pty.Setsize(t.pty, &pty.Winsize{Cols: cols, Rows: rows})
 }
 
-// Size returns the pty's size.
-func (t *TerminalConn) Size() (relay.Resize, error) {
-	rows, cols, err := pty.Getsize(t.pty)
-	return relay.Resize{Cols: uint16(cols), Rows: uint16(rows)}, err
+// Size returns the pty's size in character cells.
+func (t *TerminalConn) Size() (cols, rows uint16, err error) {
+	r, c, err := pty.Getsize(t.pty)
+	return uint16(c), uint16(r), err
 }
 
 // Close hangs up the shell (SIGHUP to its session, SIGKILL if it lingers)

@@ -40,11 +40,12 @@ func TestTerminal_ResizeReachesThePty(t *testing.T) {
 	readUntil(t, term, "24 80")
 	readUntil(t, term, "END-42")
 
-	if err := term.Resize(relay.Resize{Cols: 132, Rows: 43}); err != nil {
+	var _ relay.Resizer = term // what the relay's resize messages reach
+	if err := term.Resize(132, 43); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := term.Size(); got != (relay.Resize{Cols: 132, Rows: 43}) {
-		t.Errorf("Size() = %v; want 132x43", got)
+	if cols, rows, _ := term.Size(); cols != 132 || rows != 43 {
+		t.Errorf("Size() = %dx%d; want 132x43", cols, rows)
 	}
 	term.Write([]byte("stty size\r"))
 	readUntil(t, term, "43 132")

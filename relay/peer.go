@@ -221,10 +221,10 @@ func (c *WSConn) Write(p []byte) (int, error) {
 }
 
 // Resize implements Resizer.
-func (c *WSConn) Resize(r Resize) error {
+func (c *WSConn) Resize(cols, rows uint16) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.ws.WriteMessage(websocket.TextMessage, ResizeMessage(r))
+	return c.ws.WriteMessage(websocket.TextMessage, ResizeMessage(Resize{Cols: cols, Rows: rows}))
 }
 
 // Close implements net.Conn: it sends a normal close frame and closes.

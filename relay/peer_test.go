@@ -125,7 +125,7 @@ func TestDialPeer(t *testing.T) {
 		}
 		c.Write([]byte("ls\r"))
 		if i == 0 {
-			c.Resize(relay.Resize{Cols: 90, Rows: 33})
+			c.Resize(90, 33)
 		}
 		c.Write([]byte("x"))
 		buf := make([]byte, 4)

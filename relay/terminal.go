@@ -55,10 +55,12 @@ func ResizeMessage(r Resize) []byte {
 	return b
 }
 
-// A Resizer is a desktop stream that can take a new terminal size: a pty,
-// or a peer portal's stream that carries the request on.
+// A Resizer is a desktop stream that can take a new terminal size, in
+// character cells: a pty, an exec session, or a peer portal's stream that
+// carries the request on. Its method takes plain numbers, so backends
+// implement it without importing the relay.
 type Resizer interface {
-	Resize(r Resize) error
+	Resize(cols, rows uint16) error
 }
 
 // TerminalControl returns an Options.Control for a serial console or
@@ -69,7 +71,7 @@ func TerminalControl(conn any) func(p []byte) bool {
 	return func(p []byte) bool {
 		r, ok := ParseResize(p)
 		if ok && rz != nil {
-			rz.Resize(r)
+			rz.Resize(r.Cols, r.Rows)
 		}
 		return ok
 	}
