@@ -93,11 +93,11 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 			return err
 		}
 	}
-	var pruned *store.Pruned
+	var pruned *views.PruneNote
 	if p, ok, err := h.history.LastPrune(r.Context()); err != nil {
 		return err
 	} else if ok {
-		pruned = &p
+		pruned = &views.PruneNote{At: p.At, Audit: p.Audit, Session: p.Session}
 	}
 	query := url.Values{}
 	for k, v := range map[string]string{"user": hq.user, "pool": hq.pool, "since": hq.since, "until": hq.until} {
@@ -107,7 +107,7 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 	}
 	h.render(w, r, http.StatusOK, views.History(views.HistoryProps{
 		Page: h.pageProps("History", id), User: hq.user, Pool: hq.pool, Since: hq.since, Until: hq.until,
-		Pools: hq.pools, Sessions: sessions, Recorded: recorded, Audit: audit, Query: query.Encode(), Pruned: pruned, Replica: h.replica,
+		Pools: hq.pools, Sessions: sessionRows(sessions), Recorded: recorded, Audit: auditRows(audit), Query: query.Encode(), Pruned: pruned, Replica: h.replica,
 	}))
 	return nil
 }

@@ -148,7 +148,7 @@ func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, i
 	}
 	q := r.URL.Query()
 	props := views.RecordingsProps{Page: h.pageProps("Recordings", id), Desktop: q.Get("desktop"), User: q.Get("user"),
-		Since: q.Get("since"), Until: q.Get("until"), Recordings: list}
+		Since: q.Get("since"), Until: q.Get("until"), Recordings: recordingRows(list)}
 	props.Used, props.Max = recs.Used()
 	h.render(w, r, http.StatusOK, views.Recordings(props))
 	return nil
@@ -172,7 +172,7 @@ func (h *Handler) handleRecordingPage(w http.ResponseWriter, r *http.Request, id
 		return err
 	}
 	h.render(w, r, http.StatusOK, views.Playback(views.PlaybackProps{
-		Page: h.pageProps("Recording", id), Recording: rec, FileURL: "/api/vdi/recordings/" + url.PathEscape(rec.ID),
+		Page: h.pageProps("Recording", id), Recording: recordingRow(rec), FileURL: "/api/vdi/recordings/" + url.PathEscape(rec.ID),
 	}))
 	return nil
 }

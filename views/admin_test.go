@@ -9,7 +9,6 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -33,8 +32,8 @@ func pages(s string) map[string]templ.Component {
 		},
 	}}}
 	history := HistoryProps{Page: page, User: s, Pool: s, Since: s, Until: s, Pools: []string{s}, Query: "user=x",
-		Sessions: []store.Session{{ID: s, Login: s, Namespace: s, Member: s, Protocol: s, Path: s, CloseReason: s, OpenedAt: now}},
-		Audit:    []store.AuditEntry{{At: now, AuditEvent: vdi.AuditEvent{Actor: s, Action: s, Namespace: s, Target: s, Detail: s}}}}
+		Sessions: []SessionRow{{ID: s, Login: s, Namespace: s, Member: s, Protocol: s, Path: s, CloseReason: s, OpenedAt: now}},
+		Audit:    []AuditRow{{At: now, Actor: s, Action: s, Namespace: s, Target: s, Detail: s}}}
 	return map[string]templ.Component{
 		"admin":      Admin(admin),
 		"admin-live": AdminLive(admin),
