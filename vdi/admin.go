@@ -60,21 +60,14 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 	if err := requireAdmin(id); err != nil {
 		return nil, err
 	}
-	pools, err := s.backend.Pools(ctx)
+	pools, err := s.walkPools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	out := make([]PoolDashboard, 0, len(pools))
-	for _, p := range pools {
-		held, err := s.held(ctx, p.Namespace, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		members, err := s.backend.Members(ctx, p.Namespace, p.Name)
-		if err != nil {
-			return nil, err
-		}
+	for _, pc := range pools {
+		p, held, members := pc.Pool, pc.held, pc.members
 		pd := PoolDashboard{PoolStatus: PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)},
 			Effective: p.Policy.Effective(s.policy), Members: make([]MemberStatus, len(members))}
 		pd.UnknownGroups, pd.AdminsOnly = s.accessWarnings(p.Access)

@@ -197,22 +197,14 @@ func (s *Service) held(ctx context.Context, namespace, pool string) (map[string]
 // Desktops returns the members id holds, or every member when all is set
 // and id is an admin.
 func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Desktop, error) {
-	pools, err := s.backend.Pools(ctx)
+	pools, err := s.walkPools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Desktop
 	for _, p := range pools {
-		held, err := s.held(ctx, p.Namespace, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		members, err := s.backend.Members(ctx, p.Namespace, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range members {
-			l := held[m.Name]
+		for _, m := range p.members {
+			l := p.held[m.Name]
 			mine := l != nil && l.Holder == id.Login
 			if !mine && !(all && id.Admin) {
 				continue
