@@ -276,21 +276,10 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 	if err == nil {
 		d, err = StartDesktop(sctx, spec, b.log)
 	}
-
-	b.mu.Lock()
-	if err != nil {
-		rt.power, rt.reason = vdi.PowerFailed, err.Error()
-		if spec.User != nil {
-			rt.reason += " (its limits: " + spec.User.Limits.String() + ")"
-		}
-	} else {
-		rt.power, rt.reason, rt.desktop = vdi.PowerRunning, "", d
-		go b.watch(ref.Name, rt, d)
+	if err != nil && spec.User != nil {
+		err = fmt.Errorf("%w (its limits: %s)", err, spec.User.Limits)
 	}
-	close(rt.ready)
-	b.mu.Unlock()
-	if err != nil {
-		b.log.Error("desktop did not start", "desktop", ref, "err", err)
+	if err := b.settle(ref, rt, d, err); err != nil {
 		return err
 	}
 	b.log.Info("desktop started", "desktop", ref, "display", d.Display())
@@ -304,25 +293,6 @@ func (b *Backend) startErr(name string) error {
 		return errors.New(rt.reason)
 	}
 	return nil
-}
-
-// watch marks the member failed when its desktop ends without being stopped.
-func (b *Backend) watch(name string, rt *member, d *Desktop) {
-	<-d.Done()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rt.desktop != d { // stopped on purpose
-		return
-	}
-	rt.desktop = nil
-	rt.power, rt.reason = vdi.PowerFailed, "The desktop ended on its own"
-	if err := d.Err(); err != nil {
-		rt.reason += ": " + err.Error()
-	}
-	if u := d.spec.User; u != nil {
-		rt.reason += " (its limits: " + u.Limits.String() + ")"
-	}
-	b.log.Warn("desktop failed", "desktop", Namespace+"/"+name, "reason", rt.reason)
 }
 
 // Stop stops the member's desktop; its home stays.

@@ -65,19 +65,7 @@ func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
 	if err == nil {
 		v, err = bootVM(ctx, cfg)
 	}
-	b.mu.Lock()
-	if err != nil {
-		rt.power, rt.reason = vdi.PowerFailed, err.Error()
-	} else {
-		rt.power, rt.reason, rt.vm = vdi.PowerRunning, "", v
-		go b.watchVM(ref.Name, rt, v)
-	}
-	close(rt.ready)
-	b.mu.Unlock()
-	if err != nil {
-		b.log.Error("vm did not start", "desktop", ref, "err", err)
-	}
-	return err
+	return b.settle(ref, rt, v, err)
 }
 
 // adoptVM takes over a guest a previous portal left running; called from New.
@@ -96,23 +84,7 @@ func (b *Backend) adoptVM(name string) {
 	b.log.Info("adopted running vm", "desktop", Namespace+"/"+name, "serial", v.SerialAddr())
 	rt := &member{power: vdi.PowerRunning, vm: v, ready: closed()}
 	b.members[name] = rt
-	go b.watchVM(name, rt, v)
-}
-
-// watchVM marks the member failed when its guest ends without being stopped.
-func (b *Backend) watchVM(name string, rt *member, v *VM) {
-	<-v.Done()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rt.vm != v {
-		return
-	}
-	rt.vm = nil
-	rt.power, rt.reason = vdi.PowerFailed, "The VM ended on its own"
-	if err := v.Err(); err != nil {
-		rt.reason += ": " + err.Error()
-	}
-	b.log.Warn("vm failed", "desktop", Namespace+"/"+name, "reason", rt.reason)
+	go b.watch(name, rt, v)
 }
 
 // dialVM connects to the guest's VNC server or serial line.
