@@ -303,12 +303,13 @@ func TestHA(t *testing.T) {
 	screenshot(t, page, "ha-before-kill")
 	firstSession := openVNCSession(t, a, member)
 
-	// SIGKILL a: the console drops; Reconnect goes through nginx to b.
+	// SIGKILL a: the console drops, says so, and reconnects by itself
+	// (with backoff) through nginx to b.
 	killed := time.Now()
 	a.kill(t)
 	expect := playwright.NewPlaywrightAssertions(30000)
-	must(t, expect.Locator(page.GetByTestId("reconnect")).ToBeVisible())
-	must(t, page.GetByTestId("reconnect").Click())
+	must(t, expect.Locator(page.GetByTestId("reconnect-banner")).ToBeVisible())
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-after-kill")
 	t.Logf("console drawn again through replica b %v after SIGKILL of a", time.Since(killed).Round(time.Millisecond))
 	screenshot(t, page, "ha-reconnected")

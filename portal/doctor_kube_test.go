@@ -129,7 +129,7 @@ func TestDoctor_Kube(t *testing.T) {
 		if ExitCode(err) != ExitFailed {
 			t.Fatalf("doctor with a verb missing: %v; want exit %d", err, ExitFailed)
 		}
-		f := mustLevel(t, fs, "rbac", levelFail, "delete leases (coordination.k8s.io)")
+		f := mustLevel(t, fs, "rbac", levelFail, "delete leases.coordination.k8s.io")
 		if strings.Count(f.What, ",") != 0 || !strings.Contains(f.Fix, "deploy/rbac.yaml") {
 			t.Fatalf("rbac finding %+v; want only the Lease delete and the fix", f)
 		}
