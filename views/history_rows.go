@@ -8,7 +8,7 @@ import "time"
 // SessionRow is one console session on the history page.
 type SessionRow struct {
 	ID, Login, Namespace, Member string
-	Protocol, Path               string // console protocol; relay path: direct, peer or apiserver
+	Protocol, Path               string    // console protocol; relay path: direct, peer or apiserver
 	OpenedAt, ClosedAt           time.Time // ClosedAt is zero while open
 	BytesIn, BytesOut            int64
 	CloseReason                  string
@@ -17,7 +17,7 @@ type SessionRow struct {
 
 // AuditRow is one line of the audit log on the history page.
 type AuditRow struct {
-	At                                        time.Time
+	At                                       time.Time
 	Actor, Action, Namespace, Target, Detail string
 }
 
