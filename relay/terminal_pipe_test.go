@@ -16,10 +16,12 @@ type resizeRecorder struct {
 	got []relay.Resize
 }
 
-func (r *resizeRecorder) Resize(z relay.Resize) error {
+var _ relay.Resizer = (*resizeRecorder)(nil)
+
+func (r *resizeRecorder) Resize(cols, rows uint16) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.got = append(r.got, z)
+	r.got = append(r.got, relay.Resize{Cols: cols, Rows: rows})
 	return nil
 }
 

@@ -235,9 +235,13 @@ func (s *Server) Pause(tb testing.TB, stop bool) {
 		sig = syscall.SIGSTOP
 	}
 	// Every backend calls setsid, so the server is the postmaster and its
-	// children, not a process group.
-	pids := append([]int{s.cmd.Process.Pid}, children(s.cmd.Process.Pid)...)
-	for _, pid := range pids {
+	// children, not a process group. The postmaster goes first: stopped, it
+	// forks no backend that a scan of its children could miss.
+	pm := s.cmd.Process.Pid
+	if err := syscall.Kill(pm, sig); err != nil {
+		tb.Fatal(err)
+	}
+	for _, pid := range children(pm) {
 		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			tb.Fatal(err)
 		}
