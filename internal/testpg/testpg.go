@@ -241,11 +241,27 @@ func (s *Server) Pause(tb testing.TB, stop bool) {
 	if err := syscall.Kill(pm, sig); err != nil {
 		tb.Fatal(err)
 	}
+	for i := 0; stop && i < 100 && procState(pm) != 'T'; i++ {
+		time.Sleep(10 * time.Millisecond) // the stop lands when it is next scheduled
+	}
 	for _, pid := range children(pm) {
 		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// procState returns the state letter of pid (T when stopped), or 0.
+func procState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	rest := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(rest) == 0 || rest[0] == "" {
+		return 0
+	}
+	return rest[0][0]
 }
 
 // children returns the pids whose parent is pid.
