@@ -1,0 +1,5 @@
+package soak
+
+import "testing"
+
+func localPhase(t *testing.T, sc scale, r *report) {}
