@@ -57,7 +57,7 @@ func kubePhase(t *testing.T, sc scale, r *report) {
 		_ = i
 	}
 	ctx := context.Background()
-	body := fmt.Sprintf(`{"namespace":%q,"name":%q,"kind":"ct","mode":"persistent","source":"corral.test/shell","size":%d}`, e.ns, e.pool, sc.Members)
+	body := fmt.Sprintf(`{"namespace":%q,"name":%q,"kind":"ct","mode":"ephemeral","source":"corral.test/shell","size":%d}`, e.ns, e.pool, sc.Members)
 	if code, buf, err := call(ctx, e.replicas[0].URL, "ops", "POST", "/api/vdi/pools", body); code != 201 {
 		r.add("kube", "pool created", false, "201", "%d %s %v", code, buf, err)
 		return

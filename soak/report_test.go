@@ -92,7 +92,7 @@ func (r *report) markdown(w io.Writer, scale string) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(w, "Run of %s, `SOAK_SCALE=%s`, %s on %s: %d CPUs, %s RAM, load average at the start %s; took %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), scale, runtime.Version(), host, runtime.NumCPU(), memTotal(),
-		strings.Fields(string(load)+" ?")[0], time.Since(r.start).Round(time.Second))
+		strings.Fields(string(load) + " ?")[0], time.Since(r.start).Round(time.Second))
 	fmt.Fprintf(w, "| | area | check | figure | threshold |\n|---|---|---|---|---|\n")
 	failed := 0
 	for _, c := range r.checks {
