@@ -87,6 +87,8 @@ func kubePhase(t *testing.T, sc scale, r *report) {
 	faultKillReplica(t, sc, r, e)
 	faultAPIServerRestart(t, sc, r, e)
 	faultEtcdPause(t, sc, r, e)
+	faultSQLiteReadOnly(t, sc, r, e)
+	faultPostgresPaused(t, sc, r, e)
 	events, doubles, twice := e.watcher.stop()
 	r.add("storm", "double holders (watcher, whole phase)", doubles == 0 && events > 0, "0, with events seen",
 		"%d in %d Lease events", doubles, events)

@@ -40,7 +40,26 @@ func localPhase(t *testing.T, sc scale, r *report) {
 		}
 		holders = append(holders, user+":"+d.Name)
 	}
+	// The web-trust attack table runs at the same time, against a portal
+	// of its own (e2e/attack_test.go starts it): the machine is under the
+	// soak's load while every attack must still be refused.
+	attacks := make(chan error, 1)
+	var attackOut []byte
+	attackStart := time.Now()
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, "go", "test", "-count=1", "-run", "^TestAttacks", "./e2e/")
+		cmd.Dir = ".."
+		var err error
+		attackOut, err = cmd.CombinedOutput()
+		attacks <- err
+	}()
 	consoleLoad(t, sc, r, p, holders)
+	err := <-attacks
+	tail := strings.Split(strings.TrimSpace(string(attackOut)), "\n")
+	r.add("attack", "e2e attack table while under load", err == nil, "every attack refused (go test passes)", "%s in %s",
+		strings.Join(tail[max(0, len(tail)-2):], " / "), time.Since(attackStart).Round(time.Second))
 	desktopKilled(t, sc, r, p)
 }
 

@@ -35,6 +35,9 @@ func (r *report) add(area, name string, ok bool, want, figure string, args ...an
 	if len(args) > 0 {
 		figure = fmt.Sprintf(figure, args...)
 	}
+	if len(figure) > 160 {
+		figure = figure[:157] + "..."
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checks = append(r.checks, check{area, name, figure, want, ok})
