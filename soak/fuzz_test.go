@@ -43,6 +43,7 @@ func fuzzPhase(t *testing.T, sc scale, r *report) {
 		}
 		figure := fmt.Sprintf("%s execs in %s", execs, sc.FuzzTime)
 		if err != nil {
+			t.Logf("%s %s:\n%s", ft.pkg, ft.name, out)
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			figure += ": " + strings.Join(lines[max(0, len(lines)-4):], " / ")
 		}

@@ -260,7 +260,32 @@ func faultKillReplica(t *testing.T, sc scale, r *report, e *kubeEnv) {
 		return
 	}
 	victim := e.replicas[1]
+	// One holder has a terminal open through the victim (kubectl exec
+	// through the apiserver to the kubelet stand-in's real shell).
+	var user, member string
+	for user, member = range held {
+		break
+	}
+	ws, err := dialTerminalIn(victim.URL, user, e.ns, member)
+	if err == nil {
+		err = echoOnce(ws, "before", 20*time.Second)
+	}
+	r.add("fault", "SIGKILL replica: console open through it", err == nil, "terminal answers", "%s", errOr(err, "ok"))
 	victim.kill()
+	if ws != nil {
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _, rerr := ws.ReadMessage()
+		for rerr == nil {
+			_, _, rerr = ws.ReadMessage()
+		}
+		ws.Close()
+		again, err := dialTerminalIn(e.replicas[0].URL, user, e.ns, member)
+		if err == nil {
+			err = echoOnce(again, "after", 20*time.Second)
+			again.Close()
+		}
+		r.add("fault", "SIGKILL replica: its console drops, reconnects via another", err == nil, "terminal answers via replica 0", "%s", errOr(err, "ok"))
+	}
 	time.Sleep(2 * time.Second)
 	lost, err := e.kept(ctx, held)
 	r.add("fault", "SIGKILL replica: no Lease lost", lost == 0 && err == nil, "0 of "+fmt.Sprint(len(held)), "%d lost %v", lost, err)

@@ -74,10 +74,15 @@ type session struct {
 
 // dialTerminal opens member's terminal websocket as user.
 func dialTerminal(base, user, member string) (*websocket.Conn, error) {
+	return dialTerminalIn(base, user, "local", member)
+}
+
+// dialTerminalIn opens ns/member's terminal websocket as user.
+func dialTerminalIn(base, user, ns, member string) (*websocket.Conn, error) {
 	h := http.Header{}
 	h.Set("Tailscale-User-Login", user)
 	h.Set("Origin", base)
-	ws, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/terminal/local/"+member, h)
+	ws, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/terminal/"+ns+"/"+member, h)
 	if err != nil {
 		code := 0
 		if res != nil {
@@ -86,6 +91,25 @@ func dialTerminal(base, user, member string) (*websocket.Conn, error) {
 		return nil, fmt.Errorf("dial %s: %d %w", member, code, err)
 	}
 	return ws, nil
+}
+
+// echoOnce types one command on ws and reports whether its output comes
+// back within d.
+func echoOnce(ws *websocket.Conn, tok string, d time.Duration) error {
+	ws.SetReadDeadline(time.Now().Add(d))
+	defer ws.SetReadDeadline(time.Time{})
+	if err := ws.WriteMessage(websocket.BinaryMessage, fmt.Appendf(nil, "echo %s=$((6*7))\n", tok)); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for !bytes.Contains(out.Bytes(), []byte(tok+"=42")) {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("no %s=42 in %q: %w", tok, out.String(), err)
+		}
+		out.Write(msg)
+	}
+	return nil
 }
 
 // echoLoop types "echo <token>" every period and times until the token
