@@ -5,7 +5,7 @@ GOFLAGS    ?=
 TEST_FLAGS ?= -count=1 -timeout 20m
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps assets generate build run test e2e bench lint clean
+.PHONY: help deps test-deps assets generate build run test e2e bench soak fuzz lint clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,17 @@ e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 
 bench: assets ## run the benchmarks and print the report
 	bash scripts/bench.sh
+
+SOAK_SCALE ?= default
+FUZZ_TIME  ?= 2m
+soak: test-deps assets testcluster ## the proving ground: load, faults and fuzzing on the whole system (SOAK_SCALE=short|default; docs/reliability.md)
+	SOAK_SCALE=$(SOAK_SCALE) $(GO) test -count=1 -timeout 40m -v -run '^TestSoak$$' ./soak/
+
+fuzz: ## run every fuzz target for FUZZ_TIME each (default 2m)
+	@set -e; for t in $$(sed -n 's/^\t{"\(\.\/[a-z]*\)", "\(Fuzz[A-Za-z]*\)"},$$/\1:\2/p' soak/fuzz_test.go); do \
+		echo "fuzz: $${t#*:} in $${t%%:*} for $(FUZZ_TIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}"; \
+	done
 
 lint: ## go vet, gofmt, and fresh templ output
 	$(GO) vet ./...

@@ -77,7 +77,13 @@ func rdpLength(b []byte) int {
 		if len(b) < 3 {
 			return 0
 		}
-		return int(b[1]&0x7f)<<8 | int(b[2])
+		// A length shorter than its own header is no PDU (found by
+		// FuzzRDPInput: 0 read as "too short to tell" grew the buffer
+		// without bound).
+		if n := int(b[1]&0x7f)<<8 | int(b[2]); n >= 3 {
+			return n
+		}
+		return -1
 	}
 	return -1
 }

@@ -12,9 +12,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,8 +61,9 @@ type Cluster struct {
 	// Client is a typed client with Config.
 	Client kubernetes.Interface
 
-	mu      sync.Mutex
-	standIn *KubeVirtStandIn
+	mu        sync.Mutex
+	standIn   *KubeVirtStandIn
+	restarted *exec.Cmd // the apiserver RestartAPIServer started
 }
 
 // Start starts a cluster; callers Stop it.
@@ -105,6 +108,11 @@ func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	if c.standIn != nil {
 		c.standIn.close()
+	}
+	if c.restarted != nil {
+		c.restarted.Process.Signal(syscall.SIGTERM)
+		time.Sleep(time.Second)
+		c.restarted.Process.Kill()
 	}
 	c.mu.Unlock()
 	return c.env.Stop()

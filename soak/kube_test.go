@@ -1,0 +1,514 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// kubeEnv is the kube half of the soak: a real apiserver + etcd, the
+// kubelet stand-in (CT Pods run without processes), three portal replicas
+// on the kube backend signed in as the portal's ServiceAccount, and a pool.
+type kubeEnv struct {
+	cluster  *testcluster.Cluster
+	ns       string
+	pool     string
+	replicas []*portal
+	watcher  *leaseWatcher
+}
+
+func (e *kubeEnv) claimPath() string { return "/api/vdi/pools/" + e.ns + "/" + e.pool + "/claim" }
+func (e *kubeEnv) releasePath(member string) string {
+	return "/api/vdi/desktops/" + e.ns + "/" + member + "/release"
+}
+
+func kubePhase(t *testing.T, sc scale, r *report) {
+	start := time.Now()
+	c, err := testcluster.Start()
+	if err != nil {
+		r.add("kube", "cluster starts", false, "up", "%v", err)
+		return
+	}
+	t.Cleanup(func() { c.Stop() })
+	c.StartKubelet(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	e := &kubeEnv{cluster: c, ns: c.Namespace(t), pool: "storm"}
+	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
+	for i := range 3 {
+		data, _ := os.MkdirTemp("", "cvs")
+		t.Cleanup(func() { os.RemoveAll(data) })
+		e.replicas = append(e.replicas, startPortal(t, data, "127.0.0.1:0",
+			"CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops",
+			fmt.Sprintf("CORRAL_VDI_NAMESPACE=%s", e.ns)))
+		_ = i
+	}
+	ctx := context.Background()
+	body := fmt.Sprintf(`{"namespace":%q,"name":%q,"kind":"ct","mode":"ephemeral","source":"corral.test/shell","size":%d}`, e.ns, e.pool, sc.Members)
+	if code, buf, err := call(ctx, e.replicas[0].URL, "ops", "POST", "/api/vdi/pools", body); code != 201 {
+		r.add("kube", "pool created", false, "201", "%d %s %v", code, buf, err)
+		return
+	}
+	for i, p := range e.replicas {
+		took, ok := eventually(60*time.Second, func() bool {
+			code, buf, _ := call(ctx, p.URL, "u0", "GET", "/api/vdi/pools", "")
+			pools, _ := decode[[]struct {
+				Name string `json:"name"`
+				Size int    `json:"size"`
+			}](buf)
+			for _, pl := range pools {
+				if code == 200 && pl.Name == e.pool && pl.Size == sc.Members {
+					return true
+				}
+			}
+			return false
+		})
+		if !ok {
+			r.add("kube", fmt.Sprintf("replica %d sees the pool", i), false, "within 60 s", "not after %s", took.Round(time.Second))
+			return
+		}
+	}
+	r.note("kube: apiserver, kubelet stand-in, 3 replicas and a CT pool of %d up in %s", sc.Members, time.Since(start).Round(time.Second))
+	e.watcher = watchLeases(t, c.Client, e.ns, e.pool)
+	claimStorm(t, sc, r, e)
+	faultKillReplica(t, sc, r, e)
+	faultAPIServerRestart(t, sc, r, e)
+	faultEtcdPause(t, sc, r, e)
+	faultSQLiteReadOnly(t, sc, r, e)
+	faultPostgresPaused(t, sc, r, e)
+	events, doubles, twice := e.watcher.stop()
+	r.add("storm", "double holders (watcher, whole phase)", doubles == 0 && events > 0, "0, with events seen",
+		"%d in %d Lease events", doubles, events)
+	r.add("storm", "users holding two members (watcher)", twice == 0, "0", "%d", twice)
+}
+
+// claimStorm runs sc.Ops claim and release operations from sc.Users users
+// on sc.Workers concurrent clients, each request to a random replica.
+func claimStorm(t *testing.T, sc scale, r *report, e *kubeEnv) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var (
+		done      atomic.Int64
+		answers   counts
+		bad       atomic.Int64
+		lat       = make([][]time.Duration, sc.Workers)
+		firstBad  atomic.Value
+		wg        sync.WaitGroup
+		releaseOK atomic.Int64
+	)
+	start := time.Now()
+	for w := range sc.Workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 22))
+			var mine []string // each user belongs to one worker: a user's operations are sequential
+			for u := w; u < sc.Users; u += sc.Workers {
+				mine = append(mine, fmt.Sprintf("user%04d", u))
+			}
+			for i := 0; ctx.Err() == nil && len(mine) > 0; i++ {
+				user := mine[i%len(mine)]
+				if done.Add(1) > int64(sc.Ops) {
+					return
+				}
+				rep := e.replicas[rng.IntN(len(e.replicas))]
+				t0 := time.Now()
+				code, buf, err := call(ctx, rep.URL, user, "POST", e.claimPath(), "")
+				lat[w] = append(lat[w], time.Since(t0))
+				answers.add(fmt.Sprint(code))
+				switch code {
+				case 200:
+				case 409, 429, 403:
+					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+					continue
+				default:
+					bad.Add(1)
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("claim %d %.200s %v", code, buf, err))
+					continue
+				}
+				d, err := decode[desktop](buf)
+				if err != nil || d.Name == "" {
+					bad.Add(1)
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("claim 200 without a desktop: %.200s", buf))
+					continue
+				}
+				time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+				done.Add(1)
+				rep = e.replicas[rng.IntN(len(e.replicas))]
+				code, buf, err = call(ctx, rep.URL, user, "POST", e.releasePath(d.Name), "")
+				answers.add(fmt.Sprint(code))
+				if code == 200 {
+					releaseOK.Add(1)
+				} else if code != 429 {
+					bad.Add(1)
+					firstBad.CompareAndSwap(nil, fmt.Sprintf("release %d %.200s %v", code, buf, err))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	n := min(done.Load(), int64(sc.Ops))
+	r.add("storm", fmt.Sprintf("%d ops, %d users, 3 replicas, %d members", sc.Ops, sc.Users, sc.Members), n >= int64(sc.Ops) && ctx.Err() == nil,
+		"all done within 12 min", "%d in %s (%.0f ops/s)", n, took.Round(time.Second), float64(n)/took.Seconds())
+	fb, _ := firstBad.Load().(string)
+	r.add("storm", "every operation answered 200/409/limit", bad.Load() == 0, "0 other answers",
+		"%d other; %s %s", bad.Load(), answers.String(), fb)
+	p50, p99 := percentile(all, 50), percentile(all, 99)
+	// A claim waits for its member's Pod to run (the kubelet stand-in polls
+	// every 100 ms) and for the user's claim lock; on 2 shared cores the
+	// tail is long (docs/reliability.md).
+	r.add("storm", "claim latency p50 / p99", p50 < 3*time.Second && p99 < 20*time.Second, "p50 < 3 s, p99 < 20 s", "%s / %s", ms(p50), ms(p99))
+	var leases coordinationv1.LeaseList
+	got, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
+	if err == nil {
+		leases = *got
+	}
+	r.add("storm", "no Lease left after every release", err == nil && len(leases.Items) == 0, "0 Leases",
+		"%d Leases (%v)", len(leases.Items), err)
+	// A claim whose client gave up (timeout) still completes: the start
+	// outlives the request, and the user who comes back gets the same
+	// desktop. The users come back and release theirs, so the faults
+	// below start from a free pool.
+	if len(leases.Items) > 0 {
+		held, _ := e.leasesHeld(context.Background())
+		back := map[string]string{}
+		for member, user := range held {
+			back[user] = member
+		}
+		e.releaseAll(context.Background(), back)
+		left, _ := e.leasesHeld(context.Background())
+		r.add("storm", "users coming back release what they hold", len(left) == 0, "0 Leases after", "%d released, %d left", len(held)-len(left), len(left))
+	}
+}
+
+// hold makes sc.Hold users claim one member each, round robin over the
+// replicas, and returns user -> member.
+func hold(ctx context.Context, e *kubeEnv, n int, prefix string) (map[string]string, error) {
+	held := map[string]string{}
+	for i := range n {
+		user := fmt.Sprintf("%s%02d", prefix, i)
+		code, buf, err := call(ctx, e.replicas[i%len(e.replicas)].URL, user, "POST", e.claimPath(), "")
+		if code != 200 {
+			return held, fmt.Errorf("claim for %s: %d %.200s %v", user, code, buf, err)
+		}
+		d, _ := decode[desktop](buf)
+		held[user] = d.Name
+	}
+	return held, nil
+}
+
+// leasesHeld reads the pool's Leases as member -> holder.
+func (e *kubeEnv) leasesHeld(ctx context.Context) (map[string]string, error) {
+	list, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range list.Items {
+		if l.Spec.HolderIdentity != nil {
+			out[l.Labels[vdi.LabelMember]] = *l.Spec.HolderIdentity
+		}
+	}
+	return out, nil
+}
+
+// kept reports whether every claim of held still has its Lease.
+func (e *kubeEnv) kept(ctx context.Context, held map[string]string) (lost int, err error) {
+	now, err := e.leasesHeld(ctx)
+	if err != nil {
+		return -1, err
+	}
+	for user, member := range held {
+		if now[member] != user {
+			lost++
+		}
+	}
+	return lost, nil
+}
+
+// releaseAll releases every claim of held through any replica that answers.
+func (e *kubeEnv) releaseAll(ctx context.Context, held map[string]string) {
+	for user, member := range held {
+		for _, p := range e.replicas {
+			if code, _, _ := call(ctx, p.URL, user, "POST", e.releasePath(member), ""); code == 200 {
+				break
+			}
+		}
+	}
+}
+
+// claimRelease reports whether one claim and its release work on p.
+func (e *kubeEnv) claimRelease(ctx context.Context, p *portal, user string) error {
+	code, buf, err := call(ctx, p.URL, user, "POST", e.claimPath(), "")
+	if code != 200 {
+		return fmt.Errorf("claim %d %.120s %v", code, buf, err)
+	}
+	d, _ := decode[desktop](buf)
+	if code, buf, err := call(ctx, p.URL, user, "POST", e.releasePath(d.Name), ""); code != 200 {
+		return fmt.Errorf("release %d %.120s %v", code, buf, err)
+	}
+	return nil
+}
+
+func faultKillReplica(t *testing.T, sc scale, r *report, e *kubeEnv) {
+	ctx := context.Background()
+	held, err := hold(ctx, e, sc.Hold, "kill")
+	if err != nil {
+		r.add("fault", "SIGKILL replica: claims before", false, "all 200", "%v", err)
+		return
+	}
+	victim := e.replicas[1]
+	// One holder has a terminal open through the victim (kubectl exec
+	// through the apiserver to the kubelet stand-in's real shell).
+	var user, member string
+	for user, member = range held {
+		break
+	}
+	ws, err := dialTerminalIn(victim.URL, user, e.ns, member)
+	if err == nil {
+		err = echoOnce(ws, "before", 20*time.Second)
+	}
+	r.add("fault", "SIGKILL replica: console open through it", err == nil, "terminal answers", "%s", errOr(err, "ok"))
+	victim.kill()
+	if ws != nil {
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _, rerr := ws.ReadMessage()
+		for rerr == nil {
+			_, _, rerr = ws.ReadMessage()
+		}
+		ws.Close()
+		again, err := dialTerminalIn(e.replicas[0].URL, user, e.ns, member)
+		if err == nil {
+			err = echoOnce(again, "after", 20*time.Second)
+			again.Close()
+		}
+		r.add("fault", "SIGKILL replica: its console drops, reconnects via another", err == nil, "terminal answers via replica 0", "%s", errOr(err, "ok"))
+	}
+	time.Sleep(2 * time.Second)
+	lost, err := e.kept(ctx, held)
+	r.add("fault", "SIGKILL replica: no Lease lost", lost == 0 && err == nil, "0 of "+fmt.Sprint(len(held)), "%d lost %v", lost, err)
+	served := 0
+	for user, member := range held {
+		code, buf, _ := call(ctx, e.replicas[2].URL, user, "GET", "/api/vdi/desktops", "")
+		ds, _ := decode[[]desktop](buf)
+		for _, d := range ds {
+			if code == 200 && d.Name == member {
+				served++
+			}
+		}
+	}
+	r.add("fault", "SIGKILL replica: another serves its users", served == len(held), "all holders see their desktop", "%d of %d", served, len(held))
+	err = e.claimRelease(ctx, e.replicas[0], "after-kill")
+	r.add("fault", "SIGKILL replica: claims go on", err == nil, "claim+release 200", "%v", errOr(err, "ok"))
+	// The replica comes back on its own data dir, as its Deployment would.
+	start := time.Now()
+	back, err := launch(t, victim.Data, "127.0.0.1:0", victim.env)
+	if err == nil {
+		e.replicas[1] = back
+		err = e.claimRelease(ctx, back, "after-restart")
+	}
+	r.add("fault", "SIGKILL replica: restarted one serves", err == nil, "within 60 s", "%s %v", time.Since(start).Round(100*time.Millisecond), errOr(err, ""))
+	e.releaseAll(ctx, held)
+}
+
+func faultAPIServerRestart(t *testing.T, sc scale, r *report, e *kubeEnv) {
+	ctx := context.Background()
+	held, err := hold(ctx, e, sc.Hold, "api")
+	if err != nil {
+		r.add("fault", "apiserver restart: claims before", false, "all 200", "%v", err)
+		return
+	}
+	restarted := make(chan error, 1)
+	go func() { restarted <- e.cluster.RestartAPIServer(3 * time.Second) }()
+	// While it is down a claim is refused with an error, not hung.
+	time.Sleep(1500 * time.Millisecond)
+	t0 := time.Now()
+	code, _, _ := call(ctx, e.replicas[0].URL, "during-api", "POST", e.claimPath(), "")
+	during := time.Since(t0)
+	r.add("fault", "apiserver down: claim answered with an error", code >= 500 && during < 30*time.Second, "5xx within 30 s",
+		"%d in %s", code, during.Round(time.Millisecond))
+	if err := <-restarted; err != nil {
+		r.add("fault", "apiserver restart", false, "restarted", "%v", err)
+		return
+	}
+	took, ok := eventually(120*time.Second, func() bool {
+		for _, p := range e.replicas {
+			if e.claimRelease(ctx, p, "after-api") != nil {
+				return false
+			}
+		}
+		return true
+	})
+	r.add("fault", "apiserver restart: claims resume on every replica", ok, "within 120 s", "after %s", took.Round(100*time.Millisecond))
+	lost, err := e.kept(ctx, held)
+	r.add("fault", "apiserver restart: no Lease lost", lost == 0 && err == nil, "0 of "+fmt.Sprint(len(held)), "%d lost %v", lost, err)
+	e.releaseAll(ctx, held)
+}
+
+func faultEtcdPause(t *testing.T, sc scale, r *report, e *kubeEnv) {
+	ctx := context.Background()
+	pid, err := e.cluster.EtcdPID()
+	if err != nil {
+		r.add("fault", "etcd paused", false, "found", "%v", err)
+		return
+	}
+	held, err := hold(ctx, e, sc.Hold, "etcd")
+	if err != nil {
+		r.add("fault", "etcd pause: claims before", false, "all 200", "%v", err)
+		return
+	}
+	syscall.Kill(pid, syscall.SIGSTOP)
+	resumed := time.AfterFunc(sc.EtcdStop, func() { syscall.Kill(pid, syscall.SIGCONT) })
+	defer func() { resumed.Stop(); syscall.Kill(pid, syscall.SIGCONT) }()
+	// Claims made while etcd sleeps: each answered (any status) within 60 s.
+	var wg sync.WaitGroup
+	var answered, refused atomic.Int64
+	var slowest atomic.Int64
+	for i := range 6 {
+		wg.Go(func() {
+			t0 := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			code, buf, _ := call(cctx, e.replicas[i%3].URL, fmt.Sprintf("during-etcd%d", i), "POST", e.claimPath(), "")
+			if code != 0 {
+				answered.Add(1)
+			}
+			if code == 200 {
+				d, _ := decode[desktop](buf)
+				call(ctx, e.replicas[0].URL, fmt.Sprintf("during-etcd%d", i), "POST", e.releasePath(d.Name), "")
+			} else {
+				refused.Add(1)
+			}
+			for d := int64(time.Since(t0)); ; {
+				old := slowest.Load()
+				if d <= old || slowest.CompareAndSwap(old, d) {
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.add("fault", fmt.Sprintf("etcd SIGSTOP %s: claims during it answered", sc.EtcdStop), answered.Load() == 6, "6 of 6 within 60 s",
+		"%d of 6 (%d refused), slowest %s", answered.Load(), refused.Load(), time.Duration(slowest.Load()).Round(100*time.Millisecond))
+	took, ok := eventually(60*time.Second, func() bool { return e.claimRelease(ctx, e.replicas[2], "after-etcd") == nil })
+	r.add("fault", "etcd SIGCONT: claims resume", ok, "within 60 s", "after %s", took.Round(100*time.Millisecond))
+	lost, err := e.kept(ctx, held)
+	r.add("fault", "etcd pause: no Lease lost", lost == 0 && err == nil, "0 of "+fmt.Sprint(len(held)), "%d lost %v", lost, err)
+	e.releaseAll(ctx, held)
+}
+
+func errOr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// leaseWatcher watches a pool's Leases for the whole kube phase and counts
+// double holders: a Lease handed from one holder to another without being
+// released in between (none expire here: they last an hour), and a user
+// holding two members of the pool at once.
+type leaseWatcher struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	holder  map[string]string // Lease name -> holder
+	events  int
+	doubles int
+	twice   int
+}
+
+func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseWatcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &leaseWatcher{cancel: cancel, done: make(chan struct{}), holder: map[string]string{}}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			// List then watch from its version; after a broken watch (the
+			// apiserver restarts) list again and carry on.
+			list, err := cs.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + pool})
+			if err != nil {
+				time.Sleep(300 * time.Millisecond)
+				continue
+			}
+			w.mu.Lock()
+			seen := map[string]bool{}
+			for i := range list.Items {
+				w.observe(&list.Items[i], false)
+				seen[list.Items[i].Name] = true
+			}
+			for name := range w.holder {
+				if !seen[name] {
+					delete(w.holder, name)
+				}
+			}
+			w.mu.Unlock()
+			wi, err := cs.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + pool,
+				ResourceVersion: list.ResourceVersion})
+			if err != nil {
+				time.Sleep(300 * time.Millisecond)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				l, ok := ev.Object.(*coordinationv1.Lease)
+				if !ok {
+					continue
+				}
+				w.mu.Lock()
+				w.events++
+				if ev.Type == watch.Deleted {
+					delete(w.holder, l.Name)
+				} else {
+					w.observe(l, true)
+				}
+				w.mu.Unlock()
+			}
+			wi.Stop()
+		}
+	}()
+	return w
+}
+
+// observe takes in l's holder; w.mu is held.
+func (w *leaseWatcher) observe(l *coordinationv1.Lease, live bool) {
+	h := ""
+	if l.Spec.HolderIdentity != nil {
+		h = *l.Spec.HolderIdentity
+	}
+	if prev := w.holder[l.Name]; live && prev != "" && h != "" && prev != h {
+		w.doubles++
+	}
+	if h != "" {
+		for name, other := range w.holder {
+			if other == h && name != l.Name {
+				w.twice++
+			}
+		}
+	}
+	w.holder[l.Name] = h
+}
+
+// stop ends the watch and returns what it counted.
+func (w *leaseWatcher) stop() (events, doubles, twice int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events, w.doubles, w.twice
+}
