@@ -89,10 +89,17 @@ func (db *DB) Close() error { return db.db.Close() }
 const migrationLock = 0x636f7272616c // "corral"
 
 func (db *DB) migrate(ctx context.Context) error {
-	if err := db.locked(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`)
-		return err
-	}); err != nil {
+	const table = `CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY)`
+	var err error
+	if db.db.d.dollar {
+		// PostgreSQL: replicas creating it at once collide in its catalog.
+		err = db.locked(ctx, func(tx *txn) error { _, err := tx.ExecContext(ctx, table); return err })
+	} else {
+		// SQLite: outside a transaction, so that portals opening a new
+		// file at once wait on its busy timeout rather than fail.
+		_, err = db.db.ExecContext(ctx, table)
+	}
+	if err != nil {
 		return fmt.Errorf("migrations table: %w", pgHint(err))
 	}
 	dir := "migrations"
