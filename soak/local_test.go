@@ -293,9 +293,14 @@ func desktopKilled(t *testing.T, sc scale, r *report, p *portal) {
 // recordedPID returns the pid the local backend recorded for a desktop's
 // process name, 0 when none.
 func recordedPID(p *portal, member, name string) int {
-	buf, err := os.ReadFile(filepath.Join(p.Data, "local", "members", member, "run", "pids"))
+	// The portal keeps it in the member's state folder (root's) when
+	// desktops run as their own uids, else in its run folder.
+	dir := filepath.Join(p.Data, "local", "members", member)
+	buf, err := os.ReadFile(filepath.Join(dir, "state", "pids"))
 	if err != nil {
-		return 0
+		if buf, err = os.ReadFile(filepath.Join(dir, "run", "pids")); err != nil {
+			return 0
+		}
 	}
 	var pids struct {
 		Procs []struct {
