@@ -73,13 +73,7 @@ func (v *VMs) SetAccess(ctx context.Context, namespace, name string, a vdi.Acces
 
 // SetAccess writes the pool's access and limits into its ConfigMap.
 func (c *CTs) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
-	p, err := c.pool(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
-	cm := p.cm.DeepCopy()
-	setCTAccess(cm.Data, a, l)
-	return c.updateConfigMap(ctx, p, cm)
+	return c.setConfig(ctx, namespace, name, func(d map[string]string) { setCTAccess(d, a, l) })
 }
 
 // setCTAccess writes access and limits into a CT pool ConfigMap's data.
@@ -139,13 +133,7 @@ func (v *VMs) SetStandby(ctx context.Context, namespace, name string, n int) err
 
 // SetStandby writes the pool's standby into its ConfigMap.
 func (c *CTs) SetStandby(ctx context.Context, namespace, name string, n int) error {
-	p, err := c.pool(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
-	cm := p.cm.DeepCopy()
-	cm.Data[CTKeyStandby] = strconv.Itoa(n)
-	return c.updateConfigMap(ctx, p, cm)
+	return c.setConfig(ctx, namespace, name, func(d map[string]string) { d[CTKeyStandby] = strconv.Itoa(n) })
 }
 
 // SetStandby sets the standby of a pool of either kind.

@@ -197,12 +197,18 @@ func (c *CTs) updateConfigMap(ctx context.Context, p *ctPool, cm *corev1.ConfigM
 
 // SetPolicy writes the pool's policy into its ConfigMap.
 func (c *CTs) SetPolicy(ctx context.Context, namespace, name string, pol vdi.Policy) error {
+	return c.setConfig(ctx, namespace, name, func(d map[string]string) { d[CTKeyPolicy] = formatPolicy(pol) })
+}
+
+// setConfig changes one of the pool's settings in its ConfigMap: set
+// edits a copy of the data, which then replaces the ConfigMap's.
+func (c *CTs) setConfig(ctx context.Context, namespace, name string, set func(d map[string]string)) error {
 	p, err := c.pool(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
 	cm := p.cm.DeepCopy()
-	cm.Data[CTKeyPolicy] = formatPolicy(pol)
+	set(cm.Data)
 	return c.updateConfigMap(ctx, p, cm)
 }
 
