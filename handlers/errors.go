@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -70,18 +71,12 @@ func setRetryAfter(w http.ResponseWriter, err error) {
 	}
 }
 
-// errorBody is the JSON shape of every API error.
-type errorBody struct {
-	Error string `json:"error"`
-	Hint  string `json:"hint,omitempty"`
-}
-
 // api wraps an API handler: 401 without an identity, JSON errors.
 func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := h.auth.Identify(r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, errorBody{"You are not signed in.", "Sign in at /signin, or reach the portal through your identity proxy."})
+			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "You are not signed in.", Hint: "Sign in at /signin, or reach the portal through your identity proxy."})
 			return
 		}
 		err := h.limitUser(r, id)
@@ -91,7 +86,7 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 		if err != nil {
 			code, msg, hint := h.errorText(r, err)
 			setRetryAfter(w, err)
-			writeJSON(w, code, errorBody{msg, hint})
+			writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
 		}
 	}
 }

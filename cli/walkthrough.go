@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -21,9 +22,9 @@ import (
 
 // runPoolList is `corral-vdi-portal pool list [NS/POOL]`: one row per
 // desktop with its holder (or free), power and since when it is held.
-func runPoolList(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool list", "[NS/POOL] [-json]")
-	f.examples = `  corral-vdi-portal pool list
+func runPoolList(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pool list", "[NS/POOL] [-json]")
+	f.Examples = `  corral-vdi-portal pool list
   corral-vdi-portal pool list local/demo -json`
 	pos, err := f.parseFlags(args)
 	if err != nil {
@@ -59,18 +60,18 @@ func runPoolList(ctx context.Context, e cliEnv, args []string) error {
 			keep = append(keep, d)
 		}
 	}
-	if f.json {
+	if f.JSON {
 		raw, err := json.Marshal(keep)
 		if err != nil {
 			return err
 		}
-		return printJSON(e.out, raw)
+		return PrintJSON(e.Out, raw)
 	}
 	return poolListTable(f, keep)
 }
 
 // poolListTable prints ds as pool list's table.
-func poolListTable(f *cliFlags, ds []vdi.Desktop) error {
+func poolListTable(f *Flags, ds []vdi.Desktop) error {
 	rows := make([][]string, 0, len(ds))
 	for _, d := range ds {
 		holder := d.Holder
@@ -83,7 +84,7 @@ func poolListTable(f *cliFlags, ds []vdi.Desktop) error {
 		}
 		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, holder, power, stamp(d.ClaimedAt)})
 	}
-	return table(f.env.out, []string{"DESKTOP", "POOL", "HOLDER", "POWER", "SINCE"}, rows)
+	return table(f.env.Out, []string{"DESKTOP", "POOL", "HOLDER", "POWER", "SINCE"}, rows)
 }
 
 // allDesktops lists every desktop, sorted by namespace and name.
@@ -125,11 +126,11 @@ func orNone(names []string) string {
 // runAssign is `corral-vdi-portal assign NS/POOL USER` (a free desktop of
 // the pool) or `assign NS/DESKTOP USER` (that desktop). A name that is both
 // a pool and a desktop is refused rather than guessed.
-func runAssign(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "assign", "NS/POOL|NS/DESKTOP USER [-json]")
-	f.examples = `  corral-vdi-portal assign local/demo alice        # a free desktop of pool demo
+func runAssign(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "assign", "NS/POOL|NS/DESKTOP USER [-json]")
+	f.Examples = `  corral-vdi-portal assign local/demo alice        # a free desktop of pool demo
   corral-vdi-portal assign local/demo-2 alice      # that desktop`
-	pos, err := f.parse(args, "NS/POOL|NS/DESKTOP", "USER")
+	pos, err := f.ParseArgs(args, "NS/POOL|NS/DESKTOP", "USER")
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 		return err
 	}
 	_, poolErr := findPool(ctx, c, ns, name)
-	var nf *apiError
+	var nf *api.Error
 	if poolErr != nil && !(errors.As(poolErr, &nf) && nf.Status == http.StatusNotFound) {
 		return poolErr
 	}
@@ -158,7 +159,7 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 		return conflictf("%s names both a pool and a desktop (of pool %s); refusing to guess.\n"+
 			"  Give the desktop's pool a different name, or assign through the API: POST /api/vdi/desktops/%s/assign", pos[0], ds[member].Pool, pos[0])
 	case member >= 0:
-		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, name)+"/assign", map[string]string{"user": user})
+		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, name)+"/assign", api.Assign{User: user})
 		if err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 		return boolRank(a.Power == vdi.PowerRunning) - boolRank(b.Power == vdi.PowerRunning)
 	})
 	for _, d := range free {
-		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, d.Name)+"/assign", map[string]string{"user": user})
+		raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+pathOf(ns, d.Name)+"/assign", api.Assign{User: user})
 		if lostRace(err) {
 			continue // someone claimed it between the list and now
 		} else if err != nil {
@@ -201,7 +202,7 @@ func runAssign(ctx context.Context, e cliEnv, args []string) error {
 // lostRace reports whether err is the portal's answer to assigning a
 // desktop that someone claimed since it was listed.
 func lostRace(err error) bool {
-	var ae *apiError
+	var ae *api.Error
 	return errors.As(err, &ae) && ae.Status == http.StatusConflict &&
 		(strings.Contains(ae.Msg, "claimed meanwhile") || strings.Contains(ae.Msg, "is held by"))
 }
@@ -218,7 +219,7 @@ func boolRank(b bool) int {
 func pathOf(ns, name string) string { return url.PathEscape(ns) + "/" + url.PathEscape(name) }
 
 // assigned reports an assignment and how to connect.
-func assigned(f *cliFlags, raw json.RawMessage, user string) error {
+func assigned(f *Flags, raw json.RawMessage, user string) error {
 	var d vdi.Desktop
 	if err := jsonInto(raw, &d); err != nil {
 		return err
@@ -230,13 +231,13 @@ func assigned(f *cliFlags, raw json.RawMessage, user string) error {
 // runUnassign is `corral-vdi-portal unassign NS/DESKTOP [--force]`: the
 // end of an admin's assignment. A desktop its holder claimed themselves
 // needs --force, since taking it from them is a force-release.
-func runUnassign(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "unassign", "NS/DESKTOP [--force] [-reason R] [-json]")
+func runUnassign(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "unassign", "NS/DESKTOP [--force] [-reason R] [-json]")
 	force := f.Bool("force", false, "release it even though its holder claimed it themselves")
 	reason := f.String("reason", "", "why, for the audit log and the holder's console")
-	f.examples = `  corral-vdi-portal unassign local/demo-2
+	f.Examples = `  corral-vdi-portal unassign local/demo-2
   corral-vdi-portal unassign local/demo-2 --force -reason "maintenance at noon"`
-	pos, err := f.parse(args, "NS/DESKTOP")
+	pos, err := f.ParseArgs(args, "NS/DESKTOP")
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func runUnassign(ctx context.Context, e cliEnv, args []string) error {
 			return conflictf("%s is held by %s, who claimed it themselves (since %s); pass --force to take it from them", pos[0], d.Holder, stamp(d.ClaimedAt))
 		}
 	}
-	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", map[string]string{"reason": strings.TrimSpace(*reason)})
+	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", api.Release{Reason: strings.TrimSpace(*reason)})
 	if err != nil {
 		return err
 	}
@@ -276,7 +277,7 @@ func runUnassign(ctx context.Context, e cliEnv, args []string) error {
 func assignedBy(ctx context.Context, c *adminClient, d vdi.Desktop) (string, error) {
 	q := url.Values{"pool": {d.Namespace + "/" + d.Pool}, "limit": {"1000"},
 		"since": {d.ClaimedAt.Add(-time.Minute).UTC().Format(time.RFC3339)}}
-	var rows []auditRow
+	var rows []api.AuditEntry
 	if _, err := c.get(ctx, "/api/vdi/history/audit?"+q.Encode(), &rows); err != nil {
 		return "", err
 	}
@@ -297,28 +298,14 @@ func assignedBy(ctx context.Context, c *adminClient, d vdi.Desktop) (string, err
 	return "", nil
 }
 
-// connectAnswer is GET /api/vdi/desktops/{ns}/{member}/connect?paths=1.
-type connectAnswer struct {
-	connectChoice
-	Fallbacks []connectChoice `json:"fallbacks"`
-}
-
-// connectChoice is one console of a desktop and the path to it.
-type connectChoice struct {
-	Protocol  string `json:"protocol"`
-	WebSocket string `json:"websocket"`
-	Path      string `json:"path,omitempty"`
-	PathError string `json:"pathError,omitempty"`
-}
-
 // runConnect is `corral-vdi-portal connect NS/DESKTOP`: the one-click URL
 // and each console with the protocol it would pick and the path it would
 // take (direct, peer, apiserver).
-func runConnect(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "connect", "NS/DESKTOP [-json]")
-	f.examples = `  corral-vdi-portal connect local/demo-1
+func runConnect(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "connect", "NS/DESKTOP [-json]")
+	f.Examples = `  corral-vdi-portal connect local/demo-1
   corral-vdi-portal connect vdi/win-3 -json`
-	pos, err := f.parse(args, "NS/DESKTOP")
+	pos, err := f.ParseArgs(args, "NS/DESKTOP")
 	if err != nil {
 		return err
 	}
@@ -330,14 +317,14 @@ func runConnect(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	var a connectAnswer
+	var a api.Connect
 	raw, err := c.get(ctx, "/api/vdi/desktops/"+path+"/connect?paths=1", &a)
 	if err != nil {
 		return err
 	}
 	base := c.portalURL
 	page := base + "/desktops/" + path
-	if f.json {
+	if f.JSON {
 		out := map[string]any{"url": page}
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return err
@@ -347,18 +334,18 @@ func runConnect(ctx context.Context, e cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(e.out, buf)
+		return PrintJSON(e.Out, buf)
 	}
-	fmt.Fprintf(e.out, "open %s\n\n", page)
-	rows := [][]string{connectRow("best", a.connectChoice, base)}
+	fmt.Fprintf(e.Out, "open %s\n\n", page)
+	rows := [][]string{connectRow("best", a.ConnectOption, base)}
 	for i, fb := range a.Fallbacks {
 		rows = append(rows, connectRow("fallback "+strconv.Itoa(i+1), fb, base))
 	}
-	return table(e.out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows)
+	return table(e.Out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows)
 }
 
 // connectRow is one console of connect's table.
-func connectRow(choice string, c connectChoice, base string) []string {
+func connectRow(choice string, c api.ConnectOption, base string) []string {
 	p := c.Path
 	if p == "" {
 		p = "none: " + c.PathError
@@ -367,5 +354,5 @@ func connectRow(choice string, c connectChoice, base string) []string {
 	if strings.HasPrefix(base, "http") {
 		ws = "ws" + strings.TrimPrefix(base, "http") + ws
 	}
-	return []string{choice, c.Protocol, p, ws}
+	return []string{choice, string(c.Protocol), p, ws}
 }

@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // runPools is `corral-vdi-portal pools`: every pool with its free count.
-func runPools(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pools", "[-json]")
-	if _, err := f.parse(args); err != nil {
+func runPools(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pools", "[-json]")
+	if _, err := f.ParseArgs(args); err != nil {
 		return err
 	}
 	c, err := f.client()
@@ -24,19 +25,19 @@ func runPools(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.json {
-		return printJSON(e.out, raw)
+	if f.JSON {
+		return PrintJSON(e.Out, raw)
 	}
 	rows := make([][]string, 0, len(pools))
 	for _, p := range pools {
 		rows = append(rows, []string{p.Namespace, p.Name, string(p.Kind), string(p.Mode), p.Source,
 			strconv.Itoa(p.Size), strconv.Itoa(p.Free), strconv.Itoa(p.Claimed)})
 	}
-	return table(e.out, []string{"NAMESPACE", "NAME", "KIND", "MODE", "SOURCE", "SIZE", "FREE", "CLAIMED"}, rows)
+	return table(e.Out, []string{"NAMESPACE", "NAME", "KIND", "MODE", "SOURCE", "SIZE", "FREE", "CLAIMED"}, rows)
 }
 
 // runPool is `corral-vdi-portal pool create|resize|delete`.
-func runPool(ctx context.Context, e cliEnv, args []string) error {
+func runPool(ctx context.Context, e Env, args []string) error {
 	const usage = "usage: corral-vdi-portal pool create|list|update|resize|delete ... (each takes -h)"
 	if len(args) == 0 {
 		return usagef("pool wants create, list, update, resize or delete\n%s", usage)
@@ -53,50 +54,33 @@ func runPool(ctx context.Context, e cliEnv, args []string) error {
 	case "delete":
 		return runPoolDelete(ctx, e, args[1:])
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(e.errOut, usage)
+		fmt.Fprintln(e.ErrOut, usage)
 		return nil
 	}
 	return usagef("pool %s: unknown; want create, list, update, resize or delete", args[0])
 }
 
-// poolCreateRequest is the body of POST /api/vdi/pools.
-type poolCreateRequest struct {
-	Namespace            string            `json:"namespace,omitempty"`
-	Name                 string            `json:"name"`
-	Kind                 string            `json:"kind,omitempty"`
-	Mode                 string            `json:"mode,omitempty"`
-	Source               string            `json:"source,omitempty"`
-	Size                 int               `json:"size"`
-	Policy               map[string]string `json:"policy,omitempty"`
-	Access               *vdi.Access       `json:"access,omitempty"`
-	Limits               *vdi.Limits       `json:"limits,omitempty"`
-	Standby              int               `json:"standby,omitempty"`
-	LicensesAcknowledged bool              `json:"licensesAcknowledged"`
-}
-
 // runPoolCreate is `corral-vdi-portal pool create`.
-func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool create", "NAME|-name N [-n|-namespace NS] [--from S] [--ephemeral] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
-	var req poolCreateRequest
+func runPoolCreate(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pool create", "NAME|-name N [-n|-namespace NS] [--from S] [--ephemeral] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
+	var req api.PoolCreate
 	acc := accessFlags(f)
-	var grace, maxSession, idle string
 	f.StringVar(&req.Name, "name", "", "the pool's name, a DNS label")
 	f.StringVar(&req.Namespace, "namespace", "", "the pool's namespace; default local (the embedded default's)")
 	f.StringVar(&req.Namespace, "n", "", "short for -namespace")
-	f.StringVar(&req.Kind, "kind", "", "vm (cloned from a golden VM) or ct (containers or session desktops); default ct")
-	f.StringVar(&req.Mode, "mode", "", "persistent (reclaim stops a desktop, keeps its disk) or ephemeral (reclaim recreates it); default ephemeral")
+	f.StringVar((*string)(&req.Kind), "kind", "", "vm (cloned from a golden VM) or ct (containers or session desktops); default ct")
+	f.StringVar((*string)(&req.Mode), "mode", "", "persistent (reclaim stops a desktop, keeps its disk) or ephemeral (reclaim recreates it); default ephemeral")
 	f.StringVar(&req.Source, "source", "", "golden VM, image or local template the desktops are made from")
 	var from string
 	f.StringVar(&from, "from", "", "the golden VM the desktops are cloned from (a vm pool unless -kind says otherwise; \"session\" is the local backend's session desktop)")
 	ephemeral := f.Bool("ephemeral", false, "same as -mode ephemeral")
 	f.IntVar(&req.Size, "size", 1, "how many desktops")
-	f.StringVar(&grace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
-	f.StringVar(&maxSession, "max-session", "", "longest claim, e.g. 8h; default off")
-	f.StringVar(&idle, "idle-timeout", "", "reclaim after no input this long, e.g. 1h; default off")
-	var clipboard string
-	f.StringVar(&clipboard, "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
+	f.StringVar(&req.Policy.DisconnectGrace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
+	f.StringVar(&req.Policy.MaxSession, "max-session", "", "longest claim, e.g. 8h; default off")
+	f.StringVar(&req.Policy.IdleTimeout, "idle-timeout", "", "reclaim after no input this long, e.g. 1h; default off")
+	f.StringVar((*string)(&req.Policy.Clipboard), "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
 	f.BoolVar(&req.LicensesAcknowledged, "i-have-licenses", false, "you hold the licences Windows desktops need (Windows Enterprise E3/E5 or VDA, or RDS CALs): required for a Windows golden VM pool above one desktop")
-	f.examples = `  corral-vdi-portal pool create demo --from session --size 3 --ephemeral
+	f.Examples = `  corral-vdi-portal pool create demo --from session --size 3 --ephemeral
   corral-vdi-portal pool create win --from win11-golden --kind vm --size 5 -n vdi --i-have-licenses
   corral-vdi-portal pool create lab -kind vm -source tiny -size 2 -mode persistent -idle-timeout 1h`
 	pos, err := f.parseFlags(args)
@@ -121,26 +105,23 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 		}
 		req.Source = from
 		if req.Kind == "" && from != "session" {
-			req.Kind = string(vdi.KindVM) // the walkthrough's GOLDEN is a VM
+			req.Kind = vdi.KindVM // the walkthrough's GOLDEN is a VM
 		}
 	}
 	if *ephemeral {
-		if req.Mode != "" && req.Mode != string(vdi.ModeEphemeral) {
+		if req.Mode != "" && req.Mode != vdi.ModeEphemeral {
 			return usagef("pool create: --ephemeral and -mode %s contradict each other", req.Mode)
 		}
-		req.Mode = string(vdi.ModeEphemeral)
+		req.Mode = vdi.ModeEphemeral
 	}
-	req.Access, req.Limits = acc.access(), acc.limits()
+	if a := acc.access(); a != nil {
+		req.Access = *a
+	}
+	if l := acc.limits(); l != nil {
+		req.Limits = *l
+	}
 	if n := acc.standbyCount(); n != nil {
 		req.Standby = *n
-	}
-	for k, v := range map[string]string{"disconnectGrace": grace, "maxSession": maxSession, "idleTimeout": idle, "clipboard": clipboard} {
-		if v != "" {
-			if req.Policy == nil {
-				req.Policy = map[string]string{}
-			}
-			req.Policy[k] = v
-		}
 	}
 	c, err := f.client()
 	if err != nil {
@@ -158,9 +139,9 @@ func runPoolCreate(ctx context.Context, e cliEnv, args []string) error {
 }
 
 // runPoolResize is `corral-vdi-portal pool resize NS/POOL SIZE`.
-func runPoolResize(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool resize", "NS/POOL SIZE")
-	pos, err := f.parse(args, "NS/POOL", "SIZE")
+func runPoolResize(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pool resize", "NS/POOL SIZE")
+	pos, err := f.ParseArgs(args, "NS/POOL", "SIZE")
 	if err != nil {
 		return err
 	}
@@ -176,7 +157,7 @@ func runPoolResize(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.do(ctx, http.MethodPatch, "/api/vdi/pools/"+path, map[string]int{"size": size})
+	raw, err := c.do(ctx, http.MethodPatch, "/api/vdi/pools/"+path, api.PoolPatch{Size: &size})
 	if err != nil {
 		return err
 	}
@@ -188,9 +169,9 @@ func runPoolResize(ctx context.Context, e cliEnv, args []string) error {
 }
 
 // runPoolDelete is `corral-vdi-portal pool delete NS/POOL`.
-func runPoolDelete(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool delete", "NS/POOL")
-	pos, err := f.parse(args, "NS/POOL")
+func runPoolDelete(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pool delete", "NS/POOL")
+	pos, err := f.ParseArgs(args, "NS/POOL")
 	if err != nil {
 		return err
 	}

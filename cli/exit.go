@@ -1,9 +1,11 @@
-package portal
+package cli
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // Exit codes of the admin subcommands, which scripts may rely on.
@@ -61,7 +63,7 @@ func conflictf(format string, args ...any) error {
 
 // notFoundf returns an error that exits with ExitNotFound.
 func notFoundf(format string, args ...any) error {
-	return &apiError{Status: http.StatusNotFound, Msg: fmt.Sprintf(format, args...)}
+	return &api.Error{Status: http.StatusNotFound, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ExitCode returns the exit code err should end the process with: 0 for
@@ -75,8 +77,7 @@ func ExitCode(err error) int {
 		np *noPortalError
 		re *refusedError
 		ce *conflictError
-		ae *apiError
-		df *doctorFailed
+		ae *api.Error
 	)
 	switch {
 	case errors.As(err, &ue):
@@ -87,8 +88,6 @@ func ExitCode(err error) int {
 		return ExitRefused
 	case errors.As(err, &ce):
 		return ExitConflict
-	case errors.As(err, &df):
-		return ExitFailed
 	case errors.As(err, &ae):
 		switch ae.Status {
 		case http.StatusBadRequest, http.StatusUnprocessableEntity:
