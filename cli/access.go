@@ -84,11 +84,7 @@ func (a *accessFlagSet) standbyCount() *int {
 func runPoolUpdate(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N]")
 	acc := accessFlags(f)
-	pos, err := f.ParseArgs(args, "NS/POOL")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "POOL")
+	_, path, err := f.parseRef(args, "POOL")
 	if err != nil {
 		return err
 	}

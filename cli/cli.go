@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Env is what an admin subcommand reads and writes besides the portal.
@@ -50,6 +51,37 @@ func Run(ctx context.Context, e Env, name string, args []string) error {
 		return fmt.Errorf("unknown command %q (try help)", name)
 	}
 	return run(ctx, e, args)
+}
+
+// subcommand is one command of a group such as pool or usb.
+type subcommand struct {
+	name string
+	run  func(ctx context.Context, e Env, args []string) error
+}
+
+// runGroup runs the command of group that args name, one of subs, whose
+// order the messages keep.
+func runGroup(ctx context.Context, e Env, group string, args []string, subs []subcommand) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	usage := "usage: corral-vdi-portal " + group + " " + strings.Join(names, "|") + " ... (each takes -h)"
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(args) == 0 {
+		return usagef("%s wants %s\n%s", group, want, usage)
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, e, args[1:])
+		}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(e.ErrOut, usage)
+		return nil
+	}
+	return usagef("%s %s: unknown; want %s", group, args[0], want)
 }
 
 // Usage is the help text of the admin subcommands (and doctor, which

@@ -125,7 +125,7 @@ func jsonInto(raw json.RawMessage, out any) error {
 func (c *adminClient) dialError(err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
-		return &noPortalError{fmt.Errorf("the portal is not running: nothing answers on %s, looked for %s.\n"+
+		return &exitError{ExitNoPortal, fmt.Errorf("the portal is not running: nothing answers on %s, looked for %s.\n"+
 			"  Start it with `make run` or `corral-vdi-portal serve`, or point -socket (CORRAL_VDI_ADMIN_SOCKET) at the admin socket of the portal you mean", c.socket, c.where)}
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return refusef("permission denied on the admin socket %s: only root and the portal's user may use it; run the command as one of them", c.socket)

@@ -62,38 +62,33 @@ func runDesktops(ctx context.Context, e Env, args []string) error {
 func runRelease(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "release", "NS/DESKTOP [-reason R]")
 	reason := f.String("reason", "", "why, for the audit log and the holder's console")
-	pos, err := f.ParseArgs(args, "NS/DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
-	raw, err := postDesktop(ctx, f, pos[0], "release", api.Release{Reason: strings.TrimSpace(*reason)})
+	raw, err := postDesktop(ctx, f, path, "release", api.Release{Reason: strings.TrimSpace(*reason)})
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "released %s", pos[0])
+	return f.done(raw, "released %s", desktop)
 }
 
 // runRecreate is `corral-vdi-portal recreate NS/DESKTOP`.
 func runRecreate(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "recreate", "NS/DESKTOP")
-	pos, err := f.ParseArgs(args, "NS/DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
-	raw, err := postDesktop(ctx, f, pos[0], "recreate", nil)
+	raw, err := postDesktop(ctx, f, path, "recreate", nil)
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "recreated %s from its pool's source", pos[0])
+	return f.done(raw, "recreated %s from its pool's source", desktop)
 }
 
-// postDesktop posts body to POST /api/vdi/desktops/{ns}/{name}/{action}
-// for desktop, given as NS/DESKTOP, which it checks before it connects.
-func postDesktop(ctx context.Context, f *Flags, desktop, action string, body any) (json.RawMessage, error) {
-	path, err := ref(desktop, "DESKTOP")
-	if err != nil {
-		return nil, err
-	}
+// postDesktop posts body to POST /api/vdi/desktops/{path}/{action}.
+func postDesktop(ctx context.Context, f *Flags, path, action string, body any) (json.RawMessage, error) {
 	c, err := f.client()
 	if err != nil {
 		return nil, err

@@ -19,46 +19,33 @@ const (
 	ExitRefused  = 6 // not allowed: socket permissions, entitlement, unsupported
 )
 
-// usageError is a command line the subcommand cannot run: wrong arguments
-// or flags.
-type usageError struct{ err error }
+// exitError is a failure that ends the command with code rather than
+// ExitFailed: a usage error, no portal, or a refusal or conflict the
+// command finds on its own.
+type exitError struct {
+	code int
+	err  error
+}
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
-// usagef returns a usageError with a formatted message.
+// usagef returns a command line the subcommand cannot run, wrong
+// arguments or flags (ExitUsage).
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &exitError{ExitUsage, fmt.Errorf(format, args...)}
 }
 
-// noPortalError is a portal that nobody answers for on the admin socket.
-type noPortalError struct{ err error }
-
-func (e *noPortalError) Error() string { return e.err.Error() }
-func (e *noPortalError) Unwrap() error { return e.err }
-
-// refusedError is an action the command refuses on its own, such as USB
-// on a desktop that cannot take it.
-type refusedError struct{ err error }
-
-func (e *refusedError) Error() string { return e.err.Error() }
-func (e *refusedError) Unwrap() error { return e.err }
-
-// refusef returns a refusedError with a formatted message.
+// refusef returns an action the command refuses on its own, such as USB
+// on a desktop that cannot take it (ExitRefused).
 func refusef(format string, args ...any) error {
-	return &refusedError{fmt.Errorf(format, args...)}
+	return &exitError{ExitRefused, fmt.Errorf(format, args...)}
 }
 
-// conflictError is a state that stops the command: nothing free, a name
-// that means two things, a desktop someone else holds.
-type conflictError struct{ err error }
-
-func (e *conflictError) Error() string { return e.err.Error() }
-func (e *conflictError) Unwrap() error { return e.err }
-
-// conflictf returns a conflictError with a formatted message.
+// conflictf returns a state that stops the command: nothing free, a name
+// that means two things, a desktop someone else holds (ExitConflict).
 func conflictf(format string, args ...any) error {
-	return &conflictError{fmt.Errorf(format, args...)}
+	return &exitError{ExitConflict, fmt.Errorf(format, args...)}
 }
 
 // notFoundf returns an error that exits with ExitNotFound.
@@ -73,21 +60,12 @@ func ExitCode(err error) int {
 		return ExitOK
 	}
 	var (
-		ue *usageError
-		np *noPortalError
-		re *refusedError
-		ce *conflictError
+		xe *exitError
 		ae *api.Error
 	)
 	switch {
-	case errors.As(err, &ue):
-		return ExitUsage
-	case errors.As(err, &np):
-		return ExitNoPortal
-	case errors.As(err, &re):
-		return ExitRefused
-	case errors.As(err, &ce):
-		return ExitConflict
+	case errors.As(err, &xe):
+		return xe.code
 	case errors.As(err, &ae):
 		switch ae.Status {
 		case http.StatusBadRequest, http.StatusUnprocessableEntity:

@@ -45,7 +45,7 @@ func (f *Flags) parseFlags(args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, &usageError{err}
+			return nil, &exitError{ExitUsage, err}
 		}
 		if f.NArg() == 0 {
 			return pos, nil
@@ -72,4 +72,15 @@ func (f *Flags) ParseArgs(args []string, want ...string) ([]string, error) {
 		return nil, usagef("%s wants %s, got %q", f.Name(), strings.Join(want, " "), strings.Join(pos, " "))
 	}
 	return pos, nil
+}
+
+// parseRef is ParseArgs for a subcommand of one positional argument,
+// NS/<what> (DESKTOP, POOL): it returns that and its path in the API.
+func (f *Flags) parseRef(args []string, what string) (arg, path string, err error) {
+	pos, err := f.ParseArgs(args, "NS/"+what)
+	if err != nil {
+		return "", "", err
+	}
+	path, err = ref(pos[0], what)
+	return pos[0], path, err
 }

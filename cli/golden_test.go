@@ -106,7 +106,7 @@ func TestCLI_ExitCodes(t *testing.T) {
 		{&api.Error{Status: 404}, ExitNotFound},
 		{&api.Error{Status: 409}, ExitConflict},
 		{conflictf("ambiguous"), ExitConflict},
-		{&noPortalError{errors.New("x")}, ExitNoPortal},
+		{&exitError{ExitNoPortal, errors.New("x")}, ExitNoPortal},
 		{&api.Error{Status: 403}, ExitRefused},
 		{&api.Error{Status: 500}, ExitFailed},
 		{errors.New("x"), ExitFailed},

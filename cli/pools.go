@@ -36,28 +36,11 @@ func runPools(ctx context.Context, e Env, args []string) error {
 	return table(e.Out, []string{"NAMESPACE", "NAME", "KIND", "MODE", "SOURCE", "SIZE", "FREE", "CLAIMED"}, rows)
 }
 
-// runPool is `corral-vdi-portal pool create|resize|delete`.
+// runPool is `corral-vdi-portal pool create|list|update|resize|delete`.
 func runPool(ctx context.Context, e Env, args []string) error {
-	const usage = "usage: corral-vdi-portal pool create|list|update|resize|delete ... (each takes -h)"
-	if len(args) == 0 {
-		return usagef("pool wants create, list, update, resize or delete\n%s", usage)
-	}
-	switch args[0] {
-	case "create":
-		return runPoolCreate(ctx, e, args[1:])
-	case "list":
-		return runPoolList(ctx, e, args[1:])
-	case "update":
-		return runPoolUpdate(ctx, e, args[1:])
-	case "resize":
-		return runPoolResize(ctx, e, args[1:])
-	case "delete":
-		return runPoolDelete(ctx, e, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(e.ErrOut, usage)
-		return nil
-	}
-	return usagef("pool %s: unknown; want create, list, update, resize or delete", args[0])
+	return runGroup(ctx, e, "pool", args, []subcommand{
+		{"create", runPoolCreate}, {"list", runPoolList}, {"update", runPoolUpdate}, {"resize", runPoolResize}, {"delete", runPoolDelete},
+	})
 }
 
 // runPoolCreate is `corral-vdi-portal pool create`.
@@ -171,11 +154,7 @@ func runPoolResize(ctx context.Context, e Env, args []string) error {
 // runPoolDelete is `corral-vdi-portal pool delete NS/POOL`.
 func runPoolDelete(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "pool delete", "NS/POOL")
-	pos, err := f.ParseArgs(args, "NS/POOL")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "POOL")
+	pool, path, err := f.parseRef(args, "POOL")
 	if err != nil {
 		return err
 	}
@@ -187,5 +166,5 @@ func runPoolDelete(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "deleted pool %s", pos[0])
+	return f.done(raw, "deleted pool %s", pool)
 }

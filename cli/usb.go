@@ -15,20 +15,7 @@ import (
 
 // runUSB is `corral-vdi-portal usb list|redir`.
 func runUSB(ctx context.Context, e Env, args []string) error {
-	const usage = "usage: corral-vdi-portal usb list|redir ... (each takes -h)"
-	if len(args) == 0 {
-		return usagef("usb wants list or redir\n%s", usage)
-	}
-	switch args[0] {
-	case "list":
-		return runUSBList(ctx, e, args[1:])
-	case "redir":
-		return runUSBRedir(ctx, e, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(e.ErrOut, usage)
-		return nil
-	}
-	return usagef("usb %s: unknown; want list or redir", args[0])
+	return runGroup(ctx, e, "usb", args, []subcommand{{"list", runUSBList}, {"redir", runUSBRedir}})
 }
 
 // usbDevice is a USB device of this machine as sysfs shows it.

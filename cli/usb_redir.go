@@ -44,11 +44,7 @@ func runUSBRedir(ctx context.Context, e Env, args []string) error {
   corral-vdi-portal usb redir --portal https://vdi.example vdi/win-3 --device 1050:0407 --token ...
   # admin path, with kube credentials: virtctl usbredir for the VM alice holds
   corral-vdi-portal usb redir vdi/win-3 --device 1050:0407 --user alice`
-	pos, err := f.ParseArgs(args, "NS/DESKTOP")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
@@ -62,9 +58,9 @@ func runUSBRedir(ctx context.Context, e Env, args []string) error {
 	case *portalURL != "" && *user != "":
 		return usagef("usb redir: --portal (your own device) and --user (admin path) exclude each other")
 	case *portalURL != "":
-		return usbRedirPortal(ctx, e, *portalURL, path, pos[0], *device, *token, *yes)
+		return usbRedirPortal(ctx, e, *portalURL, path, desktop, *device, *token, *yes)
 	case *user != "":
-		return usbRedirAdmin(ctx, f, pos[0], *device, *user, *yes)
+		return usbRedirAdmin(ctx, f, desktop, *device, *user, *yes)
 	}
 	f.Usage()
 	return usagef("usb redir wants --portal URL (your device, through the portal) or --user U (admin path, virtctl)")

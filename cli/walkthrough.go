@@ -237,11 +237,7 @@ func runUnassign(ctx context.Context, e Env, args []string) error {
 	reason := f.String("reason", "", "why, for the audit log and the holder's console")
 	f.Examples = `  corral-vdi-portal unassign local/demo-2
   corral-vdi-portal unassign local/demo-2 --force -reason "maintenance at noon"`
-	pos, err := f.ParseArgs(args, "NS/DESKTOP")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
@@ -254,7 +250,7 @@ func runUnassign(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	if d.Holder == "" {
-		return conflictf("%s is not assigned to anyone; nothing to unassign", pos[0])
+		return conflictf("%s is not assigned to anyone; nothing to unassign", desktop)
 	}
 	if !*force {
 		by, err := assignedBy(ctx, c, d)
@@ -262,14 +258,14 @@ func runUnassign(ctx context.Context, e Env, args []string) error {
 			return err
 		}
 		if by == "" {
-			return conflictf("%s is held by %s, who claimed it themselves (since %s); pass --force to take it from them", pos[0], d.Holder, stamp(d.ClaimedAt))
+			return conflictf("%s is held by %s, who claimed it themselves (since %s); pass --force to take it from them", desktop, d.Holder, stamp(d.ClaimedAt))
 		}
 	}
 	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/desktops/"+path+"/release", api.Release{Reason: strings.TrimSpace(*reason)})
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "unassigned %s from %s", pos[0], d.Holder)
+	return f.done(raw, "unassigned %s from %s", desktop, d.Holder)
 }
 
 // assignedBy returns the admin who assigned d's current claim, or "" when
@@ -305,11 +301,7 @@ func runConnect(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "connect", "NS/DESKTOP [-json]")
 	f.Examples = `  corral-vdi-portal connect local/demo-1
   corral-vdi-portal connect vdi/win-3 -json`
-	pos, err := f.ParseArgs(args, "NS/DESKTOP")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "DESKTOP")
+	_, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
