@@ -79,16 +79,26 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "You are not signed in.", Hint: "Sign in at /signin, or reach the portal through your identity proxy."})
 			return
 		}
-		err := h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
-			code, msg, hint := h.errorText(r, err)
-			setRetryAfter(w, err)
-			writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
+		if err := h.serveLimited(w, r, id, fn); err != nil {
+			h.writeAPIError(w, r, err)
 		}
 	}
+}
+
+// serveLimited runs fn for id within id's rate limit.
+func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
+	if err := h.limitUser(r, id); err != nil {
+		return err
+	}
+	return fn(w, r, id)
+}
+
+// writeAPIError answers err in the API's error shape, with Retry-After
+// for a limit.
+func (h *Handler) writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg, hint := h.errorText(r, err)
+	setRetryAfter(w, err)
+	writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
 }
 
 // adminAPI is api for admin-only routes: a non-admin is refused before
@@ -111,11 +121,7 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/signin?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		err := h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
+		if err := h.serveLimited(w, r, id, fn); err != nil {
 			code, msg, hint := h.errorText(r, err)
 			setRetryAfter(w, err)
 			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(http.StatusText(code), id), Status: code, Msg: msg, Hint: hint}))

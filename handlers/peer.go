@@ -36,8 +36,7 @@ func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	conn, err := h.desktops.Dial(r.Context(), ref, p)
 	if err != nil {
-		code, msg, hint := h.errorText(r, err)
-		writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
+		h.writeAPIError(w, r, err)
 		return
 	}
 	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)

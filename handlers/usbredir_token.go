@@ -96,14 +96,8 @@ func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
 			return
 		}
 		id := vdi.Identity{Login: login, Name: login}
-		err = h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
-			code, msg, hint := h.errorText(r, err)
-			setRetryAfter(w, err)
-			writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
+		if err := h.serveLimited(w, r, id, fn); err != nil {
+			h.writeAPIError(w, r, err)
 		}
 	}
 }
