@@ -4,124 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
-
-// The seed's walkthrough: pool list, assign POOL USER, unassign, connect.
-// Each goes through the same API the web UI uses, so a claim made in the
-// browser shows here and the other way round.
-
-// runPoolList is `corral-vdi-portal pool list [NS/POOL]`: one row per
-// desktop with its holder (or free), power and since when it is held.
-func runPoolList(ctx context.Context, e Env, args []string) error {
-	f := NewFlags(e, "pool list", "[NS/POOL] [-json]")
-	f.Examples = `  corral-vdi-portal pool list
-  corral-vdi-portal pool list local/demo -json`
-	pos, err := f.parseFlags(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		f.Usage()
-		return usagef("pool list takes at most one NS/POOL, got %q", pos)
-	}
-	var ns, pool string
-	if len(pos) == 1 {
-		if _, err := ref(pos[0], "POOL"); err != nil {
-			return err
-		}
-		ns, pool, _ = strings.Cut(pos[0], "/")
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	if pool != "" {
-		if _, err := findPool(ctx, c, ns, pool); err != nil {
-			return err
-		}
-	}
-	ds, err := allDesktops(ctx, c)
-	if err != nil {
-		return err
-	}
-	keep := []vdi.Desktop{}
-	for _, d := range ds {
-		if pool == "" || (d.Namespace == ns && d.Pool == pool) {
-			keep = append(keep, d)
-		}
-	}
-	if f.JSON {
-		raw, err := json.Marshal(keep)
-		if err != nil {
-			return err
-		}
-		return PrintJSON(e.Out, raw)
-	}
-	return poolListTable(f, keep)
-}
-
-// poolListTable prints ds as pool list's table.
-func poolListTable(f *Flags, ds []vdi.Desktop) error {
-	rows := make([][]string, 0, len(ds))
-	for _, d := range ds {
-		holder := d.Holder
-		if holder == "" {
-			holder = "free"
-		}
-		power := string(d.Power)
-		if d.Reason != "" {
-			power += ": " + d.Reason
-		}
-		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, holder, power, stamp(d.ClaimedAt)})
-	}
-	return table(f.env.Out, []string{"DESKTOP", "POOL", "HOLDER", "POWER", "SINCE"}, rows)
-}
-
-// allDesktops lists every desktop, sorted by namespace and name.
-func allDesktops(ctx context.Context, c *adminClient) ([]vdi.Desktop, error) {
-	var ds []vdi.Desktop
-	if _, err := c.get(ctx, "/api/vdi/desktops?all=1", &ds); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(ds, func(a, b vdi.Desktop) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	return ds, nil
-}
-
-// findPool returns pool ns/name, or a not-found error naming the pools.
-func findPool(ctx context.Context, c *adminClient, ns, name string) (vdi.PoolStatus, error) {
-	var pools []vdi.PoolStatus
-	if _, err := c.get(ctx, "/api/vdi/pools", &pools); err != nil {
-		return vdi.PoolStatus{}, err
-	}
-	var names []string
-	for _, p := range pools {
-		if p.Namespace == ns && p.Name == name {
-			return p, nil
-		}
-		names = append(names, p.Namespace+"/"+p.Name)
-	}
-	return vdi.PoolStatus{}, notFoundf("there is no pool %s/%s (pools: %s); see `corral-vdi-portal pools`", ns, name, orNone(names))
-}
-
-// orNone joins names, or says none.
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
 
 // runAssign is `corral-vdi-portal assign NS/POOL USER` (a free desktop of
 // the pool) or `assign NS/DESKTOP USER` (that desktop). A name that is both
@@ -292,59 +183,4 @@ func assignedBy(ctx context.Context, c *adminClient, d vdi.Desktop) (string, err
 		}
 	}
 	return "", nil
-}
-
-// runConnect is `corral-vdi-portal connect NS/DESKTOP`: the one-click URL
-// and each console with the protocol it would pick and the path it would
-// take (direct, peer, apiserver).
-func runConnect(ctx context.Context, e Env, args []string) error {
-	f := NewFlags(e, "connect", "NS/DESKTOP [-json]")
-	f.Examples = `  corral-vdi-portal connect local/demo-1
-  corral-vdi-portal connect vdi/win-3 -json`
-	_, path, err := f.parseRef(args, "DESKTOP")
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	var a api.Connect
-	raw, err := c.get(ctx, "/api/vdi/desktops/"+path+"/connect?paths=1", &a)
-	if err != nil {
-		return err
-	}
-	base := c.portalURL
-	page := base + "/desktops/" + path
-	if f.JSON {
-		out := map[string]any{"url": page}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return err
-		}
-		out["url"] = page
-		buf, err := json.Marshal(out)
-		if err != nil {
-			return err
-		}
-		return PrintJSON(e.Out, buf)
-	}
-	fmt.Fprintf(e.Out, "open %s\n\n", page)
-	rows := [][]string{connectRow("best", a.ConnectOption, base)}
-	for i, fb := range a.Fallbacks {
-		rows = append(rows, connectRow("fallback "+strconv.Itoa(i+1), fb, base))
-	}
-	return table(e.Out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows)
-}
-
-// connectRow is one console of connect's table.
-func connectRow(choice string, c api.ConnectOption, base string) []string {
-	p := c.Path
-	if p == "" {
-		p = "none: " + c.PathError
-	}
-	ws := c.WebSocket
-	if strings.HasPrefix(base, "http") {
-		ws = "ws" + strings.TrimPrefix(base, "http") + ws
-	}
-	return []string{choice, string(c.Protocol), p, ws}
 }
