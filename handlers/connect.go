@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -27,35 +28,6 @@ const (
 
 // preference is the order consoles are offered in, best first.
 var preference = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal}
-
-// connectOption is one way to open a desktop's console. RDP options also
-// carry what IronRDP needs: the gateway token, the destination, and the
-// sign-in when the portal knows it (shown to the holder only); a serial
-// console carries the guest's login the same way.
-type connectOption struct {
-	Protocol    vdi.Protocol    `json:"protocol"`
-	WebSocket   string          `json:"websocket"`
-	Token       string          `json:"token,omitempty"`
-	Destination string          `json:"destination,omitempty"`
-	Credentials *rdpCredentials `json:"credentials,omitempty"`
-	// Path and PathError say, for an admin's ?paths=1, how the console
-	// would be reached (direct, peer, apiserver) or why not.
-	Path      string `json:"path,omitempty"`
-	PathError string `json:"pathError,omitempty"`
-}
-
-// connectInfo answers /connect: the best console and the others. On a
-// recorded desktop Recorded is set and Notice says so (and why RDP is not
-// among the options).
-type connectInfo struct {
-	connectOption
-	Fallbacks []connectOption `json:"fallbacks"`
-	// Console is what the pool's policy allows every console of the
-	// desktop (clipboard, file transfer), for the page to follow.
-	Console  vdi.ConsolePolicy `json:"console"`
-	Recorded bool              `json:"recorded,omitempty"`
-	Notice   string            `json:"notice,omitempty"`
-}
 
 // probeResult is what a probe of one console of one member found.
 type probeResult struct {
@@ -138,7 +110,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if id.Admin && r.URL.Query().Get("paths") == "1" {
 		h.annotatePaths(r.Context(), d.Ref(), opts)
 	}
-	info := connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console}
+	info := api.Connect{ConnectOption: opts[0], Fallbacks: append([]api.ConnectOption{}, opts[1:]...), Console: d.Console}
 	if d.Recorded {
 		info.Recorded, info.Notice = true, recordingNotice
 	}
@@ -148,17 +120,17 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 
 // connectOptions returns d's consoles in the order of preference, leaving
 // out RDP when its server does not answer the probe.
-func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []connectOption {
+func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []api.ConnectOption {
 	offered := map[vdi.Protocol]bool{}
 	for _, p := range d.Protocols {
 		offered[p] = true
 	}
-	var opts []connectOption
+	var opts []api.ConnectOption
 	for _, p := range preference {
 		if !offered[p] {
 			continue
 		}
-		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
+		o := api.ConnectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
 		switch p {
 		case vdi.ProtocolRDP:
 			res := h.probe(ctx, d, p)
@@ -177,11 +149,11 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 }
 
 // holderSignIn returns the sign-in a probe found, for the holder only.
-func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentials {
+func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *api.Credentials {
 	if d.Holder != id.Login || res.user == "" {
 		return nil
 	}
-	return &rdpCredentials{Username: res.user, Password: res.passw}
+	return &api.Credentials{Username: res.user, Password: res.passw}
 }
 
 // probe connects to console p of d, checks that an RDP server answers an

@@ -8,11 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -113,7 +113,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
-	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", defaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
+	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", api.DefaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the kube backend; default in-cluster config, then ~/.kube/config (KUBECONFIG)")
 	fs.StringVar(&c.Namespace, "namespace", env("CORRAL_VDI_NAMESPACE", defaultNamespace()), "the portal's own namespace, for its leader-election Lease (CORRAL_VDI_NAMESPACE)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
@@ -284,30 +284,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// rootDataDir is root's default data directory. Root's home is private
-// (0700) and every sandboxed desktop's uid must pass through the data
-// directory to its own folder, so root keeps its data where system
-// services do. A data directory an older portal made in root's home is
-// kept; local desktops then say how to move it.
-const rootDataDir = "/var/lib/corral-vdi"
-
-func defaultDataDir(getenv func(string) string) string {
-	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "corral-vdi")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "corral-vdi-data"
-	}
-	inHome := filepath.Join(home, ".local", "share", "corral-vdi")
-	if os.Geteuid() == 0 {
-		if _, err := os.Stat(inHome); err != nil {
-			return rootDataDir
-		}
-	}
-	return inHome
 }
 
 // isLoopback reports whether addr listens on loopback only.

@@ -1,6 +1,8 @@
-// Package portal wires the corral-vdi-portal program together: Main opens
-// the database, starts the backend, and serves HTTP until its context ends.
-// The command and the end-to-end tests run the same Main.
+// Package portal wires the corral-vdi-portal server together: Main opens
+// the database, starts the backend, and serves HTTP (and the admin socket)
+// until its context ends; Serve is the serve command around it and Doctor
+// checks a machine or cluster for it. The command and the end-to-end tests
+// run the same Main. The admin CLI, its client, is package cli.
 package portal
 
 import (
