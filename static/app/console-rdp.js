@@ -128,7 +128,7 @@ export async function open(screen, info, ui) {
   let irgui;
   const panel = signInPanel(info.credentials, (u, p) => start(u, p), screen.dataset.kiosk === 'true');
   screen.append(el, panel.el);
-  const zoom = attachZoom(screen, el, { mode: 'transform' });
+  const zoom = attachZoom(screen, el, { mode: 'transform', canvas: () => el.shadowRoot?.querySelector('canvas') });
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
   const policy = info.console || { clipboard: 'both', fileTransfer: true };

@@ -47,6 +47,7 @@ export async function open(screen, info, ui) {
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',
+    canvas: () => stage.querySelector('canvas'),
     gestures: true,
     zoomed: (on) => { rfb.resizeSession = !on && !info.viewOnly; },
   });

@@ -25,7 +25,7 @@ const maxZoom = 6;
 const snap = 1.1; // a pinch that ends below this goes back to fit
 
 // attachZoom zooms stage inside screen. opts: mode ('size' or
-// 'transform'), gestures (true when noVNC's gesture events decide what a
+// 'transform'), canvas() the desktop's canvas in the stage, gestures (true when noVNC's gesture events decide what a
 // two-finger touch is), zoomed(on) called when the view leaves or comes
 // back to fit. It returns { fit(), close(), get zoom() }.
 export function attachZoom(screen, stage, opts = {}) {
@@ -45,11 +45,33 @@ export function attachZoom(screen, stage, opts = {}) {
   button.addEventListener('click', () => fit());
   screen.append(button);
 
+  // content is where the desktop's canvas is on the screen at fit (a
+  // client may letterbox it), found by undoing the view on its box.
+  let content = null;
+  function measure() {
+    const c = (opts.canvas?.() || stage).getBoundingClientRect();
+    const r = screen.getBoundingClientRect();
+    if (c.width <= 0 || c.height <= 0) return;
+    content = {
+      x0: (c.left - r.left - view.x) / view.z, x1: (c.right - r.left - view.x) / view.z,
+      y0: (c.top - r.top - view.y) / view.z, y1: (c.bottom - r.top - view.y) / view.z,
+    };
+  }
+  // keep moves the zoomed desktop no further than its edges allow: it
+  // covers the screen along a side where it is larger, and stays whole on
+  // the screen where it is smaller.
+  function keep(at, size, lo, hi) {
+    const z = view.z;
+    if (z * (hi - lo) <= size) return Math.min(size - z * hi, Math.max(-z * lo, at));
+    return Math.min(-z * lo, Math.max(size - z * hi, at));
+  }
+
   function apply() {
     const w = screen.clientWidth;
     const h = screen.clientHeight;
-    view.x = Math.min(0, Math.max(w - view.z * w, view.x));
-    view.y = Math.min(0, Math.max(h - view.z * h, view.y));
+    const c = content || { x0: 0, x1: w, y0: 0, y1: h };
+    view.x = view.z > 1 ? keep(view.x, w, c.x0, c.x1) : 0;
+    view.y = view.z > 1 ? keep(view.y, h, c.y0, c.y1) : 0;
     const on = view.z > 1;
     if (on && screen.dataset.zoomed !== 'true') opts.zoomed?.(true);
     if (mode === 'size') {
@@ -95,6 +117,7 @@ export function attachZoom(screen, stage, opts = {}) {
   const onStart = (ev) => {
     for (const t of ev.changedTouches) touches.set(t.identifier, local(t));
     if (touches.size === 2) {
+      measure();
       const { m, d } = pair();
       pinch = { m0: m, d0: d, z0: view.z, x0: view.x, y0: view.y, ours: false, decided: false };
     } else {
@@ -149,7 +172,7 @@ export function attachZoom(screen, stage, opts = {}) {
   if (opts.gestures) for (const g of gestures) stage.addEventListener(g, onGesture, true);
   // A smaller or larger screen (the keyboard row, a turned phone) keeps
   // the zoom; the view is kept inside it.
-  const resized = new ResizeObserver(() => { if (view.z > 1) apply(); });
+  const resized = new ResizeObserver(() => { if (view.z > 1) { measure(); apply(); } });
   resized.observe(screen);
 
   return {
