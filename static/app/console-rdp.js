@@ -198,6 +198,11 @@ export async function open(screen, info, ui) {
       try {
         irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
       } catch { /* no session yet, or the server cannot resize */ }
+      // IronRDP sizes its canvas to the asked size at once; a server that
+      // keeps its size (freerdp-shadow) would stay stretched to it (the
+      // on-screen keyboard's row opening, a turned phone), so scale it to
+      // fit again once the server has answered.
+      timer = setTimeout(() => { if (!closed) irgui.setScale(1); }, 700);
     }, 300);
   });
   resized.observe(screen);
