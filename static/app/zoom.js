@@ -25,9 +25,10 @@ const maxZoom = 6;
 const snap = 1.1; // a pinch that ends below this goes back to fit
 
 // attachZoom zooms stage inside screen. opts: mode ('size' or
-// 'transform'), canvas() the desktop's canvas in the stage, gestures (true when noVNC's gesture events decide what a
-// two-finger touch is), zoomed(on) called when the view leaves or comes
-// back to fit. It returns { fit(), close(), get zoom() }.
+// 'transform'), canvas() the desktop's canvas in the stage, gestures (true
+// when noVNC's gesture events decide what a two-finger touch is),
+// zoomed(on) called when the view leaves or comes back to fit. It returns
+// { fit(), close(), get zoom() }.
 export function attachZoom(screen, stage, opts = {}) {
   const mode = opts.mode || 'transform';
   const view = { z: 1, x: 0, y: 0 };
