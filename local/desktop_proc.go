@@ -48,7 +48,7 @@ func startDesktopProc(name, dir, path string, args, env []string, cwd string, ex
 	defer logf.Close()
 	cmd := user.command(path, args...)
 	cmd.Dir = cwd
-	cmd.Env = env
+	user.setEnv(cmd, env)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.ExtraFiles = extra
