@@ -238,6 +238,16 @@ func attackFromInside(t *testing.T, p *Portal, nproc int) {
 	} else {
 		t.Logf("attack vnc-socket-symlink: refused (%v)", status(res))
 	}
+	// Bob's own console still answers.
+	ws, res, err := dialWS(p, "bob", "/ws/vnc/local/"+b.Name, p.URL)
+	if err != nil {
+		t.Fatalf("bob's VNC console: %v (%v)", err, status(res))
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, msg, err := ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), "RFB ") {
+		t.Errorf("bob's VNC console said %q, %v; want the RFB greeting", msg, err)
+	}
+	ws.Close()
 	// The portal is unharmed and nobody became admin.
 	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+b.Name, &b); code != 200 || b.Power != "running" {
 		t.Errorf("after the attacks bob's desktop: %d %+v; want running", code, b)

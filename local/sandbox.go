@@ -242,7 +242,9 @@ func subIDsInRange(path string, first, last int) (name string, start, count int,
 // Owns reports whether uid is one the sandbox hands to desktops. A
 // namespaced desktop has none (it runs as the portal's uid, and cannot
 // reach the host's loopback at all).
-func (s *Sandbox) Owns(uid int) bool { return s != nil && s.ns == nil && uid >= s.first && uid <= s.last }
+func (s *Sandbox) Owns(uid int) bool {
+	return s != nil && s.ns == nil && uid >= s.first && uid <= s.last
+}
 
 // Range returns the sandbox's uid range as FIRST-LAST.
 func (s *Sandbox) Range() string { return fmt.Sprintf("%d-%d", s.first, s.last) }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -27,8 +28,8 @@ func prepareVMDirs(cfg vmBoot) error {
 	if err := os.Mkdir(cfg.dir, 0o700); err != nil {
 		return err
 	}
-	if cfg.user.ns != nil {
-		return cfg.user.ns.freshTmp()
+	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
+		return errors.Join(os.MkdirAll(cfg.user.ns.home, 0o700), cfg.user.ns.freshTmp())
 	}
 	return cfg.user.give(cfg.dir)
 }
