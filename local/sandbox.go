@@ -21,9 +21,10 @@ import (
 // portals on one host, or two members, from sharing a uid.
 
 // DefaultDesktopUIDs is the uid range of sandboxed desktops unless
-// CORRAL_VDI_DESKTOP_UIDS says otherwise: far above the accounts and
-// subordinate-id ranges Debian hands out.
-const DefaultDesktopUIDs = "200000-200999"
+// CORRAL_VDI_DESKTOP_UIDS says otherwise: between what Debian hands out to
+// accounts (up to 59999, nobody at 65534) and to subordinate ids (from
+// 100000, 65536 per user, so a range at 200000 meets the second user's).
+const DefaultDesktopUIDs = "80000-80999"
 
 // defaultUIDRegistry holds one symlink per allocated uid, naming the member
 // folder that holds it.
