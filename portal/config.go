@@ -74,6 +74,12 @@ type Config struct {
 	DesktopLimits local.Limits
 	// DesktopNoNetwork gives local desktops no network at all.
 	DesktopNoNetwork bool
+	// DesktopSandbox is how local desktops are kept apart: auto, uids or
+	// userns (local.SandboxAuto...).
+	DesktopSandbox string
+	// SecretFiles are the files the settings name (secrets, keys, the
+	// kubeconfig), hidden from namespaced desktops.
+	SecretFiles []string
 	// TokenKeys sign RDP tokens, newest first; replicas share them.
 	TokenKeys auth.Keys
 	// SharedSecretsFrom names the Secret (namespace/name or name) the
@@ -143,6 +149,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var desktopLimits, desktopNetwork string
 	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
 	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
+	fs.StringVar(&c.DesktopSandbox, "desktop-sandbox", env("CORRAL_VDI_DESKTOP_SANDBOX", local.SandboxAuto), "how local desktops are kept from the portal and each other: auto (uids as root, else userns), uids (a uid of its own per member; root only) or userns (user, pid, mount and network namespaces made by bubblewrap; no network) (CORRAL_VDI_DESKTOP_SANDBOX)")
 	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
@@ -154,6 +161,14 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := f.Value.String(); v != "" && (strings.HasSuffix(f.Name, "-file") || f.Name == "kubeconfig") {
+			c.SecretFiles = append(c.SecretFiles, v)
+		}
+	})
+	if f := getenv("CORRAL_VDI_DATABASE_PASSWORD_FILE"); f != "" {
+		c.SecretFiles = append(c.SecretFiles, f)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
