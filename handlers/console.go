@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -19,6 +20,21 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),
+		Likely:     string(likelyConsole(d)),
 	}))
 	return nil
+}
+
+// likelyConsole returns the console /connect will most likely answer for
+// d: the first it offers in the order of preference. The page starts
+// loading that console's client before the answer is in; it is a guess (an
+// RDP server that does not answer the probe is passed over), never a
+// promise.
+func likelyConsole(d vdi.Desktop) vdi.Protocol {
+	for _, p := range preference {
+		if slices.Contains(d.Protocols, p) {
+			return p
+		}
+	}
+	return ""
 }
