@@ -92,6 +92,8 @@ const firstPixelParts = `() => {
   const out = { origin: Math.round(o - click), claimed: at(n.redirectEnd || n.fetchStart), html: at(n.responseEnd), dom: at(n.domInteractive) };
   if (c) { out.connectSent = at(c.startTime); out.connect = at(c.responseEnd); }
   if (w) { out.wasmSent = at(w.startTime); out.wasm = at(w.responseEnd); out.wasmBytes = w.transferSize; }
+  const nv = res.filter((e) => e.name.includes('/static/novnc.'));
+  if (nv.length) { out.novncFirst = at(Math.min(...nv.map((e) => e.startTime))); out.novncLast = at(Math.max(...nv.map((e) => e.responseEnd))); out.novncFiles = nv.length; }
   for (const m of performance.getEntriesByType('measure')) out[m.name] = at(m.startTime + m.duration);
   for (const [k, v] of Object.entries(window.__marks || {})) out[k] = Math.round(v - click);
   out.first = Math.round(window.__firstPixel - click);

@@ -35,20 +35,24 @@ func consoleClients(p Page, likely string) templ.Attributes {
 // everything they import, for modulepreload links: the browser fetches them
 // all at once while the page asks /connect, instead of one level of imports
 // after another once it has the answer.
-func consoleModules(p Page, likely string) []string {
-	var entries []string
+//
+// The page's own module (app/console.js or app/kiosk.js) comes first with
+// what it imports (less itself, which its script tag loads): the page asks
+// /connect once they have run.
+func consoleModules(p Page, page, likely string) []string {
+	entries := []string{page}
 	switch likely {
 	case "rdp":
-		entries = []string{"app/console-rdp.js", static.IronRDP, static.IronRDPBackend}
+		entries = append(entries, "app/console-rdp.js", static.IronRDP, static.IronRDPBackend)
 	case "vnc":
-		entries = []string{"app/console-vnc.js", static.NoVNC}
+		entries = append(entries, "app/console-vnc.js", static.NoVNC)
 	case "serial", "terminal":
-		entries = []string{"app/console-xterm.js", static.XTerm, static.XTermFit, static.XTermAttach}
+		entries = append(entries, "app/console-xterm.js", static.XTerm, static.XTermFit, static.XTermAttach)
 	}
 	var out []string
 	for _, e := range entries {
 		for _, u := range p.modules(e) {
-			if !slices.Contains(out, u) {
+			if u != p.Asset(page) && !slices.Contains(out, u) {
 				out = append(out, u)
 			}
 		}
