@@ -63,8 +63,15 @@ func consoleModules(p Page, page, likely string) []string {
 // rdpClient returns the RDP client's files, which the home page prefetches
 // into the browser's cache while the user picks a pool: its wasm (4 MB)
 // and its modules are then at hand when the console opens.
+// Files not embedded (a build without scripts/assets.sh) are left out.
 func rdpClient(p Page) []string {
-	return []string{p.Asset(static.IronRDPWasm), p.Asset(static.IronRDPBackend), p.Asset(static.IronRDP), p.Asset("app/console-rdp.js")}
+	var out []string
+	for _, f := range []string{static.IronRDPWasm, static.IronRDPBackend, static.IronRDP, "app/console-rdp.js"} {
+		if u := p.Asset(f); u != static.Prefix+f {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // keyName and keyLabel split an on-screen key "Name:Label".
