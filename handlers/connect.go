@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,16 +39,56 @@ type probeResult struct {
 
 // probeKey names one console of one member under one claim: a new claim
 // (an ephemeral member recreated, with a fresh sign-in) is probed afresh.
+// The claim is its time in microseconds, the precision a Lease keeps, so
+// the desktop a claim returns and the one read back later name the same
+// key (a time.Time also compares its monotonic reading and location).
 type probeKey struct {
 	ref     vdi.Ref
 	p       vdi.Protocol
-	claimed time.Time
+	claimed int64
 }
 
-// probeCache remembers probe results for probeTTL.
+// probeCache remembers probe results for probeTTL, and the probes under
+// way so that a second asker waits for the first one's answer instead of
+// probing again.
 type probeCache struct {
-	mu sync.Mutex
-	m  map[probeKey]probeResult
+	mu       sync.Mutex
+	m        map[probeKey]probeResult
+	inflight map[probeKey]*probeCall
+}
+
+// probeCall is a probe under way; done closes when res is set. learned
+// says whether res says something of the desktop (the prober's caller did
+// not go away mid-probe).
+type probeCall struct {
+	done    chan struct{}
+	res     probeResult
+	learned bool
+}
+
+// begin returns the probe of k under way and false, or a new one and true
+// when the caller is to run it (and then call end).
+func (c *probeCache) begin(k probeKey) (*probeCall, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if call, ok := c.inflight[k]; ok {
+		return call, false
+	}
+	if c.inflight == nil {
+		c.inflight = map[probeKey]*probeCall{}
+	}
+	call := &probeCall{done: make(chan struct{})}
+	c.inflight[k] = call
+	return call, true
+}
+
+// end publishes a probe's result to those waiting on it.
+func (c *probeCache) end(k probeKey, call *probeCall, res probeResult, learned bool) {
+	c.mu.Lock()
+	delete(c.inflight, k)
+	c.mu.Unlock()
+	call.res, call.learned = res, learned
+	close(call.done)
 }
 
 func (c *probeCache) get(k probeKey, now time.Time) (probeResult, bool) {
@@ -167,10 +208,45 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *api.Credenti
 // serial console just to close it again.
 func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) probeResult {
 	ref := d.Ref()
-	key := probeKey{ref, p, d.ClaimedAt}
-	if res, ok := h.console.probes.get(key, time.Now()); ok {
-		return res
+	key := probeKey{ref, p, d.ClaimedAt.UnixMicro()}
+	for {
+		if res, ok := h.console.probes.get(key, time.Now()); ok {
+			return res
+		}
+		call, mine := h.console.probes.begin(key)
+		if mine {
+			res, learned := h.runProbe(ctx, d, p)
+			h.console.probes.end(key, call, res, learned)
+			return res
+		}
+		select {
+		case <-call.done:
+			if call.learned {
+				return call.res
+			}
+			// Its caller went away mid-probe: probe again.
+		case <-ctx.Done():
+			return probeResult{}
+		}
 	}
+}
+
+// probeAhead probes d's RDP server as soon as d is claimed, in the
+// background, so that the console page's /connect (which follows the
+// claim's redirect by a few milliseconds) finds the answer ready or under
+// way instead of waiting on a probe of its own.
+func (h *Handler) probeAhead(d vdi.Desktop) {
+	if d.Power != vdi.PowerRunning || !slices.Contains(d.Protocols, vdi.ProtocolRDP) {
+		return
+	}
+	go h.probe(context.Background(), d, vdi.ProtocolRDP)
+}
+
+// runProbe is one probe of console p of d; learned is false when ctx ended
+// mid-probe, so the result says nothing of the desktop and is not cached.
+func (h *Handler) runProbe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) (_ probeResult, learned bool) {
+	ref := d.Ref()
+	key := probeKey{ref, p, d.ClaimedAt.UnixMicro()}
 	begin := time.Now()
 	res := probeResult{}
 	caller := ctx
@@ -195,7 +271,7 @@ func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) prob
 	}
 	res.ok = err == nil
 	if caller.Err() != nil {
-		return res // the caller went away mid-probe: nothing learned about the desktop
+		return res, false // the caller went away mid-probe: nothing learned about the desktop
 	}
 	switch {
 	case err != nil && p == vdi.ProtocolRDP:
@@ -206,5 +282,5 @@ func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) prob
 	h.log.Debug("console probed", "desktop", ref, "protocol", p, "ok", res.ok, "path", path, "elapsed", time.Since(begin).Round(time.Millisecond))
 	res.at = time.Now()
 	h.console.probes.put(key, res)
-	return res
+	return res, true
 }

@@ -66,6 +66,8 @@ type Recordings interface {
 // Assets maps static paths to hashed URLs and serves them.
 type Assets interface {
 	URL(path string) string
+	// Modules returns the URLs of an ES module and of what it imports.
+	Modules(path string) []string
 	Handler() http.Handler
 }
 

@@ -14,22 +14,36 @@ const kinds = { General: 0, WrongPassword: 1, LogonFailure: 2, AccessDenied: 3, 
 
 const wrongPassword = 'Wrong user name or password.';
 
-let rdpModule; // the IronRDP module, initialised once per page
+let loading; // the IronRDP module's load, started once per page
 
-async function loadIronRDP(screen) {
-  if (!rdpModule) {
-    const t0 = performance.now();
-    const [, mod] = await Promise.all([
-      import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
-      import(screen.dataset.ironrdpBackend),
-    ]);
-    const t1 = performance.now();
-    performance.measure('rdp-import', { start: t0, end: t1 });
-    await mod.init('WARN'); // compiles the inlined wasm
-    performance.measure('rdp-wasm', { start: t1 });
-    rdpModule = mod;
+// loadIronRDP imports IronRDP and initialises it: the backend's init
+// fetches its wasm (a file of its own, long cached) and compiles it as it
+// streams in, which Chromium's code cache then keeps for the next visit.
+// Callers share one load; a failed one is tried again by the next.
+function loadIronRDP(screen) {
+  if (!loading) {
+    const load = (async () => {
+      const t0 = performance.now();
+      const [, mod] = await Promise.all([
+        import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
+        import(screen.dataset.ironrdpBackend),
+      ]);
+      const t1 = performance.now();
+      performance.measure('rdp-import', { start: t0, end: t1 });
+      await mod.init('WARN');
+      performance.measure('rdp-wasm', { start: t1 });
+      return mod;
+    })();
+    loading = load;
+    load.catch(() => { if (loading === load) loading = null; });
   }
-  return rdpModule;
+  return loading;
+}
+
+// preload starts loading IronRDP ahead of open (connect.js), so that its
+// wasm compiles while the page waits for /connect.
+export function preload(screen) {
+  loadIronRDP(screen).catch(() => {});
 }
 
 // describe turns an IronRDP error into a sentence for the user; wrong says

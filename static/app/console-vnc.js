@@ -21,8 +21,15 @@ export function dropped(code, reason) {
     || (code === 1000 && reason === 'desktop closed the connection');
 }
 
+// preload fetches noVNC's modules ahead of open (connect.js).
+export function preload(screen) {
+  return import(screen.dataset.novnc);
+}
+
 export async function open(screen, info, ui) {
+  const t0 = performance.now();
   const { default: RFB } = await import(screen.dataset.novnc);
+  performance.measure('vnc-import', { start: t0 }); // noVNC's modules: usually preloaded
   // Open the websocket here, not in noVNC, to read the close reason the
   // portal sends (released by an admin, reclaimed for idleness, ...).
   const ws = new WebSocket(wsURL(info.websocket), ['binary']);
