@@ -12,4 +12,7 @@ type Page struct {
 	User vdi.Identity
 	// Asset maps a static file's path to its hashed URL.
 	Asset func(path string) string
+	// Outage, when set, is what every page says of a part of the portal
+	// that does not answer (the Kubernetes API server).
+	Outage string
 }
