@@ -26,6 +26,13 @@ import (
 func localPhase(t *testing.T, sc scale, r *report) {
 	data, _ := os.MkdirTemp("", "cvl") // short: desktops' sockets live under it
 	t.Cleanup(func() { os.RemoveAll(data) })
+	// The recordings' disk is small, for the disk-full fault.
+	recDisk := filepath.Join(data, "recordings")
+	os.MkdirAll(recDisk, 0o700)
+	mountErr := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", recDisk).Run()
+	if mountErr == nil {
+		t.Cleanup(func() { exec.Command("umount", recDisk).Run() }) // after the portal stops
+	}
 	p := startPortal(t, data, "127.0.0.1:0", "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_ADMINS=ops",
 		fmt.Sprintf("CORRAL_VDI_DEMO_POOL_SIZE=%d", sc.Desktops+1), "CORRAL_VDI_MAX_CONSOLES_PER_USER=0")
 	ctx := context.Background()
@@ -61,6 +68,7 @@ func localPhase(t *testing.T, sc scale, r *report) {
 	r.add("attack", "e2e attack table and desktop escapes (root and nobody) while under load", err == nil, "every attack refused (go test passes)", "%s in %s",
 		strings.Join(tail[max(0, len(tail)-2):], " / "), time.Since(attackStart).Round(time.Second))
 	desktopKilled(t, sc, r, p)
+	recordingsFull(r, p, mountErr, holders[0])
 }
 
 // session is one terminal console through the portal.
