@@ -90,6 +90,7 @@ func kubePhase(t *testing.T, sc scale, r *report) {
 	faultAPIServerRestart(t, sc, r, e)
 	faultEtcdPause(t, sc, r, e)
 	faultSQLiteReadOnly(t, sc, r, e)
+	faultSQLiteDeleted(t, sc, r, e)
 	faultPostgresPaused(t, sc, r, e)
 	events, doubles, twice := e.watcher.stop()
 	r.add("storm", "double holders (watcher, whole phase)", doubles == 0 && events > 0, "0, with events seen",
