@@ -132,6 +132,21 @@ func (h *apiserverHealth) start() chan struct{} {
 	return done
 }
 
+// watch asks the API server every apiserverCheckEvery until ctx ends, so
+// that pages know it is down without waiting for it.
+func (h *apiserverHealth) watch(ctx context.Context) {
+	t := time.NewTicker(apiserverCheckEvery)
+	defer t.Stop()
+	for {
+		h.check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // notice is what the pages say while the API server does not answer, from
 // the last answer (a stale one starts a check and is still used); empty
 // while it answers.

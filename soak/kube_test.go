@@ -349,14 +349,17 @@ func faultAPIServerRestart(t *testing.T, sc scale, r *report, e *kubeEnv) {
 	code, buf, _ := call(ctx, e.replicas[0].URL, "", "GET", "/readyz", "")
 	r.add("fault", "apiserver down: replica not ready", code == http.StatusServiceUnavailable, "/readyz 503",
 		"%d %.120s", code, buf)
-	code, buf, _ = call(ctx, e.replicas[1].URL, "during-api", "GET", "/", "")
-	r.add("fault", "apiserver down: the home page says so", strings.Contains(string(buf), `data-testid="outage"`), "a notice on the page",
-		"%d %.160s", code, outageText(buf))
+	took, ok := eventually(10*time.Second, func() bool {
+		code, buf, _ = call(ctx, e.replicas[1].URL, "during-api", "GET", "/", "")
+		return strings.Contains(string(buf), `data-testid="outage"`)
+	})
+	r.add("fault", "apiserver down: the home page says so", ok, "a notice on the page within 10 s",
+		"%d after %s: %.160s", code, took.Round(100*time.Millisecond), outageText(buf))
 	if err := <-restarted; err != nil {
 		r.add("fault", "apiserver restart", false, "restarted", "%v", err)
 		return
 	}
-	took, ok := eventually(120*time.Second, func() bool {
+	took, ok = eventually(120*time.Second, func() bool {
 		for _, p := range e.replicas {
 			if code, _, _ := call(ctx, p.URL, "", "GET", "/readyz", ""); code != http.StatusOK {
 				return false
