@@ -26,7 +26,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, c tem
 }
 
 func (h *Handler) pageProps(title string, id vdi.Identity) views.Page {
-	return views.Page{Title: title, User: id, Asset: h.assets.URL, Modules: h.assets.Modules}
+	p := views.Page{Title: title, User: id, Asset: h.assets.URL, Modules: h.assets.Modules}
+	if h.outage != nil {
+		p.Outage = h.outage()
+	}
+	return p
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

@@ -49,12 +49,13 @@ type Main struct {
 	// recordings keeps the recordings of recorded pools' sessions.
 	recordings *recording.Store
 
-	kube     kubernetes.Interface // the kube backend's client; nil with local
-	stopKube context.CancelFunc   // ends the kube backend's watches
-	identity string               // this replica in the reclaim leader election
-	leading  atomic.Bool
-	notReady error // why /readyz fails for good; nil when it may pass
-	handler  *handlers.Handler
+	kube      kubernetes.Interface // the kube backend's client; nil with local
+	apiserver apiserverHealth      // whether kube's API server answers, for /readyz and the pages
+	stopKube  context.CancelFunc   // ends the kube backend's watches
+	identity  string               // this replica in the reclaim leader election
+	leading   atomic.Bool
+	notReady  error // why /readyz fails for good; nil when it may pass
+	handler   *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -146,6 +147,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
 		Notice:   m.history.StatusText,
+		Outage:   m.apiserver.notice,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,

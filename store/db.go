@@ -33,6 +33,9 @@ type DB struct {
 	db *conn
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
+	// file is the SQLite file, watched for being deleted; nil for
+	// PostgreSQL.
+	file *dbFile
 }
 
 // Open opens (creating if needed) the SQLite database at path and applies
@@ -43,7 +46,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return open(ctx, &conn{db: sqldb, d: sqliteDialect}, path)
+	db, err := open(ctx, &conn{db: sqldb, d: sqliteDialect}, path)
+	if err == nil {
+		db.file = watchFile(path)
+	}
+	return db, err
 }
 
 // OpenPostgres connects to the PostgreSQL database at url (postgres://...)

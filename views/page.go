@@ -16,6 +16,9 @@ type Page struct {
 	// every module it imports statically, for modulepreload links; nil
 	// gives the module alone.
 	Modules func(path string) []string
+	// Outage, when set, is what every page says of a part of the portal
+	// that does not answer (the Kubernetes API server).
+	Outage string
 }
 
 // modules returns the URLs of the module at path and of its static imports.
