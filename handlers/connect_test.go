@@ -199,6 +199,19 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	if a := direct.connect(t, "alice", d.Ref()); a.Protocol != "vnc" {
 		t.Fatalf("connect with the direct path only = %+v; want vnc first (the RDP server is out of reach)", a)
 	}
+	// The desktop's RDP server answers through the fallback (on a loaded
+	// machine it may still be starting): what is tested is that /connect
+	// then offers it first.
+	var dialErr error
+	if !eventually(10*time.Second, func() bool {
+		c, err := backendPath{backend}.Dial(ctx, d.Ref(), vdi.ProtocolRDP)
+		if dialErr = err; err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("the desktop's RDP server does not answer through the fallback: %v", dialErr)
+	}
 	e := serve(ConsoleConfig{Paths: []ConsolePath{backendPath{backend}}})
 	begin := time.Now()
 	a := e.connect(t, "alice", d.Ref())
