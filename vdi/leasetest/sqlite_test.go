@@ -64,6 +64,7 @@ func BenchmarkSQLiteClaim(b *testing.B) {
 	b.Run("members=100/claimants=1", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 100, 1, 3) })
 	b.Run("members=100/claimants=100", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 100, 100, 3) })
 	b.Run("members=100/claimants=500", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 100, 500, 3) })
+	b.Run("members=200/claimants=200", func(b *testing.B) { leasetest.Bench(b, sqliteBench(b), 200, 200, 3) })
 }
 
 func sqliteBench(b *testing.B) leasetest.Store {
