@@ -20,8 +20,10 @@ import (
 )
 
 const (
-	// DefaultBufferSize is the copy buffer size for each direction.
-	DefaultBufferSize = 32 << 10
+	// DefaultBufferSize is the copy buffer size for each direction. The
+	// buffers are lent only while bytes move, so it costs an idle console
+	// nothing; 64 KiB reads halve the desktop reads of a 32 KiB one.
+	DefaultBufferSize = 64 << 10
 	// DefaultMaxMessage is the largest client message accepted by default.
 	DefaultMaxMessage = 1 << 20
 

@@ -7,11 +7,15 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// writeBufferPool lends write buffers to all relay websockets only while a
-// message is being written, so idle consoles hold none. It is for
-// connections whose write buffer is DefaultBufferSize (gorilla does not
-// check the size of what a pool returns).
+// writeBufferPool lends write buffers to peer websockets only while a
+// message is being written, so idle ones hold none. It is for connections
+// whose write buffer is peerBufferSize (gorilla does not check the size of
+// what a pool returns).
 var writeBufferPool = new(sync.Pool)
+
+// peerBufferSize is the read and write buffer size of a websocket to a
+// peer portal.
+const peerBufferSize = 32 << 10
 
 // consoleWriteBufferPool is writeBufferPool for console connections,
 // whose write buffers are consoleWriteBuffer bytes.
