@@ -39,11 +39,17 @@ func (s *Leases) cachedList(ctx context.Context, namespace, pool string) ([]*vdi
 		pc.byMember = nil // read whole next time
 		return nil, fmt.Errorf("store: list leases: %w", err)
 	}
-	out := make([]*vdi.Lease, 0, len(pc.byMember))
+	// Copies, the caller's to change, in one allocation: every claim of a
+	// storm lists its pool.
+	copies := make([]vdi.Lease, 0, len(pc.byMember))
 	for _, l := range pc.byMember {
 		c := *l
 		c.Annotations = maps.Clone(l.Annotations)
-		out = append(out, &c)
+		copies = append(copies, c)
+	}
+	out := make([]*vdi.Lease, len(copies))
+	for i := range copies {
+		out[i] = &copies[i]
 	}
 	slices.SortFunc(out, func(a, b *vdi.Lease) int { return strings.Compare(a.Member, b.Member) })
 	return out, nil
