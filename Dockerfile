@@ -34,7 +34,7 @@ CMD ["serve"]
 FROM debian:bookworm-slim AS local
 RUN apt-get update && apt-get install -y --no-install-recommends \
         tigervnc-standalone-server tigervnc-tools openbox xterm x11-xserver-utils fonts-dejavu-core \
-        freerdp2-shadow-x11 winpr-utils \
+        freerdp2-shadow-x11 winpr-utils bubblewrap \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 corral
 COPY --from=build /out/corral-vdi-portal /usr/local/bin/corral-vdi-portal

@@ -26,6 +26,58 @@ func MustLaunchBrowser(tb testing.TB) *Browser {
 // (e.g. --host-resolver-rules).
 func MustLaunchBrowserWith(tb testing.TB, flags ...string) *Browser {
 	tb.Helper()
+	pw := mustRunPlaywright(tb)
+	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+		ExecutablePath: playwright.String("/usr/bin/chromium"),
+		Headless:       playwright.Bool(true),
+		Args:           append(chromiumFlags(), flags...),
+	})
+	if err != nil {
+		pw.Stop()
+		tb.Fatalf("launch Chromium (apt-get install chromium): %v", err)
+	}
+	br := &Browser{pw: pw, browser: b}
+	tb.Cleanup(func() {
+		b.Close()
+		pw.Stop()
+	})
+	return br
+}
+
+// MustLaunchProfile starts Chromium on a profile of its own in a fresh
+// folder, kept on disk like a user's browser: its HTTP cache and the
+// code cache of compiled scripts and wasm survive from page to page, which
+// the incognito-like contexts of MustNewPage do not keep.
+func MustLaunchProfile(tb testing.TB, width, height int) playwright.BrowserContext {
+	tb.Helper()
+	pw := mustRunPlaywright(tb)
+	ctx, err := pw.Chromium.LaunchPersistentContext(tb.TempDir(), playwright.BrowserTypeLaunchPersistentContextOptions{
+		ExecutablePath: playwright.String("/usr/bin/chromium"),
+		Headless:       playwright.Bool(true),
+		Args:           chromiumFlags(),
+		Viewport:       &playwright.Size{Width: width, Height: height},
+	})
+	if err != nil {
+		pw.Stop()
+		tb.Fatalf("launch Chromium (apt-get install chromium): %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx.Close()
+		pw.Stop()
+	})
+	return ctx
+}
+
+// chromiumFlags are the flags every test browser runs with.
+func chromiumFlags() []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync"}
+}
+
+// mustRunPlaywright starts Playwright's driver from node_modules (npm's
+// playwright-core, pinned in package.json).
+func mustRunPlaywright(tb testing.TB) *playwright.Playwright {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")
 	cli := filepath.Join(root, "node_modules", "playwright-core", "cli.js")
@@ -42,22 +94,7 @@ func MustLaunchBrowserWith(tb testing.TB, flags ...string) *Browser {
 	if err != nil {
 		tb.Fatalf("start Playwright: %v", err)
 	}
-	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath: playwright.String("/usr/bin/chromium"),
-		Headless:       playwright.Bool(true),
-		Args: append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync"}, flags...),
-	})
-	if err != nil {
-		pw.Stop()
-		tb.Fatalf("launch Chromium (apt-get install chromium): %v", err)
-	}
-	br := &Browser{pw: pw, browser: b}
-	tb.Cleanup(func() {
-		b.Close()
-		pw.Stop()
-	})
-	return br
+	return pw
 }
 
 // MustNewPage opens a page in a fresh context (own cookies) of the given size.

@@ -113,20 +113,73 @@ func (term *terminal) run(script string, d time.Duration) string {
 // TestAttack_FromInsideADesktop claims two desktops as two users and, from
 // inside alice's terminal (through the portal, as she would), tries every
 // way out of the desktop: each must fail.
-// It runs with the host's network and with none.
+// It runs with the portal as root (desktops get uids of their own), with
+// the host's network and with none, and with the portal as nobody
+// (desktops run in user namespaces).
 func TestAttack_FromInsideADesktop(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need the portal to run as root")
+		t.Skip("the test starts portals as root and as nobody")
 	}
+	const nproc = 150
+	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin",
+		"CORRAL_VDI_DESKTOP_LIMITS=nproc=" + strconv.Itoa(nproc) + ",nofile=1024,as=8G"}
 	for _, network := range []string{"host", "none"} {
-		t.Run("network="+network, func(t *testing.T) { attackFromInside(t, network) })
+		t.Run("root/network="+network, func(t *testing.T) {
+			attackFromInside(t, MustStartPortal(t, append(env, "CORRAL_VDI_DESKTOP_NETWORK="+network)...), nproc)
+		})
 	}
+	t.Run("nobody/userns", func(t *testing.T) {
+		attackFromInside(t, MustStartPortalAsNobody(t, env...), nproc)
+	})
 }
 
-func attackFromInside(t *testing.T, network string) {
-	const nproc = 150
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin", "CORRAL_VDI_DESKTOP_NETWORK="+network,
-		"CORRAL_VDI_DESKTOP_LIMITS=nproc="+strconv.Itoa(nproc)+",nofile=1024,as=8G")
+// desktopShellUID returns the uid alice's shell runs as, after checking it
+// is kept from the portal: a uid of its own under a root portal, else a
+// pid namespace of its own.
+func desktopShellUID(t *testing.T, p *Portal, term *terminal) int {
+	t.Helper()
+	who := term.run("echo ID=$(id -u) NS=$(readlink /proc/self/ns/pid)", 10*time.Second)
+	m := regexp.MustCompile(`ID=(\d+) NS=(\S+)\r`).FindStringSubmatch(who)
+	if m == nil {
+		t.Fatalf("alice's shell said %q", who)
+	}
+	uid, _ := strconv.Atoi(m[1])
+	portalUID := uidOf(p.cmd.Process.Pid)
+	portalNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p.cmd.Process.Pid))
+	switch {
+	case uid == 0:
+		t.Fatalf("alice's shell runs as root: %q", who)
+	case portalUID == 0 && uid == portalUID:
+		t.Fatalf("alice's shell runs as the portal's uid %d: %q", uid, who)
+	case portalUID != 0 && (uid != portalUID || m[2] == portalNS):
+		t.Fatalf("alice's shell %q; want the portal's uid %d in a pid namespace other than the portal's %s", who, portalUID, portalNS)
+	}
+	return uid
+}
+
+// desktopProcs returns the live processes of member's desktop, which runs
+// as uid: every process of a uid of its own, or (a portal that is not
+// root) those outside the portal's pid namespace that see the member's
+// home (at /home/<member>).
+func desktopProcs(p *Portal, uid int, member string) []int {
+	if uid != uidOf(p.cmd.Process.Pid) {
+		return procsOfUID(uid) // a uid of the desktop's own
+	}
+	portalNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p.cmd.Process.Pid))
+	var pids []int
+	for _, pid := range procsOfUID(uid) {
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		if err != nil || ns == portalNS {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/root/home/%s", pid, member)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func attackFromInside(t *testing.T, p *Portal, nproc int) {
 	var a, b desktop
 	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 || a.Power != "running" {
 		t.Fatalf("alice's claim: %d %+v", code, a)
@@ -138,10 +191,7 @@ func attackFromInside(t *testing.T, network string) {
 	bobTerm.run("echo bob-secret > ~/secret.txt", 10*time.Second)
 
 	term := openTerminal(t, p, "alice", a.Name)
-	who := term.run("echo ID=$(id -u)", 10*time.Second)
-	if m := regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who); m == nil || m[1] == "0" || m[1] == strconv.Itoa(os.Getuid()) {
-		t.Fatalf("alice's shell runs as %q; want a desktop uid of its own", who)
-	}
+	uid := desktopShellUID(t, p, term)
 	u, _ := url.Parse(p.URL)
 	attacks := desktopAttacks(p.DataDir, b.Name, u.Port(), p.cmd.Process.Pid, nproc)
 	controlDesktopAttacks(t, attacks, t.TempDir())
@@ -159,9 +209,12 @@ func attackFromInside(t *testing.T, network string) {
 	}
 	// No process of alice's desktop holds a file of the portal's: every
 	// descriptor into the data dir is in her own member folder.
-	uid, _ := strconv.Atoi(regexp.MustCompile(`ID=(\d+)`).FindStringSubmatch(who)[1])
 	own := filepath.Join(p.DataDir, "local", "members", a.Name) + "/"
-	for _, pid := range procsOfUID(uid) {
+	procs := desktopProcs(p, uid, a.Name)
+	if len(procs) < 4 { // Xvnc, openbox, xterm, the RDP server, the shell
+		t.Fatalf("found %d processes of alice's desktop: %v", len(procs), procs)
+	}
+	for _, pid := range procs {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		for _, fd := range fds {
 			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
@@ -172,7 +225,7 @@ func attackFromInside(t *testing.T, network string) {
 	}
 	// Alice points her own VNC socket at bob's: the portal, which dials it
 	// as root, must not follow.
-	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock ~/../run/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
+	out := term.run("ln -sf "+p.DataDir+"/local/members/"+b.Name+"/run/vnc.sock $(dirname $XAUTHORITY)/vnc.sock && echo LINKED-$((6*7))", 10*time.Second)
 	if !strings.Contains(out, "LINKED-42") {
 		t.Fatalf("could not replace alice's socket: %q", out)
 	}
@@ -185,6 +238,16 @@ func attackFromInside(t *testing.T, network string) {
 	} else {
 		t.Logf("attack vnc-socket-symlink: refused (%v)", status(res))
 	}
+	// Bob's own console still answers.
+	ws, res, err := dialWS(p, "bob", "/ws/vnc/local/"+b.Name, p.URL)
+	if err != nil {
+		t.Fatalf("bob's VNC console: %v (%v)", err, status(res))
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, msg, err := ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), "RFB ") {
+		t.Errorf("bob's VNC console said %q, %v; want the RFB greeting", msg, err)
+	}
+	ws.Close()
 	// The portal is unharmed and nobody became admin.
 	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+b.Name, &b); code != 200 || b.Power != "running" {
 		t.Errorf("after the attacks bob's desktop: %d %+v; want running", code, b)
@@ -226,11 +289,16 @@ func procsOfUID(uid int) []int {
 // TestAttack_ReleaseLeavesNothing releases an ephemeral desktop whose user
 // left a setsid process and files in /tmp and home: its uid has no process
 // left and its files are gone before the member goes to the next user.
+// It runs with the portal as root and as nobody.
 func TestAttack_ReleaseLeavesNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need the portal to run as root")
+		t.Skip("the test starts portals as root and as nobody")
 	}
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	t.Run("root", func(t *testing.T) { releaseLeavesNothing(t, MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")) })
+	t.Run("nobody", func(t *testing.T) { releaseLeavesNothing(t, MustStartPortalAsNobody(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")) })
+}
+
+func releaseLeavesNothing(t *testing.T, p *Portal) {
 	var a desktop
 	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 {
 		t.Fatalf("claim: %d %+v", code, a)
@@ -243,7 +311,7 @@ func TestAttack_ReleaseLeavesNothing(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(m[1])
 	time.Sleep(300 * time.Millisecond)
-	if n := len(procsOfUID(uid)); n < 3 {
+	if n := len(desktopProcs(p, uid, a.Name)); n < 3 {
 		t.Fatalf("%d processes of uid %d before release; want the desktop's and the leftovers", n, uid)
 	}
 	term.ws.Close()
@@ -251,14 +319,17 @@ func TestAttack_ReleaseLeavesNothing(t *testing.T) {
 		t.Fatalf("release: %d", code)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(procsOfUID(uid)) > 0 && time.Now().Before(deadline) {
+	for len(desktopProcs(p, uid, a.Name)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if left := procsOfUID(uid); len(left) > 0 {
+	if left := desktopProcs(p, uid, a.Name); len(left) > 0 {
 		t.Errorf("after release, uid %d still runs %v", uid, left)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/tmp/left-by-%d", uid)); err == nil {
-		t.Error("the user's /tmp file survived the release")
+	// The host's /tmp (a uid of its own) or the member's (namespaces).
+	for _, tmp := range []string{"/tmp", filepath.Join(p.DataDir, "local", "members", a.Name, "tmp")} {
+		if _, err := os.Stat(filepath.Join(tmp, fmt.Sprintf("left-by-%d", uid))); err == nil {
+			t.Errorf("the user's /tmp file survived the release in %s", tmp)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(p.homeOf(a.Name), "left-in-home")); err == nil {
 		t.Error("the user's home file survived the release")

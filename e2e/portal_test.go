@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Chmod(dir, 0o755) // a portal run as another user (nobody) execs it too
 	binary = filepath.Join(dir, "corral-vdi-portal")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/corral-vdi-portal")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -64,6 +65,31 @@ func MustStartPortal(tb testing.TB, env ...string) *Portal {
 	}
 	tb.Cleanup(func() { os.RemoveAll(data) }) // runs after the portal stops
 	return mustStartPortalIn(tb, data, env...)
+}
+
+// nobody is the uid and gid a portal that is not root runs as in tests.
+const nobody = 65534
+
+// MustStartPortalAsNobody is MustStartPortal for a portal that is not
+// root: it runs as nobody, with a data directory of its own.
+func MustStartPortalAsNobody(tb testing.TB, env ...string) *Portal {
+	tb.Helper()
+	data, err := os.MkdirTemp("", "cvd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(data) })
+	if err := os.Chown(data, nobody, nobody); err != nil {
+		tb.Fatal(err)
+	}
+	defaults := []string{
+		"HOME=" + data, "XDG_CACHE_HOME=" + filepath.Join(data, "cache"),
+		"CORRAL_VDI_LISTEN=127.0.0.1:0",
+		"CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
+		"CORRAL_VDI_BACKEND=local",
+	}
+	prefix := []string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}
+	return startPortalIn(tb, data, prefix, append(defaults, env...)...)
 }
 
 func mustStartPortalIn(tb testing.TB, data string, env ...string) *Portal {

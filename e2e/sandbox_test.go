@@ -84,24 +84,31 @@ func TestSandbox_Refusals(t *testing.T) {
 		}
 	})
 
-	t.Run("NotRoot", func(t *testing.T) {
-		const uid = "4242"
-		// The binary's folder is private to root; this portal runs as uid.
-		if err := os.Chmod(filepath.Dir(binary), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	// A portal that is not root on a host that allows no unprivileged user
+	// namespaces: bwrap fails as it does on such a kernel.
+	t.Run("NotRootWithoutUserNamespaces", func(t *testing.T) {
 		data, err := os.MkdirTemp("", "cvd")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(data) })
-		if err := exec.Command("chown", uid+":"+uid, data).Run(); err != nil {
+		if err := os.Chown(data, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
-		prefix := []string{"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", "--"}
+		fake, err := os.MkdirTemp("", "cvbin") // nobody must reach it: not under t.TempDir()'s 0700 folder
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(fake) })
+		os.Chmod(fake, 0o755)
+		script := "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(fake, "bwrap"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		prefix := []string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}
 		p := startPortalIn(t, data, prefix, "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
-			"CORRAL_VDI_BACKEND=local", "CORRAL_VDI_DEMO_POOL_SIZE=1", "HOME="+data)
-		claimRefused(t, p, "alice", "not root")
+			"CORRAL_VDI_BACKEND=local", "CORRAL_VDI_DEMO_POOL_SIZE=1", "HOME="+data, "PATH="+fake+":"+os.Getenv("PATH"))
+		claimRefused(t, p, "alice", "allow unprivileged user namespaces")
 	})
 
 	t.Run("FilesystemIgnoresOwnership", func(t *testing.T) {

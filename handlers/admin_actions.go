@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
 	"github.com/corral-dev/corral-vdi-portal/static"
@@ -14,15 +15,10 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
-// assignRequest is the body of an assignment.
-type assignRequest struct {
-	User string `json:"user"`
-}
-
 // handleDesktopAssign serves POST /api/vdi/desktops/{ns}/{member}/assign:
 // an admin gives a free desktop to {user}.
 func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	var req assignRequest
+	var req api.Assign
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}

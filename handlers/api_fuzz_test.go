@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // apiFuzzRoutes are the JSON API routes whose bodies FuzzAPIBodies sends,
@@ -46,8 +48,8 @@ func FuzzAPIBodies(f *testing.F) {
 			t.Fatalf("%s %s %q = %d %s", rt.method, rt.path, body, rec.Code, rec.Body)
 		}
 		if rec.Code >= 400 {
-			var e errorBody
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" || e.Hint == "" {
+			var e api.Error
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Msg == "" || e.Hint == "" {
 				t.Fatalf("%s %s %q = %d %q: want a JSON error with a hint", rt.method, rt.path, body, rec.Code, rec.Body)
 			}
 		}

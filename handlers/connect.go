@@ -4,9 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -28,35 +30,6 @@ const (
 // preference is the order consoles are offered in, best first.
 var preference = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal}
 
-// connectOption is one way to open a desktop's console. RDP options also
-// carry what IronRDP needs: the gateway token, the destination, and the
-// sign-in when the portal knows it (shown to the holder only); a serial
-// console carries the guest's login the same way.
-type connectOption struct {
-	Protocol    vdi.Protocol    `json:"protocol"`
-	WebSocket   string          `json:"websocket"`
-	Token       string          `json:"token,omitempty"`
-	Destination string          `json:"destination,omitempty"`
-	Credentials *rdpCredentials `json:"credentials,omitempty"`
-	// Path and PathError say, for an admin's ?paths=1, how the console
-	// would be reached (direct, peer, apiserver) or why not.
-	Path      string `json:"path,omitempty"`
-	PathError string `json:"pathError,omitempty"`
-}
-
-// connectInfo answers /connect: the best console and the others. On a
-// recorded desktop Recorded is set and Notice says so (and why RDP is not
-// among the options).
-type connectInfo struct {
-	connectOption
-	Fallbacks []connectOption `json:"fallbacks"`
-	// Console is what the pool's policy allows every console of the
-	// desktop (clipboard, file transfer), for the page to follow.
-	Console  vdi.ConsolePolicy `json:"console"`
-	Recorded bool              `json:"recorded,omitempty"`
-	Notice   string            `json:"notice,omitempty"`
-}
-
 // probeResult is what a probe of one console of one member found.
 type probeResult struct {
 	ok          bool
@@ -66,16 +39,56 @@ type probeResult struct {
 
 // probeKey names one console of one member under one claim: a new claim
 // (an ephemeral member recreated, with a fresh sign-in) is probed afresh.
+// The claim is its time in microseconds, the precision a Lease keeps, so
+// the desktop a claim returns and the one read back later name the same
+// key (a time.Time also compares its monotonic reading and location).
 type probeKey struct {
 	ref     vdi.Ref
 	p       vdi.Protocol
-	claimed time.Time
+	claimed int64
 }
 
-// probeCache remembers probe results for probeTTL.
+// probeCache remembers probe results for probeTTL, and the probes under
+// way so that a second asker waits for the first one's answer instead of
+// probing again.
 type probeCache struct {
-	mu sync.Mutex
-	m  map[probeKey]probeResult
+	mu       sync.Mutex
+	m        map[probeKey]probeResult
+	inflight map[probeKey]*probeCall
+}
+
+// probeCall is a probe under way; done closes when res is set. learned
+// says whether res says something of the desktop (the prober's caller did
+// not go away mid-probe).
+type probeCall struct {
+	done    chan struct{}
+	res     probeResult
+	learned bool
+}
+
+// begin returns the probe of k under way and false, or a new one and true
+// when the caller is to run it (and then call end).
+func (c *probeCache) begin(k probeKey) (*probeCall, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if call, ok := c.inflight[k]; ok {
+		return call, false
+	}
+	if c.inflight == nil {
+		c.inflight = map[probeKey]*probeCall{}
+	}
+	call := &probeCall{done: make(chan struct{})}
+	c.inflight[k] = call
+	return call, true
+}
+
+// end publishes a probe's result to those waiting on it.
+func (c *probeCache) end(k probeKey, call *probeCall, res probeResult, learned bool) {
+	c.mu.Lock()
+	delete(c.inflight, k)
+	c.mu.Unlock()
+	call.res, call.learned = res, learned
+	close(call.done)
 }
 
 func (c *probeCache) get(k probeKey, now time.Time) (probeResult, bool) {
@@ -138,7 +151,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if id.Admin && r.URL.Query().Get("paths") == "1" {
 		h.annotatePaths(r.Context(), d.Ref(), opts)
 	}
-	info := connectInfo{connectOption: opts[0], Fallbacks: append([]connectOption{}, opts[1:]...), Console: d.Console}
+	info := api.Connect{ConnectOption: opts[0], Fallbacks: append([]api.ConnectOption{}, opts[1:]...), Console: d.Console}
 	if d.Recorded {
 		info.Recorded, info.Notice = true, recordingNotice
 	}
@@ -148,17 +161,17 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 
 // connectOptions returns d's consoles in the order of preference, leaving
 // out RDP when its server does not answer the probe.
-func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []connectOption {
+func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []api.ConnectOption {
 	offered := map[vdi.Protocol]bool{}
 	for _, p := range d.Protocols {
 		offered[p] = true
 	}
-	var opts []connectOption
+	var opts []api.ConnectOption
 	for _, p := range preference {
 		if !offered[p] {
 			continue
 		}
-		o := connectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
+		o := api.ConnectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
 		switch p {
 		case vdi.ProtocolRDP:
 			res := h.probe(ctx, d, p)
@@ -177,11 +190,11 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 }
 
 // holderSignIn returns the sign-in a probe found, for the holder only.
-func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentials {
+func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *api.Credentials {
 	if d.Holder != id.Login || res.user == "" {
 		return nil
 	}
-	return &rdpCredentials{Username: res.user, Password: res.passw}
+	return &api.Credentials{Username: res.user, Password: res.passw}
 }
 
 // probe connects to console p of d, checks that an RDP server answers an
@@ -195,10 +208,45 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res probeResult) *rdpCredentia
 // serial console just to close it again.
 func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) probeResult {
 	ref := d.Ref()
-	key := probeKey{ref, p, d.ClaimedAt}
-	if res, ok := h.console.probes.get(key, time.Now()); ok {
-		return res
+	key := probeKey{ref, p, d.ClaimedAt.UnixMicro()}
+	for {
+		if res, ok := h.console.probes.get(key, time.Now()); ok {
+			return res
+		}
+		call, mine := h.console.probes.begin(key)
+		if mine {
+			res, learned := h.runProbe(ctx, d, p)
+			h.console.probes.end(key, call, res, learned)
+			return res
+		}
+		select {
+		case <-call.done:
+			if call.learned {
+				return call.res
+			}
+			// Its caller went away mid-probe: probe again.
+		case <-ctx.Done():
+			return probeResult{}
+		}
 	}
+}
+
+// probeAhead probes d's RDP server as soon as d is claimed, in the
+// background, so that the console page's /connect (which follows the
+// claim's redirect by a few milliseconds) finds the answer ready or under
+// way instead of waiting on a probe of its own.
+func (h *Handler) probeAhead(d vdi.Desktop) {
+	if d.Power != vdi.PowerRunning || !slices.Contains(d.Protocols, vdi.ProtocolRDP) {
+		return
+	}
+	go h.probe(context.Background(), d, vdi.ProtocolRDP)
+}
+
+// runProbe is one probe of console p of d; learned is false when ctx ended
+// mid-probe, so the result says nothing of the desktop and is not cached.
+func (h *Handler) runProbe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) (_ probeResult, learned bool) {
+	ref := d.Ref()
+	key := probeKey{ref, p, d.ClaimedAt.UnixMicro()}
 	begin := time.Now()
 	res := probeResult{}
 	caller := ctx
@@ -223,7 +271,7 @@ func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) prob
 	}
 	res.ok = err == nil
 	if caller.Err() != nil {
-		return res // the caller went away mid-probe: nothing learned about the desktop
+		return res, false // the caller went away mid-probe: nothing learned about the desktop
 	}
 	switch {
 	case err != nil && p == vdi.ProtocolRDP:
@@ -234,5 +282,5 @@ func (h *Handler) probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) prob
 	h.log.Debug("console probed", "desktop", ref, "protocol", p, "ok", res.ok, "path", path, "elapsed", time.Since(begin).Round(time.Millisecond))
 	res.at = time.Now()
 	h.console.probes.put(key, res)
-	return res
+	return res, true
 }

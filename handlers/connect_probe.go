@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -14,7 +15,7 @@ const pathProbeTimeout = 5 * time.Second
 // path each console would take: it dials each as a watcher alongside the
 // holder, so that a KubeVirt console with its one viewer is not taken from
 // them, and closes the connection at once.
-func (h *Handler) annotatePaths(ctx context.Context, ref vdi.Ref, opts []connectOption) {
+func (h *Handler) annotatePaths(ctx context.Context, ref vdi.Ref, opts []api.ConnectOption) {
 	for i := range opts {
 		dctx, cancel := context.WithTimeout(ctx, pathProbeTimeout)
 		c, path, err := h.dialConsoleFor(dctx, ref, opts[i].Protocol, true)

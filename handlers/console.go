@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -19,6 +20,25 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),
+		Likely:     string(likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))),
 	}))
 	return nil
+}
+
+// likelyConsole returns the console the page will most likely open for d:
+// the one the page's ?protocol= asks for (a "Use VNC" link) when d offers
+// it, else the first d offers in the order of preference. The page starts
+// loading that console's client before /connect answers; it is a guess (an
+// RDP server that does not answer the probe is passed over), never a
+// promise.
+func likelyConsole(d vdi.Desktop, asked vdi.Protocol) vdi.Protocol {
+	if slices.Contains(d.Protocols, asked) {
+		return asked
+	}
+	for _, p := range preference {
+		if slices.Contains(d.Protocols, p) {
+			return p
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -54,15 +55,9 @@ func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id v
 	return h.handleDesktopGet(w, r, id)
 }
 
-// releaseRequest is the optional body of a release; admins give a reason
-// for a force-release, which the audit log and the user's console show.
-type releaseRequest struct {
-	Reason string `json:"reason"`
-}
-
 // handleDesktopRelease serves POST /api/vdi/desktops/{ns}/{member}/release.
 func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	var req releaseRequest
+	var req api.Release
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}

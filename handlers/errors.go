@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -70,30 +71,34 @@ func setRetryAfter(w http.ResponseWriter, err error) {
 	}
 }
 
-// errorBody is the JSON shape of every API error.
-type errorBody struct {
-	Error string `json:"error"`
-	Hint  string `json:"hint,omitempty"`
-}
-
 // api wraps an API handler: 401 without an identity, JSON errors.
 func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := h.auth.Identify(r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, errorBody{"You are not signed in.", "Sign in at /signin, or reach the portal through your identity proxy."})
+			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "You are not signed in.", Hint: "Sign in at /signin, or reach the portal through your identity proxy."})
 			return
 		}
-		err := h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
-			code, msg, hint := h.errorText(r, err)
-			setRetryAfter(w, err)
-			writeJSON(w, code, errorBody{msg, hint})
+		if err := h.serveLimited(w, r, id, fn); err != nil {
+			h.writeAPIError(w, r, err)
 		}
 	}
+}
+
+// serveLimited runs fn for id within id's rate limit.
+func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
+	if err := h.limitUser(r, id); err != nil {
+		return err
+	}
+	return fn(w, r, id)
+}
+
+// writeAPIError answers err in the API's error shape, with Retry-After
+// for a limit.
+func (h *Handler) writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg, hint := h.errorText(r, err)
+	setRetryAfter(w, err)
+	writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
 }
 
 // adminAPI is api for admin-only routes: a non-admin is refused before
@@ -116,11 +121,7 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/signin?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		err := h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
+		if err := h.serveLimited(w, r, id, fn); err != nil {
 			code, msg, hint := h.errorText(r, err)
 			setRetryAfter(w, err)
 			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(http.StatusText(code), id), Status: code, Msg: msg, Hint: hint}))

@@ -66,6 +66,8 @@ type Recordings interface {
 // Assets maps static paths to hashed URLs and serves them.
 type Assets interface {
 	URL(path string) string
+	// Modules returns the URLs of an ES module and of what it imports.
+	Modules(path string) []string
 	Handler() http.Handler
 }
 
@@ -91,6 +93,9 @@ type Config struct {
 	// (the history database not answering), shown on /readyz and the
 	// dashboard.
 	Notice func() string
+	// Outage, when it returns text, is a part of the portal that does not
+	// answer, which every page says (the Kubernetes API server).
+	Outage func() string
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
 	// Listen is the listen address; its host is an allowed Host.
@@ -131,6 +136,7 @@ type Handler struct {
 	ready        func(ctx context.Context) error
 	readyLog     readyLog
 	notice       func() string
+	outage       func() string
 	mux          *http.ServeMux
 	protected    http.Handler // mux behind cross-origin protection
 	console      *consoleState
@@ -161,6 +167,7 @@ func New(cfg Config) *Handler {
 		ready:        cfg.Ready,
 		replica:      cfg.Replica,
 		notice:       cfg.Notice,
+		outage:       cfg.Outage,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),

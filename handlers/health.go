@@ -3,6 +3,8 @@ package handlers
 import (
 	"net/http"
 	"sync"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // handleHealthz serves GET /healthz: the process is up.
@@ -17,7 +19,7 @@ func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	err := h.ready(r.Context())
 	h.readyLog.note(h, err)
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{"Not ready.", "The portal's database or backend did not answer, or a setting is missing; see its log."})
+		writeJSON(w, http.StatusServiceUnavailable, api.Error{Msg: "Not ready.", Hint: "The portal's database or backend did not answer, or a setting is missing; see its log."})
 		return
 	}
 	body := map[string]string{"status": "ready"}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -166,22 +167,6 @@ func historyLimit(r *http.Request) (int, error) {
 	return n, nil
 }
 
-// sessionJSON is a console session as the JSON history lists it.
-type sessionJSON struct {
-	ID          string    `json:"id"`
-	User        string    `json:"user"`
-	Namespace   string    `json:"namespace"`
-	Desktop     string    `json:"desktop"`
-	Protocol    string    `json:"protocol"`
-	Path        string    `json:"path"`
-	Opened      time.Time `json:"opened"`
-	Closed      time.Time `json:"closed,omitzero"`
-	BytesIn     int64     `json:"bytesIn"`
-	BytesOut    int64     `json:"bytesOut"`
-	LastInput   time.Time `json:"lastInput,omitzero"`
-	CloseReason string    `json:"closeReason,omitempty"`
-}
-
 // handleSessionsJSON serves GET /api/vdi/history/sessions (admins): the
 // filters of /admin/history, newest first, up to ?limit=.
 func (h *Handler) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
@@ -196,24 +181,14 @@ func (h *Handler) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id 
 	if err != nil {
 		return err
 	}
-	out := make([]sessionJSON, 0, len(sessions))
+	out := make([]api.Session, 0, len(sessions))
 	for _, s := range sessions {
-		out = append(out, sessionJSON{s.ID, s.Login, s.Namespace, s.Member, s.Protocol, s.Path, s.OpenedAt, s.ClosedAt,
-			s.BytesIn, s.BytesOut, s.LastInput, s.CloseReason})
+		out = append(out, api.Session{ID: s.ID, User: s.Login, Namespace: s.Namespace, Desktop: s.Member, Protocol: s.Protocol,
+			Path: s.Path, Opened: s.OpenedAt, Closed: s.ClosedAt, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
+			LastInput: s.LastInput, CloseReason: s.CloseReason})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// auditJSON is an audit log entry as the JSON history lists it.
-type auditJSON struct {
-	ID        int64     `json:"id"`
-	At        time.Time `json:"at"`
-	Actor     string    `json:"actor"`
-	Action    string    `json:"action"`
-	Namespace string    `json:"namespace,omitempty"`
-	Target    string    `json:"target,omitempty"`
-	Detail    string    `json:"detail,omitempty"`
 }
 
 // handleAuditJSON serves GET /api/vdi/history/audit (admins): the filters
@@ -230,9 +205,10 @@ func (h *Handler) handleAuditJSON(w http.ResponseWriter, r *http.Request, id vdi
 	if err != nil {
 		return err
 	}
-	out := make([]auditJSON, 0, len(entries))
+	out := make([]api.AuditEntry, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, auditJSON{e.ID, e.At, e.Actor, e.Action, e.Namespace, e.Target, e.Detail})
+		out = append(out, api.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action,
+			Namespace: e.Namespace, Target: e.Target, Detail: e.Detail})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // TestHistoryJSON checks the JSON history routes' filters, limit and
@@ -44,13 +46,13 @@ func TestHistoryJSON(t *testing.T) {
 			continue
 		}
 		if code != http.StatusOK {
-			var e errorBody
+			var e api.Error
 			if json.Unmarshal(body, &e) != nil || e.Hint == "" {
 				t.Errorf("sessions%s: error %s has no hint", tc.query, body)
 			}
 			continue
 		}
-		var got []sessionJSON
+		var got []api.Session
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("sessions%s: %v in %s", tc.query, err, body)
 		}
@@ -66,7 +68,7 @@ func TestHistoryJSON(t *testing.T) {
 		t.Fatalf("resize: %d %s", code, body)
 	}
 	code, body := send("ops", "GET", "/api/vdi/history/audit?user=ops", "")
-	var audit []auditJSON
+	var audit []api.AuditEntry
 	if code != http.StatusOK || json.Unmarshal(body, &audit) != nil {
 		t.Fatalf("audit: %d %s", code, body)
 	}

@@ -37,6 +37,7 @@ func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi
 	if err != nil {
 		return err
 	}
+	h.probeAhead(d)
 	http.Redirect(w, r, "/desktops/"+d.Namespace+"/"+d.Name, http.StatusSeeOther)
 	return nil
 }

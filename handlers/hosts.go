@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -168,7 +169,7 @@ func (h *Handler) guardHost(w http.ResponseWriter, r *http.Request) bool {
 // websockets, a page for browsers.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, code int, title, msg, hint string) {
 	if wantsJSON(r) {
-		writeJSON(w, code, errorBody{msg, hint})
+		writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
 		return
 	}
 	h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(title, vdi.Identity{}), Status: code, Msg: msg, Hint: hint}))

@@ -121,6 +121,8 @@ func (h *Handler) renderKiosk(w http.ResponseWriter, r *http.Request, props view
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
 	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
+	props.Likely = string(likelyConsole(d, ""))
+	h.probeAhead(d)
 	h.render(w, r, http.StatusOK, views.Kiosk(props))
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // metrics are the portal's Prometheus metrics, on a registry of its own so
@@ -47,8 +49,8 @@ func (m *metrics) handler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{"Metrics need a bearer token.",
-				"Send Authorization: Bearer <token>, the token in CORRAL_VDI_METRICS_TOKEN (or _FILE); in Prometheus set authorization.credentials_file."})
+			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "Metrics need a bearer token.",
+				Hint: "Send Authorization: Bearer <token>, the token in CORRAL_VDI_METRICS_TOKEN (or _FILE); in Prometheus set authorization.credentials_file."})
 			return
 		}
 		h.ServeHTTP(w, r)

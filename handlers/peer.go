@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -19,24 +20,23 @@ func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	proto, ref := r.PathValue("protocol"), ref(r)
 	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
 		if _, user := h.auth.Identify(r); user {
-			writeJSON(w, http.StatusForbidden, errorBody{"Peer links are for peer portals, not users.", "Open the desktop's console from its page."})
+			writeJSON(w, http.StatusForbidden, api.Error{Msg: "Peer links are for peer portals, not users.", Hint: "Open the desktop's console from its page."})
 			return
 		}
 		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
-		writeJSON(w, http.StatusUnauthorized, errorBody{"Peer signature missing or not valid.", "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for."})
+		writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "Peer signature missing or not valid.", Hint: "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for."})
 		return
 	}
 	p := vdi.Protocol(proto)
 	switch p {
 	case vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal:
 	default:
-		writeJSON(w, http.StatusNotFound, errorBody{"No peer link for protocol " + proto + ".", "Use vnc, serial or terminal."})
+		writeJSON(w, http.StatusNotFound, api.Error{Msg: "No peer link for protocol " + proto + ".", Hint: "Use vnc, serial or terminal."})
 		return
 	}
 	conn, err := h.desktops.Dial(r.Context(), ref, p)
 	if err != nil {
-		code, msg, hint := h.errorText(r, err)
-		writeJSON(w, code, errorBody{msg, hint})
+		h.writeAPIError(w, r, err)
 		return
 	}
 	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)

@@ -4,25 +4,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// policyRequest is a pool policy as API clients write it: Go durations
-// such as "15m" or "8h" (empty means the portal default (grace) or off);
-// the clipboard and file transfer are allowed unless turned off; and
-// whether sessions (and keystrokes) are recorded.
-type policyRequest struct {
-	DisconnectGrace string        `json:"disconnectGrace"`
-	MaxSession      string        `json:"maxSession"`
-	IdleTimeout     string        `json:"idleTimeout"`
-	Clipboard       vdi.Clipboard `json:"clipboard"`
-	FileTransfer    *bool         `json:"fileTransfer"`
-	Record          bool          `json:"record"`
-	RecordInput     bool          `json:"recordInput"`
-}
-
-func (p policyRequest) policy() (vdi.Policy, error) {
+// policyOf reads a pool policy as API clients write it.
+func policyOf(p api.Policy) (vdi.Policy, error) {
 	out := vdi.Policy{Clipboard: p.Clipboard, Record: p.Record, RecordInput: p.RecordInput}
 	if p.FileTransfer != nil {
 		out.FileTransfer = vdi.ToggleOf(*p.FileTransfer)
@@ -48,34 +36,17 @@ func (p policyRequest) policy() (vdi.Policy, error) {
 	return out, nil
 }
 
-// poolRequest is the body of POST /api/vdi/pools.
-type poolRequest struct {
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	Kind      vdi.Kind      `json:"kind"`
-	Mode      vdi.Mode      `json:"mode"`
-	Source    string        `json:"source"`
-	Size      int           `json:"size"`
-	Policy    policyRequest `json:"policy"`
-	Access    vdi.Access    `json:"access"`
-	Limits    vdi.Limits    `json:"limits"`
-	Standby   int           `json:"standby"`
-	// LicensesAcknowledged is the admin's word that they hold the licences
-	// a pool of Windows desktops needs (vdi.Pool.LicensesAcknowledged).
-	LicensesAcknowledged bool `json:"licensesAcknowledged"`
-}
-
 // defaultNamespace is where pools go when a request names none: the
 // embedded default's namespace, the only backend that creates pools.
 const defaultNamespace = "local"
 
 // handlePoolCreate serves POST /api/vdi/pools (admins).
 func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	var req poolRequest
+	var req api.PoolCreate
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	policy, err := req.Policy.policy()
+	policy, err := policyOf(req.Policy)
 	if err != nil {
 		return err
 	}
@@ -93,19 +64,10 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 	return h.writePool(w, r, p.Namespace, p.Name, http.StatusCreated)
 }
 
-// poolPatch is the body of PATCH /api/vdi/pools/{ns}/{pool}.
-type poolPatch struct {
-	Size    *int           `json:"size"`
-	Policy  *policyRequest `json:"policy"`
-	Access  *vdi.Access    `json:"access"`
-	Limits  *vdi.Limits    `json:"limits"`
-	Standby *int           `json:"standby"`
-}
-
 // handlePoolUpdate serves PATCH /api/vdi/pools/{ns}/{pool} (admins): resize
 // (claimed desktops are never removed) or replace the policy.
 func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	var req poolPatch
+	var req api.PoolPatch
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
@@ -116,7 +78,7 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 		}
 	}
 	if req.Policy != nil {
-		p, err := req.Policy.policy()
+		p, err := policyOf(*req.Policy)
 		if err != nil {
 			return err
 		}

@@ -8,19 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 func TestPoolsAdminAPI(t *testing.T) {
 	h := mustAdminHandler(t, 1, 2)
-	send := func(user, method, path, body string) (int, errorBody) {
+	send := func(user, method, path, body string) (int, api.Error) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.RemoteAddr = "127.0.0.1:40000"
 		req.Header.Set("Tailscale-User-Login", user)
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		var e errorBody
+		var e api.Error
 		json.Unmarshal(rec.Body.Bytes(), &e)
 		return rec.Code, e
 	}
@@ -48,7 +49,7 @@ func TestPoolsAdminAPI(t *testing.T) {
 				t.Errorf("%s %s %s = %d %+v; want %d", tc.method, tc.path, tc.body, code, e, tc.want)
 			}
 			if code >= 400 && e.Hint == "" {
-				t.Errorf("%s %s: error %q has no hint", tc.method, tc.path, e.Error)
+				t.Errorf("%s %s: error %q has no hint", tc.method, tc.path, e.Msg)
 			}
 		})
 	}
@@ -88,11 +89,11 @@ func TestPoolCreateLicenses(t *testing.T) {
 }
 
 func TestPolicyRequest(t *testing.T) {
-	p, err := policyRequest{DisconnectGrace: "5m", IdleTimeout: "1h30m"}.policy()
+	p, err := policyOf(api.Policy{DisconnectGrace: "5m", IdleTimeout: "1h30m"})
 	if err != nil || p.DisconnectGrace != 5*time.Minute || p.IdleTimeout != 90*time.Minute || p.MaxSession != 0 {
-		t.Errorf("policy() = %+v, %v; want grace 5m, idle 1h30m, no max session", p, err)
+		t.Errorf("policyOf = %+v, %v; want grace 5m, idle 1h30m, no max session", p, err)
 	}
-	if _, err := (policyRequest{MaxSession: "-1h"}).policy(); err == nil {
+	if _, err := policyOf(api.Policy{MaxSession: "-1h"}); err == nil {
 		t.Errorf("a negative max session was accepted")
 	}
 }

@@ -26,6 +26,7 @@ func (h *Handler) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi
 	if err != nil {
 		return err
 	}
+	h.probeAhead(d)
 	writeJSON(w, http.StatusOK, d)
 	return nil
 }

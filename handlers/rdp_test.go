@@ -23,6 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -95,11 +96,11 @@ func mustRDPEnv(t *testing.T, holders ...string) *rdpEnv {
 
 // connectAnswer is the /connect JSON as a client reads it.
 type connectAnswer struct {
-	Protocol    string          `json:"protocol"`
-	WebSocket   string          `json:"websocket"`
-	Token       string          `json:"token"`
-	Destination string          `json:"destination"`
-	Credentials *rdpCredentials `json:"credentials"`
+	Protocol    string           `json:"protocol"`
+	WebSocket   string           `json:"websocket"`
+	Token       string           `json:"token"`
+	Destination string           `json:"destination"`
+	Credentials *api.Credentials `json:"credentials"`
 	Fallbacks   []struct {
 		Protocol string `json:"protocol"`
 	} `json:"fallbacks"`

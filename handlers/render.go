@@ -26,16 +26,21 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, c tem
 }
 
 func (h *Handler) pageProps(title string, id vdi.Identity) views.Page {
-	return views.Page{Title: title, User: id, Asset: h.assets.URL}
+	p := views.Page{Title: title, User: id, Asset: h.assets.URL, Modules: h.assets.Modules}
+	if h.outage != nil {
+		p.Outage = h.outage()
+	}
+	return p
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // securityHeaders sets the headers every response carries. The CSP lets
-// IronRDP's wasm run (wasm-unsafe-eval, data: fetch) and nothing inline
-// but styles, which the console clients set at run time.
+// IronRDP's wasm compile (wasm-unsafe-eval; never unsafe-eval) from its own
+// file on the portal, and nothing inline run but styles, which the console
+// clients set at run time.
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' data:; "+
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; "+
 		"img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

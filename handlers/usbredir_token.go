@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -90,19 +91,13 @@ func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
 		}
 		login, err := usbTokenIssuer.login(strings.TrimSpace(tok), ref(r))
 		if err != nil {
-			writeJSON(w, http.StatusUnauthorized, errorBody{"The USB token is not valid for this desktop, or has expired.",
-				"Copy a fresh command from the desktop's page and run it within " + usbTokenTTL.String() + "."})
+			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "The USB token is not valid for this desktop, or has expired.",
+				Hint: "Copy a fresh command from the desktop's page and run it within " + usbTokenTTL.String() + "."})
 			return
 		}
 		id := vdi.Identity{Login: login, Name: login}
-		err = h.limitUser(r, id)
-		if err == nil {
-			err = fn(w, r, id)
-		}
-		if err != nil {
-			code, msg, hint := h.errorText(r, err)
-			setRetryAfter(w, err)
-			writeJSON(w, code, errorBody{msg, hint})
+		if err := h.serveLimited(w, r, id, fn); err != nil {
+			h.writeAPIError(w, r, err)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.refuse != nil {
 		b.log.Error(b.refuse.Error())
 	} else if b.sandbox != nil {
-		b.log.Info("local desktops are sandboxed", "uids", b.sandbox.Range(), "limits", b.sandbox.limits.String())
+		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String())
 	}
 	pools, err := b.db.LocalPools(ctx)
 	if err != nil {

@@ -14,6 +14,9 @@ import (
 // uids and checks they can reach it and that its filesystem keeps owners.
 // The error is one line saying what to change.
 func checkSandboxDirs(dir string, s *Sandbox) error {
+	if s.Namespaced() {
+		return nil // every desktop runs as the portal's uid, in its own view of the files
+	}
 	members := filepath.Join(dir, "members")
 	for _, d := range []string{dir, members} {
 		if err := os.Chmod(d, 0o711); err != nil {
@@ -90,6 +93,9 @@ func (b *Backend) desktopSpec(name string) (DesktopSpec, error) {
 func (b *Backend) wipeMember(name string) error {
 	if b.sandbox == nil {
 		return nil
+	}
+	if b.sandbox.Namespaced() { // nothing of it runs: Stop ended its namespaces
+		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
 	}
 	uid, err := readMemberUID(b.memberDir(name))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -117,6 +117,7 @@ type Desktop struct {
 	mu       sync.Mutex
 	stopping bool
 	err      error
+	terms    map[*TerminalConn]struct{} // open terminals
 
 	stopOnce sync.Once
 	stopErr  error
@@ -467,6 +468,7 @@ func (d *Desktop) Stop() error {
 		if d.poll != nil {
 			close(d.poll)
 		}
+		d.closeTerminals()
 		// Clients first, so they do not log X I/O errors on the way out.
 		procs := append([]*desktopProc(nil), d.helpers...)
 		for i := len(d.procs) - 1; i >= 0; i-- {
@@ -477,9 +479,8 @@ func (d *Desktop) Stop() error {
 			d.wg.Wait()
 		}
 		d.closeDone()
-		if d.spec.User != nil { // the user's own leftovers: setsid, nohup, daemons
-			errs = append(errs, killUID(d.spec.User.UID, desktopStopGrace))
-		}
+		// The user's own leftovers: setsid, nohup, daemons.
+		errs = append(errs, d.spec.User.killLeftovers(desktopStopGrace))
 		for _, path := range []string{
 			filepath.Join(d.spec.Dir, desktopSocketName), filepath.Join(d.spec.State, desktopPidsName),
 			filepath.Join(d.spec.Dir, desktopAuthName), filepath.Join(d.spec.Dir, rdpSocketName),
@@ -495,6 +496,19 @@ func (d *Desktop) Stop() error {
 		d.log.Info("desktop stopped", "err", d.stopErr)
 	})
 	return d.stopErr
+}
+
+// closeTerminals hangs up every open terminal of d.
+func (d *Desktop) closeTerminals() {
+	d.mu.Lock()
+	terms := make([]*TerminalConn, 0, len(d.terms))
+	for t := range d.terms {
+		terms = append(terms, t)
+	}
+	d.mu.Unlock()
+	for _, t := range terms {
+		t.Close()
+	}
 }
 
 // desktopPath returns the PATH for the desktop's processes.

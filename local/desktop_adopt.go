@@ -81,10 +81,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 			return d, nil
 		}
 	}
-	errs := []error{killRecorded(spec.State, live, log)}
-	if spec.User != nil {
-		errs = append(errs, killUID(spec.User.UID, desktopStopGrace))
-	}
+	errs := []error{killRecorded(spec.State, live, log), spec.User.killLeftovers(desktopStopGrace)}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("local: adopt desktop %q: %w", spec.Name, err)
 	}

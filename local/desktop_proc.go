@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // desktopProc is one process of a desktop. Its PID alone is not an identity:
@@ -48,7 +50,7 @@ func startDesktopProc(name, dir, path string, args, env []string, cwd string, ex
 	defer logf.Close()
 	cmd := user.command(path, args...)
 	cmd.Dir = cwd
-	cmd.Env = env
+	user.setEnv(cmd, env)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.ExtraFiles = extra
@@ -142,7 +144,22 @@ func (p *desktopProc) wait(timeout time.Duration) bool {
 
 // stopDesktopProcs terminates procs (SIGTERM, then SIGKILL after grace) and
 // waits for them. It reports the ones that would not die.
+// A namespaced desktop process is bubblewrap, whose child is the init of
+// the process's pid namespace: that init is pinned before bubblewrap is
+// signalled, and killed and waited for after, since the namespace (and
+// whatever the user left in it) is gone only once its init has exited.
 func stopDesktopProcs(procs []*desktopProc, grace time.Duration) error {
+	var inits []int // pidfds
+	for _, p := range procs {
+		if p.alive() {
+			inits = append(inits, pinChildren(p.PID)...)
+		}
+	}
+	defer func() {
+		for _, fd := range inits {
+			unix.Close(fd)
+		}
+	}()
 	for _, p := range procs {
 		p.signal(syscall.SIGTERM)
 	}
@@ -160,7 +177,44 @@ func stopDesktopProcs(procs []*desktopProc, grace time.Duration) error {
 			errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.Name, p.PID))
 		}
 	}
+	for _, fd := range inits {
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		if !waitPidfd(fd, 2*time.Second) {
+			errs = append(errs, errors.New("a desktop process's pid namespace survived SIGKILL"))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// pinChildren returns pidfds of pid's children.
+func pinChildren(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, f := range strings.Fields(string(b)) {
+		child, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		if fd, err := unix.PidfdOpen(child, 0); err == nil {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+}
+
+// waitPidfd reports whether the process of pidfd fd exited within timeout.
+func waitPidfd(fd int, timeout time.Duration) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(pfd, int(timeout/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
 }
 
 // writeDesktopPids atomically replaces <dir>/pids.

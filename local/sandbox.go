@@ -21,9 +21,10 @@ import (
 // portals on one host, or two members, from sharing a uid.
 
 // DefaultDesktopUIDs is the uid range of sandboxed desktops unless
-// CORRAL_VDI_DESKTOP_UIDS says otherwise: far above the accounts and
-// subordinate-id ranges Debian hands out.
-const DefaultDesktopUIDs = "200000-200999"
+// CORRAL_VDI_DESKTOP_UIDS says otherwise: between what Debian hands out to
+// accounts (up to 59999, nobody at 65534) and to subordinate ids (from
+// 100000, 65536 per user, so a range at 200000 meets the second user's).
+const DefaultDesktopUIDs = "80000-80999"
 
 // defaultUIDRegistry holds one symlink per allocated uid, naming the member
 // folder that holds it.
@@ -31,6 +32,10 @@ const defaultUIDRegistry = "/run/corral-vdi/desktop-uids"
 
 // memberUIDName is the file in a member's folder that records its uid.
 const memberUIDName = "uid"
+
+// memberTmpName is the folder in a member's folder that is /tmp to its
+// namespaced desktop.
+const memberTmpName = "tmp"
 
 // DesktopUser is who a sandboxed desktop's processes run as, and within
 // which limits.
@@ -47,10 +52,20 @@ type DesktopUser struct {
 	Groups []uint32
 
 	prlimit string // the path of prlimit, which sets Limits
+	// ns, when set, runs each process in namespaces of its own made by
+	// bubblewrap (a portal that is not root); UID and GID are then the
+	// portal's own.
+	ns *memberNS
 }
 
 // SandboxConfig configures NewSandbox.
 type SandboxConfig struct {
+	// Mode is SandboxAuto (empty), SandboxUIDs or SandboxUserns
+	// (CORRAL_VDI_DESKTOP_SANDBOX).
+	Mode string
+	// Hide are the portal's secret files and folders, masked in a
+	// namespaced desktop's view of the system folders.
+	Hide []string
 	// UIDs is the range "FIRST-LAST" desktops' uids (and gids) come from;
 	// empty means DefaultDesktopUIDs.
 	UIDs string
@@ -78,6 +93,7 @@ type Sandbox struct {
 	noNetwork   bool
 	registry    string
 	prlimit     string
+	ns          *userns // set: desktops run in user namespaces, not uids
 
 	mu sync.Mutex // serialises allocations
 }
@@ -103,8 +119,32 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if cfg.SubGID == "" {
 		cfg.SubGID = "/etc/subgid"
 	}
-	if uid := os.Geteuid(); uid != 0 {
-		return nil, fmt.Errorf("local desktops are off: the portal runs as uid %d, not root, so it cannot give each desktop a uid of its own; run the portal as root (desktops then run as uids from CORRAL_VDI_DESKTOP_UIDS), or use the kube backend", uid)
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, errors.New("local desktops are off: prlimit not found (it sets each desktop's limits): install the Debian package util-linux")
+	}
+	switch cfg.Mode {
+	case "", SandboxAuto:
+		if os.Geteuid() != 0 {
+			cfg.Mode = SandboxUserns
+		}
+	case SandboxUIDs:
+		if uid := os.Geteuid(); uid != 0 {
+			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_SANDBOX=uids, but the portal runs as uid %d, not root, so it cannot give each desktop a uid of its own; run the portal as root, or set CORRAL_VDI_DESKTOP_SANDBOX=userns (desktops then run in user namespaces made by bubblewrap)", uid)
+		}
+	case SandboxUserns:
+		if os.Geteuid() == 0 && !usernsAsRoot {
+			return nil, errors.New("local desktops are off: CORRAL_VDI_DESKTOP_SANDBOX=userns, but the portal runs as root, and a namespaced desktop would still own root's files; as root, leave it auto (each desktop gets a uid of its own)")
+		}
+	default:
+		return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_SANDBOX %q is not auto, uids or userns", cfg.Mode)
+	}
+	if cfg.Mode == SandboxUserns {
+		ns, err := newUserns(cfg.Hide, prlimit)
+		if err != nil {
+			return nil, err
+		}
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, noNetwork: true, prlimit: prlimit, ns: ns}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -119,10 +159,6 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		if name, start, count, ok := subIDsInRange(path, first, last); ok {
 			return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_UIDS %d-%d overlaps the subordinate ids %d-%d of %s in %s (its containers may run as them); set it to a range no account uses", first, last, start, start+count-1, name, path)
 		}
-	}
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		return nil, errors.New("local desktops are off: prlimit not found (it sets each desktop's limits): install the Debian package util-linux")
 	}
 	if err := os.MkdirAll(cfg.Registry, 0o700); err != nil {
 		return nil, fmt.Errorf("local desktops are off: uid registry: %w", err)
@@ -204,11 +240,27 @@ func subIDsInRange(path string, first, last int) (name string, start, count int,
 	return "", 0, 0, false
 }
 
-// Owns reports whether uid is one the sandbox hands to desktops.
-func (s *Sandbox) Owns(uid int) bool { return s != nil && uid >= s.first && uid <= s.last }
+// Owns reports whether uid is one the sandbox hands to desktops. A
+// namespaced desktop has none (it runs as the portal's uid, and cannot
+// reach the host's loopback at all).
+func (s *Sandbox) Owns(uid int) bool {
+	return s != nil && s.ns == nil && uid >= s.first && uid <= s.last
+}
 
 // Range returns the sandbox's uid range as FIRST-LAST.
 func (s *Sandbox) Range() string { return fmt.Sprintf("%d-%d", s.first, s.last) }
+
+// Namespaced reports whether desktops run in user namespaces (made by
+// bubblewrap) rather than as uids of their own.
+func (s *Sandbox) Namespaced() bool { return s != nil && s.ns != nil }
+
+// Describe says in a few words how desktops are kept apart, for the log.
+func (s *Sandbox) Describe() string {
+	if s.Namespaced() {
+		return "user, pid, mount and network namespaces (bubblewrap); no network"
+	}
+	return "uids " + s.Range()
+}
 
 // user returns the uid of the member whose folder is dir, allocating one
 // when it has none. The record in dir (owned by the portal) wins; the
@@ -219,6 +271,13 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
+	}
+	if s.ns != nil {
+		u := s.desktopUser(os.Getuid())
+		u.GID = os.Getgid()
+		u.ns = &memberNS{userns: s.ns, name: filepath.Base(abs),
+			run: filepath.Join(abs, "run"), home: filepath.Join(abs, "home"), tmp: filepath.Join(abs, memberTmpName)}
+		return u, nil
 	}
 	if uid, err := readMemberUID(abs); err == nil {
 		if err := s.register(uid, abs); err != nil {

@@ -32,7 +32,7 @@ var x11Dirs = []string{"/tmp/.X11-unix", "/tmp/.ICE-unix"}
 func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 	u := spec.User
 	killLegacyDesktop(spec, log)
-	if err := killUID(u.UID, desktopStopGrace); err != nil {
+	if err := u.killLeftovers(desktopStopGrace); err != nil {
 		return err
 	}
 	// The member's folder: the uid passes through it to run and home (an
@@ -63,6 +63,9 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 		if err := chownTree(spec.Home, u.UID, u.GID); err != nil {
 			return fmt.Errorf("hand the home to uid %d: %w", u.UID, err)
 		}
+	}
+	if u.ns != nil {
+		return u.ns.freshTmp()
 	}
 	return ensureX11Dirs()
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -67,6 +68,30 @@ func TestNewSandbox_Refusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("NewSandbox(%q) = %v; want one line containing %q", tc.uids, err, tc.want)
 		}
+	}
+}
+
+// TestNewSandbox_DefaultRangeMissesDebianIDs: the default range collides
+// with nothing Debian's adduser hands out, on a host of many users who
+// each got subordinate ids for rootless containers.
+func TestNewSandbox_DefaultRangeMissesDebianIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	var passwd, subids strings.Builder
+	passwd.WriteString("root:x:0:0::/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n")
+	for i := range 200 {
+		fmt.Fprintf(&passwd, "user%d:x:%d:%d::/home/user%d:/bin/bash\n", i, 1000+i, 1000+i, i)
+		fmt.Fprintf(&subids, "user%d:%d:65536\n", i, 100000+i*65536)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"passwd": passwd.String(), "group": passwd.String(), "subuid": subids.String(), "subgid": subids.String()} {
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	_, err := NewSandbox(SandboxConfig{Passwd: filepath.Join(dir, "passwd"), Group: filepath.Join(dir, "group"),
+		SubUID: filepath.Join(dir, "subuid"), SubGID: filepath.Join(dir, "subgid"), Registry: t.TempDir()})
+	if err != nil {
+		t.Errorf("the default range %s on a Debian host of 200 users: %v", DefaultDesktopUIDs, err)
 	}
 }
 

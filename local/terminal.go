@@ -27,6 +27,7 @@ type TerminalConn struct {
 	done chan struct{} // closed once the shell is reaped
 
 	closeOnce sync.Once
+	closed    func() // tells the desktop the terminal is gone
 }
 
 var _ net.Conn = (*TerminalConn)(nil)
@@ -40,17 +41,25 @@ func terminalShell() string {
 }
 
 // StartTerminal starts a login shell for d on a new 80x24 pty, as the
-// desktop's uid and within its limits when it is sandboxed.
+// desktop's uid and within its limits when it is sandboxed. Stop hangs up
+// every terminal still open.
 func (d *Desktop) StartTerminal() (*TerminalConn, error) {
+	d.mu.Lock()
+	stopping := d.stopping
+	d.mu.Unlock()
+	if stopping {
+		return nil, fmt.Errorf("local: terminal of %s: the desktop is stopping", d.spec.Name)
+	}
 	shell := terminalShell()
-	cmd := d.spec.User.command(shell, "-l")
+	cmd := d.spec.User.terminalCommand(shell, "-l")
 	cmd.Dir = d.spec.Home
-	cmd.Env = append(d.Env(), "TERM=xterm-256color", "COLORTERM=truecolor")
-	for i, kv := range cmd.Env {
+	env := append(d.Env(), "TERM=xterm-256color", "COLORTERM=truecolor")
+	for i, kv := range env {
 		if len(kv) > 6 && kv[:6] == "SHELL=" {
-			cmd.Env[i] = "SHELL=" + shell
+			env[i] = "SHELL=" + shell
 		}
 	}
+	d.spec.User.setEnv(cmd, env)
 	attrs := d.spec.User.sysProcAttr(&syscall.SysProcAttr{Setsid: true, Setctty: true})
 	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 80, Rows: 24}, attrs)
 	if err != nil {
@@ -63,6 +72,17 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}
 	t := &TerminalConn{pty: f, cmd: cmd, done: make(chan struct{})}
+	d.mu.Lock()
+	if d.terms == nil {
+		d.terms = map[*TerminalConn]struct{}{}
+	}
+	d.terms[t] = struct{}{}
+	d.mu.Unlock()
+	t.closed = func() {
+		d.mu.Lock()
+		delete(d.terms, t)
+		d.mu.Unlock()
+	}
 	go func() {
 		cmd.Wait()
 		close(t.done)
@@ -128,6 +148,7 @@ func (t *TerminalConn) Close() error {
 			syscall.Kill(-pid, syscall.SIGKILL)
 			<-t.done
 		}
+		t.closed()
 	})
 	return nil
 }

@@ -373,9 +373,7 @@ func (v *VM) Stop() error {
 			close(v.poll)
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
-		if v.user != nil { // and whatever else runs as the member's uid
-			err = errors.Join(err, killUID(v.user.UID, vmStopGrace))
-		}
+		err = errors.Join(err, v.user.killLeftovers(vmStopGrace)) // and whatever else its user runs
 		v.ended(nil)
 		for _, p := range []string{filepath.Join(v.state, vmRecordName), filepath.Join(v.state, vmPasswordName),
 			filepath.Join(v.dir, vmInitrdName), filepath.Join(v.dir, vmVNCSocket), filepath.Join(v.dir, vmSerialSocket)} {
@@ -397,10 +395,8 @@ func killRecordedVM(cfg vmBoot) {
 	if v, err := adoptVM(cfg); err == nil {
 		v.Stop()
 	}
-	if cfg.user != nil {
-		if err := killUID(cfg.user.UID, vmStopGrace); err != nil {
-			cfg.log.Warn("processes of a vm's uid left running", "vm", cfg.name, "uid", cfg.user.UID, "err", err)
-		}
+	if err := cfg.user.killLeftovers(vmStopGrace); err != nil {
+		cfg.log.Warn("processes of a vm's uid left running", "vm", cfg.name, "uid", cfg.user.UID, "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -27,6 +28,9 @@ func prepareVMDirs(cfg vmBoot) error {
 	if err := os.Mkdir(cfg.dir, 0o700); err != nil {
 		return err
 	}
+	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
+		return errors.Join(os.MkdirAll(cfg.user.ns.home, 0o700), cfg.user.ns.freshTmp())
+	}
 	return cfg.user.give(cfg.dir)
 }
 
@@ -47,6 +51,12 @@ func qemuUser(u *DesktopUser) *DesktopUser {
 		return nil
 	}
 	q := *u
+	if u.ns != nil { // the portal's own groups; the device is bound in
+		ns := *u.ns
+		ns.devices = []string{"/dev/kvm"}
+		q.ns = &ns
+		return &q
+	}
 	var st syscall.Stat_t
 	if err := syscall.Stat("/dev/kvm", &st); err == nil && st.Gid != 0 {
 		q.Groups = []uint32{st.Gid}

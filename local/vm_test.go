@@ -421,3 +421,41 @@ func TestVM_RunsAsTheMembersUID(t *testing.T) {
 		t.Errorf("processes of uid %d after Stop: %v", spec.User.UID, procs)
 	}
 }
+
+// TestVM_Namespaced boots a guest as a portal that is not root does: QEMU
+// in namespaces of its own, outside the portal's pid namespace; the
+// serial login works and Stop leaves nothing.
+func TestVM_Namespaced(t *testing.T) {
+	img := mustVMImage(t)
+	s := mustUsernsSandbox(t, Limits{})
+	spec := MustSandboxedSpec(t, s, "vm-ns")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := vmBoot{name: "vm-ns", dir: spec.Dir, state: spec.State, user: spec.User, img: img,
+		accel: mustAccelerator(t, AccelTCG, "", t.TempDir()), log: slog.New(slog.DiscardHandler)}
+	v, err := bootVM(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	if err := serialLogin(ctx, v.SerialAddr(), VMUser, v.Password()); err != nil {
+		t.Fatalf("serial login: %v", err)
+	}
+	qemu := procsRunning("corral-vm-ns")
+	self, _ := os.Readlink("/proc/self/ns/pid")
+	inside := 0
+	for _, pid := range qemu {
+		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); ns != self {
+			inside++
+		}
+	}
+	if inside == 0 {
+		t.Errorf("no QEMU of the guest in a pid namespace of its own (processes %v)", qemu)
+	}
+	if err := v.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left := procsRunning("corral-vm-ns"); len(left) != 0 {
+		t.Errorf("processes of the guest after Stop: %v", left)
+	}
+}

@@ -16,12 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
-
-// adminSocketName is the admin socket's file name in the data directory.
-const adminSocketName = "admin.sock"
 
 // maxSocketPath is the longest Unix socket path Linux accepts (sun_path
 // holds 108 bytes with the terminating NUL).
@@ -34,7 +32,7 @@ func adminSocketPath(setting, dataDir string) string {
 	case "off":
 		return ""
 	case "":
-		return filepath.Join(dataDir, adminSocketName)
+		return filepath.Join(dataDir, api.AdminSocketName)
 	}
 	return setting
 }
@@ -51,7 +49,7 @@ type adminSocket struct {
 	api  http.Handler
 	log  *slog.Logger
 	// portalURL is the portal's web address, told to the CLI on every
-	// answer (portalURLHeader).
+	// answer (api.PortalURLHeader).
 	portalURL string
 }
 
@@ -192,7 +190,7 @@ func (a *adminSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.portalURL != "" {
-		w.Header().Set(portalURLHeader, a.portalURL)
+		w.Header().Set(api.PortalURLHeader, a.portalURL)
 	}
 	name := userName(p.uid)
 	id := vdi.Identity{Login: auth.CLIPrefix + name, Name: name, Admin: true}
@@ -211,5 +209,5 @@ func userName(uid int) string {
 func writeSocketError(w http.ResponseWriter, code int, msg, hint string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg, "hint": hint})
+	json.NewEncoder(w).Encode(api.Error{Msg: msg, Hint: hint})
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // TestAdminSocket_RefusesDesktopUIDs opens the admin socket to everyone
@@ -28,8 +30,8 @@ func TestAdminSocket_RefusesDesktopUIDs(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	reached := false
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true })
-	a, err := openAdminSocket(filepath.Join(dir, adminSocketName), api, slog.New(slog.DiscardHandler))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true })
+	a, err := openAdminSocket(filepath.Join(dir, api.AdminSocketName), h, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // TestCLI_PortalNotRunning checks the message when nothing serves the
@@ -35,7 +37,7 @@ func TestCLI_PortalNotRunning(t *testing.T) {
 	}
 	t.Run("NoSocket", check)
 	t.Run("StaleSocket", func(t *testing.T) {
-		mustStaleSocket(t, filepath.Join(data, adminSocketName))
+		mustStaleSocket(t, filepath.Join(data, api.AdminSocketName))
 		check(t)
 	})
 	t.Run("SocketOff", func(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -74,6 +74,12 @@ type Config struct {
 	DesktopLimits local.Limits
 	// DesktopNoNetwork gives local desktops no network at all.
 	DesktopNoNetwork bool
+	// DesktopSandbox is how local desktops are kept apart: auto, uids or
+	// userns (local.SandboxAuto...).
+	DesktopSandbox string
+	// SecretFiles are the files the settings name (secrets, keys, the
+	// kubeconfig), hidden from namespaced desktops.
+	SecretFiles []string
 	// TokenKeys sign RDP tokens, newest first; replicas share them.
 	TokenKeys auth.Keys
 	// SharedSecretsFrom names the Secret (namespace/name or name) the
@@ -113,7 +119,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
-	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", defaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
+	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", api.DefaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the kube backend; default in-cluster config, then ~/.kube/config (KUBECONFIG)")
 	fs.StringVar(&c.Namespace, "namespace", env("CORRAL_VDI_NAMESPACE", defaultNamespace()), "the portal's own namespace, for its leader-election Lease (CORRAL_VDI_NAMESPACE)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
@@ -143,6 +149,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var desktopLimits, desktopNetwork string
 	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
 	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
+	fs.StringVar(&c.DesktopSandbox, "desktop-sandbox", env("CORRAL_VDI_DESKTOP_SANDBOX", local.SandboxAuto), "how local desktops are kept from the portal and each other: auto (uids as root, else userns), uids (a uid of its own per member; root only) or userns (user, pid, mount and network namespaces made by bubblewrap; no network) (CORRAL_VDI_DESKTOP_SANDBOX)")
 	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
@@ -154,6 +161,14 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := f.Value.String(); v != "" && (strings.HasSuffix(f.Name, "-file") || f.Name == "kubeconfig") {
+			c.SecretFiles = append(c.SecretFiles, v)
+		}
+	})
+	if f := getenv("CORRAL_VDI_DATABASE_PASSWORD_FILE"); f != "" {
+		c.SecretFiles = append(c.SecretFiles, f)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -284,30 +299,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// rootDataDir is root's default data directory. Root's home is private
-// (0700) and every sandboxed desktop's uid must pass through the data
-// directory to its own folder, so root keeps its data where system
-// services do. A data directory an older portal made in root's home is
-// kept; local desktops then say how to move it.
-const rootDataDir = "/var/lib/corral-vdi"
-
-func defaultDataDir(getenv func(string) string) string {
-	if x := getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "corral-vdi")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "corral-vdi-data"
-	}
-	inHome := filepath.Join(home, ".local", "share", "corral-vdi")
-	if os.Geteuid() == 0 {
-		if _, err := os.Stat(inHome); err != nil {
-			return rootDataDir
-		}
-	}
-	return inHome
 }
 
 // isLoopback reports whether addr listens on loopback only.

@@ -2,10 +2,14 @@ package portal
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
+
+// update rewrites the golden files: docs/configuration.md and testdata/.
+var update = flag.Bool("update", false, "rewrite the golden files (docs/configuration.md, testdata/)")
 
 // TestConfigReference: docs/configuration.md is what the flags say now.
 func TestConfigReference(t *testing.T) {

@@ -27,14 +27,14 @@ func openDB(ctx context.Context, c Config, log *slog.Logger) (*store.DB, error) 
 
 // ready reports, as a nil error, whether the portal can serve: the local
 // backend keeps its pools and claims in the database, so it needs it; the
-// kube backend's claims are Leases, so a database that does not answer
-// only degrades history (Notice says so) and the portal stays ready.
+// kube backend's claims are Leases, so it needs the API server, and a
+// database that does not answer only degrades history (Notice says so).
 func (m *Main) ready(ctx context.Context) error {
 	if m.notReady != nil { // a missing shared secret (checkSharedSecrets)
 		return m.notReady
 	}
 	if m.Config.Backend == BackendKube {
-		return nil
+		return m.apiserver.check(ctx)
 	}
 	_, err := m.db.LocalPools(ctx)
 	return err

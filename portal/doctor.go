@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/corral-dev/corral-vdi-portal/cli"
 )
 
 // doctor checks a machine (local backend) or a cluster (kube backend)
@@ -68,24 +70,28 @@ func (fs findings) find(check string) []finding {
 	return out
 }
 
-// doctorFailed is a doctor run with n failing findings.
+// doctorFailed is a doctor run with n failing findings; it exits with
+// cli.ExitFailed.
 type doctorFailed struct{ n int }
 
 func (e *doctorFailed) Error() string {
 	return fmt.Sprintf("doctor: %d check(s) failed; fix them before creating pools", e.n)
 }
 
-// runDoctor is `corral-vdi-portal doctor`.
-func runDoctor(ctx context.Context, e cliEnv, args []string) error {
-	fl := newCLIFlags(e, "doctor", "[-backend local|kube] [-kubeconfig F] [-namespace NS] [-json]")
+// Doctor is `corral-vdi-portal doctor`. It is the server's preflight, not
+// a client of a running portal: it reads serve's configuration with
+// serve's parser and checks what serve needs at start, with the admin
+// subcommands' flags and exit codes. After -h it returns flag.ErrHelp.
+func Doctor(ctx context.Context, e cli.Env, args []string) error {
+	fl := cli.NewFlags(e, "doctor", "[-backend local|kube] [-kubeconfig F] [-namespace NS] [-json]")
 	var backend, kubeconfig, namespace string
 	fl.StringVar(&backend, "backend", "", "check this backend; default the one serve would use (CORRAL_VDI_BACKEND)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "the cluster to check; default serve's (KUBECONFIG, in-cluster, ~/.kube/config)")
 	fl.StringVar(&namespace, "namespace", "", "the portal's own namespace, of its leader Lease; default serve's (CORRAL_VDI_NAMESPACE)")
-	fl.examples = `  corral-vdi-portal doctor                          # the backend serve would use
+	fl.Examples = `  corral-vdi-portal doctor                          # the backend serve would use
   corral-vdi-portal doctor -backend kube -kubeconfig ~/.kube/vdi.yaml
   corral-vdi-portal doctor -json | jq '.[] | select(.level != "ok")'`
-	if _, err := fl.parse(args); err != nil {
+	if _, err := fl.ParseArgs(args); err != nil {
 		return err
 	}
 	var serveArgs []string
@@ -95,7 +101,7 @@ func runDoctor(ctx context.Context, e cliEnv, args []string) error {
 		}
 	}
 	var fs findings
-	cfg, err := ParseConfig(serveArgs, e.getenv)
+	cfg, err := ParseConfig(serveArgs, e.Getenv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return err
@@ -106,9 +112,9 @@ func runDoctor(ctx context.Context, e cliEnv, args []string) error {
 		checkKube(ctx, &fs, cfg)
 	default:
 		fs.ok("config", "backend local, data directory %s", cfg.DataDir)
-		checkLocal(ctx, &fs, cfg, e.getenv)
+		checkLocal(ctx, &fs, cfg, e.Getenv)
 	}
-	if err := printFindings(e.out, fs, fl.json); err != nil {
+	if err := printFindings(e.Out, fs, fl.JSON); err != nil {
 		return err
 	}
 	if n := fs.failed(); n > 0 {
@@ -132,13 +138,13 @@ func printFindings(w io.Writer, fs findings, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(w, raw)
+		return cli.PrintJSON(w, raw)
 	}
 	var b strings.Builder
 	for _, f := range fs {
-		fmt.Fprintf(&b, "%-4s  %-14s %s\n", f.Level, f.Check, strings.Map(printable, f.What))
+		fmt.Fprintf(&b, "%-4s  %-14s %s\n", f.Level, f.Check, strings.Map(cli.Printable, f.What))
 		if f.Fix != "" {
-			fmt.Fprintf(&b, "      %-14s fix: %s\n", "", strings.Map(printable, f.Fix))
+			fmt.Fprintf(&b, "      %-14s fix: %s\n", "", strings.Map(cli.Printable, f.Fix))
 		}
 	}
 	warn := 0

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/corral-dev/corral-vdi-portal/cli"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
@@ -24,8 +25,8 @@ func runDoctorAs(t *testing.T, kubeconfig, ns string) (findings, error) {
 	t.Helper()
 	var out, usage bytes.Buffer
 	env := map[string]string{"KUBECONFIG": kubeconfig, "CORRAL_VDI_BACKEND": "kube", "CORRAL_VDI_NAMESPACE": ns, "HOME": t.TempDir()}
-	e := cliEnv{getenv: func(k string) string { return env[k] }, out: &out, errOut: &usage}
-	err := runDoctor(context.Background(), e, []string{"-json"})
+	e := cli.Env{Getenv: func(k string) string { return env[k] }, Out: &out, ErrOut: &usage}
+	err := Doctor(context.Background(), e, []string{"-json"})
 	var fs findings
 	if jerr := json.Unmarshal(out.Bytes(), &fs); jerr != nil {
 		t.Fatalf("doctor -json printed %q (%v); err %v", out.String(), jerr, err)
@@ -126,8 +127,8 @@ func TestDoctor_Kube(t *testing.T) {
 			cs.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
 		})
 		fs, err := runDoctorAs(t, testcluster.WriteKubeconfig(t, c.ServiceAccount(t, ns, "lesser")), "corral-vdi")
-		if ExitCode(err) != ExitFailed {
-			t.Fatalf("doctor with a verb missing: %v; want exit %d", err, ExitFailed)
+		if cli.ExitCode(err) != cli.ExitFailed {
+			t.Fatalf("doctor with a verb missing: %v; want exit %d", err, cli.ExitFailed)
 		}
 		f := mustLevel(t, fs, "rbac", levelFail, "delete leases.coordination.k8s.io")
 		if strings.Count(f.What, ",") != 0 || !strings.Contains(f.Fix, "deploy/rbac.yaml") {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/corral-dev/corral-vdi-portal/local"
 )
 
 // localPackage is a Debian package the local backend (or a feature of it)
@@ -134,15 +136,15 @@ func checkKVM(fs *findings, cfg Config) {
 	fs.ok("kvm", "%s is usable (KVM API 12); the portal still tries one guest before trusting it and falls back to TCG if it hangs", dev)
 }
 
-// checkSandbox checks what keeps desktops away from the portal: its own
-// user owning a private data directory, and root to run desktops as
-// other uids.
+// checkSandbox checks what keeps desktops away from the portal: a
+// sandbox this host allows (uids of their own as root, else user
+// namespaces) and a private data directory.
 func checkSandbox(fs *findings, cfg Config) {
-	if os.Geteuid() == 0 {
-		fs.ok("sandbox", "running as root: each desktop runs as a uid of its own (CORRAL_VDI_DESKTOP_UIDS), away from the data directory")
+	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits, NoNetwork: cfg.DesktopNoNetwork})
+	if err != nil {
+		fs.fail("sandbox", "Do what the line says; until then serve refuses to start local desktops (pools, claims and history stay).", "%v", err)
 	} else {
-		fs.warn("sandbox", "Run the portal as root (it drops each desktop to a uid of its own), or accept that desktops run as you.",
-			"not root (uid %d): desktops run as the portal's own user and could reach its data directory", os.Geteuid())
+		fs.ok("sandbox", "desktops are kept apart by %s", s.Describe())
 	}
 	fi, err := os.Stat(cfg.DataDir)
 	switch {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/cli"
 )
 
 // TestDoctor_Local runs doctor's local checks on this machine: the
@@ -19,10 +21,10 @@ func TestDoctor_Local(t *testing.T) {
 	}
 	env := map[string]string{"CORRAL_VDI_BACKEND": "local", "CORRAL_VDI_DATA_DIR": data, "HOME": t.TempDir()}
 	var out bytes.Buffer
-	e := cliEnv{getenv: func(k string) string { return env[k] }, out: &out, errOut: &out}
-	err := runDoctor(context.Background(), e, nil)
-	if ExitCode(err) != ExitFailed {
-		t.Fatalf("doctor with a 0755 data directory: %v; want exit %d\n%s", err, ExitFailed, out.String())
+	e := cli.Env{Getenv: func(k string) string { return env[k] }, Out: &out, ErrOut: &out}
+	err := Doctor(context.Background(), e, nil)
+	if cli.ExitCode(err) != cli.ExitFailed {
+		t.Fatalf("doctor with a 0755 data directory: %v; want exit %d\n%s", err, cli.ExitFailed, out.String())
 	}
 	if !strings.Contains(out.String(), "fix: chmod 700 "+data) {
 		t.Fatalf("doctor does not say how to fix the data directory:\n%s", out.String())
@@ -36,7 +38,7 @@ func TestDoctor_Local(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := runDoctor(context.Background(), e, nil); err != nil {
+	if err := Doctor(context.Background(), e, nil); err != nil {
 		t.Fatalf("doctor on a machine set up by scripts/deps.sh: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "0 fail") {

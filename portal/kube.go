@@ -163,6 +163,8 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 		return nil, nil, err
 	}
 	m.kube, m.stopKube = cs, cancel
+	m.apiserver.cs = cs
+	go m.apiserver.watch(kctx)
 	m.consolePaths = append(m.consolePaths, apiserver, execPath)
 	m.usb = apiserver
 	m.identity = newIdentity()

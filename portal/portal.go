@@ -1,6 +1,8 @@
-// Package portal wires the corral-vdi-portal program together: Main opens
-// the database, starts the backend, and serves HTTP until its context ends.
-// The command and the end-to-end tests run the same Main.
+// Package portal wires the corral-vdi-portal server together: Main opens
+// the database, starts the backend, and serves HTTP (and the admin socket)
+// until its context ends; Serve is the serve command around it and Doctor
+// checks a machine or cluster for it. The command and the end-to-end tests
+// run the same Main. The admin CLI, its client, is package cli.
 package portal
 
 import (
@@ -47,12 +49,13 @@ type Main struct {
 	// recordings keeps the recordings of recorded pools' sessions.
 	recordings *recording.Store
 
-	kube     kubernetes.Interface // the kube backend's client; nil with local
-	stopKube context.CancelFunc   // ends the kube backend's watches
-	identity string               // this replica in the reclaim leader election
-	leading  atomic.Bool
-	notReady error // why /readyz fails for good; nil when it may pass
-	handler  *handlers.Handler
+	kube      kubernetes.Interface // the kube backend's client; nil with local
+	apiserver apiserverHealth      // whether kube's API server answers, for /readyz and the pages
+	stopKube  context.CancelFunc   // ends the kube backend's watches
+	identity  string               // this replica in the reclaim leader election
+	leading   atomic.Bool
+	notReady  error // why /readyz fails for good; nil when it may pass
+	handler   *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -144,6 +147,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
 		Notice:   m.history.StatusText,
+		Outage:   m.apiserver.notice,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,
@@ -232,7 +236,8 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
-	sandbox, refuse := local.NewSandbox(local.SandboxConfig{UIDs: c.DesktopUIDs, Limits: c.DesktopLimits, NoNetwork: c.DesktopNoNetwork})
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.DesktopSandbox, UIDs: c.DesktopUIDs, Limits: c.DesktopLimits,
+		NoNetwork: c.DesktopNoNetwork, Hide: append([]string{c.DataDir}, c.SecretFiles...)})
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,

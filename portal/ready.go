@@ -1,9 +1,14 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // errNotReady is what /readyz reports while the portal lacks something it
@@ -52,4 +57,110 @@ func (m *Main) checkSharedSecrets() {
 	m.Log.Error("shared secrets missing: not ready until the Secret has them and the pods restart",
 		"secret", ns+"/"+name, "keys", strings.Join(keys, ","), "env", strings.Join(envs, ","),
 		"fix", fmt.Sprintf("kubectl -n %s create secret generic %s %s (or add the keys to it), then kubectl -n %s rollout restart deployment", ns, name, strings.Join(literals, " "), ns))
+}
+
+// apiserverCheckEvery is how long an answer of the API server's /readyz
+// stands: probes and page loads in between reuse it.
+const apiserverCheckEvery = 2 * time.Second
+
+// apiserverCheckWait bounds one check.
+const apiserverCheckWait = 3 * time.Second
+
+// apiserverHealth remembers the last answer of the kube API server's
+// /readyz (the default RBAC lets every identity read it). Its zero value
+// (or a nil Clientset: the local backend) is healthy.
+type apiserverHealth struct {
+	cs kubernetes.Interface
+
+	mu       sync.Mutex
+	at       time.Time // of the last answer
+	err      error
+	since    time.Time     // when it stopped answering; zero while it answers
+	checking chan struct{} // closed when the check under way ends; nil when none is
+}
+
+// check returns why the API server is not ready, asking it again (once,
+// however many callers ask at the same time) when the last answer is older
+// than apiserverCheckEvery.
+func (h *apiserverHealth) check(ctx context.Context) error {
+	if h.cs == nil {
+		return nil
+	}
+	h.mu.Lock()
+	if time.Since(h.at) < apiserverCheckEvery {
+		defer h.mu.Unlock()
+		return h.err
+	}
+	wait := h.start()
+	h.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// start begins a check unless one is under way, and returns the channel
+// closed when it ends. h.mu is held.
+func (h *apiserverHealth) start() chan struct{} {
+	if h.checking != nil {
+		return h.checking
+	}
+	done := make(chan struct{})
+	h.checking = done
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), apiserverCheckWait)
+		defer cancel()
+		err := h.cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+		h.mu.Lock()
+		h.at, h.checking = time.Now(), nil
+		switch {
+		case err == nil:
+			h.err, h.since = nil, time.Time{}
+		case h.since.IsZero():
+			h.since = h.at
+			fallthrough
+		default:
+			h.err = fmt.Errorf("%w: the Kubernetes API server does not answer (since %s UTC): %v", errNotReady, h.since.UTC().Format(time.TimeOnly), err)
+		}
+		h.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// watch asks the API server every apiserverCheckEvery until ctx ends, so
+// that pages know it is down without waiting for it.
+func (h *apiserverHealth) watch(ctx context.Context) {
+	t := time.NewTicker(apiserverCheckEvery)
+	defer t.Stop()
+	for {
+		h.check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// notice is what the pages say while the API server does not answer, from
+// the last answer (a stale one starts a check and is still used); empty
+// while it answers.
+func (h *apiserverHealth) notice() string {
+	if h.cs == nil {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if time.Since(h.at) >= apiserverCheckEvery {
+		h.start()
+	}
+	if h.err == nil {
+		return ""
+	}
+	return "The Kubernetes API server does not answer (since " + h.since.UTC().Format(time.TimeOnly) + " UTC): claims and new consoles wait until it is back; open consoles keep running."
 }

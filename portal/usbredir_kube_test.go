@@ -11,6 +11,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/corral-dev/corral-vdi-portal/cli"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -51,16 +52,16 @@ func TestUSBRedir_Kube(t *testing.T) {
 	}
 	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t)), ns)
 	env := map[string]string{"CORRAL_VDI_ADMIN_SOCKET": m.Config.AdminSocket}
-	cli := func(args ...string) (string, error) {
+	run := func(args ...string) (string, error) {
 		return runCLITest(t, func(k string) string { return env[k] }, args...)
 	}
 	for _, pool := range []string{"usb", "plain"} {
-		if out, err := cli("assign", ns+"/"+pool, "alice"); err != nil || !strings.Contains(out, "to alice") {
+		if out, err := run("assign", ns+"/"+pool, "alice"); err != nil || !strings.Contains(out, "to alice") {
 			t.Fatalf("assign %s/%s alice: %q, %v", ns, pool, out, err)
 		}
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
-		out, _ := cli("pool", "list")
+		out, _ := run("pool", "list")
 		if f := row(out, ns+"/usb-1"); len(f) >= 4 && f[3] == "running" {
 			if f := row(out, ns+"/plain-1"); len(f) >= 4 && f[3] == "running" {
 				break
@@ -94,21 +95,21 @@ func TestUSBRedir_Kube(t *testing.T) {
 	t.Run("AdminPathRunsVirtctl", func(t *testing.T) {
 		args := t.TempDir() + "/args"
 		mustFakeOnPath(t, "virtctl", fakeVirtctlEnv, args)
-		if _, err := cli("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice", "--yes"); err != nil {
+		if _, err := run("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice", "--yes"); err != nil {
 			t.Fatalf("usb redir --user alice: %v", err)
 		}
 		got, err := os.ReadFile(args)
 		if want := fmt.Sprintf("usbredir 1050:0407 usb-1 -n %s", ns); err != nil || string(got) != want {
 			t.Fatalf("virtctl ran with %q, %v; want %q", got, err, want)
 		}
-		if _, err := cli("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "bob", "--yes"); ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "held by alice, not bob") {
+		if _, err := run("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "bob", "--yes"); cli.ExitCode(err) != cli.ExitConflict || !strings.Contains(err.Error(), "held by alice, not bob") {
 			t.Fatalf("usb redir --user bob: %v; want refused, alice holds it", err)
 		}
-		if _, err := cli("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--yes") {
+		if _, err := run("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice"); cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--yes") {
 			t.Fatalf("usb redir without --yes and nobody to ask: %v", err)
 		}
 		t.Setenv("PATH", t.TempDir())
-		if _, err := cli("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice", "--yes"); ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "github.com/kubevirt/kubevirt/releases") {
+		if _, err := run("usb", "redir", ns+"/usb-1", "--device", "1050:0407", "--user", "alice", "--yes"); cli.ExitCode(err) != cli.ExitRefused || !strings.Contains(err.Error(), "github.com/kubevirt/kubevirt/releases") {
 			t.Fatalf("usb redir without virtctl: %v; want the install hint", err)
 		}
 	})

@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/cli"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
@@ -183,14 +185,14 @@ func TestUSBRedir_LocalQEMU(t *testing.T) {
 			t.Fatal("a session desktop's page offers USB")
 		}
 		var out, errOut bytes.Buffer
-		e := cliEnv{getenv: func(string) string { return "" }, out: &out, errOut: &errOut}
+		e := cli.Env{Getenv: func(string) string { return "" }, Out: &out, ErrOut: &errOut}
 		var err error
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 			out.Reset()
 			errOut.Reset()
 			// The previous stream's end reaches the portal a moment later.
-			err = runUSBRedir(context.Background(), e, []string{"--portal", base, vm, "--device", "1050:0407", "--yes", "--token", tok})
-			if ExitCode(err) != ExitConflict || time.Now().After(deadline) {
+			err = cli.Run(context.Background(), e, "usb", []string{"redir", "--portal", base, vm, "--device", "1050:0407", "--yes", "--token", tok})
+			if cli.ExitCode(err) != cli.ExitConflict || time.Now().After(deadline) {
 				break
 			}
 		}
@@ -203,13 +205,13 @@ func TestUSBRedir_LocalQEMU(t *testing.T) {
 		if !strings.Contains(out.String(), "attached 1050:0407 to "+vm) {
 			t.Fatalf("usb redir printed %q", out.String())
 		}
-		err = runUSBRedir(context.Background(), e, []string{"--portal", base, vm, "--device", "1050:0407", "--yes", "--token", "forged.token"})
-		if ExitCode(err) != ExitRefused || !strings.Contains(err.Error(), "not valid") {
+		err = cli.Run(context.Background(), e, "usb", []string{"redir", "--portal", base, vm, "--device", "1050:0407", "--yes", "--token", "forged.token"})
+		if cli.ExitCode(err) != cli.ExitRefused || !strings.Contains(err.Error(), "not valid") {
 			t.Fatalf("usb redir with a forged token: %v; want refused", err)
 		}
 	})
 	t.Run("Audited", func(t *testing.T) {
-		var rows []auditRow
+		var rows []api.AuditEntry
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 			if err := json.Unmarshal([]byte(p.mustCLI(t, "audit", "-json", "-user", "alice")), &rows); err != nil {
 				t.Fatal(err)

@@ -1,9 +1,11 @@
 package recording_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,6 +102,42 @@ func TestStore(t *testing.T) {
 		full := mustStore(t, db, t.TempDir(), r.Bytes) // a restart with the cap where the recordings are
 		if _, err := full.Start(ctx, "00000000000000bb", "alice", ref, vdi.ProtocolVNC, false); vdi.ErrorCode(err) != vdi.EUnavailable {
 			t.Errorf("Start on full recordings = %v; want unavailable", err)
+		}
+	})
+
+	// The disk of the recordings fills up (a small tmpfs), far below the
+	// cap: the session's writes fail saying so, and a new recorded console
+	// is refused, not started to end at once.
+	t.Run("DiskFull", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("mounts a tmpfs")
+		}
+		dir := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("mount tmpfs: %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", dir).Run() })
+		db := mustDB(t)
+		s := mustStore(t, db, dir, 0)
+		rs, err := s.Start(ctx, "00000000000000dd", "alice", ref, vdi.ProtocolTerminal, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+		var werr error
+		for i := 0; i < 200 && werr == nil; i++ {
+			werr = rs.Output(chunk)
+		}
+		if werr == nil || !strings.Contains(werr.Error(), "the disk of the recordings is full") {
+			t.Fatalf("Output on a full disk = %v; want it to say the disk is full", werr)
+		}
+		rs.Close(ctx)
+		if r, _ := db.Recording(ctx, "00000000000000dd"); r.Bytes == 0 {
+			t.Errorf("recording %+v; want what fitted kept", r)
+		}
+		if _, err := s.Start(ctx, "00000000000000ee", "alice", ref, vdi.ProtocolTerminal, false); vdi.ErrorCode(err) != vdi.EUnavailable ||
+			!strings.Contains(err.Error(), "disk of the recordings is full") {
+			t.Errorf("Start on a full disk = %v; want unavailable, saying so", err)
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -38,6 +39,11 @@ func (s *Store) Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi
 	if s.max >= 0 && (s.full.Load() || s.used.Load() >= s.max) {
 		return nil, vdi.Errorf(vdi.EUnavailable, "Ask an admin to free space for recordings or raise CORRAL_VDI_RECORDING_MAX_BYTES.",
 			"This desktop's sessions are recorded, and the recordings are full.")
+	}
+	if free, err := freeBytes(s.dir); err == nil && free < minFreeBytes {
+		s.log.Warn("recorded console refused: the disk of the recordings is full", "dir", s.dir, "free_bytes", free)
+		return nil, vdi.Errorf(vdi.EUnavailable, "Ask an admin to free space on the disk of the recordings.",
+			"This desktop's sessions are recorded, and the disk of the recordings is full.")
 	}
 	format := relay.FormatAsciicast
 	if p == vdi.ProtocolVNC {
@@ -98,10 +104,28 @@ func (rs *Session) Write(p []byte) (int, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is the portal's business, not the user's
 		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			s.log.Warn("a recorded session ends: the disk of the recordings is full", "dir", s.dir, "recording", rs.id)
+			return w, fmt.Errorf("recording: the disk of the recordings is full: %w", err)
+		}
 		return w, fmt.Errorf("recording: write failed: %w", err)
 	}
 	rs.good += n
 	return w, nil
+}
+
+// minFreeBytes is the free space on the recordings' disk below which a
+// recorded console is refused rather than started to end at once.
+const minFreeBytes = 1 << 20
+
+// freeBytes returns the space unprivileged writers have left on dir's
+// filesystem.
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
 }
 
 // Close finishes the recording: writes what the recorder holds back, cuts

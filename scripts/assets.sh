@@ -12,8 +12,8 @@
 #   static/novnc/    core/**, vendor/pako/** (ES modules; entry core/rfb.js)
 #   static/xterm/    xterm.mjs, xterm.css, addon-fit.mjs, addon-attach.mjs
 #   static/ironrdp/  iron-remote-desktop.js (web component, ES module)
-#                    iron-remote-desktop-rdp.js (RDP backend, ES module,
-#                    wasm inlined as a data: URL)
+#                    iron-remote-desktop-rdp.js (RDP backend, ES module;
+#                    its inlined wasm taken out into ironrdp.<sha256>.wasm)
 #   static/asciinema/ asciinema-player.min.js (classic script, global
 #                    AsciinemaPlayer), asciinema-player.css
 # Each client folder also gets its packages' licence files.
@@ -74,11 +74,43 @@ cp $xterm/addon-attach/lib/addon-attach.mjs $static/xterm/
 cp $xterm/addon-attach/LICENSE $static/xterm/LICENSE.addon-attach
 
 # IronRDP: two self-contained ES modules (the Svelte-built web component and
-# the wasm-bindgen RDP backend with its wasm inlined).
+# the wasm-bindgen RDP backend) and the backend's wasm.
 iron=$nm/@devolutions
 clean $static/ironrdp
 cp $iron/iron-remote-desktop/iron-remote-desktop.js $static/ironrdp/
-cp $iron/iron-remote-desktop-rdp/iron-remote-desktop-rdp.js $static/ironrdp/
+# The backend's wasm-bindgen glue carries its wasm as a data: URL, which
+# Chromium decodes and compiles again on every visit. It is taken out into
+# its own content-hashed file next to the glue, and the glue is pointed at
+# it (new URL(..., import.meta.url)), so the glue's own init fetches it and
+# compiles it with WebAssembly.instantiateStreaming: the HTTP cache keeps
+# the bytes and Chromium's code cache the compiled module.
+node - $iron/iron-remote-desktop-rdp/iron-remote-desktop-rdp.js $static/ironrdp <<'JS'
+const fs = require("fs");
+const path = require("path");
+const crypto = require("crypto");
+const [src, dir] = process.argv.slice(2);
+const js = fs.readFileSync(src, "utf8");
+const fail = (why) => {
+	console.error(`assets: ${src}: ${why}; the IronRDP backend changed shape, so scripts/assets.sh must learn its new one`);
+	process.exit(1);
+};
+const inlined = [...js.matchAll(/(["'`])data:application\/wasm;base64,([A-Za-z0-9+/]+={0,2})\1/g)];
+if (inlined.length !== 1) fail(`found ${inlined.length} inlined data:application/wasm URLs, want exactly 1`);
+// The glue must fetch a URL it is given and compile the response as it
+// streams in; otherwise pointing it at a file gains nothing.
+for (const need of ["WebAssembly.instantiateStreaming", "instanceof URL", "fetch("]) {
+	if (!js.includes(need)) fail(`its wasm-bindgen init has no ${need}`);
+}
+const m = inlined[0];
+const wasm = Buffer.from(m[2], "base64");
+if (wasm.length < 1024 || wasm.readUInt32BE(0) !== 0x0061736d) fail("the inlined data: URL is not a wasm module");
+const name = `ironrdp.${crypto.createHash("sha256").update(wasm).digest("hex").slice(0, 16)}.wasm`;
+fs.writeFileSync(path.join(dir, name), wasm);
+const out = js.slice(0, m.index) + `new URL(${JSON.stringify("./" + name)}, import.meta.url)` + js.slice(m.index + m[0].length);
+if (out.includes("data:application/wasm")) fail("a data:application/wasm URL is left after the rewrite");
+fs.writeFileSync(path.join(dir, path.basename(src)), out);
+console.error(`assets: ironrdp: ${name} (${(wasm.length / 1048576).toFixed(1)} MiB) taken out of ${path.basename(src)} (${(js.length / 1048576).toFixed(1)} -> ${(out.length / 1024).toFixed(0)} KiB)`);
+JS
 licence $iron/iron-remote-desktop $static/ironrdp/LICENSE.iron-remote-desktop
 licence $iron/iron-remote-desktop-rdp $static/ironrdp/LICENSE.iron-remote-desktop-rdp
 
@@ -137,6 +169,13 @@ function exportsOf(src) {
 const errors = [];
 for (const f of others) {
 	if (!fs.existsSync(path.join(root, f))) errors.push(`${f}: missing`);
+}
+// The RDP backend loads its wasm from one content-hashed file beside it.
+const wasms = fs.readdirSync(path.join(root, "ironrdp")).filter((f) => /^ironrdp\.[0-9a-f]{16}\.wasm$/.test(f));
+if (wasms.length !== 1) {
+	errors.push(`ironrdp/: ${wasms.length} ironrdp.<hash>.wasm files, want 1`);
+} else if (!fs.readFileSync(path.join(root, "ironrdp/iron-remote-desktop-rdp.js"), "utf8").includes(`"./${wasms[0]}"`)) {
+	errors.push(`ironrdp/iron-remote-desktop-rdp.js: does not load ./${wasms[0]}`);
 }
 let modules = 0;
 for (const [entry, want] of Object.entries(entries)) {

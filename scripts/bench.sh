@@ -133,3 +133,7 @@ echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
+
+echo
+echo "== click \"Get a desktop\" → first desktop pixels in Chromium (Playwright, local desktops, a fresh claim each time): cold pool vs warm (standby 1), VNC and RDP (same run) =="
+CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_ROUNDS="${BENCH_FIRST_PIXEL_ROUNDS:-5}" go test -count=1 -run '^TestBench_FirstPixel$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'

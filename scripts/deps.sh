@@ -16,6 +16,7 @@ pkgs=(
 	qemu-system-x86            # vm pools of the local backend
 	busybox-static
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
+	bubblewrap # the namespaces of local desktops when the portal is not root
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)

@@ -46,6 +46,33 @@ func faultSQLiteReadOnly(t *testing.T, sc scale, r *report, e *kubeEnv) {
 	r.add("fault", "SQLite read-only: /readyz ready, history degraded", ok, "200 with a warning within 20 s", "after %s: %v", took.Round(100*time.Millisecond), ready)
 }
 
+// faultSQLiteDeleted deletes a replica's SQLite files under it: claims
+// keep working (they are Leases), and /readyz and the pages warn that what
+// the replica writes now is lost when it restarts, saying what to do.
+func faultSQLiteDeleted(t *testing.T, sc scale, r *report, e *kubeEnv) {
+	ctx := context.Background()
+	p := e.replicas[1]
+	files, _ := filepath.Glob(filepath.Join(p.Data, "*.db*"))
+	if len(files) == 0 {
+		r.add("fault", "SQLite deleted: file found", false, "a .db file", "none in %s", p.Data)
+		return
+	}
+	for _, f := range files {
+		os.Remove(f)
+	}
+	var errs []string
+	for i := range 5 {
+		if err := e.claimRelease(ctx, p, fmt.Sprintf("del%d", i)); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	r.add("fault", "SQLite deleted: claims keep working", len(errs) == 0, "5 of 5 claim+release 200", "%d failed %s", len(errs), strings.Join(errs, "; "))
+	code, buf, _ := call(ctx, p.URL, "", "GET", "/readyz", "")
+	ready, _ := decode[map[string]string](buf)
+	r.add("fault", "SQLite deleted: /readyz ready, warns what is lost", code == 200 && strings.Contains(ready["degraded"], "was deleted") &&
+		strings.Contains(ready["degraded"], "restore the file"), "200 with the warning", "%d %.200v", code, ready)
+}
+
 // faultPostgresPaused runs one more kube replica on a real PostgreSQL and
 // pauses the database (SIGSTOP): claims keep working, the audit rows wait
 // in the portal's buffer and are written once, after it answers again.

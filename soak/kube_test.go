@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -88,6 +90,7 @@ func kubePhase(t *testing.T, sc scale, r *report) {
 	faultAPIServerRestart(t, sc, r, e)
 	faultEtcdPause(t, sc, r, e)
 	faultSQLiteReadOnly(t, sc, r, e)
+	faultSQLiteDeleted(t, sc, r, e)
 	faultPostgresPaused(t, sc, r, e)
 	events, doubles, twice := e.watcher.stop()
 	r.add("storm", "double holders (watcher, whole phase)", doubles == 0 && events > 0, "0, with events seen",
@@ -343,11 +346,29 @@ func faultAPIServerRestart(t *testing.T, sc scale, r *report, e *kubeEnv) {
 	during := time.Since(t0)
 	r.add("fault", "apiserver down: claim answered with an error", code >= 500 && during < 30*time.Second, "5xx within 30 s",
 		"%d in %s", code, during.Round(time.Millisecond))
+	code, buf, _ := call(ctx, e.replicas[0].URL, "", "GET", "/readyz", "")
+	r.add("fault", "apiserver down: replica not ready", code == http.StatusServiceUnavailable, "/readyz 503",
+		"%d %.120s", code, buf)
+	took, ok := eventually(10*time.Second, func() bool {
+		code, buf, _ = call(ctx, e.replicas[1].URL, "during-api", "GET", "/", "")
+		return strings.Contains(string(buf), `data-testid="outage"`)
+	})
+	r.add("fault", "apiserver down: the home page says so", ok, "a notice on the page within 10 s",
+		"%d after %s: %.160s", code, took.Round(100*time.Millisecond), outageText(buf))
 	if err := <-restarted; err != nil {
 		r.add("fault", "apiserver restart", false, "restarted", "%v", err)
 		return
 	}
-	took, ok := eventually(120*time.Second, func() bool {
+	took, ok = eventually(120*time.Second, func() bool {
+		for _, p := range e.replicas {
+			if code, _, _ := call(ctx, p.URL, "", "GET", "/readyz", ""); code != http.StatusOK {
+				return false
+			}
+		}
+		return true
+	})
+	r.add("fault", "apiserver restart: every replica ready again", ok, "within 120 s", "after %s", took.Round(100*time.Millisecond))
+	took, ok = eventually(120*time.Second, func() bool {
 		for _, p := range e.replicas {
 			if e.claimRelease(ctx, p, "after-api") != nil {
 				return false
@@ -511,4 +532,16 @@ func (w *leaseWatcher) stop() (events, doubles, twice int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.events, w.doubles, w.twice
+}
+
+// outageText returns the outage notice of a page, or its start.
+func outageText(page []byte) string {
+	s := string(page)
+	if i := strings.Index(s, `data-testid="outage">`); i >= 0 {
+		s = s[i+len(`data-testid="outage">`):]
+		if j := strings.Index(s, "<"); j >= 0 {
+			return s[:j]
+		}
+	}
+	return s
 }

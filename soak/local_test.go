@@ -26,6 +26,13 @@ import (
 func localPhase(t *testing.T, sc scale, r *report) {
 	data, _ := os.MkdirTemp("", "cvl") // short: desktops' sockets live under it
 	t.Cleanup(func() { os.RemoveAll(data) })
+	// The recordings' disk is small, for the disk-full fault.
+	recDisk := filepath.Join(data, "recordings")
+	os.MkdirAll(recDisk, 0o700)
+	mountErr := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", recDisk).Run()
+	if mountErr == nil {
+		t.Cleanup(func() { exec.Command("umount", recDisk).Run() }) // after the portal stops
+	}
 	p := startPortal(t, data, "127.0.0.1:0", "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_ADMINS=ops",
 		fmt.Sprintf("CORRAL_VDI_DEMO_POOL_SIZE=%d", sc.Desktops+1), "CORRAL_VDI_MAX_CONSOLES_PER_USER=0")
 	ctx := context.Background()
@@ -49,7 +56,7 @@ func localPhase(t *testing.T, sc scale, r *report) {
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, "go", "test", "-count=1", "-run", "^TestAttacks", "./e2e/")
+		cmd := exec.CommandContext(cctx, "go", "test", "-count=1", "-run", "^TestAttack", "./e2e/")
 		cmd.Dir = ".."
 		var err error
 		attackOut, err = cmd.CombinedOutput()
@@ -58,9 +65,10 @@ func localPhase(t *testing.T, sc scale, r *report) {
 	consoleLoad(t, sc, r, p, holders)
 	err := <-attacks
 	tail := strings.Split(strings.TrimSpace(string(attackOut)), "\n")
-	r.add("attack", "e2e attack table while under load", err == nil, "every attack refused (go test passes)", "%s in %s",
+	r.add("attack", "e2e attack table and desktop escapes (root and nobody) while under load", err == nil, "every attack refused (go test passes)", "%s in %s",
 		strings.Join(tail[max(0, len(tail)-2):], " / "), time.Since(attackStart).Round(time.Second))
 	desktopKilled(t, sc, r, p)
+	recordingsFull(r, p, mountErr, holders[0])
 }
 
 // session is one terminal console through the portal.
@@ -162,19 +170,45 @@ func (s *session) echoLoop(id int, period time.Duration, end time.Time) {
 	}
 }
 
-// consoleLoad holds sc.Sessions terminal sessions on the real desktops for
-// sc.LoadFor, each typing a command every 200 ms.
+// consoleLoad holds sc.Sessions console sessions on the real desktops for
+// sc.LoadFor: a quarter VNC (each desktop's holder and admins watching
+// alongside), each asking for a tile of pixels every 200 ms, the rest
+// terminals, each typing a command every 200 ms.
 func consoleLoad(t *testing.T, sc scale, r *report, p *portal, holders []string) {
 	base := directEcho(t, 20)
+	nVNC := sc.Sessions / 4
+	_, first, _ := strings.Cut(holders[0], ":")
+	vncBase, vncBaseErr := directVNC(filepath.Join(p.Data, "local", "members", first, "run", "vnc.sock"), 20)
 	pid := p.cmd.Process.Pid
 	rss0, cpu0 := rssKiB(pid), cpuTime(pid)
+	var vncs []*vncSession
+	for i := range nVNC {
+		// One console per desktop is its holder's (a second one would take
+		// it over); the others are an admin watching alongside.
+		user, member, _ := strings.Cut(holders[i%len(holders)], ":")
+		if i >= len(holders) {
+			user = "ops"
+		}
+		s, err := openVNC(p.URL, user, member)
+		if err != nil {
+			r.add("load", fmt.Sprintf("%d VNC sessions open", nVNC), false, "all open", "%d open: %v", i, err)
+			for _, s := range vncs {
+				s.ws.Close()
+			}
+			return
+		}
+		vncs = append(vncs, s)
+	}
 	var sessions []*session
-	for i := range sc.Sessions {
+	for i := range sc.Sessions - nVNC {
 		user, member, _ := strings.Cut(holders[i%len(holders)], ":")
 		ws, err := dialTerminal(p.URL, user, member)
 		if err != nil {
 			r.add("load", fmt.Sprintf("%d terminal sessions open", sc.Sessions), false, "all open", "%d open: %v", i, err)
 			for _, s := range sessions {
+				s.ws.Close()
+			}
+			for _, s := range vncs {
 				s.ws.Close()
 			}
 			return
@@ -188,6 +222,9 @@ func consoleLoad(t *testing.T, sc scale, r *report, p *portal, holders []string)
 	var wg sync.WaitGroup
 	for i, s := range sessions {
 		wg.Go(func() { s.echoLoop(i, 200*time.Millisecond, end) })
+	}
+	for i, s := range vncs {
+		wg.Go(func() { s.loop(i, 200*time.Millisecond, end) })
 	}
 	wg.Wait()
 	took := time.Since(start)
@@ -207,15 +244,17 @@ func consoleLoad(t *testing.T, sc scale, r *report, p *portal, holders []string)
 		}
 		s.ws.Close()
 	}
-	r.add("load", fmt.Sprintf("%d terminal sessions on %d real desktops, %s", sc.Sessions, len(holders), sc.LoadFor), dropped == 0,
+	r.add("load", fmt.Sprintf("%d terminal sessions on %d real desktops, %s", len(sessions), len(holders), sc.LoadFor), dropped == 0,
 		"0 dropped", "%d dropped, %d commands answered %s", dropped, len(all), errOr(firstErr, ""))
+	vncLoadReport(r, vncs, len(holders), sc.LoadFor, took, vncBase, vncBaseErr)
 	p50, p99 := percentile(all, 50), percentile(all, 99)
 	r.add("load", "command round trip p50 / p99 (through portal)", p99 < 2*time.Second, "p99 < 2 s", "%s / %s", ms(p50), ms(p99))
 	r.add("load", "added latency p50 vs a pty on the host", p50-base < 500*time.Millisecond, "< 500 ms", "%s (direct pty p50 %s)", ms(p50-base), ms(base))
 	r.add("load", "throughput desktop -> client", bytesIn > 0, "> 0", "%.1f KiB/s in all", float64(bytesIn)/1024/took.Seconds())
-	cpuPer := (cpu1 - cpu0).Seconds() / took.Seconds() / float64(len(sessions)) * 100
+	n := float64(len(sessions) + len(vncs))
+	cpuPer := (cpu1 - cpu0).Seconds() / took.Seconds() / n * 100
 	r.add("load", "portal CPU per session", cpuPer < 5, "< 5 % of a core", "%.2f %% of a core", cpuPer)
-	memPer := float64(max(rss1, rss2)-rss0) / float64(len(sessions))
+	memPer := float64(max(rss1, rss2)-rss0) / n
 	r.add("load", "portal memory per session", memPer < 1024, "< 1 MiB", "%.0f KiB (RSS %d -> %d KiB)", memPer, rss0, max(rss1, rss2))
 }
 

@@ -13,6 +13,7 @@
 package static
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/binary"
@@ -22,6 +23,7 @@ import (
 	"io/fs"
 	"mime"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -44,8 +46,12 @@ const (
 	// defines the element when imported.
 	IronRDP = "ironrdp/iron-remote-desktop.js"
 	// IronRDPBackend is the RDP backend for the web component, an ES module
-	// exporting init and Backend; its wasm is inlined as a data: URL.
+	// exporting init and Backend; init fetches and compiles IronRDPWasm.
 	IronRDPBackend = "ironrdp/iron-remote-desktop-rdp.js"
+	// IronRDPWasm is the RDP backend's wasm. scripts/assets.sh writes it
+	// as ironrdp/ironrdp.<sha256 prefix>.wasm; [Assets.URL] and
+	// [Assets.Has] find it by this name without the hash.
+	IronRDPWasm = "ironrdp/ironrdp.wasm"
 	// Asciinema is asciinema-player's self-contained browser bundle, a
 	// classic script that defines the global AsciinemaPlayer (with create).
 	Asciinema = "asciinema/asciinema-player.min.js"
@@ -65,7 +71,7 @@ var clients = []struct {
 }{
 	{"novnc", []string{NoVNC}},
 	{"xterm", []string{XTerm, XTermCSS, XTermFit, XTermAttach}},
-	{"ironrdp", []string{IronRDP, IronRDPBackend}},
+	{"ironrdp", []string{IronRDP, IronRDPBackend, IronRDPWasm}},
 	{"asciinema", []string{Asciinema, AsciinemaCSS}},
 }
 
@@ -79,7 +85,22 @@ type Assets struct {
 	fsys    fs.FS
 	folders map[string]string // folder -> hash
 	files   map[string]string // path -> ETag
+	// hashed maps the name of a file without its content hash
+	// ("ironrdp/ironrdp.wasm") to the file ("ironrdp/ironrdp.<hash>.wasm").
+	hashed map[string]string
+	// imports maps an ES module to the embedded modules it imports
+	// statically (relative specifiers only).
+	imports map[string][]string
 }
+
+// importSpec finds the relative specifiers of static imports and re-exports
+// (`import x from "./a.js"`, `import "./b.js"`, `export {y} from "../c.js"`).
+// A match inside a string or comment only adds a needless preload.
+var importSpec = regexp.MustCompile(`(?:^|[;}\s])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?["'](\.\.?/[^"'\n]+)["']`)
+
+// hashedName matches a file name that carries its own content hash:
+// <name>.<16 hex>.<ext>.
+var hashedName = regexp.MustCompile(`^(.+)\.[0-9a-f]{16}(\.[a-z0-9]+)$`)
 
 // New indexes the embedded assets. It reads every file once, so call it once
 // at startup and share the result.
@@ -94,6 +115,8 @@ func newAssets(fsys fs.FS) (*Assets, error) {
 		fsys:    fsys,
 		folders: make(map[string]string),
 		files:   make(map[string]string),
+		hashed:  make(map[string]string),
+		imports: make(map[string][]string),
 	}
 	top, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -129,12 +152,23 @@ func (a *Assets) indexFolder(folder string) error {
 		}
 		defer f.Close()
 		fileHash := sha256.New()
-		n, err := io.Copy(fileHash, f)
+		var src bytes.Buffer
+		w := io.Writer(fileHash)
+		if ext := path.Ext(name); ext == ".js" || ext == ".mjs" {
+			w = io.MultiWriter(fileHash, &src)
+		}
+		n, err := io.Copy(w, f)
 		if err != nil {
 			return err
 		}
+		for _, m := range importSpec.FindAllSubmatch(src.Bytes(), -1) {
+			a.imports[name] = append(a.imports[name], path.Join(path.Dir(name), string(m[1])))
+		}
 		sum := fileHash.Sum(nil)
 		a.files[name] = `"` + hex.EncodeToString(sum[:16]) + `"`
+		if m := hashedName.FindStringSubmatch(name); m != nil {
+			a.hashed[m[1]+m[2]] = name
+		}
 		// Length-prefix the name so that no two trees hash alike by
 		// shifting bytes between a name and the content before it.
 		var lens [16]byte
@@ -155,9 +189,11 @@ func (a *Assets) indexFolder(folder string) error {
 // URL returns the hashed URL of the embedded file at name, e.g.
 // URL("novnc/core/rfb.js") = "/static/novnc.<hash>/core/rfb.js". For a name
 // that is not embedded it returns the unhashed "/static/<name>", which the
-// handler answers with 404; use [Assets.Has] to tell the cases apart.
+// handler answers with 404; use [Assets.Has] to tell the cases apart. A file
+// that carries its own content hash (<name>.<16 hex>.<ext>) is also found by
+// its name without it.
 func (a *Assets) URL(name string) string {
-	name = strings.TrimPrefix(name, "/")
+	name = a.resolve(name)
 	folder, rest, _ := strings.Cut(name, "/")
 	if _, ok := a.files[name]; !ok {
 		return Prefix + name
@@ -165,11 +201,49 @@ func (a *Assets) URL(name string) string {
 	return Prefix + folder + "." + a.folders[folder] + "/" + rest
 }
 
+// Modules returns the hashed URLs of the ES module at name and of every
+// embedded module it imports statically, directly or not, in the order
+// found (name first), for modulepreload links. Dynamic import() is not
+// followed: what a module loads later is not preloaded with it.
+func (a *Assets) Modules(name string) []string {
+	name = a.resolve(name)
+	if _, ok := a.files[name]; !ok {
+		return nil
+	}
+	seen := map[string]bool{name: true}
+	order := []string{name}
+	for i := 0; i < len(order); i++ {
+		for _, dep := range a.imports[order[i]] {
+			if _, ok := a.files[dep]; ok && !seen[dep] {
+				seen[dep] = true
+				order = append(order, dep)
+			}
+		}
+	}
+	urls := make([]string, len(order))
+	for i, n := range order {
+		urls[i] = a.URL(n)
+	}
+	return urls
+}
+
 // Has reports whether the file at name (e.g. "novnc/core/rfb.js") is
 // embedded.
 func (a *Assets) Has(name string) bool {
-	_, ok := a.files[strings.TrimPrefix(name, "/")]
+	_, ok := a.files[a.resolve(name)]
 	return ok
+}
+
+// resolve returns the embedded file name is (without a leading slash), or
+// the hashed file it names.
+func (a *Assets) resolve(name string) string {
+	name = strings.TrimPrefix(name, "/")
+	if _, ok := a.files[name]; !ok {
+		if f, ok := a.hashed[name]; ok {
+			return f
+		}
+	}
+	return name
 }
 
 // Missing returns the third-party clients ("novnc", "xterm", "ironrdp")

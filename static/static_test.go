@@ -103,6 +103,28 @@ func TestAssets_URL(t *testing.T) {
 		}
 	})
 
+	t.Run("OwnHash", func(t *testing.T) {
+		// A file named for its own content is found by its name
+		// without the hash, at the hashed folder like any other.
+		fsys := testFS()
+		fsys["ironrdp/ironrdp.0123456789abcdef.wasm"] = &fstest.MapFile{Data: []byte("\x00asm\x01\x00\x00\x00")}
+		b := MustAssets(t, fsys)
+		got := b.URL(IronRDPWasm)
+		if !regexp.MustCompile(`^/static/ironrdp\.[0-9a-f]{12}/ironrdp\.0123456789abcdef\.wasm$`).MatchString(got) {
+			t.Errorf("URL(%s) = %q; want /static/ironrdp.<12 hex>/ironrdp.0123456789abcdef.wasm", IronRDPWasm, got)
+		}
+		if got, want := b.URL("ironrdp/ironrdp.0123456789abcdef.wasm"), got; got != want {
+			t.Errorf("URL by the file's own name = %q; want %q", got, want)
+		}
+		if !b.Has(IronRDPWasm) || a.Has(IronRDPWasm) {
+			t.Errorf("Has(%s) = %v with the file, %v without; want true, false", IronRDPWasm, b.Has(IronRDPWasm), a.Has(IronRDPWasm))
+		}
+		rec := serve(t, b, http.MethodGet, got, nil)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/wasm" {
+			t.Errorf("GET %s: %d %q; want 200 application/wasm", got, rec.Code, rec.Header().Get("Content-Type"))
+		}
+	})
+
 	t.Run("Unknown", func(t *testing.T) {
 		if got, want := a.URL("novnc/nope.js"), "/static/novnc/nope.js"; got != want {
 			t.Errorf("URL(novnc/nope.js) = %q; want %q", got, want)
@@ -261,6 +283,24 @@ func TestAssets_Handler(t *testing.T) {
 	})
 }
 
+func TestAssets_Modules(t *testing.T) {
+	fsys := testFS()
+	fsys["novnc/core/util/int.js"] = &fstest.MapFile{Data: []byte("import { y } from '../../vendor/z.js';\nexport const x = y;\nimport('./lazy.js');\n")}
+	fsys["novnc/vendor/z.js"] = &fstest.MapFile{Data: []byte("export const y = 1; import './../core/rfb.js';\n")}
+	fsys["novnc/core/util/lazy.js"] = &fstest.MapFile{Data: []byte("export const z = 1;\n")}
+	a := MustAssets(t, fsys)
+	var want []string
+	for _, n := range []string{"novnc/core/rfb.js", "novnc/core/util/int.js", "novnc/vendor/z.js"} {
+		want = append(want, a.URL(n))
+	}
+	if got := a.Modules("novnc/core/rfb.js"); !slices.Equal(got, want) {
+		t.Errorf("Modules(novnc/core/rfb.js) = %q; want %q (static imports, each once, not the dynamic one)", got, want)
+	}
+	if got := a.Modules("novnc/nope.js"); got != nil {
+		t.Errorf("Modules(novnc/nope.js) = %q; want nil", got)
+	}
+}
+
 func TestAssets_Missing(t *testing.T) {
 	t.Run("Placeholders", func(t *testing.T) {
 		fsys := fstest.MapFS{
@@ -289,6 +329,7 @@ func TestAssets_Missing(t *testing.T) {
 		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS} {
 			fsys[name] = &fstest.MapFile{Data: []byte("x")}
 		}
+		fsys["ironrdp/ironrdp.0123456789abcdef.wasm"] = &fstest.MapFile{Data: []byte("\x00asm\x01\x00\x00\x00")}
 		if got := MustAssets(t, fsys).Missing(); got != nil {
 			t.Errorf("Missing() = %q; want nil", got)
 		}
@@ -324,6 +365,7 @@ func TestNew(t *testing.T) {
 		XTermAttach:    "text/javascript; charset=utf-8",
 		IronRDP:        "text/javascript; charset=utf-8",
 		IronRDPBackend: "text/javascript; charset=utf-8",
+		IronRDPWasm:    "application/wasm",
 	} {
 		rec := serve(t, a, http.MethodHead, a.URL(name), nil)
 		if got := rec.Header().Get("Content-Type"); rec.Code != http.StatusOK || got != want {

@@ -184,6 +184,9 @@ func (b *Buffer) Status() (waiting int, dropped int64, err error) {
 
 // StatusText says the same in words for pages; empty when all is well.
 func (b *Buffer) StatusText() string {
+	if err := b.db.FileGone(); err != nil {
+		return fileGoneText(err)
+	}
 	waiting, dropped, err := b.Status()
 	switch {
 	case err != nil:

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +81,33 @@ func TestBuffer_DatabaseThatStopsAnswering(t *testing.T) {
 	}
 	if open, _ := db.OpenSessions(ctx); len(open) != 1 || open[0].OpenedAt.After(start.Add(5*time.Second)) {
 		t.Errorf("open sessions = %+v; want s1, opened when it opened, not when it was written", open)
+	}
+}
+
+// TestBuffer_FileDeleted: a SQLite file deleted under the portal goes on
+// taking writes (into the unlinked file), and the status says so, with
+// what to do; so does a file replaced by another.
+func TestBuffer_FileDeleted(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"deleted", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "portal.db")
+			db, err := store.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			b := store.NewBuffer(db, 10, slog.New(slog.DiscardHandler))
+			if s := b.StatusText(); s != "" {
+				t.Fatalf("status before: %q", s)
+			}
+			os.Remove(path)
+			if how == "replaced" {
+				os.WriteFile(path, nil, 0o600)
+			}
+			if s := b.StatusText(); !strings.Contains(s, "was "+how) || !strings.Contains(s, "restore the file from a backup") {
+				t.Errorf("status after the file was %s: %q", how, s)
+			}
+		})
 	}
 }

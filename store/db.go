@@ -33,6 +33,9 @@ type DB struct {
 	db *conn
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
+	// file is the SQLite file, watched for being deleted; nil for
+	// PostgreSQL.
+	file *dbFile
 }
 
 // Open opens (creating if needed) the SQLite database at path and applies
@@ -48,7 +51,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// the cost of opening new ones.
 	sqldb.SetMaxOpenConns(sqliteConns)
 	sqldb.SetMaxIdleConns(sqliteConns)
-	return open(ctx, &conn{db: sqldb, d: sqliteDialect, locks: openLockFile(path)}, path)
+	db, err := open(ctx, &conn{db: sqldb, d: sqliteDialect, locks: openLockFile(path)}, path)
+	if err == nil {
+		db.file = watchFile(path)
+	}
+	return db, err
 }
 
 // sqliteConns bounds a SQLite handle's connections. Reads run in parallel

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -10,9 +11,12 @@ import (
 
 // consoleClients returns the data attributes through which a console
 // screen finds its protocol modules and browser clients at their hashed
-// URLs; the console and kiosk pages share them.
-func consoleClients(p Page) templ.Attributes {
+// URLs, and the console it will most likely open (data-likely), which the
+// page starts loading while it asks /connect; the console and kiosk pages
+// share them.
+func consoleClients(p Page, likely string) templ.Attributes {
 	return templ.Attributes{
+		"data-likely":          likely,
 		"data-novnc":           p.Asset(static.NoVNC),
 		"data-module-vnc":      p.Asset("app/console-vnc.js"),
 		"data-module-rdp":      p.Asset("app/console-rdp.js"),
@@ -24,6 +28,50 @@ func consoleClients(p Page) templ.Attributes {
 		"data-xterm-fit":       p.Asset(static.XTermFit),
 		"data-xterm-attach":    p.Asset(static.XTermAttach),
 	}
+}
+
+// consoleModules returns the modules a console page imports to open the
+// console of protocol likely ("rdp", "vnc", "serial", "terminal"), with
+// everything they import, for modulepreload links: the browser fetches them
+// all at once while the page asks /connect, instead of one level of imports
+// after another once it has the answer.
+//
+// The page's own module (app/console.js or app/kiosk.js) comes first with
+// what it imports (less itself, which its script tag loads): the page asks
+// /connect once they have run.
+func consoleModules(p Page, page, likely string) []string {
+	entries := []string{page}
+	switch likely {
+	case "rdp":
+		entries = append(entries, "app/console-rdp.js", static.IronRDP, static.IronRDPBackend)
+	case "vnc":
+		entries = append(entries, "app/console-vnc.js", static.NoVNC)
+	case "serial", "terminal":
+		entries = append(entries, "app/console-xterm.js", static.XTerm, static.XTermFit, static.XTermAttach)
+	}
+	var out []string
+	for _, e := range entries {
+		for _, u := range p.modules(e) {
+			if u != p.Asset(page) && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// rdpClient returns the RDP client's files, which the home page prefetches
+// into the browser's cache while the user picks a pool: its wasm (4 MB)
+// and its modules are then at hand when the console opens.
+// Files not embedded (a build without scripts/assets.sh) are left out.
+func rdpClient(p Page) []string {
+	var out []string
+	for _, f := range []string{static.IronRDPWasm, static.IronRDPBackend, static.IronRDP, "app/console-rdp.js"} {
+		if u := p.Asset(f); u != static.Prefix+f {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // keyName and keyLabel split an on-screen key "Name:Label".

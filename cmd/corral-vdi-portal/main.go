@@ -1,22 +1,47 @@
 // Command corral-vdi-portal serves pools of desktops that people claim and
-// use in a browser. `corral-vdi-portal serve` (the default) runs the portal.
+// use in a browser. `corral-vdi-portal serve` (the default) runs the portal;
+// doctor checks a machine or cluster for it; the admin subcommands (package
+// cli) talk to the running portal.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/corral-dev/corral-vdi-portal/cli"
 	"github.com/corral-dev/corral-vdi-portal/portal"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := portal.Command(ctx, os.Args[1:], os.Getenv); err != nil {
+	if err := run(ctx, os.Args[1:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "corral-vdi-portal:", err)
-		os.Exit(portal.ExitCode(err))
+		os.Exit(cli.ExitCode(err))
 	}
+}
+
+// run runs the subcommand args names: serve (the default), doctor, help,
+// or an admin subcommand.
+func run(ctx context.Context, args []string) error {
+	name := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	switch name {
+	case "serve":
+		return portal.Serve(ctx, args, os.Getenv)
+	case "doctor":
+		return portal.Doctor(ctx, cli.Stdio(), args)
+	case "help":
+		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
+			"serve runs the portal; `corral-vdi-portal serve -h` lists its flags, each with a CORRAL_VDI_* environment variable.\n\n" + cli.Usage)
+		return nil
+	}
+	return cli.Run(ctx, cli.Stdio(), name, args)
 }

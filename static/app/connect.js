@@ -13,6 +13,19 @@ export function consoleModules(screen) {
   };
 }
 
+// preloadConsole starts loading the console the page will most likely open
+// (the URL's ?protocol=, else the one the portal named in data-likely)
+// while the page asks /connect: its module and, through the module's
+// preload(screen), its client (noVNC's modules; IronRDP's, with its wasm
+// fetched and compiled now rather than after the answer). A wrong guess
+// costs a download; a failure shows when the console opens.
+export function preloadConsole(screen, modules) {
+  const likely = new URLSearchParams(window.location.search).get('protocol') || screen.dataset.likely;
+  const url = modules[likely];
+  if (!url) return;
+  import(url).then((m) => m.preload?.(screen)).catch(() => {});
+}
+
 // fetchConnect asks the portal which console to open. It resolves to
 // { ok, status, info } where info is the /connect answer (or the error
 // body), and to { ok: false, status: 0 } when the portal cannot be reached.

@@ -33,25 +33,10 @@ export function rdpClipboard(irgui, policy, ui) {
   };
 }
 
-// Key codes (KeyboardEvent.code) of the keys the special keys menu names.
-const codes = { Delete: 'Delete', Tab: 'Tab', PrintScreen: 'PrintScreen', Meta: 'MetaLeft' };
-
 // rdpSpecial sends a special-keys combination: IronRDP's own Ctrl+Alt+Del
-// and Windows key, and the others as key events on its canvas, which
-// IronRDP turns into scan codes as it does for real keys.
-export function rdpSpecial(irgui, el, c) {
+// and Windows key, and the others as scan codes (console-rdp-keys.js).
+export function rdpSpecial(irgui, keys, c) {
   if (c.id === 'ctrl-alt-del') { irgui.ctrlAltDel(); return true; }
   if (c.id === 'super') { irgui.metaKey(); return true; }
-  const canvas = el.shadowRoot?.querySelector('canvas') || el.querySelector('canvas');
-  if (!canvas) return false;
-  const code = codes[c.name] || c.name; // F1..F7
-  const mods = [c.ctrl && ['ControlLeft', 'Control'], c.alt && ['AltLeft', 'Alt']].filter(Boolean);
-  const send = (type, k, key) => canvas.dispatchEvent(new KeyboardEvent(type, {
-    code: k, key, bubbles: true, cancelable: true, ctrlKey: Boolean(c.ctrl), altKey: Boolean(c.alt),
-  }));
-  for (const [k, key] of mods) send('keydown', k, key);
-  send('keydown', code, c.name);
-  send('keyup', code, c.name);
-  for (const [k, key] of mods.toReversed()) send('keyup', k, key);
-  return true;
+  return keys.combo(c);
 }

@@ -6,28 +6,44 @@
 import { wsURL } from './console-vnc.js';
 import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
 import { rdpFiles } from './console-rdp-files.js';
+import { rdpKeys, withSession } from './console-rdp-keys.js';
+import { attachZoom } from './zoom.js';
 
 // IronErrorKind values of @devolutions/iron-remote-desktop.
 const kinds = { General: 0, WrongPassword: 1, LogonFailure: 2, AccessDenied: 3, RDCleanPath: 4, ProxyConnect: 5, NegotiationFailure: 6 };
 
 const wrongPassword = 'Wrong user name or password.';
 
-let rdpModule; // the IronRDP module, initialised once per page
+let loading; // the IronRDP module's load, started once per page
 
-async function loadIronRDP(screen) {
-  if (!rdpModule) {
-    const t0 = performance.now();
-    const [, mod] = await Promise.all([
-      import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
-      import(screen.dataset.ironrdpBackend),
-    ]);
-    const t1 = performance.now();
-    performance.measure('rdp-import', { start: t0, end: t1 });
-    await mod.init('WARN'); // compiles the inlined wasm
-    performance.measure('rdp-wasm', { start: t1 });
-    rdpModule = mod;
+// loadIronRDP imports IronRDP and initialises it: the backend's init
+// fetches its wasm (a file of its own, long cached) and compiles it as it
+// streams in, which Chromium's code cache then keeps for the next visit.
+// Callers share one load; a failed one is tried again by the next.
+function loadIronRDP(screen) {
+  if (!loading) {
+    const load = (async () => {
+      const t0 = performance.now();
+      const [, mod] = await Promise.all([
+        import(screen.dataset.ironrdp), // defines <iron-remote-desktop>
+        import(screen.dataset.ironrdpBackend),
+      ]);
+      const t1 = performance.now();
+      performance.measure('rdp-import', { start: t0, end: t1 });
+      await mod.init('WARN');
+      performance.measure('rdp-wasm', { start: t1 });
+      return mod;
+    })();
+    loading = load;
+    load.catch(() => { if (loading === load) loading = null; });
   }
-  return rdpModule;
+  return loading;
+}
+
+// preload starts loading IronRDP ahead of open (connect.js), so that its
+// wasm compiles while the page waits for /connect.
+export function preload(screen) {
+  loadIronRDP(screen).catch(() => {});
 }
 
 // describe turns an IronRDP error into a sentence for the user; wrong says
@@ -116,7 +132,9 @@ export async function open(screen, info, ui) {
   const ready = new Promise((resolve) => {
     el.addEventListener('ready', (ev) => resolve(ev.detail.irgUserInteraction), { once: true });
   });
-  el.module = mod.Backend;
+  let session; // the connected IronRDP session, for keys not typed on the canvas
+  el.module = withSession(mod.Backend, (s) => { session = s; });
+  const keys = rdpKeys(mod.Backend, () => session);
 
   const url = wsURL(info.websocket);
 
@@ -124,6 +142,7 @@ export async function open(screen, info, ui) {
   let irgui;
   const panel = signInPanel(info.credentials, (u, p) => start(u, p), screen.dataset.kiosk === 'true');
   screen.append(el, panel.el);
+  const zoom = attachZoom(screen, el, { mode: 'transform', canvas: () => el.shadowRoot?.querySelector('canvas') });
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
   const policy = info.console || { clipboard: 'both', fileTransfer: true };
@@ -157,10 +176,10 @@ export async function open(screen, info, ui) {
     // size (irgui.resize below); others keep theirs and are scaled.
     if (typeof mod.displayControl === 'function') cfg.withExtension(mod.displayControl(true));
     const config = cfg.build();
-    let session;
+    let started;
     const t1 = performance.now();
     try {
-      session = await irgui.connect(config);
+      started = await irgui.connect(config);
       performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
       if (closed) return;
@@ -174,10 +193,12 @@ export async function open(screen, info, ui) {
     irgui.setVisibility(true);
     ui.say('Connected', 'ok');
     try {
-      const end = await session.run();
+      const end = await started.run();
       if (!closed) ui.lost(`Disconnected: ${end.reason()}.`);
     } catch (err) {
       if (!closed) ui.lost(describe(err).text, false, true);
+    } finally {
+      session = undefined;
     }
   }
 
@@ -191,6 +212,11 @@ export async function open(screen, info, ui) {
       try {
         irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
       } catch { /* no session yet, or the server cannot resize */ }
+      // IronRDP sizes its canvas to the asked size at once; a server that
+      // keeps its size (freerdp-shadow) would stay stretched to it (the
+      // on-screen keyboard's row opening, a turned phone), so scale it to
+      // fit again once the server has answered.
+      timer = setTimeout(() => { if (!closed) irgui.setScale(1); }, 700);
     }, 300);
   });
   resized.observe(screen);
@@ -203,9 +229,12 @@ export async function open(screen, info, ui) {
   }
   return {
     clipboard,
-    special: (combo) => rdpSpecial(irgui, el, combo),
+    keys,
+    zoom,
+    special: (combo) => rdpSpecial(irgui, keys, combo),
     close() {
       closed = true;
+      zoom.close();
       files?.close();
       resized.disconnect();
       clearTimeout(timer);

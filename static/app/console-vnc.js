@@ -3,7 +3,9 @@
 // local Xvnc desktops do) and is scaled to fit otherwise. The clipboard
 // goes both ways through noVNC (ClientCutText / ServerCutText, Unicode by
 // the Extended Clipboard where the server offers it); the portal's relay
-// drops what the pool's policy forbids.
+// drops what the pool's policy forbids. A pinch zooms the view (zoom.js).
+import { attachZoom } from './zoom.js';
+
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -19,8 +21,15 @@ export function dropped(code, reason) {
     || (code === 1000 && reason === 'desktop closed the connection');
 }
 
+// preload fetches noVNC's modules ahead of open (connect.js).
+export function preload(screen) {
+  return import(screen.dataset.novnc);
+}
+
 export async function open(screen, info, ui) {
+  const t0 = performance.now();
   const { default: RFB } = await import(screen.dataset.novnc);
+  performance.measure('vnc-import', { start: t0 }); // noVNC's modules: usually preloaded
   // Open the websocket here, not in noVNC, to read the close reason the
   // portal sends (released by an admin, reclaimed for idleness, ...).
   const ws = new WebSocket(wsURL(info.websocket), ['binary']);
@@ -35,9 +44,20 @@ export async function open(screen, info, ui) {
     goingAway = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
     retry = dropped(ev.code, ev.reason);
   });
-  const rfb = new RFB(screen, ws, {});
+  // noVNC fills the stage, which the zoom makes larger than the screen.
+  const stage = document.createElement('div');
+  stage.className = 'console-stage';
+  screen.append(stage);
+  const rfb = new RFB(stage, ws, {});
   rfb.scaleViewport = true; // when the server cannot take the window's size
   rfb.resizeSession = !info.viewOnly; // a watching admin leaves the size alone
+  // While zoomed the desktop keeps its size: it is the view that grows.
+  const zoom = attachZoom(screen, stage, {
+    mode: 'size',
+    canvas: () => stage.querySelector('canvas'),
+    gestures: true,
+    zoomed: (on) => { rfb.resizeSession = !on && !info.viewOnly; },
+  });
   rfb.focusOnClick = true;
   rfb.viewOnly = Boolean(info.viewOnly); // an admin watching (admin-shadow.js)
   rfb.addEventListener('connect', () => {
@@ -54,8 +74,13 @@ export async function open(screen, info, ui) {
   screen.rfb = rfb; // for tests and the devtools
   const keys = vncKeys(rfb);
   return {
-    close: () => rfb.disconnect(),
+    close() {
+      zoom.close();
+      rfb.disconnect();
+      stage.remove();
+    },
     keys,
+    zoom,
     clipboard: { send: (text) => rfb.clipboardPasteFrom(text) },
     special: (combo) => keys.combo(combo),
   };

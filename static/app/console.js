@@ -11,13 +11,14 @@ import { watchReclaim } from './reclaim.js';
 import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
-import { consoleModules, errorText, fetchConnect, pickOption, Reconnector } from './connect.js';
+import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
 const banner = document.getElementById('reconnect-banner');
 const modules = consoleModules(screen);
+preloadConsole(screen, modules);
 
 let current = null;
 const again = new Reconnector(() => connect());

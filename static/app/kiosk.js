@@ -4,13 +4,14 @@
 // and shows a small overlay (reconnect, release, special keys) on
 // Ctrl+Alt+Shift+K.
 import { attachKeysMenu } from './specialkeys.js';
-import { consoleModules, errorText, fetchConnect, pickOption, Reconnector } from './connect.js';
+import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('kiosk-status');
 const overlay = document.getElementById('kiosk-overlay');
 const message = document.getElementById('kiosk-message');
 const modules = consoleModules(screen);
+preloadConsole(screen, modules);
 
 const again = new Reconnector(() => connect());
 let timer = null;

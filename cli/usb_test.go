@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestUSBList(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		e := cliEnv{getenv: func(k string) string { return map[string]string{"CORRAL_VDI_USB_SYSFS": root}[k] }, out: &out, errOut: &out}
+		e := Env{Getenv: func(k string) string { return map[string]string{"CORRAL_VDI_USB_SYSFS": root}[k] }, Out: &out, ErrOut: &out}
 		if err := runUSB(context.Background(), e, append([]string{"list"}, args...)); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,14 @@ func TestUSBList(t *testing.T) {
 }
 
 // fields returns the fields of the line of out whose first field is first.
-func fields(out, first string) []string { return row(out, first) }
+func fields(out, first string) []string {
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == first {
+			return f
+		}
+	}
+	return nil
+}
 
 // TestUSBRedir_BadInput checks the arguments before anything connects.
 func TestUSBRedir_BadInput(t *testing.T) {
@@ -75,7 +82,7 @@ func TestUSBRedir_BadInput(t *testing.T) {
 		{[]string{"local/vm-1", "--device", "1050:0407", "--portal", "ftp://x", "--yes"}, "http(s) URL"},
 	} {
 		var out bytes.Buffer
-		e := cliEnv{getenv: func(string) string { return "" }, out: &out, errOut: &out}
+		e := Env{Getenv: func(string) string { return "" }, Out: &out, ErrOut: &out}
 		err := runUSB(context.Background(), e, append([]string{"redir"}, tc.args...))
 		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("usb redir %v: %v (exit %d); want a usage error saying %q", tc.args, err, ExitCode(err), tc.says)

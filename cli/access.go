@@ -1,19 +1,22 @@
-package portal
+package cli
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // accessFlagSet holds the flags that say who may use a pool and what one
 // user may hold; unset flags change nothing.
 type accessFlagSet struct {
-	fs            *cliFlags
+	fs            *Flags
 	users, groups string
 	perUser       int
 	standby       int
@@ -24,7 +27,7 @@ type accessFlagSet struct {
 }
 
 // accessFlags adds -access-users, -access-groups and -desktops-per-user to f.
-func accessFlags(f *cliFlags) *accessFlagSet {
+func accessFlags(f *Flags) *accessFlagSet {
 	a := &accessFlagSet{fs: f}
 	f.StringVar(&a.users, "access-users", "", "logins who may use the pool, comma-separated; with -access-groups empty for both: everyone signed in")
 	f.StringVar(&a.groups, "access-groups", "", "groups whose members may use the pool, comma-separated")
@@ -78,28 +81,15 @@ func (a *accessFlagSet) standbyCount() *int {
 
 // runPoolUpdate is `corral-vdi-portal pool update NS/POOL`: who may use
 // the pool and what one user may hold of it.
-func runPoolUpdate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N]")
+func runPoolUpdate(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N]")
 	acc := accessFlags(f)
-	pos, err := f.parse(args, "NS/POOL")
+	_, path, err := f.parseRef(args, "POOL")
 	if err != nil {
 		return err
 	}
-	path, err := ref(pos[0], "POOL")
-	if err != nil {
-		return err
-	}
-	body := map[string]any{}
-	if a := acc.access(); a != nil {
-		body["access"] = a
-	}
-	if l := acc.limits(); l != nil {
-		body["limits"] = l
-	}
-	if n := acc.standbyCount(); n != nil {
-		body["standby"] = *n
-	}
-	if len(body) == 0 {
+	body := api.PoolPatch{Access: acc.access(), Limits: acc.limits(), Standby: acc.standbyCount()}
+	if body == (api.PoolPatch{}) {
 		return errors.New("pool update: say what to change: -access-users, -access-groups, -desktops-per-user or -standby")
 	}
 	c, err := f.client()
@@ -119,4 +109,13 @@ func runPoolUpdate(ctx context.Context, e cliEnv, args []string) error {
 		per = strconv.Itoa(p.Limits.DesktopsPerUser) + " per user"
 	}
 	return f.done(raw, "pool %s/%s is for %s; %s; standby %d", p.Namespace, p.Name, p.Access, per, p.Standby)
+}
+
+// splitList returns the items of a comma-separated list, without blanks.
+func splitList(s string) []string {
+	items := strings.Split(s, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return slices.DeleteFunc(items, func(v string) bool { return v == "" })
 }

@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -30,24 +31,20 @@ const virtctlInstall = "virtctl is not on PATH: download virtctl-<version>-linux
 // --portal, usbredirect bridged to the portal's /ws/usbredir, signed in as
 // the user; without --portal, the admin path: virtctl usbredir for the
 // KubeVirt VM that --user holds.
-func runUSBRedir(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "usb redir", "NS/DESKTOP --device VID:PID (--portal URL [--token T] | --user U) [--yes]")
+func runUSBRedir(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "usb redir", "NS/DESKTOP --device VID:PID (--portal URL [--token T] | --user U) [--yes]")
 	portalURL := f.String("portal", "", "the portal's URL, e.g. https://vdi.example.ts.net: share a device of this machine with your desktop")
 	device := f.String("device", "", "the device as VID:PID, as \"corral-vdi-portal usb list\" shows it")
 	token := f.String("token", "", "the USB token from the desktop's page, when the portal signs you in with OIDC (CORRAL_VDI_USB_TOKEN)")
 	user := f.String("user", "", "admin path: the user who holds the desktop; runs virtctl usbredir with your kubeconfig")
 	yes := f.Bool("yes", false, "attach without asking")
-	f.examples = `  # on your machine, the portal reached through tailscale serve (you are signed in by it):
+	f.Examples = `  # on your machine, the portal reached through tailscale serve (you are signed in by it):
   corral-vdi-portal usb redir --portal https://vdi.example.ts.net vdi/win-3 --device 1050:0407
   # with OIDC: the command with a fresh token is on the desktop's page
   corral-vdi-portal usb redir --portal https://vdi.example vdi/win-3 --device 1050:0407 --token ...
   # admin path, with kube credentials: virtctl usbredir for the VM alice holds
   corral-vdi-portal usb redir vdi/win-3 --device 1050:0407 --user alice`
-	pos, err := f.parse(args, "NS/DESKTOP")
-	if err != nil {
-		return err
-	}
-	path, err := ref(pos[0], "DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
@@ -55,15 +52,15 @@ func runUSBRedir(ctx context.Context, e cliEnv, args []string) error {
 		return usagef("--device %q is not VID:PID in hex, e.g. 1050:0407 (see `corral-vdi-portal usb list`)", *device)
 	}
 	if *token == "" {
-		*token = e.getenv("CORRAL_VDI_USB_TOKEN")
+		*token = e.Getenv("CORRAL_VDI_USB_TOKEN")
 	}
 	switch {
 	case *portalURL != "" && *user != "":
 		return usagef("usb redir: --portal (your own device) and --user (admin path) exclude each other")
 	case *portalURL != "":
-		return usbRedirPortal(ctx, e, *portalURL, path, pos[0], *device, *token, *yes)
+		return usbRedirPortal(ctx, e, *portalURL, path, desktop, *device, *token, *yes)
 	case *user != "":
-		return usbRedirAdmin(ctx, f, pos[0], *device, *user, *yes)
+		return usbRedirAdmin(ctx, f, desktop, *device, *user, *yes)
 	}
 	f.Usage()
 	return usagef("usb redir wants --portal URL (your device, through the portal) or --user U (admin path, virtctl)")
@@ -71,7 +68,7 @@ func runUSBRedir(ctx context.Context, e cliEnv, args []string) error {
 
 // usbRedirPortal dials the portal's USB websocket for desktop, then runs
 // usbredirect against a loopback port bridged to it.
-func usbRedirPortal(ctx context.Context, e cliEnv, base, path, desktop, device, token string, yes bool) error {
+func usbRedirPortal(ctx context.Context, e Env, base, path, desktop, device, token string, yes bool) error {
 	u, err := url.Parse(strings.TrimSuffix(base, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--portal %q is not the portal's http(s) URL", base)
@@ -102,7 +99,7 @@ func usbRedirPortal(ctx context.Context, e cliEnv, base, path, desktop, device, 
 	}
 	defer ln.Close()
 	cmd := exec.CommandContext(ctx, bin, "--device", device, "--to", ln.Addr().String())
-	cmd.Stdout, cmd.Stderr = e.errOut, e.errOut
+	cmd.Stdout, cmd.Stderr = e.ErrOut, e.ErrOut
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("usbredirect: %w", err)
 	}
@@ -126,7 +123,7 @@ func usbRedirPortal(ctx context.Context, e cliEnv, base, path, desktop, device, 
 		<-exited
 		return fmt.Errorf("usbredirect did not connect within 30s; run it with -v 5 by hand to see why")
 	}
-	fmt.Fprintf(e.out, "attached %s to %s; Ctrl-C detaches it\n", device, desktop)
+	fmt.Fprintf(e.Out, "attached %s to %s; Ctrl-C detaches it\n", device, desktop)
 	bridge(ws, conn)
 	conn.Close()
 	ws.Close()
@@ -136,7 +133,7 @@ func usbRedirPortal(ctx context.Context, e cliEnv, base, path, desktop, device, 
 		cmd.Process.Kill()
 		<-exited
 	}
-	fmt.Fprintf(e.out, "detached %s from %s\n", device, desktop)
+	fmt.Fprintf(e.Out, "detached %s from %s\n", device, desktop)
 	return nil
 }
 
@@ -185,7 +182,7 @@ func wsRefusal(res *http.Response, err error, to string) error {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	e := &apiError{Status: res.StatusCode}
+	e := &api.Error{Status: res.StatusCode}
 	if json.Unmarshal(body, e) != nil || e.Msg == "" {
 		e.Msg = fmt.Sprintf("the portal refused the USB stream: %s", res.Status)
 	}
@@ -195,7 +192,7 @@ func wsRefusal(res *http.Response, err error, to string) error {
 // usbRedirAdmin is the seed's admin path: it checks over the admin socket
 // that user holds desktop and that it is a running KubeVirt VM, then runs
 // `virtctl usbredir VID:PID VMI -n NS` with the admin's own kubeconfig.
-func usbRedirAdmin(ctx context.Context, f *cliFlags, desktop, device, user string, yes bool) error {
+func usbRedirAdmin(ctx context.Context, f *Flags, desktop, device, user string, yes bool) error {
 	ns, name, _ := strings.Cut(desktop, "/")
 	c, err := f.client()
 	if err != nil {
@@ -234,8 +231,8 @@ func usbRedirAdmin(ctx context.Context, f *cliFlags, desktop, device, user strin
 		return err
 	}
 	cmd := exec.CommandContext(ctx, bin, "usbredir", device, name, "-n", ns)
-	cmd.Stdout, cmd.Stderr, cmd.Stdin = f.env.out, f.env.errOut, f.env.in
-	fmt.Fprintf(f.env.errOut, "running %s\n", strings.Join(cmd.Args, " "))
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = f.env.Out, f.env.ErrOut, f.env.In
+	fmt.Fprintf(f.env.ErrOut, "running %s\n", strings.Join(cmd.Args, " "))
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

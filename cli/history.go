@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // historyFlags are the filters of /admin/history as flags.
@@ -15,8 +17,8 @@ type historyFlags struct {
 }
 
 // newHistoryFlags declares the history filters on a new flag set.
-func newHistoryFlags(e cliEnv, name string) (*cliFlags, *historyFlags) {
-	f := newCLIFlags(e, name, "[-user U] [-pool NS/POOL] [-since D|T] [-until D|T] [-limit N] [-json]")
+func newHistoryFlags(e Env, name string) (*Flags, *historyFlags) {
+	f := NewFlags(e, name, "[-user U] [-pool NS/POOL] [-since D|T] [-until D|T] [-limit N] [-json]")
 	h := &historyFlags{}
 	f.StringVar(&h.user, "user", "", "only this login (a session's user, an event's actor or the holder it names)")
 	f.StringVar(&h.pool, "pool", "", "only this pool's desktops, as NS/POOL")
@@ -61,25 +63,11 @@ func historyTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither a duration like 24h nor a time like 2006-01-02T15:04", s)
 }
 
-// sessionRow is a console session as GET /api/vdi/history/sessions lists it.
-type sessionRow struct {
-	User        string    `json:"user"`
-	Namespace   string    `json:"namespace"`
-	Desktop     string    `json:"desktop"`
-	Protocol    string    `json:"protocol"`
-	Path        string    `json:"path"`
-	Opened      time.Time `json:"opened"`
-	Closed      time.Time `json:"closed"`
-	BytesIn     int64     `json:"bytesIn"`
-	BytesOut    int64     `json:"bytesOut"`
-	CloseReason string    `json:"closeReason"`
-}
-
 // runHistory is `corral-vdi-portal history`: console sessions, newest first.
-func runHistory(ctx context.Context, e cliEnv, args []string) error {
+func runHistory(ctx context.Context, e Env, args []string) error {
 	return runHistoryList(ctx, e, args, "history", "/api/vdi/history/sessions",
 		[]string{"OPENED", "CLOSED", "USER", "DESKTOP", "PROTOCOL", "PATH", "IN", "OUT", "REASON"},
-		func(s sessionRow) []string {
+		func(s api.Session) []string {
 			closed := stamp(s.Closed)
 			if s.Closed.IsZero() {
 				closed = "open"
@@ -89,21 +77,11 @@ func runHistory(ctx context.Context, e cliEnv, args []string) error {
 		})
 }
 
-// auditRow is an audit entry as GET /api/vdi/history/audit lists it.
-type auditRow struct {
-	At        time.Time `json:"at"`
-	Actor     string    `json:"actor"`
-	Action    string    `json:"action"`
-	Namespace string    `json:"namespace"`
-	Target    string    `json:"target"`
-	Detail    string    `json:"detail"`
-}
-
 // runAudit is `corral-vdi-portal audit`: the audit log, newest first.
-func runAudit(ctx context.Context, e cliEnv, args []string) error {
+func runAudit(ctx context.Context, e Env, args []string) error {
 	return runHistoryList(ctx, e, args, "audit", "/api/vdi/history/audit",
 		[]string{"AT", "ACTOR", "ACTION", "TARGET", "DETAIL"},
-		func(a auditRow) []string {
+		func(a api.AuditEntry) []string {
 			target := a.Target
 			if a.Namespace != "" {
 				target = a.Namespace + "/" + a.Target
@@ -115,9 +93,9 @@ func runAudit(ctx context.Context, e cliEnv, args []string) error {
 // runHistoryList runs the history command name: it asks route for the rows
 // the filter flags in args select and prints them as the portal's JSON
 // with -json, else as a table of header with one row a record.
-func runHistoryList[T any](ctx context.Context, e cliEnv, args []string, name, route string, header []string, row func(T) []string) error {
+func runHistoryList[T any](ctx context.Context, e Env, args []string, name, route string, header []string, row func(T) []string) error {
 	f, h := newHistoryFlags(e, name)
-	if _, err := f.parse(args); err != nil {
+	if _, err := f.ParseArgs(args); err != nil {
 		return err
 	}
 	q, err := h.query(time.Now())
@@ -133,14 +111,14 @@ func runHistoryList[T any](ctx context.Context, e cliEnv, args []string, name, r
 	if err != nil {
 		return err
 	}
-	if f.json {
-		return printJSON(e.out, raw)
+	if f.JSON {
+		return PrintJSON(e.Out, raw)
 	}
 	rows := make([][]string, 0, len(records))
 	for _, r := range records {
 		rows = append(rows, row(r))
 	}
-	return table(e.out, header, rows)
+	return table(e.Out, header, rows)
 }
 
 // byteCount formats n bytes briefly: 512B, 3.1K, 42.0M.

@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"bufio"
@@ -14,21 +14,8 @@ import (
 )
 
 // runUSB is `corral-vdi-portal usb list|redir`.
-func runUSB(ctx context.Context, e cliEnv, args []string) error {
-	const usage = "usage: corral-vdi-portal usb list|redir ... (each takes -h)"
-	if len(args) == 0 {
-		return usagef("usb wants list or redir\n%s", usage)
-	}
-	switch args[0] {
-	case "list":
-		return runUSBList(ctx, e, args[1:])
-	case "redir":
-		return runUSBRedir(ctx, e, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(e.errOut, usage)
-		return nil
-	}
-	return usagef("usb %s: unknown; want list or redir", args[0])
+func runUSB(ctx context.Context, e Env, args []string) error {
+	return runGroup(ctx, e, "usb", args, []subcommand{{"list", runUSBList}, {"redir", runUSBRedir}})
 }
 
 // usbDevice is a USB device of this machine as sysfs shows it.
@@ -46,14 +33,14 @@ const defaultUSBSysfs = "/sys/bus/usb/devices"
 
 // runUSBList is `corral-vdi-portal usb list`: the USB devices of this
 // machine, read from sysfs, without root hubs.
-func runUSBList(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "usb list", "[-json]")
-	f.examples = `  corral-vdi-portal usb list
+func runUSBList(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "usb list", "[-json]")
+	f.Examples = `  corral-vdi-portal usb list
   corral-vdi-portal usb list -json | jq -r '.[].id'`
-	if _, err := f.parse(args); err != nil {
+	if _, err := f.ParseArgs(args); err != nil {
 		return err
 	}
-	root := e.getenv("CORRAL_VDI_USB_SYSFS") // tests; default the kernel's
+	root := e.Getenv("CORRAL_VDI_USB_SYSFS") // tests; default the kernel's
 	if root == "" {
 		root = defaultUSBSysfs
 	}
@@ -61,7 +48,7 @@ func runUSBList(ctx context.Context, e cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.json {
+	if f.JSON {
 		if devs == nil {
 			devs = []usbDevice{}
 		}
@@ -69,17 +56,17 @@ func runUSBList(ctx context.Context, e cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(e.out, raw)
+		return PrintJSON(e.Out, raw)
 	}
 	if len(devs) == 0 {
-		fmt.Fprintf(e.out, "no USB devices on this machine (%s lists none); plug one in, or check that this is not a container without /sys/bus/usb\n", root)
+		fmt.Fprintf(e.Out, "no USB devices on this machine (%s lists none); plug one in, or check that this is not a container without /sys/bus/usb\n", root)
 		return nil
 	}
 	rows := make([][]string, 0, len(devs))
 	for _, d := range devs {
 		rows = append(rows, []string{d.ID, d.Bus + "-" + d.Device, d.Manufacturer, d.Product})
 	}
-	return table(e.out, []string{"DEVICE", "BUS-DEV", "MANUFACTURER", "PRODUCT"}, rows)
+	return table(e.Out, []string{"DEVICE", "BUS-DEV", "MANUFACTURER", "PRODUCT"}, rows)
 }
 
 // listUSB reads the devices under root (a sysfs /sys/bus/usb/devices),
@@ -100,7 +87,7 @@ func listUSB(root string) ([]usbDevice, error) {
 		dir := filepath.Join(root, name)
 		read := func(attr string) string {
 			b, _ := os.ReadFile(filepath.Join(dir, attr))
-			return strings.TrimSpace(strings.Map(printable, string(b)))
+			return strings.TrimSpace(strings.Map(Printable, string(b)))
 		}
 		vid, pid := read("idVendor"), read("idProduct")
 		if vid == "" || pid == "" {
@@ -130,16 +117,16 @@ const usbWarning = `Attaching %s to %s:
 `
 
 // confirm shows what attaching means and asks; yes skips the question.
-func confirm(e cliEnv, device, desktop string, yes bool) error {
-	fmt.Fprintf(e.errOut, usbWarning, device, desktop)
+func confirm(e Env, device, desktop string, yes bool) error {
+	fmt.Fprintf(e.ErrOut, usbWarning, device, desktop)
 	if yes {
 		return nil
 	}
-	if e.in == nil {
+	if e.In == nil {
 		return usagef("nobody to ask for confirmation: pass --yes")
 	}
-	fmt.Fprint(e.errOut, "Attach it? [y/N] ")
-	line, err := bufio.NewReader(e.in).ReadString('\n')
+	fmt.Fprint(e.ErrOut, "Attach it? [y/N] ")
+	line, err := bufio.NewReader(e.In).ReadString('\n')
 	if err != nil && err != io.EOF {
 		return err
 	}

@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/cli"
 )
 
 // cliHelperEnv makes the test binary run the command line in its arguments
@@ -29,7 +32,7 @@ func init() {
 	if os.Getenv(cliHelperEnv) != "1" {
 		return
 	}
-	if err := Command(context.Background(), os.Args[1:], os.Getenv); err != nil {
+	if err := cli.Run(context.Background(), cli.Stdio(), os.Args[1], os.Args[2:]); err != nil {
 		os.Stderr.WriteString("corral-vdi-portal: " + err.Error() + "\n")
 		os.Exit(1)
 	}
@@ -135,16 +138,14 @@ func (p *cliPortal) mustCLI(tb testing.TB, args ...string) string {
 	return out
 }
 
+// runCLITest runs the admin subcommand in args with getenv and returns
+// what it printed.
 func runCLITest(tb testing.TB, getenv func(string) string, args ...string) (string, error) {
 	tb.Helper()
-	run, ok := cliCommands[args[0]]
-	if !ok {
-		tb.Fatalf("no subcommand %q", args[0])
-	}
 	var out, usage bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := run(ctx, cliEnv{getenv: getenv, out: &out, errOut: &usage}, args[1:])
+	err := cli.Run(ctx, cli.Env{Getenv: getenv, Out: &out, ErrOut: &usage}, args[0], args[1:])
 	return out.String(), err
 }
 
@@ -228,7 +229,7 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("pool resize printed %q", out)
 		}
 		_, err := p.cli(t, "pool", "create", "-name", "cli")
-		var ae *apiError
+		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Hint == "" || !strings.Contains(err.Error(), ae.Hint) {
 			t.Fatalf("creating a pool twice: %v; want a 409 with its hint", err)
 		}

@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"context"
@@ -6,15 +6,16 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // runDesktops is `corral-vdi-portal desktops [-all]`: claimed desktops with
 // their holders, or every desktop.
-func runDesktops(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "desktops", "[-all] [-json]")
+func runDesktops(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "desktops", "[-all] [-json]")
 	all := f.Bool("all", false, "list free desktops too")
-	if _, err := f.parse(args); err != nil {
+	if _, err := f.ParseArgs(args); err != nil {
 		return err
 	}
 	c, err := f.client()
@@ -46,53 +47,48 @@ func runDesktops(ctx context.Context, e cliEnv, args []string) error {
 		}
 		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, power, d.Holder, stamp(d.ClaimedAt), reclaim})
 	}
-	if f.json {
+	if f.JSON {
 		raw, err := json.Marshal(keep)
 		if err != nil {
 			return err
 		}
-		return printJSON(e.out, raw)
+		return PrintJSON(e.Out, raw)
 	}
-	return table(e.out, []string{"DESKTOP", "POOL", "POWER", "HOLDER", "SINCE", "RECLAIM"}, rows)
+	return table(e.Out, []string{"DESKTOP", "POOL", "POWER", "HOLDER", "SINCE", "RECLAIM"}, rows)
 }
 
 // runRelease is `corral-vdi-portal release NS/DESKTOP [-reason R]`: an
 // admin force-release, which the holder's console shows with the reason.
-func runRelease(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "release", "NS/DESKTOP [-reason R]")
+func runRelease(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "release", "NS/DESKTOP [-reason R]")
 	reason := f.String("reason", "", "why, for the audit log and the holder's console")
-	pos, err := f.parse(args, "NS/DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
-	raw, err := postDesktop(ctx, f, pos[0], "release", map[string]string{"reason": strings.TrimSpace(*reason)})
+	raw, err := postDesktop(ctx, f, path, "release", api.Release{Reason: strings.TrimSpace(*reason)})
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "released %s", pos[0])
+	return f.done(raw, "released %s", desktop)
 }
 
 // runRecreate is `corral-vdi-portal recreate NS/DESKTOP`.
-func runRecreate(ctx context.Context, e cliEnv, args []string) error {
-	f := newCLIFlags(e, "recreate", "NS/DESKTOP")
-	pos, err := f.parse(args, "NS/DESKTOP")
+func runRecreate(ctx context.Context, e Env, args []string) error {
+	f := NewFlags(e, "recreate", "NS/DESKTOP")
+	desktop, path, err := f.parseRef(args, "DESKTOP")
 	if err != nil {
 		return err
 	}
-	raw, err := postDesktop(ctx, f, pos[0], "recreate", nil)
+	raw, err := postDesktop(ctx, f, path, "recreate", nil)
 	if err != nil {
 		return err
 	}
-	return f.done(raw, "recreated %s from its pool's source", pos[0])
+	return f.done(raw, "recreated %s from its pool's source", desktop)
 }
 
-// postDesktop posts body to POST /api/vdi/desktops/{ns}/{name}/{action}
-// for desktop, given as NS/DESKTOP, which it checks before it connects.
-func postDesktop(ctx context.Context, f *cliFlags, desktop, action string, body any) (json.RawMessage, error) {
-	path, err := ref(desktop, "DESKTOP")
-	if err != nil {
-		return nil, err
-	}
+// postDesktop posts body to POST /api/vdi/desktops/{path}/{action}.
+func postDesktop(ctx context.Context, f *Flags, path, action string, body any) (json.RawMessage, error) {
 	c, err := f.client()
 	if err != nil {
 		return nil, err

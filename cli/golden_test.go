@@ -1,4 +1,4 @@
-package portal
+package cli
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// update rewrites the golden files: testdata/ and docs/configuration.md.
-var update = flag.Bool("update", false, "rewrite the golden files (testdata/, docs/configuration.md)")
+// update rewrites the golden files in testdata/.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // mustMatchGolden compares got with testdata/name, or rewrites it with -update.
 func mustMatchGolden(tb testing.TB, name, got string) {
@@ -44,20 +45,20 @@ func mustMatchGolden(tb testing.TB, name, got string) {
 func TestCLIGolden_Help(t *testing.T) {
 	for _, args := range [][]string{
 		{"pool", "create"}, {"pool", "list"}, {"assign"}, {"unassign"}, {"connect"},
-		{"doctor"}, {"usb", "list"}, {"usb", "redir"},
+		{"usb", "list"}, {"usb", "redir"},
 	} {
 		name := strings.Join(args, "-")
 		t.Run(name, func(t *testing.T) {
 			var out, usage bytes.Buffer
-			e := cliEnv{getenv: func(string) string { return "" }, out: &out, errOut: &usage}
-			err := cliCommands[args[0]](context.Background(), e, append(args[1:], "-h"))
+			e := Env{Getenv: func(string) string { return "" }, Out: &out, ErrOut: &usage}
+			err := commands[args[0]](context.Background(), e, append(args[1:], "-h"))
 			if !errors.Is(err, flag.ErrHelp) {
 				t.Fatalf("%s -h = %v; want flag.ErrHelp", name, err)
 			}
 			if !strings.Contains(usage.String(), "examples:") {
 				t.Errorf("%s -h has no examples:\n%s", name, usage.String())
 			}
-			mustMatchGolden(t, "cli/help-"+name+".golden", usage.String())
+			mustMatchGolden(t, "help-"+name+".golden", usage.String())
 		})
 	}
 }
@@ -73,25 +74,25 @@ func TestCLIGolden_PoolListTable(t *testing.T) {
 		{Member: vdi.Member{Namespace: "vdi", Name: "win-1", Pool: "win", Power: vdi.PowerFailed, Reason: "no disk\x1b[31m"}},
 	}
 	var out bytes.Buffer
-	f := newCLIFlags(cliEnv{out: &out, errOut: &out}, "pool list", "")
+	f := NewFlags(Env{Out: &out, ErrOut: &out}, "pool list", "")
 	if err := poolListTable(f, ds); err != nil {
 		t.Fatal(err)
 	}
-	mustMatchGolden(t, "cli/pool-list.golden", strings.ReplaceAll(out.String(), at.Local().Format("2006-01-02 15:04:05"), "<claimed>"))
+	mustMatchGolden(t, "pool-list.golden", strings.ReplaceAll(out.String(), at.Local().Format("2006-01-02 15:04:05"), "<claimed>"))
 }
 
 // TestCLIGolden_ConnectTable checks connect's table of consoles and paths.
 func TestCLIGolden_ConnectTable(t *testing.T) {
 	var out bytes.Buffer
 	rows := [][]string{
-		connectRow("best", connectChoice{Protocol: "rdp", WebSocket: "/ws/rdp/vdi/win-1", Path: "direct"}, "https://vdi.example"),
-		connectRow("fallback 1", connectChoice{Protocol: "vnc", WebSocket: "/ws/vnc/vdi/win-1", Path: "apiserver"}, "https://vdi.example"),
-		connectRow("fallback 2", connectChoice{Protocol: "serial", WebSocket: "/ws/serial/vdi/win-1", PathError: "connection refused"}, "https://vdi.example"),
+		connectRow("best", api.ConnectOption{Protocol: "rdp", WebSocket: "/ws/rdp/vdi/win-1", Path: "direct"}, "https://vdi.example"),
+		connectRow("fallback 1", api.ConnectOption{Protocol: "vnc", WebSocket: "/ws/vnc/vdi/win-1", Path: "apiserver"}, "https://vdi.example"),
+		connectRow("fallback 2", api.ConnectOption{Protocol: "serial", WebSocket: "/ws/serial/vdi/win-1", PathError: "connection refused"}, "https://vdi.example"),
 	}
 	if err := table(&out, []string{"CHOICE", "PROTOCOL", "PATH", "WEBSOCKET"}, rows); err != nil {
 		t.Fatal(err)
 	}
-	mustMatchGolden(t, "cli/connect.golden", out.String())
+	mustMatchGolden(t, "connect.golden", out.String())
 }
 
 // TestCLI_ExitCodes checks the exit code of each kind of failure.
@@ -102,12 +103,12 @@ func TestCLI_ExitCodes(t *testing.T) {
 	}{
 		{nil, ExitOK},
 		{usagef("x"), ExitUsage},
-		{&apiError{Status: 404}, ExitNotFound},
-		{&apiError{Status: 409}, ExitConflict},
+		{&api.Error{Status: 404}, ExitNotFound},
+		{&api.Error{Status: 409}, ExitConflict},
 		{conflictf("ambiguous"), ExitConflict},
-		{&noPortalError{errors.New("x")}, ExitNoPortal},
-		{&apiError{Status: 403}, ExitRefused},
-		{&apiError{Status: 500}, ExitFailed},
+		{&exitError{ExitNoPortal, errors.New("x")}, ExitNoPortal},
+		{&api.Error{Status: 403}, ExitRefused},
+		{&api.Error{Status: 500}, ExitFailed},
 		{errors.New("x"), ExitFailed},
 	} {
 		if got := ExitCode(tc.err); got != tc.want {
@@ -119,10 +120,10 @@ func TestCLI_ExitCodes(t *testing.T) {
 // TestCLIGolden_Usage checks the admin subcommands' overview that `help`
 // prints, and that it names every subcommand.
 func TestCLIGolden_Usage(t *testing.T) {
-	for name := range cliCommands {
-		if !strings.Contains(cliUsage, "\n  "+name+" ") && !strings.Contains(cliUsage, "\n  "+name+"\n") {
-			t.Errorf("cliUsage does not list %s", name)
+	for name := range commands {
+		if !strings.Contains(Usage, "\n  "+name+" ") && !strings.Contains(Usage, "\n  "+name+"\n") {
+			t.Errorf("Usage does not list %s", name)
 		}
 	}
-	mustMatchGolden(t, "cli/usage.golden", cliUsage+"\n")
+	mustMatchGolden(t, "usage.golden", Usage+"\n")
 }

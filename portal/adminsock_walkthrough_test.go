@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/cli"
 )
 
 // TestCLI_Walkthrough runs the seed's walkthrough over the admin socket of
@@ -69,8 +71,8 @@ func TestCLI_Walkthrough(t *testing.T) {
 	// Ambiguity: a pool named like a member of another pool.
 	p.mustCLI(t, "pool", "create", "walk-1", "--size", "1")
 	_, err := p.cli(t, "assign", "local/walk-1", "dave")
-	if err == nil || ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "names both a pool and a desktop") {
-		t.Fatalf("assign of an ambiguous name: %v (exit %d); want a refusal", err, ExitCode(err))
+	if err == nil || cli.ExitCode(err) != cli.ExitConflict || !strings.Contains(err.Error(), "names both a pool and a desktop") {
+		t.Fatalf("assign of an ambiguous name: %v (exit %d); want a refusal", err, cli.ExitCode(err))
 	}
 	p.mustCLI(t, "pool", "delete", "local/walk-1")
 
@@ -79,7 +81,7 @@ func TestCLI_Walkthrough(t *testing.T) {
 		t.Fatalf("unassign printed %q", out)
 	}
 	_, err = p.cli(t, "unassign", "local/"+web.Name)
-	if err == nil || ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "--force") {
+	if err == nil || cli.ExitCode(err) != cli.ExitConflict || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("unassign of carol's own claim: %v; want --force asked for", err)
 	}
 	p.mustCLI(t, "unassign", "local/"+web.Name, "--force")
@@ -87,10 +89,10 @@ func TestCLI_Walkthrough(t *testing.T) {
 	if code != http.StatusOK || strings.Contains(body, web.Name) {
 		t.Fatalf("carol's desktops after unassign --force: %d %s", code, body)
 	}
-	if _, err := p.cli(t, "assign", "local/nosuch", "dave"); ExitCode(err) != ExitNotFound {
-		t.Fatalf("assign to a missing pool: %v (exit %d); want exit %d", err, ExitCode(err), ExitNotFound)
+	if _, err := p.cli(t, "assign", "local/nosuch", "dave"); cli.ExitCode(err) != cli.ExitNotFound {
+		t.Fatalf("assign to a missing pool: %v (exit %d); want exit %d", err, cli.ExitCode(err), cli.ExitNotFound)
 	}
-	if _, err := p.cli(t, "pool", "list", "walk"); ExitCode(err) != ExitUsage {
+	if _, err := p.cli(t, "pool", "list", "walk"); cli.ExitCode(err) != cli.ExitUsage {
 		t.Fatalf("pool list walk: %v; want a usage error", err)
 	}
 	if out := p.mustCLI(t, "pool", "delete", "local/walk"); !strings.Contains(out, "deleted pool local/walk") {

@@ -1,0 +1,50 @@
+package api
+
+import "github.com/corral-dev/corral-vdi-portal/vdi"
+
+// Assign is the body of POST /api/vdi/desktops/{ns}/{member}/assign.
+type Assign struct {
+	User string `json:"user"`
+}
+
+// Release is the optional body of POST
+// /api/vdi/desktops/{ns}/{member}/release; admins give a reason for a
+// force-release, which the audit log and the user's console show.
+type Release struct {
+	Reason string `json:"reason"`
+}
+
+// Connect answers GET /api/vdi/desktops/{ns}/{member}/connect: the best
+// console and the others. On a recorded desktop Recorded is set and Notice
+// says so (and why RDP is not among the options).
+type Connect struct {
+	ConnectOption
+	Fallbacks []ConnectOption `json:"fallbacks"`
+	// Console is what the pool's policy allows every console of the
+	// desktop (clipboard, file transfer), for the page to follow.
+	Console  vdi.ConsolePolicy `json:"console"`
+	Recorded bool              `json:"recorded,omitempty"`
+	Notice   string            `json:"notice,omitempty"`
+}
+
+// ConnectOption is one way to open a desktop's console. RDP options also
+// carry what IronRDP needs: the gateway token, the destination, and the
+// sign-in when the portal knows it (shown to the holder only); a serial
+// console carries the guest's login the same way.
+type ConnectOption struct {
+	Protocol    vdi.Protocol `json:"protocol"`
+	WebSocket   string       `json:"websocket"`
+	Token       string       `json:"token,omitempty"`
+	Destination string       `json:"destination,omitempty"`
+	Credentials *Credentials `json:"credentials,omitempty"`
+	// Path and PathError say, for an admin's ?paths=1, how the console
+	// would be reached (direct, peer, apiserver) or why not.
+	Path      string `json:"path,omitempty"`
+	PathError string `json:"pathError,omitempty"`
+}
+
+// Credentials is a desktop's console sign-in, shown only to its holder.
+type Credentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}

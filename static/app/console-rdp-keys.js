@@ -1,0 +1,98 @@
+// Keys typed into an RDP session without the browser's keyboard: the
+// on-screen keyboard (keyboard.js), paste as keystrokes (clipboard.js) and
+// the special keys menu (specialkeys.js). IronRDP's component takes keys
+// only from the window's keydown and keyup while its canvas has the focus,
+// which the on-screen keyboard's input holds; so these go to the session
+// the way IronRDP's own key handling sends them: InputTransactions of
+// DeviceEvents (scan codes) through Session.applyInputs. The component
+// does not hand out its session, so withSession wraps the backend's
+// SessionBuilder to see the one its connect makes.
+
+// withSession returns backend with a SessionBuilder whose sessions are
+// passed to got as they connect.
+export function withSession(backend, got) {
+  const Builder = backend.SessionBuilder;
+  function SessionBuilder() {
+    const b = new Builder();
+    const connect = b.connect.bind(b);
+    b.connect = async () => {
+      const s = await connect();
+      got(s);
+      return s;
+    };
+    return b;
+  }
+  return { ...backend, SessionBuilder };
+}
+
+// Scan codes (set 1, as IronRDP sends them; 0xE0xx are extended keys) of a
+// US keyboard, which is what the desktops' RDP servers map them with.
+const sc = {
+  Escape: 0x01, Backspace: 0x0e, Tab: 0x0f, Enter: 0x1c, Control: 0x1d, Shift: 0x2a, Alt: 0x38, ' ': 0x39,
+  Home: 0xe047, ArrowUp: 0xe048, ArrowLeft: 0xe04b, ArrowRight: 0xe04d, End: 0xe04f, ArrowDown: 0xe050,
+  Delete: 0xe053, PrintScreen: 0xe037, Meta: 0xe05b,
+  F11: 0x57, F12: 0x58,
+};
+for (let i = 1; i <= 10; i++) sc[`F${i}`] = 0x3a + i; // F1 = 0x3b
+// Each row: the characters without Shift, with Shift, and the first key's code.
+for (const [plain, shifted, first] of [
+  ['1234567890-=', '!@#$%^&*()_+', 0x02],
+  ['qwertyuiop[]', 'QWERTYUIOP{}', 0x10],
+  ["asdfghjkl;'`", 'ASDFGHJKL:"~', 0x1e],
+  ['\\zxcvbnm,./', '|ZXCVBNM<>?', 0x2b],
+]) {
+  [...plain].forEach((ch, i) => { sc[ch] = first + i; });
+  [...shifted].forEach((ch, i) => { sc[ch] = -(first + i); }); // negative: with Shift
+}
+
+// rdpKeys types into the session that session() returns (undefined until
+// connected), with the backend's DeviceEvent and InputTransaction. It has
+// the keys interface of keyboard.js, typable and combo (specialkeys.js).
+export function rdpKeys(backend, session) {
+  const { DeviceEvent, InputTransaction } = backend;
+  const send = (events) => {
+    const s = session();
+    if (!s) return;
+    const tx = new InputTransaction();
+    for (const e of events) tx.addEvent(e);
+    s.applyInputs(tx);
+  };
+  const down = (code) => DeviceEvent.keyPressed(code);
+  const up = (code) => DeviceEvent.keyReleased(code);
+  const mods = [['ctrl', sc.Control], ['alt', sc.Alt], ['shift', sc.Shift], ['meta', sc.Meta]];
+  // press sends one key with the modifiers held around it.
+  function press(code, held = {}) {
+    const shift = code < 0;
+    const k = Math.abs(code);
+    const on = mods.filter(([m]) => held[m] || (m === 'shift' && shift)).map(([, c]) => c);
+    send([...on.map(down), down(k), up(k), ...on.toReversed().map(up)]);
+  }
+  const keys = {
+    text(s) {
+      for (const ch of s) {
+        const name = ch === '\n' ? 'Enter' : ch === '\t' ? 'Tab' : ch;
+        if (name in sc) press(sc[name]);
+        else send([DeviceEvent.unicodePressed(ch), DeviceEvent.unicodeReleased(ch)]); // not on a US keyboard
+      }
+    },
+    key(name, held = {}) {
+      const code = sc[name] ?? sc[name.toLowerCase()];
+      if (code === undefined) {
+        keys.text(name);
+        return;
+      }
+      press(code, held);
+    },
+    // Characters a scan code types; others go as Unicode, which not every
+    // RDP server takes (freerdp-shadow drops them).
+    typable: (ch) => ch === '\n' || ch === '\t' || ch in sc,
+    combo(c) {
+      if (!session()) return false;
+      const code = sc[c.name];
+      if (code === undefined) return false;
+      press(code, c);
+      return true;
+    },
+  };
+  return keys;
+}

@@ -1,0 +1,194 @@
+// Pinch zoom of a console's view, for phones and tablets: two fingers
+// pinching zoom the desktop as this page shows it (the remote desktop keeps
+// its resolution), two fingers dragging pan the zoomed view, one finger
+// stays the mouse (tap = click, drag = drag), and the Fit button (on the
+// screen while zoomed) goes back to the whole desktop. A pinch zooms about
+// the fingers and follows them, as a photo does on a phone.
+//
+// The view is the stage: the element holding the console's canvas. Where
+// it is on the screen is (x, y) + z * (its place at fit), and the clients
+// map a touch to the desktop by the canvas's on-screen box:
+//   - 'size' (noVNC): the stage is made z times the screen's size and
+//     noVNC scales the desktop to fit it, so its own scale (which maps
+//     pointer positions) includes the zoom; the caller stops resizing the
+//     remote desktop to the stage while zoomed (zoomed(on)).
+//   - 'transform' (IronRDP): the stage is scaled with a CSS transform;
+//     IronRDP maps the pointer by the canvas's bounding box, which
+//     includes it.
+// noVNC reads touches itself (its GestureHandler: tap, drag, two-finger
+// scroll, and a pinch it would send as Ctrl+wheel): its pinch, and its
+// two-finger drag while zoomed, are taken from it here, before it sees
+// them. IronRDP reads no touches beyond the mouse events a browser makes
+// of a tap, so its two-finger gestures are read here from the touches.
+
+const maxZoom = 6;
+const snap = 1.1; // a pinch that ends below this goes back to fit
+
+// attachZoom zooms stage inside screen. opts: mode ('size' or
+// 'transform'), canvas() the desktop's canvas in the stage, gestures (true
+// when noVNC's gesture events decide what a two-finger touch is),
+// zoomed(on) called when the view leaves or comes back to fit. It returns
+// { fit(), close(), get zoom() }.
+export function attachZoom(screen, stage, opts = {}) {
+  const mode = opts.mode || 'transform';
+  const view = { z: 1, x: 0, y: 0 };
+  const touches = new Map(); // identifier -> { x, y } in the screen's coordinates
+  let pinch = null; // the two-finger gesture under way
+  let swallow = false; // noVNC's gesture events are ours until its gestureend
+
+  stage.style.transformOrigin = '0 0';
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'zoom-fit';
+  button.dataset.testid = 'zoom-fit';
+  button.title = 'Show the whole desktop again';
+  button.hidden = true;
+  button.addEventListener('click', () => fit());
+  screen.append(button);
+
+  // content is where the desktop's canvas is on the screen at fit (a
+  // client may letterbox it), found by undoing the view on its box.
+  let content = null;
+  function measure() {
+    const c = (opts.canvas?.() || stage).getBoundingClientRect();
+    const r = screen.getBoundingClientRect();
+    if (c.width <= 0 || c.height <= 0) return;
+    content = {
+      x0: (c.left - r.left - view.x) / view.z, x1: (c.right - r.left - view.x) / view.z,
+      y0: (c.top - r.top - view.y) / view.z, y1: (c.bottom - r.top - view.y) / view.z,
+    };
+  }
+  // keep moves the zoomed desktop no further than its edges allow: it
+  // covers the screen along a side where it is larger, and stays whole on
+  // the screen where it is smaller.
+  function keep(at, size, lo, hi) {
+    const z = view.z;
+    if (z * (hi - lo) <= size) return Math.min(size - z * hi, Math.max(-z * lo, at));
+    return Math.min(-z * lo, Math.max(size - z * hi, at));
+  }
+
+  function apply() {
+    const w = screen.clientWidth;
+    const h = screen.clientHeight;
+    const c = content || { x0: 0, x1: w, y0: 0, y1: h };
+    view.x = view.z > 1 ? keep(view.x, w, c.x0, c.x1) : 0;
+    view.y = view.z > 1 ? keep(view.y, h, c.y0, c.y1) : 0;
+    const on = view.z > 1;
+    if (on && screen.dataset.zoomed !== 'true') opts.zoomed?.(true);
+    if (mode === 'size') {
+      stage.style.width = on ? `${view.z * w}px` : '100%';
+      stage.style.height = on ? `${view.z * h}px` : '100%';
+      stage.style.transform = on ? `translate(${view.x}px, ${view.y}px)` : '';
+    } else {
+      stage.style.transform = on ? `translate(${view.x}px, ${view.y}px) scale(${view.z})` : '';
+    }
+    if (!on && screen.dataset.zoomed === 'true') opts.zoomed?.(false);
+    screen.dataset.zoomed = String(on);
+    screen.dataset.zoom = view.z.toFixed(2);
+    button.hidden = !on;
+    button.textContent = `Fit · ${Math.round(view.z * 100)}%`;
+  }
+
+  function fit() {
+    Object.assign(view, { z: 1, x: 0, y: 0 });
+    apply();
+  }
+
+  // local turns a touch's page position into the screen's coordinates.
+  function local(t) {
+    const r = screen.getBoundingClientRect();
+    return { x: t.clientX - r.left, y: t.clientY - r.top };
+  }
+  function pair() {
+    const [a, b] = [...touches.values()];
+    return { m: { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 }, d: Math.hypot(a.x - b.x, a.y - b.y) };
+  }
+
+  // follow zooms and pans so that the point of the desktop that was
+  // between the fingers when they came down stays between them.
+  function follow() {
+    const { m, d } = pair();
+    const z = Math.min(maxZoom, Math.max(1, pinch.z0 * d / Math.max(1, pinch.d0)));
+    view.z = z;
+    view.x = m.x - z * (pinch.m0.x - pinch.x0) / pinch.z0;
+    view.y = m.y - z * (pinch.m0.y - pinch.y0) / pinch.z0;
+    apply();
+  }
+
+  const onStart = (ev) => {
+    for (const t of ev.changedTouches) touches.set(t.identifier, local(t));
+    if (touches.size === 2) {
+      measure();
+      const { m, d } = pair();
+      pinch = { m0: m, d0: d, z0: view.z, x0: view.x, y0: view.y, ours: false, decided: false };
+    } else {
+      pinch = null; // one finger is the mouse; three are not a zoom
+    }
+    if (!opts.gestures && touches.size >= 2) ev.preventDefault();
+  };
+  const onMove = (ev) => {
+    for (const t of ev.changedTouches) if (touches.has(t.identifier)) touches.set(t.identifier, local(t));
+    if (!pinch || touches.size !== 2) return;
+    if (!opts.gestures) {
+      ev.preventDefault();
+      if (!pinch.decided) {
+        const { m, d } = pair();
+        const moved = Math.hypot(m.x - pinch.m0.x, m.y - pinch.m0.y);
+        const spread = Math.abs(d - pinch.d0);
+        if (Math.max(moved, spread) < 12) return;
+        pinch.decided = true;
+        pinch.ours = spread > moved || view.z > 1;
+      }
+    }
+    if (pinch.ours) follow();
+  };
+  const onEnd = (ev) => {
+    for (const t of ev.changedTouches) touches.delete(t.identifier);
+    if (touches.size < 2 && pinch) {
+      if (pinch.ours && view.z < snap) fit();
+      pinch = null;
+    }
+  };
+  // noVNC says what a two-finger touch is once it has moved enough: a
+  // pinch is always ours; a drag is ours (a pan) while zoomed, else it
+  // scrolls the desktop as noVNC does.
+  const onGesture = (ev) => {
+    const kind = ev.detail?.type;
+    if (ev.type === 'gesturestart' && pinch && (kind === 'pinch' || (kind === 'twodrag' && view.z > 1))) {
+      pinch.ours = true;
+      swallow = true;
+      follow();
+    }
+    if (!swallow || (kind !== 'pinch' && kind !== 'twodrag')) return;
+    ev.stopImmediatePropagation();
+    if (ev.type === 'gestureend') swallow = false;
+  };
+
+  const capture = { capture: true, passive: false };
+  screen.addEventListener('touchstart', onStart, capture);
+  screen.addEventListener('touchmove', onMove, capture);
+  screen.addEventListener('touchend', onEnd, capture);
+  screen.addEventListener('touchcancel', onEnd, capture);
+  const gestures = ['gesturestart', 'gesturemove', 'gestureend'];
+  if (opts.gestures) for (const g of gestures) stage.addEventListener(g, onGesture, true);
+  // A smaller or larger screen (the keyboard row, a turned phone) keeps
+  // the zoom; the view is kept inside it.
+  const resized = new ResizeObserver(() => { if (view.z > 1) { measure(); apply(); } });
+  resized.observe(screen);
+
+  return {
+    fit,
+    get zoom() { return view.z; },
+    close() {
+      resized.disconnect();
+      screen.removeEventListener('touchstart', onStart, capture);
+      screen.removeEventListener('touchmove', onMove, capture);
+      screen.removeEventListener('touchend', onEnd, capture);
+      screen.removeEventListener('touchcancel', onEnd, capture);
+      for (const g of gestures) stage.removeEventListener(g, onGesture, true);
+      button.remove();
+      delete screen.dataset.zoomed;
+      delete screen.dataset.zoom;
+    },
+  };
+}

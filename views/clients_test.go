@@ -1,0 +1,53 @@
+package views
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// hashedPage is a Page whose assets are all embedded (at a hashed URL).
+func hashedPage() Page {
+	return Page{Title: "t", Asset: func(p string) string { return "/static/h/" + p }}
+}
+
+// TestHome_PrefetchesTheRDPClient: the home page fetches the RDP client
+// (its wasm first) into the browser's cache when a claim may open an RDP
+// console, and not when every pool it lists records its sessions (no RDP)
+// or the client is not embedded.
+func TestHome_PrefetchesTheRDPClient(t *testing.T) {
+	plain := PoolRow{PoolStatus: vdi.PoolStatus{Pool: vdi.Pool{Name: "p", Size: 2}, Free: 1}}
+	recorded := plain
+	recorded.Policy.Record = true
+	for _, tc := range []struct {
+		name  string
+		page  Page
+		pools []PoolRow
+		want  bool
+	}{
+		{"PlainPool", hashedPage(), []PoolRow{plain}, true},
+		{"RecordedPool", hashedPage(), []PoolRow{recorded}, false},
+		{"NoPools", hashedPage(), nil, false},
+		{"NotEmbedded", Page{Title: "t", Asset: func(p string) string { return "/static/" + p }}, []PoolRow{plain}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			html := render(t, Home(HomeProps{Page: tc.page, Pools: tc.pools}))
+			got := strings.Contains(html, `<link rel="prefetch" href="/static/h/ironrdp/ironrdp.wasm">`)
+			if got != tc.want {
+				t.Errorf("home page prefetches the RDP wasm = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestConsole_PreloadsTheLikelyConsole: the console page modulepreloads
+// the client of the console it will most likely open, and says which.
+func TestConsole_PreloadsTheLikelyConsole(t *testing.T) {
+	for likely, want := range map[string]string{"rdp": "ironrdp/iron-remote-desktop-rdp.js", "vnc": "novnc/core/rfb.js"} {
+		html := render(t, Console(ConsoleProps{Page: hashedPage(), Likely: likely}))
+		if !strings.Contains(html, `<link rel="modulepreload" href="/static/h/`+want+`">`) || !strings.Contains(html, `data-likely="`+likely+`"`) {
+			t.Errorf("console page for likely %s: no modulepreload of %s or no data-likely", likely, want)
+		}
+	}
+}
