@@ -34,7 +34,7 @@ test: test-deps assets lint testcluster vm-image ## install test needs and run e
 e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 	$(GO) test $(TEST_FLAGS) -v ./e2e/
 
-bench: assets ## run the benchmarks and print the report
+bench: test-deps assets ## run the benchmarks and print the report (needs what the tests need, and websockify)
 	bash scripts/bench.sh
 
 SOAK_SCALE ?= default

@@ -152,7 +152,7 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + url.PathEscape(protocol) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
 	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), u.Host, protocol, ns, member)}}
-	d := websocket.Dialer{ReadBufferSize: DefaultBufferSize, WriteBufferSize: DefaultBufferSize, WriteBufferPool: writeBufferPool}
+	d := websocket.Dialer{ReadBufferSize: peerBufferSize, WriteBufferSize: peerBufferSize, WriteBufferPool: writeBufferPool}
 	ws, res, err := d.DialContext(ctx, u.String(), hdr)
 	if err != nil {
 		if res != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(serveEnv); mode != "" { // a relay process of BenchmarkRelays
+		os.Exit(serveBenchRelay(mode, os.Getenv(targetEnv)))
+	}
 	goleak.VerifyTestMain(m)
 }
 

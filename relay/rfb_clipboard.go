@@ -43,6 +43,10 @@ type RFBClipboardConfig struct {
 	Now func() time.Time
 }
 
+// filterBufferSize is the filter's read buffer, held for the console's
+// life.
+const filterBufferSize = 32 << 10
+
 // notifyCheck is how often, after a flood, the filter looks for a quiet
 // moment to tell the client the desktop's clipboard changed.
 const notifyCheck = 250 * time.Millisecond
@@ -90,7 +94,7 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	f := &rfbFilter{Conn: conn, cfg: cfg, rbuf: make([]byte, DefaultBufferSize)}
+	f := &rfbFilter{Conn: conn, cfg: cfg, rbuf: make([]byte, filterBufferSize)}
 	switch conn.(type) {
 	case *net.UnixConn, *net.TCPConn: // a read that times out leaves them usable
 	default:

@@ -7,9 +7,25 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// writeBufferPool lends write buffers to all relay websockets only while a
-// message is being written, so idle consoles hold none.
+// writeBufferPool lends write buffers to peer websockets only while a
+// message is being written, so idle ones hold none. It is for connections
+// whose write buffer is peerBufferSize (gorilla does not check the size of
+// what a pool returns).
 var writeBufferPool = new(sync.Pool)
+
+// peerBufferSize is the read and write buffer size of a websocket to a
+// peer portal.
+const peerBufferSize = 32 << 10
+
+// consoleWriteBufferPool is writeBufferPool for console connections,
+// whose write buffers are consoleWriteBuffer bytes.
+var consoleWriteBufferPool = new(sync.Pool)
+
+// consoleWriteBuffer is the write buffer of a console connection. It is
+// small on purpose: gorilla copies a message into it up to its size and
+// sends the rest from the caller's slice in the same vectored write, so a
+// large desktop update goes out as frame header + payload without a copy.
+const consoleWriteBuffer = 512
 
 // Upgrader returns a websocket upgrader for console connections. It offers
 // the "binary" subprotocol that noVNC asks for and also accepts clients that
@@ -21,9 +37,12 @@ var writeBufferPool = new(sync.Pool)
 // the Origin host must equal the request's Host.
 func Upgrader(checkOrigin func(*http.Request) bool) *websocket.Upgrader {
 	return &websocket.Upgrader{
-		ReadBufferSize:    DefaultBufferSize,
-		WriteBufferSize:   DefaultBufferSize,
-		WriteBufferPool:   writeBufferPool,
+		// Zero: read through the 4 KiB buffer net/http already has for the
+		// connection. A message's payload larger than that bypasses it and
+		// lands straight in Pipe's buffer, so this costs no reads.
+		ReadBufferSize:    0,
+		WriteBufferSize:   consoleWriteBuffer,
+		WriteBufferPool:   consoleWriteBufferPool,
 		Subprotocols:      []string{"binary"},
 		EnableCompression: false,
 		CheckOrigin:       checkOrigin,

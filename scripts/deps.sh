@@ -26,6 +26,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(postgresql)         # the PostgreSQL side of the store's conformance suite and e2e (initdb in a temp dir)
 	pkgs+=(curl bindfs)        # e2e: attacks from inside a desktop; a filesystem that ignores ownership
 	pkgs+=(usbredirect)        # `usb redir` runs it on the user's machine; doctor and the CLI tests look for it
+	pkgs+=(websockify)         # make bench: the relay is measured against it
 fi
 
 missing=()

@@ -46,12 +46,21 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db, err := open(ctx, &conn{db: sqldb, d: sqliteDialect}, path)
+	// Writers queue in the portal (sqlite_locks.go), so a few connections
+	// serve any number of claimants; keeping them open spares each burst
+	// the cost of opening new ones.
+	sqldb.SetMaxOpenConns(sqliteConns)
+	sqldb.SetMaxIdleConns(sqliteConns)
+	db, err := open(ctx, &conn{db: sqldb, d: sqliteDialect, locks: openLockFile(path)}, path)
 	if err == nil {
 		db.file = watchFile(path)
 	}
 	return db, err
 }
+
+// sqliteConns bounds a SQLite handle's connections. Reads run in parallel
+// (WAL), writes one at a time.
+const sqliteConns = 32
 
 // OpenPostgres connects to the PostgreSQL database at url (postgres://...)
 // with password, when not empty, instead of the URL's, and applies the

@@ -61,13 +61,32 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 		if len(free) == 0 {
 			break
 		}
-		for _, m := range free {
+		for i := 0; i < len(free); i++ {
 			if attempts == maxClaimAttempts {
 				break
 			}
-			attempts++
-			tried[m.Name] = true
-			l, err := s.acquire(ctx, p, m, known[m.Name], id.Login)
+			m := free[i]
+			var l *Lease
+			var err error
+			if batch := s.newLeases(free[i:], known); len(batch) > 0 {
+				// Members never claimed, tried in one turn of the store:
+				// one attempt.
+				for _, want := range batch {
+					tried[want.Member] = true
+				}
+				attempts++
+				i += len(batch) - 1
+				l, err = s.leases.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, id.Login))
+				if errors.Is(err, ErrAlreadyExists) {
+					break // every one went meanwhile: look again
+				} else if err == nil {
+					m = memberOf(free, l.Member)
+				}
+			} else {
+				attempts++
+				tried[m.Name] = true
+				l, err = s.acquire(ctx, p, m, known[m.Name], id.Login)
+			}
 			if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 				// Lost the race for this member: its claim is someone else's
 				// now. After a few losses, look again at what is left.
@@ -90,9 +109,45 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 	return Desktop{}, Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
 }
 
+// newLeases returns the leading members of free that never had a Lease,
+// when the store can try them in one turn (LeaseBatcher).
+func (s *Service) newLeases(free []Member, known map[string]*Lease) []*Lease {
+	if _, ok := s.leases.(LeaseBatcher); !ok {
+		return nil
+	}
+	var out []*Lease
+	for _, m := range free {
+		if known[m.Name] != nil {
+			break
+		}
+		out = append(out, &Lease{Namespace: m.Namespace, Member: m.Name})
+	}
+	return out
+}
+
+// wants fills in the Leases holder would take on batch's members of p.
+func (s *Service) wants(p Pool, batch []*Lease, holder string) []*Lease {
+	now := s.now()
+	for _, w := range batch {
+		w.Pool, w.Holder, w.AcquireTime, w.RenewTime, w.Duration = p.Name, holder, now, now, s.duration
+	}
+	return batch
+}
+
+// memberOf returns the member of members named name.
+func memberOf(members []Member, name string) Member {
+	for _, m := range members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return Member{}
+}
+
 // Claim bounds: each member is tried at most once per claim and at most
-// maxClaimAttempts in all; the free list is refreshed after every
-// claimRelistEvery lost races.
+// maxClaimAttempts tries in all (a LeaseBatcher's turn over several
+// members is one); the free list is refreshed after every
+// claimRelistEvery lost races, and after a lost turn.
 const (
 	maxClaimAttempts = 64
 	claimRelistEvery = 4

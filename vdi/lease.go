@@ -55,3 +55,13 @@ type Leases interface {
 	Update(ctx context.Context, l *Lease) (*Lease, error)
 	Delete(ctx context.Context, l *Lease) error
 }
+
+// LeaseBatcher is implemented by a Leases store whose writes queue one at
+// a time (SQLite), where a claimant that loses a member would queue again
+// for the next: CreateFirst creates the first of wants whose member has no
+// Lease, in order and in one turn, and returns it; when every member has
+// one it fails with ErrAlreadyExists. Each member is still won by its first
+// writer, as with Create.
+type LeaseBatcher interface {
+	CreateFirst(ctx context.Context, wants []*Lease) (*Lease, error)
+}

@@ -1,0 +1,670 @@
+package relay_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// The relay comparison runs three relays, each in its own process, between
+// a client and a desktop that both live in the benchmark's process:
+//
+//   - "portal": relay.Pipe behind relay.Upgrader, as a console websocket
+//     runs in the portal (input detection and keepalive on);
+//   - "tcp": a plain two-hop Go TCP relay (accept, dial, io.Copy both
+//     ways), the ceiling a websocket relay is held to;
+//   - "websockify": Debian's websockify, what noVNC setups often use.
+//
+// Each sub-benchmark measures one thing on all three in a row, so their
+// ratios come from the same run on the same (possibly busy) machine.
+// Benchmarks report figures; they never assert times.
+
+// Environment of a relay process started by the comparison: the mode
+// ("portal" or "tcp") and the desktop's address.
+const (
+	serveEnv  = "CORRAL_RELAY_BENCH_SERVE"
+	targetEnv = "CORRAL_RELAY_BENCH_TARGET"
+)
+
+// Shape of the comparison's workloads.
+const (
+	echoSessions = 200                   // sessions of the latency and memory runs
+	echoSize     = 256                   // bytes of one echoed message (input events, small updates)
+	echoEvery    = 20 * time.Millisecond // one echo per session this often
+)
+
+// relayKinds are the relays compared, the baseline first.
+var relayKinds = []string{"tcp", "portal", "websockify"}
+
+// serveBenchRelay is the main of a relay process: it listens on loopback,
+// prints its address and relays every connection to target until its
+// standard input closes.
+func serveBenchRelay(mode, target string) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(ln.Addr())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	switch mode {
+	case "tcp":
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return 1
+			}
+			go func() {
+				defer c.Close()
+				d, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer d.Close()
+				done := make(chan struct{})
+				go func() {
+					io.Copy(d, c)
+					d.(*net.TCPConn).CloseWrite()
+					close(done)
+				}()
+				io.Copy(c, d)
+				c.(*net.TCPConn).CloseWrite()
+				<-done
+			}()
+		}
+	case "portal":
+		up := relay.Upgrader(func(*http.Request) bool { return true })
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ws, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			conn, err := net.Dial("tcp", target)
+			if err != nil {
+				ws.Close()
+				return
+			}
+			detector := relay.NewInputDetector("vnc")
+			relay.Pipe(r.Context(), ws, conn, relay.Options{
+				OnInput:   func(p []byte) { detector.Feed(p) },
+				PingEvery: 20 * time.Second,
+			})
+		})}
+		srv.Serve(ln)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "unknown relay mode %q\n", mode)
+	return 2
+}
+
+// benchRelay is one relay process under comparison.
+type benchRelay struct {
+	kind string
+	addr string
+	cmd  *exec.Cmd
+	stop io.Closer
+}
+
+// startRelay starts a relay of kind in front of the desktop at target.
+func startRelay(tb testing.TB, kind, target string) *benchRelay {
+	tb.Helper()
+	r := &benchRelay{kind: kind}
+	switch kind {
+	case "websockify":
+		path, err := exec.LookPath("websockify")
+		if err != nil {
+			tb.Skip("websockify is not installed (scripts/deps.sh --test installs it)")
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.addr = ln.Addr().String()
+		ln.Close()
+		r.cmd = exec.Command(path, r.addr, target)
+		stdin, err := r.cmd.StdinPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.stop = stdin
+		if err := r.cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.Dial("tcp", r.addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				r.close()
+				tb.Fatalf("websockify did not listen on %s", r.addr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	default:
+		r.cmd = exec.Command(os.Args[0], "-test.run=^$")
+		r.cmd.Env = append(os.Environ(), serveEnv+"="+kind, targetEnv+"="+target)
+		r.cmd.Stderr = os.Stderr
+		stdin, err := r.cmd.StdinPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.stop = stdin
+		stdout, err := r.cmd.StdoutPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := r.cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			r.close()
+			tb.Fatalf("%s relay: %v", kind, err)
+		}
+		r.addr = strings.TrimSpace(line)
+	}
+	tb.Cleanup(r.close)
+	return r
+}
+
+// close stops the relay process and its children.
+func (r *benchRelay) close() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	r.stop.Close()
+	for _, pid := range descendants(r.cmd.Process.Pid) {
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Kill()
+		}
+	}
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
+	r.cmd = nil
+}
+
+// memory returns the proportional set size of the relay process and all
+// its descendants (websockify forks one process per connection), in bytes.
+func (r *benchRelay) memory(tb testing.TB) int64 {
+	tb.Helper()
+	var total int64
+	for _, pid := range append([]int{r.cmd.Process.Pid}, descendants(r.cmd.Process.Pid)...) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				total += kb << 10
+			}
+		}
+	}
+	return total
+}
+
+// cpu returns the CPU time the relay process tree has used so far.
+func (r *benchRelay) cpu() time.Duration {
+	var total time.Duration
+	for _, pid := range append([]int{r.cmd.Process.Pid}, descendants(r.cmd.Process.Pid)...) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				total += time.Duration(ns)
+			}
+		}
+	}
+	return total
+}
+
+// reportCPU reports the relay's CPU time per MB moved since before.
+func reportCPU(b *testing.B, r *benchRelay, before time.Duration, bytes int64) {
+	b.ReportMetric(float64((r.cpu()-before).Microseconds())/(float64(bytes)/1e6), "relay-cpu-us/MB")
+}
+
+// descendants returns the pids of every descendant of pid.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
+}
+
+// desktops accepts the desktop ends of relayed connections.
+type desktops struct {
+	ln    net.Listener
+	conns chan net.Conn
+}
+
+// startDesktops listens for relayed connections; every accepted one is
+// handed to conns.
+func startDesktops(tb testing.TB) *desktops {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d := &desktops{ln: ln, conns: make(chan net.Conn, echoSessions)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(d.conns)
+				return
+			}
+			d.conns <- c
+		}
+	}()
+	tb.Cleanup(func() { ln.Close() })
+	return d
+}
+
+// accept returns the next relayed desktop connection.
+func (d *desktops) accept(tb testing.TB) net.Conn {
+	tb.Helper()
+	select {
+	case c := <-d.conns:
+		return c
+	case <-time.After(10 * time.Second):
+		tb.Fatal("the relay did not dial the desktop")
+		return nil
+	}
+}
+
+// benchClient is the client end of one relayed session: raw bytes for the
+// TCP relay, websocket frames it writes and parses itself for the others,
+// so that the client costs the same whatever relay it talks to.
+type benchClient struct {
+	conn   net.Conn
+	br     *bufio.Reader
+	framed bool
+	hdr    [14]byte
+	left   int64 // payload bytes left in the frame being read
+}
+
+// dialClient opens a session through r.
+func dialClient(tb testing.TB, r *benchRelay) *benchClient {
+	tb.Helper()
+	if r.kind == "tcp" {
+		c, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return &benchClient{conn: c, br: bufio.NewReaderSize(c, chunk)}
+	}
+	d := websocket.Dialer{Subprotocols: []string{"binary"}, HandshakeTimeout: 10 * time.Second}
+	ws, _, err := d.Dial("ws://"+r.addr+"/", nil)
+	if err != nil {
+		tb.Fatalf("%s: %v", r.kind, err)
+	}
+	c := ws.NetConn()
+	return &benchClient{conn: c, br: bufio.NewReaderSize(c, chunk), framed: true}
+}
+
+// frame returns what the client writes to send payload.
+func (c *benchClient) frame(payload []byte) []byte {
+	if !c.framed {
+		return payload
+	}
+	return maskedFrame(websocket.BinaryMessage, payload)
+}
+
+// read reads payload bytes into p (whole frames' payload for a websocket,
+// skipping control frames) and returns how many.
+func (c *benchClient) read(p []byte) (int, error) {
+	if !c.framed {
+		return c.br.Read(p)
+	}
+	for c.left == 0 {
+		if _, err := io.ReadFull(c.br, c.hdr[:2]); err != nil {
+			return 0, err
+		}
+		op, n := c.hdr[0]&0x0f, int64(c.hdr[1]&0x7f)
+		switch n {
+		case 126:
+			if _, err := io.ReadFull(c.br, c.hdr[:2]); err != nil {
+				return 0, err
+			}
+			n = int64(binary.BigEndian.Uint16(c.hdr[:2]))
+		case 127:
+			if _, err := io.ReadFull(c.br, c.hdr[:8]); err != nil {
+				return 0, err
+			}
+			n = int64(binary.BigEndian.Uint64(c.hdr[:8]))
+		}
+		switch op {
+		case websocket.BinaryMessage, websocket.TextMessage, 0:
+			c.left = n
+		case websocket.CloseMessage:
+			return 0, io.EOF
+		default: // ping, pong
+			if _, err := c.br.Discard(int(n)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.br.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// readFull reads exactly len(p) payload bytes.
+func (c *benchClient) readFull(p []byte) error {
+	for len(p) > 0 {
+		n, err := c.read(p)
+		if err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+// close ends the session.
+func (c *benchClient) close() {
+	if c.framed {
+		c.conn.Write(maskedFrame(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")))
+	}
+	c.conn.Close()
+}
+
+// BenchmarkRelays compares the portal's relay with a plain TCP relay and
+// websockify, each in its own process: throughput both ways (MB/s, and the
+// relay's CPU per MB), echo latency with echoSessions sessions on each
+// (<relay>-p50-us, <relay>-p99-us) and memory per idle session
+// (KiB/session). scripts/bench.sh turns them into ratios.
+func BenchmarkRelays(b *testing.B) {
+	desk := startDesktops(b)
+	relays := make(map[string]*benchRelay)
+	for _, k := range relayKinds {
+		relays[k] = startRelay(b, k, desk.ln.Addr().String())
+	}
+	each := func(name string, run func(*testing.B, *benchRelay, *desktops)) {
+		for _, k := range relayKinds {
+			b.Run(name+"/relay="+k, func(b *testing.B) { run(b, relays[k], desk) })
+		}
+	}
+	each("out", benchThroughputOut)
+	each("in", benchThroughputIn)
+	b.Run("echo", func(b *testing.B) { benchEcho(b, relays, desk) })
+	each("idle", benchIdle)
+}
+
+// benchThroughputOut sends 32 KiB desktop writes through r to the client.
+func benchThroughputOut(b *testing.B, r *benchRelay, desk *desktops) {
+	c := dialClient(b, r)
+	defer c.close()
+	d := desk.accept(b)
+	defer d.Close()
+	want := int64(b.N) * chunk
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, chunk)
+		var got int64
+		for got < want {
+			n, err := c.read(buf)
+			got += int64(n)
+			if err != nil {
+				done <- fmt.Errorf("client got %d bytes of %d: %w", got, want, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	data := make([]byte, chunk)
+	b.SetBytes(chunk)
+	b.ResetTimer()
+	cpu0 := r.cpu()
+	for range b.N {
+		if _, err := d.Write(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	reportCPU(b, r, cpu0, want)
+}
+
+// benchThroughputIn sends 32 KiB client messages through r to the desktop.
+func benchThroughputIn(b *testing.B, r *benchRelay, desk *desktops) {
+	c := dialClient(b, r)
+	defer c.close()
+	d := desk.accept(b)
+	defer d.Close()
+	want := int64(b.N) * chunk
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, chunk)
+		var got int64
+		for got < want {
+			n, err := d.Read(buf)
+			got += int64(n)
+			if err != nil {
+				done <- fmt.Errorf("desktop got %d bytes of %d: %w", got, want, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	frame := c.frame(make([]byte, chunk))
+	b.SetBytes(chunk)
+	b.ResetTimer()
+	cpu0 := r.cpu()
+	for range b.N {
+		if _, err := c.conn.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	reportCPU(b, r, cpu0, want)
+}
+
+// openSessions opens n sessions through r whose desktops echo, and returns
+// them with a function that closes them all.
+func openSessions(b *testing.B, r *benchRelay, desk *desktops, n int) ([]*benchClient, func()) {
+	clients := make([]*benchClient, 0, n)
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	for range n {
+		c := dialClient(b, r)
+		clients = append(clients, c)
+		d := desk.accept(b)
+		conns = append(conns, d)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, chunk)
+			for {
+				n, err := d.Read(buf)
+				if n > 0 {
+					if _, werr := d.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return clients, func() {
+		for _, c := range clients {
+			c.close()
+		}
+		for _, d := range conns {
+			d.Close()
+		}
+		wg.Wait()
+	}
+}
+
+// echoRounds runs rounds echoes on each of clients, each sending an
+// echoSize message every echoEvery (phases spread at random) and waiting
+// for its echo, and returns the round trips.
+func echoRounds(clients []*benchClient, rounds int) ([]time.Duration, error) {
+	rtts := make([][]time.Duration, len(clients))
+	errs := make(chan error, len(clients))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			frame := c.frame(make([]byte, echoSize))
+			back := make([]byte, echoSize)
+			phase := time.Duration(rand.Int64N(int64(echoEvery)))
+			own := make([]time.Duration, 0, rounds)
+			for k := range rounds {
+				if wait := time.Until(start.Add(phase + time.Duration(k)*echoEvery)); wait > 0 {
+					time.Sleep(wait)
+				}
+				t0 := time.Now()
+				if _, err := c.conn.Write(frame); err != nil {
+					errs <- err
+					return
+				}
+				if err := c.readFull(back); err != nil {
+					errs <- err
+					return
+				}
+				own = append(own, time.Since(t0))
+			}
+			rtts[i] = own
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return slices.Concat(rtts...), <-errs
+}
+
+// Echo slices: each relay's echo runs in echoSlices slices of echoRounds
+// rounds, the relays taking turns (in a rotating order), so that a burst
+// of load from elsewhere on the machine falls on all of them alike.
+const (
+	echoSlices      = 6
+	echoSliceRounds = 15 // 0.3 s
+)
+
+// benchEcho measures echo round trips with echoSessions sessions on each
+// relay, the relays taking turns (see echoSlices), and reports each one's
+// p50 and p99 in microseconds (<relay>-p50-us, <relay>-p99-us). Taking
+// several seconds, it runs once.
+func benchEcho(b *testing.B, relays map[string]*benchRelay, desk *desktops) {
+	clients := make(map[string][]*benchClient)
+	for _, k := range relayKinds {
+		c, closeAll := openSessions(b, relays[k], desk, echoSessions)
+		defer closeAll()
+		clients[k] = c
+	}
+	rtts := make(map[string][]time.Duration)
+	b.ResetTimer()
+	for slice := range echoSlices {
+		for i := range relayKinds {
+			k := relayKinds[(slice+i)%len(relayKinds)]
+			got, err := echoRounds(clients[k], echoSliceRounds)
+			if err != nil {
+				b.Fatalf("%s: %v", k, err)
+			}
+			rtts[k] = append(rtts[k], got...)
+		}
+	}
+	b.StopTimer()
+	for _, k := range relayKinds {
+		all := rtts[k]
+		slices.Sort(all)
+		pct := func(p float64) float64 {
+			return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds())
+		}
+		b.ReportMetric(pct(0.50), k+"-p50-us")
+		b.ReportMetric(pct(0.99), k+"-p99-us")
+	}
+	b.ReportMetric(echoSessions, "sessions")
+	b.ReportMetric(0, "ns/op")
+}
+
+// benchIdle opens echoSessions sessions through r, moves 32 KiB each way
+// on each (a console that was busy, then left alone), waits, and reports
+// how much a fresh relay process tree grew per session. Taking over two
+// seconds, it runs once.
+func benchIdle(b *testing.B, r *benchRelay, desk *desktops) {
+	// A fresh process: what the earlier runs left in the heap would blur it.
+	r = startRelay(b, r.kind, desk.ln.Addr().String())
+	defer r.close()
+	warm, closeWarm := openSessions(b, r, desk, 1)
+	if _, err := warm[0].conn.Write(warm[0].frame(make([]byte, chunk))); err != nil {
+		b.Fatal(err)
+	}
+	if err := warm[0].readFull(make([]byte, chunk)); err != nil {
+		b.Fatal(err)
+	}
+	closeWarm()
+	time.Sleep(500 * time.Millisecond)
+	before := r.memory(b)
+	clients, closeAll := openSessions(b, r, desk, echoSessions)
+	defer closeAll()
+	msg := make([]byte, chunk)
+	back := make([]byte, chunk)
+	for _, c := range clients {
+		if _, err := c.conn.Write(c.frame(msg)); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.readFull(back); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	after := r.memory(b)
+	if after < before {
+		after = before
+	}
+	b.ReportMetric(float64(after-before)/float64(len(clients))/1024, "KiB/session")
+	b.ReportMetric(float64(len(clients)), "sessions")
+	b.ReportMetric(0, "ns/op")
+}
