@@ -449,7 +449,30 @@ func TestConsole_PeerPath(t *testing.T) {
 		}
 	})
 
-	peer.Stop(t)
+	// The peer dies (SIGKILL) with a console open through it: the user's
+	// console ends soon, with a reason, instead of hanging.
+	ws, res, err = dialWS(user, "alice", path, user.URL)
+	if err != nil {
+		t.Fatalf("console through the peer, again: %v %v", status(res), err)
+	}
+	ws.WriteMessage(websocket.TextMessage, []byte("\r"))
+	readUntilWS(t, ws, "login:", 30*time.Second)
+	peer.cmd.Process.Kill()
+	peer.cmd.Wait()
+	killed := time.Now()
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		if _, _, err = ws.ReadMessage(); err != nil {
+			break
+		}
+	}
+	ws.Close()
+	if ce, ok := err.(*websocket.CloseError); !ok || ce.Text == "" || time.Since(killed) > 20*time.Second {
+		t.Errorf("the console through a killed peer ended after %v with %v; want a close with a reason soon", time.Since(killed).Round(100*time.Millisecond), err)
+	} else {
+		t.Logf("the console through a killed peer ended after %v: %q", time.Since(killed).Round(100*time.Millisecond), ce.Text)
+	}
+
 	start = time.Now()
 	_, res, err = dialWS(user, "alice", path, user.URL)
 	if err == nil || res == nil || res.StatusCode != 503 {

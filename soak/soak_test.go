@@ -40,7 +40,7 @@ var scales = map[string]scale{
 	"short": {Name: "short", Members: 20, Users: 100, Ops: 800, Workers: 30, Hold: 6, EtcdStop: 5 * time.Second,
 		Sessions: 40, LoadFor: 15 * time.Second, Desktops: 2, FuzzTime: 3 * time.Second},
 	"default": {Name: "default", Members: 100, Users: 1000, Ops: 10000, Workers: 150, Hold: 20, EtcdStop: 15 * time.Second,
-		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 20 * time.Second},
+		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 10 * time.Second},
 }
 
 var binary string
