@@ -240,9 +240,12 @@ func TestMobile_TouchToRDP(t *testing.T) {
 		pinchOut(t, page, math.Min(cx, 300), cy, 60, 2.5) // both fingers on the screen
 		must(t, expect.Locator(page.GetByTestId("zoom-fit")).ToBeVisible())
 		zoomed := readCanvas(t, page)
-		// Sideways (a zoomed phone's desktop is wider than the screen, not
-		// taller), to the left: xev, on the desktop's right, stays in view.
-		touches(t, page, [2][2]float64{{270, cy - 30}, {270, cy + 30}}, [2][2]float64{{150, cy - 30}, {150, cy + 30}})
+		// Over xev, left and up: the view pans sideways (a zoomed phone's
+		// desktop is wider than the screen, not taller) and xev, on the
+		// desktop's right, stays under the fingers, where a wheel would go.
+		sx, sy := zoomed.client(float64(ax+aw/4), float64(ay+ah/2))
+		sx = math.Min(sx, 340)
+		touches(t, page, [2][2]float64{{sx, sy - 30}, {sx, sy + 30}}, [2][2]float64{{sx - 120, sy - 130}, {sx - 120, sy - 70}})
 		time.Sleep(time.Second)
 		panned := readCanvas(t, page)
 		screenshot(t, page, "zoomed-pan")
@@ -250,7 +253,7 @@ func TestMobile_TouchToRDP(t *testing.T) {
 			t.Errorf("a pinch and a two-finger drag while zoomed gave xev %+v; want the view zoomed and panned, the desktop left alone", got)
 		}
 		if dx := zoomed.X - panned.X; dx < 60 || math.Abs(panned.Width-zoomed.Width) > zoomed.Width*0.15 {
-			t.Errorf("two fingers dragging 120 px left while zoomed moved the view by %.0f px and sized it %.0f -> %.0f; want it panned left", dx, zoomed.Width, panned.Width)
+			t.Errorf("two fingers dragging (-120, -100) px while zoomed moved the view by %.0f px and sized it %.0f -> %.0f; want it panned left", dx, zoomed.Width, panned.Width)
 		}
 		// A tap while zoomed still clicks the pixel under the finger: the
 		// middle of the part of xev on the screen.
