@@ -173,6 +173,17 @@ func TestMobile_TouchToRDP(t *testing.T) {
 		if len(got) != 2 || !got[0].Press || got[0].Button != 1 || got[1].Press || got[1].Button != 1 || !near(got[0], tx, ty) {
 			t.Errorf("a tap at the desktop's (%.0f, %.0f) gave xev %+v; want button 1 pressed and released there", tx, ty, got)
 		}
+		screenshot(t, page, "rdp-390x844")
+		// A double tap is a double click: the second tap, a few pixels off
+		// as fingers are, clicks the same pixel as the first.
+		before = len(xevButtons(t, log))
+		x, y = fit.client(float64(ax+aw/2), float64(ay+ah/2))
+		must(t, page.Touchscreen().Tap(int(x), int(y)))
+		must(t, page.Touchscreen().Tap(int(x)+5, int(y)+4))
+		eventually(3*time.Second, func() bool { got = xevButtons(t, log)[before:]; return len(got) >= 4 })
+		if len(got) != 4 || presses(got, 1) != 2 || got[0].X != got[2].X || got[0].Y != got[2].Y {
+			t.Errorf("a double tap gave xev %+v; want button 1 clicked twice at the same pixel", got)
+		}
 	})
 
 	t.Run("two-finger-drag-scrolls", func(t *testing.T) {
@@ -197,6 +208,7 @@ func TestMobile_TouchToRDP(t *testing.T) {
 				break
 			}
 		}
+		screenshot(t, page, "scrolled")
 		if z, _ := page.Locator("#screen").GetAttribute("data-zoomed"); z == "true" {
 			t.Errorf("a two-finger drag at fit zoomed the view")
 		}

@@ -92,7 +92,6 @@ export function rdpTouch(el, backend, session) {
       one.pressed = true; // the long press is done: lifting the finger adds nothing
       click(one.d0, right);
     }, longPress);
-    send([move(d)]);
   };
   const onMove = (ev) => {
     ev.preventDefault();
