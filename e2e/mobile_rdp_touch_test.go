@@ -151,7 +151,9 @@ func TestMobile_TouchToRDP(t *testing.T) {
 		t.Fatalf("the xev window at x %d overlaps the terminal (x %s, %s wide)", ax, big[1], big[3])
 	}
 	t.Logf("xev window %s at (%d, %d) %dx%d", xev, ax, ay, aw, ah)
-	near := func(e xevButton, x, y float64) bool { return math.Abs(float64(e.X)-x) <= 4 && math.Abs(float64(e.Y)-y) <= 4 }
+	near := func(e xevButton, x, y float64) bool {
+		return math.Abs(float64(e.X)-x) <= 4 && math.Abs(float64(e.Y)-y) <= 4
+	}
 
 	t.Run("tap", func(t *testing.T) {
 		// The terminal takes the focus first: the tap on xev must take it back.
