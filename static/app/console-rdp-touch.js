@@ -131,15 +131,16 @@ export function rdpTouch(el, backend, session) {
   el.addEventListener('touchcancel', onEnd, opts);
 
   return {
-    // tap2 is a two-finger tap at the page's point at: a right click.
+    // tap2 is a two-finger tap at the page's point at: a right click (none
+    // on the letterbox around the desktop).
     tap2(at) {
-      const d = desktop(at);
+      const d = desktop(at, false);
       if (d) click(d, right);
     },
     // scroll turns a two-finger drag into wheel notches where the fingers
     // are: fingers going up scroll the desktop down, as on a phone.
     scroll(at, dx, dy) {
-      const d = desktop(at);
+      const d = desktop(at, false);
       if (!d) return;
       wheel.x += dx;
       wheel.y += dy;
