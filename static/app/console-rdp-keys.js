@@ -25,6 +25,20 @@ export function withSession(backend, got) {
   return { ...backend, SessionBuilder };
 }
 
+// sender returns send(events): the backend's DeviceEvents applied to the
+// session that session() returns as one InputTransaction (nothing before
+// it connects).
+export function sender(backend, session) {
+  const { InputTransaction } = backend;
+  return (events) => {
+    const s = session();
+    if (!s) return;
+    const tx = new InputTransaction();
+    for (const e of events) tx.addEvent(e);
+    s.applyInputs(tx);
+  };
+}
+
 // Scan codes (set 1, as IronRDP sends them; 0xE0xx are extended keys) of a
 // US keyboard, which is what the desktops' RDP servers map them with.
 const sc = {
@@ -49,14 +63,8 @@ for (const [plain, shifted, first] of [
 // connected), with the backend's DeviceEvent and InputTransaction. It has
 // the keys interface of keyboard.js, typable and combo (specialkeys.js).
 export function rdpKeys(backend, session) {
-  const { DeviceEvent, InputTransaction } = backend;
-  const send = (events) => {
-    const s = session();
-    if (!s) return;
-    const tx = new InputTransaction();
-    for (const e of events) tx.addEvent(e);
-    s.applyInputs(tx);
-  };
+  const { DeviceEvent } = backend;
+  const send = sender(backend, session);
   const down = (code) => DeviceEvent.keyPressed(code);
   const up = (code) => DeviceEvent.keyReleased(code);
   const mods = [['ctrl', sc.Control], ['alt', sc.Alt], ['shift', sc.Shift], ['meta', sc.Meta]];

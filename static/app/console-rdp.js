@@ -7,6 +7,7 @@ import { wsURL } from './console-vnc.js';
 import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
 import { rdpFiles } from './console-rdp-files.js';
 import { rdpKeys, withSession } from './console-rdp-keys.js';
+import { rdpTouch } from './console-rdp-touch.js';
 import { attachZoom } from './zoom.js';
 
 // IronErrorKind values of @devolutions/iron-remote-desktop.
@@ -142,7 +143,10 @@ export async function open(screen, info, ui) {
   let irgui;
   const panel = signInPanel(info.credentials, (u, p) => start(u, p), screen.dataset.kiosk === 'true');
   screen.append(el, panel.el);
-  const zoom = attachZoom(screen, el, { mode: 'transform', canvas: () => el.shadowRoot?.querySelector('canvas') });
+  const touch = rdpTouch(el, mod.Backend, () => session);
+  const zoom = attachZoom(screen, el, {
+    mode: 'transform', canvas: () => el.shadowRoot?.querySelector('canvas'), tap2: touch.tap2, scroll: touch.scroll,
+  });
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
   const policy = info.console || { clipboard: 'both', fileTransfer: true };
@@ -235,6 +239,7 @@ export async function open(screen, info, ui) {
     close() {
       closed = true;
       zoom.close();
+      touch.close();
       files?.close();
       resized.disconnect();
       clearTimeout(timer);

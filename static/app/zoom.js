@@ -18,16 +18,22 @@
 // noVNC reads touches itself (its GestureHandler: tap, drag, two-finger
 // scroll, and a pinch it would send as Ctrl+wheel): its pinch, and its
 // two-finger drag while zoomed, are taken from it here, before it sees
-// them. IronRDP reads no touches beyond the mouse events a browser makes
-// of a tap, so its two-finger gestures are read here from the touches.
+// them. IronRDP reads no touches, so its two-finger gestures are read here
+// from the touches, and those that are not the view's (a two-finger tap, a
+// two-finger drag at fit) are handed to the caller (console-rdp-touch.js).
 
 const maxZoom = 6;
 const snap = 1.1; // a pinch that ends below this goes back to fit
+const still = 12; // px two fingers may move and still be a tap
+const tapTime = 600; // ms two fingers may rest and still be a tap
 
 // attachZoom zooms stage inside screen. opts: mode ('size' or
 // 'transform'), canvas() the desktop's canvas in the stage, gestures (true
 // when noVNC's gesture events decide what a two-finger touch is),
-// zoomed(on) called when the view leaves or comes back to fit. It returns
+// zoomed(on) called when the view leaves or comes back to fit, and, without
+// gestures, tap2(at) for a two-finger tap and scroll(at, dx, dy) for each
+// move of a two-finger drag that does not pan the view (at: the fingers'
+// middle in client coordinates; dx, dy: how far it moved). It returns
 // { fit(), close(), get zoom() }.
 export function attachZoom(screen, stage, opts = {}) {
   const mode = opts.mode || 'transform';
@@ -103,6 +109,11 @@ export function attachZoom(screen, stage, opts = {}) {
     const [a, b] = [...touches.values()];
     return { m: { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 }, d: Math.hypot(a.x - b.x, a.y - b.y) };
   }
+  // client turns a point in the screen's coordinates back into the page's.
+  function client(p) {
+    const r = screen.getBoundingClientRect();
+    return { x: p.x + r.left, y: p.y + r.top };
+  }
 
   // follow zooms and pans so that the point of the desktop that was
   // between the fingers when they came down stays between them.
@@ -120,7 +131,7 @@ export function attachZoom(screen, stage, opts = {}) {
     if (touches.size === 2) {
       measure();
       const { m, d } = pair();
-      pinch = { m0: m, d0: d, z0: view.z, x0: view.x, y0: view.y, ours: false, decided: false };
+      pinch = { m0: m, d0: d, z0: view.z, x0: view.x, y0: view.y, ours: false, decided: false, at: m, t0: performance.now() };
     } else {
       pinch = null; // one finger is the mouse; three are not a zoom
     }
@@ -135,9 +146,15 @@ export function attachZoom(screen, stage, opts = {}) {
         const { m, d } = pair();
         const moved = Math.hypot(m.x - pinch.m0.x, m.y - pinch.m0.y);
         const spread = Math.abs(d - pinch.d0);
-        if (Math.max(moved, spread) < 12) return;
+        if (Math.max(moved, spread) < still) return;
         pinch.decided = true;
         pinch.ours = spread > moved || view.z > 1;
+      }
+      if (!pinch.ours) {
+        // A drag at fit: the desktop's to scroll.
+        const { m } = pair();
+        opts.scroll?.(client(m), m.x - pinch.at.x, m.y - pinch.at.y);
+        pinch.at = m;
       }
     }
     if (pinch.ours) follow();
@@ -146,6 +163,8 @@ export function attachZoom(screen, stage, opts = {}) {
     for (const t of ev.changedTouches) touches.delete(t.identifier);
     if (touches.size < 2 && pinch) {
       if (pinch.ours && view.z < snap) fit();
+      // Two fingers that came down and lifted without moving: a tap.
+      if (ev.type === 'touchend' && !opts.gestures && !pinch.decided && performance.now() - pinch.t0 < tapTime) opts.tap2?.(client(pinch.m0));
       pinch = null;
     }
   };
