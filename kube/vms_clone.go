@@ -276,8 +276,10 @@ func phaseText(p clonev1beta1.VirtualMachineClonePhase) string {
 func poll(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
+	// Soon at first (a Pod is often running, or gone, within a few tens of
+	// milliseconds), then every 250 ms, so that a long wait costs the
+	// apiserver little.
+	every := 20 * time.Millisecond
 	for {
 		ok, err := done()
 		if err != nil || ok {
@@ -286,7 +288,8 @@ func poll(ctx context.Context, timeout time.Duration, done func() (bool, error))
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-tick.C:
+		case <-time.After(every):
 		}
+		every = min(every*2, 250*time.Millisecond)
 	}
 }

@@ -60,6 +60,8 @@ type Config struct {
 	// Kubeconfig is the kubeconfig file of the kube backend; empty means
 	// in-cluster config in a pod, else ~/.kube/config.
 	Kubeconfig string
+	// KubeQPS is the kube backend's request rate limit (burst twice it).
+	KubeQPS int
 	// Namespace is the portal's own namespace, where the kube backend's
 	// replicas elect the reclaim leader.
 	Namespace string
@@ -120,6 +122,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
 	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", api.DefaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
+	var kubeQPS string
+	fs.StringVar(&kubeQPS, "kube-qps", env("CORRAL_VDI_KUBE_QPS", "500"), "requests a second the kube backend may send the API server, in bursts of twice that; the API server's own priority and fairness protects it (CORRAL_VDI_KUBE_QPS)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the kube backend; default in-cluster config, then ~/.kube/config (KUBECONFIG)")
 	fs.StringVar(&c.Namespace, "namespace", env("CORRAL_VDI_NAMESPACE", defaultNamespace()), "the portal's own namespace, for its leader-election Lease (CORRAL_VDI_NAMESPACE)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
@@ -220,6 +224,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.ReclaimEvery, err = parseDuration(reclaimEvery); err != nil || c.ReclaimEvery <= 0 {
 		return c, fmt.Errorf("CORRAL_VDI_RECLAIM_INTERVAL: %q is not a positive duration like 10s", reclaimEvery)
+	}
+	if c.KubeQPS, err = strconv.Atoi(kubeQPS); err != nil || c.KubeQPS <= 0 {
+		return c, fmt.Errorf("CORRAL_VDI_KUBE_QPS: %q is not a positive count", kubeQPS)
 	}
 	if c.DemoPoolSize, err = strconv.Atoi(demo); err != nil || c.DemoPoolSize < 0 {
 		return c, fmt.Errorf("CORRAL_VDI_DEMO_POOL_SIZE: %q is not a count", demo)

@@ -32,7 +32,7 @@ var (
 // checkKube checks a cluster as the identity of cfg's kubeconfig: the
 // portal's ServiceAccount in a pod, or whoever the kubeconfig names.
 func checkKube(ctx context.Context, fs *findings, cfg Config) {
-	rc, err := restConfig(cfg.Kubeconfig)
+	rc, err := restConfig(cfg.Kubeconfig, cfg.KubeQPS)
 	if err != nil {
 		fs.fail("apiserver", "Point KUBECONFIG (-kubeconfig) at a working kubeconfig.", "%v", err)
 		return

@@ -92,7 +92,7 @@ func resolveBackend(c *Config, getenv func(string) string) error {
 
 // restConfig is the cluster access of the kube backend: kubeconfig when
 // set, else the in-cluster config.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+func restConfig(kubeconfig string, qps int) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -104,8 +104,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube backend: cluster config: %w", err)
 	}
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 50, 100
+	// client-go's own limit (5 requests/s) would cap a replica at well under
+	// one claim a second, and 50 capped three replicas at 12 claim or
+	// release operations a second in the soak's storm with the machine
+	// idle: a claim with its power-on is about a dozen requests. The
+	// apiserver protects itself (API Priority and Fairness), so the client
+	// only guards against a runaway loop.
+	if cfg.QPS == 0 && qps > 0 {
+		cfg.QPS, cfg.Burst = float32(qps), 2*qps
 	}
 	kube.ReportUnreachable(cfg)
 	return cfg, nil
@@ -122,7 +128,7 @@ var (
 // by a watch that runs until Close. It adds the backend's fallback console
 // paths to m.consolePaths.
 func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
-	cfg, err := restConfig(m.Config.Kubeconfig)
+	cfg, err := restConfig(m.Config.Kubeconfig, m.Config.KubeQPS)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -346,10 +346,14 @@ func faultAPIServerRestart(t *testing.T, sc scale, r *report, e *kubeEnv) {
 	during := time.Since(t0)
 	r.add("fault", "apiserver down: claim answered with an error", code >= 500 && during < 30*time.Second, "5xx within 30 s",
 		"%d in %s", code, during.Round(time.Millisecond))
-	code, buf, _ := call(ctx, e.replicas[0].URL, "", "GET", "/readyz", "")
-	r.add("fault", "apiserver down: replica not ready", code == http.StatusServiceUnavailable, "/readyz 503",
-		"%d %.120s", code, buf)
+	var buf []byte
 	took, ok := eventually(10*time.Second, func() bool {
+		code, buf, _ = call(ctx, e.replicas[0].URL, "", "GET", "/readyz", "")
+		return code == http.StatusServiceUnavailable
+	})
+	r.add("fault", "apiserver down: replica not ready", ok, "/readyz 503 within 10 s",
+		"%d after %s: %.120s", code, took.Round(100*time.Millisecond), buf)
+	took, ok = eventually(10*time.Second, func() bool {
 		code, buf, _ = call(ctx, e.replicas[1].URL, "during-api", "GET", "/", "")
 		return strings.Contains(string(buf), `data-testid="outage"`)
 	})

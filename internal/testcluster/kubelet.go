@@ -17,8 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 )
 
@@ -164,25 +167,45 @@ func (k *Kubelet) Close() error {
 	return errors.Join(err, os.RemoveAll(k.root))
 }
 
-// loop brings Pods to their state every 100 ms: a poll rather than a
-// watch keeps the stand-in short, and Pods are few in tests.
+// kubeletWorkers is how many Pods the stand-in brings along at once, as a
+// node's kubelet works on its Pods in parallel: a storm of claims on 2
+// cores should measure the portals and the apiserver, not a serial loop.
+const kubeletWorkers = 8
+
+// loop brings Pods to their state: a watch (an informer, resyncing every
+// second so that a step that failed is tried again) feeds a queue that
+// kubeletWorkers work through.
 func (k *Kubelet) loop(ctx context.Context) {
 	defer close(k.done)
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		pods, err := k.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range pods.Items {
-				k.sync(ctx, &pods.Items[i])
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	factory := informers.NewSharedInformerFactory(k.cs, time.Second)
+	pods := factory.Core().V1().Pods().Informer()
+	queue := workqueue.NewTyped[string]()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
 		}
 	}
+	pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }})
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	for range kubeletWorkers {
+		wg.Go(func() {
+			for {
+				key, shutdown := queue.Get()
+				if shutdown {
+					return
+				}
+				if obj, ok, _ := pods.GetIndexer().GetByKey(key); ok {
+					k.sync(ctx, obj.(*corev1.Pod).DeepCopy())
+				}
+				queue.Done(key)
+			}
+		})
+	}
+	<-ctx.Done()
+	queue.ShutDown()
+	wg.Wait()
+	factory.Shutdown()
 }
 
 // sync does the next step for one Pod: bind, report status, or delete.
