@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -352,7 +353,7 @@ func faultAPIServerRestart(t *testing.T, sc scale, r *report, e *kubeEnv) {
 		return code == http.StatusServiceUnavailable
 	})
 	r.add("fault", "apiserver down: replica not ready", ok, "/readyz 503 within 10 s",
-		"%d after %s: %.120s", code, took.Round(100*time.Millisecond), buf)
+		"%d after %s: %.120s", code, took.Round(100*time.Millisecond), bytes.TrimSpace(buf))
 	took, ok = eventually(10*time.Second, func() bool {
 		code, buf, _ = call(ctx, e.replicas[1].URL, "during-api", "GET", "/", "")
 		return strings.Contains(string(buf), `data-testid="outage"`)

@@ -56,7 +56,7 @@ func localPhase(t *testing.T, sc scale, r *report) {
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, "go", "test", "-count=1", "-run", "^TestAttack", "./e2e/")
+		cmd := exec.CommandContext(cctx, "go", "test", "-count=1", "-run", "^TestAttack|^TestConsole_PeerPath$", "./e2e/")
 		cmd.Dir = ".."
 		var err error
 		attackOut, err = cmd.CombinedOutput()
@@ -65,7 +65,7 @@ func localPhase(t *testing.T, sc scale, r *report) {
 	consoleLoad(t, sc, r, p, holders)
 	err := <-attacks
 	tail := strings.Split(strings.TrimSpace(string(attackOut)), "\n")
-	r.add("attack", "e2e attack table and desktop escapes (root and nobody) while under load", err == nil, "every attack refused (go test passes)", "%s in %s",
+	r.add("attack", "e2e attack table, desktop escapes (root and nobody), a peer killed mid-session, under load", err == nil, "every attack refused (go test passes)", "%s in %s",
 		strings.Join(tail[max(0, len(tail)-2):], " / "), time.Since(attackStart).Round(time.Second))
 	desktopKilled(t, sc, r, p)
 	recordingsFull(r, p, mountErr, holders[0])
