@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -52,7 +51,10 @@ func recordingsFull(r *report, p *portal, mountErr error, other string) {
 		}
 		read += len(msg)
 	}
-	_, res, err := websocketDial(p.URL, "recuser", "/ws/terminal/local/"+d.Name)
+	ws2, res, err := websocketDial(p.URL, "recuser", "/ws/terminal/local/"+d.Name)
+	if ws2 != nil {
+		ws2.Close()
+	}
 	status := 0
 	if res != nil {
 		status = res.StatusCode
@@ -69,19 +71,4 @@ func recordingsFull(r *report, p *portal, mountErr error, other string) {
 	r.add("fault", "recordings disk full: unrecorded consoles still answer", err == nil, "terminal answers", "%s", errOr(err, "ok"))
 	code, _, _ = call(ctx, p.URL, "", "GET", "/readyz", "")
 	r.add("fault", "recordings disk full: portal ready", code == 200, "/readyz 200", "%d", code)
-}
-
-// websocketDial opens path as user, returning the handshake's response.
-func websocketDial(base, user, path string) (*websocket.Conn, *http.Response, error) {
-	h := http.Header{}
-	h.Set("Tailscale-User-Login", user)
-	h.Set("Origin", base)
-	ws, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+path, h)
-	if ws != nil {
-		ws.Close()
-	}
-	if err != nil {
-		err = fmt.Errorf("%w", err)
-	}
-	return ws, res, err
 }

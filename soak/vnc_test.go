@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -173,22 +172,6 @@ func (s *wsStream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// dialVNC opens member's VNC console through the portal as user.
-func dialVNC(base, user, member string) (*websocket.Conn, error) {
-	h := http.Header{}
-	h.Set("Tailscale-User-Login", user)
-	h.Set("Origin", base)
-	ws, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/vnc/local/"+member, h)
-	if err != nil {
-		code := 0
-		if res != nil {
-			code = res.StatusCode
-		}
-		return nil, fmt.Errorf("dial vnc %s: %d %w", member, code, err)
-	}
-	return ws, nil
-}
-
 // vncSession is one VNC console under load.
 type vncSession struct {
 	ws   *websocket.Conn
@@ -201,7 +184,7 @@ type vncSession struct {
 
 // openVNC opens and signs in a VNC session through the portal.
 func openVNC(base, user, member string) (*vncSession, error) {
-	ws, err := dialVNC(base, user, member)
+	ws, err := dialConsole(base, user, "/ws/vnc/local/"+member)
 	if err != nil {
 		return nil, err
 	}

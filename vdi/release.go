@@ -17,25 +17,38 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 	if gone != nil && ErrorCode(gone) != ENotFound {
 		return gone
 	}
-	l, err := s.authorize(ctx, id, ref)
-	if gone != nil && (err != nil || l == nil) {
-		return gone // no such member, and no claim of the caller's on it
-	}
-	if err != nil {
-		return err
-	}
-	if l == nil {
-		return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
-	}
-	action, text := "release", "The desktop was released."
-	if l.Holder != id.Login {
-		action, text = "force-release", "An admin ("+id.Login+") released this desktop."
-		if reason != "" {
-			text += " Reason: " + reason
+	var l *Lease
+	var action string
+	// A console closing (or opening) at the same moment updates the Lease
+	// too, and the release's compare-and-swap then loses: read it again and
+	// retry, a few times, rather than tell the user to.
+	for attempt := 0; ; attempt++ {
+		var err error
+		l, err = s.authorize(ctx, id, ref)
+		if gone != nil && (err != nil || l == nil) {
+			return gone // no such member, and no claim of the caller's on it
 		}
-	}
-	if err := s.reclaim(ctx, l, action, text); err != nil {
-		return err
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
+		}
+		text := "The desktop was released."
+		action = "release"
+		if l.Holder != id.Login {
+			action, text = "force-release", "An admin ("+id.Login+") released this desktop."
+			if reason != "" {
+				text += " Reason: " + reason
+			}
+		}
+		err = s.reclaim(ctx, l, action, text)
+		if err == nil {
+			break
+		}
+		if ErrorCode(err) != EConflict || attempt == 3 {
+			return err
+		}
 	}
 	detail := "holder " + l.Holder
 	if reason != "" {
