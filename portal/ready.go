@@ -148,17 +148,13 @@ func (h *apiserverHealth) watch(ctx context.Context) {
 }
 
 // notice is what the pages say while the API server does not answer, from
-// the last answer (a stale one starts a check and is still used); empty
-// while it answers.
+// the last answer (watch keeps it fresh); empty while it answers.
 func (h *apiserverHealth) notice() string {
 	if h.cs == nil {
 		return ""
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.at) >= apiserverCheckEvery {
-		h.start()
-	}
 	if h.err == nil {
 		return ""
 	}
