@@ -199,6 +199,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	m.drain(ctx)
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -211,6 +212,20 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// drain, with Config.DrainTimeout set, fails /readyz and refuses new
+// consoles, and lets open ones run until they end or the timeout does.
+func (m *Main) drain(ctx context.Context) {
+	if m.Config.DrainTimeout <= 0 {
+		return
+	}
+	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.DrainTimeout)
+	defer cancel()
+	if left := m.handler.Drain(dctx); left > 0 {
+		m.Log.Warn("drain timed out: closing the consoles still open", "consoles", left)
+	}
 }
 
 // Close releases what Open took; desktops keep running unless configured.
