@@ -79,6 +79,8 @@ func haEnv(t *testing.T, secrets map[string]string, kubeconfig string) []string 
 		Override: map[string]string{
 			"CORRAL_VDI_ADMINS": "ops",
 			"HOME":              t.TempDir(),
+			// A test's replicas stop with consoles open: drain briefly.
+			"CORRAL_VDI_DRAIN_TIMEOUT": "2s",
 		},
 	})
 	must(t, err)

@@ -238,7 +238,7 @@ func goldenStorageClasses(ctx context.Context, dyn dynamic.Interface, poolNamesp
 // verb the portal needs where it needs it (as the portal checks at start:
 // per pool namespace in the namespaced mode), and names each one missing.
 func doctorRBAC(ctx context.Context, fs *findings, cs kubernetes.Interface, cfg Config) {
-	perms := requiredPermissions(cfg.PoolNamespaces)
+	perms := requiredPermissions(cfg.Namespace, cfg.PoolNamespaces)
 	missing, err := missingPermissions(ctx, cs, perms)
 	if err != nil {
 		fs.fail("rbac", "Check the kubeconfig's credentials.", "SelfSubjectAccessReview failed: %v", err)

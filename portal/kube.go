@@ -192,7 +192,10 @@ func (m *Main) kubeBackend(ctx, kctx context.Context, cfg *rest.Config, cs kuber
 		return backend, leases, err
 	}
 	backend := &namespacedBackend{names: names, by: map[string]namespaceBackend{}}
-	leases := &namespacedLeases{names: names, by: map[string]vdi.Leases{}}
+	// Claim locks are in the portal's namespace: written and read by name,
+	// never listed, so that store is not started (no watch there).
+	leases := &namespacedLeases{names: names, by: map[string]vdi.Leases{}, lockNS: m.Config.Namespace,
+		lockStore: kube.NewLeases(kube.LeasesConfig{Client: cs, Namespace: m.Config.Namespace, Log: m.Log})}
 	for _, ns := range names {
 		l, err := start(ns)
 		if err != nil {

@@ -209,15 +209,22 @@ func (b *namespacedBackend) DeletePool(ctx context.Context, namespace, name stri
 	return c.DeletePool(ctx, namespace, name)
 }
 
-// namespacedLeases routes claims to the Lease store of their namespace.
+// namespacedLeases routes claims to the Lease store of their namespace,
+// and the users' claim locks (vdi.Config.LockNamespace: the portal's own
+// namespace) to lockStore, which nothing lists.
 type namespacedLeases struct {
-	names []string
-	by    map[string]vdi.Leases
+	names     []string
+	by        map[string]vdi.Leases
+	lockNS    string
+	lockStore vdi.Leases
 }
 
 func (l *namespacedLeases) in(ns string) (vdi.Leases, error) {
 	if s, ok := l.by[ns]; ok {
 		return s, nil
+	}
+	if ns == l.lockNS && l.lockStore != nil {
+		return l.lockStore, nil
 	}
 	return nil, errNotPoolNamespace(ns, l.names)
 }

@@ -63,12 +63,17 @@ func rulesOf(manifest []byte, kind string) []permission {
 // from the manifests embedded in the binary, so that the check and the
 // manifests cannot drift. With no pool namespaces (the cluster-wide mode)
 // they are deploy/rbac.yaml's ClusterRole, cluster-wide; else the pool
-// Role's in each pool namespace and the cluster-scoped reads cluster-wide.
-func requiredPermissions(poolNamespaces []string) []permission {
+// Role's in each pool namespace, the cluster-scoped reads cluster-wide and
+// the leader and claim-lock Leases in the portal's own namespace.
+func requiredPermissions(portalNamespace string, poolNamespaces []string) []permission {
 	if len(poolNamespaces) == 0 {
 		return rulesOf(deploy.RBAC, "ClusterRole")
 	}
 	out := rulesOf(deploy.ClusterRBAC, "ClusterRole")
+	for _, p := range rulesOf(deploy.ClusterRBAC, "Role") {
+		p.Namespace = portalNamespace
+		out = append(out, p)
+	}
 	pool := rulesOf(deploy.PoolRBAC, "Role")
 	for _, ns := range poolNamespaces {
 		for _, p := range pool {
@@ -144,10 +149,10 @@ func rbacFix(portalNamespace string, poolNamespaces []string, missing []permissi
 		return fmt.Sprintf("apply deploy/rbac.yaml (kubectl apply -k deploy/overlays/cluster-wide) and run the portal as ServiceAccount %s/corral-vdi-portal, or bind it to the ClusterRole corral-vdi-portal", portalNamespace)
 	}
 	var nss []string
-	cluster := false
+	cluster := false // or the portal's own namespace: both are rbac-cluster.yaml's
 	for _, p := range missing {
 		switch {
-		case p.Namespace == "":
+		case p.Namespace == "" || p.Namespace == portalNamespace && !contains(poolNamespaces, p.Namespace):
 			cluster = true
 		case !contains(nss, p.Namespace):
 			nss = append(nss, p.Namespace)
@@ -168,7 +173,7 @@ func rbacFix(portalNamespace string, poolNamespaces []string, missing []permissi
 // binding says so at start in one line instead of failing request by
 // request.
 func checkRBAC(ctx context.Context, cs kubernetes.Interface, namespace string, poolNamespaces []string) error {
-	missing, err := missingPermissions(ctx, cs, requiredPermissions(poolNamespaces))
+	missing, err := missingPermissions(ctx, cs, requiredPermissions(namespace, poolNamespaces))
 	if err != nil || len(missing) == 0 {
 		return err
 	}

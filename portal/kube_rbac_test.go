@@ -14,7 +14,7 @@ import (
 // permissions the backend cannot start without.
 func TestRequiredPermissions(t *testing.T) {
 	var got []string
-	for _, p := range requiredPermissions(nil) {
+	for _, p := range requiredPermissions("corral-vdi", nil) {
 		got = append(got, p.String())
 	}
 	for _, want := range []string{"watch leases.coordination.k8s.io", "update leases.coordination.k8s.io", "list virtualmachines.kubevirt.io",
