@@ -181,7 +181,11 @@ func (m *Main) Open(ctx context.Context) error {
 
 // Run serves until ctx ends, then shuts down gracefully.
 func (m *Main) Run(ctx context.Context) error {
-	m.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	// Requests outlive ctx while the portal drains: their context ends
+	// after the drain, which closes the consoles still open with a reason.
+	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	m.srv.BaseContext = func(net.Listener) context.Context { return base }
 	fmt.Fprintf(m.Out, "corral-vdi-portal is serving on %s\n", m.URL())
 	if isLoopback(m.Config.Listen) && contains(m.Config.Auth, auth.ModeDev) {
 		fmt.Fprintf(m.Out, "Open it in a browser on this machine and sign in with any user name.\n")
@@ -200,6 +204,7 @@ func (m *Main) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	m.drain(ctx)
+	endRequests()
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
