@@ -55,7 +55,7 @@ lint: ## go vet, gofmt, and fresh templ output
 	@git diff --quiet -- views || { git --no-pager diff --stat -- views; echo "templ: generated views were stale; commit the regenerated files"; exit 1; }
 
 clean: ## remove build outputs
-	rm -rf bin
+	rm -rf bin dist
 
 .PHONY: testcluster cluster run-cluster
 testcluster: ## build (once; cached by version) the kube-apiserver and etcd the tests run against
@@ -70,6 +70,10 @@ run-cluster: deps build testcluster ## the Kubernetes backend on this machine: t
 .PHONY: vm-image
 vm-image: ## build (once; cached by version) the tiny kernel + busybox image local vm pools boot
 	@bash scripts/vm-image.sh >/dev/null
+
+.PHONY: release
+release: ## VERSION=vX.Y.Z: dist/ gets the kube image (OCI tarball), install.yaml pinned to its digest, an SBOM and SHA256SUMS
+	VERSION=$(VERSION) bash scripts/release.sh
 
 .PHONY: image-binary docs
 image-binary: ## build the static binary both container images ship (the Dockerfile's build step, outside Docker)

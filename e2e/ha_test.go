@@ -19,6 +19,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
@@ -76,12 +79,40 @@ func haEnv(t *testing.T, secrets map[string]string, kubeconfig string) []string 
 		Override: map[string]string{
 			"CORRAL_VDI_ADMINS": "ops",
 			"HOME":              t.TempDir(),
+			// A test's replicas stop with consoles open: drain briefly.
+			"CORRAL_VDI_DRAIN_TIMEOUT": "2s",
 		},
 	})
 	must(t, err)
 	return append(env, "KUBECONFIG="+kubeconfig,
 		// Test clocks: reclaims checked every second, a short grace.
 		"CORRAL_VDI_RECLAIM_INTERVAL=1s", "CORRAL_VDI_DISCONNECT_GRACE=20s")
+}
+
+// applyNamespacedRBAC applies the base's RBAC as `kubectl apply -k deploy`
+// would (the portal's namespace and ServiceAccount, its cluster-scoped
+// reads and leader Lease) and deploy/pool-namespace's Role and binding in
+// each of pools, and nothing cluster-wide beyond that.
+func applyNamespacedRBAC(t *testing.T, c *testcluster.Cluster, pools ...string) {
+	t.Helper()
+	objs, err := deploytest.Render(filepath.Join("..", "deploy"))
+	must(t, err)
+	var rbac []*unstructured.Unstructured
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if u.GetNamespace() != "corral-vdi-desktops" {
+				rbac = append(rbac, u)
+			}
+		}
+	}
+	for _, ns := range pools {
+		kit, err := deploytest.RenderPoolNamespace(filepath.Join("..", "deploy"), ns)
+		must(t, err)
+		rbac = append(rbac, kit...)
+	}
+	_, err = deploytest.Apply(c.Config, rbac, false)
+	must(t, err)
 }
 
 func randomKey(t *testing.T) string {
@@ -162,8 +193,11 @@ func rdpHandshake(t *testing.T, minter, gateway *Portal, ns, member string) *rel
 // TestHA is the Deployment's promise on real parts: two portal processes
 // on the kube backend (a real kube-apiserver, the KubeVirt stand-in with
 // real Xvnc + freerdp-shadow guests), started with the environment
-// deploy/'s Deployment sets and its Secret's keys, as the ServiceAccount
-// deploy/rbac.yaml binds, behind Debian's nginx balancing round-robin.
+// deploy/'s Deployment sets and its Secret's keys, in the namespaced mode
+// on two pool namespaces: the ServiceAccount has only the base's
+// cluster-scoped reads and deploy/pool-namespace's Role in each, behind
+// Debian's nginx balancing round-robin. A pool in a third namespace it
+// was not given is refused in one line.
 // Alice claims and opens VNC in Chromium through nginx; an RDP token
 // minted by one replica opens RDP on the other; the replica carrying her
 // console, which also leads the reclaim loop, is SIGKILLed; her console
@@ -173,16 +207,16 @@ func rdpHandshake(t *testing.T, minter, gateway *Portal, ns, member string) *rel
 func TestHA(t *testing.T) {
 	c := testcluster.MustStart(t)
 	standIn := c.StartKubeVirtStandIn(t)
-	c.Apply(t, "../deploy/rbac.yaml")
 	admin := c.AdminClient(t)
-	ns := c.Namespace(t)
+	ns, ns2, ns3 := c.Namespace(t), c.Namespace(t), c.Namespace(t)
+	applyNamespacedRBAC(t, c, ns, ns2)
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
 	secrets := map[string]string{
 		"corral-vdi-secrets/session-keys": randomKey(t),
 		"corral-vdi-secrets/token-keys":   randomKey(t),
 		"corral-vdi-secrets/peer-secret":  randomKey(t),
 	}
-	env := haEnv(t, secrets, kubeconfig)
+	env := append(haEnv(t, secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+ns+","+ns2)
 	t.Logf("replica environment from deploy/deployment.yaml: %s", strings.Join(redact(env), " "))
 
 	// Replica a first, so that it leads; then b.
@@ -216,6 +250,27 @@ func TestHA(t *testing.T) {
 		t.Fatalf("alice's claim through nginx: %d %+v", code, d)
 	}
 	member := d.Name
+
+	// The second pool namespace serves too; a third, which the portal was
+	// not given (and has no Role in), is refused in one line before any
+	// request reaches the API server.
+	testcluster.StoppedVM(t, admin, ns2, "golden", nil)
+	if code := api.APIBody(t, "ops", "POST", "/api/vdi/pools", strings.ReplaceAll(body, ns, ns2), &perr); code != 201 {
+		t.Fatalf("create a pool in the second pool namespace %s: %d %+v", ns2, code, perr)
+	}
+	var d2 desktop
+	if code := api.API(t, "bob", "POST", "/api/vdi/pools/"+ns2+"/ha/claim", &d2); code != 200 || d2.Namespace != ns2 {
+		t.Fatalf("bob's claim in %s: %d %+v", ns2, code, d2)
+	}
+	testcluster.StoppedVM(t, admin, ns3, "golden", nil)
+	code := api.APIBody(t, "ops", "POST", "/api/vdi/pools", strings.ReplaceAll(body, ns, ns3), &perr)
+	if code != 404 || !strings.Contains(perr.Error, "Namespace "+ns3+" is not one of the portal's pool namespaces") || strings.Contains(perr.Error, "\n") {
+		t.Fatalf("create a pool in %s, which the portal was not given: %d %+v; want 404 in one line", ns3, code, perr)
+	}
+	t.Logf("a pool in a third namespace: %d %s (%s)", code, perr.Error, perr.Hint)
+	if code := api.API(t, "alice", "POST", "/api/vdi/pools/"+ns3+"/ha/claim", &perr); code != 404 {
+		t.Fatalf("a claim in %s: %d %+v; want 404", ns3, code, perr)
+	}
 
 	// RDP across replicas: the token from a's /connect opens the gateway
 	// on b, because both have the Secret's token keys.
@@ -380,7 +435,7 @@ func TestHA(t *testing.T) {
 		other[k] = v
 	}
 	other["corral-vdi-secrets/token-keys"] = randomKey(t)
-	rogue := startReplica(t, "rogue", t.TempDir(), "127.0.0.1:0", haEnv(t, other, kubeconfig))
+	rogue := startReplica(t, "rogue", t.TempDir(), "127.0.0.1:0", append(haEnv(t, other, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+ns+","+ns2))
 	waitFor(t, 30*time.Second, "the rogue replica logs that its token keys differ from the leader's", func() bool {
 		return strings.Contains(rogue.p.Log(), "replicas sign RDP tokens with different keys")
 	})
@@ -437,8 +492,9 @@ func redact(env []string) []string {
 // TestHA_BadInput: the Deployment's mistakes an operator makes, on the
 // real binary and apiserver. A Secret without its keys: the pod stays
 // not ready and says once which Secret lacks which keys. A ServiceAccount
-// without deploy/rbac.yaml's binding: the portal exits naming each verb on
-// each resource it may not use.
+// without its bindings: the portal exits naming each verb on each resource
+// it may not use, and where. A pool namespace without deploy/pool-namespace's
+// Role: the portal exits with one line naming that namespace only.
 func TestHA_BadInput(t *testing.T) {
 	c := testcluster.MustStart(t)
 	c.StartKubeVirtStandIn(t)
@@ -483,12 +539,43 @@ func TestHA_BadInput(t *testing.T) {
 		if err == nil || ctx.Err() != nil {
 			t.Fatalf("the portal without RBAC: %v (%v); want it to exit with an error:\n%s", err, ctx.Err(), out)
 		}
-		for _, want := range []string{"may not", "watch leases.coordination.k8s.io", "update virtualmachines/start.subresources.kubevirt.io", "create pods/exec", "deploy/rbac.yaml"} {
+		for _, want := range []string{"may not", "watch leases.coordination.k8s.io", "update virtualmachines/start.subresources.kubevirt.io",
+			"create pods/exec", "in namespace corral-vdi-desktops", "cluster-wide", "deploy/pool-namespace"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("the portal's last words lack %q:\n%s", want, out)
 			}
 		}
 		t.Logf("without RBAC the portal says: %s", lastLine(string(out)))
+	})
+
+	t.Run("PoolNamespaceNotBound", func(t *testing.T) {
+		// A cluster of its own: the parent's has deploy/rbac.yaml's
+		// cluster-wide ClusterRole bound, which grants every namespace.
+		c2 := testcluster.MustStart(t)
+		given, notBound := "pools-a", "pools-b"
+		for _, n := range []string{given, notBound} {
+			_, err := c2.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+			must(t, err)
+		}
+		applyNamespacedRBAC(t, c2, given)
+		env := haEnv(t, map[string]string{
+			"corral-vdi-secrets/session-keys": randomKey(t), "corral-vdi-secrets/token-keys": randomKey(t), "corral-vdi-secrets/peer-secret": randomKey(t),
+		}, testcluster.WriteKubeconfig(t, c2.PortalServiceAccount(t)))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "serve")
+		cmd.Env = append(append(os.Environ(), env...), "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_DATA_DIR="+t.TempDir(),
+			"CORRAL_VDI_POOL_NAMESPACES="+given+","+notBound)
+		out, err := cmd.CombinedOutput()
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("the portal with a pool namespace it has no Role in: %v (%v); want it to exit:\n%s", err, ctx.Err(), out)
+		}
+		last := lastLine(string(out))
+		if !strings.Contains(last, "in namespace "+notBound) || strings.Contains(last, "in namespace "+given) || strings.Contains(last, "cluster-wide") ||
+			!strings.Contains(last, "apply deploy/pool-namespace in "+notBound) {
+			t.Fatalf("the portal's last line %q; want it to name %s only, and the fix:\n%s", last, notBound, out)
+		}
+		t.Logf("a pool namespace without its Role: %s", last)
 	})
 }
 

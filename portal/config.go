@@ -65,6 +65,13 @@ type Config struct {
 	// Namespace is the portal's own namespace, where the kube backend's
 	// replicas elect the reclaim leader.
 	Namespace string
+	// PoolNamespaces are the namespaces the kube backend keeps pools in,
+	// namespaced least-privilege mode (a Role in each); empty is the
+	// cluster-wide mode (a ClusterRole, pools in every namespace).
+	PoolNamespaces []string
+	// DrainTimeout is how long, after SIGTERM, open consoles may go on
+	// while new ones are refused and /readyz fails; 0 stops at once.
+	DrainTimeout time.Duration
 	// Leader times the kube backend's reclaim leader election.
 	Leader LeaderTiming
 	// AdminSocket is the Unix socket the admin CLI talks to the portal
@@ -126,6 +133,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&kubeQPS, "kube-qps", env("CORRAL_VDI_KUBE_QPS", "500"), "requests a second the kube backend may send the API server, in bursts of twice that; the API server's own priority and fairness protects it (CORRAL_VDI_KUBE_QPS)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the kube backend; default in-cluster config, then ~/.kube/config (KUBECONFIG)")
 	fs.StringVar(&c.Namespace, "namespace", env("CORRAL_VDI_NAMESPACE", defaultNamespace()), "the portal's own namespace, for its leader-election Lease (CORRAL_VDI_NAMESPACE)")
+	var poolNamespaces, drain string
+	fs.StringVar(&poolNamespaces, "pool-namespaces", env("CORRAL_VDI_POOL_NAMESPACES", ""), "namespaces the kube backend keeps pools in, comma-separated: namespaced least-privilege mode, a Role in each (deploy/pool-namespace); empty: every namespace, under the cluster-wide ClusterRole (CORRAL_VDI_POOL_NAMESPACES)")
+	fs.StringVar(&drain, "drain-timeout", env("CORRAL_VDI_DRAIN_TIMEOUT", "0s"), "after SIGTERM, refuse new consoles and fail /readyz, and let open consoles go on this long before stopping (CORRAL_VDI_DRAIN_TIMEOUT)")
 	fs.StringVar(&c.Backend, "backend", env("CORRAL_VDI_BACKEND", ""), "which backend runs desktops: local or kube; default kube when a cluster config is found (CORRAL_VDI_BACKEND)")
 	fs.StringVar(&authModes, "auth", env("CORRAL_VDI_AUTH", "tailscale,dev"), "identity modes, comma-separated: tailscale, oidc, dev (CORRAL_VDI_AUTH)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CORRAL_VDI_TRUSTED_PROXIES", "127.0.0.1/32,::1/128"), "where Tailscale identity headers are believed (CORRAL_VDI_TRUSTED_PROXIES)")
@@ -224,6 +234,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.ReclaimEvery, err = parseDuration(reclaimEvery); err != nil || c.ReclaimEvery <= 0 {
 		return c, fmt.Errorf("CORRAL_VDI_RECLAIM_INTERVAL: %q is not a positive duration like 10s", reclaimEvery)
+	}
+	if c.PoolNamespaces, err = parsePoolNamespaces(poolNamespaces); err != nil {
+		return c, err
+	}
+	if c.DrainTimeout, err = time.ParseDuration(drain); err != nil || c.DrainTimeout < 0 {
+		return c, fmt.Errorf("CORRAL_VDI_DRAIN_TIMEOUT: %q is not a duration like 5m (0s stops at once)", drain)
 	}
 	if c.KubeQPS, err = strconv.Atoi(kubeQPS); err != nil || c.KubeQPS <= 0 {
 		return c, fmt.Errorf("CORRAL_VDI_KUBE_QPS: %q is not a positive count", kubeQPS)

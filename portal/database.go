@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
@@ -33,8 +34,11 @@ func (m *Main) ready(ctx context.Context) error {
 	if m.notReady != nil { // a missing shared secret (checkSharedSecrets)
 		return m.notReady
 	}
+	if m.handler != nil && m.handler.Draining() {
+		return errDraining
+	}
 	if m.Config.Backend == BackendKube {
-		return m.apiserver.check(ctx)
+		return m.apiserver.ready(ctx, time.Now())
 	}
 	_, err := m.db.LocalPools(ctx)
 	return err

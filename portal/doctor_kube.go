@@ -55,9 +55,9 @@ func checkKube(ctx context.Context, fs *findings, cfg Config) {
 	}
 	fs.ok("apiserver", "Kubernetes %s at %s", v.GitVersion, rc.Host)
 	if checkKubeVirt(ctx, fs, cs, dyn) {
-		checkSnapshots(ctx, fs, cs, dyn)
+		checkSnapshots(ctx, fs, cs, dyn, cfg.PoolNamespaces)
 	}
-	doctorRBAC(ctx, fs, cs)
+	doctorRBAC(ctx, fs, cs, cfg)
 	checkHostDevices(ctx, fs, cs)
 	checkLeaseNamespace(ctx, fs, cs, cfg.Namespace)
 }
@@ -141,7 +141,7 @@ func checkKubeVirt(ctx context.Context, fs *findings, cs kubernetes.Interface, d
 // checkSnapshots checks that every StorageClass the golden VMs' disks use
 // (the default one before there are pools) has a VolumeSnapshotClass of
 // the same driver: without one, cloning a golden VM never finishes.
-func checkSnapshots(ctx context.Context, fs *findings, cs kubernetes.Interface, dyn dynamic.Interface) {
+func checkSnapshots(ctx context.Context, fs *findings, cs kubernetes.Interface, dyn dynamic.Interface, poolNamespaces []string) {
 	scs, err := cs.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		fs.warn("snapshot-class", "Let the portal list storageclasses (deploy/rbac.yaml).", "StorageClasses could not be read: %v", err)
@@ -155,7 +155,7 @@ func checkSnapshots(ctx context.Context, fs *findings, cs kubernetes.Interface, 
 			defaults = append(defaults, sc.Name)
 		}
 	}
-	used, from := goldenStorageClasses(ctx, dyn)
+	used, from := goldenStorageClasses(ctx, dyn, poolNamespaces)
 	if len(used) == 0 {
 		used, from = defaults, "the default StorageClass"
 	}
@@ -193,15 +193,23 @@ func checkSnapshots(ctx context.Context, fs *findings, cs kubernetes.Interface, 
 }
 
 // goldenStorageClasses returns the StorageClasses of the golden VMs that
-// pool members name as their source.
-func goldenStorageClasses(ctx context.Context, dyn dynamic.Interface) ([]string, string) {
-	members, err := dyn.Resource(vmGVR).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool})
-	if err != nil {
-		return nil, ""
+// pool members name as their source, in the pool namespaces (all when
+// none are given).
+func goldenStorageClasses(ctx context.Context, dyn dynamic.Interface, poolNamespaces []string) ([]string, string) {
+	if len(poolNamespaces) == 0 {
+		poolNamespaces = []string{""}
+	}
+	var members []unstructured.Unstructured
+	for _, ns := range poolNamespaces {
+		list, err := dyn.Resource(vmGVR).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool})
+		if err != nil {
+			return nil, ""
+		}
+		members = append(members, list.Items...)
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, m := range members.Items {
+	for _, m := range members {
 		src := m.GetAnnotations()[kube.AnnotationSource]
 		if src == "" || seen[m.GetNamespace()+"/"+src] {
 			continue
@@ -227,24 +235,28 @@ func goldenStorageClasses(ctx context.Context, dyn dynamic.Interface) ([]string,
 }
 
 // doctorRBAC asks the API server, with SelfSubjectAccessReviews, for every
-// verb the portal needs (deploy/rbac.yaml's, as the portal checks at
-// start), and names each one missing.
-func doctorRBAC(ctx context.Context, fs *findings, cs kubernetes.Interface) {
-	missing, err := missingPermissions(ctx, cs)
+// verb the portal needs where it needs it (as the portal checks at start:
+// per pool namespace in the namespaced mode), and names each one missing.
+func doctorRBAC(ctx context.Context, fs *findings, cs kubernetes.Interface, cfg Config) {
+	perms := requiredPermissions(cfg.Namespace, cfg.PoolNamespaces)
+	missing, err := missingPermissions(ctx, cs, perms)
 	if err != nil {
 		fs.fail("rbac", "Check the kubeconfig's credentials.", "SelfSubjectAccessReview failed: %v", err)
 		return
 	}
 	if len(missing) > 0 {
-		names := make([]string, len(missing))
-		for i, p := range missing {
-			names[i] = p.String()
+		fix := rbacFix(cfg.Namespace, cfg.PoolNamespaces, missing)
+		if len(cfg.PoolNamespaces) == 0 {
+			fix = "kubectl apply -f deploy/rbac.yaml (the portal's ClusterRole), or add these verbs to the role bound to this identity."
 		}
-		fs.fail("rbac", "kubectl apply -f deploy/rbac.yaml (the portal's ClusterRole), or add these verbs to the role bound to this identity.",
-			"the portal may not: %s", strings.Join(names, ", "))
+		fs.fail("rbac", fix, "the portal may not: %s", describeMissing(missing))
 		return
 	}
-	fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, cluster-wide)", len(requiredPermissions()))
+	if len(cfg.PoolNamespaces) == 0 {
+		fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, cluster-wide)", len(perms))
+		return
+	}
+	fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, per pool namespace: %s)", len(perms), strings.Join(cfg.PoolNamespaces, ", "))
 }
 
 // checkHostDevices sums what nodes offer beyond CPU and memory: GPUs and

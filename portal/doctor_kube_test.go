@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,15 +17,20 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/corral-dev/corral-vdi-portal/cli"
+	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
 // runDoctorAs runs doctor on the kube backend with kubeconfig and the
 // lease namespace ns, and returns its findings and error.
-func runDoctorAs(t *testing.T, kubeconfig, ns string) (findings, error) {
+func runDoctorAs(t *testing.T, kubeconfig, ns string, extra ...string) (findings, error) {
 	t.Helper()
 	var out, usage bytes.Buffer
 	env := map[string]string{"KUBECONFIG": kubeconfig, "CORRAL_VDI_BACKEND": "kube", "CORRAL_VDI_NAMESPACE": ns, "HOME": t.TempDir()}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	e := cli.Env{Getenv: func(k string) string { return env[k] }, Out: &out, ErrOut: &usage}
 	err := Doctor(context.Background(), e, []string{"-json"})
 	var fs findings
@@ -162,6 +168,45 @@ func TestDoctor_Kube(t *testing.T) {
 		}
 		mustLevel(t, fs, "apiserver", levelOK, "Kubernetes v1.37.2")
 	})
+}
+
+// TestDoctor_KubeNamespaced: in the namespaced mode doctor asks per pool
+// namespace, on a cluster of its own with only the base's RBAC and the
+// pool Role in pools-a: all allowed for pools-a; pools-b, without the
+// Role, is named with its fix.
+func TestDoctor_KubeNamespaced(t *testing.T) {
+	c := testcluster.MustStart(t)
+	for _, ns := range []string{"pools-a", "pools-b"} {
+		if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := deploytest.Render("../deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rbac []*unstructured.Unstructured
+	for _, u := range objs {
+		if k := u.GetKind(); (k == "Namespace" || k == "ServiceAccount" || strings.Contains(k, "Role")) && u.GetNamespace() != "corral-vdi-desktops" {
+			rbac = append(rbac, u)
+		}
+	}
+	kit, err := deploytest.RenderPoolNamespace("../deploy", "pools-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deploytest.Apply(c.Config, append(rbac, kit...), false); err != nil {
+		t.Fatal(err)
+	}
+	portal := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
+	fs, _ := runDoctorAs(t, portal, "corral-vdi", "CORRAL_VDI_POOL_NAMESPACES=pools-a")
+	mustLevel(t, fs, "rbac", levelOK, "per pool namespace: pools-a")
+	mustLevel(t, fs, "lease-namespace", levelOK, "corral-vdi")
+	fs, _ = runDoctorAs(t, portal, "corral-vdi", "CORRAL_VDI_POOL_NAMESPACES=pools-a,pools-b")
+	f := mustLevel(t, fs, "rbac", levelFail, "(in namespace pools-b)")
+	if strings.Contains(f.What, "pools-a") || strings.Contains(f.What, "cluster-wide") || !strings.Contains(f.Fix, "apply deploy/pool-namespace in pools-b") {
+		t.Fatalf("rbac finding %+v; want only pools-b named, with its fix", f)
+	}
 }
 
 // portalRole reads the ClusterRole of deploy/rbac.yaml.

@@ -136,7 +136,7 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube backend: %w", err)
 	}
-	if err := checkRBAC(ctx, cs, m.Config.Namespace); err != nil {
+	if err := checkRBAC(ctx, cs, m.Config.Namespace, m.Config.PoolNamespaces); err != nil {
 		return nil, nil, err
 	}
 	// The backend's Dial is the direct path (a VMI's or Pod's IP); the
@@ -151,19 +151,7 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 		return nil, nil, err
 	}
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	leases := kube.NewLeases(kube.LeasesConfig{Client: cs, Log: m.Log})
-	startErr := make(chan error, 1)
-	go func() { startErr <- leases.Start(kctx) }()
-	select {
-	case err = <-startErr:
-	case <-ctx.Done():
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	backend, err := kube.NewCluster(cfg, "", leases)
+	backend, leases, err := m.kubeBackend(ctx, kctx, cfg, cs)
 	if err != nil {
 		cancel()
 		return nil, nil, err
@@ -174,6 +162,50 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	m.consolePaths = append(m.consolePaths, apiserver, execPath)
 	m.usb = apiserver
 	m.identity = newIdentity()
-	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity)
+	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity, "poolNamespaces", strings.Join(m.Config.PoolNamespaces, ","))
+	return backend, leases, nil
+}
+
+// kubeBackend makes the kube backend and its claim store: over every
+// namespace in the cluster-wide mode, else one of each per pool namespace
+// behind a router that refuses any other namespace. The Lease caches fill
+// before it returns and run until kctx ends.
+func (m *Main) kubeBackend(ctx, kctx context.Context, cfg *rest.Config, cs kubernetes.Interface) (vdi.Backend, vdi.Leases, error) {
+	start := func(ns string) (*kube.Leases, error) {
+		l := kube.NewLeases(kube.LeasesConfig{Client: cs, Namespace: ns, Log: m.Log})
+		startErr := make(chan error, 1)
+		go func() { startErr <- l.Start(kctx) }()
+		select {
+		case err := <-startErr:
+			return l, err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	names := m.Config.PoolNamespaces
+	if len(names) == 0 {
+		leases, err := start("")
+		if err != nil {
+			return nil, nil, err
+		}
+		backend, err := kube.NewCluster(cfg, "", leases)
+		return backend, leases, err
+	}
+	backend := &namespacedBackend{names: names, by: map[string]namespaceBackend{}}
+	// Claim locks are in the portal's namespace: written and read by name,
+	// never listed, so that store is not started (no watch there).
+	leases := &namespacedLeases{names: names, by: map[string]vdi.Leases{}, lockNS: m.Config.Namespace,
+		lockStore: kube.NewLeases(kube.LeasesConfig{Client: cs, Namespace: m.Config.Namespace, Log: m.Log})}
+	for _, ns := range names {
+		l, err := start(ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := kube.NewCluster(cfg, ns, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		backend.by[ns], leases.by[ns] = c, l
+	}
 	return backend, leases, nil
 }

@@ -14,7 +14,7 @@ import (
 // permissions the backend cannot start without.
 func TestRequiredPermissions(t *testing.T) {
 	var got []string
-	for _, p := range requiredPermissions() {
+	for _, p := range requiredPermissions("corral-vdi", nil) {
 		got = append(got, p.String())
 	}
 	for _, want := range []string{"watch leases.coordination.k8s.io", "update leases.coordination.k8s.io", "list virtualmachines.kubevirt.io",
@@ -35,7 +35,7 @@ func TestCheckRBAC(t *testing.T) {
 	ns := c.Namespace(t)
 
 	bare := testcluster.Clientset(t, c.ServiceAccount(t, ns, "unbound"))
-	err := checkRBAC(ctx, bare, ns)
+	err := checkRBAC(ctx, bare, ns, nil)
 	if err == nil {
 		t.Fatal("an unbound ServiceAccount passed the RBAC check")
 	}
@@ -46,7 +46,7 @@ func TestCheckRBAC(t *testing.T) {
 	}
 	t.Logf("unbound: %v", err)
 
-	if err := checkRBAC(ctx, testcluster.Clientset(t, c.PortalServiceAccount(t)), "corral-vdi"); err != nil {
+	if err := checkRBAC(ctx, testcluster.Clientset(t, c.PortalServiceAccount(t)), "corral-vdi", nil); err != nil {
 		t.Fatalf("the ServiceAccount deploy/rbac.yaml binds: %v", err)
 	}
 }

@@ -181,7 +181,11 @@ func (m *Main) Open(ctx context.Context) error {
 
 // Run serves until ctx ends, then shuts down gracefully.
 func (m *Main) Run(ctx context.Context) error {
-	m.srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	// Requests outlive ctx while the portal drains: their context ends
+	// after the drain, which closes the consoles still open with a reason.
+	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	m.srv.BaseContext = func(net.Listener) context.Context { return base }
 	fmt.Fprintf(m.Out, "corral-vdi-portal is serving on %s\n", m.URL())
 	if isLoopback(m.Config.Listen) && contains(m.Config.Auth, auth.ModeDev) {
 		fmt.Fprintf(m.Out, "Open it in a browser on this machine and sign in with any user name.\n")
@@ -199,6 +203,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	m.drain(ctx)
+	endRequests()
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -211,6 +217,20 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// drain, with Config.DrainTimeout set, fails /readyz and refuses new
+// consoles, and lets open ones run until they end or the timeout does.
+func (m *Main) drain(ctx context.Context) {
+	if m.Config.DrainTimeout <= 0 {
+		return
+	}
+	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.DrainTimeout)
+	defer cancel()
+	if left := m.handler.Drain(dctx); left > 0 {
+		m.Log.Warn("drain timed out: closing the consoles still open", "consoles", left)
+	}
 }
 
 // Close releases what Open took; desktops keep running unless configured.

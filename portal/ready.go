@@ -66,6 +66,17 @@ const apiserverCheckEvery = 2 * time.Second
 // apiserverCheckWait bounds one check.
 const apiserverCheckWait = 3 * time.Second
 
+// apiserverOutageReady is how long the API server may be away before
+// /readyz fails. A blip takes every replica's API server away at once:
+// failing readiness at once would empty the Service, and users would get
+// the ingress's bare 503 instead of pages that explain it (open consoles
+// go on meanwhile). Past this, the replica is out of the Service, so a
+// replica that alone lost the API server stops taking users.
+const apiserverOutageReady = time.Minute
+
+// errDraining is /readyz's answer once SIGTERM has come.
+var errDraining = fmt.Errorf("%w: draining: shutting down, open consoles finish, new ones go to other replicas", errNotReady)
+
 // apiserverHealth remembers the last answer of the kube API server's
 // /readyz (the default RBAC lets every identity read it). Its zero value
 // (or a nil Clientset: the local backend) is healthy.
@@ -130,6 +141,23 @@ func (h *apiserverHealth) start() chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// ready is check for /readyz: an API server away for less than
+// apiserverOutageReady (measured by now) still lets the replica serve;
+// the detail is the notice /readyz and the pages show.
+func (h *apiserverHealth) ready(ctx context.Context, now time.Time) error {
+	err := h.check(ctx)
+	if err == nil {
+		return nil
+	}
+	h.mu.Lock()
+	since := h.since
+	h.mu.Unlock()
+	if !since.IsZero() && now.Sub(since) < apiserverOutageReady {
+		return nil
+	}
+	return err
 }
 
 // watch asks the API server every apiserverCheckEvery until ctx ends, so

@@ -38,6 +38,14 @@ func TestAPIServerHealth(t *testing.T) {
 	if n := h.notice(); !strings.Contains(n, "claims and new consoles wait") {
 		t.Errorf("the pages' notice while it is down: %q", n)
 	}
+	// A blip keeps the replica in the Service (pages explain it); an
+	// outage past apiserverOutageReady takes it out.
+	if err := h.ready(ctx, time.Now()); err != nil {
+		t.Errorf("readiness right after the API server went away: %v; want ready (a blip)", err)
+	}
+	if err := h.ready(ctx, time.Now().Add(apiserverOutageReady+time.Second)); !errors.Is(err, errNotReady) {
+		t.Errorf("readiness %v after the API server went away: %v; want not ready", apiserverOutageReady, err)
+	}
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,16 @@
 # then a static, reproducible Go binary (no cgo: the kube image has no libc).
 #
 #   bash scripts/build-binary.sh [OUT]   # default bin/corral-vdi-portal
+#
+# VERSION (e.g. v0.3.0) and COMMIT, when set, are linked in and printed by
+# `corral-vdi-portal version`; without COMMIT the binary reports the git
+# revision Go stamps into it (none in a Docker build without .git).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-bin/corral-vdi-portal}
 bash scripts/assets.sh
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out" ./cmd/corral-vdi-portal
+pkg=github.com/corral-dev/corral-vdi-portal/portal
+ldflags="-s -w"
+[[ -n ${VERSION:-} ]] && ldflags+=" -X $pkg.version=$VERSION"
+[[ -n ${COMMIT:-} ]] && ldflags+=" -X $pkg.commit=$COMMIT"
+CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out" ./cmd/corral-vdi-portal

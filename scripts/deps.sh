@@ -17,6 +17,7 @@ pkgs=(
 	busybox-static
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
 	bubblewrap # the namespaces of local desktops when the portal is not root
+	ca-certificates # make release: the CA bundle the kube image carries (and OIDC/API server TLS)
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)

@@ -1,6 +1,7 @@
 // Command corral-vdi-portal serves pools of desktops that people claim and
 // use in a browser. `corral-vdi-portal serve` (the default) runs the portal;
-// doctor checks a machine or cluster for it; the admin subcommands (package
+// doctor checks a machine or cluster for it; version prints the release
+// and commit; the admin subcommands (package
 // cli) talk to the running portal.
 package main
 
@@ -26,7 +27,7 @@ func main() {
 	}
 }
 
-// run runs the subcommand args names: serve (the default), doctor, help,
+// run runs the subcommand args names: serve (the default), doctor, version, help,
 // or an admin subcommand.
 func run(ctx context.Context, args []string) error {
 	name := "serve"
@@ -38,8 +39,11 @@ func run(ctx context.Context, args []string) error {
 		return portal.Serve(ctx, args, os.Getenv)
 	case "doctor":
 		return portal.Doctor(ctx, cli.Stdio(), args)
+	case "version":
+		portal.PrintVersion(os.Stdout)
+		return nil
 	case "help":
-		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
+		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal version\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
 			"serve runs the portal; `corral-vdi-portal serve -h` lists its flags, each with a CORRAL_VDI_* environment variable.\n\n" + cli.Usage)
 		return nil
 	}

@@ -71,6 +71,9 @@ func TestImageBuild(t *testing.T) {
 	if build == nil || kube == nil || local == nil {
 		t.Fatalf("Dockerfile stages %v; want build, kube and local", st)
 	}
+	if build.has("ARG VERSION= COMMIT=") == "" {
+		t.Error("the build stage takes no VERSION and COMMIT build args for `corral-vdi-portal version`")
+	}
 	if build.has("RUN bash scripts/build-binary.sh /out/corral-vdi-portal") == "" {
 		t.Error("the build stage does not run scripts/build-binary.sh: CI would test other build steps than the image's")
 	}
@@ -86,8 +89,13 @@ func TestImageBuild(t *testing.T) {
 			t.Errorf("stage %s has no ENTRYPOINT of the binary", name)
 		}
 	}
-	if !strings.HasPrefix(kube.from, "gcr.io/distroless/static") {
-		t.Errorf("kube stage FROM %s; want a distroless static base", kube.from)
+	if !strings.HasPrefix(kube.from, "gcr.io/distroless/static-debian13:nonroot@") {
+		t.Errorf("kube stage FROM %s; want distroless static-debian13, non-root", kube.from)
+	}
+	for name, s := range st {
+		if !regexp.MustCompile(`^[^@ ]+@sha256:[0-9a-f]{64}$`).MatchString(s.from) {
+			t.Errorf("stage %s FROM %s; want the base pinned by digest (tag@sha256:…)", name, s.from)
+		}
 	}
 	if l := kube.has("RUN "); l != "" {
 		t.Errorf("kube stage runs %q; want nothing but the binary", l)

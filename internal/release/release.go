@@ -1,0 +1,101 @@
+// Package release makes what `make release VERSION=vX.Y.Z` ships, without
+// a container daemon: the kube image as an OCI image layout tarball
+// (go-containerregistry), deploy/ rendered into install.yaml with that
+// image pinned by digest (kustomize's Go API), a CycloneDX SBOM of the
+// binary's modules, and SHA256SUMS of the three.
+package release
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// DefaultImage is the repository install.yaml names unless told another:
+// where a release is pushed.
+const DefaultImage = "ghcr.io/corral-dev/corral-vdi-portal-kube"
+
+// Source is the project's repository, the image's source label.
+const Source = "https://github.com/corral-dev/corral-vdi-portal"
+
+// Config says what to release.
+type Config struct {
+	// Binary is the static portal binary (scripts/build-binary.sh's).
+	Binary string
+	// Version is the release, vX.Y.Z.
+	Version string
+	// Commit is the git revision the binary was built from.
+	Commit string
+	// Created is the image's creation time (the commit's, so that a
+	// rebuild of one commit gives the same digest).
+	Created time.Time
+	// Deploy is the kustomize base to render (deploy/).
+	Deploy string
+	// Image is the repository install.yaml pulls from; DefaultImage when
+	// empty.
+	Image string
+	// CACerts is the CA bundle the image carries (Debian's
+	// /etc/ssl/certs/ca-certificates.crt when empty).
+	CACerts string
+	// Out is the folder the files go to (dist/).
+	Out string
+}
+
+// Files are the paths Build wrote.
+type Files struct {
+	Image, Install, SBOM, Sums string
+	// Digest is the image manifest's digest that install.yaml pins.
+	Digest string
+}
+
+var semver = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+
+// Build writes the release files into c.Out.
+func Build(c Config) (Files, error) {
+	if !semver.MatchString(c.Version) {
+		return Files{}, fmt.Errorf("release: VERSION %q is not vMAJOR.MINOR.PATCH (e.g. make release VERSION=v0.3.0)", c.Version)
+	}
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	if c.CACerts == "" {
+		c.CACerts = "/etc/ssl/certs/ca-certificates.crt"
+	}
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return Files{}, fmt.Errorf("release: %w", err)
+	}
+	f := Files{
+		Image:   filepath.Join(c.Out, "corral-vdi-portal-kube-"+c.Version+".oci.tar"),
+		Install: filepath.Join(c.Out, "install.yaml"),
+		SBOM:    filepath.Join(c.Out, "sbom.cdx.json"),
+		Sums:    filepath.Join(c.Out, "SHA256SUMS"),
+	}
+	img, err := Image(c)
+	if err != nil {
+		return Files{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Files{}, fmt.Errorf("release: image digest: %w", err)
+	}
+	f.Digest = digest.String()
+	if err := WriteLayout(f.Image, img, c.Version, c.Created); err != nil {
+		return Files{}, err
+	}
+	manifest, err := Install(c.Deploy, c.Image, f.Digest)
+	if err != nil {
+		return Files{}, err
+	}
+	if err := os.WriteFile(f.Install, manifest, 0o644); err != nil {
+		return Files{}, fmt.Errorf("release: %w", err)
+	}
+	if err := WriteSBOM(f.SBOM, c); err != nil {
+		return Files{}, err
+	}
+	if err := WriteSums(f.Sums, f.Image, f.Install, f.SBOM); err != nil {
+		return Files{}, err
+	}
+	return f, nil
+}

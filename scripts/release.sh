@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# make release VERSION=vX.Y.Z: the static binary with its version and
+# commit linked in, then internal/release writes into dist/ the kube image
+# (an OCI image layout tarball), install.yaml pinned to its digest, the
+# SBOM and SHA256SUMS. No container daemon is needed. IMAGE names the
+# repository install.yaml pulls from (default ghcr.io/corral-dev/corral-vdi-portal-kube).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+: "${VERSION:?set VERSION, e.g. make release VERSION=v0.3.0}"
+commit=$(git rev-parse HEAD)
+git diff --quiet HEAD -- || commit+=-dirty
+mkdir -p dist
+VERSION=$VERSION COMMIT=$commit bash scripts/build-binary.sh dist/corral-vdi-portal
+go run ./internal/release/cmd/release -version "$VERSION" -commit "$commit" \
+	-created "$(git log -1 --format=%ct)" -binary dist/corral-vdi-portal \
+	-image "${IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-kube}" -out dist
