@@ -122,9 +122,16 @@ func identityAttacks(sock string) []attack {
 				// With that address on the host, such a prefix is refused
 				// at start, in one line.
 				cmd := newPortalCmd(t, "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,198.18.0.0/15")
-				out, err := cmd.CombinedOutput()
-				if err == nil || !strings.Contains(string(out), "CORRAL_VDI_TRUSTED_PROXIES: 198.18.0.0/15 covers "+identityTestAddr) {
-					t.Errorf("a portal trusting 198.18.0.0/15 with %s on the host: %v\n%s", identityTestAddr, err, out)
+				var out strings.Builder
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				stop := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() }) // it started instead
+				err := cmd.Wait()
+				stop.Stop()
+				if err == nil || !strings.Contains(out.String(), "CORRAL_VDI_TRUSTED_PROXIES: 198.18.0.0/15 covers "+identityTestAddr) {
+					t.Errorf("a portal trusting 198.18.0.0/15 with %s on the host: %v; want a refusal at start\n%s", identityTestAddr, err, out.String())
 				}
 			},
 		},
