@@ -262,20 +262,60 @@ func asDesktopStart(t *testing.T, a *arena, args ...string) *heldCmd {
 // the answer it read.
 func asDesktopHTTP(t *testing.T, a *arena, r forgedRequest, curlArgs ...string) *http.Response {
 	t.Helper()
-	args := append([]string{"curl", "-sS", "-i", "--max-time", "10", "-X", r.method, "-H", "Tailscale-User-Login: " + admin,
+	return curlAs(t, desktopUID(t, a), "http://"+a.host, r, curlArgs...)
+}
+
+// curlAs sends r to base, forged as the admin, with curl run as uid
+// (extra curl arguments: how to connect), and returns the answer.
+func curlAs(t *testing.T, uid int, base string, r forgedRequest, curlArgs ...string) *http.Response {
+	t.Helper()
+	args := append([]string{"--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(uid), "--clear-groups", "--",
+		"curl", "-sS", "-i", "--max-time", "10", "-X", r.method, "-H", "Tailscale-User-Login: " + admin,
 		"-H", "Content-Type: application/json"}, curlArgs...)
 	if r.body != "" {
 		args = append(args, "--data", r.body)
 	}
-	out, err := asDesktopCmd(t, a, append(args, "http://"+a.host+r.path)...).Output()
+	out, err := exec.Command("setpriv", append(args, base+r.path)...).Output()
 	if err != nil {
-		t.Fatalf("curl as a desktop: %v\n%s", err, out)
+		t.Fatalf("curl as uid %d: %v\n%s", uid, err, out)
 	}
 	res, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(out))), nil)
 	if err != nil {
-		t.Fatalf("curl as a desktop: %v\n%s", err, out)
+		t.Fatalf("curl as uid %d: %v\n%s", uid, err, out)
 	}
 	return res
+}
+
+// TestAttacks_IdentityNotRoot: desktops of a portal that is not root run
+// as its own uid, and their user-mode network stacks would connect from a
+// host address as that uid; such a connection is no trusted proxy's even
+// at a trusted-proxy address. The same uid from loopback (which those
+// stacks cannot reach) and another local user at that address are.
+// Before package connid, the first was a trusted proxy: the table read
+// ran only for loopback or the destination address.
+func TestAttacks_IdentityNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start the portal as nobody and add a host address")
+	}
+	p := MustStartPortalAsNobody(t, "CORRAL_VDI_ADMINS="+admin, "CORRAL_VDI_DEMO_POOL_SIZE=1",
+		"CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,::1/128,198.18.0.0/15")
+	addHostAddress(t, identityTestAddr)
+	list := forgedRequest{"GET", "/api/vdi/desktops?all=1", ""}
+	for _, tc := range []struct {
+		name string
+		uid  int
+		from []string
+		want int
+	}{
+		{"portal's uid from another host address", nobody, []string{"--interface", identityTestAddr}, 401},
+		{"portal's uid from loopback", nobody, nil, 200},
+		{"another local user from another host address", 4242, []string{"--interface", identityTestAddr}, 200},
+	} {
+		res := curlAs(t, tc.uid, p.URL, list, tc.from...)
+		if body := readBody(res); res.StatusCode != tc.want {
+			t.Errorf("%s, forged as %s: %d; want %d (%s)", tc.name, admin, res.StatusCode, tc.want, body)
+		}
+	}
 }
 
 // readBody reads and closes res's body.
