@@ -182,11 +182,8 @@ type sock struct {
 	inode uint32
 }
 
-// TCP states as the kernel numbers them (include/net/tcp_states.h).
-const (
-	tcpEstablished = 1
-	tcpTimeWait    = 6
-)
+// tcpEstablished is TCP_ESTABLISHED (include/net/tcp_states.h).
+const tcpEstablished = 1
 
 func stateName(s uint8) string {
 	names := []string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}

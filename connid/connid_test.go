@@ -135,6 +135,9 @@ func TestClassify_FailsClosed(t *testing.T) {
 	})
 }
 
+// tcpTimeWait is TCP_TIME_WAIT (include/net/tcp_states.h).
+const tcpTimeWait = 6
+
 // waitState waits until the socket peer→local is in state.
 func waitState(t *testing.T, peer, local netip.AddrPort, state uint8) {
 	t.Helper()
