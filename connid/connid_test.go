@@ -205,6 +205,28 @@ func TestListener(t *testing.T) {
 	if v, ok := VerdictOf(c); !ok || v.Kind != Host {
 		t.Errorf("VerdictOf(accepted) = %+v, %v; want host", v, ok)
 	}
+	// Connections come out in the order they were accepted, however
+	// their lookups interleave: a client's connection over a cap is the
+	// one it opened last.
+	for i := range 50 {
+		cl, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		cl.Write([]byte{byte(i)})
+	}
+	for i := range 50 {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		b := make([]byte, 1)
+		if _, err := c.Read(b); err != nil || int(b[0]) != i {
+			t.Fatalf("connection %d accepted as the %dth (%v)", b[0], i, err)
+		}
+	}
 	ln.Close()
 	if _, err := ln.Accept(); err == nil {
 		t.Error("Accept after Close returned no error")

@@ -14,21 +14,33 @@ type Conn struct {
 }
 
 // Listener classifies every connection its inner listener accepts, each
-// in a goroutine of its own, so that a slow lookup never holds up the
-// accept loop; Accept returns them as *Conn, classified.
+// in a goroutine of its own, so that lookups run side by side and never
+// in http.Server's accept loop; Accept returns them as *Conn, classified,
+// in the order they were accepted (a client's connection over a cap is
+// the one it opened last).
 type Listener struct {
 	net.Listener
 	classify func(net.Conn) Verdict
 
-	ready chan *Conn
-	errs  chan error
+	queue chan *pending // accepted, in order; bounds the lookups in flight
 	done  chan struct{}
 	once  sync.Once
 }
 
+// pending is an accepted connection (or Accept error) being classified.
+type pending struct {
+	conn  *Conn
+	err   error
+	ready chan struct{} // closed once conn.Verdict is set
+}
+
+// maxPending bounds the connections accepted but not yet handed on;
+// beyond it the kernel's backlog holds them.
+const maxPending = 256
+
 // NewListener starts classifying what ln accepts with c.Classify.
 func NewListener(ln net.Listener, c *Classifier) *Listener {
-	l := &Listener{Listener: ln, classify: c.Classify, ready: make(chan *Conn), errs: make(chan error), done: make(chan struct{})}
+	l := &Listener{Listener: ln, classify: c.Classify, queue: make(chan *pending, maxPending), done: make(chan struct{})}
 	go l.acceptLoop()
 	return l
 }
@@ -37,49 +49,79 @@ func (l *Listener) acceptLoop() {
 	var backoff time.Duration
 	for {
 		c, err := l.Listener.Accept()
-		if err != nil {
+		p := &pending{err: err, ready: make(chan struct{})}
+		if err == nil {
+			p.conn = &Conn{Conn: c}
+			go func() {
+				p.conn.Verdict = l.classify(c)
+				close(p.ready)
+			}()
+		} else {
+			close(p.ready)
+		}
+		select {
+		case <-l.done:
+		default:
 			select {
-			case l.errs <- err:
+			case l.queue <- p:
 			case <-l.done:
-				return
 			}
-			if errors.Is(err, net.ErrClosed) {
-				return
+		}
+		select {
+		case <-l.done:
+			if c != nil {
+				c.Close()
 			}
+			return
+		default:
+		}
+		switch {
+		case err == nil:
+			backoff = 0
+		case errors.Is(err, net.ErrClosed):
+			return
+		default:
 			// Out of file descriptors and the like: wait, as
 			// http.Server does, rather than spin.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			time.Sleep(backoff)
-			continue
 		}
-		backoff = 0
-		go func() {
-			cc := &Conn{Conn: c, Verdict: l.classify(c)}
-			select {
-			case l.ready <- cc:
-			case <-l.done:
-				c.Close()
-			}
-		}()
 	}
 }
 
-// Accept implements net.Listener: the next classified connection.
+// Accept implements net.Listener: the next connection, once classified.
 func (l *Listener) Accept() (net.Conn, error) {
 	select {
-	case c := <-l.ready:
-		return c, nil
-	case err := <-l.errs:
-		return nil, err
+	case p := <-l.queue:
+		<-p.ready
+		if p.err != nil {
+			return nil, p.err
+		}
+		return p.conn, nil
 	case <-l.done:
 		return nil, net.ErrClosed
 	}
 }
 
-// Close implements net.Listener; connections still being classified are
-// closed.
+// Close implements net.Listener; connections accepted but not yet handed
+// on are closed.
 func (l *Listener) Close() error {
-	l.once.Do(func() { close(l.done) })
+	l.once.Do(func() {
+		close(l.done)
+		go func() { // the accept loop has stopped queueing, or will
+			for {
+				select {
+				case p := <-l.queue:
+					<-p.ready
+					if p.conn != nil {
+						p.conn.Close()
+					}
+				default:
+					return
+				}
+			}
+		}()
+	})
 	return l.Listener.Close()
 }
 
