@@ -236,9 +236,15 @@ func (a *Authenticator) identity(login, name string, groups []string) vdi.Identi
 	return vdi.Identity{Login: login, Name: name, Groups: groups, Admin: admin}
 }
 
+// trusted reports whether r came through a trusted proxy: never from a
+// desktop (or a local connection whose owner is unknown), always from a
+// checked Unix-socket peer, else by the peer's address.
 func (a *Authenticator) trusted(r *http.Request) bool {
 	if FromDesktop(r.Context()) {
 		return false
+	}
+	if ProxyPeer(r.Context()) {
+		return true
 	}
 	ip, err := netip.ParseAddr(remoteIP(r))
 	if err != nil {

@@ -73,11 +73,11 @@ func signInByName(tb testing.TB, p *Portal, login string) *http.Cookie {
 // range without 127.0.0.1: the same header from here is ignored, and the
 // portal logs it once per address.
 func TestIdentity_SpoofedTailscaleHeader(t *testing.T) {
-	p := MustStartPortal(t, "CORRAL_VDI_AUTH=tailscale", "CORRAL_VDI_TRUSTED_PROXIES=10.0.0.0/8,fd00::/8", "CORRAL_VDI_DEMO_POOL_SIZE=0")
+	p := MustStartPortal(t, "CORRAL_VDI_AUTH=tailscale", "CORRAL_VDI_TRUSTED_PROXIES=198.51.100.0/24,2001:db8::/32", "CORRAL_VDI_DEMO_POOL_SIZE=0")
 	var e apiError
 	for i := 0; i < 3; i++ {
 		if code := p.API(t, "admin@example.com", "GET", "/api/vdi/pools", &e); code != 401 {
-			t.Fatalf("Tailscale header from 127.0.0.1 with proxies 10.0.0.0/8: %d; want 401", code)
+			t.Fatalf("Tailscale header from 127.0.0.1 with proxies 198.51.100.0/24: %d; want 401", code)
 		}
 	}
 	// The home page sends the stranger to /signin, which has no way in to offer.

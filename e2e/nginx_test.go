@@ -83,7 +83,7 @@ func freeAddr(tb testing.TB) string {
 }
 
 // MustStartNginx starts nginx in front of the portals at upstreams (base
-// URLs) and stops it when tb ends.
+// URLs, or unix:/path of a portal's socket) and stops it when tb ends.
 func MustStartNginx(tb testing.TB, upstreams ...string) *Nginx {
 	tb.Helper()
 	bin, err := exec.LookPath("nginx")
@@ -96,6 +96,10 @@ func MustStartNginx(tb testing.TB, upstreams ...string) *Nginx {
 	dir := tb.TempDir()
 	var servers strings.Builder
 	for _, u := range upstreams {
+		if strings.HasPrefix(u, "unix:") { // a portal's Unix socket for proxies
+			fmt.Fprintf(&servers, "\t\tserver %s max_fails=1 fail_timeout=10s;\n", u)
+			continue
+		}
 		p, err := url.Parse(u)
 		if err != nil {
 			tb.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/connid"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -165,7 +166,7 @@ func peerOf(c net.Conn) peer {
 	if !ok {
 		return peer{err: fmt.Errorf("admin socket: %T is not a Unix connection", c)}
 	}
-	uid, err := peerUID(uc)
+	uid, err := connid.PeerUID(uc)
 	return peer{uid: uid, err: err}
 }
 

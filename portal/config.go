@@ -21,7 +21,10 @@ import (
 // Config is the portal's configuration: every setting is a flag of
 // `corral-vdi-portal serve` and a CORRAL_VDI_* environment variable.
 type Config struct {
+	// Listen is the TCP address of CORRAL_VDI_LISTEN; ListenUnix are its
+	// unix: entries, Unix sockets for a proxy on this host.
 	Listen          string
+	ListenUnix      []string
 	DataDir         string
 	Backend         string
 	Auth            []string
@@ -127,7 +130,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c Config
 	var authModes, proxies, admins, grace, maxSession, idle, demo, stopOnExit, reclaimEvery, historyAge, historyRows string
-	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address (CORRAL_VDI_LISTEN)")
+	fs.StringVar(&c.Listen, "listen", env("CORRAL_VDI_LISTEN", "127.0.0.1:8080"), "HTTP listen address, and optionally Unix sockets for a proxy on this host: 127.0.0.1:8080,unix:/run/corral-vdi/http.sock (CORRAL_VDI_LISTEN)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CORRAL_VDI_DATA_DIR", api.DefaultDataDir(getenv)), "database and local desktops' state (CORRAL_VDI_DATA_DIR)")
 	var kubeQPS string
 	fs.StringVar(&kubeQPS, "kube-qps", env("CORRAL_VDI_KUBE_QPS", "500"), "requests a second the kube backend may send the API server, in bursts of twice that; the API server's own priority and fairness protects it (CORRAL_VDI_KUBE_QPS)")
@@ -188,6 +191,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	var err error
+	if c.Listen, c.ListenUnix, err = parseListen(c.Listen); err != nil {
+		return c, err
+	}
 	if c.TrustedProxies, err = auth.ParsePrefixes(proxies); err != nil {
 		return c, fmt.Errorf("CORRAL_VDI_TRUSTED_PROXIES: %w", err)
 	}
@@ -296,9 +302,6 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Leader = c.Leader.withDefaults()
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return c, fmt.Errorf("CORRAL_VDI_LISTEN: %w", err)
-	}
 	return c, nil
 }
 

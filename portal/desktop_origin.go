@@ -7,59 +7,49 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/connid"
 	"github.com/corral-dev/corral-vdi-portal/local"
 )
 
-// A local desktop can reach the portal's listen address over loopback like
-// any browser on this host. Its requests must not get the trust loopback
-// otherwise earns (the Tailscale proxy rule, sign-in by name), so every
-// connection from this host is attributed to its owner: the kernel's
-// socket table names the uid of the process that opened the peer socket,
-// which a desktop cannot forge (its processes all run as its own uid).
-// A loopback peer that cannot be attributed (its socket is already gone, or
-// /proc is unreadable) is treated as a desktop: fail closed. Peers on other
-// hosts are not in the table and keep the ordinary rules.
+// A local desktop may reach the portal from this host like any browser
+// (through its network stack, or over the host's network where desktops
+// share it). Its requests must not get the trust this host otherwise
+// earns (the Tailscale proxy rule, sign-in by name): package connid tells
+// who opened each connection, positively or not at all, and connContext
+// turns its verdict into the marks auth reads.
 
-// desktopConnContext marks the context of connections whose peer runs as
-// a desktop uid of sandbox (nil: no desktop uids, only the fail-closed
-// rule applies). The first loopback peer it cannot attribute is logged.
-func desktopConnContext(sandbox *local.Sandbox, log *slog.Logger) func(context.Context, net.Conn) context.Context {
+// classifier returns the connid.Classifier of this portal's desktops.
+func classifier(sandbox *local.Sandbox) *connid.Classifier {
+	cfg := connid.Config{SharedUID: sandbox.Namespaced()}
+	if sandbox != nil {
+		cfg.Desktop = sandbox.Owns
+	}
+	return connid.New(cfg)
+}
+
+// connContext marks the context of each connection by its verdict: one
+// that is (or may be) from a desktop gets auth.WithFromDesktop, a Unix
+// socket's peer that is no desktop auth.WithProxyPeer; a connection
+// without a verdict fails closed. It reads what the listener found and
+// does no I/O: it runs in http.Server's accept loop. The first connection
+// whose owner could not be established is logged, with why.
+func connContext(log *slog.Logger) func(context.Context, net.Conn) context.Context {
 	var once sync.Once
 	return func(ctx context.Context, c net.Conn) context.Context {
-		desktop, unknown := fromDesktop(c, sandbox)
-		if unknown {
-			once.Do(func() {
-				log.Warn("a loopback connection's owner is not in the kernel's socket table (/proc/net/tcp); treating such connections as from a desktop: no Tailscale identity, no sign-in by name", "remote", c.RemoteAddr().String())
-			})
-		}
-		if desktop {
+		v, ok := connid.VerdictOf(c)
+		switch {
+		case !ok:
 			return auth.WithFromDesktop(ctx)
+		case v.Kind == connid.Unknown:
+			once.Do(func() {
+				log.Warn("a connection from this host has no owner the kernel can name; treating such connections as from a desktop: no Tailscale identity, no sign-in by name", "remote", c.RemoteAddr().String(), "why", v.Reason)
+			})
+			return auth.WithFromDesktop(ctx)
+		case v.Untrusted():
+			return auth.WithFromDesktop(ctx)
+		case v.Unix:
+			return auth.WithProxyPeer(ctx)
 		}
 		return ctx
 	}
-}
-
-// fromDesktop reports whether c was opened by a desktop, or (unknown) is
-// a loopback connection the socket table does not name.
-func fromDesktop(c net.Conn, sandbox *local.Sandbox) (desktop, unknown bool) {
-	remote, ok := tcpAddrPort(c.RemoteAddr())
-	if !ok {
-		return false, false
-	}
-	here, ok := tcpAddrPort(c.LocalAddr())
-	if !ok {
-		return false, false
-	}
-	loop := remote.Addr().Unmap().IsLoopback()
-	// A connection from this host to one of its own addresses has that
-	// address as its source too; anything else comes from another host and
-	// is not worth the lookup (a few ms with hundreds of sockets).
-	if !loop && remote.Addr().Unmap() != here.Addr().Unmap() {
-		return false, false
-	}
-	uid, found, err := localSocketOwner(remote, here)
-	if err != nil || !found {
-		return loop, loop
-	}
-	return sandbox.Owns(uid), false
 }

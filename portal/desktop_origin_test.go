@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/connid"
 	"github.com/corral-dev/corral-vdi-portal/local"
 )
 
@@ -26,19 +26,20 @@ func acceptFrom(t *testing.T, sandbox *local.Sandbox, connect func(addr string))
 // acceptOn is acceptFrom on the listen address addr.
 func acceptOn(t *testing.T, addr string, sandbox *local.Sandbox, connect func(addr string)) bool {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	inner, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := newConnLimiter(connid.NewListener(inner, classifier(sandbox)), 0, 0, nil)
 	defer ln.Close()
 	go connect(ln.Addr().String())
-	ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+	inner.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 	c, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	return auth.FromDesktop(desktopConnContext(sandbox, slog.New(slog.DiscardHandler))(context.Background(), c))
+	return auth.FromDesktop(connContext(slog.New(slog.DiscardHandler))(context.Background(), c))
 }
 
 func TestDesktopConnContext(t *testing.T) {
@@ -98,19 +99,22 @@ func TestDesktopConnContext(t *testing.T) {
 		if acceptOn(t, "[::1]:0", sandbox, asUID(4243)) {
 			t.Error("an IPv6 loopback connection of uid 4243 was marked")
 		}
-		if got, _ := procNetAddr(netipAddrPort(t, "127.0.0.1:8080"), false); got != "0100007F:1F90" {
-			t.Errorf("procNetAddr(127.0.0.1:8080) = %s", got)
+	})
+	// The forged-header attack: send and close at once. Classified while
+	// open, the socket is the desktop uid's; once closed it is orphaned
+	// (no owner: /proc/net/tcp lists uid 0, which the table read of
+	// before took for root's). Either way the connection is marked.
+	t.Run("ClosedAtOnce", func(t *testing.T) {
+		for i := range 20 {
+			if !acceptFrom(t, sandbox, func(addr string) {
+				host, port, _ := net.SplitHostPort(addr)
+				exec.Command("setpriv", "--reuid=201453", "--regid=201453", "--clear-groups", "bash", "-c",
+					"exec 3<>/dev/tcp/"+host+"/"+port+"; printf 'POST /api/vdi/desktops/local/m/assign HTTP/1.1\\r\\nTailscale-User-Login: admin\\r\\n\\r\\n' >&3; exec 3>&-").Run()
+			}) {
+				t.Fatalf("attempt %d: a desktop uid's connection closed at once was not marked", i)
+			}
 		}
 	})
-}
-
-func netipAddrPort(t *testing.T, s string) netip.AddrPort {
-	t.Helper()
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ap
 }
 
 // hostAddress returns an IPv4 address of this host that is not loopback.

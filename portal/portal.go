@@ -43,7 +43,8 @@ type Main struct {
 	backend *local.Backend // nil with the kube backend
 	sandbox *local.Sandbox // the local desktops' uids; nil when none run
 	svc     *vdi.Service
-	ln      net.Listener
+	ln      net.Listener   // the TCP listener of CORRAL_VDI_LISTEN
+	unixLns []net.Listener // its unix: sockets, for a proxy on this host
 	srv     *http.Server
 	admin   *adminSocket // the CLI's socket; nil when off
 	// recordings keeps the recordings of recorded pools' sessions.
@@ -153,11 +154,9 @@ func (m *Main) Open(ctx context.Context) error {
 		USB:     m.usb, Audit: m.history,
 	})
 	m.handler = h
-	m.ln, err = net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
+	if err := m.listen(); err != nil {
+		return err
 	}
-	m.ln = newConnLimiter(m.ln, DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.TrustedProxies)
 	// ReadTimeout bounds a whole request, so a trickled body cannot hold a
 	// connection; IdleTimeout ends idle keep-alives. Websockets clear the
 	// deadlines when they upgrade and keep their own ping-based liveness.
@@ -167,7 +166,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
-		ConnContext:       desktopConnContext(m.sandbox, m.Log),
+		ConnContext:       connContext(m.Log),
 	}
 	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
 	if m.admin != nil {
@@ -190,8 +189,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if isLoopback(m.Config.Listen) && contains(m.Config.Auth, auth.ModeDev) {
 		fmt.Fprintf(m.Out, "Open it in a browser on this machine and sign in with any user name.\n")
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- m.srv.Serve(m.ln) }()
+	errc := make(chan error, 1+len(m.unixLns))
+	for _, ln := range append([]net.Listener{m.ln}, m.unixLns...) {
+		go func() { errc <- m.srv.Serve(ln) }()
+	}
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
 	go m.pruneHistory(ctx)
@@ -246,6 +247,9 @@ func (m *Main) Close() error {
 	if m.ln != nil {
 		m.ln.Close()
 	}
+	for _, ln := range m.unixLns {
+		ln.Close()
+	}
 	m.admin.Close()
 	if m.db != nil {
 		return m.db.Close()
@@ -256,8 +260,9 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
+	hide := append(append([]string{c.DataDir}, c.SecretFiles...), c.ListenUnix...) // a proxy's socket is no desktop's way in
 	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.DesktopSandbox, UIDs: c.DesktopUIDs, Limits: c.DesktopLimits,
-		NoNetwork: c.DesktopNoNetwork, Hide: append([]string{c.DataDir}, c.SecretFiles...)})
+		NoNetwork: c.DesktopNoNetwork, Hide: hide})
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,

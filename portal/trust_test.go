@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/connid"
 )
 
 func TestParseConfig_TrustSettings(t *testing.T) {
@@ -100,14 +102,40 @@ func TestConnLimiter(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("after closing one, a new connection was not accepted")
 	}
-	proxies := newConnLimiter(inner, 2, 3, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
-	for range 3 {
-		if !proxies.take(netip.MustParseAddr("127.0.0.1")) {
-			t.Fatal("a trusted proxy was refused below its cap of 3")
+}
+
+// TestConnLimiter_Owners: on this host a connection counts against its
+// owner, so a desktop sharing 127.0.0.1 with the trusted proxy uses up
+// its own cap, never the proxy's.
+func TestConnLimiter_Owners(t *testing.T) {
+	l := newConnLimiter(nil, 2, 3, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
+	lo := netip.MustParseAddr("127.0.0.1")
+	conn := func(v connid.Verdict) net.Conn { return &connid.Conn{Verdict: v} }
+	proxy := conn(connid.Verdict{Kind: connid.Host, Addr: lo, UID: 0, Owned: true})
+	desktop := conn(connid.Verdict{Kind: connid.Desktop, Addr: lo, UID: 80001, Owned: true})
+	unowned := conn(connid.Verdict{Kind: connid.Unknown, Addr: lo})
+	for _, tc := range []struct {
+		name string
+		c    net.Conn
+		cap  int
+	}{
+		{"desktop", desktop, 2},
+		{"trusted proxy", proxy, 3},
+		{"unowned", unowned, 2},
+		{"unix peer", conn(connid.Verdict{Kind: connid.Host, Unix: true, UID: 33, Owned: true}), 3},
+		{"unix desktop", conn(connid.Verdict{Kind: connid.Desktop, Unix: true, UID: 80002, Owned: true}), 2},
+		{"remote proxy address", conn(connid.Verdict{Kind: connid.Remote, Addr: lo}), 3},
+		{"remote", conn(connid.Verdict{Kind: connid.Remote, Addr: netip.MustParseAddr("192.0.2.1")}), 2},
+	} {
+		key, limit := l.client(tc.c)
+		for i := range tc.cap {
+			if !l.take(key, limit) {
+				t.Fatalf("%s: refused at %d, below its cap of %d (key %q)", tc.name, i, tc.cap, key)
+			}
 		}
-	}
-	if proxies.take(netip.MustParseAddr("127.0.0.1")) {
-		t.Error("a trusted proxy was let over its cap")
+		if l.take(key, limit) {
+			t.Errorf("%s: let over its cap of %d (key %q)", tc.name, tc.cap, key)
+		}
 	}
 }
 
