@@ -61,6 +61,10 @@ type Recordings interface {
 	// Used returns the bytes all recordings take and their cap (negative:
 	// none).
 	Used() (used, max int64)
+	// UserShare returns each user's share of the cap (negative: none).
+	UserShare() int64
+	// Delete removes a recording for an admin, audited.
+	Delete(ctx context.Context, by vdi.Identity, id string) error
 }
 
 // Assets maps static paths to hashed URLs and serves them.

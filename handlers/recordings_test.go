@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -108,4 +109,52 @@ func TestRecordings(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An admin deletes a recording through the API (a non-admin and a
+// cross-site request are refused first) and through the page's form.
+func TestRecordingDelete(t *testing.T) {
+	do := func(h http.Handler, method, user, path string, hdr ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, nil)
+		req.RemoteAddr = "127.0.0.1:40000"
+		req.Header.Set("Tailscale-User-Login", user)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	h, db, id := mustRecordingsHandler(t)
+	if rec := do(h, "DELETE", "alice", "/api/vdi/recordings/"+id); rec.Code != http.StatusForbidden {
+		t.Errorf("DELETE as alice = %d %s; want 403", rec.Code, rec.Body)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id, "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("cross-site DELETE as ops = %d %s; want 403", rec.Code, rec.Body)
+	}
+	if rec := do(h, "POST", "ops", "/admin/recordings/"+id+"/delete", "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("cross-site delete form as ops = %d; want 403", rec.Code)
+	}
+	if rec := adminGet(h, "ops", "/admin/recordings"); !strings.Contains(rec.Body.String(), `data-testid="delete-recording"`) {
+		t.Errorf("recordings page has no delete button:\n%s", rec.Body)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id); rec.Code != 200 {
+		t.Fatalf("DELETE as ops = %d %s; want 200", rec.Code, rec.Body)
+	}
+	if rec := adminGet(h, "ops", "/api/vdi/recordings/"+id); rec.Code != http.StatusNotFound {
+		t.Errorf("download after delete = %d; want 404", rec.Code)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id); rec.Code != http.StatusNotFound {
+		t.Errorf("second DELETE = %d; want 404", rec.Code)
+	}
+	audit, _ := db.AuditLog(context.Background(), 10)
+	if len(audit) == 0 || audit[0].Action != recording.ActionDelete || audit[0].Actor != "ops" {
+		t.Errorf("audit = %+v; want ops's delete", audit)
+	}
+
+	h, _, id = mustRecordingsHandler(t)
+	rec := do(h, "POST", "ops", "/admin/recordings/"+id+"/delete", "Sec-Fetch-Site", "same-origin")
+	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Location"), "deleted="+id) {
+		t.Errorf("delete form = %d %v; want a redirect to the list saying it was deleted", rec.Code, rec.Header())
+	}
 }

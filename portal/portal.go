@@ -136,7 +136,8 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
 	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.DataDir, "recordings"), DB: db,
-		MaxBytes: c.Recording.MaxBytes, Retention: c.Recording.Retention, Log: m.Log})
+		MaxBytes: c.Recording.MaxBytes, UserMaxBytes: c.Recording.UserMaxBytes, Reserve: c.Recording.DiskReserve,
+		DBDir: c.DataDir, Retention: c.Recording.Retention, Log: m.Log})
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
-		Notice:   m.history.StatusText,
+		Notice:   notices(m.history.StatusText, m.recordings.Notice),
 		Outage:   m.apiserver.notice,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
@@ -294,4 +295,17 @@ func publicOrigins(c Config) []string {
 		out = append(out, u.Scheme+"://"+u.Host)
 	}
 	return out
+}
+
+// notices joins what each of fns says is degraded, for the dashboard.
+func notices(fns ...func() string) func() string {
+	return func() string {
+		var out []string
+		for _, fn := range fns {
+			if s := fn(); s != "" {
+				out = append(out, s)
+			}
+		}
+		return strings.Join(out, " ")
+	}
 }
