@@ -121,7 +121,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
 		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: db, Groups: groups,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -151,7 +151,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Outage:   m.apiserver.notice,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
-		USB:     m.usb, Audit: m.history,
+		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
