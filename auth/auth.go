@@ -364,7 +364,7 @@ func (a *Authenticator) EndSessions(ctx context.Context, by vdi.Identity, login 
 	if revokeErr != nil {
 		a.log.Error("end-sessions not written yet", "login", login, "err", revokeErr)
 		revokeErr = &vdi.Error{Code: vdi.EUnavailable, Err: revokeErr,
-			Msg: fmt.Sprintf("%s is signed out on this portal server only: the portal could not save it yet, as its database does not answer. It keeps trying until it is written; other servers honour it then.", login),
+			Msg:  fmt.Sprintf("%s is signed out on this portal server only: the portal could not save it yet, as its database does not answer. It keeps trying until it is written; other servers honour it then.", login),
 			Hint: "Check /readyz and end the sessions again once the database answers, to be sure."}
 	}
 	if a.audit != nil {
