@@ -110,7 +110,7 @@ func TestAttack_USBTokenAfterSignOut(t *testing.T) {
 		p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+d.Name, &got)
 		return got.Power == "running"
 	})
-	refused := func(what, token string) {
+	refused := func(t *testing.T, what, token string) {
 		t.Helper()
 		ws, res, err := dialUSB(p, d.Name, token)
 		if ws != nil {
@@ -138,7 +138,7 @@ func TestAttack_USBTokenAfterSignOut(t *testing.T) {
 		if res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("sign-out: %d", res.StatusCode)
 		}
-		refused("the token after its user signed out", token)
+		refused(t, "the token after its user signed out", token)
 	})
 	t.Run("EndSessions", func(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // a token minted after the sign-out above
@@ -146,7 +146,7 @@ func TestAttack_USBTokenAfterSignOut(t *testing.T) {
 		if code := p.API(t, admin, "POST", "/api/vdi/users/alice/end-sessions", nil); code != 200 {
 			t.Fatalf("end-sessions: %d", code)
 		}
-		refused("the token after an admin ended its user's sessions", token)
+		refused(t, "the token after an admin ended its user's sessions", token)
 	})
 	t.Run("OpenStreamCloses", func(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
