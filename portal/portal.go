@@ -95,7 +95,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.db = db
-	m.history = store.NewBuffer(db, 0, m.Log)
+	m.history = store.NewBuffer(db, c.HistoryBufferRows, m.Log)
 	var backend vdi.Backend
 	var leases vdi.Leases = db.Leases()
 	if c.Backend == BackendKube {
