@@ -82,6 +82,9 @@ func NewBuffer(db *DB, max int, log *slog.Logger) *Buffer {
 	for _, a := range ProtectedActions {
 		b.protected[a] = true
 	}
+	// Anyone may sign in as often as they like (by name, where that is
+	// on): their sign-ins must not crowd admins out of the buffer.
+	delete(b.protected, "sign-in")
 	return b
 }
 

@@ -22,8 +22,16 @@ type revocation struct {
 	written chan struct{} // closed once before is written
 }
 
-// SessionsRevokedBefore reads login's sign-out time from the database.
+// revocationReadTimeout bounds a read of a sign-out time: a database that
+// does not answer in it is taken for gone, and the caller falls back on
+// what it knew (auth's cache) instead of holding the request.
+const revocationReadTimeout = time.Second
+
+// SessionsRevokedBefore reads login's sign-out time from the database, or
+// fails within revocationReadTimeout.
 func (b *Buffer) SessionsRevokedBefore(ctx context.Context, login string) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, revocationReadTimeout)
+	defer cancel()
 	return b.db.SessionsRevokedBefore(ctx, login)
 }
 
@@ -33,16 +41,21 @@ func (b *Buffer) SessionsRevokedBefore(ctx context.Context, login string) (time.
 // that and returns ErrSignOutPending if it has not happened, so that the
 // user can be told.
 func (b *Buffer) RevokeSessions(ctx context.Context, login string, t time.Time) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	err := b.db.RevokeSessions(wctx, login, t)
-	cancel()
-	if err == nil {
-		return nil
+	b.mu.Lock()
+	down := b.lastErr != nil
+	b.mu.Unlock()
+	if !down { // else the row waits at once, as the database is known not to answer
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		err := b.db.RevokeSessions(wctx, login, t)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !transient(err) {
+			return err
+		}
+		b.fail(err)
 	}
-	if !transient(err) {
-		return err
-	}
-	b.fail(err)
 	b.mu.Lock()
 	r := b.revokes[login]
 	if r == nil {
