@@ -96,7 +96,7 @@ func recordingDeleteAttacks() []attack {
 				return a.do(t, "DELETE", "/api/vdi/recordings/"+a.state["recording"].(string), "", "Tailscale-User-Login", "mallory")
 			},
 			status: 403, says: "Only admins",
-			after:  recordingStillThere,
+			after: recordingStillThere,
 		},
 		{
 			name:  "CrossSiteDeleteOfARecording",
@@ -106,7 +106,7 @@ func recordingDeleteAttacks() []attack {
 					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
 			},
 			status: 403, says: "Cross-origin",
-			after:  recordingStillThere,
+			after: recordingStillThere,
 		},
 		{
 			name:  "CrossSiteDeleteFormOfARecording",
@@ -116,7 +116,7 @@ func recordingDeleteAttacks() []attack {
 					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/x-www-form-urlencoded")
 			},
 			status: 403, says: "Cross-origin",
-			after:  recordingStillThere,
+			after: recordingStillThere,
 		},
 	}
 }
