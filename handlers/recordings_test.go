@@ -20,7 +20,7 @@ import (
 
 // mustRecordingsHandler returns handlers with a recording store holding
 // one finished terminal recording of alice, and its id.
-func mustRecordingsHandler(tb testing.TB) (http.Handler, *store.DB, string) {
+func mustRecordingsHandler(tb testing.TB, opts ...func(*Config)) (http.Handler, *store.DB, string) {
 	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
@@ -50,8 +50,12 @@ func mustRecordingsHandler(tb testing.TB) (http.Handler, *store.DB, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
-		PublicURLs: []string{"http://example.com"}}), db, id // httptest.NewRequest's Host
+	cfg := Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
+		PublicURLs: []string{"http://example.com"}} // httptest.NewRequest's Host
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return New(cfg), db, id
 }
 
 func TestRecordings(t *testing.T) {
@@ -156,5 +160,22 @@ func TestRecordingDelete(t *testing.T) {
 	rec := do(h, "POST", "ops", "/admin/recordings/"+id+"/delete", "Sec-Fetch-Site", "same-origin")
 	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Location"), "deleted="+id) {
 		t.Errorf("delete form = %d %v; want a redirect to the list saying it was deleted", rec.Code, rec.Header())
+	}
+}
+
+// An admin's change is refused, saying why, when the audit log could not
+// keep its row; reading goes on, and so do users' own requests.
+func TestAdminChangeWithoutAuditRoom(t *testing.T) {
+	h, _, id := mustRecordingsHandler(t, func(c *Config) { c.AuditRoom = func() error { return store.ErrAuditFull } })
+	req := httptest.NewRequest("DELETE", "/api/vdi/recordings/"+id, nil)
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("Tailscale-User-Login", "ops")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "audit log cannot keep") {
+		t.Errorf("DELETE with no audit room = %d %s; want 503 saying the audit log cannot keep it", rec.Code, rec.Body)
+	}
+	if rec := adminGet(h, "ops", "/api/vdi/recordings/"+id); rec.Code != 200 {
+		t.Errorf("the recording after the refused delete = %d; want still there", rec.Code)
 	}
 }
