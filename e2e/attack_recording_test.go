@@ -105,7 +105,7 @@ func recordingDeleteAttacks() []attack {
 				return a.do(t, "DELETE", "/api/vdi/recordings/"+a.state["recording"].(string), "", "Tailscale-User-Login", admin,
 					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
 			},
-			status: 403, says: "Cross-origin",
+			status: 403, says: "refused a request sent from http://evil.example",
 			after: recordingStillThere,
 		},
 		{
@@ -115,7 +115,7 @@ func recordingDeleteAttacks() []attack {
 				return a.do(t, "POST", "/admin/recordings/"+a.state["recording"].(string)+"/delete", "", "Tailscale-User-Login", admin,
 					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/x-www-form-urlencoded")
 			},
-			status: 403, says: "Cross-origin",
+			status: 403, says: "refused a request sent from http://evil.example",
 			after: recordingStillThere,
 		},
 	}
@@ -191,8 +191,19 @@ func TestAttack_RecordingsShare(t *testing.T) {
 	readUntilWS(t, ws, "alice-42", 10*time.Second)
 	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	ws.Close()
-	if rec := recordings(t, p, a.Name, 1)["terminal"]; rec.User != "alice" || rec.Bytes == 0 {
+	rec := recordings(t, p, a.Name, 1)["terminal"]
+	if rec.User != "alice" || rec.Bytes == 0 {
 		t.Errorf("alice's recording = %+v; want one of hers", rec)
+	}
+	// The admin CLI lists it and deletes it, as `recordings list|delete`.
+	if out := p.mustCLI(t, "recordings", "list", "-user", "alice"); fields(out, rec.ID) == nil {
+		t.Errorf("recordings list -user alice does not list %s:\n%s", rec.ID, out)
+	}
+	if out := p.mustCLI(t, "recordings", "delete", rec.ID); !strings.Contains(out, "deleted recording "+rec.ID) {
+		t.Errorf("recordings delete: %s", out)
+	}
+	if out := p.mustCLI(t, "recordings", "list", "-user", "alice"); fields(out, rec.ID) != nil {
+		t.Errorf("recordings list after the delete still lists %s:\n%s", rec.ID, out)
 	}
 
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
@@ -214,8 +225,10 @@ func TestAttack_RecordingsShare(t *testing.T) {
 	must(t, rows.First().GetByTestId("delete-recording-confirm").Click())
 	must(t, expect.Locator(page.GetByTestId("recording-deleted")).ToBeVisible())
 	screenshot(t, page, "recordings-deleted")
-	if left, _ := page.GetByTestId("recording").Count(); left != n-1 {
-		t.Errorf("recordings of mallory after the delete: %d; want %d", left, n-1)
+	var left []recordingRow
+	p.API(t, admin, "GET", "/api/vdi/recordings?user=mallory", &left)
+	if len(left) != n-1 {
+		t.Errorf("recordings of mallory after the delete: %d; want %d", len(left), n-1)
 	}
 	var audit []auditRow
 	p.API(t, admin, "GET", "/api/vdi/history/audit?limit=20", &audit)
