@@ -28,7 +28,7 @@ func TestAttack_PostgresOutage(t *testing.T) {
 	env := []string{"CORRAL_VDI_DATABASE_URL=" + pg.NewDatabase(t), "CORRAL_VDI_SESSION_KEYS=" + outageSessionKey,
 		"CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=" + admin, "CORRAL_VDI_HISTORY_BUFFER_ROWS=20"}
 	one, two := MustStartPortal(t, env...), MustStartPortal(t, env...)
-	dan := signInByName(t, one, "dan")
+	dan, erin := signInByName(t, one, "dan"), signInByName(t, one, "erin")
 	if code := get(t, two.URL+"/api/vdi/desktops", dan); code != 200 {
 		t.Fatalf("dan's cookie on the other replica before: %d", code)
 	}
@@ -56,6 +56,17 @@ func TestAttack_PostgresOutage(t *testing.T) {
 	}
 	if code := get(t, one.URL+"/api/vdi/desktops", dan); code != 401 {
 		t.Errorf("dan's cookie on the replica that ended his sessions: %d; want 401", code)
+	}
+	// erin signs out herself: told that it does not hold everywhere yet.
+	req, _ := http.NewRequest("POST", one.URL+"/signout", nil)
+	req.AddCookie(erin)
+	req.Header.Set("Origin", one.URL)
+	res, err := client.Do(req)
+	must(t, err)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 503 || !strings.Contains(string(page), "could not save your sign-out yet") {
+		t.Errorf("erin's sign-out during the outage: %d; want 503 telling her it is not saved yet:\n%s", res.StatusCode, page)
 	}
 	noRedirect := http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for i := range 60 {
@@ -87,6 +98,9 @@ func TestAttack_PostgresOutage(t *testing.T) {
 
 	waitFor(t, 20*time.Second, "the other replica to refuse dan's cookie once the sign-out is written", func() bool {
 		return get(t, two.URL+"/api/vdi/desktops", dan) == 401
+	})
+	waitFor(t, 20*time.Second, "the other replica to refuse erin's cookie once her sign-out is written", func() bool {
+		return get(t, two.URL+"/api/vdi/desktops", erin) == 401
 	})
 	var rows []auditRow
 	waitFor(t, 20*time.Second, "every admin row to be written", func() bool {
