@@ -329,13 +329,23 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 
 // SignOut ends the cookie session, and with Revocations every cookie of
 // the user issued so far, so that a copy taken before is worth nothing.
+// A cookie known to be signed out already signs nobody out (a stolen old
+// copy must not end the user's new sessions); one whose sign-out record
+// cannot be read (the database does not answer) is signed out, so that
+// the sign-out is kept and written once it answers.
 func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
-	s := a.session(r)
+	s := a.signedSession(r)
 	a.deleteCookie(w, r, a.sessionCookie(r), "/")
 	if s == nil {
 		return nil
 	}
 	login, _ := s.Values[keyLogin].(string)
+	if a.revocations != nil {
+		issued, _ := s.Values[keyIssued].(int64)
+		if before, err := a.revocations.SessionsRevokedBefore(r.Context(), login); err == nil && !before.IsZero() && issued < before.UnixNano() {
+			return nil
+		}
+	}
 	var revokeErr error
 	if a.revocations != nil {
 		if err := a.revocations.RevokeSessions(r.Context(), login, a.now()); err != nil {
