@@ -335,16 +335,31 @@ func (a *Authenticator) startSession(w http.ResponseWriter, r *http.Request, via
 
 // SignOut ends the cookie session, and with Revocations every cookie of
 // the user issued so far, so that a copy taken before is worth nothing.
+// A cookie known to be signed out already signs nobody out (a stolen old
+// copy must not end the user's new sessions); one whose sign-out record
+// cannot be read (the database does not answer) is signed out, so that
+// the sign-out is kept and written once it answers.
 func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
-	s := a.session(r)
+	s := a.signedSession(r)
 	a.deleteCookie(w, r, a.sessionCookie(r), "/")
 	if s == nil {
 		return nil
 	}
 	login, _ := s.Values[keyLogin].(string)
 	if a.revocations != nil {
+		issued, _ := s.Values[keyIssued].(int64)
+		if before, err := a.revocations.SessionsRevokedBefore(r.Context(), login); err == nil && !before.IsZero() && issued < before.UnixNano() {
+			return nil
+		}
+	}
+	var revokeErr error
+	if a.revocations != nil {
 		if err := a.revocations.RevokeSessions(r.Context(), login, a.now()); err != nil {
-			return fmt.Errorf("auth: sign out %s: %w", login, err)
+			a.log.Error("sign-out not written yet", "login", login, "err", err)
+			revokeErr = &vdi.Error{Code: vdi.EUnavailable, Err: err,
+				Msg: "You are signed out in this browser, but the portal could not save your sign-out yet: its database does not answer. " +
+					"It keeps trying; until it succeeds, a copy of your session elsewhere may still work on other portal servers.",
+				Hint: "Sign out again in a few minutes to be sure, or ask an admin to end your sessions."}
 		}
 	}
 	if a.audit != nil {
@@ -352,7 +367,7 @@ func (a *Authenticator) SignOut(w http.ResponseWriter, r *http.Request) error {
 			a.log.Error("audit sign-out", "login", login, "err", err)
 		}
 	}
-	return nil
+	return revokeErr
 }
 
 // EndSessions ends every cookie session of login issued so far: admin by
@@ -361,15 +376,35 @@ func (a *Authenticator) EndSessions(ctx context.Context, by vdi.Identity, login 
 	if a.revocations == nil {
 		return vdi.Errorf(vdi.EUnavailable, "This portal keeps no sign-outs.", "Ending sessions is not available.")
 	}
-	if err := a.revocations.RevokeSessions(ctx, login, a.now()); err != nil {
-		return fmt.Errorf("auth: end sessions of %s: %w", login, err)
+	revokeErr := a.revocations.RevokeSessions(ctx, login, a.now())
+	if revokeErr != nil {
+		a.log.Error("end-sessions not written yet", "login", login, "err", revokeErr)
+		revokeErr = &vdi.Error{Code: vdi.EUnavailable, Err: revokeErr,
+			Msg:  fmt.Sprintf("%s is signed out on this portal server only: the portal could not save it yet, as its database does not answer. It keeps trying until it is written; other servers honour it then.", login),
+			Hint: "Check /readyz and end the sessions again once the database answers, to be sure."}
 	}
 	if a.audit != nil {
 		if err := a.audit.Record(ctx, vdi.AuditEvent{Actor: by.Login, Action: "end-sessions", Target: login}); err != nil {
 			a.log.Error("audit end-sessions", "login", login, "err", err)
 		}
 	}
-	return nil
+	return revokeErr
+}
+
+// SignedOutSince reports whether login signed out, or an admin ended
+// their sessions, after t: a USB token minted or a stream opened at t is
+// then over. A sign-out record that cannot be read counts as one (fail
+// closed).
+func (a *Authenticator) SignedOutSince(ctx context.Context, login string, t time.Time) bool {
+	if a.revocations == nil {
+		return false
+	}
+	before, err := a.revocations.SessionsRevokedBefore(ctx, login)
+	if err != nil {
+		a.log.Error("read sign-outs", "login", login, "err", err)
+		return true
+	}
+	return before.After(t)
 }
 
 // ParsePrefixes parses comma-separated CIDR prefixes; bare addresses are

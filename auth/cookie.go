@@ -170,18 +170,14 @@ func (a *Authenticator) newSession(r *http.Request, name string, maxAge time.Dur
 }
 
 // session returns the valid signed session of r, or nil: a forged,
-// unsigned, expired session, or one made by a mode now off, is no session.
+// unsigned, expired or signed-out session, or one made by a mode now off,
+// is no session.
 func (a *Authenticator) session(r *http.Request) *sessions.Session {
-	s, err := a.cookies.Get(r, a.sessionCookie(r))
-	if err != nil || s.IsNew {
+	s := a.signedSession(r)
+	if s == nil {
 		return nil
 	}
 	login, _ := s.Values[keyLogin].(string)
-	via, _ := s.Values[keyVia].(string)
-	exp, _ := s.Values[keyExpires].(int64)
-	if login == "" || !a.modes[via] || a.now().Unix() >= exp {
-		return nil
-	}
 	if a.revocations != nil {
 		issued, _ := s.Values[keyIssued].(int64)
 		before, err := a.revocations.SessionsRevokedBefore(r.Context(), login)
@@ -192,6 +188,23 @@ func (a *Authenticator) session(r *http.Request) *sessions.Session {
 		if !before.IsZero() && issued < before.UnixNano() {
 			return nil
 		}
+	}
+	return s
+}
+
+// signedSession is session without the sign-out check: what SignOut
+// needs, since a sign-out must be recorded even while the sign-out record
+// cannot be read.
+func (a *Authenticator) signedSession(r *http.Request) *sessions.Session {
+	s, err := a.cookies.Get(r, a.sessionCookie(r))
+	if err != nil || s.IsNew {
+		return nil
+	}
+	login, _ := s.Values[keyLogin].(string)
+	via, _ := s.Values[keyVia].(string)
+	exp, _ := s.Values[keyExpires].(int64)
+	if login == "" || !a.modes[via] || a.now().Unix() >= exp {
+		return nil
 	}
 	return s
 }

@@ -30,17 +30,18 @@ func Stdio() Env {
 // commands are the admin subcommands; those that need the portal talk to
 // it over its admin socket.
 var commands = map[string]func(ctx context.Context, e Env, args []string) error{
-	"pools":    runPools,
-	"pool":     runPool,
-	"desktops": runDesktops,
-	"release":  runRelease,
-	"assign":   runAssign,
-	"unassign": runUnassign,
-	"connect":  runConnect,
-	"recreate": runRecreate,
-	"history":  runHistory,
-	"audit":    runAudit,
-	"usb":      runUSB,
+	"pools":      runPools,
+	"pool":       runPool,
+	"desktops":   runDesktops,
+	"release":    runRelease,
+	"assign":     runAssign,
+	"unassign":   runUnassign,
+	"connect":    runConnect,
+	"recreate":   runRecreate,
+	"history":    runHistory,
+	"recordings": runRecordings,
+	"audit":      runAudit,
+	"usb":        runUSB,
 }
 
 // Run runs the admin subcommand name with args. After -h it returns
@@ -105,6 +106,8 @@ const Usage = `Admin subcommands talk to the running portal over its admin socke
   recreate NS/DESKTOP                      make a free desktop fresh from its source
   history [-user U] [-pool NS/POOL] [-since 24h] [-until T]   console sessions
   audit [-user U] [-pool NS/POOL] [-since 24h] [-until T]     the audit log
+  recordings list [-user U] [-desktop NS/DESKTOP] [-since 24h]  recorded console sessions
+  recordings delete ID                     delete a recording (audited)
 
 These need no running portal:
   doctor                                   check this machine or cluster before creating pools

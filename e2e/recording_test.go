@@ -326,7 +326,8 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 	data, err := os.MkdirTemp("", "cvd")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(data) })
-	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_RECORDING_MAX_BYTES=16KiB"}
+	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_RECORDING_MAX_BYTES=16KiB",
+		"CORRAL_VDI_RECORDING_MAX_BYTES_PER_USER=off"} // the whole cap for one user: TestAttack_RecordingsShare has the share
 	p := mustStartPortalIn(t, data, env...)
 	d := recordedPool(t, p, "exam", "alice")
 	outer := t // the restarted portal outlives the subtest

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -85,10 +86,21 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 	}
 }
 
-// serveLimited runs fn for id within id's rate limit.
+// serveLimited runs fn for id within id's rate limit. An admin's request
+// writes protected audit rows (store.Protect), and an admin's change is
+// refused when the audit log could not keep its row.
 func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
 	if err := h.limitUser(r, id); err != nil {
 		return err
+	}
+	if id.Admin {
+		if unsafeMethod(r.Method) && h.auditRoom != nil {
+			if err := h.auditRoom(); err != nil {
+				h.log.Warn("admin change refused: the audit log cannot keep it", "user", id.Login, "method", r.Method, "path", r.URL.Path)
+				return err
+			}
+		}
+		r = r.WithContext(store.Protect(r.Context()))
 	}
 	return fn(w, r, id)
 }

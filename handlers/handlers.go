@@ -42,6 +42,9 @@ type Identifier interface {
 	SignIn(w http.ResponseWriter, r *http.Request, login string) error
 	SignOut(w http.ResponseWriter, r *http.Request) error
 	EndSessions(ctx context.Context, by vdi.Identity, login string) error
+	// SignedOutSince reports whether login signed out, or had their
+	// sessions ended, after t (true when that cannot be read).
+	SignedOutSince(ctx context.Context, login string, t time.Time) bool
 }
 
 // Sessions records console sessions.
@@ -61,6 +64,10 @@ type Recordings interface {
 	// Used returns the bytes all recordings take and their cap (negative:
 	// none).
 	Used() (used, max int64)
+	// UserShare returns each user's share of the cap (negative: none).
+	UserShare() int64
+	// Delete removes a recording for an admin, audited.
+	Delete(ctx context.Context, by vdi.Identity, id string) error
 }
 
 // Assets maps static paths to hashed URLs and serves them.
@@ -119,6 +126,11 @@ type Config struct {
 	USB USBRedirector
 	// Audit records USB attach and detach; nil records nothing.
 	Audit Auditor
+	// AuditRoom, when it returns an error, is the audit log unable to
+	// keep one more admin row (the history database does not answer and
+	// its buffer is full of them): admins' changes are refused with it
+	// rather than done unrecorded. Nil: always room.
+	AuditRoom func() error
 }
 
 // Handler serves the portal.
@@ -149,6 +161,7 @@ type Handler struct {
 	usb          USBRedirector
 	usbStreams   usbStreams
 	auditor      Auditor
+	auditRoom    func() error
 	publicURLs   []string
 }
 
@@ -177,6 +190,7 @@ func New(cfg Config) *Handler {
 		metricsToken: cfg.MetricsToken,
 		usb:          cfg.USB,
 		auditor:      cfg.Audit,
+		auditRoom:    cfg.AuditRoom,
 		publicURLs:   cfg.PublicURLs,
 	}
 	if h.log == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -14,19 +15,8 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
-// recordingJSON is a recording as GET /api/vdi/recordings lists it; End
-// is null while the session is still recorded.
-type recordingJSON struct {
-	ID       string     `json:"id"`
-	Session  string     `json:"session"`
-	Desktop  string     `json:"desktop"`
-	User     string     `json:"user"`
-	Protocol string     `json:"protocol"`
-	Format   string     `json:"format"`
-	Start    time.Time  `json:"start"`
-	End      *time.Time `json:"end"`
-	Bytes    int64      `json:"bytes"`
-}
+// recordingJSON is a recording as GET /api/vdi/recordings lists it.
+type recordingJSON = api.Recording
 
 // recordingsOf returns the recordings store, or an error when the portal
 // keeps none.
@@ -150,6 +140,8 @@ func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, i
 	props := views.RecordingsProps{Page: h.pageProps("Recordings", id), Desktop: q.Get("desktop"), User: q.Get("user"),
 		Since: q.Get("since"), Until: q.Get("until"), Recordings: recordingRows(list)}
 	props.Used, props.Max = recs.Used()
+	props.UserShare = recs.UserShare()
+	props.Deleted = q.Get("deleted")
 	h.render(w, r, http.StatusOK, views.Recordings(props))
 	return nil
 }

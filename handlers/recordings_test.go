@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ import (
 
 // mustRecordingsHandler returns handlers with a recording store holding
 // one finished terminal recording of alice, and its id.
-func mustRecordingsHandler(tb testing.TB) (http.Handler, *store.DB, string) {
+func mustRecordingsHandler(tb testing.TB, opts ...func(*Config)) (http.Handler, *store.DB, string) {
 	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
@@ -49,8 +50,12 @@ func mustRecordingsHandler(tb testing.TB) (http.Handler, *store.DB, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
-		PublicURLs: []string{"http://example.com"}}), db, id // httptest.NewRequest's Host
+	cfg := Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
+		PublicURLs: []string{"http://example.com"}} // httptest.NewRequest's Host
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return New(cfg), db, id
 }
 
 func TestRecordings(t *testing.T) {
@@ -108,4 +113,69 @@ func TestRecordings(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An admin deletes a recording through the API (a non-admin and a
+// cross-site request are refused first) and through the page's form.
+func TestRecordingDelete(t *testing.T) {
+	do := func(h http.Handler, method, user, path string, hdr ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, nil)
+		req.RemoteAddr = "127.0.0.1:40000"
+		req.Header.Set("Tailscale-User-Login", user)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	h, db, id := mustRecordingsHandler(t)
+	if rec := do(h, "DELETE", "alice", "/api/vdi/recordings/"+id); rec.Code != http.StatusForbidden {
+		t.Errorf("DELETE as alice = %d %s; want 403", rec.Code, rec.Body)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id, "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("cross-site DELETE as ops = %d %s; want 403", rec.Code, rec.Body)
+	}
+	if rec := do(h, "POST", "ops", "/admin/recordings/"+id+"/delete", "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("cross-site delete form as ops = %d; want 403", rec.Code)
+	}
+	if rec := adminGet(h, "ops", "/admin/recordings"); !strings.Contains(rec.Body.String(), `data-testid="delete-recording"`) {
+		t.Errorf("recordings page has no delete button:\n%s", rec.Body)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id); rec.Code != 200 {
+		t.Fatalf("DELETE as ops = %d %s; want 200", rec.Code, rec.Body)
+	}
+	if rec := adminGet(h, "ops", "/api/vdi/recordings/"+id); rec.Code != http.StatusNotFound {
+		t.Errorf("download after delete = %d; want 404", rec.Code)
+	}
+	if rec := do(h, "DELETE", "ops", "/api/vdi/recordings/"+id); rec.Code != http.StatusNotFound {
+		t.Errorf("second DELETE = %d; want 404", rec.Code)
+	}
+	audit, _ := db.AuditLog(context.Background(), 10)
+	if len(audit) == 0 || audit[0].Action != recording.ActionDelete || audit[0].Actor != "ops" {
+		t.Errorf("audit = %+v; want ops's delete", audit)
+	}
+
+	h, _, id = mustRecordingsHandler(t)
+	rec := do(h, "POST", "ops", "/admin/recordings/"+id+"/delete", "Sec-Fetch-Site", "same-origin")
+	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Location"), "deleted="+id) {
+		t.Errorf("delete form = %d %v; want a redirect to the list saying it was deleted", rec.Code, rec.Header())
+	}
+}
+
+// An admin's change is refused, saying why, when the audit log could not
+// keep its row; reading goes on, and so do users' own requests.
+func TestAdminChangeWithoutAuditRoom(t *testing.T) {
+	h, _, id := mustRecordingsHandler(t, func(c *Config) { c.AuditRoom = func() error { return store.ErrAuditFull } })
+	req := httptest.NewRequest("DELETE", "/api/vdi/recordings/"+id, nil)
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("Tailscale-User-Login", "ops")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "audit log cannot keep") {
+		t.Errorf("DELETE with no audit room = %d %s; want 503 saying the audit log cannot keep it", rec.Code, rec.Body)
+	}
+	if rec := adminGet(h, "ops", "/api/vdi/recordings/"+id); rec.Code != 200 {
+		t.Errorf("the recording after the refused delete = %d; want still there", rec.Code)
+	}
 }

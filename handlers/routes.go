@@ -33,6 +33,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /admin/history/audit.csv", h.page(h.handleAuditCSV))
 	m.HandleFunc("GET /admin/recordings", h.page(h.handleRecordingsPage))
 	m.HandleFunc("GET /admin/recordings/{id}", h.page(h.handleRecordingPage))
+	m.HandleFunc("POST /admin/recordings/{id}/delete", h.page(h.handleRecordingDeleteForm))
 
 	m.HandleFunc("GET /api/vdi/pools", h.api(h.handlePoolsList))
 	m.HandleFunc("POST /api/vdi/pools", h.adminAPI(h.handlePoolCreate))
@@ -52,6 +53,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
 	m.HandleFunc("GET /api/vdi/recordings", h.adminAPI(h.handleRecordingsJSON))
 	m.HandleFunc("GET /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingFile))
+	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingDelete))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))

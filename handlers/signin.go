@@ -70,7 +70,11 @@ func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
 		provider, to = o.OIDCProvider(), o.SignOutURL(r)
 	}
 	if err := h.auth.SignOut(w, r); err != nil {
-		h.log.Error("sign out", "err", err)
+		// The cookie is gone from this browser, but the sign-out may not
+		// hold elsewhere yet: say so rather than pretend.
+		code, msg, hint := h.errorText(r, err)
+		h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps("Sign-out not saved yet", vdi.Identity{}), Status: code, Msg: msg, Hint: hint}))
+		return
 	}
 	if to != "" {
 		h.render(w, r, http.StatusOK, views.SignOut(views.SignOutProps{Page: h.pageProps("Signed out", vdi.Identity{}), Provider: provider, URL: to}))

@@ -67,6 +67,7 @@ func (s *usbStreams) take(ref vdi.Ref, login string) (release func(), err error)
 // the audit log.
 func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
+	since := usbSince(r)
 	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
 	if err != nil {
 		return err
@@ -114,7 +115,13 @@ func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, i
 		opts.PingEvery = h.console.cfg.PingEvery
 		// relay's default message cap (1 MiB) is far above what usbredir
 		// clients send at once (`usb redir` writes at most 64 KiB).
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go h.endOnSignOut(ctx, cancel, id.Login, since)
 		st, err := relay.Pipe(ctx, ws, conn, opts)
+		if context.Cause(ctx) == errUSBSignedOut {
+			err = errUSBSignedOut
+		}
 		h.audit(context.WithoutCancel(ctx), vdi.AuditEvent{Actor: id.Login, Action: "usb-detach", Namespace: ref.Namespace, Target: ref.Name,
 			Detail: fmt.Sprintf("%d bytes to the VM, %d from it", st.BytesIn, st.BytesOut)})
 		return st, err

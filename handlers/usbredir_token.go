@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,8 +26,10 @@ var errUSBToken = errors.New("the USB token is not valid for this desktop, or ha
 
 // usbTokens mints and checks the short-lived tokens `corral-vdi-portal usb
 // redir --token` sends where no identity proxy signs the user in (OIDC):
-// an HMAC over the holder, the desktop and an expiry, under a key of its
-// own so that an RDP token never opens a USB stream or the other way.
+// an HMAC over the holder, the desktop, when it was minted and an expiry,
+// under a key of its own so that an RDP token never opens a USB stream or
+// the other way. A sign-out (or an admin ending the user's sessions) after
+// it was minted ends it (usbAPI).
 type usbTokens struct {
 	key []byte
 	now func() time.Time
@@ -49,34 +52,46 @@ func (t *usbTokens) sign(payload string) []byte {
 	return m.Sum(nil)
 }
 
+// usbClaims is what a USB token says.
+type usbClaims struct {
+	Login   string `json:"u"`
+	Desktop string `json:"d"`
+	Expires int64  `json:"e"` // unix seconds
+	Issued  int64  `json:"i"` // unix nanoseconds
+}
+
 // mint returns a token for login to stream USB to ref.
 func (t *usbTokens) mint(login string, ref vdi.Ref) string {
-	b, _ := json.Marshal(rdpClaims{Login: login, Desktop: ref.String(), Expires: t.now().Add(usbTokenTTL).Unix()})
+	now := t.now()
+	b, _ := json.Marshal(usbClaims{Login: login, Desktop: ref.String(), Expires: now.Add(usbTokenTTL).Unix(), Issued: now.UnixNano()})
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(t.sign(payload))
 }
 
-// login returns whom tok was minted for, if t minted it for ref and it
-// has not expired.
-func (t *usbTokens) login(tok string, ref vdi.Ref) (string, error) {
+// login returns whom tok was minted for and when, if t minted it for ref
+// and it has not expired.
+func (t *usbTokens) login(tok string, ref vdi.Ref) (string, time.Time, error) {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok {
-		return "", errUSBToken
+		return "", time.Time{}, errUSBToken
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, t.sign(payload)) {
-		return "", errUSBToken
+		return "", time.Time{}, errUSBToken
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", errUSBToken
+		return "", time.Time{}, errUSBToken
 	}
-	var c rdpClaims
-	if err := json.Unmarshal(b, &c); err != nil || c.Desktop != ref.String() || c.Login == "" || !t.now().Before(time.Unix(c.Expires, 0)) {
-		return "", errUSBToken
+	var c usbClaims
+	if err := json.Unmarshal(b, &c); err != nil || c.Desktop != ref.String() || c.Login == "" || c.Issued == 0 || !t.now().Before(time.Unix(c.Expires, 0)) {
+		return "", time.Time{}, errUSBToken
 	}
-	return c.Login, nil
+	return c.Login, time.Unix(0, c.Issued), nil
 }
+
+// usbSinceKey carries, on a request with a USB token, when it was minted.
+type usbSinceKey struct{}
 
 // usbAPI is api for /ws/usbredir: a request carrying "Authorization:
 // Bearer <usb token>" is the token's user (never an admin), checked
@@ -89,13 +104,19 @@ func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
 			plain(w, r)
 			return
 		}
-		login, err := usbTokenIssuer.login(strings.TrimSpace(tok), ref(r))
+		login, issued, err := usbTokenIssuer.login(strings.TrimSpace(tok), ref(r))
 		if err != nil {
 			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "The USB token is not valid for this desktop, or has expired.",
 				Hint: "Copy a fresh command from the desktop's page and run it within " + usbTokenTTL.String() + "."})
 			return
 		}
+		if h.auth.SignedOutSince(r.Context(), login, issued) {
+			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "The USB token ended when you signed out, or when an admin ended your sessions.",
+				Hint: "Sign in again and copy a fresh command from the desktop's page."})
+			return
+		}
 		id := vdi.Identity{Login: login, Name: login}
+		r = r.WithContext(context.WithValue(r.Context(), usbSinceKey{}, issued))
 		if err := h.serveLimited(w, r, id, fn); err != nil {
 			h.writeAPIError(w, r, err)
 		}

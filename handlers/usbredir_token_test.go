@@ -12,8 +12,8 @@ func TestUSBTokens(t *testing.T) {
 	tokens := &usbTokens{key: []byte("0123456789abcdef0123456789abcdef"), now: func() time.Time { return now }}
 	vm := vdi.Ref{Namespace: "vdi", Name: "win-3"}
 	tok := tokens.mint("alice", vm)
-	if got, err := tokens.login(tok, vm); err != nil || got != "alice" {
-		t.Fatalf("login(own token) = %q, %v; want alice", got, err)
+	if got, issued, err := tokens.login(tok, vm); err != nil || got != "alice" || !issued.Equal(now) {
+		t.Fatalf("login(own token) = %q, %v, %v; want alice, minted %v", got, issued, err, now)
 	}
 	other := &usbTokens{key: []byte("fedcba9876543210fedcba9876543210"), now: tokens.now}
 	for name, tc := range map[string]struct {
@@ -27,12 +27,12 @@ func TestUSBTokens(t *testing.T) {
 		"Garbage":        {tokens, "not-a-token", vm},
 		"TamperedClaims": {tokens, "eyJ1IjoiYm9iIiwiZCI6InZkaS93aW4tMyIsImUiOjk5OTk5OTk5OTl9." + tok[len(tok)-43:], vm},
 	} {
-		if got, err := tc.t.login(tc.tok, tc.ref); err == nil {
+		if got, _, err := tc.t.login(tc.tok, tc.ref); err == nil {
 			t.Errorf("%s: login = %q; want refused", name, got)
 		}
 	}
 	now = now.Add(usbTokenTTL)
-	if _, err := tokens.login(tok, vm); err == nil {
+	if _, _, err := tokens.login(tok, vm); err == nil {
 		t.Error("an expired token still opens USB")
 	}
 }

@@ -41,6 +41,9 @@ type Config struct {
 	ReclaimEvery time.Duration
 	// History bounds the audit log and session history.
 	History store.Retention
+	// HistoryBufferRows bounds the history rows kept in memory while the
+	// database does not answer (routine rows are shed first).
+	HistoryBufferRows int
 	// Recording bounds the session recordings.
 	Recording RecordingConfig
 	// DemoPoolSize is the size of the demo pool made on a first run.
@@ -151,6 +154,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&idle, "idle-timeout", env("CORRAL_VDI_IDLE_TIMEOUT", "off"), "reclaim after no user input, or off (CORRAL_VDI_IDLE_TIMEOUT)")
 	fs.StringVar(&historyAge, "history-retention", env("CORRAL_VDI_HISTORY_RETENTION", "2160h"), "keep audit and session history this long, or off (CORRAL_VDI_HISTORY_RETENTION)")
 	fs.StringVar(&historyRows, "history-max-rows", env("CORRAL_VDI_HISTORY_MAX_ROWS", "100000"), "keep at most this many audit and session rows each; 0 for no limit (CORRAL_VDI_HISTORY_MAX_ROWS)")
+	var bufferRows string
+	fs.StringVar(&bufferRows, "history-buffer-rows", env("CORRAL_VDI_HISTORY_BUFFER_ROWS", strconv.Itoa(store.DefaultBufferRows)), "history rows kept in memory while the database does not answer; admin changes are refused once admin rows fill them (CORRAL_VDI_HISTORY_BUFFER_ROWS)")
 	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
 	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
@@ -237,6 +242,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	}
 	if c.History.MaxRows, err = strconv.Atoi(historyRows); err != nil || c.History.MaxRows < 0 {
 		return c, fmt.Errorf("CORRAL_VDI_HISTORY_MAX_ROWS: %q is not a count", historyRows)
+	}
+	if c.HistoryBufferRows, err = strconv.Atoi(bufferRows); err != nil || c.HistoryBufferRows <= 0 {
+		return c, fmt.Errorf("CORRAL_VDI_HISTORY_BUFFER_ROWS: %q is not a positive count", bufferRows)
 	}
 	if c.ReclaimEvery, err = parseDuration(reclaimEvery); err != nil || c.ReclaimEvery <= 0 {
 		return c, fmt.Errorf("CORRAL_VDI_RECLAIM_INTERVAL: %q is not a positive duration like 10s", reclaimEvery)

@@ -96,7 +96,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.db = db
-	m.history = store.NewBuffer(db, 0, m.Log)
+	m.history = store.NewBuffer(db, c.HistoryBufferRows, m.Log)
 	var backend vdi.Backend
 	var leases vdi.Leases = db.Leases()
 	if c.Backend == BackendKube {
@@ -122,7 +122,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
 		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: db, Groups: groups,
+		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
 		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
 		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
 	})
@@ -137,7 +137,8 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
 	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.DataDir, "recordings"), DB: db,
-		MaxBytes: c.Recording.MaxBytes, Retention: c.Recording.Retention, Log: m.Log})
+		MaxBytes: c.Recording.MaxBytes, UserMaxBytes: c.Recording.UserMaxBytes, Reserve: c.Recording.DiskReserve,
+		DBDir: c.DataDir, Retention: c.Recording.Retention, Log: m.Log})
 	if err != nil {
 		return err
 	}
@@ -147,11 +148,11 @@ func (m *Main) Open(ctx context.Context) error {
 		Loopback: isLoopback(c.Listen),
 		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
 		Ready:    m.ready,
-		Notice:   m.history.StatusText,
+		Notice:   notices(m.history.StatusText, m.recordings.Notice),
 		Outage:   m.apiserver.notice,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
-		USB:     m.usb, Audit: m.history,
+		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 	})
 	m.handler = h
 	if err := m.listen(); err != nil {
@@ -319,4 +320,17 @@ func publicOrigins(c Config) []string {
 		out = append(out, u.Scheme+"://"+u.Host)
 	}
 	return out
+}
+
+// notices joins what each of fns says is degraded, for the dashboard.
+func notices(fns ...func() string) func() string {
+	return func() string {
+		var out []string
+		for _, fn := range fns {
+			if s := fn(); s != "" {
+				out = append(out, s)
+			}
+		}
+		return strings.Join(out, " ")
+	}
 }

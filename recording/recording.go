@@ -1,8 +1,10 @@
 // Package recording keeps console recordings: one file per recorded
 // session under a directory of the portal's own (the data dir's
 // recordings/), 0600 and named by the session id, with its metadata in the
-// portal's database next to the session history; a total size cap, an age
-// limit, and recovery of recordings a stopped portal left open. The relay
+// portal's database next to the session history; a total size cap with a
+// share per user (so one user cannot use up everyone's), free space kept on
+// the disks of the recordings and the database, an age limit, deletion by
+// admins, and recovery of recordings a stopped portal left open. The relay
 // writes the files' contents (relay.Recorder); this package knows files,
 // not HTTP or who may watch.
 package recording
@@ -16,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +43,7 @@ type DB interface {
 	ExpiredRecordings(ctx context.Context, before time.Time) ([]store.Recording, error)
 	DeleteRecording(ctx context.Context, id string) error
 	RecordingBytes(ctx context.Context) (int64, error)
+	RecordingBytesByUser(ctx context.Context) (map[string]int64, error)
 	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
 	vdi.AuditLog
 }
@@ -55,6 +59,19 @@ type Config struct {
 	// and a negative value no cap. A session whose recording would go
 	// beyond it ends.
 	MaxBytes int64
+	// UserMaxBytes is each user's share of MaxBytes: a user whose
+	// recordings reach it has their recorded consoles refused while
+	// everyone else's are still recorded. Zero means a quarter of
+	// MaxBytes, a negative value no share.
+	UserMaxBytes int64
+	// Reserve is the free space kept on the disks of Dir and DBDir: a
+	// recorded console is refused, or ends, before a disk has less, so
+	// the database stays writable. Zero means DefaultReserve of each
+	// disk; a negative value keeps only a minimum of 1 MiB.
+	Reserve int64
+	// DBDir is the folder of the portal's SQLite database, when it has
+	// one; its disk keeps Reserve free too.
+	DBDir string
 	// Retention is how long recordings are kept; zero means
 	// DefaultRetention and a negative value forever.
 	Retention time.Duration
@@ -73,11 +90,23 @@ type Store struct {
 	now       func() time.Time
 	used      atomic.Int64 // bytes on disk, including recordings in progress
 	full      atomic.Bool  // a recording hit the cap; cleared when pruning frees space
+	disks     *disks
+
+	share int64 // each user's share; negative: none
+	mu    sync.Mutex
+	users map[string]int64 // bytes per user, including recordings in progress
+	over  map[string]bool  // users whose recordings reached their share
 }
 
-// ErrFull is what a recording's writes fail with once all recordings
-// together reached the size cap.
-var ErrFull = errors.New("recordings reached their size cap")
+// Errors a recording's writes fail with, ending its session.
+var (
+	// ErrFull: all recordings together reached the size cap.
+	ErrFull = errors.New("recordings reached their size cap")
+	// ErrUserShare: the user's recordings reached their share of the cap.
+	ErrUserShare = errors.New("this user's recordings reached their share of the size cap")
+	// ErrDiskReserve: the disk is down to the space kept for the database.
+	ErrDiskReserve = errors.New("the portal's disk is down to the space kept for its database")
+)
 
 // validID is what a session id looks like (see handlers' newID); anything
 // else is no recording, so an id never walks out of the directory.
@@ -86,9 +115,15 @@ var validID = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
 // Open opens the recordings under cfg.Dir, closing those a stopped portal
 // left open as playable files (cut at their last complete event).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	s := &Store{dir: cfg.Dir, db: cfg.DB, max: cfg.MaxBytes, retention: cfg.Retention, log: cfg.Log, now: cfg.Now}
+	s := &Store{dir: cfg.Dir, db: cfg.DB, max: cfg.MaxBytes, share: cfg.UserMaxBytes, retention: cfg.Retention, log: cfg.Log, now: cfg.Now,
+		over: map[string]bool{}}
 	if s.max == 0 {
 		s.max = DefaultMaxBytes
+	}
+	if s.share == 0 && s.max > 0 {
+		s.share = s.max / 4
+	} else if s.share == 0 || s.share > s.max && s.max > 0 {
+		s.share = -1 // no cap, or a share above it: the cap alone bounds
 	}
 	if s.retention == 0 {
 		s.retention = DefaultRetention
@@ -113,11 +148,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.used.Store(used)
+	if s.users, err = s.db.RecordingBytesByUser(ctx); err != nil {
+		return nil, err
+	}
+	s.disks = newDisks(cfg.Reserve, s.dir, cfg.DBDir)
 	return s, nil
 }
 
 // Used returns the bytes all recordings take, and the cap (negative: none).
 func (s *Store) Used() (used, max int64) { return s.used.Load(), s.max }
+
+// UserShare returns each user's share of the cap (negative: none).
+func (s *Store) UserShare() int64 { return s.share }
 
 // path returns the file of recording r.
 func (s *Store) path(id, format string) string {
@@ -207,8 +249,19 @@ func (s *Store) PruneOnce(ctx context.Context) (int, error) {
 		if err := s.db.DeleteRecording(ctx, r.ID); err != nil {
 			return i, err
 		}
-		s.used.Add(-r.Bytes)
-		s.full.Store(false)
+		s.freed(r)
 	}
 	return len(old), nil
+}
+
+// freed accounts for recording r's file being gone.
+func (s *Store) freed(r store.Recording) {
+	s.used.Add(-r.Bytes)
+	s.full.Store(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[r.Login] -= r.Bytes
+	if s.share < 0 || s.users[r.Login] < s.share {
+		delete(s.over, r.Login)
+	}
 }

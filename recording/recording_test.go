@@ -82,7 +82,10 @@ func TestStore(t *testing.T) {
 
 	t.Run("ErrFull", func(t *testing.T) {
 		db := mustDB(t)
-		s := mustStore(t, db, t.TempDir(), 200)
+		s, err := recording.Open(ctx, recording.Config{Dir: t.TempDir(), DB: db, MaxBytes: 200, UserMaxBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
 		rs, err := s.Start(ctx, "00000000000000aa", "alice", ref, vdi.ProtocolTerminal, false)
 		if err != nil {
 			t.Fatal(err)
@@ -105,20 +108,24 @@ func TestStore(t *testing.T) {
 		}
 	})
 
-	// The disk of the recordings fills up (a small tmpfs), far below the
-	// cap: the session's writes fail saying so, and a new recorded console
-	// is refused, not started to end at once.
-	t.Run("DiskFull", func(t *testing.T) {
+	// The disk of the recordings fills up (a small tmpfs) far below the
+	// cap: a session ends before the disk is down to its reserve (the
+	// database lives there too), and a new recorded console is refused,
+	// not started to end at once.
+	t.Run("DiskReserve", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("mounts a tmpfs")
 		}
 		dir := t.TempDir()
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1536k", "tmpfs", dir).CombinedOutput(); err != nil {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
 			t.Skipf("mount tmpfs: %v %s", err, out)
 		}
 		t.Cleanup(func() { exec.Command("umount", dir).Run() })
 		db := mustDB(t)
-		s := mustStore(t, db, dir, 0)
+		s, err := recording.Open(ctx, recording.Config{Dir: dir, DB: db, Reserve: 2 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
 		rs, err := s.Start(ctx, "00000000000000dd", "alice", ref, vdi.ProtocolTerminal, false)
 		if err != nil {
 			t.Fatal(err)
@@ -128,16 +135,31 @@ func TestStore(t *testing.T) {
 		for i := 0; i < 200 && werr == nil; i++ {
 			werr = rs.Output(chunk)
 		}
-		if werr == nil || !strings.Contains(werr.Error(), "the disk of the recordings is full") {
-			t.Fatalf("Output on a full disk = %v; want it to say the disk is full", werr)
+		if !errors.Is(werr, recording.ErrDiskReserve) {
+			t.Fatalf("Output on a nearly full disk = %v; want ErrDiskReserve", werr)
 		}
 		rs.Close(ctx)
+		if free := freeBytes(t, dir); free < 1<<20 {
+			t.Errorf("free space after the session ended: %d bytes; want about the 2 MiB reserve kept", free)
+		}
 		if r, _ := db.Recording(ctx, "00000000000000dd"); r.Bytes == 0 {
 			t.Errorf("recording %+v; want what fitted kept", r)
 		}
 		if _, err := s.Start(ctx, "00000000000000ee", "alice", ref, vdi.ProtocolTerminal, false); vdi.ErrorCode(err) != vdi.EUnavailable ||
-			!strings.Contains(err.Error(), "disk of the recordings is full") {
-			t.Errorf("Start on a full disk = %v; want unavailable, saying so", err)
+			!strings.Contains(err.Error(), "nearly full") {
+			t.Errorf("Start on a nearly full disk = %v; want unavailable, saying so", err)
+		}
+	})
+
+	// A reserve larger than the disk (any machine, no mount): the
+	// database's disk (DBDir) keeps it too, so nothing is recorded.
+	t.Run("DBDiskReserve", func(t *testing.T) {
+		s, err := recording.Open(ctx, recording.Config{Dir: t.TempDir(), DB: mustDB(t), DBDir: t.TempDir(), Reserve: 1 << 62})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Start(ctx, "00000000000000ef", "alice", ref, vdi.ProtocolTerminal, false); vdi.ErrorCode(err) != vdi.EUnavailable {
+			t.Errorf("Start with the disk below its reserve = %v; want unavailable", err)
 		}
 	})
 

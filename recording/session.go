@@ -20,6 +20,7 @@ type Session struct {
 	relay.Recorder
 	s      *Store
 	id     string
+	login  string
 	f      *os.File
 	closer interface{ Close() error }
 	mu     sync.Mutex
@@ -40,10 +41,11 @@ func (s *Store) Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi
 		return nil, vdi.Errorf(vdi.EUnavailable, "Ask an admin to free space for recordings or raise CORRAL_VDI_RECORDING_MAX_BYTES.",
 			"This desktop's sessions are recorded, and the recordings are full.")
 	}
-	if free, err := freeBytes(s.dir); err == nil && free < minFreeBytes {
-		s.log.Warn("recorded console refused: the disk of the recordings is full", "dir", s.dir, "free_bytes", free)
-		return nil, vdi.Errorf(vdi.EUnavailable, "Ask an admin to free space on the disk of the recordings.",
-			"This desktop's sessions are recorded, and the disk of the recordings is full.")
+	if s.overShare(login) {
+		return nil, s.shareErr()
+	}
+	if err := s.diskErr(); err != nil {
+		return nil, err
 	}
 	format := relay.FormatAsciicast
 	if p == vdi.ProtocolVNC {
@@ -61,7 +63,7 @@ func (s *Store) Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi
 		os.Remove(f.Name())
 		return nil, err
 	}
-	rs := &Session{s: s, id: sid, f: f}
+	rs := &Session{s: s, id: sid, login: login, f: f}
 	switch format {
 	case relay.FormatRFB:
 		rec, e := relay.NewRFBRecorder(rs, relay.RFBRecordConfig{Input: input, Now: s.now})
@@ -88,8 +90,17 @@ func (rs *Session) Write(p []byte) (int, error) {
 	}
 	s := rs.s
 	n := int64(len(p))
+	if s.disks.due(n, s.now()) && s.diskErr() != nil {
+		rs.failed = true
+		return 0, ErrDiskReserve
+	}
+	if !s.addUser(rs.login, n) {
+		rs.failed = true
+		return 0, ErrUserShare
+	}
 	if s.max >= 0 && s.used.Add(n) > s.max {
 		s.used.Add(-n)
+		s.addUser(rs.login, -n)
 		s.full.Store(true)
 		rs.failed = true
 		return 0, ErrFull
@@ -99,6 +110,7 @@ func (rs *Session) Write(p []byte) (int, error) {
 	w, err := rs.f.Write(p)
 	if err != nil {
 		s.used.Add(int64(w) - n)
+		s.addUser(rs.login, int64(w)-n)
 		rs.failed = true
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -112,20 +124,6 @@ func (rs *Session) Write(p []byte) (int, error) {
 	}
 	rs.good += n
 	return w, nil
-}
-
-// minFreeBytes is the free space on the recordings' disk below which a
-// recorded console is refused rather than started to end at once.
-const minFreeBytes = 1 << 20
-
-// freeBytes returns the space unprivileged writers have left on dir's
-// filesystem.
-func freeBytes(dir string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Bavail) * st.Bsize, nil
 }
 
 // Close finishes the recording: writes what the recorder holds back, cuts
@@ -143,6 +141,7 @@ func (rs *Session) Close(ctx context.Context) error {
 		if info, e := rs.f.Stat(); e == nil && info.Size() > good {
 			rs.f.Truncate(good)
 			rs.s.used.Add(good - info.Size())
+			rs.s.addUser(rs.login, good-info.Size())
 		}
 		err = errors.Join(rs.f.Sync(), rs.f.Close())
 		if e := rs.s.db.FinishRecording(context.WithoutCancel(ctx), rs.id, rs.s.now(), good); e != nil {

@@ -34,7 +34,8 @@ func localPhase(t *testing.T, sc scale, r *report) {
 		t.Cleanup(func() { exec.Command("umount", recDisk).Run() }) // after the portal stops
 	}
 	p := startPortal(t, data, "127.0.0.1:0", "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_ADMINS=ops",
-		fmt.Sprintf("CORRAL_VDI_DEMO_POOL_SIZE=%d", sc.Desktops+1), "CORRAL_VDI_MAX_CONSOLES_PER_USER=0")
+		fmt.Sprintf("CORRAL_VDI_DEMO_POOL_SIZE=%d", sc.Desktops+1), "CORRAL_VDI_MAX_CONSOLES_PER_USER=0",
+		"CORRAL_VDI_RECORDING_DISK_RESERVE=1MiB") // the 4 MiB recordings disk below: the default reserve (64 MiB at least) would refuse at once
 	ctx := context.Background()
 	var holders []string // user:member
 	for i := range sc.Desktops {

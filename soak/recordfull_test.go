@@ -44,7 +44,7 @@ func recordingsFull(r *report, p *portal, mountErr error, other string) {
 		_, msg, err := ws.ReadMessage()
 		if err != nil {
 			ce, _ := err.(*websocket.CloseError)
-			ok := ce != nil && strings.Contains(ce.Text, "disk of the recordings is full")
+			ok := ce != nil && (strings.Contains(ce.Text, "disk of the recordings is full") || strings.Contains(ce.Text, "space kept for its database"))
 			r.add("fault", "recordings disk full: the recorded session ends, saying why", ok, "closed, \"disk ... full\"",
 				"after %d KiB: %.160v", read>>10, err)
 			break

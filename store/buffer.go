@@ -19,23 +19,45 @@ import (
 // ones it cannot write while the database does not answer (in memory, in
 // order, up to a bound), writing them when it answers again: a lost
 // database never fails a claim or a console, and loses nothing silently.
-// A row beyond the bound is dropped, counted and logged.
+// Beyond the bound, routine rows (session history) go first, then the
+// users' own audit rows; admin and security events (ProtectedActions, and
+// every row written for a request Protect marked) are never shed:
+// AuditRoom says when one more could not be kept, so that the admin
+// action is refused rather than done unrecorded. A dropped row is
+// counted and logged.
 type Buffer struct {
 	db  *DB
 	log *slog.Logger
 	max int
 
-	mu      sync.Mutex
-	queue   []pending
-	dropped int64
-	lastErr error
-	wake    chan struct{}
+	mu        sync.Mutex
+	queue     []pending
+	kept      [numClasses]int // rows waiting, per class
+	seq       uint64
+	dropped   int64
+	lost      int64 // protected rows dropped beyond the slack
+	lastErr   error
+	wake      chan struct{}
+	revokes   map[string]*revocation // sign-outs waiting, by login
+	protected map[string]bool
 }
+
+// rowClass orders the rows by what may be shed first.
+type rowClass int
+
+const (
+	classRoutine   rowClass = iota // session history
+	classUser                      // a user's own audit row (claim, release, ...)
+	classProtected                 // admin and security events
+	numClasses
+)
 
 // pending is a write that waits for the database.
 type pending struct {
 	what  string
+	class rowClass
 	write func(ctx context.Context) error
+	seq   uint64 // its place in the queue, unique
 }
 
 var _ vdi.AuditLog = (*Buffer)(nil)
@@ -56,13 +78,27 @@ func NewBuffer(db *DB, max int, log *slog.Logger) *Buffer {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Buffer{db: db, max: max, log: log, wake: make(chan struct{}, 1)}
+	b := &Buffer{db: db, max: max, log: log, wake: make(chan struct{}, 1), revokes: map[string]*revocation{}, protected: map[string]bool{}}
+	for _, a := range ProtectedActions {
+		b.protected[a] = true
+	}
+	// Anyone may sign in as often as they like (by name, where that is
+	// on): their sign-ins must not crowd admins out of the buffer.
+	delete(b.protected, "sign-in")
+	return b
 }
 
-// Record implements vdi.AuditLog, stamping the event now.
+// Record implements vdi.AuditLog, stamping the event now. The row is
+// protected when its action is one of ProtectedActions or ctx is an
+// admin's request (Protect).
 func (b *Buffer) Record(ctx context.Context, e vdi.AuditEvent) error {
 	at, key := b.db.Now(), rand.Text() // the key: a retry after a broken connection writes once
-	return b.write(ctx, "audit "+e.Action, func(ctx context.Context) error { return b.db.RecordAt(ctx, at, key, e) })
+	class := classUser
+	if b.protected[e.Action] || protected(ctx) {
+		class = classProtected
+	}
+	return b.write(ctx, pending{what: "audit " + e.Action, class: class,
+		write: func(ctx context.Context) error { return b.db.RecordAt(ctx, at, key, e) }})
 }
 
 // OpenSession records a new session.
@@ -70,26 +106,27 @@ func (b *Buffer) OpenSession(ctx context.Context, s Session) error {
 	if s.OpenedAt.IsZero() {
 		s.OpenedAt = b.db.Now()
 	}
-	return b.write(ctx, "session "+s.ID+" opened", func(ctx context.Context) error { return b.db.OpenSession(ctx, s) })
+	return b.write(ctx, pending{what: "session " + s.ID + " opened", class: classRoutine,
+		write: func(ctx context.Context) error { return b.db.OpenSession(ctx, s) }})
 }
 
 // CloseSession records how a session ended.
 func (b *Buffer) CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error {
 	at := b.db.Now()
-	return b.write(ctx, "session "+id+" closed", func(ctx context.Context) error {
+	return b.write(ctx, pending{what: "session " + id + " closed", class: classRoutine, write: func(ctx context.Context) error {
 		return b.db.CloseSessionAt(ctx, at, id, bytesIn, bytesOut, reason, lastInput)
-	})
+	}})
 }
 
 // write writes at once when nothing waits, else (or when the database
 // does not answer) queues the write behind what waits, keeping the order.
-func (b *Buffer) write(ctx context.Context, what string, w func(context.Context) error) error {
+func (b *Buffer) write(ctx context.Context, p pending) error {
 	b.mu.Lock()
 	queued := len(b.queue) > 0
 	b.mu.Unlock()
 	if !queued {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		err := w(wctx)
+		err := p.write(wctx)
 		cancel()
 		if err == nil {
 			return nil
@@ -101,17 +138,75 @@ func (b *Buffer) write(ctx context.Context, what string, w func(context.Context)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.queue) >= b.max {
-		b.queue = b.queue[1:]
-		b.dropped++
-		if b.dropped == 1 || b.dropped%1000 == 0 {
-			b.log.Error("history database unreachable and its buffer full: dropping the oldest rows", "dropped", b.dropped, "kept", b.max)
+	return b.enqueue(p)
+}
+
+// enqueue keeps p behind what waits, shedding the oldest row of the
+// lowest class first when the buffer is full. b.mu is held.
+func (b *Buffer) enqueue(p pending) error {
+	if len(b.queue) >= b.max && !b.shed(p.class) {
+		if p.class < classProtected {
+			b.drop(p.what) // only rows as precious as p wait: p goes
+			return nil
+		}
+		if len(b.queue) >= b.max+b.max/10 { // the slack for admin actions already under way
+			b.lost++
+			b.log.Error("history database unreachable and its buffer full of admin and security rows: one is lost", "row", p.what, "lost", b.lost)
+			return ErrAuditFull
 		}
 	}
-	b.queue = append(b.queue, pending{what: what, write: w})
+	b.seq++
+	p.seq = b.seq
+	b.queue = append(b.queue, p)
+	b.kept[p.class]++
 	select {
 	case b.wake <- struct{}{}:
 	default:
+	}
+	return nil
+}
+
+// shed drops the oldest waiting row of the lowest class present, if that
+// class is not above c, and reports whether it dropped one. b.mu is held.
+func (b *Buffer) shed(c rowClass) bool {
+	for class := classRoutine; class <= c && class < classProtected; class++ {
+		if b.kept[class] == 0 {
+			continue
+		}
+		for i, q := range b.queue {
+			if q.class == class {
+				b.queue = append(b.queue[:i], b.queue[i+1:]...)
+				b.kept[class]--
+				b.drop(q.what)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drop counts and logs a row dropped. b.mu is held.
+func (b *Buffer) drop(what string) {
+	b.dropped++
+	if b.dropped == 1 || b.dropped%1000 == 0 {
+		b.log.Error("history database unreachable and its buffer full: dropping routine rows first, never admin or security events",
+			"dropped", b.dropped, "kept", b.max, "row", what)
+	}
+}
+
+// ErrAuditFull is the refusal of an admin or security row the buffer
+// cannot keep.
+var ErrAuditFull = vdi.Errorf(vdi.EUnavailable, "Try again once the history database answers (see /readyz); the portal keeps trying to write what waits.",
+	"The audit log cannot keep this action: the history database does not answer and the rows waiting for it are all admin and security events.")
+
+// AuditRoom returns ErrAuditFull when the buffer could not keep one more
+// admin or security row, so that the action is refused before it is done
+// unrecorded; nil when it could.
+func (b *Buffer) AuditRoom() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kept[classProtected] >= b.max {
+		return ErrAuditFull
 	}
 	return nil
 }
@@ -169,7 +264,10 @@ func (b *Buffer) flush(ctx context.Context) {
 			b.log.Error("kept history row refused by the database; dropped", "row", p.what, "err", err)
 		}
 		b.mu.Lock()
-		b.queue = b.queue[1:]
+		if len(b.queue) > 0 && b.queue[0].seq == p.seq { // shedding may have taken it meanwhile
+			b.queue = b.queue[1:]
+			b.kept[p.class]--
+		}
 		b.mu.Unlock()
 	}
 }
@@ -189,8 +287,10 @@ func (b *Buffer) StatusText() string {
 	}
 	waiting, dropped, err := b.Status()
 	switch {
+	case err != nil && b.AuditRoom() != nil:
+		return fmt.Sprintf("The history database does not answer (%v): %d rows wait in memory, %d dropped, and there is no room for more admin rows: admin actions are refused until it answers.", err, waiting, dropped)
 	case err != nil:
-		return fmt.Sprintf("The history database does not answer (%v): %d rows wait in memory, %d dropped. Claims and consoles keep working.", err, waiting, dropped)
+		return fmt.Sprintf("The history database does not answer (%v): %d rows wait in memory, %d dropped (routine rows first; admin and security events are kept). Claims and consoles keep working.", err, waiting, dropped)
 	case dropped > 0:
 		return fmt.Sprintf("%d history rows were dropped while the database did not answer.", dropped)
 	}

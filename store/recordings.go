@@ -173,3 +173,22 @@ func (db *DB) recordings(ctx context.Context, tail string, args ...any) ([]Recor
 	}
 	return out, nil
 }
+
+// RecordingBytesByUser returns the size of each user's recordings together.
+func (db *DB) RecordingBytesByUser(ctx context.Context) (map[string]int64, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT login, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM recordings GROUP BY login`)
+	if err != nil {
+		return nil, fmt.Errorf("store: recording bytes by user: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var login string
+		var n int64
+		if err := rows.Scan(&login, &n); err != nil {
+			return nil, fmt.Errorf("store: recording bytes by user: %w", err)
+		}
+		out[login] = n
+	}
+	return out, rows.Err()
+}

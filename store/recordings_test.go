@@ -66,6 +66,9 @@ func testRecordings(t *testing.T, open opener) {
 		if n, err := db.RecordingBytes(ctx); err != nil || n != 1234 {
 			t.Errorf("RecordingBytes = %d, %v; want 1234", n, err)
 		}
+		if by, err := db.RecordingBytesByUser(ctx); err != nil || by["alice"] != 1234 || by["bob"] != 0 || len(by) != 2 {
+			t.Errorf("RecordingBytesByUser = %v, %v; want alice 1234, bob 0", by, err)
+		}
 		old, err := db.ExpiredRecordings(ctx, t0.Add(3*time.Hour))
 		if err != nil || len(old) != 1 || old[0].ID != "a" {
 			t.Fatalf("ExpiredRecordings = %v, %v; want only the finished a", old, err)

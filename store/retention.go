@@ -23,7 +23,7 @@ type Retention struct {
 var ProtectedActions = []string{
 	"sign-in", "sign-out", "end-sessions", "assign", "recreate", "force-release", "reclaim",
 	"pool-create", "pool-policy", "pool-resize", "pool-delete", "pool-access", "pool-standby",
-	"recording-play", "recording-download",
+	"recording-play", "recording-download", "recording-delete",
 }
 
 // Pruned says what retention last removed.
