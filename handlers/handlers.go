@@ -117,8 +117,11 @@ type Config struct {
 	RateLimit RateLimit
 	// USB connects /ws/usbredir to VMs; nil refuses USB redirection.
 	USB USBRedirector
-	// Audit records USB attach and detach; nil records nothing.
+	// Audit records USB attach and detach and file transfers; nil
+	// records nothing.
 	Audit Auditor
+	// Files is the Files panel's way into desktops.
+	Files FilesConfig
 }
 
 // Handler serves the portal.
@@ -150,6 +153,7 @@ type Handler struct {
 	usbStreams   usbStreams
 	auditor      Auditor
 	publicURLs   []string
+	files        FilesConfig
 }
 
 // New returns the portal's handler with every route registered.
@@ -178,6 +182,7 @@ func New(cfg Config) *Handler {
 		usb:          cfg.USB,
 		auditor:      cfg.Audit,
 		publicURLs:   cfg.PublicURLs,
+		files:        cfg.Files,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -114,13 +114,13 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 // which people write; numbers (nanoseconds, as vdi.Policy marshals) are
 // read too.
 type policyJSON struct {
-	DisconnectGrace json.RawMessage `json:"disconnectGrace,omitempty"`
-	MaxSession      json.RawMessage `json:"maxSession,omitempty"`
-	IdleTimeout     json.RawMessage `json:"idleTimeout,omitempty"`
-	Clipboard       vdi.Clipboard   `json:"clipboard,omitempty"`
-	FileTransfer    *vdi.Toggle     `json:"fileTransfer,omitempty"`
-	Record          bool            `json:"record,omitempty"`
-	RecordInput     bool            `json:"recordInput,omitempty"`
+	DisconnectGrace json.RawMessage   `json:"disconnectGrace,omitempty"`
+	MaxSession      json.RawMessage   `json:"maxSession,omitempty"`
+	IdleTimeout     json.RawMessage   `json:"idleTimeout,omitempty"`
+	Clipboard       vdi.Clipboard     `json:"clipboard,omitempty"`
+	FileTransfer    *vdi.FileTransfer `json:"fileTransfer,omitempty"`
+	Record          bool              `json:"record,omitempty"`
+	RecordInput     bool              `json:"recordInput,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -175,8 +175,8 @@ func formatPolicy(p vdi.Policy) string {
 	if p.Clipboard != "" {
 		m["clipboard"] = p.Clipboard
 	}
-	if p.FileTransfer != vdi.ToggleDefault {
-		m["fileTransfer"] = p.FileTransfer.On()
+	if !p.FileTransfer.IsZero() {
+		m["fileTransfer"] = p.FileTransfer
 	}
 	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
 		if on {

@@ -63,6 +63,8 @@ type Main struct {
 	// usb reaches VMs' usbredir endpoints: QEMU's chardev locally, the
 	// VMI's usbredir subresource on the kube backend.
 	usb handlers.USBRedirector
+	// files reaches session desktops' homes (the local backend only).
+	files handlers.Files
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -151,6 +153,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,
+		Files:   handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -256,6 +259,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 		}
 	}
 	m.usb = m.backend
+	m.files = m.backend
 	return m.backend, nil
 }
 
