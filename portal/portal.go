@@ -153,7 +153,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,
-		Files:   handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
+		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
