@@ -21,7 +21,7 @@ func fileAttacks() []attack {
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.do(t, "PUT", filesOf(a, a.victim)+"/evil.sh", "echo owned", "Tailscale-User-Login", "mallory", "Content-Type", "application/octet-stream")
 			},
-			status: 403, says: "holder",
+			status: 403, says: "not yours",
 		},
 		{
 			name: "FileDownloadByAnAdmin",
