@@ -12,6 +12,7 @@ type Policy struct {
 	IdleTimeout     string            `json:"idleTimeout,omitempty"`
 	Clipboard       vdi.Clipboard     `json:"clipboard,omitempty"`
 	FileTransfer    *vdi.FileTransfer `json:"fileTransfer,omitempty"`
+	Audio           *bool             `json:"audio,omitempty"`
 	Record          bool              `json:"record,omitempty"`
 	RecordInput     bool              `json:"recordInput,omitempty"`
 }

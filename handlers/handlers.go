@@ -122,38 +122,42 @@ type Config struct {
 	Audit Auditor
 	// Files is the Files panel's way into desktops.
 	Files FilesConfig
+	// Audio carries desktops' sound; nil: no sound.
+	Audio Audio
 }
 
 // Handler serves the portal.
 type Handler struct {
-	desktops     Desktops
-	auth         Identifier
-	sessions     Sessions
-	recordings   Recordings
-	assets       Assets
-	admin        Admin
-	history      History
-	thumbs       thumbs
-	log          *slog.Logger
-	loopback     bool
-	ready        func(ctx context.Context) error
-	readyLog     readyLog
-	notice       func() string
-	outage       func() string
-	mux          *http.ServeMux
-	protected    http.Handler // mux behind cross-origin protection
-	console      *consoleState
-	metrics      *metrics
-	hosts        *hostPolicy
-	limits       *userLimits
-	consoles     *consoleCount
-	metricsToken string
-	replica      string
-	usb          USBRedirector
-	usbStreams   usbStreams
-	auditor      Auditor
-	publicURLs   []string
-	files        FilesConfig
+	desktops       Desktops
+	auth           Identifier
+	sessions       Sessions
+	recordings     Recordings
+	assets         Assets
+	admin          Admin
+	history        History
+	thumbs         thumbs
+	log            *slog.Logger
+	loopback       bool
+	ready          func(ctx context.Context) error
+	readyLog       readyLog
+	notice         func() string
+	outage         func() string
+	mux            *http.ServeMux
+	protected      http.Handler // mux behind cross-origin protection
+	console        *consoleState
+	metrics        *metrics
+	hosts          *hostPolicy
+	limits         *userLimits
+	consoles       *consoleCount
+	metricsToken   string
+	replica        string
+	usb            USBRedirector
+	usbStreams     usbStreams
+	auditor        Auditor
+	publicURLs     []string
+	files          FilesConfig
+	audio          Audio
+	audioListeners audioListeners
 }
 
 // New returns the portal's handler with every route registered.
@@ -183,6 +187,7 @@ func New(cfg Config) *Handler {
 		auditor:      cfg.Audit,
 		publicURLs:   cfg.PublicURLs,
 		files:        cfg.Files,
+		audio:        cfg.Audio,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

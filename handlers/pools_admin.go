@@ -15,6 +15,9 @@ func policyOf(p api.Policy) (vdi.Policy, error) {
 	if p.FileTransfer != nil {
 		out.FileTransfer = *p.FileTransfer
 	}
+	if p.Audio != nil {
+		out.Audio = vdi.ToggleOf(*p.Audio)
+	}
 	for _, f := range []struct {
 		name string
 		in   string

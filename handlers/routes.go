@@ -61,6 +61,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))
 	m.HandleFunc("GET /ws/serial/{ns}/{member}", h.api(h.handleSerialSocket))
 	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
+	m.HandleFunc("GET /ws/audio/{ns}/{member}", h.api(h.handleAudioSocket))
 	m.HandleFunc("GET /ws/usbredir/{ns}/{member}", h.usbAPI(h.handleUSBRedirSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.handlePeerSocket) // relay.PeerPath
 

@@ -119,6 +119,7 @@ type policyJSON struct {
 	IdleTimeout     json.RawMessage   `json:"idleTimeout,omitempty"`
 	Clipboard       vdi.Clipboard     `json:"clipboard,omitempty"`
 	FileTransfer    *vdi.FileTransfer `json:"fileTransfer,omitempty"`
+	Audio           *vdi.Toggle       `json:"audio,omitempty"`
 	Record          bool              `json:"record,omitempty"`
 	RecordInput     bool              `json:"recordInput,omitempty"`
 }
@@ -131,6 +132,9 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput}
 	if raw.FileTransfer != nil {
 		p.FileTransfer = *raw.FileTransfer
+	}
+	if raw.Audio != nil {
+		p.Audio = *raw.Audio
 	}
 	if !p.Clipboard.Valid() {
 		return vdi.Policy{}, fmt.Errorf("clipboard: want both, to-desktop, from-desktop or off")
@@ -177,6 +181,9 @@ func formatPolicy(p vdi.Policy) string {
 	}
 	if !p.FileTransfer.IsZero() {
 		m["fileTransfer"] = p.FileTransfer
+	}
+	if p.Audio != vdi.ToggleDefault {
+		m["audio"] = p.Audio.On()
 	}
 	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
 		if on {

@@ -65,6 +65,8 @@ type Main struct {
 	usb handlers.USBRedirector
 	// files reaches session desktops' homes (the local backend only).
 	files handlers.Files
+	// audio reaches session desktops' sound (the local backend only).
+	audio handlers.Audio
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -154,6 +156,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
+		Audio: m.audio,
 	})
 	m.handler = h
 	m.ln, err = net.Listen("tcp", c.Listen)
@@ -260,6 +263,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	}
 	m.usb = m.backend
 	m.files = m.backend
+	m.audio = m.backend
 	return m.backend, nil
 }
 

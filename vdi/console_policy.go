@@ -84,12 +84,14 @@ type ConsolePolicy struct {
 	FileTransfer bool `json:"fileTransfer"`
 	Upload       bool `json:"upload"`
 	Download     bool `json:"download"`
+	// Audio says the desktop's sound may play in the browser.
+	Audio bool `json:"audio"`
 }
 
 // Console returns the console part of p with its defaults filled in.
 func (p Policy) Console() ConsolePolicy {
 	c := ConsolePolicy{Clipboard: p.Clipboard, FileTransfer: p.FileTransfer.Any(),
-		Upload: p.FileTransfer.Upload.On(), Download: p.FileTransfer.Download.On()}
+		Upload: p.FileTransfer.Upload.On(), Download: p.FileTransfer.Download.On(), Audio: p.Audio.On()}
 	if c.Clipboard == "" {
 		c.Clipboard = ClipboardBoth
 	}

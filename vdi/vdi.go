@@ -65,6 +65,8 @@ type Policy struct {
 	// FileTransfer says which way files may move: the console's Files
 	// panel (local desktops) and RDP's file streams.
 	FileTransfer FileTransfer `json:"fileTransfer,omitzero"`
+	// Audio says whether consoles may play the desktop's sound.
+	Audio Toggle `json:"audio,omitempty"`
 	// Record records every console session of the pool's desktops; a
 	// console the portal cannot record (RDP) is not offered. RecordInput
 	// also records what the user types.
