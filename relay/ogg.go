@@ -66,7 +66,7 @@ func (o *OggPackets) page() error {
 	}
 	lacing := make([]byte, h[26])
 	if _, err := io.ReadFull(o.r, lacing); err != nil {
-		return fmt.Errorf("ogg: lacing cut short: %w", err)
+		return fmt.Errorf("ogg: lacing cut short: %w", unexpected(err))
 	}
 	total := 0
 	for _, l := range lacing {
@@ -74,7 +74,7 @@ func (o *OggPackets) page() error {
 	}
 	body := make([]byte, total)
 	if _, err := io.ReadFull(o.r, body); err != nil {
-		return fmt.Errorf("ogg: page body cut short: %w", err)
+		return fmt.Errorf("ogg: page body cut short: %w", unexpected(err))
 	}
 	pkt := o.partial
 	for _, l := range lacing {
@@ -90,4 +90,13 @@ func (o *OggPackets) page() error {
 	}
 	o.partial = pkt
 	return nil
+}
+
+// unexpected turns the end of the stream inside a page into
+// io.ErrUnexpectedEOF: only a stream that ends between pages ends well.
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
