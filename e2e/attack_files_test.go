@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,7 +106,73 @@ func fileAttacks() []attack {
 			},
 			status: 403, says: "does not allow uploads",
 		},
+		// Sound: whoever may open the console, where the pool allows it,
+		// from the portal's own pages, a few listeners per desktop.
+		{
+			name: "AudioOfAnotherUsersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.victim, "Tailscale-User-Login", "mallory", "Origin", "http://"+a.host)
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "AudioFromACrossSitePage",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://evil.example")
+			},
+			status: 403, says: "origin",
+		},
+		{
+			name: "AudioOnAPoolThatForbidsIt",
+			setup: func(t *testing.T, a *arena) {
+				if code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"mute","kind":"ct","mode":"ephemeral","size":1,"policy":{"audio":false}}`, nil); code != 201 {
+					t.Fatalf("ops creates pool mute: %d", code)
+				}
+				var d desktop
+				if code := a.p.API(t, "alice", "POST", "/api/vdi/pools/local/mute/claim", &d); code != 200 {
+					t.Fatalf("alice claims from mute: %d", code)
+				}
+				a.state["mute"] = d.Name
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.state["mute"].(string), "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+			},
+			status: 403, says: "does not allow sound",
+		},
+		{
+			// Each listener runs an encoder in the desktop: a fifth is
+			// refused while four play.
+			name: "AudioListenersFlood",
+			setup: func(t *testing.T, a *arena) {
+				waitFor(t, 15*time.Second, "the victim's sound server", func() bool {
+					return a.p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+a.victim, nil) == 200 && soundUp(a)
+				})
+				for range 4 {
+					if res := a.dialWS(t, "/ws/audio/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host); res.StatusCode != 101 {
+						t.Fatalf("listener: %d", res.StatusCode)
+					}
+				}
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.victim, "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+			},
+			status: 429, says: "several tabs",
+		},
 	}
+}
+
+// soundUp reports whether the victim's console page offers sound: its
+// desktop's sound server runs.
+func soundUp(a *arena) bool {
+	req, _ := http.NewRequest("GET", a.p.URL+"/desktops/local/"+a.victim, nil)
+	req.Header.Set("Tailscale-User-Login", "alice")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return strings.Contains(string(b), `data-testid="audio-toggle"`)
 }
 
 // plantAsMember makes name in the victim's ~/Downloads with plant, owned

@@ -42,7 +42,9 @@ class Player {
     this.ws = new WebSocket(wsURL());
     this.ws.binaryType = 'arraybuffer';
     this.ws.onmessage = (e) => this.message(e.data);
-    this.ws.onclose = (e) => this.stop(e.reason || 'The sound stopped: the connection to the portal closed.');
+    this.ws.onclose = (e) => this.stop(e.reason || (this.hello
+      ? 'The sound stopped: the connection to the portal closed. Turn it on again.'
+      : "The portal did not start the sound: reload the page; if that does not help, stop and start the desktop (its sound server may have stopped)."));
   }
 
   message(data) {
@@ -53,6 +55,7 @@ class Player {
         this.stop('The portal sent sound this page cannot play.');
         return;
       }
+      this.hello = hello;
       this.frameUs = (hello.frameMs || 20) * 1000;
       this.decoder.configure({ codec: 'opus', sampleRate: hello.sampleRate, numberOfChannels: hello.channels });
       return;
