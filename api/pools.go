@@ -7,13 +7,14 @@ import "github.com/corral-dev/corral-vdi-portal/vdi"
 // and file transfer are allowed unless turned off; and whether sessions
 // (and keystrokes) are recorded.
 type Policy struct {
-	DisconnectGrace string        `json:"disconnectGrace,omitempty"`
-	MaxSession      string        `json:"maxSession,omitempty"`
-	IdleTimeout     string        `json:"idleTimeout,omitempty"`
-	Clipboard       vdi.Clipboard `json:"clipboard,omitempty"`
-	FileTransfer    *bool         `json:"fileTransfer,omitempty"`
-	Record          bool          `json:"record,omitempty"`
-	RecordInput     bool          `json:"recordInput,omitempty"`
+	DisconnectGrace string            `json:"disconnectGrace,omitempty"`
+	MaxSession      string            `json:"maxSession,omitempty"`
+	IdleTimeout     string            `json:"idleTimeout,omitempty"`
+	Clipboard       vdi.Clipboard     `json:"clipboard,omitempty"`
+	FileTransfer    *vdi.FileTransfer `json:"fileTransfer,omitempty"`
+	Audio           *bool             `json:"audio,omitempty"`
+	Record          bool              `json:"record,omitempty"`
+	RecordInput     bool              `json:"recordInput,omitempty"`
 }
 
 // PoolCreate is the body of POST /api/vdi/pools.

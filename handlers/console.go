@@ -20,6 +20,8 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),
+		Files:      h.filesProps(r, id, d),
+		Audio:      h.audioProps(r, d),
 		Likely:     string(likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))),
 	}))
 	return nil

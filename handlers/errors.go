@@ -30,6 +30,10 @@ func status(code vdi.Code) int {
 		return http.StatusBadRequest
 	case vdi.EUnavailable:
 		return http.StatusServiceUnavailable
+	case vdi.ETooLarge:
+		return http.StatusRequestEntityTooLarge
+	case vdi.EFull:
+		return http.StatusInsufficientStorage
 	case "unauthorized":
 		return http.StatusUnauthorized
 	}

@@ -124,45 +124,53 @@ type Config struct {
 	RateLimit RateLimit
 	// USB connects /ws/usbredir to VMs; nil refuses USB redirection.
 	USB USBRedirector
-	// Audit records USB attach and detach; nil records nothing.
+	// Audit records USB attach and detach and file transfers; nil
+	// records nothing.
 	Audit Auditor
 	// AuditRoom, when it returns an error, is the audit log unable to
 	// keep one more admin row (the history database does not answer and
 	// its buffer is full of them): admins' changes are refused with it
 	// rather than done unrecorded. Nil: always room.
 	AuditRoom func() error
+	// Files is the Files panel's way into desktops.
+	Files FilesConfig
+	// Audio carries desktops' sound; nil: no sound.
+	Audio Audio
 }
 
 // Handler serves the portal.
 type Handler struct {
-	desktops     Desktops
-	auth         Identifier
-	sessions     Sessions
-	recordings   Recordings
-	assets       Assets
-	admin        Admin
-	history      History
-	thumbs       thumbs
-	log          *slog.Logger
-	loopback     bool
-	ready        func(ctx context.Context) error
-	readyLog     readyLog
-	notice       func() string
-	outage       func() string
-	mux          *http.ServeMux
-	protected    http.Handler // mux behind cross-origin protection
-	console      *consoleState
-	metrics      *metrics
-	hosts        *hostPolicy
-	limits       *userLimits
-	consoles     *consoleCount
-	metricsToken string
-	replica      string
-	usb          USBRedirector
-	usbStreams   usbStreams
-	auditor      Auditor
-	auditRoom    func() error
-	publicURLs   []string
+	desktops       Desktops
+	auth           Identifier
+	sessions       Sessions
+	recordings     Recordings
+	assets         Assets
+	admin          Admin
+	history        History
+	thumbs         thumbs
+	log            *slog.Logger
+	loopback       bool
+	ready          func(ctx context.Context) error
+	readyLog       readyLog
+	notice         func() string
+	outage         func() string
+	mux            *http.ServeMux
+	protected      http.Handler // mux behind cross-origin protection
+	console        *consoleState
+	metrics        *metrics
+	hosts          *hostPolicy
+	limits         *userLimits
+	consoles       *consoleCount
+	metricsToken   string
+	replica        string
+	usb            USBRedirector
+	usbStreams     usbStreams
+	auditor        Auditor
+	auditRoom      func() error
+	publicURLs     []string
+	files          FilesConfig
+	audio          Audio
+	audioListeners audioListeners
 }
 
 // New returns the portal's handler with every route registered.
@@ -192,6 +200,8 @@ func New(cfg Config) *Handler {
 		auditor:      cfg.Audit,
 		auditRoom:    cfg.AuditRoom,
 		publicURLs:   cfg.PublicURLs,
+		files:        cfg.Files,
+		audio:        cfg.Audio,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

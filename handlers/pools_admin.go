@@ -13,7 +13,10 @@ import (
 func policyOf(p api.Policy) (vdi.Policy, error) {
 	out := vdi.Policy{Clipboard: p.Clipboard, Record: p.Record, RecordInput: p.RecordInput}
 	if p.FileTransfer != nil {
-		out.FileTransfer = vdi.ToggleOf(*p.FileTransfer)
+		out.FileTransfer = *p.FileTransfer
+	}
+	if p.Audio != nil {
+		out.Audio = vdi.ToggleOf(*p.Audio)
 	}
 	for _, f := range []struct {
 		name string

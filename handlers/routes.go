@@ -48,6 +48,9 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.adminAPI(h.handleDesktopAssign))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.adminAPI(h.handleDesktopRecreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files", h.api(h.handleFilesList))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.handleFileDownload))
+	m.HandleFunc("PUT /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.handleFileUpload))
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
@@ -60,6 +63,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))
 	m.HandleFunc("GET /ws/serial/{ns}/{member}", h.api(h.handleSerialSocket))
 	m.HandleFunc("GET /ws/terminal/{ns}/{member}", h.api(h.handleTerminalSocket))
+	m.HandleFunc("GET /ws/audio/{ns}/{member}", h.api(h.handleAudioSocket))
 	m.HandleFunc("GET /ws/usbredir/{ns}/{member}", h.usbAPI(h.handleUSBRedirSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.handlePeerSocket) // relay.PeerPath
 

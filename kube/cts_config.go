@@ -114,13 +114,14 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 // which people write; numbers (nanoseconds, as vdi.Policy marshals) are
 // read too.
 type policyJSON struct {
-	DisconnectGrace json.RawMessage `json:"disconnectGrace,omitempty"`
-	MaxSession      json.RawMessage `json:"maxSession,omitempty"`
-	IdleTimeout     json.RawMessage `json:"idleTimeout,omitempty"`
-	Clipboard       vdi.Clipboard   `json:"clipboard,omitempty"`
-	FileTransfer    *vdi.Toggle     `json:"fileTransfer,omitempty"`
-	Record          bool            `json:"record,omitempty"`
-	RecordInput     bool            `json:"recordInput,omitempty"`
+	DisconnectGrace json.RawMessage   `json:"disconnectGrace,omitempty"`
+	MaxSession      json.RawMessage   `json:"maxSession,omitempty"`
+	IdleTimeout     json.RawMessage   `json:"idleTimeout,omitempty"`
+	Clipboard       vdi.Clipboard     `json:"clipboard,omitempty"`
+	FileTransfer    *vdi.FileTransfer `json:"fileTransfer,omitempty"`
+	Audio           *vdi.Toggle       `json:"audio,omitempty"`
+	Record          bool              `json:"record,omitempty"`
+	RecordInput     bool              `json:"recordInput,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -131,6 +132,9 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput}
 	if raw.FileTransfer != nil {
 		p.FileTransfer = *raw.FileTransfer
+	}
+	if raw.Audio != nil {
+		p.Audio = *raw.Audio
 	}
 	if !p.Clipboard.Valid() {
 		return vdi.Policy{}, fmt.Errorf("clipboard: want both, to-desktop, from-desktop or off")
@@ -175,8 +179,11 @@ func formatPolicy(p vdi.Policy) string {
 	if p.Clipboard != "" {
 		m["clipboard"] = p.Clipboard
 	}
-	if p.FileTransfer != vdi.ToggleDefault {
-		m["fileTransfer"] = p.FileTransfer.On()
+	if !p.FileTransfer.IsZero() {
+		m["fileTransfer"] = p.FileTransfer
+	}
+	if p.Audio != vdi.ToggleDefault {
+		m["audio"] = p.Audio.On()
 	}
 	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
 		if on {

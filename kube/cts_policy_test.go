@@ -8,7 +8,7 @@ import (
 )
 
 func TestParsePolicy_Console(t *testing.T) {
-	p := vdi.Policy{DisconnectGrace: time.Minute, Clipboard: vdi.ClipboardToDesktop, FileTransfer: vdi.ToggleOff}
+	p := vdi.Policy{DisconnectGrace: time.Minute, Clipboard: vdi.ClipboardToDesktop, FileTransfer: vdi.FileTransferOf(false)}
 	got, err := parsePolicy(formatPolicy(p))
 	if err != nil || got.Console() != p.Console() || got.DisconnectGrace != time.Minute {
 		t.Errorf("parsePolicy(formatPolicy(%+v)) = %+v, %v; want it back", p, got, err)

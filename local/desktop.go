@@ -296,6 +296,10 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	if err := d.startRDP(ctx); err != nil {
 		d.log.Warn("desktop has no RDP", "err", err)
 	}
+	// Sound, likewise, is a comfort.
+	if err := d.startAudio(ctx); err != nil {
+		d.log.Warn("desktop has no sound", "err", err)
+	}
 	return nil
 }
 
@@ -439,6 +443,7 @@ func (d *Desktop) Env() []string {
 		"LANG=C.UTF-8",
 		"DISPLAY=:" + strconv.Itoa(d.display),
 		"XAUTHORITY=" + d.XAuthority(),
+		"PULSE_SERVER=unix:" + d.audioSocket(),
 	}
 }
 

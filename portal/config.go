@@ -46,6 +46,8 @@ type Config struct {
 	HistoryBufferRows int
 	// Recording bounds the session recordings.
 	Recording RecordingConfig
+	// Uploads bounds the Files panel's uploads into desktops.
+	Uploads UploadConfig
 	// DemoPoolSize is the size of the demo pool made on a first run.
 	DemoPoolSize int
 	// DemoVMPoolSize is the size of the QEMU pool "demo-vm"; 0 for none.
@@ -180,6 +182,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	finishAuth := authFlags(fs, &c, getenv, env)
 	finishTokens := tokenFlags(fs, &c, getenv, env)
 	finishRecording := recordingFlags(fs, &c, env)
+	finishUploads := uploadFlags(fs, &c, env)
 	describeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -226,6 +229,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := finishRecording(); err != nil {
+		return c, err
+	}
+	if err := finishUploads(); err != nil {
 		return c, err
 	}
 	if c.DisconnectGrace, err = parseDuration(grace); err != nil {

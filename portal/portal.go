@@ -64,6 +64,10 @@ type Main struct {
 	// usb reaches VMs' usbredir endpoints: QEMU's chardev locally, the
 	// VMI's usbredir subresource on the kube backend.
 	usb handlers.USBRedirector
+	// files reaches session desktops' homes (the local backend only).
+	files handlers.Files
+	// audio reaches session desktops' sound (the local backend only).
+	audio handlers.Audio
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -153,6 +157,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
+		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
+		Audio: m.audio,
 	})
 	m.handler = h
 	if err := m.listen(); err != nil {
@@ -282,6 +288,8 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 		}
 	}
 	m.usb = m.backend
+	m.files = m.backend
+	m.audio = m.backend
 	return m.backend, nil
 }
 

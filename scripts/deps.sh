@@ -18,6 +18,10 @@ pkgs=(
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
 	bubblewrap # the namespaces of local desktops when the portal is not root
 	ca-certificates # make release: the CA bundle the kube image carries (and OIDC/API server TLS)
+	pulseaudio                # each local desktop's own sound server
+	gstreamer1.0-tools        # gst-launch-1.0: the sound's Opus encoder, inside the desktop
+	gstreamer1.0-plugins-base # opusenc, oggmux
+	gstreamer1.0-pulseaudio   # pulsesrc
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)
@@ -29,6 +33,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(usbredirect)        # `usb redir` runs it on the user's machine; doctor and the CLI tests look for it
 	pkgs+=(websockify)         # make bench: the relay is measured against it
 	pkgs+=(iproute2)           # e2e identity attacks: ip gives the host a test-private address
+	pkgs+=(pulseaudio-utils)   # e2e: pactl plays a tone in a desktop's sink
 fi
 
 missing=()

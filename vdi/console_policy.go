@@ -78,13 +78,20 @@ func ToggleOf(on bool) Toggle {
 // ConsolePolicy is what a pool's policy allows a console of one of its
 // desktops: the part of Policy the console page and the relay apply.
 type ConsolePolicy struct {
-	Clipboard    Clipboard `json:"clipboard"`
-	FileTransfer bool      `json:"fileTransfer"`
+	Clipboard Clipboard `json:"clipboard"`
+	// FileTransfer says files may move at all (RDP's file streams);
+	// Upload and Download say which way (the Files panel).
+	FileTransfer bool `json:"fileTransfer"`
+	Upload       bool `json:"upload"`
+	Download     bool `json:"download"`
+	// Audio says the desktop's sound may play in the browser.
+	Audio bool `json:"audio"`
 }
 
 // Console returns the console part of p with its defaults filled in.
 func (p Policy) Console() ConsolePolicy {
-	c := ConsolePolicy{Clipboard: p.Clipboard, FileTransfer: p.FileTransfer.On()}
+	c := ConsolePolicy{Clipboard: p.Clipboard, FileTransfer: p.FileTransfer.Any(),
+		Upload: p.FileTransfer.Upload.On(), Download: p.FileTransfer.Download.On(), Audio: p.Audio.On()}
 	if c.Clipboard == "" {
 		c.Clipboard = ClipboardBoth
 	}

@@ -23,6 +23,11 @@ const (
 	EInvalid     Code = "invalid"
 	EUnavailable Code = "unavailable"
 	EInternal    Code = "internal"
+	// ETooLarge refuses a body over a limit (an upload larger than a file
+	// may be); EFull one that does not fit where it goes (a quota, a full
+	// disk).
+	ETooLarge Code = "too_large"
+	EFull     Code = "full"
 )
 
 // Error is an error a user may see: Msg says what happened and Hint what to

@@ -62,8 +62,11 @@ type Policy struct {
 	IdleTimeout     time.Duration `json:"idleTimeout,omitempty"`
 	// Clipboard says which way console clipboards may carry text.
 	Clipboard Clipboard `json:"clipboard,omitempty"`
-	// FileTransfer says whether RDP consoles may copy files.
-	FileTransfer Toggle `json:"fileTransfer,omitempty"`
+	// FileTransfer says which way files may move: the console's Files
+	// panel (local desktops) and RDP's file streams.
+	FileTransfer FileTransfer `json:"fileTransfer,omitzero"`
+	// Audio says whether consoles may play the desktop's sound.
+	Audio Toggle `json:"audio,omitempty"`
 	// Record records every console session of the pool's desktops; a
 	// console the portal cannot record (RDP) is not offered. RecordInput
 	// also records what the user types.

@@ -109,11 +109,8 @@ func policyText(p vdi.Policy) string {
 func consolePolicyText(c vdi.ConsolePolicy) string {
 	ways := map[vdi.Clipboard]string{vdi.ClipboardBoth: "both ways", vdi.ClipboardToDesktop: "to the desktop only",
 		vdi.ClipboardFromDesktop: "from the desktop only", vdi.ClipboardOff: "off"}
-	files := "on"
-	if !c.FileTransfer {
-		files = "off"
-	}
-	return "clipboard " + ways[c.Clipboard] + " · file transfer " + files
+	files := vdi.FileTransfer{Upload: vdi.ToggleOf(c.Upload), Download: vdi.ToggleOf(c.Download)}
+	return "clipboard " + ways[c.Clipboard] + " · file transfer " + files.String()
 }
 
 // shortDuration renders d like time.Duration.String without zero tails:

@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
+)
+
+// Sound: /ws/audio carries a desktop's sound to the console page as Opus
+// packets, encoded inside the desktop's sandbox (see local's Desktop.Audio);
+// the page decodes them with WebCodecs. Whoever may open the desktop's
+// console may listen; the target is the desktop's own sound server.
+
+// Audio reaches desktops' sound (the local backend's session desktops).
+// Errors a user can act on are *vdi.Error.
+type Audio interface {
+	// HasAudio reports whether ref has sound to listen to now.
+	HasAudio(ctx context.Context, ref vdi.Ref) bool
+	// DialAudio returns ref's sound as an Ogg Opus stream.
+	DialAudio(ctx context.Context, ref vdi.Ref) (io.ReadCloser, error)
+}
+
+// maxAudioPerDesktop bounds the listeners of one desktop: each runs an
+// encoder inside it.
+const maxAudioPerDesktop = 4
+
+// audioListeners counts each desktop's open audio sockets.
+type audioListeners struct {
+	mu sync.Mutex
+	n  map[vdi.Ref]int
+}
+
+// take counts one more listener of ref, or refuses past the cap.
+func (l *audioListeners) take(ref vdi.Ref) (release func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[vdi.Ref]int{}
+	}
+	if l.n[ref] >= maxAudioPerDesktop {
+		return nil, &limitError{After: 5e9, Msg: "This desktop's sound is already playing in several tabs.",
+			Hint: "Mute it in a tab you no longer use, then turn sound on here."}
+	}
+	l.n[ref]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.n[ref]--; l.n[ref] <= 0 {
+			delete(l.n, ref)
+		}
+	}, nil
+}
+
+// audioProps returns the console page's speaker button for d, or nil where
+// there is no sound to play (a backend or desktop without it, or a pool
+// whose policy forbids it).
+func (h *Handler) audioProps(r *http.Request, d vdi.Desktop) *views.AudioProps {
+	if h.audio == nil || !d.Console.Audio || !h.audio.HasAudio(r.Context(), d.Ref()) {
+		return nil
+	}
+	return &views.AudioProps{URL: "/ws/audio/" + d.Namespace + "/" + d.Name, Recorded: d.Recorded}
+}
+
+// handleAudioSocket serves GET /ws/audio/{ns}/{member}: the desktop's
+// sound. The holder and admins may listen (as they may open its console),
+// where the pool's policy allows sound; everything is checked before the
+// upgrade. Releasing or reclaiming the desktop ends it.
+func (h *Handler) handleAudioSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
+	if err != nil {
+		return err
+	}
+	if !d.Console.Audio {
+		return vdi.Errorf(vdi.EForbidden, "Ask an admin if the pool should allow sound.", "The pool of %s does not allow sound.", ref)
+	}
+	if h.audio == nil {
+		return vdi.Errorf(vdi.EInvalid, "Use a session desktop of the portal's own machine for sound.", "Not supported: this portal's desktops have no sound.")
+	}
+	if !h.checkOrigin(r) {
+		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Audio websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
+	}
+	release, err := h.audioListeners.take(ref)
+	if err != nil {
+		return err
+	}
+	defer release()
+	src, err := h.audio.DialAudio(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
+	if err != nil {
+		return nil // the upgrader has answered
+	}
+	defer ws.Close()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	untrack := h.desktops.TrackConsole(ref, cancel) // a release ends the sound too
+	defer untrack()
+	log := h.log.With("desktop", ref, "user", id.Login)
+	log.Info("audio opened")
+	dropped, err := relay.PipeAudio(ctx, ws, src, relay.AudioHello{Codec: "opus", SampleRate: 48000, Channels: 2, FrameMs: 20})
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		log.Warn("audio ended", "err", err, "dropped", dropped)
+	default:
+		log.Info("audio closed", "dropped", dropped)
+	}
+	return nil
+}
