@@ -30,9 +30,12 @@ func TestPolicy_ConsoleJSON(t *testing.T) {
 		in, out string
 		want    vdi.ConsolePolicy
 	}{
-		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true}},
-		{`{"clipboard":"off","fileTransfer":false}`, `{"clipboard":"off","fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff}},
-		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true}},
+		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true}},
+		{`{"clipboard":"off","fileTransfer":false,"audio":false}`, `{"clipboard":"off","fileTransfer":false,"audio":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff}},
+		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true}},
+		// One way only: an object; both ways the same: the plain boolean.
+		{`{"fileTransfer":{"upload":false}}`, `{"fileTransfer":{"upload":false,"download":true}}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Download: true, Audio: true}},
+		{`{"fileTransfer":{"upload":false,"download":false}}`, `{"fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, Audio: true}},
 	} {
 		var p vdi.Policy
 		if err := json.Unmarshal([]byte(tc.in), &p); err != nil {
@@ -46,6 +49,9 @@ func TestPolicy_ConsoleJSON(t *testing.T) {
 		}
 	}
 	var p vdi.Policy
+	if err := json.Unmarshal([]byte(`{"fileTransfer":{"uplaod":true}}`), &p); err == nil {
+		t.Error(`fileTransfer {"uplaod"} accepted; want an error`)
+	}
 	if err := json.Unmarshal([]byte(`{"fileTransfer":"yes"}`), &p); err == nil {
 		t.Error(`fileTransfer "yes" accepted; want an error`)
 	}
