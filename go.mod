@@ -28,6 +28,7 @@ require (
 )
 
 require (
+	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/go-errors/errors v1.5.1 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -40,6 +41,8 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
 )
@@ -137,4 +140,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-tool github.com/a-h/templ/cmd/templ
+tool (
+	github.com/a-h/templ/cmd/templ
+	honnef.co/go/tools/cmd/staticcheck
+)

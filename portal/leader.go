@@ -126,7 +126,8 @@ func (e *elector) run(ctx context.Context, work func(context.Context)) {
 			return
 		}
 		le.Run(ctx)
-		working.Lock() // the loop has stopped before anyone else may lead
+		working.Lock()
+		//lint:ignore SA2001 a barrier: the loop has stopped before anyone else may lead
 		working.Unlock()
 		select {
 		case <-ctx.Done():

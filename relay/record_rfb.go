@@ -127,9 +127,6 @@ type RFBRecord struct {
 	Data []byte
 }
 
-// errRFBShort marks a recording cut short inside a record.
-var errRFBShort = errors.New("relay: RFB recording cut short")
-
 // ReadRFBRecording reads an RFB recording, possibly cut short, calling fn
 // for each complete record. It returns the header, the length of the valid
 // prefix (magic, header and every complete record) and the time of the last

@@ -372,7 +372,7 @@ func (w *desktopWriter) fail(s side, err error) {
 // and why. A plain socket is read without holding a buffer while it is
 // quiet; other conns keep one.
 func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, rec Recorder, size int) (int64, end) {
-	read := func() ([]byte, error) { return nil, nil }
+	var read func() ([]byte, error)
 	if raw := newRawReader(conn, size); raw != nil {
 		defer raw.release()
 		read = raw.read
