@@ -2,10 +2,8 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,33 +89,14 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 			ann[k] = s
 		}
 	}
-	patches := memberPatches(&golden, map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, ann)
+	meta := memberMeta{golden: &golden, labels: map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, annotations: ann}
 	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
 		done(true)
 		return err
 	}
-	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, patches)
+	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
 	done(!errors.Is(err, errCloneUnfinished))
 	return err
-}
-
-// memberPatches are a clone's JSON patches that make its target a pool
-// member: the golden VM's labels and annotations (a clone's defaults) with
-// the member's added.
-func memberPatches(golden *kubevirtv1.VirtualMachine, labels, annotations map[string]string) []string {
-	l, a := maps.Clone(golden.Labels), maps.Clone(golden.Annotations)
-	if l == nil {
-		l = map[string]string{}
-	}
-	if a == nil {
-		a = map[string]string{}
-	}
-	maps.Copy(l, labels)
-	maps.Copy(a, annotations)
-	// "add" sets a member whether or not it exists (RFC 6902).
-	lp, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/labels", "value": l})
-	ap, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/annotations", "value": a})
-	return []string{string(lp), string(ap)}
 }
 
 // DeleteMargin is how much longer than a VM's termination grace a
@@ -179,12 +158,13 @@ func (v *VMs) Clone(ctx context.Context, namespace, source, target string) error
 // VirtualMachineSnapshot.
 type cloneSource struct{ kind, name string }
 
-// cloneFrom clones src into target with patches, or takes over the
+// cloneFrom clones src into target with meta's patches, or takes over the
 // unfinished clone of target an earlier call left, and waits for the
-// target VM (CloneTimeout). A clone that finishes is deleted; one that
-// failed too, with an error naming it; one that outlives the wait is left
-// to go on, with an error (errCloneUnfinished) saying so.
-func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, target string, patches []string) error {
+// target VM (CloneTimeout). A clone that finishes is deleted, and meta is
+// written on its VM in full; one that failed too, with an error naming it;
+// one that outlives the wait is left to go on, with an error
+// (errCloneUnfinished) saying so.
+func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, target string, meta *memberMeta) error {
 	made, err := v.unfinishedClone(ctx, namespace, target)
 	if err != nil {
 		return err
@@ -202,7 +182,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 			Spec: clonev1beta1.VirtualMachineCloneSpec{
 				Source:  &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: src.kind, Name: src.name},
 				Target:  &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
-				Patches: patches,
+				Patches: meta.patches(),
 			},
 		}
 		made = &clonev1beta1.VirtualMachineClone{}
@@ -234,6 +214,9 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	switch {
 	case err == nil:
 		forget()
+		if err := v.writeMember(ctx, namespace, target, meta); err != nil {
+			return err
+		}
 		return v.ownDisks(ctx, namespace, target)
 	case errors.Is(err, failed):
 		forget()

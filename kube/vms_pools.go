@@ -94,7 +94,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
-	patches := memberPatches(golden, map[string]string{vdi.LabelPool: p.Name}, ann)
+	meta := &memberMeta{golden: golden, labels: map[string]string{vdi.LabelPool: p.Name}, annotations: ann}
 	snap, done, err := v.goldenSnapshot(ctx, p.Namespace, p.Source)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 				return
 			}
 			defer func() { <-sem }()
-			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, patches)
+			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, meta)
 		})
 	}
 	wg.Wait()

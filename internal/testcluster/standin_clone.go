@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -327,7 +328,9 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 
 // createTarget makes c's target VM from img, the source as snapshotted:
 // its spec, labels and annotations (KubeVirt's defaults with no filters),
-// halted, with c's JSON patches applied, and new disks (standin_disks.go).
+// halted, with the restore's lastRestoreUID annotation and c's JSON patches
+// applied (pkg/storage/snapshot/restore.go), and new disks
+// (standin_disks.go).
 func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.VirtualMachineClone, img *kubevirtv1.VirtualMachine) error {
 	if img == nil {
 		return fmt.Errorf("no source content")
@@ -335,9 +338,13 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	halted := kubevirtv1.RunStrategyHalted
 	vm := &kubevirtv1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: img.Labels, Annotations: img.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: img.Labels, Annotations: maps.Clone(img.Annotations)},
 		Spec:       *img.Spec.DeepCopy(),
 	}
+	if vm.Annotations == nil {
+		vm.Annotations = map[string]string{}
+	}
+	vm.Annotations["restore.kubevirt.io/lastRestoreUID"] = "restore-" + string(c.UID)
 	vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
 	if len(c.Spec.Patches) > 0 {
 		doc, err := json.Marshal(vm)
