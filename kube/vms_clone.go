@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -191,6 +192,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		}
 	}
 	var phase clonev1beta1.VirtualMachineClonePhase
+	var restore string
 	failed := errors.New("failed")
 	err = poll(ctx, CloneTimeout, func() (bool, error) {
 		var c clonev1beta1.VirtualMachineClone
@@ -198,6 +200,12 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 			return false, err
 		}
 		phase = c.Status.Phase
+		if c.Status.RestoreName != nil {
+			restore = *c.Status.RestoreName
+		}
+		if refused := v.restoreRefused(ctx, &c); refused != "" {
+			return false, fmt.Errorf("%w: %s", failed, refused)
+		}
 		switch phase {
 		case clonev1beta1.Failed:
 			return false, failed
@@ -217,11 +225,15 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		if err := v.writeMember(ctx, namespace, target, meta); err != nil {
 			return err
 		}
-		return v.ownDisks(ctx, namespace, target)
+		return v.ownDisks(ctx, namespace, target, restore)
 	case errors.Is(err, failed):
 		forget()
+		why := ""
+		if s := strings.TrimPrefix(strings.TrimPrefix(err.Error(), failed.Error()), ": "); s != "" {
+			why = " (KubeVirt: " + s + ")"
+		}
 		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
-			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s.", namespace, src.name, target, namespace, made.Name),
+			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s%s.", namespace, src.name, target, namespace, made.Name, why),
 			Hint: fmt.Sprintf(hint+" Then try again.", made.Name, namespace)}
 	}
 	// Timed out, or the caller went away: the clone goes on all the same.
@@ -229,6 +241,27 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		Msg: fmt.Sprintf("Cloning %s/%s to %s has not finished: VirtualMachineClone %s/%s is %s (%v). It goes on, and makes the desktop when it is done.",
 			namespace, src.name, target, namespace, made.Name, phaseText(phase), err),
 		Hint: fmt.Sprintf(hint+" Resizing the pool or recreating the desktop again waits for this clone rather than starting another.", made.Name, namespace)}
+}
+
+// restoreRefused returns why KubeVirt's admission refused the restore of
+// clone c, or "". The clone controller then stays RestoreInProgress for
+// ever, retrying, with a RestoreCreationFailed event; only an admission
+// denial is final (an unreachable webhook is not).
+func (v *VMs) restoreRefused(ctx context.Context, c *clonev1beta1.VirtualMachineClone) string {
+	if c.Status.Phase != clonev1beta1.RestoreInProgress || c.Status.RestoreName != nil {
+		return ""
+	}
+	evs, err := v.addrs.core.Events(c.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(c.UID) + ",reason=RestoreCreationFailed"})
+	if err != nil {
+		return ""
+	}
+	for _, e := range evs.Items {
+		if _, why, ok := strings.Cut(e.Message, "denied the request: "); ok {
+			return why
+		}
+	}
+	return ""
 }
 
 // unfinishedClone returns a clone of target the portal made that is still

@@ -77,7 +77,28 @@ func (v *VMs) checkGolden(ctx context.Context, namespace, name string) (*kubevir
 		return nil, vdi.Errorf(vdi.EInvalid, "Stop the golden VM first; clones of a running VM copy a disk in use.",
 			"Golden VM %s/%s is %s.", namespace, name, m.Power)
 	}
+	if what := backendStorage(golden); what != "" {
+		return nil, vdi.Errorf(vdi.EInvalid, "Make a golden VM without persistent "+what+" (KubeVirt cannot restore its state to another VM), or make the desktops one by one.",
+			"Golden VM %s/%s has a persistent %s.", namespace, name, what)
+	}
 	return golden, nil
+}
+
+// backendStorage names what of vm needs KubeVirt's backend storage
+// (persistent TPM or EFI), which a restore to another VM refuses
+// (pkg/storage/admitters/vmrestore.go); "" when nothing does.
+func backendStorage(vm *kubevirtv1.VirtualMachine) string {
+	if vm.Spec.Template == nil {
+		return ""
+	}
+	d := vm.Spec.Template.Spec.Domain
+	if tpm := d.Devices.TPM; tpm != nil && tpm.Persistent != nil && *tpm.Persistent {
+		return "TPM"
+	}
+	if fw := d.Firmware; fw != nil && fw.Bootloader != nil && fw.Bootloader.EFI != nil && fw.Bootloader.EFI.Persistent != nil && *fw.Bootloader.EFI.Persistent {
+		return "EFI"
+	}
+	return ""
 }
 
 // grow adds members p.Name-(from+1)..p.Name-to: one snapshot of the

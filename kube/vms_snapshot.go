@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +159,32 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 			Hint: "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted, " +
 				"and the snapshot's events (kubectl describe vmsnapshot); another snapshot of the golden VM in progress makes this one wait. Then try again."}
 	}
+	if left := excludedVolumes(&last); len(left) > 0 {
+		v.deleteSnapshot(context.WithoutCancel(ctx), namespace, made.Name)
+		return "", vdi.Errorf(vdi.EInvalid, "Give each of those disks' StorageClasses a VolumeSnapshotClass (same driver as the class's provisioner) and make sure their PVCs are Bound, then try again.",
+			"Golden VM %s/%s's disks %s were left out of its snapshot, so members would share the golden PVCs.", namespace, golden, strings.Join(left, ", "))
+	}
 	return made.Name, nil
+}
+
+// excludedVolumes returns the volumes a ready snapshot left out (KubeVirt
+// marks it readyToUse all the same, and a restore then keeps those
+// volumes' claims: the member would mount the golden VM's PVC), and a
+// "Partial" indication of later KubeVirt releases as such.
+func excludedVolumes(sn *snapshotv1beta1.VirtualMachineSnapshot) []string {
+	if sn.Status == nil {
+		return nil
+	}
+	var out []string
+	if sv := sn.Status.SnapshotVolumes; sv != nil {
+		out = append(out, sv.ExcludedVolumes...)
+	}
+	for _, ind := range sn.Status.Indications {
+		if ind == "Partial" && len(out) == 0 {
+			out = append(out, "(some: the snapshot is Partial)")
+		}
+	}
+	return out
 }
 
 // deleteSnapshot deletes a snapshot the portal took. A failure leaves it

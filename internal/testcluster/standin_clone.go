@@ -319,7 +319,11 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 	if c.Status.Phase == phase {
 		return
 	}
-	st, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
+	status := map[string]any{"phase": phase}
+	if phase == clonev1beta1.Succeeded {
+		status["restoreName"] = restoreName(c)
+	}
+	st, _ := json.Marshal(map[string]any{"status": status})
 	if err := s.cl.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, st)); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		s.logf("status of clone %s/%s: %v", c.Namespace, c.Name, err)
 	}
@@ -365,7 +369,7 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 			return err
 		}
 	}
-	pvcs, owned, err := s.restoreDisks(ctx, "restore-"+string(c.UID)[:8], img, vm)
+	pvcs, owned, err := s.restoreDisks(ctx, restoreName(c), img, vm)
 	if err != nil {
 		return err
 	}
@@ -377,4 +381,11 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	}
 	vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
 	return s.cl.Status().Update(ctx, vm)
+}
+
+// restoreName names the VirtualMachineRestore that KubeVirt's clone
+// controller would make for c (status.restoreName), which the restored
+// PVCs carry in their restore.kubevirt.io/name annotation.
+func restoreName(c *clonev1beta1.VirtualMachineClone) string {
+	return "restore-" + string(c.UID)[:8]
 }
