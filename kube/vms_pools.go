@@ -44,6 +44,9 @@ func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	if err := v.admitDevices(ctx, ref, golden, nil, p.Size); err != nil {
 		return err
 	}
+	if err := v.preflight(ctx, golden); err != nil {
+		return err
+	}
 	return v.grow(ctx, p, golden, 0, p.Size)
 }
 
@@ -177,6 +180,9 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 			return err
 		}
 		if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
+			return err
+		}
+		if err := v.preflight(ctx, golden); err != nil {
 			return err
 		}
 		return v.grow(ctx, p, golden, top, top+size-len(vms))

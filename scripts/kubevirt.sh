@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 # (v1.9.0 needs kubevirt.io/virt-template-api v0.2.0, which is not served).
 KUBEVIRT_VERSION=v1.7.0
 KUBE_VERSION=v1.37.2
-SNAPSHOTTER_VERSION=v8.4.0
+SNAPSHOTTER_VERSION=v8.7.0
 CACHE_ROOT="${CORRAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/corral-vdi}"
 DIR="$CACHE_ROOT/kubevirt-$KUBEVIRT_VERSION-kube-$KUBE_VERSION-snap-$SNAPSHOTTER_VERSION"
 BIN="$DIR/bin"

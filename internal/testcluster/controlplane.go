@@ -35,7 +35,7 @@ import (
 // KubeVirt whose module graph the Go module proxy serves in full.
 const (
 	KubeVirtVersion    = "v1.7.0"
-	SnapshotterVersion = "v8.4.0"
+	SnapshotterVersion = "v8.7.0"
 )
 
 // KubeVirtNamespace is where the control plane runs, as a release installs it.
