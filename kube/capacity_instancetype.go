@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,11 +25,8 @@ import (
 // from the golden VM take the instancetype at clone time, so "now" is what
 // new members get).
 
-// Kinds of InstancetypeMatcher; an empty kind is the cluster-wide one.
-const (
-	kindClusterInstancetype = "VirtualMachineClusterInstancetype"
-	kindInstancetype        = "VirtualMachineInstancetype"
-)
+// kindClusterInstancetype is the kind of an InstancetypeMatcher with none.
+const kindClusterInstancetype = "VirtualMachineClusterInstancetype"
 
 // instancetypeDemand returns the host devices golden's instancetype gives
 // each VM, by resource; none without an instancetype.
@@ -38,10 +36,12 @@ func (v *VMs) instancetypeDemand(ctx context.Context, golden *kubevirtv1.Virtual
 		return nil, nil
 	}
 	path := "/apis/" + instancetypev1beta1.SchemeGroupVersion.String()
-	switch m.Kind {
-	case "", kindClusterInstancetype:
+	// KubeVirt matches the kind lowercased, singular or plural
+	// (pkg/instancetype/find/spec.go).
+	switch strings.ToLower(m.Kind) {
+	case "", "virtualmachineclusterinstancetype", "virtualmachineclusterinstancetypes":
 		path += "/virtualmachineclusterinstancetypes/" + url.PathEscape(m.Name)
-	case kindInstancetype:
+	case "virtualmachineinstancetype", "virtualmachineinstancetypes":
 		path += "/namespaces/" + url.PathEscape(golden.Namespace) + "/virtualmachineinstancetypes/" + url.PathEscape(m.Name)
 	default:
 		return nil, vdi.Errorf(vdi.EInvalid, "Use a VirtualMachineInstancetype or VirtualMachineClusterInstancetype.",

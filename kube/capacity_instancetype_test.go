@@ -61,6 +61,17 @@ func TestCapacityInstancetypeDevices(t *testing.T) {
 	if got := e.members(t, "one"); got != 1 {
 		t.Errorf("%d members; want 1", got)
 	}
+	// KubeVirt matches the kind lowercased, singular or plural: so does
+	// admission.
+	plural := golden.DeepCopy()
+	plural.ObjectMeta = metav1.ObjectMeta{Namespace: e.ns, Name: "gold-it-plural"}
+	plural.Spec.Instancetype.Kind = "virtualmachineclusterinstancetypes"
+	if err := e.admin.Create(e.ctx, plural); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(t, "plural-1", vdi.EConflict, func() error {
+		return e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "plural", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "gold-it-plural", Size: 2})
+	}, "2 VMs must be able to run at once", "1 × "+gpu)
 }
 
 // mustJSON marshals v.
