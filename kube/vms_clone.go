@@ -232,7 +232,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		if s := strings.TrimPrefix(strings.TrimPrefix(err.Error(), failed.Error()), ": "); s != "" {
 			why = " (KubeVirt: " + s + ")"
 		}
-		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
+		return &vdi.Error{Code: vdi.EUnavailable, Err: failed,
 			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s%s.", namespace, src.name, target, namespace, made.Name, why),
 			Hint: fmt.Sprintf(hint+" Then try again.", made.Name, namespace)}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,7 +227,7 @@ func (c *Cluster) installKubeVirtCR(ctx context.Context, opts KubeVirtOptions) e
 	}
 	cr.Status = kubevirtv1.KubeVirtStatus{Phase: kubevirtv1.KubeVirtPhaseDeployed,
 		ObservedKubeVirtVersion: KubeVirtVersion, TargetKubeVirtVersion: KubeVirtVersion,
-		ObservedDeploymentID: "corral-test", TargetDeploymentID: "corral-test",
+		ObservedDeploymentID: "corral-test", TargetDeploymentID: "corral-test", DefaultArchitecture: runtime.GOARCH,
 		Conditions: []kubevirtv1.KubeVirtCondition{{Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionTrue, Reason: "AllComponentsReady"}}}
 	if err := cl.Status().Update(ctx, cr); err != nil {
 		return fmt.Errorf("testcluster: write the KubeVirt CR's status: %w", err)
