@@ -178,6 +178,7 @@ func TestVMPoolOnKubeVirt(t *testing.T) {
 		{"Lifecycle", testKubeVirtLifecycle},
 		{"Refusals", testKubeVirtRefusals},
 		{"WaitForFirstConsumer", testKubeVirtWFFC},
+		{"AttackGoldenVMCarriesPortalKeys", testKubeVirtAttackGoldenKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *base

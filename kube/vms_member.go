@@ -22,14 +22,22 @@ import (
 // policy and access) are written on the VM once the clone is done.
 
 // memberMeta is what makes a clone's target a pool member: labels and
-// annotations on top of the golden VM's (which the restore copies).
+// annotations on top of the golden VM's (which the restore copies). The
+// portal's own keys (portalPrefix) come from the pool alone: those the
+// golden VM carries are removed, so that whoever may edit a golden VM
+// cannot grant its members access, a policy, a licence acknowledgement or
+// a session state.
 type memberMeta struct {
 	golden      *kubevirtv1.VirtualMachine
 	labels      map[string]string
 	annotations map[string]string
 }
 
-// patches returns the clone's JSON patches: one "add" per plain label and
+// portalPrefix starts the labels and annotations the portal owns.
+const portalPrefix = "corral.dev/vdi-"
+
+// patches returns the clone's JSON patches: a "remove" per portal key of
+// the golden VM the member does not set, then one "add" per plain label and
 // annotation, in key order. Labels go only where the golden VM has some
 // (RFC 6902 "add" needs the labels map to exist, and the restore admission
 // allows no patch of /metadata/labels itself); the restore always writes
@@ -39,6 +47,16 @@ func (m *memberMeta) patches() []string {
 		return nil
 	}
 	var out []string
+	remove := func(base string, golden, member map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(golden)) {
+			if _, ok := member[k]; !ok && strings.HasPrefix(k, portalPrefix) && plainPatchValue(k) {
+				b, _ := json.Marshal(map[string]string{"op": "remove", "path": base + "/" + escapePointer(k)})
+				out = append(out, string(b))
+			}
+		}
+	}
+	remove("/metadata/labels", m.golden.Labels, m.labels)
+	remove("/metadata/annotations", m.golden.Annotations, m.annotations)
 	add := func(base string, kv map[string]string) {
 		for _, k := range slices.Sorted(maps.Keys(kv)) {
 			if !plainPatchValue(k) || !plainPatchValue(kv[k]) {
@@ -67,13 +85,27 @@ func escapePointer(k string) string {
 }
 
 // writeMember writes meta's labels and annotations in full on the VM
-// namespace/name: after its clone is done, or when taking over a clone
-// another call started.
+// namespace/name, and removes the portal keys it copied from the golden VM:
+// after its clone is done, or when taking over a clone another call
+// started.
 func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *memberMeta) error {
 	if meta == nil {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": meta.labels, "annotations": meta.annotations}})
+	merge := func(golden, member map[string]string) map[string]any {
+		out := map[string]any{}
+		for k := range golden {
+			if strings.HasPrefix(k, portalPrefix) {
+				out[k] = nil
+			}
+		}
+		for k, v := range member {
+			out[k] = v
+		}
+		return out
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": merge(meta.golden.Labels, meta.labels), "annotations": merge(meta.golden.Annotations, meta.annotations)}})
 	if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(name).Body(patch).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
 	}
