@@ -80,6 +80,9 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	} else if err != nil {
 		return fmt.Errorf("kube: recreate %s: %w", ref, err)
 	}
+	if err := v.labelGolden(ctx, &golden); err != nil {
+		return err
+	}
 	snap, done, err := v.goldenSnapshot(ctx, ref.Namespace, source)
 	if err != nil {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)

@@ -430,7 +430,9 @@ func testKubeVirtRefusals(t *testing.T, s *kubeVirtSetup) {
 // the shared snapshot stays until then; once they bind (the CSI driver
 // provisions them from it) a later snapshot of the golden VM sweeps it.
 func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
-	g := s.golden(t, "wffc", nil, "wffc-root")
+	// A golden VM with no labels at all: the pool's label still reaches
+	// its members (see kube.LabelGolden).
+	g := s.golden(t, "wffc", func(vm *kubevirtv1.VirtualMachine) { vm.Labels = nil }, "wffc-root")
 	root := s.disk(t, "wffc-root", testcluster.StorageClassWFFC, nil)
 	if err := s.vms.CreatePool(s.ctx, vdi.Pool{Namespace: s.ns, Name: "lazy", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "wffc", Size: 2}); err != nil {
 		t.Fatalf("create a pool of 2 on a WaitForFirstConsumer class: %v", err)
@@ -460,6 +462,9 @@ func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
 			}
 		}
 		return out
+	}
+	if got := s.members(t, "lazy"); !slices.Equal(got, []string{"lazy-1", "lazy-2"}) {
+		t.Fatalf("members %v; want lazy-1 and lazy-2", got)
 	}
 	pvcs := restored()
 	if len(pvcs) != 2 {

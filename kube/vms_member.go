@@ -39,9 +39,8 @@ const portalPrefix = "corral.dev/vdi-"
 // patches returns the clone's JSON patches: a "remove" per portal key of
 // the golden VM the member does not set, then one "add" per plain label and
 // annotation, in key order. Labels go only where the golden VM has some
-// (RFC 6902 "add" needs the labels map to exist, and the restore admission
-// allows no patch of /metadata/labels itself); the restore always writes
-// an annotation, so annotations always have a map.
+// (see LabelGolden); the restore always writes an annotation, so
+// annotations always have a map.
 func (m *memberMeta) patches() []string {
 	if m == nil {
 		return nil
@@ -82,6 +81,27 @@ func plainPatchValue(s string) bool {
 // escapePointer escapes a map key as one RFC 6901 JSON pointer token.
 func escapePointer(k string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+}
+
+// LabelGolden marks a golden VM that had no labels when a pool was cloned
+// from it: RFC 6902 "add" of a label needs the labels map, and KubeVirt's
+// restore admission allows no patch of /metadata/labels itself, so the
+// golden VM (whose labels the restore copies) must have one. Members do
+// not keep it (it is a portal key).
+const LabelGolden = "corral.dev/vdi-golden"
+
+// labelGolden gives golden a label when it has none; see LabelGolden.
+func (v *VMs) labelGolden(ctx context.Context, golden *kubevirtv1.VirtualMachine) error {
+	if len(golden.Labels) > 0 {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelGolden: "true"}}})
+	var out kubevirtv1.VirtualMachine
+	if err := v.rest.Patch(types.MergePatchType).Namespace(golden.Namespace).Resource("virtualmachines").Name(golden.Name).Body(patch).Do(ctx).Into(&out); err != nil {
+		return fmt.Errorf("kube: label golden VM %s/%s %s (clones need a labels map to add the pool's label to): %w", golden.Namespace, golden.Name, LabelGolden, err)
+	}
+	*golden = out
+	return nil
 }
 
 // writeMember writes meta's labels and annotations in full on the VM

@@ -118,6 +118,9 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
+	if err := v.labelGolden(ctx, golden); err != nil {
+		return err
+	}
 	meta := &memberMeta{golden: golden, labels: map[string]string{vdi.LabelPool: p.Name}, annotations: ann}
 	snap, done, err := v.goldenSnapshot(ctx, p.Namespace, p.Source)
 	if err != nil {
