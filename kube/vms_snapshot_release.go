@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
@@ -18,7 +19,8 @@ import (
 // that happens only when its member first starts. KubeVirt's own clone
 // waits the same way (pkg/virt-controller/watch/clone, verifyPVCBound).
 // So the last user of a snapshot waits a little (BindWait) for the
-// restored disks to bind, and leaves the snapshot when some still wait;
+// restored disks to bind (not for those that wait for their first
+// consumer), and leaves the snapshot when some still wait;
 // the next snapshot of the same golden VM deletes the ones left that no
 // disk and no unfinished clone needs any more (sweepSnapshots).
 
@@ -28,24 +30,39 @@ import (
 const BindWait = 30 * time.Second
 
 // restoresPending reports whether a PVC in namespace restored from the
-// VirtualMachineSnapshot with uid is not Bound yet. KubeVirt names the
-// VolumeSnapshots of a VM snapshot vmsnapshot-<uid>-volume-<volume>
-// (pkg/storage/snapshot/snapshot.go), and a restored PVC names its
-// VolumeSnapshot as its dataSource.
-func (v *VMs) restoresPending(ctx context.Context, namespace string, uid types.UID) (bool, error) {
+// VirtualMachineSnapshot with uid is not Bound yet, and whether one of
+// those may bind soon (not a WaitForFirstConsumer PVC that no node has
+// been picked for). KubeVirt names the VolumeSnapshots of a VM snapshot
+// vmsnapshot-<uid>-volume-<volume> (pkg/storage/snapshot/snapshot.go), and
+// a restored PVC names its VolumeSnapshot as its dataSource.
+func (v *VMs) restoresPending(ctx context.Context, namespace string, uid types.UID) (pending, soon bool, err error) {
 	list, err := v.addrs.core.PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	prefix := "vmsnapshot-" + string(uid) + "-volume-"
 	for _, pvc := range list.Items {
 		src := pvc.Spec.DataSource
-		if src != nil && src.Kind == "VolumeSnapshot" && strings.HasPrefix(src.Name, prefix) &&
-			pvc.DeletionTimestamp == nil && pvc.Status.Phase != corev1.ClaimBound {
-			return true, nil
+		if src == nil || src.Kind != "VolumeSnapshot" || !strings.HasPrefix(src.Name, prefix) ||
+			pvc.DeletionTimestamp != nil || pvc.Status.Phase == corev1.ClaimBound {
+			continue
+		}
+		pending = true
+		if !v.waitsForConsumer(ctx, &pvc) {
+			soon = true
 		}
 	}
-	return false, nil
+	return pending, soon, nil
+}
+
+// waitsForConsumer reports whether pvc binds only once a Pod that uses it
+// is scheduled, and none is yet.
+func (v *VMs) waitsForConsumer(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+	if pvc.Annotations["volume.kubernetes.io/selected-node"] != "" || pvc.Spec.StorageClassName == nil {
+		return false
+	}
+	sc, err := v.storage.StorageClasses().Get(ctx, *pvc.Spec.StorageClassName, metav1.GetOptions{})
+	return err == nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
 // releaseSnapshot deletes a snapshot no clone of this process needs any
@@ -54,9 +71,11 @@ func (v *VMs) restoresPending(ctx context.Context, namespace string, uid types.U
 func (v *VMs) releaseSnapshot(ctx context.Context, namespace, name string, uid types.UID) {
 	pending := true
 	_ = poll(ctx, BindWait, func() (bool, error) {
-		p, err := v.restoresPending(ctx, namespace, uid)
+		p, soon, err := v.restoresPending(ctx, namespace, uid)
 		pending = p || err != nil
-		return !pending, nil
+		// Disks waiting for their first consumer bind when their members
+		// first start, not in the next seconds: leave them to a sweep.
+		return !pending || err == nil && !soon, nil
 	})
 	if !pending {
 		v.deleteSnapshot(ctx, namespace, name)
@@ -89,7 +108,7 @@ func (v *VMs) sweepSnapshots(ctx context.Context, namespace, golden, inUse strin
 		if reading {
 			continue
 		}
-		if pending, err := v.restoresPending(ctx, namespace, sn.UID); err == nil && !pending {
+		if pending, _, err := v.restoresPending(ctx, namespace, sn.UID); err == nil && !pending {
 			v.deleteSnapshot(ctx, namespace, sn.Name)
 		}
 	}
