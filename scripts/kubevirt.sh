@@ -9,12 +9,17 @@
 # Everything comes from the Go module proxy through throwaway modules in
 # hack/kubevirt, hack/snapshotter and hack/testcluster, cached under a folder
 # keyed by version (see ../shared/DESIGN.md, "Control planes"). A cold build
-# takes ~10-15 minutes on 2 cores; it runs under nice.
+# took ~23 minutes on 2 cores shared with other builds (virt-controller and
+# virt-api ~13, kube-controller-manager and snapshot-controller ~10); it
+# runs under nice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# v1.7.0: the newest release whose whole module graph the proxy serves
-# (v1.9.0 needs kubevirt.io/virt-template-api v0.2.0, which is not served).
+# v1.7.0: the newest release whose whole module graph the proxy serves and
+# the checksum database vouches for (v1.8.x needs
+# github.com/rhobs/operator-observability-toolkit v0.0.30, which
+# sum.golang.org does not know; v1.9.0 needs kubevirt.io/virt-template-api
+# v0.2.0, which the proxy does not serve).
 KUBEVIRT_VERSION=v1.7.0
 KUBE_VERSION=v1.37.2
 SNAPSHOTTER_VERSION=v8.7.0

@@ -33,7 +33,8 @@ import (
 
 // Versions of KubeVirt's control plane and the snapshot controller; they
 // name the cache folder, as in scripts/kubevirt.sh. v1.7.0 is the newest
-// KubeVirt whose module graph the Go module proxy serves in full.
+// KubeVirt whose module graph the Go module proxy serves and sum.golang.org
+// vouches for (see scripts/kubevirt.sh).
 const (
 	KubeVirtVersion    = "v1.7.0"
 	SnapshotterVersion = "v8.7.0"
@@ -87,7 +88,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 	bin := ControlPlaneBinDir()
 	for _, f := range []string{"virt-api", "virt-controller", "kube-controller-manager", "snapshot-controller", "kubevirt-install.yaml"} {
 		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
-			tb.Fatalf("testcluster: %s is missing from %s: run scripts/kubevirt.sh to build KubeVirt %s's control plane once (~15 min cold): %v", f, bin, KubeVirtVersion, err)
+			tb.Fatalf("testcluster: %s is missing from %s: run scripts/kubevirt.sh to build KubeVirt %s's control plane once (~25 min cold): %v", f, bin, KubeVirtVersion, err)
 		}
 	}
 	if opts.FeatureGates == nil {
