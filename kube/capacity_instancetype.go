@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 
@@ -19,16 +21,15 @@ import (
 // devices to every VMI of the VM, so capacity admission counts them with
 // the template's.
 //
-// Simplified: the instancetype is read as it is now, not the
-// ControllerRevision KubeVirt stored when the VM was made (members cloned
-// from the golden VM take the instancetype at clone time, so "now" is what
-// new members get).
+// KubeVirt applies the copy of the instancetype it stored in a
+// ControllerRevision when it first saw the VM (status.instancetypeRef
+// .controllerRevisionRef, or spec.instancetype.revisionName), not the
+// instancetype as it is now, and a clone's restore carries that revision
+// to the member: so the revision is read when there is one, the live
+// instancetype only before KubeVirt has stored it.
 
-// Kinds of InstancetypeMatcher; an empty kind is the cluster-wide one.
-const (
-	kindClusterInstancetype = "VirtualMachineClusterInstancetype"
-	kindInstancetype        = "VirtualMachineInstancetype"
-)
+// kindClusterInstancetype is the kind of an InstancetypeMatcher with none.
+const kindClusterInstancetype = "VirtualMachineClusterInstancetype"
 
 // instancetypeDemand returns the host devices golden's instancetype gives
 // each VM, by resource; none without an instancetype.
@@ -38,16 +39,24 @@ func (v *VMs) instancetypeDemand(ctx context.Context, golden *kubevirtv1.Virtual
 		return nil, nil
 	}
 	path := "/apis/" + instancetypev1beta1.SchemeGroupVersion.String()
-	switch m.Kind {
-	case "", kindClusterInstancetype:
+	// KubeVirt matches the kind lowercased, singular or plural
+	// (pkg/instancetype/find/spec.go).
+	switch strings.ToLower(m.Kind) {
+	case "", "virtualmachineclusterinstancetype", "virtualmachineclusterinstancetypes":
 		path += "/virtualmachineclusterinstancetypes/" + url.PathEscape(m.Name)
-	case kindInstancetype:
+	case "virtualmachineinstancetype", "virtualmachineinstancetypes":
 		path += "/namespaces/" + url.PathEscape(golden.Namespace) + "/virtualmachineinstancetypes/" + url.PathEscape(m.Name)
 	default:
 		return nil, vdi.Errorf(vdi.EInvalid, "Use a VirtualMachineInstancetype or VirtualMachineClusterInstancetype.",
 			"Golden VM %s/%s names an instancetype of kind %q.", golden.Namespace, golden.Name, m.Kind)
 	}
-	raw, err := v.rest.Get().AbsPath(path).Do(ctx).Raw()
+	raw, err := v.instancetypeRevision(ctx, golden)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		raw, err = v.rest.Get().AbsPath(path).Do(ctx).Raw()
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, vdi.Errorf(vdi.EInvalid, "Create it, or clone from a golden VM whose instancetype exists; no member could start without it.",
 			"Golden VM %s/%s's instancetype %s %s is not found.", golden.Namespace, golden.Name, kindOr(m.Kind), m.Name)
@@ -71,6 +80,25 @@ func (v *VMs) instancetypeDemand(ctx context.Context, golden *kubevirtv1.Virtual
 		}
 	}
 	return out, nil
+}
+
+// instancetypeRevision returns the instancetype KubeVirt stored for
+// golden, as JSON; nil when it stored none (yet).
+func (v *VMs) instancetypeRevision(ctx context.Context, golden *kubevirtv1.VirtualMachine) ([]byte, error) {
+	name := golden.Spec.Instancetype.RevisionName
+	if ref := golden.Status.InstancetypeRef; ref != nil && ref.ControllerRevisionRef != nil && ref.ControllerRevisionRef.Name != "" {
+		name = ref.ControllerRevisionRef.Name
+	}
+	if name == "" {
+		return nil, nil
+	}
+	cr, err := v.apps.ControllerRevisions(golden.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("kube: the instancetype revision %s/%s of golden VM %s (deploy/rbac.yaml grants get on controllerrevisions): %w", golden.Namespace, name, golden.Name, err)
+	}
+	return cr.Data.Raw, nil
 }
 
 func kindOr(kind string) string {

@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	appsv1 "k8s.io/api/apps/v1"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,46 @@ func TestCapacityInstancetypeDevices(t *testing.T) {
 	if got := e.members(t, "one"); got != 1 {
 		t.Errorf("%d members; want 1", got)
 	}
+	// KubeVirt applies the instancetype it stored in a ControllerRevision,
+	// not the live one: a golden VM whose live instancetype lost its GPU
+	// still gives members the stored GPU.
+	bare := &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		TypeMeta:   it.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: "bare-" + e.ns},
+	}
+	bareBody, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(bare)
+	if err := cs.Post().AbsPath(path).SetHeader("Content-Type", "application/json").Body(mustJSON(t, bareBody)).Do(e.ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Delete().AbsPath(path, bare.Name).Do(context.Background()) })
+	stored := it.DeepCopy()
+	stored.Name = bare.Name
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gold-rev-" + bare.Name},
+		Data: runtime.RawExtension{Raw: mustJSON(t, stored)}}
+	if err := e.admin.Create(e.ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	revGolden := golden.DeepCopy()
+	revGolden.ObjectMeta = metav1.ObjectMeta{Namespace: e.ns, Name: "gold-rev"}
+	revGolden.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: bare.Name, RevisionName: rev.Name}
+	if err := e.admin.Create(e.ctx, revGolden); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(t, "rev-1", vdi.EConflict, func() error {
+		return e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "rev", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "gold-rev", Size: 2})
+	}, "2 VMs must be able to run at once", "1 × "+gpu)
+
+	// KubeVirt matches the kind lowercased, singular or plural: so does
+	// admission.
+	plural := golden.DeepCopy()
+	plural.ObjectMeta = metav1.ObjectMeta{Namespace: e.ns, Name: "gold-it-plural"}
+	plural.Spec.Instancetype.Kind = "virtualmachineclusterinstancetypes"
+	if err := e.admin.Create(e.ctx, plural); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(t, "plural-1", vdi.EConflict, func() error {
+		return e.vms.CreatePool(e.ctx, vdi.Pool{Namespace: e.ns, Name: "plural", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "gold-it-plural", Size: 2})
+	}, "2 VMs must be able to run at once", "1 × "+gpu)
 }
 
 // mustJSON marshals v.

@@ -10,6 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -36,6 +40,9 @@ type VMs struct {
 	snap      rest.Interface // snapshot.kubevirt.io/v1beta1
 	snaps     sharedSnapshots
 	addrs     *addresses // what the direct path may dial
+	storage   storagev1client.StorageV1Interface
+	apps      appsv1client.AppsV1Interface // instancetype ControllerRevisions
+	dyn       dynamic.Interface            // VolumeSnapshotClasses
 	namespace string
 	// Leases, when set (NewCluster sets it), are the claims: a member is
 	// claimed for its removal before a shrink or a pool's deletion deletes
@@ -65,7 +72,15 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: core client: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, namespace: namespace}, nil
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: storage client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube: dynamic client: %w", err)
+	}
+	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, storage: cs.StorageV1(), apps: cs.AppsV1(), dyn: dyn, namespace: namespace}, nil
 }
 
 // kubevirtClient returns a REST client for kubevirt.io/v1.

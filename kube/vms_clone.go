@@ -2,10 +2,9 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +80,9 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	} else if err != nil {
 		return fmt.Errorf("kube: recreate %s: %w", ref, err)
 	}
+	if err := v.labelGolden(ctx, &golden); err != nil {
+		return err
+	}
 	snap, done, err := v.goldenSnapshot(ctx, ref.Namespace, source)
 	if err != nil {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
@@ -91,33 +93,14 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 			ann[k] = s
 		}
 	}
-	patches := memberPatches(&golden, map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, ann)
+	meta := memberMeta{golden: &golden, labels: map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, annotations: ann}
 	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
 		done(true)
 		return err
 	}
-	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, patches)
+	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
 	done(!errors.Is(err, errCloneUnfinished))
 	return err
-}
-
-// memberPatches are a clone's JSON patches that make its target a pool
-// member: the golden VM's labels and annotations (a clone's defaults) with
-// the member's added.
-func memberPatches(golden *kubevirtv1.VirtualMachine, labels, annotations map[string]string) []string {
-	l, a := maps.Clone(golden.Labels), maps.Clone(golden.Annotations)
-	if l == nil {
-		l = map[string]string{}
-	}
-	if a == nil {
-		a = map[string]string{}
-	}
-	maps.Copy(l, labels)
-	maps.Copy(a, annotations)
-	// "add" sets a member whether or not it exists (RFC 6902).
-	lp, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/labels", "value": l})
-	ap, _ := json.Marshal(map[string]any{"op": "add", "path": "/metadata/annotations", "value": a})
-	return []string{string(lp), string(ap)}
 }
 
 // DeleteMargin is how much longer than a VM's termination grace a
@@ -179,12 +162,13 @@ func (v *VMs) Clone(ctx context.Context, namespace, source, target string) error
 // VirtualMachineSnapshot.
 type cloneSource struct{ kind, name string }
 
-// cloneFrom clones src into target with patches, or takes over the
+// cloneFrom clones src into target with meta's patches, or takes over the
 // unfinished clone of target an earlier call left, and waits for the
-// target VM (CloneTimeout). A clone that finishes is deleted; one that
-// failed too, with an error naming it; one that outlives the wait is left
-// to go on, with an error (errCloneUnfinished) saying so.
-func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, target string, patches []string) error {
+// target VM (CloneTimeout). A clone that finishes is deleted, and meta is
+// written on its VM in full; one that failed too, with an error naming it;
+// one that outlives the wait is left to go on, with an error
+// (errCloneUnfinished) saying so.
+func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, target string, meta *memberMeta) error {
 	made, err := v.unfinishedClone(ctx, namespace, target)
 	if err != nil {
 		return err
@@ -202,7 +186,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 			Spec: clonev1beta1.VirtualMachineCloneSpec{
 				Source:  &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: src.kind, Name: src.name},
 				Target:  &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
-				Patches: patches,
+				Patches: meta.patches(),
 			},
 		}
 		made = &clonev1beta1.VirtualMachineClone{}
@@ -211,6 +195,7 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		}
 	}
 	var phase clonev1beta1.VirtualMachineClonePhase
+	var restore string
 	failed := errors.New("failed")
 	err = poll(ctx, CloneTimeout, func() (bool, error) {
 		var c clonev1beta1.VirtualMachineClone
@@ -218,6 +203,12 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 			return false, err
 		}
 		phase = c.Status.Phase
+		if c.Status.RestoreName != nil {
+			restore = *c.Status.RestoreName
+		}
+		if refused := v.restoreRefused(ctx, &c); refused != "" {
+			return false, fmt.Errorf("%w: %s", failed, refused)
+		}
 		switch phase {
 		case clonev1beta1.Failed:
 			return false, failed
@@ -234,11 +225,18 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	switch {
 	case err == nil:
 		forget()
-		return v.ownDisks(ctx, namespace, target)
+		if err := v.writeMember(ctx, namespace, target, meta); err != nil {
+			return err
+		}
+		return v.ownDisks(ctx, namespace, target, restore)
 	case errors.Is(err, failed):
 		forget()
-		return &vdi.Error{Code: vdi.EUnavailable, Err: err,
-			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s.", namespace, src.name, target, namespace, made.Name),
+		why := ""
+		if s := strings.TrimPrefix(strings.TrimPrefix(err.Error(), failed.Error()), ": "); s != "" {
+			why = " (KubeVirt: " + s + ")"
+		}
+		return &vdi.Error{Code: vdi.EUnavailable, Err: failed,
+			Msg:  fmt.Sprintf("Cloning %s/%s to %s failed: VirtualMachineClone %s/%s%s.", namespace, src.name, target, namespace, made.Name, why),
 			Hint: fmt.Sprintf(hint+" Then try again.", made.Name, namespace)}
 	}
 	// Timed out, or the caller went away: the clone goes on all the same.
@@ -246,6 +244,27 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 		Msg: fmt.Sprintf("Cloning %s/%s to %s has not finished: VirtualMachineClone %s/%s is %s (%v). It goes on, and makes the desktop when it is done.",
 			namespace, src.name, target, namespace, made.Name, phaseText(phase), err),
 		Hint: fmt.Sprintf(hint+" Resizing the pool or recreating the desktop again waits for this clone rather than starting another.", made.Name, namespace)}
+}
+
+// restoreRefused returns why KubeVirt's admission refused the restore of
+// clone c, or "". The clone controller then stays RestoreInProgress for
+// ever, retrying, with a RestoreCreationFailed event; only an admission
+// denial is final (an unreachable webhook is not).
+func (v *VMs) restoreRefused(ctx context.Context, c *clonev1beta1.VirtualMachineClone) string {
+	if c.Status.Phase != clonev1beta1.RestoreInProgress || c.Status.RestoreName != nil {
+		return ""
+	}
+	evs, err := v.addrs.core.Events(c.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(c.UID) + ",reason=RestoreCreationFailed"})
+	if err != nil {
+		return ""
+	}
+	for _, e := range evs.Items {
+		if _, why, ok := strings.Cut(e.Message, "denied the request: "); ok {
+			return why
+		}
+	}
+	return ""
 }
 
 // unfinishedClone returns a clone of target the portal made that is still

@@ -17,10 +17,21 @@ import (
 // disks are plain PVCs would leave a full disk behind every shrink, pool
 // deletion and ephemeral recreate. So once a clone is done, the portal
 // makes the target VM the owner of each of its PVCs that has no owner, and
-// the garbage collector deletes them with the member.
+// the garbage collector deletes them with the member. Only the PVCs its
+// own restore made (annotation restore.kubevirt.io/name): a volume the
+// snapshot left out keeps its original claim in the restored VM, and that
+// claim is the golden VM's or another VM's, never the member's to delete.
 
-// ownDisks makes the VM namespace/target the owner of its unowned PVCs.
-func (v *VMs) ownDisks(ctx context.Context, namespace, target string) error {
+// annRestoreName is the annotation KubeVirt's restore writes on the PVCs it
+// makes (pkg/storage/snapshot/restore.go, RestoreNameAnnotation).
+const annRestoreName = "restore.kubevirt.io/name"
+
+// ownDisks makes the VM namespace/target the owner of the unowned PVCs of
+// its volumes that the VirtualMachineRestore named restore made.
+func (v *VMs) ownDisks(ctx context.Context, namespace, target, restore string) error {
+	if restore == "" {
+		return nil
+	}
 	var vm kubevirtv1.VirtualMachine
 	if err := v.rest.Get().Namespace(namespace).Resource("virtualmachines").Name(target).Do(ctx).Into(&vm); err != nil {
 		return fmt.Errorf("kube: own the disks of %s/%s: %w", namespace, target, err)
@@ -32,7 +43,7 @@ func (v *VMs) ownDisks(ctx context.Context, namespace, target string) error {
 		} else if err != nil {
 			return fmt.Errorf("kube: own disk %s of %s/%s: %w", claim, namespace, target, err)
 		}
-		if len(pvc.OwnerReferences) > 0 {
+		if len(pvc.OwnerReferences) > 0 || pvc.Annotations[annRestoreName] != restore {
 			continue
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion,

@@ -6,8 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,12 +26,31 @@ import (
 func TestVMPoolDisksGoWithMembers(t *testing.T) {
 	s := newVMSetup(t)
 	s.c.StartKubeVirtStandIn(t)
+	s.c.InstallVolumeSnapshotAPI(t)
 	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
-	data := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gold-data"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if err := admin.Create(ctx, data); err != nil {
+	// The golden disks are Bound on a class with a VolumeSnapshotClass, as
+	// pool create's preflight wants; gold-root stands for the PVC CDI
+	// makes for the DataVolume.
+	class := "disks-csi"
+	if err := admin.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "csi.disks.example"}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
+	}
+	vsc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+		"metadata": map[string]any{"name": class}, "driver": "csi.disks.example", "deletionPolicy": "Delete"}}
+	if err := admin.Create(ctx, vsc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gold-data", "gold-root"} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if err := admin.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		pvc.Status.Phase = corev1.ClaimBound
+		if err := admin.Status().Update(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	golden := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gold"},

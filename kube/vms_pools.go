@@ -44,6 +44,9 @@ func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	if err := v.admitDevices(ctx, ref, golden, nil, p.Size); err != nil {
 		return err
 	}
+	if err := v.preflight(ctx, golden); err != nil {
+		return err
+	}
 	return v.grow(ctx, p, golden, 0, p.Size)
 }
 
@@ -77,7 +80,28 @@ func (v *VMs) checkGolden(ctx context.Context, namespace, name string) (*kubevir
 		return nil, vdi.Errorf(vdi.EInvalid, "Stop the golden VM first; clones of a running VM copy a disk in use.",
 			"Golden VM %s/%s is %s.", namespace, name, m.Power)
 	}
+	if what := backendStorage(golden); what != "" {
+		return nil, vdi.Errorf(vdi.EInvalid, "Make a golden VM without persistent "+what+" (KubeVirt cannot restore its state to another VM), or make the desktops one by one.",
+			"Golden VM %s/%s has a persistent %s.", namespace, name, what)
+	}
 	return golden, nil
+}
+
+// backendStorage names what of vm needs KubeVirt's backend storage
+// (persistent TPM or EFI), which a restore to another VM refuses
+// (pkg/storage/admitters/vmrestore.go); "" when nothing does.
+func backendStorage(vm *kubevirtv1.VirtualMachine) string {
+	if vm.Spec.Template == nil {
+		return ""
+	}
+	d := vm.Spec.Template.Spec.Domain
+	if tpm := d.Devices.TPM; tpm != nil && tpm.Persistent != nil && *tpm.Persistent {
+		return "TPM"
+	}
+	if fw := d.Firmware; fw != nil && fw.Bootloader != nil && fw.Bootloader.EFI != nil && fw.Bootloader.EFI.Persistent != nil && *fw.Bootloader.EFI.Persistent {
+		return "EFI"
+	}
+	return ""
 }
 
 // grow adds members p.Name-(from+1)..p.Name-to: one snapshot of the
@@ -94,7 +118,10 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
-	patches := memberPatches(golden, map[string]string{vdi.LabelPool: p.Name}, ann)
+	if err := v.labelGolden(ctx, golden); err != nil {
+		return err
+	}
+	meta := &memberMeta{golden: golden, labels: map[string]string{vdi.LabelPool: p.Name}, annotations: ann}
 	snap, done, err := v.goldenSnapshot(ctx, p.Namespace, p.Source)
 	if err != nil {
 		return err
@@ -112,7 +139,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 				return
 			}
 			defer func() { <-sem }()
-			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, patches)
+			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, meta)
 		})
 	}
 	wg.Wait()
@@ -156,6 +183,9 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 			return err
 		}
 		if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
+			return err
+		}
+		if err := v.preflight(ctx, golden); err != nil {
 			return err
 		}
 		return v.grow(ctx, p, golden, top, top+size-len(vms))

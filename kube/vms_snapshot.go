@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
@@ -58,6 +60,7 @@ type sharedSnapshots struct {
 type sharedSnapshot struct {
 	ready chan struct{} // closed when name/err are set
 	name  string
+	uid   types.UID
 	err   error
 	users int
 	keep  bool // a clone of it did not finish: it must stay
@@ -92,11 +95,14 @@ func (v *VMs) goldenSnapshot(ctx context.Context, namespace, golden string) (nam
 		}
 		v.snaps.mu.Unlock()
 		if last && !sh.keep && sh.name != "" {
-			v.deleteSnapshot(context.WithoutCancel(ctx), namespace, sh.name)
+			v.releaseSnapshot(context.WithoutCancel(ctx), namespace, sh.name, sh.uid)
 		}
 	}
 	if owner {
-		sh.name, sh.err = v.takeSnapshot(ctx, namespace, golden)
+		sh.name, sh.uid, sh.err = v.takeSnapshot(ctx, namespace, golden)
+		if sh.err == nil {
+			v.sweepSnapshots(ctx, namespace, golden, sh.name)
+		}
 		if sh.err != nil {
 			// The next caller tries again rather than share a failure.
 			v.snaps.mu.Lock()
@@ -124,7 +130,7 @@ func (v *VMs) goldenSnapshot(ctx context.Context, namespace, golden string) (nam
 // takeSnapshot snapshots the golden VM and waits until the snapshot is
 // ready (SnapshotTimeout); one that is not is deleted (no clone uses it
 // yet), which also frees the golden VM's snapshot lock.
-func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (string, error) {
+func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (string, types.UID, error) {
 	apiGroup := kubevirtv1.GroupVersion.Group
 	sn := &snapshotv1beta1.VirtualMachineSnapshot{
 		TypeMeta: metav1.TypeMeta{APIVersion: snapshotv1beta1.SchemeGroupVersion.String(), Kind: "VirtualMachineSnapshot"},
@@ -134,7 +140,7 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 	}
 	var made snapshotv1beta1.VirtualMachineSnapshot
 	if err := v.snap.Post().Namespace(namespace).Resource("virtualmachinesnapshots").Body(sn).Do(ctx).Into(&made); err != nil {
-		return "", fmt.Errorf("kube: snapshot golden VM %s/%s: %w", namespace, golden, err)
+		return "", "", fmt.Errorf("kube: snapshot golden VM %s/%s: %w", namespace, golden, err)
 	}
 	var last snapshotv1beta1.VirtualMachineSnapshot
 	err := poll(ctx, SnapshotTimeout, func() (bool, error) {
@@ -152,13 +158,38 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 		if last.Status != nil {
 			phase = string(last.Status.Phase)
 		}
-		return "", &vdi.Error{Code: vdi.EUnavailable, Err: err,
+		return "", "", &vdi.Error{Code: vdi.EUnavailable, Err: err,
 			Msg: fmt.Sprintf("Snapshotting golden VM %s/%s made no snapshot to clone from: VirtualMachineSnapshot %s/%s (%s: %v).",
 				namespace, golden, namespace, made.Name, phase, err),
 			Hint: "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted, " +
 				"and the snapshot's events (kubectl describe vmsnapshot); another snapshot of the golden VM in progress makes this one wait. Then try again."}
 	}
-	return made.Name, nil
+	if left := excludedVolumes(&last); len(left) > 0 {
+		v.deleteSnapshot(context.WithoutCancel(ctx), namespace, made.Name)
+		return "", "", vdi.Errorf(vdi.EInvalid, "Give each of those disks' StorageClasses a VolumeSnapshotClass (same driver as the class's provisioner) and make sure their PVCs are Bound, then try again.",
+			"Golden VM %s/%s's disks %s were left out of its snapshot, so members would share the golden PVCs.", namespace, golden, strings.Join(left, ", "))
+	}
+	return made.Name, made.UID, nil
+}
+
+// excludedVolumes returns the volumes a ready snapshot left out (KubeVirt
+// marks it readyToUse all the same, and a restore then keeps those
+// volumes' claims: the member would mount the golden VM's PVC), and a
+// "Partial" indication of later KubeVirt releases as such.
+func excludedVolumes(sn *snapshotv1beta1.VirtualMachineSnapshot) []string {
+	if sn.Status == nil {
+		return nil
+	}
+	var out []string
+	if sv := sn.Status.SnapshotVolumes; sv != nil {
+		out = append(out, sv.ExcludedVolumes...)
+	}
+	for _, ind := range sn.Status.Indications {
+		if ind == "Partial" && len(out) == 0 {
+			out = append(out, "(some: the snapshot is Partial)")
+		}
+	}
+	return out
 }
 
 // deleteSnapshot deletes a snapshot the portal took. A failure leaves it

@@ -56,6 +56,7 @@ func checkKube(ctx context.Context, fs *findings, cfg Config) {
 	fs.ok("apiserver", "Kubernetes %s at %s", v.GitVersion, rc.Host)
 	if checkKubeVirt(ctx, fs, cs, dyn) {
 		checkSnapshots(ctx, fs, cs, dyn, cfg.PoolNamespaces)
+		checkKubeVirtClones(ctx, fs, rc, dyn)
 	}
 	doctorRBAC(ctx, fs, cs, cfg)
 	checkHostDevices(ctx, fs, cs)

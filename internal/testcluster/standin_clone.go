@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -318,7 +319,11 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 	if c.Status.Phase == phase {
 		return
 	}
-	st, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": phase}})
+	status := map[string]any{"phase": phase}
+	if phase == clonev1beta1.Succeeded {
+		status["restoreName"] = restoreName(c)
+	}
+	st, _ := json.Marshal(map[string]any{"status": status})
 	if err := s.cl.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, st)); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		s.logf("status of clone %s/%s: %v", c.Namespace, c.Name, err)
 	}
@@ -327,7 +332,9 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 
 // createTarget makes c's target VM from img, the source as snapshotted:
 // its spec, labels and annotations (KubeVirt's defaults with no filters),
-// halted, with c's JSON patches applied, and new disks (standin_disks.go).
+// halted, with the restore's lastRestoreUID annotation and c's JSON patches
+// applied (pkg/storage/snapshot/restore.go), and new disks
+// (standin_disks.go).
 func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.VirtualMachineClone, img *kubevirtv1.VirtualMachine) error {
 	if img == nil {
 		return fmt.Errorf("no source content")
@@ -335,9 +342,13 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	halted := kubevirtv1.RunStrategyHalted
 	vm := &kubevirtv1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: img.Labels, Annotations: img.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.Target.Name, Labels: img.Labels, Annotations: maps.Clone(img.Annotations)},
 		Spec:       *img.Spec.DeepCopy(),
 	}
+	if vm.Annotations == nil {
+		vm.Annotations = map[string]string{}
+	}
+	vm.Annotations["restore.kubevirt.io/lastRestoreUID"] = "restore-" + string(c.UID)
 	vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
 	if len(c.Spec.Patches) > 0 {
 		doc, err := json.Marshal(vm)
@@ -358,7 +369,7 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 			return err
 		}
 	}
-	pvcs, owned, err := s.restoreDisks(ctx, "restore-"+string(c.UID)[:8], img, vm)
+	pvcs, owned, err := s.restoreDisks(ctx, restoreName(c), img, vm)
 	if err != nil {
 		return err
 	}
@@ -370,4 +381,11 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	}
 	vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
 	return s.cl.Status().Update(ctx, vm)
+}
+
+// restoreName names the VirtualMachineRestore that KubeVirt's clone
+// controller would make for c (status.restoreName), which the restored
+// PVCs carry in their restore.kubevirt.io/name annotation.
+func restoreName(c *clonev1beta1.VirtualMachineClone) string {
+	return "restore-" + string(c.UID)[:8]
 }

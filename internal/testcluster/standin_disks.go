@@ -48,7 +48,7 @@ func (s *KubeVirtStandIn) restoreDisks(ctx context.Context, prefix string, img, 
 				continue // a DataVolume of its own: not restored here
 			}
 			vm.Spec.DataVolumeTemplates[j].Name, vol.DataVolume.Name = name, name
-			pvcs, owned = append(pvcs, restoredPVC(vm.Namespace, name)), append(owned, true)
+			pvcs, owned = append(pvcs, restoredPVC(vm.Namespace, name, prefix)), append(owned, true)
 		case vol.PersistentVolumeClaim != nil:
 			var src corev1.PersistentVolumeClaim
 			own := false
@@ -58,14 +58,15 @@ func (s *KubeVirtStandIn) restoreDisks(ctx context.Context, prefix string, img, 
 				return nil, nil, err
 			}
 			vol.PersistentVolumeClaim.ClaimName = name
-			pvcs, owned = append(pvcs, restoredPVC(vm.Namespace, name)), append(owned, own)
+			pvcs, owned = append(pvcs, restoredPVC(vm.Namespace, name, prefix)), append(owned, own)
 		}
 	}
 	return pvcs, owned, nil
 }
 
-func restoredPVC(ns, name string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelRestoredDisk: "true"}},
+func restoredPVC(ns, name, restore string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelRestoredDisk: "true"},
+		Annotations: map[string]string{"restore.kubevirt.io/name": restore}},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 }

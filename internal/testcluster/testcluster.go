@@ -10,6 +10,10 @@ package testcluster
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -64,6 +69,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	standIn   *KubeVirtStandIn
 	restarted *exec.Cmd // the apiserver RestartAPIServer started
+	reqCA     string    // the request-header CA's folder
 }
 
 // Start starts a cluster; callers Stop it.
@@ -88,8 +94,21 @@ func Start() (*Cluster, error) {
 	// (400/200 in flight) are sized for real nodes, not a test.
 	args.Set("max-requests-inflight", "1000")
 	args.Set("max-mutating-requests-inflight", "500")
+	// The request-header CA, as a cluster has it for its aggregated APIs:
+	// KubeVirt's virt-api refuses to start without it in the
+	// extension-apiserver-authentication ConfigMap.
+	reqCA, err := requestHeaderCA()
+	if err != nil {
+		return nil, err
+	}
+	args.Set("requestheader-client-ca-file", reqCA)
+	args.Set("requestheader-allowed-names", "front-proxy-client")
+	args.Set("requestheader-username-headers", "X-Remote-User")
+	args.Set("requestheader-group-headers", "X-Remote-Group")
+	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
 	cfg, err := env.Start()
 	if err != nil {
+		os.RemoveAll(filepath.Dir(reqCA))
 		return nil, fmt.Errorf("testcluster: start kube-apiserver %s from %s: %w", KubeVersion, dir, err)
 	}
 	cfg = rest.CopyConfig(cfg)
@@ -97,9 +116,10 @@ func Start() (*Cluster, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		env.Stop()
+		os.RemoveAll(filepath.Dir(reqCA))
 		return nil, fmt.Errorf("testcluster: client: %w", err)
 	}
-	return &Cluster{env: env, Config: cfg, Client: client}, nil
+	return &Cluster{env: env, Config: cfg, Client: client, reqCA: filepath.Dir(reqCA)}, nil
 }
 
 // Stop stops the apiserver and etcd (and the KubeVirt stand-in) and removes
@@ -115,6 +135,7 @@ func (c *Cluster) Stop() error {
 		c.restarted.Process.Kill()
 	}
 	c.mu.Unlock()
+	defer os.RemoveAll(c.reqCA)
 	return c.env.Stop()
 }
 
@@ -213,6 +234,28 @@ func (c *counter) next() int {
 }
 
 var nsSeq counter
+
+// requestHeaderCA writes a CA certificate for the request-header
+// authenticator into a folder of its own and returns the file.
+func requestHeaderCA() (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "front-proxy-ca"}, key)
+	if err != nil {
+		return "", fmt.Errorf("testcluster: request-header CA: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "corral-reqheader-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
 
 // unlimit lifts client-go's default client-side rate limit (5 QPS), which
 // would make a race of hundreds of claimants a test of the limiter.

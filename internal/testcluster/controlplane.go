@@ -1,0 +1,364 @@
+package testcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// Versions of KubeVirt's control plane and the snapshot controller; they
+// name the cache folder, as in scripts/kubevirt.sh. v1.7.0 is the newest
+// KubeVirt whose module graph the Go module proxy serves and sum.golang.org
+// vouches for (see scripts/kubevirt.sh).
+const (
+	KubeVirtVersion    = "v1.7.0"
+	SnapshotterVersion = "v8.7.0"
+)
+
+// KubeVirtNamespace is where the control plane runs, as a release installs it.
+const KubeVirtNamespace = "kubevirt"
+
+// ControlPlaneBinDir returns where scripts/kubevirt.sh puts virt-api,
+// virt-controller, kube-controller-manager, snapshot-controller and the
+// install YAML: CORRAL_KUBEVIRT_BIN when set, else the version-keyed cache
+// folder.
+func ControlPlaneBinDir() string {
+	if dir := os.Getenv("CORRAL_KUBEVIRT_BIN"); dir != "" {
+		return dir
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(BinDir())),
+		"kubevirt-"+KubeVirtVersion+"-kube-"+KubeVersion+"-snap-"+SnapshotterVersion, "bin")
+}
+
+// KubeVirtOptions configure StartKubeVirt.
+type KubeVirtOptions struct {
+	// FeatureGates go into the KubeVirt CR's developerConfiguration; nil
+	// means {"Snapshot"}, which 1.5-1.8 need for snapshots, clones and
+	// restores.
+	FeatureGates []string
+}
+
+// KubeVirt is KubeVirt's own control plane running against a Cluster:
+// virt-api (its mutating and validating webhooks, registered with the
+// apiserver at a loopback URL under a CA made here), virt-controller (VM,
+// VMI, snapshot, restore and clone controllers, leader-elected on a
+// Lease), kube-controller-manager's garbage collector, and the CSI
+// snapshot-controller, with the CRDs and a KubeVirt CR as a release
+// installs them. The node (virt-handler, virt-launcher, the kubelet) and
+// the CSI driver are not here: see CSIDriver.
+//
+// Simplified: the components authenticate as a cluster admin, not with
+// their own ServiceAccounts and ClusterRoles; the KubeVirt CR's status
+// (which virt-operator writes) is written here.
+type KubeVirt struct {
+	dir   string
+	procs []*exec.Cmd
+}
+
+// StartKubeVirt installs and starts KubeVirt's control plane; it is stopped
+// when tb ends. It fails tb when the binaries are missing (run
+// scripts/kubevirt.sh) or a component does not come up.
+func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
+	tb.Helper()
+	bin := ControlPlaneBinDir()
+	for _, f := range []string{"virt-api", "virt-controller", "kube-controller-manager", "snapshot-controller", "kubevirt-install.yaml"} {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
+			tb.Fatalf("testcluster: %s is missing from %s: run scripts/kubevirt.sh to build KubeVirt %s's control plane once (~25 min cold): %v", f, bin, KubeVirtVersion, err)
+		}
+	}
+	if opts.FeatureGates == nil {
+		opts.FeatureGates = []string{"Snapshot"}
+	}
+	kv := &KubeVirt{dir: tb.TempDir()}
+	tb.Cleanup(kv.stop)
+	ctx := context.Background()
+	crds, mutating, validating, err := readInstall(filepath.Join(bin, "kubevirt-install.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{CRDs: crds, Paths: []string{filepath.Join(bin, "crds")}}); err != nil {
+		tb.Fatalf("testcluster: install KubeVirt's and the snapshotter's CRDs: %v", err)
+	}
+	if err := createNamespace(ctx, c.Client, KubeVirtNamespace); err != nil && !apierrors.IsAlreadyExists(err) {
+		tb.Fatal(err)
+	}
+	kubeconfig, err := kv.writeKubeconfig(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	crt, key, caPEM, err := kv.writeServingCert()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.installKubeVirtCR(ctx, opts); err != nil {
+		tb.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: KubeVirtNamespace, Name: "kubevirt-ca"}, Data: map[string]string{"ca-bundle": string(caPEM)}}
+	if _, err := c.Client.CoreV1().ConfigMaps(KubeVirtNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		tb.Fatalf("testcluster: create the kubevirt-ca ConfigMap: %v", err)
+	}
+
+	apiPort := freePort(tb)
+	kv.run(tb, filepath.Join(bin, "virt-api"), "--kubeconfig", kubeconfig, "--listen", "127.0.0.1", "--port", strconv.Itoa(apiPort),
+		"--tls-cert-file", crt, "--tls-key-file", key, "--handler-cert-file", crt, "--handler-key-file", key)
+	if err := waitTLS(ctx, apiPort, 90*time.Second); err != nil {
+		tb.Fatalf("testcluster: virt-api did not serve on 127.0.0.1:%d: %v\n%s", apiPort, err, kv.tail("virt-api"))
+	}
+	url := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	for i := range mutating.Webhooks {
+		mutating.Webhooks[i].ClientConfig = loopback(url, mutating.Webhooks[i].ClientConfig, caPEM)
+	}
+	for i := range validating.Webhooks {
+		validating.Webhooks[i].ClientConfig = loopback(url, validating.Webhooks[i].ClientConfig, caPEM)
+	}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+		tb.Fatalf("testcluster: register virt-api's mutating webhooks: %v", err)
+	}
+	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
+		tb.Fatalf("testcluster: register virt-api's validating webhooks: %v", err)
+	}
+
+	kv.run(tb, filepath.Join(bin, "virt-controller"), "--kubeconfig", kubeconfig, "--port", strconv.Itoa(freePort(tb)),
+		"--launcher-image", "corral.test/virt-launcher:"+KubeVirtVersion, "--exporter-image", "corral.test/virt-exportserver:"+KubeVirtVersion,
+		"--prom-cert-file", crt, "--prom-key-file", key)
+	kv.run(tb, filepath.Join(bin, "snapshot-controller"), "--kubeconfig", kubeconfig, "--leader-election=false",
+		"--kube-api-qps", "200", "--kube-api-burst", "400", "--retry-interval-max", "5s")
+	kv.run(tb, filepath.Join(bin, "kube-controller-manager"), "--kubeconfig", kubeconfig, "--controllers", "garbagecollector",
+		"--leader-elect=false", "--secure-port", "0", "--use-service-account-credentials=false")
+	if err := poll(ctx, 2*time.Minute, func() bool {
+		l, err := c.Client.CoordinationV1().Leases(KubeVirtNamespace).Get(ctx, "virt-controller", metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+	}); err != nil {
+		tb.Fatalf("testcluster: virt-controller did not take its leader Lease: %v\n%s", err, kv.tail("virt-controller"))
+	}
+	return kv
+}
+
+// readInstall reads what scripts/kubevirt.sh generated with KubeVirt's own
+// operator code: CRDs and virt-api's webhook configurations.
+func readInstall(path string) ([]*apiextensionsv1.CustomResourceDefinition, *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("testcluster: read KubeVirt's install YAML: %w", err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	var mutating *admissionregistrationv1.MutatingWebhookConfiguration
+	var validating *admissionregistrationv1.ValidatingWebhookConfiguration
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		doc = strings.TrimPrefix(doc, "---\n")
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return nil, nil, nil, fmt.Errorf("testcluster: %s: %w", path, err)
+		}
+		switch meta.Kind {
+		case "CustomResourceDefinition":
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			err = yaml.Unmarshal([]byte(doc), crd)
+			crds = append(crds, crd)
+		case "MutatingWebhookConfiguration":
+			mutating = &admissionregistrationv1.MutatingWebhookConfiguration{}
+			err = yaml.Unmarshal([]byte(doc), mutating)
+		case "ValidatingWebhookConfiguration":
+			validating = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			err = yaml.Unmarshal([]byte(doc), validating)
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("testcluster: %s: %s: %w", path, meta.Kind, err)
+		}
+	}
+	if len(crds) == 0 || mutating == nil || validating == nil {
+		return nil, nil, nil, fmt.Errorf("testcluster: %s lacks CRDs or webhook configurations: rerun scripts/kubevirt.sh", path)
+	}
+	return crds, mutating, validating, nil
+}
+
+// loopback points a webhook at virt-api on loopback, on the path its
+// Service reference names.
+func loopback(url string, cc admissionregistrationv1.WebhookClientConfig, ca []byte) admissionregistrationv1.WebhookClientConfig {
+	path := ""
+	if cc.Service != nil && cc.Service.Path != nil {
+		path = *cc.Service.Path
+	}
+	u := url + path
+	return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}
+}
+
+// installKubeVirtCR creates the KubeVirt CR with its status as virt-operator
+// leaves it once deployed, which virt-api and virt-controller read their
+// configuration from.
+func (c *Cluster) installKubeVirtCR(ctx context.Context, opts KubeVirtOptions) error {
+	cl, err := c.NewAdminClient()
+	if err != nil {
+		return err
+	}
+	cr := &kubevirtv1.KubeVirt{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "KubeVirt"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: KubeVirtNamespace, Name: "kubevirt"},
+		Spec: kubevirtv1.KubeVirtSpec{Configuration: kubevirtv1.KubeVirtConfiguration{
+			DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{FeatureGates: opts.FeatureGates},
+		}},
+	}
+	if err := cl.Create(ctx, cr); err != nil {
+		return fmt.Errorf("testcluster: create the KubeVirt CR: %w", err)
+	}
+	cr.Status = kubevirtv1.KubeVirtStatus{Phase: kubevirtv1.KubeVirtPhaseDeployed,
+		ObservedKubeVirtVersion: KubeVirtVersion, TargetKubeVirtVersion: KubeVirtVersion,
+		ObservedDeploymentID: "corral-test", TargetDeploymentID: "corral-test", DefaultArchitecture: runtime.GOARCH,
+		Conditions: []kubevirtv1.KubeVirtCondition{{Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionTrue, Reason: "AllComponentsReady"}}}
+	if err := cl.Status().Update(ctx, cr); err != nil {
+		return fmt.Errorf("testcluster: write the KubeVirt CR's status: %w", err)
+	}
+	return nil
+}
+
+// writeKubeconfig writes the cluster admin's credentials for the components.
+func (kv *KubeVirt) writeKubeconfig(c *Cluster) (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(kv.dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("testcluster: write the control plane's kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// writeServingCert makes a CA and a certificate for 127.0.0.1 signed by it.
+func (kv *KubeVirt) writeServingCert() (crt, key string, ca []byte, err error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"})
+	if err != nil {
+		return "", "", nil, fmt.Errorf("testcluster: make virt-api's certificate: %w", err)
+	}
+	crt, key = filepath.Join(kv.dir, "tls.crt"), filepath.Join(kv.dir, "tls.key")
+	if err := os.WriteFile(crt, certPEM, 0o600); err != nil {
+		return "", "", nil, err
+	}
+	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
+		return "", "", nil, err
+	}
+	// certPEM is the leaf then its CA.
+	return crt, key, certPEM, nil
+}
+
+// run starts a component with its output in a log file of its own.
+func (kv *KubeVirt) run(tb testing.TB, path string, args ...string) {
+	tb.Helper()
+	name := filepath.Base(path)
+	out, err := os.Create(filepath.Join(kv.dir, name+".log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = kv.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("testcluster: start %s: %v", name, err)
+	}
+	kv.procs = append(kv.procs, cmd)
+}
+
+// Log returns the output of a component so far (virt-api,
+// virt-controller, snapshot-controller, kube-controller-manager).
+func (kv *KubeVirt) Log(name string) string {
+	b, _ := os.ReadFile(filepath.Join(kv.dir, name+".log"))
+	return string(b)
+}
+
+// tail is the end of a component's log, for a failure message.
+func (kv *KubeVirt) tail(name string) string {
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader([]byte(kv.Log(name))))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
+
+func (kv *KubeVirt) stop() {
+	for _, p := range kv.procs {
+		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+	}
+	for _, p := range kv.procs {
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+}
+
+// waitTLS waits until a TLS server answers on 127.0.0.1:port.
+func waitTLS(ctx context.Context, port int, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var last error
+	err := poll(ctx, timeout, func() bool {
+		res, err := hc.Get("https://127.0.0.1:" + strconv.Itoa(port) + "/")
+		if err != nil {
+			last = err
+			return false
+		}
+		res.Body.Close()
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// poll calls ok every 200 ms until it reports true, or timeout.
+func poll(ctx context.Context, timeout time.Duration, ok func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// freePort returns a loopback TCP port nobody listens on now.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,133 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// A clone's spec.patches go into the VirtualMachineRestore it makes, and
+// KubeVirt's restore admission (pkg/storage/admitters/vmrestore.go,
+// validatePatches, the same v1.5-v1.9) reads each patch as text: it trims
+// `{}`, splits on `,` and each piece on `:`, wants exactly two parts per
+// piece, and a path under /metadata/labels/…, /metadata/annotations/… or
+// /spec/… only. So a member's labels and annotations go one key a patch,
+// and only values with none of those characters; the rest (the JSON
+// policy and access) are written on the VM once the clone is done.
+
+// memberMeta is what makes a clone's target a pool member: labels and
+// annotations on top of the golden VM's (which the restore copies). The
+// portal's own keys (portalPrefix) come from the pool alone: those the
+// golden VM carries are removed, so that whoever may edit a golden VM
+// cannot grant its members access, a policy, a licence acknowledgement or
+// a session state.
+type memberMeta struct {
+	golden      *kubevirtv1.VirtualMachine
+	labels      map[string]string
+	annotations map[string]string
+}
+
+// portalPrefix starts the labels and annotations the portal owns.
+const portalPrefix = "corral.dev/vdi-"
+
+// patches returns the clone's JSON patches: a "remove" per portal key of
+// the golden VM the member does not set, then one "add" per plain label and
+// annotation, in key order. Labels go only where the golden VM has some
+// (see LabelGolden); the restore always writes an annotation, so
+// annotations always have a map.
+func (m *memberMeta) patches() []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	remove := func(base string, golden, member map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(golden)) {
+			if _, ok := member[k]; !ok && strings.HasPrefix(k, portalPrefix) && plainPatchValue(k) {
+				b, _ := json.Marshal(map[string]string{"op": "remove", "path": base + "/" + escapePointer(k)})
+				out = append(out, string(b))
+			}
+		}
+	}
+	remove("/metadata/labels", m.golden.Labels, m.labels)
+	remove("/metadata/annotations", m.golden.Annotations, m.annotations)
+	add := func(base string, kv map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(kv)) {
+			if !plainPatchValue(k) || !plainPatchValue(kv[k]) {
+				continue
+			}
+			b, _ := json.Marshal(map[string]string{"op": "add", "path": base + "/" + escapePointer(k), "value": kv[k]})
+			out = append(out, string(b))
+		}
+	}
+	if len(m.golden.Labels) > 0 {
+		add("/metadata/labels", m.labels)
+	}
+	add("/metadata/annotations", m.annotations)
+	return out
+}
+
+// plainPatchValue reports whether s survives the restore admission's
+// text split: no `,` `:` `{` `}`.
+func plainPatchValue(s string) bool {
+	return !strings.ContainsAny(s, ",:{}")
+}
+
+// escapePointer escapes a map key as one RFC 6901 JSON pointer token.
+func escapePointer(k string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+}
+
+// LabelGolden marks a golden VM that had no labels when a pool was cloned
+// from it: RFC 6902 "add" of a label needs the labels map, and KubeVirt's
+// restore admission allows no patch of /metadata/labels itself, so the
+// golden VM (whose labels the restore copies) must have one. Members do
+// not keep it (it is a portal key).
+const LabelGolden = "corral.dev/vdi-golden"
+
+// labelGolden gives golden a label when it has none; see LabelGolden.
+func (v *VMs) labelGolden(ctx context.Context, golden *kubevirtv1.VirtualMachine) error {
+	if len(golden.Labels) > 0 {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelGolden: "true"}}})
+	var out kubevirtv1.VirtualMachine
+	if err := v.rest.Patch(types.MergePatchType).Namespace(golden.Namespace).Resource("virtualmachines").Name(golden.Name).Body(patch).Do(ctx).Into(&out); err != nil {
+		return fmt.Errorf("kube: label golden VM %s/%s %s (clones need a labels map to add the pool's label to): %w", golden.Namespace, golden.Name, LabelGolden, err)
+	}
+	*golden = out
+	return nil
+}
+
+// writeMember writes meta's labels and annotations in full on the VM
+// namespace/name, and removes the portal keys it copied from the golden VM:
+// after its clone is done, or when taking over a clone another call
+// started.
+func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *memberMeta) error {
+	if meta == nil {
+		return nil
+	}
+	merge := func(golden, member map[string]string) map[string]any {
+		out := map[string]any{}
+		for k := range golden {
+			if strings.HasPrefix(k, portalPrefix) {
+				out[k] = nil
+			}
+		}
+		for k, v := range member {
+			out[k] = v
+		}
+		return out
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": merge(meta.golden.Labels, meta.labels), "annotations": merge(meta.golden.Annotations, meta.annotations)}})
+	if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(name).Body(patch).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
+	}
+	return nil
+}

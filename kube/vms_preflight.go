@@ -1,0 +1,151 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// What a pool create or grow checks before it snapshots anything, each
+// refusal one line naming what to change: KubeVirt's Snapshot feature gate
+// where a release needs it explicit (before v1.9), and every golden disk
+// Bound and on a StorageClass with a VolumeSnapshotClass (otherwise the
+// snapshot leaves the disk out, or never finishes). `doctor` runs the same
+// checks (portal/doctor_kubevirt.go).
+
+var vscGVR = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
+
+// SnapshotGate checks that KubeVirt snapshots, clones and restores are on:
+// KubeVirt before v1.9 needs the Snapshot feature gate in its KubeVirt
+// CR. It returns the KubeVirt version it found ("" when no KubeVirt CR can
+// be read: nothing is refused then).
+func (v *VMs) SnapshotGate(ctx context.Context) (string, error) {
+	var list kubevirtv1.KubeVirtList
+	if err := v.rest.Get().Resource("kubevirts").Do(ctx).Into(&list); err != nil || len(list.Items) == 0 {
+		return "", nil
+	}
+	kv := &list.Items[0]
+	version := kv.Status.ObservedKubeVirtVersion
+	if !snapshotGateExplicit(version) {
+		return version, nil
+	}
+	var gates []string
+	if dc := kv.Spec.Configuration.DeveloperConfiguration; dc != nil {
+		gates = dc.FeatureGates
+	}
+	if slices.Contains(gates, "Snapshot") {
+		return version, nil
+	}
+	return version, vdi.Errorf(vdi.EInvalid,
+		fmt.Sprintf("Add Snapshot to spec.configuration.developerConfiguration.featureGates of KubeVirt %s/%s (kubectl edit kubevirt -n %s %s).", kv.Namespace, kv.Name, kv.Namespace, kv.Name),
+		"KubeVirt %s clones golden VMs only with its Snapshot feature gate, which is off.", version)
+}
+
+// snapshotGateExplicit reports whether KubeVirt version (vMAJOR.MINOR…)
+// needs the Snapshot feature gate set: every release before v1.9.
+func snapshotGateExplicit(version string) bool {
+	major, rest, ok := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	if !ok {
+		return false
+	}
+	minor, _, _ := strings.Cut(rest, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma < 1 || ma == 1 && mi < 9
+}
+
+// GoldenDisks checks that every PVC of the golden VM is there, Bound, and
+// on a StorageClass whose provisioner has a VolumeSnapshotClass.
+func (v *VMs) GoldenDisks(ctx context.Context, golden *kubevirtv1.VirtualMachine) error {
+	ns := golden.Namespace
+	var drivers map[string]bool
+	for _, claim := range claimsOf(golden) {
+		pvc, err := v.addrs.core.PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return vdi.Errorf(vdi.EInvalid, "Create the PVC (or let the golden VM's DataVolume make it), then try again.",
+				"Golden VM %s/%s's disk PVC %s does not exist.", ns, golden.Name, claim)
+		} else if err != nil {
+			return fmt.Errorf("kube: golden disk %s/%s: %w", ns, claim, err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			return vdi.Errorf(vdi.EInvalid, "Start the golden VM once (a WaitForFirstConsumer class binds its disk then), stop it, and try again.",
+				"Golden VM %s/%s's disk PVC %s is %s, not Bound: a snapshot would leave it out.", ns, golden.Name, claim, phaseOr(pvc.Status.Phase))
+		}
+		class := ""
+		if pvc.Spec.StorageClassName != nil {
+			class = *pvc.Spec.StorageClassName
+		}
+		if class == "" {
+			return vdi.Errorf(vdi.EInvalid, "Move the disk to a CSI StorageClass that has a VolumeSnapshotClass.",
+				"Golden VM %s/%s's disk PVC %s has no StorageClass: it cannot be snapshotted.", ns, golden.Name, claim)
+		}
+		sc, err := v.storage.StorageClasses().Get(ctx, class, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("kube: StorageClass %s of golden disk %s/%s: %w", class, ns, claim, err)
+		}
+		if drivers == nil {
+			if drivers, err = v.snapshotDrivers(ctx); err != nil {
+				return err
+			}
+		}
+		if !drivers[sc.Provisioner] {
+			return vdi.Errorf(vdi.EInvalid,
+				fmt.Sprintf("Create a VolumeSnapshotClass with driver %s, or move the disk to a class that has one.", sc.Provisioner),
+				"Golden VM %s/%s's disk PVC %s is on StorageClass %s, whose provisioner %s has no VolumeSnapshotClass: it cannot be snapshotted.",
+				ns, golden.Name, claim, class, sc.Provisioner)
+		}
+	}
+	return nil
+}
+
+// GoldenVM returns the golden VM namespace/name; ENotFound when it is not there.
+func (v *VMs) GoldenVM(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
+	return v.golden(ctx, namespace, name)
+}
+
+// preflight is what a pool create or grow checks of KubeVirt and the
+// golden VM before it snapshots anything.
+func (v *VMs) preflight(ctx context.Context, golden *kubevirtv1.VirtualMachine) error {
+	if _, err := v.SnapshotGate(ctx); err != nil {
+		return err
+	}
+	return v.GoldenDisks(ctx, golden)
+}
+
+// snapshotDrivers returns the drivers that have a VolumeSnapshotClass.
+func (v *VMs) snapshotDrivers(ctx context.Context) (map[string]bool, error) {
+	list, err := v.dyn.Resource(vscGVR).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return map[string]bool{}, nil // no VolumeSnapshot API at all
+	} else if err != nil {
+		return nil, fmt.Errorf("kube: list VolumeSnapshotClasses: %w", err)
+	}
+	out := map[string]bool{}
+	for _, c := range list.Items {
+		if d, _, _ := unstructured.NestedString(c.Object, "driver"); d != "" {
+			out[d] = true
+		}
+	}
+	return out, nil
+}
+
+func phaseOr(p corev1.PersistentVolumeClaimPhase) string {
+	if p == "" {
+		return "Pending"
+	}
+	return string(p)
+}
