@@ -37,6 +37,9 @@ type ConnectOption struct {
 	Token       string       `json:"token,omitempty"`
 	Destination string       `json:"destination,omitempty"`
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// Caps says what this console can do (the panel offers a better one
+	// where it lacks a clipboard).
+	Caps *vdi.Caps `json:"caps,omitempty"`
 	// Path and PathError say, for an admin's ?paths=1, how the console
 	// would be reached (direct, peer, apiserver) or why not.
 	Path      string `json:"path,omitempty"`

@@ -136,7 +136,7 @@ func rdpHandshake(t *testing.T, minter, gateway *Portal, ns, member string) *rel
 		} `json:"fallbacks"`
 	}
 	waitFor(t, 30*time.Second, "RDP offered on /connect", func() bool {
-		code := minter.API(t, "alice", "GET", "/api/vdi/desktops/"+ns+"/"+member+"/connect", &info)
+		code := minter.API(t, "alice", "GET", "/api/vdi/desktops/"+ns+"/"+member+"/connect?protocol=rdp", &info)
 		return code == 200 && info.Protocol == "rdp" && info.Token != ""
 	})
 	ws, res, err := dialWS(gateway, "alice", "/ws/rdp/"+ns+"/"+member, gateway.URL)

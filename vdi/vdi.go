@@ -105,6 +105,9 @@ type Member struct {
 	Reason string `json:"reason,omitempty"`
 	// Protocols lists the consoles the member offers while running, best first.
 	Protocols []Protocol `json:"protocols,omitempty"`
+	// ConsoleCaps says, for consoles whose server can do less (or more)
+	// than its protocol usually does, what it can do (see Caps).
+	ConsoleCaps map[Protocol]Caps `json:"consoleCaps,omitempty"`
 	// AssignedTo is the holder the member itself shows (on Kubernetes its
 	// corral.dev/vdi-assigned-to mark), a presentation copy of the claim.
 	// It is read only to migrate members assigned before Leases existed:

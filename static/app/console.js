@@ -89,6 +89,7 @@ async function connect() {
   }
   const offered = [body, ...(body.fallbacks || [])];
   const info = { ...pickOption(body), console: body.console };
+  offeredConsoles = offered;
   showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];
   if (!url) {
@@ -98,7 +99,7 @@ async function connect() {
   screen.replaceChildren();
   const mod = await import(url);
   current = await mod.open(screen, info, ui);
-  if (current) current.policy = info.console;
+  if (current) Object.assign(current, { policy: info.console, protocol: info.protocol });
   clipboard.connected(info.console);
   keyboard.disabled = !current?.keys;
   keyboard.title = current?.keys ? "Type with this device's on-screen keyboard"
@@ -123,7 +124,11 @@ controls.addEventListener('click', (ev) => {
 
 const keyboard = document.getElementById('keyboard');
 attachKeyboard(keyboard, document.getElementById('osk'), () => current?.keys);
-const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current);
+let offeredConsoles = [];
+const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current, () => {
+  const o = offeredConsoles.find((x) => x.caps?.clipboard && x.protocol !== current?.protocol);
+  return o ? { name: names[o.protocol] || o.protocol, href: `?protocol=${encodeURIComponent(o.protocol)}` } : null;
+});
 const keysButton = document.getElementById('keys-menu');
 const keysList = document.getElementById('keys-list');
 attachKeysMenu(keysButton, keysList, () => current, (text) => ui.say(text, 'error'));
