@@ -262,7 +262,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		must(t, expect.Locator(dialog.GetByTestId("dialog-error")).ToContainText("claimed"))
 		must(t, dialog.GetByTestId("dialog-cancel").Click())
 		adminAct(t, page, lab, "resize", "1")
-		must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 members · 0 free · 1 claimed"))
+		must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 member · 0 free · 1 claimed"))
 		must(t, expect.Locator(lab.GetByTestId("holder")).ToHaveText("carol"))
 	})
 

@@ -169,3 +169,11 @@ func limitsText(l vdi.Limits) string {
 	}
 	return strconv.Itoa(l.DesktopsPerUser) + " desktops per user"
 }
+
+// plural is n and the noun, made plural unless n is 1 ("1 member", "2 members").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
