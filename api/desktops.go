@@ -1,6 +1,10 @@
 package api
 
-import "github.com/corral-dev/corral-vdi-portal/vdi"
+import (
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
 
 // Assign is the body of POST /api/vdi/desktops/{ns}/{member}/assign.
 type Assign struct {
@@ -50,4 +54,16 @@ type ConnectOption struct {
 type Credentials struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
+}
+
+// Viewer is one console of a desktop opened by someone other than its
+// holder, as GET /api/vdi/desktops/{ns}/{member}/viewers lists them.
+type Viewer struct {
+	ID   string `json:"id"`
+	User string `json:"user"`
+	// Role is "watch" (view only: the relay drops their input) or
+	// "control" (their keys reach the desktop).
+	Role     string       `json:"role"`
+	Protocol vdi.Protocol `json:"protocol"`
+	Since    time.Time    `json:"since"`
 }

@@ -308,7 +308,7 @@ func TestHA(t *testing.T) {
 	killed := time.Now()
 	a.kill(t)
 	expect := playwright.NewPlaywrightAssertions(30000)
-	must(t, expect.Locator(page.GetByTestId("reconnect-banner")).ToBeVisible())
+	must(t, expect.Locator(page.GetByTestId("ended")).ToBeVisible())
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-after-kill")
 	t.Logf("console drawn again through replica b %v after SIGKILL of a", time.Since(killed).Round(time.Millisecond))

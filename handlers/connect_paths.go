@@ -69,8 +69,10 @@ type consoleState struct {
 	cfg     ConsoleConfig
 	probes  probeCache
 	viewers viewers
-	tokens  *rdpTokens
-	peers   *relay.PeerVerifier // checks peer links to this portal
+	// watchers is who else has a console open, for the holder's notice.
+	watchers watchers
+	tokens   *rdpTokens
+	peers    *relay.PeerVerifier // checks peer links to this portal
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -88,6 +90,13 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer h.console.viewers.take(ref, cancel)()
+	}
+	if watching { // the holder's page says so at once
+		role := "control"
+		if p == vdi.ProtocolVNC {
+			role = "watch"
+		}
+		defer h.console.watchers.add(ref, api.Viewer{User: id.Login, Role: role, Protocol: p, Since: time.Now()})()
 	}
 	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery

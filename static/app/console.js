@@ -12,11 +12,14 @@ import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
+import { attachEnded, capitalised, endedKind } from './ended.js';
+import { attachFullscreen } from './fullscreen.js';
+import { watchViewers } from './watchers.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
-const banner = document.getElementById('reconnect-banner');
+const ended = attachEnded(document.getElementById('ended'));
 const modules = consoleModules(screen);
 preloadConsole(screen, modules);
 
@@ -30,7 +33,7 @@ const ui = {
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
     if (kind === 'ok') {
       again.reset();
-      banner.hidden = true;
+      ended.hide();
       clipboard.connected(current?.policy);
     }
   },
@@ -39,25 +42,16 @@ const ui = {
   // retry means it dropped (network, portal restart) rather than ended.
   lost(text, final = false, retry = false) {
     ui.say(text, 'error');
-    reconnect.hidden = final || retry; // the banner has its own button
-    document.getElementById('home').hidden = !final;
+    const kind = endedKind(text, final, retry);
+    ended.show(kind, text);
     clipboard.connected(current?.policy);
-    if (retry && !final) {
-      const said = sentence(text);
-      again.schedule((s) => {
-        banner.querySelector('[data-text]').textContent = `${said} Reconnecting in ${s} s…`;
-      });
-      banner.hidden = false;
+    if (kind === 'retry') {
+      const said = capitalised(text);
+      again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
     }
   },
   clipboard(text) { clipboard.received(text); },
 };
-
-// sentence makes a close reason ("desktop connection failed") a sentence.
-function sentence(text) {
-  const t = text.charAt(0).toUpperCase() + text.slice(1);
-  return /[.!?…]$/.test(t) ? t : `${t}.`;
-}
 
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
@@ -76,8 +70,7 @@ function showFallbacks(options) {
 
 async function connect() {
   again.cancel();
-  banner.hidden = true;
-  reconnect.hidden = true;
+  ended.hide();
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
@@ -108,7 +101,6 @@ async function connect() {
 }
 
 reconnect.addEventListener('click', connect);
-banner.querySelector('button').addEventListener('click', connect);
 
 // Narrow screens fold the controls into a menu; choosing one closes it.
 const toggle = document.getElementById('menu-toggle');
@@ -123,6 +115,8 @@ controls.addEventListener('click', (ev) => {
 });
 
 const keyboard = document.getElementById('keyboard');
+// The on-screen keyboard is for devices without a keyboard of their own.
+keyboard.hidden = !(navigator.maxTouchPoints > 0 || window.matchMedia('(any-pointer: coarse)').matches);
 attachKeyboard(keyboard, document.getElementById('osk'), () => current?.keys);
 let offeredConsoles = [];
 const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current, () => {
@@ -137,7 +131,7 @@ document.addEventListener('click', (ev) => {
 });
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
-document.getElementById('fullscreen').addEventListener('click', () => {
-  screen.requestFullscreen?.();
-});
+watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
+attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
+  document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();
