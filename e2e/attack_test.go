@@ -579,6 +579,7 @@ func attacks() []attack {
 	}
 	rows = append(rows, clipboardAttacks()...)
 	rows = append(rows, recordingAttacks()...)
+	rows = append(rows, consoleUXAttacks()...)
 	return append(usbAttacks(), rows...)
 }
 

@@ -165,9 +165,10 @@ func TestBench_FirstPixel(t *testing.T) {
 			must(t, err)
 		}
 		defer page.Close()
-		if proto == "vnc" {
-			// Every desktop here offers RDP first; the VNC console is the
-			// one a "Use VNC" link (?protocol=vnc) opens, so the claim's
+		if proto == "rdp" {
+			// Every desktop here offers VNC first (its RDP server,
+			// freerdp-shadow, has no clipboard); the RDP console is the
+			// one a "Use RDP" link (?protocol=rdp) opens, so the claim's
 			// redirect is sent there.
 			must(t, page.Route("**/pools/local/*/claim", func(r playwright.Route) {
 				res, err := r.Fetch(playwright.RouteFetchOptions{MaxRedirects: playwright.Int(0)})
@@ -176,7 +177,7 @@ func TestBench_FirstPixel(t *testing.T) {
 					return
 				}
 				h := res.Headers()
-				h["location"] += "?protocol=vnc"
+				h["location"] += "?protocol=rdp"
 				r.Fulfill(playwright.RouteFulfillOptions{Response: res, Headers: h})
 			}))
 		}
