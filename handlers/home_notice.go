@@ -48,7 +48,7 @@ func claimNotice(err error) string {
 
 // noticeURL is the home page saying notice kind about ns/name.
 func noticeURL(kind, ns, name string) string {
-	return "/?" + url.Values{"notice": {kind}, "about": {ns + "/" + name}}.Encode()
+	return "/?notice=" + url.QueryEscape(kind) + "&about=" + url.QueryEscape(ns+"/"+name)
 }
 
 // homeNotice returns the notice q asks for, or nil when it names none or
@@ -60,7 +60,7 @@ func homeNotice(q url.Values, pools []views.PoolRow, mine []vdi.Desktop) *views.
 	n := &views.Notice{Kind: "error"}
 	switch kind := q.Get("notice"); {
 	case kind == noticeReleased && !held && about != "":
-		n.Kind, n.Msg = "ok", "Released "+about+". Its desktop is gone; get a new one from a pool below whenever you like."
+		n.Kind, n.Msg = "ok", "Released "+about+". Get a new desktop from a pool below whenever you like."
 	case kind == noticeHeld:
 		n.Msg, n.Hint = "You hold as many desktops as you may.", "Release one below, then get a new one."
 	case kind == noticeBusy:

@@ -41,6 +41,8 @@ const ui = {
   // longer the user's (released, reclaimed), so reconnecting cannot help;
   // retry means it dropped (network, portal restart) rather than ended.
   lost(text, final = false, retry = false) {
+    // The portal's own word for its shutdown, said so a user follows it.
+    if (text === 'session ended') text = 'The portal closed the connection; it may be restarting.';
     ui.say(text, 'error');
     const kind = endedKind(text, final, retry);
     ended.show(kind, text);
