@@ -26,6 +26,16 @@ func consoleUXAttacks() []attack {
 			},
 			status: 403,
 		},
+		// An admin answers for the holder, to let their own watch in on a
+		// pool that asks the holder's consent.
+		{
+			name: "AdminAllowsTheirOwnWatch",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/viewers/1-0/allow", "", "Tailscale-User-Login", admin,
+					"Sec-Fetch-Site", "same-origin")
+			},
+			status: 403, says: "Only the desktop's holder",
+		},
 		// A page on the user's machine links to the home page with a
 		// notice claiming alice's desktop was released while she holds it:
 		// the page says nothing (the query never carries text, and the

@@ -86,6 +86,10 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 				t.Fatal("the default console is RDP; want VNC (freerdp-shadow has no clipboard)")
 			}
 			must(t, expect.Locator(page.Locator("#screen canvas")).ToBeVisible())
+			// The page asks /connect once: the preload's answer is the one it uses.
+			if v, err := page.Evaluate(`() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/connect')).length`); err != nil || toInt(v) != 1 {
+				t.Errorf("the console page asked /connect %v times (%v); want once", v, err)
+			}
 			if h := barHeight(t, page); h > 60 {
 				t.Errorf("the console bar is %.0f px high: it wrapped", h)
 			}
@@ -388,5 +392,63 @@ func TestConsoleUX_NotFoundPage(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 200 || !strings.Contains(string(body), "<svg") {
 		t.Errorf("/favicon.ico: %d %q; want the portal's icon", res.StatusCode, fmt.Sprintf("%.40s", body))
+	}
+}
+
+// TestConsoleUX_WatchPolicy: a pool with watch "consent" makes an admin's
+// watch wait until the holder allows it on their console (refused, the
+// admin reads so); with "off" the admin's console is refused outright.
+func TestConsoleUX_WatchPolicy(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=boss")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for _, body := range []string{
+		`{"name": "helped", "size": 1, "policy": {"watch": "consent"}}`,
+		`{"name": "private", "size": 1, "policy": {"watch": "off"}}`,
+	} {
+		if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", body, nil); code != 201 {
+			t.Fatalf("create pool %s: %d", body, code)
+		}
+	}
+	if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", `{"name": "bad", "size": 1, "policy": {"watch": "always"}}`, nil); code != 400 {
+		t.Errorf("a pool with watch \"always\": %d; want 400", code)
+	}
+	var helped, private desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/helped/claim", &helped); code != 200 {
+		t.Fatalf("claim helped: %d", code)
+	}
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/private/claim", &private); code != 200 {
+		t.Fatalf("claim private: %d", code)
+	}
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "alice", "/desktops/local/"+helped.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	for _, answer := range []string{"refuse", "allow"} {
+		t.Run(answer, func(t *testing.T) {
+			admin := b.MustNewPage(t, 1280, 800)
+			defer admin.Close()
+			signIn(t, admin, p, "boss", "/admin/shadow/local/"+helped.Name)
+			must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-ask")).ToContainText("boss asks to watch this desktop (view only)."))
+			screenshot(t, page, "asks")
+			if s, _ := admin.GetByTestId("status").TextContent(); s == "Connected" {
+				t.Fatal("the admin's watch connected before alice answered")
+			}
+			must(t, page.GetByTestId("watch-"+answer).Click())
+			if answer == "refuse" {
+				must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("alice did not allow the watch"))
+				must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+				return
+			}
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToHaveText("boss is watching this desktop (view only)."))
+		})
+	}
+	ws, res, err := dialWS(p, "boss", "/ws/vnc/local/"+private.Name, p.URL)
+	if err == nil {
+		ws.Close()
+		t.Fatal("an admin opened a console of a pool whose watch policy is off")
+	}
+	if res == nil || res.StatusCode != 403 {
+		t.Errorf("watching a watch-off pool's desktop: %v; want 403", status(res))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -57,6 +59,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	defer release()
 	watching := d.Holder != "" && d.Holder != id.Login // an admin, alongside the holder
+	if watching && d.Console.Watch == vdi.WatchOff {
+		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
+			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
+	}
 	conn, path, err := h.dialConsoleFor(r.Context(), ref, p, watching)
 	if err != nil {
 		return err
@@ -79,6 +85,18 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		conn.Close() // the upgrader has already answered the client
 		return nil
 	}
+	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: p, Since: time.Now()}
+	if p == vdi.ProtocolVNC {
+		watcher.Role = "watch" // the relay drops their input (below)
+	}
+	if watching && d.Console.Watch == vdi.WatchConsent { // the holder's console asks them
+		if !h.console.watchers.await(r.Context(), ref, watcher) {
+			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, d.Holder+" did not allow the watch"), time.Now().Add(time.Second))
+			ws.Close()
+			conn.Close()
+			return nil
+		}
+	}
 	conn = h.clipboardFilter(conn, d, p, id.Login)
 	ctx := r.Context()
 	// The holder's newest VNC or serial console takes over from the older
@@ -92,11 +110,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		defer h.console.viewers.take(ref, cancel)()
 	}
 	if watching { // the holder's page says so at once
-		role := "control"
-		if p == vdi.ProtocolVNC {
-			role = "watch"
-		}
-		defer h.console.watchers.add(ref, api.Viewer{User: id.Login, Role: role, Protocol: p, Since: time.Now()})()
+		defer h.console.watchers.add(ref, watcher)()
 	}
 	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -24,11 +25,13 @@ type watchers struct {
 }
 
 // watched is one desktop's watchers, a version that counts changes, and
-// a channel closed (and replaced) at each change for long polls.
+// a channel closed (and replaced) at each change for long polls; asks
+// holds the holder's answer channel of each watch waiting for consent.
 type watched struct {
 	list    []api.Viewer
 	version uint64
 	changed chan struct{}
+	asks    map[string]chan bool
 }
 
 func (w *watchers) get(ref vdi.Ref) *watched {
@@ -68,6 +71,56 @@ func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
 			delete(w.by, ref) // keep versions growing; drop only what cannot wrap
 		}
 	}
+}
+
+// consentWait is how long a watch waits for the holder's answer.
+const consentWait = 60 * time.Second
+
+// roleAsks marks a watch waiting for the holder's consent.
+const roleAsks = "asks"
+
+// await lists v as asking to watch ref and waits for the holder's answer,
+// consentWait or ctx; it reports whether the holder allowed it.
+func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
+	v.Role = roleAsks
+	remove := w.add(ref, v)
+	defer remove()
+	w.mu.Lock()
+	d := w.get(ref)
+	id := d.list[len(d.list)-1].ID
+	answer := make(chan bool, 1)
+	if d.asks == nil {
+		d.asks = map[string]chan bool{}
+	}
+	d.asks[id] = answer
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.get(ref).asks, id)
+		w.mu.Unlock()
+	}()
+	t := time.NewTimer(consentWait)
+	defer t.Stop()
+	select {
+	case ok := <-answer:
+		return ok
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// answer gives the holder's answer to the watch id of ref; it reports
+// whether such a watch was waiting.
+func (w *watchers) answer(ref vdi.Ref, id string, allow bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.get(ref).asks[id]
+	if ok {
+		c <- allow
+		delete(w.get(ref).asks, id)
+	}
+	return ok
 }
 
 // snapshot returns ref's watchers, their version, and a channel closed at
@@ -112,3 +165,32 @@ func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, i
 }
 
 func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
+
+// handleViewerAnswer serves POST
+// /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}: the holder allows
+// or refuses a watch their pool's policy (watch: consent) makes wait.
+// Only the holder answers: an admin cannot allow their own watch.
+func (h *Handler) handleViewerAnswer(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	d, err := h.desktops.Desktop(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	if d.Holder != id.Login {
+		return vdi.Errorf(vdi.EForbidden, "Only the desktop's holder allows or refuses a watch.", "You do not hold %s.", ref)
+	}
+	var allow bool
+	switch r.PathValue("answer") {
+	case "allow":
+		allow = true
+	case "refuse":
+	default:
+		return vdi.Errorf(vdi.EInvalid, "Answer allow or refuse.", "Unknown answer %q.", r.PathValue("answer"))
+	}
+	if !h.console.watchers.answer(ref, r.PathValue("id"), allow) {
+		return vdi.Errorf(vdi.ENotFound, "The watch may have given up waiting; nothing to do.", "No watch of %s is waiting for an answer.", ref)
+	}
+	h.log.Info("watch answered", "desktop", ref, "holder", id.Login, "allowed", allow)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -36,6 +36,26 @@ func (c Clipboard) Valid() bool {
 	return false
 }
 
+// Watch says what a holder's console does when someone else (an admin)
+// opens it alongside them. The zero value means WatchNotify.
+type Watch string
+
+// Watch policies.
+const (
+	WatchNotify  Watch = "notify"  // the holder's console says who is watching
+	WatchConsent Watch = "consent" // the holder allows each watch first
+	WatchOff     Watch = "off"     // nobody but the holder opens its consoles
+)
+
+// Valid reports whether w is one of the watch policies or empty.
+func (w Watch) Valid() bool {
+	switch w {
+	case "", WatchNotify, WatchConsent, WatchOff:
+		return true
+	}
+	return false
+}
+
 // Toggle is a setting that is on unless turned off: its zero value means
 // on, so that pools written before the setting existed keep it. In JSON it
 // is true or false (and absent when it was never set).
@@ -80,6 +100,7 @@ func ToggleOf(on bool) Toggle {
 type ConsolePolicy struct {
 	Clipboard    Clipboard `json:"clipboard"`
 	FileTransfer bool      `json:"fileTransfer"`
+	Watch        Watch     `json:"watch"`
 }
 
 // Console returns the console part of p with its defaults filled in.
@@ -87,6 +108,9 @@ func (p Policy) Console() ConsolePolicy {
 	c := ConsolePolicy{Clipboard: p.Clipboard, FileTransfer: p.FileTransfer.On()}
 	if c.Clipboard == "" {
 		c.Clipboard = ClipboardBoth
+	}
+	if c.Watch = p.Watch; c.Watch == "" {
+		c.Watch = WatchNotify
 	}
 	return c
 }

@@ -69,6 +69,9 @@ type Policy struct {
 	// also records what the user types.
 	Record      bool `json:"record,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// Watch says whether an admin may watch a holder's console and how
+	// the holder learns of it (notify, consent, off).
+	Watch Watch `json:"watch,omitempty"`
 }
 
 // Pool is a named set of identical members.

@@ -1,5 +1,6 @@
 // The watched user's notice: who else has this desktop's console open (an
-// admin watching, view only, or helping with control), live. It long-polls
+// admin watching, view only, or helping with control), live, and where the
+// pool's policy asks for consent, Allow and Refuse for a watch that waits. It long-polls
 // GET …/viewers with If-None-Match: the portal answers as soon as the list
 // changes, so the notice shows within a second of the watch starting.
 
@@ -7,6 +8,7 @@ const RETRY_MS = 3000;
 
 // sayViewers is the notice for a list of viewers, or '' for none.
 export function sayViewers(list) {
+  list = list.filter((v) => v.role !== 'asks');
   if (!list.length) return '';
   const watch = [...new Set(list.filter((v) => v.role === 'watch').map((v) => v.user))];
   const control = [...new Set(list.filter((v) => v.role !== 'watch').map((v) => v.user))];
@@ -26,9 +28,10 @@ export function watchViewers(notice, url) {
       const res = await fetch(url, { headers: { Accept: 'application/json', ...(etag ? { 'If-None-Match': etag } : {}) } });
       if (res.status === 200) {
         etag = res.headers.get('ETag') || '';
-        const text = sayViewers(await res.json());
-        notice.textContent = text;
-        notice.hidden = !text;
+        const list = await res.json();
+        const text = sayViewers(list);
+        notice.replaceChildren(...(text ? [text] : []), ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+        notice.hidden = notice.childNodes.length === 0;
       } else if (res.status !== 304) {
         throw new Error(`status ${res.status}`);
       }
@@ -38,4 +41,23 @@ export function watchViewers(notice, url) {
     }
   }
   poll();
+
+  // ask is a watch waiting for the holder's consent (the pool's policy),
+  // with the holder's two answers.
+  function ask(v) {
+    const row = Object.assign(document.createElement('span'), { className: 'watch-ask' });
+    row.dataset.testid = 'watch-ask';
+    const what = v.role === 'watch' ? 'watch this desktop (view only)' : 'open a console of this desktop (they could type in it)';
+    row.append(`${v.user} asks to ${what}. `);
+    for (const [answer, label] of [['allow', 'Allow'], ['refuse', 'Refuse']]) {
+      const b = Object.assign(document.createElement('button'), { type: 'button', textContent: label });
+      b.dataset.testid = `watch-${answer}`;
+      b.addEventListener('click', () => {
+        row.remove();
+        fetch(`${url}/${encodeURIComponent(v.id)}/${answer}`, { method: 'POST' }).catch(() => {});
+      });
+      row.append(b);
+    }
+    return row;
+  }
 }
