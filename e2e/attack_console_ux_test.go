@@ -26,6 +26,14 @@ func consoleUXAttacks() []attack {
 			},
 			status: 403,
 		},
+		// Mallory asks how alice's console is relayed.
+		{
+			name: "LinkOfAnotherUsersDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/desktops/local/"+a.victim+"/link", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
 		// An admin answers for the holder, to let their own watch in on a
 		// pool that asks the holder's consent.
 		{

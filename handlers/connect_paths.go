@@ -71,8 +71,10 @@ type consoleState struct {
 	viewers viewers
 	// watchers is who else has a console open, for the holder's notice.
 	watchers watchers
-	tokens   *rdpTokens
-	peers    *relay.PeerVerifier // checks peer links to this portal
+	// links is the path of each desktop's open console, for its chip.
+	links  links
+	tokens *rdpTokens
+	peers  *relay.PeerVerifier // checks peer links to this portal
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

@@ -111,6 +111,8 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	if watching { // the holder's page says so at once
 		defer h.console.watchers.add(ref, watcher)()
+	} else {
+		defer h.console.links.set(ref, path)()
 	}
 	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery

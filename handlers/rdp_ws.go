@@ -52,6 +52,7 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
+	defer h.console.links.set(ref, path)()
 	h.runSession(r.Context(), newID(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		return relay.PipeRDP(ctx, ws, stream, opts)
 	})

@@ -54,6 +54,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.adminAPI(h.handleDesktopRecreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/viewers", h.api(h.handleDesktopViewers))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/link", h.api(h.handleDesktopLink))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}", h.api(h.handleViewerAnswer))
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))

@@ -62,6 +62,8 @@ export async function open(screen, info, ui) {
   // portal sends (released by an admin, reclaimed for idleness, ...).
   const ws = new WebSocket(wsURL(info.websocket), ['binary']);
   ws.binaryType = 'arraybuffer';
+  let updates = 0; // the desktop's messages, for the connection chip
+  ws.addEventListener('message', () => { updates++; });
   let closeReason = '';
   let goingAway = false;
   let retry = false;
@@ -111,6 +113,8 @@ export async function open(screen, info, ui) {
     keys,
     zoom,
     clipboard: { send: (text) => rfb.clipboardPasteFrom(text) },
+    // updates returns the desktop's messages since it was last asked.
+    updates() { const n = updates; updates = 0; return n; },
     special: (combo) => keys.combo(combo),
   };
 }

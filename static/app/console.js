@@ -15,6 +15,7 @@ import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Re
 import { attachEnded, capitalised, endedKind } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
+import { attachChip } from './chip.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
@@ -134,6 +135,7 @@ document.addEventListener('click', (ev) => {
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
+attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
   document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();
