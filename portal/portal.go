@@ -148,6 +148,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Ready:    m.ready,
 		Notice:   m.history.StatusText,
 		Outage:   m.apiserver.notice,
+		Cluster:  c.Backend == BackendKube,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history,

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,6 +25,9 @@ type AdminProps struct {
 	// Notice is a degraded part of the portal, e.g. the history database
 	// not answering; empty when all is well.
 	Notice string
+	// Cluster says the backend is Kubernetes: the new pool dialog asks for
+	// a namespace, a golden source and the Windows licences.
+	Cluster bool
 }
 
 // AdminPool is a pool on the dashboard.
@@ -105,15 +109,33 @@ func policyText(p vdi.Policy) string {
 	return s
 }
 
-// consolePolicyText says what a pool's consoles may carry.
-func consolePolicyText(c vdi.ConsolePolicy) string {
+// consolePolicyText says what a pool's consoles may carry; files says
+// whether any console of it could transfer files (RDP to a server with a
+// file channel: not freerdp-shadow, not a recorded pool).
+func consolePolicyText(c vdi.ConsolePolicy, files bool) string {
 	ways := map[vdi.Clipboard]string{vdi.ClipboardBoth: "both ways", vdi.ClipboardToDesktop: "to the desktop only",
 		vdi.ClipboardFromDesktop: "from the desktop only", vdi.ClipboardOff: "off"}
-	files := "on"
-	if !c.FileTransfer {
-		files = "off"
+	watch := map[vdi.Watch]string{vdi.WatchNotify: "watching shown to the user", vdi.WatchConsent: "watching only with the user's consent", vdi.WatchOff: "no watching"}
+	s := "clipboard " + ways[c.Clipboard]
+	if files {
+		s += " · file transfer " + map[bool]string{true: "on", false: "off"}[c.FileTransfer]
 	}
-	return "clipboard " + ways[c.Clipboard] + " · file transfer " + files
+	return s + " · " + watch[c.Watch]
+}
+
+// policyJSON is a pool's policy as the dashboard's Policy dialog fills
+// its fields (the API's shape: durations as text, empty for the default).
+func policyJSON(p vdi.Policy) string {
+	d := func(x time.Duration) string {
+		if x == 0 {
+			return ""
+		}
+		return x.String()
+	}
+	c := p.Console()
+	b, _ := json.Marshal(map[string]any{"disconnectGrace": d(p.DisconnectGrace), "idleTimeout": d(p.IdleTimeout), "maxSession": d(p.MaxSession),
+		"clipboard": c.Clipboard, "fileTransfer": c.FileTransfer, "record": p.Record, "recordInput": p.RecordInput, "watch": c.Watch})
+	return string(b)
 }
 
 // shortDuration renders d like time.Duration.String without zero tails:
