@@ -455,3 +455,58 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 		t.Errorf("watching a watch-off pool's desktop: %v; want 403", status(res))
 	}
 }
+
+// TestConsoleUX_AdminPoolDialog: on the local backend the New pool dialog
+// asks nothing the backend cannot use (namespace, golden source, Windows
+// licences), fits a 1280x800 screen with Create in view, and a pool's
+// Policy button edits its whole policy later (audited).
+func TestConsoleUX_AdminPoolDialog(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=ops")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "ops", "/admin")
+	must(t, page.GetByTestId("new-pool").Click())
+	dialog := page.GetByTestId("pool-dialog")
+	must(t, expect.Locator(dialog).ToBeVisible())
+	for _, id := range []string{"pool-namespace", "pool-source", "pool-licenses", "pool-file-transfer"} {
+		if n, _ := dialog.GetByTestId(id).Count(); n != 0 {
+			t.Errorf("the local backend's New pool dialog shows %s", id)
+		}
+	}
+	box, err := dialog.GetByTestId("pool-create").BoundingBox()
+	must(t, err)
+	if box == nil || box.Y+box.Height > 800 {
+		t.Errorf("Create is at %+v: off a 1280x800 screen", box)
+	}
+	screenshot(t, page, "new-pool")
+	must(t, dialog.GetByTestId("pool-name").Fill("lab"))
+	must(t, dialog.GetByTestId("pool-size").Fill("1"))
+	_, err = dialog.GetByTestId("pool-watch").SelectOption(playwright.SelectOptionValues{Values: &[]string{"consent"}})
+	must(t, err)
+	must(t, dialog.GetByTestId("pool-create").Click())
+	must(t, expect.Locator(dialog).ToBeHidden())
+	lab := page.Locator(`[data-testid=admin-pool][data-pool=lab]`)
+	must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 member · 1 free"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("watching only with the user's consent"))
+	if s, _ := lab.GetByTestId("console-policy").TextContent(); strings.Contains(s, "file transfer") {
+		t.Errorf("a local pool's policy speaks of file transfer, which no console of it does: %q", s)
+	}
+
+	must(t, lab.GetByTestId("edit-policy").Click())
+	must(t, expect.Locator(dialog.Locator("#pool-title")).ToHaveText("Policy of pool lab"))
+	must(t, expect.Locator(dialog.GetByTestId("pool-watch")).ToHaveValue("consent"))
+	must(t, expect.Locator(dialog.GetByTestId("pool-name")).ToBeHidden())
+	must(t, dialog.Locator("[name=idleTimeout]").Fill("2h"))
+	_, err = dialog.GetByTestId("pool-clipboard").SelectOption(playwright.SelectOptionValues{Values: &[]string{"off"}})
+	must(t, err)
+	screenshot(t, page, "edit-policy")
+	must(t, dialog.GetByTestId("pool-create").Click())
+	must(t, expect.Locator(dialog).ToBeHidden())
+	must(t, expect.Locator(lab.GetByTestId("policy")).ToContainText("idle 2h"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("clipboard off"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("consent"))
+	if !auditHas(t, p, "", "pool-policy", "lab", "clipboard off", "watch consent") {
+		t.Error("the audit log has no pool-policy row for lab's edit")
+	}
+}

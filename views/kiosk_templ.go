@@ -251,38 +251,51 @@ func Kiosk(p KioskProps) templ.Component {
 				}
 				templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "></div><div id=\"kiosk-status\" class=\"kiosk-status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</div><div id=\"kiosk-overlay\" class=\"kiosk-overlay\" role=\"dialog\" aria-modal=\"true\" aria-labelledby=\"kiosk-title\" hidden data-testid=\"kiosk-overlay\"><div class=\"card stack\"><h1 id=\"kiosk-title\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "></div><div id=\"kiosk-status\" class=\"kiosk-status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</div><p id=\"kiosk-hint\" class=\"fs-hint\" role=\"status\" hidden data-testid=\"kiosk-hint\">Press <kbd>Ctrl</kbd>+<kbd>Alt</kbd>+<kbd>Shift</kbd>+<kbd>K</kbd> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var12 string
-			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop)
+			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs("for")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kiosk.templ`, Line: 75, Col: 38}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kiosk.templ`, Line: 73, Col: 159}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</h1><p id=\"kiosk-message\" class=\"muted\" data-testid=\"kiosk-message\"></p><div class=\"actions\"><button type=\"button\" id=\"kiosk-reconnect\" class=\"primary\" data-testid=\"reconnect\">Reconnect</button> <button type=\"button\" id=\"kiosk-release\" data-url=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, " the menu</p><div id=\"kiosk-overlay\" class=\"kiosk-overlay\" role=\"dialog\" aria-modal=\"true\" aria-labelledby=\"kiosk-title\" hidden data-testid=\"kiosk-overlay\"><div class=\"card stack\"><h1 id=\"kiosk-title\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var13 string
-			templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.ReleaseURL).ResolveURL(ctx)
+			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kiosk.templ`, Line: 79, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kiosk.templ`, Line: 76, Col: 38}
 			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" data-testid=\"release\">Release</button> <button type=\"button\" id=\"kiosk-close\" data-testid=\"overlay-close\">Back to the desktop</button></div><p class=\"muted small\">Send a key the browser keeps for itself:</p><div id=\"kiosk-keys\" class=\"keys-list\" data-testid=\"keys-list\"></div><p class=\"muted small\">Ctrl+Alt+Shift+K shows or hides this panel.</p></div></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</h1><p id=\"kiosk-message\" class=\"muted\" data-testid=\"kiosk-message\"></p><div class=\"actions\"><button type=\"button\" id=\"kiosk-reconnect\" class=\"primary\" data-testid=\"reconnect\">Reconnect</button> <button type=\"button\" id=\"kiosk-release\" data-url=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var14 string
+			templ_7745c5c3_Var14, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.ReleaseURL).ResolveURL(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/kiosk.templ`, Line: 80, Col: 71}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var14)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\" data-testid=\"release\">Release</button> <button type=\"button\" id=\"kiosk-close\" data-testid=\"overlay-close\">Back to the desktop</button></div><p class=\"muted small\">Send a key the browser keeps for itself:</p><div id=\"kiosk-keys\" class=\"keys-list\" data-testid=\"keys-list\"></div><p class=\"muted small\">Ctrl+Alt+Shift+K shows or hides this panel.</p></div></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</body></html>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "</body></html>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
