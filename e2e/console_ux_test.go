@@ -214,6 +214,13 @@ func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
 	if len(mine) != 0 {
 		t.Errorf("alice still holds %d desktops after Release", len(mine))
 	}
+	// Her own history lists the session, and why it ended.
+	must(t, page.GetByTestId("my-history-link").Click())
+	row := page.GetByTestId("my-session").First()
+	must(t, expect.Locator(row).ToContainText("local/" + d.Name))
+	must(t, expect.Locator(row).ToContainText("vnc · direct"))
+	must(t, expect.Locator(row).ToContainText("released"))
+	screenshot(t, page, "my-sessions")
 }
 
 // TestConsoleUX_EndedCard: a console that ends shows one card with the

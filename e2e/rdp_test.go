@@ -173,7 +173,7 @@ func TestRDP_WrongPassword(t *testing.T) {
 	// The page is told a wrong password, as if the holder had mistyped it;
 	// later a forged token.
 	var forge atomic.Bool
-	must(t, page.Route("**/api/vdi/desktops/*/*/connect", func(r playwright.Route) {
+	must(t, page.Route("**/api/vdi/desktops/*/*/connect*", func(r playwright.Route) {
 		res, err := r.Fetch()
 		if err != nil {
 			r.Abort()

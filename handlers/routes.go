@@ -24,6 +24,7 @@ func (h *Handler) routes() {
 
 	m.HandleFunc("GET /{$}", h.page(h.handleHome))
 	m.HandleFunc("GET /desktops/{ns}/{member}", h.page(h.handleConsolePage))
+	m.HandleFunc("GET /history", h.page(h.handleMyHistory))
 	m.HandleFunc(claimFormPattern, h.page(h.handleClaimForm))
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
 
