@@ -104,6 +104,20 @@ const actions = {
   },
 };
 
+// done says, in a sentence, what an action did.
+const done = {
+  start: (d) => `${d.label} started.`,
+  stop: (d) => `${d.label} stopped.`,
+  release: (d) => `${d.label} released from ${d.holder}.`,
+  assign: (d) => `${d.label} assigned.`,
+  recreate: (d) => `${d.label} recreated from its source.`,
+  resize: (d) => `Pool ${d.pool} resized.`,
+  'delete-pool': (d) => `Pool ${d.pool} deleted.`,
+  access: (d) => `Who may use pool ${d.pool}: saved.`,
+  standby: (d) => `Warm standby of pool ${d.pool}: saved.`,
+  limit: (d) => `Per-user limit of pool ${d.pool}: saved.`,
+};
+
 // parseAccess reads "group:finance, alice@example.com" as an access list.
 function parseAccess(text) {
   const access = { users: [], groups: [] };
@@ -135,7 +149,7 @@ live.addEventListener('click', (ev) => {
   const d = subject(button);
   pending = {
     method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type, build: action.build,
-    done: `${button.textContent.trim()} ${d.label}: done.`,
+    done: (done[button.dataset.action] || ((x) => `${button.textContent.trim()} ${x.label}: done.`))(d),
   };
   opener = button;
   document.getElementById('action-title').textContent = pending.title;
