@@ -157,6 +157,18 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	must(t, expect.Locator(page.GetByTestId("clipboard-send")).ToBeDisabled())
 	noObjectObject(t, page)
 	screenshot(t, page, "rdp-clipboard")
+	// What a refused send says of IronRDP's error objects (which have no
+	// message, only kind() and backtrace()), of an Error and of nothing.
+	v, err := page.Evaluate(`async () => {
+	  const link = [...document.querySelectorAll('link[rel=modulepreload]')].find((l) => /app\/clipboard\.[^/]*js$/.test(l.href));
+	  const m = await import(link.href);
+	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open
+    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
+	}`)
+	must(t, err)
+	if got, want := v.(string), "clipboard channel not open|denied|the console refused it|the console refused it"; got != want {
+		t.Errorf("reason() = %q; want %q", got, want)
+	}
 }
 
 // TestConsoleUX_FullScreenMenuByKeyboard: full screen, then Ctrl+Alt+Shift
