@@ -229,7 +229,7 @@ func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
 	// Her own history lists the session, and why it ended.
 	must(t, page.GetByTestId("my-history-link").Click())
 	row := page.GetByTestId("my-session").First()
-	must(t, expect.Locator(row).ToContainText("local/" + d.Name))
+	must(t, expect.Locator(row).ToContainText("local/"+d.Name))
 	must(t, expect.Locator(row).ToContainText("vnc · direct"))
 	must(t, expect.Locator(row).ToContainText("released"))
 	screenshot(t, page, "my-sessions")
