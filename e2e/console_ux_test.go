@@ -528,4 +528,11 @@ func TestConsoleUX_AdminPoolDialog(t *testing.T) {
 	if !auditHas(t, p, "", "pool-policy", "lab", "clipboard off", "watch consent") {
 		t.Error("the audit log has no pool-policy row for lab's edit")
 	}
+	// On a phone the dashboard's cards do not scroll sideways.
+	must(t, page.SetViewportSize(390, 844))
+	noOverflow(t, page)
+	if v, err := page.Evaluate(`() => [...document.querySelectorAll('.admin .table-scroll')].some((e) => e.scrollWidth > e.clientWidth + 1)`); err != nil || v == true {
+		t.Errorf("a pool card's table scrolls sideways on a phone (%v)", err)
+	}
+	screenshot(t, page, "dashboard-phone")
 }
