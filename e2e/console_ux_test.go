@@ -86,7 +86,8 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 				t.Fatal("the default console is RDP; want VNC (freerdp-shadow has no clipboard)")
 			}
 			must(t, expect.Locator(page.Locator("#screen canvas")).ToBeVisible())
-			// The page asks /connect once: the preload's answer is the one it uses.
+			// The page asks /connect once (a <link rel=preload> of it, tried,
+			// was fetched again: its answer is no-store).
 			if v, err := page.Evaluate(`() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/connect')).length`); err != nil || toInt(v) != 1 {
 				t.Errorf("the console page asked /connect %v times (%v); want once", v, err)
 			}
