@@ -61,9 +61,11 @@ type Credentials struct {
 type Viewer struct {
 	ID   string `json:"id"`
 	User string `json:"user"`
-	// Role is "watch" (view only: the relay drops their input) or
-	// "control" (their keys reach the desktop).
+	// Role is "watch" (view only: the relay drops their input),
+	// "control" (their keys reach the desktop) or "asks" (waiting for the
+	// holder's consent to Wants, one of the other two).
 	Role     string       `json:"role"`
+	Wants    string       `json:"wants,omitempty"`
 	Protocol vdi.Protocol `json:"protocol"`
 	Since    time.Time    `json:"since"`
 }

@@ -82,7 +82,7 @@ const roleAsks = "asks"
 // await lists v as asking to watch ref and waits for the holder's answer,
 // consentWait or ctx; it reports whether the holder allowed it.
 func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
-	v.Role = roleAsks
+	v.Role, v.Wants = roleAsks, v.Role
 	remove := w.add(ref, v)
 	defer remove()
 	w.mu.Lock()
