@@ -163,8 +163,7 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	v, err := page.Evaluate(`async () => {
 	  const link = [...document.querySelectorAll('link[rel=modulepreload]')].find((l) => /app\/clipboard\.[^/]*js$/.test(l.href));
 	  const m = await import(link.href);
-	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open
-    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
+	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open\n    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
 	}`)
 	must(t, err)
 	if got, want := v.(string), "clipboard channel not open|denied|the console refused it|the console refused it"; got != want {
@@ -451,7 +450,9 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 			admin := b.MustNewPage(t, 1280, 800)
 			defer admin.Close()
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+helped.Name)
-			must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-ask")).ToContainText("boss asks to watch this desktop (view only)."))
+			ask := page.GetByTestId("watch-ask")
+			must(t, playwright.NewPlaywrightAssertions(5000).Locator(ask).ToHaveCount(1))
+			must(t, expect.Locator(ask).ToContainText("boss asks to watch this desktop (view only)."))
 			screenshot(t, page, "asks")
 			if s, _ := admin.GetByTestId("status").TextContent(); s == "Connected" {
 				t.Fatal("the admin's watch connected before alice answered")

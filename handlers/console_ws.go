@@ -90,7 +90,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		watcher.Role = "watch" // the relay drops their input (below)
 	}
 	if watching && d.Console.Watch == vdi.WatchConsent { // the holder's console asks them
-		if !h.console.watchers.await(r.Context(), ref, watcher) {
+		alive, stop := wsAlive(r.Context(), ws)
+		allowed := h.console.watchers.await(alive, ref, watcher)
+		stop()
+		if !allowed {
 			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, d.Holder+" did not allow the watch"), time.Now().Add(time.Second))
 			ws.Close()
 			conn.Close()
@@ -147,4 +150,31 @@ func offers(d vdi.Desktop, p vdi.Protocol) error {
 		names = append(names, string(o))
 	}
 	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
+}
+
+// consentPing is how often a console waiting for the holder's consent
+// checks that its browser is still there.
+const consentPing = 2 * time.Second
+
+// wsAlive returns a context that ends with ctx, with stop, or once ws's
+// peer is gone (a ping cannot be written): a hijacked request's own
+// context does not end when its client leaves. It reads nothing from ws.
+func wsAlive(ctx context.Context, ws *websocket.Conn) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		t := time.NewTicker(consentPing)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(consentPing)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }
