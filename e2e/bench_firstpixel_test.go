@@ -87,10 +87,10 @@ const firstPixelParts = `() => {
   const at = (ms) => Math.round(o + ms - click);
   const n = performance.getEntriesByType('navigation')[0];
   const res = performance.getEntriesByType('resource');
-  const c = res.find((e) => e.name.endsWith('/connect'));
+  const c = res.find((e) => /\/connect(\?|$)/.test(e.name));
   const w = res.find((e) => e.name.endsWith('.wasm'));
   const out = { origin: Math.round(o - click), claimed: at(n.redirectEnd || n.fetchStart), html: at(n.responseEnd), dom: at(n.domInteractive) };
-  if (c) { out.connectSent = at(c.startTime); out.connect = at(c.responseEnd); out.connects = res.filter((e) => e.name.includes('/connect')).length; }
+  if (c) { out.connectSent = at(c.startTime); out.connect = at(c.responseEnd); out.connects = res.filter((e) => /\/connect(\?|$)/.test(e.name)).length; }
   if (w) { out.wasmSent = at(w.startTime); out.wasm = at(w.responseEnd); out.wasmBytes = w.transferSize; }
   const nv = res.filter((e) => e.name.includes('/static/novnc.'));
   if (nv.length) { out.novncFirst = at(Math.min(...nv.map((e) => e.startTime))); out.novncLast = at(Math.max(...nv.map((e) => e.responseEnd))); out.novncFiles = nv.length; }
