@@ -30,9 +30,10 @@ func TestPolicy_ConsoleJSON(t *testing.T) {
 		in, out string
 		want    vdi.ConsolePolicy
 	}{
-		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true}},
-		{`{"clipboard":"off","fileTransfer":false}`, `{"clipboard":"off","fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff}},
-		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true}},
+		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Watch: vdi.WatchNotify}},
+		{`{"clipboard":"off","fileTransfer":false}`, `{"clipboard":"off","fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff, Watch: vdi.WatchNotify}},
+		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Watch: vdi.WatchNotify}},
+		{`{"watch":"consent"}`, `{"watch":"consent"}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Watch: vdi.WatchConsent}},
 	} {
 		var p vdi.Policy
 		if err := json.Unmarshal([]byte(tc.in), &p); err != nil {
