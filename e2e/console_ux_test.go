@@ -475,6 +475,17 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 	if res == nil || res.StatusCode != 403 {
 		t.Errorf("watching a watch-off pool's desktop: %v; want 403", status(res))
 	}
+	// RDP cannot wait for consent: others are kept off it unless the pool
+	// lets admins in unasked.
+	for _, m := range []string{private.Name, helped.Name} {
+		ws, res, err := dialWS(p, "boss", "/ws/rdp/local/"+m, p.URL)
+		if err == nil {
+			ws.Close()
+			t.Errorf("an admin opened the RDP console of %s against its watch policy", m)
+		} else if res == nil || res.StatusCode != 403 {
+			t.Errorf("RDP of %s by an admin: %v; want 403", m, status(res))
+		}
+	}
 }
 
 // TestConsoleUX_AdminPoolDialog: on the local backend the New pool dialog
