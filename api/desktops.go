@@ -1,6 +1,10 @@
 package api
 
-import "github.com/corral-dev/corral-vdi-portal/vdi"
+import (
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
 
 // Assign is the body of POST /api/vdi/desktops/{ns}/{member}/assign.
 type Assign struct {
@@ -37,6 +41,9 @@ type ConnectOption struct {
 	Token       string       `json:"token,omitempty"`
 	Destination string       `json:"destination,omitempty"`
 	Credentials *Credentials `json:"credentials,omitempty"`
+	// Caps says what this console can do (the panel offers a better one
+	// where it lacks a clipboard).
+	Caps *vdi.Caps `json:"caps,omitempty"`
 	// Path and PathError say, for an admin's ?paths=1, how the console
 	// would be reached (direct, peer, apiserver) or why not.
 	Path      string `json:"path,omitempty"`
@@ -47,4 +54,18 @@ type ConnectOption struct {
 type Credentials struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
+}
+
+// Viewer is one console of a desktop opened by someone other than its
+// holder, as GET /api/vdi/desktops/{ns}/{member}/viewers lists them.
+type Viewer struct {
+	ID   string `json:"id"`
+	User string `json:"user"`
+	// Role is "watch" (view only: the relay drops their input),
+	// "control" (their keys reach the desktop) or "asks" (waiting for the
+	// holder's consent to Wants, one of the other two).
+	Role     string       `json:"role"`
+	Wants    string       `json:"wants,omitempty"`
+	Protocol vdi.Protocol `json:"protocol"`
+	Since    time.Time    `json:"since"`
 }

@@ -223,7 +223,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 
 	t.Run("Recreate", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, alices.Name), "recreate", "")
-		must(t, expect.Locator(page.GetByTestId("admin-status")).ToHaveText("Recreate local/"+alices.Name+": done."))
+		must(t, expect.Locator(page.GetByTestId("admin-status")).ToHaveText("local/"+alices.Name+" recreated from its source."))
 		if !auditHas(t, p, "", "recreate", alices.Name) {
 			t.Errorf("audit log has no recreate of %s", alices.Name)
 		}
@@ -262,7 +262,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		must(t, expect.Locator(dialog.GetByTestId("dialog-error")).ToContainText("claimed"))
 		must(t, dialog.GetByTestId("dialog-cancel").Click())
 		adminAct(t, page, lab, "resize", "1")
-		must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 members · 0 free · 1 claimed"))
+		must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 member · 0 free · 1 claimed"))
 		must(t, expect.Locator(lab.GetByTestId("holder")).ToHaveText("carol"))
 	})
 

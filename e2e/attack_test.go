@@ -580,6 +580,7 @@ func attacks() []attack {
 	rows = append(rows, clipboardAttacks()...)
 	rows = append(rows, recordingAttacks()...)
 	rows = append(rows, recordingDeleteAttacks()...)
+	rows = append(rows, consoleUXAttacks()...)
 	return append(usbAttacks(), rows...)
 }
 

@@ -87,10 +87,10 @@ const firstPixelParts = `() => {
   const at = (ms) => Math.round(o + ms - click);
   const n = performance.getEntriesByType('navigation')[0];
   const res = performance.getEntriesByType('resource');
-  const c = res.find((e) => e.name.endsWith('/connect'));
+  const c = res.find((e) => /\/connect(\?|$)/.test(e.name));
   const w = res.find((e) => e.name.endsWith('.wasm'));
   const out = { origin: Math.round(o - click), claimed: at(n.redirectEnd || n.fetchStart), html: at(n.responseEnd), dom: at(n.domInteractive) };
-  if (c) { out.connectSent = at(c.startTime); out.connect = at(c.responseEnd); }
+  if (c) { out.connectSent = at(c.startTime); out.connect = at(c.responseEnd); out.connects = res.filter((e) => /\/connect(\?|$)/.test(e.name)).length; }
   if (w) { out.wasmSent = at(w.startTime); out.wasm = at(w.responseEnd); out.wasmBytes = w.transferSize; }
   const nv = res.filter((e) => e.name.includes('/static/novnc.'));
   if (nv.length) { out.novncFirst = at(Math.min(...nv.map((e) => e.startTime))); out.novncLast = at(Math.max(...nv.map((e) => e.responseEnd))); out.novncFiles = nv.length; }
@@ -165,9 +165,10 @@ func TestBench_FirstPixel(t *testing.T) {
 			must(t, err)
 		}
 		defer page.Close()
-		if proto == "vnc" {
-			// Every desktop here offers RDP first; the VNC console is the
-			// one a "Use VNC" link (?protocol=vnc) opens, so the claim's
+		if proto == "rdp" {
+			// Every desktop here offers VNC first (its RDP server,
+			// freerdp-shadow, has no clipboard); the RDP console is the
+			// one a "Use RDP" link (?protocol=rdp) opens, so the claim's
 			// redirect is sent there.
 			must(t, page.Route("**/pools/local/*/claim", func(r playwright.Route) {
 				res, err := r.Fetch(playwright.RouteFetchOptions{MaxRedirects: playwright.Int(0)})
@@ -176,7 +177,7 @@ func TestBench_FirstPixel(t *testing.T) {
 					return
 				}
 				h := res.Headers()
-				h["location"] += "?protocol=vnc"
+				h["location"] += "?protocol=rdp"
 				r.Fulfill(playwright.RouteFulfillOptions{Response: res, Headers: h})
 			}))
 		}

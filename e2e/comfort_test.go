@@ -361,7 +361,7 @@ func TestComfort_Reconnect(t *testing.T) {
 	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/stop", nil); code != 200 {
 		t.Fatalf("stop: %d", code)
 	}
-	banner := page.GetByTestId("reconnect-banner")
+	banner := page.GetByTestId("ended")
 	must(t, expect.Locator(banner).ToContainText("Reconnecting in"))
 	screenshot(t, page, "reconnecting")
 	time.Sleep(3 * time.Second) // a retry or two fails while the desktop is stopped

@@ -167,7 +167,7 @@ func rdpHandshake(t *testing.T, minter, gateway *Portal, ns, member string) *rel
 		} `json:"fallbacks"`
 	}
 	waitFor(t, 30*time.Second, "RDP offered on /connect", func() bool {
-		code := minter.API(t, "alice", "GET", "/api/vdi/desktops/"+ns+"/"+member+"/connect", &info)
+		code := minter.API(t, "alice", "GET", "/api/vdi/desktops/"+ns+"/"+member+"/connect?protocol=rdp", &info)
 		return code == 200 && info.Protocol == "rdp" && info.Token != ""
 	})
 	ws, res, err := dialWS(gateway, "alice", "/ws/rdp/"+ns+"/"+member, gateway.URL)
@@ -363,7 +363,7 @@ func TestHA(t *testing.T) {
 	killed := time.Now()
 	a.kill(t)
 	expect := playwright.NewPlaywrightAssertions(30000)
-	must(t, expect.Locator(page.GetByTestId("reconnect-banner")).ToBeVisible())
+	must(t, expect.Locator(page.GetByTestId("ended")).ToBeVisible())
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-after-kill")
 	t.Logf("console drawn again through replica b %v after SIGKILL of a", time.Since(killed).Round(time.Millisecond))

@@ -120,15 +120,25 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 
 	// A tap is a left click: it focuses the terminal window (the keys below
 	// reach the shell only if it has the focus).
+	// The phone keeps a desktop 1024 px wide: wait for it, then tap the
+	// desktop's pixel (200, 200), inside its terminal window.
+	var size []any
+	waitFor(t, 15*time.Second, "the phone's 1024 px wide desktop", func() bool {
+		v, err := page.Evaluate(`() => { const c = document.querySelector('#screen canvas'); return c ? [c.width, c.height] : [0, 0]; }`)
+		size, _ = v.([]any)
+		return err == nil && len(size) == 2 && toInt(size[0]) == 1024
+	})
 	box, err := page.Locator("#screen canvas").BoundingBox()
 	must(t, err)
-	at := func(fx, fy float64) (float64, float64) { return box.X + box.Width*fx, box.Y + box.Height*fy }
+	at := func(dx, dy float64) (float64, float64) {
+		return box.X + box.Width*dx/toFloat(size[0]), box.Y + box.Height*dy/toFloat(size[1])
+	}
 	marker := filepath.Join(p.homeOf(d.Name), "osk-marker")
 	must(t, page.GetByTestId("console-menu").Tap())
 	must(t, page.GetByTestId("onscreen-keyboard").Tap())
 	must(t, expect.Locator(page.GetByTestId("osk-keys")).ToBeVisible())
 	typed := func() bool {
-		x, y := at(200.0/1280, 200.0/800)
+		x, y := at(200, 200)
 		must(t, page.Touchscreen().Tap(int(x), int(y)))
 		must(t, page.GetByTestId("osk-input").Focus())
 		must(t, page.Keyboard().Press("Enter"))
@@ -155,7 +165,7 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 	region := []float64{0.6, 0.55, 0.35, 0.4}
 	before, err := page.Evaluate(canvasRegion, region)
 	must(t, err)
-	x, y := at(0.7, 0.6)
+	x, y := at(0.7*toFloat(size[0]), 0.6*toFloat(size[1]))
 	twoFingerTap(t, page, x, y)
 	if !eventually(5*time.Second, func() bool {
 		now, err := page.Evaluate(canvasRegion, region)

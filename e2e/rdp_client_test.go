@@ -53,7 +53,7 @@ func TestRDP_WasmOwnFile(t *testing.T) {
 	// The console page preloaded the client and the home page prefetched
 	// its wasm (the browser may have fetched it then or now: either way
 	// there is one URL, hashed, with the headers below).
-	html := fetchPage(t, portal, "alice", "/desktops/local/"+member)
+	html := fetchPage(t, portal, "alice", "/desktops/local/"+member+"?protocol=rdp")
 	for _, want := range []string{`rel="modulepreload"`, `iron-remote-desktop-rdp.js"`, `data-likely="rdp"`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("console page lacks %s", want)

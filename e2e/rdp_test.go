@@ -47,7 +47,13 @@ func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string)
 	must(t, expect.Locator(page.GetByTestId("whoami")).ToContainText(login))
 	must(t, page.Locator(`[data-pool="demo"]`).GetByTestId("get-desktop").Click())
 	must(t, page.WaitForURL(regexp.MustCompile(`/desktops/local/demo-\d$`)))
-	return regexp.MustCompile(`demo-\d$`).FindString(page.URL())
+	member := regexp.MustCompile(`demo-\d$`).FindString(page.URL())
+	// VNC is a local desktop's first console (freerdp-shadow has no
+	// clipboard); RDP is one click away, as "Use RDP" goes.
+	if _, err := page.Goto(portal.URL + "/desktops/local/" + member + "?protocol=rdp"); err != nil {
+		t.Fatal(err)
+	}
+	return member
 }
 
 // TestRDP_IronRDPDrawsTheDesktop is the RDP console as a user gets it: the
@@ -168,7 +174,7 @@ func TestRDP_WrongPassword(t *testing.T) {
 	// The page is told a wrong password, as if the holder had mistyped it;
 	// later a forged token.
 	var forge atomic.Bool
-	must(t, page.Route("**/api/vdi/desktops/*/*/connect", func(r playwright.Route) {
+	must(t, page.Route("**/api/vdi/desktops/*/*/connect*", func(r playwright.Route) {
 		res, err := r.Fetch()
 		if err != nil {
 			r.Abort()

@@ -95,7 +95,9 @@ func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 	screenshot(t, page, "3-console")
 
 	must(t, page.GetByTestId("release").Click())
-	must(t, page.WaitForURL(portal.URL+"/"))
+	must(t, page.GetByTestId("confirm-yes").Click()) // the page's own confirmation
+	must(t, page.WaitForURL(regexp.MustCompile(`/\?notice=released`)))
+	must(t, expect.Locator(page.GetByTestId("notice")).ToContainText("Released local/"))
 	must(t, expect.Locator(demo.GetByTestId("free")).ToHaveText("3 of 3 free"))
 	must(t, expect.Locator(page.GetByTestId("no-desktops")).ToBeVisible())
 	screenshot(t, page, "4-released")

@@ -110,7 +110,7 @@ func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminP
 	}
 	now := time.Now()
 	props := views.AdminProps{Page: h.pageProps("Pools", id), Now: now, ThumbVersion: now.Unix() / int64(thumbEvery/time.Second),
-		Pools: make([]views.AdminPool, len(pools)), Notice: notice}
+		Pools: make([]views.AdminPool, len(pools)), Notice: notice, Cluster: h.cluster}
 	for i, p := range pools {
 		ap := views.AdminPool{PoolDashboard: p, Members: make([]views.AdminMember, len(p.Members))}
 		for j, m := range p.Members {

@@ -14,9 +14,13 @@ import (
 )
 
 // One-click connect: /connect answers the best console of a desktop and
-// lists the others. The order is RDP (when its server answers an X.224
-// probe), VNC, the serial console, and the terminal last: a session desktop
-// with a display shows it, and one without gets its terminal.
+// lists the others. Consoles are ranked by what their servers can do
+// (vdi.Member.Ranked: a display, then the clipboard, then resizing), RDP
+// before VNC between equals; an RDP server that does not answer an X.224
+// probe is passed over. /connect answers from what the claim already knows:
+// only the console it opens is probed on the way (and that probe started
+// with the claim); the others are offered as they were last found, and the
+// page asks again naming one (?protocol=) when the user picks it.
 
 const (
 	// probeTimeout bounds one probe of a desktop's RDP server: the direct
@@ -26,9 +30,6 @@ const (
 	// (and the reconnects after it) does not wait on a slow server.
 	probeTTL = 15 * time.Second
 )
-
-// preference is the order consoles are offered in, best first.
-var preference = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal}
 
 // probeResult is what a probe of one console of one member found.
 type probeResult struct {
@@ -144,7 +145,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 		}
 		return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
 	}
-	opts := h.connectOptions(r.Context(), id, d)
+	opts := h.connectOptions(r.Context(), id, d, vdi.Protocol(r.URL.Query().Get("protocol")))
 	if len(opts) == 0 {
 		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
@@ -159,21 +160,24 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	return nil
 }
 
-// connectOptions returns d's consoles in the order of preference, leaving
-// out RDP when its server does not answer the probe.
-func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop) []api.ConnectOption {
-	offered := map[vdi.Protocol]bool{}
-	for _, p := range d.Protocols {
-		offered[p] = true
+// connectOptions returns d's consoles, the one the request opens first:
+// the ?protocol= it names when d offers it, else the most capable. The
+// one it opens is probed (RDP's server must answer, a serial console's
+// sign-in is read); the others are offered unless a probe found them
+// dead, without the sign-in only a probe knows, so that /connect never
+// waits on a console the page does not open.
+func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked vdi.Protocol) []api.ConnectOption {
+	ranked := d.Ranked()
+	if i := slices.Index(ranked, asked); i > 0 {
+		ranked = append([]vdi.Protocol{asked}, slices.Delete(ranked, i, i+1)...)
 	}
 	var opts []api.ConnectOption
-	for _, p := range preference {
-		if !offered[p] {
-			continue
-		}
-		o := api.ConnectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name}
-		switch p {
-		case vdi.ProtocolRDP:
+	for _, p := range ranked {
+		caps := d.CapsOf(p)
+		o := api.ConnectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name, Caps: &caps}
+		opening := len(opts) == 0
+		switch {
+		case p == vdi.ProtocolRDP && opening:
 			res := h.probe(ctx, d, p)
 			if !res.ok {
 				continue
@@ -181,12 +185,27 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 			o.Token = h.console.tokens.mint(id.Login, d.Ref())
 			o.Destination = rdpDestination(d.Ref())
 			o.Credentials = holderSignIn(id, d, res)
-		case vdi.ProtocolSerial:
+		case p == vdi.ProtocolRDP:
+			if res, known := h.probeKnown(d, p); known && !res.ok {
+				continue
+			}
+		case p == vdi.ProtocolSerial && opening:
 			o.Credentials = holderSignIn(id, d, h.probe(ctx, d, p))
 		}
 		opts = append(opts, o)
 	}
 	return opts
+}
+
+// probeKnown returns what the last probe of console p of d found, and
+// false when none has answered yet (one is then started, for next time).
+func (h *Handler) probeKnown(d vdi.Desktop, p vdi.Protocol) (probeResult, bool) {
+	key := probeKey{d.Ref(), p, d.ClaimedAt.UnixMicro()}
+	if res, ok := h.console.probes.get(key, time.Now()); ok {
+		return res, true
+	}
+	go h.probe(context.Background(), d, p)
+	return probeResult{}, false
 }
 
 // holderSignIn returns the sign-in a probe found, for the holder only.

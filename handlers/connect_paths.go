@@ -69,8 +69,12 @@ type consoleState struct {
 	cfg     ConsoleConfig
 	probes  probeCache
 	viewers viewers
-	tokens  *rdpTokens
-	peers   *relay.PeerVerifier // checks peer links to this portal
+	// watchers is who else has a console open, for the holder's notice.
+	watchers watchers
+	// links is the path of each desktop's open console, for its chip.
+	links  links
+	tokens *rdpTokens
+	peers  *relay.PeerVerifier // checks peer links to this portal
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

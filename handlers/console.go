@@ -17,7 +17,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 	h.render(w, r, http.StatusOK, views.Console(views.ConsoleProps{
 		Page:       h.pageProps(d.Name, id),
 		Desktop:    d,
-		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
+		ConnectURL: connectURL(d, r.URL.Query().Get("protocol")),
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),
 		Files:      h.filesProps(r, id, d),
@@ -29,7 +29,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 
 // likelyConsole returns the console the page will most likely open for d:
 // the one the page's ?protocol= asks for (a "Use VNC" link) when d offers
-// it, else the first d offers in the order of preference. The page starts
+// it, else the most capable d offers (vdi.Member.Ranked). The page starts
 // loading that console's client before /connect answers; it is a guess (an
 // RDP server that does not answer the probe is passed over), never a
 // promise.
@@ -37,10 +37,18 @@ func likelyConsole(d vdi.Desktop, asked vdi.Protocol) vdi.Protocol {
 	if slices.Contains(d.Protocols, asked) {
 		return asked
 	}
-	for _, p := range preference {
-		if slices.Contains(d.Protocols, p) {
-			return p
-		}
+	if r := d.Ranked(); len(r) > 0 {
+		return r[0]
 	}
 	return ""
+}
+
+// connectURL is d's /connect, naming the console the page was asked for
+// (a "Use RDP" link) so that /connect readies that one.
+func connectURL(d vdi.Desktop, asked string) string {
+	u := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect"
+	if slices.Contains(d.Protocols, vdi.Protocol(asked)) {
+		u += "?protocol=" + asked
+	}
+	return u
 }

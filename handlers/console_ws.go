@@ -4,7 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -55,6 +59,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	defer release()
 	watching := d.Holder != "" && d.Holder != id.Login // an admin, alongside the holder
+	if watching && d.Console.Watch == vdi.WatchOff {
+		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
+			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
+	}
 	conn, path, err := h.dialConsoleFor(r.Context(), ref, p, watching)
 	if err != nil {
 		return err
@@ -77,6 +85,21 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		conn.Close() // the upgrader has already answered the client
 		return nil
 	}
+	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: p, Since: time.Now()}
+	if p == vdi.ProtocolVNC {
+		watcher.Role = "watch" // the relay drops their input (below)
+	}
+	if watching && d.Console.Watch == vdi.WatchConsent { // the holder's console asks them
+		alive, stop := wsAlive(r.Context(), ws)
+		allowed := h.console.watchers.await(alive, ref, watcher)
+		stop()
+		if !allowed {
+			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, d.Holder+" did not allow the watch"), time.Now().Add(time.Second))
+			ws.Close()
+			conn.Close()
+			return nil
+		}
+	}
 	conn = h.clipboardFilter(conn, d, p, id.Login)
 	ctx := r.Context()
 	// The holder's newest VNC or serial console takes over from the older
@@ -88,6 +111,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer h.console.viewers.take(ref, cancel)()
+	}
+	if watching { // the holder's page says so at once
+		defer h.console.watchers.add(ref, watcher)()
+	} else {
+		defer h.console.links.set(ref, path)()
 	}
 	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
@@ -122,4 +150,31 @@ func offers(d vdi.Desktop, p vdi.Protocol) error {
 		names = append(names, string(o))
 	}
 	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
+}
+
+// consentPing is how often a console waiting for the holder's consent
+// checks that its browser is still there.
+const consentPing = 2 * time.Second
+
+// wsAlive returns a context that ends with ctx, with stop, or once ws's
+// peer is gone (a ping cannot be written): a hijacked request's own
+// context does not end when its client leaves. It reads nothing from ws.
+func wsAlive(ctx context.Context, ws *websocket.Conn) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		t := time.NewTicker(consentPing)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(consentPing)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }

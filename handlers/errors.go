@@ -138,9 +138,13 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 			return
 		}
 		if err := h.serveLimited(w, r, id, fn); err != nil {
+			if r.Pattern == claimFormPattern { // a rate limit: the page that says so may be reloaded
+				http.Redirect(w, r, noticeURL(claimNotice(err), r.PathValue("ns"), r.PathValue("pool")), http.StatusSeeOther)
+				return
+			}
 			code, msg, hint := h.errorText(r, err)
 			setRetryAfter(w, err)
-			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(http.StatusText(code), id), Status: code, Msg: msg, Hint: hint}))
+			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(titleFor(code), id), Status: code, Msg: msg, Hint: hint}))
 		}
 	}
 }

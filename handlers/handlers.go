@@ -103,6 +103,10 @@ type Config struct {
 	// Outage, when it returns text, is a part of the portal that does not
 	// answer, which every page says (the Kubernetes API server).
 	Outage func() string
+	// Cluster says the backend is Kubernetes: a new pool names its
+	// namespace and golden source, and Windows licences apply. The local
+	// backend's dashboard asks for neither.
+	Cluster bool
 	// Console configures console connections: relay paths, peers.
 	Console ConsoleConfig
 	// Listen is the listen address; its host is an allowed Host.
@@ -154,6 +158,7 @@ type Handler struct {
 	readyLog       readyLog
 	notice         func() string
 	outage         func() string
+	cluster        bool
 	mux            *http.ServeMux
 	protected      http.Handler // mux behind cross-origin protection
 	console        *consoleState
@@ -189,6 +194,7 @@ func New(cfg Config) *Handler {
 		replica:      cfg.Replica,
 		notice:       cfg.Notice,
 		outage:       cfg.Outage,
+		cluster:      cfg.Cluster,
 		mux:          http.NewServeMux(),
 		console:      newConsoleState(cfg.Console),
 		metrics:      newMetrics(),

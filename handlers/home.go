@@ -26,16 +26,22 @@ func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Iden
 			}
 		}
 	}
-	h.render(w, r, http.StatusOK, views.Home(views.HomeProps{Page: h.pageProps("My desktops", id), Desktops: mine, Pools: rows}))
+	h.render(w, r, http.StatusOK, views.Home(views.HomeProps{Page: h.pageProps("My desktops", id), Desktops: mine, Pools: rows,
+		Notice: homeNotice(r.URL.Query(), rows, mine)}))
 	return nil
 }
 
 // handleClaimForm serves POST /pools/{ns}/{pool}/claim: the "Get a desktop"
-// button. It claims, starts and redirects to the console.
+// button. It claims, starts and redirects to the console; a refusal
+// redirects to the home page's notice of it, so that reloading the page
+// that follows never claims again (post/redirect/get).
 func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	d, err := h.desktops.Claim(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
+	ns, pool := r.PathValue("ns"), r.PathValue("pool")
+	d, err := h.desktops.Claim(r.Context(), id, ns, pool)
 	if err != nil {
-		return err
+		h.errorText(r, err) // logs a cause that is the portal's to fix
+		http.Redirect(w, r, noticeURL(claimNotice(err), ns, pool), http.StatusSeeOther)
+		return nil
 	}
 	h.probeAhead(d)
 	http.Redirect(w, r, "/desktops/"+d.Namespace+"/"+d.Name, http.StatusSeeOther)
@@ -48,7 +54,7 @@ func (h *Handler) handleReleaseForm(w http.ResponseWriter, r *http.Request, id v
 	if err := h.desktops.Release(r.Context(), id, ref(r), r.PostFormValue("reason")); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, noticeURL(noticeReleased, r.PathValue("ns"), r.PathValue("member")), http.StatusSeeOther)
 	return nil
 }
 

@@ -108,7 +108,7 @@ type connectAnswer struct {
 
 func (e *rdpEnv) connect(t *testing.T, who string, ref vdi.Ref) connectAnswer {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.srv.URL+"/api/vdi/desktops/"+ref.String()+"/connect", nil)
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/vdi/desktops/"+ref.String()+"/connect?protocol=rdp", nil)
 	req.Header.Set(auth.HeaderTailscaleLogin, who)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -35,6 +36,17 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 	if !h.checkOrigin(r) {
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
+	// Someone other than the holder on RDP has control, not a view: only a
+	// pool that lets admins in unasked allows it (consent is asked on the
+	// consoles that can wait for it: VNC, serial, terminal), and the
+	// holder's console says so.
+	if watching := d.Holder != "" && d.Holder != id.Login; watching {
+		if d.Console.Watch != vdi.WatchNotify {
+			return vdi.Errorf(vdi.EForbidden, "Use the VNC console, where the holder can allow a watch, or change the pool's watch policy.",
+				"The pool's watch policy (%s) keeps others off %s's RDP console.", d.Console.Watch, ref)
+		}
+		defer h.console.watchers.add(ref, api.Viewer{User: id.Login, Role: "control", Protocol: vdi.ProtocolRDP, Since: time.Now()})()
+	}
 	release, err := h.consoles.acquire(id.Login)
 	if err != nil {
 		return err
@@ -52,6 +64,9 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
+	if d.Holder == id.Login {
+		defer h.console.links.set(ref, path)()
+	}
 	h.runSession(r.Context(), newID(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		return relay.PipeRDP(ctx, ws, stream, opts)
 	})

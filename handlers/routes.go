@@ -2,6 +2,10 @@ package handlers
 
 import "net/http"
 
+// claimFormPattern is the "Get a desktop" form's route: it answers with a
+// redirect whatever happens (post/redirect/get), rate limits included.
+const claimFormPattern = "POST /pools/{ns}/{pool}/claim"
+
 // routes registers every route of the portal.
 func (h *Handler) routes() {
 	m := h.mux
@@ -9,6 +13,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /healthz", h.handleHealthz)
 	m.HandleFunc("GET /readyz", h.handleReadyz)
 	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken))
+	m.HandleFunc("GET /favicon.ico", h.handleFavicon)
+	m.HandleFunc("/", h.handleNotFound)
 
 	m.HandleFunc("GET /signin", h.handleSignInPage)
 	m.HandleFunc("POST /signin", h.handleSignIn)
@@ -18,7 +24,8 @@ func (h *Handler) routes() {
 
 	m.HandleFunc("GET /{$}", h.page(h.handleHome))
 	m.HandleFunc("GET /desktops/{ns}/{member}", h.page(h.handleConsolePage))
-	m.HandleFunc("POST /pools/{ns}/{pool}/claim", h.page(h.handleClaimForm))
+	m.HandleFunc("GET /history", h.page(h.handleMyHistory))
+	m.HandleFunc(claimFormPattern, h.page(h.handleClaimForm))
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
 
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.handleKiosk))
@@ -51,6 +58,9 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files", h.api(h.handleFilesList))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.handleFileDownload))
 	m.HandleFunc("PUT /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.handleFileUpload))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/viewers", h.api(h.handleDesktopViewers))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/link", h.api(h.handleDesktopLink))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}", h.api(h.handleViewerAnswer))
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))

@@ -234,6 +234,8 @@ func (b *Backend) status(pool, name string) vdi.Member {
 		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolTerminal}
 		if d := b.members[name].desktop; d != nil && d.RDPSocket() != "" {
 			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolTerminal}
+			// freerdp-shadow has no clipboard channel and keeps its size.
+			m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolRDP: {Display: true}}
 		}
 		if b.members[name].vm != nil {
 			m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}

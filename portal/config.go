@@ -160,7 +160,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&bufferRows, "history-buffer-rows", env("CORRAL_VDI_HISTORY_BUFFER_ROWS", strconv.Itoa(store.DefaultBufferRows)), "history rows kept in memory while the database does not answer; admin changes are refused once admin rows fill them (CORRAL_VDI_HISTORY_BUFFER_ROWS)")
 	fs.StringVar(&reclaimEvery, "reclaim-interval", env("CORRAL_VDI_RECLAIM_INTERVAL", "10s"), "how often due reclaims are looked for (CORRAL_VDI_RECLAIM_INTERVAL)")
 	fs.StringVar(&demo, "demo-pool-size", env("CORRAL_VDI_DEMO_POOL_SIZE", "3"), "members of the demo pool made on a first run; 0 for none (CORRAL_VDI_DEMO_POOL_SIZE)")
-	fs.StringVar(&stopOnExit, "stop-desktops-on-exit", env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false"), "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
+	stopOnExit = env("CORRAL_VDI_STOP_DESKTOPS_ON_EXIT", "false")
+	fs.Var((*bareBool)(&stopOnExit), "stop-desktops-on-exit", "stop local desktops when the portal exits (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT)")
 	var vmDemo, peers, peerSecretFile, adminSocket string
 	fs.StringVar(&adminSocket, "admin-socket", env("CORRAL_VDI_ADMIN_SOCKET", ""), "Unix socket of the admin CLI, for root and the portal's user; default admin.sock in the data directory, or off (CORRAL_VDI_ADMIN_SOCKET)")
 	fs.StringVar(&vmDemo, "demo-vm-pool-size", env("CORRAL_VDI_DEMO_VM_POOL_SIZE", "0"), "members of the QEMU pool demo-vm (needs scripts/vm-image.sh); 0 for none (CORRAL_VDI_DEMO_VM_POOL_SIZE)")
@@ -440,3 +441,16 @@ func parsePublicURLs(list string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// bareBool is a boolean flag kept as text (parsed with the other settings,
+// so that its env value gets the same error): like a flag.Bool it may be
+// given bare, --stop-desktops-on-exit meaning true.
+type bareBool string
+
+func (b *bareBool) String() string { return string(*b) }
+
+// Set keeps the flag's value, "true" when it is given bare.
+func (b *bareBool) Set(s string) error { *b = bareBool(s); return nil }
+
+// IsBoolFlag tells the flag package that the flag may be given bare.
+func (b *bareBool) IsBoolFlag() bool { return true }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -154,9 +155,29 @@ func checkSandbox(fs *findings, cfg Config) {
 		fs.fail("data-dir", "Check the path and its parents' permissions, or set CORRAL_VDI_DATA_DIR.", "%s: %v", cfg.DataDir, err)
 	case !fi.IsDir():
 		fs.fail("data-dir", "Set CORRAL_VDI_DATA_DIR to a directory.", "%s is not a directory", cfg.DataDir)
-	case fi.Mode().Perm()&0o077 != 0:
+	case fi.Mode().Perm()&0o066 != 0:
 		fs.fail("data-dir", fmt.Sprintf("chmod 700 %s", cfg.DataDir), "%s is %v: others may read the portal's keys and database", cfg.DataDir, fi.Mode().Perm())
 	default:
-		fs.ok("data-dir", "%s is private (%v)", cfg.DataDir, fi.Mode().Perm())
+		// 0711 is what serve itself sets for sandboxed desktops (their uids
+		// pass through to their own folders); what keeps the portal's files
+		// private then is their own 0600.
+		if open := readableFiles(cfg.DataDir); len(open) > 0 {
+			fs.fail("data-dir", "chmod 600 "+strings.Join(open, " "), "%s: others may read %s", cfg.DataDir, strings.Join(open, ", "))
+			return
+		}
+		fs.ok("data-dir", "%s is private (%v, every file in it 0600)", cfg.DataDir, fi.Mode().Perm())
 	}
+}
+
+// readableFiles returns the regular files directly in dir that others
+// than the owner may read or write.
+func readableFiles(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var open []string
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.Type().IsRegular() && info.Mode().Perm()&0o077 != 0 {
+			open = append(open, filepath.Join(dir, e.Name()))
+		}
+	}
+	return open
 }

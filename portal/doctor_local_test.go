@@ -34,7 +34,20 @@ func TestDoctor_Local(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if err := os.Chmod(data, 0o700); err != nil {
+	// 0711, as serve makes it for sandboxed desktops, with every file in
+	// it 0600: private. A file others may read is not.
+	if err := os.Chmod(data, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(data, "cookie.keys")
+	if err := os.WriteFile(key, []byte("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := Doctor(context.Background(), e, nil); cli.ExitCode(err) != cli.ExitFailed || !strings.Contains(out.String(), "fix: chmod 600 "+key) {
+		t.Fatalf("doctor with a 0644 key in a 0711 data directory: %v; want a failure naming chmod 600 %s\n%s", err, key, out.String())
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

@@ -154,6 +154,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Ready:    m.ready,
 		Notice:   notices(m.history.StatusText, m.recordings.Notice),
 		Outage:   m.apiserver.notice,
+		Cluster:  c.Backend == BackendKube,
 		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,

@@ -106,7 +106,9 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 			return s.powerOn(ctx, l)
 		}
 	}
-	return Desktop{}, Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
+	e := Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
+	e.Err = ErrNoneFree
+	return Desktop{}, e
 }
 
 // newLeases returns the leading members of free that never had a Lease,

@@ -36,6 +36,26 @@ func (c Clipboard) Valid() bool {
 	return false
 }
 
+// Watch says what a holder's console does when someone else (an admin)
+// opens it alongside them. The zero value means WatchNotify.
+type Watch string
+
+// Watch policies.
+const (
+	WatchNotify  Watch = "notify"  // the holder's console says who is watching
+	WatchConsent Watch = "consent" // the holder allows each watch first
+	WatchOff     Watch = "off"     // nobody but the holder opens its consoles
+)
+
+// Valid reports whether w is one of the watch policies or empty.
+func (w Watch) Valid() bool {
+	switch w {
+	case "", WatchNotify, WatchConsent, WatchOff:
+		return true
+	}
+	return false
+}
+
 // Toggle is a setting that is on unless turned off: its zero value means
 // on, so that pools written before the setting existed keep it. In JSON it
 // is true or false (and absent when it was never set).
@@ -86,6 +106,8 @@ type ConsolePolicy struct {
 	Download     bool `json:"download"`
 	// Audio says the desktop's sound may play in the browser.
 	Audio bool `json:"audio"`
+	// Watch says how an admin may watch a console of the pool.
+	Watch Watch `json:"watch"`
 }
 
 // Console returns the console part of p with its defaults filled in.
@@ -94,6 +116,9 @@ func (p Policy) Console() ConsolePolicy {
 		Upload: p.FileTransfer.Upload.On(), Download: p.FileTransfer.Download.On(), Audio: p.Audio.On()}
 	if c.Clipboard == "" {
 		c.Clipboard = ClipboardBoth
+	}
+	if c.Watch = p.Watch; c.Watch == "" {
+		c.Watch = WatchNotify
 	}
 	return c
 }

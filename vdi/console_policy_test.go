@@ -30,12 +30,13 @@ func TestPolicy_ConsoleJSON(t *testing.T) {
 		in, out string
 		want    vdi.ConsolePolicy
 	}{
-		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true}},
-		{`{"clipboard":"off","fileTransfer":false,"audio":false}`, `{"clipboard":"off","fileTransfer":false,"audio":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff}},
-		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true}},
+		{`{}`, `{}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true, Watch: vdi.WatchNotify}},
+		{`{"clipboard":"off","fileTransfer":false,"audio":false}`, `{"clipboard":"off","fileTransfer":false,"audio":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardOff, Watch: vdi.WatchNotify}},
+		{`{"fileTransfer":true}`, `{"fileTransfer":true}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true, Watch: vdi.WatchNotify}},
 		// One way only: an object; both ways the same: the plain boolean.
-		{`{"fileTransfer":{"upload":false}}`, `{"fileTransfer":{"upload":false,"download":true}}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Download: true, Audio: true}},
-		{`{"fileTransfer":{"upload":false,"download":false}}`, `{"fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, Audio: true}},
+		{`{"fileTransfer":{"upload":false}}`, `{"fileTransfer":{"upload":false,"download":true}}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Download: true, Audio: true, Watch: vdi.WatchNotify}},
+		{`{"fileTransfer":{"upload":false,"download":false}}`, `{"fileTransfer":false}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, Audio: true, Watch: vdi.WatchNotify}},
+		{`{"watch":"consent"}`, `{"watch":"consent"}`, vdi.ConsolePolicy{Clipboard: vdi.ClipboardBoth, FileTransfer: true, Upload: true, Download: true, Audio: true, Watch: vdi.WatchConsent}},
 	} {
 		var p vdi.Policy
 		if err := json.Unmarshal([]byte(tc.in), &p); err != nil {

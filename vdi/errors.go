@@ -10,6 +10,9 @@ var (
 	ErrNotFound      = errors.New("not found")
 	ErrAlreadyExists = errors.New("already exists")
 	ErrConflict      = errors.New("conflict")
+	// ErrNoneFree is the cause of a claim refused because every member of
+	// the pool is held (as opposed to the user's own limits).
+	ErrNoneFree = errors.New("no free member")
 )
 
 // Code classifies an Error; the HTTP layer maps each code to one status.

@@ -72,6 +72,9 @@ type Policy struct {
 	// also records what the user types.
 	Record      bool `json:"record,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// Watch says whether an admin may watch a holder's console and how
+	// the holder learns of it (notify, consent, off).
+	Watch Watch `json:"watch,omitempty"`
 }
 
 // Pool is a named set of identical members.
@@ -108,6 +111,9 @@ type Member struct {
 	Reason string `json:"reason,omitempty"`
 	// Protocols lists the consoles the member offers while running, best first.
 	Protocols []Protocol `json:"protocols,omitempty"`
+	// ConsoleCaps says, for consoles whose server can do less (or more)
+	// than its protocol usually does, what it can do (see Caps).
+	ConsoleCaps map[Protocol]Caps `json:"consoleCaps,omitempty"`
 	// AssignedTo is the holder the member itself shows (on Kubernetes its
 	// corral.dev/vdi-assigned-to mark), a presentation copy of the claim.
 	// It is read only to migrate members assigned before Leases existed:

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,6 +25,9 @@ type AdminProps struct {
 	// Notice is a degraded part of the portal, e.g. the history database
 	// not answering; empty when all is well.
 	Notice string
+	// Cluster says the backend is Kubernetes: the new pool dialog asks for
+	// a namespace, a golden source and the Windows licences.
+	Cluster bool
 }
 
 // AdminPool is a pool on the dashboard.
@@ -105,12 +109,38 @@ func policyText(p vdi.Policy) string {
 	return s
 }
 
-// consolePolicyText says what a pool's consoles may carry.
-func consolePolicyText(c vdi.ConsolePolicy) string {
+// consolePolicyText says what a pool's consoles may carry; files says
+// whether any console of it could transfer files (the Files panel of a
+// local session desktop, or RDP to a server with a file channel on an
+// unrecorded pool of a cluster).
+func consolePolicyText(c vdi.ConsolePolicy, files bool) string {
 	ways := map[vdi.Clipboard]string{vdi.ClipboardBoth: "both ways", vdi.ClipboardToDesktop: "to the desktop only",
 		vdi.ClipboardFromDesktop: "from the desktop only", vdi.ClipboardOff: "off"}
-	files := vdi.FileTransfer{Upload: vdi.ToggleOf(c.Upload), Download: vdi.ToggleOf(c.Download)}
-	return "clipboard " + ways[c.Clipboard] + " · file transfer " + files.String()
+	watch := map[vdi.Watch]string{vdi.WatchNotify: "watching shown to the user", vdi.WatchConsent: "watching only with the user's consent", vdi.WatchOff: "no watching"}
+	s := "clipboard " + ways[c.Clipboard]
+	if files {
+		ft := vdi.FileTransfer{Upload: vdi.ToggleOf(c.Upload), Download: vdi.ToggleOf(c.Download)}
+		s += " · file transfer " + ft.String()
+	}
+	if !c.Audio {
+		s += " · no sound"
+	}
+	return s + " · " + watch[c.Watch]
+}
+
+// policyJSON is a pool's policy as the dashboard's Policy dialog fills
+// its fields (the API's shape: durations as text, empty for the default).
+func policyJSON(p vdi.Policy) string {
+	d := func(x time.Duration) string {
+		if x == 0 {
+			return ""
+		}
+		return x.String()
+	}
+	c := p.Console()
+	b, _ := json.Marshal(map[string]any{"disconnectGrace": d(p.DisconnectGrace), "idleTimeout": d(p.IdleTimeout), "maxSession": d(p.MaxSession),
+		"clipboard": c.Clipboard, "fileTransfer": c.FileTransfer, "audio": c.Audio, "record": p.Record, "recordInput": p.RecordInput, "watch": c.Watch})
+	return string(b)
 }
 
 // shortDuration renders d like time.Duration.String without zero tails:
@@ -165,4 +195,12 @@ func limitsText(l vdi.Limits) string {
 		return "1 desktop per user"
 	}
 	return strconv.Itoa(l.DesktopsPerUser) + " desktops per user"
+}
+
+// plural is n and the noun, made plural unless n is 1 ("1 member", "2 members").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

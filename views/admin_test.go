@@ -103,10 +103,15 @@ func TestShortDuration(t *testing.T) {
 	}
 }
 
-// TestAdmin_PoolFormLicences checks the New pool form's licences box: it
-// posts licensesAcknowledged and its description says what it is for.
+// TestAdmin_PoolFormLicences checks the New pool form's licences box on a
+// cluster: it posts licensesAcknowledged and its description says what it
+// is for. The local backend's form has none (it ignores licences).
 func TestAdmin_PoolFormLicences(t *testing.T) {
-	html := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: func(p string) string { return "/static/" + p }}}))
+	asset := func(p string) string { return "/static/" + p }
+	if local := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}})); strings.Contains(local, "licensesAcknowledged") {
+		t.Error("the local backend's New pool form asks for Windows licences")
+	}
+	html := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}, Cluster: true}))
 	box := `<input type="checkbox" name="licensesAcknowledged" data-testid="pool-licenses" aria-describedby="pool-licenses-help">`
 	if !strings.Contains(html, box) {
 		t.Fatalf("admin page has no licences box %s", box)

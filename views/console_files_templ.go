@@ -38,7 +38,7 @@ func filesButton(f *FilesProps) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if f != nil {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<button type=\"button\" id=\"files-toggle\" aria-pressed=\"false\" aria-controls=\"files-panel\" title=\"Move files in and out of the desktop\" data-testid=\"files-toggle\">Files</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<button type=\"button\" id=\"files-toggle\" class=\"live-only\" aria-pressed=\"false\" aria-controls=\"files-panel\" title=\"Move files in and out of the desktop\" data-testid=\"files-toggle\">Files</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -104,6 +104,20 @@ const actions = {
   },
 };
 
+// done says, in a sentence, what an action did.
+const done = {
+  start: (d) => `${d.label} started.`,
+  stop: (d) => `${d.label} stopped.`,
+  release: (d) => `${d.label} released from ${d.holder}.`,
+  assign: (d) => `${d.label} assigned.`,
+  recreate: (d) => `${d.label} recreated from its source.`,
+  resize: (d) => `Pool ${d.pool} resized.`,
+  'delete-pool': (d) => `Pool ${d.pool} deleted.`,
+  access: (d) => `Who may use pool ${d.pool}: saved.`,
+  standby: (d) => `Warm standby of pool ${d.pool}: saved.`,
+  limit: (d) => `Per-user limit of pool ${d.pool}: saved.`,
+};
+
 // parseAccess reads "group:finance, alice@example.com" as an access list.
 function parseAccess(text) {
   const access = { users: [], groups: [] };
@@ -135,7 +149,7 @@ live.addEventListener('click', (ev) => {
   const d = subject(button);
   pending = {
     method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type, build: action.build,
-    done: `${button.textContent.trim()} ${d.label}: done.`,
+    done: (done[button.dataset.action] || ((x) => `${button.textContent.trim()} ${x.label}: done.`))(d),
   };
   opener = button;
   document.getElementById('action-title').textContent = pending.title;
@@ -176,46 +190,83 @@ form.addEventListener('submit', async (ev) => {
   }
 });
 
-// The new-pool dialog.
+// The pool dialog: New pool creates one; a pool's Policy button edits
+// that pool's reclaim and console policy in the same dialog (PATCH,
+// audited as pool-policy), with what only a new pool sets hidden.
 const poolDialog = document.getElementById('pool-dialog');
 const poolForm = document.getElementById('pool-form');
-document.querySelector('[data-open=pool-dialog]').addEventListener('click', () => {
+const poolTitle = document.getElementById('pool-title');
+let editing = null; // { ns, pool } while the dialog edits a pool's policy
+
+function openPoolDialog(edit, policy) {
+  editing = edit;
+  poolForm.reset();
+  poolForm.dataset.mode = edit ? 'edit' : 'create';
+  for (const fs of poolForm.querySelectorAll('.create-only')) fs.disabled = Boolean(edit);
+  poolTitle.textContent = edit ? `Policy of pool ${edit.pool}` : 'New pool';
+  poolForm.querySelector('[data-testid=pool-create]').textContent = edit ? 'Save' : 'Create';
+  if (policy) {
+    const f = poolForm.elements;
+    for (const k of ['disconnectGrace', 'idleTimeout', 'maxSession', 'clipboard', 'watch']) if (f[k]) f[k].value = policy[k] || f[k].value;
+    for (const k of ['fileTransfer', 'record', 'recordInput']) if (f[k]) f[k].checked = Boolean(policy[k]);
+  }
   poolForm.querySelector('[data-testid=pool-error]').textContent = '';
   poolDialog.showModal();
-  poolForm.elements.name.focus();
+  (edit ? poolForm.elements.disconnectGrace : poolForm.elements.name).focus();
+}
+
+// policyOf reads the dialog's policy fields in the API's shape.
+function policyOf(f) {
+  return {
+    disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
+    clipboard: f.clipboard.value, fileTransfer: f.fileTransfer ? f.fileTransfer.checked : true, record: f.record.checked,
+    recordInput: f.recordInput.checked, watch: f.watch.value,
+  };
+}
+
+document.querySelector('[data-open=pool-dialog]').addEventListener('click', (ev) => { opener = ev.currentTarget; openPoolDialog(null); });
+live.addEventListener('click', (ev) => {
+  const b = ev.target.closest('[data-edit-pool]');
+  if (!b) return;
+  const card = b.closest('[data-pool]');
+  opener = b;
+  openPoolDialog({ ns: card.dataset.ns, pool: card.dataset.pool }, JSON.parse(b.dataset.policy || '{}'));
 });
 poolForm.addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const f = poolForm.elements;
   const submit = poolForm.querySelector('[data-testid=pool-create]');
+  const label = submit.textContent;
   submit.disabled = true;
-  submit.textContent = 'Creating…';
+  submit.textContent = editing ? 'Saving…' : 'Creating…';
   try {
-    await callAPI('POST', '/api/vdi/pools', {
-      name: f.name.value.trim(),
-      size: Number(f.size.value),
-      mode: f.mode.value,
-      kind: f.kind.value,
-      namespace: f.namespace.value.trim(),
-      source: f.source.value.trim(),
-      licensesAcknowledged: f.licensesAcknowledged.checked,
-      access: parseAccess(f.access.value),
-      limits: { desktopsPerUser: Number(f.perUser.value || 0) },
-      standby: Number(f.standby.value || 0),
-      policy: {
-        disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
-        clipboard: f.clipboard.value, fileTransfer: f.fileTransfer.checked, record: f.record.checked, recordInput: f.recordInput.checked,
-      },
-    });
+    if (editing) {
+      await callAPI('PATCH', `/api/vdi/pools/${encodeURIComponent(editing.ns)}/${encodeURIComponent(editing.pool)}`, { policy: policyOf(f) });
+      say(`Policy of pool ${editing.pool} saved.`, 'ok');
+    } else {
+      await callAPI('POST', '/api/vdi/pools', {
+        name: f.name.value.trim(),
+        size: Number(f.size.value),
+        mode: f.mode.value,
+        kind: f.kind.value,
+        namespace: f.namespace?.value.trim() || '',
+        source: f.source?.value.trim() || '',
+        licensesAcknowledged: Boolean(f.licensesAcknowledged?.checked),
+        access: parseAccess(f.access.value),
+        limits: { desktopsPerUser: Number(f.perUser.value || 0) },
+        standby: Number(f.standby.value || 0),
+        policy: policyOf(f),
+      });
+      say(`Pool ${f.name.value.trim()} created.`, 'ok');
+    }
     poolDialog.close();
-    say(`Pool ${f.name.value.trim()} created.`, 'ok');
     poolForm.reset();
     await refresh();
   } catch (err) {
     poolForm.querySelector('[data-testid=pool-error]').textContent = err.message;
   } finally {
     submit.disabled = false;
-    submit.textContent = 'Create';
+    submit.textContent = label;
   }
 });
 
@@ -223,7 +274,7 @@ for (const d of [dialog, poolDialog]) {
   d.querySelector('[data-close]').addEventListener('click', () => d.close());
   // Give focus back to what opened the dialog (or the page) when it closes.
   d.addEventListener('close', () => {
-    if (d === dialog && opener && document.contains(opener)) opener.focus();
+    if (opener && document.contains(opener)) opener.focus();
   });
 }
 

@@ -24,9 +24,22 @@ function shown(ch) {
   return /\p{Cc}|\p{Cf}|\s/u.test(ch) ? hex : `"${ch}" (${hex})`;
 }
 
+// reason is why a send failed, in words: an Error's message, a string,
+// or (IronRDP throws its own error objects) their backtrace's first line;
+// never an object's "[object Object]".
+export function reason(err) {
+  let text = '';
+  if (typeof err === 'string') text = err;
+  else if (typeof err?.message === 'string') text = err.message;
+  else if (typeof err?.backtrace === 'function') text = String(err.backtrace()).split('\n')[0];
+  text = text.trim().replace(/[.!]+$/, '');
+  return text && text !== '[object Object]' ? text : 'the console refused it';
+}
+
 // attachClipboard wires the panel; target returns the open console's
-// module result, or undefined.
-export function attachClipboard(toggle, panel, target) {
+// module result, or undefined; alternative returns { name, href } of a
+// console of the desktop that has a clipboard, or null.
+export function attachClipboard(toggle, panel, target, alternative) {
   const $ = (id) => panel.querySelector(`#${id}`);
   const text = $('clipboard-text');
   const note = $('clipboard-note');
@@ -42,6 +55,20 @@ export function attachClipboard(toggle, panel, target) {
   const say = (msg, kind = '') => { note.textContent = msg; note.dataset.kind = kind; };
   const toDesktop = () => policy.clipboard !== 'off' && policy.clipboard !== 'from-desktop';
   const fromDesktop = () => policy.clipboard !== 'off' && policy.clipboard !== 'to-desktop';
+
+  // offer shows a link to a console with a clipboard (or hides it).
+  function offer(better) {
+    let link = panel.querySelector('[data-testid=clipboard-better]');
+    if (!better) { if (link) link.hidden = true; return; }
+    if (!link) {
+      link = Object.assign(document.createElement('a'), { className: 'button' });
+      link.dataset.testid = 'clipboard-better';
+      note.after(link);
+    }
+    link.hidden = false;
+    link.href = better.href;
+    link.textContent = `Use ${better.name}`;
+  }
 
   function open(on) {
     panel.hidden = !on;
@@ -64,8 +91,10 @@ export function attachClipboard(toggle, panel, target) {
     } else if (!c) {
       say('Not connected.');
     } else {
+      const better = c.clipboard ? null : alternative?.();
       say(c.clipboard ? 'Text copied in the desktop shows here; Send puts this text on its clipboard.'
-        : 'This console has no clipboard: Type as keys types the text.');
+        : `This console has no clipboard: Type as keys types the text${better ? `, or use ${better.name}, which has one` : ''}.`);
+      offer(better);
     }
   }
 
@@ -81,7 +110,7 @@ export function attachClipboard(toggle, panel, target) {
       await c.clipboard.send(value);
       say(`Sent ${[...value].length} characters to the desktop's clipboard.`, 'ok');
     } catch (err) {
-      say(`The desktop's clipboard did not take it: ${err.message || err}.`, 'error');
+      say(`The desktop's clipboard did not take it: ${reason(err)}. Try again, or use Type as keys.`, 'error');
     }
   });
 

@@ -113,6 +113,8 @@ function signInPanel(creds, submit, quiet) {
     ask() { fields.style.display = 'contents'; panel.hidden = false; pass.focus(); },
     // busy hides the form while a connection runs.
     busy() { fields.style.display = 'none'; panel.hidden = !creds || quiet; },
+    // signedIn hides the panel: the sign-in is spent, the desktop is the user's to see.
+    signedIn() { panel.hidden = true; },
   };
 }
 
@@ -195,6 +197,7 @@ export async function open(screen, info, ui) {
       return;
     }
     irgui.setVisibility(true);
+    panel.signedIn();
     ui.say('Connected', 'ok');
     try {
       const end = await started.run();
@@ -232,7 +235,9 @@ export async function open(screen, info, ui) {
     panel.ask();
   }
   return {
-    clipboard,
+    // A server without a clipboard channel (freerdp-shadow) gets none:
+    // the panel says so and offers a console that has one.
+    clipboard: info.caps?.clipboard === false ? undefined : clipboard,
     keys,
     zoom,
     special: (combo) => rdpSpecial(irgui, keys, combo),

@@ -26,6 +26,34 @@ export function preload(screen) {
   return import(screen.dataset.novnc);
 }
 
+// PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
+// phone the desktop stays this wide (logical pixels), shown whole at fit,
+// and a pinch (or the 1:1 button) zooms in, as on a tablet's photo.
+export const PHONE_WIDTH = 1024;
+
+// desktopSize is the size to ask the server for a screen of w x h CSS px:
+// the screen's own when it is wide enough, else PHONE_WIDTH wide with the
+// screen's shape (within 640-1600 px high, so a tall phone still gets a
+// desktop whose windows fit).
+export function desktopSize(w, h) {
+  if (w >= PHONE_WIDTH || w <= 0) return { w, h };
+  return { w: PHONE_WIDTH, h: Math.round(Math.min(1600, Math.max(640, h * PHONE_WIDTH / w))) };
+}
+
+// phoneSized makes rfb ask the server for desktopSize of its screen rather
+// than the screen itself. noVNC 1.7 (pinned in package.json) reads the
+// size it asks for from _screenSize() inside _requestRemoteResize(), which
+// is also what it scales to; only the former is changed here.
+function phoneSized(rfb) {
+  const ask = rfb._requestRemoteResize;
+  const own = rfb._screenSize;
+  if (typeof ask !== 'function' || typeof own !== 'function') return;
+  rfb._requestRemoteResize = function requestRemoteResize() {
+    this._screenSize = () => { const s = own.call(this); const d = desktopSize(s.w, s.h); return { w: d.w, h: d.h }; };
+    try { ask.call(this); } finally { delete this._screenSize; }
+  };
+}
+
 export async function open(screen, info, ui) {
   const t0 = performance.now();
   const { default: RFB } = await import(screen.dataset.novnc);
@@ -34,6 +62,8 @@ export async function open(screen, info, ui) {
   // portal sends (released by an admin, reclaimed for idleness, ...).
   const ws = new WebSocket(wsURL(info.websocket), ['binary']);
   ws.binaryType = 'arraybuffer';
+  let updates = 0; // the desktop's messages, for the connection chip
+  ws.addEventListener('message', () => { updates++; });
   let closeReason = '';
   let goingAway = false;
   let retry = false;
@@ -50,6 +80,7 @@ export async function open(screen, info, ui) {
   screen.append(stage);
   const rfb = new RFB(stage, ws, {});
   rfb.scaleViewport = true; // when the server cannot take the window's size
+  phoneSized(rfb);
   rfb.resizeSession = !info.viewOnly; // a watching admin leaves the size alone
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
@@ -82,6 +113,8 @@ export async function open(screen, info, ui) {
     keys,
     zoom,
     clipboard: { send: (text) => rfb.clipboardPasteFrom(text) },
+    // updates returns the desktop's messages since it was last asked.
+    updates() { const n = updates; updates = 0; return n; },
     special: (combo) => keys.combo(combo),
   };
 }

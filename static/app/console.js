@@ -12,11 +12,15 @@ import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
+import { attachEnded, capitalised, endedKind } from './ended.js';
+import { attachFullscreen } from './fullscreen.js';
+import { watchViewers } from './watchers.js';
+import { attachChip } from './chip.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
-const banner = document.getElementById('reconnect-banner');
+const ended = attachEnded(document.getElementById('ended'));
 const modules = consoleModules(screen);
 preloadConsole(screen, modules);
 
@@ -30,7 +34,7 @@ const ui = {
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
     if (kind === 'ok') {
       again.reset();
-      banner.hidden = true;
+      ended.hide();
       clipboard.connected(current?.policy);
     }
   },
@@ -38,26 +42,19 @@ const ui = {
   // longer the user's (released, reclaimed), so reconnecting cannot help;
   // retry means it dropped (network, portal restart) rather than ended.
   lost(text, final = false, retry = false) {
+    // The portal's own word for its shutdown, said so a user follows it.
+    if (text === 'session ended') text = 'The portal closed the connection; it may be restarting.';
     ui.say(text, 'error');
-    reconnect.hidden = final || retry; // the banner has its own button
-    document.getElementById('home').hidden = !final;
+    const kind = endedKind(text, final, retry);
+    ended.show(kind, text);
     clipboard.connected(current?.policy);
-    if (retry && !final) {
-      const said = sentence(text);
-      again.schedule((s) => {
-        banner.querySelector('[data-text]').textContent = `${said} Reconnecting in ${s} s…`;
-      });
-      banner.hidden = false;
+    if (kind === 'retry') {
+      const said = capitalised(text);
+      again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
     }
   },
   clipboard(text) { clipboard.received(text); },
 };
-
-// sentence makes a close reason ("desktop connection failed") a sentence.
-function sentence(text) {
-  const t = text.charAt(0).toUpperCase() + text.slice(1);
-  return /[.!?…]$/.test(t) ? t : `${t}.`;
-}
 
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
@@ -76,8 +73,7 @@ function showFallbacks(options) {
 
 async function connect() {
   again.cancel();
-  banner.hidden = true;
-  reconnect.hidden = true;
+  ended.hide();
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
@@ -89,6 +85,7 @@ async function connect() {
   }
   const offered = [body, ...(body.fallbacks || [])];
   const info = { ...pickOption(body), console: body.console };
+  offeredConsoles = offered;
   showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];
   if (!url) {
@@ -98,7 +95,7 @@ async function connect() {
   screen.replaceChildren();
   const mod = await import(url);
   current = await mod.open(screen, info, ui);
-  if (current) current.policy = info.console;
+  if (current) Object.assign(current, { policy: info.console, protocol: info.protocol });
   clipboard.connected(info.console);
   keyboard.disabled = !current?.keys;
   keyboard.title = current?.keys ? "Type with this device's on-screen keyboard"
@@ -107,7 +104,6 @@ async function connect() {
 }
 
 reconnect.addEventListener('click', connect);
-banner.querySelector('button').addEventListener('click', connect);
 
 // Narrow screens fold the controls into a menu; choosing one closes it.
 const toggle = document.getElementById('menu-toggle');
@@ -122,8 +118,14 @@ controls.addEventListener('click', (ev) => {
 });
 
 const keyboard = document.getElementById('keyboard');
+// The on-screen keyboard is for devices without a keyboard of their own.
+keyboard.hidden = !(navigator.maxTouchPoints > 0 || window.matchMedia('(any-pointer: coarse)').matches);
 attachKeyboard(keyboard, document.getElementById('osk'), () => current?.keys);
-const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current);
+let offeredConsoles = [];
+const clipboard = attachClipboard(document.getElementById('clipboard-toggle'), document.getElementById('clipboard-panel'), () => current, () => {
+  const o = offeredConsoles.find((x) => x.caps?.clipboard && x.protocol !== current?.protocol);
+  return o ? { name: names[o.protocol] || o.protocol, href: `?protocol=${encodeURIComponent(o.protocol)}` } : null;
+});
 const keysButton = document.getElementById('keys-menu');
 const keysList = document.getElementById('keys-list');
 attachKeysMenu(keysButton, keysList, () => current, (text) => ui.say(text, 'error'));
@@ -132,7 +134,8 @@ document.addEventListener('click', (ev) => {
 });
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
-document.getElementById('fullscreen').addEventListener('click', () => {
-  screen.requestFullscreen?.();
-});
+watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
+attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
+attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
+  document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();

@@ -26,11 +26,25 @@ function show(text, kind, short = text) {
   message.textContent = text;
 }
 
+// hintOnce shows, on the first connection of the page, how to reach the
+// kiosk's menu, for a few seconds (the kiosk has no other chrome).
+let hinted = false;
+function hintOnce() {
+  const hint = document.getElementById('kiosk-hint');
+  if (hinted || !hint) return;
+  hinted = true;
+  hint.hidden = false;
+  setTimeout(() => { hint.hidden = true; }, 5000);
+}
+
 const ui = {
   say(text, kind) {
     show(text, kind);
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
-    if (kind === 'ok') again.reset();
+    if (kind === 'ok') {
+      again.reset();
+      hintOnce();
+    }
   },
   // lost: final means the desktop is no longer this kiosk's (released,
   // reclaimed): a reload claims a new one instead of reconnecting. A

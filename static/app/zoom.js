@@ -34,7 +34,8 @@ const tapTime = 600; // ms two fingers may rest and still be a tap
 // gestures, tap2(at) for a two-finger tap and scroll(at, dx, dy) for each
 // move of a two-finger drag that does not pan the view (at: the fingers'
 // middle in client coordinates; dx, dy: how far it moved). It returns
-// { fit(), close(), get zoom() }.
+// { fit(), zoomTo(z), close(), get zoom() }; a "Zoom 1:1" button offers
+// the desktop's real size while the fit shrinks it.
 export function attachZoom(screen, stage, opts = {}) {
   const mode = opts.mode || 'transform';
   const view = { z: 1, x: 0, y: 0 };
@@ -50,7 +51,17 @@ export function attachZoom(screen, stage, opts = {}) {
   button.title = 'Show the whole desktop again';
   button.hidden = true;
   button.addEventListener('click', () => fit());
-  screen.append(button);
+  // The other choice: the desktop at its real size (one desktop pixel per
+  // CSS pixel), offered while the fit shrinks it (a phone's 1024 px desktop).
+  const one = document.createElement('button');
+  one.type = 'button';
+  one.className = 'zoom-fit zoom-one';
+  one.dataset.testid = 'zoom-actual';
+  one.title = 'Show the desktop at its real size; pan with two fingers';
+  one.textContent = 'Zoom 1:1';
+  one.hidden = true;
+  one.addEventListener('click', () => zoomTo(actual()));
+  screen.append(button, one);
 
   // content is where the desktop's canvas is on the screen at fit (a
   // client may letterbox it), found by undoing the view on its box.
@@ -93,12 +104,28 @@ export function attachZoom(screen, stage, opts = {}) {
     screen.dataset.zoom = view.z.toFixed(2);
     button.hidden = !on;
     button.textContent = `Fit · ${Math.round(view.z * 100)}%`;
+    offerOne();
   }
 
   function fit() {
     Object.assign(view, { z: 1, x: 0, y: 0 });
     apply();
   }
+
+  // actual is the zoom that shows the desktop at its real size, from fit.
+  function actual() {
+    const c = opts.canvas?.();
+    const shown = c?.getBoundingClientRect().width || 0;
+    return c && shown > 0 ? (c.width / shown) * view.z : 1;
+  }
+  function zoomTo(z) {
+    measure();
+    Object.assign(view, { z: Math.min(maxZoom, Math.max(1, z)), x: 0, y: 0 });
+    apply();
+  }
+  // offerOne shows "Zoom 1:1" at fit while the fit shrinks the desktop.
+  function offerOne() { one.hidden = view.z > 1 || actual() < 1.3; }
+  const offering = setInterval(offerOne, 1000);
 
   // local turns a touch's page position into the screen's coordinates.
   function local(t) {
@@ -198,7 +225,10 @@ export function attachZoom(screen, stage, opts = {}) {
   return {
     fit,
     get zoom() { return view.z; },
+    zoomTo,
     close() {
+      clearInterval(offering);
+      one.remove();
       resized.disconnect();
       screen.removeEventListener('touchstart', onStart, capture);
       screen.removeEventListener('touchmove', onMove, capture);

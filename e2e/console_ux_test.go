@@ -1,0 +1,551 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Issue 32: the console a user gets by default, and a console page that
+// never looks broken, at a laptop's, a tablet's and a phone's size.
+
+// uxSizes are the screens every console UX test is run at.
+var uxSizes = []struct {
+	name          string
+	width, height int
+	touch         bool
+}{{"laptop", 1280, 800, false}, {"tablet", 768, 1024, true}, {"phone", 390, 844, true}}
+
+// uxPage opens a page of size s (a touch device for tablets and phones).
+func uxPage(t *testing.T, b *Browser, width, height int, touch bool) playwright.Page {
+	t.Helper()
+	if touch {
+		return b.MustNewPhonePage(t, width, height)
+	}
+	return b.MustNewPage(t, width, height)
+}
+
+// openControl clicks a console control, through the Menu where the screen
+// folds the controls into one.
+func openControl(t *testing.T, page playwright.Page, testid string) {
+	t.Helper()
+	if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
+		if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open != "true" {
+			must(t, page.GetByTestId("console-menu").Click())
+		}
+	}
+	must(t, page.GetByTestId(testid).Click())
+}
+
+// noObjectObject fails when the page shows "[object Object]" anywhere.
+func noObjectObject(t *testing.T, page playwright.Page) {
+	t.Helper()
+	v, err := page.Evaluate(`() => document.body.innerText + [...document.querySelectorAll('[title]')].map((e) => e.title).join(' ')`)
+	must(t, err)
+	if s, _ := v.(string); strings.Contains(s, "[object Object]") {
+		t.Errorf("the page shows [object Object]: %q", s)
+	}
+}
+
+// barHeight is the console bar's height in CSS px.
+func barHeight(t *testing.T, page playwright.Page) float64 {
+	t.Helper()
+	v, err := page.Evaluate(`() => document.querySelector('.console-bar').getBoundingClientRect().height`)
+	must(t, err)
+	return toFloat(v)
+}
+
+// TestConsoleUX_DefaultConsoleHasAClipboard: "Get a desktop" on the home
+// page opens the console whose clipboard works (VNC: the desktop's RDP
+// server, freerdp-shadow, has none), at every size: Send to desktop puts
+// the text on the desktop's clipboard (read back with xclip inside it),
+// nothing says [object Object], the header stays one line, and a phone
+// gets a desktop at least 1024 px wide (logical), shown whole, with a 1:1
+// zoom offered.
+func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for i, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			user := "user" + strconv.Itoa(i)
+			page := uxPage(t, b, s.width, s.height, s.touch)
+			signIn(t, page, p, user, "/")
+			must(t, page.Locator(`[data-pool="demo"]`).GetByTestId("get-desktop").Click())
+			must(t, page.WaitForURL(regexp.MustCompile(`/desktops/local/demo-\d$`)))
+			member := regexp.MustCompile(`demo-\d$`).FindString(page.URL())
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+			if n, _ := page.Locator("#screen iron-remote-desktop").Count(); n != 0 {
+				t.Fatal("the default console is RDP; want VNC (freerdp-shadow has no clipboard)")
+			}
+			must(t, expect.Locator(page.Locator("#screen canvas")).ToBeVisible())
+			// The page asks /connect once: its head preloads it, and
+			// fetchConnect takes that answer.
+			if v, err := page.Evaluate(`() => performance.getEntriesByType('resource').filter((e) => /\/connect(\?|$)/.test(e.name)).length`); err != nil || toInt(v) != 1 {
+				t.Errorf("the console page asked /connect %v times (%v); want once", v, err)
+			}
+			if h := barHeight(t, page); h > 60 {
+				t.Errorf("the console bar is %.0f px high: it wrapped", h)
+			}
+			if s.width >= 1200 {
+				must(t, expect.Locator(page.GetByTestId("connection-chip")).ToHaveText(regexp.MustCompile(`^direct · \d+ ms · \d+ updates/s$`)))
+			}
+			if kb, _ := page.GetByTestId("onscreen-keyboard").IsHidden(); kb == s.touch && s.width > 900 {
+				t.Errorf("the Keyboard button hidden = %v on a touch = %v device", kb, s.touch)
+			}
+			shell := openGuestShell(t, p, user, member)
+			if s.width < 1024 {
+				var dims string
+				if !eventually(15*time.Second, func() bool {
+					dims = shell.dimensions()
+					w, _ := strconv.Atoi(strings.Split(dims+"x", "x")[0])
+					return w >= 1024
+				}) {
+					t.Errorf("on a %d px screen the desktop is %s; want at least 1024 wide", s.width, dims)
+				}
+				t.Logf("%dx%d screen: the desktop is %s", s.width, s.height, dims)
+				must(t, expect.Locator(page.GetByTestId("zoom-actual")).ToBeVisible())
+				screenshot(t, page, "fit")
+				must(t, page.GetByTestId("zoom-actual").Click())
+				must(t, expect.Locator(page.GetByTestId("zoom-fit")).ToBeVisible())
+				screenshot(t, page, "zoom-1to1")
+				must(t, page.GetByTestId("zoom-fit").Click())
+			}
+			openControl(t, page, "clipboard-toggle")
+			must(t, expect.Locator(page.GetByTestId("clipboard-panel")).ToBeVisible())
+			text := "round trip " + s.name + " ✓"
+			must(t, page.GetByTestId("clipboard-text").Fill(text))
+			must(t, page.GetByTestId("clipboard-send").Click())
+			must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText("Sent"))
+			var got string
+			if !eventually(10*time.Second, func() bool { got = shell.clipboard(); return strings.Contains(got, "<<"+text+">>") }) {
+				t.Errorf("the desktop's clipboard shows %q; want %q", got, text)
+			}
+			noObjectObject(t, page)
+			screenshot(t, page, "clipboard-sent")
+		})
+	}
+}
+
+// TestConsoleUX_RDPSaysItHasNoClipboard: on RDP (one click away) the panel
+// says freerdp-shadow has no clipboard and offers VNC, never
+// [object Object]; the sign-in banner goes once signed in.
+func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles its wasm first
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, page.GetByTestId("fallback-rdp").Click())
+	must(t, page.WaitForURL(regexp.MustCompile(`\?protocol=rdp$`)))
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(page.GetByTestId("rdp-signin")).ToBeHidden())
+	must(t, page.GetByTestId("clipboard-toggle").Click())
+	must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText("no clipboard"))
+	must(t, expect.Locator(page.GetByTestId("clipboard-better")).ToHaveText("Use VNC"))
+	must(t, expect.Locator(page.GetByTestId("clipboard-send")).ToBeDisabled())
+	noObjectObject(t, page)
+	screenshot(t, page, "rdp-clipboard")
+	// What a refused send says of IronRDP's error objects (which have no
+	// message, only kind() and backtrace()), of an Error and of nothing.
+	v, err := page.Evaluate(`async () => {
+	  const link = [...document.querySelectorAll('link[rel=modulepreload]')].find((l) => /\/clipboard\.js$/.test(l.href));
+	  const m = await import(link.href);
+	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open\n    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
+	}`)
+	must(t, err)
+	if got, want := v.(string), "clipboard channel not open|denied|the console refused it|the console refused it"; got != want {
+		t.Errorf("reason() = %q; want %q", got, want)
+	}
+}
+
+// TestConsoleUX_FullScreenMenuByKeyboard: full screen, then Ctrl+Alt+Shift
+// opens the menu over the desktop with its first control focused; Tab
+// reaches Release, Enter asks in the page, and confirming releases and
+// lands on the home page's notice, all from the keyboard.
+func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, page.GetByTestId("fullscreen").Focus())
+	must(t, page.Keyboard().Press("Enter"))
+	must(t, expect.Locator(page.Locator("body")).ToHaveAttribute("data-fullscreen", "true"))
+	must(t, expect.Locator(page.GetByTestId("fullscreen-hint")).ToBeVisible())
+	must(t, expect.Locator(page.GetByTestId("console-controls")).ToBeHidden())
+	screenshot(t, page, "fullscreen-hint")
+	must(t, page.Locator("#screen canvas").Click()) // typing into the desktop, as a user does
+	must(t, page.Keyboard().Press("Control+Alt+Shift"))
+	must(t, expect.Locator(page.GetByTestId("release")).ToBeVisible())
+	focused := func() string {
+		v, _ := page.Evaluate(`() => document.activeElement?.dataset?.testid || document.activeElement?.id || ''`)
+		s, _ := v.(string)
+		return s
+	}
+	if f := focused(); f == "" || f == "screen" {
+		t.Fatalf("after Ctrl+Alt+Shift the focus is on %q; want the menu's first control", f)
+	}
+	screenshot(t, page, "fullscreen-menu")
+	for i := 0; i < 20 && focused() != "release"; i++ {
+		must(t, page.Keyboard().Press("Tab"))
+	}
+	if f := focused(); f != "release" {
+		t.Fatalf("Tab never reached Release (focus on %q)", f)
+	}
+	must(t, page.Keyboard().Press("Enter"))
+	must(t, expect.Locator(page.GetByTestId("confirm-dialog")).ToBeVisible())
+	screenshot(t, page, "release-confirm")
+	if f := focused(); f != "confirm-no" {
+		t.Errorf("the confirmation opens with the focus on %q; want Cancel (the safe answer)", f)
+	}
+	must(t, page.Keyboard().Press("Shift+Tab"))
+	must(t, page.Keyboard().Press("Enter"))
+	must(t, page.WaitForURL(regexp.MustCompile(`/\?notice=released`)))
+	must(t, expect.Locator(page.GetByTestId("notice")).ToContainText("Released local/"+d.Name))
+	screenshot(t, page, "released-notice")
+	var mine []desktop
+	p.API(t, "alice", "GET", "/api/vdi/desktops", &mine)
+	if len(mine) != 0 {
+		t.Errorf("alice still holds %d desktops after Release", len(mine))
+	}
+	// Her own history lists the session, and why it ended.
+	must(t, page.GetByTestId("my-history-link").Click())
+	row := page.GetByTestId("my-session").First()
+	must(t, expect.Locator(row).ToContainText("local/"+d.Name))
+	must(t, expect.Locator(row).ToContainText("vnc · direct"))
+	must(t, expect.Locator(row).ToContainText("released"))
+	screenshot(t, page, "my-sessions")
+}
+
+// TestConsoleUX_EndedCard: a console that ends shows one card with the
+// reason in words and the one action that helps, the controls that no
+// longer apply go, and the header stays one line: taken over by another
+// tab (Use it here), released by an admin (Back to my desktops), and the
+// portal unreachable (Reconnect now, counting down). At every size.
+func TestConsoleUX_EndedCard(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=4", "CORRAL_VDI_ADMINS=boss")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	pages := make([]playwright.Page, len(uxSizes))
+	members := make([]string, len(uxSizes))
+	for i, s := range uxSizes {
+		user := "user" + strconv.Itoa(i)
+		var d desktop
+		if code := p.API(t, user, "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+			t.Fatalf("claim: %d", code)
+		}
+		members[i] = d.Name
+		pages[i] = uxPage(t, b, s.width, s.height, s.touch)
+		signIn(t, pages[i], p, user, "/desktops/local/"+d.Name)
+		must(t, expect.Locator(pages[i].GetByTestId("status")).ToHaveText("Connected"))
+	}
+	card := func(page playwright.Page, title, action string) {
+		t.Helper()
+		must(t, expect.Locator(page.GetByTestId("ended")).ToBeVisible())
+		must(t, expect.Locator(page.GetByTestId("ended-title")).ToHaveText(title))
+		must(t, expect.Locator(page.GetByTestId(action)).ToBeVisible())
+		must(t, expect.Locator(page.GetByTestId("clipboard-toggle")).ToBeHidden())
+		must(t, expect.Locator(page.GetByTestId("keys-menu")).ToBeHidden())
+		noObjectObject(t, page)
+		if h := barHeight(t, page); h > 60 {
+			t.Errorf("the console bar is %.0f px high: it wrapped", h)
+		}
+	}
+	for i, s := range uxSizes {
+		t.Run("taken over/"+s.name, func(t *testing.T) {
+			second, err := pages[i].Context().NewPage()
+			must(t, err)
+			defer second.Close()
+			_, err = second.Goto(p.URL + "/desktops/local/" + members[i])
+			must(t, err)
+			must(t, expect.Locator(second.GetByTestId("status")).ToHaveText("Connected"))
+			card(pages[i], "Opened in another tab or window", "reconnect")
+			must(t, expect.Locator(pages[i].GetByTestId("ended-reason")).ToHaveText("This desktop was opened in another tab or window."))
+			screenshot(t, pages[i], "taken-over")
+			must(t, pages[i].GetByTestId("reconnect").Click())
+			must(t, expect.Locator(pages[i].GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(pages[i].GetByTestId("ended")).ToBeHidden())
+		})
+	}
+	for i, s := range uxSizes {
+		t.Run("released/"+s.name, func(t *testing.T) {
+			if code := p.APIBody(t, "boss", "POST", "/api/vdi/desktops/local/"+members[i]+"/release", `{"reason":"end of term"}`, nil); code != 200 {
+				t.Fatalf("force-release: %d", code)
+			}
+			card(pages[i], "This desktop is no longer yours", "home")
+			must(t, expect.Locator(pages[i].GetByTestId("reconnect")).ToBeHidden())
+			must(t, expect.Locator(pages[i].GetByTestId("release")).ToBeHidden())
+			screenshot(t, pages[i], "released")
+		})
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		var d desktop
+		if code := p.API(t, "user9", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+			t.Fatalf("claim: %d", code)
+		}
+		page := uxPage(t, b, 1280, 800, false)
+		signIn(t, page, p, "user9", "/desktops/local/"+d.Name)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		p.Stop(t) // the portal goes away with the console open
+		card(page, "Connection lost", "reconnect")
+		must(t, expect.Locator(page.GetByTestId("ended-reason")).ToContainText("Reconnecting in"))
+		must(t, expect.Locator(page.GetByTestId("reconnect")).ToHaveText("Reconnect now"))
+		screenshot(t, page, "unreachable")
+	})
+}
+
+// TestConsoleUX_WatchedUserSeesTheWatcher: while an admin watches alice's
+// desktop (the dashboard's live view), alice's console says who, within
+// 2 s, and the notice goes when the admin leaves.
+func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	for _, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			page := uxPage(t, b, s.width, s.height, s.touch)
+			signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+			admin := b.MustNewPage(t, 1280, 800)
+			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			watching := time.Now()
+			must(t, playwright.NewPlaywrightAssertions(2000).Locator(page.GetByTestId("watch-notice")).ToHaveText("boss is watching this desktop (view only)."))
+			t.Logf("the notice showed %v after the admin's view connected", time.Since(watching).Round(time.Millisecond))
+			screenshot(t, page, "watched")
+			must(t, admin.Close())
+			must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+			must(t, page.Close())
+		})
+	}
+}
+
+// TestConsoleUX_FullPoolReloadNeverClaims: "Get a desktop" on a pool that
+// filled meanwhile lands on the home page's notice (a GET); reloading it,
+// even once a desktop is free again, claims nothing.
+func TestConsoleUX_FullPoolReloadNeverClaims(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for _, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			page := uxPage(t, b, s.width, s.height, s.touch)
+			signIn(t, page, p, "bob", "/")
+			get := page.Locator(`[data-pool="demo"]`).GetByTestId("get-desktop")
+			must(t, get.WaitFor())
+			var d desktop
+			if code := p.API(t, "carol", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
+				t.Fatalf("carol claims: %d", code)
+			}
+			must(t, get.Click())
+			must(t, page.WaitForURL(regexp.MustCompile(`/\?notice=full&about=local%2Fdemo$`)))
+			must(t, expect.Locator(page.GetByTestId("notice")).ToContainText("No desktop of pool local/demo is free right now."))
+			if title, _ := page.Title(); !strings.HasPrefix(title, "My desktops") {
+				t.Errorf("title %q; want the home page's", title)
+			}
+			noOverflow(t, page)
+			screenshot(t, page, "pool-full")
+			if code := p.API(t, "carol", "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
+				t.Fatalf("carol releases: %d", code)
+			}
+			_, err := page.Reload()
+			must(t, err)
+			must(t, expect.Locator(page.GetByTestId("notice")).ToBeVisible())
+			var mine []desktop
+			p.API(t, "bob", "GET", "/api/vdi/desktops", &mine)
+			if len(mine) != 0 {
+				t.Errorf("reloading the full-pool page claimed %d desktops for bob", len(mine))
+			}
+		})
+	}
+}
+
+// TestConsoleUX_NotFoundPage: every unknown route answers an HTML page
+// with the header and a way home (signed in or not); /favicon.ico is the
+// portal's icon.
+func TestConsoleUX_NotFoundPage(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0")
+	b := MustLaunchBrowser(t)
+	for _, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			page := uxPage(t, b, s.width, s.height, s.touch)
+			signIn(t, page, p, "alice", "/")
+			res, err := page.Goto(p.URL + "/no/such/page")
+			must(t, err)
+			if res.Status() != 404 {
+				t.Errorf("unknown route: %d; want 404", res.Status())
+			}
+			expect := playwright.NewPlaywrightAssertions(5000)
+			must(t, expect.Locator(page.GetByTestId("whoami")).ToContainText("alice"))
+			must(t, expect.Locator(page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Back to my desktops"})).ToBeVisible())
+			if title, _ := page.Title(); title != "Page not found · corral" {
+				t.Errorf("title %q; want words", title)
+			}
+			noOverflow(t, page)
+			screenshot(t, page, "404")
+		})
+	}
+	res, err := http.Get(p.URL + "/favicon.ico")
+	must(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || !strings.Contains(string(body), "<svg") {
+		t.Errorf("/favicon.ico: %d %q; want the portal's icon", res.StatusCode, fmt.Sprintf("%.40s", body))
+	}
+}
+
+// TestConsoleUX_WatchPolicy: a pool with watch "consent" makes an admin's
+// watch wait until the holder allows it on their console (refused, the
+// admin reads so); with "off" the admin's console is refused outright.
+func TestConsoleUX_WatchPolicy(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=boss")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for _, body := range []string{
+		`{"name": "helped", "size": 1, "policy": {"watch": "consent"}}`,
+		`{"name": "private", "size": 1, "policy": {"watch": "off"}}`,
+	} {
+		if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", body, nil); code != 201 {
+			t.Fatalf("create pool %s: %d", body, code)
+		}
+	}
+	if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", `{"name": "bad", "size": 1, "policy": {"watch": "always"}}`, nil); code != 400 {
+		t.Errorf("a pool with watch \"always\": %d; want 400", code)
+	}
+	var helped, private desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/helped/claim", &helped); code != 200 {
+		t.Fatalf("claim helped: %d", code)
+	}
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/private/claim", &private); code != 200 {
+		t.Fatalf("claim private: %d", code)
+	}
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "alice", "/desktops/local/"+helped.Name)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	for _, answer := range []string{"refuse", "allow"} {
+		t.Run(answer, func(t *testing.T) {
+			admin := b.MustNewPage(t, 1280, 800)
+			defer admin.Close()
+			signIn(t, admin, p, "boss", "/admin/shadow/local/"+helped.Name)
+			ask := page.GetByTestId("watch-ask")
+			must(t, playwright.NewPlaywrightAssertions(5000).Locator(ask).ToHaveCount(1))
+			must(t, expect.Locator(ask).ToContainText("boss asks to watch this desktop (view only)."))
+			screenshot(t, page, "asks")
+			if s, _ := admin.GetByTestId("status").TextContent(); s == "Connected" {
+				t.Fatal("the admin's watch connected before alice answered")
+			}
+			must(t, page.GetByTestId("watch-"+answer).Click())
+			if answer == "refuse" {
+				must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("alice did not allow the watch"))
+				must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+				return
+			}
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToHaveText("boss is watching this desktop (view only)."))
+		})
+	}
+	ws, res, err := dialWS(p, "boss", "/ws/vnc/local/"+private.Name, p.URL)
+	if err == nil {
+		ws.Close()
+		t.Fatal("an admin opened a console of a pool whose watch policy is off")
+	}
+	if res == nil || res.StatusCode != 403 {
+		t.Errorf("watching a watch-off pool's desktop: %v; want 403", status(res))
+	}
+	// RDP cannot wait for consent: others are kept off it unless the pool
+	// lets admins in unasked.
+	for _, m := range []string{private.Name, helped.Name} {
+		ws, res, err := dialWS(p, "boss", "/ws/rdp/local/"+m, p.URL)
+		if err == nil {
+			ws.Close()
+			t.Errorf("an admin opened the RDP console of %s against its watch policy", m)
+		} else if res == nil || res.StatusCode != 403 {
+			t.Errorf("RDP of %s by an admin: %v; want 403", m, status(res))
+		}
+	}
+}
+
+// TestConsoleUX_AdminPoolDialog: on the local backend the New pool dialog
+// asks nothing the backend cannot use (namespace, golden source, Windows
+// licences), fits a 1280x800 screen with Create in view, and a pool's
+// Policy button edits its whole policy later (audited).
+func TestConsoleUX_AdminPoolDialog(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=ops")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(15000)
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "ops", "/admin")
+	must(t, page.GetByTestId("new-pool").Click())
+	dialog := page.GetByTestId("pool-dialog")
+	must(t, expect.Locator(dialog).ToBeVisible())
+	for _, id := range []string{"pool-namespace", "pool-source", "pool-licenses", "pool-file-transfer"} {
+		if n, _ := dialog.GetByTestId(id).Count(); n != 0 {
+			t.Errorf("the local backend's New pool dialog shows %s", id)
+		}
+	}
+	box, err := dialog.GetByTestId("pool-create").BoundingBox()
+	must(t, err)
+	if box == nil || box.Y+box.Height > 800 {
+		t.Errorf("Create is at %+v: off a 1280x800 screen", box)
+	}
+	screenshot(t, page, "new-pool")
+	must(t, dialog.GetByTestId("pool-name").Fill("lab"))
+	must(t, dialog.GetByTestId("pool-size").Fill("1"))
+	_, err = dialog.GetByTestId("pool-watch").SelectOption(playwright.SelectOptionValues{Values: &[]string{"consent"}})
+	must(t, err)
+	must(t, dialog.GetByTestId("pool-create").Click())
+	must(t, expect.Locator(dialog).ToBeHidden())
+	lab := page.Locator(`[data-testid=admin-pool][data-pool=lab]`)
+	must(t, expect.Locator(lab.GetByTestId("pool-counts")).ToContainText("1 member · 1 free"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("watching only with the user's consent"))
+	if s, _ := lab.GetByTestId("console-policy").TextContent(); strings.Contains(s, "file transfer") {
+		t.Errorf("a local pool's policy speaks of file transfer, which no console of it does: %q", s)
+	}
+
+	must(t, lab.GetByTestId("edit-policy").Click())
+	must(t, expect.Locator(dialog.Locator("#pool-title")).ToHaveText("Policy of pool lab"))
+	must(t, expect.Locator(dialog.GetByTestId("pool-watch")).ToHaveValue("consent"))
+	must(t, expect.Locator(dialog.GetByTestId("pool-name")).ToBeHidden())
+	must(t, dialog.Locator("[name=idleTimeout]").Fill("2h"))
+	_, err = dialog.GetByTestId("pool-clipboard").SelectOption(playwright.SelectOptionValues{Values: &[]string{"off"}})
+	must(t, err)
+	screenshot(t, page, "edit-policy")
+	must(t, dialog.GetByTestId("pool-create").Click())
+	must(t, expect.Locator(dialog).ToBeHidden())
+	must(t, expect.Locator(lab.GetByTestId("policy")).ToContainText("idle 2h"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("clipboard off"))
+	must(t, expect.Locator(lab.GetByTestId("console-policy")).ToContainText("consent"))
+	if !auditHas(t, p, "", "pool-policy", "lab", "clipboard off", "watch consent") {
+		t.Error("the audit log has no pool-policy row for lab's edit")
+	}
+	// On a phone the dashboard's cards do not scroll sideways.
+	must(t, page.SetViewportSize(390, 844))
+	noOverflow(t, page)
+	if v, err := page.Evaluate(`() => [...document.querySelectorAll('.admin .table-scroll')].some((e) => e.scrollWidth > e.clientWidth + 1)`); err != nil || v == true {
+		t.Errorf("a pool card's table scrolls sideways on a phone (%v)", err)
+	}
+	screenshot(t, page, "dashboard-phone")
+}

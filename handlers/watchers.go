@@ -1,0 +1,196 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// watchWait bounds one long poll of GET …/viewers: the page asks again
+// after it, so a proxy's idle timeout (often 60 s) never cuts one.
+const watchWait = 25 * time.Second
+
+// watchers keeps who, other than the holder, has a console of each desktop
+// open (an admin watching or helping), so that the holder's console page
+// says so within a second. The zero value is ready.
+type watchers struct {
+	mu sync.Mutex
+	by map[vdi.Ref]*watched
+}
+
+// watched is one desktop's watchers, a version that counts changes, and
+// a channel closed (and replaced) at each change for long polls; asks
+// holds the holder's answer channel of each watch waiting for consent.
+type watched struct {
+	list    []api.Viewer
+	version uint64
+	changed chan struct{}
+	asks    map[string]chan bool
+}
+
+func (w *watchers) get(ref vdi.Ref) *watched {
+	if w.by == nil {
+		w.by = map[vdi.Ref]*watched{}
+	}
+	d := w.by[ref]
+	if d == nil {
+		d = &watched{changed: make(chan struct{}), version: 1}
+		w.by[ref] = d
+	}
+	return d
+}
+
+// bump publishes a change of d.
+func (d *watched) bump() {
+	d.version++
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// add notes v on ref's console until the returned func is called.
+func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.get(ref)
+	v.ID = strconv.FormatUint(d.version, 10) + "-" + strconv.Itoa(len(d.list))
+	d.list = append(d.list, v)
+	d.bump()
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		d := w.get(ref)
+		d.list = slices.DeleteFunc(d.list, func(x api.Viewer) bool { return x.ID == v.ID })
+		d.bump()
+		if len(d.list) == 0 && d.version > 1<<62 {
+			delete(w.by, ref) // keep versions growing; drop only what cannot wrap
+		}
+	}
+}
+
+// consentWait is how long a watch waits for the holder's answer.
+const consentWait = 60 * time.Second
+
+// roleAsks marks a watch waiting for the holder's consent.
+const roleAsks = "asks"
+
+// await lists v as asking to watch ref and waits for the holder's answer,
+// consentWait or ctx; it reports whether the holder allowed it.
+func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
+	v.Role, v.Wants = roleAsks, v.Role
+	remove := w.add(ref, v)
+	defer remove()
+	w.mu.Lock()
+	d := w.get(ref)
+	id := d.list[len(d.list)-1].ID
+	answer := make(chan bool, 1)
+	if d.asks == nil {
+		d.asks = map[string]chan bool{}
+	}
+	d.asks[id] = answer
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.get(ref).asks, id)
+		w.mu.Unlock()
+	}()
+	t := time.NewTimer(consentWait)
+	defer t.Stop()
+	select {
+	case ok := <-answer:
+		return ok
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// answer gives the holder's answer to the watch id of ref; it reports
+// whether such a watch was waiting.
+func (w *watchers) answer(ref vdi.Ref, id string, allow bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.get(ref).asks[id]
+	if ok {
+		c <- allow
+		delete(w.get(ref).asks, id)
+	}
+	return ok
+}
+
+// snapshot returns ref's watchers, their version, and a channel closed at
+// the next change.
+func (w *watchers) snapshot(ref vdi.Ref) ([]api.Viewer, uint64, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.get(ref)
+	return slices.Clone(d.list), d.version, d.changed
+}
+
+// handleDesktopViewers serves GET /api/vdi/desktops/{ns}/{member}/viewers:
+// who other than the holder has a console of the desktop open. It is a
+// long poll: with If-None-Match naming the version the page has, it waits
+// (up to watchWait) for a change before it answers; 304 when none came.
+func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	if _, err := h.desktops.Desktop(r.Context(), id, ref); err != nil { // holder or admin only
+		return err
+	}
+	list, version, changed := h.console.watchers.snapshot(ref)
+	if etag(version) == r.Header.Get("If-None-Match") {
+		t := time.NewTimer(watchWait)
+		defer t.Stop()
+		select {
+		case <-changed:
+			list, version, _ = h.console.watchers.snapshot(ref)
+		case <-t.C:
+			w.Header().Set("ETag", etag(version))
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+	w.Header().Set("ETag", etag(version))
+	if list == nil {
+		list = []api.Viewer{}
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
+
+// handleViewerAnswer serves POST
+// /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}: the holder allows
+// or refuses a watch their pool's policy (watch: consent) makes wait.
+// Only the holder answers: an admin cannot allow their own watch.
+func (h *Handler) handleViewerAnswer(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	d, err := h.desktops.Desktop(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	if d.Holder != id.Login {
+		return vdi.Errorf(vdi.EForbidden, "Only the desktop's holder allows or refuses a watch.", "You do not hold %s.", ref)
+	}
+	var allow bool
+	switch r.PathValue("answer") {
+	case "allow":
+		allow = true
+	case "refuse":
+	default:
+		return vdi.Errorf(vdi.EInvalid, "Answer allow or refuse.", "Unknown answer %q.", r.PathValue("answer"))
+	}
+	if !h.console.watchers.answer(ref, r.PathValue("id"), allow) {
+		return vdi.Errorf(vdi.ENotFound, "The watch may have given up waiting; nothing to do.", "No watch of %s is waiting for an answer.", ref)
+	}
+	h.log.Info("watch answered", "desktop", ref, "holder", id.Login, "allowed", allow)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,55 @@
+// The console page's ended card: when a console ends, one card over the
+// dimmed last frame says what happened in words and offers the one action
+// that helps, and the controls that no longer apply go (body[data-ended]).
+
+// endedKind classifies an end: 'final' (the desktop is no longer the
+// user's: released, reclaimed), 'taken' (opened in another tab), 'retry'
+// (a drop that reconnects by itself) or 'lost' (anything else).
+export function endedKind(text, final, retry) {
+  if (final) return 'final';
+  if (/^taken over\b/i.test(text)) return 'taken';
+  return retry ? 'retry' : 'lost';
+}
+
+const titles = {
+  final: 'This desktop is no longer yours',
+  taken: 'Opened in another tab or window',
+  retry: 'Connection lost',
+  lost: 'Disconnected',
+};
+
+// capitalised makes a close reason ("taken over: this desktop …") a
+// sentence: capital first letter, a full stop at the end.
+export function capitalised(text) {
+  const t = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?…]$/.test(t) ? t : `${t}.`;
+}
+
+// attachEnded wires the card; it returns { show(kind, reason), countdown(text), hide() }.
+export function attachEnded(card) {
+  const title = card.querySelector('#ended-title');
+  const reason = card.querySelector('#ended-reason');
+  const reconnect = card.querySelector('#reconnect');
+  const home = card.querySelector('#home');
+  return {
+    show(kind, text) {
+      document.body.dataset.ended = kind;
+      title.textContent = titles[kind];
+      reason.textContent = capitalised(text.replace(/^taken over: /i, ''));
+      reconnect.hidden = kind === 'final';
+      reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now' }[kind] || 'Reconnect';
+      home.hidden = kind !== 'final';
+      card.hidden = false;
+      // A keyboard user lands on the action (unless typing elsewhere).
+      if (!document.activeElement || document.activeElement === document.body || document.activeElement.closest('#screen')) {
+        (kind === 'final' ? home : reconnect).focus();
+      }
+    },
+    // countdown updates the reason of a 'retry' card.
+    countdown(text) { reason.textContent = text; },
+    hide() {
+      delete document.body.dataset.ended;
+      card.hidden = true;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// The watched user's notice: who else has this desktop's console open (an
+// admin watching, view only, or helping with control), live, and where the
+// pool's policy asks for consent, Allow and Refuse for a watch that waits. It long-polls
+// GET …/viewers with If-None-Match: the portal answers as soon as the list
+// changes, so the notice shows within a second of the watch starting.
+
+const RETRY_MS = 3000;
+
+// sayViewers is the notice for a list of viewers, or '' for none.
+export function sayViewers(list) {
+  list = list.filter((v) => v.role !== 'asks');
+  if (!list.length) return '';
+  const watch = [...new Set(list.filter((v) => v.role === 'watch').map((v) => v.user))];
+  const control = [...new Set(list.filter((v) => v.role !== 'watch').map((v) => v.user))];
+  const and = (names) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0]);
+  const parts = [];
+  if (watch.length) parts.push(`${and(watch)} ${watch.length > 1 ? 'are' : 'is'} watching this desktop (view only)`);
+  if (control.length) parts.push(`${and(control)} ${control.length > 1 ? 'have' : 'has'} a console of it open and can type in it`);
+  return `${parts.join('; ')}.`;
+}
+
+// watchViewers keeps notice up to date from url until the page goes.
+export function watchViewers(notice, url) {
+  if (!url) return;
+  let etag = '';
+  async function poll() {
+    try {
+      const res = await fetch(url, { headers: { Accept: 'application/json', ...(etag ? { 'If-None-Match': etag } : {}) } });
+      if (res.status === 200) {
+        etag = res.headers.get('ETag') || '';
+        const list = await res.json();
+        const text = sayViewers(list);
+        notice.replaceChildren(...(text ? [text] : []), ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+        notice.hidden = notice.childNodes.length === 0;
+      } else if (res.status !== 304) {
+        throw new Error(`status ${res.status}`);
+      }
+      poll();
+    } catch {
+      setTimeout(poll, RETRY_MS); // the portal is away: the console says so
+    }
+  }
+  poll();
+
+  // ask is a watch waiting for the holder's consent (the pool's policy),
+  // with the holder's two answers.
+  function ask(v) {
+    const row = Object.assign(document.createElement('span'), { className: 'watch-ask' });
+    row.dataset.testid = 'watch-ask';
+    const what = v.wants === 'watch' ? 'watch this desktop (view only)' : 'open a console of this desktop (they could type in it)';
+    row.append(`${v.user} asks to ${what}. `);
+    for (const [answer, label] of [['allow', 'Allow'], ['refuse', 'Refuse']]) {
+      const b = Object.assign(document.createElement('button'), { type: 'button', textContent: label });
+      b.dataset.testid = `watch-${answer}`;
+      b.addEventListener('click', () => {
+        row.remove();
+        fetch(`${url}/${encodeURIComponent(v.id)}/${answer}`, { method: 'POST' }).catch(() => {});
+      });
+      row.append(b);
+    }
+    return row;
+  }
+}

@@ -1,0 +1,76 @@
+package vdi
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Caps says what one console of a member can do. The portal offers the
+// most capable console first: a protocol is only as good as the server
+// behind it (freerdp-shadow speaks RDP but carries no clipboard and keeps
+// its size; a Windows VM's own RDP server does both).
+type Caps struct {
+	// Display: it shows a desktop (not only text).
+	Display bool `json:"display"`
+	// Clipboard: text copies both ways through the console's own channel.
+	Clipboard bool `json:"clipboard"`
+	// Resize: the desktop follows the browser window's size.
+	Resize bool `json:"resize"`
+}
+
+// protocolCaps is what each protocol's consoles can do when the backend
+// says nothing else of its servers.
+var protocolCaps = map[Protocol]Caps{
+	ProtocolRDP:      {Display: true, Clipboard: true, Resize: true},
+	ProtocolVNC:      {Display: true, Clipboard: true, Resize: true},
+	ProtocolSerial:   {},
+	ProtocolTerminal: {Resize: true},
+}
+
+// protocolOrder breaks ties between equally capable consoles: RDP's
+// codecs draw faster than VNC's over a slow link.
+var protocolOrder = []Protocol{ProtocolRDP, ProtocolVNC, ProtocolSerial, ProtocolTerminal}
+
+// CapsOf returns what the member's console p can do: what the backend says
+// of its server, else the protocol's usual.
+func (m Member) CapsOf(p Protocol) Caps {
+	if c, ok := m.ConsoleCaps[p]; ok {
+		return c
+	}
+	return protocolCaps[p]
+}
+
+// score weighs caps: a display first, then the clipboard, then resizing.
+func (c Caps) score() int {
+	s := 0
+	if c.Display {
+		s += 4
+	}
+	if c.Clipboard {
+		s += 2
+	}
+	if c.Resize {
+		s++
+	}
+	return s
+}
+
+// Ranked returns the member's consoles, most capable first.
+func (m Member) Ranked() []Protocol {
+	ps := slices.Clone(m.Protocols)
+	slices.SortStableFunc(ps, func(a, b Protocol) int {
+		if d := m.CapsOf(b).score() - m.CapsOf(a).score(); d != 0 {
+			return d
+		}
+		return cmp.Compare(orderOf(a), orderOf(b))
+	})
+	return ps
+}
+
+// orderOf is p's place in protocolOrder (unknown protocols last).
+func orderOf(p Protocol) int {
+	if i := slices.Index(protocolOrder, p); i >= 0 {
+		return i
+	}
+	return len(protocolOrder)
+}
