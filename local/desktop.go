@@ -177,15 +177,17 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 		return fail(err)
 	}
 	authPath := filepath.Join(spec.Dir, desktopAuthName)
-	if err := writeXauthority(authPath); err != nil {
+	if err := writeXauthority(spec.Dir, desktopAuthName, spec.User); err != nil {
 		return fail(fmt.Errorf("write Xauthority: %w", err))
-	}
-	if err := spec.User.give(authPath); err != nil {
-		return fail(err)
 	}
 
 	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
-	if err := d.start(ctx, bins, authPath); err != nil {
+	// RDP's files are written before any process of the desktop runs.
+	rdp, err := d.prepareRDP()
+	if err != nil {
+		log.Warn("desktop has no RDP", "err", err)
+	}
+	if err := d.start(ctx, bins, authPath, rdp); err != nil {
 		d.mu.Lock()
 		d.stopping = true
 		d.mu.Unlock()
@@ -227,7 +229,7 @@ func prepareDesktopDirs(spec DesktopSpec, log *slog.Logger) error {
 
 // start runs Xvnc, waits for it, then paints the root window and starts
 // openbox and xterm. The caller stops d if it fails.
-func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath string) error {
+func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, rdp string) error {
 	begin := time.Now()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -282,7 +284,9 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	// window mapped while the window manager is still starting can be lost
 	// (left unmapped), and Xt would otherwise wait 5 s for the manager.
 	// The terminal is openbox's child, in its process group.
-	terminal := fmt.Sprintf("%s -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote(d.spec.Name))
+	// A scalable font (fonts-dejavu-core) that reads well, not xterm's
+	// tiny bitmap one.
+	terminal := fmt.Sprintf("%s -fa %s -fs 11 -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote("DejaVu Sans Mono"), shellQuote(d.spec.Name))
 	p, err := startDesktopProc("openbox", d.spec.State, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil, d.spec.User)
 	if err != nil {
 		return err
@@ -293,7 +297,10 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	}
 	// RDP is a second way in, not a requirement: without it the desktop
 	// still offers VNC.
-	if err := d.startRDP(ctx); err != nil {
+	if rdp == "" {
+		return nil
+	}
+	if err := d.startRDP(ctx, rdp); err != nil {
 		d.log.Warn("desktop has no RDP", "err", err)
 	}
 	return nil

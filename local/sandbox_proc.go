@@ -34,16 +34,13 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 	return exec.Command(u.prlimit, argv...)
 }
 
-// sysProcAttr adds u's credentials to attr: uid and gid, and no
-// supplementary groups (the portal's must not leak into the desktop); and
-// with NoNetwork a network namespace of its own, made while the child is
-// still root, before it takes u's uid. A namespaced u runs as the portal.
+// sysProcAttr adds u's credentials to attr when its uid is its own: uid
+// and gid, and no supplementary groups (the portal's must not leak into
+// the desktop). bubblewrap, started as that uid, then makes the
+// namespaces; a desktop of a portal that is not root runs as the portal.
 func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
-	if u != nil && u.ns == nil { // bubblewrap makes a namespaced u's namespaces
+	if u != nil && (u.own || u.ns == nil) {
 		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: append([]uint32{}, u.Groups...)}
-		if u.NoNetwork {
-			attr.Unshareflags |= syscall.CLONE_NEWNET
-		}
 	}
 	return attr
 }

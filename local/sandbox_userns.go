@@ -3,12 +3,12 @@ package local
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -50,12 +50,17 @@ type userns struct {
 	hide  []string // the portal's files under usernsRootDirs to mask (its secret files)
 }
 
-// newUserns finds bubblewrap and checks it can make the namespaces here.
-// The error is one line saying what to change.
-func newUserns(hide []string, prlimit string) (*userns, error) {
+// newUserns finds bubblewrap and checks it can make the namespaces here:
+// as uid, a desktop uid of a root portal, or as the portal itself when
+// uid is negative. The error is one line saying what to change.
+func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
+	who, fix := "the portal is not root, so each desktop runs in user namespaces made by bubblewrap", "or run the portal as root"
+	if uid >= 0 {
+		who, fix = "each desktop runs as its uid in namespaces made by bubblewrap", "or set CORRAL_VDI_DESKTOP_UIDS to a range allowed them"
+	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
-		return nil, errors.New("local desktops are off: the portal is not root, so each desktop runs in user namespaces made by bubblewrap, and bwrap is not installed: install the Debian package bubblewrap, or run the portal as root")
+		return nil, fmt.Errorf("local desktops are off: %s, and bwrap is not installed: install the Debian package bubblewrap, %s", who, fix)
 	}
 	ns := &userns{bwrap: bwrap, hide: hide}
 	ctx, cancel := context.WithTimeout(context.Background(), usernsProbeWait)
@@ -66,7 +71,14 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 	}
 	defer os.RemoveAll(dir)
 	probe := &DesktopUser{UID: os.Getuid(), GID: os.Getgid(), prlimit: prlimit, ns: &memberNS{userns: ns, name: "probe", run: dir, home: dir, tmp: dir}}
+	if uid >= 0 {
+		probe.UID, probe.GID, probe.own = uid, uid, true
+		if err := probe.give(dir); err != nil {
+			return nil, fmt.Errorf("local desktops are off: %w", err)
+		}
+	}
 	cmd := probe.command("/bin/true")
+	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{})
 	cmd.Env = []string{"PATH=" + defaultDesktopPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -87,7 +99,12 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 		if why == "" {
 			why = err.Error()
 		}
-		return nil, fmt.Errorf("local desktops are off: the portal is not root, and bubblewrap cannot make the user namespaces each desktop runs in (%s): allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, and on older Debian kernels kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that allows them), or run the portal as root", why)
+		if uid >= 0 {
+			who = fmt.Sprintf("bubblewrap cannot make the namespaces each desktop runs in as its uid (%d)", uid)
+		} else {
+			who = "the portal is not root, and bubblewrap cannot make the user namespaces each desktop runs in"
+		}
+		return nil, fmt.Errorf("local desktops are off: %s (%s): allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, and on older Debian kernels kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that allows them), %s", who, why, fix)
 	}
 	return ns, nil
 }
@@ -98,6 +115,7 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 type memberNS struct {
 	*userns
 	name      string // the member's name, the namespace's host name
+	dir       string // the member's folder: its passwd and group files; "" for none
 	run, home string // bound read-write inside
 	tmp       string // bound read-write at /tmp
 	devices   []string
@@ -156,6 +174,9 @@ func (m *memberNS) args(terminal bool) []string {
 			a = append(a, "--ro-bind", "/dev/null", path)
 		}
 	}
+	if m.dir != "" { // the member's account: whoami, ~ and the prompt read right
+		a = append(a, "--ro-bind", filepath.Join(m.dir, passwdName), "/etc/passwd", "--ro-bind", filepath.Join(m.dir, groupName), "/etc/group")
+	}
 	for _, dev := range m.devices {
 		a = append(a, "--dev-bind-try", dev, dev)
 	}
@@ -174,13 +195,21 @@ func underAny(path string, dirs []string) bool {
 	return false
 }
 
-// freshTmp makes the member's /tmp anew, with the X socket folders X
-// expects in it.
-func (m *memberNS) freshTmp() error {
+// freshTmp makes the member's /tmp anew, the uid's, with the X socket
+// folders X expects in it, and its account files. Nothing of the uid runs
+// any more, so nothing races it; RemoveAll never follows a symlink.
+func (u *DesktopUser) freshTmp() error {
+	m := u.ns
 	if err := os.RemoveAll(m.tmp); err != nil {
 		return err
 	}
 	if err := os.Mkdir(m.tmp, 0o700); err != nil {
+		return err
+	}
+	if err := u.give(m.tmp); err != nil {
+		return err
+	}
+	if err := u.writeAccount(); err != nil {
 		return err
 	}
 	for _, dir := range x11Dirs {
@@ -209,10 +238,11 @@ func (u *DesktopUser) setEnv(cmd *exec.Cmd, env []string) {
 }
 
 // killLeftovers kills whatever u's user left running: every process of
-// its uid. A namespaced u has nothing to kill: what its user started ends
-// with the pid namespace of the desktop process or terminal it ran in.
+// its uid. A u of the portal's uid has nothing to kill: what its user
+// started ends with the pid namespace of the desktop process or terminal
+// it ran in.
 func (u *DesktopUser) killLeftovers(timeout time.Duration) error {
-	if u == nil || u.ns != nil {
+	if u == nil || !u.own {
 		return nil
 	}
 	return killUID(u.UID, timeout)

@@ -140,7 +140,7 @@ func checkKVM(fs *findings, cfg Config) {
 // sandbox this host allows (uids of their own as root, else user
 // namespaces) and a private data directory.
 func checkSandbox(fs *findings, cfg Config) {
-	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits, NoNetwork: cfg.DesktopNoNetwork})
+	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits})
 	if err != nil {
 		fs.fail("sandbox", "Do what the line says; until then serve refuses to start local desktops (pools, claims and history stay).", "%v", err)
 	} else {

@@ -237,7 +237,7 @@ func (m *Main) Close() error {
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
 	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.DesktopSandbox, UIDs: c.DesktopUIDs, Limits: c.DesktopLimits,
-		NoNetwork: c.DesktopNoNetwork, Hide: append([]string{c.DataDir}, c.SecretFiles...)})
+		Hide: append([]string{c.DataDir}, c.SecretFiles...)})
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
