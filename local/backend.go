@@ -99,7 +99,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.refuse != nil {
 		b.log.Error(b.refuse.Error())
 	} else if b.sandbox != nil {
-		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String())
+		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String(), "kernel_limits", b.sandbox.KernelLimits())
+		if missing := b.sandbox.MissingLimits(); missing != "" {
+			b.log.Warn("local desktops: " + missing)
+		}
 	}
 	pools, err := b.db.LocalPools(ctx)
 	if err != nil {

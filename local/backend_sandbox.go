@@ -106,6 +106,9 @@ func (b *Backend) wipeMember(name string) error {
 	if err := killUID(uid, 5*time.Second); err != nil {
 		return err
 	}
+	// Root removes the member's own folders through directory descriptors
+	// (os.RemoveAll: unlinkat, openat O_NOFOLLOW), beneath a folder of its
+	// own, so no symlink of the user's redirects it.
 	spec := b.spec(name)
-	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir))
+	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
 }

@@ -196,6 +196,7 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 		}
 		return fail(err)
 	}
+	d.watchLimits()
 	log.Info("desktop started", "display", d.display, "socket", d.VNCSocket(),
 		"xvnc_pid", d.procs[0].PID, "elapsed", time.Since(begin).Round(time.Millisecond))
 	return d, nil
@@ -370,7 +371,7 @@ func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 	defer d.wg.Done()
 	<-xvnc.exited
 	d.mu.Lock()
-	if !d.stopping {
+	if !d.stopping && d.err == nil {
 		status := "exit status 0"
 		if xvnc.waitErr != nil {
 			status = xvnc.waitErr.Error()
@@ -399,7 +400,7 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 			continue
 		}
 		d.mu.Lock()
-		if !d.stopping {
+		if !d.stopping && d.err == nil {
 			d.err = fmt.Errorf("Xvnc (pid %d) exited: %s", xvnc.PID,
 				lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 			d.log.Warn("desktop ended", "err", d.err)
@@ -488,6 +489,7 @@ func (d *Desktop) Stop() error {
 		d.closeDone()
 		// The user's own leftovers: setsid, nohup, daemons.
 		errs = append(errs, d.spec.User.killLeftovers(desktopStopGrace))
+		d.spec.User.removeCgroup()
 		for _, path := range []string{
 			filepath.Join(d.spec.Dir, desktopSocketName), filepath.Join(d.spec.State, desktopPidsName),
 			filepath.Join(d.spec.Dir, desktopAuthName), filepath.Join(d.spec.Dir, rdpSocketName),

@@ -77,6 +77,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 			}
 			d.wg.Add(1)
 			go d.pollXvnc(xvnc)
+			d.watchLimits()
 			log.Info("desktop adopted", "display", d.display, "xvnc_pid", xvnc.PID, "procs", len(procs))
 			return d, nil
 		}

@@ -53,6 +53,8 @@ type DesktopUser struct {
 	// own says UID is the desktop's own (a root portal), so that every
 	// process of it is the desktop's; else UID and GID are the portal's.
 	own bool
+	// cg is the desktop's cgroup, nil where the host gives none.
+	cg *desktopCgroup
 }
 
 // SandboxConfig configures NewSandbox.
@@ -89,6 +91,7 @@ type Sandbox struct {
 	prlimit     string
 	ns          *userns // how desktops' namespaces are made (bubblewrap)
 	ownUIDs     bool    // desktops run as uids of their own (a root portal)
+	cg          *cgroups
 
 	mu sync.Mutex // serialises allocations
 }
@@ -139,7 +142,7 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns}, nil
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups()}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -164,7 +167,7 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true}, nil
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups()}, nil
 }
 
 // parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
@@ -265,6 +268,14 @@ func (s *Sandbox) Describe() string {
 	return "uids " + s.Range() + " in " + ns
 }
 
+// MissingLimits says in one line which kernel limits across a desktop's
+// processes this host does not give (doctor and the log show it); "" when
+// none is missing.
+func (s *Sandbox) MissingLimits() string { return s.cg.Missing() }
+
+// KernelLimits names the kernel limits desktops get, for the log.
+func (s *Sandbox) KernelLimits() string { return s.cg.Describe() }
+
 // user returns the uid of the member whose folder is dir, allocating one
 // when it has none. The record in dir (owned by the portal) wins; the
 // registry entry is (re)made to match it.
@@ -278,13 +289,13 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 	if !s.ownUIDs {
 		u := s.desktopUser(os.Getuid(), abs)
 		u.GID = os.Getgid()
-		return u, nil
+		return s.withCgroup(u)
 	}
 	if uid, err := readMemberUID(abs); err == nil {
 		if err := s.register(uid, abs); err != nil {
 			return nil, err
 		}
-		return s.desktopUser(uid, abs), nil
+		return s.withCgroup(s.desktopUser(uid, abs))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -296,7 +307,7 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 			os.Remove(s.entry(uid))
 			return nil, err
 		}
-		return s.desktopUser(uid, abs), nil
+		return s.withCgroup(s.desktopUser(uid, abs))
 	}
 	return nil, fmt.Errorf("local desktops: every uid of CORRAL_VDI_DESKTOP_UIDS %s is taken (see %s); widen the range", s.Range(), s.registry)
 }
@@ -307,6 +318,16 @@ func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
 	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs,
 		ns: &memberNS{userns: s.ns, name: filepath.Base(dir), dir: dir,
 			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName)}}
+}
+
+// withCgroup gives u its member's cgroup, where the host has them.
+func (s *Sandbox) withCgroup(u *DesktopUser) (*DesktopUser, error) {
+	cg, err := s.cg.forDesktop(u.ns.name, u.Limits, u.UID, u.GID)
+	if err != nil {
+		return nil, fmt.Errorf("local: desktop %s: %w", u.ns.name, err)
+	}
+	u.cg = cg
+	return u, nil
 }
 
 func (s *Sandbox) entry(uid int) string { return filepath.Join(s.registry, strconv.Itoa(uid)) }

@@ -8,7 +8,7 @@ import (
 
 // DefaultDesktopLimits are the limits of a sandboxed desktop unless
 // CORRAL_VDI_DESKTOP_LIMITS says otherwise.
-const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G"
+const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G,memory=4G"
 
 // Limits are the resource limits of a desktop's processes, set (soft and
 // hard, so the desktop cannot raise them) by prlimit before each program
@@ -21,9 +21,13 @@ type Limits struct {
 	NoFile uint64
 	// AS is RLIMIT_AS in bytes, per process.
 	AS uint64
+	// Memory bounds the memory of all the desktop's processes together, in
+	// bytes, where the host gives the portal cgroups (sandbox_cgroup.go);
+	// NProc is then also their cgroup's pids.max.
+	Memory uint64
 }
 
-// ParseLimits parses "nproc=N,nofile=N,as=SIZE" (any subset; SIZE takes a
+// ParseLimits parses "nproc=N,nofile=N,as=SIZE,memory=SIZE" (any subset; SIZE takes a
 // K, M or G suffix; "off" for no limit). Empty means DefaultDesktopLimits.
 func ParseLimits(s string) (Limits, error) {
 	if strings.TrimSpace(s) == "" {
@@ -33,7 +37,7 @@ func ParseLimits(s string) (Limits, error) {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as)", kv)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as, memory)", kv)
 		}
 		n, err := parseSize(v)
 		if err != nil {
@@ -46,8 +50,10 @@ func ParseLimits(s string) (Limits, error) {
 			l.NoFile = n
 		case "as":
 			l.AS = n
+		case "memory":
+			l.Memory = n
 		default:
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as)", k)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as, memory)", k)
 		}
 	}
 	return l, nil
@@ -99,6 +105,9 @@ func (l Limits) String() string {
 	}
 	if l.AS > 0 {
 		parts = append(parts, fmt.Sprintf("%d MiB address space", l.AS>>20))
+	}
+	if l.Memory > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB memory", l.Memory>>20))
 	}
 	if len(parts) == 0 {
 		return "no limits"

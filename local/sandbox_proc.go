@@ -3,6 +3,8 @@ package local
 import (
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // command returns the command that runs path with args as u: through
@@ -25,13 +27,17 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 	}
 	argv := append(u.Limits.prlimitArgs(), path)
 	argv = append(argv, args...)
+	argv = append([]string{u.prlimit}, argv...)
 	if u.ns != nil {
 		for i := range argv {
 			argv[i] = u.ns.inside(argv[i])
 		}
-		return exec.Command(u.ns.bwrap, append(append(u.ns.args(terminal), u.prlimit), argv...)...)
+		argv = append(append([]string{u.ns.bwrap}, u.ns.args(terminal)...), argv...)
 	}
-	return exec.Command(u.prlimit, argv...)
+	if u.cg != nil { // into the desktop's cgroup first, then its namespaces
+		argv = u.cg.joinArgs(argv)
+	}
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 // sysProcAttr adds u's credentials to attr when its uid is its own: uid
@@ -42,5 +48,19 @@ func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAtt
 	if u != nil && (u.own || u.ns == nil) {
 		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: append([]uint32{}, u.Groups...)}
 	}
+	if u != nil && u.cg != nil && u.cg.v2 != "" {
+		// Cloned straight into the desktop's cgroup (the desktop's uid may
+		// not move itself there in v2); closed by closeCgroupFD.
+		if fd, err := unix.Open(u.cg.v2, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
+		}
+	}
 	return attr
+}
+
+// closeCgroupFD closes what sysProcAttr opened, once the process started.
+func closeCgroupFD(attr *syscall.SysProcAttr) {
+	if attr != nil && attr.UseCgroupFD {
+		unix.Close(attr.CgroupFD)
+	}
 }

@@ -145,6 +145,11 @@ func checkSandbox(fs *findings, cfg Config) {
 		fs.fail("sandbox", "Do what the line says; until then serve refuses to start local desktops (pools, claims and history stay).", "%v", err)
 	} else {
 		fs.ok("sandbox", "desktops are kept apart by %s", s.Describe())
+		if missing := s.MissingLimits(); missing != "" {
+			fs.warn("desktop-limits", "Give the portal a cgroup tree of its own (see docs/security.md); desktops run meanwhile.", "%s", missing)
+		} else {
+			fs.ok("desktop-limits", "each desktop's processes share one cgroup (%s): %s", s.KernelLimits(), cfg.DesktopLimits)
+		}
 	}
 	fi, err := os.Stat(cfg.DataDir)
 	switch {
