@@ -68,6 +68,9 @@ type DesktopSpec struct {
 	// are handed to that uid, and Stop kills every process of it. Nil runs
 	// the desktop as the portal's own user (tests of this package only).
 	User *DesktopUser
+	// Network is NetworkOutbound or NetworkNone (empty); see
+	// sandbox_net.go. Only a desktop with a User has one.
+	Network string
 }
 
 // withDefaults validates s and fills in defaults.
@@ -89,6 +92,11 @@ func (s DesktopSpec) withDefaults() (DesktopSpec, error) {
 	}
 	if s.User != nil && filepath.Clean(s.State) == filepath.Clean(s.Dir) {
 		return s, errors.New("desktop spec: a sandboxed desktop needs a State folder apart from Dir")
+	}
+	switch s.Network {
+	case "", NetworkNone, NetworkOutbound:
+	default:
+		return s, fmt.Errorf("desktop spec: network %q is not none or outbound", s.Network)
 	}
 	if !geometryRE.MatchString(s.Geometry) {
 		return s, fmt.Errorf("desktop spec: bad geometry %q, want WIDTHxHEIGHT", s.Geometry)
@@ -181,6 +189,7 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 		return fail(fmt.Errorf("write Xauthority: %w", err))
 	}
 
+	spec.User.chooseNetwork(spec.Network, log)
 	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
 	// RDP's files are written before any process of the desktop runs.
 	rdp, err := d.prepareRDP()
@@ -232,6 +241,11 @@ func prepareDesktopDirs(spec DesktopSpec, log *slog.Logger) error {
 // openbox and xterm. The caller stops d if it fails.
 func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, rdp string) error {
 	begin := time.Now()
+	if d.spec.User.net != nil {
+		if err := d.startNetwork(ctx); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -255,7 +269,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 	if err != nil {
 		return err
 	}
-	d.procs = append(d.procs, xvnc)
+	d.procs = append([]*desktopProc{xvnc}, d.procs...) // Xvnc first, as ever
 	d.wg.Add(1)
 	go d.watchXvnc(xvnc)
 	if err := d.writePids(); err != nil {

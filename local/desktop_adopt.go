@@ -56,6 +56,10 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	}
 	sock := filepath.Join(spec.Dir, desktopSocketName)
 	why := "Xvnc is gone"
+	spec.User.chooseNetwork(spec.Network, log)
+	if xvnc != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live) {
+		xvnc, why = nil, "its network namespace is gone"
+	}
 	if xvnc != nil {
 		why = "Xvnc does not answer"
 		probe := &Desktop{spec: spec}
@@ -74,6 +78,9 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 				procs:   procs,
 				done:    make(chan struct{}),
 				poll:    make(chan struct{}),
+			}
+			if err := d.restartPasta(); err != nil {
+				log.Warn("desktop adopted without outbound network", "err", err)
 			}
 			d.wg.Add(1)
 			go d.pollXvnc(xvnc)

@@ -55,6 +55,13 @@ type DesktopUser struct {
 	own bool
 	// cg is the desktop's cgroup, nil where the host gives none.
 	cg *desktopCgroup
+	// net, when set, is the network namespace all the desktop's processes
+	// share (NetworkOutbound); tools and netErr are what it needs, or why
+	// this host cannot give it.
+	net    *desktopNet
+	tools  *netTools
+	netErr error
+	bare   bool // run the program as is: no prlimit, no namespaces (pasta)
 }
 
 // SandboxConfig configures NewSandbox.
@@ -92,6 +99,8 @@ type Sandbox struct {
 	ns          *userns // how desktops' namespaces are made (bubblewrap)
 	ownUIDs     bool    // desktops run as uids of their own (a root portal)
 	cg          *cgroups
+	net         *netTools // nil: no outbound network here, netErr says why
+	netErr      error
 
 	mu sync.Mutex // serialises allocations
 }
@@ -142,7 +151,8 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups()}, nil
+		net, netErr := findNetTools(true)
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), net: net, netErr: netErr}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -167,7 +177,8 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups()}, nil
+	net, netErr := findNetTools(false)
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups(), net: net, netErr: netErr}, nil
 }
 
 // parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
@@ -273,6 +284,15 @@ func (s *Sandbox) Describe() string {
 // none is missing.
 func (s *Sandbox) MissingLimits() string { return s.cg.Missing() }
 
+// NetworkMissing says in one line why desktops cannot have outbound
+// network here; "" when they can.
+func (s *Sandbox) NetworkMissing() string {
+	if s == nil || s.netErr == nil {
+		return ""
+	}
+	return s.netErr.Error()
+}
+
 // KernelLimits names the kernel limits desktops get, for the log.
 func (s *Sandbox) KernelLimits() string { return s.cg.Describe() }
 
@@ -315,7 +335,7 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 // desktopUser returns the user of the member whose folder is dir, running
 // as uid in namespaces of its own.
 func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
-	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs,
+	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs, tools: s.net, netErr: s.netErr,
 		ns: &memberNS{userns: s.ns, name: filepath.Base(dir), dir: dir,
 			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName)}}
 }

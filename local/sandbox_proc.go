@@ -25,14 +25,18 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 	if u == nil {
 		return exec.Command(path, args...)
 	}
-	argv := append(u.Limits.prlimitArgs(), path)
-	argv = append(argv, args...)
-	argv = append([]string{u.prlimit}, argv...)
-	if u.ns != nil {
+	argv := append([]string{path}, args...)
+	if !u.bare {
+		argv = append(append([]string{u.prlimit}, u.Limits.prlimitArgs()...), argv...)
+	}
+	if u.ns != nil && !u.bare {
 		for i := range argv {
 			argv[i] = u.ns.inside(argv[i])
 		}
-		argv = append(append([]string{u.ns.bwrap}, u.ns.args(terminal)...), argv...)
+		argv = append(append([]string{u.ns.bwrap}, u.ns.args(terminal, u.joined())...), argv...)
+		if u.joined() { // the desktop's one network namespace
+			argv = u.net.nsenterArgs(argv)
+		}
 	}
 	if u.cg != nil { // into the desktop's cgroup first, then its namespaces
 		argv = u.cg.joinArgs(argv)
@@ -45,7 +49,7 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 // the desktop). bubblewrap, started as that uid, then makes the
 // namespaces; a desktop of a portal that is not root runs as the portal.
 func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
-	if u != nil && (u.own || u.ns == nil) {
+	if u != nil && (u.own || (u.ns == nil && !u.bare)) {
 		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: append([]uint32{}, u.Groups...)}
 	}
 	if u != nil && u.cg != nil && u.cg.v2 != "" {

@@ -117,6 +117,7 @@ type memberNS struct {
 	name      string // the member's name, the namespace's host name
 	dir       string // the member's folder: its passwd and group files; "" for none
 	run, home string // bound read-write inside
+	holder    bool   // the desktop's network holder: namespaces only, made in one step
 	tmp       string // bound read-write at /tmp
 	devices   []string
 }
@@ -138,32 +139,29 @@ func (m *memberNS) inside(s string) string {
 // "--". A terminal keeps its session (its shell needs the pty as its
 // controlling terminal); anything else gets a new one, so it cannot push
 // input into a terminal it inherited.
-func (m *memberNS) args(terminal bool) []string {
-	a := []string{
-		"--unshare-all", // user, pid, network, ipc, uts, cgroup
+// A process that joins the desktop's network namespace (sharedNet) makes
+// all the others but that one.
+func (m *memberNS) args(terminal, sharedNet bool) []string {
+	if m.holder {
+		return append(append([]string{"--unshare-all", "--new-session", "--cap-drop", "ALL"}, m.systemBinds()...), "--chdir", "/", "--")
+	}
+	unshare := []string{"--unshare-all"} // user, pid, network, ipc, uts, cgroup
+	if sharedNet {
+		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	}
+	a := append(unshare,
 		"--die-with-parent",
 		"--cap-drop", "ALL",
 		"--proc", "/proc", "--dev", "/dev",
 		"--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
-	}
+	)
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
 	if !terminal {
 		a = append(a, "--new-session")
 	}
-	for _, dir := range usernsRootDirs {
-		fi, err := os.Lstat(dir)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(dir); err == nil {
-				a = append(a, "--symlink", target, dir)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", dir, dir)
-		}
-	}
+	a = append(a, m.systemBinds()...)
 	for _, path := range m.hide {
 		if !underAny(path, usernsRootDirs) {
 			continue // not in sight anyway
@@ -182,6 +180,25 @@ func (m *memberNS) args(terminal bool) []string {
 	}
 	a = append(a, "--bind", m.tmp, "/tmp", "--bind", m.run, usernsRun, "--bind", m.home, m.insideHome())
 	return append(a, "--chdir", m.insideHome(), "--")
+}
+
+// systemBinds returns bubblewrap's options that show the host's system
+// folders (usernsRootDirs) read-only.
+func (m *memberNS) systemBinds() []string {
+	var a []string
+	for _, dir := range usernsRootDirs {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(dir); err == nil {
+				a = append(a, "--symlink", target, dir)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", dir, dir)
+		}
+	}
+	return a
 }
 
 // underAny reports whether path is one of dirs or inside one.
