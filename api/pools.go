@@ -14,6 +14,7 @@ type Policy struct {
 	FileTransfer    *bool         `json:"fileTransfer,omitempty"`
 	Record          bool          `json:"record,omitempty"`
 	RecordInput     bool          `json:"recordInput,omitempty"`
+	Network         vdi.Network   `json:"network,omitempty"`
 }
 
 // PoolCreate is the body of POST /api/vdi/pools.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // checkSandboxDirs makes the members folder passable (0711) for desktop
@@ -111,4 +113,13 @@ func (b *Backend) wipeMember(name string) error {
 	// own, so no symlink of the user's redirects it.
 	spec := b.spec(name)
 	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
+}
+
+// networkOf is the network of pool p's session desktops: its policy, by
+// default outbound, unless the host says none for all.
+func (b *Backend) networkOf(p vdi.Pool) string {
+	if b.network == NetworkNone || p.Policy.Network == vdi.NetworkNone {
+		return NetworkNone
+	}
+	return NetworkOutbound
 }

@@ -241,7 +241,7 @@ func prepareDesktopDirs(spec DesktopSpec, log *slog.Logger) error {
 // openbox and xterm. The caller stops d if it fails.
 func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, rdp string) error {
 	begin := time.Now()
-	if d.spec.User.net != nil {
+	if u := d.spec.User; u != nil && u.net != nil {
 		if err := d.startNetwork(ctx); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}

@@ -241,7 +241,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
-		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse})
+		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse, Network: c.DesktopNetwork})
 	if err != nil {
 		return nil, err
 	}

@@ -244,6 +244,9 @@ func validPolicy(p Policy) error {
 	if !p.Clipboard.Valid() {
 		return Errorf(EInvalid, "Use both, to-desktop, from-desktop or off.", "Unknown clipboard policy %q.", p.Clipboard)
 	}
+	if p.Network != "" && p.Network != NetworkOutbound && p.Network != NetworkNone {
+		return Errorf(EInvalid, "Use outbound or none.", "Unknown network policy %q.", p.Network)
+	}
 	return nil
 }
 

@@ -69,7 +69,19 @@ type Policy struct {
 	// also records what the user types.
 	Record      bool `json:"record,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// Network is what the pool's desktops may reach (local backend):
+	// empty means the portal's default (CORRAL_VDI_DESKTOP_NETWORK).
+	Network Network `json:"network,omitempty"`
 }
+
+// Network is a pool's network policy.
+type Network string
+
+// Network policies: a desktop's network is never the host's.
+const (
+	NetworkOutbound Network = "outbound" // out through a user-mode stack; the host's loopback out of reach
+	NetworkNone     Network = "none"     // only a loopback of its own
+)
 
 // Pool is a named set of identical members.
 type Pool struct {
