@@ -374,7 +374,7 @@ func TestConsole_PeerPath(t *testing.T) {
 	img := vmImage(t)
 	data, err := os.MkdirTemp("", "cvd")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(data) })
+	t.Cleanup(func() { removeData(data) })
 	secret := "peer-secret-for-the-test-0123456789"
 
 	peer := startPortalIn(t, data, []string{"ip", "netns", "exec", ns},

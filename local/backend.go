@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			if err != nil {
 				continue // never adopt a desktop that may not run
 			}
-			spec.Network = b.networkOf(p.Pool)
+			spec.Network, spec.Ephemeral = b.networkOf(p.Pool), p.Mode == vdi.ModeEphemeral
 			d, err := AdoptDesktop(spec, b.log)
 			if errors.Is(err, ErrNotRunning) {
 				continue
@@ -286,7 +286,7 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 	}
 	spec, err := b.desktopSpec(ref.Name)
 	if p, perr := b.db.LocalPool(ctx, pool); perr == nil {
-		spec.Network = b.networkOf(p.Pool)
+		spec.Network, spec.Ephemeral = b.networkOf(p.Pool), p.Mode == vdi.ModeEphemeral
 	}
 	var d *Desktop
 	if err == nil {

@@ -96,6 +96,9 @@ func (b *Backend) wipeMember(name string) error {
 	if b.sandbox == nil {
 		return nil
 	}
+	if err := unmountMember(b.memberDir(name)); err != nil {
+		return err
+	}
 	if b.sandbox.Namespaced() { // nothing of it runs: Stop ended its namespaces
 		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
 	}

@@ -71,6 +71,9 @@ type DesktopSpec struct {
 	// Network is NetworkOutbound or NetworkNone (empty); see
 	// sandbox_net.go. Only a desktop with a User has one.
 	Network string
+	// Ephemeral says the member's home is wiped on release, so that it
+	// may live on a size-capped tmpfs (sandbox_disk.go).
+	Ephemeral bool
 }
 
 // withDefaults validates s and fills in defaults.

@@ -282,7 +282,15 @@ func (s *Sandbox) Describe() string {
 // MissingLimits says in one line which kernel limits across a desktop's
 // processes this host does not give (doctor and the log show it); "" when
 // none is missing.
-func (s *Sandbox) MissingLimits() string { return s.cg.Missing() }
+func (s *Sandbox) MissingLimits() string {
+	var parts []string
+	for _, m := range []string{s.cg.Missing(), s.diskMissing()} {
+		if m != "" {
+			parts = append(parts, m)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
 
 // NetworkMissing says in one line why desktops cannot have outbound
 // network here; "" when they can.

@@ -196,13 +196,13 @@ func (cg *cgroups) forDesktop(name string, l Limits, uid, gid int) (*desktopCgro
 	}
 	var err error
 	if cg.v2 != "" {
-		d.v2, err = mk(cg.v2, map[string]uint64{"memory.max": l.Memory, "memory.swap.max": swapOff(l.Memory), "pids.max": l.NProc, "memory.oom.group": 1})
+		d.v2, err = mk(cg.v2, map[string]uint64{"memory.max": l.Memory, "memory.swap.max": swapOff(l.Memory), "pids.max": l.pidsMax(), "memory.oom.group": 1})
 		return d, err
 	}
 	if d.memory, err = mk(cg.memory, map[string]uint64{"memory.limit_in_bytes": l.Memory}); err != nil {
 		return nil, err
 	}
-	if d.pids, err = mk(cg.pids, map[string]uint64{"pids.max": l.NProc}); err != nil {
+	if d.pids, err = mk(cg.pids, map[string]uint64{"pids.max": l.pidsMax()}); err != nil {
 		return nil, err
 	}
 	for _, dir := range []string{d.memory, d.pids} {
@@ -253,7 +253,7 @@ func (d *desktopCgroup) limitHit() string {
 		return ""
 	}
 	mem := fmt.Sprintf("memory limit (%d MiB) reached: the kernel ended a process of the desktop", d.limits.Memory>>20)
-	pids := fmt.Sprintf("process limit (%d) reached: the kernel refused the desktop more processes", d.limits.NProc)
+	pids := fmt.Sprintf("process limit (%d) reached: the kernel refused the desktop more processes", d.limits.pidsMax())
 	if d.v2 != "" {
 		if eventCount(filepath.Join(d.v2, "memory.events"), "oom_kill") > 0 {
 			return mem

@@ -62,6 +62,11 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 			return fmt.Errorf("hand the home to uid %d: %w", u.UID, err)
 		}
 	}
+	if spec.Ephemeral { // wiped on release anyway: a tmpfs bounds it
+		if err := u.mountDisk(spec.Home); err != nil {
+			return err
+		}
+	}
 	return u.freshTmp()
 }
 

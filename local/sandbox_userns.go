@@ -217,6 +217,9 @@ func underAny(path string, dirs []string) bool {
 // any more, so nothing races it; RemoveAll never follows a symlink.
 func (u *DesktopUser) freshTmp() error {
 	m := u.ns
+	if err := unmountDisk(m.tmp); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(m.tmp); err != nil {
 		return err
 	}
@@ -224,6 +227,9 @@ func (u *DesktopUser) freshTmp() error {
 		return err
 	}
 	if err := u.give(m.tmp); err != nil {
+		return err
+	}
+	if err := u.mountDisk(m.tmp); err != nil {
 		return err
 	}
 	if err := u.writeAccount(); err != nil {
