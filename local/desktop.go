@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -126,6 +127,7 @@ type Desktop struct {
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
+	started  bool // procs is complete: a start returned, or an adoption
 	stopping bool
 	err      error
 	terms    map[*TerminalConn]struct{} // open terminals
@@ -208,6 +210,9 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 		}
 		return fail(err)
 	}
+	d.mu.Lock()
+	d.started = true
+	d.mu.Unlock()
 	d.watchLimits()
 	log.Info("desktop started", "display", d.display, "socket", d.VNCSocket(),
 		"xvnc_pid", d.procs[0].PID, "elapsed", time.Since(begin).Round(time.Millisecond))
@@ -397,8 +402,21 @@ func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 			lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 		d.log.Warn("desktop ended", "err", d.err)
 	}
+	rest := !d.stopping && d.started
 	d.mu.Unlock()
+	if rest {
+		d.killRest()
+	}
 	d.closeDone()
+}
+
+// killRest kills the desktop's own processes that outlive its Xvnc (its
+// network's, the RDP server): by PID, each checked to be the process
+// started, never by uid, which a new start of the member may use by now.
+func (d *Desktop) killRest() {
+	for _, p := range d.procs[1:] {
+		p.signal(syscall.SIGKILL)
+	}
 }
 
 // pollXvnc watches an adopted Xvnc, which is not our child, until it is gone
@@ -422,7 +440,11 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 				lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 			d.log.Warn("desktop ended", "err", d.err)
 		}
+		rest := !d.stopping && d.started
 		d.mu.Unlock()
+		if rest {
+			d.killRest()
+		}
 		d.closeDone()
 		return
 	}

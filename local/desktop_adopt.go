@@ -57,7 +57,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	sock := filepath.Join(spec.Dir, desktopSocketName)
 	why := "Xvnc is gone"
 	spec.User.chooseNetwork(spec.Network, log)
-	if xvnc != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live) {
+	if xvnc != nil && spec.User != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live) {
 		xvnc, why = nil, "its network namespace is gone"
 	}
 	if xvnc != nil {
@@ -78,6 +78,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 				procs:   procs,
 				done:    make(chan struct{}),
 				poll:    make(chan struct{}),
+				started: true,
 			}
 			if err := d.restartPasta(); err != nil {
 				log.Warn("desktop adopted without outbound network", "err", err)

@@ -42,9 +42,7 @@ func (d *Desktop) watchLimits() {
 				return
 			}
 			d.log.Warn("desktop killed at its limit", "reason", why)
-			if len(d.procs) > 0 {
-				d.procs[0].signal(syscall.SIGKILL) // Xvnc: the desktop ends, and is reported failed
-			}
+			d.procs[0].signal(syscall.SIGKILL) // Xvnc: the desktop ends, and is reported failed
 			return
 		}
 	}()

@@ -350,7 +350,7 @@ func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
 
 // withCgroup gives u its member's cgroup, where the host has them.
 func (s *Sandbox) withCgroup(u *DesktopUser) (*DesktopUser, error) {
-	cg, err := s.cg.forDesktop(u.ns.name, u.Limits, u.UID, u.GID)
+	cg, err := s.cg.forDesktop(u.ns.dir, u.Limits, u.UID, u.GID)
 	if err != nil {
 		return nil, fmt.Errorf("local: desktop %s: %w", u.ns.name, err)
 	}

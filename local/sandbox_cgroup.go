@@ -2,6 +2,8 @@ package local
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -165,13 +167,16 @@ type desktopCgroup struct {
 }
 
 // forDesktop makes (or, for an adopted desktop, finds) the cgroup of the
-// member name, with l's memory and process limits, writable for uid's
-// moves into it (v1). nil cg, or no controller, gives nil.
-func (cg *cgroups) forDesktop(name string, l Limits, uid, gid int) (*desktopCgroup, error) {
+// member whose folder is dir, with l's memory and process limits,
+// writable for uid's moves into it (v1). nil cg, or no controller, gives
+// nil. Its name holds the folder's hash: two portals on one host, or two
+// data dirs, never share one.
+func (cg *cgroups) forDesktop(dir string, l Limits, uid, gid int) (*desktopCgroup, error) {
 	if cg == nil || (cg.v2 == "" && cg.memory == "" && cg.pids == "") {
 		return nil, nil
 	}
-	leaf := "corral-desktop-" + name
+	sum := sha256.Sum256([]byte(dir))
+	leaf := "corral-desktop-" + filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])
 	d := &desktopCgroup{limits: l}
 	mk := func(parent string, files map[string]uint64) (string, error) {
 		if parent == "" {

@@ -56,6 +56,7 @@ func mustPreparedUser(tb testing.TB, s *Sandbox, dir string) *DesktopUser {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(u.removeCgroup)
 	for _, d := range []string{u.ns.run, u.ns.home} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			tb.Fatal(err)
@@ -126,6 +127,8 @@ func TestSandbox_UIDsAreRecordedAndUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.removeCgroup)
+	t.Cleanup(b.removeCgroup)
 	if a.UID == b.UID {
 		t.Fatalf("two members share uid %d", a.UID)
 	}
@@ -138,9 +141,11 @@ func TestSandbox_UIDsAreRecordedAndUnique(t *testing.T) {
 	}
 	// A deleted member's uid is free again.
 	os.RemoveAll(filepath.Join(root, "b"))
-	if c, err := s.user(filepath.Join(root, "c")); err != nil || c.UID != b.UID {
-		t.Errorf("after b is gone: %v, %v; want uid %d", c, err, b.UID)
+	c, err := s.user(filepath.Join(root, "c"))
+	if err != nil || c.UID != b.UID {
+		t.Fatalf("after b is gone: %v, %v; want uid %d", c, err, b.UID)
 	}
+	c.removeCgroup()
 }
 
 func procUID(t *testing.T, pid int) int {
