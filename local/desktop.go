@@ -417,6 +417,12 @@ func (d *Desktop) killRest() {
 	for _, p := range d.procs[1:] {
 		p.signal(syscall.SIGKILL)
 	}
+	go func() { // its cgroup goes once they are gone (a later start would make it anew)
+		for _, p := range d.procs[1:] {
+			p.wait(desktopStopGrace)
+		}
+		d.spec.User.removeCgroup()
+	}()
 }
 
 // pollXvnc watches an adopted Xvnc, which is not our child, until it is gone
