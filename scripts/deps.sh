@@ -16,7 +16,8 @@ pkgs=(
 	qemu-system-x86            # vm pools of the local backend
 	busybox-static
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
-	bubblewrap # the namespaces of local desktops when the portal is not root
+	bubblewrap # the namespaces of every local desktop (as its uid when the portal is root)
+	passt      # pasta: outbound network of local desktops (pool policy network=outbound)
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)
