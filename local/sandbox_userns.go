@@ -150,7 +150,6 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
 	}
 	a := append(unshare,
-		"--die-with-parent",
 		"--cap-drop", "ALL",
 		"--proc", "/proc", "--dev", "/dev",
 		"--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
@@ -158,7 +157,11 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
-	if !terminal {
+	if terminal {
+		// A terminal is the portal's session; the desktop's own processes
+		// outlive the portal, and the next one adopts them.
+		a = append(a, "--die-with-parent")
+	} else {
 		a = append(a, "--new-session")
 	}
 	a = append(a, m.systemBinds()...)
