@@ -33,10 +33,12 @@ func TestAttack_SymlinkSwapDuringRelease(t *testing.T) {
 	}
 	defer os.RemoveAll(victim)
 	os.Chmod(victim, 0o755)
-	const files = 300
-	os.Mkdir(filepath.Join(victim, "a"), 0o755)
+	// Root's folders a0..a49 (6 files each), named as alice's are.
+	const dirs, files = 50, 300
 	for i := range files {
-		os.WriteFile(filepath.Join(victim, "a", fmt.Sprintf("f%d", i)), nil, 0o644)
+		dir := filepath.Join(victim, fmt.Sprintf("a%d", i%dirs))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644)
 	}
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2")
 	var b desktop
@@ -51,14 +53,18 @@ func TestAttack_SymlinkSwapDuringRelease(t *testing.T) {
 			t.Fatalf("alice's claim %d: %d", round, code)
 		}
 		alice := openTerminal(t, p, "alice", a.Name)
-		alice.run("for i in 1 2 3 4 5 6 7 8 9 10; do mkdir -p /tmp/w/a /tmp/alt/a 2>/dev/null; touch /tmp/w/a/f$i /tmp/alt/a/f$i 2>/dev/null; done; true", 10*time.Second)
+		alice.run("for i in $(seq 0 49); do mkdir -p /tmp/w/a$i 2>/dev/null && touch /tmp/w/a$i/x 2>/dev/null; done; true", 20*time.Second)
 		alice.ws.Close()
 		if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+a.Name+"/release", nil); code != 200 && code != 204 {
 			t.Fatalf("alice's release %d: %d", round, code)
 		}
 	}
-	left, _ := os.ReadDir(filepath.Join(victim, "a"))
-	if n := files - len(left); n > 0 {
+	left := 0
+	for i := range dirs {
+		ents, _ := os.ReadDir(filepath.Join(victim, fmt.Sprintf("a%d", i)))
+		left += len(ents)
+	}
+	if n := files - left; n > 0 {
 		t.Errorf("attack symlink-swap-during-release SUCCEEDED: the releases deleted %d of root's %d files", n, files)
 	} else {
 		t.Logf("attack symlink-swap-during-release: refused (root's %d files all there)", files)
