@@ -13,7 +13,8 @@ import (
 	"sync"
 )
 
-// A sandboxed desktop runs as a uid of its own, allocated to its member
+// A sandboxed desktop of a root portal runs as a uid of its own (in
+// namespaces of its own too: sandbox_userns.go), allocated to its member
 // from a range no account of the host uses (CORRAL_VDI_DESKTOP_UIDS), so
 // that the kernel keeps it away from the portal's files and processes and
 // from every other desktop. The member records its uid in a file the portal

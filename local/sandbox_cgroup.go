@@ -233,10 +233,11 @@ func swapOff(memory uint64) uint64 {
 	return 1
 }
 
-// joinArgs returns the command that moves itself into d's v1 cgroups and
-// raises its oom_score_adj, then execs argv; argv unchanged for v2, which
-// the parent clones straight into the cgroup.
-func (d *desktopCgroup) joinArgs(argv []string) []string {
+// joinArgs returns the command that moves itself into d's v1 cgroups (v2:
+// the parent clones it straight into its cgroup) and raises its
+// oom_score_adj, then runs argv: with exec, or as its child (see
+// wrapArgs).
+func (d *desktopCgroup) joinArgs(argv []string, child bool) []string {
 	script := "echo " + strconv.Itoa(desktopOOMScoreAdj) + " >/proc/self/oom_score_adj || exit 125"
 	var files []string
 	for _, dir := range []string{d.memory, d.pids} {
@@ -247,8 +248,25 @@ func (d *desktopCgroup) joinArgs(argv []string) []string {
 	for i := range files {
 		script += "; echo $$ >\"$" + strconv.Itoa(i+1) + "\" || exit 125"
 	}
-	script += "; shift " + strconv.Itoa(len(files)) + "; exec \"$@\""
+	script += "; shift " + strconv.Itoa(len(files)) + "; " + runArgv(child)
 	return append(append([]string{"/bin/sh", "-c", script, "sh"}, files...), argv...)
+}
+
+// runArgv is the shell's command that runs its arguments: exec, or a
+// child whose exit status is the shell's.
+func runArgv(child bool) string {
+	if child {
+		return "\"$@\""
+	}
+	return "exec \"$@\""
+}
+
+// wrapArgs returns the command that runs argv as the child of a shell:
+// bubblewrap's --die-with-parent then ties a desktop process's namespaces
+// to that shell (the PID the portal records and signals), not to the
+// portal, which desktops outlive.
+func wrapArgs(argv []string) []string {
+	return append([]string{"/bin/sh", "-c", runArgv(true), "sh"}, argv...)
 }
 
 // limitHit says which limit of d the kernel enforced by ending or

@@ -137,9 +137,10 @@ func (u *DesktopUser) holderUser() *DesktopUser {
 func (n *desktopNet) adopt(ctx context.Context, holder *desktopProc) error {
 	ctx, cancel := context.WithTimeout(ctx, netReadyWait)
 	defer cancel()
+	host, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", holder.PID))
 	for {
-		if kids := childPIDs(holder.PID); len(kids) > 0 && holder.alive() {
-			n.holder, n.ns = holder, kids[0]
+		if pid := nsInit(holder.PID, host); pid > 0 && holder.alive() {
+			n.holder, n.ns = holder, pid
 			return nil
 		}
 		select {
@@ -201,6 +202,23 @@ func hasDefaultRoute(pid int) bool {
 		}
 	}
 	return false
+}
+
+// nsInit returns the first process below pid (its shell, bubblewrap,
+// bubblewrap's init) in a network namespace other than host that runs a
+// command already (before that a child may be a passing helper), or 0.
+func nsInit(pid int, host string) int {
+	for range 4 {
+		kids := childPIDs(pid)
+		if len(kids) == 0 {
+			return 0
+		}
+		pid = kids[0]
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && ns != host && len(childPIDs(pid)) > 0 {
+			return pid
+		}
+	}
+	return 0
 }
 
 // childPIDs returns the PIDs of pid's children.

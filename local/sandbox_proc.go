@@ -38,8 +38,14 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 			argv = u.net.nsenterArgs(argv)
 		}
 	}
-	if u.cg != nil { // into the desktop's cgroup first, then its namespaces
-		argv = u.cg.joinArgs(argv)
+	// A desktop process's bubblewrap dies with a shell of its own, a
+	// terminal's with the portal (a terminal is the portal's session).
+	child := u.ns != nil && !u.bare && !terminal
+	switch {
+	case u.cg != nil: // into the desktop's cgroup first, then its namespaces
+		argv = u.cg.joinArgs(argv, child)
+	case child:
+		argv = wrapArgs(argv)
 	}
 	return exec.Command(argv[0], argv[1:]...)
 }

@@ -12,16 +12,18 @@ import (
 	"time"
 )
 
-// A portal that is not root cannot give a desktop a uid of its own. It
-// runs each of the desktop's processes in namespaces of its own instead,
-// made by bubblewrap: a user namespace (no privilege over anything
+// Every desktop process runs in namespaces of its own, made by
+// bubblewrap: started as the member's own uid by a root portal, as the
+// portal's uid otherwise. A user namespace (no privilege over anything
 // outside), a pid namespace (the portal and every other process out of
 // sight and out of reach of signals; when the process ends, all it left
-// behind is killed with it), a network namespace with nothing but its own
-// loopback (the portal's port, the host's abstract sockets and the network
-// out of reach), and a mount namespace that holds the system read-only
-// (/usr, /etc) and, of the portal's files, only the member's own run, home
-// and tmp folders. The portal's data dir, its secrets and the home of the
+// behind is killed with it), UTS and IPC namespaces (the member's host
+// name), a network namespace (its own loopback only, or the desktop's
+// shared one: sandbox_net.go; the portal's port and the host's abstract
+// sockets out of reach), and a mount namespace that holds the system
+// read-only (/usr, /etc, with the member's account files over passwd and
+// group) and, of the portal's files, only the member's own run, home and
+// tmp folders. The portal's data dir, its secrets and the home of the
 // portal's user are simply not there.
 
 // SandboxUIDs, SandboxUserns and SandboxAuto are the values of
@@ -143,7 +145,7 @@ func (m *memberNS) inside(s string) string {
 // all the others but that one.
 func (m *memberNS) args(terminal, sharedNet bool) []string {
 	if m.holder {
-		return append(append([]string{"--unshare-all", "--new-session", "--cap-drop", "ALL"}, m.systemBinds()...), "--chdir", "/", "--")
+		return append(append([]string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}, m.systemBinds()...), "--chdir", "/", "--")
 	}
 	unshare := []string{"--unshare-all"} // user, pid, network, ipc, uts, cgroup
 	if sharedNet {
@@ -157,11 +159,10 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
-	if terminal {
-		// A terminal is the portal's session; the desktop's own processes
-		// outlive the portal, and the next one adopts them.
-		a = append(a, "--die-with-parent")
-	} else {
+	// With its parent (the portal for a terminal, a shell of its own for a
+	// desktop process: see commandFor) everything in it dies.
+	a = append(a, "--die-with-parent")
+	if !terminal {
 		a = append(a, "--new-session")
 	}
 	a = append(a, m.systemBinds()...)
