@@ -28,6 +28,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	}
 	log = log.With("desktop", spec.Name)
 	notRunning := func(why string) (*Desktop, error) {
+		spec.User.removeCgroup() // made for a desktop that is not there
 		return nil, fmt.Errorf("local: adopt desktop %q: %s: %w", spec.Name, why, ErrNotRunning)
 	}
 

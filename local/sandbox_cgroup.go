@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // A desktop's memory and processes are bounded by the kernel across all
@@ -316,8 +318,16 @@ func (d *desktopCgroup) remove() {
 		return
 	}
 	for _, dir := range []string{d.v2, d.memory, d.pids} {
-		if dir != "" {
-			os.Remove(dir) // a cgroup folder goes with rmdir, its files with it
+		if dir == "" {
+			continue
+		}
+		// A cgroup folder goes with rmdir, its files with it, once the
+		// last of its processes has exited (killed ones may take a moment).
+		for range 20 {
+			if err := os.Remove(dir); err == nil || !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
