@@ -3,7 +3,6 @@ package portal
 import (
 	"errors"
 	"fmt"
-	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/connid"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // unixPrefix marks a Unix socket in CORRAL_VDI_LISTEN.
