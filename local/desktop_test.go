@@ -177,6 +177,9 @@ func TestDesktop_StartStop(t *testing.T) {
 		if _, err := lookRDP(); err == nil {
 			want += "," + rdpShadow
 		}
+		if checkAudioElements() == nil {
+			want += "," + audioServer
+		}
 		if got := strings.Join(names, ","); got != want {
 			t.Errorf("recorded procs = %s; want %s", got, want)
 		}
