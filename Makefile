@@ -28,8 +28,15 @@ build: assets ## build bin/corral-vdi-portal
 run: deps build ## build and start the portal on this machine (embedded default)
 	CORRAL_VDI_BACKEND=$${CORRAL_VDI_BACKEND:-local} ./$(BIN) serve
 
-test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit + e2e)
-	$(GO) test $(TEST_FLAGS) ./...
+# The packages that run with the race detector in make test: everything but
+# those that drive real servers and desktops (kube, portal, local, the
+# harnesses, e2e, soak), which would take several times as long.
+RACE_PKGS := api auth cli connid handlers recording relay snapshot static store vdi views
+RACE_RE   := /($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
+
+test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit packages with -race, then the rest and e2e)
+	$(GO) test -race $(TEST_FLAGS) $(addprefix ./,$(addsuffix /...,$(RACE_PKGS)))
+	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v -E '$(RACE_RE)')
 
 e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 	$(GO) test $(TEST_FLAGS) -v ./e2e/
