@@ -184,10 +184,16 @@ func excludedVolumes(sn *snapshotv1beta1.VirtualMachineSnapshot) []string {
 	if sv := sn.Status.SnapshotVolumes; sv != nil {
 		out = append(out, sv.ExcludedVolumes...)
 	}
+	partial := false
+	for _, si := range sn.Status.SourceIndications {
+		partial = partial || si.Indication == "Partial"
+	}
+	//lint:ignore SA1019 older KubeVirt releases set only the deprecated list
 	for _, ind := range sn.Status.Indications {
-		if ind == "Partial" && len(out) == 0 {
-			out = append(out, "(some: the snapshot is Partial)")
-		}
+		partial = partial || ind == "Partial"
+	}
+	if partial && len(out) == 0 {
+		out = append(out, "(some: the snapshot is Partial)")
 	}
 	return out
 }
