@@ -28,6 +28,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(curl bindfs)        # e2e: attacks from inside a desktop; a filesystem that ignores ownership
 	pkgs+=(usbredirect)        # `usb redir` runs it on the user's machine; doctor and the CLI tests look for it
 	pkgs+=(websockify)         # make bench: the relay is measured against it
+	pkgs+=(iproute2)           # make bench-wan: ip netns for the shaped link (the emulator is user space: no sch_netem needed)
 fi
 
 missing=()

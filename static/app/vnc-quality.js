@@ -26,12 +26,23 @@ export function chosen() {
   return v === 'sharp' || v === 'fast' ? v : 'auto';
 }
 
-// measuredRTT returns the round trip of the page's /connect request in ms
-// (request sent to first byte back, on the page's kept-alive connection:
-// one round trip plus the portal's own few ms), or 0 when unknown.
-export function measuredRTT() {
-  const e = performance.getEntriesByType('resource').filter((r) => r.name.endsWith('/connect')).pop();
-  return e && e.responseStart > e.requestStart ? e.responseStart - e.requestStart : 0;
+// measureRTT resolves to the round trip to the portal in ms: the fastest
+// of three GET /healthz on the page's kept-alive connection (one round
+// trip and the portal's few microseconds; /connect is no measure, it waits
+// for the desktop's probes), or 0 when they fail.
+export async function measureRTT() {
+  let best = 0;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    try {
+      await (await fetch('/healthz', { cache: 'no-store' })).arrayBuffer();
+    } catch {
+      return best;
+    }
+    const ms = performance.now() - t0;
+    if (!best || ms < best) best = ms;
+  }
+  return best;
 }
 
 // resolve turns a choice into sharp or fast.
@@ -40,20 +51,25 @@ export function resolve(choice, rtt) {
   return rtt > wanRTT ? 'fast' : 'sharp';
 }
 
-// attach applies the choice to rfb now and whenever the select changes.
+// attach applies the choice to rfb now (Auto starts Sharp until the round
+// trip is measured) and whenever the select changes; it returns a detach.
 export function attach(rfb) {
   const select = document.getElementById('vnc-quality');
-  const rtt = measuredRTT();
+  let rtt = 0;
   const apply = () => {
-    const level = levels[resolve(chosen(), rtt)];
-    rfb.qualityLevel = level.quality;
-    rfb.compressionLevel = level.compression;
-    rfb.quality = resolve(chosen(), rtt); // for tests and the devtools
+    const name = resolve(chosen(), rtt);
+    rfb.qualityLevel = levels[name].quality;
+    rfb.compressionLevel = levels[name].compression;
+    rfb.quality = name; // for tests and the devtools
   };
   apply();
+  const auto = select?.querySelector('option[value=auto]');
+  measureRTT().then((ms) => {
+    rtt = ms;
+    apply();
+    if (auto) auto.textContent = `Auto (${resolve('auto', rtt)}${rtt ? `, ${Math.round(rtt)} ms` : ''})`;
+  });
   if (!select) return () => {};
-  const auto = select.querySelector('option[value=auto]');
-  auto.textContent = `Auto (${resolve('auto', rtt)}${rtt ? `, ${Math.round(rtt)} ms` : ''})`;
   select.value = chosen();
   select.closest('label').hidden = false;
   const onChange = () => {
