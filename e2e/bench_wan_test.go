@@ -38,8 +38,9 @@ const wanWatch = `(() => {
   let last = 0;
   w.watch = (x, y, width, height) => { w.region = [x, y, width, height]; scratch.width = width; scratch.height = height; last = 0; w.changes = 0; };
   function look() {
+    requestAnimationFrame(look); // first: a throw below must not end the watch
     const c = canvas();
-    if (c && w.region && c.width > 1) {
+    if (c && w.region && c.width > 1 && c.height > 1) {
       const [x, y, width, height] = w.region;
       g.drawImage(c, x, y, width, height, 0, 0, width, height);
       const d = new Uint32Array(g.getImageData(0, 0, width, height).data.buffer);
@@ -51,7 +52,6 @@ const wanWatch = `(() => {
       }
       last = h;
     }
-    requestAnimationFrame(look);
   }
   requestAnimationFrame(look);
 })();`
