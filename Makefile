@@ -5,7 +5,7 @@ GOFLAGS    ?=
 TEST_FLAGS ?= -count=1 -timeout 20m
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps assets generate build run test e2e bench soak fuzz lint clean
+.PHONY: help deps test-deps assets generate build run test e2e bench bench-wan soak fuzz lint clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,6 +43,9 @@ e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 
 bench: test-deps assets ## run the benchmarks and print the report (needs what the tests need, and websockify)
 	bash scripts/bench.sh
+
+bench-wan: test-deps assets ## the consoles over shaped networks (LAN, 40 ms, 120 ms): the WAN table of make bench (root)
+	bash scripts/bench-wan.sh
 
 SOAK_SCALE ?= default
 FUZZ_TIME  ?= 2m

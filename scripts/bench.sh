@@ -141,3 +141,7 @@ echo
 
 echo "== click \"Get a desktop\" → first desktop pixels in Chromium (Playwright, local desktops, a fresh claim each time): cold pool vs warm (standby 1), VNC and RDP (same run) =="
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_ROUNDS="${BENCH_FIRST_PIXEL_ROUNDS:-5}" go test -count=1 -run '^TestBench_FirstPixel$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
+
+echo
+echo "== consoles over shaped networks (make bench-wan): keypress → pixels, fps, bytes and CPU per workload, idle bytes; VNC per quality and RDP =="
+bash scripts/bench-wan.sh

@@ -33,7 +33,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(curl bindfs)        # e2e: attacks from inside a desktop; a filesystem that ignores ownership
 	pkgs+=(usbredirect)        # `usb redir` runs it on the user's machine; doctor and the CLI tests look for it
 	pkgs+=(websockify)         # make bench: the relay is measured against it
-	pkgs+=(iproute2)           # e2e identity attacks: ip gives the host a test-private address
+	pkgs+=(iproute2)           # e2e identity attacks (a test-private address) and make bench-wan (ip netns)
 	pkgs+=(pulseaudio-utils)   # e2e: pactl plays a tone in a desktop's sink
 fi
 

@@ -5,6 +5,7 @@
 // the Extended Clipboard where the server offers it); the portal's relay
 // drops what the pool's policy forbids. A pinch zooms the view (zoom.js).
 import { attachZoom } from './zoom.js';
+import { attach as attachQuality } from './vnc-quality.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -90,6 +91,7 @@ export async function open(screen, info, ui) {
     zoomed: (on) => { rfb.resizeSession = !on && !info.viewOnly; },
   });
   rfb.focusOnClick = true;
+  const quality = info.viewOnly ? () => {} : attachQuality(rfb); // a watching admin leaves it to the holder
   rfb.viewOnly = Boolean(info.viewOnly); // an admin watching (admin-shadow.js)
   rfb.addEventListener('connect', () => {
     ui.say('Connected', 'ok');
@@ -107,6 +109,7 @@ export async function open(screen, info, ui) {
   return {
     close() {
       zoom.close();
+      quality();
       rfb.disconnect();
       stage.remove();
     },

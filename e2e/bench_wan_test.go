@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// wanWatch is the init script of the WAN bench's console pages. It keeps
+// the console's canvas under watch: every animation frame it hashes a
+// region (set by __wan.watch, in the desktop's pixels) and counts the
+// frames where it changed; a keydown arms a latency measure that the next
+// change ends (__wan.lat). The VNC quality the run asks for is put in
+// localStorage before the console reads it.
+const wanWatch = `(() => {
+  const q = %q;
+  if (q) localStorage.setItem('corral.vnc.quality', q);
+  const now = () => performance.now();
+  const w = window.__wan = { changes: 0, lat: [], keyAt: 0, region: null };
+  document.addEventListener('keydown', () => { w.keyAt = now(); }, true);
+  const scratch = document.createElement('canvas');
+  const g = scratch.getContext('2d', { willReadFrequently: true });
+  function canvas() {
+    const s = document.getElementById('screen');
+    if (!s) return null;
+    const ird = s.querySelector('iron-remote-desktop');
+    if (ird) return ird.shadowRoot ? ird.shadowRoot.querySelector('canvas') : null;
+    return s.querySelector('canvas');
+  }
+  w.canvas = canvas;
+  let last = 0;
+  w.watch = (x, y, width, height) => { w.region = [x, y, width, height]; scratch.width = width; scratch.height = height; last = 0; w.changes = 0; };
+  function look() {
+    requestAnimationFrame(look); // first: a throw below must not end the watch
+    const c = canvas();
+    if (c && w.region && c.width > 1 && c.height > 1) {
+      const [x, y, width, height] = w.region;
+      g.drawImage(c, x, y, width, height, 0, 0, width, height);
+      const d = new Uint32Array(g.getImageData(0, 0, width, height).data.buffer);
+      let h = 2166136261;
+      for (let i = 0; i < d.length; i++) h = Math.imul(h ^ d[i], 16777619);
+      if (last !== 0 && h !== last) {
+        w.changes++;
+        if (w.keyAt) { w.lat.push(now() - w.keyAt); w.keyAt = 0; }
+      }
+      last = h;
+    }
+  }
+  requestAnimationFrame(look);
+})();`
+
+// clientPoint is a JS function mapping a desktop pixel to the page's
+// coordinates (the canvas may be scaled by CSS).
+const clientPoint = `([x, y]) => {
+  const c = window.__wan.canvas(), r = c.getBoundingClientRect();
+  return [r.left + x * r.width / c.width, r.top + y * r.height / c.height];
+}`
+
+// wanRun is what one console on one profile measured.
+type wanRun struct {
+	console, profile, quality  string
+	typing                     []float64 // ms, keydown -> changed pixels
+	fps, kbps, portalCPU, xCPU map[string]float64
+	idleKiBMin                 float64
+}
+
+// TestBench_WAN measures, for `make bench-wan`, the consoles over shaped
+// networks: Chromium in a network namespace reaches the portal across a
+// shaped link (wanLink, wanProfiles), and a real local desktop runs
+// the workloads in its own xterms: typing (keydown -> changed pixels),
+// scrolling, a full-screen churn of random text, a window dragged across
+// the screen, and an idle minute's bytes. VNC runs once per quality
+// (CORRAL_VDI_BENCH_QUALITIES: "before auto" by default; also sharp, fast),
+// where before is noVNC's own levels, what the console sent before it had
+// a choice, and auto is today's default; RDP runs once.
+// Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
+// workload's length (default 6). It reports; it asserts no times.
+func TestBench_WAN(t *testing.T) {
+	if os.Getenv("CORRAL_VDI_BENCH") != "1" {
+		t.Skip("a benchmark: set CORRAL_VDI_BENCH=1 (make bench-wan)")
+	}
+	secs, _ := strconv.Atoi(os.Getenv("CORRAL_VDI_BENCH_SECONDS"))
+	if secs <= 0 {
+		secs = 6
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DISCONNECT_GRACE=1h")
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "wan", "size": 1}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/wan/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	link := mustWANLink(t, p)
+	b := mustLaunchBrowserIn(t, link)
+	g := openGuestShell(t, p, "alice", d.Name)
+	xvnc := desktopServer(t, p.cmd.Process.Pid, "Xvnc")
+
+	consoles := []string{"vnc", "rdp"}
+	if v := os.Getenv("CORRAL_VDI_BENCH_CONSOLES"); v != "" {
+		consoles = strings.Fields(v)
+	}
+	qualities := []string{"before", "auto"}
+	if v := os.Getenv("CORRAL_VDI_BENCH_QUALITIES"); v != "" {
+		qualities = strings.Fields(v)
+	}
+	profiles := wanProfiles
+	if v := os.Getenv("CORRAL_VDI_BENCH_PROFILES"); v != "" {
+		profiles = slices.DeleteFunc(slices.Clone(wanProfiles), func(q wanProfile) bool {
+			return !slices.ContainsFunc(strings.Fields(v), func(f string) bool { return strings.Contains(q.Name, f) })
+		})
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("BENCH load average at start: %s", load)
+	var runs []wanRun
+	for _, q := range profiles {
+		link.shape(q)
+		for _, console := range consoles {
+			qs := qualities
+			if console != "vnc" {
+				qs = []string{"-"}
+			}
+			for _, quality := range qs {
+				r := wanRun{console: console, profile: q.Name, quality: quality,
+					fps: map[string]float64{}, kbps: map[string]float64{}, portalCPU: map[string]float64{}, xCPU: map[string]float64{}}
+				wanMeasure(t, p, link, b, g, d.Name, xvnc, &r, time.Duration(secs)*time.Second)
+				runs = append(runs, r)
+				wanPrint(r)
+			}
+		}
+	}
+	link.shape(wanProfiles[0])
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Printf("BENCH load average at end: %s", load)
+}
+
+// wanMeasure opens the console on a fresh page and runs the workloads.
+func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g *guestShell, member string, xvnc int, r *wanRun, d time.Duration) {
+	t.Helper()
+	ctx, err := b.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
+	must(t, err)
+	defer ctx.Close()
+	quality := r.quality
+	if quality == "-" || quality == "before" {
+		quality = ""
+	}
+	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality))}))
+	page, err := ctx.NewPage()
+	must(t, err)
+	page.SetDefaultTimeout(60000)
+	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol="+r.console)
+	expect := playwright.NewPlaywrightAssertions(90000)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if r.quality == "before" { // noVNC's defaults, as the console had them
+		_, err := page.Evaluate(`() => { const rfb = document.getElementById('screen').rfb; rfb.qualityLevel = 6; rfb.compressionLevel = 2; }`)
+		must(t, err)
+	}
+	if r.quality == "auto" {
+		v, err := page.Evaluate(`() => document.getElementById('screen').rfb.quality`)
+		must(t, err)
+		r.quality += "→" + fmt.Sprint(v)
+	}
+	time.Sleep(2 * time.Second) // the first frames and a resize settle
+	defer func() {
+		dir := filepath.Join("output", t.Name())
+		os.MkdirAll(dir, 0o755)
+		page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join(dir, r.console+"-"+r.profile+"-"+r.quality+".png"))})
+	}()
+
+	// window opens an xterm running cmd at geometry and returns its pid and
+	// its place on the desktop (x, y, width, height).
+	window := func(title, geometry, cmd string) (string, [4]int) {
+		pid := strings.TrimSpace(pidLine(g.run(fmt.Sprintf("xterm -title %s -geometry %s -e sh -c %q >/dev/null 2>&1 & echo pid=$!", title, geometry, cmd))))
+		pid = strings.TrimPrefix(pid, "pid=")
+		var m []string
+		if !eventually(15*time.Second, func() bool {
+			m = winPosRe.FindStringSubmatch(g.run("xwininfo -name " + title))
+			return m != nil
+		}) {
+			t.Fatalf("window %s did not open", title)
+		}
+		return pid, [4]int{atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4])}
+	}
+	click := func(x, y int) {
+		v, err := page.Evaluate(clientPoint, []int{x, y})
+		must(t, err)
+		xy := v.([]any)
+		must(t, page.Mouse().Click(toFloat(xy[0]), toFloat(xy[1])))
+	}
+	watch := func(box [4]int) {
+		_, err := page.Evaluate(`([x, y, w, h]) => window.__wan.watch(x, y, w, h)`, box[:])
+		must(t, err)
+	}
+	changes := func() int {
+		v, err := page.Evaluate(`() => window.__wan.changes`)
+		must(t, err)
+		return toInt(v)
+	}
+	// span measures fn: frames changed per second in the watched region,
+	// KiB/s to the browser, and CPU % of the portal and of the X server.
+	span := func(name string, fn func()) {
+		pid := p.cmd.Process.Pid
+		c0, b0, p0, x0, t0 := changes(), link.sentToBrowser(t), cpuSeconds(t, pid), cpuSeconds(t, xvnc), time.Now()
+		fn()
+		wall := time.Since(t0).Seconds()
+		r.fps[name] = float64(changes()-c0) / wall
+		r.kbps[name] = float64(link.sentToBrowser(t)-b0) / 1024 / wall
+		r.portalCPU[name] = 100 * (cpuSeconds(t, pid) - p0) / wall
+		r.xCPU[name] = 100 * (cpuSeconds(t, xvnc) - x0) / wall
+	}
+
+	// Typing: cat echoes each key; the next change of its line ends the measure.
+	pid, box := window("wantype", "80x4+0+0", "cat")
+	click(box[0]+box[2]/2, box[1]+box[3]/2)
+	time.Sleep(500 * time.Millisecond)
+	watch([4]int{box[0], box[1], box[2], min(box[3], 40)})
+	for i := 0; i < 30; i++ {
+		_, err := page.Evaluate(`() => { window.__wan.lat = []; window.__wan.keyAt = 0; }`)
+		must(t, err)
+		if i == 20 { // a new line before the end of the first
+			must(t, page.Keyboard().Press("Enter"))
+			time.Sleep(300 * time.Millisecond)
+			continue
+		}
+		must(t, page.Keyboard().Press(string(rune('a'+i%26))))
+		var ms float64 = 3000 // no change within 3 s counts as 3 s
+		eventually(3*time.Second, func() bool {
+			v, err := page.Evaluate(`() => window.__wan.lat[0] || 0`)
+			if f := toFloat(v); err == nil && f > 0 {
+				ms = f
+				return true
+			}
+			return false
+		})
+		r.typing = append(r.typing, ms)
+		time.Sleep(80 * time.Millisecond)
+	}
+	g.run("kill " + pid)
+
+	// Scrolling: an xterm of the whole screen printing lines as fast as it can.
+	pid, box = window("wanscroll", "200x56+0+0", "while :; do seq 1 100000; done")
+	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
+	span("scroll", func() { time.Sleep(d) })
+	g.run("kill " + pid)
+
+	// Full-screen churn: random text rewriting every cell, a video's worst case for a text screen.
+	pid, box = window("wanchurn", "200x56+0+0", "while :; do head -c 9000 /dev/urandom | base64 -w 198; done")
+	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
+	span("churn", func() { time.Sleep(d) })
+	g.run("kill " + pid)
+
+	// A window dragged by its title bar across the screen and back.
+	pid, box = window("wandrag", "60x15+100+150", "sleep 600")
+	watch([4]int{0, 100, 1000, 500})
+	span("drag", func() {
+		from, err := page.Evaluate(clientPoint, []int{box[0] + 60, box[1] - 8})
+		must(t, err)
+		to, err := page.Evaluate(clientPoint, []int{box[0] + 560, box[1] - 8})
+		must(t, err)
+		f, e := from.([]any), to.([]any)
+		fx, fy, tx := toFloat(f[0]), toFloat(f[1]), toFloat(e[0])
+		must(t, page.Mouse().Move(fx, fy))
+		must(t, page.Mouse().Down())
+		steps := int(d / (30 * time.Millisecond))
+		for i := 1; i <= steps; i++ {
+			k := float64(i) / float64(steps) * 2
+			if k > 1 {
+				k = 2 - k
+			}
+			page.Mouse().Move(fx+(tx-fx)*k, fy)
+			time.Sleep(30 * time.Millisecond)
+		}
+		must(t, page.Mouse().Up())
+	})
+	g.run("kill " + pid)
+
+	// Idle: nothing moves on the desktop; what still crosses the link.
+	time.Sleep(time.Second)
+	b0, t0 := link.sentToBrowser(t), time.Now()
+	time.Sleep(2 * d)
+	r.idleKiBMin = float64(link.sentToBrowser(t)-b0) / 1024 / time.Since(t0).Minutes()
+}
+
+// wanPrint prints one run's row of the report.
+func wanPrint(r wanRun) {
+	s := slices.Clone(r.typing)
+	slices.Sort(s)
+	pct := func(p float64) float64 {
+		if len(s) == 0 {
+			return -1
+		}
+		return s[min(len(s)-1, int(p*float64(len(s))))]
+	}
+	name := strings.ToUpper(r.console)
+	if r.quality != "-" {
+		name += " " + r.quality
+	}
+	fmt.Printf("BENCH %-16s %-17s typing p50 %4.0f ms p99 %4.0f (%d keys) | idle %6.1f KiB/min\n", name, r.profile, pct(0.5), pct(0.99), len(s), r.idleKiBMin)
+	for _, w := range []string{"scroll", "churn", "drag"} {
+		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s  portal CPU %5.1f%%  desktop server CPU %5.1f%%\n",
+			name, r.profile, w, r.fps[w], r.kbps[w], r.portalCPU[w], r.xCPU[w])
+	}
+}
+
+// desktopServer returns the pid of the newest process named comm among the
+// descendants of pid (the desktop's X server).
+func desktopServer(t *testing.T, pid int, comm string) int {
+	t.Helper()
+	var found int
+	waitFor(t, 30*time.Second, comm+" under the portal", func() bool {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			n, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n))
+			if strings.TrimSpace(string(c)) == comm && descends(n, pid) && n > found {
+				found = n
+			}
+		}
+		return found != 0
+	})
+	return found
+}
+
+// descends reports whether process n has pid among its ancestors.
+func descends(n, pid int) bool {
+	for n > 1 {
+		buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(buf[strings.LastIndexByte(string(buf), ')')+2:]))
+		n, _ = strconv.Atoi(f[1])
+		if n == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// pidLine returns the last line of s that starts with "pid=".
+func pidLine(s string) string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "pid=") {
+			return lines[i]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// vncQualityState reads the VNC console's picture choice: the select's
+// value, what the console resolved it to and the levels noVNC sends.
+const vncQualityState = `() => {
+  const rfb = document.getElementById('screen').rfb;
+  return [document.getElementById('vnc-quality').value, rfb.quality, rfb.qualityLevel, rfb.compressionLevel].join(' ');
+}`
+
+// mustVNCDesktop starts a portal with one claimed local desktop for alice
+// and returns the portal and the member.
+func mustVNCDesktop(t *testing.T) (*Portal, string) {
+	t.Helper()
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0")
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "q", "size": 1}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/q/claim", &d); code != 200 {
+		t.Fatalf("claim: %d", code)
+	}
+	return p, d.Name
+}
+
+// waitQuality waits until the console's picture state is want.
+func waitQuality(t *testing.T, page playwright.Page, want string) {
+	t.Helper()
+	var got any
+	if !eventually(15*time.Second, func() bool {
+		var err error
+		got, err = page.Evaluate(vncQualityState)
+		return err == nil && got == want
+	}) {
+		t.Fatalf("VNC picture (select, resolved, quality, compression) = %v; want %q", got, want)
+	}
+}
+
+// TestConsole_VNCQuality: the VNC console's Picture choice defaults to
+// Auto, which is Sharp on loopback; Fast applies at once and the browser
+// remembers it across a reload.
+func TestConsole_VNCQuality(t *testing.T) {
+	p, member := mustVNCDesktop(t)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	expect := playwright.NewPlaywrightAssertions(30000)
+	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(page.GetByTestId("vnc-quality")).ToBeVisible())
+	waitQuality(t, page, "auto sharp 8 2")
+	must(t, expect.Locator(page.Locator("#vnc-quality option[value=auto]")).ToHaveText(regexp.MustCompile(`^Auto \(sharp, \d+ ms\)$`)))
+	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"fast"}})
+	must(t, err)
+	waitQuality(t, page, "fast fast 3 2")
+	_, err = page.Reload()
+	must(t, err)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	waitQuality(t, page, "fast fast 3 2")
+	screenshot(t, page, "vnc-quality")
+}
+
+// TestConsole_VNCQualityAutoOverWAN forces Auto's other branch: the same
+// console reached across the WAN bench's 40 ms link resolves to Fast.
+func TestConsole_VNCQualityAutoOverWAN(t *testing.T) {
+	p, member := mustVNCDesktop(t)
+	link := mustWANLink(t, p)
+	link.shape(wanProfiles[1])
+	ctx, err := mustLaunchBrowserIn(t, link).NewContext()
+	must(t, err)
+	t.Cleanup(func() { ctx.Close() })
+	page, err := ctx.NewPage()
+	must(t, err)
+	expect := playwright.NewPlaywrightAssertions(60000)
+	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	waitQuality(t, page, "auto fast 3 2")
+}

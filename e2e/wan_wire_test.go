@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// wire is a network emulator in user space between two TUN devices: what
+// one side's kernel sends is read as IP packets, dropped at the profile's
+// loss rate, serialised at its bit rate behind a bounded queue, held for
+// half its round trip, and written into the other side's kernel. It is
+// netem's delay, loss and rate for kernels without sch_netem (this
+// machine's has tbf but no netem), and the same code on every machine, so
+// the figures compare. The TCP connections across it are the kernel's
+// own, with their real congestion control and retransmissions.
+type wire struct {
+	mu sync.Mutex
+	q  wanProfile
+}
+
+// wireQueue is the most bytes waiting to be sent in one direction, like
+// netem's default limit of 1000 packets.
+const wireQueue = 1000 * 1500
+
+// set changes the profile; packets already in flight keep theirs.
+func (w *wire) set(q wanProfile) {
+	w.mu.Lock()
+	w.q = q
+	w.mu.Unlock()
+}
+
+// openTUN creates TUN device name (IP packets, no extra header) and returns
+// it non-blocking, so a Close ends a Read blocked on it.
+func openTUN(name string) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// carry moves packets from one TUN device to another until either closes.
+func (w *wire) carry(from, to *os.File) {
+	type packet struct {
+		b  []byte
+		at time.Time
+	}
+	out := make(chan packet, 4096)
+	defer close(out)
+	go func() {
+		for p := range out {
+			if d := time.Until(p.at); d > 0 {
+				time.Sleep(d)
+			}
+			to.Write(p.b)
+		}
+	}()
+	var busy time.Time // when the link has sent what is queued
+	buf := make([]byte, 65536)
+	for {
+		n, err := from.Read(buf)
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		q := w.q
+		w.mu.Unlock()
+		now := time.Now()
+		if q.Loss > 0 && rand.Float64()*100 < q.Loss {
+			continue
+		}
+		at := now
+		if q.Mbit > 0 {
+			if busy.Before(now) {
+				busy = now
+			}
+			if busy.Sub(now) > time.Duration(wireQueue*8/q.Mbit)*time.Microsecond {
+				continue // the queue is full: tail drop
+			}
+			busy = busy.Add(time.Duration(n*8/q.Mbit) * time.Microsecond)
+			at = busy
+		}
+		at = at.Add(time.Duration(q.RTT) * time.Millisecond / 2)
+		select {
+		case out <- packet{append([]byte(nil), buf[:n]...), at}:
+		default: // the delay line is full
+		}
+	}
+}

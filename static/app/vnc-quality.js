@@ -1,0 +1,84 @@
+// The VNC console's picture choice (views/console_quality.templ): Sharp,
+// Fast, or Auto, which picks by the round trip this page measured to the
+// portal. The browser remembers the choice (localStorage). noVNC sends it
+// to the server as the Tight encoding's JPEG quality and zlib compression
+// levels (pseudo-encodings), which TigerVNC's Xvnc applies at once.
+const KEY = 'corral.vnc.quality';
+
+// levels are noVNC's qualityLevel and compressionLevel per choice. Sharp
+// is a step above noVNC's own default picture (quality 6 is visibly soft
+// on photos); Fast spends about half the JPEG bytes on photo-like areas.
+// Both keep zlib at 2: the WAN bench measured compression 7 costing Xvnc
+// more than twice the CPU per frame for a fifth fewer bytes, so scrolling
+// fell from 38 to 14 fps on the 120 ms link (docs/performance.md).
+export const levels = {
+  sharp: { quality: 8, compression: 2 },
+  fast: { quality: 3, compression: 2 },
+};
+
+// wanRTT is the round trip above which Auto chooses Fast: past a LAN or a
+// same-city VPN, bytes cost more than the server's CPU.
+const wanRTT = 30;
+
+// chosen returns the remembered choice (auto when none or unknown).
+export function chosen() {
+  const v = localStorage.getItem(KEY);
+  return v === 'sharp' || v === 'fast' ? v : 'auto';
+}
+
+// measureRTT resolves to the round trip to the portal in ms: the fastest
+// of three GET /healthz on the page's kept-alive connection (one round
+// trip and the portal's few microseconds; /connect is no measure, it waits
+// for the desktop's probes), or 0 when they fail.
+export async function measureRTT() {
+  let best = 0;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    try {
+      await (await fetch('/healthz', { cache: 'no-store' })).arrayBuffer();
+    } catch {
+      return best;
+    }
+    const ms = performance.now() - t0;
+    if (!best || ms < best) best = ms;
+  }
+  return best;
+}
+
+// resolve turns a choice into sharp or fast.
+export function resolve(choice, rtt) {
+  if (choice !== 'auto') return choice;
+  return rtt > wanRTT ? 'fast' : 'sharp';
+}
+
+// attach applies the choice to rfb now (Auto starts Sharp until the round
+// trip is measured) and whenever the select changes; it returns a detach.
+export function attach(rfb) {
+  const select = document.getElementById('vnc-quality');
+  let rtt = 0;
+  const apply = () => {
+    const name = resolve(chosen(), rtt);
+    rfb.qualityLevel = levels[name].quality;
+    rfb.compressionLevel = levels[name].compression;
+    rfb.quality = name; // for tests and the devtools
+  };
+  apply();
+  const auto = select?.querySelector('option[value=auto]');
+  measureRTT().then((ms) => {
+    rtt = ms;
+    apply();
+    if (auto) auto.textContent = `Auto (${resolve('auto', rtt)}${rtt ? `, ${Math.round(rtt)} ms` : ''})`;
+  });
+  if (!select) return () => {};
+  select.value = chosen();
+  select.closest('label').hidden = false;
+  const onChange = () => {
+    localStorage.setItem(KEY, select.value);
+    apply();
+  };
+  select.addEventListener('change', onChange);
+  return () => {
+    select.removeEventListener('change', onChange);
+    select.closest('label').hidden = true;
+  };
+}
