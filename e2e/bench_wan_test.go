@@ -119,7 +119,6 @@ func TestBench_WAN(t *testing.T) {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("BENCH load average at start: %s", load)
-	var runs []wanRun
 	for _, q := range profiles {
 		link.shape(q)
 		for _, console := range consoles {
@@ -131,7 +130,6 @@ func TestBench_WAN(t *testing.T) {
 				r := wanRun{console: console, profile: q.Name, quality: quality,
 					fps: map[string]float64{}, kbps: map[string]float64{}, portalCPU: map[string]float64{}, xCPU: map[string]float64{}}
 				wanMeasure(t, p, link, b, g, d.Name, xvnc, &r, time.Duration(secs)*time.Second)
-				runs = append(runs, r)
 				wanPrint(r)
 			}
 		}
