@@ -104,25 +104,7 @@ func (d *Desktop) startAudio(ctx context.Context) error {
 		"-L", "module-null-sink sink_name=" + AudioSink + " rate=48000 sink_properties=device.description=Desktop",
 	}
 	env := append(d.Env(), "XDG_RUNTIME_DIR="+d.spec.Dir)
-	p, err := startDesktopProc(audioServer, d.spec.State, bins["pulseaudio"], args, env, d.spec.Home, nil, d.spec.User)
-	if err != nil {
-		return err
-	}
-	d.procs = append(d.procs, p)
-	if err := d.writePids(); err != nil {
-		return err
-	}
-	if err := waitSocket(ctx, sock); err != nil {
-		_ = stopDesktopProcs([]*desktopProc{p}, desktopStopGrace)
-		d.procs = d.procs[:len(d.procs)-1]
-		_ = d.writePids()
-		log := filepath.Join(d.spec.State, audioServer+".log")
-		if line := lastLogLine(log); line != "" {
-			err = fmt.Errorf("%w: %s", err, line)
-		}
-		return fmt.Errorf("%s not ready: %w (see %s)", audioServer, err, log)
-	}
-	return nil
+	return d.startServer(ctx, audioServer, bins["pulseaudio"], args, env, d.spec.Home, sock)
 }
 
 // HasAudio reports whether the desktop's sound server runs.

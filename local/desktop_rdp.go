@@ -95,25 +95,7 @@ func (d *Desktop) startRDP(ctx context.Context, bin string) error {
 		}
 	}
 	args := []string{"/ipc-socket:" + sock, "/sec:nla", "/sam-file:" + sam}
-	p, err := startDesktopProc(rdpShadow, d.spec.State, bin, args, env, home, nil, d.spec.User)
-	if err != nil {
-		return err
-	}
-	d.procs = append(d.procs, p)
-	if err := d.writePids(); err != nil {
-		return err
-	}
-	if err := waitSocket(ctx, sock); err != nil {
-		_ = stopDesktopProcs([]*desktopProc{p}, desktopStopGrace)
-		d.procs = d.procs[:len(d.procs)-1]
-		_ = d.writePids()
-		log := filepath.Join(d.spec.State, rdpShadow+".log")
-		if line := lastLogLine(log); line != "" {
-			err = fmt.Errorf("%w: %s", err, line)
-		}
-		return fmt.Errorf("%s not ready: %w (see %s)", rdpShadow, err, log)
-	}
-	return nil
+	return d.startServer(ctx, rdpShadow, bin, args, env, home, sock)
 }
 
 // RDPSocket returns the Unix socket of the desktop's RDP server, or "" when
