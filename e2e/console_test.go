@@ -112,6 +112,13 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(page.Locator("#screen canvas")).ToBeVisible())
 	must(t, expect.Locator(page.GetByTestId("fallback-rdp")).ToBeVisible())
+	// Every control of the bar is on screen at 1024 px, on one line.
+	if v, err := page.Evaluate(`() => { const b = document.querySelector('.console-bar'); return [b.scrollWidth, innerWidth, b.getBoundingClientRect().height]; }`); err != nil {
+		t.Fatal(err)
+	} else if w := v.([]any); toInt(w[0]) > toInt(w[1]) || toInt(w[2]) > 60 {
+		t.Errorf("the console bar is %v px wide and %v px high in a %v px window: it overflows or wraps", w[0], w[2], w[1])
+	}
+	screenshot(t, page, "vnc-1024")
 
 	t.Run("terminal runs a command and follows the window's size", func(t *testing.T) {
 		must(t, page.GetByTestId("fallback-terminal").Click())

@@ -30,7 +30,7 @@ func vncQuality() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\">Picture <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option></select></label>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\"><span class=\"sr-only\">Picture</span> <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option></select></label>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

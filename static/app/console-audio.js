@@ -5,7 +5,6 @@
 // It starts off (browsers refuse sound before a click), remembers the
 // user's choice in this browser, and opens no socket while off.
 const btn = document.getElementById('audio-toggle');
-const icon = btn.querySelector('.audio-icon');
 const KEY = 'corral.audio';
 const LEAD = 0.03; // seconds queued ahead of the output: room for jitter
 const MAX_BEHIND = 0.1; // more queued than this and packets are skipped
@@ -19,7 +18,7 @@ function wsURL() {
 function show(state, title) {
   btn.dataset.state = state;
   btn.setAttribute('aria-pressed', String(state === 'on'));
-  icon.textContent = state === 'on' ? '🔊' : '🔇';
+  btn.textContent = state === 'on' ? 'Sound on' : 'Sound';
   if (title) btn.title = title;
 }
 
