@@ -239,10 +239,12 @@ var (
 		"GET /static/": true, "GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
 		"GET /signin": true, "POST /signin": true, "POST /signout": true,
 		"GET /auth/oidc/login": true, "GET /auth/oidc/callback": true, "/api/": true,
+		"GET /favicon.ico": true, "/": true, // the icon; the HTML 404 of every unknown route
 	}
 	userRoutes = map[string]bool{
 		"GET /{$}": true, "GET /api/vdi/pools": true, "GET /api/vdi/desktops": true,
 		"POST /api/vdi/pools/{ns}/{pool}/claim": true, "POST /pools/{ns}/{pool}/claim": true, "GET /kiosk/{pool}": true, "POST /kiosk/{pool}": true,
+		"GET /history": true, // the user's own sessions
 	}
 )
 

@@ -1044,8 +1044,13 @@ func adminDialogs(cluster bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+		} else {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "<label><input type=\"checkbox\" name=\"fileTransfer\" checked data-testid=\"pool-file-transfer\"> Files in and out (the console's Files panel)</label> ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "<label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 91, "<label><input type=\"checkbox\" name=\"audio\" checked data-testid=\"pool-audio\"> Sound</label> <label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
