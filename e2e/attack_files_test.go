@@ -15,26 +15,26 @@ import (
 // moves files, only as the pool allows, only from the portal's own pages,
 // never through a name or link the desktop (or the client) chose.
 func fileAttacks() []attack {
-	filesOf := func(a *arena, member string) string { return "/api/vdi/desktops/local/" + member + "/files" }
+	filesOf := func(member string) string { return "/api/vdi/desktops/local/" + member + "/files" }
 	return []attack{
 		{
 			name: "FileUploadIntoAnotherUsersDesktop",
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "PUT", filesOf(a, a.victim)+"/evil.sh", "echo owned", "Tailscale-User-Login", "mallory", "Content-Type", "application/octet-stream")
+				return a.do(t, "PUT", filesOf(a.victim)+"/evil.sh", "echo owned", "Tailscale-User-Login", "mallory", "Content-Type", "application/octet-stream")
 			},
 			status: 403, says: "not yours",
 		},
 		{
 			name: "FileDownloadByAnAdmin",
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "GET", filesOf(a, a.victim), "", "Tailscale-User-Login", admin)
+				return a.do(t, "GET", filesOf(a.victim), "", "Tailscale-User-Login", admin)
 			},
 			status: 403, says: "holder",
 		},
 		{
 			name: "FileUploadFromACrossSitePage",
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "PUT", filesOf(a, a.victim)+"/evil.sh", "echo owned", "Tailscale-User-Login", "alice",
+				return a.do(t, "PUT", filesOf(a.victim)+"/evil.sh", "echo owned", "Tailscale-User-Login", "alice",
 					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/octet-stream")
 			},
 			status: 403,
@@ -44,7 +44,7 @@ func fileAttacks() []attack {
 			// ~/Uploads, never a path out of it.
 			name: "FileUploadWithDotDotInTheName",
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "PUT", filesOf(a, a.victim)+"/..%2F..%2F..%2Fcorral-dotdot", "x", "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
+				return a.do(t, "PUT", filesOf(a.victim)+"/..%2F..%2F..%2Fcorral-dotdot", "x", "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
 			},
 			status: 201, says: `"name":"corral-dotdot"`,
 			changes: []string{"file-upload"},
@@ -68,12 +68,12 @@ func fileAttacks() []attack {
 				plantAsMember(t, a, "keys", func(path string) error { return os.Symlink(filepath.Join(a.p.DataDir, "cookie.keys"), path) })
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "GET", filesOf(a, a.victim)+"/keys", "", "Tailscale-User-Login", "alice")
+				return a.do(t, "GET", filesOf(a.victim)+"/keys", "", "Tailscale-User-Login", "alice")
 			},
 			status: 403, says: "link",
 			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
 				var list []struct{ Name string }
-				a.p.API(t, "alice", "GET", filesOf(a, a.victim), &list)
+				a.p.API(t, "alice", "GET", filesOf(a.victim), &list)
 				for _, f := range list {
 					if f.Name == "keys" {
 						t.Error("the planted link is listed")
@@ -85,7 +85,7 @@ func fileAttacks() []attack {
 			name: "FileUploadOverTheLimit",
 			env:  []string{"CORRAL_VDI_UPLOAD_MAX=1KiB"},
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "PUT", filesOf(a, a.victim)+"/big.bin", strings.Repeat("x", 4096), "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
+				return a.do(t, "PUT", filesOf(a.victim)+"/big.bin", strings.Repeat("x", 4096), "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
 			},
 			status: 413, says: "larger than",
 		},
@@ -102,7 +102,7 @@ func fileAttacks() []attack {
 				a.state["noup"] = d.Name
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.do(t, "PUT", filesOf(a, a.state["noup"].(string))+"/in.txt", "x", "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
+				return a.do(t, "PUT", filesOf(a.state["noup"].(string))+"/in.txt", "x", "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
 			},
 			status: 403, says: "does not allow uploads",
 		},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -44,7 +45,7 @@ func (l *audioListeners) take(ref vdi.Ref) (release func(), err error) {
 		l.n = map[vdi.Ref]int{}
 	}
 	if l.n[ref] >= maxAudioPerDesktop {
-		return nil, &limitError{After: 5e9, Msg: "This desktop's sound is already playing in several tabs.",
+		return nil, &limitError{After: 5 * time.Second, Msg: "This desktop's sound is already playing in several tabs.",
 			Hint: "Mute it in a tab you no longer use, then turn sound on here."}
 	}
 	l.n[ref]++

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -74,10 +73,8 @@ func PipeAudio(ctx context.Context, ws *websocket.Conn, src io.Reader, hello Aud
 func readOpus(ctx context.Context, in *OggPackets, out chan []byte, dropped *atomic.Int64) error {
 	for i := 0; ; i++ {
 		p, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			return io.EOF
-		} else if err != nil {
-			return err
+		if err != nil {
+			return err // io.EOF: the encoder ended
 		}
 		switch {
 		case i == 0 && !bytes.HasPrefix(p, []byte("OpusHead")):
@@ -87,21 +84,27 @@ func readOpus(ctx context.Context, in *OggPackets, out chan []byte, dropped *ato
 		case i < 2:
 			continue
 		}
-		p = append([]byte(nil), p...)
-		for {
-			select {
-			case out <- p:
-			case <-ctx.Done():
-				return nil
-			default:
-				select { // full: the oldest goes
-				case <-out:
-					dropped.Add(1)
-				default:
-				}
-				continue
-			}
-			break
+		if !queueLatest(ctx, out, append([]byte(nil), p...), dropped) {
+			return nil
+		}
+	}
+}
+
+// queueLatest puts p on out, first taking the oldest packet off when out
+// is full; it reports false once ctx is done.
+func queueLatest(ctx context.Context, out chan []byte, p []byte, dropped *atomic.Int64) bool {
+	for {
+		select {
+		case out <- p:
+			return true
+		case <-ctx.Done():
+			return false
+		default:
+		}
+		select {
+		case <-out:
+			dropped.Add(1)
+		default:
 		}
 	}
 }
