@@ -161,17 +161,18 @@ class RecordingSocket {
   }
 }
 
-// posterAt is the ms up to which a recording's opening burst runs: the
-// handshake and the desktop's first full frame, which arrive together
-// before the first pause. The player shows that frame before Play, so the
-// page never opens on an empty canvas. Capped, for a session whose screen
-// never rests.
+// posterAt is the ms up to which the player delivers before Play, so the
+// page never opens on an empty canvas: through the first record that
+// carries pixels (the desktop's first full frame, after the handshake's
+// small ones) and what follows it without a pause, at most 300 ms more.
+// 0 when no record carries pixels.
 function posterAt(records) {
-  const gap = 250;
-  const cap = 2000;
-  let at = 0;
+  const first = records.find((r) => r.data.length >= 1024);
+  if (!first) return 0;
+  let at = first.at;
   for (const r of records) {
-    if (r.at - at > gap || r.at > cap) break;
+    if (r.at <= at) continue;
+    if (r.at - at > 100 || r.at > first.at + 300) break;
     at = r.at;
   }
   return at;
