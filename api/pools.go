@@ -15,6 +15,7 @@ type Policy struct {
 	Audio           *bool             `json:"audio,omitempty"`
 	Record          bool              `json:"record,omitempty"`
 	RecordInput     bool              `json:"recordInput,omitempty"`
+	OwnRecordings   bool              `json:"ownRecordings,omitempty"`
 	Watch           vdi.Watch         `json:"watch,omitempty"`
 }
 

@@ -41,6 +41,32 @@ func recordingAttacks() []attack {
 			status: 403, says: "Only admins",
 		},
 		{
+			// A pool that lets users play their own recordings lets
+			// nobody play anyone else's.
+			name:  "UserDownloadsAnothersOwnRecording",
+			setup: ownRecordedSession,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/recordings/"+a.state["own-recording"].(string), "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins may play back this recording",
+		},
+		{
+			name:  "UserPlaysAnothersOwnRecording",
+			setup: ownRecordedSession,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/history/recordings/"+a.state["own-recording"].(string), "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins may play back this recording",
+		},
+		{
+			// An unknown id answers as another's does: ids cannot be probed.
+			name: "UserProbesRecordingIDs",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/recordings/no-such-session", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins may play back this recording",
+		},
+		{
 			// Even an admin's id is looked up, never joined to a path.
 			name: "RecordingIDPathTraversal",
 			attack: func(t *testing.T, a *arena) *http.Response {
@@ -83,6 +109,33 @@ func recordedSession(t *testing.T, a *arena) {
 	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	ws.Close()
 	a.state["recording"] = recordings(t, p, d.Name, 1)["terminal"].ID
+}
+
+// ownRecordedSession makes, once per arena, a recorded pool with
+// ownRecordings whose one member alice holds, and records one terminal
+// session of hers, kept in a.state["own-recording"].
+func ownRecordedSession(t *testing.T, a *arena) {
+	t.Helper()
+	if a.state["own-recording"] != nil {
+		return
+	}
+	p := a.p
+	if code := p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name": "ownrec", "size": 1, "policy": {"record": true, "ownRecordings": true}}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	var d desktop
+	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/ownrec/claim", &d); code != 200 {
+		t.Fatalf("alice claims: %d", code)
+	}
+	ws, _, err := dialWS(p, "alice", "/ws/terminal/local/"+d.Name, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteMessage(websocket.TextMessage, []byte("echo own-$((1+1))\r"))
+	readUntilWS(t, ws, "own-2", 10*time.Second)
+	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	ws.Close()
+	a.state["own-recording"] = recordings(t, p, d.Name, 1)["terminal"].ID
 }
 
 // recordingDeleteAttacks are the rows on deleting recordings: admins only,

@@ -136,6 +136,23 @@ func stableCanvas(t *testing.T, page playwright.Page, sel string) image.Image {
 	return nil
 }
 
+// unlikeCorner counts the pixels of img that differ from its top-left one,
+// and all of them: an empty canvas is all its corner.
+func unlikeCorner(img image.Image) (n, all int) {
+	b := img.Bounds()
+	c := img.At(b.Min.X, b.Min.Y)
+	cr, cg, cb, _ := c.RGBA()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r != cr || g != cg || bl != cb {
+				n++
+			}
+		}
+	}
+	return n, b.Dx() * b.Dy()
+}
+
 // TestRecording_TerminalAndVNC is issue 19's proof: on a recorded pool RDP
 // is not offered and the user sees the notice; a terminal session with a
 // typed command and a VNC session with real pixels each leave a recording
@@ -289,6 +306,13 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 		player := admin.GetByTestId("player")
 		must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
+		// Before Play the player shows the session's first frame, not an
+		// empty canvas.
+		poster := stableCanvas(t, admin, "#player canvas")
+		screenshot(t, admin, "vnc-playback-poster")
+		if n, all := unlikeCorner(poster); n*100 < all {
+			t.Errorf("before Play the player shows %d of %d pixels unlike its corner; want the first frame (at least 1%%)", n, all)
+		}
 		must(t, admin.GetByTestId("play").Click())
 		time.Sleep(1500 * time.Millisecond)
 		screenshot(t, admin, "vnc-playing")

@@ -33,6 +33,7 @@ type Desktops interface {
 	ConsoleClosed(ctx context.Context, ref vdi.Ref) error
 	ConsoleHeartbeat(ctx context.Context, ref vdi.Ref) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
+	MayPlayRecording(ctx context.Context, id vdi.Identity, login string, ref vdi.Ref) error
 }
 
 // Identifier tells who made a request and runs the cookie sign-in.

@@ -87,11 +87,35 @@ func (h *Handler) handleRecordingsJSON(w http.ResponseWriter, r *http.Request, i
 	return nil
 }
 
-// handleRecordingFile serves GET /api/vdi/recordings/{id} (admins): the
-// file, application/x-asciicast for terminals and serial consoles. Every
-// download is in the audit log; ?for=playback marks the playback page's.
-func (h *Handler) handleRecordingFile(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+// playable returns the recording named by the request's {id} if id may
+// play it back: admins any, a user their own where the pool allows
+// (vdi.Service.MayPlayRecording). An unknown id and another user's
+// recording get the same refusal, so ids cannot be probed.
+func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, store.Recording, error) {
 	recs, err := h.recordingsOf()
+	if err != nil {
+		return nil, store.Recording{}, err
+	}
+	rec, err := recs.Get(r.Context(), r.PathValue("id"))
+	if id.Admin {
+		return recs, rec, err
+	}
+	if err == nil {
+		err = h.desktops.MayPlayRecording(r.Context(), id, rec.Login, vdi.Ref{Namespace: rec.Namespace, Name: rec.Member})
+	}
+	if err != nil {
+		return nil, store.Recording{}, vdi.Errorf(vdi.EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
+			"Only admins may play back this recording.")
+	}
+	return recs, rec, nil
+}
+
+// handleRecordingFile serves GET /api/vdi/recordings/{id} (admins, and the
+// user whose session it was where the pool lets them): the file,
+// application/x-asciicast for terminals and serial consoles. Every download
+// is in the audit log; ?for=playback marks the playback page's.
+func (h *Handler) handleRecordingFile(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	recs, _, err := h.playable(r, id)
 	if err != nil {
 		return err
 	}
@@ -146,17 +170,18 @@ func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, i
 	return nil
 }
 
-// handleRecordingPage serves GET /admin/recordings/{id}: the playback
-// page, audit-logged as a playback.
+// handleRecordingPage serves GET /admin/recordings/{id} (admins) and GET
+// /history/recordings/{id} (the user whose session it was, where the pool
+// lets them): the playback page, audit-logged as a playback.
 func (h *Handler) handleRecordingPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	if err := requireAdmin(id); err != nil {
-		return err
+	back := "/history"
+	if strings.HasPrefix(r.URL.Path, "/admin/") {
+		if err := requireAdmin(id); err != nil {
+			return err
+		}
+		back = "/admin/recordings"
 	}
-	recs, err := h.recordingsOf()
-	if err != nil {
-		return err
-	}
-	rec, err := recs.Get(r.Context(), r.PathValue("id"))
+	recs, rec, err := h.playable(r, id)
 	if err != nil {
 		return err
 	}
@@ -164,7 +189,7 @@ func (h *Handler) handleRecordingPage(w http.ResponseWriter, r *http.Request, id
 		return err
 	}
 	h.render(w, r, http.StatusOK, views.Playback(views.PlaybackProps{
-		Page: h.pageProps("Recording", id), Recording: recordingRow(rec), FileURL: "/api/vdi/recordings/" + url.PathEscape(rec.ID),
+		Page: h.pageProps("Recording", id), Recording: recordingRow(rec), FileURL: "/api/vdi/recordings/" + url.PathEscape(rec.ID), Back: back,
 	}))
 	return nil
 }

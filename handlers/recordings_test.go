@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
 )
 
 // mustRecordingsHandler returns handlers with a recording store holding
@@ -50,7 +51,10 @@ func mustRecordingsHandler(tb testing.TB, opts ...func(*Config)) (http.Handler, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := Config{Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
+	pool := leasetest.NewPool("local", "exam", 1, 1)
+	pool.Policy = vdi.Policy{Record: true}
+	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: log})
+	cfg := Config{Desktops: svc, Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
 		PublicURLs: []string{"http://example.com"}} // httptest.NewRequest's Host
 	for _, o := range opts {
 		o(&cfg)

@@ -25,6 +25,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /{$}", h.page(h.handleHome))
 	m.HandleFunc("GET /desktops/{ns}/{member}", h.page(h.handleConsolePage))
 	m.HandleFunc("GET /history", h.page(h.handleMyHistory))
+	m.HandleFunc("GET /history/recordings/{id}", h.page(h.handleRecordingPage))
 	m.HandleFunc(claimFormPattern, h.page(h.handleClaimForm))
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.handleReleaseForm))
 
@@ -65,7 +66,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
 	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
 	m.HandleFunc("GET /api/vdi/recordings", h.adminAPI(h.handleRecordingsJSON))
-	m.HandleFunc("GET /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingFile))
+	m.HandleFunc("GET /api/vdi/recordings/{id}", h.api(h.handleRecordingFile))
 	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingDelete))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 

@@ -122,6 +122,8 @@ type policyJSON struct {
 	Audio           *vdi.Toggle       `json:"audio,omitempty"`
 	Record          bool              `json:"record,omitempty"`
 	RecordInput     bool              `json:"recordInput,omitempty"`
+	OwnRecordings   bool              `json:"ownRecordings,omitempty"`
+	Watch           vdi.Watch         `json:"watch,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -129,7 +131,7 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return vdi.Policy{}, err
 	}
-	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput}
+	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput, OwnRecordings: raw.OwnRecordings, Watch: raw.Watch}
 	if raw.FileTransfer != nil {
 		p.FileTransfer = *raw.FileTransfer
 	}
@@ -138,6 +140,9 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	}
 	if !p.Clipboard.Valid() {
 		return vdi.Policy{}, fmt.Errorf("clipboard: want both, to-desktop, from-desktop or off")
+	}
+	if !p.Watch.Valid() {
+		return vdi.Policy{}, fmt.Errorf("watch: want notify, consent or off")
 	}
 	for _, f := range []struct {
 		name string
@@ -185,7 +190,10 @@ func formatPolicy(p vdi.Policy) string {
 	if p.Audio != vdi.ToggleDefault {
 		m["audio"] = p.Audio.On()
 	}
-	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput} {
+	if p.Watch != "" {
+		m["watch"] = p.Watch
+	}
+	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput, "ownRecordings": p.OwnRecordings} {
 		if on {
 			m[name] = true
 		}

@@ -37,3 +37,18 @@ func TestPolicyRecordRoundTrip(t *testing.T) {
 		t.Errorf(`parsePolicy({"record": true}) = %+v; want Record only`, got)
 	}
 }
+
+// TestPolicyEveryFieldRoundTrip checks that a pool's ConfigMap keeps every
+// policy field (the watch policy was once dropped on the way).
+func TestPolicyEveryFieldRoundTrip(t *testing.T) {
+	want := vdi.Policy{DisconnectGrace: time.Minute, MaxSession: 8 * time.Hour, IdleTimeout: time.Hour,
+		Clipboard: vdi.ClipboardFromDesktop, FileTransfer: vdi.FileTransferOf(false), Audio: vdi.ToggleOf(false),
+		Record: true, RecordInput: true, OwnRecordings: true, Watch: vdi.WatchConsent}
+	s := formatPolicy(want)
+	if got, err := parsePolicy(s); err != nil || got != want {
+		t.Errorf("parsePolicy(%s) = %+v, %v; want %+v", s, got, err, want)
+	}
+	if _, err := parsePolicy(`{"watch":"always"}`); err == nil {
+		t.Error("watch always accepted; want an error")
+	}
+}

@@ -315,8 +315,8 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 			return err
 		}
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-policy", Namespace: namespace, Target: name,
-			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %s; audio %t; record %t; record input %t; watch %s", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
-				u.Policy.Console().Clipboard, u.Policy.FileTransfer, u.Policy.Audio.On(), u.Policy.Record, u.Policy.RecordInput, u.Policy.Console().Watch)})
+			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %s; audio %t; record %t; record input %t; own recordings %t; watch %s", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
+				u.Policy.Console().Clipboard, u.Policy.FileTransfer, u.Policy.Audio.On(), u.Policy.Record, u.Policy.RecordInput, u.Policy.OwnRecordings, u.Policy.Console().Watch)})
 	}
 	if u.Access != nil || u.Limits != nil {
 		a, l := p.Access, p.Limits

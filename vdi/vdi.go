@@ -72,6 +72,9 @@ type Policy struct {
 	// also records what the user types.
 	Record      bool `json:"record,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// OwnRecordings lets users play back their own recorded sessions of
+	// the pool (My sessions); otherwise only admins play recordings.
+	OwnRecordings bool `json:"ownRecordings,omitempty"`
 	// Watch says whether an admin may watch a holder's console and how
 	// the holder learns of it (notify, consent, off).
 	Watch Watch `json:"watch,omitempty"`

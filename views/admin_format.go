@@ -106,6 +106,9 @@ func policyText(p vdi.Policy) string {
 	case p.Record:
 		s += " · recorded"
 	}
+	if p.Record && p.OwnRecordings {
+		s += " · users play back their own"
+	}
 	return s
 }
 
@@ -139,7 +142,7 @@ func policyJSON(p vdi.Policy) string {
 	}
 	c := p.Console()
 	b, _ := json.Marshal(map[string]any{"disconnectGrace": d(p.DisconnectGrace), "idleTimeout": d(p.IdleTimeout), "maxSession": d(p.MaxSession),
-		"clipboard": c.Clipboard, "fileTransfer": c.FileTransfer, "audio": c.Audio, "record": p.Record, "recordInput": p.RecordInput, "watch": c.Watch})
+		"clipboard": c.Clipboard, "fileTransfer": c.FileTransfer, "audio": c.Audio, "record": p.Record, "recordInput": p.RecordInput, "ownRecordings": p.OwnRecordings, "watch": c.Watch})
 	return string(b)
 }
 

@@ -208,7 +208,7 @@ function openPoolDialog(edit, policy) {
   if (policy) {
     const f = poolForm.elements;
     for (const k of ['disconnectGrace', 'idleTimeout', 'maxSession', 'clipboard', 'watch']) if (f[k]) f[k].value = policy[k] || f[k].value;
-    for (const k of ['fileTransfer', 'audio', 'record', 'recordInput']) if (f[k]) f[k].checked = policy[k] !== undefined ? Boolean(policy[k]) : k === 'audio';
+    for (const k of ['fileTransfer', 'audio', 'record', 'recordInput', 'ownRecordings']) if (f[k]) f[k].checked = policy[k] !== undefined ? Boolean(policy[k]) : k === 'audio';
   }
   poolForm.querySelector('[data-testid=pool-error]').textContent = '';
   poolDialog.showModal();
@@ -220,7 +220,7 @@ function policyOf(f) {
   return {
     disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
     clipboard: f.clipboard.value, fileTransfer: f.fileTransfer ? f.fileTransfer.checked : true, audio: f.audio ? f.audio.checked : true, record: f.record.checked,
-    recordInput: f.recordInput.checked, watch: f.watch.value,
+    recordInput: f.recordInput.checked, ownRecordings: f.ownRecordings.checked, watch: f.watch.value,
   };
 }
 

@@ -161,12 +161,31 @@ class RecordingSocket {
   }
 }
 
+// posterAt is the ms up to which the player delivers before Play, so the
+// page never opens on an empty canvas: through the first record that
+// carries pixels (the desktop's first full frame, after the handshake's
+// small ones) and what follows it without a pause, at most 300 ms more.
+// 0 when no record carries pixels.
+function posterAt(records) {
+  const first = records.find((r) => r.data.length >= 1024);
+  if (!first) return 0;
+  let at = first.at;
+  for (const r of records) {
+    if (r.at <= at) continue;
+    if (r.at - at > 100 || r.at > first.at + 300) break;
+    at = r.at;
+  }
+  return at;
+}
+
 // vncPlayer replays an RFB recording into noVNC; seeking back replays from
-// the start, as fast as noVNC takes it.
+// the start, as fast as noVNC takes it. Before Play (and after a seek to the
+// start) it shows the session's first frame.
 async function vncPlayer(buf) {
   const { default: RFB } = await import(el.dataset.novnc);
   const records = parseRFB(buf);
   const duration = records.length ? records[records.length - 1].at / 1000 : 0;
+  const poster = posterAt(records);
   let rfb = null;
   let sock = null;
   let next = 0; // index of the next record to deliver
@@ -203,6 +222,7 @@ async function vncPlayer(buf) {
   const now = () => (playing ? base + (performance.now() - wall) * speed : pos);
   setInterval(() => { if (playing) deliver(now()); }, 40);
   reset();
+  await deliver(poster);
   const p = {
     duration,
     position: async () => Math.min(now(), p.duration * 1000) / 1000,
@@ -211,7 +231,7 @@ async function vncPlayer(buf) {
     async seek(t) {
       const ms = t * 1000;
       if (ms < pos) reset();
-      await deliver(ms);
+      await deliver(Math.max(ms, poster));
       base = ms;
       wall = performance.now();
     },

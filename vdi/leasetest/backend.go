@@ -21,6 +21,8 @@ type Pool struct {
 	Access vdi.Access
 	// Standby is the pool's warm standby (vdi.Pool.Standby).
 	Standby int
+	// Policy is the pool's policy (vdi.Pool.Policy).
+	Policy vdi.Policy
 
 	mu         sync.Mutex
 	names      []string
@@ -100,7 +102,7 @@ func (p *Pool) Pool(_ context.Context, namespace, name string) (vdi.Pool, error)
 	if namespace != p.Namespace || name != p.Name {
 		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s/%s.", namespace, name)
 	}
-	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access, Standby: p.Standby}, nil
+	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access, Standby: p.Standby, Policy: p.Policy}, nil
 }
 
 // Members implements vdi.Backend.
