@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -14,7 +13,7 @@ const myHistoryRows = 200
 // handleMyHistory serves GET /history: the signed-in user's own console
 // sessions (never anyone else's: the filter is their login, not a query).
 func (h *Handler) handleMyHistory(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	sessions, err := h.history.SessionHistory(r.Context(), store.HistoryFilter{User: id.Login, Limit: myHistoryRows})
+	sessions, err := h.history.SessionHistory(r.Context(), vdi.HistoryFilter{User: id.Login, Limit: myHistoryRows})
 	if err != nil {
 		return err
 	}
