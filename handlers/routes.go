@@ -16,7 +16,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", h.assets.Handler())
 	m.HandleFunc("GET /healthz", h.handleHealthz)
 	m.HandleFunc("GET /readyz", h.handleReadyz)
-	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken))
+	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken, h.writeAPIError))
 	m.HandleFunc("GET /favicon.ico", h.handleFavicon)
 	m.HandleFunc("/", h.handleNotFound)
 
