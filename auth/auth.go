@@ -40,9 +40,6 @@ const (
 // DefaultSessionLifetime is how long a cookie session lasts.
 const DefaultSessionLifetime = 12 * time.Hour
 
-// codeUnauthorized is the error code the HTTP layer answers with 401.
-const codeUnauthorized vdi.Code = "unauthorized"
-
 // Config configures an Authenticator.
 type Config struct {
 	// Modes enables identity sources: ModeTailscale, ModeOIDC, ModeDev.

@@ -167,7 +167,7 @@ func (a *Authenticator) StartOIDC(w http.ResponseWriter, r *http.Request, next s
 
 // errSignIn is what a user sees of a sign-in that failed on the way back.
 func errSignIn(msg string) error {
-	return vdi.Errorf(codeUnauthorized, "Start again from the sign-in page.", "%s", msg)
+	return vdi.Errorf(vdi.EUnauthorized, "Start again from the sign-in page.", "%s", msg)
 }
 
 // FinishOIDC completes a sign-in at the callback: it checks the state
@@ -183,7 +183,7 @@ func (a *Authenticator) FinishOIDC(w http.ResponseWriter, r *http.Request) (next
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		a.log.Warn("OIDC sign-in refused by the provider", "error", e, "description", q.Get("error_description"))
-		return "", vdi.Errorf(codeUnauthorized, "Start again from the sign-in page, or ask an admin whether you may use this portal.",
+		return "", vdi.Errorf(vdi.EUnauthorized, "Start again from the sign-in page, or ask an admin whether you may use this portal.",
 			"The identity provider did not sign you in (%s).", e)
 	}
 	state, _ := flow.Values["state"].(string)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -25,21 +24,26 @@ type Admin interface {
 
 // History reads console session history and the audit log.
 type History interface {
-	SessionHistory(ctx context.Context, f store.HistoryFilter) ([]store.Session, error)
-	AuditHistory(ctx context.Context, f store.HistoryFilter) ([]store.AuditEntry, error)
-	OpenSessions(ctx context.Context) ([]store.Session, error)
-	LastPrune(ctx context.Context) (store.Pruned, bool, error)
+	SessionHistory(ctx context.Context, f vdi.HistoryFilter) ([]vdi.Session, error)
+	AuditHistory(ctx context.Context, f vdi.HistoryFilter) ([]vdi.AuditEntry, error)
+	OpenSessions(ctx context.Context) ([]vdi.Session, error)
+	LastPrune(ctx context.Context) (vdi.Pruned, bool, error)
 }
 
 // thumbEvery is how often the dashboard's thumbnails change.
 const thumbEvery = 15 * time.Second
 
-// requireAdmin refuses non-admins with a hint.
-func requireAdmin(id vdi.Identity) error {
-	if id.Admin {
-		return nil
+// adminOnly is the one guard of admin routes, pages and API alike
+// (h.page(adminOnly(fn)), h.api(adminOnly(fn))): a non-admin is refused
+// before anything of the request is read, so the handlers behind it do
+// not check again.
+func adminOnly(fn handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+		if !id.Admin {
+			return vdi.Errorf(vdi.EForbidden, "Ask an admin; admins are listed in CORRAL_VDI_ADMINS.", "Only admins may see this page.")
+		}
+		return fn(w, r, id)
 	}
-	return vdi.Errorf(vdi.EForbidden, "Ask an admin; admins are listed in CORRAL_VDI_ADMINS.", "Only admins may see this page.")
 }
 
 // handleAdminPage serves GET /admin: the pool dashboard.
@@ -84,9 +88,6 @@ func (h *Handler) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi
 // adminProps reads the dashboard: pools, members, and each member's newest
 // open console from the session history.
 func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminProps, error) {
-	if err := requireAdmin(id); err != nil {
-		return views.AdminProps{}, err
-	}
 	pools, err := h.admin.Dashboard(ctx, id)
 	if err != nil {
 		return views.AdminProps{}, err
@@ -101,7 +102,7 @@ func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminP
 			notice = "The history database does not answer: consoles' protocols and paths are not shown. Claims and consoles keep working."
 		}
 	}
-	newest := make(map[vdi.Ref]store.Session, len(open))
+	newest := make(map[vdi.Ref]vdi.Session, len(open))
 	for _, s := range open { // newest first: keep the first seen
 		ref := vdi.Ref{Namespace: s.Namespace, Name: s.Member}
 		if _, ok := newest[ref]; !ok {

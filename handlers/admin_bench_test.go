@@ -5,20 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/local"
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -29,23 +23,9 @@ import (
 func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 	tb.Helper()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "cadm") // short: desktops' sockets live under it
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	log := slog.New(slog.DiscardHandler)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	backend, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { backend.StopAll(context.Background()) })
-	svc := vdi.NewService(vdi.Config{Backend: backend, Leases: db.Leases(), Audit: db, Log: log,
+	e := mustTestEnv(tb, testEnvConfig{Admins: []string{"ops"}, Backend: true})
+	db := e.db
+	svc := vdi.NewService(vdi.Config{Backend: e.backend, Leases: db.Leases(), Audit: db, Log: e.log,
 		Policy: vdi.Policy{DisconnectGrace: 15 * time.Minute}})
 	now := time.Now()
 	for p := range pools {
@@ -72,16 +52,7 @@ func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 			}
 		}
 	}
-	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale}, Admins: []string{"ops"},
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	assets, err := static.New()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Admin: svc, History: db, Log: log,
+	return New(Config{Desktops: svc, Auth: e.auth, Sessions: db, Assets: e.assets, Admin: svc, History: db, Log: e.log,
 		PublicURLs: []string{"http://example.com"}}) // httptest.NewRequest's Host
 }
 

@@ -224,7 +224,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 		t.Fatalf("RDCleanPath reply = %+v; want the server's certificate, reached through the fallback", resp)
 	}
 	ws.Close()
-	var got []store.Session
+	var got []vdi.Session
 	if !eventually(5*time.Second, func() bool {
 		got, _ = db.Sessions(ctx, 10)
 		return len(got) == 1 && !got[0].ClosedAt.IsZero()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -34,8 +33,10 @@ func status(code vdi.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case vdi.EFull:
 		return http.StatusInsufficientStorage
-	case "unauthorized":
+	case vdi.EUnauthorized:
 		return http.StatusUnauthorized
+	case vdi.EMisdirected:
+		return http.StatusMisdirectedRequest
 	}
 	return http.StatusInternalServerError
 }
@@ -81,7 +82,7 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := h.auth.Identify(r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "You are not signed in.", Hint: "Sign in at /signin, or reach the portal through your identity proxy."})
+			h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Sign in at /signin, or reach the portal through your identity proxy.", "You are not signed in."))
 			return
 		}
 		if err := h.serveLimited(w, r, id, fn); err != nil {
@@ -91,7 +92,7 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 }
 
 // serveLimited runs fn for id within id's rate limit. An admin's request
-// writes protected audit rows (store.Protect), and an admin's change is
+// writes protected audit rows (vdi.Protect), and an admin's change is
 // refused when the audit log could not keep its row.
 func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
 	if err := h.limitUser(r, id); err != nil {
@@ -104,7 +105,7 @@ func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Id
 				return err
 			}
 		}
-		r = r.WithContext(store.Protect(r.Context()))
+		r = r.WithContext(vdi.Protect(r.Context()))
 	}
 	return fn(w, r, id)
 }
@@ -115,17 +116,6 @@ func (h *Handler) writeAPIError(w http.ResponseWriter, r *http.Request, err erro
 	code, msg, hint := h.errorText(r, err)
 	setRetryAfter(w, err)
 	writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
-}
-
-// adminAPI is api for admin-only routes: a non-admin is refused before
-// anything of the request is read.
-func (h *Handler) adminAPI(fn handlerFunc) http.HandlerFunc {
-	return h.api(func(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-		if err := requireAdmin(id); err != nil {
-			return err
-		}
-		return fn(w, r, id)
-	})
 }
 
 // page wraps a page handler: sign-in redirect without an identity, an error
@@ -142,11 +132,20 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 				http.Redirect(w, r, noticeURL(claimNotice(err), r.PathValue("ns"), r.PathValue("pool")), http.StatusSeeOther)
 				return
 			}
-			code, msg, hint := h.errorText(r, err)
-			setRetryAfter(w, err)
-			h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(titleFor(code), id), Status: code, Msg: msg, Hint: hint}))
+			h.writePageError(w, r, id, "", err)
 		}
 	}
+}
+
+// writePageError answers err with an error page titled title (by its
+// status when empty), with Retry-After for a limit.
+func (h *Handler) writePageError(w http.ResponseWriter, r *http.Request, id vdi.Identity, title string, err error) {
+	code, msg, hint := h.errorText(r, err)
+	setRetryAfter(w, err)
+	if title == "" {
+		title = titleFor(code)
+	}
+	h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(title, id), Status: code, Msg: msg, Hint: hint}))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/recording"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -50,17 +49,17 @@ type Identifier interface {
 
 // Sessions records console sessions.
 type Sessions interface {
-	OpenSession(ctx context.Context, s store.Session) error
+	OpenSession(ctx context.Context, s vdi.Session) error
 	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error
 }
 
 // Recordings keeps console recordings (package recording).
 type Recordings interface {
 	Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi.Protocol, input bool) (*recording.Session, error)
-	List(ctx context.Context, f store.RecordingFilter) ([]store.Recording, error)
-	Get(ctx context.Context, id string) (store.Recording, error)
-	Open(ctx context.Context, by vdi.Identity, id, action, detail string) (store.Recording, *os.File, error)
-	Watched(ctx context.Context, by vdi.Identity, r store.Recording, action, detail string) error
+	List(ctx context.Context, f vdi.RecordingFilter) ([]vdi.Recording, error)
+	Get(ctx context.Context, id string) (vdi.Recording, error)
+	Open(ctx context.Context, by vdi.Identity, id, action, detail string) (vdi.Recording, *os.File, error)
+	Watched(ctx context.Context, by vdi.Identity, r vdi.Recording, action, detail string) error
 	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
 	// Used returns the bytes all recordings take and their cap (negative:
 	// none).

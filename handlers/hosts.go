@@ -7,10 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
-	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // hostPolicy is the Host allow-list and the origins a browser may send
@@ -151,28 +149,28 @@ func (h *Handler) guardHost(w http.ResponseWriter, r *http.Request) bool {
 		return false // the admin socket: no browser, its peer is authenticated by the kernel
 	}
 	if !exemptFromHostCheck(r.URL.Path) && !h.hosts.allowedHost(r.Host) {
-		h.refuse(w, r, http.StatusMisdirectedRequest, "Unknown host",
-			"This portal does not answer to the name "+hostOf(r.Host)+".",
-			"Open the portal at its own address; an operator who serves it under this name adds it to CORRAL_VDI_PUBLIC_URL (e.g. https://"+hostOf(r.Host)+").")
+		h.refuse(w, r, "Unknown host", vdi.Errorf(vdi.EMisdirected,
+			"Open the portal at its own address; an operator who serves it under this name adds it to CORRAL_VDI_PUBLIC_URL (e.g. https://"+hostOf(r.Host)+").",
+			"This portal does not answer to the name %s.", hostOf(r.Host)))
 		return true
 	}
 	if origin := r.Header.Get("Origin"); unsafeMethod(r.Method) && origin != "" && !h.hosts.allowedOrigin(r, origin) {
-		h.refuse(w, r, http.StatusForbidden, "Cross-origin request refused",
-			"The portal refused a request sent from "+origin+".",
-			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.")
+		h.refuse(w, r, "Cross-origin request refused", vdi.Errorf(vdi.EForbidden,
+			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.",
+			"The portal refused a request sent from %s.", origin))
 		return true
 	}
 	return false
 }
 
-// refuse answers a request refused before routing: JSON for the API and
-// websockets, a page for browsers.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, code int, title, msg, hint string) {
+// refuse answers a request refused before routing or sign-in: JSON for
+// the API and websockets, a page titled title for browsers.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, title string, err error) {
 	if wantsJSON(r) {
-		writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
+		h.writeAPIError(w, r, err)
 		return
 	}
-	h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(title, vdi.Identity{}), Status: code, Msg: msg, Hint: hint}))
+	h.writePageError(w, r, vdi.Identity{}, title, err)
 }
 
 // wantsJSON reports whether r is an API or websocket call rather than a

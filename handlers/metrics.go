@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // metrics are the portal's Prometheus metrics, on a registry of its own so
@@ -39,8 +39,8 @@ func newMetrics() *metrics {
 }
 
 // handler serves GET /metrics in the Prometheus text format; with a
-// token, only to requests bearing it.
-func (m *metrics) handler(token string) http.Handler {
+// token, only to requests bearing it, refusing others through refuse.
+func (m *metrics) handler(token string, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 	if token == "" {
 		return h
@@ -49,8 +49,9 @@ func (m *metrics) handler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "Metrics need a bearer token.",
-				Hint: "Send Authorization: Bearer <token>, the token in CORRAL_VDI_METRICS_TOKEN (or _FILE); in Prometheus set authorization.credentials_file."})
+			refuse(w, r, vdi.Errorf(vdi.EUnauthorized,
+				"Send Authorization: Bearer <token>, the token in CORRAL_VDI_METRICS_TOKEN (or _FILE); in Prometheus set authorization.credentials_file.",
+				"Metrics need a bearer token."))
 			return
 		}
 		h.ServeHTTP(w, r)

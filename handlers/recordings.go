@@ -10,7 +10,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -29,9 +28,9 @@ func (h *Handler) recordingsOf() (Recordings, error) {
 
 // parseRecordings reads ?desktop=ns/member&user=&since=&until= (times as
 // RFC 3339 or the form's 2006-01-02T15:04).
-func parseRecordings(r *http.Request) (store.RecordingFilter, error) {
+func parseRecordings(r *http.Request) (vdi.RecordingFilter, error) {
 	q := r.URL.Query()
-	f := store.RecordingFilter{User: strings.TrimSpace(q.Get("user"))}
+	f := vdi.RecordingFilter{User: strings.TrimSpace(q.Get("user"))}
 	if d := strings.TrimSpace(q.Get("desktop")); d != "" {
 		ns, member, ok := strings.Cut(d, "/")
 		if !ok || ns == "" || member == "" {
@@ -91,10 +90,10 @@ func (h *Handler) handleRecordingsJSON(w http.ResponseWriter, r *http.Request, i
 // play it back: admins any, a user their own where the pool allows
 // (vdi.Service.MayPlayRecording). An unknown id and another user's
 // recording get the same refusal, so ids cannot be probed.
-func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, store.Recording, error) {
+func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, vdi.Recording, error) {
 	recs, err := h.recordingsOf()
 	if err != nil {
-		return nil, store.Recording{}, err
+		return nil, vdi.Recording{}, err
 	}
 	rec, err := recs.Get(r.Context(), r.PathValue("id"))
 	if id.Admin {
@@ -104,7 +103,7 @@ func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, store.
 		err = h.desktops.MayPlayRecording(r.Context(), id, rec.Login, vdi.Ref{Namespace: rec.Namespace, Name: rec.Member})
 	}
 	if err != nil {
-		return nil, store.Recording{}, vdi.Errorf(vdi.EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
+		return nil, vdi.Recording{}, vdi.Errorf(vdi.EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
 			"Only admins may play back this recording.")
 	}
 	return recs, rec, nil
@@ -144,9 +143,6 @@ func (h *Handler) handleRecordingFile(w http.ResponseWriter, r *http.Request, id
 // handleRecordingsPage serves GET /admin/recordings: the recordings, with
 // filters.
 func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	if err := requireAdmin(id); err != nil {
-		return err
-	}
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return err
@@ -175,10 +171,7 @@ func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, i
 // lets them): the playback page, audit-logged as a playback.
 func (h *Handler) handleRecordingPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	back := "/history"
-	if strings.HasPrefix(r.URL.Path, "/admin/") {
-		if err := requireAdmin(id); err != nil {
-			return err
-		}
+	if strings.HasPrefix(r.URL.Path, "/admin/") { // behind adminOnly
 		back = "/admin/recordings"
 	}
 	recs, rec, err := h.playable(r, id)

@@ -3,17 +3,13 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/recording"
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
@@ -24,14 +20,9 @@ import (
 func mustRecordingsHandler(tb testing.TB, opts ...func(*Config)) (http.Handler, *store.DB, string) {
 	tb.Helper()
 	ctx := context.Background()
-	dir := tb.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	recs, err := recording.Open(ctx, recording.Config{Dir: filepath.Join(dir, "recordings"), DB: db, Log: log})
+	e := mustTestEnv(tb, testEnvConfig{Admins: []string{"ops"}})
+	db := e.db
+	recs, err := recording.Open(ctx, recording.Config{Dir: filepath.Join(e.dir, "recordings"), DB: db, Log: e.log})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,19 +33,10 @@ func mustRecordingsHandler(tb testing.TB, opts ...func(*Config)) (http.Handler, 
 	}
 	rs.Output([]byte("hello <b>\r\n"))
 	rs.Close(ctx)
-	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale}, Admins: []string{"ops"},
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	assets, err := static.New()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	pool := leasetest.NewPool("local", "exam", 1, 1)
 	pool.Policy = vdi.Policy{Record: true}
-	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: log})
-	cfg := Config{Desktops: svc, Auth: authn, Sessions: db, Recordings: recs, Assets: assets, History: db, Log: log,
+	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: e.log})
+	cfg := Config{Desktops: svc, Auth: e.auth, Sessions: db, Recordings: recs, Assets: e.assets, History: db, Log: e.log,
 		PublicURLs: []string{"http://example.com"}} // httptest.NewRequest's Host
 	for _, o := range opts {
 		o(&cfg)

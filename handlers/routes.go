@@ -1,6 +1,10 @@
 package handlers
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
 
 // claimFormPattern is the "Get a desktop" form's route: it answers with a
 // redirect whatever happens (post/redirect/get), rate limits included.
@@ -12,7 +16,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", h.assets.Handler())
 	m.HandleFunc("GET /healthz", h.handleHealthz)
 	m.HandleFunc("GET /readyz", h.handleReadyz)
-	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken))
+	m.Handle("GET /metrics", h.metrics.handler(h.metricsToken, h.writeAPIError))
 	m.HandleFunc("GET /favicon.ico", h.handleFavicon)
 	m.HandleFunc("/", h.handleNotFound)
 
@@ -31,30 +35,30 @@ func (h *Handler) routes() {
 
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.handleKiosk))
 	m.HandleFunc("POST /kiosk/{pool}", h.page(h.handleKioskClaim))
-	m.HandleFunc("GET /admin", h.page(h.handleAdminPage))
-	m.HandleFunc("GET /admin/live", h.page(h.handleAdminLive))
-	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.adminAPI(h.handleThumb))
-	m.HandleFunc("GET /admin/shadow/{ns}/{member}", h.page(h.handleShadowPage))
-	m.HandleFunc("POST /admin/end-sessions", h.page(h.handleEndSessionsForm))
-	m.HandleFunc("GET /admin/history", h.page(h.handleHistoryPage))
-	m.HandleFunc("GET /admin/history/sessions.csv", h.page(h.handleSessionsCSV))
-	m.HandleFunc("GET /admin/history/audit.csv", h.page(h.handleAuditCSV))
-	m.HandleFunc("GET /admin/recordings", h.page(h.handleRecordingsPage))
-	m.HandleFunc("GET /admin/recordings/{id}", h.page(h.handleRecordingPage))
-	m.HandleFunc("POST /admin/recordings/{id}/delete", h.page(h.handleRecordingDeleteForm))
+	m.HandleFunc("GET /admin", h.page(adminOnly(h.handleAdminPage)))
+	m.HandleFunc("GET /admin/live", h.page(adminOnly(h.handleAdminLive)))
+	m.HandleFunc("GET /admin/thumbs/{ns}/{member}", h.api(adminOnly(h.handleThumb)))
+	m.HandleFunc("GET /admin/shadow/{ns}/{member}", h.page(adminOnly(h.handleShadowPage)))
+	m.HandleFunc("POST /admin/end-sessions", h.page(adminOnly(h.handleEndSessionsForm)))
+	m.HandleFunc("GET /admin/history", h.page(adminOnly(h.handleHistoryPage)))
+	m.HandleFunc("GET /admin/history/sessions.csv", h.page(adminOnly(h.handleSessionsCSV)))
+	m.HandleFunc("GET /admin/history/audit.csv", h.page(adminOnly(h.handleAuditCSV)))
+	m.HandleFunc("GET /admin/recordings", h.page(adminOnly(h.handleRecordingsPage)))
+	m.HandleFunc("GET /admin/recordings/{id}", h.page(adminOnly(h.handleRecordingPage)))
+	m.HandleFunc("POST /admin/recordings/{id}/delete", h.page(adminOnly(h.handleRecordingDeleteForm)))
 
 	m.HandleFunc("GET /api/vdi/pools", h.api(h.handlePoolsList))
-	m.HandleFunc("POST /api/vdi/pools", h.adminAPI(h.handlePoolCreate))
-	m.HandleFunc("PATCH /api/vdi/pools/{ns}/{pool}", h.adminAPI(h.handlePoolUpdate))
-	m.HandleFunc("DELETE /api/vdi/pools/{ns}/{pool}", h.adminAPI(h.handlePoolDelete))
+	m.HandleFunc("POST /api/vdi/pools", h.api(adminOnly(h.handlePoolCreate)))
+	m.HandleFunc("PATCH /api/vdi/pools/{ns}/{pool}", h.api(adminOnly(h.handlePoolUpdate)))
+	m.HandleFunc("DELETE /api/vdi/pools/{ns}/{pool}", h.api(adminOnly(h.handlePoolDelete)))
 	m.HandleFunc("POST /api/vdi/pools/{ns}/{pool}/claim", h.api(h.handlePoolClaim))
 	m.HandleFunc("GET /api/vdi/desktops", h.api(h.handleDesktopsList))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}", h.api(h.handleDesktopGet))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/start", h.api(h.handleDesktopStart))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/stop", h.api(h.handleDesktopStop))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/release", h.api(h.handleDesktopRelease))
-	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.adminAPI(h.handleDesktopAssign))
-	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.adminAPI(h.handleDesktopRecreate))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.api(adminOnly(h.handleDesktopAssign)))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/recreate", h.api(adminOnly(h.handleDesktopRecreate)))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/connect", h.api(h.handleDesktopConnect))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files", h.api(h.handleFilesList))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.handleFileDownload))
@@ -62,12 +66,12 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/viewers", h.api(h.handleDesktopViewers))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/link", h.api(h.handleDesktopLink))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}", h.api(h.handleViewerAnswer))
-	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.adminAPI(h.handleEndSessionsAPI))
-	m.HandleFunc("GET /api/vdi/history/sessions", h.adminAPI(h.handleSessionsJSON))
-	m.HandleFunc("GET /api/vdi/history/audit", h.adminAPI(h.handleAuditJSON))
-	m.HandleFunc("GET /api/vdi/recordings", h.adminAPI(h.handleRecordingsJSON))
+	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.api(adminOnly(h.handleEndSessionsAPI)))
+	m.HandleFunc("GET /api/vdi/history/sessions", h.api(adminOnly(h.handleSessionsJSON)))
+	m.HandleFunc("GET /api/vdi/history/audit", h.api(adminOnly(h.handleAuditJSON)))
+	m.HandleFunc("GET /api/vdi/recordings", h.api(adminOnly(h.handleRecordingsJSON)))
 	m.HandleFunc("GET /api/vdi/recordings/{id}", h.api(h.handleRecordingFile))
-	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.adminAPI(h.handleRecordingDelete))
+	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.api(adminOnly(h.handleRecordingDelete)))
 	m.HandleFunc("/api/", h.api(h.handleAPINotFound))
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))
@@ -80,9 +84,9 @@ func (h *Handler) routes() {
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.refuse(w, r, http.StatusForbidden, "Cross-origin request refused",
-			"The portal refused a change sent from another site (Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site")+").",
-			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.")
+		h.refuse(w, r, "Cross-origin request refused", vdi.Errorf(vdi.EForbidden,
+			"Use the portal's own pages; an operator who serves it at another origin adds it to CORRAL_VDI_PUBLIC_URL.",
+			"The portal refused a change sent from another site (Sec-Fetch-Site: %s).", r.Header.Get("Sec-Fetch-Site")))
 	}))
 	h.protected = cop.Handler(m)
 }

@@ -72,8 +72,7 @@ func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	if err := h.auth.SignOut(w, r); err != nil {
 		// The cookie is gone from this browser, but the sign-out may not
 		// hold elsewhere yet: say so rather than pretend.
-		code, msg, hint := h.errorText(r, err)
-		h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps("Sign-out not saved yet", vdi.Identity{}), Status: code, Msg: msg, Hint: hint}))
+		h.writePageError(w, r, vdi.Identity{}, "Sign-out not saved yet", err)
 		return
 	}
 	if to != "" {
@@ -85,17 +84,11 @@ func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
 
 // refuseSignIn answers a sign-in by name that is not offered, saying why.
 func (h *Handler) refuseSignIn(w http.ResponseWriter, r *http.Request) {
-	msg, hint := "Signing in by name is off.", "Sign in through your identity provider or proxy."
-	var e *vdi.Error
-	if errors.As(h.signInRefusal(r), &e) {
-		msg, hint = e.Msg, e.Hint
+	err := &vdi.Error{Code: vdi.EForbidden, Msg: "Signing in by name is off.", Hint: "Sign in through your identity provider or proxy."}
+	if e := new(vdi.Error); errors.As(h.signInRefusal(r), &e) {
+		err = &vdi.Error{Code: vdi.EForbidden, Msg: e.Msg, Hint: e.Hint}
 	}
-	h.render(w, r, http.StatusForbidden, views.Error(views.ErrorProps{
-		Page:   h.pageProps("Sign-in by name is off", vdi.Identity{}),
-		Status: http.StatusForbidden,
-		Msg:    msg,
-		Hint:   hint,
-	}))
+	h.writePageError(w, r, vdi.Identity{}, "Sign-in by name is off", err)
 }
 
 // safeNext returns next when it is a path on this site, else "/", so the

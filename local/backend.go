@@ -36,6 +36,13 @@ type Config struct {
 	// VMImage is the folder of the kernel and initramfs vm pools boot;
 	// empty means scripts/vm-image.sh's cache.
 	VMImage string
+	// VMImageCache is scripts/vm-image.sh's cache, where an empty VMImage
+	// looks; empty means the user's cache folder (corral-vdi/vm-image).
+	VMImageCache string
+	// VMListenTCP puts each guest's VNC and serial line on loopback TCP
+	// ports instead of Unix sockets in its private folder (see
+	// vmEndpoints).
+	VMListenTCP bool
 	// VMAccel forces QEMU's accelerator: "kvm" or "tcg"; "" or "auto"
 	// decides once per host (see accelerator).
 	VMAccel string
@@ -58,9 +65,13 @@ type Backend struct {
 	dir     string
 	log     *slog.Logger
 	vmImage string
-	accel   *accelerator
-	sandbox *Sandbox
-	refuse  error
+	// vmImageCache and vmListenTCP are Config's VMImageCache and
+	// VMListenTCP.
+	vmImageCache string
+	vmListenTCP  bool
+	accel        *accelerator
+	sandbox      *Sandbox
+	refuse       error
 
 	mu      sync.Mutex
 	members map[string]*member // by name; only those started or adopted
@@ -80,7 +91,7 @@ type member struct {
 // New returns a Backend after re-adopting the desktops a previous run of the
 // portal left running in dir and cleaning up what it cannot adopt.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, sandbox: cfg.Sandbox, refuse: cfg.Refuse, members: map[string]*member{}}
+	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, vmImageCache: cfg.VMImageCache, vmListenTCP: cfg.VMListenTCP, sandbox: cfg.Sandbox, refuse: cfg.Refuse, members: map[string]*member{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}

@@ -47,11 +47,10 @@ type VMImage struct {
 }
 
 // FindVMImage returns the image in dir (vmlinuz, initramfs.gz), or in the
-// cache folder scripts/vm-image.sh fills when dir is empty. The error says
-// how to build one.
-func FindVMImage(dir string) (VMImage, error) {
+// cache folder scripts/vm-image.sh fills (cache, or its default in the
+// user's cache folder) when dir is empty. The error says how to build one.
+func FindVMImage(dir, cache string) (VMImage, error) {
 	if dir == "" {
-		cache := os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE")
 		if cache == "" {
 			base, err := os.UserCacheDir()
 			if err != nil {
@@ -121,7 +120,9 @@ type vmBoot struct {
 	user  *DesktopUser
 	img   VMImage
 	accel *accelerator
-	log   *slog.Logger
+	// listenTCP puts VNC and serial on loopback ports (vmEndpoints).
+	listenTCP bool
+	log       *slog.Logger
 }
 
 // stateDir is where the portal keeps the guest's record and password.
@@ -188,7 +189,7 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 // launchVM starts QEMU under accel and waits until it listens.
 func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM, error) {
 	name, dir := cfg.name, cfg.dir
-	rec, vncArg, serialArg, err := vmEndpoints(dir)
+	rec, vncArg, serialArg, err := vmEndpoints(dir, cfg.listenTCP)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
@@ -404,12 +405,12 @@ func killRecordedVM(cfg vmBoot) {
 // returns them with QEMU's -vnc and -serial arguments. By default both are
 // Unix sockets in the member's private folder, so only the portal's user
 // can reach them (QEMU's VNC has no password here, and a serial line keeps
-// a logged-in shell). CORRAL_VDI_VM_LISTEN=tcp puts them on loopback TCP
+// a logged-in shell). tcp (CORRAL_VDI_VM_LISTEN=tcp) puts them on loopback TCP
 // ports instead, the shape of a VM with a network address (the peer path
 // tests use it: a loopback port in another network namespace is out of
 // reach, a socket file is not).
-func vmEndpoints(dir string) (rec vmRecord, vncArg, serialArg string, err error) {
-	if os.Getenv("CORRAL_VDI_VM_LISTEN") == "tcp" {
+func vmEndpoints(dir string, tcp bool) (rec vmRecord, vncArg, serialArg string, err error) {
+	if tcp {
 		vncPort, err := freeVNCPort()
 		if err != nil {
 			return rec, "", "", err

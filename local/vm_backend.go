@@ -25,7 +25,7 @@ func (b *Backend) EnsureDemoVMPool(ctx context.Context, size int) error {
 	if _, err := lookQEMU(); err != nil {
 		return fmt.Errorf("local: vm pool: %w", err)
 	}
-	if _, err := FindVMImage(b.vmImage); err != nil {
+	if _, err := FindVMImage(b.vmImage, b.vmImageCache); err != nil {
 		return err
 	}
 	if _, err := b.db.LocalPool(ctx, DemoVMPool); err == nil {
@@ -51,7 +51,7 @@ func (b *Backend) isVMPool(ctx context.Context, pool string) bool {
 // desktopSpec for a session desktop; the error is the sandbox's refusal.
 func (b *Backend) vmBoot(name string) (vmBoot, error) {
 	spec, err := b.desktopSpec(name)
-	return vmBoot{name: name, dir: spec.Dir, state: spec.State, user: spec.User, accel: b.accel, log: b.log}, err
+	return vmBoot{name: name, dir: spec.Dir, state: spec.State, user: spec.User, accel: b.accel, listenTCP: b.vmListenTCP, log: b.log}, err
 }
 
 // startVM boots the member's guest and settles rt, like Start does for a
@@ -60,7 +60,7 @@ func (b *Backend) startVM(ctx context.Context, ref vdi.Ref, rt *member) error {
 	cfg, err := b.vmBoot(ref.Name)
 	var v *VM
 	if err == nil {
-		cfg.img, err = FindVMImage(b.vmImage)
+		cfg.img, err = FindVMImage(b.vmImage, b.vmImageCache)
 	}
 	if err == nil {
 		v, err = bootVM(ctx, cfg)

@@ -23,7 +23,7 @@ func mustVMImage(t *testing.T) VMImage {
 	if _, err := lookQEMU(); err != nil {
 		t.Skip(err)
 	}
-	img, err := FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE"))
+	img, err := FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE"), os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE"))
 	if err != nil {
 		t.Skipf("%v (make vm-image builds it)", err)
 	}

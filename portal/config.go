@@ -52,8 +52,14 @@ type Config struct {
 	DemoPoolSize int
 	// DemoVMPoolSize is the size of the QEMU pool "demo-vm"; 0 for none.
 	DemoVMPoolSize int
-	// VMImage is the folder of the kernel and initramfs vm pools boot.
-	VMImage string
+	// VMImage is the folder of the kernel and initramfs vm pools boot;
+	// VMImageCache is scripts/vm-image.sh's cache, where an empty VMImage
+	// looks.
+	VMImage      string
+	VMImageCache string
+	// VMListen is where local guests' VNC and serial listen: "unix"
+	// (sockets in the member's folder) or "tcp" (loopback ports).
+	VMListen string
 	// VMAccel forces QEMU's accelerator (kvm, tcg); empty or auto decides
 	// once per host. KVMDevice is the device whose opening means KVM may
 	// be tried.
@@ -166,6 +172,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&adminSocket, "admin-socket", env("CORRAL_VDI_ADMIN_SOCKET", ""), "Unix socket of the admin CLI, for root and the portal's user; default admin.sock in the data directory, or off (CORRAL_VDI_ADMIN_SOCKET)")
 	fs.StringVar(&vmDemo, "demo-vm-pool-size", env("CORRAL_VDI_DEMO_VM_POOL_SIZE", "0"), "members of the QEMU pool demo-vm (needs scripts/vm-image.sh); 0 for none (CORRAL_VDI_DEMO_VM_POOL_SIZE)")
 	fs.StringVar(&c.VMImage, "vm-image", env("CORRAL_VDI_VM_IMAGE", ""), "folder with vmlinuz and initramfs.gz for vm pools; default scripts/vm-image.sh's cache (CORRAL_VDI_VM_IMAGE)")
+	fs.StringVar(&c.VMImageCache, "vm-image-cache", env("CORRAL_VDI_VM_IMAGE_CACHE", ""), "scripts/vm-image.sh's cache, where an empty -vm-image looks; default corral-vdi/vm-image in the user's cache folder (CORRAL_VDI_VM_IMAGE_CACHE)")
+	fs.StringVar(&c.VMListen, "vm-listen", env("CORRAL_VDI_VM_LISTEN", "unix"), "where local guests' VNC and serial line listen: unix (sockets only the portal's user reaches) or tcp (loopback ports, the shape of a VM with a network address) (CORRAL_VDI_VM_LISTEN)")
 	fs.StringVar(&c.VMAccel, "vm-accel", env("CORRAL_VDI_VM_ACCEL", "auto"), "QEMU accelerator of vm pools: auto (KVM when it runs guests, decided once per host and remembered), kvm or tcg (CORRAL_VDI_VM_ACCEL)")
 	fs.StringVar(&c.KVMDevice, "kvm-device", env("CORRAL_VDI_KVM_DEVICE", "/dev/kvm"), "device whose opening means KVM may be tried (CORRAL_VDI_KVM_DEVICE)")
 	fs.StringVar(&peers, "peers", env("CORRAL_VDI_PEERS", ""), "peer portals' base URLs, comma-separated, tried when a desktop is out of reach (CORRAL_VDI_PEERS)")
@@ -275,6 +283,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	c.AdminSocket = adminSocketPath(adminSocket, c.DataDir)
 	if c.MaxDesktopsPerUser, err = strconv.Atoi(maxDesktops); err != nil || c.MaxDesktopsPerUser < 0 {
 		return c, fmt.Errorf("CORRAL_VDI_MAX_DESKTOPS_PER_USER: %q is not a count (0 for no limit)", maxDesktops)
+	}
+	if c.VMListen != "unix" && c.VMListen != "tcp" {
+		return c, fmt.Errorf("CORRAL_VDI_VM_LISTEN: %q is not unix or tcp", c.VMListen)
 	}
 	if c.VMAccel != "auto" && c.VMAccel != "kvm" && c.VMAccel != "tcg" {
 		return c, fmt.Errorf("CORRAL_VDI_VM_ACCEL: %q is not auto, kvm or tcg", c.VMAccel)

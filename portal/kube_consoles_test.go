@@ -18,7 +18,6 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -138,7 +137,7 @@ func TestKubeConsolePaths(t *testing.T) {
 				mustRDCleanPath(t, dialer, wsBase+"/ws/rdp/"+ref, a.Destination, a.Token)
 			}
 
-			var got []store.Session
+			var got []vdi.Session
 			waitFor(t, 5*time.Second, "the sessions closed", func() bool {
 				all, _ := m.db.Sessions(ctx, 100)
 				got = got[:0]

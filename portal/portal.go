@@ -274,6 +274,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
+		VMImageCache: c.VMImageCache, VMListenTCP: c.VMListen == "tcp",
 		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse})
 	if err != nil {
 		return nil, err

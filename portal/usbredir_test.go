@@ -129,7 +129,7 @@ func mustHandshake(t *testing.T, ws *websocket.Conn) string {
 // cross-origin pages, a second stream and a session desktop are refused
 // before the upgrade; attach and detach are audited.
 func TestUSBRedir_LocalQEMU(t *testing.T) {
-	if _, err := local.FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE")); err != nil {
+	if _, err := local.FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE"), os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE")); err != nil {
 		t.Skipf("%v (make vm-image builds it)", err)
 	}
 	p := mustStartCLIPortal(t, "CORRAL_VDI_DEMO_VM_POOL_SIZE", "1")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -17,15 +16,15 @@ const (
 )
 
 // List returns the recordings f matches, newest first.
-func (s *Store) List(ctx context.Context, f store.RecordingFilter) ([]store.Recording, error) {
+func (s *Store) List(ctx context.Context, f vdi.RecordingFilter) ([]vdi.Recording, error) {
 	return s.db.Recordings(ctx, f)
 }
 
 // Get returns recording id; a vdi.ENotFound error when there is none (an
 // id that is not a session id never is).
-func (s *Store) Get(ctx context.Context, id string) (store.Recording, error) {
+func (s *Store) Get(ctx context.Context, id string) (vdi.Recording, error) {
 	if !validID.MatchString(id) {
-		return store.Recording{}, notFound(id)
+		return vdi.Recording{}, notFound(id)
 	}
 	r, err := s.db.Recording(ctx, id)
 	if errors.Is(err, vdi.ErrNotFound) {
@@ -37,7 +36,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Recording, error) {
 // Open returns recording id and its file for by, and writes action
 // (ActionPlay, ActionDownload) with detail to the audit log first:
 // nobody watches unrecorded. The caller closes the file.
-func (s *Store) Open(ctx context.Context, by vdi.Identity, id, action, detail string) (store.Recording, *os.File, error) {
+func (s *Store) Open(ctx context.Context, by vdi.Identity, id, action, detail string) (vdi.Recording, *os.File, error) {
 	r, err := s.Get(ctx, id)
 	if err != nil {
 		return r, nil, err
@@ -56,7 +55,7 @@ func (s *Store) Open(ctx context.Context, by vdi.Identity, id, action, detail st
 }
 
 // Watched writes to the audit log that by watched (or downloaded) r.
-func (s *Store) Watched(ctx context.Context, by vdi.Identity, r store.Recording, action, detail string) error {
+func (s *Store) Watched(ctx context.Context, by vdi.Identity, r vdi.Recording, action, detail string) error {
 	d := "recording " + r.ID + " of " + r.Login
 	if detail != "" {
 		d += "; " + detail

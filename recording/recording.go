@@ -35,12 +35,12 @@ const (
 
 // DB is what the recordings need of the portal's database.
 type DB interface {
-	CreateRecording(ctx context.Context, r store.Recording) error
+	CreateRecording(ctx context.Context, r vdi.Recording) error
 	FinishRecording(ctx context.Context, id string, end time.Time, bytes int64) error
-	Recording(ctx context.Context, id string) (store.Recording, error)
-	Recordings(ctx context.Context, f store.RecordingFilter) ([]store.Recording, error)
-	UnfinishedRecordings(ctx context.Context) ([]store.Recording, error)
-	ExpiredRecordings(ctx context.Context, before time.Time) ([]store.Recording, error)
+	Recording(ctx context.Context, id string) (vdi.Recording, error)
+	Recordings(ctx context.Context, f vdi.RecordingFilter) ([]vdi.Recording, error)
+	UnfinishedRecordings(ctx context.Context) ([]vdi.Recording, error)
+	ExpiredRecordings(ctx context.Context, before time.Time) ([]vdi.Recording, error)
 	DeleteRecording(ctx context.Context, id string) error
 	RecordingBytes(ctx context.Context) (int64, error)
 	RecordingBytesByUser(ctx context.Context) (map[string]int64, error)
@@ -255,7 +255,7 @@ func (s *Store) PruneOnce(ctx context.Context) (int, error) {
 }
 
 // freed accounts for recording r's file being gone.
-func (s *Store) freed(r store.Recording) {
+func (s *Store) freed(r vdi.Recording) {
 	s.used.Add(-r.Bytes)
 	s.full.Store(false)
 	s.mu.Lock()

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -57,7 +56,7 @@ func (s *Store) Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi
 	if err != nil {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	if err := s.db.CreateRecording(ctx, store.Recording{ID: sid, Login: login, Namespace: ref.Namespace, Member: ref.Name,
+	if err := s.db.CreateRecording(ctx, vdi.Recording{ID: sid, Login: login, Namespace: ref.Namespace, Member: ref.Name,
 		Protocol: string(p), Format: format, StartedAt: s.now()}); err != nil {
 		f.Close()
 		os.Remove(f.Name())

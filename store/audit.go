@@ -8,13 +8,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// AuditEntry is one line of the audit log.
-type AuditEntry struct {
-	ID int64
-	At time.Time
-	vdi.AuditEvent
-}
-
 var _ vdi.AuditLog = (*DB)(nil)
 
 // Record appends an event to the audit log, stamped with the current time.

@@ -94,7 +94,7 @@ func NewBuffer(db *DB, max int, log *slog.Logger) *Buffer {
 func (b *Buffer) Record(ctx context.Context, e vdi.AuditEvent) error {
 	at, key := b.db.Now(), rand.Text() // the key: a retry after a broken connection writes once
 	class := classUser
-	if b.protected[e.Action] || protected(ctx) {
+	if b.protected[e.Action] || vdi.Protected(ctx) {
 		class = classProtected
 	}
 	return b.write(ctx, pending{what: "audit " + e.Action, class: class,

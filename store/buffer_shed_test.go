@@ -47,7 +47,7 @@ func TestBuffer_ShedsRoutineRowsFirst(t *testing.T) {
 			pg.Pause(t, false)
 		}
 	}()
-	admin := store.Protect(ctx)
+	admin := vdi.Protect(ctx)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -23,7 +23,8 @@ import (
 
 // Each dialect has its own migrations, named alike: SQLite's in
 // migrations/, PostgreSQL's in migrations/postgres/ (a test checks that
-// both have every step).
+// both have every step). Steps run in name order; each has a number of its
+// own (a test checks that), the next free one for a new step.
 //
 //go:embed migrations/*.sql migrations/postgres/*.sql
 var migrations embed.FS
@@ -169,7 +170,26 @@ func (db *DB) checkNotNewer(ctx context.Context, known []string) error {
 
 // migrationName is how the migrations table names a step: its file under
 // migrations/, whatever the dialect (as SQLite databases always had it).
-func migrationName(file string) string { return "migrations/" + path.Base(file) }
+// Steps renumbered so that no two share a prefix keep the name they were
+// recorded under, so databases migrated before the renumbering (and
+// portals from before it, reading a newer database) see the same steps.
+func migrationName(file string) string {
+	base := path.Base(file)
+	if old, ok := recordedAs[base]; ok {
+		base = old
+	}
+	return "migrations/" + base
+}
+
+// recordedAs maps a renumbered migration file to the name databases
+// recorded it under before.
+var recordedAs = map[string]string{
+	"0005_trust_boundaries.sql": "0004_trust_boundaries.sql",
+	"0006_audit_key.sql":        "0005_audit_key.sql",
+	"0007_pool_standby.sql":     "0006_pool_standby.sql",
+	"0008_recordings.sql":       "0006_recordings.sql",
+	"0009_lease_versions.sql":   "0007_lease_versions.sql",
+}
 
 // locked runs f in a transaction that, on PostgreSQL, holds the migration
 // lock: replicas starting together migrate one at a time, the later ones

@@ -3,26 +3,10 @@ package store
 import (
 	"context"
 	"strings"
-	"time"
 )
 
-// HistoryFilter narrows session history and audit queries; zero fields
-// match everything.
-type HistoryFilter struct {
-	// User is a login: the session's user, or the audit event's actor or
-	// the holder it names.
-	User string
-	// Targets are member (and pool) names, e.g. every member of one pool.
-	// A non-nil empty slice matches nothing.
-	Targets []string
-	// Since and Until bound the time (opened, for sessions), Until excluded.
-	Since, Until time.Time
-	// Limit caps the rows returned, newest first; 0 means 1000.
-	Limit int
-}
-
-// where renders f as SQL conditions on the given columns.
-func (f HistoryFilter) where(userCond, targetCol, timeCol string) (string, []any) {
+// historyWhere renders f as SQL conditions on the given columns.
+func historyWhere(f HistoryFilter, userCond, targetCol, timeCol string) (string, []any) {
 	conds := []string{"1=1"}
 	var args []any
 	if f.User != "" {
@@ -60,7 +44,7 @@ func (f HistoryFilter) where(userCond, targetCol, timeCol string) (string, []any
 
 // SessionHistory returns the sessions f matches, newest first.
 func (db *DB) SessionHistory(ctx context.Context, f HistoryFilter) ([]Session, error) {
-	where, args := f.where("login = ?", "member", "opened_at")
+	where, args := historyWhere(f, "login = ?", "member", "opened_at")
 	return db.sessions(ctx, `WHERE `+where+` ORDER BY opened_at DESC LIMIT ?`, args...)
 }
 
@@ -73,6 +57,6 @@ func (db *DB) OpenSessions(ctx context.Context) ([]Session, error) {
 
 // AuditHistory returns the audit entries f matches, newest first.
 func (db *DB) AuditHistory(ctx context.Context, f HistoryFilter) ([]AuditEntry, error) {
-	where, args := f.where("(actor = ? OR detail = 'to ' || CAST(? AS TEXT) OR "+db.db.d.contains+"(detail, 'holder ' || CAST(? AS TEXT)) > 0)", "target", "at")
+	where, args := historyWhere(f, "(actor = ? OR detail = 'to ' || CAST(? AS TEXT) OR "+db.db.d.contains+"(detail, 'holder ' || CAST(? AS TEXT)) > 0)", "target", "at")
 	return db.audit(ctx, `WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 }

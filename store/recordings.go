@@ -11,30 +11,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// Recording is the metadata of one recorded console session; its file
-// lives under the data dir's recordings/, named by ID.
-type Recording struct {
-	ID        string // the session's id
-	Login     string
-	Namespace string
-	Member    string
-	Protocol  string
-	Format    string // relay.FormatAsciicast or relay.FormatRFB
-	StartedAt time.Time
-	EndedAt   time.Time // zero while recording
-	Bytes     int64
-}
-
-// RecordingFilter narrows Recordings; zero fields match everything.
-type RecordingFilter struct {
-	Namespace, Member string
-	User              string
-	// Since and Until bound the start, Until excluded.
-	Since, Until time.Time
-	// Limit caps the rows returned, newest first; 0 means 1000.
-	Limit int
-}
-
 const recordingColumns = `id, login, namespace, member, protocol, format, started_at, COALESCE(ended_at, 0), bytes`
 
 // CreateRecording records that a recording began.

@@ -26,12 +26,6 @@ var ProtectedActions = []string{
 	"recording-play", "recording-download", "recording-delete",
 }
 
-// Pruned says what retention last removed.
-type Pruned struct {
-	At             time.Time
-	Audit, Session int64
-}
-
 // Prune applies r to the audit log and the session history and returns
 // how many rows it removed; a pruning that removed rows is remembered for
 // LastPrune.

@@ -6,22 +6,6 @@ import (
 	"time"
 )
 
-// Session is one console connection of a desktop's holder or an admin.
-type Session struct {
-	ID          string
-	Login       string
-	Namespace   string
-	Member      string
-	Protocol    string
-	Path        string // relay path taken: direct, peer or apiserver
-	OpenedAt    time.Time
-	ClosedAt    time.Time // zero while open
-	BytesIn     int64     // client to desktop
-	BytesOut    int64     // desktop to client
-	CloseReason string
-	LastInput   time.Time // zero when no user input was seen
-}
-
 // OpenSession records a new session; OpenedAt defaults to now.
 func (db *DB) OpenSession(ctx context.Context, s Session) error {
 	if s.OpenedAt.IsZero() {

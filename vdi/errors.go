@@ -31,6 +31,12 @@ const (
 	// disk).
 	ETooLarge Code = "too_large"
 	EFull     Code = "full"
+	// EUnauthorized refuses a request whose sender is not (or no longer)
+	// known: no identity, a sign-in that did not complete.
+	EUnauthorized Code = "unauthorized"
+	// EMisdirected refuses a request for a name the portal does not
+	// answer to (an unknown Host).
+	EMisdirected Code = "misdirected"
 )
 
 // Error is an error a user may see: Msg says what happened and Hint what to

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"golang.org/x/net/html"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -63,13 +64,15 @@ func TestViews_EscapeUserFields(t *testing.T) {
 	for name, c := range pages(evil) {
 		t.Run(name, func(t *testing.T) {
 			out := render(t, c)
-			if strings.Contains(out, "<xss-tag") {
+			doc := mustParse(t, out)
+			isTag := func(tag string) func(*html.Node) bool { return func(n *html.Node) bool { return n.Data == tag } }
+			if len(findAll(doc, isTag("xss-tag"))) > 0 {
 				t.Errorf("%s page contains the injected element:\n%s", name, out)
 			}
-			if got, want := strings.Count(out, "<script"), strings.Count(render(t, clean[name]), "<script"); got != want {
+			if got, want := len(findAll(doc, isTag("script"))), len(findAll(mustParse(t, render(t, clean[name])), isTag("script"))); got != want {
 				t.Errorf("%s page has %d <script> tags with injected text; want %d as with plain text", name, got, want)
 			}
-			if !strings.Contains(out, "&lt;xss-tag") {
+			if !strings.Contains(text(doc), "<xss-tag") {
 				t.Errorf("%s page does not show the injected text escaped; was the field rendered at all?", name)
 			}
 		})
@@ -108,18 +111,22 @@ func TestShortDuration(t *testing.T) {
 // is for. The local backend's form has none (it ignores licences).
 func TestAdmin_PoolFormLicences(t *testing.T) {
 	asset := func(p string) string { return "/static/" + p }
-	if local := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}})); strings.Contains(local, "licensesAcknowledged") {
+	local := mustParse(t, render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}})))
+	if len(byTestID(local, "pool-licenses")) > 0 || len(findAll(local, hasAttrs("name", "licensesAcknowledged"))) > 0 {
 		t.Error("the local backend's New pool form asks for Windows licences")
 	}
-	html := render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}, Cluster: true}))
-	box := `<input type="checkbox" name="licensesAcknowledged" data-testid="pool-licenses" aria-describedby="pool-licenses-help">`
-	if !strings.Contains(html, box) {
-		t.Fatalf("admin page has no licences box %s", box)
+	doc := mustParse(t, render(t, Admin(AdminProps{Page: Page{Title: "Pools", Asset: asset}, Cluster: true})))
+	boxes := byTestID(doc, "pool-licenses")
+	if len(boxes) != 1 || boxes[0].Data != "input" || !hasAttrs("type", "checkbox", "name", "licensesAcknowledged", "aria-describedby", "pool-licenses-help")(boxes[0]) {
+		t.Fatalf("admin page has %d pool-licenses elements; want one checkbox licensesAcknowledged described by pool-licenses-help", len(boxes))
 	}
-	_, help, ok := strings.Cut(html, `id="pool-licenses-help"`)
-	help, _, _ = strings.Cut(help, "</small>")
+	helps := findAll(doc, hasAttrs("id", "pool-licenses-help"))
+	var help string
+	if len(helps) == 1 {
+		help = text(helps[0])
+	}
 	for _, want := range []string{"Windows", "Enterprise E3/E5", "RDS CALs", "more than one desktop"} {
-		if !ok || !strings.Contains(help, want) {
+		if !strings.Contains(help, want) {
 			t.Errorf("licences help %q; want it to say %q", help, want)
 		}
 	}

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -32,8 +31,8 @@ func TestHome_PrefetchesTheRDPClient(t *testing.T) {
 		{"NotEmbedded", Page{Title: "t", Asset: func(p string) string { return "/static/" + p }}, []PoolRow{plain}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			html := render(t, Home(HomeProps{Page: tc.page, Pools: tc.pools}))
-			got := strings.Contains(html, `<link rel="prefetch" href="/static/h/ironrdp/ironrdp.wasm">`)
+			doc := mustParse(t, render(t, Home(HomeProps{Page: tc.page, Pools: tc.pools})))
+			got := len(findAll(doc, hasAttrs("rel", "prefetch", "href", "/static/h/ironrdp/ironrdp.wasm"))) > 0
 			if got != tc.want {
 				t.Errorf("home page prefetches the RDP wasm = %v; want %v", got, tc.want)
 			}
@@ -45,8 +44,8 @@ func TestHome_PrefetchesTheRDPClient(t *testing.T) {
 // the client of the console it will most likely open, and says which.
 func TestConsole_PreloadsTheLikelyConsole(t *testing.T) {
 	for likely, want := range map[string]string{"rdp": "ironrdp/iron-remote-desktop-rdp.js", "vnc": "novnc/core/rfb.js"} {
-		html := render(t, Console(ConsoleProps{Page: hashedPage(), Likely: likely}))
-		if !strings.Contains(html, `<link rel="modulepreload" href="/static/h/`+want+`">`) || !strings.Contains(html, `data-likely="`+likely+`"`) {
+		doc := mustParse(t, render(t, Console(ConsoleProps{Page: hashedPage(), Likely: likely})))
+		if len(findAll(doc, hasAttrs("rel", "modulepreload", "href", "/static/h/"+want))) == 0 || len(findAll(doc, hasAttrs("data-likely", likely))) == 0 {
 			t.Errorf("console page for likely %s: no modulepreload of %s or no data-likely", likely, want)
 		}
 	}
