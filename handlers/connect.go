@@ -182,7 +182,7 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 			if !res.ok {
 				continue
 			}
-			o.Token = h.console.tokens.mint(id.Login, d.Ref())
+			o.Token = h.console.tokens.Mint(id.Login, d.Ref())
 			o.Destination = rdpDestination(d.Ref())
 			o.Credentials = holderSignIn(id, d, res)
 		case p == vdi.ProtocolRDP:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -73,7 +74,7 @@ type consoleState struct {
 	watchers watchers
 	// links is the path of each desktop's open console, for its chip.
 	links  links
-	tokens *rdpTokens
+	tokens *console.RDPTokens
 	peers  *relay.PeerVerifier // checks peer links to this portal
 }
 

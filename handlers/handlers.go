@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -212,7 +213,7 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
+	h.console.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, h.log)
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}
