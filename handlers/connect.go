@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -273,9 +274,9 @@ func (h *Handler) runProbe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) (
 	defer cancel()
 	var conn net.Conn
 	var err error
-	path := PathDirect
+	path := console.PathDirect
 	if p == vdi.ProtocolRDP {
-		conn, path, err = h.dialConsole(ctx, ref, p)
+		conn, path, err = h.console.dial.Dial(ctx, ref, p)
 	} else {
 		conn, err = h.desktops.Dial(ctx, ref, p)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -18,10 +19,10 @@ const pathProbeTimeout = 5 * time.Second
 func (h *Handler) annotatePaths(ctx context.Context, ref vdi.Ref, opts []api.ConnectOption) {
 	for i := range opts {
 		dctx, cancel := context.WithTimeout(ctx, pathProbeTimeout)
-		c, path, err := h.dialConsoleFor(dctx, ref, opts[i].Protocol, true)
+		c, path, err := h.console.dial.DialAlongside(dctx, ref, opts[i].Protocol)
 		cancel()
 		if err != nil {
-			opts[i].PathError = rootCause(err)
+			opts[i].PathError = console.RootCause(err)
 			continue
 		}
 		c.Close()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -106,23 +107,6 @@ func TestOffers(t *testing.T) {
 	}
 }
 
-func TestFinal(t *testing.T) {
-	tests := []struct {
-		err  error
-		want bool
-	}{
-		{vdi.Errorf(vdi.ENotFound, "", "no such desktop"), true},
-		{vdi.Errorf(vdi.EUnavailable, "", "not running"), true},
-		{&vdi.Error{Code: vdi.EUnavailable, Err: errors.New("connection refused")}, false},
-		{context.DeadlineExceeded, false},
-	}
-	for _, tt := range tests {
-		if got := final(tt.err); got != tt.want {
-			t.Errorf("final(%v) = %v; want %v", tt.err, got, tt.want)
-		}
-	}
-}
-
 // unreachableRDP is the local backend as a portal outside the desktop's
 // network sees it: the RDP server does not answer on the direct path.
 type unreachableRDP struct{ *local.Backend }
@@ -138,7 +122,7 @@ func (b unreachableRDP) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (
 // apiserver's port forward reaches a VM's RDP server.
 type backendPath struct{ b vdi.Backend }
 
-func (p backendPath) Name() string { return PathAPIServer }
+func (p backendPath) Name() string { return console.PathAPIServer }
 
 func (p backendPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (net.Conn, error) {
 	return p.b.Dial(ctx, ref, proto)
@@ -212,7 +196,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	}) {
 		t.Fatalf("the desktop's RDP server does not answer through the fallback: %v", dialErr)
 	}
-	e := serve(ConsoleConfig{Paths: []ConsolePath{backendPath{backend}}})
+	e := serve(ConsoleConfig{Paths: []console.Path{backendPath{backend}}})
 	begin := time.Now()
 	a := e.connect(t, "alice", d.Ref())
 	if a.Protocol != "rdp" || a.Token == "" {
@@ -228,7 +212,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	if !eventually(5*time.Second, func() bool {
 		got, _ = db.Sessions(ctx, 10)
 		return len(got) == 1 && !got[0].ClosedAt.IsZero()
-	}) || got[0].Protocol != "rdp" || got[0].Path != PathAPIServer {
-		t.Errorf("sessions = %+v; want one closed rdp session by path %s", got, PathAPIServer)
+	}) || got[0].Protocol != "rdp" || got[0].Path != console.PathAPIServer {
+		t.Errorf("sessions = %+v; want one closed rdp session by path %s", got, console.PathAPIServer)
 	}
 }

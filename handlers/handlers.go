@@ -214,6 +214,8 @@ func New(cfg Config) *Handler {
 		h.log = slog.Default()
 	}
 	h.console.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, h.log)
+	h.console.dial = console.New(console.Config{Direct: h.desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
+		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: h.log})
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}

@@ -97,7 +97,7 @@ func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.I
 		return nil, "", relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
 	}
 	dctx, cancel := context.WithTimeout(ctx, rdpDialTimeout)
-	conn, path, err := h.dialConsole(dctx, ref, vdi.ProtocolRDP)
+	conn, path, err := h.console.dial.Dial(dctx, ref, vdi.ProtocolRDP)
 	cancel()
 	if err != nil {
 		return nil, "", relay.RDPDialError(err)
