@@ -77,6 +77,7 @@ type Console struct {
 	paths         []Path
 	directTimeout time.Duration
 	log           *slog.Logger
+	probes        probeCache
 }
 
 // New returns a Console for cfg.

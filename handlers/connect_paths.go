@@ -31,8 +31,8 @@ type ConsoleConfig struct {
 
 // consoleState is the handlers' console machinery.
 type consoleState struct {
-	cfg     ConsoleConfig
-	probes  probeCache
+	cfg ConsoleConfig
+
 	viewers viewers
 	// watchers is who else has a console open, for the holder's notice.
 	watchers watchers
