@@ -33,7 +33,7 @@ type ConsoleConfig struct {
 type consoleState struct {
 	cfg ConsoleConfig
 
-	viewers viewers
+	viewers console.Takeover
 	// watchers is who else has a console open, for the holder's notice.
 	watchers watchers
 	// links is the path of each desktop's open console, for its chip.

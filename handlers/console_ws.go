@@ -114,7 +114,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		defer h.console.viewers.take(ref, cancel)()
+		defer h.console.viewers.Take(ref, cancel)()
 	}
 	if watching { // the holder's page says so at once
 		defer h.console.watchers.add(ref, watcher)()
