@@ -32,7 +32,7 @@ const PathAPIServer = "apiserver"
 // console for the serial console, and portforward/3389/tcp for RDP. It is
 // the fallback when the portal cannot reach the VMI's IP itself: slower
 // (two proxies) and one VNC viewer per VMI upstream, but it only needs the
-// apiserver. It satisfies the handlers' ConsolePath.
+// apiserver. It satisfies console.Path.
 type SubresourcePath struct {
 	dial  *dialer
 	addrs *addresses
