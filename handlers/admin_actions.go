@@ -37,7 +37,7 @@ func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id
 // handleDesktopRecreate serves POST /api/vdi/desktops/{ns}/{member}/recreate:
 // an admin makes a free desktop fresh from its pool's source.
 func (h *Handler) handleDesktopRecreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	defer h.console.probes.forget(ref(r))
+	defer h.console.dial.Forget(ref(r))
 	if err := h.admin.Recreate(r.Context(), id, ref(r)); err != nil {
 		return err
 	}

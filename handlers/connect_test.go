@@ -13,71 +13,12 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
-
-func TestProbeCache(t *testing.T) {
-	var c probeCache
-	k := probeKey{vdi.Ref{Namespace: "local", Name: "demo-1"}, vdi.ProtocolRDP, time.Now().UnixMicro()}
-	t0 := time.Now()
-	if _, ok := c.get(k, t0); ok {
-		t.Fatal("get on an empty cache found a result")
-	}
-	c.put(k, probeResult{ok: true, at: t0})
-	if r, ok := c.get(k, t0.Add(probeTTL-time.Second)); !ok || !r.ok {
-		t.Errorf("get within the TTL = %v, %v; want the cached success", r, ok)
-	}
-	if _, ok := c.get(k, t0.Add(probeTTL+time.Second)); ok {
-		t.Error("get after the TTL found a result; want a fresh probe")
-	}
-	// Expired entries go when new ones come.
-	k2 := probeKey{k.ref, vdi.ProtocolSerial, k.claimed}
-	c.put(k2, probeResult{at: t0.Add(2 * probeTTL)})
-	if len(c.m) != 1 {
-		t.Errorf("cache holds %d entries after an expired one; want 1", len(c.m))
-	}
-	// A new claim of the member, or a start or stop, is probed afresh.
-	c.put(k, probeResult{ok: true, at: t0.Add(2 * probeTTL)})
-	if _, ok := c.get(probeKey{k.ref, k.p, k.claimed + 1}, t0.Add(2*probeTTL)); ok {
-		t.Error("get under a new claim found the old claim's result")
-	}
-	c.forget(k.ref)
-	if len(c.m) != 0 {
-		t.Errorf("cache holds %d entries after forget; want 0", len(c.m))
-	}
-}
-
-// TestProbeCache_InFlight: a second asker of a probe under way waits for
-// its answer (the console page's /connect for the probe its claim started)
-// instead of probing again.
-func TestProbeCache_InFlight(t *testing.T) {
-	var c probeCache
-	k := probeKey{vdi.Ref{Namespace: "local", Name: "demo-1"}, vdi.ProtocolRDP, 1}
-	call, mine := c.begin(k)
-	if !mine {
-		t.Fatal("begin on an idle key: mine = false; want the caller to probe")
-	}
-	again, mine := c.begin(k)
-	if mine || again != call {
-		t.Fatalf("begin under way: mine = %v, same call = %v; want false, true", mine, again == call)
-	}
-	select {
-	case <-again.done:
-		t.Fatal("done before end")
-	default:
-	}
-	c.end(k, call, probeResult{ok: true}, true)
-	<-again.done
-	if !again.res.ok || !again.learned {
-		t.Errorf("waiter got %+v, learned %v; want the prober's success", again.res, again.learned)
-	}
-	if _, mine := c.begin(k); !mine {
-		t.Error("begin after end: mine = false; want a new probe")
-	}
-}
 
 func TestOffers(t *testing.T) {
 	d := vdi.Desktop{Member: vdi.Member{Namespace: "local", Name: "demo-1", Power: vdi.PowerRunning,
@@ -106,23 +47,6 @@ func TestOffers(t *testing.T) {
 	}
 }
 
-func TestFinal(t *testing.T) {
-	tests := []struct {
-		err  error
-		want bool
-	}{
-		{vdi.Errorf(vdi.ENotFound, "", "no such desktop"), true},
-		{vdi.Errorf(vdi.EUnavailable, "", "not running"), true},
-		{&vdi.Error{Code: vdi.EUnavailable, Err: errors.New("connection refused")}, false},
-		{context.DeadlineExceeded, false},
-	}
-	for _, tt := range tests {
-		if got := final(tt.err); got != tt.want {
-			t.Errorf("final(%v) = %v; want %v", tt.err, got, tt.want)
-		}
-	}
-}
-
 // unreachableRDP is the local backend as a portal outside the desktop's
 // network sees it: the RDP server does not answer on the direct path.
 type unreachableRDP struct{ *local.Backend }
@@ -138,7 +62,7 @@ func (b unreachableRDP) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (
 // apiserver's port forward reaches a VM's RDP server.
 type backendPath struct{ b vdi.Backend }
 
-func (p backendPath) Name() string { return PathAPIServer }
+func (p backendPath) Name() string { return console.PathAPIServer }
 
 func (p backendPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) (net.Conn, error) {
 	return p.b.Dial(ctx, ref, proto)
@@ -212,7 +136,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	}) {
 		t.Fatalf("the desktop's RDP server does not answer through the fallback: %v", dialErr)
 	}
-	e := serve(ConsoleConfig{Paths: []ConsolePath{backendPath{backend}}})
+	e := serve(ConsoleConfig{Paths: []console.Path{backendPath{backend}}})
 	begin := time.Now()
 	a := e.connect(t, "alice", d.Ref())
 	if a.Protocol != "rdp" || a.Token == "" {
@@ -228,7 +152,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	if !eventually(5*time.Second, func() bool {
 		got, _ = db.Sessions(ctx, 10)
 		return len(got) == 1 && !got[0].ClosedAt.IsZero()
-	}) || got[0].Protocol != "rdp" || got[0].Path != PathAPIServer {
-		t.Errorf("sessions = %+v; want one closed rdp session by path %s", got, PathAPIServer)
+	}) || got[0].Protocol != "rdp" || got[0].Path != console.PathAPIServer {
+		t.Errorf("sessions = %+v; want one closed rdp session by path %s", got, console.PathAPIServer)
 	}
 }

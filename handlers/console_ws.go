@@ -63,7 +63,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
 	}
-	conn, path, err := h.dialConsoleFor(r.Context(), ref, p, watching)
+	dial := h.console.dial.Dial
+	if watching {
+		dial = h.console.dial.DialAlongside
+	}
+	conn, path, err := dial(r.Context(), ref, p)
 	if err != nil {
 		return err
 	}
@@ -110,7 +114,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		defer h.console.viewers.take(ref, cancel)()
+		defer h.console.viewers.Take(ref, cancel)()
 	}
 	if watching { // the holder's page says so at once
 		defer h.console.watchers.add(ref, watcher)()

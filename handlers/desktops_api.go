@@ -39,7 +39,7 @@ func (h *Handler) handleDesktopGet(w http.ResponseWriter, r *http.Request, id vd
 
 // handleDesktopStart serves POST /api/vdi/desktops/{ns}/{member}/start.
 func (h *Handler) handleDesktopStart(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	defer h.console.probes.forget(ref(r))
+	defer h.console.dial.Forget(ref(r))
 	if err := h.desktops.Start(r.Context(), id, ref(r)); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (h *Handler) handleDesktopStart(w http.ResponseWriter, r *http.Request, id 
 
 // handleDesktopStop serves POST /api/vdi/desktops/{ns}/{member}/stop.
 func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	defer h.console.probes.forget(ref(r))
+	defer h.console.dial.Forget(ref(r))
 	if err := h.desktops.Stop(r.Context(), id, ref(r)); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -212,7 +213,9 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.console.tokens = newRDPTokens(cfg.Console.TokenKeys, h.log)
+	h.console.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, h.log)
+	h.console.dial = console.New(console.Config{Direct: h.desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
+		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: h.log})
 	if h.ready == nil {
 		h.ready = func(context.Context) error { return nil }
 	}

@@ -43,7 +43,7 @@ func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi
 		http.Redirect(w, r, noticeURL(claimNotice(err), ns, pool), http.StatusSeeOther)
 		return nil
 	}
-	h.probeAhead(d)
+	h.console.dial.ProbeAhead(d)
 	http.Redirect(w, r, "/desktops/"+d.Namespace+"/"+d.Name, http.StatusSeeOther)
 	return nil
 }

@@ -122,7 +122,7 @@ func (h *Handler) renderKiosk(w http.ResponseWriter, r *http.Request, props view
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
 	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
 	props.Likely = string(likelyConsole(d, ""))
-	h.probeAhead(d)
+	h.console.dial.ProbeAhead(d)
 	h.render(w, r, http.StatusOK, views.Kiosk(props))
 	return nil
 }

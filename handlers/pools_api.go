@@ -26,7 +26,7 @@ func (h *Handler) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi
 	if err != nil {
 		return err
 	}
-	h.probeAhead(d)
+	h.console.dial.ProbeAhead(d)
 	writeJSON(w, http.StatusOK, d)
 	return nil
 }

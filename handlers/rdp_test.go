@@ -25,6 +25,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/static"
@@ -284,8 +285,9 @@ func TestRDPGateway(t *testing.T) {
 
 	t.Run("ExpiredToken", func(t *testing.T) {
 		a := e.connect(t, "alice", alice)
-		e.h.console.tokens.now = func() time.Time { return time.Now().Add(rdpTokenTTL + time.Second) }
-		defer func() { e.h.console.tokens.now = time.Now }()
+		tokens := e.h.console.tokens
+		e.h.console.tokens = tokens.WithClock(func() time.Time { return time.Now().Add(console.RDPTokenTTL + time.Second) })
+		defer func() { e.h.console.tokens = tokens }()
 		ws, resp := e.handshake(t, "alice", alice, a.Token, a.Destination)
 		wantRefusal(t, ws, resp, relay.RDCleanPathError{Code: 1, HTTPStatus: 401})
 	})

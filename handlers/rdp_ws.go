@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -82,10 +83,10 @@ func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.I
 	if err != nil {
 		return nil, "", err
 	}
-	switch err := h.console.tokens.check(req.ProxyAuth, id.Login, ref); {
-	case errors.Is(err, errRDPTokenExpired):
+	switch err := h.console.tokens.Check(req.ProxyAuth, id.Login, ref); {
+	case errors.Is(err, console.ErrRDPTokenExpired):
 		return nil, "", relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
-	case errors.Is(err, errRDPTokenForeignKey):
+	case errors.Is(err, console.ErrRDPTokenForeignKey):
 		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token signed by a portal with other token keys", nil)
 	case err != nil:
 		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
@@ -96,7 +97,7 @@ func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.I
 		return nil, "", relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
 	}
 	dctx, cancel := context.WithTimeout(ctx, rdpDialTimeout)
-	conn, path, err := h.dialConsole(dctx, ref, vdi.ProtocolRDP)
+	conn, path, err := h.console.dial.Dial(dctx, ref, vdi.ProtocolRDP)
 	cancel()
 	if err != nil {
 		return nil, "", relay.RDPDialError(err)

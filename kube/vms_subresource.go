@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -31,7 +32,7 @@ const PathAPIServer = "apiserver"
 // console for the serial console, and portforward/3389/tcp for RDP. It is
 // the fallback when the portal cannot reach the VMI's IP itself: slower
 // (two proxies) and one VNC viewer per VMI upstream, but it only needs the
-// apiserver. It satisfies the handlers' ConsolePath.
+// apiserver. It satisfies console.Path.
 type SubresourcePath struct {
 	dial  *dialer
 	addrs *addresses
@@ -71,7 +72,7 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 	switch p {
 	case vdi.ProtocolVNC:
 		// One VNC client per VMI upstream: a new one kicks the old (whose
-		// stream then ends cleanly, see wsConn); only a client that asks
+		// stream then ends cleanly, see relay.WSConnOptions); only a client that asks
 		// to preserve the session (KubeVirt 1.7 on) gets 503 instead. The
 		// portal does not ask: its own rule decides who has the display
 		// (the holder's newest console, which closes the older one once it
@@ -190,7 +191,8 @@ func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, e
 		}
 		return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %w", sub, ref, err)
 	}
-	return &wsConn{ws: ws}, nil
+	// A KubeVirt stream is no Resizer: a text frame would break it.
+	return relay.NewWSConn(ws, relay.WSConnOptions{DropIsEOF: true}), nil
 }
 
 // statusMessage returns ": <message>" from a refused upgrade's

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/corral-dev/corral-vdi-portal/handlers"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -119,8 +119,8 @@ func restConfig(kubeconfig string, qps int) (*rest.Config, error) {
 
 // The kube backend's apiserver paths are handlers' console paths.
 var (
-	_ handlers.ConsolePath = (*kube.SubresourcePath)(nil)
-	_ handlers.ConsolePath = (*kube.ExecPath)(nil)
+	_ console.Path = (*kube.SubresourcePath)(nil)
+	_ console.Path = (*kube.ExecPath)(nil)
 )
 
 // openKube connects the kube backend: KubeVirt VM pools and CT pools (Pods

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral-vdi-portal/auth"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/recording"
@@ -60,7 +61,7 @@ type Main struct {
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
-	consolePaths []handlers.ConsolePath
+	consolePaths []console.Path
 	// usb reaches VMs' usbredir endpoints: QEMU's chardev locally, the
 	// VMI's usbredir subresource on the kube backend.
 	usb handlers.USBRedirector

@@ -137,7 +137,7 @@ func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, m
 // DialPeer opens a peer link to console protocol of ns/member through the
 // peer portal at base (e.g. "http://10.0.0.2:8080"), until ctx ends. The
 // returned stream carries resizes on to the peer.
-func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, member string) (*WSConn, error) {
+func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, member string) (*PeerConn, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("peer %q: %w", base, err)
@@ -163,90 +163,21 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 		return nil, fmt.Errorf("peer %s: %w", base, err)
 	}
 	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
-	return NewWSConn(ws), nil
+	return &PeerConn{NewWSConn(ws, WSConnOptions{})}, nil
 }
 
-// WSConn is a websocket used as a byte stream: writes are binary messages,
-// reads return the bytes of the messages received, and a normal close is
-// io.EOF. Resize sends a resize control message. One goroutine may read
-// while another writes or resizes.
-type WSConn struct {
-	ws *websocket.Conn
-	r  io.Reader // the message being read
-
-	wmu sync.Mutex
+// PeerConn is a peer link: a WSConn that also carries terminal resizes
+// on to the peer, as resize control messages in text frames.
+type PeerConn struct {
+	*WSConn
 }
 
 var (
-	_ net.Conn = (*WSConn)(nil)
-	_ Resizer  = (*WSConn)(nil)
+	_ net.Conn = (*PeerConn)(nil)
+	_ Resizer  = (*PeerConn)(nil)
 )
 
-// NewWSConn returns ws as a byte stream.
-func NewWSConn(ws *websocket.Conn) *WSConn { return &WSConn{ws: ws} }
-
-// Read implements net.Conn.
-func (c *WSConn) Read(p []byte) (int, error) {
-	for {
-		if c.r == nil {
-			_, r, err := c.ws.NextReader()
-			if err != nil {
-				if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
-					return 0, io.EOF
-				}
-				return 0, err
-			}
-			c.r = r
-		}
-		n, err := c.r.Read(p)
-		if errors.Is(err, io.EOF) {
-			c.r = nil
-			if n == 0 {
-				continue
-			}
-			err = nil
-		}
-		return n, err
-	}
-}
-
-// Write implements net.Conn.
-func (c *WSConn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // Resize implements Resizer.
-func (c *WSConn) Resize(cols, rows uint16) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.ws.WriteMessage(websocket.TextMessage, ResizeMessage(Resize{Cols: cols, Rows: rows}))
+func (c *PeerConn) Resize(cols, rows uint16) error {
+	return c.writeText(ResizeMessage(Resize{Cols: cols, Rows: rows}))
 }
-
-// Close implements net.Conn: it sends a normal close frame and closes.
-func (c *WSConn) Close() error {
-	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	return c.ws.Close()
-}
-
-// LocalAddr implements net.Conn.
-func (c *WSConn) LocalAddr() net.Addr { return c.ws.LocalAddr() }
-
-// RemoteAddr implements net.Conn.
-func (c *WSConn) RemoteAddr() net.Addr { return c.ws.RemoteAddr() }
-
-// SetDeadline implements net.Conn.
-func (c *WSConn) SetDeadline(t time.Time) error {
-	c.ws.SetReadDeadline(t)
-	return c.ws.SetWriteDeadline(t)
-}
-
-// SetReadDeadline implements net.Conn.
-func (c *WSConn) SetReadDeadline(t time.Time) error { return c.ws.SetReadDeadline(t) }
-
-// SetWriteDeadline implements net.Conn.
-func (c *WSConn) SetWriteDeadline(t time.Time) error { return c.ws.SetWriteDeadline(t) }

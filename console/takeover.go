@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// errTakenOver ends a VNC or serial console that a newer one of the same desktop
+// ErrTakenOver ends a VNC or serial console that a newer one of the same desktop
 // replaced; the old tab shows it as the close reason.
-var errTakenOver = errors.New("taken over: this desktop was opened in another tab or window")
+var ErrTakenOver = errors.New("taken over: this desktop was opened in another tab or window")
 
-// viewers keeps one viewer per desktop for consoles that allow only one
+// Takeover keeps one viewer per desktop for consoles that allow only one
 // (VNC: upstream KubeVirt lets a new viewer silently steal the old one, so
 // the portal makes the hand-over visible instead). The zero value is ready.
-type viewers struct {
+type Takeover struct {
 	mu  sync.Mutex
 	seq uint64
 	by  map[vdi.Ref]viewer
@@ -26,18 +26,18 @@ type viewer struct {
 	cancel context.CancelCauseFunc
 }
 
-// take makes the console whose context cancel ends the viewer of ref,
-// ending the previous one with errTakenOver, and returns a func to call
-// when the console closes. A shadow (an admin watching, where the path
-// allows a second view-only viewer) would skip take; none exists yet.
-func (v *viewers) take(ref vdi.Ref, cancel context.CancelCauseFunc) (release func()) {
+// Take makes the console whose context cancel ends the viewer of ref,
+// ending the previous one with ErrTakenOver, and returns a func to call
+// when the console closes. Participants who share the console (#33) are
+// to join the one viewer's upstream rather than Take it.
+func (v *Takeover) Take(ref vdi.Ref, cancel context.CancelCauseFunc) (release func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.by == nil {
 		v.by = map[vdi.Ref]viewer{}
 	}
 	if old, ok := v.by[ref]; ok {
-		old.cancel(errTakenOver)
+		old.cancel(ErrTakenOver)
 	}
 	v.seq++
 	me := viewer{id: v.seq, cancel: cancel}

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"bytes"
@@ -21,11 +21,11 @@ func TestRDPTokens_Replicas(t *testing.T) {
 	ref := vdi.Ref{Namespace: "ns", Name: "desk-1"}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	replica := func(keys ...[]byte) *rdpTokens { return newRDPTokens(keys, log) }
+	replica := func(keys ...[]byte) *RDPTokens { return NewRDPTokens(keys, log) }
 
 	tests := []struct {
 		name       string
-		mint, chk  *rdpTokens
+		mint, chk  *RDPTokens
 		want       error
 		mintLogin  string
 		checkLogin string
@@ -36,15 +36,15 @@ func TestRDPTokens_Replicas(t *testing.T) {
 		{"RotatedMinterOldChecker", replica(newKey, oldKey), replica(oldKey, newKey), nil, "alice", "alice"},
 		{"OldMinterRotatedChecker", replica(oldKey), replica(newKey, oldKey), nil, "alice", "alice"},
 		// After the old key is dropped, its tokens are refused.
-		{"OldKeyRotatedOut", replica(oldKey), replica(newKey), errRDPTokenForeignKey, "alice", "alice"},
-		{"OtherKeys", replica(otherKey), replica(oldKey), errRDPTokenForeignKey, "alice", "alice"},
-		{"NoKeysEachProcessItsOwn", replica(), replica(), errRDPTokenForeignKey, "alice", "alice"},
-		{"AnotherUser", replica(oldKey), replica(oldKey), errRDPTokenInvalid, "alice", "bob"},
+		{"OldKeyRotatedOut", replica(oldKey), replica(newKey), ErrRDPTokenForeignKey, "alice", "alice"},
+		{"OtherKeys", replica(otherKey), replica(oldKey), ErrRDPTokenForeignKey, "alice", "alice"},
+		{"NoKeysEachProcessItsOwn", replica(), replica(), ErrRDPTokenForeignKey, "alice", "alice"},
+		{"AnotherUser", replica(oldKey), replica(oldKey), ErrRDPTokenInvalid, "alice", "bob"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok := tt.mint.mint(tt.mintLogin, ref)
-			if err := tt.chk.check(tok, tt.checkLogin, ref); !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+			tok := tt.mint.Mint(tt.mintLogin, ref)
+			if err := tt.chk.Check(tok, tt.checkLogin, ref); !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
 				t.Fatalf("check(token of %s) as %s = %v; want %v", tt.mintLogin, tt.checkLogin, err, tt.want)
 			}
 		})
@@ -54,7 +54,7 @@ func TestRDPTokens_Replicas(t *testing.T) {
 		logs.Reset()
 		a, b := replica(otherKey), replica(oldKey)
 		for range 3 {
-			b.check(a.mint("alice", ref), "alice", ref)
+			b.Check(a.Mint("alice", ref), "alice", ref)
 		}
 		if n := strings.Count(logs.String(), "must share CORRAL_VDI_TOKEN_KEYS"); n != 1 {
 			t.Fatalf("foreign key logged %d times; want once:\n%s", n, logs.String())
@@ -71,7 +71,7 @@ func TestRDPTokens_Replicas(t *testing.T) {
 		b := replica(oldKey)
 		for i := range 10 * maxWarnedKeys {
 			forged := forgeClaims(t, rdpClaims{Login: "alice", Desktop: ref.String(), Expires: time.Now().Add(time.Minute).Unix(), Key: strings.Repeat("x", i%40) + string(rune('a'+i%26)) + strings.Repeat("y", i)})
-			if err := b.check(forged, "alice", ref); !errors.Is(err, errRDPTokenForeignKey) {
+			if err := b.Check(forged, "alice", ref); !errors.Is(err, ErrRDPTokenForeignKey) {
 				t.Fatalf("forged key id: %v; want refused as a foreign key", err)
 			}
 		}
@@ -83,21 +83,21 @@ func TestRDPTokens_Replicas(t *testing.T) {
 	t.Run("ForgedSignatureWithKnownKeyID", func(t *testing.T) {
 		b := replica(oldKey)
 		forged := forgeClaims(t, rdpClaims{Login: "alice", Desktop: ref.String(), Expires: time.Now().Add(time.Minute).Unix(), Key: b.KeyID()})
-		if err := b.check(forged, "alice", ref); !errors.Is(err, errRDPTokenInvalid) {
+		if err := b.Check(forged, "alice", ref); !errors.Is(err, ErrRDPTokenInvalid) {
 			t.Fatalf("forged signature under the right key id: %v; want invalid", err)
 		}
 	})
 
 	t.Run("ExtendedExpiry", func(t *testing.T) {
 		a := replica(oldKey)
-		tok := a.mint("alice", ref)
+		tok := a.Mint("alice", ref)
 		payload, sig, _ := strings.Cut(tok, ".")
 		b, _ := base64.RawURLEncoding.DecodeString(payload)
 		var c rdpClaims
 		json.Unmarshal(b, &c)
 		c.Expires += 3600
 		b, _ = json.Marshal(c)
-		if err := a.check(base64.RawURLEncoding.EncodeToString(b)+"."+sig, "alice", ref); !errors.Is(err, errRDPTokenInvalid) {
+		if err := a.Check(base64.RawURLEncoding.EncodeToString(b)+"."+sig, "alice", ref); !errors.Is(err, ErrRDPTokenInvalid) {
 			t.Fatalf("token with a later expiry under the old signature: %v; want invalid", err)
 		}
 	})
@@ -120,4 +120,33 @@ func forgeClaims(t *testing.T, c rdpClaims) string {
 		t.Fatal(err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+}
+
+// TestRDPTokens_Expiry: a token opens its console until RDPTokenTTL has
+// passed, then is refused as expired (the page asks /connect again), and
+// WithClock keeps the keys so the refusal is expiry, not a foreign key.
+func TestRDPTokens_Expiry(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tokens := NewRDPTokens([][]byte{bytes.Repeat([]byte{7}, 32)}, nil).WithClock(func() time.Time { return now })
+	ref := vdi.Ref{Namespace: "ns", Name: "desk-1"}
+	tok := tokens.Mint("alice", ref)
+	tests := []struct {
+		name  string
+		after time.Duration
+		ref   vdi.Ref
+		want  error
+	}{
+		{"Fresh", 0, ref, nil},
+		{"JustBeforeTTL", RDPTokenTTL - time.Second, ref, nil},
+		{"AtTTL", RDPTokenTTL, ref, ErrRDPTokenExpired},
+		{"OtherDesktop", 0, vdi.Ref{Namespace: "ns", Name: "desk-2"}, ErrRDPTokenInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			later := tokens.WithClock(func() time.Time { return now.Add(tt.after) })
+			if err := later.Check(tok, "alice", tt.ref); !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Fatalf("Check after %v on %s = %v; want %v", tt.after, tt.ref, err, tt.want)
+			}
+		})
+	}
 }
