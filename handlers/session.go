@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -27,7 +26,7 @@ type pipeFunc func(ctx context.Context, opts relay.Options) (relay.Stats, error)
 // stream by relay's detectors) are kept in its Lease; releasing or
 // reclaiming the desktop ends the session with a reason the client shows.
 func (h *Handler) runSession(ctx context.Context, sid string, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe pipeFunc) {
-	s := store.Session{ID: sid, Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
+	s := vdi.Session{ID: sid, Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
 	if err := h.sessions.OpenSession(ctx, s); err != nil {
 		h.log.Error("record session", "err", err)
 	}

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -47,8 +46,6 @@ type DB interface {
 	Recorded(ctx context.Context, ids []string) (map[string]bool, error)
 	vdi.AuditLog
 }
-
-var _ DB = (*store.DB)(nil)
 
 // Config configures a Store.
 type Config struct {

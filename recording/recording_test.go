@@ -17,6 +17,9 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
+// The history database is what recordings keep their metadata in.
+var _ recording.DB = (*store.DB)(nil)
+
 func mustStore(tb testing.TB, db *store.DB, dir string, max int64) *recording.Store {
 	tb.Helper()
 	s, err := recording.Open(context.Background(), recording.Config{Dir: dir, DB: db, MaxBytes: max})
