@@ -16,6 +16,7 @@ type Policy struct {
 	Record          bool              `json:"record,omitempty"`
 	RecordInput     bool              `json:"recordInput,omitempty"`
 	Watch           vdi.Watch         `json:"watch,omitempty"`
+	Network         vdi.Network       `json:"network,omitempty"`
 }
 
 // PoolCreate is the body of POST /api/vdi/pools.

@@ -374,6 +374,7 @@ func (v *VM) Stop() error {
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
 		err = errors.Join(err, v.user.killLeftovers(vmStopGrace)) // and whatever else its user runs
+		v.user.removeCgroup()
 		v.ended(nil)
 		for _, p := range []string{filepath.Join(v.state, vmRecordName), filepath.Join(v.state, vmPasswordName),
 			filepath.Join(v.dir, vmInitrdName), filepath.Join(v.dir, vmVNCSocket), filepath.Join(v.dir, vmSerialSocket)} {

@@ -28,10 +28,14 @@ func prepareVMDirs(cfg vmBoot) error {
 	if err := os.Mkdir(cfg.dir, 0o700); err != nil {
 		return err
 	}
-	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
-		return errors.Join(os.MkdirAll(cfg.user.ns.home, 0o700), cfg.user.ns.freshTmp())
+	if err := cfg.user.give(cfg.dir); err != nil {
+		return err
 	}
-	return cfg.user.give(cfg.dir)
+	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
+		home := cfg.user.ns.home
+		return errors.Join(os.MkdirAll(home, 0o700), cfg.user.give(home), cfg.user.freshTmp())
+	}
+	return nil
 }
 
 // dial connects to the guest's VNC server or serial line: a socket of the
@@ -51,10 +55,12 @@ func qemuUser(u *DesktopUser) *DesktopUser {
 		return nil
 	}
 	q := *u
-	if u.ns != nil { // the portal's own groups; the device is bound in
+	if u.ns != nil { // the device is bound in
 		ns := *u.ns
 		ns.devices = []string{"/dev/kvm"}
 		q.ns = &ns
+	}
+	if !u.own { // the portal's own groups
 		return &q
 	}
 	var st syscall.Stat_t
