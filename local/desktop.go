@@ -186,6 +186,10 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 	if err := killRecordedDesktop(spec.State, log); err != nil {
 		return fail(err)
 	}
+	// The last stop (or a failed start) removed the cgroup.
+	if err := spec.User.cgroup().make(); err != nil {
+		return fail(err)
+	}
 	if err := prepareDesktopDirs(spec, log); err != nil {
 		return fail(err)
 	}

@@ -58,7 +58,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	sock := filepath.Join(spec.Dir, desktopSocketName)
 	why := "Xvnc is gone"
 	spec.User.chooseNetwork(spec.Network, log)
-	if xvnc != nil && spec.User != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live) {
+	if xvnc != nil && spec.User != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live, spec.State) {
 		xvnc, why = nil, "its network namespace is gone"
 	}
 	if xvnc != nil {

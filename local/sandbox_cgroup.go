@@ -166,6 +166,9 @@ type desktopCgroup struct {
 	v2           string
 	memory, pids string
 	limits       Limits
+	parents      *cgroups // where it is made (again) by make
+	leaf         string
+	uid, gid     int
 }
 
 // forDesktop makes (or, for an adopted desktop, finds) the cgroup of the
@@ -178,13 +181,27 @@ func (cg *cgroups) forDesktop(dir string, l Limits, uid, gid int) (*desktopCgrou
 		return nil, nil
 	}
 	sum := sha256.Sum256([]byte(dir))
-	leaf := "corral-desktop-" + filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])
-	d := &desktopCgroup{limits: l}
+	d := &desktopCgroup{limits: l, parents: cg, uid: uid, gid: gid,
+		leaf: "corral-desktop-" + filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])}
+	if err := d.make(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// make creates d's folders with its limits, or finds them. A desktop's
+// stop removes them, so each start makes them again (a nil d is no
+// cgroup).
+func (d *desktopCgroup) make() error {
+	if d == nil {
+		return nil
+	}
+	cg, l := d.parents, d.limits
 	mk := func(parent string, files map[string]uint64) (string, error) {
 		if parent == "" {
 			return "", nil
 		}
-		dir := filepath.Join(parent, leaf)
+		dir := filepath.Join(parent, d.leaf)
 		// An empty one left behind goes, so its counters start afresh; one
 		// that holds processes (an adopted desktop's) stays.
 		os.Remove(dir)
@@ -204,13 +221,13 @@ func (cg *cgroups) forDesktop(dir string, l Limits, uid, gid int) (*desktopCgrou
 	var err error
 	if cg.v2 != "" {
 		d.v2, err = mk(cg.v2, map[string]uint64{"memory.max": l.Memory, "memory.swap.max": swapOff(l.Memory), "pids.max": l.pidsMax(), "memory.oom.group": 1})
-		return d, err
+		return err
 	}
 	if d.memory, err = mk(cg.memory, map[string]uint64{"memory.limit_in_bytes": l.Memory}); err != nil {
-		return nil, err
+		return err
 	}
 	if d.pids, err = mk(cg.pids, map[string]uint64{"pids.max": l.pidsMax()}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, dir := range []string{d.memory, d.pids} {
 		if dir == "" {
@@ -218,11 +235,11 @@ func (cg *cgroups) forDesktop(dir string, l Limits, uid, gid int) (*desktopCgrou
 		}
 		// The desktop's processes move themselves in; they may write this
 		// file only (moving out needs another cgroup's, which they cannot).
-		if err := os.Chown(filepath.Join(dir, "cgroup.procs"), uid, gid); err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", dir, err)
+		if err := os.Chown(filepath.Join(dir, "cgroup.procs"), d.uid, d.gid); err != nil {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // swapOff is 0 for no limit at all, else 1 byte short of nothing: a

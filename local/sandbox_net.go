@@ -116,7 +116,7 @@ func (d *Desktop) startNetwork(ctx context.Context) error {
 	if err := d.writePids(); err != nil {
 		return err
 	}
-	if err := u.net.adopt(ctx, holder); err != nil {
+	if err := u.net.adopt(ctx, holder, d.spec.State); err != nil {
 		return err
 	}
 	return d.startPasta(ctx)
@@ -134,7 +134,7 @@ func (u *DesktopUser) holderUser() *DesktopUser {
 }
 
 // adopt finds the PID inside holder's namespaces.
-func (n *desktopNet) adopt(ctx context.Context, holder *desktopProc) error {
+func (n *desktopNet) adopt(ctx context.Context, holder *desktopProc, state string) error {
 	ctx, cancel := context.WithTimeout(ctx, netReadyWait)
 	defer cancel()
 	host, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", holder.PID))
@@ -142,6 +142,10 @@ func (n *desktopNet) adopt(ctx context.Context, holder *desktopProc) error {
 		if pid := nsInit(holder.PID, host); pid > 0 && holder.alive() {
 			n.holder, n.ns = holder, pid
 			return nil
+		}
+		if !holder.alive() {
+			log := filepath.Join(state, netnsHolder+".log")
+			return fmt.Errorf("the desktop's network namespace did not start: its process exited: %s (see %s)", lastLogLine(log), log)
 		}
 		select {
 		case <-ctx.Done():
@@ -238,10 +242,10 @@ func childPIDs(pid int) []int {
 
 // adoptNetwork finds the live netns process among an adopted desktop's
 // processes, and reports whether there was one.
-func adoptNetwork(n *desktopNet, live []*desktopProc) bool {
+func adoptNetwork(n *desktopNet, live []*desktopProc, state string) bool {
 	for _, p := range live {
 		if p.Name == netnsHolder {
-			return n.adopt(context.Background(), p) == nil
+			return n.adopt(context.Background(), p, state) == nil
 		}
 	}
 	return false

@@ -146,6 +146,10 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 	if err := prepareVMDirs(cfg); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
+	// The last stop removed the cgroup.
+	if err := cfg.user.cgroup().make(); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
+	}
 	password, hash, err := vmPassword(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
