@@ -122,6 +122,7 @@ type memberNS struct {
 	holder    bool   // the desktop's network holder: namespaces only, made in one step
 	tmp       string // bound read-write at /tmp
 	devices   []string
+	hostNet   bool // keeps the portal's network namespace (a VM's loopback consoles)
 }
 
 // usernsRun is where a namespaced desktop sees its run folder.
@@ -148,7 +149,7 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 		return append(append([]string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}, m.systemBinds()...), "--chdir", "/", "--")
 	}
 	unshare := []string{"--unshare-all"} // user, pid, network, ipc, uts, cgroup
-	if sharedNet {
+	if sharedNet || m.hostNet {
 		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
 	}
 	a := append(unshare,

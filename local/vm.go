@@ -146,10 +146,6 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 	if err := prepareVMDirs(cfg); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
 	}
-	// The last stop removed the cgroup.
-	if err := cfg.user.cgroup().make(); err != nil {
-		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
-	}
 	password, hash, err := vmPassword(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", cfg.name, err)
@@ -192,6 +188,11 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 // launchVM starts QEMU under accel and waits until it listens.
 func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM, error) {
 	name, dir := cfg.name, cfg.dir
+	// A stop removes the cgroup: the last boot's, or the silent KVM
+	// guest's just before this TCG one.
+	if err := cfg.user.cgroup().make(); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
 	rec, vncArg, serialArg, err := vmEndpoints(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
@@ -209,7 +210,7 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	defer kernel.Close()
-	p, err := startDesktopProc(vmLogName, cfg.stateDir(), qemu, args, []string{"PATH=" + desktopPath()}, dir, []*os.File{kernel}, qemuUser(cfg.user))
+	p, err := startDesktopProc(vmLogName, cfg.stateDir(), qemu, args, []string{"PATH=" + desktopPath()}, dir, []*os.File{kernel}, qemuUser(cfg.user, vmNetwork(rec.VNC) == "tcp"))
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}

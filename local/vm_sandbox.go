@@ -49,8 +49,11 @@ func (v *VM) dial(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // qemuUser is u with the group of /dev/kvm added, so that QEMU as the
-// member's uid can still use KVM; nil stays nil.
-func qemuUser(u *DesktopUser) *DesktopUser {
+// member's uid can still use KVM; nil stays nil. tcp (the guest's consoles
+// on loopback ports, CORRAL_VDI_VM_LISTEN=tcp) keeps QEMU in the portal's
+// network namespace, where the portal dials those ports; the guest itself
+// still has no network (-nic none).
+func qemuUser(u *DesktopUser, tcp bool) *DesktopUser {
 	if u == nil {
 		return nil
 	}
@@ -58,6 +61,7 @@ func qemuUser(u *DesktopUser) *DesktopUser {
 	if u.ns != nil { // the device is bound in
 		ns := *u.ns
 		ns.devices = []string{"/dev/kvm"}
+		ns.hostNet = tcp
 		q.ns = &ns
 	}
 	if !u.own { // the portal's own groups
