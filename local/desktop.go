@@ -425,11 +425,12 @@ func (d *Desktop) killRest() {
 	for _, p := range d.procs[1:] {
 		p.signal(syscall.SIGKILL)
 	}
-	go func() { // its cgroup goes once they are gone (a later start would make it anew)
+	gen := d.spec.User.cgroup().generation()
+	go func() { // its cgroup goes once they are gone, unless a later start made it anew
 		for _, p := range d.procs[1:] {
 			p.wait(desktopStopGrace)
 		}
-		d.spec.User.removeCgroup()
+		d.spec.User.cgroup().removeAt(gen)
 	}()
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -169,6 +170,8 @@ type desktopCgroup struct {
 	parents      *cgroups // where it is made (again) by make
 	leaf         string
 	uid, gid     int
+	mu           sync.Mutex // orders make against a late removeAt
+	gen          uint64     // counts makes
 }
 
 // forDesktop makes (or, for an adopted desktop, finds) the cgroup of the
@@ -196,6 +199,9 @@ func (d *desktopCgroup) make() error {
 	if d == nil {
 		return nil
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gen++
 	cg, l := d.parents, d.limits
 	mk := func(parent string, files map[string]uint64) (string, error) {
 		if parent == "" {
@@ -334,6 +340,37 @@ func (d *desktopCgroup) remove() {
 	if d == nil {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.removeLocked()
+}
+
+// generation is the count of d's makes so far (0 for no cgroup).
+func (d *desktopCgroup) generation() uint64 {
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gen
+}
+
+// removeAt is remove unless d was made again since generation gen: a
+// crashed desktop's late clean-up never takes the cgroup of the start
+// that followed it.
+func (d *desktopCgroup) removeAt(gen uint64) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gen == gen {
+		d.removeLocked()
+	}
+}
+
+// removeLocked is remove with d.mu held.
+func (d *desktopCgroup) removeLocked() {
 	for _, dir := range []string{d.v2, d.memory, d.pids} {
 		if dir == "" {
 			continue
