@@ -17,6 +17,7 @@ type Policy struct {
 	RecordInput     bool              `json:"recordInput,omitempty"`
 	OwnRecordings   bool              `json:"ownRecordings,omitempty"`
 	Watch           vdi.Watch         `json:"watch,omitempty"`
+	Network         vdi.Network       `json:"network,omitempty"`
 }
 
 // PoolCreate is the body of POST /api/vdi/pools.

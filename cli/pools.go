@@ -62,6 +62,7 @@ func runPoolCreate(ctx context.Context, e Env, args []string) error {
 	f.StringVar(&req.Policy.MaxSession, "max-session", "", "longest claim, e.g. 8h; default off")
 	f.StringVar(&req.Policy.IdleTimeout, "idle-timeout", "", "reclaim after no input this long, e.g. 1h; default off")
 	f.StringVar((*string)(&req.Policy.Clipboard), "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
+	f.StringVar((*string)(&req.Policy.Network), "network", "", "what the pool's local desktops may reach: outbound or none; default the portal's (CORRAL_VDI_DESKTOP_NETWORK)")
 	f.BoolVar(&req.LicensesAcknowledged, "i-have-licenses", false, "you hold the licences Windows desktops need (Windows Enterprise E3/E5 or VDA, or RDS CALs): required for a Windows golden VM pool above one desktop")
 	f.Examples = `  corral-vdi-portal pool create demo --from session --size 3 --ephemeral
   corral-vdi-portal pool create win --from win11-golden --kind vm --size 5 -n vdi --i-have-licenses

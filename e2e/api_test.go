@@ -151,7 +151,7 @@ func TestPortal_RestartReadoptsDesktops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(data) })
+	t.Cleanup(func() { removeData(data) })
 	first := mustStartPortalIn(t, data, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=false")
 	var d desktop
 	if code := first.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {

@@ -113,9 +113,9 @@ func (term *terminal) run(script string, d time.Duration) string {
 // TestAttack_FromInsideADesktop claims two desktops as two users and, from
 // inside alice's terminal (through the portal, as she would), tries every
 // way out of the desktop: each must fail.
-// It runs with the portal as root (desktops get uids of their own), with
-// the host's network and with none, and with the portal as nobody
-// (desktops run in user namespaces).
+// It runs with the portal as root (desktops get uids of their own, in
+// namespaces of their own) and with the portal as nobody (desktops run in
+// user namespaces as the portal's uid).
 func TestAttack_FromInsideADesktop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the test starts portals as root and as nobody")
@@ -123,11 +123,9 @@ func TestAttack_FromInsideADesktop(t *testing.T) {
 	const nproc = 150
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=admin",
 		"CORRAL_VDI_DESKTOP_LIMITS=nproc=" + strconv.Itoa(nproc) + ",nofile=1024,as=8G"}
-	for _, network := range []string{"host", "none"} {
-		t.Run("root/network="+network, func(t *testing.T) {
-			attackFromInside(t, MustStartPortal(t, append(env, "CORRAL_VDI_DESKTOP_NETWORK="+network)...), nproc)
-		})
-	}
+	t.Run("root/uids", func(t *testing.T) {
+		attackFromInside(t, MustStartPortal(t, env...), nproc)
+	})
 	t.Run("nobody/userns", func(t *testing.T) {
 		attackFromInside(t, MustStartPortalAsNobody(t, env...), nproc)
 	})

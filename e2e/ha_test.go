@@ -222,7 +222,7 @@ func TestHA(t *testing.T) {
 	// Replica a first, so that it leads; then b.
 	dataA, err := os.MkdirTemp("", "cvha")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dataA) })
+	t.Cleanup(func() { removeData(dataA) })
 	a := startReplica(t, "a", dataA, "127.0.0.1:0", env)
 	waitFor(t, 30*time.Second, "replica a leads the reclaim loop", func() bool { return reclaimLeader(t, admin) == a.identity })
 	b := startReplica(t, "b", t.TempDir(), "127.0.0.1:0", env)

@@ -22,7 +22,7 @@ func newPortalCmd(tb testing.TB, env ...string) *exec.Cmd {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { os.RemoveAll(data) })
+	tb.Cleanup(func() { removeData(data) })
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_DATA_DIR="+data, "CORRAL_VDI_DEMO_POOL_SIZE=0")
 	cmd.Env = append(cmd.Env, env...)

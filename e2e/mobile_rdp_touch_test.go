@@ -216,8 +216,15 @@ func TestMobile_TouchToRDP(t *testing.T) {
 		}
 	})
 
-	// The desktop's background, below the terminal and left of xev.
-	bx, by := float64(atoi(big[1])+60), math.Min(float64(atoi(big[2])+atoi(big[4])+60), fit.H-200)
+	// The desktop's background, below the terminal (DejaVu Sans Mono 11
+	// leaves it some 200 px of the 800) and left of xev: half way down
+	// that strip, so a frame or a taller font stays clear of it (openbox
+	// moves the menu up to fit, still under the finger).
+	termBottom := float64(atoi(big[2]) + atoi(big[4]))
+	if fit.H-termBottom < 60 {
+		t.Fatalf("the terminal reaches y %.0f of the desktop's %.0f: no background below it to right-click", termBottom, fit.H)
+	}
+	bx, by := float64(atoi(big[1])+60), termBottom+(fit.H-termBottom)/2
 	rightClick := func(t *testing.T, how string, do func(x, y float64)) {
 		if open := g.menus(); len(open) > 0 {
 			t.Fatalf("a menu is open before the %s: %v", how, open)

@@ -63,7 +63,7 @@ func MustStartPortal(tb testing.TB, env ...string) *Portal {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { os.RemoveAll(data) }) // runs after the portal stops
+	tb.Cleanup(func() { removeData(data) }) // runs after the portal stops
 	return mustStartPortalIn(tb, data, env...)
 }
 
@@ -78,7 +78,7 @@ func MustStartPortalAsNobody(tb testing.TB, env ...string) *Portal {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { os.RemoveAll(data) })
+	tb.Cleanup(func() { removeData(data) })
 	if err := os.Chown(data, nobody, nobody); err != nil {
 		tb.Fatal(err)
 	}

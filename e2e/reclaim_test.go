@@ -141,7 +141,7 @@ func TestReclaim_RestartKeepsTheDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(data) })
+	t.Cleanup(func() { removeData(data) })
 	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DISCONNECT_GRACE=6s", "CORRAL_VDI_RECLAIM_INTERVAL=500ms"}
 	first := mustStartPortalIn(t, data, append(env, "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=false")...)
 	var d desktop

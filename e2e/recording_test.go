@@ -349,7 +349,7 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 	data, err := os.MkdirTemp("", "cvd")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(data) })
+	t.Cleanup(func() { removeData(data) })
 	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_RECORDING_MAX_BYTES=16KiB",
 		"CORRAL_VDI_RECORDING_MAX_BYTES_PER_USER=off"} // the whole cap for one user: TestAttack_RecordingsShare has the share
 	p := mustStartPortalIn(t, data, env...)

@@ -16,7 +16,7 @@ import (
 func TestRetention_NobodyFlushesTheAdmins(t *testing.T) {
 	data, err := os.MkdirTemp("", "cvd")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(data) })
+	t.Cleanup(func() { removeData(data) })
 	p := mustStartPortalIn(t, data, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=2")
 	var d desktop
 	p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &d)

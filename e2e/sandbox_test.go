@@ -66,7 +66,7 @@ func TestSandbox_Refusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(data) })
+		t.Cleanup(func() { removeData(data) })
 		uids, want := collidingRange(t)
 		p := mustStartPortalIn(t, data, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_UIDS="+uids)
 		claimRefused(t, p, "alice", want)
@@ -91,7 +91,7 @@ func TestSandbox_Refusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(data) })
+		t.Cleanup(func() { removeData(data) })
 		if err := os.Chown(data, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestSandbox_Refusals(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			os.RemoveAll(data)
+			removeData(data)
 			os.RemoveAll(back)
 		})
 		if err := os.Chmod(back, 0o711); err != nil {

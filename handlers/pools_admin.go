@@ -11,7 +11,7 @@ import (
 
 // policyOf reads a pool policy as API clients write it.
 func policyOf(p api.Policy) (vdi.Policy, error) {
-	out := vdi.Policy{Clipboard: p.Clipboard, Record: p.Record, RecordInput: p.RecordInput, OwnRecordings: p.OwnRecordings, Watch: p.Watch}
+	out := vdi.Policy{Clipboard: p.Clipboard, Record: p.Record, RecordInput: p.RecordInput, OwnRecordings: p.OwnRecordings, Watch: p.Watch, Network: p.Network}
 	if p.FileTransfer != nil {
 		out.FileTransfer = *p.FileTransfer
 	}

@@ -57,6 +57,11 @@ type Config struct {
 	// be set up): every start fails with it, while pools, claims and
 	// history stay as they are.
 	Refuse error
+	// Network is the host-wide network of session desktops
+	// (CORRAL_VDI_DESKTOP_NETWORK): NetworkOutbound (empty) lets each pool's
+	// policy choose, outbound by default; NetworkNone gives every desktop
+	// only a loopback, whatever its pool says.
+	Network string
 }
 
 // Backend runs local pools' members as session desktops on this host.
@@ -72,6 +77,7 @@ type Backend struct {
 	accel        *accelerator
 	sandbox      *Sandbox
 	refuse       error
+	network      string // Config.Network
 
 	mu      sync.Mutex
 	members map[string]*member // by name; only those started or adopted
@@ -91,7 +97,7 @@ type member struct {
 // New returns a Backend after re-adopting the desktops a previous run of the
 // portal left running in dir and cleaning up what it cannot adopt.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, vmImageCache: cfg.VMImageCache, vmListenTCP: cfg.VMListenTCP, sandbox: cfg.Sandbox, refuse: cfg.Refuse, members: map[string]*member{}}
+	b := &Backend{db: cfg.DB, dir: cfg.Dir, log: cfg.Log, vmImage: cfg.VMImage, vmImageCache: cfg.VMImageCache, vmListenTCP: cfg.VMListenTCP, sandbox: cfg.Sandbox, refuse: cfg.Refuse, network: cfg.Network, members: map[string]*member{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -110,7 +116,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.refuse != nil {
 		b.log.Error(b.refuse.Error())
 	} else if b.sandbox != nil {
-		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String())
+		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String(), "kernel_limits", b.sandbox.KernelLimits())
+		if missing := b.sandbox.MissingLimits(); missing != "" {
+			b.log.Warn("local desktops: " + missing)
+		}
+		if missing := b.sandbox.NetworkMissing(); missing != "" && b.network != NetworkNone {
+			b.log.Warn(missing)
+		}
 	}
 	pools, err := b.db.LocalPools(ctx)
 	if err != nil {
@@ -126,6 +138,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			if err != nil {
 				continue // never adopt a desktop that may not run
 			}
+			spec.Network, spec.Ephemeral = b.networkOf(p.Pool), p.Mode == vdi.ModeEphemeral
 			d, err := AdoptDesktop(spec, b.log)
 			if errors.Is(err, ErrNotRunning) {
 				continue
@@ -285,6 +298,9 @@ func (b *Backend) Start(ctx context.Context, ref vdi.Ref) error {
 		return b.startVM(sctx, ref, rt)
 	}
 	spec, err := b.desktopSpec(ref.Name)
+	if p, perr := b.db.LocalPool(ctx, pool); perr == nil {
+		spec.Network, spec.Ephemeral = b.networkOf(p.Pool), p.Mode == vdi.ModeEphemeral
+	}
 	var d *Desktop
 	if err == nil {
 		d, err = StartDesktop(sctx, spec, b.log)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // checkSandboxDirs makes the members folder passable (0711) for desktop
@@ -94,6 +96,9 @@ func (b *Backend) wipeMember(name string) error {
 	if b.sandbox == nil {
 		return nil
 	}
+	if err := unmountMember(b.memberDir(name)); err != nil {
+		return err
+	}
 	if b.sandbox.Namespaced() { // nothing of it runs: Stop ended its namespaces
 		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
 	}
@@ -106,6 +111,18 @@ func (b *Backend) wipeMember(name string) error {
 	if err := killUID(uid, 5*time.Second); err != nil {
 		return err
 	}
+	// Root removes the member's own folders through directory descriptors
+	// (os.RemoveAll: unlinkat, openat O_NOFOLLOW), beneath a folder of its
+	// own, so no symlink of the user's redirects it.
 	spec := b.spec(name)
-	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir))
+	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
+}
+
+// networkOf is the network of pool p's session desktops: its policy, by
+// default outbound, unless the host says none for all.
+func (b *Backend) networkOf(p vdi.Pool) string {
+	if b.network == NetworkNone || p.Policy.Network == vdi.NetworkNone {
+		return NetworkNone
+	}
+	return NetworkOutbound
 }

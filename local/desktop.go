@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -68,6 +69,12 @@ type DesktopSpec struct {
 	// are handed to that uid, and Stop kills every process of it. Nil runs
 	// the desktop as the portal's own user (tests of this package only).
 	User *DesktopUser
+	// Network is NetworkOutbound or NetworkNone (empty); see
+	// sandbox_net.go. Only a desktop with a User has one.
+	Network string
+	// Ephemeral says the member's home is wiped on release, so that it
+	// may live on a size-capped tmpfs (sandbox_disk.go).
+	Ephemeral bool
 }
 
 // withDefaults validates s and fills in defaults.
@@ -89,6 +96,11 @@ func (s DesktopSpec) withDefaults() (DesktopSpec, error) {
 	}
 	if s.User != nil && filepath.Clean(s.State) == filepath.Clean(s.Dir) {
 		return s, errors.New("desktop spec: a sandboxed desktop needs a State folder apart from Dir")
+	}
+	switch s.Network {
+	case "", NetworkNone, NetworkOutbound:
+	default:
+		return s, fmt.Errorf("desktop spec: network %q is not none or outbound", s.Network)
 	}
 	if !geometryRE.MatchString(s.Geometry) {
 		return s, fmt.Errorf("desktop spec: bad geometry %q, want WIDTHxHEIGHT", s.Geometry)
@@ -115,6 +127,7 @@ type Desktop struct {
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
+	started  bool // procs is complete: a start returned, or an adoption
 	stopping bool
 	err      error
 	terms    map[*TerminalConn]struct{} // open terminals
@@ -173,19 +186,26 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 	if err := killRecordedDesktop(spec.State, log); err != nil {
 		return fail(err)
 	}
+	// The last stop (or a failed start) removed the cgroup.
+	if err := spec.User.cgroup().make(); err != nil {
+		return fail(err)
+	}
 	if err := prepareDesktopDirs(spec, log); err != nil {
 		return fail(err)
 	}
 	authPath := filepath.Join(spec.Dir, desktopAuthName)
-	if err := writeXauthority(authPath); err != nil {
+	if err := writeXauthority(spec.Dir, desktopAuthName, spec.User); err != nil {
 		return fail(fmt.Errorf("write Xauthority: %w", err))
 	}
-	if err := spec.User.give(authPath); err != nil {
-		return fail(err)
-	}
 
+	spec.User.chooseNetwork(spec.Network, log)
 	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
-	if err := d.start(ctx, bins, authPath); err != nil {
+	// RDP's files are written before any process of the desktop runs.
+	rdp, err := d.prepareRDP()
+	if err != nil {
+		log.Warn("desktop has no RDP", "err", err)
+	}
+	if err := d.start(ctx, bins, authPath, rdp); err != nil {
 		d.mu.Lock()
 		d.stopping = true
 		d.mu.Unlock()
@@ -194,6 +214,10 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 		}
 		return fail(err)
 	}
+	d.mu.Lock()
+	d.started = true
+	d.mu.Unlock()
+	d.watchLimits()
 	log.Info("desktop started", "display", d.display, "socket", d.VNCSocket(),
 		"xvnc_pid", d.procs[0].PID, "elapsed", time.Since(begin).Round(time.Millisecond))
 	return d, nil
@@ -227,8 +251,13 @@ func prepareDesktopDirs(spec DesktopSpec, log *slog.Logger) error {
 
 // start runs Xvnc, waits for it, then paints the root window and starts
 // openbox and xterm. The caller stops d if it fails.
-func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath string) error {
+func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, rdp string) error {
 	begin := time.Now()
+	if u := d.spec.User; u != nil && u.net != nil {
+		if err := d.startNetwork(ctx); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -252,7 +281,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	if err != nil {
 		return err
 	}
-	d.procs = append(d.procs, xvnc)
+	d.procs = append([]*desktopProc{xvnc}, d.procs...) // Xvnc first, as ever
 	d.wg.Add(1)
 	go d.watchXvnc(xvnc)
 	if err := d.writePids(); err != nil {
@@ -282,7 +311,9 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	// window mapped while the window manager is still starting can be lost
 	// (left unmapped), and Xt would otherwise wait 5 s for the manager.
 	// The terminal is openbox's child, in its process group.
-	terminal := fmt.Sprintf("%s -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote(d.spec.Name))
+	// A scalable font (fonts-dejavu-core) that reads well, not xterm's
+	// tiny bitmap one.
+	terminal := fmt.Sprintf("%s -fa %s -fs 11 -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote("DejaVu Sans Mono"), shellQuote(d.spec.Name))
 	p, err := startDesktopProc("openbox", d.spec.State, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil, d.spec.User)
 	if err != nil {
 		return err
@@ -293,7 +324,10 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath st
 	}
 	// RDP is a second way in, not a requirement: without it the desktop
 	// still offers VNC.
-	if err := d.startRDP(ctx); err != nil {
+	if rdp == "" {
+		return nil
+	}
+	if err := d.startRDP(ctx, rdp); err != nil {
 		d.log.Warn("desktop has no RDP", "err", err)
 	}
 	// Sound, likewise, is a comfort.
@@ -367,7 +401,7 @@ func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 	defer d.wg.Done()
 	<-xvnc.exited
 	d.mu.Lock()
-	if !d.stopping {
+	if !d.stopping && d.err == nil {
 		status := "exit status 0"
 		if xvnc.waitErr != nil {
 			status = xvnc.waitErr.Error()
@@ -376,8 +410,28 @@ func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 			lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 		d.log.Warn("desktop ended", "err", d.err)
 	}
+	rest := !d.stopping && d.started
 	d.mu.Unlock()
+	if rest {
+		d.killRest()
+	}
 	d.closeDone()
+}
+
+// killRest kills the desktop's own processes that outlive its Xvnc (its
+// network's, the RDP server): by PID, each checked to be the process
+// started, never by uid, which a new start of the member may use by now.
+func (d *Desktop) killRest() {
+	for _, p := range d.procs[1:] {
+		p.signal(syscall.SIGKILL)
+	}
+	gen := d.spec.User.cgroup().generation()
+	go func() { // its cgroup goes once they are gone, unless a later start made it anew
+		for _, p := range d.procs[1:] {
+			p.wait(desktopStopGrace)
+		}
+		d.spec.User.cgroup().removeAt(gen)
+	}()
 }
 
 // pollXvnc watches an adopted Xvnc, which is not our child, until it is gone
@@ -396,12 +450,16 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 			continue
 		}
 		d.mu.Lock()
-		if !d.stopping {
+		if !d.stopping && d.err == nil {
 			d.err = fmt.Errorf("Xvnc (pid %d) exited: %s", xvnc.PID,
 				lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 			d.log.Warn("desktop ended", "err", d.err)
 		}
+		rest := !d.stopping && d.started
 		d.mu.Unlock()
+		if rest {
+			d.killRest()
+		}
 		d.closeDone()
 		return
 	}
@@ -486,6 +544,7 @@ func (d *Desktop) Stop() error {
 		d.closeDone()
 		// The user's own leftovers: setsid, nohup, daemons.
 		errs = append(errs, d.spec.User.killLeftovers(desktopStopGrace))
+		d.spec.User.removeCgroup()
 		for _, path := range []string{
 			filepath.Join(d.spec.Dir, desktopSocketName), filepath.Join(d.spec.State, desktopPidsName),
 			filepath.Join(d.spec.Dir, desktopAuthName), filepath.Join(d.spec.Dir, rdpSocketName),

@@ -28,6 +28,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	}
 	log = log.With("desktop", spec.Name)
 	notRunning := func(why string) (*Desktop, error) {
+		spec.User.removeCgroup() // made for a desktop that is not there
 		return nil, fmt.Errorf("local: adopt desktop %q: %s: %w", spec.Name, why, ErrNotRunning)
 	}
 
@@ -56,6 +57,10 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 	}
 	sock := filepath.Join(spec.Dir, desktopSocketName)
 	why := "Xvnc is gone"
+	spec.User.chooseNetwork(spec.Network, log)
+	if xvnc != nil && spec.User != nil && spec.User.net != nil && !adoptNetwork(spec.User.net, live, spec.State) {
+		xvnc, why = nil, "its network namespace is gone"
+	}
 	if xvnc != nil {
 		why = "Xvnc does not answer"
 		probe := &Desktop{spec: spec}
@@ -74,9 +79,14 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 				procs:   procs,
 				done:    make(chan struct{}),
 				poll:    make(chan struct{}),
+				started: true,
+			}
+			if err := d.restartPasta(); err != nil {
+				log.Warn("desktop adopted without outbound network", "err", err)
 			}
 			d.wg.Add(1)
 			go d.pollXvnc(xvnc)
+			d.watchLimits()
 			log.Info("desktop adopted", "display", d.display, "xvnc_pid", xvnc.PID, "procs", len(procs))
 			return d, nil
 		}

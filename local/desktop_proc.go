@@ -55,6 +55,7 @@ func startDesktopProc(name, dir, path string, args, env []string, cwd string, ex
 	cmd.Stderr = logf
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = user.sysProcAttr(&syscall.SysProcAttr{Setpgid: true})
+	defer closeCgroupFD(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

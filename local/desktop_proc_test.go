@@ -11,7 +11,7 @@ import (
 
 func TestDesktop_Xauthority(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "Xauthority")
-	if err := writeXauthority(path); err != nil {
+	if err := writeXauthority(filepath.Dir(path), "Xauthority", nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

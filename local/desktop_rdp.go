@@ -49,38 +49,41 @@ func lookRDP() (string, error) {
 	return p, nil
 }
 
-// startRDP starts freerdp-shadow-cli on the running display with a fresh
-// password and waits for its socket. A desktop without RDP still works
-// (VNC), so the caller treats a failure as a warning.
-func (d *Desktop) startRDP(ctx context.Context) error {
+// prepareRDP writes what freerdp-shadow-cli needs, a fresh password and
+// the SAM file that holds its hash and a HOME of its own, before any
+// process of the desktop runs, and returns the server's path; "" and an
+// error when the desktop is to have no RDP.
+func (d *Desktop) prepareRDP() (string, error) {
 	bin, err := lookRDP()
 	if err != nil {
-		return err
+		return "", err
 	}
-	dir := d.spec.Dir
-	home := filepath.Join(dir, rdpHomeName)
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	if err := d.spec.User.give(home); err != nil {
-		return err
+	if err := mkdirIn(d.spec.Dir, rdpHomeName, d.spec.User); err != nil {
+		return "", err
 	}
 	password, err := newRDPPassword()
 	if err != nil {
-		return err
+		return "", err
 	}
 	// The password file is the only record of the password: the portal shows
 	// it to the desktop's holder, also after a restart adopted the desktop.
 	if err := os.WriteFile(filepath.Join(d.spec.State, rdpPasswordName), []byte(password), 0o600); err != nil {
-		return err
+		return "", err
 	}
+	// freerdp reads it as the desktop's uid.
+	if err := writeFileIn(d.spec.Dir, rdpSAMName, []byte(samEntry(RDPUser, password)), d.spec.User); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// startRDP starts freerdp-shadow-cli (bin) on the running display and
+// waits for its socket. A desktop without RDP still works (VNC), so the
+// caller treats a failure as a warning.
+func (d *Desktop) startRDP(ctx context.Context, bin string) error {
+	dir := d.spec.Dir
+	home := filepath.Join(dir, rdpHomeName)
 	sam := filepath.Join(dir, rdpSAMName)
-	if err := os.WriteFile(sam, []byte(samEntry(RDPUser, password)), 0o600); err != nil {
-		return err
-	}
-	if err := d.spec.User.give(sam); err != nil { // freerdp reads it as the desktop's uid
-		return err
-	}
 	sock := filepath.Join(dir, rdpSocketName)
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

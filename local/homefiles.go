@@ -36,10 +36,6 @@ const (
 	downloadsDir = "Downloads"
 )
 
-// resolveBeneath keeps a lookup inside the directory it starts from, with
-// no symlink, no /proc magic link and no other filesystem on the way.
-const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
-
 // openat2 is unix.Openat2; a test replaces it to play a kernel without it.
 var openat2 = unix.Openat2
 

@@ -13,7 +13,8 @@ import (
 	"sync"
 )
 
-// A sandboxed desktop runs as a uid of its own, allocated to its member
+// A sandboxed desktop of a root portal runs as a uid of its own (in
+// namespaces of its own too: sandbox_userns.go), allocated to its member
 // from a range no account of the host uses (CORRAL_VDI_DESKTOP_UIDS), so
 // that the kernel keeps it away from the portal's files and processes and
 // from every other desktop. The member records its uid in a file the portal
@@ -42,20 +43,26 @@ const memberTmpName = "tmp"
 type DesktopUser struct {
 	UID, GID int
 	Limits   Limits
-	// NoNetwork starts each process in a network namespace of its own,
-	// with nothing in it but a loopback that is down: no network at all,
-	// the host's loopback (the portal included) out of reach. X still
-	// works, over the display's socket in /tmp/.X11-unix.
-	NoNetwork bool
 	// Groups are supplementary groups of its processes; none for a
 	// desktop (QEMU gets /dev/kvm's).
 	Groups []uint32
 
 	prlimit string // the path of prlimit, which sets Limits
 	// ns, when set, runs each process in namespaces of its own made by
-	// bubblewrap (a portal that is not root); UID and GID are then the
-	// portal's own.
+	// bubblewrap: always for a desktop of a sandbox.
 	ns *memberNS
+	// own says UID is the desktop's own (a root portal), so that every
+	// process of it is the desktop's; else UID and GID are the portal's.
+	own bool
+	// cg is the desktop's cgroup, nil where the host gives none.
+	cg *desktopCgroup
+	// net, when set, is the network namespace all the desktop's processes
+	// share (NetworkOutbound); tools and netErr are what it needs, or why
+	// this host cannot give it.
+	net    *desktopNet
+	tools  *netTools
+	netErr error
+	bare   bool // run the program as is: no prlimit, no namespaces (pasta)
 }
 
 // SandboxConfig configures NewSandbox.
@@ -71,8 +78,6 @@ type SandboxConfig struct {
 	UIDs string
 	// Limits are the resource limits of every desktop; see ParseLimits.
 	Limits Limits
-	// NoNetwork gives desktops no network (CORRAL_VDI_DESKTOP_NETWORK=none).
-	NoNetwork bool
 	// Registry is the host-wide folder of uid allocations; empty means
 	// /run/corral-vdi/desktop-uids.
 	Registry string
@@ -90,10 +95,13 @@ type SandboxConfig struct {
 type Sandbox struct {
 	first, last int
 	limits      Limits
-	noNetwork   bool
 	registry    string
 	prlimit     string
-	ns          *userns // set: desktops run in user namespaces, not uids
+	ns          *userns // how desktops' namespaces are made (bubblewrap)
+	ownUIDs     bool    // desktops run as uids of their own (a root portal)
+	cg          *cgroups
+	net         *netTools // nil: no outbound network here, netErr says why
+	netErr      error
 
 	mu sync.Mutex // serialises allocations
 }
@@ -140,11 +148,12 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		return nil, fmt.Errorf("local desktops are off: CORRAL_VDI_DESKTOP_SANDBOX %q is not auto, uids or userns", cfg.Mode)
 	}
 	if cfg.Mode == SandboxUserns {
-		ns, err := newUserns(cfg.Hide, prlimit)
+		ns, err := newUserns(cfg.Hide, prlimit, -1)
 		if err != nil {
 			return nil, err
 		}
-		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, noNetwork: true, prlimit: prlimit, ns: ns}, nil
+		net, netErr := findNetTools(true)
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), net: net, netErr: netErr}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -163,7 +172,14 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if err := os.MkdirAll(cfg.Registry, 0o700); err != nil {
 		return nil, fmt.Errorf("local desktops are off: uid registry: %w", err)
 	}
-	return &Sandbox{first: first, last: last, limits: cfg.Limits, noNetwork: cfg.NoNetwork, registry: cfg.Registry, prlimit: prlimit}, nil
+	// The desktops' own uids make their namespaces too: the probe runs as
+	// the range's first uid, which no account uses.
+	ns, err := newUserns(cfg.Hide, prlimit, first)
+	if err != nil {
+		return nil, err
+	}
+	net, netErr := findNetTools(false)
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups(), net: net, netErr: netErr}, nil
 }
 
 // parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
@@ -241,26 +257,53 @@ func subIDsInRange(path string, first, last int) (name string, start, count int,
 }
 
 // Owns reports whether uid is one the sandbox hands to desktops. A
-// namespaced desktop has none (it runs as the portal's uid, and cannot
-// reach the host's loopback at all).
+// desktop of a portal that is not root has none (it runs as the portal's
+// uid).
 func (s *Sandbox) Owns(uid int) bool {
-	return s != nil && s.ns == nil && uid >= s.first && uid <= s.last
+	return s != nil && s.ownUIDs && uid >= s.first && uid <= s.last
 }
 
 // Range returns the sandbox's uid range as FIRST-LAST.
 func (s *Sandbox) Range() string { return fmt.Sprintf("%d-%d", s.first, s.last) }
 
-// Namespaced reports whether desktops run in user namespaces (made by
-// bubblewrap) rather than as uids of their own.
-func (s *Sandbox) Namespaced() bool { return s != nil && s.ns != nil }
+// Namespaced reports whether desktops run as the portal's own uid, kept
+// apart by their namespaces alone (a portal that is not root), rather than
+// as uids of their own (in namespaces too).
+func (s *Sandbox) Namespaced() bool { return s != nil && !s.ownUIDs }
 
 // Describe says in a few words how desktops are kept apart, for the log.
 func (s *Sandbox) Describe() string {
+	const ns = "user, pid, mount, UTS, IPC and network namespaces (bubblewrap)"
 	if s.Namespaced() {
-		return "user, pid, mount and network namespaces (bubblewrap); no network"
+		return ns
 	}
-	return "uids " + s.Range()
+	return "uids " + s.Range() + " in " + ns
 }
+
+// MissingLimits says in one line which kernel limits across a desktop's
+// processes this host does not give (doctor and the log show it); "" when
+// none is missing.
+func (s *Sandbox) MissingLimits() string {
+	var parts []string
+	for _, m := range []string{s.cg.Missing(), s.diskMissing()} {
+		if m != "" {
+			parts = append(parts, m)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// NetworkMissing says in one line why desktops cannot have outbound
+// network here; "" when they can.
+func (s *Sandbox) NetworkMissing() string {
+	if s == nil || s.netErr == nil {
+		return ""
+	}
+	return s.netErr.Error()
+}
+
+// KernelLimits names the kernel limits desktops get, for the log.
+func (s *Sandbox) KernelLimits() string { return s.cg.Describe() }
 
 // user returns the uid of the member whose folder is dir, allocating one
 // when it has none. The record in dir (owned by the portal) wins; the
@@ -272,18 +315,16 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.ns != nil {
-		u := s.desktopUser(os.Getuid())
+	if !s.ownUIDs {
+		u := s.desktopUser(os.Getuid(), abs)
 		u.GID = os.Getgid()
-		u.ns = &memberNS{userns: s.ns, name: filepath.Base(abs),
-			run: filepath.Join(abs, "run"), home: filepath.Join(abs, "home"), tmp: filepath.Join(abs, memberTmpName)}
-		return u, nil
+		return s.withCgroup(u)
 	}
 	if uid, err := readMemberUID(abs); err == nil {
 		if err := s.register(uid, abs); err != nil {
 			return nil, err
 		}
-		return s.desktopUser(uid), nil
+		return s.withCgroup(s.desktopUser(uid, abs))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -295,13 +336,27 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 			os.Remove(s.entry(uid))
 			return nil, err
 		}
-		return s.desktopUser(uid), nil
+		return s.withCgroup(s.desktopUser(uid, abs))
 	}
 	return nil, fmt.Errorf("local desktops: every uid of CORRAL_VDI_DESKTOP_UIDS %s is taken (see %s); widen the range", s.Range(), s.registry)
 }
 
-func (s *Sandbox) desktopUser(uid int) *DesktopUser {
-	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, NoNetwork: s.noNetwork, prlimit: s.prlimit}
+// desktopUser returns the user of the member whose folder is dir, running
+// as uid in namespaces of its own.
+func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
+	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs, tools: s.net, netErr: s.netErr,
+		ns: &memberNS{userns: s.ns, name: filepath.Base(dir), dir: dir,
+			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName)}}
+}
+
+// withCgroup gives u its member's cgroup, where the host has them.
+func (s *Sandbox) withCgroup(u *DesktopUser) (*DesktopUser, error) {
+	cg, err := s.cg.forDesktop(u.ns.dir, u.Limits, u.UID, u.GID)
+	if err != nil {
+		return nil, fmt.Errorf("local: desktop %s: %w", u.ns.name, err)
+	}
+	u.cg = cg
+	return u, nil
 }
 
 func (s *Sandbox) entry(uid int) string { return filepath.Join(s.registry, strconv.Itoa(uid)) }

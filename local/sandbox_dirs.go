@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -22,9 +21,8 @@ import (
 // is dead and run has been made afresh, so no symlink or file the user
 // planted there is ever written through.
 
-// x11Dirs are the shared socket folders X clients and servers expect to
-// be root's and world-writable with the sticky bit; a desktop uid that
-// created one would own it and lock every other desktop out.
+// x11Dirs are the socket folders X clients and servers expect in /tmp,
+// world-writable with the sticky bit; made in each member's own /tmp.
 var x11Dirs = []string{"/tmp/.X11-unix", "/tmp/.ICE-unix"}
 
 // prepareSandboxDirs kills what is left of the member's uid, makes a fresh
@@ -64,10 +62,12 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 			return fmt.Errorf("hand the home to uid %d: %w", u.UID, err)
 		}
 	}
-	if u.ns != nil {
-		return u.ns.freshTmp()
+	if spec.Ephemeral { // wiped on release anyway: a tmpfs bounds it
+		if err := u.mountDisk(spec.Home); err != nil {
+			return err
+		}
 	}
-	return ensureX11Dirs()
+	return u.freshTmp()
 }
 
 // give hands path (never a symlink's target) to u; nil u does nothing.
@@ -87,36 +87,6 @@ func chownTree(root string, uid, gid int) error {
 		}
 		return os.Lchown(path, uid, gid)
 	})
-}
-
-// ensureX11Dirs makes the shared X socket folders root's, mode 1777.
-func ensureX11Dirs() error {
-	for _, dir := range x11Dirs {
-		var st syscall.Stat_t
-		err := syscall.Lstat(dir, &st)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-		case err != nil:
-			return err
-		case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
-			if err := os.Remove(dir); err != nil {
-				return err
-			}
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				return err
-			}
-		}
-		if err := os.Lchown(dir, 0, 0); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // killLegacyDesktop kills a desktop a portal without sandboxing started

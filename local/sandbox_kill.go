@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
@@ -103,40 +103,33 @@ func killPinned(pid, uid int) bool {
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
 }
 
-// wipeTmpOf removes what uid owns in the shared temporary folders: their
-// entries, and the entries of their world-writable subfolders (such as
-// /tmp/.X11-unix). Nothing of uid runs any more, so nothing races it, and
-// RemoveAll never follows a symlink.
+// wipeTmpOf removes what uid owns in the shared temporary folders (where
+// a desktop of an older portal, which shared the host's /tmp, left files).
+// Root never does it itself: another desktop could swap a folder on the
+// way for a symlink to anything (renameat2 RENAME_EXCHANGE, with
+// fs.protected_symlinks off). GNU find runs as uid instead, never
+// following a symlink and never leaving the folder's filesystem, and
+// deletes only entries of uid: it can remove nothing uid could not.
 func wipeTmpOf(uid int) error {
+	find, err := exec.LookPath("find")
+	if err != nil {
+		return fmt.Errorf("wipe the files of uid %d: find not found: install the Debian package findutils", uid)
+	}
 	var errs []error
 	for _, dir := range tmpDirs {
-		errs = append(errs, wipeOwned(dir, uid, 1))
-	}
-	return errors.Join(errs...)
-}
-
-func wipeOwned(dir string, uid, depth int) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	var errs []error
-	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		var st syscall.Stat_t
-		if err := syscall.Lstat(path, &st); err != nil {
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		switch {
-		case int(st.Uid) == uid:
-			if err := os.RemoveAll(path); err != nil {
-				errs = append(errs, err)
-			}
-		case depth > 0 && e.IsDir() && st.Mode&0o002 != 0:
-			errs = append(errs, wipeOwned(path, uid, depth-1))
+		// -depth (implied by -delete) empties a folder of uid before it goes.
+		cmd := exec.Command(find, "-P", dir, "-xdev", "-mindepth", "1", "-user", strconv.Itoa(uid), "-delete")
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=" + defaultDesktopPath, "LC_ALL=C"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+		out, err := cmd.CombinedOutput()
+		// find also says so for the folders of others it may not read: those
+		// hold nothing of uid's that uid could remove.
+		if err != nil && !bytes.Contains(out, []byte("Permission denied")) {
+			errs = append(errs, fmt.Errorf("wipe the files of uid %d in %s: %v: %s", uid, dir, err, bytes.TrimSpace(out)))
 		}
 	}
 	return errors.Join(errs...)

@@ -8,7 +8,7 @@ import (
 
 // DefaultDesktopLimits are the limits of a sandboxed desktop unless
 // CORRAL_VDI_DESKTOP_LIMITS says otherwise.
-const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G"
+const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G,memory=4G,disk=2G"
 
 // Limits are the resource limits of a desktop's processes, set (soft and
 // hard, so the desktop cannot raise them) by prlimit before each program
@@ -21,9 +21,27 @@ type Limits struct {
 	NoFile uint64
 	// AS is RLIMIT_AS in bytes, per process.
 	AS uint64
+	// Memory bounds the memory of all the desktop's processes together, in
+	// bytes, where the host gives the portal cgroups (sandbox_cgroup.go).
+	Memory uint64
+	// PIDs bounds the processes and threads of all the desktop's processes
+	// together (the cgroup's pids.max), whatever their uid; zero means
+	// NProc.
+	PIDs uint64
+	// Disk bounds, in bytes, the desktop's /tmp and an ephemeral member's
+	// home, each (sandbox_disk.go).
+	Disk uint64
 }
 
-// ParseLimits parses "nproc=N,nofile=N,as=SIZE" (any subset; SIZE takes a
+// pidsMax is the cgroup's process limit of l.
+func (l Limits) pidsMax() uint64 {
+	if l.PIDs > 0 {
+		return l.PIDs
+	}
+	return l.NProc
+}
+
+// ParseLimits parses "nproc=N,nofile=N,as=SIZE,memory=SIZE,pids=N,disk=SIZE" (any subset; SIZE takes a
 // K, M or G suffix; "off" for no limit). Empty means DefaultDesktopLimits.
 func ParseLimits(s string) (Limits, error) {
 	if strings.TrimSpace(s) == "" {
@@ -33,7 +51,7 @@ func ParseLimits(s string) (Limits, error) {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as)", kv)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as, memory, pids, disk)", kv)
 		}
 		n, err := parseSize(v)
 		if err != nil {
@@ -46,8 +64,14 @@ func ParseLimits(s string) (Limits, error) {
 			l.NoFile = n
 		case "as":
 			l.AS = n
+		case "memory":
+			l.Memory = n
+		case "pids":
+			l.PIDs = n
+		case "disk":
+			l.Disk = n
 		default:
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as)", k)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as, memory, pids, disk)", k)
 		}
 	}
 	return l, nil
@@ -99,6 +123,15 @@ func (l Limits) String() string {
 	}
 	if l.AS > 0 {
 		parts = append(parts, fmt.Sprintf("%d MiB address space", l.AS>>20))
+	}
+	if l.Memory > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB memory", l.Memory>>20))
+	}
+	if l.PIDs > 0 {
+		parts = append(parts, fmt.Sprintf("%d tasks", l.PIDs))
+	}
+	if l.Disk > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB disk", l.Disk>>20))
 	}
 	if len(parts) == 0 {
 		return "no limits"

@@ -3,6 +3,8 @@ package local
 import (
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // command returns the command that runs path with args as u: through
@@ -23,27 +25,52 @@ func (u *DesktopUser) commandFor(terminal bool, path string, args ...string) *ex
 	if u == nil {
 		return exec.Command(path, args...)
 	}
-	argv := append(u.Limits.prlimitArgs(), path)
-	argv = append(argv, args...)
-	if u.ns != nil {
+	argv := append([]string{path}, args...)
+	if !u.bare {
+		argv = append(append([]string{u.prlimit}, u.Limits.prlimitArgs()...), argv...)
+	}
+	if u.ns != nil && !u.bare {
 		for i := range argv {
 			argv[i] = u.ns.inside(argv[i])
 		}
-		return exec.Command(u.ns.bwrap, append(append(u.ns.args(terminal), u.prlimit), argv...)...)
+		argv = append(append([]string{u.ns.bwrap}, u.ns.args(terminal, u.joined())...), argv...)
+		if u.joined() { // the desktop's one network namespace
+			argv = u.net.nsenterArgs(argv)
+		}
 	}
-	return exec.Command(u.prlimit, argv...)
+	// A desktop process's bubblewrap dies with a shell of its own, a
+	// terminal's with the portal (a terminal is the portal's session).
+	child := u.ns != nil && !u.bare && !terminal
+	switch {
+	case u.cg != nil: // into the desktop's cgroup first, then its namespaces
+		argv = u.cg.joinArgs(argv, child)
+	case child:
+		argv = wrapArgs(argv)
+	}
+	return exec.Command(argv[0], argv[1:]...)
 }
 
-// sysProcAttr adds u's credentials to attr: uid and gid, and no
-// supplementary groups (the portal's must not leak into the desktop); and
-// with NoNetwork a network namespace of its own, made while the child is
-// still root, before it takes u's uid. A namespaced u runs as the portal.
+// sysProcAttr adds u's credentials to attr when its uid is its own: uid
+// and gid, and no supplementary groups (the portal's must not leak into
+// the desktop). bubblewrap, started as that uid, then makes the
+// namespaces; a desktop of a portal that is not root runs as the portal.
 func (u *DesktopUser) sysProcAttr(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
-	if u != nil && u.ns == nil { // bubblewrap makes a namespaced u's namespaces
+	if u != nil && (u.own || (u.ns == nil && !u.bare)) {
 		attr.Credential = &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: append([]uint32{}, u.Groups...)}
-		if u.NoNetwork {
-			attr.Unshareflags |= syscall.CLONE_NEWNET
+	}
+	if u != nil && u.cg != nil && u.cg.v2 != "" {
+		// Cloned straight into the desktop's cgroup (the desktop's uid may
+		// not move itself there in v2); closed by closeCgroupFD.
+		if fd, err := unix.Open(u.cg.v2, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
 		}
 	}
 	return attr
+}
+
+// closeCgroupFD closes what sysProcAttr opened, once the process started.
+func closeCgroupFD(attr *syscall.SysProcAttr) {
+	if attr != nil && attr.UseCgroupFD {
+		unix.Close(attr.CgroupFD)
+	}
 }

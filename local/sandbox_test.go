@@ -48,6 +48,27 @@ func MustSandboxedSpec(tb testing.TB, s *Sandbox, name string) DesktopSpec {
 	return DesktopSpec{Name: name, Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), State: filepath.Join(dir, "state"), User: u}
 }
 
+// mustPreparedUser returns the user of the member folder dir, with the
+// folders its namespaces bind made.
+func mustPreparedUser(tb testing.TB, s *Sandbox, dir string) *DesktopUser {
+	tb.Helper()
+	u, err := s.user(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(u.removeCgroup)
+	for _, d := range []string{u.ns.run, u.ns.home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		u.give(d)
+	}
+	if err := u.freshTmp(); err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
 func TestNewSandbox_Refusals(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -106,6 +127,8 @@ func TestSandbox_UIDsAreRecordedAndUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.removeCgroup)
+	t.Cleanup(b.removeCgroup)
 	if a.UID == b.UID {
 		t.Fatalf("two members share uid %d", a.UID)
 	}
@@ -118,9 +141,11 @@ func TestSandbox_UIDsAreRecordedAndUnique(t *testing.T) {
 	}
 	// A deleted member's uid is free again.
 	os.RemoveAll(filepath.Join(root, "b"))
-	if c, err := s.user(filepath.Join(root, "c")); err != nil || c.UID != b.UID {
-		t.Errorf("after b is gone: %v, %v; want uid %d", c, err, b.UID)
+	c, err := s.user(filepath.Join(root, "c"))
+	if err != nil || c.UID != b.UID {
+		t.Fatalf("after b is gone: %v, %v; want uid %d", c, err, b.UID)
 	}
+	c.removeCgroup()
 }
 
 func procUID(t *testing.T, pid int) int {
@@ -154,10 +179,10 @@ func TestSandboxedDesktop_RunsAsItsUIDAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer term.Close()
-	term.Write([]byte("echo ID=$(id -u):$(id -g):$(id -G); ulimit -u; ulimit -n; cat " + filepath.Join(spec.State, desktopPidsName) + " || echo NO-PIDS-$((40+2))\r"))
+	term.Write([]byte("echo ID=$(id -u):$(id -g):$(id -G) WHO=$(whoami)@$(hostname) HOME=~; ulimit -u; ulimit -n; cat " + filepath.Join(spec.State, desktopPidsName) + " || echo NO-PIDS-$((40+2))\r"))
 	out := readUntil(t, term, "NO-PIDS-42")
 	want := "ID=" + strconv.Itoa(uid) + ":" + strconv.Itoa(uid) + ":" + strconv.Itoa(uid)
-	for _, w := range []string{want, "300", "512"} {
+	for _, w := range []string{want, "WHO=sb@sb HOME=/home/sb", "300", "512"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("terminal said %q; want %q in it", out, w)
 		}
@@ -185,9 +210,11 @@ func TestSandboxedDesktop_RunsAsItsUIDAndLeavesNothing(t *testing.T) {
 
 func TestKillUID_SparesOthers(t *testing.T) {
 	s := MustSandbox(t, "201200-201299", Limits{})
-	root := t.TempDir()
-	a, _ := s.user(filepath.Join(root, "a"))
-	b, _ := s.user(filepath.Join(root, "b"))
+	root, _ := os.MkdirTemp("", "ku")
+	defer os.RemoveAll(root)
+	os.Chmod(root, 0o711)
+	a := mustPreparedUser(t, s, filepath.Join(root, "a"))
+	b := mustPreparedUser(t, s, filepath.Join(root, "b"))
 	start := func(u *DesktopUser) *desktopProc {
 		p, err := startDesktopProc("sleep", t.TempDir(), "/bin/sleep", []string{"1000"}, nil, "/", nil, u)
 		if err != nil {
@@ -245,7 +272,6 @@ func TestSandboxedDesktop_SymlinkedSocketIsRefused(t *testing.T) {
 
 func TestSandboxedDesktop_NoNetwork(t *testing.T) {
 	s := MustSandbox(t, "201800-201899", Limits{})
-	s.noNetwork = true
 	d := MustStartDesktop(t, MustSandboxedSpec(t, s, "nonet"))
 	if d.RDPSocket() == "" {
 		t.Error("no RDP server without a network")

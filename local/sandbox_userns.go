@@ -3,25 +3,27 @@ package local
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// A portal that is not root cannot give a desktop a uid of its own. It
-// runs each of the desktop's processes in namespaces of its own instead,
-// made by bubblewrap: a user namespace (no privilege over anything
+// Every desktop process runs in namespaces of its own, made by
+// bubblewrap: started as the member's own uid by a root portal, as the
+// portal's uid otherwise. A user namespace (no privilege over anything
 // outside), a pid namespace (the portal and every other process out of
 // sight and out of reach of signals; when the process ends, all it left
-// behind is killed with it), a network namespace with nothing but its own
-// loopback (the portal's port, the host's abstract sockets and the network
-// out of reach), and a mount namespace that holds the system read-only
-// (/usr, /etc) and, of the portal's files, only the member's own run, home
-// and tmp folders. The portal's data dir, its secrets and the home of the
+// behind is killed with it), UTS and IPC namespaces (the member's host
+// name), a network namespace (its own loopback only, or the desktop's
+// shared one: sandbox_net.go; the portal's port and the host's abstract
+// sockets out of reach), and a mount namespace that holds the system
+// read-only (/usr, /etc, with the member's account files over passwd and
+// group) and, of the portal's files, only the member's own run, home and
+// tmp folders. The portal's data dir, its secrets and the home of the
 // portal's user are simply not there.
 
 // SandboxUIDs, SandboxUserns and SandboxAuto are the values of
@@ -50,12 +52,17 @@ type userns struct {
 	hide  []string // the portal's files under usernsRootDirs to mask (its secret files)
 }
 
-// newUserns finds bubblewrap and checks it can make the namespaces here.
-// The error is one line saying what to change.
-func newUserns(hide []string, prlimit string) (*userns, error) {
+// newUserns finds bubblewrap and checks it can make the namespaces here:
+// as uid, a desktop uid of a root portal, or as the portal itself when
+// uid is negative. The error is one line saying what to change.
+func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
+	who, fix := "the portal is not root, so each desktop runs in user namespaces made by bubblewrap", "or run the portal as root"
+	if uid >= 0 {
+		who, fix = "each desktop runs as its uid in namespaces made by bubblewrap", "or set CORRAL_VDI_DESKTOP_UIDS to a range allowed them"
+	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
-		return nil, errors.New("local desktops are off: the portal is not root, so each desktop runs in user namespaces made by bubblewrap, and bwrap is not installed: install the Debian package bubblewrap, or run the portal as root")
+		return nil, fmt.Errorf("local desktops are off: %s, and bwrap is not installed: install the Debian package bubblewrap, %s", who, fix)
 	}
 	ns := &userns{bwrap: bwrap, hide: hide}
 	ctx, cancel := context.WithTimeout(context.Background(), usernsProbeWait)
@@ -66,7 +73,14 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 	}
 	defer os.RemoveAll(dir)
 	probe := &DesktopUser{UID: os.Getuid(), GID: os.Getgid(), prlimit: prlimit, ns: &memberNS{userns: ns, name: "probe", run: dir, home: dir, tmp: dir}}
+	if uid >= 0 {
+		probe.UID, probe.GID, probe.own = uid, uid, true
+		if err := probe.give(dir); err != nil {
+			return nil, fmt.Errorf("local desktops are off: %w", err)
+		}
+	}
 	cmd := probe.command("/bin/true")
+	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{})
 	cmd.Env = []string{"PATH=" + defaultDesktopPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -87,7 +101,12 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 		if why == "" {
 			why = err.Error()
 		}
-		return nil, fmt.Errorf("local desktops are off: the portal is not root, and bubblewrap cannot make the user namespaces each desktop runs in (%s): allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, and on older Debian kernels kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that allows them), or run the portal as root", why)
+		if uid >= 0 {
+			who = fmt.Sprintf("bubblewrap cannot make the namespaces each desktop runs in as its uid (%d)", uid)
+		} else {
+			who = "the portal is not root, and bubblewrap cannot make the user namespaces each desktop runs in"
+		}
+		return nil, fmt.Errorf("local desktops are off: %s (%s): allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, and on older Debian kernels kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that allows them), %s", who, why, fix)
 	}
 	return ns, nil
 }
@@ -98,9 +117,12 @@ func newUserns(hide []string, prlimit string) (*userns, error) {
 type memberNS struct {
 	*userns
 	name      string // the member's name, the namespace's host name
+	dir       string // the member's folder: its passwd and group files; "" for none
 	run, home string // bound read-write inside
+	holder    bool   // the desktop's network holder: namespaces only, made in one step
 	tmp       string // bound read-write at /tmp
 	devices   []string
+	hostNet   bool // keeps the portal's network namespace (a VM's loopback consoles)
 }
 
 // usernsRun is where a namespaced desktop sees its run folder.
@@ -120,20 +142,55 @@ func (m *memberNS) inside(s string) string {
 // "--". A terminal keeps its session (its shell needs the pty as its
 // controlling terminal); anything else gets a new one, so it cannot push
 // input into a terminal it inherited.
-func (m *memberNS) args(terminal bool) []string {
-	a := []string{
-		"--unshare-all", // user, pid, network, ipc, uts, cgroup
-		"--die-with-parent",
+// A process that joins the desktop's network namespace (sharedNet) makes
+// all the others but that one.
+func (m *memberNS) args(terminal, sharedNet bool) []string {
+	if m.holder {
+		return append(append([]string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}, m.systemBinds()...), "--chdir", "/", "--")
+	}
+	unshare := []string{"--unshare-all"} // user, pid, network, ipc, uts, cgroup
+	if sharedNet || m.hostNet {
+		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	}
+	a := append(unshare,
 		"--cap-drop", "ALL",
 		"--proc", "/proc", "--dev", "/dev",
 		"--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
-	}
+	)
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
+	// With its parent (the portal for a terminal, a shell of its own for a
+	// desktop process: see commandFor) everything in it dies.
+	a = append(a, "--die-with-parent")
 	if !terminal {
 		a = append(a, "--new-session")
 	}
+	a = append(a, m.systemBinds()...)
+	for _, path := range m.hide {
+		if !underAny(path, usernsRootDirs) {
+			continue // not in sight anyway
+		}
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			a = append(a, "--tmpfs", path)
+		} else if err == nil {
+			a = append(a, "--ro-bind", "/dev/null", path)
+		}
+	}
+	if m.dir != "" { // the member's account: whoami, ~ and the prompt read right
+		a = append(a, "--ro-bind", filepath.Join(m.dir, passwdName), "/etc/passwd", "--ro-bind", filepath.Join(m.dir, groupName), "/etc/group")
+	}
+	for _, dev := range m.devices {
+		a = append(a, "--dev-bind-try", dev, dev)
+	}
+	a = append(a, "--bind", m.tmp, "/tmp", "--bind", m.run, usernsRun, "--bind", m.home, m.insideHome())
+	return append(a, "--chdir", m.insideHome(), "--")
+}
+
+// systemBinds returns bubblewrap's options that show the host's system
+// folders (usernsRootDirs) read-only.
+func (m *memberNS) systemBinds() []string {
+	var a []string
 	for _, dir := range usernsRootDirs {
 		fi, err := os.Lstat(dir)
 		switch {
@@ -146,21 +203,7 @@ func (m *memberNS) args(terminal bool) []string {
 			a = append(a, "--ro-bind", dir, dir)
 		}
 	}
-	for _, path := range m.hide {
-		if !underAny(path, usernsRootDirs) {
-			continue // not in sight anyway
-		}
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			a = append(a, "--tmpfs", path)
-		} else if err == nil {
-			a = append(a, "--ro-bind", "/dev/null", path)
-		}
-	}
-	for _, dev := range m.devices {
-		a = append(a, "--dev-bind-try", dev, dev)
-	}
-	a = append(a, "--bind", m.tmp, "/tmp", "--bind", m.run, usernsRun, "--bind", m.home, m.insideHome())
-	return append(a, "--chdir", m.insideHome(), "--")
+	return a
 }
 
 // underAny reports whether path is one of dirs or inside one.
@@ -174,13 +217,27 @@ func underAny(path string, dirs []string) bool {
 	return false
 }
 
-// freshTmp makes the member's /tmp anew, with the X socket folders X
-// expects in it.
-func (m *memberNS) freshTmp() error {
+// freshTmp makes the member's /tmp anew, the uid's, with the X socket
+// folders X expects in it, and its account files. Nothing of the uid runs
+// any more, so nothing races it; RemoveAll never follows a symlink.
+func (u *DesktopUser) freshTmp() error {
+	m := u.ns
+	if err := unmountDisk(m.tmp); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(m.tmp); err != nil {
 		return err
 	}
 	if err := os.Mkdir(m.tmp, 0o700); err != nil {
+		return err
+	}
+	if err := u.give(m.tmp); err != nil {
+		return err
+	}
+	if err := u.mountDisk(m.tmp); err != nil {
+		return err
+	}
+	if err := u.writeAccount(); err != nil {
 		return err
 	}
 	for _, dir := range x11Dirs {
@@ -209,10 +266,11 @@ func (u *DesktopUser) setEnv(cmd *exec.Cmd, env []string) {
 }
 
 // killLeftovers kills whatever u's user left running: every process of
-// its uid. A namespaced u has nothing to kill: what its user started ends
-// with the pid namespace of the desktop process or terminal it ran in.
+// its uid. A u of the portal's uid has nothing to kill: what its user
+// started ends with the pid namespace of the desktop process or terminal
+// it ran in.
 func (u *DesktopUser) killLeftovers(timeout time.Duration) error {
-	if u == nil || u.ns != nil {
+	if u == nil || !u.own {
 		return nil
 	}
 	return killUID(u.UID, timeout)

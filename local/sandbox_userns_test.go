@@ -146,7 +146,9 @@ func TestNewSandbox_UsernsRefusals(t *testing.T) {
 	usernsProbeWait = time.Second
 	defer func() { usernsProbeWait = wait }()
 	fake := func(t *testing.T, script string) {
-		dir := t.TempDir()
+		dir, _ := os.MkdirTemp("", "fake-bwrap") // a desktop uid runs it too
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
 		os.Symlink(prlimit, filepath.Join(dir, "prlimit"))
 		if script != "" {
 			os.WriteFile(filepath.Join(dir, "bwrap"), []byte("#!/bin/sh\n"+script+"\n"), 0o755)
@@ -166,6 +168,11 @@ func TestNewSandbox_UsernsRefusals(t *testing.T) {
 			}
 			if err != nil && !strings.Contains(err.Error(), "run the portal as root") {
 				t.Errorf("err = %v; want it to say what to change", err)
+			}
+			// A root portal's desktops make their namespaces as their uids.
+			_, err = NewSandbox(SandboxConfig{UIDs: "202000-202099", Registry: t.TempDir()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Count(err.Error(), "\n") > 0 || !strings.Contains(err.Error(), "CORRAL_VDI_DESKTOP_UIDS") {
+				t.Errorf("as root: err = %v; want one line with %q saying what to change", err, tc.want)
 			}
 		})
 	}

@@ -62,6 +62,7 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 	d.spec.User.setEnv(cmd, env)
 	attrs := d.spec.User.sysProcAttr(&syscall.SysProcAttr{Setsid: true, Setctty: true})
 	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 80, Rows: 24}, attrs)
+	closeCgroupFD(attrs)
 	if err != nil {
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}

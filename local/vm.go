@@ -189,6 +189,11 @@ func bootVM(ctx context.Context, cfg vmBoot) (*VM, error) {
 // launchVM starts QEMU under accel and waits until it listens.
 func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM, error) {
 	name, dir := cfg.name, cfg.dir
+	// A stop removes the cgroup: the last boot's, or the silent KVM
+	// guest's just before this TCG one.
+	if err := cfg.user.cgroup().make(); err != nil {
+		return nil, fmt.Errorf("local: vm %s: %w", name, err)
+	}
 	rec, vncArg, serialArg, err := vmEndpoints(dir, cfg.listenTCP)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
@@ -206,7 +211,7 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	defer kernel.Close()
-	p, err := startDesktopProc(vmLogName, cfg.stateDir(), qemu, args, []string{"PATH=" + desktopPath()}, dir, []*os.File{kernel}, qemuUser(cfg.user))
+	p, err := startDesktopProc(vmLogName, cfg.stateDir(), qemu, args, []string{"PATH=" + desktopPath()}, dir, []*os.File{kernel}, qemuUser(cfg.user, vmNetwork(rec.VNC) == "tcp"))
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
@@ -375,6 +380,7 @@ func (v *VM) Stop() error {
 		}
 		err := stopDesktopProcs([]*desktopProc{v.rec.Proc}, vmStopGrace)
 		err = errors.Join(err, v.user.killLeftovers(vmStopGrace)) // and whatever else its user runs
+		v.user.removeCgroup()
 		v.ended(nil)
 		for _, p := range []string{filepath.Join(v.state, vmRecordName), filepath.Join(v.state, vmPasswordName),
 			filepath.Join(v.dir, vmInitrdName), filepath.Join(v.dir, vmVNCSocket), filepath.Join(v.dir, vmSerialSocket)} {

@@ -28,10 +28,14 @@ func prepareVMDirs(cfg vmBoot) error {
 	if err := os.Mkdir(cfg.dir, 0o700); err != nil {
 		return err
 	}
-	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
-		return errors.Join(os.MkdirAll(cfg.user.ns.home, 0o700), cfg.user.ns.freshTmp())
+	if err := cfg.user.give(cfg.dir); err != nil {
+		return err
 	}
-	return cfg.user.give(cfg.dir)
+	if cfg.user.ns != nil { // QEMU's cwd is the (empty) home
+		home := cfg.user.ns.home
+		return errors.Join(os.MkdirAll(home, 0o700), cfg.user.give(home), cfg.user.freshTmp())
+	}
+	return nil
 }
 
 // dial connects to the guest's VNC server or serial line: a socket of the
@@ -45,16 +49,22 @@ func (v *VM) dial(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // qemuUser is u with the group of /dev/kvm added, so that QEMU as the
-// member's uid can still use KVM; nil stays nil.
-func qemuUser(u *DesktopUser) *DesktopUser {
+// member's uid can still use KVM; nil stays nil. tcp (the guest's consoles
+// on loopback ports, CORRAL_VDI_VM_LISTEN=tcp) keeps QEMU in the portal's
+// network namespace, where the portal dials those ports; the guest itself
+// still has no network (-nic none).
+func qemuUser(u *DesktopUser, tcp bool) *DesktopUser {
 	if u == nil {
 		return nil
 	}
 	q := *u
-	if u.ns != nil { // the portal's own groups; the device is bound in
+	if u.ns != nil { // the device is bound in
 		ns := *u.ns
 		ns.devices = []string{"/dev/kvm"}
+		ns.hostNet = tcp
 		q.ns = &ns
+	}
+	if !u.own { // the portal's own groups
 		return &q
 	}
 	var st syscall.Stat_t

@@ -95,8 +95,10 @@ type Config struct {
 	DesktopUIDs string
 	// DesktopLimits are every local desktop's resource limits.
 	DesktopLimits local.Limits
-	// DesktopNoNetwork gives local desktops no network at all.
-	DesktopNoNetwork bool
+	// DesktopNetwork is local desktops' network (CORRAL_VDI_DESKTOP_NETWORK):
+	// outbound (each pool's policy decides, outbound by default) or none
+	// (a loopback of each desktop's own, whatever its pool says).
+	DesktopNetwork string
 	// DesktopSandbox is how local desktops are kept apart: auto, uids or
 	// userns (local.SandboxAuto...).
 	DesktopSandbox string
@@ -183,7 +185,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.DesktopUIDs, "desktop-uids", env("CORRAL_VDI_DESKTOP_UIDS", local.DefaultDesktopUIDs), "uid range FIRST-LAST that local desktops run as, one uid per member, used by no account (CORRAL_VDI_DESKTOP_UIDS)")
 	fs.StringVar(&desktopLimits, "desktop-limits", env("CORRAL_VDI_DESKTOP_LIMITS", local.DefaultDesktopLimits), "resource limits of each local desktop: nproc=N,nofile=N,as=SIZE (CORRAL_VDI_DESKTOP_LIMITS)")
 	fs.StringVar(&c.DesktopSandbox, "desktop-sandbox", env("CORRAL_VDI_DESKTOP_SANDBOX", local.SandboxAuto), "how local desktops are kept from the portal and each other: auto (uids as root, else userns), uids (a uid of its own per member; root only) or userns (user, pid, mount and network namespaces made by bubblewrap; no network) (CORRAL_VDI_DESKTOP_SANDBOX)")
-	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", "host"), "network of local desktops: host (the host's, the portal's loopback gives them no identity) or none (CORRAL_VDI_DESKTOP_NETWORK)")
+	fs.StringVar(&desktopNetwork, "desktop-network", env("CORRAL_VDI_DESKTOP_NETWORK", local.NetworkOutbound), "network of local desktops, each in a network namespace of its own (never the host's): outbound (each pool's network policy decides, outbound by default: out through pasta, the host's loopback out of reach) or none (only a loopback, whatever the pool says) (CORRAL_VDI_DESKTOP_NETWORK)")
 	var publicURL, maxConsoles, metricsTokenFile string
 	fs.StringVar(&publicURL, "public-url", env("CORRAL_VDI_PUBLIC_URL", ""), "origins the portal is reached at through a proxy, comma-separated, e.g. https://vdi.example.com; other Hosts get 421 (CORRAL_VDI_PUBLIC_URL)")
 	fs.StringVar(&maxConsoles, "max-consoles-per-user", env("CORRAL_VDI_MAX_CONSOLES_PER_USER", "10"), "open consoles per user; 0 for no cap (CORRAL_VDI_MAX_CONSOLES_PER_USER)")
@@ -318,11 +320,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	switch desktopNetwork {
+	case local.NetworkOutbound, local.NetworkNone:
+		c.DesktopNetwork = desktopNetwork
 	case "host":
-	case "none":
-		c.DesktopNoNetwork = true
+		return c, errors.New("CORRAL_VDI_DESKTOP_NETWORK=host is gone: no desktop shares the host's network (its loopback reaches the portal); unset it for outbound network through a user-mode stack, or set none")
 	default:
-		return c, fmt.Errorf("CORRAL_VDI_DESKTOP_NETWORK: %q is not host or none", desktopNetwork)
+		return c, fmt.Errorf("CORRAL_VDI_DESKTOP_NETWORK: %q is not outbound or none", desktopNetwork)
 	}
 	if err := resolveBackend(&c, getenv); err != nil {
 		return c, err

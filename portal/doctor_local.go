@@ -141,11 +141,24 @@ func checkKVM(fs *findings, cfg Config) {
 // sandbox this host allows (uids of their own as root, else user
 // namespaces) and a private data directory.
 func checkSandbox(fs *findings, cfg Config) {
-	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits, NoNetwork: cfg.DesktopNoNetwork})
+	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits})
 	if err != nil {
 		fs.fail("sandbox", "Do what the line says; until then serve refuses to start local desktops (pools, claims and history stay).", "%v", err)
 	} else {
 		fs.ok("sandbox", "desktops are kept apart by %s", s.Describe())
+		switch missing := s.NetworkMissing(); {
+		case cfg.DesktopNetwork == local.NetworkNone:
+			fs.ok("desktop-network", "desktops have only a loopback of their own (CORRAL_VDI_DESKTOP_NETWORK=none)")
+		case missing != "":
+			fs.warn("desktop-network", "Do what the line says; desktops of outbound pools get only a loopback meanwhile.", "%s", missing)
+		default:
+			fs.ok("desktop-network", "desktops of outbound pools reach the network through pasta, as their own uid; the host's loopback is out of their reach")
+		}
+		if missing := s.MissingLimits(); missing != "" {
+			fs.warn("desktop-limits", "Give the portal a cgroup tree of its own (see docs/security.md); desktops run meanwhile.", "%s", missing)
+		} else {
+			fs.ok("desktop-limits", "each desktop's processes share one cgroup (%s): %s", s.KernelLimits(), cfg.DesktopLimits)
+		}
 	}
 	fi, err := os.Stat(cfg.DataDir)
 	switch {

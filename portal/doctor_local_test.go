@@ -57,4 +57,13 @@ func TestDoctor_Local(t *testing.T) {
 	if !strings.Contains(out.String(), "0 fail") {
 		t.Fatalf("doctor summary:\n%s", out.String())
 	}
+	// This root CI host gives every kernel limit (cgroup v1 memory and
+	// pids, tmpfs mounts) and pasta for outbound pools.
+	if os.Geteuid() == 0 {
+		for _, want := range []string{"desktop-limits", "cgroup v1 memory and pids", "desktop-network", "through pasta"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+			}
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/connid"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // unixPrefix marks a Unix socket in CORRAL_VDI_LISTEN.
@@ -87,7 +88,7 @@ func listenUnix(path string) (net.Listener, error) {
 // covers their way out (checkTrustedProxies).
 func (m *Main) listen() error {
 	c := m.Config
-	if c.Backend != BackendKube && !c.DesktopNoNetwork {
+	if c.Backend != BackendKube && c.DesktopNetwork != string(vdi.NetworkNone) { // some pool may have outbound network
 		host, err := hostAddrs()
 		if err != nil {
 			return fmt.Errorf("list this host's addresses (to check CORRAL_VDI_TRUSTED_PROXIES): %w", err)

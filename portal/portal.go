@@ -271,12 +271,12 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
 	hide := append(append([]string{c.DataDir}, c.SecretFiles...), c.ListenUnix...) // a proxy's socket is no desktop's way in
 	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.DesktopSandbox, UIDs: c.DesktopUIDs, Limits: c.DesktopLimits,
-		NoNetwork: c.DesktopNoNetwork, Hide: hide})
+		Hide: hide})
 	m.sandbox = sandbox
 	var err error
 	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
 		VMImageCache: c.VMImageCache, VMListenTCP: c.VMListen == "tcp",
-		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse})
+		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse, Network: c.DesktopNetwork})
 	if err != nil {
 		return nil, err
 	}

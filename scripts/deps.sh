@@ -16,7 +16,8 @@ pkgs=(
 	qemu-system-x86            # vm pools of the local backend
 	busybox-static
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
-	bubblewrap # the namespaces of local desktops when the portal is not root
+	bubblewrap # the namespaces of every local desktop (as its uid when the portal is root)
+	passt      # pasta: outbound network of local desktops (pool policy network=outbound)
 	ca-certificates # make release: the CA bundle the kube image carries (and OIDC/API server TLS)
 	pulseaudio                # each local desktop's own sound server
 	gstreamer1.0-tools        # gst-launch-1.0: the sound's Opus encoder, inside the desktop

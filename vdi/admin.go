@@ -247,6 +247,9 @@ func validPolicy(p Policy) error {
 	if !p.Watch.Valid() {
 		return Errorf(EInvalid, "Use notify, consent or off.", "Unknown watch policy %q.", p.Watch)
 	}
+	if p.Network != "" && p.Network != NetworkOutbound && p.Network != NetworkNone {
+		return Errorf(EInvalid, "Use outbound or none.", "Unknown network policy %q.", p.Network)
+	}
 	return nil
 }
 

@@ -78,7 +78,19 @@ type Policy struct {
 	// Watch says whether an admin may watch a holder's console and how
 	// the holder learns of it (notify, consent, off).
 	Watch Watch `json:"watch,omitempty"`
+	// Network is what the pool's desktops may reach (local backend):
+	// empty means the portal's default (CORRAL_VDI_DESKTOP_NETWORK).
+	Network Network `json:"network,omitempty"`
 }
+
+// Network is a pool's network policy.
+type Network string
+
+// Network policies: a desktop's network is never the host's.
+const (
+	NetworkOutbound Network = "outbound" // out through a user-mode stack; the host's loopback out of reach
+	NetworkNone     Network = "none"     // only a loopback of its own
+)
 
 // Pool is a named set of identical members.
 type Pool struct {

@@ -1,0 +1,57 @@
+package local
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A desktop whose processes died (pasta, the netns sleeper, or all) starts
+// again with its outbound network: the stop removed its cgroup, which the
+// next start must make again (it once waited 5 s for a network holder that
+// could not join the missing cgroup, and the claim failed).
+func TestSandboxedDesktop_RestartAfterCrash(t *testing.T) {
+	s := MustSandbox(t, "202300-202399", Limits{NProc: 300})
+	if m := s.NetworkMissing(); m != "" {
+		t.Skip(m)
+	}
+	outside := mustHostAddress(t, "10.231.78.1")
+	spec := MustSandboxedSpec(t, s, "crash")
+	spec.Network = NetworkOutbound
+	for _, kill := range []string{netPasta, netnsHolder, "all"} {
+		t.Run(kill, func(t *testing.T) {
+			d := MustStartDesktop(t, spec)
+			for _, p := range d.procs {
+				if kill == "all" || p.Name == kill {
+					p.signal(9)
+				}
+			}
+			if kill == "all" {
+				select {
+				case <-d.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the desktop did not end after its processes were killed")
+				}
+			}
+			begin := time.Now()
+			d2, err := StartDesktop(context.Background(), spec, testLogger(t))
+			if err != nil {
+				t.Fatalf("start after %s was killed: %v", kill, err)
+			}
+			t.Logf("restarted in %v", time.Since(begin).Round(time.Millisecond))
+			term, err := d2.StartTerminal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer term.Close()
+			term.Write([]byte("echo \"AGAIN $(curl -s -m 5 " + outside + ")\"; echo DONE-$((40+2))\r"))
+			if out := readUntil(t, term, "DONE-42"); !strings.Contains(out, "AGAIN reached") {
+				t.Errorf("after the restart the terminal said %q; want the server reached", out)
+			}
+			if err := d2.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
