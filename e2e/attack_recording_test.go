@@ -119,23 +119,7 @@ func ownRecordedSession(t *testing.T, a *arena) {
 	if a.state["own-recording"] != nil {
 		return
 	}
-	p := a.p
-	if code := p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name": "ownrec", "size": 1, "policy": {"record": true, "ownRecordings": true}}`, nil); code != 201 {
-		t.Fatalf("create pool: %d", code)
-	}
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/ownrec/claim", &d); code != 200 {
-		t.Fatalf("alice claims: %d", code)
-	}
-	ws, _, err := dialWS(p, "alice", "/ws/terminal/local/"+d.Name, p.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.WriteMessage(websocket.TextMessage, []byte("echo own-$((1+1))\r"))
-	readUntilWS(t, ws, "own-2", 10*time.Second)
-	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-	ws.Close()
-	a.state["own-recording"] = recordings(t, p, d.Name, 1)["terminal"].ID
+	a.state["own-recording"] = ownRecordedTerminal(t, a.p, admin, "ownrec", "alice", "echo own-$((1+1))", "own-2")
 }
 
 // recordingDeleteAttacks are the rows on deleting recordings: admins only,

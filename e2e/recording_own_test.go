@@ -10,28 +10,36 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
+// ownRecordedTerminal creates pool (one member, recorded, ownRecordings)
+// as admin, has user claim it and run command in its terminal until want
+// shows, and returns the finished recording's id.
+func ownRecordedTerminal(t *testing.T, p *Portal, admin, pool, user, command, want string) string {
+	t.Helper()
+	if code := p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name": "`+pool+`", "size": 1, "policy": {"record": true, "ownRecordings": true}}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	var d desktop
+	if code := p.API(t, user, "POST", "/api/vdi/pools/local/"+pool+"/claim", &d); code != 200 {
+		t.Fatalf("%s claims: %d", user, code)
+	}
+	ws, _, err := dialWS(p, user, "/ws/terminal/local/"+d.Name, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, ws.WriteMessage(websocket.TextMessage, []byte(command+"\r")))
+	readUntilWS(t, ws, want, 10*time.Second)
+	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	ws.Close()
+	return recordings(t, p, d.Name, 1)["terminal"].ID
+}
+
 // TestRecording_OwnPlayback: on a pool with ownRecordings, a user finds
 // their recorded session in My sessions, plays it back in Chromium and
 // downloads it; another user is refused it; once an admin turns the rule
 // off, the link and the file are gone for the user (admins keep them).
 func TestRecording_OwnPlayback(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0")
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "mine", "size": 1, "policy": {"record": true, "ownRecordings": true}}`, nil); code != 201 {
-		t.Fatalf("create pool: %d", code)
-	}
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/mine/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
-	ws, _, err := dialWS(p, "alice", "/ws/terminal/local/"+d.Name, p.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, ws.WriteMessage(websocket.TextMessage, []byte("echo mine-$((20+22))\r")))
-	readUntilWS(t, ws, "mine-42", 10*time.Second)
-	ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-	ws.Close()
-	id := recordings(t, p, d.Name, 1)["terminal"].ID
+	id := ownRecordedTerminal(t, p, "ops", "mine", "alice", "echo mine-$((20+22))", "mine-42")
 
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(20000)
@@ -43,7 +51,7 @@ func TestRecording_OwnPlayback(t *testing.T) {
 	must(t, link.Click())
 	player := page.GetByTestId("player")
 	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
-	_, err = page.GetByTestId("speed").SelectOption(playwright.SelectOptionValues{Values: &[]string{"16"}})
+	_, err := page.GetByTestId("speed").SelectOption(playwright.SelectOptionValues{Values: &[]string{"16"}})
 	must(t, err)
 	must(t, page.GetByTestId("play").Click())
 	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
