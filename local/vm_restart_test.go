@@ -9,7 +9,7 @@ import (
 
 // A VM of a root portal (its own uid, namespaces and cgroup) boots again
 // after a stop, which removed its cgroup; with its consoles on loopback
-// ports (CORRAL_VDI_VM_LISTEN=tcp) QEMU keeps the portal's network
+// ports (-vm-listen tcp) QEMU keeps the portal's network
 // namespace, so the portal reaches them (in a namespace of its own, QEMU's
 // ports were out of the portal's reach and the boot never listened).
 func TestVM_SandboxedBootsAgain(t *testing.T) {
@@ -17,12 +17,9 @@ func TestVM_SandboxedBootsAgain(t *testing.T) {
 	s := MustSandbox(t, "202400-202499", Limits{NProc: 300, Memory: 512 << 20})
 	for _, listen := range []string{"unix", "tcp"} {
 		t.Run(listen, func(t *testing.T) {
-			if listen == "tcp" {
-				t.Setenv("CORRAL_VDI_VM_LISTEN", "tcp")
-			}
 			spec := MustSandboxedSpec(t, s, "vm-again-"+listen)
 			cfg := vmBoot{name: "vm-again-" + listen, dir: spec.Dir, state: spec.State, user: spec.User, img: img,
-				accel: mustAccelerator(t, AccelTCG, "", t.TempDir()), log: slog.New(slog.DiscardHandler)}
+				accel: mustAccelerator(t, AccelTCG, "", t.TempDir()), log: slog.New(slog.DiscardHandler), listenTCP: listen == "tcp"}
 			for boot := 1; boot <= 2; boot++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				v, err := bootVM(ctx, cfg)
