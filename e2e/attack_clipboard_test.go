@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ func clipboardAttacks() []attack {
 		h := http.Header{"Tailscale-User-Login": {"alice"}, "Origin": {"http://" + a.host}}
 		ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
 		if err != nil {
+			if res != nil {
+				body, _ := io.ReadAll(res.Body)
+				t.Fatalf("alice opens her VNC console: %v (%d %s)", err, res.StatusCode, body)
+			}
 			t.Fatalf("alice opens her VNC console: %v", err)
 		}
 		return ws, res

@@ -21,7 +21,9 @@ func TestAttack_VNCQualityStorage(t *testing.T) {
 			expect := playwright.NewPlaywrightAssertions(30000)
 			signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-			waitQuality(t, page, "auto sharp 8 2")
+			// Auto resolves by the link it measures (a loaded machine's
+			// loopback can measure slow): either way only the table's levels.
+			waitQuality(t, page, "auto sharp 8 2", "auto fast 3 2")
 		})
 	}
 }
