@@ -103,8 +103,7 @@ func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, vdi.Re
 		err = h.desktops.MayPlayRecording(r.Context(), id, rec.Login, vdi.Ref{Namespace: rec.Namespace, Name: rec.Member})
 	}
 	if err != nil {
-		return nil, vdi.Recording{}, vdi.Errorf(vdi.EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
-			"Only admins may play back this recording.")
+		return nil, vdi.Recording{}, vdi.ErrRecordingRefused()
 	}
 	return recs, rec, nil
 }

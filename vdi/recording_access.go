@@ -2,6 +2,14 @@ package vdi
 
 import "context"
 
+// ErrRecordingRefused is the one refusal of a recording to a non-admin,
+// whatever the reason (another's, an unknown id, a pool that does not
+// allow it), so that ids cannot be probed.
+func ErrRecordingRefused() error {
+	return Errorf(EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
+		"Only admins may play back this recording.")
+}
+
 // MayPlayRecording says whether id may play back (or download) a recording
 // of login's session on the desktop ref: admins always; the user whose
 // session it was only while the desktop's pool has OwnRecordings on.
@@ -10,8 +18,7 @@ func (s *Service) MayPlayRecording(ctx context.Context, id Identity, login strin
 	if id.Admin {
 		return nil
 	}
-	refuse := Errorf(EForbidden, "Ask an admin to play it back, or to let users play their own recordings of this pool.",
-		"Only admins may play back this recording.")
+	refuse := ErrRecordingRefused()
 	if login != id.Login {
 		return refuse
 	}
