@@ -2,7 +2,7 @@
 BIN        := bin/corral-vdi-portal
 GO         ?= go
 GOFLAGS    ?=
-TEST_FLAGS ?= -count=1 -timeout 20m
+TEST_FLAGS ?= -count=1 -timeout 30m
 .DEFAULT_GOAL := help
 
 .PHONY: help deps test-deps assets generate build run test e2e bench bench-wan soak fuzz lint clean
@@ -90,5 +90,5 @@ release: ## VERSION=vX.Y.Z: dist/ gets the kube image (OCI tarball), install.yam
 image-binary: ## build the static binary both container images ship (the Dockerfile's build step, outside Docker)
 	bash scripts/build-binary.sh
 
-docs: ## regenerate docs/configuration.md from the flags
+docs: ## regenerate docs/configuration.md from the settings table (portal/config_table.go)
 	$(GO) test ./portal -run TestConfigReference -update -count=1

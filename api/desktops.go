@@ -29,6 +29,10 @@ type Connect struct {
 	Console  vdi.ConsolePolicy `json:"console"`
 	Recorded bool              `json:"recorded,omitempty"`
 	Notice   string            `json:"notice,omitempty"`
+	// Asks names the holder whose consent the caller's console waits for
+	// (the pool's watch policy is consent and the caller is not the
+	// holder), so that the page says whom it waits for.
+	Asks string `json:"asks,omitempty"`
 }
 
 // ConnectOption is one way to open a desktop's console. RDP options also

@@ -1,6 +1,10 @@
 package api
 
-import "github.com/corral-dev/corral-vdi-portal/vdi"
+import (
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
 
 // Policy is a pool policy as clients write it: Go durations such as "15m"
 // or "8h" (empty means the portal default (grace) or off); the clipboard
@@ -31,7 +35,10 @@ type PoolCreate struct {
 	Policy    Policy     `json:"policy,omitzero"`
 	Access    vdi.Access `json:"access,omitzero"`
 	Limits    vdi.Limits `json:"limits,omitzero"`
-	Standby   int        `json:"standby,omitempty"`
+	// Standby is a number of free members kept on, or {"min", "max"} to
+	// follow demand; StandbySchedule raises it in working hours.
+	Standby         vdi.Standby         `json:"standby,omitzero"`
+	StandbySchedule vdi.StandbySchedule `json:"standbySchedule,omitzero"`
 	// LicensesAcknowledged is the admin's word that they hold the licences
 	// a pool of Windows desktops needs (vdi.Pool.LicensesAcknowledged).
 	LicensesAcknowledged bool `json:"licensesAcknowledged"`
@@ -40,9 +47,28 @@ type PoolCreate struct {
 // PoolPatch is the body of PATCH /api/vdi/pools/{ns}/{pool}: what it
 // holds changes, what it leaves out stays.
 type PoolPatch struct {
-	Size    *int        `json:"size,omitempty"`
-	Policy  *Policy     `json:"policy,omitempty"`
-	Access  *vdi.Access `json:"access,omitempty"`
-	Limits  *vdi.Limits `json:"limits,omitempty"`
-	Standby *int        `json:"standby,omitempty"`
+	Size    *int         `json:"size,omitempty"`
+	Policy  *Policy      `json:"policy,omitempty"`
+	Access  *vdi.Access  `json:"access,omitempty"`
+	Limits  *vdi.Limits  `json:"limits,omitempty"`
+	Standby *vdi.Standby `json:"standby,omitempty"`
+	// StandbySchedule replaces the pool's schedule; {} removes it.
+	StandbySchedule *vdi.StandbySchedule `json:"standbySchedule,omitempty"`
+}
+
+// PolicyOf is p as clients write it, so that a client can change one field
+// of a pool's policy and send back the rest unchanged (PATCH replaces the
+// whole policy).
+func PolicyOf(p vdi.Policy) Policy {
+	d := func(x time.Duration) string {
+		if x == 0 {
+			return ""
+		}
+		return x.String()
+	}
+	ft := p.FileTransfer
+	audio := p.Audio.On()
+	return Policy{DisconnectGrace: d(p.DisconnectGrace), MaxSession: d(p.MaxSession), IdleTimeout: d(p.IdleTimeout),
+		Clipboard: p.Clipboard, FileTransfer: &ft, Audio: &audio, Record: p.Record, RecordInput: p.RecordInput,
+		OwnRecordings: p.OwnRecordings, Watch: p.Watch, Network: p.Network}
 }

@@ -19,11 +19,9 @@ type accessFlagSet struct {
 	fs            *Flags
 	users, groups string
 	perUser       int
-	standby       int
 	usersSet      bool
 	groupsSet     bool
 	perUserWasSet bool
-	standbySet    bool
 }
 
 // accessFlags adds -access-users, -access-groups and -desktops-per-user to f.
@@ -32,7 +30,6 @@ func accessFlags(f *Flags) *accessFlagSet {
 	f.StringVar(&a.users, "access-users", "", "logins who may use the pool, comma-separated; with -access-groups empty for both: everyone signed in")
 	f.StringVar(&a.groups, "access-groups", "", "groups whose members may use the pool, comma-separated")
 	f.IntVar(&a.perUser, "desktops-per-user", 0, "desktops of the pool one user may hold; 0: no limit beyond the portal's")
-	f.IntVar(&a.standby, "standby", 0, "free desktops kept powered on, so that a claim needs no boot; 0: none")
 	return a
 }
 
@@ -46,8 +43,6 @@ func (a *accessFlagSet) set() {
 			a.groupsSet = true
 		case "desktops-per-user":
 			a.perUserWasSet = true
-		case "standby":
-			a.standbySet = true
 		}
 	})
 }
@@ -70,31 +65,52 @@ func (a *accessFlagSet) limits() *vdi.Limits {
 	return &vdi.Limits{DesktopsPerUser: a.perUser}
 }
 
-// standbyCount returns the standby the flags give, or nil when not given.
-func (a *accessFlagSet) standbyCount() *int {
-	a.set()
-	if !a.standbySet {
-		return nil
-	}
-	return &a.standby
-}
-
-// runPoolUpdate is `corral-vdi-portal pool update NS/POOL`: who may use
+// runPoolUpdate is `corral-vdi-portal pool update NS/POOL`: its policy
+// (the flags given change; the rest of the policy stays as it is), who may use
 // the pool and what one user may hold of it.
 func runPoolUpdate(ctx context.Context, e Env, args []string) error {
-	f := NewFlags(e, "pool update", "NS/POOL [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N]")
+	f := NewFlags(e, "pool update", "NS/POOL [policy flags as pool create's: -idle-timeout D, -watch W, -network N, ...] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N | -standby-min N -standby-max M] [-standby-schedule S]")
+	f.Examples = `  corral-vdi-portal pool update local/demo -idle-timeout 1h -watch consent
+  corral-vdi-portal pool update local/exam -network none -access-groups students
+  corral-vdi-portal pool update local/office -standby-min 1 -standby-max 20 -standby-schedule "mon-fri 08:00-18:00 10 Europe/Berlin"`
 	acc := accessFlags(f)
-	_, path, err := f.parseRef(args, "POOL")
+	pol := policyFlags(f)
+	sb := standbyFlags(f)
+	arg, path, err := f.parseRef(args, "POOL")
 	if err != nil {
 		return err
 	}
-	body := api.PoolPatch{Access: acc.access(), Limits: acc.limits(), Standby: acc.standbyCount()}
+	body := api.PoolPatch{Access: acc.access(), Limits: acc.limits()}
+	if body.Standby, err = sb.standby(); err != nil {
+		return err
+	}
+	if body.StandbySchedule, err = sb.standbySchedule(); err != nil {
+		return err
+	}
+	var policy api.Policy
+	if given, err := pol.apply(&policy); err != nil {
+		return err
+	} else if given {
+		body.Policy = &policy
+	}
 	if body == (api.PoolPatch{}) {
-		return errors.New("pool update: say what to change: -access-users, -access-groups, -desktops-per-user or -standby")
+		return errors.New("pool update: say what to change: " + policyFlagNames + "; -access-users, -access-groups, -desktops-per-user, -standby, -standby-min/-standby-max or -standby-schedule")
 	}
 	c, err := f.client()
 	if err != nil {
 		return err
+	}
+	if body.Policy != nil {
+		// PATCH replaces the whole policy: start from the pool's own.
+		ns, name, _ := strings.Cut(arg, "/")
+		p, err := findPool(ctx, c, ns, name)
+		if err != nil {
+			return err
+		}
+		policy = api.PolicyOf(p.Policy)
+		if _, err := pol.apply(&policy); err != nil {
+			return err
+		}
 	}
 	raw, err := c.do(ctx, http.MethodPatch, "/api/vdi/pools/"+path, body)
 	if err != nil {
@@ -108,7 +124,11 @@ func runPoolUpdate(ctx context.Context, e Env, args []string) error {
 	if p.Limits.DesktopsPerUser > 0 {
 		per = strconv.Itoa(p.Limits.DesktopsPerUser) + " per user"
 	}
-	return f.done(raw, "pool %s/%s is for %s; %s; standby %d", p.Namespace, p.Name, p.Access, per, p.Standby)
+	saved := ""
+	if body.Policy != nil {
+		saved = "policy saved; "
+	}
+	return f.done(raw, "pool %s/%s: %sfor %s; %s; standby %s; schedule %s", p.Namespace, p.Name, saved, p.Access, per, p.Standby, p.StandbySchedule)
 }
 
 // splitList returns the items of a comma-separated list, without blanks.

@@ -45,9 +45,10 @@ func runPool(ctx context.Context, e Env, args []string) error {
 
 // runPoolCreate is `corral-vdi-portal pool create`.
 func runPoolCreate(ctx context.Context, e Env, args []string) error {
-	f := NewFlags(e, "pool create", "NAME|-name N [-n|-namespace NS] [--from S] [--ephemeral] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N] [-i-have-licenses]")
+	f := NewFlags(e, "pool create", "NAME|-name N [-n|-namespace NS] [--from S] [--ephemeral] [-kind vm|ct] [-mode persistent|ephemeral] [-source S] [-size K] [-disconnect-grace D] [-max-session D] [-idle-timeout D] [-clipboard both|to-desktop|from-desktop|off] [-files both|upload|download|off] [-audio=false] [-record [-record-input]] [-own-recordings] [-watch notify|consent|off] [-network outbound|none] [-access-users L,..] [-access-groups G,..] [-desktops-per-user N] [-standby N | -standby-min N -standby-max M] [-standby-schedule S] [-i-have-licenses]")
 	var req api.PoolCreate
 	acc := accessFlags(f)
+	sb := standbyFlags(f)
 	f.StringVar(&req.Name, "name", "", "the pool's name, a DNS label")
 	f.StringVar(&req.Namespace, "namespace", "", "the pool's namespace; default local (the embedded default's)")
 	f.StringVar(&req.Namespace, "n", "", "short for -namespace")
@@ -58,15 +59,13 @@ func runPoolCreate(ctx context.Context, e Env, args []string) error {
 	f.StringVar(&from, "from", "", "the golden VM the desktops are cloned from (a vm pool unless -kind says otherwise; \"session\" is the local backend's session desktop)")
 	ephemeral := f.Bool("ephemeral", false, "same as -mode ephemeral")
 	f.IntVar(&req.Size, "size", 1, "how many desktops")
-	f.StringVar(&req.Policy.DisconnectGrace, "disconnect-grace", "", "reclaim this long after the last console closes, e.g. 15m; default the portal's")
-	f.StringVar(&req.Policy.MaxSession, "max-session", "", "longest claim, e.g. 8h; default off")
-	f.StringVar(&req.Policy.IdleTimeout, "idle-timeout", "", "reclaim after no input this long, e.g. 1h; default off")
-	f.StringVar((*string)(&req.Policy.Clipboard), "clipboard", "", "which way console clipboards carry text: both, to-desktop, from-desktop or off; default both")
-	f.StringVar((*string)(&req.Policy.Network), "network", "", "what the pool's local desktops may reach: outbound or none; default the portal's (CORRAL_VDI_DESKTOP_NETWORK)")
+	pol := policyFlags(f)
 	f.BoolVar(&req.LicensesAcknowledged, "i-have-licenses", false, "you hold the licences Windows desktops need (Windows Enterprise E3/E5 or VDA, or RDS CALs): required for a Windows golden VM pool above one desktop")
 	f.Examples = `  corral-vdi-portal pool create demo --from session --size 3 --ephemeral
   corral-vdi-portal pool create win --from win11-golden --kind vm --size 5 -n vdi --i-have-licenses
-  corral-vdi-portal pool create lab -kind vm -source tiny -size 2 -mode persistent -idle-timeout 1h`
+  corral-vdi-portal pool create lab -kind vm -source tiny -size 2 -mode persistent -idle-timeout 1h
+  corral-vdi-portal pool create exam --from session --size 20 -record -own-recordings -network none -files off
+  corral-vdi-portal pool create office --from session --size 40 -standby-min 1 -standby-max 20 -standby-schedule "mon-fri 08:00-18:00 10 Europe/Berlin"`
 	pos, err := f.parseFlags(args)
 	if err != nil {
 		return err
@@ -92,6 +91,9 @@ func runPoolCreate(ctx context.Context, e Env, args []string) error {
 			req.Kind = vdi.KindVM // the walkthrough's GOLDEN is a VM
 		}
 	}
+	if _, err := pol.apply(&req.Policy); err != nil {
+		return err
+	}
 	if *ephemeral {
 		if req.Mode != "" && req.Mode != vdi.ModeEphemeral {
 			return usagef("pool create: --ephemeral and -mode %s contradict each other", req.Mode)
@@ -104,8 +106,15 @@ func runPoolCreate(ctx context.Context, e Env, args []string) error {
 	if l := acc.limits(); l != nil {
 		req.Limits = *l
 	}
-	if n := acc.standbyCount(); n != nil {
-		req.Standby = *n
+	if st, err := sb.standby(); err != nil {
+		return err
+	} else if st != nil {
+		req.Standby = *st
+	}
+	if sched, err := sb.standbySchedule(); err != nil {
+		return err
+	} else if sched != nil {
+		req.StandbySchedule = *sched
 	}
 	c, err := f.client()
 	if err != nil {

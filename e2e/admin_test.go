@@ -97,10 +97,7 @@ lines:
 // history with filters and CSV.
 func TestAdmin_DashboardActions(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
-	var alices desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &alices); code != 200 {
-		t.Fatalf("alice's claim: %d", code)
-	}
+	alices := mustClaim(t, p, "alice", "demo")
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "ops", "/admin")
@@ -151,10 +148,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 	t.Run("LiveUpdateWithoutReload", func(t *testing.T) {
 		_, err := page.Evaluate(`() => { window.notReloaded = true; }`, nil)
 		must(t, err)
-		var d desktop
-		if code := p.API(t, "dave", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-			t.Fatalf("dave's claim: %d", code)
-		}
+		d := mustClaim(t, p, "dave", "demo")
 		must(t, expect.Locator(memberRow(page, d.Name).GetByTestId("holder")).ToHaveText("dave"))
 		if v, err := page.Evaluate(`() => window.notReloaded === true`, nil); err != nil || v != true {
 			t.Errorf("the dashboard reloaded to show dave's claim; want a live update")

@@ -41,7 +41,15 @@ func TestAttack_PortalServiceAccount(t *testing.T) {
 		{"VMCreate", pool, "kubevirt.io", "virtualmachines", "", "create", false},
 		{"VMRestart", pool, "subresources.kubevirt.io", "virtualmachines", "restart", "update", false},
 		{"BindAnything", pool, "rbac.authorization.k8s.io", "rolebindings", "", "create", false},
+		// The backend's caches watch what it lists, where it lists it:
+		// no watch of Secrets, nor of Pods or ConfigMaps elsewhere.
+		{"WatchSecretsInPoolNamespace", pool, "", "secrets", "", "watch", false},
+		{"WatchPodsInKubeSystem", "kube-system", "", "pods", "", "watch", false},
+		{"WatchConfigMapsInDefault", "default", "", "configmaps", "", "watch", false},
+		{"WatchPodsCluster-wide", "", "", "pods", "", "watch", false},
 		// What the portal does, where it does it.
+		{"WatchVMsInPoolNamespace", pool, "kubevirt.io", "virtualmachines", "", "watch", true},
+		{"WatchPodsInPoolNamespace", pool, "", "pods", "", "watch", true},
 		{"ExecInPoolNamespace", pool, "", "pods", "exec", "create", true},
 		{"PodInPoolNamespace", pool, "", "pods", "", "create", true},
 		{"NodesCluster-wide", "", "", "nodes", "", "list", true},

@@ -41,10 +41,7 @@ func TestAttack_SymlinkSwapDuringRelease(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644)
 	}
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2")
-	var b desktop
-	if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/demo/claim", &b); code != 200 {
-		t.Fatalf("bob's claim: %d", code)
-	}
+	b := mustClaim(t, p, "bob", "demo")
 	bob := openTerminal(t, p, "bob", b.Name)
 	bob.run("mkdir -p /tmp/w && chmod 777 /tmp/w && ln -sfn "+victim+" /tmp/alt && (setsid "+swapScript+" </dev/null >/dev/null 2>&1 &)", 10*time.Second)
 	for round := range 5 {

@@ -349,6 +349,8 @@ func attacks() []attack {
 					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
 					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
 					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+					{251, 0, 1, 0, 0, 200, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 200, 0, 0, 0, 0}, // SetDesktopSize 256x200
+					{250, 0, 1, 3}, // xvp reboot
 				})
 				return res
 			},
@@ -364,8 +366,10 @@ func attacks() []attack {
 					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+admin+"&limit=1", &ss)
 					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
 				})
-				if s.BytesIn != 14 || !s.LastInput.IsZero() {
-					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake, no input", s.BytesIn, s.LastInput)
+				// 14 bytes of handshake and the portal's 12-byte SetEncodings
+				// (relay.RFBViewOnly): nothing the watcher sent after it.
+				if s.BytesIn != 14+12 || !s.LastInput.IsZero() {
+					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake and the portal's 12, no input", s.BytesIn, s.LastInput)
 				}
 			},
 		},
@@ -581,6 +585,8 @@ func attacks() []attack {
 	rows = append(rows, recordingAttacks()...)
 	rows = append(rows, recordingDeleteAttacks()...)
 	rows = append(rows, consoleUXAttacks()...)
+	rows = append(rows, peerAttacks()...)
+	rows = append(rows, standbyAttacks()...)
 	return append(usbAttacks(), rows...)
 }
 
@@ -590,10 +596,7 @@ func newArena(t *testing.T, env []string) *arena {
 	t.Helper()
 	p := MustStartPortal(t, append(append([]string{}, suiteEnv...), env...)...)
 	a := &arena{p: p, host: strings.TrimPrefix(p.URL, "http://"), state: map[string]any{}}
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("alice claims: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	a.victim = d.Name
 	if code := p.API(t, "mallory", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
 		t.Fatalf("mallory claims: %d", code)

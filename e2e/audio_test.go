@@ -20,10 +20,7 @@ func TestAudio_ToneReachesThePage(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(15000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	var mu sync.Mutex
 	var sockets []playwright.WebSocket

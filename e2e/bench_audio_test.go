@@ -25,10 +25,7 @@ func TestBench_Audio(t *testing.T) {
 		secs = 10
 	}
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	shell := openGuestShell(t, p, "alice", d.Name)
 	waitFor(t, 15*time.Second, "the desktop's sound server", func() bool {
 		return !strings.Contains(shell.run("pactl info >/dev/null 2>&1 || echo NO''SOUND"), "NOSOUND")

@@ -77,8 +77,10 @@ const firstPixelWatch = `(() => {
 // time went, in ms since the click: the claim answered (claimed: the POST
 // and its redirect), the console page's HTML in (html) and parsed (dom),
 // /connect asked and answered (connectSent, connect), the wasm fetched, the
-// page's own performance measures where each ended (rdp-import, rdp-wasm,
-// rdp-load, rdp-connect, vnc-import), the console websocket created, open
+// page's own performance measures where each ended (page-run: the console
+// page's script starts; connect-read: it has /connect's answer; ws-early:
+// the VNC websocket opened as the page starts; vnc-open, vnc-import,
+// rdp-import, rdp-wasm, rdp-load, rdp-connect), the console websocket created, open
 // and first answered (wsNew, wsOpen, wsFirstMessage), signed in (connected:
 // the status says so), the first frame's bytes in (frameIn: the first
 // message of 4 KiB or more after that) and the first pixels (first).

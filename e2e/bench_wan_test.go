@@ -94,10 +94,7 @@ func TestBench_WAN(t *testing.T) {
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "wan", "size": 1}`, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/wan/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "wan")
 	link := mustWANLink(t, p)
 	b := mustLaunchBrowserIn(t, link)
 	g := openGuestShell(t, p, "alice", d.Name)

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
@@ -112,7 +116,36 @@ func (b *Browser) MustNewPage(tb testing.TB, width, height int) playwright.Page 
 		tb.Fatal(err)
 	}
 	page.SetDefaultTimeout(15000)
+	keepBrowserErrors(tb, page, fmt.Sprintf("%dx%d", width, height))
 	return page
+}
+
+// keepBrowserErrors logs the page's console errors and warnings and its
+// uncaught exceptions when the test fails: what the browser saw is often
+// the only clue to why a console closed.
+func keepBrowserErrors(tb testing.TB, page playwright.Page, size string) {
+	var mu sync.Mutex
+	var lines []string
+	keep := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) < 200 {
+			lines = append(lines, time.Now().Format("15:04:05.000")+" "+line)
+		}
+	}
+	page.OnConsole(func(m playwright.ConsoleMessage) {
+		if m.Type() == "error" || m.Type() == "warning" {
+			keep(m.Type() + ": " + m.Text())
+		}
+	})
+	page.OnPageError(func(err error) { keep("uncaught: " + err.Error()) })
+	tb.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if tb.Failed() && len(lines) > 0 {
+			tb.Logf("browser console (%s page):\n%s", size, strings.Join(lines, "\n"))
+		}
+	})
 }
 
 // screenshot saves a full-page screenshot under e2e/output/ (gitignored)

@@ -65,10 +65,7 @@ func TestCLI_Walkthrough(t *testing.T) {
 		t.Fatalf("the web's pools after create: %d %+v; want walk with 3 free", code, pools)
 	}
 
-	var d desktop
-	if code := p.API(t, "erin", "POST", "/api/vdi/pools/local/walk/claim", &d); code != 200 {
-		t.Fatalf("erin claims on the web: %d", code)
-	}
+	d := mustClaim(t, p, "erin", "walk")
 	out := p.mustCLI(t, "pool", "list", "local/walk")
 	if f := fields(out, "local/"+d.Name); len(f) < 4 || f[2] != "erin" || f[3] != "running" {
 		t.Fatalf("pool list row of erin's %s: %q in\n%s", d.Name, f, out)

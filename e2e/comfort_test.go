@@ -119,10 +119,7 @@ func TestComfort_VNC(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(15000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -351,10 +348,7 @@ func TestComfort_Reconnect(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(15000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -388,10 +382,22 @@ func TestComfort_KioskKeys(t *testing.T) {
 	}
 	box, err := page.Locator("#screen canvas").BoundingBox()
 	must(t, err)
-	must(t, page.Mouse().Click(box.X+200, box.Y+200)) // focus the terminal window
-	_, err = page.Evaluate(`() => { const r = document.getElementById('screen').rfb;
-		for (const ch of 'cat > ~/kiosk-keys.log') r.sendKey(ch.charCodeAt(0)); r.sendKey(0xff0d); }`)
-	must(t, err)
+	typeLine := func(line string) {
+		_, err := page.Evaluate(`(line) => { const r = document.getElementById('screen').rfb;
+			r.sendKey(0xff0d); for (const ch of line) r.sendKey(ch.charCodeAt(0)); r.sendKey(0xff0d); }`, line)
+		must(t, err)
+	}
+	// The console connects as the desktop starts: its terminal window may
+	// not be up or focused yet. Type until the shell shows it has the keys.
+	ready := filepath.Join(p.homeOf(mine[0].Name), "kiosk-ready")
+	if !eventually(10*time.Second, func() bool {
+		must(t, page.Mouse().Click(box.X+200, box.Y+200)) // focus the terminal window
+		typeLine("touch ~/kiosk-ready")
+		return eventually(time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
+	}) {
+		t.Fatalf("typing into the kiosk's desktop terminal did not create %s", ready)
+	}
+	typeLine("cat > ~/kiosk-keys.log")
 	time.Sleep(500 * time.Millisecond)
 	must(t, page.Keyboard().Press("Control+Alt+Shift+K"))
 	must(t, expect.Locator(page.GetByTestId("kiosk-overlay")).ToBeVisible())

@@ -3,6 +3,7 @@ package e2e
 import (
 	"regexp"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,7 @@ func mustVNCDesktop(t *testing.T) (*Portal, string) {
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "q", "size": 1}`, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/q/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "q")
 	return p, d.Name
 }
 
@@ -82,4 +80,30 @@ func TestConsole_VNCQualityAutoOverWAN(t *testing.T) {
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	waitQuality(t, page, "auto fast 3 2")
+}
+
+// TestConsole_VNCQualityAutoRemeasures forces a first round trip that a
+// busy moment made long: the page's first three /healthz answers are held
+// 60 ms, so Auto starts Fast; its next measure, a few seconds on, sees
+// loopback and turns Sharp.
+func TestConsole_VNCQualityAutoRemeasures(t *testing.T) {
+	p, member := mustVNCDesktop(t)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	var mu sync.Mutex
+	held := 0
+	must(t, page.Route("**/healthz", func(r playwright.Route) {
+		mu.Lock()
+		slow := held < 3
+		held++
+		mu.Unlock()
+		if slow {
+			time.Sleep(60 * time.Millisecond)
+		}
+		r.Continue()
+	}))
+	expect := playwright.NewPlaywrightAssertions(30000)
+	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	waitQuality(t, page, "auto fast 3 2")
+	waitQuality(t, page, "auto sharp 8 2")
 }

@@ -141,10 +141,7 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles its wasm first
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -179,10 +176,7 @@ func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(20000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -297,10 +291,7 @@ func TestConsoleUX_EndedCard(t *testing.T) {
 		})
 	}
 	t.Run("unreachable", func(t *testing.T) {
-		var d desktop
-		if code := p.API(t, "user9", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-			t.Fatalf("claim: %d", code)
-		}
+		d := mustClaim(t, p, "user9", "demo")
 		page := uxPage(t, b, 1280, 800, false)
 		signIn(t, page, p, "user9", "/desktops/local/"+d.Name)
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -319,16 +310,14 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(20000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	for _, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
 			page := uxPage(t, b, s.width, s.height, s.touch)
 			signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+			before := settledDesktopSize(t, page)
 			admin := b.MustNewPage(t, 1280, 800)
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
@@ -336,6 +325,12 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 			must(t, playwright.NewPlaywrightAssertions(2000).Locator(page.GetByTestId("watch-notice")).ToHaveText("boss is watching this desktop (view only)."))
 			t.Logf("the notice showed %v after the admin's view connected", time.Since(watching).Round(time.Millisecond))
 			screenshot(t, page, "watched")
+			// The notice lies over the desktop: it never resizes it (a resize
+			// as a viewer joins also makes Xvnc close that viewer).
+			time.Sleep(1500 * time.Millisecond) // noVNC asks for a new size 0.5 s after the layout changes
+			if after := desktopSizeOf(t, page); after != before {
+				t.Errorf("the holder's desktop went from %s to %s when the watch began; want it left alone", before, after)
+			}
 			must(t, admin.Close())
 			must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-notice")).ToBeHidden())
 			must(t, page.Close())
@@ -356,10 +351,7 @@ func TestConsoleUX_FullPoolReloadNeverClaims(t *testing.T) {
 			signIn(t, page, p, "bob", "/")
 			get := page.Locator(`[data-pool="demo"]`).GetByTestId("get-desktop")
 			must(t, get.WaitFor())
-			var d desktop
-			if code := p.API(t, "carol", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-				t.Fatalf("carol claims: %d", code)
-			}
+			d := mustClaim(t, p, "carol", "demo")
 			must(t, get.Click())
 			must(t, page.WaitForURL(regexp.MustCompile(`/\?notice=full&about=local%2Fdemo$`)))
 			must(t, expect.Locator(page.GetByTestId("notice")).ToContainText("No desktop of pool local/demo is free right now."))
@@ -475,16 +467,13 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 	if res == nil || res.StatusCode != 403 {
 		t.Errorf("watching a watch-off pool's desktop: %v; want 403", status(res))
 	}
-	// RDP cannot wait for consent: others are kept off it unless the pool
-	// lets admins in unasked.
-	for _, m := range []string{private.Name, helped.Name} {
-		ws, res, err := dialWS(p, "boss", "/ws/rdp/local/"+m, p.URL)
-		if err == nil {
-			ws.Close()
-			t.Errorf("an admin opened the RDP console of %s against its watch policy", m)
-		} else if res == nil || res.StatusCode != 403 {
-			t.Errorf("RDP of %s by an admin: %v; want 403", m, status(res))
-		}
+	// RDP too (its consent is TestRDPWatch_Consent's).
+	ws, res, err = dialWS(p, "boss", "/ws/rdp/local/"+private.Name, p.URL)
+	if err == nil {
+		ws.Close()
+		t.Error("an admin opened the RDP console of a pool whose watch policy is off")
+	} else if res == nil || res.StatusCode != 403 {
+		t.Errorf("RDP of a watch-off pool's desktop by an admin: %v; want 403", status(res))
 	}
 }
 
@@ -549,4 +538,31 @@ func TestConsoleUX_AdminPoolDialog(t *testing.T) {
 		t.Errorf("a pool card's table scrolls sideways on a phone (%v)", err)
 	}
 	screenshot(t, page, "dashboard-phone")
+}
+
+// settledDesktopSize waits until the desktop has taken the page's size
+// (it keeps the last console's until noVNC's resize is answered) and
+// returns it.
+func settledDesktopSize(t *testing.T, page playwright.Page) string {
+	t.Helper()
+	last := desktopSizeOf(t, page)
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		time.Sleep(time.Second)
+		now := desktopSizeOf(t, page)
+		if now == last && now != "" {
+			return now
+		}
+		last = now
+	}
+	t.Fatalf("the desktop's size did not settle: last %s", last)
+	return ""
+}
+
+// desktopSizeOf is the size of the desktop a VNC console page shows, as
+// "WxH" of noVNC's canvas.
+func desktopSizeOf(t *testing.T, page playwright.Page) string {
+	t.Helper()
+	v, err := page.Evaluate(`() => { const c = document.querySelector('#screen canvas'); return c ? c.width + 'x' + c.height : ''; }`)
+	must(t, err)
+	return fmt.Sprint(v)
 }

@@ -257,6 +257,57 @@ func attackFromInside(t *testing.T, p *Portal, nproc int) {
 	if strings.Contains(p.Log(), `login=admin`) {
 		t.Errorf("the portal logged an admin identity:\n%s", p.Log())
 	}
+	blindForgedLoop(t, p, term, u.Port(), b.Name) // last: its control releases bob's desktop
+}
+
+// blindForgedLoop is the issue's first attack from alice's terminal: a
+// forged admin header sent to the portal's loopback port and the socket
+// closed at once, again and again, asking to release bob's desktop, end
+// his sessions and open pool demo to mallory. Nothing may change.
+func blindForgedLoop(t *testing.T, p *Portal, term *terminal, port, bobs string) {
+	t.Helper()
+	host := "127.0.0.1:" + port
+	// wait reads each answer before closing: the control's way.
+	script := func(rounds int, wait string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "sent=0; for i in $(seq %d); do ", rounds)
+		for _, r := range []forgedRequest{
+			{"POST", "/api/vdi/desktops/local/" + bobs + "/release", ""},
+			{"POST", "/api/vdi/users/bob/end-sessions", ""},
+			{"PATCH", "/api/vdi/pools/local/demo", `{"access":{"users":["mallory"]}}`},
+		} {
+			fmt.Fprintf(&b, "exec 3<>/dev/tcp/%s 2>/dev/null && printf '%%s' %s >&3 && sent=$((sent+1)) %s; exec 3>&-; ",
+				strings.Replace(host, ":", "/", 1), shellQuote(r.raw(host, "admin")), wait)
+		}
+		b.WriteString("done; echo BLIND-SENT-$sent")
+		return b.String()
+	}
+	out := term.run(script(40, ""), 60*time.Second)
+	var d desktop
+	if code := p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+bobs, &d); code != 200 || d.Holder != "bob" || d.Power != "running" {
+		t.Errorf("attack forged-header-send-and-close SUCCEEDED: bob's desktop is %d %+v after it (%s)", code, d, out)
+	}
+	var pools []struct {
+		Name string `json:"name"`
+	}
+	p.API(t, "alice", "GET", "/api/vdi/pools", &pools)
+	if len(pools) == 0 {
+		t.Errorf("attack forged-header-send-and-close SUCCEEDED: pool demo is no longer alice's to see (%s)", out)
+	}
+	t.Logf("attack forged-header-send-and-close: nothing changed (%s)", regexp.MustCompile(`BLIND-SENT-\d+`).FindString(out))
+	// Control: the same requests from the host as root (a trusted local
+	// user), each answer read before the close (a blind one fails closed
+	// even for root), release bob's desktop, so the check above can tell.
+	ctl, err := exec.Command("bash", "-c", script(1, "&& head -1 <&3")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("control of forged-header-send-and-close: %v: %s", err, ctl)
+	}
+	if !eventually(10*time.Second, func() bool {
+		d = desktop{}
+		return p.API(t, "bob", "GET", "/api/vdi/desktops/local/"+bobs, &d) != 200 || d.Holder != "bob"
+	}) {
+		t.Errorf("control: the blind loop as root on the host left bob's desktop %+v; want it released (the script cannot tell success): %s", d, ctl)
+	}
 }
 
 // uidOf returns the uid a process runs as.

@@ -18,10 +18,7 @@ func TestFiles_Console(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(15000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))

@@ -255,10 +255,7 @@ func TestAuthz_EveryRoute(t *testing.T) {
 	src, err := os.ReadFile("../handlers/routes.go")
 	must(t, err)
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=1")
-	var a desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &a); code != 200 {
-		t.Fatalf("alice's claim: %d", code)
-	}
+	a := mustClaim(t, p, "alice", "demo")
 	fill := strings.NewReplacer("{ns}", "local", "{member}", a.Name, "{pool}", "demo", "{protocol}", "vnc", "{$}", "")
 	wildcard := regexp.MustCompile(`\{[a-z]+(\.\.\.)?\}`)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

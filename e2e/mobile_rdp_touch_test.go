@@ -112,10 +112,7 @@ func TestMobile_TouchToRDP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles 6 MB of wasm first
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPhonePage(t, 390, 844)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=rdp")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))

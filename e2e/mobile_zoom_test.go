@@ -141,10 +141,7 @@ func (g *guestShell) active() string {
 func TestMobile_PinchZoom(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	for _, c := range []struct {
 		protocol string
 		width    int
@@ -262,10 +259,7 @@ func TestMobile_KeyboardToRDP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(45000)
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPhonePage(t, 390, 844)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=rdp")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))

@@ -79,6 +79,13 @@ func MustStartPortalAsNobody(tb testing.TB, env ...string) *Portal {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { removeData(data) })
+	return startPortalAsNobodyIn(tb, data, env...)
+}
+
+// startPortalAsNobodyIn starts a portal as nobody on data, like
+// MustStartPortalAsNobody (a restart passes the same data).
+func startPortalAsNobodyIn(tb testing.TB, data string, env ...string) *Portal {
+	tb.Helper()
 	if err := os.Chown(data, nobody, nobody); err != nil {
 		tb.Fatal(err)
 	}
@@ -146,6 +153,9 @@ func (p *Portal) Stop(tb testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
+	if tb.Failed() {
+		tb.Logf("desktop logs:\n%s", p.desktopLogs())
+	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -163,6 +173,20 @@ func (p *Portal) Stop(tb testing.TB) {
 	}
 }
 
+// desktopLogs returns the last lines of every running local desktop's
+// process logs (Xvnc says there why it closed a client), read before the
+// portal stops the desktops and removes them.
+func (p *Portal) desktopLogs() string {
+	files, _ := filepath.Glob(filepath.Join(p.DataDir, "local", "members", "*", "*", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		buf, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+		fmt.Fprintf(&b, "== %s\n%s\n", strings.TrimPrefix(f, p.DataDir+"/"), strings.Join(lines[max(0, len(lines)-200):], "\n"))
+	}
+	return b.String()
+}
+
 // Log returns what the portal has logged so far.
 func (p *Portal) Log() string {
 	buf, _ := os.ReadFile(p.log.Name())
@@ -174,6 +198,17 @@ func (p *Portal) Log() string {
 func (p *Portal) API(tb testing.TB, user, method, path string, out any) int {
 	tb.Helper()
 	return p.APIBody(tb, user, method, path, "", out)
+}
+
+// mustClaim claims a desktop of the local pool as user, as Get a desktop
+// does, and fails the test unless the claim is answered 200.
+func mustClaim(tb testing.TB, p *Portal, user, pool string) desktop {
+	tb.Helper()
+	var d desktop
+	if code := p.API(tb, user, "POST", "/api/vdi/pools/local/"+pool+"/claim", &d); code != 200 {
+		tb.Fatalf("%s claims a desktop of %s: %d", user, pool, code)
+	}
+	return d
 }
 
 // APIBody is API with a JSON request body.

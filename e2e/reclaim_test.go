@@ -174,10 +174,7 @@ func TestReclaim_RestartKeepsTheDeadline(t *testing.T) {
 // user's desktop does not hold off the holder's disconnect grace.
 func TestReclaim_AdminWatchingDoesNotHoldTheClaim(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DISCONNECT_GRACE=5s", "CORRAL_VDI_RECLAIM_INTERVAL=500ms")
-	var d desktop
-	if code := p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", &d); code != 200 {
-		t.Fatalf("claim: %d", code)
-	}
+	d := mustClaim(t, p, "alice", "demo")
 	ws, _, err := dialConsole(p, "ops", d.Name, p.URL)
 	if err != nil {
 		t.Fatalf("admin's console: %v", err)

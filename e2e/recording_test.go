@@ -376,10 +376,7 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 		if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "keys", "size": 1, "policy": {"record": true, "recordInput": true}}`, nil); code != 201 {
 			t.Fatalf("create pool: %d", code)
 		}
-		var k desktop
-		if code := p.API(t, "bob", "POST", "/api/vdi/pools/local/keys/claim", &k); code != 200 {
-			t.Fatalf("claim: %d", code)
-		}
+		k := mustClaim(t, p, "bob", "keys")
 		ws, _, err := dialWS(p, "bob", "/ws/terminal/local/"+k.Name, p.URL)
 		must(t, err)
 		ws.WriteMessage(websocket.TextMessage, relay.ResizeMessage(relay.Resize{Cols: 100, Rows: 30}))

@@ -47,7 +47,7 @@ func adminOnly(fn handlerFunc) handlerFunc {
 }
 
 // handleAdminPage serves GET /admin: the pool dashboard.
-func (h *Handler) handleAdminPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleAdminPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	props, err := h.adminProps(r.Context(), id)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func (h *Handler) handleAdminPage(w http.ResponseWriter, r *http.Request, id vdi
 // the page fetches again every few seconds while it is visible. It is
 // gzipped when the browser accepts it: a thousand rows are ~800 KB of
 // HTML, ~35 KB compressed.
-func (h *Handler) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	props, err := h.adminProps(r.Context(), id)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (h *Handler) handleAdminLive(w http.ResponseWriter, r *http.Request, id vdi
 
 // adminProps reads the dashboard: pools, members, and each member's newest
 // open console from the session history.
-func (h *Handler) adminProps(ctx context.Context, id vdi.Identity) (views.AdminProps, error) {
+func (h *adminPages) adminProps(ctx context.Context, id vdi.Identity) (views.AdminProps, error) {
 	pools, err := h.admin.Dashboard(ctx, id)
 	if err != nil {
 		return views.AdminProps{}, err

@@ -17,7 +17,7 @@ import (
 
 // handleDesktopAssign serves POST /api/vdi/desktops/{ns}/{member}/assign:
 // an admin gives a free desktop to {user}.
-func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	var req api.Assign
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
@@ -36,17 +36,17 @@ func (h *Handler) handleDesktopAssign(w http.ResponseWriter, r *http.Request, id
 
 // handleDesktopRecreate serves POST /api/vdi/desktops/{ns}/{member}/recreate:
 // an admin makes a free desktop fresh from its pool's source.
-func (h *Handler) handleDesktopRecreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleDesktopRecreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))
 	if err := h.admin.Recreate(r.Context(), id, ref(r)); err != nil {
 		return err
 	}
-	return h.handleDesktopGet(w, r, id)
+	return h.desktopGet(w, r, id)
 }
 
 // handleShadowPage serves GET /admin/shadow/{ns}/{member}: an admin watches
 // a desktop's screen over VNC without sending input.
-func (h *Handler) handleShadowPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleShadowPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
 	if err != nil {
 		return err
@@ -76,21 +76,16 @@ type thumb struct {
 }
 
 // handleThumb serves GET /admin/thumbs/{ns}/{member} (admins): a PNG of a running
-// desktop's screen, taken over VNC at most once per thumbEvery.
-func (h *Handler) handleThumb(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+// desktop's screen, taken at most once per thumbEvery (see takeThumb).
+func (h *adminPages) handleThumb(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
 	h.thumbs.mu.Lock()
 	t, ok := h.thumbs.cache[ref]
 	h.thumbs.mu.Unlock()
 	if !ok || time.Since(t.at) >= thumbEvery {
-		conn, err := h.desktops.Dial(r.Context(), ref, vdi.ProtocolVNC)
+		img, err := h.takeThumb(r.Context(), ref)
 		if err != nil {
 			return err
-		}
-		img, err := snapshot.Take(conn, thumbWidth, time.Now().Add(5*time.Second))
-		conn.Close()
-		if err != nil {
-			return &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "No picture of " + ref.String() + ".", Hint: "The desktop may be starting; the dashboard tries again."}
 		}
 		var buf bytes.Buffer
 		if err := snapshot.PNG(&buf, img); err != nil {

@@ -61,7 +61,7 @@ func (l *audioListeners) take(ref vdi.Ref) (release func(), err error) {
 // audioProps returns the console page's speaker button for d, or nil where
 // there is no sound to play (a backend or desktop without it, or a pool
 // whose policy forbids it).
-func (h *Handler) audioProps(r *http.Request, d vdi.Desktop) *views.AudioProps {
+func (h *audioRoutes) audioProps(r *http.Request, d vdi.Desktop) *views.AudioProps {
 	if h.audio == nil || !d.Console.Audio || !h.audio.HasAudio(r.Context(), d.Ref()) {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (h *Handler) audioProps(r *http.Request, d vdi.Desktop) *views.AudioProps {
 // sound. The holder and admins may listen (as they may open its console),
 // where the pool's policy allows sound; everything is checked before the
 // upgrade. Releasing or reclaiming the desktop ends it.
-func (h *Handler) handleAudioSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
 	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
 	if err != nil {

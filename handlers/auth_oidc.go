@@ -21,7 +21,7 @@ type OIDCFlow interface {
 }
 
 // oidc returns the identifier's OIDC sign-in, or nil when it is off.
-func (h *Handler) oidc() OIDCFlow {
+func (h *signIn) oidc() OIDCFlow {
 	if o, ok := h.auth.(OIDCFlow); ok && o.OIDCProvider() != "" {
 		return o
 	}
@@ -29,7 +29,7 @@ func (h *Handler) oidc() OIDCFlow {
 }
 
 // handleOIDCLogin serves GET /auth/oidc/login: off to the provider.
-func (h *Handler) handleOIDCLogin(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) handleOIDCLogin(w http.ResponseWriter, r *http.Request) {
 	o := h.oidc()
 	if o == nil {
 		h.signInError(w, r, vdi.Errorf(vdi.ENotFound, "Ask an admin to set up OIDC sign-in.", "OIDC sign-in is off."))
@@ -44,7 +44,7 @@ func (h *Handler) handleOIDCLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleOIDCCallback serves GET /auth/oidc/callback: the provider's answer.
-func (h *Handler) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 	o := h.oidc()
 	if o == nil {
 		h.signInError(w, r, vdi.Errorf(vdi.ENotFound, "Ask an admin to set up OIDC sign-in.", "OIDC sign-in is off."))
@@ -59,7 +59,7 @@ func (h *Handler) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // signInError renders a failed sign-in as an error page.
-func (h *Handler) signInError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *signIn) signInError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, hint := h.errorText(r, err)
 	h.render(w, r, code, views.Error(views.ErrorProps{
 		Page: h.pageProps("Sign-in failed", vdi.Identity{}), Status: code, Msg: msg, Hint: hint,

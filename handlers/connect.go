@@ -47,6 +47,9 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if d.Recorded {
 		info.Recorded, info.Notice = true, recordingNotice
 	}
+	if d.Holder != "" && d.Holder != id.Login && d.Console.Watch == vdi.WatchConsent {
+		info.Asks = d.Holder
+	}
 	writeJSON(w, http.StatusOK, info)
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // handleDesktopsList serves GET /api/vdi/desktops (admins: ?all=1).
-func (h *Handler) handleDesktopsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	all := r.URL.Query().Get("all") == "1"
 	if all && !id.Admin {
 		return vdi.Errorf(vdi.EForbidden, "Leave out all=1 to list your own desktops.", "Only admins may list every desktop.")
@@ -28,7 +28,7 @@ func (h *Handler) handleDesktopsList(w http.ResponseWriter, r *http.Request, id 
 }
 
 // handleDesktopGet serves GET /api/vdi/desktops/{ns}/{member}.
-func (h *Handler) handleDesktopGet(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopGet(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (h *Handler) handleDesktopGet(w http.ResponseWriter, r *http.Request, id vd
 }
 
 // handleDesktopStart serves POST /api/vdi/desktops/{ns}/{member}/start.
-func (h *Handler) handleDesktopStart(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopStart(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))
 	if err := h.desktops.Start(r.Context(), id, ref(r)); err != nil {
 		return err
@@ -47,7 +47,7 @@ func (h *Handler) handleDesktopStart(w http.ResponseWriter, r *http.Request, id 
 }
 
 // handleDesktopStop serves POST /api/vdi/desktops/{ns}/{member}/stop.
-func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopStop(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))
 	if err := h.desktops.Stop(r.Context(), id, ref(r)); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (h *Handler) handleDesktopStop(w http.ResponseWriter, r *http.Request, id v
 }
 
 // handleDesktopRelease serves POST /api/vdi/desktops/{ns}/{member}/release.
-func (h *Handler) handleDesktopRelease(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopRelease(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	var req api.Release
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 )
 
 // endSessions signs login out everywhere on behalf of admin id.
-func (h *Handler) endSessions(r *http.Request, id vdi.Identity, login string) error {
+func (h *adminPages) endSessions(r *http.Request, id vdi.Identity, login string) error {
 	if !auth.ValidLogin(login) {
 		return vdi.Errorf(vdi.EInvalid, "Give the user name as they sign in.", "%q is not a user name.", login)
 	}
@@ -19,7 +19,7 @@ func (h *Handler) endSessions(r *http.Request, id vdi.Identity, login string) er
 // (admins): every cookie session of the user ends, on every device. A
 // user signed in by a proxy's identity headers is signed in again by
 // the proxy: remove them there.
-func (h *Handler) handleEndSessionsAPI(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleEndSessionsAPI(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	login := r.PathValue("login")
 	if err := h.endSessions(r, id, login); err != nil {
 		return err
@@ -30,7 +30,7 @@ func (h *Handler) handleEndSessionsAPI(w http.ResponseWriter, r *http.Request, i
 
 // handleEndSessionsForm serves POST /admin/end-sessions, the dashboard's
 // "sign a user out everywhere" form.
-func (h *Handler) handleEndSessionsForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *adminPages) handleEndSessionsForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	if err := h.endSessions(r, id, r.PostFormValue("login")); err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func status(code vdi.Code) int {
 
 // errorText returns what a user may read of err: its message and hint, or a
 // generic text for internal errors, whose cause only goes to the log.
-func (h *Handler) errorText(r *http.Request, err error) (code int, msg, hint string) {
+func (h *renderer) errorText(r *http.Request, err error) (code int, msg, hint string) {
 	var le *limitError
 	if errors.As(err, &le) {
 		return http.StatusTooManyRequests, le.Msg, le.Hint
@@ -78,7 +78,7 @@ func setRetryAfter(w http.ResponseWriter, err error) {
 }
 
 // api wraps an API handler: 401 without an identity, JSON errors.
-func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
+func (h *guard) api(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := h.auth.Identify(r)
 		if !ok {
@@ -94,7 +94,7 @@ func (h *Handler) api(fn handlerFunc) http.HandlerFunc {
 // serveLimited runs fn for id within id's rate limit. An admin's request
 // writes protected audit rows (vdi.Protect), and an admin's change is
 // refused when the audit log could not keep its row.
-func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
+func (h *guard) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Identity, fn handlerFunc) error {
 	if err := h.limitUser(r, id); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (h *Handler) serveLimited(w http.ResponseWriter, r *http.Request, id vdi.Id
 
 // writeAPIError answers err in the API's error shape, with Retry-After
 // for a limit.
-func (h *Handler) writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *renderer) writeAPIError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, hint := h.errorText(r, err)
 	setRetryAfter(w, err)
 	writeJSON(w, code, api.Error{Msg: msg, Hint: hint})
@@ -120,7 +120,7 @@ func (h *Handler) writeAPIError(w http.ResponseWriter, r *http.Request, err erro
 
 // page wraps a page handler: sign-in redirect without an identity, an error
 // page on failure.
-func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
+func (h *guard) page(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := h.auth.Identify(r)
 		if !ok {
@@ -139,7 +139,7 @@ func (h *Handler) page(fn handlerFunc) http.HandlerFunc {
 
 // writePageError answers err with an error page titled title (by its
 // status when empty), with Retry-After for a limit.
-func (h *Handler) writePageError(w http.ResponseWriter, r *http.Request, id vdi.Identity, title string, err error) {
+func (h *renderer) writePageError(w http.ResponseWriter, r *http.Request, id vdi.Identity, title string, err error) {
 	code, msg, hint := h.errorText(r, err)
 	setRetryAfter(w, err)
 	if title == "" {
@@ -156,6 +156,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // handleAPINotFound answers unknown /api/ routes in JSON.
-func (h *Handler) handleAPINotFound(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func handleAPINotFound(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	return vdi.Errorf(vdi.ENotFound, "See the HTTP API in the README.", "No API route %s %s.", r.Method, r.URL.Path)
 }

@@ -35,7 +35,7 @@ type FilesConfig struct {
 // fileDesktop returns the desktop whose files id may move in direction
 // (upload or download): only its holder, and only where the pool's policy
 // and the backend allow it.
-func (h *Handler) fileDesktop(r *http.Request, id vdi.Identity, upload bool) (vdi.Desktop, error) {
+func (h *fileRoutes) fileDesktop(r *http.Request, id vdi.Identity, upload bool) (vdi.Desktop, error) {
 	d, err := h.desktops.Desktop(r.Context(), id, ref(r)) // holder or admin only
 	if err != nil {
 		return d, err
@@ -60,7 +60,7 @@ func (h *Handler) fileDesktop(r *http.Request, id vdi.Identity, upload bool) (vd
 // filesProps returns the console page's Files panel for d, or nil where
 // it would do nothing: not the holder, a backend or desktop without files,
 // or a pool that allows neither way.
-func (h *Handler) filesProps(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.FilesProps {
+func (h *fileRoutes) filesProps(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.FilesProps {
 	if h.files.Files == nil || d.Holder != id.Login || !(d.Console.Upload || d.Console.Download) || !h.files.Files.HasFiles(r.Context(), d.Ref()) {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (h *Handler) filesProps(r *http.Request, id vdi.Identity, d vdi.Desktop) *v
 
 // handleFilesList serves GET /api/vdi/desktops/{ns}/{member}/files: the
 // files of the desktop's ~/Downloads.
-func (h *Handler) handleFilesList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *fileRoutes) handleFilesList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.fileDesktop(r, id, false)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (h *Handler) handleFilesList(w http.ResponseWriter, r *http.Request, id vdi
 // handleFileDownload serves GET /api/vdi/desktops/{ns}/{member}/files/{name}:
 // one file of the desktop's ~/Downloads, always as an attachment (never
 // rendered on the portal's origin).
-func (h *Handler) handleFileDownload(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *fileRoutes) handleFileDownload(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.fileDesktop(r, id, false)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (h *Handler) handleFileDownload(w http.ResponseWriter, r *http.Request, id 
 // handleFileUpload serves PUT /api/vdi/desktops/{ns}/{member}/files/{name}:
 // the body becomes a file of the desktop's ~/Uploads; the answer names it
 // as written (a taken name gets a number).
-func (h *Handler) handleFileUpload(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *fileRoutes) handleFileUpload(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.fileDesktop(r, id, true)
 	if err != nil {
 		return err

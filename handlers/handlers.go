@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
 )
 
 // Desktops is what the handlers need of the claim service.
@@ -28,6 +29,7 @@ type Desktops interface {
 	Stop(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Authorize(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error)
+	Screenshot(ctx context.Context, ref vdi.Ref) ([]byte, error)
 	TrackConsole(ref vdi.Ref, cancel context.CancelCauseFunc) (untrack func())
 	ConsoleOpened(ctx context.Context, ref vdi.Ref) error
 	ConsoleClosed(ctx context.Context, ref vdi.Ref) error
@@ -143,97 +145,116 @@ type Config struct {
 	Audio Audio
 }
 
-// Handler serves the portal.
+// Handler serves the portal. It keeps the consoles (their websockets,
+// sessions and the console page); every other group of routes is a part
+// of its own (parts.go), wired in routes.go.
 type Handler struct {
-	desktops       Desktops
-	auth           Identifier
-	sessions       Sessions
-	recordings     Recordings
-	assets         Assets
-	admin          Admin
-	history        History
-	thumbs         thumbs
-	log            *slog.Logger
-	loopback       bool
-	ready          func(ctx context.Context) error
-	readyLog       readyLog
-	notice         func() string
-	outage         func() string
-	cluster        bool
-	mux            *http.ServeMux
-	protected      http.Handler // mux behind cross-origin protection
-	console        *consoleState
-	metrics        *metrics
-	hosts          *hostPolicy
-	limits         *userLimits
-	consoles       *consoleCount
-	metricsToken   string
-	replica        string
-	usb            USBRedirector
-	usbStreams     usbStreams
-	auditor        Auditor
-	auditRoom      func() error
-	publicURLs     []string
-	files          FilesConfig
-	audio          Audio
-	audioListeners audioListeners
+	*guard
+	desktops   Desktops
+	sessions   Sessions
+	recordings Recordings
+	console    *consoleState
+	consoles   *consoleCount
+	metrics    *metrics
+	hosts      *hostCheck
+	// checkOrigin is hosts.checkOrigin, for the console websockets.
+	checkOrigin func(r *http.Request) bool
+	mux         *http.ServeMux
+	protected   http.Handler // mux behind cross-origin protection
+
+	probes     *probes
+	fallback   *fallback
+	signIn     *signIn
+	mine       *userDesktops
+	kiosk      *kioskPages
+	admin      *adminPages
+	pools      *poolAdmin
+	history    *historyPages
+	recorded   *recordingRoutes
+	files      *fileRoutes
+	usb        *usbRoutes
+	audio      *audioRoutes
+	peer       *peerSocket
+	metricsTok string
 }
 
 // New returns the portal's handler with every route registered.
 func New(cfg Config) *Handler {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ready, notice := cfg.Ready, cfg.Notice
+	if ready == nil {
+		ready = func(context.Context) error { return nil }
+	}
+	if notice == nil {
+		notice = func() string { return "" }
+	}
+	rd := &renderer{log: log, assets: cfg.Assets, outage: cfg.Outage}
+	g := &guard{renderer: rd, auth: cfg.Auth, limits: newUserLimits(cfg.RateLimit), auditRoom: cfg.AuditRoom}
+	cs := newConsoleState(cfg.Console)
+	cs.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, log)
+	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
+		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})
+	hc := &hostCheck{renderer: rd, hosts: newHostPolicy(cfg.Listen, cfg.PublicURLs)}
+	trail := auditTrail{auditor: cfg.Audit, log: log}
 	h := &Handler{
-		desktops:     cfg.Desktops,
-		auth:         cfg.Auth,
-		sessions:     cfg.Sessions,
-		recordings:   cfg.Recordings,
-		assets:       cfg.Assets,
-		admin:        cfg.Admin,
-		history:      cfg.History,
-		log:          cfg.Log,
-		loopback:     cfg.Loopback,
-		ready:        cfg.Ready,
-		replica:      cfg.Replica,
-		notice:       cfg.Notice,
-		outage:       cfg.Outage,
-		cluster:      cfg.Cluster,
-		mux:          http.NewServeMux(),
-		console:      newConsoleState(cfg.Console),
-		metrics:      newMetrics(),
-		hosts:        newHostPolicy(cfg.Listen, cfg.PublicURLs),
-		limits:       newUserLimits(cfg.RateLimit),
-		consoles:     newConsoleCount(cfg.MaxConsolesPerUser),
-		metricsToken: cfg.MetricsToken,
-		usb:          cfg.USB,
-		auditor:      cfg.Audit,
-		auditRoom:    cfg.AuditRoom,
-		publicURLs:   cfg.PublicURLs,
-		files:        cfg.Files,
-		audio:        cfg.Audio,
+		guard:       g,
+		desktops:    cfg.Desktops,
+		sessions:    cfg.Sessions,
+		recordings:  cfg.Recordings,
+		console:     cs,
+		consoles:    newConsoleCount(cfg.MaxConsolesPerUser),
+		metrics:     newMetrics(),
+		hosts:       hc,
+		checkOrigin: hc.checkOrigin,
+		mux:         http.NewServeMux(),
+		metricsTok:  cfg.MetricsToken,
+
+		probes:   &probes{log: log, ready: ready, notice: notice},
+		fallback: &fallback{renderer: rd, auth: cfg.Auth},
+		signIn:   &signIn{renderer: rd, auth: cfg.Auth, loopback: cfg.Loopback},
+		mine:     &userDesktops{renderer: rd, desktops: cfg.Desktops, console: cs},
+		kiosk:    &kioskPages{renderer: rd, desktops: cfg.Desktops, console: cs},
+		pools:    &poolAdmin{admin: cfg.Admin, desktops: cfg.Desktops},
+		history: &historyPages{renderer: rd, admin: cfg.Admin, history: cfg.History, recordings: cfg.Recordings,
+			desktops: cfg.Desktops, replica: cfg.Replica},
+		recorded: &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
+		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
+		audio:    &audioRoutes{log: log, desktops: cfg.Desktops, audio: cfg.Audio, checkOrigin: hc.checkOrigin},
+		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
-	h.console.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, h.log)
-	h.console.dial = console.New(console.Config{Direct: h.desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
-		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: h.log})
-	if h.ready == nil {
-		h.ready = func(context.Context) error { return nil }
-	}
-	if h.notice == nil {
-		h.notice = func() string { return "" }
-	}
+	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,
+		console: cs, cluster: cfg.Cluster, notice: notice, desktopGet: h.mine.handleDesktopGet}
+	h.usb = &usbRoutes{guard: g, auditTrail: trail, desktops: cfg.Desktops, console: cs, consoles: h.consoles, usb: cfg.USB,
+		publicURLs: cfg.PublicURLs, checkOrigin: hc.checkOrigin, runSession: h.runSession}
 	h.routes()
 	return h
+}
+
+// filesProps, audioProps and usbHint are the console page's panels, from
+// the parts that serve them.
+func (h *Handler) filesProps(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.FilesProps {
+	return h.files.filesProps(r, id, d)
+}
+
+func (h *Handler) audioProps(r *http.Request, d vdi.Desktop) *views.AudioProps {
+	return h.audio.audioProps(r, d)
+}
+
+func (h *Handler) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.USBHint {
+	return h.usb.usbHint(r, id, d)
 }
 
 // ServeHTTP serves r with security headers, the Host allow-list, Origin
 // checks and cross-origin protection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
-	if h.hosts.servedOverHTTPS(r) {
+	if h.hosts.hosts.servedOverHTTPS(r) {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
-	if h.guardHost(w, r) {
+	if h.hosts.guardHost(w, r) {
 		return
 	}
 	h.protected.ServeHTTP(w, r)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"log/slog"
 	"net/http"
 	"sync"
 
@@ -8,16 +9,16 @@ import (
 )
 
 // handleHealthz serves GET /healthz: the process is up.
-func (h *Handler) handleHealthz(w http.ResponseWriter, r *http.Request) {
+func (h *probes) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReadyz serves GET /readyz: the portal can serve requests. The
 // reason it cannot is logged when it changes, not on every probe (a
 // kubelet asks every few seconds).
-func (h *Handler) handleReadyz(w http.ResponseWriter, r *http.Request) {
+func (h *probes) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	err := h.ready(r.Context())
-	h.readyLog.note(h, err)
+	h.readyLog.note(h.log, err)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, api.Error{Msg: "Not ready.", Hint: "The portal's database or backend did not answer, or a setting is missing; see its log."})
 		return
@@ -38,7 +39,7 @@ type readyLog struct {
 
 // note logs err when its text differs from the last one logged, and that
 // the portal is ready again when err is nil after a failure.
-func (l *readyLog) note(h *Handler, err error) {
+func (l *readyLog) note(log *slog.Logger, err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -50,8 +51,8 @@ func (l *readyLog) note(h *Handler, err error) {
 	switch {
 	case !changed:
 	case err != nil:
-		h.log.Warn("not ready", "err", err)
+		log.Warn("not ready", "err", err)
 	default:
-		h.log.Info("ready again")
+		log.Info("ready again")
 	}
 }

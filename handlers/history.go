@@ -25,7 +25,7 @@ type historyQuery struct {
 
 // parseHistory reads ?user=&pool=ns/name&since=&until= and resolves the
 // pool to its member names.
-func (h *Handler) parseHistory(r *http.Request, id vdi.Identity) (historyQuery, error) {
+func (h *historyPages) parseHistory(r *http.Request, id vdi.Identity) (historyQuery, error) {
 	q := r.URL.Query()
 	hq := historyQuery{user: strings.TrimSpace(q.Get("user")), pool: q.Get("pool"), since: q.Get("since"), until: q.Get("until")}
 	hq.filter.User = hq.user
@@ -66,7 +66,7 @@ func (h *Handler) parseHistory(r *http.Request, id vdi.Identity) (historyQuery, 
 }
 
 // handleHistoryPage serves GET /admin/history: sessions and audit log.
-func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleHistoryPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	hq, err := h.parseHistory(r, id)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (h *Handler) handleHistoryPage(w http.ResponseWriter, r *http.Request, id v
 }
 
 // handleSessionsCSV serves GET /admin/history/sessions.csv.
-func (h *Handler) handleSessionsCSV(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleSessionsCSV(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	hq, err := h.parseHistory(r, id)
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (h *Handler) handleSessionsCSV(w http.ResponseWriter, r *http.Request, id v
 }
 
 // handleAuditCSV serves GET /admin/history/audit.csv.
-func (h *Handler) handleAuditCSV(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleAuditCSV(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	hq, err := h.parseHistory(r, id)
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func historyLimit(r *http.Request) (int, error) {
 
 // handleSessionsJSON serves GET /api/vdi/history/sessions (admins): the
 // filters of /admin/history, newest first, up to ?limit=.
-func (h *Handler) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	hq, err := h.parseHistory(r, id)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func (h *Handler) handleSessionsJSON(w http.ResponseWriter, r *http.Request, id 
 
 // handleAuditJSON serves GET /api/vdi/history/audit (admins): the filters
 // of /admin/history, newest first, up to ?limit=.
-func (h *Handler) handleAuditJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleAuditJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	hq, err := h.parseHistory(r, id)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 )
 
 // handleHome serves GET /: the user's desktops and the pools.
-func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	mine, err := h.desktops.Desktops(r.Context(), id, false)
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request, id vdi.Iden
 // button. It claims, starts and redirects to the console; a refusal
 // redirects to the home page's notice of it, so that reloading the page
 // that follows never claims again (post/redirect/get).
-func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ns, pool := r.PathValue("ns"), r.PathValue("pool")
 	d, err := h.desktops.Claim(r.Context(), id, ns, pool)
 	if err != nil {
@@ -50,7 +50,7 @@ func (h *Handler) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi
 
 // handleReleaseForm serves POST /desktops/{ns}/{member}/release: the
 // Release button.
-func (h *Handler) handleReleaseForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleReleaseForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	if err := h.desktops.Release(r.Context(), id, ref(r), r.PostFormValue("reason")); err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func (p *hostPolicy) servedOverHTTPS(r *http.Request) bool {
 
 // checkOrigin reports whether r carries no Origin (not a browser) or one
 // of the portal's own; websocket upgrades use it.
-func (h *Handler) checkOrigin(r *http.Request) bool {
+func (h *hostCheck) checkOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	return origin == "" || h.hosts.allowedOrigin(r, origin)
 }
@@ -144,7 +144,7 @@ func exemptFromHostCheck(path string) bool {
 
 // guardHost answers a request for an unknown Host with 421, and an unsafe
 // request from a foreign Origin with 403, and reports whether it did.
-func (h *Handler) guardHost(w http.ResponseWriter, r *http.Request) bool {
+func (h *hostCheck) guardHost(w http.ResponseWriter, r *http.Request) bool {
 	if _, ok := auth.TrustedIdentity(r.Context()); ok {
 		return false // the admin socket: no browser, its peer is authenticated by the kernel
 	}
@@ -165,7 +165,7 @@ func (h *Handler) guardHost(w http.ResponseWriter, r *http.Request) bool {
 
 // refuse answers a request refused before routing or sign-in: JSON for
 // the API and websockets, a page titled title for browsers.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, title string, err error) {
+func (h *hostCheck) refuse(w http.ResponseWriter, r *http.Request, title string, err error) {
 	if wantsJSON(r) {
 		h.writeAPIError(w, r, err)
 		return

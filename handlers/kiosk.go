@@ -19,7 +19,7 @@ import (
 // bookmarked or same-site (Sec-Fetch-Site none or same-origin,
 // Sec-Fetch-Dest document) claims; any other shows the desktop already
 // held, or a button that claims with a same-origin POST.
-func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *kioskPages) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	name := r.PathValue("pool")
 	ns, err := h.kioskNamespace(r, name)
 	if err != nil {
@@ -49,7 +49,7 @@ func (h *Handler) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.Ide
 // handleKioskClaim serves POST /kiosk/{pool}: the kiosk page's button
 // claims (cross-origin protection guards it like every form), then the
 // browser goes back to the kiosk page, which shows the claimed desktop.
-func (h *Handler) handleKioskClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *kioskPages) handleKioskClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	name := r.PathValue("pool")
 	ns, err := h.kioskNamespace(r, name)
 	if err != nil {
@@ -71,7 +71,7 @@ func kioskNavigation(r *http.Request) bool {
 
 // kioskNamespace returns the namespace of the kiosk's pool: ?ns=, or the
 // only pool of that name.
-func (h *Handler) kioskNamespace(r *http.Request, name string) (string, error) {
+func (h *kioskPages) kioskNamespace(r *http.Request, name string) (string, error) {
 	if ns := r.URL.Query().Get("ns"); ns != "" {
 		return ns, nil
 	}
@@ -90,7 +90,7 @@ func (h *Handler) kioskNamespace(r *http.Request, name string) (string, error) {
 }
 
 // heldDesktop returns the desktop of pool ns/name that id holds, if any.
-func (h *Handler) heldDesktop(r *http.Request, id vdi.Identity, ns, name string) (vdi.Desktop, bool, error) {
+func (h *kioskPages) heldDesktop(r *http.Request, id vdi.Identity, ns, name string) (vdi.Desktop, bool, error) {
 	ds, err := h.desktops.Desktops(r.Context(), id, false)
 	if err != nil {
 		return vdi.Desktop{}, false, err
@@ -105,7 +105,7 @@ func (h *Handler) heldDesktop(r *http.Request, id vdi.Identity, ns, name string)
 
 // renderKioskWait shows why no desktop could be claimed (none free,
 // backend unavailable); the page retries. Other errors are errors.
-func (h *Handler) renderKioskWait(w http.ResponseWriter, r *http.Request, props views.KioskProps, err error) error {
+func (h *kioskPages) renderKioskWait(w http.ResponseWriter, r *http.Request, props views.KioskProps, err error) error {
 	code := vdi.ErrorCode(err)
 	if code != vdi.EConflict && code != vdi.EUnavailable {
 		return err
@@ -117,7 +117,7 @@ func (h *Handler) renderKioskWait(w http.ResponseWriter, r *http.Request, props 
 }
 
 // renderKiosk shows desktop d full-screen.
-func (h *Handler) renderKiosk(w http.ResponseWriter, r *http.Request, props views.KioskProps, d vdi.Desktop) error {
+func (h *kioskPages) renderKiosk(w http.ResponseWriter, r *http.Request, props views.KioskProps, d vdi.Desktop) error {
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
 	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput

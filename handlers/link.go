@@ -48,7 +48,7 @@ type linkInfo struct {
 // handleDesktopLink serves GET /api/vdi/desktops/{ns}/{member}/link: the
 // path of the desktop's open console. The console page times this small
 // request for its round-trip figure.
-func (h *Handler) handleDesktopLink(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handleDesktopLink(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
 	if _, err := h.desktops.Desktop(r.Context(), id, ref); err != nil { // holder or admin only
 		return err

@@ -14,7 +14,7 @@ const myHistoryRows = 200
 // handleMyHistory serves GET /history: the signed-in user's own console
 // sessions (never anyone else's: the filter is their login, not a query),
 // with a Play link on each recorded one their pool lets them play back.
-func (h *Handler) handleMyHistory(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *historyPages) handleMyHistory(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	sessions, err := h.history.SessionHistory(r.Context(), vdi.HistoryFilter{User: id.Login, Limit: myHistoryRows})
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (h *Handler) handleMyHistory(w http.ResponseWriter, r *http.Request, id vdi
 // playableOf says which of the user's sessions have a recording they may
 // play back themselves (vdi.Service.MayPlayRecording), asking once per
 // desktop. Without recordings kept, none.
-func (h *Handler) playableOf(ctx context.Context, id vdi.Identity, sessions []vdi.Session) (map[string]bool, error) {
+func (h *historyPages) playableOf(ctx context.Context, id vdi.Identity, sessions []vdi.Session) (map[string]bool, error) {
 	if h.recordings == nil || len(sessions) == 0 {
 		return nil, nil
 	}

@@ -9,7 +9,7 @@ import (
 // handleNotFound serves every route no other pattern matches: an HTML page
 // with the header and a way home, for signed-in users and others alike
 // (it names nothing of the portal's state).
-func (h *Handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
+func (h *fallback) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	id, _ := h.auth.Identify(r)
 	h.render(w, r, http.StatusNotFound, views.Error(views.ErrorProps{
 		Page:   h.pageProps(titleFor(http.StatusNotFound), id),
@@ -21,7 +21,7 @@ func (h *Handler) handleNotFound(w http.ResponseWriter, r *http.Request) {
 
 // handleFavicon serves GET /favicon.ico, which browsers ask for on every
 // page whatever the page links: the portal's icon at its hashed URL.
-func (h *Handler) handleFavicon(w http.ResponseWriter, r *http.Request) {
+func (h *fallback) handleFavicon(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.assets.URL("app/favicon.svg"), http.StatusMovedPermanently)
 }
 

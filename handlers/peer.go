@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -16,22 +15,24 @@ import (
 // resolved and dialed by this portal's own backend, directly and never
 // through further peers, so a peer is no open proxy and links cannot loop.
 // The session is recorded by the portal the user is connected to.
-func (h *Handler) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
+func (h *peerSocket) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	proto, ref := r.PathValue("protocol"), ref(r)
 	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
 		if _, user := h.auth.Identify(r); user {
-			writeJSON(w, http.StatusForbidden, api.Error{Msg: "Peer links are for peer portals, not users.", Hint: "Open the desktop's console from its page."})
+			h.writeAPIError(w, r, vdi.Errorf(vdi.EForbidden, "Open the desktop's console from its page.", "Peer links are for peer portals, not users."))
 			return
 		}
 		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
-		writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "Peer signature missing or not valid.", Hint: "Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for."})
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized,
+			"Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for.",
+			"Peer signature missing or not valid."))
 		return
 	}
 	p := vdi.Protocol(proto)
 	switch p {
 	case vdi.ProtocolVNC, vdi.ProtocolSerial, vdi.ProtocolTerminal:
 	default:
-		writeJSON(w, http.StatusNotFound, api.Error{Msg: "No peer link for protocol " + proto + ".", Hint: "Use vnc, serial or terminal."})
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Use vnc, serial or terminal.", "No peer link for protocol %s.", proto))
 		return
 	}
 	conn, err := h.desktops.Dial(r.Context(), ref, p)

@@ -44,7 +44,7 @@ func policyOf(p api.Policy) (vdi.Policy, error) {
 const defaultNamespace = "local"
 
 // handlePoolCreate serves POST /api/vdi/pools (admins).
-func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *poolAdmin) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	var req api.PoolCreate
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
@@ -60,7 +60,7 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 		req.Namespace = defaultNamespace
 	}
 	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy,
-		Access: req.Access, Limits: req.Limits, Standby: req.Standby, LicensesAcknowledged: req.LicensesAcknowledged}
+		Access: req.Access, Limits: req.Limits, Standby: req.Standby, StandbySchedule: req.StandbySchedule, LicensesAcknowledged: req.LicensesAcknowledged}
 	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
 		return err
 	}
@@ -69,12 +69,12 @@ func (h *Handler) handlePoolCreate(w http.ResponseWriter, r *http.Request, id vd
 
 // handlePoolUpdate serves PATCH /api/vdi/pools/{ns}/{pool} (admins): resize
 // (claimed desktops are never removed) or replace the policy.
-func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *poolAdmin) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	var req api.PoolPatch
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	u := vdi.PoolUpdate{Size: req.Size, Access: req.Access, Limits: req.Limits, Standby: req.Standby}
+	u := vdi.PoolUpdate{Size: req.Size, Access: req.Access, Limits: req.Limits, Standby: req.Standby, StandbySchedule: req.StandbySchedule}
 	if req.Access != nil {
 		if err := validAccessUsers(*req.Access); err != nil {
 			return err
@@ -87,7 +87,7 @@ func (h *Handler) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id vd
 		}
 		u.Policy = &p
 	}
-	if u.Size == nil && u.Policy == nil && u.Access == nil && u.Limits == nil && u.Standby == nil {
+	if u.Size == nil && u.Policy == nil && u.Access == nil && u.Limits == nil && u.Standby == nil && u.StandbySchedule == nil {
 		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4}, {"policy": {"idleTimeout": "1h"}}, {"access": {"groups": ["finance"]}} or {"limits": {"desktopsPerUser": 1}}.`, "Nothing to change.")
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("pool")
@@ -109,7 +109,7 @@ func validAccessUsers(a vdi.Access) error {
 }
 
 // handlePoolDelete serves DELETE /api/vdi/pools/{ns}/{pool} (admins).
-func (h *Handler) handlePoolDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *poolAdmin) handlePoolDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ns, name := r.PathValue("ns"), r.PathValue("pool")
 	if err := h.admin.DeletePool(r.Context(), id, ns, name); err != nil {
 		return err
@@ -119,7 +119,7 @@ func (h *Handler) handlePoolDelete(w http.ResponseWriter, r *http.Request, id vd
 }
 
 // writePool answers with the pool's status as GET /api/vdi/pools lists it.
-func (h *Handler) writePool(w http.ResponseWriter, r *http.Request, ns, name string, code int) error {
+func (h *poolAdmin) writePool(w http.ResponseWriter, r *http.Request, ns, name string, code int) error {
 	pools, err := h.desktops.Pools(r.Context(), vdi.Identity{Admin: true})
 	if err != nil {
 		return err

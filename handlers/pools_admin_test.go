@@ -70,8 +70,8 @@ func (r *recordingAdmin) CreatePool(ctx context.Context, id vdi.Identity, p vdi.
 // POST /api/vdi/pools body reaches CreatePool, and is off when not sent.
 func TestPoolCreateLicenses(t *testing.T) {
 	h := mustAdminHandler(t, 0, 0).(*Handler)
-	rec := &recordingAdmin{Admin: h.admin}
-	h.admin = rec
+	rec := &recordingAdmin{Admin: h.pools.admin}
+	h.pools.admin = rec
 	for _, body := range []string{`{"name": "win", "size": 3, "licensesAcknowledged": true}`, `{"name": "lin", "size": 1}`} {
 		req := httptest.NewRequest("POST", "/api/vdi/pools", strings.NewReader(body))
 		req.RemoteAddr = "127.0.0.1:40000"

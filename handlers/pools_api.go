@@ -7,7 +7,7 @@ import (
 )
 
 // handlePoolsList serves GET /api/vdi/pools.
-func (h *Handler) handlePoolsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handlePoolsList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
 		return err
@@ -21,7 +21,7 @@ func (h *Handler) handlePoolsList(w http.ResponseWriter, r *http.Request, id vdi
 
 // handlePoolClaim serves POST /api/vdi/pools/{ns}/{pool}/claim: claim a
 // free member (or get back the one already held) and power it on.
-func (h *Handler) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *userDesktops) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	d, err := h.desktops.Claim(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
 	if err != nil {
 		return err

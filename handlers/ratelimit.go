@@ -77,7 +77,7 @@ func (l *userLimits) allow(login string, now time.Time) (wait time.Duration, ok 
 
 // limitUser returns a limitError when id has sent too many mutating
 // requests; safe requests always pass.
-func (h *Handler) limitUser(r *http.Request, id vdi.Identity) error {
+func (h *guard) limitUser(r *http.Request, id vdi.Identity) error {
 	if _, cli := auth.TrustedIdentity(r.Context()); cli || !unsafeMethod(r.Method) {
 		return nil // the admin CLI (root on this host) is not limited
 	}

@@ -37,17 +37,18 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 	if !h.checkOrigin(r) {
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Console websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
-	// Someone other than the holder on RDP has control, not a view: only a
-	// pool that lets admins in unasked allows it (consent is asked on the
-	// consoles that can wait for it: VNC, serial, terminal), and the
-	// holder's console says so.
-	if watching := d.Holder != "" && d.Holder != id.Login; watching {
-		if d.Console.Watch != vdi.WatchNotify {
-			return vdi.Errorf(vdi.EForbidden, "Use the VNC console, where the holder can allow a watch, or change the pool's watch policy.",
-				"The pool's watch policy (%s) keeps others off %s's RDP console.", d.Console.Watch, ref)
-		}
-		defer h.console.watchers.add(ref, api.Viewer{User: id.Login, Role: "control", Protocol: vdi.ProtocolRDP, Since: time.Now()})()
+	// Someone other than the holder on RDP has control, not a view (RDP
+	// cannot share one): the pool's watch policy decides, and the holder's
+	// console says so. With consent, the holder answers once the gateway
+	// has the caller's RDCleanPath request (its token checked), before the
+	// desktop is dialled.
+	watching := d.Holder != "" && d.Holder != id.Login
+	if watching && d.Console.Watch == vdi.WatchOff {
+		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
+			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
 	}
+	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: vdi.ProtocolRDP, Since: time.Now()}
+	asks := watching && d.Console.Watch == vdi.WatchConsent
 	release, err := h.consoles.acquire(id.Login)
 	if err != nil {
 		return err
@@ -58,11 +59,22 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil // the upgrader has already answered the client
 	}
 	begin := time.Now()
-	stream, path, err := h.rdpHandshake(r.Context(), ws, id, ref)
+	req, err := h.rdpRequest(ws, id, ref)
+	if err == nil && asks {
+		err = h.rdpConsent(r.Context(), ws, ref, d.Holder, watcher)
+	}
+	var stream *relay.RDPStream
+	var path string
+	if err == nil {
+		stream, path, err = h.rdpConnect(r.Context(), ws, req, ref)
+	}
 	if err != nil {
 		h.log.Warn("rdp connection refused", "desktop", ref, "user", id.Login, "err", err)
 		relay.RejectRDCleanPath(ws, err)
 		return nil
+	}
+	if watching { // the holder's page says so at once
+		defer h.console.watchers.add(ref, watcher)()
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
 	if d.Holder == id.Login {
@@ -74,28 +86,49 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 	return nil
 }
 
-// rdpHandshake reads the client's RDCleanPath request, checks its token,
-// connects to the desktop's RDP server by the first relay path that works
-// and answers the client; it returns the path's name. Errors are
-// *relay.RDPError where the client should learn why.
-func (h *Handler) rdpHandshake(ctx context.Context, ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (*relay.RDPStream, string, error) {
+// rdpRequest reads the client's RDCleanPath request and checks its token
+// and destination. Errors are *relay.RDPError where the client should
+// learn why.
+func (h *Handler) rdpRequest(ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (*relay.RDCleanPathPDU, error) {
 	req, err := relay.ReadRDCleanPathRequest(ws)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	switch err := h.console.tokens.Check(req.ProxyAuth, id.Login, ref); {
 	case errors.Is(err, console.ErrRDPTokenExpired):
-		return nil, "", relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
+		return nil, relay.RDPHTTPError(http.StatusUnauthorized, "RDP token expired", nil)
 	case errors.Is(err, console.ErrRDPTokenForeignKey):
-		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token signed by a portal with other token keys", nil)
+		return nil, relay.RDPHTTPError(http.StatusForbidden, "RDP token signed by a portal with other token keys", nil)
 	case err != nil:
-		return nil, "", relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
+		return nil, relay.RDPHTTPError(http.StatusForbidden, "RDP token not valid for this user and desktop", nil)
 	}
 	// The destination is only checked, never used: the page sends what
 	// /connect told it, so anything else is a crafted request.
 	if req.Destination != rdpDestination(ref) {
-		return nil, "", relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
+		return nil, relay.RDPHTTPError(http.StatusBadRequest, "RDCleanPath destination does not name this desktop", nil)
 	}
+	return req, nil
+}
+
+// rdpConsent lists w as asking to open ref's RDP console and waits for
+// the holder's answer, pinging the caller meanwhile (IronRDP waits for the
+// RDCleanPath answer, so nothing reaches the desktop until then). A
+// refusal, no answer in time or a caller gone is HTTP 409 in-band, which
+// the page tells from a bad token's 403.
+func (h *Handler) rdpConsent(ctx context.Context, ws *websocket.Conn, ref vdi.Ref, holder string, w api.Viewer) error {
+	alive, stop := wsAlive(ctx, ws)
+	allowed := h.console.watchers.await(alive, ref, w)
+	stop()
+	if !allowed {
+		return relay.RDPHTTPError(http.StatusConflict, holder+" did not allow the watch", nil)
+	}
+	return nil
+}
+
+// rdpConnect connects to the desktop's RDP server by the first relay path
+// that works, forwards the client's request and answers the client; it
+// returns the path's name.
+func (h *Handler) rdpConnect(ctx context.Context, ws *websocket.Conn, req *relay.RDCleanPathPDU, ref vdi.Ref) (*relay.RDPStream, string, error) {
 	dctx, cancel := context.WithTimeout(ctx, rdpDialTimeout)
 	conn, path, err := h.console.dial.Dial(dctx, ref, vdi.ProtocolRDP)
 	cancel()

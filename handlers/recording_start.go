@@ -33,7 +33,7 @@ func (h *Handler) startRecording(ctx context.Context, sid string, id vdi.Identit
 
 // poolRecorded reports whether pool ns/name records its sessions (and
 // keystrokes), for the notice shown before anything is claimed.
-func (h *Handler) poolRecorded(r *http.Request, id vdi.Identity, ns, name string) (record, input bool) {
+func (h *kioskPages) poolRecorded(r *http.Request, id vdi.Identity, ns, name string) (record, input bool) {
 	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
 		return false, false

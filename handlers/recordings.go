@@ -19,7 +19,7 @@ type recordingJSON = api.Recording
 
 // recordingsOf returns the recordings store, or an error when the portal
 // keeps none.
-func (h *Handler) recordingsOf() (Recordings, error) {
+func (h *recordingRoutes) recordingsOf() (Recordings, error) {
 	if h.recordings == nil {
 		return nil, vdi.Errorf(vdi.ENotFound, "Recorded pools need a portal that keeps recordings.", "This portal keeps no recordings.")
 	}
@@ -59,7 +59,7 @@ func parseRecordings(r *http.Request) (vdi.RecordingFilter, error) {
 }
 
 // handleRecordingsJSON serves GET /api/vdi/recordings (admins).
-func (h *Handler) handleRecordingsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingsJSON(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func (h *Handler) handleRecordingsJSON(w http.ResponseWriter, r *http.Request, i
 // play it back: admins any, a user their own where the pool allows
 // (vdi.Service.MayPlayRecording). An unknown id and another user's
 // recording get the same refusal, so ids cannot be probed.
-func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, vdi.Recording, error) {
+func (h *recordingRoutes) playable(r *http.Request, id vdi.Identity) (Recordings, vdi.Recording, error) {
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return nil, vdi.Recording{}, err
@@ -112,7 +112,7 @@ func (h *Handler) playable(r *http.Request, id vdi.Identity) (Recordings, vdi.Re
 // user whose session it was where the pool lets them): the file,
 // application/x-asciicast for terminals and serial consoles. Every download
 // is in the audit log; ?for=playback marks the playback page's.
-func (h *Handler) handleRecordingFile(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingFile(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	recs, _, err := h.playable(r, id)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (h *Handler) handleRecordingFile(w http.ResponseWriter, r *http.Request, id
 
 // handleRecordingsPage serves GET /admin/recordings: the recordings, with
 // filters.
-func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingsPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return err
@@ -168,7 +168,7 @@ func (h *Handler) handleRecordingsPage(w http.ResponseWriter, r *http.Request, i
 // handleRecordingPage serves GET /admin/recordings/{id} (admins) and GET
 // /history/recordings/{id} (the user whose session it was, where the pool
 // lets them): the playback page, audit-logged as a playback.
-func (h *Handler) handleRecordingPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	back := "/history"
 	if strings.HasPrefix(r.URL.Path, "/admin/") { // behind adminOnly
 		back = "/admin/recordings"

@@ -9,7 +9,7 @@ import (
 
 // handleRecordingDelete serves DELETE /api/vdi/recordings/{id} (admins):
 // the file and its metadata go, after the audit row is written.
-func (h *Handler) handleRecordingDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return err
@@ -24,7 +24,7 @@ func (h *Handler) handleRecordingDelete(w http.ResponseWriter, r *http.Request, 
 
 // handleRecordingDeleteForm serves POST /admin/recordings/{id}/delete, the
 // recordings page's delete button once confirmed on the page.
-func (h *Handler) handleRecordingDeleteForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *recordingRoutes) handleRecordingDeleteForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	recs, err := h.recordingsOf()
 	if err != nil {
 		return err

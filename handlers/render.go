@@ -12,7 +12,7 @@ import (
 )
 
 // render writes a component with status code; a render failure is a 500.
-func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
+func (h *renderer) render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
 		h.log.Error("render", "path", r.URL.Path, "err", err)
@@ -25,7 +25,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, c tem
 	w.Write(buf.Bytes())
 }
 
-func (h *Handler) pageProps(title string, id vdi.Identity) views.Page {
+func (h *renderer) pageProps(title string, id vdi.Identity) views.Page {
 	p := views.Page{Title: title, User: id, Asset: h.assets.URL, Modules: h.assets.Modules}
 	if h.outage != nil {
 		p.Outage = h.outage()

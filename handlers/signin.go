@@ -14,7 +14,7 @@ import (
 // r, or nil: it is on only in dev mode, while the portal listens on
 // loopback, and for a request straight from a browser on this machine
 // (see auth.DirectLoopback); a proxy's users never get it.
-func (h *Handler) signInRefusal(r *http.Request) error {
+func (h *signIn) signInRefusal(r *http.Request) error {
 	if !h.auth.DevSignIn() {
 		return vdi.Errorf(vdi.EForbidden, "Sign in through your identity provider or proxy.", "Signing in by name is off (CORRAL_VDI_AUTH has no dev).")
 	}
@@ -26,7 +26,7 @@ func (h *Handler) signInRefusal(r *http.Request) error {
 }
 
 // signInProps returns the sign-in page's props for the enabled ways in.
-func (h *Handler) signInProps(r *http.Request, next string) views.SignInProps {
+func (h *signIn) signInProps(r *http.Request, next string) views.SignInProps {
 	p := views.SignInProps{Page: h.pageProps("Sign in", vdi.Identity{}), Next: next, ByName: h.signInRefusal(r) == nil}
 	if o := h.oidc(); o != nil {
 		p.Provider = o.OIDCProvider()
@@ -35,7 +35,7 @@ func (h *Handler) signInProps(r *http.Request, next string) views.SignInProps {
 }
 
 // handleSignInPage serves GET /signin.
-func (h *Handler) handleSignInPage(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 	p := h.signInProps(r, safeNext(r.URL.Query().Get("next")))
 	if !p.ByName && p.Provider == "" {
 		h.refuseSignIn(w, r)
@@ -46,7 +46,7 @@ func (h *Handler) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSignIn serves POST /signin.
-func (h *Handler) handleSignIn(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	if h.signInRefusal(r) != nil {
 		h.refuseSignIn(w, r)
 		return
@@ -64,7 +64,7 @@ func (h *Handler) handleSignIn(w http.ResponseWriter, r *http.Request) {
 
 // handleSignOut serves POST /signout. An OIDC session also ends at the
 // provider when it offers RP-initiated logout.
-func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	var provider, to string
 	if o := h.oidc(); o != nil {
 		provider, to = o.OIDCProvider(), o.SignOutURL(r)
@@ -83,7 +83,7 @@ func (h *Handler) handleSignOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseSignIn answers a sign-in by name that is not offered, saying why.
-func (h *Handler) refuseSignIn(w http.ResponseWriter, r *http.Request) {
+func (h *signIn) refuseSignIn(w http.ResponseWriter, r *http.Request) {
 	err := &vdi.Error{Code: vdi.EForbidden, Msg: "Signing in by name is off.", Hint: "Sign in through your identity provider or proxy."}
 	if e := new(vdi.Error); errors.As(h.signInRefusal(r), &e) {
 		err = &vdi.Error{Code: vdi.EForbidden, Msg: e.Msg, Hint: e.Hint}

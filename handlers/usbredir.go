@@ -65,7 +65,7 @@ func (s *usbStreams) take(ref vdi.Ref, login string) (release func(), err error)
 // of a backend that can take USB. Everything is checked before the
 // upgrade, so a refusal is a plain HTTP error; attach and detach are in
 // the audit log.
-func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+func (h *usbRoutes) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
 	since := usbSince(r)
 	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
@@ -131,7 +131,7 @@ func (h *Handler) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request, i
 
 // usbSupported returns an actionable error unless d is a VM on a portal
 // that can redirect USB.
-func (h *Handler) usbSupported(ctx context.Context, id vdi.Identity, d vdi.Desktop) error {
+func (h *usbRoutes) usbSupported(ctx context.Context, id vdi.Identity, d vdi.Desktop) error {
 	if h.usb == nil {
 		return vdi.Errorf(vdi.EInvalid, "Ask an admin: this portal's backend has no USB redirection.", "USB redirection is not available on this portal.")
 	}
@@ -149,7 +149,7 @@ func (h *Handler) usbSupported(ctx context.Context, id vdi.Identity, d vdi.Deskt
 }
 
 // audit records e, logging a failure: the stream goes on either way.
-func (h *Handler) audit(ctx context.Context, e vdi.AuditEvent) {
+func (h *auditTrail) audit(ctx context.Context, e vdi.AuditEvent) {
 	if h.auditor == nil {
 		return
 	}

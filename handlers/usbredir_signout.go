@@ -26,7 +26,7 @@ func usbSince(r *http.Request) time.Time {
 
 // endOnSignOut cancels a USB stream of login with errUSBSignedOut once
 // login signs out or has their sessions ended after since, until ctx ends.
-func (h *Handler) endOnSignOut(ctx context.Context, cancel context.CancelCauseFunc, login string, since time.Time) {
+func (h *usbRoutes) endOnSignOut(ctx context.Context, cancel context.CancelCauseFunc, login string, since time.Time) {
 	t := time.NewTicker(usbSignOutPoll)
 	defer t.Stop()
 	for {

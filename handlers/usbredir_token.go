@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -21,7 +20,7 @@ type usbSinceKey struct{}
 // usbAPI is api for /ws/usbredir: a request carrying "Authorization:
 // Bearer <usb token>" is the token's user (never an admin), checked
 // against the route's desktop; any other request is identified as usual.
-func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
+func (h *usbRoutes) usbAPI(fn handlerFunc) http.HandlerFunc {
 	plain := h.api(fn)
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -31,13 +30,13 @@ func (h *Handler) usbAPI(fn handlerFunc) http.HandlerFunc {
 		}
 		login, issued, err := usbTokenIssuer.Login(strings.TrimSpace(tok), ref(r))
 		if err != nil {
-			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "The USB token is not valid for this desktop, or has expired.",
-				Hint: "Copy a fresh command from the desktop's page and run it within " + console.USBTokenTTL.String() + "."})
+			h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Copy a fresh command from the desktop's page and run it within "+console.USBTokenTTL.String()+".",
+				"The USB token is not valid for this desktop, or has expired."))
 			return
 		}
 		if h.auth.SignedOutSince(r.Context(), login, issued) {
-			writeJSON(w, http.StatusUnauthorized, api.Error{Msg: "The USB token ended when you signed out, or when an admin ended your sessions.",
-				Hint: "Sign in again and copy a fresh command from the desktop's page."})
+			h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Sign in again and copy a fresh command from the desktop's page.",
+				"The USB token ended when you signed out, or when an admin ended your sessions."))
 			return
 		}
 		id := vdi.Identity{Login: login, Name: login}
@@ -54,7 +53,7 @@ func USBToken(login string, ref vdi.Ref) string { return usbTokenIssuer.Mint(log
 
 // usbHint returns the console page's USB command for the holder of a VM
 // on a portal that redirects USB, or nil.
-func (h *Handler) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.USBHint {
+func (h *usbRoutes) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *views.USBHint {
 	if d.Holder != id.Login || h.usbSupported(r.Context(), id, d) != nil || !h.isVM(r, id, d) {
 		return nil
 	}
@@ -68,7 +67,7 @@ func (h *Handler) usbHint(r *http.Request, id vdi.Identity, d vdi.Desktop) *view
 }
 
 // isVM reports whether d belongs to a vm pool that id can see.
-func (h *Handler) isVM(r *http.Request, id vdi.Identity, d vdi.Desktop) bool {
+func (h *usbRoutes) isVM(r *http.Request, id vdi.Identity, d vdi.Desktop) bool {
 	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
 		return false

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -23,10 +20,14 @@ import (
 // Every replica reads them from there, so all agree.
 const (
 	AnnotationAccess  = "corral.dev/vdi-access"  // {"access": {...}, "limits": {...}}
-	AnnotationStandby = "corral.dev/vdi-standby" // free members kept powered on, e.g. "2"
-	CTKeyAccess       = "access"
-	CTKeyLimits       = "limits"
-	CTKeyStandby      = "standby"
+	AnnotationStandby = "corral.dev/vdi-standby" // free members kept powered on, e.g. "2" or {"min":1,"max":20}
+	// AnnotationStandbySchedule raises the standby in working hours, e.g.
+	// {"days":"mon-fri","from":"08:00","to":"18:00","standby":10,"timezone":"Europe/Berlin"}.
+	AnnotationStandbySchedule = "corral.dev/vdi-standby-schedule"
+	CTKeyAccess               = "access"
+	CTKeyLimits               = "limits"
+	CTKeyStandby              = "standby"
+	CTKeyStandbySchedule      = "standbySchedule"
 )
 
 // accessDoc is AnnotationAccess's value.
@@ -64,7 +65,7 @@ func (v *VMs) SetAccess(ctx context.Context, namespace, name string, a vdi.Acces
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationAccess: accessAnnotation(a, l)}}})
 	for _, vm := range vms {
-		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
 			return fmt.Errorf("kube: set access on VM %s/%s: %w", namespace, vm.Name, err)
 		}
 	}
@@ -108,39 +109,73 @@ func parseCTAccess(d map[string]string, p *vdi.Pool, bad func(key, want string, 
 	return nil
 }
 
+// standbyValue is st as AnnotationStandby (and the CT key) hold it: a
+// plain number, or {"min":1,"max":20}.
+func standbyValue(st vdi.Standby) string {
+	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+// scheduleValue is sched as AnnotationStandbySchedule (and the CT key)
+// hold it: JSON, or "" for none.
+func scheduleValue(sched vdi.StandbySchedule) string {
+	if sched.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(sched)
+	return string(b)
+}
+
 // readStandby fills p's standby from AnnotationStandby's (or the CT key's)
-// value s; what does not parse is none.
-func readStandby(s string, p *vdi.Pool) {
-	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
-		p.Standby = n
+// value st and its schedule from sched; what does not parse is none.
+func readStandby(st, sched string, p *vdi.Pool) {
+	var s vdi.Standby
+	if json.Unmarshal([]byte(strings.TrimSpace(st)), &s) == nil && s.Min >= 0 && s.Max >= s.Min {
+		p.Standby = s
+	}
+	var sc vdi.StandbySchedule
+	if sched != "" && json.Unmarshal([]byte(sched), &sc) == nil {
+		p.StandbySchedule = sc
 	}
 }
 
-// SetStandby writes the pool's standby onto every member.
-func (v *VMs) SetStandby(ctx context.Context, namespace, name string, n int) error {
+// SetStandby writes the pool's standby and schedule onto every member.
+func (v *VMs) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
 	vms, err := v.list(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationStandby: strconv.Itoa(n)}}})
+	var schedule any // null deletes the annotation
+	if s := scheduleValue(sched); s != "" {
+		schedule = s
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		AnnotationStandby: standbyValue(st), AnnotationStandbySchedule: schedule}}})
 	for _, vm := range vms {
-		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
 			return fmt.Errorf("kube: set standby on VM %s/%s: %w", namespace, vm.Name, err)
 		}
 	}
 	return nil
 }
 
-// SetStandby writes the pool's standby into its ConfigMap.
-func (c *CTs) SetStandby(ctx context.Context, namespace, name string, n int) error {
-	return c.setConfig(ctx, namespace, name, func(d map[string]string) { d[CTKeyStandby] = strconv.Itoa(n) })
+// SetStandby writes the pool's standby and schedule into its ConfigMap.
+func (c *CTs) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
+	return c.setConfig(ctx, namespace, name, func(d map[string]string) {
+		d[CTKeyStandby] = standbyValue(st)
+		if s := scheduleValue(sched); s != "" {
+			d[CTKeyStandbySchedule] = s
+		} else {
+			delete(d, CTKeyStandbySchedule)
+		}
+	})
 }
 
 // SetStandby sets the standby of a pool of either kind.
-func (c *Cluster) SetStandby(ctx context.Context, namespace, name string, n int) error {
+func (c *Cluster) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
 	pa, err := c.admin(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
-	return pa.SetStandby(ctx, namespace, name, n)
+	return pa.SetStandby(ctx, namespace, name, st, sched)
 }

@@ -243,10 +243,11 @@ func TestCapacityAdmission(t *testing.T) {
 		// devices (they never look at nodes), and for a GPU pool says
 		// which grant it lacks rather than failing with an internal error.
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "patch"}},
+			// The waits watch what they wait for, as the portal's RBAC allows.
+			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances", "kubevirts"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"clone.kubevirt.io"}, Resources: []string{"virtualmachineclones"}, Verbs: []string{"get", "list", "create", "delete"}},
-			{APIGroups: []string{"snapshot.kubevirt.io"}, Resources: []string{"virtualmachinesnapshots"}, Verbs: []string{"get", "create", "delete"}}}}
+			{APIGroups: []string{"clone.kubevirt.io"}, Resources: []string{"virtualmachineclones"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{"snapshot.kubevirt.io"}, Resources: []string{"virtualmachinesnapshots"}, Verbs: []string{"get", "list", "watch", "create", "delete"}}}}
 		bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-nodes"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: e.ns + "-no-nodes"}}}
@@ -256,7 +257,7 @@ func TestCapacityAdmission(t *testing.T) {
 			}
 			t.Cleanup(func() { e.admin.Delete(context.Background(), o) })
 		}
-		vms, err := kube.NewVMs(e.c.User(t, e.ns+"-no-nodes"), "")
+		vms, err := kube.NewVMs(kube.Config{REST: e.c.User(t, e.ns+"-no-nodes")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,11 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -20,23 +20,27 @@ import (
 type Cluster struct {
 	VMs *VMs
 	CTs *CTs
+	// FillWait bounds how long StartCaches waits for its caches to fill;
+	// CacheFillWait when zero.
+	FillWait time.Duration
 }
 
 var (
-	_ vdi.Backend     = (*Cluster)(nil)
-	_ vdi.PoolAdmin   = (*Cluster)(nil)
-	_ vdi.ClaimMirror = (*Cluster)(nil)
+	_ vdi.Backend       = (*Cluster)(nil)
+	_ vdi.PoolAdmin     = (*Cluster)(nil)
+	_ vdi.ClaimMirror   = (*Cluster)(nil)
+	_ vdi.Screenshotter = (*Cluster)(nil)
+	_ vdi.Screenshotter = (*VMs)(nil)
 )
 
-// NewCluster returns the backend over cfg, reading namespace (all when
-// empty); leases is the claim store (see NewCTs).
-func NewCluster(cfg *rest.Config, namespace string, leases vdi.Leases) (*Cluster, error) {
-	vms, err := NewVMs(cfg, namespace)
+// NewCluster returns the backend over cfg.REST, reading cfg.Namespace
+// (all when empty), claiming in cfg.Leases.
+func NewCluster(cfg Config) (*Cluster, error) {
+	vms, err := NewVMs(cfg)
 	if err != nil {
 		return nil, err
 	}
-	vms.Leases = leases
-	cts, err := NewCTs(cfg, namespace, leases)
+	cts, err := NewCTs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +148,19 @@ func (c *Cluster) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 		return nil, err
 	}
 	return b.Dial(ctx, ref, p)
+}
+
+// Screenshot returns a PNG of a VM member's display (see
+// VMs.Screenshot); a CT member has none: its terminal is its screen.
+func (c *Cluster) Screenshot(ctx context.Context, ref vdi.Ref) ([]byte, error) {
+	b, err := c.owner(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if b != vdi.Backend(c.VMs) {
+		return nil, fmt.Errorf("kube: container desktop %s has no screenshot: %w", ref, vdi.ErrNoScreenshot)
+	}
+	return c.VMs.Screenshot(ctx, ref)
 }
 
 // MirrorClaim shows the claim on a VM member; a CT member's Pod is made

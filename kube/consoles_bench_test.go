@@ -24,7 +24,7 @@ func BenchmarkVNCOpen(b *testing.B) {
 	ns := c.Namespace(b)
 	testcluster.StoppedVM(b, c.AdminClient(b), ns, "bench-1", map[string]string{vdi.LabelPool: "bench"})
 	sa := c.PortalServiceAccount(b)
-	vms, err := kube.NewVMs(sa, "")
+	vms, err := kube.NewVMs(kube.Config{REST: sa})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func BenchmarkVNCOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { vms.Stop(context.Background(), ref) })
-	apiserver, err := kube.NewSubresourcePath(sa)
+	apiserver, err := kube.NewSubresourcePath(kube.Config{REST: sa})
 	if err != nil {
 		b.Fatal(err)
 	}

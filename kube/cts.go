@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -83,16 +82,19 @@ type CTs struct {
 	cs        kubernetes.Interface
 	leases    vdi.Leases
 	namespace string
+	// The pools' ConfigMaps and members' Pods, once StartCaches ran; nil
+	// reads the API server.
+	configs, podCache *watched
 }
 
-// NewCTs returns CTs over cfg, reading namespace (all when empty). leases
-// is the claim store: members are claimed there before they are removed.
-func NewCTs(cfg *rest.Config, namespace string, leases vdi.Leases) (*CTs, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+// NewCTs returns CTs over cfg.REST, reading cfg.Namespace (all when
+// empty); members are claimed in cfg.Leases before they are removed.
+func NewCTs(cfg Config) (*CTs, error) {
+	cs, err := kubernetes.NewForConfig(cfg.REST)
 	if err != nil {
 		return nil, fmt.Errorf("kube: CT pools client: %w", err)
 	}
-	return &CTs{cs: cs, leases: leases, namespace: namespace}, nil
+	return &CTs{cs: cs, leases: cfg.Leases, namespace: cfg.Namespace}, nil
 }
 
 var _ vdi.Backend = (*CTs)(nil)
@@ -103,19 +105,25 @@ func (c *CTs) configMaps(ctx context.Context, namespace, pool string) ([]corev1.
 	if namespace == "" {
 		namespace = c.namespace
 	}
-	sel := LabelCTPool
-	if pool != "" {
-		sel = LabelCTPool + "=" + pool
+	var items []corev1.ConfigMap
+	if st := c.configs.store(namespace); st != nil {
+		items = cachedList[corev1.ConfigMap](st, namespace, pool)
+	} else {
+		sel := LabelCTPool
+		if pool != "" {
+			sel = LabelCTPool + "=" + pool
+		}
+		list, err := c.cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("kube: list ConfigMaps labelled %s: %w", sel, err)
+		}
+		items = list.Items
 	}
-	list, err := c.cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("kube: list ConfigMaps labelled %s: %w", sel, err)
-	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		a, b := list.Items[i], list.Items[j]
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
-	return list.Items, nil
+	return items, nil
 }
 
 // Pools returns every CT pool whose ConfigMap reads; ConfigMaps that do not
@@ -164,6 +172,16 @@ func (c *CTs) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error
 
 // pods returns the Pods of the pool's members by name.
 func (c *CTs) pods(ctx context.Context, p *ctPool) (map[string]*corev1.Pod, error) {
+	if st := c.podCache.store(p.Namespace); st != nil {
+		objs, _ := st.ByIndex(poolIndex, p.Namespace+"/"+p.Name)
+		out := make(map[string]*corev1.Pod, len(objs))
+		for _, o := range objs {
+			if pod := o.(*corev1.Pod); p.has(pod.Name) {
+				out[pod.Name] = pod
+			}
+		}
+		return out, nil
+	}
 	list, err := c.cs.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + p.Name})
 	if err != nil {
 		return nil, fmt.Errorf("kube: list Pods of CT pool %s/%s: %w", p.Namespace, p.Name, err)
@@ -214,17 +232,36 @@ func (c *CTs) member(ctx context.Context, ref vdi.Ref) (*ctPool, *corev1.Pod, er
 	if err != nil {
 		return nil, nil, err
 	}
-	pod, err := c.cs.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	pod, err := c.pod(ctx, ref)
 	if apierrors.IsNotFound(err) {
 		return p, nil, nil
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("kube: get Pod %s: %w", ref, err)
 	}
 	if pod.Labels[vdi.LabelPool] != p.Name {
-		return nil, nil, vdi.Errorf(vdi.EConflict, "Rename or delete that Pod; members' Pods are made by the portal.",
-			"Pod %s is not labelled %s=%s, yet its name is a member of that CT pool.", ref, vdi.LabelPool, p.Name)
+		return nil, nil, notMemberPod(ref, p)
 	}
 	return p, pod, nil
+}
+
+// notMemberPod is the error of a Pod named as a member of p that is not
+// labelled into it.
+func notMemberPod(ref vdi.Ref, p *ctPool) error {
+	return vdi.Errorf(vdi.EConflict, "Rename or delete that Pod; members' Pods are made by the portal.",
+		"Pod %s is not labelled %s=%s, yet its name is a member of that CT pool.", ref, vdi.LabelPool, p.Name)
+}
+
+// pod returns the Pod ref: from the cache when it serves reads (a Pod not
+// labelled as a member is not there), else from the API server.
+func (c *CTs) pod(ctx context.Context, ref vdi.Ref) (*corev1.Pod, error) {
+	if st := c.podCache.store(ref.Namespace); st != nil {
+		o, ok, _ := st.GetByKey(ref.Namespace + "/" + ref.Name)
+		if !ok {
+			return nil, apierrors.NewNotFound(corev1.Resource("pods"), ref.Name)
+		}
+		return o.(*corev1.Pod), nil
+	}
+	return c.cs.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 }
 
 // Member returns one CT member; ENotFound when no CT pool has it.

@@ -99,7 +99,7 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 	if err := parseCTAccess(d, &p.Pool, bad); err != nil {
 		return nil, err
 	}
-	readStandby(d[CTKeyStandby], &p.Pool)
+	readStandby(d[CTKeyStandby], d[CTKeyStandbySchedule], &p.Pool)
 	if s := d[CTKeyTerminalPort]; s != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 65535 {

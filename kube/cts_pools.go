@@ -46,8 +46,11 @@ func (c *CTs) CreatePool(ctx context.Context, p vdi.Pool) error {
 		Data: map[string]string{CTKeyImage: strings.TrimSpace(p.Source), CTKeyMode: string(p.Mode), CTKeyPolicy: formatPolicy(p.Policy),
 			CTKeySize: strconv.Itoa(p.Size)},
 	}
-	if p.Standby > 0 {
-		cm.Data[CTKeyStandby] = strconv.Itoa(p.Standby)
+	if !p.Standby.IsZero() {
+		cm.Data[CTKeyStandby] = standbyValue(p.Standby)
+	}
+	if s := scheduleValue(p.StandbySchedule); s != "" {
+		cm.Data[CTKeyStandbySchedule] = s
 	}
 	if !p.Access.Open() || p.Limits != (vdi.Limits{}) {
 		setCTAccess(cm.Data, p.Access, p.Limits)
@@ -60,6 +63,7 @@ func (c *CTs) CreatePool(ctx context.Context, p vdi.Pool) error {
 	} else if err != nil {
 		return fmt.Errorf("kube: create ConfigMap of CT pool %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	c.configs.wrote(made)
 	pool, err := parseCTPool(made)
 	if err != nil {
 		return err
@@ -186,7 +190,10 @@ func (c *CTs) writeMembers(ctx context.Context, p *ctPool, members []string) err
 }
 
 func (c *CTs) updateConfigMap(ctx context.Context, p *ctPool, cm *corev1.ConfigMap) error {
-	_, err := c.cs.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	made, err := c.cs.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	if err == nil {
+		c.configs.wrote(made)
+	}
 	if apierrors.IsConflict(err) {
 		return vdi.Errorf(vdi.EConflict, "Look at the pool again and retry.", "Pool %s/%s changed meanwhile.", p.Namespace, p.Name)
 	} else if err != nil {
@@ -236,6 +243,7 @@ func (c *CTs) DeletePool(ctx context.Context, namespace, name string) error {
 	err = c.deletePods(ctx, p)
 	if err == nil {
 		err = c.cs.CoreV1().ConfigMaps(namespace).Delete(ctx, p.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.cm.UID}})
+		c.configs.deleted(namespace, p.cm.Name)
 		if apierrors.IsNotFound(err) {
 			err = nil
 		} else if err != nil {

@@ -55,7 +55,8 @@ func podFor(p *ctPool, name string) *corev1.Pod {
 func (c *CTs) createPod(ctx context.Context, p *ctPool, name string) error {
 	_, err := c.cs.CoreV1().Pods(p.Namespace).Create(ctx, podFor(p, name), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return vdi.Errorf(vdi.EConflict, "Wait for it to stop, then try again.", "Desktop %s/%s is still being stopped.", p.Namespace, name)
+		return &vdi.Error{Code: vdi.EConflict, Err: err, Hint: "Wait for it to stop, then try again.",
+			Msg: fmt.Sprintf("Desktop %s/%s is still being stopped.", p.Namespace, name)}
 	} else if err != nil {
 		return fmt.Errorf("kube: create Pod %s/%s of CT pool %s: %w", p.Namespace, name, p.Name, err)
 	}
@@ -73,12 +74,8 @@ func (c *CTs) deletePod(ctx context.Context, ref vdi.Ref, uid types.UID) error {
 
 // waitGone waits until the Pod ref with uid no longer exists.
 func (c *CTs) waitGone(ctx context.Context, ref vdi.Ref, uid types.UID) error {
-	err := poll(ctx, PowerTimeout, func() (bool, error) {
-		pod, err := c.cs.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return err == nil && pod.UID != uid, err
+	err := c.untilPod(ctx, PowerTimeout, ref, func(pod *corev1.Pod) (bool, error) {
+		return pod == nil || pod.UID != uid, nil
 	})
 	if err != nil {
 		return fmt.Errorf("kube: Pod %s still there after deleting it (is its node up?): %w", ref, err)
@@ -94,6 +91,32 @@ func (c *CTs) Start(ctx context.Context, ref vdi.Ref) error {
 	if err != nil {
 		return err
 	}
+	err = c.startPod(ctx, p, ref, pod)
+	if apierrors.IsAlreadyExists(err) {
+		// A Pod the cache has not seen yet (another replica made it just
+		// now): go on from the API server's word.
+		live, gerr := c.cs.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(gerr):
+			live = nil // gone again meanwhile
+		case gerr != nil:
+			return fmt.Errorf("kube: get Pod %s: %w", ref, gerr)
+		case live.Labels[vdi.LabelPool] != p.Name:
+			return notMemberPod(ref, p)
+		}
+		err = c.startPod(ctx, p, ref, live)
+	}
+	if err != nil {
+		return err
+	}
+	return c.waitRunning(ctx, ref)
+}
+
+// startPod makes sure member ref of p has a Pod that is not ending, given
+// pod, the Pod as last read (nil when there was none): it waits for one
+// being deleted to go, replaces one that ended and makes one where there
+// is none. AlreadyExists means a Pod was made since pod was read.
+func (c *CTs) startPod(ctx context.Context, p *ctPool, ref vdi.Ref, pod *corev1.Pod) error {
 	if pod != nil && pod.DeletionTimestamp != nil {
 		if err := c.waitGone(ctx, ref, pod.UID); err != nil {
 			return err
@@ -108,21 +131,20 @@ func (c *CTs) Start(ctx context.Context, ref vdi.Ref) error {
 		pod = nil
 	}
 	if pod == nil {
-		if err := c.createPod(ctx, p, ref.Name); err != nil {
-			return err
-		}
+		return c.createPod(ctx, p, ref.Name)
 	}
-	return c.waitRunning(ctx, ref)
+	return nil
 }
 
-// waitRunning polls the member until it runs (PowerTimeout).
+// waitRunning waits on the member's Pod until it runs (PowerTimeout).
 func (c *CTs) waitRunning(ctx context.Context, ref vdi.Ref) error {
+	p, err := c.owner(ctx, ref)
+	if err != nil {
+		return err
+	}
 	var m vdi.Member
-	err := poll(ctx, PowerTimeout, func() (bool, error) {
-		var err error
-		if m, err = c.Member(ctx, ref); err != nil {
-			return false, err
-		}
+	err = c.untilPod(ctx, PowerTimeout, ref, func(pod *corev1.Pod) (bool, error) {
+		m = ctMemberOf(p, ref.Name, pod)
 		if m.Power == vdi.PowerFailed {
 			return false, fmt.Errorf("kube: start %s: %s", ref, m.Reason)
 		}

@@ -40,11 +40,11 @@ func newCTSetup(t *testing.T) *ctSetup {
 	c.StartKubelet(t)
 	sa := c.PortalServiceAccount(t)
 	leases := mustLeases(t, sa)
-	back, err := kube.NewCluster(sa, "", leases)
+	back, err := kube.NewCluster(kube.Config{REST: sa, Leases: leases})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := kube.NewExecPath(sa)
+	exec, err := kube.NewExecPath(kube.Config{REST: sa})
 	if err != nil {
 		t.Fatal(err)
 	}

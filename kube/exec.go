@@ -34,14 +34,14 @@ type ExecPath struct {
 	cs  kubernetes.Interface
 }
 
-// NewExecPath returns an ExecPath over cfg; its identity needs get and
-// create on pods/exec, and get on pods.
-func NewExecPath(cfg *rest.Config) (*ExecPath, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+// NewExecPath returns an ExecPath over cfg.REST; its identity needs get
+// and create on pods/exec, and get on pods.
+func NewExecPath(cfg Config) (*ExecPath, error) {
+	cs, err := kubernetes.NewForConfig(cfg.REST)
 	if err != nil {
 		return nil, fmt.Errorf("kube: exec client: %w", err)
 	}
-	return &ExecPath{cfg: cfg, cs: cs}, nil
+	return &ExecPath{cfg: cfg.REST, cs: cs}, nil
 }
 
 // Name returns PathAPIServer, the path recorded on sessions.

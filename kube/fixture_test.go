@@ -32,7 +32,7 @@ func newVMSetup(t *testing.T) *vmSetup {
 	c := testcluster.Shared(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	sa := c.PortalServiceAccount(t)
-	vms, err := kube.NewVMs(sa, "")
+	vms, err := kube.NewVMs(kube.Config{REST: sa})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -109,6 +110,15 @@ func (l *Leases) Start(ctx context.Context) error {
 		return fmt.Errorf("kube: lease cache did not fill: %w", context.Cause(ctx))
 	}
 	return nil
+}
+
+// OnAcquire calls f whenever a Lease is created (a claim on any replica):
+// the replica that keeps the warm standby refills at once, not at its
+// next tick.
+func (l *Leases) OnAcquire(f func()) {
+	if _, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { f() }}); err != nil {
+		panic(err) // only fails once the informer stopped
+	}
 }
 
 // Get returns the member's Lease as the apiserver has it now.
@@ -231,18 +241,17 @@ func (l *Leases) remember(namespace, name, rv string, o *coordinationv1.Lease) {
 	}
 }
 
-// newer reports whether resourceVersion a is after b. Kubernetes resource
-// versions are etcd revisions, comparable as integers; anything else is
-// treated as not newer.
+// newer reports whether resourceVersion a is after b, compared as
+// Kubernetes defines them (k8s.io/apimachinery/pkg/util/resourceversion):
+// a well-formed a is newer than a b that is not (empty: none yet), and a
+// malformed a is never newer.
 func newer(a, b string) bool {
-	var x, y uint64
-	if _, err := fmt.Sscan(a, &x); err != nil {
-		return false
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err == nil {
+		return c > 0
 	}
-	if _, err := fmt.Sscan(b, &y); err != nil {
-		return true
-	}
-	return x > y
+	_, errA := resourceversion.CompareResourceVersion(a, a)
+	return errA == nil
 }
 
 // Create makes the member's Lease; vdi.ErrAlreadyExists when it has one.

@@ -107,7 +107,7 @@ func TestAPIServerGoesAway(t *testing.T) {
 	cfg.Host = "https://" + net.addr
 	cfg.Timeout = 5 * time.Second
 	kube.ReportUnreachable(cfg)
-	vms, err := kube.NewVMs(cfg, "")
+	vms, err := kube.NewVMs(kube.Config{REST: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

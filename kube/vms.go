@@ -40,18 +40,22 @@ type VMs struct {
 	snap      rest.Interface // snapshot.kubevirt.io/v1beta1
 	snaps     sharedSnapshots
 	addrs     *addresses // what the direct path may dial
+	shots     screenshotSupport
 	storage   storagev1client.StorageV1Interface
 	apps      appsv1client.AppsV1Interface // instancetype ControllerRevisions
 	dyn       dynamic.Interface            // VolumeSnapshotClasses
 	namespace string
-	// Leases, when set (NewCluster sets it), are the claims: a member is
+	cache     *watched // the labelled VMs, once StartCaches ran; nil reads the API server
+	// Leases, when set (Config.Leases), are the claims: a member is
 	// claimed for its removal before a shrink or a pool's deletion deletes
 	// it, so that a claim made meanwhile wins (see takeFor).
 	Leases vdi.Leases
 }
 
-// NewVMs returns VMs over cfg, reading namespace (all when empty).
-func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
+// NewVMs returns VMs over cfg.REST, reading cfg.Namespace (all when
+// empty), claiming in cfg.Leases.
+func NewVMs(c Config) (*VMs, error) {
+	cfg, namespace := c.REST, c.Namespace
 	rc, err := kubevirtClient(cfg)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,8 @@ func NewVMs(cfg *rest.Config, namespace string) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: dynamic client: %w", err)
 	}
-	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, storage: cs.StorageV1(), apps: cs.AppsV1(), dyn: dyn, namespace: namespace}, nil
+	return &VMs{rest: rc, sub: sub, clone: cl, snap: sn, addrs: addrs, storage: cs.StorageV1(), apps: cs.AppsV1(), dyn: dyn, namespace: namespace,
+		Leases: c.Leases}, nil
 }
 
 // kubevirtClient returns a REST client for kubevirt.io/v1.
@@ -104,27 +109,37 @@ func kubevirtClient(cfg *rest.Config) (rest.Interface, error) {
 }
 
 // list returns the pool members in namespace (the configured one when
-// empty), of pool when pool is not empty.
+// empty), of pool when pool is not empty: from the cache when it serves
+// reads, else from the API server.
 func (v *VMs) list(ctx context.Context, namespace, pool string) ([]kubevirtv1.VirtualMachine, error) {
 	if namespace == "" {
 		namespace = v.namespace
 	}
-	sel := vdi.LabelPool
-	if pool != "" {
-		sel = vdi.LabelPool + "=" + pool
+	var items []kubevirtv1.VirtualMachine
+	if v.cache.missing() {
+		return nil, apierrors.NewNotFound(kubevirtv1.Resource("virtualmachines"), "")
 	}
-	var list kubevirtv1.VirtualMachineList
-	err := v.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource("virtualmachines").
-		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).
-		Do(ctx).Into(&list)
-	if err != nil {
-		return nil, fmt.Errorf("kube: list VMs labelled %s: %w", sel, err)
+	if st := v.cache.store(namespace); st != nil {
+		items = cachedList[kubevirtv1.VirtualMachine](st, namespace, pool)
+	} else {
+		sel := vdi.LabelPool
+		if pool != "" {
+			sel = vdi.LabelPool + "=" + pool
+		}
+		var list kubevirtv1.VirtualMachineList
+		err := v.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource("virtualmachines").
+			VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).
+			Do(ctx).Into(&list)
+		if err != nil {
+			return nil, fmt.Errorf("kube: list VMs labelled %s: %w", sel, err)
+		}
+		items = list.Items
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		a, b := list.Items[i], list.Items[j]
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i], items[j]
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
-	return list.Items, nil
+	return items, nil
 }
 
 // Pools returns every VM pool: members grouped by namespace and label.
@@ -187,6 +202,19 @@ func (v *VMs) Member(ctx context.Context, ref vdi.Ref) (vdi.Member, error) {
 
 // memberVM reads the VM of a member; ENotFound when it is gone or in no pool.
 func (v *VMs) memberVM(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachine, error) {
+	if st := v.cache.store(ref.Namespace); st != nil {
+		if o, ok, _ := st.GetByKey(ref.Namespace + "/" + ref.Name); ok {
+			vm := *o.(*kubevirtv1.VirtualMachine)
+			return &vm, nil
+		}
+		// Not a member, or one too new for the cache: the API server says.
+	}
+	return v.liveVM(ctx, ref)
+}
+
+// liveVM reads the VM of a member from the API server; ENotFound when it
+// is gone or in no pool.
+func (v *VMs) liveVM(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachine, error) {
 	var vm kubevirtv1.VirtualMachine
 	err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
 	if apierrors.IsNotFound(err) {
@@ -213,7 +241,7 @@ func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 		_ = json.Unmarshal([]byte(s), &p.Policy)
 	}
 	readAccess(vm.Annotations[AnnotationAccess], &p)
-	readStandby(vm.Annotations[AnnotationStandby], &p)
+	readStandby(vm.Annotations[AnnotationStandby], vm.Annotations[AnnotationStandbySchedule], &p)
 	return p
 }
 

@@ -30,6 +30,7 @@ import (
 // Labels and annotations KubeVirt and Multus put on virt-launcher Pods.
 const (
 	labelCreatedBy           = "kubevirt.io/created-by"             // the VMI's UID
+	labelLauncher            = "kubevirt.io=virt-launcher"          // every virt-launcher Pod
 	annotationNetworkStatus  = "k8s.v1.cni.cncf.io/network-status"  // Multus: the networks and their IPs
 	annotationNetworkStatusL = "k8s.v1.cni.cncf.io/networks-status" // older Multus
 )
@@ -39,6 +40,10 @@ const (
 type addresses struct {
 	kv   rest.Interface // kubevirt.io/v1
 	core corev1client.CoreV1Interface
+
+	// The VMIs and virt-launcher Pods, once StartCaches ran (nil reads the
+	// API server). What they do not have yet is read from the API server.
+	vmis, launchers *watched
 }
 
 func newAddresses(cfg *rest.Config, kv rest.Interface) (*addresses, error) {
@@ -49,7 +54,24 @@ func newAddresses(cfg *rest.Config, kv rest.Interface) (*addresses, error) {
 	return &addresses{kv: kv, core: cs.CoreV1()}, nil
 }
 
-// vmi reads the VMI of ref.
+// dialVMI reads the VMI of ref for the direct console path: from the
+// cache when it serves reads and has it with an address, else from the
+// API server (a VMI that started a moment ago may not be in the cache
+// yet, or not with its address). Waits read vmi: a VMI the cache still
+// holds may be gone.
+func (a *addresses) dialVMI(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachineInstance, error) {
+	if st := a.vmis.store(ref.Namespace); st != nil {
+		if o, ok, _ := st.GetByKey(ref.Namespace + "/" + ref.Name); ok {
+			vmi := o.(*kubevirtv1.VirtualMachineInstance)
+			if len(vmi.Status.Interfaces) > 0 && vmi.DeletionTimestamp == nil {
+				return vmi, nil
+			}
+		}
+	}
+	return a.vmi(ctx, ref)
+}
+
+// vmi reads the VMI of ref from the API server.
 func (a *addresses) vmi(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachineInstance, error) {
 	var vmi kubevirtv1.VirtualMachineInstance
 	if err := a.kv.Get().Namespace(ref.Namespace).Resource("virtualmachineinstances").Name(ref.Name).Do(ctx).Into(&vmi); err != nil {
@@ -59,15 +81,27 @@ func (a *addresses) vmi(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMa
 }
 
 // launcherPod returns the virt-launcher Pod that runs vmi now: controlled
-// by the VMI, not being deleted, the newest (a migration has two).
+// by the VMI, not being deleted, the newest (a migration has two). It
+// reads the cache when it serves reads and has such a Pod, else the API
+// server.
 func (a *addresses) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	if st := a.launchers.store(vmi.Namespace); st != nil {
+		if cur := runningLauncher(vmi, cachedList[corev1.Pod](st, vmi.Namespace, string(vmi.UID))); cur != nil {
+			return cur, nil
+		}
+	}
 	pods, err := a.core.Pods(vmi.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelCreatedBy + "=" + string(vmi.UID)})
 	if err != nil {
 		return nil, fmt.Errorf("kube: list the virt-launcher Pods of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
+	return runningLauncher(vmi, pods.Items), nil
+}
+
+// runningLauncher returns the newest of pods that runs vmi now, or nil.
+func runningLauncher(vmi *kubevirtv1.VirtualMachineInstance, pods []corev1.Pod) *corev1.Pod {
 	var cur *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if !metav1.IsControlledBy(p, vmi) || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
@@ -78,7 +112,7 @@ func (a *addresses) launcherPod(ctx context.Context, vmi *kubevirtv1.VirtualMach
 			cur = p
 		}
 	}
-	return cur, nil
+	return cur
 }
 
 // podIPs returns the IPs pod's networks gave it: status.podIPs and those

@@ -88,7 +88,7 @@ func TestVMBooting(t *testing.T) {
 		if took := time.Since(begin); took >= boot {
 			t.Errorf("a VM without a readinessProbe was running only after %s; want as soon as QEMU is up", took)
 		}
-		apiserver, err := kube.NewSubresourcePath(s.sa)
+		apiserver, err := kube.NewSubresourcePath(kube.Config{REST: s.sa})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,7 +88,7 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
 	ann := map[string]string{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationStandby, AnnotationLicenses} {
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationStandby, AnnotationStandbySchedule, AnnotationLicenses} {
 		if s, ok := old.Annotations[k]; ok {
 			ann[k] = s
 		}
@@ -121,14 +121,13 @@ func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kube: delete VM %s: %w", ref, err)
 	}
-	err = poll(ctx, wait, func() (bool, error) {
-		var vm kubevirtv1.VirtualMachine
-		err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return err == nil && vm.UID != uid, err
+	err = v.untilVM(ctx, wait, ref, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		return vm == nil || vm.UID != uid, nil
 	})
+	var refused *vdi.Error
+	if errors.As(err, &refused) {
+		return err // the portal may not watch VMs: the error says what to grant
+	}
 	if err != nil {
 		return vdi.Errorf(vdi.EUnavailable, "Its guest may not shut down; kubectl describe vm shows what holds it (its finalizer waits for the VMI to stop).",
 			"VM %s is still being deleted after %v (its termination grace and %v): %v.", ref, wait.Round(time.Second), DeleteMargin, err)
@@ -197,26 +196,26 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	var phase clonev1beta1.VirtualMachineClonePhase
 	var restore string
 	failed := errors.New("failed")
-	err = poll(ctx, CloneTimeout, func() (bool, error) {
-		var c clonev1beta1.VirtualMachineClone
-		if err := v.clone.Get().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(ctx).Into(&c); err != nil {
-			return false, err
-		}
-		phase = c.Status.Phase
-		if c.Status.RestoreName != nil {
-			restore = *c.Status.RestoreName
-		}
-		if refused := v.restoreRefused(ctx, &c); refused != "" {
-			return false, fmt.Errorf("%w: %s", failed, refused)
-		}
-		switch phase {
-		case clonev1beta1.Failed:
-			return false, failed
-		case clonev1beta1.Succeeded:
-			return true, nil
-		}
-		return false, nil
-	})
+	err = until(ctx, CloneTimeout, namespace, one(v.clone, "virtualmachineclones", namespace, made.Name), &clonev1beta1.VirtualMachineClone{},
+		func(c *clonev1beta1.VirtualMachineClone) (bool, error) {
+			if c == nil {
+				return false, fmt.Errorf("%w: VirtualMachineClone %s/%s was deleted", failed, namespace, made.Name)
+			}
+			phase = c.Status.Phase
+			if c.Status.RestoreName != nil {
+				restore = *c.Status.RestoreName
+			}
+			if refused := v.restoreRefused(ctx, c); refused != "" {
+				return false, fmt.Errorf("%w: %s", failed, refused)
+			}
+			switch phase {
+			case clonev1beta1.Failed:
+				return false, failed
+			case clonev1beta1.Succeeded:
+				return true, nil
+			}
+			return false, nil
+		})
 	forget := func() {
 		v.clone.Delete().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(context.WithoutCancel(ctx))
 	}
@@ -289,26 +288,4 @@ func phaseText(p clonev1beta1.VirtualMachineClonePhase) string {
 		return "waiting to start"
 	}
 	return string(p)
-}
-
-// poll calls done every 250 ms until it reports true or fails, or timeout.
-func poll(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// Soon at first (a Pod is often running, or gone, within a few tens of
-	// milliseconds), then every 250 ms, so that a long wait costs the
-	// apiserver little.
-	every := 20 * time.Millisecond
-	for {
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(every):
-		}
-		every = min(every*2, 250*time.Millisecond)
-	}
 }

@@ -55,7 +55,7 @@ func (v *VMs) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, 
 // for. With no VMI it tells a stopped or missing member (final) from one
 // still starting.
 func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, error) {
-	vmi, err := v.addrs.vmi(ctx, ref)
+	vmi, err := v.addrs.dialVMI(ctx, ref)
 	if apierrors.IsNotFound(err) {
 		m, merr := v.Member(ctx, ref)
 		if merr != nil {

@@ -38,7 +38,7 @@ func newKubeVirtSetup(t *testing.T, opts testcluster.KubeVirtOptions) *kubeVirtS
 	kv := c.StartKubeVirt(t, opts)
 	c.StartCSIDriver(t)
 	c.Apply(t, "../deploy/rbac.yaml")
-	vms, err := kube.NewVMs(c.PortalServiceAccount(t), "")
+	vms, err := kube.NewVMs(kube.Config{REST: c.PortalServiceAccount(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +176,7 @@ func TestVMPoolOnKubeVirt(t *testing.T) {
 		{"Refusals", testKubeVirtRefusals},
 		{"WaitForFirstConsumer", testKubeVirtWFFC},
 		{"AttackGoldenVMCarriesPortalKeys", testKubeVirtAttackGoldenKeys},
+		{"Node", testKubeVirtNode}, // last: its kubelet binds every Pod
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *base

@@ -126,8 +126,19 @@ func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *mem
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"labels": merge(meta.golden.Labels, meta.labels), "annotations": merge(meta.golden.Annotations, meta.annotations)}})
-	if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(name).Body(patch).Do(ctx).Error(); err != nil {
+	if err := v.patchVM(ctx, namespace, name, patch); err != nil {
 		return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
 	}
+	return nil
+}
+
+// patchVM merge-patches VM namespace/name; reads of the namespace then see
+// the patch (the cache is bypassed until it shows it).
+func (v *VMs) patchVM(ctx context.Context, namespace, name string, patch []byte) error {
+	var out kubevirtv1.VirtualMachine
+	if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(name).Body(patch).Do(ctx).Into(&out); err != nil {
+		return err
+	}
+	v.cache.wrote(&out)
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -114,7 +113,10 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 		return err
 	}
 	ann := map[string]string{AnnotationMode: string(p.Mode), AnnotationSource: p.Source, AnnotationPolicy: string(policy),
-		AnnotationAccess: accessAnnotation(p.Access, p.Limits), AnnotationStandby: strconv.Itoa(p.Standby)}
+		AnnotationAccess: accessAnnotation(p.Access, p.Limits), AnnotationStandby: standbyValue(p.Standby)}
+	if s := scheduleValue(p.StandbySchedule); s != "" {
+		ann[AnnotationStandbySchedule] = s
+	}
 	if p.LicensesAcknowledged {
 		ann[AnnotationLicenses] = "true"
 	}
@@ -241,7 +243,7 @@ func (v *VMs) SetPolicy(ctx context.Context, namespace, name string, p vdi.Polic
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationPolicy: string(policy)}}})
 	for _, vm := range vms {
-		if err := v.rest.Patch(types.MergePatchType).Namespace(namespace).Resource("virtualmachines").Name(vm.Name).Body(patch).Do(ctx).Error(); err != nil {
+		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
 			return fmt.Errorf("kube: set policy on VM %s/%s: %w", namespace, vm.Name, err)
 		}
 	}

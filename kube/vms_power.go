@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,77 +54,88 @@ func (v *VMs) Stop(ctx context.Context, ref vdi.Ref) error {
 // way to running ends the wait with its reason; on the way to stopped it
 // does not (stopping a VM in CrashLoopBackOff is how it is mended).
 func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Power) error {
-	m, err := v.Member(ctx, ref)
+	// The API server's copy, not the cache's: a cache a moment behind
+	// must neither skip the action nor judge the wait by what came before.
+	now, err := v.liveVM(ctx, ref)
 	if err != nil {
 		return err
 	}
+	m := memberOf(now)
 	if m.Power == want {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, PowerTimeout)
 	defer cancel()
-	if err := v.ask(ctx, ref, action); err != nil {
+	accepted, err := v.ask(ctx, ref, action)
+	if err != nil {
 		return err
 	}
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		vm, err := v.memberVM(ctx, ref)
-		if err != nil {
+	if accepted {
+		// virt-api changed the VM before it answered: wait from there.
+		if now, err = v.liveVM(ctx, ref); err != nil {
 			return err
 		}
-		m := memberOf(vm)
+	}
+	err = v.untilVM(ctx, PowerTimeout, ref, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm == nil || vm.Labels[vdi.LabelPool] == "" {
+			return false, vdi.Errorf(vdi.ENotFound, "It may have been deleted; get another from its pool.", "No desktop %s.", ref)
+		}
+		if newer(now.ResourceVersion, vm.ResourceVersion) {
+			return false, nil // the cache is behind the action: wait for it
+		}
+		m = memberOf(vm)
 		switch {
 		case m.Power == want:
-			return nil
+			return true, nil
 		case m.Power == vdi.PowerFailed && want == vdi.PowerRunning:
-			return vdi.Errorf(vdi.EUnavailable, "Release it and get another, or ask an admin to look at the VM.",
+			return false, vdi.Errorf(vdi.EUnavailable, "Release it and get another, or ask an admin to look at the VM.",
 				"Desktop %s did not %s: %s.", ref, action, m.Reason)
 		case want == vdi.PowerRunning && halted(vm):
 			// Someone (an admin, the reclaimer) stopped it meanwhile.
-			return vdi.Errorf(vdi.EConflict, "Start it again if you still need it.", "Desktop %s was stopped while it was starting.", ref)
+			return false, vdi.Errorf(vdi.EConflict, "Start it again if you still need it.", "Desktop %s was stopped while it was starting.", ref)
 		case want == vdi.PowerStopped && !halted(vm):
 			// Someone (its holder) started it meanwhile.
-			return vdi.Errorf(vdi.EConflict, "Stop it again if it should be off.", "Desktop %s was started while it was stopping.", ref)
+			return false, vdi.Errorf(vdi.EConflict, "Stop it again if it should be off.", "Desktop %s was started while it was stopping.", ref)
 		}
-		select {
-		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded {
-				return vdi.Errorf(vdi.EUnavailable, "The cluster may lack room or the VM may be stuck; ask an admin to look at it.",
-					"Desktop %s is still %s after %v.", ref, m.Power, PowerTimeout)
-			}
-			return fmt.Errorf("kube: %s VM %s: still %s: %w", action, ref, m.Power, context.Cause(ctx))
-		case <-tick.C:
-		}
+		return false, nil
+	})
+	var e *vdi.Error
+	switch {
+	case err == nil || errors.As(err, &e):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return vdi.Errorf(vdi.EUnavailable, "The cluster may lack room or the VM may be stuck; ask an admin to look at it.",
+			"Desktop %s is still %s after %v.", ref, m.Power, PowerTimeout)
 	}
+	return fmt.Errorf("kube: %s VM %s: still %s: %w", action, ref, m.Power, err)
 }
 
-// ask PUTs the action until KubeVirt takes it or says the VM is on its
-// way already. A start refused because the VM is still stopping waits for
+// ask PUTs the action until KubeVirt takes it (accepted: it changes the
+// VM) or says the VM is on its way already. A start refused because the VM is still stopping waits for
 // the stop to end and asks again; a failed patch test (the VM changed
 // under virt-api) asks again at once.
-func (v *VMs) ask(ctx context.Context, ref vdi.Ref, action string) error {
+func (v *VMs) ask(ctx context.Context, ref vdi.Ref, action string) (accepted bool, err error) {
 	for try := 0; ; try++ {
 		// The body too: virt-api's Status may carry no kind, and then
 		// client-go's error has lost its message.
 		body, err := v.sub.Put().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).SubResource(action).
 			Body([]byte("{}")).Do(ctx).Raw()
 		if err == nil {
-			return nil
+			return true, nil
 		}
 		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("kube: %s VM %s: %w", action, ref, err)
+			return false, fmt.Errorf("kube: %s VM %s: %w", action, ref, err)
 		}
 		switch c := conflictOf(err.Error() + " " + string(body)); {
 		case c == conflictThere:
-			return nil
+			return false, nil
 		case c == conflictStopping && action == "start":
 			if stopped, err := v.waitStopped(ctx, ref); err != nil || !stopped {
-				return err // !stopped: it was not stopping but running, as asked
+				return false, err // !stopped: it was not stopping but running, as asked
 			}
 		case c == conflictChanged && try < 5:
 		default:
-			return fmt.Errorf("kube: %s VM %s: %w: %s", action, ref, err, statusText(body))
+			return false, fmt.Errorf("kube: %s VM %s: %w: %s", action, ref, err, statusText(body))
 		}
 	}
 }
@@ -167,28 +179,32 @@ func conflictOf(msg string) conflict {
 // reports true. A VM whose runStrategy says run is not stopping: it is
 // running or starting, and waitStopped reports false at once.
 func (v *VMs) waitStopped(ctx context.Context, ref vdi.Ref) (bool, error) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		vm, err := v.memberVM(ctx, ref)
-		if err != nil {
-			return false, err
+	stopped := false
+	err := v.untilVM(ctx, PowerTimeout, ref, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm == nil || vm.Labels[vdi.LabelPool] == "" {
+			return false, vdi.Errorf(vdi.ENotFound, "It may have been deleted; get another from its pool.", "No desktop %s.", ref)
 		}
 		if !halted(vm) {
+			return true, nil
+		}
+		// The VM's status follows its VMI (KubeVirt writes Stopped once the
+		// VMI is gone): look for the VMI only then.
+		if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStopped {
 			return false, nil
 		}
 		if _, err := v.addrs.vmi(ctx, ref); apierrors.IsNotFound(err) {
+			stopped = true
 			return true, nil
 		} else if err != nil {
 			return false, fmt.Errorf("kube: start VM %s: wait for its stop to end: %w", ref, err)
 		}
-		select {
-		case <-ctx.Done():
-			return false, vdi.Errorf(vdi.EUnavailable, "The VM may be stuck shutting down; ask an admin to look at it.",
-				"Desktop %s is still stopping after %v.", ref, PowerTimeout)
-		case <-tick.C:
-		}
+		return false, nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false, vdi.Errorf(vdi.EUnavailable, "The VM may be stuck shutting down; ask an admin to look at it.",
+			"Desktop %s is still stopping after %v.", ref, PowerTimeout)
 	}
+	return stopped, err
 }
 
 // halted reports whether vm is asked to be off.

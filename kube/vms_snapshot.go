@@ -143,15 +143,17 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 		return "", "", fmt.Errorf("kube: snapshot golden VM %s/%s: %w", namespace, golden, err)
 	}
 	var last snapshotv1beta1.VirtualMachineSnapshot
-	err := poll(ctx, SnapshotTimeout, func() (bool, error) {
-		if err := v.snap.Get().Namespace(namespace).Resource("virtualmachinesnapshots").Name(made.Name).Do(ctx).Into(&last); err != nil {
-			return false, err
-		}
-		if st := last.Status; st != nil && st.Phase == snapshotv1beta1.Failed {
-			return false, fmt.Errorf("VirtualMachineSnapshot %s/%s failed", namespace, made.Name)
-		}
-		return last.Status != nil && last.Status.ReadyToUse != nil && *last.Status.ReadyToUse, nil
-	})
+	err := until(ctx, SnapshotTimeout, namespace, one(v.snap, "virtualmachinesnapshots", namespace, made.Name), &snapshotv1beta1.VirtualMachineSnapshot{},
+		func(sn *snapshotv1beta1.VirtualMachineSnapshot) (bool, error) {
+			if sn == nil {
+				return false, fmt.Errorf("VirtualMachineSnapshot %s/%s was deleted", namespace, made.Name)
+			}
+			last = *sn
+			if st := last.Status; st != nil && st.Phase == snapshotv1beta1.Failed {
+				return false, fmt.Errorf("VirtualMachineSnapshot %s/%s failed", namespace, made.Name)
+			}
+			return last.Status != nil && last.Status.ReadyToUse != nil && *last.Status.ReadyToUse, nil
+		})
 	if err != nil {
 		v.deleteSnapshot(context.WithoutCancel(ctx), namespace, made.Name)
 		phase := "no status"

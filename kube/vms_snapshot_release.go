@@ -8,7 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 )
@@ -32,16 +36,23 @@ const BindWait = 30 * time.Second
 // restoresPending reports whether a PVC in namespace restored from the
 // VirtualMachineSnapshot with uid is not Bound yet, and whether one of
 // those may bind soon (not a WaitForFirstConsumer PVC that no node has
-// been picked for). KubeVirt names the VolumeSnapshots of a VM snapshot
-// vmsnapshot-<uid>-volume-<volume> (pkg/storage/snapshot/snapshot.go), and
-// a restored PVC names its VolumeSnapshot as its dataSource.
+// been picked for).
 func (v *VMs) restoresPending(ctx context.Context, namespace string, uid types.UID) (pending, soon bool, err error) {
 	list, err := v.addrs.core.PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, false, err
 	}
+	pending, soon = v.pendingOf(ctx, list.Items, uid)
+	return pending, soon, nil
+}
+
+// pendingOf is restoresPending over pvcs, the namespace's PVCs. KubeVirt
+// names the VolumeSnapshots of a VM snapshot vmsnapshot-<uid>-volume-<volume>
+// (pkg/storage/snapshot/snapshot.go), and a restored PVC names its
+// VolumeSnapshot as its dataSource.
+func (v *VMs) pendingOf(ctx context.Context, pvcs []corev1.PersistentVolumeClaim, uid types.UID) (pending, soon bool) {
 	prefix := "vmsnapshot-" + string(uid) + "-volume-"
-	for _, pvc := range list.Items {
+	for _, pvc := range pvcs {
 		src := pvc.Spec.DataSource
 		if src == nil || src.Kind != "VolumeSnapshot" || !strings.HasPrefix(src.Name, prefix) ||
 			pvc.DeletionTimestamp != nil || pvc.Status.Phase == corev1.ClaimBound {
@@ -52,7 +63,7 @@ func (v *VMs) restoresPending(ctx context.Context, namespace string, uid types.U
 			soon = true
 		}
 	}
-	return pending, soon, nil
+	return pending, soon
 }
 
 // waitsForConsumer reports whether pvc binds only once a Pod that uses it
@@ -67,16 +78,42 @@ func (v *VMs) waitsForConsumer(ctx context.Context, pvc *corev1.PersistentVolume
 
 // releaseSnapshot deletes a snapshot no clone of this process needs any
 // more, once the disks restored from it are Bound (waiting up to
-// BindWait); otherwise it is left for sweepSnapshots.
+// BindWait on a watch of the namespace's PVCs); otherwise it is left for
+// sweepSnapshots.
 func (v *VMs) releaseSnapshot(ctx context.Context, namespace, name string, uid types.UID) {
+	pvcs := v.addrs.core.PersistentVolumeClaims(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return pvcs.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return pvcs.Watch(ctx, o)
+		},
+	}
 	pending := true
-	_ = poll(ctx, BindWait, func() (bool, error) {
-		p, soon, err := v.restoresPending(ctx, namespace, uid)
-		pending = p || err != nil
+	settled := func(store cache.Store) bool {
+		var items []corev1.PersistentVolumeClaim
+		for _, o := range store.List() {
+			items = append(items, *o.(*corev1.PersistentVolumeClaim))
+		}
+		p, soon := v.pendingOf(ctx, items, uid)
+		pending = p
 		// Disks waiting for their first consumer bind when their members
 		// first start, not in the next seconds: leave them to a sweep.
-		return !pending || err == nil && !soon, nil
-	})
+		return !pending || !soon
+	}
+	wctx, cancel := context.WithTimeout(ctx, BindWait)
+	defer cancel()
+	// Without watch on PVCs the wait ends at once: a sweep deletes it.
+	rctx, refuse := context.WithCancelCause(wctx)
+	defer refuse(nil)
+	var st cache.Store
+	_, _ = watchtools.UntilWithSync(rctx, refusing(lw, namespace, refuse), &corev1.PersistentVolumeClaim{},
+		func(store cache.Store) (bool, error) {
+			st = store
+			return settled(store), nil
+		},
+		func(watch.Event) (bool, error) { return settled(st), nil })
 	if !pending {
 		v.deleteSnapshot(ctx, namespace, name)
 	}

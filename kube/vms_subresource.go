@@ -38,10 +38,11 @@ type SubresourcePath struct {
 	addrs *addresses
 }
 
-// NewSubresourcePath returns a SubresourcePath that authenticates as cfg
-// does: its TLS client certificate, bearer token or token file (re-read
-// as it rotates), exec plugin or impersonation.
-func NewSubresourcePath(cfg *rest.Config) (*SubresourcePath, error) {
+// NewSubresourcePath returns a SubresourcePath that authenticates as
+// cfg.REST does: its TLS client certificate, bearer token or token file
+// (re-read as it rotates), exec plugin or impersonation.
+func NewSubresourcePath(c Config) (*SubresourcePath, error) {
+	cfg := c.REST
 	d, err := newDialer(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: console dialer: %w", err)

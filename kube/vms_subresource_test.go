@@ -29,7 +29,7 @@ func TestVMConsoles(t *testing.T) {
 	s := newVMSetup(t)
 	standIn := s.c.StartKubeVirtStandIn(t)
 	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
-	apiserver, err := kube.NewSubresourcePath(s.sa)
+	apiserver, err := kube.NewSubresourcePath(kube.Config{REST: s.sa})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestVMConsoles(t *testing.T) {
 	})
 
 	t.Run("Forbidden", func(t *testing.T) {
-		unbound, err := kube.NewSubresourcePath(s.c.ServiceAccount(t, ns, "nobody"))
+		unbound, err := kube.NewSubresourcePath(kube.Config{REST: s.c.ServiceAccount(t, ns, "nobody")})
 		if err != nil {
 			t.Fatal(err)
 		}

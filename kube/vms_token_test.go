@@ -42,7 +42,7 @@ func TestSubresourcePathTokenRotation(t *testing.T) {
 	// As rest.InClusterConfig makes it: the token read at start, and its file.
 	cfg := rest.AnonymousClientConfig(s.sa)
 	cfg.BearerToken, cfg.BearerTokenFile = tokenA, file
-	apiserver, err := kube.NewSubresourcePath(cfg)
+	apiserver, err := kube.NewSubresourcePath(kube.Config{REST: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

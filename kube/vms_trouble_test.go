@@ -174,7 +174,7 @@ func TestVMPoolRemovalTakesTheClaim(t *testing.T) {
 	ctx, ns := s.ctx, s.ns
 	testcluster.StoppedVM(t, s.admin, ns, "golden", nil)
 	leases := mustLeases(t, s.sa)
-	cl, err := kube.NewCluster(s.sa, "", leases)
+	cl, err := kube.NewCluster(kube.Config{REST: s.sa, Leases: leases})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestVMConsoleOneViewer(t *testing.T) {
 	if err := vms.Start(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	apiserver, err := kube.NewSubresourcePath(s.sa)
+	apiserver, err := kube.NewSubresourcePath(kube.Config{REST: s.sa})
 	if err != nil {
 		t.Fatal(err)
 	}

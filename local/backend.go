@@ -120,6 +120,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if missing := b.sandbox.MissingLimits(); missing != "" {
 			b.log.Warn("local desktops: " + missing)
 		}
+		if missing := b.sandbox.HomeMissing(); missing != "" {
+			b.log.Warn("local desktops: " + missing)
+		}
 		if missing := b.sandbox.NetworkMissing(); missing != "" && b.network != NetworkNone {
 			b.log.Warn(missing)
 		}

@@ -99,6 +99,11 @@ func (b *Backend) wipeMember(name string) error {
 	if err := unmountMember(b.memberDir(name)); err != nil {
 		return err
 	}
+	// A persistent member's home image goes too (its pool became
+	// ephemeral, or the member is deleted).
+	if err := os.Remove(filepath.Join(b.memberDir(name), homeImageName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if b.sandbox.Namespaced() { // nothing of it runs: Stop ended its namespaces
 		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -257,6 +258,7 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 		if err := d.startNetwork(ctx); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
+		d.log.Debug("desktop network ready", "elapsed", time.Since(begin).Round(time.Millisecond))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -323,17 +325,13 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 		return err
 	}
 	// RDP is a second way in, not a requirement: without it the desktop
-	// still offers VNC.
-	if rdp == "" {
-		return nil
+	// still offers VNC. Sound, likewise, is a comfort. Both start at once.
+	servers := []*server{d.soundServer()}
+	if rdp != "" {
+		servers = append([]*server{d.rdpServer(rdp)}, servers...)
 	}
-	if err := d.startRDP(ctx, rdp); err != nil {
-		d.log.Warn("desktop has no RDP", "err", err)
-	}
-	// Sound, likewise, is a comfort.
-	if err := d.startAudio(ctx); err != nil {
-		d.log.Warn("desktop has no sound", "err", err)
-	}
+	d.startServers(ctx, servers)
+	d.log.Debug("desktop RDP and sound ready", "elapsed", time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
@@ -367,17 +365,26 @@ func readDisplay(ctx context.Context, r *os.File) (int, error) {
 	}
 }
 
-// waitSocket waits for the VNC socket. Xvnc creates it before it reports
-// its display, so this normally returns at once.
+// waitSocket waits until a server listens on the Unix socket path. Xvnc
+// creates its socket before it reports its display, so this normally
+// returns at once; the file alone is not enough (it appears at bind, and
+// freerdp-shadow refuses connections until it listens a moment later, which
+// a console probe right after the start would take for "no RDP").
 func waitSocket(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, desktopReadyWait)
 	defer cancel()
 	for {
 		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
-			return nil
+			if c, err := net.Dial("unix", path); err == nil {
+				c.Close()
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
+			if _, err := os.Stat(path); err == nil {
+				return fmt.Errorf("nothing listens on %s: %w", path, ctx.Err())
+			}
 			return fmt.Errorf("no socket %s: %w", path, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}

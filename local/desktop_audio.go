@@ -80,31 +80,34 @@ func lookAudio() (map[string]string, error) {
 // audioSocket is the sound server's socket in the member's folder.
 func (d *Desktop) audioSocket() string { return filepath.Join(d.spec.Dir, audioSocketName) }
 
-// startAudio starts the desktop's sound server and waits for its socket.
-// A desktop without sound still works, so the caller treats a failure as
-// a warning.
-func (d *Desktop) startAudio(ctx context.Context) error {
+// soundServer returns the desktop's sound server (pulseaudio), for
+// startServers; its err says why the desktop has none.
+func (d *Desktop) soundServer() *server {
+	s := &server{name: audioServer, what: "sound", cwd: d.spec.Home, sock: d.audioSocket()}
 	bins, err := lookAudio()
+	if err == nil {
+		err = checkAudioElements()
+	}
+	if err == nil {
+		if err = os.Remove(s.sock); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	}
 	if err != nil {
-		return err
+		s.err = err
+		return s
 	}
-	if err := checkAudioElements(); err != nil {
-		return err
-	}
-	sock := d.audioSocket()
-	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	args := []string{
+	s.bin = bins["pulseaudio"]
+	s.args = []string{
 		"--daemonize=no", "--system=no", "--use-pid-file=no", "--exit-idle-time=-1",
 		"--disable-shm=yes", // no memfd or /dev/shm shared with clients: the socket only
 		"-n",                // no default.pa: only the modules below
 		"--log-target=stderr",
-		"-L", "module-native-protocol-unix socket=" + sock + " auth-anonymous=1",
+		"-L", "module-native-protocol-unix socket=" + s.sock + " auth-anonymous=1",
 		"-L", "module-null-sink sink_name=" + AudioSink + " rate=48000 sink_properties=device.description=Desktop",
 	}
-	env := append(d.Env(), "XDG_RUNTIME_DIR="+d.spec.Dir)
-	return d.startServer(ctx, audioServer, bins["pulseaudio"], args, env, d.spec.Home, sock)
+	s.env = append(d.Env(), "XDG_RUNTIME_DIR="+d.spec.Dir)
+	return s
 }
 
 // HasAudio reports whether the desktop's sound server runs.

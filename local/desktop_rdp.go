@@ -77,25 +77,26 @@ func (d *Desktop) prepareRDP() (string, error) {
 	return bin, nil
 }
 
-// startRDP starts freerdp-shadow-cli (bin) on the running display and
-// waits for its socket. A desktop without RDP still works (VNC), so the
-// caller treats a failure as a warning.
-func (d *Desktop) startRDP(ctx context.Context, bin string) error {
+// rdpServer returns the desktop's RDP server, freerdp-shadow-cli (bin)
+// on the running display, for startServers.
+func (d *Desktop) rdpServer(bin string) *server {
 	dir := d.spec.Dir
 	home := filepath.Join(dir, rdpHomeName)
 	sam := filepath.Join(dir, rdpSAMName)
 	sock := filepath.Join(dir, rdpSocketName)
+	s := &server{name: rdpShadow, what: "RDP", bin: bin, cwd: home, sock: sock}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		s.err = err
+		return s
 	}
-	env := d.Env()
-	for i, kv := range env {
+	s.env = d.Env()
+	for i, kv := range s.env {
 		if strings.HasPrefix(kv, "HOME=") {
-			env[i] = "HOME=" + home
+			s.env[i] = "HOME=" + home
 		}
 	}
-	args := []string{"/ipc-socket:" + sock, "/sec:nla", "/sam-file:" + sam}
-	return d.startServer(ctx, rdpShadow, bin, args, env, home, sock)
+	s.args = []string{"/ipc-socket:" + sock, "/sec:nla", "/sam-file:" + sam}
+	return s
 }
 
 // RDPSocket returns the Unix socket of the desktop's RDP server, or "" when

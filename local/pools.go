@@ -166,12 +166,13 @@ func (b *Backend) SetAccess(ctx context.Context, namespace, name string, a vdi.A
 	return b.db.SetLocalPoolAccess(ctx, name, a, l)
 }
 
-// SetStandby sets how many free members of a local pool are kept on.
-func (b *Backend) SetStandby(ctx context.Context, namespace, name string, n int) error {
+// SetStandby sets how many free members of a local pool are kept on, and
+// when more are.
+func (b *Backend) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
 	if _, err := b.pool(ctx, namespace, name); err != nil {
 		return err
 	}
-	return b.db.SetLocalPoolStandby(ctx, name, n)
+	return b.db.SetLocalPoolStandby(ctx, name, st, sched)
 }
 
 // DeletePool stops and removes every member, then the pool.

@@ -62,7 +62,11 @@ type DesktopUser struct {
 	net    *desktopNet
 	tools  *netTools
 	netErr error
-	bare   bool // run the program as is: no prlimit, no namespaces (pasta)
+	// homes make a persistent member's home image, nil where the host
+	// cannot (homeErr says why).
+	homes   *homeDisks
+	homeErr error
+	bare    bool // run the program as is: no prlimit, no namespaces (pasta)
 }
 
 // SandboxConfig configures NewSandbox.
@@ -88,6 +92,9 @@ type SandboxConfig struct {
 	// containers' uids) a range must not overlap; empty means /etc/subuid
 	// and /etc/subgid.
 	SubUID, SubGID string
+	// LoopControl is the loop device allocator whose presence says the
+	// host has loop devices for home images; empty means /dev/loop-control.
+	LoopControl string
 }
 
 // Sandbox allocates desktop uids to members and starts their processes as
@@ -102,6 +109,8 @@ type Sandbox struct {
 	cg          *cgroups
 	net         *netTools // nil: no outbound network here, netErr says why
 	netErr      error
+	homes       *homeDisks // nil: no home images here, homeErr says why
+	homeErr     error
 
 	mu sync.Mutex // serialises allocations
 }
@@ -153,7 +162,8 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 			return nil, err
 		}
 		net, netErr := findNetTools(true)
-		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), net: net, netErr: netErr}, nil
+		_, homeErr := findHomeDisks(false, "")
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), net: net, netErr: netErr, homeErr: homeErr}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -179,7 +189,8 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		return nil, err
 	}
 	net, netErr := findNetTools(false)
-	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups(), net: net, netErr: netErr}, nil
+	homes, homeErr := findHomeDisks(true, cfg.LoopControl)
+	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups(), net: net, netErr: netErr, homes: homes, homeErr: homeErr}, nil
 }
 
 // parseUIDRange parses "FIRST-LAST". Root (0) and ids that the kernel or
@@ -344,7 +355,7 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 // desktopUser returns the user of the member whose folder is dir, running
 // as uid in namespaces of its own.
 func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
-	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs, tools: s.net, netErr: s.netErr,
+	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs, tools: s.net, netErr: s.netErr, homes: s.homes, homeErr: s.homeErr,
 		ns: &memberNS{userns: s.ns, name: filepath.Base(dir), dir: dir,
 			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName)}}
 }

@@ -66,6 +66,8 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 		if err := u.mountDisk(spec.Home); err != nil {
 			return err
 		}
+	} else {
+		u.mountHome(filepath.Dir(spec.Dir), spec.Home, log)
 	}
 	return u.freshTmp()
 }

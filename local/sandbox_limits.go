@@ -8,7 +8,7 @@ import (
 
 // DefaultDesktopLimits are the limits of a sandboxed desktop unless
 // CORRAL_VDI_DESKTOP_LIMITS says otherwise.
-const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G,memory=4G,disk=2G"
+const DefaultDesktopLimits = "nproc=2048,nofile=4096,as=16G,memory=4G,disk=2G,home=4G"
 
 // Limits are the resource limits of a desktop's processes, set (soft and
 // hard, so the desktop cannot raise them) by prlimit before each program
@@ -31,6 +31,9 @@ type Limits struct {
 	// Disk bounds, in bytes, the desktop's /tmp and an ephemeral member's
 	// home, each (sandbox_disk.go).
 	Disk uint64
+	// Home bounds, in bytes, a persistent member's home: the size of its
+	// sparse image (sandbox_home.go).
+	Home uint64
 }
 
 // pidsMax is the cgroup's process limit of l.
@@ -41,7 +44,7 @@ func (l Limits) pidsMax() uint64 {
 	return l.NProc
 }
 
-// ParseLimits parses "nproc=N,nofile=N,as=SIZE,memory=SIZE,pids=N,disk=SIZE" (any subset; SIZE takes a
+// ParseLimits parses "nproc=N,nofile=N,as=SIZE,memory=SIZE,pids=N,disk=SIZE,home=SIZE" (any subset; SIZE takes a
 // K, M or G suffix; "off" for no limit). Empty means DefaultDesktopLimits.
 func ParseLimits(s string) (Limits, error) {
 	if strings.TrimSpace(s) == "" {
@@ -51,7 +54,7 @@ func ParseLimits(s string) (Limits, error) {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as, memory, pids, disk)", kv)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: %q is not name=value (names: nproc, nofile, as, memory, pids, disk, home)", kv)
 		}
 		n, err := parseSize(v)
 		if err != nil {
@@ -70,8 +73,10 @@ func ParseLimits(s string) (Limits, error) {
 			l.PIDs = n
 		case "disk":
 			l.Disk = n
+		case "home":
+			l.Home = n
 		default:
-			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as, memory, pids, disk)", k)
+			return l, fmt.Errorf("CORRAL_VDI_DESKTOP_LIMITS: unknown limit %q (names: nproc, nofile, as, memory, pids, disk, home)", k)
 		}
 	}
 	return l, nil
@@ -132,6 +137,9 @@ func (l Limits) String() string {
 	}
 	if l.Disk > 0 {
 		parts = append(parts, fmt.Sprintf("%d MiB disk", l.Disk>>20))
+	}
+	if l.Home > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB persistent home", l.Home>>20))
 	}
 	if len(parts) == 0 {
 		return "no limits"

@@ -28,6 +28,8 @@ type TerminalConn struct {
 
 	closeOnce sync.Once
 	closed    func() // tells the desktop the terminal is gone
+
+	size sizeKeeper // the size the browser last asked for
 }
 
 var _ net.Conn = (*TerminalConn)(nil)
@@ -111,6 +113,9 @@ func pollable(f *os.File) (*os.File, error) {
 // the end of the stream.
 func (t *TerminalConn) Read(p []byte) (int, error) {
 	n, err := t.pty.Read(p)
+	if n > 0 {
+		t.size.keep(t.pty)
+	}
 	if err != nil && errors.Is(err, syscall.EIO) {
 		err = io.EOF
 	}
@@ -122,7 +127,7 @@ func (t *TerminalConn) Write(p []byte) (int, error) { return t.pty.Write(p) }
 
 // Resize sets the pty's size; the shell gets SIGWINCH.
 func (t *TerminalConn) Resize(cols, rows uint16) error {
-	return pty.Setsize(t.pty, &pty.Winsize{Cols: cols, Rows: rows})
+	return t.size.set(t.pty, cols, rows)
 }
 
 // Size returns the pty's size in character cells.

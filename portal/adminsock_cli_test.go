@@ -90,8 +90,8 @@ func mustStartCLIPortal(tb testing.TB, extra ...string) *cliPortal {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if want := filepath.Join(data, "admin.sock"); cfg.AdminSocket != want {
-		tb.Fatalf("AdminSocket = %q; want %q", cfg.AdminSocket, want)
+	if want := filepath.Join(data, "admin.sock"); cfg.Server.AdminSocket != want {
+		tb.Fatalf("AdminSocket = %q; want %q", cfg.Server.AdminSocket, want)
 	}
 	p.m = &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(p.log, nil)), Out: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,7 +110,7 @@ func mustStartCLIPortal(tb testing.TB, extra ...string) *cliPortal {
 		if err := p.m.Close(); err != nil {
 			tb.Errorf("Close: %v", err)
 		}
-		if _, err := os.Lstat(cfg.AdminSocket); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(cfg.Server.AdminSocket); !errors.Is(err, os.ErrNotExist) {
 			tb.Errorf("admin socket left behind after Close: %v", err)
 		}
 		if tb.Failed() {
@@ -186,7 +186,7 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 	me := "cli:" + userName(os.Getuid())
 
 	t.Run("SocketIsPrivate", func(t *testing.T) {
-		fi, err := os.Stat(p.m.Config.AdminSocket)
+		fi, err := os.Stat(p.m.Config.Server.AdminSocket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("pools printed no header:\n%s", out)
 		}
 		noEnv := func(string) string { return "" }
-		if got, err := runCLITest(t, noEnv, "pools", "-socket", p.m.Config.AdminSocket); err != nil || got != out {
+		if got, err := runCLITest(t, noEnv, "pools", "-socket", p.m.Config.Server.AdminSocket); err != nil || got != out {
 			t.Fatalf("pools -socket = %q, %v; want %q", got, err, out)
 		}
 		var pools []struct {
@@ -367,13 +367,13 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("pools as nobody: exit %d, %q; want permission denied", code, out)
 		}
 		// With the file modes opened up, the peer credentials still refuse.
-		for path, mode := range map[string]os.FileMode{p.data: 0o711, p.m.Config.AdminSocket: 0o666} {
+		for path, mode := range map[string]os.FileMode{p.data: 0o711, p.m.Config.Server.AdminSocket: 0o666} {
 			if err := os.Chmod(path, mode); err != nil {
 				t.Fatal(err)
 			}
 		}
 		defer os.Chmod(p.data, 0o700)
-		defer os.Chmod(p.m.Config.AdminSocket, 0o600)
+		defer os.Chmod(p.m.Config.Server.AdminSocket, 0o600)
 		out, code := nobody("pool", "create", "-name", "nobody")
 		if code == 0 || !strings.Contains(out, "may not use the portal's admin socket") || !strings.Contains(out, "Run the command as root") {
 			t.Fatalf("pool create as nobody: exit %d, %q; want refused", code, out)

@@ -26,8 +26,8 @@ func TestParseConfig_StopDesktopsOnExit(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || c.StopDesktopsOnExit != tt.want {
-			t.Errorf("ParseConfig(%q, env %q): StopDesktopsOnExit = %v, %v; want %v", tt.args, tt.env, c.StopDesktopsOnExit, err, tt.want)
+		if err != nil || c.Local.StopDesktopsOnExit != tt.want {
+			t.Errorf("ParseConfig(%q, env %q): StopDesktopsOnExit = %v, %v; want %v", tt.args, tt.env, c.Local.StopDesktopsOnExit, err, tt.want)
 		}
 	}
 }

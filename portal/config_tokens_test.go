@@ -50,11 +50,11 @@ func TestParseConfig_TokenKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(c.TokenKeys) != tt.keys {
-				t.Fatalf("%d token keys; want %d", len(c.TokenKeys), tt.keys)
+			if len(c.Console.TokenKeys) != tt.keys {
+				t.Fatalf("%d token keys; want %d", len(c.Console.TokenKeys), tt.keys)
 			}
-			if tt.keys == 2 && c.TokenKeys[0][0] != 2 {
-				t.Errorf("first token key starts %d; want the newest (2) first", c.TokenKeys[0][0])
+			if tt.keys == 2 && c.Console.TokenKeys[0][0] != 2 {
+				t.Errorf("first token key starts %d; want the newest (2) first", c.Console.TokenKeys[0][0])
 			}
 		})
 	}

@@ -31,8 +31,8 @@ func TestParseConfig_VMListenAndImageCache(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || c.VMListen != tt.wantListen || c.VMImageCache != tt.want {
-			t.Errorf("ParseConfig(%q, listen %q, cache %q) = %q, %q, %v; want %q, %q", tt.args, tt.listen, tt.cache, c.VMListen, c.VMImageCache, err, tt.wantListen, tt.want)
+		if err != nil || c.Local.VMListen != tt.wantListen || c.Local.VMImageCache != tt.want {
+			t.Errorf("ParseConfig(%q, listen %q, cache %q) = %q, %q, %v; want %q, %q", tt.args, tt.listen, tt.cache, c.Local.VMListen, c.Local.VMImageCache, err, tt.wantListen, tt.want)
 		}
 	}
 }

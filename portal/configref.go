@@ -2,93 +2,63 @@ package portal
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
-
-// describing, when set, receives ParseConfig's flag set before parsing:
-// how ConfigReference reads the flags without a second list of them.
-var (
-	describing   atomic.Pointer[func(*flag.FlagSet)]
-	describingMu sync.Mutex
-)
-
-// describeFlags hands fs to ConfigReference when it asks.
-func describeFlags(fs *flag.FlagSet) {
-	if f := describing.Load(); f != nil {
-		(*f)(fs)
-	}
-}
-
-// serveFlags returns the flags of `serve` as ParseConfig declares them,
-// with the built-in defaults (an empty environment).
-func serveFlags() *flag.FlagSet {
-	describingMu.Lock()
-	defer describingMu.Unlock()
-	var got *flag.FlagSet
-	f := func(fs *flag.FlagSet) { got = fs }
-	describing.Store(&f)
-	defer describing.Store(nil)
-	ParseConfig(nil, func(string) string { return "" }) // errors past the flags do not matter here
-	return got
-}
 
 var envNameRE = regexp.MustCompile(`\b(CORRAL_VDI_[A-Z0-9_]+|KUBECONFIG)\b`)
 
-// ConfigEnvNames returns every environment variable the portal reads
-// (those named in its flags' help, secrets without a flag included).
+// ConfigEnvNames returns every environment variable the portal reads:
+// each setting's, its older names, and a secret's value variable.
 func ConfigEnvNames() map[string]bool {
 	names := map[string]bool{}
-	serveFlags().VisitAll(func(f *flag.Flag) {
-		for _, n := range envNameRE.FindAllString(f.Usage, -1) {
+	for _, s := range settings {
+		names[s.envName()] = true
+		for _, n := range s.legacy {
 			names[n] = true
 		}
-	})
+		if s.secret {
+			names[s.valueEnv()] = true
+		}
+	}
 	return names
 }
 
-// defaultsThatVary are defaults that depend on the machine, shown as the
-// rule rather than this machine's value.
-var defaultsThatVary = map[string]string{
-	"data-dir":  "`$XDG_DATA_HOME/corral-vdi` or `~/.local/share/corral-vdi`",
-	"namespace": "the pod's namespace, else `default`",
-}
-
-// ConfigReference returns docs/configuration.md: every flag of `serve`
-// with its environment variable, default and meaning, from the flag
-// definitions themselves (a test keeps the file fresh).
+// ConfigReference returns docs/configuration.md: every setting of `serve`
+// by group, with its flag, environment variable, default and meaning,
+// from the settings table (`make docs` writes it; a test keeps it fresh).
 func ConfigReference() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Configuration reference\n\n")
-	b.WriteString("Generated from the flags of `corral-vdi-portal serve` (`go test ./portal -run TestConfigReference -update`); do not edit.\n")
-	b.WriteString("Every setting is a flag and an environment variable; the flag wins. Secrets have no flag (flags show in `ps`):\n")
-	b.WriteString("set the variable, or its `_FILE` twin to a file holding the value.\n\n")
-	b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")
-	var rows []string
-	serveFlags().VisitAll(func(f *flag.Flag) {
-		usage := f.Usage
-		env := ""
-		if i := strings.LastIndex(usage, " ("); i >= 0 && strings.HasSuffix(usage, ")") {
-			env, usage = usage[i+2:len(usage)-1], usage[:i]
+	b.WriteString("Generated from the settings table in `portal/config_table.go` by `make docs`; do not edit.\n")
+	b.WriteString("Every setting is a flag of `corral-vdi-portal serve` and an environment variable named after it\n")
+	b.WriteString("(`CORRAL_VDI_` and the flag in upper snake case); the flag wins. Secrets have no flag (flags show in `ps`):\n")
+	b.WriteString("set the variable, or the `-…-file` flag (its `_FILE` variable) to a file holding the value.\n")
+	for _, g := range configGroups {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", g.title, g.intro)
+		b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")
+		for _, s := range settings {
+			if s.group != g.key {
+				continue
+			}
+			env := "`" + s.envName() + "`"
+			if s.secret {
+				env = "`" + s.valueEnv() + "` or " + env
+			}
+			for _, n := range s.legacy {
+				env += " (formerly `" + n + "`)"
+			}
+			def := "`" + s.def + "`"
+			switch {
+			case s.docDefault != "":
+				def = s.docDefault
+			case s.def == "":
+				def = "empty"
+			}
+			help := strings.ReplaceAll(envNameRE.ReplaceAllString(s.help, "`$1`"), "|", `\|`)
+			fmt.Fprintf(&b, "| `-%s` | %s | %s | %s |\n", s.name, env, def, help)
 		}
-		def := "`" + f.DefValue + "`"
-		if f.DefValue == "" {
-			def = "empty"
-		}
-		if v, ok := defaultsThatVary[f.Name]; ok {
-			def = v
-		}
-		usage = envNameRE.ReplaceAllString(usage, "`$1`")
-		rows = append(rows, fmt.Sprintf("| `-%s` | `%s` | %s | %s |\n", f.Name, env, def, strings.ReplaceAll(usage, "|", `\|`)))
-	})
-	slices.Sort(rows)
-	for _, r := range rows {
-		b.WriteString(r)
 	}
 	return b.Bytes()
 }

@@ -11,7 +11,8 @@ import (
 // update rewrites the golden files: docs/configuration.md and testdata/.
 var update = flag.Bool("update", false, "rewrite the golden files (docs/configuration.md, testdata/)")
 
-// TestConfigReference: docs/configuration.md is what the flags say now.
+// TestConfigReference: docs/configuration.md is what make docs writes from
+// the settings table now.
 func TestConfigReference(t *testing.T) {
 	path := filepath.Join("..", "docs", "configuration.md")
 	got := ConfigReference()
@@ -25,7 +26,7 @@ func TestConfigReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("docs/configuration.md is stale: run go test ./portal -run TestConfigReference -update")
+		t.Fatalf("docs/configuration.md is not what the settings table says: run make docs")
 	}
 	for _, env := range []string{"CORRAL_VDI_TOKEN_KEYS", "CORRAL_VDI_TOKEN_KEYS_FILE", "CORRAL_VDI_SESSION_KEYS", "KUBECONFIG", "CORRAL_VDI_SHARED_SECRETS_FROM"} {
 		if !ConfigEnvNames()[env] {

@@ -12,17 +12,17 @@ import (
 // openDB opens the portal's database: PostgreSQL when
 // CORRAL_VDI_DATABASE_URL names one, else SQLite in the data dir.
 func openDB(ctx context.Context, c Config, log *slog.Logger) (*store.DB, error) {
-	if c.DatabaseURL == "" {
-		if err := ensurePrivate(filepath.Join(c.DataDir, "portal.db")); err != nil {
+	if c.Store.DatabaseURL == "" {
+		if err := ensurePrivate(filepath.Join(c.Server.DataDir, "portal.db")); err != nil {
 			return nil, err
 		}
-		return store.Open(ctx, filepath.Join(c.DataDir, "portal.db"))
+		return store.Open(ctx, filepath.Join(c.Server.DataDir, "portal.db"))
 	}
-	db, err := store.OpenPostgres(ctx, c.DatabaseURL, c.DatabasePassword)
+	db, err := store.OpenPostgres(ctx, c.Store.DatabaseURL, c.Store.DatabasePassword)
 	if err != nil {
 		return nil, err
 	}
-	log.Info("history, audit and sessions in PostgreSQL", "database", store.Redact(c.DatabaseURL))
+	log.Info("history, audit and sessions in PostgreSQL", "database", store.Redact(c.Store.DatabaseURL))
 	return db, nil
 }
 
@@ -37,7 +37,7 @@ func (m *Main) ready(ctx context.Context) error {
 	if m.handler != nil && m.handler.Draining() {
 		return errDraining
 	}
-	if m.Config.Backend == BackendKube {
+	if m.Config.Server.Backend == BackendKube {
 		return m.apiserver.ready(ctx, time.Now())
 	}
 	_, err := m.db.LocalPools(ctx)

@@ -107,11 +107,11 @@ func Doctor(ctx context.Context, e cli.Env, args []string) error {
 		return err
 	case err != nil:
 		fs.fail("config", "Fix the setting it names (serve -h lists each with its CORRAL_VDI_* variable).", "%v", err)
-	case cfg.Backend == BackendKube:
-		fs.ok("config", "backend kube, kubeconfig %s, portal namespace %s", orInCluster(cfg.Kubeconfig), cfg.Namespace)
+	case cfg.Server.Backend == BackendKube:
+		fs.ok("config", "backend kube, kubeconfig %s, portal namespace %s", orInCluster(cfg.Kube.Kubeconfig), cfg.Kube.Namespace)
 		checkKube(ctx, &fs, cfg)
 	default:
-		fs.ok("config", "backend local, data directory %s", cfg.DataDir)
+		fs.ok("config", "backend local, data directory %s", cfg.Server.DataDir)
 		checkLocal(ctx, &fs, cfg, e.Getenv)
 	}
 	if err := printFindings(e.Out, fs, fl.JSON); err != nil {

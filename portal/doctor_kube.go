@@ -32,7 +32,7 @@ var (
 // checkKube checks a cluster as the identity of cfg's kubeconfig: the
 // portal's ServiceAccount in a pod, or whoever the kubeconfig names.
 func checkKube(ctx context.Context, fs *findings, cfg Config) {
-	rc, err := restConfig(cfg.Kubeconfig, cfg.KubeQPS)
+	rc, err := restConfig(cfg.Kube.Kubeconfig, cfg.Kube.QPS)
 	if err != nil {
 		fs.fail("apiserver", "Point KUBECONFIG (-kubeconfig) at a working kubeconfig.", "%v", err)
 		return
@@ -55,12 +55,12 @@ func checkKube(ctx context.Context, fs *findings, cfg Config) {
 	}
 	fs.ok("apiserver", "Kubernetes %s at %s", v.GitVersion, rc.Host)
 	if checkKubeVirt(ctx, fs, cs, dyn) {
-		checkSnapshots(ctx, fs, cs, dyn, cfg.PoolNamespaces)
+		checkSnapshots(ctx, fs, cs, dyn, cfg.Kube.PoolNamespaces)
 		checkKubeVirtClones(ctx, fs, rc, dyn)
 	}
 	doctorRBAC(ctx, fs, cs, cfg)
 	checkHostDevices(ctx, fs, cs)
-	checkLeaseNamespace(ctx, fs, cs, cfg.Namespace)
+	checkLeaseNamespace(ctx, fs, cs, cfg.Kube.Namespace)
 }
 
 // servesResource reports whether the API server serves resource in any
@@ -239,25 +239,25 @@ func goldenStorageClasses(ctx context.Context, dyn dynamic.Interface, poolNamesp
 // verb the portal needs where it needs it (as the portal checks at start:
 // per pool namespace in the namespaced mode), and names each one missing.
 func doctorRBAC(ctx context.Context, fs *findings, cs kubernetes.Interface, cfg Config) {
-	perms := requiredPermissions(cfg.Namespace, cfg.PoolNamespaces)
+	perms := requiredPermissions(cfg.Kube.Namespace, cfg.Kube.PoolNamespaces)
 	missing, err := missingPermissions(ctx, cs, perms)
 	if err != nil {
 		fs.fail("rbac", "Check the kubeconfig's credentials.", "SelfSubjectAccessReview failed: %v", err)
 		return
 	}
 	if len(missing) > 0 {
-		fix := rbacFix(cfg.Namespace, cfg.PoolNamespaces, missing)
-		if len(cfg.PoolNamespaces) == 0 {
+		fix := rbacFix(cfg.Kube.Namespace, cfg.Kube.PoolNamespaces, missing)
+		if len(cfg.Kube.PoolNamespaces) == 0 {
 			fix = "kubectl apply -f deploy/rbac.yaml (the portal's ClusterRole), or add these verbs to the role bound to this identity."
 		}
 		fs.fail("rbac", fix, "the portal may not: %s", describeMissing(missing))
 		return
 	}
-	if len(cfg.PoolNamespaces) == 0 {
+	if len(cfg.Kube.PoolNamespaces) == 0 {
 		fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, cluster-wide)", len(perms))
 		return
 	}
-	fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, per pool namespace: %s)", len(perms), strings.Join(cfg.PoolNamespaces, ", "))
+	fs.ok("rbac", "all %d verbs the portal uses are allowed (SelfSubjectAccessReview, per pool namespace: %s)", len(perms), strings.Join(cfg.Kube.PoolNamespaces, ", "))
 }
 
 // checkHostDevices sums what nodes offer beyond CPU and memory: GPUs and

@@ -18,7 +18,7 @@ import (
 // release needs it set, and every disk of each pool's golden VM Bound on a
 // StorageClass with a VolumeSnapshotClass.
 func checkKubeVirtClones(ctx context.Context, fs *findings, rc *rest.Config, dyn dynamic.Interface) {
-	vms, err := kube.NewVMs(rc, "")
+	vms, err := kube.NewVMs(kube.Config{REST: rc})
 	if err != nil {
 		fs.warn("snapshot-gate", "Fix the kubeconfig.", "%v", err)
 		return

@@ -111,11 +111,11 @@ const kvmGetAPIVersion = 0xAE00
 
 // checkKVM reports whether QEMU guests can use KVM here.
 func checkKVM(fs *findings, cfg Config) {
-	dev := cfg.KVMDevice
+	dev := cfg.Local.KVMDevice
 	if dev == "" {
 		dev = "/dev/kvm"
 	}
-	if cfg.VMAccel == "tcg" {
+	if cfg.Local.VMAccel == "tcg" {
 		fs.ok("kvm", "CORRAL_VDI_VM_ACCEL=tcg: guests run under TCG (slow, but they run)")
 		return
 	}
@@ -141,13 +141,13 @@ func checkKVM(fs *findings, cfg Config) {
 // sandbox this host allows (uids of their own as root, else user
 // namespaces) and a private data directory.
 func checkSandbox(fs *findings, cfg Config) {
-	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.DesktopSandbox, UIDs: cfg.DesktopUIDs, Limits: cfg.DesktopLimits})
+	s, err := local.NewSandbox(local.SandboxConfig{Mode: cfg.Local.DesktopSandbox, UIDs: cfg.Local.DesktopUIDs, Limits: cfg.Local.DesktopLimits})
 	if err != nil {
 		fs.fail("sandbox", "Do what the line says; until then serve refuses to start local desktops (pools, claims and history stay).", "%v", err)
 	} else {
 		fs.ok("sandbox", "desktops are kept apart by %s", s.Describe())
 		switch missing := s.NetworkMissing(); {
-		case cfg.DesktopNetwork == local.NetworkNone:
+		case cfg.Local.DesktopNetwork == local.NetworkNone:
 			fs.ok("desktop-network", "desktops have only a loopback of their own (CORRAL_VDI_DESKTOP_NETWORK=none)")
 		case missing != "":
 			fs.warn("desktop-network", "Do what the line says; desktops of outbound pools get only a loopback meanwhile.", "%s", missing)
@@ -157,28 +157,33 @@ func checkSandbox(fs *findings, cfg Config) {
 		if missing := s.MissingLimits(); missing != "" {
 			fs.warn("desktop-limits", "Give the portal a cgroup tree of its own (see docs/security.md); desktops run meanwhile.", "%s", missing)
 		} else {
-			fs.ok("desktop-limits", "each desktop's processes share one cgroup (%s): %s", s.KernelLimits(), cfg.DesktopLimits)
+			fs.ok("desktop-limits", "each desktop's processes share one cgroup (%s): %s", s.KernelLimits(), cfg.Local.DesktopLimits)
+		}
+		if missing := s.HomeMissing(); missing != "" {
+			fs.warn("desktop-home", "Run the portal as root on a host with loop devices and e2fsprogs, or accept that a persistent desktop can fill the data disk.", "%s", missing)
+		} else {
+			fs.ok("desktop-home", "each persistent member's home is a sparse ext4 image of its own (home= in CORRAL_VDI_DESKTOP_LIMITS), loop-mounted")
 		}
 	}
-	fi, err := os.Stat(cfg.DataDir)
+	fi, err := os.Stat(cfg.Server.DataDir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		fs.ok("data-dir", "%s does not exist yet; serve makes it (0700)", cfg.DataDir)
+		fs.ok("data-dir", "%s does not exist yet; serve makes it (0700)", cfg.Server.DataDir)
 	case err != nil:
-		fs.fail("data-dir", "Check the path and its parents' permissions, or set CORRAL_VDI_DATA_DIR.", "%s: %v", cfg.DataDir, err)
+		fs.fail("data-dir", "Check the path and its parents' permissions, or set CORRAL_VDI_DATA_DIR.", "%s: %v", cfg.Server.DataDir, err)
 	case !fi.IsDir():
-		fs.fail("data-dir", "Set CORRAL_VDI_DATA_DIR to a directory.", "%s is not a directory", cfg.DataDir)
+		fs.fail("data-dir", "Set CORRAL_VDI_DATA_DIR to a directory.", "%s is not a directory", cfg.Server.DataDir)
 	case fi.Mode().Perm()&0o066 != 0:
-		fs.fail("data-dir", fmt.Sprintf("chmod 700 %s", cfg.DataDir), "%s is %v: others may read the portal's keys and database", cfg.DataDir, fi.Mode().Perm())
+		fs.fail("data-dir", fmt.Sprintf("chmod 700 %s", cfg.Server.DataDir), "%s is %v: others may read the portal's keys and database", cfg.Server.DataDir, fi.Mode().Perm())
 	default:
 		// 0711 is what serve itself sets for sandboxed desktops (their uids
 		// pass through to their own folders); what keeps the portal's files
 		// private then is their own 0600.
-		if open := readableFiles(cfg.DataDir); len(open) > 0 {
-			fs.fail("data-dir", "chmod 600 "+strings.Join(open, " "), "%s: others may read %s", cfg.DataDir, strings.Join(open, ", "))
+		if open := readableFiles(cfg.Server.DataDir); len(open) > 0 {
+			fs.fail("data-dir", "chmod 600 "+strings.Join(open, " "), "%s: others may read %s", cfg.Server.DataDir, strings.Join(open, ", "))
 			return
 		}
-		fs.ok("data-dir", "%s is private (%v, every file in it 0600)", cfg.DataDir, fi.Mode().Perm())
+		fs.ok("data-dir", "%s is private (%v, every file in it 0600)", cfg.Server.DataDir, fi.Mode().Perm())
 	}
 }
 

@@ -51,14 +51,14 @@ func inCluster(getenv func(string) string) bool {
 func resolveBackend(c *Config, getenv func(string) string) error {
 	found := false
 	switch {
-	case c.Kubeconfig != "":
-		for _, p := range filepath.SplitList(c.Kubeconfig) {
+	case c.Kube.Kubeconfig != "":
+		for _, p := range filepath.SplitList(c.Kube.Kubeconfig) {
 			if _, err := os.Stat(p); err == nil {
 				found = true
 			}
 		}
-		if !found && c.Backend != BackendLocal {
-			return fmt.Errorf("KUBECONFIG: %s does not exist", c.Kubeconfig)
+		if !found && c.Server.Backend != BackendLocal {
+			return fmt.Errorf("KUBECONFIG: %s does not exist", c.Kube.Kubeconfig)
 		}
 	case inCluster(getenv):
 		found = true
@@ -69,15 +69,15 @@ func resolveBackend(c *Config, getenv func(string) string) error {
 		}
 		if p := filepath.Join(home, ".kube", "config"); home != "" {
 			if _, err := os.Stat(p); err == nil {
-				c.Kubeconfig, found = p, true
+				c.Kube.Kubeconfig, found = p, true
 			}
 		}
 	}
-	switch c.Backend {
+	switch c.Server.Backend {
 	case "":
-		c.Backend = BackendLocal
+		c.Server.Backend = BackendLocal
 		if found {
-			c.Backend = BackendKube
+			c.Server.Backend = BackendKube
 		}
 	case BackendLocal:
 	case BackendKube:
@@ -85,7 +85,7 @@ func resolveBackend(c *Config, getenv func(string) string) error {
 			return errors.New("CORRAL_VDI_BACKEND=kube but no cluster config found: not in a pod, KUBECONFIG unset and no ~/.kube/config (set KUBECONFIG or --kubeconfig)")
 		}
 	default:
-		return fmt.Errorf("CORRAL_VDI_BACKEND: %q is not a backend (use local or kube)", c.Backend)
+		return fmt.Errorf("CORRAL_VDI_BACKEND: %q is not a backend (use local or kube)", c.Server.Backend)
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ var (
 // by a watch that runs until Close. It adds the backend's fallback console
 // paths to m.consolePaths.
 func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
-	cfg, err := restConfig(m.Config.Kubeconfig, m.Config.KubeQPS)
+	cfg, err := restConfig(m.Config.Kube.Kubeconfig, m.Config.Kube.QPS)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,17 +136,17 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube backend: %w", err)
 	}
-	if err := checkRBAC(ctx, cs, m.Config.Namespace, m.Config.PoolNamespaces); err != nil {
+	if err := checkRBAC(ctx, cs, m.Config.Kube.Namespace, m.Config.Kube.PoolNamespaces); err != nil {
 		return nil, nil, err
 	}
 	// The backend's Dial is the direct path (a VMI's or Pod's IP); the
 	// apiserver's KubeVirt subresources and pods/exec reach consoles when
 	// it cannot.
-	apiserver, err := kube.NewSubresourcePath(cfg)
+	apiserver, err := kube.NewSubresourcePath(kube.Config{REST: cfg})
 	if err != nil {
 		return nil, nil, err
 	}
-	execPath, err := kube.NewExecPath(cfg)
+	execPath, err := kube.NewExecPath(kube.Config{REST: cfg})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +162,7 @@ func (m *Main) openKube(ctx context.Context) (vdi.Backend, vdi.Leases, error) {
 	m.consolePaths = append(m.consolePaths, apiserver, execPath)
 	m.usb = apiserver
 	m.identity = newIdentity()
-	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Namespace, "identity", m.identity, "poolNamespaces", strings.Join(m.Config.PoolNamespaces, ","))
+	m.Log.Info("kube backend", "host", cfg.Host, "namespace", m.Config.Kube.Namespace, "identity", m.identity, "poolNamespaces", strings.Join(m.Config.Kube.PoolNamespaces, ","))
 	return backend, leases, nil
 }
 
@@ -182,29 +182,34 @@ func (m *Main) kubeBackend(ctx, kctx context.Context, cfg *rest.Config, cs kuber
 			return nil, context.Cause(ctx)
 		}
 	}
-	names := m.Config.PoolNamespaces
+	names := m.Config.Kube.PoolNamespaces
 	if len(names) == 0 {
 		leases, err := start("")
 		if err != nil {
 			return nil, nil, err
 		}
-		backend, err := kube.NewCluster(cfg, "", leases)
-		return backend, leases, err
+		backend, err := kube.NewCluster(kube.Config{REST: cfg, Leases: leases})
+		if err != nil {
+			return nil, nil, err
+		}
+		m.caches.start(kctx, backend, m.Log)
+		return backend, leases, nil
 	}
 	backend := &namespacedBackend{names: names, by: map[string]namespaceBackend{}}
 	// Claim locks are in the portal's namespace: written and read by name,
 	// never listed, so that store is not started (no watch there).
-	leases := &namespacedLeases{names: names, by: map[string]vdi.Leases{}, lockNS: m.Config.Namespace,
-		lockStore: kube.NewLeases(kube.LeasesConfig{Client: cs, Namespace: m.Config.Namespace, Log: m.Log})}
+	leases := &namespacedLeases{names: names, by: map[string]vdi.Leases{}, lockNS: m.Config.Kube.Namespace,
+		lockStore: kube.NewLeases(kube.LeasesConfig{Client: cs, Namespace: m.Config.Kube.Namespace, Log: m.Log})}
 	for _, ns := range names {
 		l, err := start(ns)
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := kube.NewCluster(cfg, ns, l)
+		c, err := kube.NewCluster(kube.Config{REST: cfg, Namespace: ns, Leases: l})
 		if err != nil {
 			return nil, nil, err
 		}
+		m.caches.start(kctx, c, m.Log)
 		backend.by[ns], leases.by[ns] = c, l
 	}
 	return backend, leases, nil

@@ -39,6 +39,7 @@ type namespaceBackend interface {
 	vdi.Backend
 	vdi.PoolAdmin
 	vdi.ClaimMirror
+	vdi.Screenshotter
 }
 
 // namespacedBackend routes each call to the backend of its namespace.
@@ -48,10 +49,11 @@ type namespacedBackend struct {
 }
 
 var (
-	_ vdi.Backend     = (*namespacedBackend)(nil)
-	_ vdi.PoolAdmin   = (*namespacedBackend)(nil)
-	_ vdi.ClaimMirror = (*namespacedBackend)(nil)
-	_ vdi.Leases      = (*namespacedLeases)(nil)
+	_ vdi.Backend       = (*namespacedBackend)(nil)
+	_ vdi.PoolAdmin     = (*namespacedBackend)(nil)
+	_ vdi.ClaimMirror   = (*namespacedBackend)(nil)
+	_ vdi.Screenshotter = (*namespacedBackend)(nil)
+	_ vdi.Leases        = (*namespacedLeases)(nil)
 )
 
 // errNotPoolNamespace is the one-line refusal of a namespace the portal
@@ -146,6 +148,15 @@ func (b *namespacedBackend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protoco
 	return c.Dial(ctx, ref, p)
 }
 
+// Screenshot takes a picture of a member's screen without its console.
+func (b *namespacedBackend) Screenshot(ctx context.Context, ref vdi.Ref) ([]byte, error) {
+	c, err := b.in(ref.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return c.Screenshot(ctx, ref)
+}
+
 // MirrorClaim marks a member with its holder for kubectl users.
 func (b *namespacedBackend) MirrorClaim(ctx context.Context, ref vdi.Ref, holder string, claimedAt time.Time) error {
 	c, err := b.in(ref.Namespace)
@@ -191,13 +202,13 @@ func (b *namespacedBackend) SetAccess(ctx context.Context, namespace, name strin
 	return c.SetAccess(ctx, namespace, name, a, l)
 }
 
-// SetStandby changes how many free members a pool keeps on.
-func (b *namespacedBackend) SetStandby(ctx context.Context, namespace, name string, n int) error {
+// SetStandby changes how many free members a pool keeps on, and when.
+func (b *namespacedBackend) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
 	c, err := b.in(namespace)
 	if err != nil {
 		return err
 	}
-	return c.SetStandby(ctx, namespace, name, n)
+	return c.SetStandby(ctx, namespace, name, st, sched)
 }
 
 // DeletePool deletes a pool.
@@ -217,6 +228,15 @@ type namespacedLeases struct {
 	by        map[string]vdi.Leases
 	lockNS    string
 	lockStore vdi.Leases
+}
+
+// OnAcquire calls f on a claim in any pool namespace.
+func (l *namespacedLeases) OnAcquire(f func()) {
+	for _, s := range l.by {
+		if n, ok := s.(vdi.AcquireNotifier); ok {
+			n.OnAcquire(f)
+		}
+	}
 }
 
 func (l *namespacedLeases) in(ns string) (vdi.Leases, error) {

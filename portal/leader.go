@@ -139,15 +139,15 @@ func (e *elector) run(ctx context.Context, work func(context.Context)) {
 // runReclaimer runs the reclaim loop until ctx ends: always with the local
 // backend (one process), only while leading with the kube backend.
 func (m *Main) runReclaimer(ctx context.Context) {
-	work := func(ctx context.Context) { m.svc.RunReclaimer(ctx, m.Config.ReclaimEvery) }
+	work := func(ctx context.Context) { m.svc.RunReclaimer(ctx, m.Config.Claims.ReclaimEvery) }
 	if m.kube == nil {
 		m.leading.Store(true)
 		defer m.leading.Store(false)
 		work(ctx)
 		return
 	}
-	e := &elector{client: m.kube, namespace: m.Config.Namespace, name: ReclaimerLease, identity: m.identity,
-		timing: m.Config.Leader, log: m.Log, leading: &m.leading,
+	e := &elector{client: m.kube, namespace: m.Config.Kube.Namespace, name: ReclaimerLease, identity: m.identity,
+		timing: m.Config.Kube.Leader, log: m.Log, leading: &m.leading,
 		labels: map[string]string{LabelTokenKey: m.handler.TokenKeyID()}, newLeader: m.compareTokenKey}
 	e.run(ctx, work)
 }

@@ -56,10 +56,10 @@ func startReplica(t *testing.T, name, kubeconfig, ns string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Backend != BackendKube {
-		t.Fatalf("backend %q with KUBECONFIG set; want kube", cfg.Backend)
+	if cfg.Server.Backend != BackendKube {
+		t.Fatalf("backend %q with KUBECONFIG set; want kube", cfg.Server.Backend)
 	}
-	cfg.Leader = LeaderTiming{LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}
+	cfg.Kube.Leader = LeaderTiming{LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}
 	m := &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(tlog{t, name}, nil)), Out: tlog{t, name}}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Open(ctx); err != nil {
@@ -122,7 +122,7 @@ func TestReclaimLeader(t *testing.T) {
 	kubeconfig := testcluster.WriteKubeconfig(t, sa)
 
 	admin := c.AdminClient(t)
-	vms, err := kube.NewVMs(sa, ns)
+	vms, err := kube.NewVMs(kube.Config{REST: sa, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +211,10 @@ func TestBackendChoice(t *testing.T) {
 		env["CORRAL_VDI_DATA_DIR"] = t.TempDir()
 		return ParseConfig(nil, func(k string) string { return env[k] })
 	}
-	if c, err := parse(map[string]string{}); err != nil || c.Backend != BackendLocal {
-		t.Errorf("no kubeconfig: backend %q, %v; want local", c.Backend, err)
+	if c, err := parse(map[string]string{}); err != nil || c.Server.Backend != BackendLocal {
+		t.Errorf("no kubeconfig: backend %q, %v; want local", c.Server.Backend, err)
 	}
-	if c, err := parse(map[string]string{}); err == nil && c.Namespace == "" {
+	if c, err := parse(map[string]string{}); err == nil && c.Kube.Namespace == "" {
 		t.Errorf("namespace empty; want a default")
 	}
 	_, err := parse(map[string]string{"CORRAL_VDI_BACKEND": "kube"})
@@ -228,14 +228,14 @@ func TestBackendChoice(t *testing.T) {
 	if err := os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := parse(map[string]string{}); err != nil || c.Backend != BackendKube || c.Kubeconfig != path {
-		t.Errorf("with ~/.kube/config: backend %q kubeconfig %q, %v; want kube", c.Backend, c.Kubeconfig, err)
+	if c, err := parse(map[string]string{}); err != nil || c.Server.Backend != BackendKube || c.Kube.Kubeconfig != path {
+		t.Errorf("with ~/.kube/config: backend %q kubeconfig %q, %v; want kube", c.Server.Backend, c.Kube.Kubeconfig, err)
 	}
-	if c, err := parse(map[string]string{"CORRAL_VDI_BACKEND": "local"}); err != nil || c.Backend != BackendLocal {
-		t.Errorf("CORRAL_VDI_BACKEND=local with ~/.kube/config: %q, %v", c.Backend, err)
+	if c, err := parse(map[string]string{"CORRAL_VDI_BACKEND": "local"}); err != nil || c.Server.Backend != BackendLocal {
+		t.Errorf("CORRAL_VDI_BACKEND=local with ~/.kube/config: %q, %v", c.Server.Backend, err)
 	}
-	if c, err := parse(map[string]string{"CORRAL_VDI_NAMESPACE": "corral"}); err != nil || c.Namespace != "corral" {
-		t.Errorf("namespace %q, %v; want corral", c.Namespace, err)
+	if c, err := parse(map[string]string{"CORRAL_VDI_NAMESPACE": "corral"}); err != nil || c.Kube.Namespace != "corral" {
+		t.Errorf("namespace %q, %v; want corral", c.Kube.Namespace, err)
 	}
 	if _, err := parse(map[string]string{"CORRAL_VDI_BACKEND": "nomad"}); err == nil {
 		t.Errorf("backend nomad accepted")

@@ -88,27 +88,27 @@ func listenUnix(path string) (net.Listener, error) {
 // covers their way out (checkTrustedProxies).
 func (m *Main) listen() error {
 	c := m.Config
-	if c.Backend != BackendKube && c.DesktopNetwork != string(vdi.NetworkNone) { // some pool may have outbound network
+	if c.Server.Backend != BackendKube && c.Local.DesktopNetwork != string(vdi.NetworkNone) { // some pool may have outbound network
 		host, err := hostAddrs()
 		if err != nil {
 			return fmt.Errorf("list this host's addresses (to check CORRAL_VDI_TRUSTED_PROXIES): %w", err)
 		}
-		if err := checkTrustedProxies(c.TrustedProxies, host); err != nil {
+		if err := checkTrustedProxies(c.Auth.TrustedProxies, host); err != nil {
 			return err
 		}
 	}
 	cls := classifier(m.sandbox)
-	ln, err := net.Listen("tcp", c.Listen)
+	ln, err := net.Listen("tcp", c.Server.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Listen, err)
+		return fmt.Errorf("listen on %s: %w (is another portal running? set CORRAL_VDI_LISTEN)", c.Server.Listen, err)
 	}
-	m.ln = newConnLimiter(connid.NewListener(ln, cls), DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.TrustedProxies)
-	for _, path := range c.ListenUnix {
+	m.ln = newConnLimiter(connid.NewListener(ln, cls), DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.Auth.TrustedProxies)
+	for _, path := range c.Server.ListenUnix {
 		ln, err := listenUnix(path)
 		if err != nil {
 			return err
 		}
-		m.unixLns = append(m.unixLns, newConnLimiter(connid.NewListener(ln, cls), DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.TrustedProxies))
+		m.unixLns = append(m.unixLns, newConnLimiter(connid.NewListener(ln, cls), DefaultMaxConnsPerClient, DefaultMaxConnsPerProxy, c.Auth.TrustedProxies))
 		m.Log.Info("listening for a proxy on this host", "socket", path)
 	}
 	return nil

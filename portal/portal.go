@@ -54,6 +54,7 @@ type Main struct {
 	kube      kubernetes.Interface // the kube backend's client; nil with local
 	apiserver apiserverHealth      // whether kube's API server answers, for /readyz and the pages
 	stopKube  context.CancelFunc   // ends the kube backend's watches
+	caches    kubeCaches           // the kube backend's watch-fed caches, for /readyz and the pages
 	identity  string               // this replica in the reclaim leader election
 	leading   atomic.Bool
 	notReady  error // why /readyz fails for good; nil when it may pass
@@ -84,27 +85,27 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Out = os.Stdout
 	}
 	m.checkSharedSecrets()
-	if c.Backend != BackendKube {
+	if c.Server.Backend != BackendKube {
 		if err := local.CheckDesktopDeps(); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(c.Server.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	db, err := openDB(ctx, c, m.Log)
 	if err != nil {
 		return err
 	}
-	if err := tightenDataDir(c.DataDir, c.Backend != BackendKube, m.Log); err != nil {
+	if err := tightenDataDir(c.Server.DataDir, c.Server.Backend != BackendKube, m.Log); err != nil {
 		db.Close()
 		return err
 	}
 	m.db = db
-	m.history = store.NewBuffer(db, c.HistoryBufferRows, m.Log)
+	m.history = store.NewBuffer(db, c.Store.BufferRows, m.Log)
 	var backend vdi.Backend
 	var leases vdi.Leases = db.Leases()
-	if c.Backend == BackendKube {
+	if c.Server.Backend == BackendKube {
 		if backend, leases, err = m.openKube(ctx); err != nil {
 			return err
 		}
@@ -112,24 +113,25 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	var groups vdi.GroupDirectory
-	if c.GroupsFile != "" {
-		gf, err := auth.OpenGroupsFile(c.GroupsFile, m.Log)
+	if c.Auth.GroupsFile != "" {
+		gf, err := auth.OpenGroupsFile(c.Auth.GroupsFile, m.Log)
 		if err != nil {
 			return err
 		}
 		groups = gf
 	}
 	lockNS := local.Namespace
-	if c.Backend == BackendKube {
-		lockNS = c.Namespace
+	if c.Server.Backend == BackendKube {
+		lockNS = c.Kube.Namespace
 	}
 	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: m.history, Log: m.Log,
-		Policy:             vdi.Policy{DisconnectGrace: c.DisconnectGrace, MaxSession: c.MaxSession, IdleTimeout: c.IdleTimeout},
-		MaxDesktopsPerUser: c.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
+		Policy: vdi.Policy{DisconnectGrace: c.Claims.DisconnectGrace, MaxSession: c.Claims.MaxSession, IdleTimeout: c.Claims.IdleTimeout,
+			Network: vdi.Network(c.Local.DesktopNetwork)},
+		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
 	authn, err := auth.New(auth.Config{
-		Modes: c.Auth, TrustedProxies: c.TrustedProxies, Admins: c.Admins, AdminGroups: c.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
-		SessionKeys: c.SessionKeys, KeyFile: filepath.Join(c.DataDir, "cookie.keys"), SessionLifetime: c.SessionLifetime,
-		Secure: strings.HasPrefix(c.OIDC.RedirectURL, "https://"), OIDC: c.OIDC, Log: m.Log,
+		Modes: c.Auth.Modes, TrustedProxies: c.Auth.TrustedProxies, Admins: c.Auth.Admins, AdminGroups: c.Auth.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
+		SessionKeys: c.Auth.SessionKeys, KeyFile: filepath.Join(c.Server.DataDir, "cookie.keys"), SessionLifetime: c.Auth.SessionLifetime,
+		Secure: strings.HasPrefix(c.Auth.OIDC.RedirectURL, "https://"), OIDC: c.Auth.OIDC, Log: m.Log,
 	})
 	if err != nil {
 		return err
@@ -141,22 +143,22 @@ func (m *Main) Open(ctx context.Context) error {
 	if missing := assets.Missing(); len(missing) > 0 {
 		m.Log.Error("browser clients missing from this build: run `make assets` and rebuild", "missing", strings.Join(missing, ","))
 	}
-	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.DataDir, "recordings"), DB: db,
+	m.recordings, err = recording.Open(ctx, recording.Config{Dir: filepath.Join(c.Server.DataDir, "recordings"), DB: db,
 		MaxBytes: c.Recording.MaxBytes, UserMaxBytes: c.Recording.UserMaxBytes, Reserve: c.Recording.DiskReserve,
-		DBDir: c.DataDir, Retention: c.Recording.Retention, Log: m.Log})
+		DBDir: c.Server.DataDir, Retention: c.Recording.Retention, Log: m.Log})
 	if err != nil {
 		return err
 	}
 	h := handlers.New(handlers.Config{
 		Recordings: m.recordings,
 		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
-		Loopback: isLoopback(c.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Peers, PeerSecret: c.PeerSecret, Paths: m.consolePaths, TokenKeys: c.TokenKeys},
+		Loopback: isLoopback(c.Server.Listen),
+		Console:  handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys},
 		Ready:    m.ready,
-		Notice:   notices(m.history.StatusText, m.recordings.Notice),
+		Notice:   notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
 		Outage:   m.apiserver.notice,
-		Cluster:  c.Backend == BackendKube,
-		Listen:   c.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.MetricsToken, MaxConsolesPerUser: c.MaxConsolesPerUser,
+		Cluster:  c.Server.Backend == BackendKube,
+		Listen:   c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
@@ -177,7 +179,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 		ConnContext:       connContext(m.Log),
 	}
-	m.admin, err = openAdminSocket(c.AdminSocket, h, m.Log)
+	m.admin, err = openAdminSocket(c.Server.AdminSocket, h, m.Log)
 	if m.admin != nil {
 		m.admin.portalURL = m.URL()
 		if o := publicOrigins(c); len(o) > 0 {
@@ -195,7 +197,7 @@ func (m *Main) Run(ctx context.Context) error {
 	defer endRequests()
 	m.srv.BaseContext = func(net.Listener) context.Context { return base }
 	fmt.Fprintf(m.Out, "corral-vdi-portal is serving on %s\n", m.URL())
-	if isLoopback(m.Config.Listen) && contains(m.Config.Auth, auth.ModeDev) {
+	if isLoopback(m.Config.Server.Listen) && contains(m.Config.Auth.Modes, auth.ModeDev) {
 		fmt.Fprintf(m.Out, "Open it in a browser on this machine and sign in with any user name.\n")
 	}
 	errc := make(chan error, 1+len(m.unixLns))
@@ -229,14 +231,14 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// drain, with Config.DrainTimeout set, fails /readyz and refuses new
+// drain, with Config.Server.DrainTimeout set, fails /readyz and refuses new
 // consoles, and lets open ones run until they end or the timeout does.
 func (m *Main) drain(ctx context.Context) {
-	if m.Config.DrainTimeout <= 0 {
+	if m.Config.Server.DrainTimeout <= 0 {
 		return
 	}
-	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.DrainTimeout)
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.DrainTimeout)
+	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.Server.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.DrainTimeout)
 	defer cancel()
 	if left := m.handler.Drain(dctx); left > 0 {
 		m.Log.Warn("drain timed out: closing the consoles still open", "consoles", left)
@@ -245,7 +247,7 @@ func (m *Main) drain(ctx context.Context) {
 
 // Close releases what Open took; desktops keep running unless configured.
 func (m *Main) Close() error {
-	if m.backend != nil && m.Config.StopDesktopsOnExit {
+	if m.backend != nil && m.Config.Local.StopDesktopsOnExit {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		m.backend.StopAll(ctx)
 		cancel()
@@ -269,24 +271,24 @@ func (m *Main) Close() error {
 // openLocal starts the local backend and its demo pools.
 func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	c := m.Config
-	hide := append(append([]string{c.DataDir}, c.SecretFiles...), c.ListenUnix...) // a proxy's socket is no desktop's way in
-	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.DesktopSandbox, UIDs: c.DesktopUIDs, Limits: c.DesktopLimits,
+	hide := append(append([]string{c.Server.DataDir}, c.SecretFiles...), c.Server.ListenUnix...) // a proxy's socket is no desktop's way in
+	sandbox, refuse := local.NewSandbox(local.SandboxConfig{Mode: c.Local.DesktopSandbox, UIDs: c.Local.DesktopUIDs, Limits: c.Local.DesktopLimits,
 		Hide: hide})
 	m.sandbox = sandbox
 	var err error
-	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.DataDir, localDirName), Log: m.Log, VMImage: c.VMImage,
-		VMImageCache: c.VMImageCache, VMListenTCP: c.VMListen == "tcp",
-		VMAccel: c.VMAccel, KVMDevice: c.KVMDevice, Sandbox: sandbox, Refuse: refuse, Network: c.DesktopNetwork})
+	m.backend, err = local.New(ctx, local.Config{DB: m.db, Dir: filepath.Join(c.Server.DataDir, localDirName), Log: m.Log, VMImage: c.Local.VMImage,
+		VMImageCache: c.Local.VMImageCache, VMListenTCP: c.Local.VMListen == "tcp",
+		VMAccel: c.Local.VMAccel, KVMDevice: c.Local.KVMDevice, Sandbox: sandbox, Refuse: refuse, Network: c.Local.DesktopNetwork})
 	if err != nil {
 		return nil, err
 	}
-	if c.DemoPoolSize > 0 {
-		if err := m.backend.EnsureDemoPool(ctx, c.DemoPoolSize); err != nil {
+	if c.Local.DemoPoolSize > 0 {
+		if err := m.backend.EnsureDemoPool(ctx, c.Local.DemoPoolSize); err != nil {
 			return nil, err
 		}
 	}
-	if c.DemoVMPoolSize > 0 {
-		if err := m.backend.EnsureDemoVMPool(ctx, c.DemoVMPoolSize); err != nil {
+	if c.Local.DemoVMPoolSize > 0 {
+		if err := m.backend.EnsureDemoVMPool(ctx, c.Local.DemoVMPoolSize); err != nil {
 			return nil, err
 		}
 	}
@@ -310,7 +312,7 @@ func (m *Main) pruneHistory(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := m.db.Prune(ctx, m.Config.History); err != nil && ctx.Err() == nil {
+		if n, err := m.db.Prune(ctx, m.Config.Store.History); err != nil && ctx.Err() == nil {
 			m.Log.Error("prune history", "err", err)
 		} else if n > 0 {
 			m.Log.Info("pruned history", "rows", n)
@@ -326,8 +328,8 @@ func (m *Main) pruneHistory(ctx context.Context) {
 // publicOrigins are the origins the handlers allow beyond loopback and the
 // listen address: CORRAL_VDI_PUBLIC_URL and the OIDC redirect URL's.
 func publicOrigins(c Config) []string {
-	out := append([]string{}, c.PublicURLs...)
-	if u, err := url.Parse(c.OIDC.RedirectURL); err == nil && u.Host != "" {
+	out := append([]string{}, c.Server.PublicURLs...)
+	if u, err := url.Parse(c.Auth.OIDC.RedirectURL); err == nil && u.Host != "" {
 		out = append(out, u.Scheme+"://"+u.Host)
 	}
 	return out

@@ -20,7 +20,7 @@ var errNotReady = errors.New("not ready")
 // SQLite in its data dir; empty for one portal, or for replicas that share
 // PostgreSQL.
 func replicaName(c Config, identity string) string {
-	if c.DatabaseURL != "" {
+	if c.Store.DatabaseURL != "" {
 		return ""
 	}
 	return identity
@@ -31,7 +31,7 @@ func replicaName(c Config, identity string) string {
 // and any key the replicas share is empty: a replica that serves with a
 // key of its own breaks consoles and sign-ins that cross replicas.
 func (m *Main) checkSharedSecrets() {
-	from := m.Config.SharedSecretsFrom
+	from := m.Config.Kube.SharedSecretsFrom
 	if from == "" {
 		return
 	}
@@ -51,7 +51,7 @@ func (m *Main) checkSharedSecrets() {
 	}
 	ns, name, ok := strings.Cut(from, "/")
 	if !ok {
-		ns, name = m.Config.Namespace, from
+		ns, name = m.Config.Kube.Namespace, from
 	}
 	m.notReady = fmt.Errorf("%w: Secret %s/%s lacks %s", errNotReady, ns, name, strings.Join(keys, ", "))
 	m.Log.Error("shared secrets missing: not ready until the Secret has them and the pods restart",

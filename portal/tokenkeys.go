@@ -18,7 +18,7 @@ const LabelTokenKey = "corral.dev/vdi-token-key"
 func (m *Main) compareTokenKey(ctx context.Context, leader string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	l, err := m.kube.CoordinationV1().Leases(m.Config.Namespace).Get(ctx, ReclaimerLease, metav1.GetOptions{})
+	l, err := m.kube.CoordinationV1().Leases(m.Config.Kube.Namespace).Get(ctx, ReclaimerLease, metav1.GetOptions{})
 	if err != nil {
 		if ctx.Err() == nil {
 			m.Log.Warn("compare token keys with the reclaim leader", "err", err)

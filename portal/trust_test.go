@@ -32,11 +32,11 @@ func TestParseConfig_TrustSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(c.Auth, tc.auth) {
-				t.Errorf("Auth = %v; want %v", c.Auth, tc.auth)
+			if !slices.Equal(c.Auth.Modes, tc.auth) {
+				t.Errorf("Auth.Modes = %v; want %v", c.Auth.Modes, tc.auth)
 			}
-			if c.MaxConsolesPerUser != 10 {
-				t.Errorf("MaxConsolesPerUser = %d; want 10", c.MaxConsolesPerUser)
+			if c.Console.MaxConsolesPerUser != 10 {
+				t.Errorf("MaxConsolesPerUser = %d; want 10", c.Console.MaxConsolesPerUser)
 			}
 		})
 	}
@@ -46,11 +46,11 @@ func TestParseConfig_TrustSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"https://vdi.example.com", "http://b.example:8080"}; !slices.Equal(c.PublicURLs, want) {
-		t.Errorf("PublicURLs = %v; want %v", c.PublicURLs, want)
+	if want := []string{"https://vdi.example.com", "http://b.example:8080"}; !slices.Equal(c.Server.PublicURLs, want) {
+		t.Errorf("PublicURLs = %v; want %v", c.Server.PublicURLs, want)
 	}
-	if c.MaxConsolesPerUser != -1 || c.MetricsToken != "tok" {
-		t.Errorf("MaxConsolesPerUser %d, MetricsToken %q; want -1 (no cap), tok", c.MaxConsolesPerUser, c.MetricsToken)
+	if c.Console.MaxConsolesPerUser != -1 || c.Server.MetricsToken != "tok" {
+		t.Errorf("MaxConsolesPerUser %d, MetricsToken %q; want -1 (no cap), tok", c.Console.MaxConsolesPerUser, c.Server.MetricsToken)
 	}
 	env["CORRAL_VDI_PUBLIC_URL"] = "vdi.example.com"
 	if _, err := ParseConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "CORRAL_VDI_PUBLIC_URL") {

@@ -51,7 +51,7 @@ func TestUSBRedir_Kube(t *testing.T) {
 		}
 	}
 	m := startKubePortal(t, testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t)), ns)
-	env := map[string]string{"CORRAL_VDI_ADMIN_SOCKET": m.Config.AdminSocket}
+	env := map[string]string{"CORRAL_VDI_ADMIN_SOCKET": m.Config.Server.AdminSocket}
 	run := func(args ...string) (string, error) {
 		return runCLITest(t, func(k string) string { return env[k] }, args...)
 	}

@@ -1,8 +1,9 @@
 package relay
 
 // RFBViewOnly filters an RFB client stream for a watcher: KeyEvent,
-// PointerEvent, ClientCutText (with its text) and QEMU extended key
-// events are dropped, everything else (handshake, pixel format,
+// PointerEvent, ClientCutText (with its text), QEMU extended key events,
+// SetDesktopSize (a watcher never resizes the holder's desktop) and xvp
+// power requests are dropped, everything else (handshake, pixel format,
 // encodings, update requests) passes whole. noVNC's viewOnly flag is the
 // browser's promise; this is the portal's, so that a watcher's client
 // cannot type into or click on the holder's desktop whatever it sends.
@@ -47,16 +48,30 @@ func (v *RFBViewOnly) Filter(p []byte) []byte {
 			out = append(out, d.buf...)
 		}
 		v.dropSkip = drop
+		clientInit := d.phase == rfbInit
 		d.advance()
+		if clientInit && d.phase == rfbMessages {
+			out = append(out, takesResizes...)
+		}
 	}
 	return out
 }
 
+// takesResizes is a SetEncodings the portal sends for a watcher right
+// after its ClientInit: DesktopSize and ExtendedDesktopSize. TigerVNC
+// closes a client that has not yet said it follows size changes when the
+// desktop is resized (the holder's window changed), and a watcher's own
+// SetEncodings is a browser round trip away; it replaces this one.
+var takesResizes = []byte{rfbSetEncodings, 0, 0, 2,
+	0xff, 0xff, 0xff, 0x21, // -223 DesktopSize
+	0xff, 0xff, 0xfe, 0xcc, // -308 ExtendedDesktopSize
+}
+
 // rfbUserInput reports whether the complete client message b is a user's
-// input to the desktop.
+// input to the desktop or a change to it.
 func rfbUserInput(b []byte) bool {
 	switch b[0] {
-	case rfbKeyEvent, rfbPointerEvent, rfbClientCutText:
+	case rfbKeyEvent, rfbPointerEvent, rfbClientCutText, rfbSetDesktopSize, rfbXvp:
 		return true
 	case rfbQEMU:
 		return len(b) > 1 && b[1] == 0

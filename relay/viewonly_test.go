@@ -5,8 +5,10 @@ import (
 	"testing"
 )
 
-// TestRFBViewOnly: a watcher's keys, pointer and cut text never reach the
-// desktop, whatever the chunking; the rest passes unchanged.
+// TestRFBViewOnly: a watcher's keys, pointer, cut text, desktop resizes
+// and power requests never reach the desktop, whatever the chunking; the
+// rest passes unchanged, after the portal's own SetEncodings that says
+// the watcher follows size changes.
 func TestRFBViewOnly(t *testing.T) {
 	hello := append([]byte("RFB 003.008\n"), 1, 1) // version, security None, shared
 	encodings := []byte{rfbSetEncodings, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7}
@@ -16,12 +18,15 @@ func TestRFBViewOnly(t *testing.T) {
 	cut := append([]byte{rfbClientCutText, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...)
 	qemuKey := []byte{rfbQEMU, 0, 0, 1, 0, 0, 0, 0x1e, 0, 0, 0, 0x1e}
 	fence := []byte{rfbFence, 0, 0, 0, 0, 0, 0, 0, 2, 'o', 'k'}
+	resize := []byte{rfbSetDesktopSize, 0, 1, 0, 0, 200, 1, 0, // 256x200, one screen:
+		0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 200, 0, 0, 0, 0} // id, x, y, w, h, flags
+	reboot := []byte{rfbXvp, 0, 1, 3}
 
 	var stream, want []byte
-	for _, m := range [][]byte{hello, encodings, key, update, pointer, cut, qemuKey, fence, update} {
+	for _, m := range [][]byte{hello, encodings, key, update, pointer, cut, qemuKey, fence, resize, reboot, update} {
 		stream = append(stream, m...)
 	}
-	for _, m := range [][]byte{hello, encodings, update, fence, update} {
+	for _, m := range [][]byte{hello, takesResizes, encodings, update, fence, update} {
 		want = append(want, m...)
 	}
 	for _, chunk := range []int{1, 3, 7, len(stream)} {

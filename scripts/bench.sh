@@ -110,6 +110,37 @@ awk '
 		}
 	}' "$out"
 echo
+echo "== kube backend: API-server requests per claim, release, page view and console open, and the API server's CPU per 1,000 claims, read from the API server (cache=off) and from the backend's caches (cache=on), same run =="
+go test -count=1 -run '^$' -bench '^BenchmarkKubeRequests$' -benchtime "${BENCH_KUBE_REQUESTS:-5}x" ./kube/ | tee "$out"
+awk '
+	$1 ~ /^BenchmarkKubeRequests\// {
+		split($1, p, "/"); cache = p[2]; sub(/^cache=/, "", cache); what = p[3] "/" p[4]; sub(/-[0-9]+$/, "", what); sub(/kind=/, "", what); sub(/warm=true/, "warm", what); sub(/warm=false/, "cold", what)
+		for (i = 2; i <= NF; i++) {
+			if ($(i+1) ~ /^requests\//) { k = $(i+1); sub(/^requests\//, "", k); v[what, k, cache] = $i; kinds[what] = 1 }
+			if ($(i+1) == "apiserver-cpu-s/1k-claims") v[what, "cpu", cache] = $i
+		}
+	}
+	function line(label, what, k) {
+		if (!((what, k, "off") in v)) return
+		s = sprintf("%-44s %6.1f", label, v[what, k, "off"])
+		if ((what, k, "on") in v) s = s sprintf(" -> %6.1f", v[what, k, "on"])
+		print s
+	}
+	END {
+		printf "%-44s %6s    %6s\n", "API-server requests (mean)", "off", "on"
+		split("vm/cold vm/warm ct/cold ct/warm", ks, " ")
+		for (x = 1; x <= 4; x++) line("requests per claim (" ks[x] "):", ks[x], "claim")
+		for (x = 1; x <= 4; x++) line("API server CPU-s per 1,000 claims (" ks[x] "):", ks[x], "cpu")
+		line("requests per release (vm):", "vm/cold", "release")
+		line("requests per release (ct):", "ct/cold", "release")
+		line("requests per page view (home, vm):", "vm/cold", "page")
+		line("requests per page view (dashboard, vm):", "vm/cold", "dashboard")
+		line("requests per console open (vm, direct path):", "vm/warm", "console-open")
+	}' "$out"
+echo
+echo "== kube backend: the admin dashboard of a 1,000-member CT pool from the caches (vdi.Service.Dashboard; goal 0 requests) =="
+go test -count=1 -run '^$' -bench '^BenchmarkKubeDashboard$' -benchtime "${BENCH_DASHBOARD:-30}x" ./kube/ | grep '^BenchmarkKubeDashboard'
+echo
 echo "== admin dashboard: server time of GET /admin at 1,000 members (goal < 30 ms) =="
 go test -run '^$' -bench AdminDashboard -benchtime "${BENCH_DASHBOARD:-30}x" -count "${BENCH_COUNT:-3}" ./handlers/ | tee "$out"
 awk '/^BenchmarkAdminDashboard/ { for (i = 2; i <= NF; i++) { if ($(i+1) == "ms/op") { wall += $i; n++ } if ($(i+1) == "cpu-ms/op") cpu += $i } }

@@ -18,6 +18,8 @@ pkgs=(
 	util-linux # prlimit: each local desktop's limits (essential, listed for clarity)
 	bubblewrap # the namespaces of every local desktop (as its uid when the portal is root)
 	passt      # pasta: outbound network of local desktops (pool policy network=outbound)
+	e2fsprogs  # mkfs.ext4, e2fsck: a persistent member's home image (its disk bound)
+	mount      # mount -o loop: the home image on the member's home (essential, listed for clarity)
 	ca-certificates # make release: the CA bundle the kube image carries (and OIDC/API server TLS)
 	pulseaudio                # each local desktop's own sound server
 	gstreamer1.0-tools        # gst-launch-1.0: the sound's Opus encoder, inside the desktop

@@ -39,26 +39,37 @@ func (e *kubeEnv) releasePath(member string) string {
 	return "/api/vdi/desktops/" + e.ns + "/" + member + "/release"
 }
 
-func kubePhase(t *testing.T, sc scale, r *report) {
-	start := time.Now()
+// newKubeEnv starts a cluster with the kubelet stand-in and three portal
+// replicas on it, for pool; nil (with a failed check) when the cluster
+// does not start.
+func newKubeEnv(t *testing.T, r *report, area, pool string) *kubeEnv {
 	c, err := testcluster.Start()
 	if err != nil {
-		r.add("kube", "cluster starts", false, "up", "%v", err)
-		return
+		r.add(area, "cluster starts", false, "up", "%v", err)
+		return nil
 	}
 	t.Cleanup(func() { c.Stop() })
 	c.StartKubelet(t)
 	c.Apply(t, "../deploy/rbac.yaml")
-	e := &kubeEnv{cluster: c, ns: c.Namespace(t), pool: "storm"}
+	e := &kubeEnv{cluster: c, ns: c.Namespace(t), pool: pool}
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	for i := range 3 {
+	for range 3 {
 		data, _ := os.MkdirTemp("", "cvs")
 		t.Cleanup(func() { os.RemoveAll(data) })
 		e.replicas = append(e.replicas, startPortal(t, data, "127.0.0.1:0",
 			"CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops",
 			fmt.Sprintf("CORRAL_VDI_NAMESPACE=%s", e.ns)))
-		_ = i
 	}
+	return e
+}
+
+func kubePhase(t *testing.T, sc scale, r *report) {
+	start := time.Now()
+	e := newKubeEnv(t, r, "kube", "storm")
+	if e == nil {
+		return
+	}
+	c := e.cluster
 	ctx := context.Background()
 	body := fmt.Sprintf(`{"namespace":%q,"name":%q,"kind":"ct","mode":"ephemeral","source":"corral.test/shell","size":%d}`, e.ns, e.pool, sc.Members)
 	if code, buf, err := call(ctx, e.replicas[0].URL, "ops", "POST", "/api/vdi/pools", body); code != 201 {

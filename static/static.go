@@ -8,8 +8,8 @@
 // [Assets.Missing] reports the clients as absent).
 //
 // Hashes are per folder, not per file: a page loads
-// /static/novnc.<hash>/core/rfb.js and the relative ES-module imports inside
-// noVNC resolve to the same hashed folder without rewriting any file.
+// /static/app.<hash>/console.js and the relative ES-module imports inside
+// app/ resolve to the same hashed folder without rewriting any file.
 package static
 
 import (
@@ -31,9 +31,9 @@ import (
 // import these by name so that a client upgrade that moves a file fails in
 // one place (scripts/assets.sh checks the same list).
 const (
-	// NoVNC is noVNC's RFB client, an ES module whose default export is the
-	// RFB class.
-	NoVNC = "novnc/core/rfb.js"
+	// NoVNC is noVNC's RFB client, bundled by scripts/assets.sh into one
+	// ES module whose default export is the RFB class.
+	NoVNC = "novnc/rfb.js"
 	// XTerm is xterm.js as a self-contained ES module exporting Terminal.
 	XTerm = "xterm/xterm.mjs"
 	// XTermCSS is the stylesheet xterm.js needs.

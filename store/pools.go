@@ -32,9 +32,13 @@ func (db *DB) CreateLocalPool(ctx context.Context, p LocalPool) error {
 	}
 	defer tx.Rollback()
 	now := db.Now().UnixNano()
-	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, access, limits, standby, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), access, limits, p.Standby, now)
+	sched, err := scheduleJSON(p.StandbySchedule)
+	if err != nil {
+		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO local_pools (name, kind, mode, source, size, policy, access, limits, standby, standby_max, standby_schedule, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		p.Name, p.Kind, p.Mode, p.Source, len(p.Members), string(policy), access, limits, p.Standby.Min, p.Standby.Max, sched, now)
 	if err != nil {
 		return fmt.Errorf("store: create pool %q: %w", p.Name, err)
 	}
@@ -65,7 +69,7 @@ func (db *DB) LocalPools(ctx context.Context) ([]LocalPool, error) {
 // reads only that pool (the dashboard reads each pool's members, and a
 // full scan per pool grows with the square of the member count).
 func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) {
-	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, p.access, p.limits, p.standby, m.name
+	query := `SELECT p.name, p.kind, p.mode, p.source, p.policy, p.access, p.limits, p.standby, p.standby_max, p.standby_schedule, m.name
 		FROM local_pools p LEFT JOIN local_members m ON m.pool = p.name `
 	var args []any
 	if name != "" { // a separate statement, so that SQLite uses the primary key
@@ -80,11 +84,12 @@ func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) 
 	var out []LocalPool
 	for rows.Next() {
 		var p LocalPool
-		var policy, access, limits string
+		var policy, access, limits, sched string
 		var member sql.NullString
-		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &access, &limits, &p.Standby, &member); err != nil {
+		if err := rows.Scan(&p.Name, &p.Kind, &p.Mode, &p.Source, &policy, &access, &limits, &p.Standby.Min, &p.Standby.Max, &sched, &member); err != nil {
 			return nil, fmt.Errorf("store: list pools: %w", err)
 		}
+		p.Standby.Max = max(p.Standby.Max, p.Standby.Min) // 0: fixed (and rows from before 0011)
 		if len(out) == 0 || out[len(out)-1].Name != p.Name {
 			if err := json.Unmarshal([]byte(policy), &p.Policy); err != nil {
 				return nil, fmt.Errorf("store: list pools: pool %q policy: %w", p.Name, err)
@@ -94,6 +99,11 @@ func (db *DB) localPools(ctx context.Context, name string) ([]LocalPool, error) 
 			}
 			if err := json.Unmarshal([]byte(limits), &p.Limits); err != nil {
 				return nil, fmt.Errorf("store: list pools: pool %q limits: %w", p.Name, err)
+			}
+			if sched != "" {
+				if err := json.Unmarshal([]byte(sched), &p.StandbySchedule); err != nil {
+					return nil, fmt.Errorf("store: list pools: pool %q standby schedule: %w", p.Name, err)
+				}
 			}
 			out = append(out, p)
 		}

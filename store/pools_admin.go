@@ -103,9 +103,14 @@ func accessJSON(a vdi.Access, l vdi.Limits) (access, limits string, err error) {
 }
 
 // SetLocalPoolStandby sets how many free members of a local pool are kept
-// powered on; vdi.ErrNotFound when absent.
-func (db *DB) SetLocalPoolStandby(ctx context.Context, pool string, n int) error {
-	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET standby = ? WHERE name = ?`, n, pool)
+// powered on, and when more are; vdi.ErrNotFound when absent.
+func (db *DB) SetLocalPoolStandby(ctx context.Context, pool string, st vdi.Standby, sched vdi.StandbySchedule) error {
+	sj, err := scheduleJSON(sched)
+	if err != nil {
+		return fmt.Errorf("store: standby of %q: %w", pool, err)
+	}
+	res, err := db.db.ExecContext(ctx, `UPDATE local_pools SET standby = ?, standby_max = ?, standby_schedule = ? WHERE name = ?`,
+		st.Min, st.Max, sj, pool)
 	if err != nil {
 		return fmt.Errorf("store: standby of %q: %w", pool, err)
 	}
@@ -113,4 +118,14 @@ func (db *DB) SetLocalPoolStandby(ctx context.Context, pool string, n int) error
 		return fmt.Errorf("store: standby of %q: %w", pool, vdi.ErrNotFound)
 	}
 	return nil
+}
+
+// scheduleJSON is sched as the standby_schedule column holds it ("" for
+// none).
+func scheduleJSON(sched vdi.StandbySchedule) (string, error) {
+	if sched.IsZero() {
+		return "", nil
+	}
+	b, err := json.Marshal(sched)
+	return string(b), err
 }

@@ -38,6 +38,9 @@ type PoolDashboard struct {
 	Members   []MemberStatus `json:"members"`
 	// Warm counts the free members powered on, ready for the next claim.
 	Warm int `json:"warm"`
+	// StandbyNow is how many warm members the standby keeps now (its
+	// demand-following size, or its schedule's floor).
+	StandbyNow int `json:"standbyNow"`
 	// AdminsOnly flags an access list that lets in only admins (a group
 	// nobody is known to be in, or no user at all).
 	AdminsOnly bool `json:"adminsOnly,omitempty"`
@@ -71,6 +74,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 		pd := PoolDashboard{PoolStatus: PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)},
 			Effective: p.Policy.Effective(s.policy), Members: make([]MemberStatus, len(members))}
 		pd.UnknownGroups, pd.AdminsOnly = s.accessWarnings(p.Access)
+		pd.StandbyNow = s.StandbyWant(p, held)
 		for i, m := range members {
 			l := held[m.Name]
 			ms := MemberStatus{Desktop: s.desktop(m, l, p.Policy)}
@@ -84,7 +88,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 			}
 			if m.Power == PowerRunning {
 				pd.Running++
-				if l == nil && p.Standby > 0 {
+				if l == nil && pd.StandbyNow > 0 {
 					ms.Standby = true
 					pd.Warm++
 				}
@@ -188,14 +192,16 @@ type PoolAdmin interface {
 	SetPolicy(ctx context.Context, namespace, name string, p Policy) error
 	// SetAccess replaces who may use a pool and what one user may hold.
 	SetAccess(ctx context.Context, namespace, name string, a Access, l Limits) error
-	// SetStandby sets how many free members are kept powered on.
-	SetStandby(ctx context.Context, namespace, name string, n int) error
+	// SetStandby sets how many free members are kept powered on, and
+	// when more are.
+	SetStandby(ctx context.Context, namespace, name string, st Standby, sched StandbySchedule) error
 	// DeletePool stops and removes every member of a pool, then the pool.
 	DeletePool(ctx context.Context, namespace, name string) error
 }
 
-// MaxPoolSize bounds a pool's size in one request.
-const MaxPoolSize = 500
+// MaxPoolSize bounds a pool's size: a whole team's morning (1,000 users)
+// fits one pool.
+const MaxPoolSize = 1000
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
@@ -212,11 +218,13 @@ func ValidName(what, name string) error {
 
 // PoolUpdate changes a pool: nil fields stay as they are.
 type PoolUpdate struct {
-	Size    *int    `json:"size,omitempty"`
-	Policy  *Policy `json:"policy,omitempty"`
-	Access  *Access `json:"access,omitempty"`
-	Limits  *Limits `json:"limits,omitempty"`
-	Standby *int    `json:"standby,omitempty"`
+	Size    *int     `json:"size,omitempty"`
+	Policy  *Policy  `json:"policy,omitempty"`
+	Access  *Access  `json:"access,omitempty"`
+	Limits  *Limits  `json:"limits,omitempty"`
+	Standby *Standby `json:"standby,omitempty"`
+	// StandbySchedule replaces the pool's schedule; {} removes it.
+	StandbySchedule *StandbySchedule `json:"standbySchedule,omitempty"`
 }
 
 func (s *Service) poolAdmin(id Identity) (PoolAdmin, error) {
@@ -291,11 +299,15 @@ func (s *Service) CreatePool(ctx context.Context, id Identity, p Pool) error {
 	if err := validStandby(p.Standby); err != nil {
 		return err
 	}
+	if err := validSchedule(p.StandbySchedule); err != nil {
+		return err
+	}
 	if err := pa.CreatePool(ctx, p); err != nil {
 		return err
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-create", Namespace: p.Namespace, Target: p.Name,
-		Detail: fmt.Sprintf("kind %s; mode %s; size %d; access %s; %s", p.Kind, p.Mode, p.Size, p.Access, limitsDetail(p.Limits))})
+		Detail: fmt.Sprintf("kind %s; mode %s; size %d; access %s; %s; standby %s; schedule %s",
+			p.Kind, p.Mode, p.Size, p.Access, limitsDetail(p.Limits), p.Standby, p.StandbySchedule)})
 	return nil
 }
 
@@ -318,8 +330,8 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 			return err
 		}
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-policy", Namespace: namespace, Target: name,
-			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %s; audio %t; record %t; record input %t; own recordings %t; watch %s", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
-				u.Policy.Console().Clipboard, u.Policy.FileTransfer, u.Policy.Audio.On(), u.Policy.Record, u.Policy.RecordInput, u.Policy.OwnRecordings, u.Policy.Console().Watch)})
+			Detail: fmt.Sprintf("grace %s; max session %s; idle %s; clipboard %s; file transfer %s; audio %t; record %t; record input %t; own recordings %t; watch %s; network %s", u.Policy.DisconnectGrace, u.Policy.MaxSession, u.Policy.IdleTimeout,
+				u.Policy.Console().Clipboard, u.Policy.FileTransfer, u.Policy.Audio.On(), u.Policy.Record, u.Policy.RecordInput, u.Policy.OwnRecordings, u.Policy.Console().Watch, networkText(u.Policy.Network))})
 	}
 	if u.Access != nil || u.Limits != nil {
 		a, l := p.Access, p.Limits
@@ -341,15 +353,25 @@ func (s *Service) UpdatePool(ctx context.Context, id Identity, namespace, name s
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-access", Namespace: namespace, Target: name,
 			Detail: fmt.Sprintf("access %s -> %s; %s -> %s", p.Access, a, limitsDetail(p.Limits), limitsDetail(l))})
 	}
-	if u.Standby != nil && *u.Standby != p.Standby {
-		if err := validStandby(*u.Standby); err != nil {
+	st, sched := p.Standby, p.StandbySchedule
+	if u.Standby != nil {
+		st = *u.Standby
+	}
+	if u.StandbySchedule != nil {
+		sched = *u.StandbySchedule
+	}
+	if st != p.Standby || sched != p.StandbySchedule {
+		if err := validStandby(st); err != nil {
 			return err
 		}
-		if err := pa.SetStandby(ctx, namespace, name, *u.Standby); err != nil {
+		if err := validSchedule(sched); err != nil {
+			return err
+		}
+		if err := pa.SetStandby(ctx, namespace, name, st, sched); err != nil {
 			return err
 		}
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-standby", Namespace: namespace, Target: name,
-			Detail: fmt.Sprintf("standby %d -> %d", p.Standby, *u.Standby)})
+			Detail: fmt.Sprintf("standby %s -> %s; schedule %s -> %s", p.Standby, st, p.StandbySchedule, sched)})
 		s.kickStandby()
 	}
 	if u.Size != nil && *u.Size != p.Size {
@@ -389,12 +411,5 @@ func (s *Service) DeletePool(ctx context.Context, id Identity, namespace, name s
 		return err
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-delete", Namespace: namespace, Target: name})
-	return nil
-}
-
-func validStandby(n int) error {
-	if n < 0 || n > MaxPoolSize {
-		return Errorf(EInvalid, fmt.Sprintf("Use 0 for none, up to %d; more than the pool's size keeps every free member on.", MaxPoolSize), "Standby %d is out of range.", n)
-	}
 	return nil
 }

@@ -34,6 +34,9 @@ func (p Policy) Effective(defaults Policy) Policy {
 	if p.IdleTimeout == 0 {
 		p.IdleTimeout = defaults.IdleTimeout
 	}
+	if p.Network == "" {
+		p.Network = defaults.Network
+	}
 	return p
 }
 
@@ -158,9 +161,13 @@ func reclaimText(rule string) string {
 }
 
 // RunReclaimer checks for due reclaims and keeps the pools' warm standby
-// every interval until ctx ends; a claim or release on this portal makes
-// it look again for standby at once.
+// every interval until ctx ends; a claim or release on this portal, or a
+// claim on another replica that its Leases report (AcquireNotifier),
+// makes it look again for standby at once.
 func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
+	if n, ok := s.leases.(AcquireNotifier); ok {
+		s.notifyOnce.Do(func() { n.OnAcquire(s.kickStandby) })
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	s.keepStandby(ctx)

@@ -50,8 +50,10 @@ type Service struct {
 	groups     GroupDirectory
 
 	standbyMu     sync.Mutex
-	standbyStarts map[Ref]bool // members being started for standby
+	standbyStarts map[Ref]bool            // members being started for standby
+	startTimes    map[Ref][]time.Duration // pool -> its last standby starts, newest last
 	standbyKick   chan struct{}
+	notifyOnce    sync.Once // RunReclaimer asks for Lease events once, however often it runs
 
 	consolesMu sync.Mutex
 	consoleSeq int
@@ -74,6 +76,7 @@ func NewService(cfg Config) *Service {
 		consoles:   map[Ref]map[int]context.CancelCauseFunc{},
 
 		standbyStarts: map[Ref]bool{},
+		startTimes:    map[Ref][]time.Duration{},
 		standbyKick:   make(chan struct{}, 1),
 	}
 	if s.log == nil {

@@ -6,17 +6,22 @@ import (
 	"time"
 )
 
-// Warm standby: a pool's Standby free members are kept powered on, so that
+// Warm standby: a pool's standby free members are kept powered on, so that
 // a claim hands one out at once instead of waiting for a boot. Claims
 // already prefer running free members; KeepStandby starts free stopped
-// members until the pool has Standby warm ones (never more than it has),
-// and the rest stay off until claimed. A released ephemeral member is
-// recreated by its release before it can enter standby, so no one gets a
-// desktop another user touched. KeepStandby never stops a member: lowering
-// Standby lets the extra ones go as they are claimed.
+// members until the pool has as many warm ones as StandbyWant says (never
+// more than it has), and the rest stay off until claimed. A released
+// ephemeral member is recreated by its release before it can enter
+// standby, so no one gets a desktop another user touched. KeepStandby
+// never stops a member: a lower standby lets the extra ones go as they are
+// claimed.
 
-// standbyStartTimeout bounds one standby start.
-const standbyStartTimeout = 5 * time.Minute
+// standbyStartTimeout bounds one standby start; startSamples is how many of a
+// pool's last standby starts its start time is the mean of.
+const (
+	standbyStartTimeout = 5 * time.Minute
+	startSamples        = 5
+)
 
 // KeepStandby starts the free members each pool's standby is short of and
 // returns how many it started. Starts run in the background, one per
@@ -29,7 +34,7 @@ func (s *Service) KeepStandby(ctx context.Context) (int, error) {
 	started := 0
 	var errs []error
 	for _, p := range pools {
-		if p.Standby <= 0 {
+		if p.Standby.IsZero() && p.StandbySchedule.IsZero() {
 			continue
 		}
 		cold, short, err := s.standbyShort(ctx, p)
@@ -37,7 +42,7 @@ func (s *Service) KeepStandby(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		for _, m := range cold[:min(short, len(cold))] {
+		for _, m := range cold[:min(max(short, 0), len(cold))] {
 			if !s.startingStandby(m.Ref()) {
 				continue
 			}
@@ -46,15 +51,58 @@ func (s *Service) KeepStandby(ctx context.Context) (int, error) {
 				defer s.doneStandby(m.Ref())
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), standbyStartTimeout)
 				defer cancel()
+				begin := s.now()
 				if err := s.backend.Start(sctx, m.Ref()); err != nil {
 					s.log.Warn("standby start failed", "desktop", m.Ref(), "err", err)
 					return
 				}
+				s.noteStart(p, s.now().Sub(begin))
 				s.log.Info("standby member ready", "desktop", m.Ref(), "pool", p.Name)
 			}()
 		}
 	}
 	return started, errors.Join(errs...)
+}
+
+// StandbyWant returns how many free members pool p keeps warm now, given
+// held, its live Leases: its standby for the claims of the last
+// StandbyWindow (the Leases acquired since, every replica's) and the
+// pool's start time (Standby.Want), raised to its schedule's floor within
+// its hours.
+func (s *Service) StandbyWant(p Pool, held map[string]*Lease) int {
+	now := s.now()
+	claims := 0
+	for _, l := range held {
+		if age := now.Sub(l.AcquireTime); age >= 0 && age < StandbyWindow {
+			claims++
+		}
+	}
+	return max(p.Standby.Want(claims, s.startTime(p)), p.StandbySchedule.Floor(now))
+}
+
+// noteStart records how long a standby start of one of p's members took.
+func (s *Service) noteStart(p Pool, took time.Duration) {
+	s.standbyMu.Lock()
+	defer s.standbyMu.Unlock()
+	ref := Ref{Namespace: p.Namespace, Name: p.Name}
+	ts := append(s.startTimes[ref], took)
+	s.startTimes[ref] = ts[max(len(ts)-startSamples, 0):]
+}
+
+// startTime returns the mean of p's last standby starts on this replica,
+// DefaultStartTime before one finished.
+func (s *Service) startTime(p Pool) time.Duration {
+	s.standbyMu.Lock()
+	defer s.standbyMu.Unlock()
+	ts := s.startTimes[Ref{Namespace: p.Namespace, Name: p.Name}]
+	if len(ts) == 0 {
+		return DefaultStartTime
+	}
+	var sum time.Duration
+	for _, t := range ts {
+		sum += t
+	}
+	return sum / time.Duration(len(ts))
 }
 
 // standbyShort returns the pool's free stopped members, best first, and
@@ -80,7 +128,13 @@ func (s *Service) standbyShort(ctx context.Context, p Pool) (cold []Member, shor
 			cold = append(cold, m)
 		}
 	}
-	return cold, p.Standby - warm, nil
+	return cold, s.StandbyWant(p, held) - warm, nil
+}
+
+// AcquireNotifier is a Leases store that reports claims as they happen,
+// every replica's (the Kubernetes backend's Lease informer).
+type AcquireNotifier interface {
+	OnAcquire(f func())
 }
 
 // startingStandby marks ref as being started for standby; false when it

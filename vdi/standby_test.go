@@ -46,7 +46,7 @@ func TestStandby(t *testing.T) {
 	}
 	defer db.Close()
 	pool := leasetest.NewPool("local", "warm", 4, 0)
-	pool.Standby = 2
+	pool.Standby = vdi.Fixed(2)
 	pool.StartDelay = 50 * time.Millisecond
 	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler)})
 	names := []string{"warm-1", "warm-2", "warm-3", "warm-4"}

@@ -92,6 +92,14 @@ const (
 	NetworkNone     Network = "none"     // only a loopback of its own
 )
 
+// networkText says n in an audit line: empty is the portal's default.
+func networkText(n Network) string {
+	if n == "" {
+		return "default"
+	}
+	return string(n)
+}
+
 // Pool is a named set of identical members.
 type Pool struct {
 	Namespace string `json:"namespace"`
@@ -107,8 +115,11 @@ type Pool struct {
 	Access Access `json:"access"`
 	Limits Limits `json:"limits"`
 	// Standby is how many free members are kept powered on and ready, so
-	// that a claim needs no boot (see KeepStandby).
-	Standby int `json:"standby"`
+	// that a claim needs no boot: a number, or a range that follows demand
+	// (see KeepStandby).
+	Standby Standby `json:"standby"`
+	// StandbySchedule raises the standby within working hours.
+	StandbySchedule StandbySchedule `json:"standbySchedule,omitzero"`
 	// LicensesAcknowledged records that the admin holds the licences a pool
 	// of more than one Windows desktop needs (Windows Enterprise E3/E5 or VDA
 	// per user or device, or RDS CALs). The Kubernetes backend refuses such a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -112,6 +113,17 @@ func policyText(p vdi.Policy) string {
 	return s
 }
 
+// networkPolicyText says what a local pool's desktops may reach.
+func networkPolicyText(n vdi.Network) string {
+	switch n {
+	case vdi.NetworkNone:
+		return "offline: each desktop has only a loopback of its own"
+	case vdi.NetworkOutbound, "":
+		return "outbound through a network stack of its own; never the portal's host"
+	}
+	return string(n)
+}
+
 // consolePolicyText says what a pool's consoles may carry; files says
 // whether any console of it could transfer files (the Files panel of a
 // local session desktop, or RDP to a server with a file channel on an
@@ -134,15 +146,7 @@ func consolePolicyText(c vdi.ConsolePolicy, files bool) string {
 // policyJSON is a pool's policy as the dashboard's Policy dialog fills
 // its fields (the API's shape: durations as text, empty for the default).
 func policyJSON(p vdi.Policy) string {
-	d := func(x time.Duration) string {
-		if x == 0 {
-			return ""
-		}
-		return x.String()
-	}
-	c := p.Console()
-	b, _ := json.Marshal(map[string]any{"disconnectGrace": d(p.DisconnectGrace), "idleTimeout": d(p.IdleTimeout), "maxSession": d(p.MaxSession),
-		"clipboard": c.Clipboard, "fileTransfer": c.FileTransfer, "audio": c.Audio, "record": p.Record, "recordInput": p.RecordInput, "ownRecordings": p.OwnRecordings, "watch": c.Watch})
+	b, _ := json.Marshal(api.PolicyOf(p))
 	return string(b)
 }
 

@@ -43,10 +43,51 @@ func TestHome_PrefetchesTheRDPClient(t *testing.T) {
 // TestConsole_PreloadsTheLikelyConsole: the console page modulepreloads
 // the client of the console it will most likely open, and says which.
 func TestConsole_PreloadsTheLikelyConsole(t *testing.T) {
-	for likely, want := range map[string]string{"rdp": "ironrdp/iron-remote-desktop-rdp.js", "vnc": "novnc/core/rfb.js"} {
+	for likely, want := range map[string]string{"rdp": "ironrdp/iron-remote-desktop-rdp.js", "vnc": "novnc/rfb.js"} {
 		doc := mustParse(t, render(t, Console(ConsoleProps{Page: hashedPage(), Likely: likely})))
 		if len(findAll(doc, hasAttrs("rel", "modulepreload", "href", "/static/h/"+want))) == 0 || len(findAll(doc, hasAttrs("data-likely", likely))) == 0 {
 			t.Errorf("console page for likely %s: no modulepreload of %s or no data-likely", likely, want)
+		}
+	}
+}
+
+// TestConsole_EarlyVNCSocket: the console page names the VNC websocket
+// for console-early.js to open as the page starts only when the page will
+// most likely open VNC on a running desktop; otherwise a socket opened
+// ahead would be one the page never uses.
+func TestConsole_EarlyVNCSocket(t *testing.T) {
+	running := vdi.Desktop{Member: vdi.Member{Namespace: "local", Name: "m-1", Power: vdi.PowerRunning}}
+	stopped := running
+	stopped.Power = vdi.PowerStopped
+	for _, tc := range []struct {
+		name   string
+		d      vdi.Desktop
+		likely string
+		want   bool
+	}{
+		{"VNC", running, "vnc", true},
+		{"RDP", running, "rdp", false},
+		{"Terminal", running, "terminal", false},
+		{"Stopped", stopped, "vnc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := mustParse(t, render(t, Console(ConsoleProps{Page: hashedPage(), Desktop: tc.d, Likely: tc.likely})))
+			meta := len(findAll(doc, hasAttrs("name", "corral-early-console", "content", "/ws/vnc/local/m-1"))) > 0
+			script := len(findAll(doc, hasAttrs("src", "/static/h/app/console-early.js", "async", ""))) > 0
+			if meta != tc.want || script != tc.want {
+				t.Errorf("likely %s, %s: early socket meta %v, async script %v; want %v", tc.likely, tc.d.Power, meta, script, tc.want)
+			}
+		})
+	}
+}
+
+// TestKiosk_EarlyVNCSocket: the kiosk opens its VNC websocket early as
+// the console page does, and only for VNC.
+func TestKiosk_EarlyVNCSocket(t *testing.T) {
+	for likely, want := range map[string]bool{"vnc": true, "rdp": false, "terminal": false} {
+		doc := mustParse(t, render(t, Kiosk(KioskProps{Page: hashedPage(), Pool: "p", Desktop: "local/m-1", Likely: likely})))
+		if got := len(findAll(doc, hasAttrs("name", "corral-early-console", "content", "/ws/vnc/local/m-1"))) > 0; got != want {
+			t.Errorf("kiosk for likely %s: early socket meta %v; want %v", likely, got, want)
 		}
 	}
 }

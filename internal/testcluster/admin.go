@@ -21,13 +21,18 @@ import (
 // kind the tests and stand-ins handle: client-go's built-in kinds (core,
 // RBAC, coordination...), KubeVirt's, VirtualMachineClone, VirtualMachineSnapshot and APIService.
 func (c *Cluster) NewAdminClient() (client.WithWatch, error) {
+	return newClient(c.Config)
+}
+
+// newClient is a client of cfg that knows the kinds NewAdminClient does.
+func newClient(cfg *rest.Config) (client.WithWatch, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme, clonev1beta1.AddToScheme, snapshotv1beta1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("testcluster: admin scheme: %w", err)
 		}
 	}
-	cl, err := client.NewWithWatch(c.Config, client.Options{Scheme: scheme})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: admin client: %w", err)
 	}

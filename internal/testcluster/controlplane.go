@@ -20,12 +20,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	certutil "k8s.io/client-go/util/cert"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -76,7 +76,9 @@ type KubeVirtOptions struct {
 // their own ServiceAccounts and ClusterRoles; the KubeVirt CR's status
 // (which virt-operator writes) is written here.
 type KubeVirt struct {
+	c     *Cluster
 	dir   string
+	ca    *kubeVirtCA
 	procs []*exec.Cmd
 }
 
@@ -94,7 +96,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 	if opts.FeatureGates == nil {
 		opts.FeatureGates = []string{"Snapshot"}
 	}
-	kv := &KubeVirt{dir: tb.TempDir()}
+	kv := &KubeVirt{c: c, dir: tb.TempDir()}
 	tb.Cleanup(kv.stop)
 	ctx := context.Background()
 	crds, mutating, validating, err := readInstall(filepath.Join(bin, "kubevirt-install.yaml"))
@@ -107,14 +109,22 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 	if err := createNamespace(ctx, c.Client, KubeVirtNamespace); err != nil && !apierrors.IsAlreadyExists(err) {
 		tb.Fatal(err)
 	}
-	kubeconfig, err := kv.writeKubeconfig(c)
+	kubeconfig, err := kv.writeKubeconfig(c, "")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	crt, key, caPEM, err := kv.writeServingCert()
+	if err := c.bindServiceAccounts(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	controllerKubeconfig, err := kv.writeKubeconfig(c, KubeVirtServiceAccount("kubevirt-controller"))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	crt, key, handlerCrt, handlerKey, err := kv.writeCerts()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caPEM := kv.ca.pem
 	if err := c.installKubeVirtCR(ctx, opts); err != nil {
 		tb.Fatal(err)
 	}
@@ -125,7 +135,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 
 	apiPort := freePort(tb)
 	kv.run(tb, filepath.Join(bin, "virt-api"), "--kubeconfig", kubeconfig, "--listen", "127.0.0.1", "--port", strconv.Itoa(apiPort),
-		"--tls-cert-file", crt, "--tls-key-file", key, "--handler-cert-file", crt, "--handler-key-file", key)
+		"--tls-cert-file", crt, "--tls-key-file", key, "--handler-cert-file", handlerCrt, "--handler-key-file", handlerKey)
 	if err := waitTLS(ctx, apiPort, 90*time.Second); err != nil {
 		tb.Fatalf("testcluster: virt-api did not serve on 127.0.0.1:%d: %v\n%s", apiPort, err, kv.tail("virt-api"))
 	}
@@ -142,8 +152,15 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
 		tb.Fatalf("testcluster: register virt-api's validating webhooks: %v", err)
 	}
+	admin, err := c.NewAdminClient()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := registerSubresources(ctx, admin, "virt-api", int32(apiPort)); err != nil {
+		tb.Fatalf("testcluster: register virt-api's subresource API: %v\n%s", err, kv.tail("virt-api"))
+	}
 
-	kv.run(tb, filepath.Join(bin, "virt-controller"), "--kubeconfig", kubeconfig, "--port", strconv.Itoa(freePort(tb)),
+	kv.run(tb, filepath.Join(bin, "virt-controller"), "--kubeconfig", controllerKubeconfig, "--port", strconv.Itoa(freePort(tb)),
 		"--launcher-image", "corral.test/virt-launcher:"+KubeVirtVersion, "--exporter-image", "corral.test/virt-exportserver:"+KubeVirtVersion,
 		"--prom-cert-file", crt, "--prom-key-file", key)
 	kv.run(tb, filepath.Join(bin, "snapshot-controller"), "--kubeconfig", kubeconfig, "--leader-election=false",
@@ -236,35 +253,72 @@ func (c *Cluster) installKubeVirtCR(ctx context.Context, opts KubeVirtOptions) e
 	return nil
 }
 
-// writeKubeconfig writes the cluster admin's credentials for the components.
-func (kv *KubeVirt) writeKubeconfig(c *Cluster) (string, error) {
+// writeKubeconfig writes the cluster admin's credentials for the
+// components; with as set, the admin impersonates that user (a KubeVirt
+// ServiceAccount's name: virt-api keeps VMI status changes from anyone
+// else, see KubeVirtServiceAccount).
+func (kv *KubeVirt) writeKubeconfig(c *Cluster, as string) (string, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken, Impersonate: as}
 	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
 	cfg.CurrentContext = "test"
-	path := filepath.Join(kv.dir, "kubeconfig")
+	name := "kubeconfig"
+	if as != "" {
+		name += "-" + as[strings.LastIndex(as, ":")+1:]
+	}
+	path := filepath.Join(kv.dir, name)
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return "", fmt.Errorf("testcluster: write the control plane's kubeconfig: %w", err)
 	}
 	return path, nil
 }
 
-// writeServingCert makes a CA and a certificate for 127.0.0.1 signed by it.
-func (kv *KubeVirt) writeServingCert() (crt, key string, ca []byte, err error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"})
+// KubeVirtServiceAccount returns the user name of KubeVirt's ServiceAccount
+// name (kubevirt-controller, kubevirt-handler, kubevirt-apiserver): virt-api's
+// VMI mutating webhook drops status changes made by any other user
+// (pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go), so
+// virt-controller and the node stand-in act as these.
+func KubeVirtServiceAccount(name string) string {
+	return "system:serviceaccount:" + KubeVirtNamespace + ":" + name
+}
+
+// bindServiceAccounts gives KubeVirt's ServiceAccounts cluster-admin.
+// Simplified: a release gives each its own ClusterRole.
+func (c *Cluster) bindServiceAccounts(ctx context.Context) error {
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "corral-test-kubevirt-components"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}
+	for _, sa := range []string{"kubevirt-controller", "kubevirt-handler", "kubevirt-apiserver"} {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: KubeVirtNamespace, Name: sa})
+	}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testcluster: bind KubeVirt's ServiceAccounts: %w", err)
+	}
+	return nil
+}
+
+// writeCerts makes the KubeVirt CA and, signed by it, virt-api's serving
+// certificate for 127.0.0.1 and the client certificate it shows
+// virt-handler; it returns their files and the CA's PEM.
+func (kv *KubeVirt) writeCerts() (crt, key, handlerCrt, handlerKey string, err error) {
+	if kv.ca, err = newKubeVirtCA(); err != nil {
+		return "", "", "", "", err
+	}
+	files := map[string][]byte{}
+	files["tls.crt"], files["tls.key"], err = kv.ca.issue("virt-api", []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"})
 	if err != nil {
-		return "", "", nil, fmt.Errorf("testcluster: make virt-api's certificate: %w", err)
+		return "", "", "", "", err
 	}
-	crt, key = filepath.Join(kv.dir, "tls.crt"), filepath.Join(kv.dir, "tls.key")
-	if err := os.WriteFile(crt, certPEM, 0o600); err != nil {
-		return "", "", nil, err
+	files["handler.crt"], files["handler.key"], err = kv.ca.issue(cnHandlerClient, nil, nil)
+	if err != nil {
+		return "", "", "", "", err
 	}
-	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
-		return "", "", nil, err
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(kv.dir, name), b, 0o600); err != nil {
+			return "", "", "", "", err
+		}
 	}
-	// certPEM is the leaf then its CA.
-	return crt, key, certPEM, nil
+	return filepath.Join(kv.dir, "tls.crt"), filepath.Join(kv.dir, "tls.key"), filepath.Join(kv.dir, "handler.crt"), filepath.Join(kv.dir, "handler.key"), nil
 }
 
 // run starts a component with its output in a log file of its own.

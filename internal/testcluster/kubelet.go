@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -101,7 +102,9 @@ func NewKubelet(ctx context.Context, cfg *rest.Config) (*Kubelet, error) {
 		return nil, fmt.Errorf("testcluster: kubelet: %w", err)
 	}
 	n := kubeletSeq.next()
-	k := &Kubelet{Node: fmt.Sprintf("standin-%d-%d", os.Getpid(), n), cs: cs, root: root,
+	// Pod IPs start at a random place: other test processes run kubelets
+	// of their own, and a Node stand-in listens on its Pods' IPs.
+	k := &Kubelet{Node: fmt.Sprintf("standin-%d-%d", os.Getpid(), n), cs: cs, root: root, nextIP: rand.IntN(60000),
 		ips: map[types.UID]string{}, execs: map[string]map[*execSession]struct{}{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", k.handleExec)

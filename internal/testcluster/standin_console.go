@@ -60,7 +60,7 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 		writeStatus(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	s.serveStream(w, r, g, conn, kick)
+	serveStream(w, r, g, conn, kick)
 }
 
 // takeConsole makes the caller console's one client: it kicks the client
@@ -125,13 +125,13 @@ func (s *KubeVirtStandIn) handlePortForward(w http.ResponseWriter, r *http.Reque
 		writeStatus(w, http.StatusInternalServerError, "dialing VM: "+err.Error())
 		return
 	}
-	s.serveStream(w, r, g, conn, nil)
+	serveStream(w, r, g, conn, nil)
 }
 
 // serveStream upgrades the request and pipes it to conn until either side
 // ends, the guest stops, or kick closes (another client took the console:
 // the websocket's connection is closed without a close frame).
-func (s *KubeVirtStandIn) serveStream(w http.ResponseWriter, r *http.Request, g *standInVMI, conn net.Conn, kick <-chan struct{}) {
+func serveStream(w http.ResponseWriter, r *http.Request, g *standInVMI, conn net.Conn, kick <-chan struct{}) {
 	defer conn.Close()
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {

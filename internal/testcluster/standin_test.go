@@ -42,7 +42,7 @@ func TestKubeVirtStandIn(t *testing.T) {
 		t.Errorf("second start = %p, %v; want the same stand-in %p", again, err, s)
 	}
 	admin := c.AdminClient(t)
-	vms, err := kube.NewVMs(c.Config, "default")
+	vms, err := kube.NewVMs(kube.Config{REST: c.Config, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}

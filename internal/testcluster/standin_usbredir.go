@@ -69,5 +69,5 @@ func (s *KubeVirtStandIn) handleUSBRedir(w http.ResponseWriter, r *http.Request)
 			return
 		}
 	}
-	s.serveStream(w, r, g, conn, nil)
+	serveStream(w, r, g, conn, nil)
 }

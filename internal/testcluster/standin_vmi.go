@@ -236,21 +236,27 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 // bootGuest starts the desktop standing for a guest on a loopback IP of
 // its own and waits until its VNC server answers there.
 func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid types.UID) (*standInVMI, error) {
-	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
-	defer cancel()
-	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}}
-	s.mu.Lock()
-	g.upAt = time.Now().Add(s.bootIn[key])
-	s.mu.Unlock()
 	vnc, rdp, err := listenGuestIP()
 	if err != nil {
 		return nil, err
 	}
-	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
 	s.mu.Lock()
+	upAt := time.Now().Add(s.bootIn[key])
 	s.seq++
 	dir := filepath.Join(s.dir, strconv.Itoa(s.seq))
 	s.mu.Unlock()
+	return startGuest(ctx, dir, name, uid, vnc, rdp, upAt)
+}
+
+// startGuest starts the desktop standing for a guest in dir, serving its
+// VNC and RDP on the listeners (the guest's IP) from upAt, and waits until
+// its display answers. It closes the listeners when it fails.
+func startGuest(ctx context.Context, dir, name string, uid types.UID, vnc, rdp net.Listener, upAt time.Time) (*standInVMI, error) {
+	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
+	defer cancel()
+	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}, upAt: upAt}
+	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
+	var err error
 	g.desktop, err = local.StartDesktop(ctx, local.DesktopSpec{Name: name, Dir: dir, Home: filepath.Join(dir, "home")}, nil)
 	if err != nil {
 		g.stop()

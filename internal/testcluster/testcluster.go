@@ -10,10 +10,6 @@ package testcluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -102,6 +97,10 @@ func Start() (*Cluster, error) {
 		return nil, err
 	}
 	args.Set("requestheader-client-ca-file", reqCA)
+	// The client certificate the apiserver shows aggregated APIs (virt-api
+	// believes the identity headers only with it).
+	args.Set("proxy-client-cert-file", filepath.Join(filepath.Dir(reqCA), "proxy.crt"))
+	args.Set("proxy-client-key-file", filepath.Join(filepath.Dir(reqCA), "proxy.key"))
 	args.Set("requestheader-allowed-names", "front-proxy-client")
 	args.Set("requestheader-username-headers", "X-Remote-User")
 	args.Set("requestheader-group-headers", "X-Remote-Group")
@@ -234,28 +233,6 @@ func (c *counter) next() int {
 }
 
 var nsSeq counter
-
-// requestHeaderCA writes a CA certificate for the request-header
-// authenticator into a folder of its own and returns the file.
-func requestHeaderCA() (string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "front-proxy-ca"}, key)
-	if err != nil {
-		return "", fmt.Errorf("testcluster: request-header CA: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "corral-reqheader-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600); err != nil {
-		return "", err
-	}
-	return path, nil
-}
 
 // unlimit lifts client-go's default client-side rate limit (5 QPS), which
 // would make a race of hundreds of claimants a test of the limiter.

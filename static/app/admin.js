@@ -1,6 +1,8 @@
 // The admin dashboard: refreshes its live part every few seconds while the
 // tab is visible (fetch and swap, server-rendered), and runs the row and
 // pool actions through the JSON API after a confirmation dialog.
+import { parseSchedule, parseStandby } from './standby.js';
+
 const live = document.getElementById('live');
 const status = document.getElementById('admin-status');
 const REFRESH_MS = 5000;
@@ -94,8 +96,13 @@ const actions = {
   },
   standby: {
     method: 'PATCH', url: poolURL, title: (d) => `Free desktops of pool ${d.pool} kept on`,
-    input: 'standby', type: 'number', value: (d) => d.standby, build: (v) => ({ standby: Number(v) }),
-    label: () => 'Warm standby: free desktops kept powered on for instant claims (0: none)',
+    input: 'standby', value: (d) => d.standby, build: (v) => ({ standby: parseStandby(v) }),
+    label: () => 'Warm standby: free desktops kept powered on for instant claims (0: none), or MIN-MAX (e.g. 1-20) to follow recent claims',
+  },
+  schedule: {
+    method: 'PATCH', url: poolURL, title: (d) => `Working hours of pool ${d.pool}`,
+    input: 'schedule', value: (d) => d.schedule, build: (v) => ({ standbySchedule: parseSchedule(v) }),
+    label: () => 'Keep at least N desktops on in these hours: DAYS HH:MM-HH:MM N [ZONE], e.g. mon-fri 08:00-18:00 10 Europe/Berlin (empty: none)',
   },
   limit: {
     method: 'PATCH', url: poolURL, title: (d) => `Desktops one user may hold of pool ${d.pool}`,
@@ -115,6 +122,7 @@ const done = {
   'delete-pool': (d) => `Pool ${d.pool} deleted.`,
   access: (d) => `Who may use pool ${d.pool}: saved.`,
   standby: (d) => `Warm standby of pool ${d.pool}: saved.`,
+  schedule: (d) => `Working hours of pool ${d.pool}: saved.`,
   limit: (d) => `Per-user limit of pool ${d.pool}: saved.`,
 };
 
@@ -139,6 +147,7 @@ function subject(button) {
   return {
     ns: pool.dataset.ns, pool: pool.dataset.pool, size: pool.dataset.size, label: pool.dataset.pool,
     access: pool.dataset.access, perUser: pool.dataset.perUser, standby: pool.dataset.standby,
+    schedule: pool.dataset.schedule,
   };
 }
 
@@ -196,10 +205,19 @@ form.addEventListener('submit', async (ev) => {
 const poolDialog = document.getElementById('pool-dialog');
 const poolForm = document.getElementById('pool-form');
 const poolTitle = document.getElementById('pool-title');
-let editing = null; // { ns, pool } while the dialog edits a pool's policy
+let editing = null; // { ns, pool, policy } while the dialog edits a pool's policy
+
+// fileWays maps the Files select to the API's fileTransfer and back.
+const fileWays = { both: true, off: false, upload: { upload: true, download: false }, download: { upload: false, download: true } };
+function fileWayOf(ft) {
+  if (ft === undefined || ft === true) return 'both';
+  if (ft === false) return 'off';
+  if (ft.upload && ft.download) return 'both';
+  return ft.upload ? 'upload' : ft.download ? 'download' : 'off';
+}
 
 function openPoolDialog(edit, policy) {
-  editing = edit;
+  editing = edit && { ...edit, policy: policy || {} };
   poolForm.reset();
   poolForm.dataset.mode = edit ? 'edit' : 'create';
   for (const fs of poolForm.querySelectorAll('.create-only')) fs.disabled = Boolean(edit);
@@ -207,21 +225,37 @@ function openPoolDialog(edit, policy) {
   poolForm.querySelector('[data-testid=pool-create]').textContent = edit ? 'Save' : 'Create';
   if (policy) {
     const f = poolForm.elements;
-    for (const k of ['disconnectGrace', 'idleTimeout', 'maxSession', 'clipboard', 'watch']) if (f[k]) f[k].value = policy[k] || f[k].value;
-    for (const k of ['fileTransfer', 'audio', 'record', 'recordInput', 'ownRecordings']) if (f[k]) f[k].checked = policy[k] !== undefined ? Boolean(policy[k]) : k === 'audio';
+    for (const k of ['disconnectGrace', 'idleTimeout', 'maxSession', 'clipboard', 'watch', 'network']) if (f[k]) f[k].value = policy[k] || f[k].value;
+    for (const k of ['audio', 'record', 'recordInput', 'ownRecordings']) if (f[k]) f[k].checked = policy[k] !== undefined ? Boolean(policy[k]) : k === 'audio';
+    if (f.fileTransfer?.type === 'checkbox') f.fileTransfer.checked = fileWayOf(policy.fileTransfer) !== 'off';
+    else if (f.fileTransfer) f.fileTransfer.value = fileWayOf(policy.fileTransfer);
   }
   poolForm.querySelector('[data-testid=pool-error]').textContent = '';
   poolDialog.showModal();
   (edit ? poolForm.elements.disconnectGrace : poolForm.elements.name).focus();
 }
 
-// policyOf reads the dialog's policy fields in the API's shape.
-function policyOf(f) {
+// policyOf reads the dialog's policy fields in the API's shape, over the
+// pool's policy as it was (base): a PATCH replaces the whole policy, so
+// what the dialog does not show (or shows coarser, like RDP's one file
+// transfer box over a one-way policy) must go back as it came.
+function policyOf(f, base = {}) {
   return {
+    ...base,
     disconnectGrace: f.disconnectGrace.value.trim(), idleTimeout: f.idleTimeout.value.trim(), maxSession: f.maxSession.value.trim(),
-    clipboard: f.clipboard.value, fileTransfer: f.fileTransfer ? f.fileTransfer.checked : true, audio: f.audio ? f.audio.checked : true, record: f.record.checked,
+    clipboard: f.clipboard.value, fileTransfer: fileTransferOf(f, base), audio: f.audio ? f.audio.checked : true, record: f.record.checked,
     recordInput: f.recordInput.checked, ownRecordings: f.ownRecordings.checked, watch: f.watch.value,
+    network: f.network ? f.network.value : base.network || '',
   };
+}
+
+// fileTransferOf reads the Files select, or the RDP box, which keeps a
+// one-way policy as long as it stays on.
+function fileTransferOf(f, base) {
+  const el = f.fileTransfer;
+  if (!el) return base.fileTransfer ?? true;
+  if (el.type !== 'checkbox') return fileWays[el.value];
+  return el.checked === (fileWayOf(base.fileTransfer) !== 'off') && base.fileTransfer !== undefined ? base.fileTransfer : el.checked;
 }
 
 document.querySelector('[data-open=pool-dialog]').addEventListener('click', (ev) => { opener = ev.currentTarget; openPoolDialog(null); });
@@ -241,7 +275,7 @@ poolForm.addEventListener('submit', async (ev) => {
   submit.textContent = editing ? 'Saving…' : 'Creating…';
   try {
     if (editing) {
-      await callAPI('PATCH', `/api/vdi/pools/${encodeURIComponent(editing.ns)}/${encodeURIComponent(editing.pool)}`, { policy: policyOf(f) });
+      await callAPI('PATCH', `/api/vdi/pools/${encodeURIComponent(editing.ns)}/${encodeURIComponent(editing.pool)}`, { policy: policyOf(f, editing.policy) });
       say(`Policy of pool ${editing.pool} saved.`, 'ok');
     } else {
       await callAPI('POST', '/api/vdi/pools', {
@@ -254,7 +288,7 @@ poolForm.addEventListener('submit', async (ev) => {
         licensesAcknowledged: Boolean(f.licensesAcknowledged?.checked),
         access: parseAccess(f.access.value),
         limits: { desktopsPerUser: Number(f.perUser.value || 0) },
-        standby: Number(f.standby.value || 0),
+        standby: parseStandby(f.standby.value),
         policy: policyOf(f),
       });
       say(`Pool ${f.name.value.trim()} created.`, 'ok');

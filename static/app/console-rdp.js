@@ -50,7 +50,7 @@ export function preload(screen) {
 // describe turns an IronRDP error into a sentence for the user; wrong says
 // whether the credentials were refused. The gateway makes sure a refused
 // NLA sign-in reaches IronRDP as a logon failure status.
-function describe(err) {
+function describe(err, asks) {
   const kind = typeof err?.kind === 'function' ? err.kind() : undefined;
   const trace = typeof err?.backtrace === 'function' ? err.backtrace() : String(err?.message || err || '');
   if (kind === kinds.WrongPassword || kind === kinds.LogonFailure) return { text: wrongPassword, wrong: true };
@@ -64,6 +64,8 @@ function describe(err) {
       case 401: return { text: 'The connection token expired. Press Reconnect.' };
       case 403: return { text: 'The portal refused the connection: the token is not valid for you and this desktop. Press Reconnect.' };
       case 400: case 413: return { text: 'The portal refused the RDP request as malformed.' };
+      // The pool asks the holder's consent (watch: consent): refused, or no answer in time.
+      case 409: return { text: `${asks || 'The holder'} did not allow the watch.` };
     }
     if (d.wsaErrorCode || d.httpStatusCode === 502) {
       return { text: 'The desktop\'s RDP server is not reachable. Try VNC, or stop and start the desktop.' };
@@ -158,7 +160,7 @@ export async function open(screen, info, ui) {
   let attempts = 0;
   async function start(username, password) {
     panel.busy();
-    ui.say('Connecting…', 'busy');
+    ui.say(info.asks ? `Waiting for ${info.asks} to allow your console…` : 'Connecting…', 'busy');
     // A retry with other credentials gets a fresh token: the first may
     // have expired while the user typed.
     if (attempts++ > 0) {
@@ -189,7 +191,7 @@ export async function open(screen, info, ui) {
       performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
       if (closed) return;
-      const d = describe(err);
+      const d = describe(err, info.asks);
       ui.lost(d.text);
       if (d.wrong) panel.ask();
       // A token is good for one connection attempt window; Reconnect gets

@@ -6,6 +6,7 @@
 // drops what the pool's policy forbids. A pinch zooms the view (zoom.js).
 import { attachZoom } from './zoom.js';
 import { attach as attachQuality } from './vnc-quality.js';
+import { takeEarly } from './console-early.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -57,11 +58,14 @@ function phoneSized(rfb) {
 
 export async function open(screen, info, ui) {
   const t0 = performance.now();
+  performance.measure('vnc-open');
   const { default: RFB } = await import(screen.dataset.novnc);
   performance.measure('vnc-import', { start: t0 }); // noVNC's modules: usually preloaded
   // Open the websocket here, not in noVNC, to read the close reason the
-  // portal sends (released by an admin, reclaimed for idleness, ...).
-  const ws = new WebSocket(wsURL(info.websocket), ['binary']);
+  // portal sends (released by an admin, reclaimed for idleness, ...); the
+  // page's first one is already under way (console-early.js).
+  const early = takeEarly(info.websocket);
+  const ws = early?.ws || new WebSocket(wsURL(info.websocket), ['binary']);
   ws.binaryType = 'arraybuffer';
   let updates = 0; // the desktop's messages, for the connection chip
   ws.addEventListener('message', () => { updates++; });
@@ -79,7 +83,7 @@ export async function open(screen, info, ui) {
   const stage = document.createElement('div');
   stage.className = 'console-stage';
   screen.append(stage);
-  const rfb = new RFB(stage, ws, {});
+  const rfb = new RFB(stage, early?.channel || ws, {});
   rfb.scaleViewport = true; // when the server cannot take the window's size
   phoneSized(rfb);
   rfb.resizeSession = !info.viewOnly; // a watching admin leaves the size alone

@@ -16,7 +16,11 @@ import { attachEnded, capitalised, endedKind } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
+import { dropEarly } from './console-early.js';
 
+// Timings (performance measures "page-run", "connect-read") say where a
+// console's start goes; the first-pixel bench reads them.
+performance.measure('page-run');
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const reconnect = document.getElementById('reconnect');
@@ -78,13 +82,16 @@ async function connect() {
   current = null;
   ui.say('Connecting…', 'busy');
   const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  performance.measure('connect-read');
   if (!ok) {
+    dropEarly();
     // Unreachable portal: try again; a refusal is the user's to act on.
     ui.lost(code === 0 ? 'The portal cannot be reached.' : errorText(code, body), false, code === 0 || code >= 500);
     return;
   }
   const offered = [body, ...(body.fallbacks || [])];
-  const info = { ...pickOption(body), console: body.console };
+  const info = { ...pickOption(body), console: body.console, asks: body.asks };
+  if (info.protocol !== 'vnc') dropEarly(); // the early socket guessed wrong
   offeredConsoles = offered;
   showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];

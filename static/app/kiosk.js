@@ -5,6 +5,7 @@
 // Ctrl+Alt+Shift+K.
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
+import { dropEarly } from './console-early.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('kiosk-status');
@@ -78,6 +79,7 @@ async function connect() {
   current = null;
   ui.say('Connecting…', 'busy');
   const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  if (!ok) dropEarly();
   if (code === 0) {
     schedule('The portal cannot be reached.');
     return;
@@ -88,6 +90,7 @@ async function connect() {
     return;
   }
   const info = { ...pickOption(body), console: body.console };
+  if (info.protocol !== 'vnc') dropEarly(); // the early socket guessed wrong
   const url = modules[info.protocol];
   if (!url) {
     ui.lost(`This desktop offers ${info.protocol}, which a kiosk cannot show.`, false);

@@ -20,6 +20,11 @@ export const levels = {
 // same-city VPN, bytes cost more than the server's CPU.
 const wanRTT = 30;
 
+// remeasureMS are when Auto measures the round trip again after its
+// first try: a page measured while it loads and the desktop's first frames
+// arrive can see a longer trip than the link has; the shortest one wins.
+const remeasureMS = [3000, 10000];
+
 // chosen returns the remembered choice (auto when none or unknown).
 export function chosen() {
   const v = localStorage.getItem(KEY);
@@ -52,7 +57,8 @@ export function resolve(choice, rtt) {
 }
 
 // attach applies the choice to rfb now (Auto starts Sharp until the round
-// trip is measured) and whenever the select changes; it returns a detach.
+// trip is measured, and follows the shortest trip measured since) and
+// whenever the select changes; it returns a detach.
 export function attach(rfb) {
   const select = document.getElementById('vnc-quality');
   let rtt = 0;
@@ -64,12 +70,16 @@ export function attach(rfb) {
   };
   apply();
   const auto = select?.querySelector('option[value=auto]');
-  measureRTT().then((ms) => {
+  const measure = () => measureRTT().then((ms) => {
+    if (rtt && (!ms || ms >= rtt)) return;
     rtt = ms;
     apply();
     if (auto) auto.textContent = `Auto (${resolve('auto', rtt)}${rtt ? `, ${Math.round(rtt)} ms` : ''})`;
   });
-  if (!select) return () => {};
+  measure();
+  const timers = remeasureMS.map((ms) => setTimeout(measure, ms));
+  const stop = () => timers.forEach(clearTimeout);
+  if (!select) return stop;
   select.value = chosen();
   select.closest('label').hidden = false;
   const onChange = () => {
@@ -78,6 +88,7 @@ export function attach(rfb) {
   };
   select.addEventListener('change', onChange);
   return () => {
+    stop();
     select.removeEventListener('change', onChange);
     select.closest('label').hidden = true;
   };

@@ -19,8 +19,13 @@ type Pool struct {
 	StartDelay      time.Duration
 	// Access is who may use the pool (vdi.Pool.Access).
 	Access vdi.Access
-	// Standby is the pool's warm standby (vdi.Pool.Standby).
-	Standby int
+	// Standby and StandbySchedule are the pool's warm standby
+	// (vdi.Pool.Standby, vdi.Pool.StandbySchedule).
+	Standby         vdi.Standby
+	StandbySchedule vdi.StandbySchedule
+	// OnStart, when set, is called as Start begins (a test's clock may
+	// advance by the start time it plays).
+	OnStart func(member string)
 	// Policy is the pool's policy (vdi.Pool.Policy).
 	Policy vdi.Policy
 
@@ -102,7 +107,7 @@ func (p *Pool) Pool(_ context.Context, namespace, name string) (vdi.Pool, error)
 	if namespace != p.Namespace || name != p.Name {
 		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s/%s.", namespace, name)
 	}
-	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access, Standby: p.Standby, Policy: p.Policy}, nil
+	return vdi.Pool{Namespace: p.Namespace, Name: p.Name, Kind: vdi.KindVM, Mode: vdi.ModePersistent, Size: len(p.names), Access: p.Access, Standby: p.Standby, StandbySchedule: p.StandbySchedule, Policy: p.Policy}, nil
 }
 
 // Members implements vdi.Backend.
@@ -128,6 +133,9 @@ func (p *Pool) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
 
 // Start implements vdi.Backend.
 func (p *Pool) Start(ctx context.Context, r vdi.Ref) error {
+	if p.OnStart != nil {
+		p.OnStart(r.Name)
+	}
 	select {
 	case <-time.After(p.StartDelay):
 	case <-ctx.Done():

@@ -59,7 +59,7 @@ func demoPools(ctx context.Context, c *testcluster.Cluster, sa *rest.Config) err
 	if _, err := testcluster.CreateStoppedVM(ctx, admin, demoNamespace, demoGolden, nil); err != nil {
 		return fmt.Errorf("demo golden VM: %w", err)
 	}
-	vms, err := kube.NewVMs(sa, "")
+	vms, err := kube.NewVMs(kube.Config{REST: sa})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// peerAttacks are more rows of the peer link (relay.PeerPath; replay and
+// another peer's signature are in attack_test.go): only a portal holding
+// the shared secret, for exactly the console it signed; never a signed-in
+// user, whose consoles go through the checks of /ws/… instead.
+func peerAttacks() []attack {
+	// sign is a peer portal's signature for the VNC console of member.
+	sign := func(a *arena, secret, member string) string {
+		return relay.SignPeer([]byte(secret), time.Now(), a.host, "vnc", "local", member)
+	}
+	return []attack{
+		{
+			name: "PeerLinkUnsigned",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"vnc/local/"+a.victim, "")
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "PeerLinkBySignedInUser",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"vnc/local/"+a.victim, "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Peer links are for peer portals",
+		},
+		{
+			name: "PeerLinkWrongSecret",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"vnc/local/"+a.victim, "", relay.PeerAuthHeader, sign(a, "not-the-peer-secret-at-all", a.victim))
+			},
+			status: 401, says: "CORRAL_VDI_PEER_SECRET",
+		},
+		{
+			name: "PeerLinkSignedForAnotherDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"vnc/local/"+a.victim, "", relay.PeerAuthHeader, sign(a, peerSecret, a.mallorys))
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+	}
+}

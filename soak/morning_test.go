@@ -1,0 +1,234 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// The morning storm: sc.StormUsers users arrive over sc.StormOver, each
+// claiming once from a pool of as many members across three replicas, the
+// pool's standby sized to the arrival rate (arrivals per second × a cold
+// start measured first, as a working-hours floor). It measures, in the
+// same run, the serial limit (one claim at a time, of a warm member and of
+// a cold one), the storm's time to a won Lease (the Lease's acquireTime
+// minus when the request left) and to a running desktop (the answer), the
+// double holders the Lease watcher saw, and the dashboard of the pool
+// served from the replicas' caches.
+func stormPhase(t *testing.T, sc scale, r *report) {
+	e := newKubeEnv(t, r, "morning", "morning")
+	if e == nil {
+		return
+	}
+	ctx := context.Background()
+	// The pool is declared as an admin would with kubectl: a pool above
+	// the API's size limit (vdi.MaxPoolSize) is one ConfigMap still.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: kube.CTConfigMapName(e.pool), Labels: map[string]string{kube.LabelCTPool: e.pool}},
+		Data: map[string]string{kube.CTKeyImage: "corral.test/shell", kube.CTKeyMode: string(vdi.ModeEphemeral), kube.CTKeySize: fmt.Sprint(sc.StormUsers)}}
+	if _, err := e.cluster.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		r.add("morning", "pool declared", false, "created", "%v", err)
+		return
+	}
+	for i, p := range e.replicas {
+		if _, ok := eventually(60*time.Second, func() bool {
+			code, buf, _ := call(ctx, p.URL, "ops", "GET", "/api/vdi/pools", "")
+			pools, _ := decode[[]struct {
+				Name string `json:"name"`
+				Size int    `json:"size"`
+			}](buf)
+			for _, pl := range pools {
+				if code == 200 && pl.Name == e.pool && pl.Size == sc.StormUsers {
+					return true
+				}
+			}
+			return false
+		}); !ok {
+			r.add("morning", fmt.Sprintf("replica %d sees the pool", i), false, "within 60 s", "not")
+			return
+		}
+	}
+	watcher := watchLeases(t, e.cluster.Client, e.ns, e.pool)
+
+	// The serial limit, cold: one claim at a time of a stopped member. The
+	// serial claimants release theirs before the storm (an ephemeral
+	// member comes back fresh), so the storm has the whole pool.
+	serialHeld := map[string]string{} // user -> member
+	defer func() { e.releaseAll(ctx, serialHeld) }()
+	serial := func(prefix string, n int) (won, running []time.Duration, ok bool) {
+		for i := range n {
+			user := fmt.Sprintf("%s%d", prefix, i)
+			t0 := time.Now()
+			code, buf, err := call(ctx, e.replicas[i%3].URL, user, "POST", e.claimPath(), "")
+			if code != 200 {
+				r.add("morning", "serial claim "+user, false, "200", "%d %.200s %v", code, buf, err)
+				return nil, nil, false
+			}
+			running = append(running, time.Since(t0))
+			d, _ := decode[desktop](buf)
+			serialHeld[user] = d.Name
+			if at, err := e.acquired(ctx, d.Name); err == nil {
+				won = append(won, at.Sub(t0))
+			}
+		}
+		return won, running, true
+	}
+	coldWon, coldRun, ok := serial("cold", 5)
+	if !ok {
+		return
+	}
+	cold := percentile(coldRun, 50)
+	rate := float64(sc.StormUsers) / sc.StormOver.Seconds()
+	standby := min(sc.StormUsers, int(math.Ceil(rate*cold.Seconds()))+1)
+	patch := fmt.Sprintf(`{"standby": {"min": 1, "max": %d}, "standbySchedule": {"days": "sun-sat", "from": "00:00", "to": "23:59", "standby": %d}}`, sc.StormUsers, standby)
+	if code, buf, err := call(ctx, e.replicas[0].URL, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/"+e.pool, patch); code != 200 {
+		r.add("morning", "standby set", false, "200", "%d %.200s %v", code, buf, err)
+		return
+	}
+	warmUp := time.Now()
+	if _, ok := eventually(5*time.Minute, func() bool { return e.warm(ctx) >= standby }); !ok {
+		r.add("morning", fmt.Sprintf("standby of %d warm", standby), false, "within 5 min", "%d warm", e.warm(ctx))
+		return
+	}
+	r.note("morning: %d users over %s is %.1f/s; a cold claim takes %s, so the standby is %d (rate × cold start + 1), warm %s after it was set",
+		sc.StormUsers, sc.StormOver, rate, ms(cold), standby, time.Since(warmUp).Round(time.Second))
+	// The serial limit, warm: one claim at a time of a warm member.
+	warmWon, warmRun, ok := serial("warm", 5)
+	if !ok {
+		return
+	}
+	e.releaseAll(ctx, serialHeld)
+	clear(serialHeld)
+	if _, ok := eventually(2*time.Minute, func() bool { return e.warm(ctx) >= standby }); !ok {
+		r.note("morning: the standby had not refilled to %d before the storm (%d warm)", standby, e.warm(ctx))
+	}
+
+	// The storm: every user once, at a random moment of sc.StormOver.
+	type result struct {
+		user    string
+		t0      time.Time
+		running time.Duration
+		member  string
+		code    int
+	}
+	results := make([]result, sc.StormUsers)
+	rng := rand.New(rand.NewPCG(35, 1000))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range results {
+		at := time.Duration(rng.Int64N(int64(sc.StormOver)))
+		rep := e.replicas[rng.IntN(len(e.replicas))]
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(at)))
+			res := result{user: fmt.Sprintf("morning%04d", i), t0: time.Now()}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			for {
+				code, buf, _ := call(cctx, rep.URL, res.user, "POST", e.claimPath(), "")
+				res.code = code
+				if code == 200 {
+					d, _ := decode[desktop](buf)
+					res.member = d.Name
+				}
+				if code != 429 || cctx.Err() != nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			res.running = time.Since(res.t0)
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	leases, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
+	acquired := map[string]time.Time{} // holder -> acquireTime
+	if err == nil {
+		for _, l := range leases.Items {
+			if l.Spec.HolderIdentity != nil && l.Spec.AcquireTime != nil {
+				acquired[*l.Spec.HolderIdentity] = l.Spec.AcquireTime.Time
+			}
+		}
+	}
+	var won, running []time.Duration
+	got := 0
+	for _, res := range results {
+		if res.code != 200 {
+			continue
+		}
+		got++
+		running = append(running, res.running)
+		if at, ok := acquired[res.user]; ok {
+			won = append(won, at.Sub(res.t0))
+		}
+	}
+	r.add("morning", fmt.Sprintf("%d users over %s, 3 replicas, %d members", sc.StormUsers, sc.StormOver, sc.StormUsers), got == sc.StormUsers,
+		"every user gets a desktop", "%d of %d in %s", got, sc.StormUsers, took.Round(time.Second))
+	events, doubles, twice := watcher.stop()
+	r.add("morning", "double holders (watcher)", doubles == 0 && twice == 0 && events > 0, "0, with events seen",
+		"%d double, %d users with two, in %d Lease events", doubles, twice, events)
+
+	serialWon := percentile(warmWon, 50)
+	p50, p99 := percentile(won, 50), percentile(won, 99)
+	r.note("morning: Lease won p50 %s, p99 %s; serial limit (one warm claim alone) %s: p99 is %.1f× it (goal 1.3×)",
+		ms(p50), ms(p99), ms(serialWon), ratio(p99, serialWon))
+	r.note("morning: until a running desktop p50 %s, p99 %s; a warm claim alone p99 %s (%.1f×), a cold one alone p50 %s (Lease won %s)",
+		ms(percentile(running, 50)), ms(percentile(running, 99)), ms(percentile(warmRun, 99)), ratio(percentile(running, 99), percentile(warmRun, 99)),
+		ms(cold), ms(percentile(coldWon, 50)))
+
+	// The dashboard of the pool, from the replicas' caches.
+	var dash []time.Duration
+	for i := range 10 {
+		t0 := time.Now()
+		if code, _, _ := call(ctx, e.replicas[i%3].URL, "ops", "GET", "/admin", ""); code == 200 {
+			dash = append(dash, time.Since(t0))
+		}
+	}
+	r.note("morning: GET /admin with the %d-member pool, from the caches: median %s of %d (end to end over loopback; BenchmarkKubeDashboard measures the server side)",
+		sc.StormUsers, ms(percentile(dash, 50)), len(dash))
+}
+
+// acquired returns when the Lease of member was acquired.
+func (e *kubeEnv) acquired(ctx context.Context, member string) (time.Time, error) {
+	l, err := e.cluster.Client.CoordinationV1().Leases(e.ns).Get(ctx, vdi.LeasePrefix+member, metav1.GetOptions{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if l.Spec.AcquireTime == nil {
+		return time.Time{}, fmt.Errorf("lease %s has no acquireTime", l.Name)
+	}
+	return l.Spec.AcquireTime.Time, nil
+}
+
+// warm counts the pool's running Pods no Lease holds.
+func (e *kubeEnv) warm(ctx context.Context) int {
+	pods, err := e.cluster.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
+	if err != nil {
+		return 0
+	}
+	held, _ := e.leasesHeld(ctx)
+	n := 0
+	for _, p := range pods.Items {
+		if _, ok := held[p.Name]; !ok && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ratio is a / b, 0 when b is.
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
