@@ -53,7 +53,11 @@ func (h *adminPages) handleShadowPage(w http.ResponseWriter, r *http.Request, id
 	}
 	h.render(w, r, http.StatusOK, views.Shadow(views.ShadowProps{
 		Page:       h.pageProps("Watching "+d.Name, id),
-		Desktop:    d.Namespace + "/" + d.Name,
+		Heading:    "Watching " + d.Namespace + "/" + d.Name,
+		Badge:      "view only",
+		Back:       "/admin",
+		BackText:   "Back to the pools",
+		ViewOnly:   true,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		NoVNC:      h.assets.URL(static.NoVNC),
 	}))

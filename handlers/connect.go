@@ -21,9 +21,12 @@ import (
 
 // handleDesktopConnect serves GET /api/vdi/desktops/{ns}/{member}/connect.
 func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	d, share, err := h.consoleDesktop(r.Context(), id, ref(r), vdi.ProtocolVNC)
 	if err != nil {
 		return err
+	}
+	if share != nil { // an invitation opens the screen only
+		d.Protocols = slices.DeleteFunc(slices.Clone(d.Protocols), func(p vdi.Protocol) bool { return p != vdi.ProtocolVNC })
 	}
 	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
 		hint := "Start it, then connect again."
@@ -47,7 +50,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if d.Recorded {
 		info.Recorded, info.Notice = true, recordingNotice
 	}
-	if d.Holder != "" && d.Holder != id.Login && d.Console.Watch == vdi.WatchConsent {
+	if share == nil && d.Holder != "" && d.Holder != id.Login && d.Console.Watch == vdi.WatchConsent {
 		info.Asks = d.Holder
 	}
 	writeJSON(w, http.StatusOK, info)

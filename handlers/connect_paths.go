@@ -36,6 +36,8 @@ type consoleState struct {
 	viewers console.Takeover
 	// watchers is who else has a console open, for the holder's notice.
 	watchers watchers
+	// invited is the open consoles of each invitation (shares.go).
+	invited invitees
 	// links is the path of each desktop's open console, for its chip.
 	links  links
 	tokens *console.RDPTokens

@@ -22,6 +22,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		USB:        h.usbHint(r, id, d),
 		Files:      h.filesProps(r, id, d),
 		Audio:      h.audioProps(r, d),
+		Share:      shareProps(id, d),
 		Likely:     string(likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))),
 	}))
 	return nil
@@ -51,4 +52,13 @@ func connectURL(d vdi.Desktop, asked string) string {
 		u += "?protocol=" + asked
 	}
 	return u
+}
+
+// shareProps turns on the Share panel for d's holder, where the pool takes
+// viewers.
+func shareProps(id vdi.Identity, d vdi.Desktop) *views.ShareProps {
+	if d.Holder != id.Login || d.Console.Watch == vdi.WatchOff {
+		return nil
+	}
+	return &views.ShareProps{URL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/shares"}
 }

@@ -43,7 +43,7 @@ func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, i
 // upgrades (checking Origin) and runs the session.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
 	ref := ref(r)
-	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
+	d, share, err := h.consoleDesktop(r.Context(), id, ref, p)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,8 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return err
 	}
 	defer release()
-	watching := d.Holder != "" && d.Holder != id.Login // an admin, alongside the holder
+	// An admin or an invited user, alongside the holder.
+	watching := share != nil || (d.Holder != "" && d.Holder != id.Login)
 	if watching && d.Console.Watch == vdi.WatchOff {
 		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
@@ -90,10 +91,13 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return nil
 	}
 	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: p, Since: time.Now()}
-	if p == vdi.ProtocolVNC {
+	viewOnly := p == vdi.ProtocolVNC && (share == nil || !share.Control)
+	if viewOnly {
 		watcher.Role = "watch" // the relay drops their input (below)
 	}
-	if watching && d.Console.Watch == vdi.WatchConsent { // the holder's console asks them
+	// The holder's console asks them before an admin watches; an
+	// invitation is the holder's own answer.
+	if watching && share == nil && d.Console.Watch == vdi.WatchConsent {
 		alive, stop := wsAlive(r.Context(), ws)
 		allowed := h.console.watchers.await(alive, ref, watcher)
 		stop()
@@ -116,6 +120,13 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		defer cancel(nil)
 		defer h.console.viewers.Take(ref, cancel)()
 	}
+	if share != nil { // revoked or run out: the console closes
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer h.console.invited.add(share.ID, cancel)()
+		go keepShared(ctx, h.desktops, id, ref, *share, cancel)
+	}
 	if watching { // the holder's page says so at once
 		defer h.console.watchers.add(ref, watcher)()
 	} else {
@@ -126,8 +137,8 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		if rec != nil {
 			opts.Recorder = rec
 		}
-		if watching && p == vdi.ProtocolVNC {
-			// Watching is view-only here, not just in noVNC: the admin's
+		if watching && viewOnly {
+			// Watching is view-only here, not just in noVNC: the viewer's
 			// keys, pointer and clipboard never reach the holder's desktop.
 			opts.Filter = new(relay.RFBViewOnly).Filter
 		}
@@ -138,6 +149,25 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return relay.Pipe(ctx, ws, conn, opts)
 	})
 	return nil
+}
+
+// consoleDesktop returns ref for a console of id's: the holder's or an
+// admin's, or, for a user the holder invited, the desktop and the
+// invitation (VNC only: the screen is what an invitation shares).
+func (h *Handler) consoleDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref, p vdi.Protocol) (vdi.Desktop, *vdi.Share, error) {
+	d, err := h.desktops.Desktop(ctx, id, ref) // holder or admin
+	if err == nil || vdi.ErrorCode(err) != vdi.EForbidden {
+		return d, nil, err
+	}
+	d, sh, err := h.desktops.SharedDesktop(ctx, id, ref)
+	if err != nil {
+		return vdi.Desktop{}, nil, err
+	}
+	if p != vdi.ProtocolVNC {
+		return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Open the shared page's VNC console.",
+			"An invitation to %s opens its screen (VNC), not its %s console.", ref, p)
+	}
+	return d, &sh, nil
 }
 
 // offers returns an error a user can act on unless d, running, offers

@@ -36,6 +36,10 @@ type Desktops interface {
 	ConsoleHeartbeat(ctx context.Context, ref vdi.Ref) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 	MayPlayRecording(ctx context.Context, id vdi.Identity, login string, ref vdi.Ref) error
+	Share(ctx context.Context, id vdi.Identity, ref vdi.Ref, req vdi.ShareRequest) (vdi.Share, error)
+	Shares(ctx context.Context, id vdi.Identity, ref vdi.Ref) ([]vdi.Share, error)
+	Unshare(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string) (vdi.Share, error)
+	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
 }
 
 // Identifier tells who made a request and runs the cookie sign-in.
@@ -175,6 +179,7 @@ type Handler struct {
 	usb        *usbRoutes
 	audio      *audioRoutes
 	peer       *peerSocket
+	shares     *shareRoutes
 	metricsTok string
 }
 
@@ -223,6 +228,7 @@ func New(cfg Config) *Handler {
 		recorded: &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
 		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
 		audio:    &audioRoutes{log: log, desktops: cfg.Desktops, audio: cfg.Audio, checkOrigin: hc.checkOrigin},
+		shares:   &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
 		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,

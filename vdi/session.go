@@ -130,17 +130,7 @@ func (s *Service) Input(ctx context.Context, ref Ref, at time.Time) error {
 // renews it, retrying when another writer got there first. A claim that is
 // gone (released, reclaimed) is not an error: there is nothing to update.
 func (s *Service) updateFacts(ctx context.Context, ref Ref, change func(f *SessionFacts, now time.Time)) error {
-	for range 5 {
-		l, err := s.leases.Get(ctx, ref)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		now := s.now()
-		if l.Expired(now) || l.Annotations[AnnotationReclaiming] != "" {
-			return nil
-		}
+	err := s.updateClaim(ctx, ref, "", func(l *Lease, now time.Time) error {
 		f, err := FactsOf(l)
 		if err != nil {
 			s.log.Warn("ignoring malformed session facts", "desktop", ref, "err", err)
@@ -148,9 +138,41 @@ func (s *Service) updateFacts(ctx context.Context, ref Ref, change func(f *Sessi
 		change(&f, now)
 		f.store(l)
 		l.RenewTime = now
+		return nil
+	})
+	if ErrorCode(err) == EConflict && errors.Is(err, errClaimGone) {
+		return nil
+	}
+	return err
+}
+
+// errClaimGone is the cause of an updateClaim on a claim that is gone.
+var errClaimGone = errors.New("the claim is gone")
+
+// updateClaim applies change to ref's live claim (held by holder, unless
+// holder is empty) and writes it, retrying when another writer got there
+// first. A claim that is gone, expired, being reclaimed or held by someone
+// else is a conflict caused by errClaimGone; an error of change is
+// returned as it is, with nothing written.
+func (s *Service) updateClaim(ctx context.Context, ref Ref, holder string, change func(l *Lease, now time.Time) error) error {
+	gone := &Error{Code: EConflict, Msg: fmt.Sprintf("Desktop %s is no longer claimed.", ref), Hint: "Reload the page to see it as it is now.", Err: errClaimGone}
+	for range 5 {
+		l, err := s.leases.Get(ctx, ref)
+		if errors.Is(err, ErrNotFound) {
+			return gone
+		} else if err != nil {
+			return err
+		}
+		now := s.now()
+		if l.Expired(now) || l.Annotations[AnnotationReclaiming] != "" || (holder != "" && l.Holder != holder) {
+			return gone
+		}
+		if err := change(l, now); err != nil {
+			return err
+		}
 		if _, err = s.leases.Update(ctx, l); !errors.Is(err, ErrConflict) {
 			return err
 		}
 	}
-	return fmt.Errorf("update session facts of %s: %w", ref, ErrConflict)
+	return fmt.Errorf("update the claim on %s: %w", ref, ErrConflict)
 }

@@ -1,30 +1,62 @@
-// The admin's view-only console: the VNC module with input switched off.
+// A console opened beside its holder's: an admin watching, or a user the
+// holder invited. The VNC module, with input off unless the page gives
+// control (the relay drops a view-only viewer's input either way), and the
+// console page's ended card when it closes.
+import { Reconnector } from './connect.js';
+import { attachEnded, capitalised } from './ended.js';
+
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
+const ended = attachEnded(document.getElementById('ended'));
+let current = null;
+const again = new Reconnector(() => watch());
 
 const ui = {
   say(text, kind) {
     status.textContent = text;
     status.dataset.kind = kind || '';
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
+    if (kind === 'ok') {
+      again.reset();
+      ended.hide();
+    }
   },
-  lost(text) { ui.say(text, 'error'); },
+  // lost: final means it will not come back (revoked, released, ended by
+  // the portal), so the card offers the way home; a drop (retry: the
+  // network, a restart, the desktop closing a viewer that joined as its
+  // size changed) reconnects by itself with backoff; else Reconnect.
+  lost(text, final = false, retry = false) {
+    ui.say(text, 'error');
+    if (retry && !final) {
+      ended.show('retry', text);
+      const said = capitalised(text);
+      again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
+      return;
+    }
+    ended.show(final ? 'ended' : 'lost', text);
+  },
 };
 
 async function watch() {
-  const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } });
-  const info = await res.json().catch(() => ({}));
-  if (!res.ok) {
-    ui.lost([info.error || `The portal answered ${res.status}.`, info.hint].filter(Boolean).join(' '));
+  again.cancel();
+  ended.hide();
+  current?.close();
+  current = null;
+  ui.say('Connecting…', 'busy');
+  const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } }).catch(() => null);
+  const info = res ? await res.json().catch(() => ({})) : {};
+  if (!res || !res.ok) {
+    ui.lost(res ? [info.error || `The portal answered ${res.status}.`, info.hint].filter(Boolean).join(' ') : 'The portal cannot be reached.', res?.status === 403);
     return;
   }
   const vnc = [info, ...(info.fallbacks || [])].find((o) => o.protocol === 'vnc');
   if (!vnc) {
-    ui.lost('This desktop has no VNC console to watch.');
+    ui.lost('This desktop has no VNC console to watch.', true);
     return;
   }
   const mod = await import(screen.dataset.moduleVnc);
-  await mod.open(screen, { ...vnc, viewOnly: true }, ui);
+  current = await mod.open(screen, { ...vnc, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
 }
 
+document.getElementById('reconnect').addEventListener('click', watch);
 watch();

@@ -86,17 +86,20 @@ export async function open(screen, info, ui) {
   const rfb = new RFB(stage, early?.channel || ws, {});
   rfb.scaleViewport = true; // when the server cannot take the window's size
   phoneSized(rfb);
-  rfb.resizeSession = !info.viewOnly; // a watching admin leaves the size alone
+  // A viewer beside the holder (an admin watching, a colleague invited,
+  // admin-shadow.js) leaves the desktop's size and quality to the holder.
+  const beside = Boolean(info.viewOnly || info.beside);
+  rfb.resizeSession = !beside;
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',
     canvas: () => stage.querySelector('canvas'),
     gestures: true,
-    zoomed: (on) => { rfb.resizeSession = !on && !info.viewOnly; },
+    zoomed: (on) => { rfb.resizeSession = !on && !beside; },
   });
   rfb.focusOnClick = true;
-  const quality = info.viewOnly ? () => {} : attachQuality(rfb); // a watching admin leaves it to the holder
-  rfb.viewOnly = Boolean(info.viewOnly); // an admin watching (admin-shadow.js)
+  const quality = beside ? () => {} : attachQuality(rfb);
+  rfb.viewOnly = Boolean(info.viewOnly);
   rfb.addEventListener('connect', () => {
     ui.say('Connected', 'ok');
     rfb.focus();

@@ -4,7 +4,8 @@
 
 // endedKind classifies an end: 'final' (the desktop is no longer the
 // user's: released, reclaimed), 'taken' (opened in another tab), 'retry'
-// (a drop that reconnects by itself) or 'lost' (anything else).
+// (a drop that reconnects by itself) or 'lost' (anything else). A console
+// beside the holder's (admin-shadow.js) that will not come back is 'ended'.
 export function endedKind(text, final, retry) {
   if (final) return 'final';
   if (/^taken over\b/i.test(text)) return 'taken';
@@ -16,7 +17,11 @@ const titles = {
   taken: 'Opened in another tab or window',
   retry: 'Connection lost',
   lost: 'Disconnected',
+  ended: 'This console has closed',
 };
+
+// Kinds whose one action is the way home: reconnecting cannot help.
+const gone = new Set(['final', 'ended']);
 
 // capitalised makes a close reason ("taken over: this desktop …") a
 // sentence: capital first letter, a full stop at the end.
@@ -36,13 +41,13 @@ export function attachEnded(card) {
       document.body.dataset.ended = kind;
       title.textContent = titles[kind];
       reason.textContent = capitalised(text.replace(/^taken over: /i, ''));
-      reconnect.hidden = kind === 'final';
+      reconnect.hidden = gone.has(kind);
       reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now' }[kind] || 'Reconnect';
-      home.hidden = kind !== 'final';
+      home.hidden = !gone.has(kind);
       card.hidden = false;
       // A keyboard user lands on the action (unless typing elsewhere).
       if (!document.activeElement || document.activeElement === document.body || document.activeElement.closest('#screen')) {
-        (kind === 'final' ? home : reconnect).focus();
+        (gone.has(kind) ? home : reconnect).focus();
       }
     },
     // countdown updates the reason of a 'retry' card.

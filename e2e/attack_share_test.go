@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// shareAttacks are the attack table's rows on invitations (issue #33):
+// an invitation opens one desktop's screen for one user, view only unless
+// it says control, and only its holder (or an admin) manages them.
+func shareAttacks() []attack {
+	invite := func(t *testing.T, a *arena, holder, member, user string) string {
+		var sh struct{ ID string }
+		if code := a.p.APIBody(t, holder, "POST", "/api/vdi/desktops/local/"+member+"/shares", `{"user":"`+user+`"}`, &sh); code != 201 {
+			t.Fatalf("%s invites %s to %s: %d", holder, user, member, code)
+		}
+		return sh.ID
+	}
+	return []attack{
+		{
+			// bob holds an invitation to mallory's desktop and opens
+			// alice's with it: an invitation names its desktop.
+			name: "InviteeOpensAnotherDesktop",
+			setup: func(t *testing.T, a *arena) {
+				invite(t, a, "mallory", a.mallorys, "bob")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {"bob"}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
+				if err == nil {
+					ws.Close()
+				}
+				return res
+			},
+			status: 403, says: "no invitation to it is open for you",
+		},
+		{
+			// A view-only invitee's keys, pointer, clipboard, resize and
+			// reboot never reach the holder's desktop: the relay drops them.
+			name: "ViewOnlyInviteeTypesIntoTheDesktop",
+			setup: func(t *testing.T, a *arena) {
+				a.state["share"] = invite(t, a, "alice", a.victim, "carol")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {"carol"}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("carol opens the screen she was invited to: %v", err)
+				}
+				defer ws.Close()
+				rfbClient(t, ws, [][]byte{
+					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
+					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
+					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+					{251, 0, 1, 0, 0, 200, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 200, 0, 0, 0, 0}, // SetDesktopSize 256x200
+					{250, 0, 1, 3}, // xvp reboot
+				})
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				var s struct {
+					BytesIn   int64     `json:"bytesIn"`
+					LastInput time.Time `json:"lastInput"`
+					Closed    time.Time `json:"closed"`
+				}
+				waitFor(t, 10*time.Second, "the invitee's session closed", func() bool {
+					var ss []json.RawMessage
+					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user=carol&limit=1", &ss)
+					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
+				})
+				if s.BytesIn != 14+12 || !s.LastInput.IsZero() {
+					t.Errorf("invitee's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake and the portal's 12, no input", s.BytesIn, s.LastInput)
+				}
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["share"].(string), nil); code != 204 {
+					t.Errorf("alice revokes carol's invitation: %d", code)
+				}
+			},
+		},
+		{
+			// Only the holder and admins see who is invited.
+			name: "StrangerListsInvitations",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/desktops/local/"+a.victim+"/shares", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403,
+		},
+		{
+			// mallory invites herself to alice's desktop.
+			name: "StrangerInvitesThemself",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/shares", `{"user":"mallory","control":true}`,
+					"Tailscale-User-Login", "mallory", "Content-Type", "application/json")
+			},
+			status: 403,
+		},
+		{
+			// An invitation lives a day at most.
+			name: "InvitationForAYear",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/shares", `{"user":"bob","expires":"8760h"}`,
+					"Tailscale-User-Login", "alice", "Content-Type", "application/json")
+			},
+			status: 400, says: "from a minute to a day",
+		},
+	}
+}

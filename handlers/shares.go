@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/static"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/views"
+)
+
+// Sharing a desktop's console (vdi/share.go keeps the rules): the holder's
+// API to invite, list and revoke, and the page an invited user opens. The
+// invitee's console itself is the VNC websocket (console_ws.go), opened
+// alongside the holder's.
+
+// shareRoutes serves the invitations API and the invitee's page.
+type shareRoutes struct {
+	*renderer
+	desktops Desktops
+	console  *consoleState
+}
+
+// handleShareCreate serves POST /api/vdi/desktops/{ns}/{member}/shares.
+func (h *shareRoutes) handleShareCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	var req api.ShareRequest
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	var ttl time.Duration
+	if req.Expires != "" {
+		var err error
+		if ttl, err = time.ParseDuration(req.Expires); err != nil {
+			return vdi.Errorf(vdi.EInvalid, `Give "expires" as a duration such as "30m" or "2h".`, "Expiry %q is not a duration.", req.Expires)
+		}
+	}
+	sh, err := h.desktops.Share(r.Context(), id, ref(r), vdi.ShareRequest{User: req.User, Control: req.Control, TTL: ttl})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, shareOf(ref(r), sh))
+	return nil
+}
+
+// handleSharesList serves GET /api/vdi/desktops/{ns}/{member}/shares.
+func (h *shareRoutes) handleSharesList(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	list, err := h.desktops.Shares(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	out := make([]api.Share, 0, len(list))
+	for _, sh := range list {
+		out = append(out, shareOf(ref(r), sh))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// handleShareDelete serves DELETE /api/vdi/desktops/{ns}/{member}/shares/{id}:
+// the invitation ends and its consoles on this replica close at once
+// (other replicas' within vdi.ShareCheckEvery).
+func (h *shareRoutes) handleShareDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	sh, err := h.desktops.Unshare(r.Context(), id, ref(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	h.console.invited.end(sh.ID, shareEnded(id.Login+" stopped sharing this desktop."))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// handleSharedPage serves GET /shared/{ns}/{member}: the invited user's
+// console, view only unless the invitation gives control.
+func (h *shareRoutes) handleSharedPage(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	d, sh, err := h.desktops.SharedDesktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	badge := "view only"
+	if sh.Control {
+		badge = "you can type and point"
+	}
+	h.render(w, r, http.StatusOK, views.Shadow(views.ShadowProps{
+		Page:       h.pageProps(d.Holder+" shares "+d.Name, id),
+		Heading:    d.Holder + " shares " + d.Namespace + "/" + d.Name + " with you",
+		Badge:      badge,
+		Back:       "/",
+		BackText:   "Back to my desktops",
+		ViewOnly:   !sh.Control,
+		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
+		NoVNC:      h.assets.URL(static.NoVNC),
+	}))
+	return nil
+}
+
+// shareOf is sh as the API shows it, with the page the invitee opens.
+func shareOf(ref vdi.Ref, sh vdi.Share) api.Share {
+	return api.Share{ID: sh.ID, User: sh.User, Control: sh.Control, By: sh.By, Created: sh.Created, Expires: sh.Expires,
+		URL: "/shared/" + ref.Namespace + "/" + ref.Name}
+}
+
+// shareEnded is the cause an invitee's console closes with; its text is
+// the close frame's reason, which the page shows.
+type shareEnded string
+
+func (e shareEnded) Error() string { return string(e) }
+
+// invitees keeps the open consoles of each invitation, so that revoking it
+// closes them at once. The zero value is ready.
+type invitees struct {
+	mu sync.Mutex
+	by map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// add notes cancel as a console of invitation id until remove is called.
+func (v *invitees) add(id string, cancel context.CancelCauseFunc) (remove func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.by == nil {
+		v.by = map[string]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if v.by[id] == nil {
+		v.by[id] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &cancel
+	v.by[id][key] = struct{}{}
+	return func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		delete(v.by[id], key)
+		if len(v.by[id]) == 0 {
+			delete(v.by, id)
+		}
+	}
+}
+
+// end closes every console of invitation id with cause.
+func (v *invitees) end(id string, cause error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for c := range v.by[id] {
+		(*c)(cause)
+	}
+}
+
+// keepShared ends an invitee's console (cancel) once its invitation no
+// longer holds: revoked on another replica, run out, or the pool's rules
+// changed. It returns when ctx ends.
+func keepShared(ctx context.Context, desktops Desktops, id vdi.Identity, ref vdi.Ref, sh vdi.Share, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(vdi.ShareCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			_, cur, err := desktops.SharedDesktop(ctx, id, ref)
+			switch {
+			case err == nil && cur.ID == sh.ID:
+				continue
+			case !now.Before(sh.Expires):
+				cancel(shareEnded("The invitation to this desktop ran out. Ask " + sh.By + " for a new one."))
+			case vdi.ErrorCode(err) == vdi.EUnavailable:
+				continue // the claim cannot be read now; the relay goes on
+			default:
+				cancel(shareEnded("The invitation to this desktop ended: it was revoked, or the desktop was released."))
+			}
+			return
+		}
+	}
+}
