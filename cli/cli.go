@@ -38,6 +38,9 @@ var commands = map[string]func(ctx context.Context, e Env, args []string) error{
 	"unassign":   runUnassign,
 	"connect":    runConnect,
 	"recreate":   runRecreate,
+	"share":      runShare,
+	"shares":     runShares,
+	"unshare":    runUnshare,
 	"history":    runHistory,
 	"recordings": runRecordings,
 	"audit":      runAudit,
@@ -104,6 +107,9 @@ const Usage = `Admin subcommands talk to the running portal over its admin socke
   release NS/DESKTOP [-reason R]           force-release a desktop
   connect NS/DESKTOP                       the one-click URL and every console with its path
   recreate NS/DESKTOP                      make a free desktop fresh from its source
+  share NS/DESKTOP USER [-control]         invite USER to the desktop's screen (-expires 1h)
+  shares NS/DESKTOP                        the desktop's invitations
+  unshare NS/DESKTOP ID                    revoke one; its console closes
   history [-user U] [-pool NS/POOL] [-since 24h] [-until T]   console sessions
   audit [-user U] [-pool NS/POOL] [-since 24h] [-until T]     the audit log
   recordings list [-user U] [-desktop NS/DESKTOP] [-since 24h]  recorded console sessions

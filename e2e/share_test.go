@@ -108,3 +108,40 @@ func TestShare_InviteWatchRevoke(t *testing.T) {
 		t.Errorf("an admin lists the invitations of the released desktop: %d; want 409 (not claimed)", code)
 	}
 }
+
+// TestShare_CLI: an admin invites from the CLI (past the pool's access
+// rules), lists and revokes; the invitee's console opens and then is
+// refused.
+func TestShare_CLI(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	d := mustClaim(t, p, "alice", "demo")
+	desktop := "local/" + d.Name
+	out := p.mustCLI(t, "share", desktop, "dave", "-control", "-expires", "10m")
+	if !strings.Contains(out, "invited dave to "+desktop+" (control) until") || !strings.Contains(out, p.URL+"/shared/"+desktop) {
+		t.Errorf("share printed:\n%s", out)
+	}
+	list := p.mustCLI(t, "shares", desktop)
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	fields := strings.Fields(lines[len(lines)-1]) // ID USER ROLE BY UNTIL
+	if len(fields) < 4 || fields[1] != "dave" || fields[2] != "control" {
+		t.Fatalf("shares printed:\n%s", list)
+	}
+	ws, res, err := dialWS(p, "dave", "/ws/vnc/"+desktop, p.URL)
+	if err != nil {
+		t.Fatalf("dave opens the screen he was invited to: %v %v", err, res)
+	}
+	ws.Close()
+	if _, errOut, code := p.cli(t, "share", desktop, "alice"); code != 2 || !strings.Contains(errOut, "the holder has the console already") {
+		t.Errorf("share with the holder: exit %d; want 2 (refused as asked)\n%s", code, errOut)
+	}
+	if _, _, code := p.cli(t, "unshare", desktop, "nope"); code != 3 {
+		t.Errorf("unshare an unknown id: exit %d; want 3 (not found)", code)
+	}
+	p.mustCLI(t, "unshare", desktop, fields[0])
+	if ws, res, err := dialWS(p, "dave", "/ws/vnc/"+desktop, p.URL); err == nil {
+		ws.Close()
+		t.Error("dave opened the screen after the invitation was revoked")
+	} else if res == nil || res.StatusCode != 403 {
+		t.Errorf("dave after unshare: %v %v; want 403", res, err)
+	}
+}
