@@ -345,33 +345,11 @@ func attacks() []attack {
 					t.Fatalf("admin watches %s: %v", a.victim, err)
 				}
 				defer ws.Close()
-				rfbClient(t, ws, [][]byte{
-					{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
-					{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
-					append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
-					{251, 0, 1, 0, 0, 200, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 200, 0, 0, 0, 0}, // SetDesktopSize 256x200
-					{250, 0, 1, 3}, // xvp reboot
-				})
+				rfbClient(t, ws, rfbInputs())
 				return res
 			},
 			status: 101, consoles: 1,
-			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
-				var s struct {
-					BytesIn   int64     `json:"bytesIn"`
-					LastInput time.Time `json:"lastInput"`
-					Closed    time.Time `json:"closed"`
-				}
-				waitFor(t, 10*time.Second, "the watcher's session closed", func() bool {
-					var ss []json.RawMessage
-					a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+admin+"&limit=1", &ss)
-					return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
-				})
-				// 14 bytes of handshake and the portal's 12-byte SetEncodings
-				// (relay.RFBViewOnly): nothing the watcher sent after it.
-				if s.BytesIn != 14+12 || !s.LastInput.IsZero() {
-					t.Errorf("watcher's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake and the portal's 12, no input", s.BytesIn, s.LastInput)
-				}
-			},
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) { noInputReached(t, a, admin) },
 		},
 		{
 			name: "IdleConnectionsBeyondThePerClientCap",
@@ -859,5 +837,38 @@ func entitledPool(t *testing.T, a *arena) {
 	code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", `{"name":"fin","size":1,"access":{"groups":["finance"]}}`, nil)
 	if code != 201 && code != 409 {
 		t.Fatalf("create pool fin: %d", code)
+	}
+}
+
+// rfbInputs are what a viewer sends to change a desktop: a key, a click,
+// the clipboard, a resize and an xvp reboot.
+func rfbInputs() [][]byte {
+	return [][]byte{
+		{4, 1, 0, 0, 0, 0, 0, 0x61},                        // KeyEvent 'a' down
+		{5, 1, 0, 10, 0, 10},                               // PointerEvent, button 1
+		append([]byte{6, 0, 0, 0, 0, 0, 0, 5}, "rm -r"...), // ClientCutText
+		{251, 0, 1, 0, 0, 200, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 200, 0, 0, 0, 0}, // SetDesktopSize 256x200
+		{250, 0, 1, 3}, // xvp reboot
+	}
+}
+
+// noInputReached waits for user's last console session to close and
+// checks that only 14 bytes of handshake and the portal's 12-byte
+// SetEncodings (relay.RFBViewOnly) reached the desktop: nothing user sent
+// after it, and no input.
+func noInputReached(t *testing.T, a *arena, user string) {
+	t.Helper()
+	var s struct {
+		BytesIn   int64     `json:"bytesIn"`
+		LastInput time.Time `json:"lastInput"`
+		Closed    time.Time `json:"closed"`
+	}
+	waitFor(t, 10*time.Second, user+"'s session closed", func() bool {
+		var ss []json.RawMessage
+		a.p.API(t, admin, "GET", "/api/vdi/history/sessions?user="+user+"&limit=1", &ss)
+		return len(ss) == 1 && json.Unmarshal(ss[0], &s) == nil && !s.Closed.IsZero()
+	})
+	if s.BytesIn != 14+12 || !s.LastInput.IsZero() {
+		t.Errorf("%s's session: %d bytes reached the desktop, last input %v; want only the 14-byte handshake and the portal's 12, no input", user, s.BytesIn, s.LastInput)
 	}
 }
