@@ -11,6 +11,13 @@ type ShareRequest struct {
 	Expires string `json:"expires"`
 }
 
+// ShareControl is the body of PATCH
+// /api/vdi/desktops/{ns}/{member}/shares/{id}: hand control to the
+// invitee, or take it back.
+type ShareControl struct {
+	Control bool `json:"control"`
+}
+
 // Share is one invitation to a desktop's console; URL is the page the
 // invited user opens (they sign in as anywhere).
 type Share struct {

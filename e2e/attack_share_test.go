@@ -62,6 +62,23 @@ func shareAttacks() []attack {
 			},
 		},
 		{
+			// A view-only invitee hands themself control.
+			name: "InviteeHandsThemselfControl",
+			setup: func(t *testing.T, a *arena) {
+				a.state["dave"] = invite(t, a, "alice", a.victim, "dave")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PATCH", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["dave"].(string), `{"control":true}`,
+					"Tailscale-User-Login", "dave", "Content-Type", "application/json")
+			},
+			status: 403,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["dave"].(string), nil); code != 204 {
+					t.Errorf("alice revokes dave's invitation: %d", code)
+				}
+			},
+		},
+		{
 			// Only the holder and admins see who is invited.
 			name: "StrangerListsInvitations",
 			attack: func(t *testing.T, a *arena) *http.Response {

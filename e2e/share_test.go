@@ -77,6 +77,21 @@ func TestShare_InviteWatchRevoke(t *testing.T) {
 	signIn(t, mallory, p, "mallory", link)
 	must(t, expect.Locator(mallory.GetByTestId("error")).ToContainText("no invitation to it is open for you"))
 
+	// Control in one click, and back: bob's page reopens with the role.
+	must(t, alice.GetByTestId("share-hand").Click())
+	must(t, expect.Locator(alice.GetByTestId("share-note")).ToHaveText("bob may type and point now."))
+	must(t, expect.Locator(bob.GetByTestId("share-role")).ToHaveText("you can type and point"))
+	must(t, expect.Locator(bob.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(alice.GetByTestId("watch-notice")).ToHaveText("bob has a console of it open and can type in it."))
+	must(t, expect.Locator(alice.GetByTestId("share-hand")).ToHaveText("Take control back"))
+	must(t, alice.GetByTestId("share-hand").Click())
+	must(t, expect.Locator(bob.GetByTestId("share-role")).ToHaveText("view only"))
+	must(t, expect.Locator(bob.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, expect.Locator(alice.GetByTestId("watch-notice")).ToHaveText("bob is watching this desktop (view only)."))
+	if code := p.APIBody(t, "bob", "PATCH", desktopPath+"/shares/x", `{"control":true}`, nil); code != 403 {
+		t.Errorf("bob hands himself control: %d; want 403", code)
+	}
+
 	// Revoke: bob's console ends at once, saying why; alice's notice goes.
 	must(t, alice.GetByTestId("share-revoke").Click())
 	must(t, expect.Locator(alice.GetByTestId("share-note")).ToHaveText("bob can no longer see this desktop."))

@@ -39,6 +39,7 @@ type Desktops interface {
 	Share(ctx context.Context, id vdi.Identity, ref vdi.Ref, req vdi.ShareRequest) (vdi.Share, error)
 	Shares(ctx context.Context, id vdi.Identity, ref vdi.Ref) ([]vdi.Share, error)
 	Unshare(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string) (vdi.Share, error)
+	SetShareControl(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string, control bool) (vdi.Share, error)
 	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
 }
 

@@ -68,6 +68,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/shares", h.api(h.shares.handleShareCreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/shares", h.api(h.shares.handleSharesList))
 	m.HandleFunc("DELETE /api/vdi/desktops/{ns}/{member}/shares/{id}", h.api(h.shares.handleShareDelete))
+	m.HandleFunc("PATCH /api/vdi/desktops/{ns}/{member}/shares/{id}", h.api(h.shares.handleShareControl))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/link", h.api(h.mine.handleDesktopLink))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}", h.api(h.handleViewerAnswer))
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.api(adminOnly(h.admin.handleEndSessionsAPI)))

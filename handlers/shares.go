@@ -30,14 +30,7 @@ func (h *shareRoutes) handleShareCreate(w http.ResponseWriter, r *http.Request, 
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	var ttl time.Duration
-	if req.Expires != "" {
-		var err error
-		if ttl, err = time.ParseDuration(req.Expires); err != nil {
-			return vdi.Errorf(vdi.EInvalid, `Give "expires" as a duration such as "30m" or "2h".`, "Expiry %q is not a duration.", req.Expires)
-		}
-	}
-	sh, err := h.desktops.Share(r.Context(), id, ref(r), vdi.ShareRequest{User: req.User, Control: req.Control, TTL: ttl})
+	sh, err := h.desktops.Share(r.Context(), id, ref(r), vdi.ShareRequest{User: req.User, Control: req.Control, Expires: req.Expires})
 	if err != nil {
 		return err
 	}
@@ -70,6 +63,35 @@ func (h *shareRoutes) handleShareDelete(w http.ResponseWriter, r *http.Request, 
 	h.console.invited.end(sh.ID, shareEnded(id.Login+" stopped sharing this desktop."))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// handleShareControl serves PATCH /api/vdi/desktops/{ns}/{member}/shares/{id}
+// {"control": bool}: the invitee's console reopens with the new role.
+func (h *shareRoutes) handleShareControl(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	var req api.ShareControl
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	sh, err := h.desktops.SetShareControl(r.Context(), id, ref(r), r.PathValue("id"), req.Control)
+	if err != nil {
+		return err
+	}
+	h.console.invited.end(sh.ID, roleChanged(sh))
+	writeJSON(w, http.StatusOK, shareOf(ref(r), sh))
+	return nil
+}
+
+// roleChangedPrefix starts the close reason of an invitee's console whose
+// role changed; the invitee's page (admin-shadow.js) reopens on it.
+const roleChangedPrefix = "Role changed: "
+
+// roleChanged is the cause an invitee's console closes with when the
+// holder hands control over or takes it back.
+func roleChanged(sh vdi.Share) shareEnded {
+	if sh.Control {
+		return shareEnded(roleChangedPrefix + sh.By + " gave you control.")
+	}
+	return shareEnded(roleChangedPrefix + "you watch again, view only.")
 }
 
 // handleSharedPage serves GET /shared/{ns}/{member}: the invited user's
@@ -159,8 +181,10 @@ func keepShared(ctx context.Context, desktops Desktops, id vdi.Identity, ref vdi
 		case now := <-t.C:
 			_, cur, err := desktops.SharedDesktop(ctx, id, ref)
 			switch {
-			case err == nil && cur.ID == sh.ID:
+			case err == nil && cur.ID == sh.ID && cur.Control == sh.Control:
 				continue
+			case err == nil && cur.ID == sh.ID:
+				cancel(roleChanged(cur)) // changed on another replica
 			case !now.Before(sh.Expires):
 				cancel(shareEnded("The invitation to this desktop ran out. Ask " + sh.By + " for a new one."))
 			case vdi.ErrorCode(err) == vdi.EUnavailable:

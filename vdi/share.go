@@ -83,8 +83,9 @@ func storeShares(l *Lease, list []Share) {
 type ShareRequest struct {
 	User    string
 	Control bool
-	// TTL is the invitation's life: zero means DefaultShareTTL.
-	TTL time.Duration
+	// Expires is the invitation's life as a Go duration ("30m", "2h"):
+	// empty means DefaultShareTTL.
+	Expires string
 }
 
 // Share invites req.User to ref's console. Only the holder and admins may
@@ -92,19 +93,22 @@ type ShareRequest struct {
 // themself. A user the pool's access rules leave out is refused, unless an
 // admin invites them (an override, audited as such).
 func (s *Service) Share(ctx context.Context, id Identity, ref Ref, req ShareRequest) (Share, error) {
+	d, l, err := s.sharable(ctx, id, ref) // who asks comes first: a stranger learns nothing from the request's faults
+	if err != nil {
+		return Share{}, err
+	}
 	req.User = strings.TrimSpace(req.User)
 	if req.User == "" || len(req.User) > 256 || strings.ContainsAny(req.User, " \t\r\n") {
 		return Share{}, Errorf(EInvalid, `Send the login of the person to invite, such as {"user": "bob"}.`, "No valid login to invite.")
 	}
-	if req.TTL == 0 {
-		req.TTL = DefaultShareTTL
+	ttl := DefaultShareTTL
+	if req.Expires != "" {
+		if ttl, err = time.ParseDuration(req.Expires); err != nil {
+			return Share{}, Errorf(EInvalid, `Give "expires" as a duration such as "30m" or "2h".`, "Expiry %q is not a duration.", req.Expires)
+		}
 	}
-	if req.TTL < time.Minute || req.TTL > MaxShareTTL {
-		return Share{}, Errorf(EInvalid, "Ask for 1m to 24h, such as \"1h\".", "An invitation lives from a minute to a day, not %v.", req.TTL)
-	}
-	d, l, err := s.sharable(ctx, id, ref)
-	if err != nil {
-		return Share{}, err
+	if ttl < time.Minute || ttl > MaxShareTTL {
+		return Share{}, Errorf(EInvalid, "Ask for 1m to 24h, such as \"1h\".", "An invitation lives from a minute to a day, not %v.", ttl)
 	}
 	if req.User == l.Holder {
 		return Share{}, Errorf(EInvalid, "Invite someone else: the holder has the console already.", "%s holds %s.", req.User, ref)
@@ -122,7 +126,7 @@ func (s *Service) Share(ctx context.Context, id Identity, ref Ref, req ShareRequ
 		override = true
 	}
 	sh := Share{ID: newShareID(), User: req.User, Control: req.Control, By: id.Login, Created: s.now(), Override: override}
-	sh.Expires = sh.Created.Add(req.TTL)
+	sh.Expires = sh.Created.Add(ttl)
 	err = s.updateClaim(ctx, ref, l.Holder, func(l *Lease, now time.Time) error {
 		list := liveShares(l, now)
 		if len(list) >= MaxShares {
@@ -176,6 +180,34 @@ func (s *Service) Unshare(ctx context.Context, id Identity, ref Ref, shareID str
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "unshare", Namespace: ref.Namespace, Target: ref.Name, Detail: "user " + gone.User})
 	return gone, nil
+}
+
+// SetShareControl hands control of ref to the user of invitation shareID,
+// or takes it back: their console reopens with the new role (the handlers
+// close it at once here; other replicas' within ShareCheckEvery).
+func (s *Service) SetShareControl(ctx context.Context, id Identity, ref Ref, shareID string, control bool) (Share, error) {
+	_, l, err := s.sharable(ctx, id, ref)
+	if err != nil {
+		return Share{}, err
+	}
+	var changed Share
+	err = s.updateClaim(ctx, ref, l.Holder, func(l *Lease, now time.Time) error {
+		list := liveShares(l, now)
+		i := slices.IndexFunc(list, func(sh Share) bool { return sh.ID == shareID })
+		if i < 0 {
+			return Errorf(ENotFound, "List the desktop's invitations to see which are left.", "No invitation %q on %s.", shareID, ref)
+		}
+		list[i].Control = control
+		changed = list[i]
+		storeShares(l, list)
+		return nil
+	})
+	if err != nil {
+		return Share{}, err
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "share-control", Namespace: ref.Namespace, Target: ref.Name,
+		Detail: "user " + changed.User + "; " + shareRole(changed)})
+	return changed, nil
 }
 
 // ShareCheckEvery is how often an invitee's open console checks that its

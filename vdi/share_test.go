@@ -71,8 +71,10 @@ func TestShare(t *testing.T) {
 		{"the holder invites themself", alice, vdi.ShareRequest{User: "alice"}, vdi.EInvalid},
 		{"no login", alice, vdi.ShareRequest{User: " "}, vdi.EInvalid},
 		{"a login with a space", alice, vdi.ShareRequest{User: "bob smith"}, vdi.EInvalid},
-		{"longer than a day", alice, vdi.ShareRequest{User: "carol", TTL: 25 * time.Hour}, vdi.EInvalid},
-		{"shorter than a minute", alice, vdi.ShareRequest{User: "carol", TTL: time.Second}, vdi.EInvalid},
+		{"not a duration", alice, vdi.ShareRequest{User: "carol", Expires: "forever"}, vdi.EInvalid},
+		{"a stranger with a bad duration", mallory, vdi.ShareRequest{User: "carol", Expires: "forever"}, vdi.EForbidden},
+		{"longer than a day", alice, vdi.ShareRequest{User: "carol", Expires: "25h"}, vdi.EInvalid},
+		{"shorter than a minute", alice, vdi.ShareRequest{User: "carol", Expires: "1s"}, vdi.EInvalid},
 		{"someone the pool is not for", alice, vdi.ShareRequest{User: "mallory"}, vdi.EForbidden},
 		{"an admin overrides the pool's rules", ops, vdi.ShareRequest{User: "mallory", Control: true}, ""},
 	} {
@@ -89,7 +91,7 @@ func TestShare(t *testing.T) {
 
 	// At most MaxShares at once; expired ones do not count.
 	for range vdi.MaxShares - 2 {
-		if _, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: "carol", TTL: time.Minute}); err != nil {
+		if _, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: "carol", Expires: "1m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,5 +166,41 @@ func TestShare(t *testing.T) {
 	}
 	if shares != vdi.MaxShares || unshares != 1 {
 		t.Errorf("audit: %d share and %d unshare rows; want %d and 1", shares, unshares, vdi.MaxShares)
+	}
+}
+
+// TestShareControl: the holder hands control over and takes it back; the
+// invitee's invitation says so, and nobody else may change it.
+func TestShareControl(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pool := leasetest.NewPool("local", "team", 1, 1)
+	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler)})
+	alice, bob := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
+	d, err := svc.Claim(ctx, alice, "local", "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := svc.Share(ctx, alice, d.Ref(), vdi.ShareRequest{User: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, control := range []bool{true, false} {
+		if _, err := svc.SetShareControl(ctx, alice, d.Ref(), sh.ID, control); err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := svc.SharedDesktop(ctx, bob, d.Ref()); err != nil || got.Control != control {
+			t.Errorf("bob's invitation after control=%v: %+v %v", control, got, err)
+		}
+	}
+	if _, err := svc.SetShareControl(ctx, bob, d.Ref(), sh.ID, true); vdi.ErrorCode(err) != vdi.EForbidden {
+		t.Errorf("bob takes control himself: %v; want forbidden", err)
+	}
+	if _, err := svc.SetShareControl(ctx, alice, d.Ref(), "nope", true); vdi.ErrorCode(err) != vdi.ENotFound {
+		t.Errorf("an unknown invitation: %v; want not found", err)
 	}
 }

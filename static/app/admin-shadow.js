@@ -26,6 +26,13 @@ const ui = {
   // network, a restart, the desktop closing a viewer that joined as its
   // size changed) reconnects by itself with backoff; else Reconnect.
   lost(text, final = false, retry = false) {
+    // The holder handed control over or took it back: the page reopens
+    // with the new role (the portal names it in the close reason).
+    if (text.startsWith('Role changed: ')) {
+      ui.say(text.slice('Role changed: '.length), 'busy');
+      location.reload();
+      return;
+    }
     ui.say(text, 'error');
     if (retry && !final) {
       ended.show('retry', text);

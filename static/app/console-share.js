@@ -78,7 +78,22 @@ async function refresh() {
       else say([r ? await errorOf(r) : 'The portal cannot be reached.'], 'error');
       refresh();
     });
-    li.append(`${s.user}, ${role(s)}, until ${time(s.expires)} `, revoke);
+    // Control is handed over and taken back in one click; the colleague's
+    // page reopens with the new role.
+    const hand = Object.assign(document.createElement('button'), { type: 'button', textContent: s.control ? 'Take control back' : 'Give control' });
+    hand.dataset.testid = 'share-hand';
+    hand.addEventListener('click', async () => {
+      hand.disabled = true;
+      const r = await fetch(`${url}/${encodeURIComponent(s.id)}`, {
+        method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ control: !s.control }),
+      }).catch(() => null);
+      if (r && r.ok) say([s.control ? `${s.user} watches again (view only).` : `${s.user} may type and point now.`], 'ok');
+      else say([r ? await errorOf(r) : 'The portal cannot be reached.'], 'error');
+      refresh();
+    });
+    const actions = Object.assign(document.createElement('span'), { className: 'share-actions' });
+    actions.append(hand, revoke);
+    li.append(`${s.user}, ${role(s)}, until ${time(s.expires)} `, actions);
     return li;
   }));
   if (!shares.length) list.replaceChildren();
