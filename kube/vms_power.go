@@ -61,7 +61,9 @@ func (v *VMs) power(ctx context.Context, ref vdi.Ref, action string, want vdi.Po
 		return err
 	}
 	m := memberOf(now)
-	if m.Power == want {
+	// A VM just asked to stop still reads Running until KubeVirt's status
+	// catches up: it is not running, it is on its way off.
+	if m.Power == want && !(want == vdi.PowerRunning && halted(now)) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, PowerTimeout)
