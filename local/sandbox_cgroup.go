@@ -44,6 +44,13 @@ type cgroups struct {
 	v2           string // the portal's cgroup v2 folder, memory and pids on for children
 	memory, pids string // v1: the portal's folders in the memory and pids hierarchies
 	missing      []string
+
+	// byLeaf is each member's one desktopCgroup, whatever start asks for
+	// it: a crashed desktop's late clean-up and the next start must count
+	// the same makes (desktopCgroup.gen), or the clean-up deletes the
+	// folder the start has just made.
+	mu     sync.Mutex
+	byLeaf map[string]*desktopCgroup
 }
 
 // detectCgroups finds the portal's own cgroups and which of them it may
@@ -184,8 +191,20 @@ func (cg *cgroups) forDesktop(dir string, l Limits, uid, gid int) (*desktopCgrou
 		return nil, nil
 	}
 	sum := sha256.Sum256([]byte(dir))
-	d := &desktopCgroup{limits: l, parents: cg, uid: uid, gid: gid,
-		leaf: "corral-desktop-" + filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])}
+	leaf := "corral-desktop-" + filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])
+	cg.mu.Lock()
+	d := cg.byLeaf[leaf]
+	if d == nil {
+		d = &desktopCgroup{parents: cg, leaf: leaf}
+		if cg.byLeaf == nil {
+			cg.byLeaf = map[string]*desktopCgroup{}
+		}
+		cg.byLeaf[leaf] = d
+	}
+	cg.mu.Unlock()
+	d.mu.Lock()
+	d.limits, d.uid, d.gid = l, uid, gid
+	d.mu.Unlock()
 	if err := d.make(); err != nil {
 		return nil, err
 	}

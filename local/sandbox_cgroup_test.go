@@ -1,6 +1,8 @@
 package local
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,5 +105,43 @@ func TestSandboxedDesktop_MemoryBomb(t *testing.T) {
 	}
 	if w, _, _ := rfbHandshake(t, other.VNCSocket()); w != 1280 {
 		t.Errorf("the other desktop's VNC: width %d", w)
+	}
+}
+
+// TestCgroupOneObjectPerMember: every start of a member gets the same
+// desktopCgroup, so a crashed desktop's late clean-up (removeAt with the
+// generation it saw) knows that the next start made the folder again and
+// leaves it. With one object per start, CI saw the clean-up delete the
+// folder the restart had just made ("cgroup.procs: Directory nonexistent").
+func TestCgroupOneObjectPerMember(t *testing.T) {
+	parent := t.TempDir()
+	cg := &cgroups{memory: parent}
+	dir := filepath.Join(t.TempDir(), "demo-2")
+	// A plain folder plays the kernel's: it has cgroup.procs, which make
+	// hands to the member's uid.
+	sum := sha256.Sum256([]byte(dir))
+	leaf := filepath.Join(parent, "corral-desktop-demo-2-"+hex.EncodeToString(sum[:4]))
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(leaf, "cgroup.procs"), nil, 0o644)
+	crashed, err := cg.forDesktop(dir, Limits{Memory: 1 << 30}, 80001, 80001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := crashed.generation() // what the crashed desktop's clean-up remembers
+	restart, err := cg.forDesktop(dir, Limits{Memory: 2 << 30}, 80001, 80001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restart != crashed {
+		t.Fatal("a second start of the member got a cgroup object of its own")
+	}
+	crashed.removeAt(gen)
+	if _, err := os.Stat(filepath.Join(parent, crashed.leaf)); err != nil {
+		t.Errorf("the late clean-up removed the restart's cgroup: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, crashed.leaf, "memory.limit_in_bytes")); strings.TrimSpace(string(b)) != strconv.Itoa(2<<30) {
+		t.Errorf("the restart's memory limit is %q; want the new limit %d", b, 2<<30)
 	}
 }
