@@ -34,6 +34,15 @@ async function errorOf(res) {
   return body.error ? [body.error, body.hint].filter(Boolean).join(' ') : `The portal answered ${res.status}.`;
 }
 
+// call fetches, and says what went wrong when the portal cannot be
+// reached or refuses; it returns the response only when it is ok.
+async function call(input, init) {
+  const res = await fetch(input, init).catch(() => null);
+  if (!res) say(['The portal cannot be reached.'], 'error');
+  else if (!res.ok) say([await errorOf(res)], 'error');
+  return res && res.ok ? res : null;
+}
+
 const time = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 const role = (s) => (s.control ? 'may type and point' : 'view only');
 
@@ -54,17 +63,8 @@ function link(share) {
 }
 
 async function refresh() {
-  let res;
-  try {
-    res = await fetch(url, { headers: { Accept: 'application/json' } });
-  } catch {
-    say(['The portal cannot be reached.'], 'error');
-    return;
-  }
-  if (!res.ok) {
-    say([await errorOf(res)], 'error');
-    return;
-  }
+  const res = await call(url, { headers: { Accept: 'application/json' } });
+  if (!res) return;
   const shares = await res.json();
   list.replaceChildren(...shares.map((s) => {
     const li = document.createElement('li');
@@ -73,9 +73,7 @@ async function refresh() {
     revoke.dataset.testid = 'share-revoke';
     revoke.addEventListener('click', async () => {
       revoke.disabled = true;
-      const r = await fetch(`${url}/${encodeURIComponent(s.id)}`, { method: 'DELETE' }).catch(() => null);
-      if (r && r.ok) say([`${s.user} can no longer see this desktop.`], 'ok');
-      else say([r ? await errorOf(r) : 'The portal cannot be reached.'], 'error');
+      if (await call(`${url}/${encodeURIComponent(s.id)}`, { method: 'DELETE' })) say([`${s.user} can no longer see this desktop.`], 'ok');
       refresh();
     });
     // Control is handed over and taken back in one click; the colleague's
@@ -84,11 +82,10 @@ async function refresh() {
     hand.dataset.testid = 'share-hand';
     hand.addEventListener('click', async () => {
       hand.disabled = true;
-      const r = await fetch(`${url}/${encodeURIComponent(s.id)}`, {
+      const r = await call(`${url}/${encodeURIComponent(s.id)}`, {
         method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ control: !s.control }),
-      }).catch(() => null);
-      if (r && r.ok) say([s.control ? `${s.user} watches again (view only).` : `${s.user} may type and point now.`], 'ok');
-      else say([r ? await errorOf(r) : 'The portal cannot be reached.'], 'error');
+      });
+      if (r) say([s.control ? `${s.user} watches again (view only).` : `${s.user} may type and point now.`], 'ok');
       refresh();
     });
     const actions = Object.assign(document.createElement('span'), { className: 'share-actions' });
@@ -106,17 +103,8 @@ form.addEventListener('submit', async (ev) => {
     control: form.elements.control.checked,
     expires: form.elements.expires.value,
   };
-  let res;
-  try {
-    res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-  } catch {
-    say(['The portal cannot be reached.'], 'error');
-    return;
-  }
-  if (!res.ok) {
-    say([await errorOf(res)], 'error');
-    return;
-  }
+  const res = await call(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res) return;
   const share = await res.json();
   say([`Invited ${share.user} (${role(share)}) until ${time(share.expires)}. Send them this link: `, ...link(share)], 'ok');
   form.elements.user.value = '';
