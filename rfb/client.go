@@ -1,0 +1,456 @@
+package rfb
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"time"
+)
+
+// maxQueued bounds what waits for a client other than pixels (bells, cut
+// texts): past it a stalled client loses those, never the desktop's pace.
+const maxQueued = 4 << 20
+
+// maxDamage is how many changed rectangles a client keeps apart before
+// they are merged into one.
+const maxDamage = 32
+
+// client is one downstream connection the hub serves as an RFB server.
+type client struct {
+	hub     *Hub
+	conn    net.Conn
+	control bool
+	wake    chan struct{}
+
+	// Guarded by hub.mu.
+	pf        PixelFormat
+	enc       clientEncodings
+	damage    []Rect
+	requested bool
+	resize    *resizeNote
+	out       [][]byte
+	queued    int
+
+	zrle zrleEncoder // the writer's own
+}
+
+// clientEncodings is what a client's SetEncodings said it follows.
+type clientEncodings struct {
+	zrle, desktopSize, eds, extClip bool
+}
+
+// resizeNote is a size change (or the answer to a SetDesktopSize) to tell
+// a client before its next pixels.
+type resizeNote struct{ reason, status int }
+
+func (c *client) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queue adds a message for the client; hub.mu is held.
+func (c *client) queue(msg []byte) {
+	if c.queued+len(msg) > maxQueued {
+		return
+	}
+	c.out = append(c.out, msg)
+	c.queued += len(msg)
+	c.wakeUp()
+}
+
+// addDamage notes r changed; hub.mu is held.
+func (c *client) addDamage(r Rect) {
+	if len(c.damage) >= maxDamage {
+		all := r
+		for _, d := range c.damage {
+			all = all.union(d)
+		}
+		c.damage = append(c.damage[:0], all)
+	} else {
+		c.damage = append(c.damage, r)
+	}
+	c.wakeUp()
+}
+
+// Serve serves conn as one of the hub's clients until conn, ctx or the hub
+// ends. Only with control does the client's input (keys, pointer, cut
+// text, size requests) reach the desktop; without it the input is read and
+// dropped. It closes conn.
+func (h *Hub) Serve(ctx context.Context, conn net.Conn, control bool) error {
+	defer conn.Close()
+	c := &client{hub: h, conn: conn, control: control, wake: make(chan struct{}, 1), pf: canonical}
+	if err := c.handshake(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
+		return h.err
+	}
+	h.clients[c] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.clients, c)
+		if h.resizer == c {
+			h.resizer = nil
+		}
+		h.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wrote := make(chan error, 1)
+	go func() {
+		err := c.write(ctx)
+		conn.Close()
+		wrote <- err
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-h.done:
+		}
+		conn.Close()
+	}()
+	err := c.read()
+	cancel()
+	conn.Close()
+	if werr := <-wrote; werr != nil {
+		err = werr
+	}
+	if herr := h.Err(); herr != nil {
+		return herr
+	}
+	return err
+}
+
+// handshake is the server side of the RFB handshake: 3.8 (or 3.7, 3.3),
+// security None (the portal has authorized the user before the websocket
+// opened), and the hub's screen in ServerInit.
+func (c *client) handshake() error {
+	conn := c.conn
+	conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	if _, err := conn.Write([]byte("RFB 003.008\n")); err != nil {
+		return err
+	}
+	v := make([]byte, 12)
+	if err := readFull(conn, v); err != nil {
+		return err
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(v), "RFB %03d.%03d\n", &major, &minor); err != nil || major != 3 {
+		return protocolErr("the client's version %q", v)
+	}
+	if minor >= 7 {
+		if _, err := conn.Write([]byte{1, 1}); err != nil {
+			return err
+		}
+		var t [1]byte
+		if err := readFull(conn, t[:]); err != nil {
+			return err
+		}
+		if t[0] != 1 {
+			return protocolErr("the client chose security type %d", t[0])
+		}
+		if minor >= 8 {
+			if _, err := conn.Write([]byte{0, 0, 0, 0}); err != nil {
+				return err
+			}
+		}
+	} else if _, err := conn.Write([]byte{0, 0, 0, 1}); err != nil {
+		return err
+	}
+	var shared [1]byte
+	if err := readFull(conn, shared[:]); err != nil { // every client shares
+		return err
+	}
+	h := c.hub
+	h.mu.Lock()
+	si := binary.BigEndian.AppendUint16(nil, uint16(h.fb.w))
+	si = binary.BigEndian.AppendUint16(si, uint16(h.fb.h))
+	h.mu.Unlock()
+	si = append(si, canonical.marshal()...)
+	si = binary.BigEndian.AppendUint32(si, uint32(len(h.name)))
+	si = append(si, h.name...)
+	_, err := conn.Write(si)
+	return err
+}
+
+// read follows the client's messages until its connection ends.
+func (c *client) read() error {
+	h, conn := c.hub, c.conn
+	var t [1]byte
+	for {
+		if err := readFull(conn, t[:]); err != nil {
+			return err
+		}
+		switch t[0] {
+		case msgSetPixelFormat:
+			b := make([]byte, 19)
+			if err := readFull(conn, b); err != nil {
+				return err
+			}
+			pf, err := parsePixelFormat(b[3:])
+			if err != nil {
+				return err
+			}
+			h.mu.Lock()
+			c.pf = pf
+			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+			h.mu.Unlock()
+		case msgSetEncodings:
+			if err := c.readEncodings(); err != nil {
+				return err
+			}
+		case msgUpdateRequest:
+			b := make([]byte, 9)
+			if err := readFull(conn, b); err != nil {
+				return err
+			}
+			r := Rect{int(binary.BigEndian.Uint16(b[1:])), int(binary.BigEndian.Uint16(b[3:])), int(binary.BigEndian.Uint16(b[5:])), int(binary.BigEndian.Uint16(b[7:]))}
+			h.mu.Lock()
+			c.requested = true
+			if b[0] == 0 {
+				c.addDamage(r)
+			}
+			c.wakeUp()
+			h.mu.Unlock()
+		case msgKeyEvent, msgPointerEvent:
+			n := 8
+			if t[0] == msgPointerEvent {
+				n = 6
+			}
+			if err := c.input(t[0], n); err != nil {
+				return err
+			}
+		case msgClientCutText:
+			if err := c.readCutText(); err != nil {
+				return err
+			}
+		case msgSetDesktopSize:
+			if err := c.readSetDesktopSize(); err != nil {
+				return err
+			}
+		default:
+			return protocolErr("client message type %d", t[0])
+		}
+	}
+}
+
+// input reads a fixed-size input message of n bytes and passes it to the
+// desktop when the client holds control.
+func (c *client) input(typ byte, n int) error {
+	b := make([]byte, n)
+	b[0] = typ
+	if err := readFull(c.conn, b[1:]); err != nil {
+		return err
+	}
+	if !c.control {
+		return nil
+	}
+	return c.hub.send(b)
+}
+
+// readEncodings notes which of the hub's encodings the client follows;
+// a client that newly follows ExtendedDesktopSize is told the layout (so
+// that noVNC offers resizing) and one that follows the Extended Clipboard
+// with control is told the desktop's caps.
+func (c *client) readEncodings() error {
+	b := make([]byte, 3)
+	if err := readFull(c.conn, b); err != nil {
+		return err
+	}
+	n := int(binary.BigEndian.Uint16(b[1:]))
+	list := make([]byte, 4*n)
+	if err := readFull(c.conn, list); err != nil {
+		return err
+	}
+	var e clientEncodings
+	for i := 0; i < len(list); i += 4 {
+		switch int32(binary.BigEndian.Uint32(list[i:])) {
+		case encZRLE:
+			e.zrle = true
+		case encDesktopSize:
+			e.desktopSize = true
+		case encExtendedDesktopSize:
+			e.eds = true
+		case encExtendedClipboard:
+			e.extClip = true
+		}
+	}
+	h := c.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.eds && !c.enc.eds {
+		c.resize = &resizeNote{}
+		c.wakeUp()
+	}
+	if e.extClip && !c.enc.extClip && c.control && h.clipCaps != nil {
+		c.queue(h.clipCaps)
+	}
+	c.enc = e
+	return nil
+}
+
+// readCutText reads a ClientCutText and passes it to the desktop when the
+// client holds control and it is not too long.
+func (c *client) readCutText() error {
+	b := make([]byte, 8)
+	b[0] = msgClientCutText
+	if err := readFull(c.conn, b[1:]); err != nil {
+		return err
+	}
+	size := int64(int32(binary.BigEndian.Uint32(b[4:])))
+	if size < 0 {
+		size = -size
+	}
+	if !c.control || size > maxCutText {
+		return discard(c.conn, size)
+	}
+	msg := make([]byte, 8+size)
+	copy(msg, b)
+	if err := readFull(c.conn, msg[8:]); err != nil {
+		return err
+	}
+	return c.hub.send(msg)
+}
+
+// readSetDesktopSize reads a SetDesktopSize and, with control, passes it
+// on, so that the desktop's answer goes back to this client.
+func (c *client) readSetDesktopSize() error {
+	b := make([]byte, 8)
+	b[0] = msgSetDesktopSize
+	if err := readFull(c.conn, b[1:]); err != nil {
+		return err
+	}
+	msg := make([]byte, 8+16*int(b[6]))
+	copy(msg, b)
+	if err := readFull(c.conn, msg[8:]); err != nil {
+		return err
+	}
+	if !c.control {
+		return nil
+	}
+	h := c.hub
+	h.mu.Lock()
+	h.resizer = c
+	h.mu.Unlock()
+	return h.send(msg)
+}
+
+// write sends the client what is queued and, when it has asked, the
+// changed parts of the screen, until ctx ends.
+func (c *client) write(ctx context.Context) error {
+	for {
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			return nil
+		}
+		msgs, upd, err := c.take()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if _, err := c.conn.Write(m); err != nil {
+				return nil // the reader sees the connection end
+			}
+		}
+		if upd != nil {
+			if _, err := c.conn.Write(upd.encode(c)); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// update is one FramebufferUpdate taken from the framebuffer, to encode
+// outside the hub's lock.
+type update struct {
+	w, h    int
+	resize  *resizeNote
+	screens []byte
+	rects   []Rect
+	pix     [][]byte
+	pf      PixelFormat
+	enc     clientEncodings
+}
+
+// take returns what is queued for the client and, when it has asked and
+// something changed, an update.
+func (c *client) take() ([][]byte, *update, error) {
+	h := c.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msgs := c.out
+	c.out, c.queued = nil, 0
+	if !c.requested || (len(c.damage) == 0 && c.resize == nil) {
+		return msgs, nil, nil
+	}
+	u := &update{w: h.fb.w, h: h.fb.h, resize: c.resize, screens: h.screens, pf: c.pf, enc: c.enc}
+	if u.resize != nil && !c.enc.eds && !c.enc.desktopSize {
+		if u.resize.reason == 0 && u.resize.status == 0 && len(c.damage) == 0 {
+			u.resize = nil // nothing to tell a client that does not ask
+		} else {
+			return nil, nil, protocolErr("the desktop changed size and the client does not follow size changes")
+		}
+	}
+	for _, r := range c.damage {
+		if r = r.clip(h.fb.w, h.fb.h); !r.empty() {
+			u.rects = append(u.rects, r)
+			u.pix = append(u.pix, h.fb.get(r, nil))
+		}
+	}
+	c.damage = c.damage[:0]
+	c.resize = nil
+	c.requested = false
+	return msgs, u, nil
+}
+
+// encode returns u as the client's FramebufferUpdate message.
+func (u *update) encode(c *client) []byte {
+	n := len(u.rects)
+	if u.resize != nil {
+		n++
+	}
+	b := []byte{msgFramebufferUpdate, 0, byte(n >> 8), byte(n)}
+	rect := func(x, y, w, h int, enc int32) {
+		b = binary.BigEndian.AppendUint16(b, uint16(x))
+		b = binary.BigEndian.AppendUint16(b, uint16(y))
+		b = binary.BigEndian.AppendUint16(b, uint16(w))
+		b = binary.BigEndian.AppendUint16(b, uint16(h))
+		b = binary.BigEndian.AppendUint32(b, uint32(enc))
+	}
+	if r := u.resize; r != nil {
+		if u.enc.eds {
+			rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)
+			b = append(b, u.screens...)
+		} else {
+			rect(0, 0, u.w, u.h, encDesktopSize)
+		}
+	}
+	var conv func(dst, c []byte) []byte
+	for i, r := range u.rects {
+		if u.enc.zrle {
+			rect(r.X, r.Y, r.W, r.H, encZRLE)
+			b = append(b, c.zrle.encode(u.pix[i], Rect{0, 0, r.W, r.H}, u.pf)...)
+			continue
+		}
+		rect(r.X, r.Y, r.W, r.H, encRaw)
+		if u.pf == canonical {
+			b = append(b, u.pix[i]...)
+			continue
+		}
+		if conv == nil {
+			conv = converter(u.pf, false)
+		}
+		for p := 0; p < len(u.pix[i]); p += 4 {
+			b = conv(b, u.pix[i][p:p+3])
+		}
+	}
+	return b
+}

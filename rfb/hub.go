@@ -1,0 +1,150 @@
+package rfb
+
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
+// Hub is one desktop's RFB connection, shared by its clients (see the
+// package comment). Its methods are safe for concurrent use.
+type Hub struct {
+	conn net.Conn
+	name string
+	wmu  sync.Mutex // writes to the desktop
+
+	// The reader's own, used only by the goroutine of read.
+	zrle    zrleDecoder
+	scratch []byte
+
+	mu       sync.Mutex
+	fb       framebuffer
+	screens  []byte // ExtendedDesktopSize screen list: count, padding, screens
+	clipCaps []byte // the desktop's Extended Clipboard caps, for new clients
+	clients  map[*client]struct{}
+	resizer  *client // whose SetDesktopSize the desktop answers next
+	err      error
+	done     chan struct{}
+}
+
+// ErrClosed is why a hub closed by Close ended.
+var ErrClosed = errors.New("rfb: the shared console was closed")
+
+// Connect shakes hands with the desktop on conn and returns its hub,
+// reading the desktop until conn ends or Close. On an error conn is closed.
+func Connect(conn net.Conn) (*Hub, error) {
+	h := &Hub{conn: conn, clients: map[*client]struct{}{}, done: make(chan struct{})}
+	if err := h.handshake(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	go func() {
+		err := h.read()
+		h.end(err)
+	}()
+	return h, nil
+}
+
+// end records why the hub ended, once, and closes it.
+func (h *Hub) end(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return
+	}
+	if err == nil {
+		err = ErrClosed
+	}
+	h.err = err
+	h.conn.Close()
+	close(h.done)
+	for c := range h.clients {
+		c.wakeUp()
+	}
+}
+
+// Close ends the hub and every client's console.
+func (h *Hub) Close() error {
+	h.end(ErrClosed)
+	return nil
+}
+
+// Done is closed when the hub has ended; Err then says why.
+func (h *Hub) Done() <-chan struct{} { return h.done }
+
+// Err returns why the hub ended, or nil while it runs.
+func (h *Hub) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Clients returns how many clients the hub serves now.
+func (h *Hub) Clients() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}
+
+// Size returns the desktop's screen size.
+func (h *Hub) Size() (w, hh int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fb.w, h.fb.h
+}
+
+// send writes b to the desktop, whole, from one client at a time.
+func (h *Hub) send(b []byte) error {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	_, err := h.conn.Write(b)
+	return err
+}
+
+// damage marks r changed on every client.
+func (h *Hub) damage(r Rect) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		c.addDamage(r)
+	}
+}
+
+// broadcast queues msg to every client, or with control only to those with
+// control; an Extended Clipboard message only to clients that follow it.
+func (h *Hub) broadcast(msg []byte, control, extended bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		if (control && !c.control) || (extended && !c.enc.extClip) {
+			continue
+		}
+		c.queue(msg)
+	}
+}
+
+// tellResize queues the screen's new layout to every client: to the one
+// whose request the desktop answered, with its reason and status; to the
+// others only when the layout took (reason 2, another client, or the
+// desktop's own reason).
+func (h *Hub) tellResize(reason, status int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	asker := h.resizer
+	if reason == 1 {
+		h.resizer = nil
+	}
+	for c := range h.clients {
+		switch {
+		case reason == 1 && c == asker:
+			c.resize = &resizeNote{reason: 1, status: status}
+		case status != 0:
+			continue
+		case reason == 1:
+			c.resize = &resizeNote{reason: 2}
+		default:
+			c.resize = &resizeNote{reason: reason}
+		}
+		c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+	}
+}

@@ -1,0 +1,206 @@
+package rfb
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+)
+
+// startXvnc starts a real local desktop and returns a dialer of its VNC
+// socket that counts the connections it opened.
+func startXvnc(t *testing.T, geometry string) (Dialer, *atomic.Int32, string) {
+	t.Helper()
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "crfb") // short: the VNC socket lives under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: "rfb", Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: geometry}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	var dials atomic.Int32
+	sock := d.VNCSocket()
+	dial := func(ctx context.Context) (net.Conn, string, error) {
+		dials.Add(1)
+		var nd net.Dialer
+		c, err := nd.DialContext(ctx, "unix", sock)
+		return c, "direct", err
+	}
+	return dial, &dials, sock
+}
+
+// TestHub_RealXvnc_OneUpstreamManyClients: three clients (two ZRLE, one
+// Raw through snapshot's own RFB client) share one connection to a real
+// Xvnc and see the same screen the desktop shows a direct client, pixel
+// for pixel; the hub closes its connection after the last leaves.
+func TestHub_RealXvnc_OneUpstreamManyClients(t *testing.T) {
+	dial, dials, sock := startXvnc(t, "640x400")
+	var hubs Hubs
+	ctx := context.Background()
+	join := func(control bool) net.Conn {
+		c, path, err := hubs.Join(ctx, "ns/rfb", control, dial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path != "direct" {
+			t.Errorf("path %q; want the dialer's", path)
+		}
+		return c
+	}
+	a := dialTestClient(t, join(true), encZRLE, encExtendedDesktopSize)
+	b := dialTestClient(t, join(false), encZRLE, encDesktopSize)
+	rawConn := join(false)
+	defer rawConn.Close()
+
+	var want *image.RGBA
+	var same bool
+	for range 20 { // the desktop paints as it starts: retry until still
+		direct, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err = snapshot.Take(direct, 0, time.Now().Add(10*time.Second))
+		direct.Close()
+		must(t, err)
+		for _, c := range []*testClient{a, b} {
+			c.request(false)
+			must(t, c.next())
+		}
+		same = bytes.Equal(rgbx(want), a.fb.pix) && bytes.Equal(a.fb.pix, b.fb.pix)
+		if same && want.RGBAAt(2, 2).R == 0x2f {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !same {
+		t.Errorf("the hub's clients' screens differ from a direct client's")
+	}
+	raw, err := snapshot.Take(rawConn, 0, time.Now().Add(10*time.Second))
+	must(t, err)
+	if got := raw.Bounds().Size(); got != image.Pt(640, 400) {
+		t.Errorf("the raw client's screen is %v; want 640x400", got)
+	}
+	if got := raw.RGBAAt(2, 2); got != want.RGBAAt(2, 2) {
+		t.Errorf("the raw client's corner %v; want %v", got, want.RGBAAt(2, 2))
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("the desktop was dialed %d times for three clients; want 1", n)
+	}
+	hub, ok := hubs.Hub("ns/rfb")
+	if !ok {
+		t.Fatal("no hub while clients are connected")
+	}
+	a.conn.Close()
+	b.conn.Close()
+	rawConn.Close()
+	select {
+	case <-hub.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub still runs after its last client left")
+	}
+	if _, ok := hubs.Hub("ns/rfb"); ok {
+		t.Error("Hubs still lists the hub after its last client left")
+	}
+	c := dialTestClient(t, join(false), encZRLE)
+	defer c.conn.Close()
+	if n := dials.Load(); n != 2 {
+		t.Errorf("a client after the hub closed made %d dials in all; want 2", n)
+	}
+}
+
+// rgbx returns img's pixels in the canonical format.
+func rgbx(img *image.RGBA) []byte {
+	b := append([]byte(nil), img.Pix...)
+	for i := 3; i < len(b); i += 4 {
+		b[i] = 0
+	}
+	return b
+}
+
+// TestHub_RealXvnc_Resize: a client with control resizes the real desktop;
+// it gets the answer to its own request (reason 1), another client gets
+// the new size as another client's change (reason 2), and a client
+// without control cannot resize it.
+func TestHub_RealXvnc_Resize(t *testing.T) {
+	dial, _, _ := startXvnc(t, "640x400")
+	var hubs Hubs
+	join := func(control bool) *testClient {
+		c, _, err := hubs.Join(context.Background(), "ns/rfb", control, dial)
+		must(t, err)
+		t.Cleanup(func() { c.Close() })
+		return dialTestClient(t, c, encZRLE, encExtendedDesktopSize)
+	}
+	holder, other, viewer := join(true), join(true), join(false)
+	for _, c := range []*testClient{holder, other, viewer} {
+		c.request(false)
+		must(t, c.next()) // the layout (reason 0) and the screen
+		if c.reason != 0 {
+			t.Fatalf("first update's ExtendedDesktopSize reason %d; want 0", c.reason)
+		}
+	}
+	setSize := func(c *testClient, w, h int) {
+		msg := []byte{msgSetDesktopSize, 0, byte(w >> 8), byte(w), byte(h >> 8), byte(h), 1, 0,
+			0, 0, 0, 0, 0, 0, 0, 0, byte(w >> 8), byte(w), byte(h >> 8), byte(h), 0, 0, 0, 0}
+		c.conn.Write(msg)
+	}
+	setSize(viewer, 320, 200)
+	setSize(holder, 800, 600)
+	waitSize := func(c *testClient, reason int) {
+		t.Helper()
+		for c.fb.w != 800 {
+			c.request(true)
+			must(t, c.next())
+		}
+		if c.reason != reason || c.status != 0 || c.fb.h != 600 {
+			t.Errorf("after the resize: reason %d status %d size %dx%d; want reason %d status 0 800x600", c.reason, c.status, c.fb.w, c.fb.h, reason)
+		}
+	}
+	waitSize(holder, 1)
+	waitSize(other, 2)
+	waitSize(viewer, 2)
+}
+
+// TestHub_DesktopEnds: when the desktop's connection ends, every client's
+// connection ends too, and the next Join connects again.
+func TestHub_DesktopEnds(t *testing.T) {
+	var desktops []net.Conn
+	dial := func(context.Context) (net.Conn, string, error) {
+		d := newScriptedDesktop(t, 64, 32)
+		desktops = append(desktops, d.conn)
+		return d.peer, "direct", nil
+	}
+	var hubs Hubs
+	c1, _, err := hubs.Join(context.Background(), "k", true, dial)
+	must(t, err)
+	a := dialTestClient(t, c1, encZRLE)
+	desktops[0].Close()
+	a.request(false)
+	for {
+		if err := a.next(); err != nil {
+			break
+		}
+		a.request(true)
+	}
+	c2, _, err := hubs.Join(context.Background(), "k", true, dial)
+	must(t, err)
+	defer c2.Close()
+	dialTestClient(t, c2, encZRLE)
+	if len(desktops) != 2 {
+		t.Errorf("%d dials; want a new one after the desktop's connection ended", len(desktops))
+	}
+}

@@ -1,0 +1,122 @@
+package rfb
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+// Hubs keeps one hub per desktop while the desktop has clients: the first
+// client's Join connects it, the others share it, and it closes when the
+// last leaves. The zero value is ready; Log, if set, hears why clients and
+// hubs end.
+type Hubs struct {
+	Log *slog.Logger
+
+	mu sync.Mutex
+	by map[string]*hubEntry
+}
+
+// hubEntry is one desktop's hub, connecting (ready open) or connected.
+type hubEntry struct {
+	ready   chan struct{}
+	hub     *Hub
+	path    string
+	err     error
+	clients int
+}
+
+// Dialer opens a desktop's console stream and names the path it took.
+type Dialer func(ctx context.Context) (net.Conn, string, error)
+
+// Join returns one client's connection to key's hub, dialing the desktop
+// with dial when no hub runs for key, and the path the hub's connection
+// took. Closing the connection leaves the hub. Control says whether the
+// client's input reaches the desktop.
+func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer) (net.Conn, string, error) {
+	hs.mu.Lock()
+	if hs.by == nil {
+		hs.by = map[string]*hubEntry{}
+	}
+	e := hs.by[key]
+	leader := e == nil || e.dead()
+	if leader {
+		e = &hubEntry{ready: make(chan struct{})}
+		hs.by[key] = e
+	}
+	e.clients++
+	hs.mu.Unlock()
+
+	if leader {
+		conn, path, err := dial(ctx)
+		if err == nil {
+			e.hub, err = Connect(conn)
+		}
+		e.path, e.err = path, err
+		close(e.ready)
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			hs.leave(key, e)
+			return nil, "", ctx.Err()
+		}
+	}
+	if e.err != nil {
+		hs.leave(key, e)
+		return nil, "", e.err
+	}
+	server, client := net.Pipe()
+	go func() {
+		err := e.hub.Serve(context.Background(), server, control)
+		if hs.Log != nil && err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, net.ErrClosed) && !isEOF(err) {
+			hs.Log.Info("shared console client ended", "desktop", key, "err", err)
+		}
+		hs.leave(key, e)
+	}()
+	return client, e.path, nil
+}
+
+// dead reports whether e's hub has ended; hs.mu is held.
+func (e *hubEntry) dead() bool {
+	select {
+	case <-e.ready:
+		return e.err != nil || e.hub.Err() != nil
+	default:
+		return false
+	}
+}
+
+// leave counts a client out of e, closing its hub after the last.
+func (hs *Hubs) leave(key string, e *hubEntry) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	e.clients--
+	if e.clients > 0 {
+		return
+	}
+	if hs.by[key] == e {
+		delete(hs.by, key)
+	}
+	if e.hub != nil {
+		e.hub.Close()
+	}
+}
+
+// Hub returns key's running hub, if any.
+func (hs *Hubs) Hub(key string) (*Hub, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	e := hs.by[key]
+	if e == nil || e.dead() {
+		return nil, false
+	}
+	select {
+	case <-e.ready:
+		return e.hub, true
+	default:
+		return nil, false
+	}
+}

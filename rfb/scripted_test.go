@@ -1,0 +1,137 @@
+package rfb
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"testing"
+)
+
+// scriptedDesktop is the desktop's side of a hub's connection for the
+// narrow tests of what the hub passes on: it shakes hands, records the
+// input messages it gets, and draws frames when told.
+type scriptedDesktop struct {
+	t          testing.TB
+	conn, peer net.Conn
+	w, h       int
+	wmu        sync.Mutex
+
+	mu    sync.Mutex
+	input [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize
+	got   chan struct{}
+}
+
+func newScriptedDesktop(t testing.TB, w, h int) *scriptedDesktop {
+	d := &scriptedDesktop{t: t, w: w, h: h, got: make(chan struct{}, 100)}
+	d.conn, d.peer = net.Pipe()
+	go d.serve()
+	t.Cleanup(func() { d.conn.Close() })
+	return d
+}
+
+func (d *scriptedDesktop) serve() {
+	c := d.conn
+	b := make([]byte, 64)
+	c.Write([]byte("RFB 003.008\n"))
+	if readFull(c, b[:12]) != nil {
+		return
+	}
+	c.Write([]byte{1, 1})
+	if readFull(c, b[:1]) != nil {
+		return
+	}
+	c.Write([]byte{0, 0, 0, 0})
+	if readFull(c, b[:1]) != nil {
+		return
+	}
+	si := binary.BigEndian.AppendUint16(nil, uint16(d.w))
+	si = binary.BigEndian.AppendUint16(si, uint16(d.h))
+	si = append(si, canonical.marshal()...)
+	si = append(si, 0, 0, 0, 4, 't', 'e', 's', 't')
+	d.write(si)
+	for {
+		if readFull(c, b[:1]) != nil {
+			return
+		}
+		var msg []byte
+		switch b[0] {
+		case msgSetPixelFormat:
+			msg = make([]byte, 20)
+		case msgSetEncodings:
+			if readFull(c, b[1:4]) != nil {
+				return
+			}
+			msg = make([]byte, 4+4*int(binary.BigEndian.Uint16(b[2:4])))
+			copy(msg, b[:4])
+		case msgUpdateRequest:
+			msg = make([]byte, 10)
+		case msgKeyEvent:
+			msg = make([]byte, 8)
+		case msgPointerEvent:
+			msg = make([]byte, 6)
+		case msgClientCutText:
+			if readFull(c, b[1:8]) != nil {
+				return
+			}
+			msg = make([]byte, 8+int(binary.BigEndian.Uint32(b[4:8])))
+			copy(msg, b[:8])
+		case msgSetDesktopSize:
+			if readFull(c, b[1:8]) != nil {
+				return
+			}
+			msg = make([]byte, 8+16*int(b[6]))
+			copy(msg, b[:8])
+		default:
+			d.t.Errorf("the hub sent the desktop message type %d", b[0])
+			return
+		}
+		start := 1
+		if msg[0] == b[0] && len(msg) > 1 && (b[0] == msgSetEncodings || b[0] == msgClientCutText || b[0] == msgSetDesktopSize) {
+			start = map[byte]int{msgSetEncodings: 4, msgClientCutText: 8, msgSetDesktopSize: 8}[b[0]]
+		}
+		msg[0] = b[0]
+		if readFull(c, msg[start:]) != nil {
+			return
+		}
+		switch b[0] {
+		case msgKeyEvent, msgPointerEvent, msgClientCutText, msgSetDesktopSize:
+			d.mu.Lock()
+			d.input = append(d.input, msg)
+			d.mu.Unlock()
+			d.got <- struct{}{}
+		}
+	}
+}
+
+func (d *scriptedDesktop) write(b []byte) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	_, err := d.conn.Write(b)
+	return err
+}
+
+// frame draws the whole screen in one colour, as one Raw rectangle.
+func (d *scriptedDesktop) frame(c [3]byte) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1, 0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(d.w))
+	b = binary.BigEndian.AppendUint16(b, uint16(d.h))
+	b = binary.BigEndian.AppendUint32(b, uint32(encRaw))
+	for range d.w * d.h {
+		b = append(b, c[0], c[1], c[2], 0)
+	}
+	return d.write(b)
+}
+
+// cutText sends the desktop's clipboard.
+func (d *scriptedDesktop) cutText(text string) error {
+	b := []byte{msgServerCutText, 0, 0, 0}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(text)))
+	return d.write(append(b, text...))
+}
+
+// inputs returns the input messages the desktop got.
+func (d *scriptedDesktop) inputs() [][]byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([][]byte(nil), d.input...)
+}

@@ -1,0 +1,142 @@
+package rfb
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// testClient is a browser's side of a console for the tests: RFB 3.8,
+// the canonical pixel format, ZRLE or Raw, following size changes.
+type testClient struct {
+	t    testing.TB
+	conn net.Conn
+	fb   framebuffer
+	zrle zrleDecoder
+	// The last ExtendedDesktopSize rectangle's reason and status.
+	reason, status int
+	cutTexts       [][]byte
+}
+
+func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
+	t.Helper()
+	c := &testClient{t: t, conn: conn, reason: -1}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	b := make([]byte, 12)
+	must(t, readFull(conn, b))
+	conn.Write([]byte("RFB 003.008\n"))
+	must(t, readFull(conn, b[:2])) // one type: None
+	conn.Write([]byte{1})
+	must(t, readFull(conn, b[:4]))
+	conn.Write([]byte{1})
+	si := make([]byte, 24)
+	must(t, readFull(conn, si))
+	name := make([]byte, binary.BigEndian.Uint32(si[20:]))
+	must(t, readFull(conn, name))
+	c.fb.resize(int(binary.BigEndian.Uint16(si)), int(binary.BigEndian.Uint16(si[2:])))
+	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, canonical.marshal()...)
+	msg = append(msg, msgSetEncodings, 0, 0, byte(len(encs)))
+	for _, e := range encs {
+		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
+	}
+	_, err := conn.Write(msg)
+	must(t, err)
+	return c
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// request asks for an update of the whole screen.
+func (c *testClient) request(incremental bool) {
+	c.conn.Write(updateRequest(incremental, c.fb.w, c.fb.h))
+}
+
+// next reads messages up to and including the next FramebufferUpdate.
+func (c *testClient) next() error {
+	c.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var t [1]byte
+	for {
+		if err := readFull(c.conn, t[:]); err != nil {
+			return err
+		}
+		switch t[0] {
+		case msgBell:
+			continue
+		case msgServerCutText:
+			h := make([]byte, 7)
+			if err := readFull(c.conn, h); err != nil {
+				return err
+			}
+			n := int32(binary.BigEndian.Uint32(h[3:]))
+			if n < 0 {
+				n = -n
+			}
+			text := make([]byte, n)
+			if err := readFull(c.conn, text); err != nil {
+				return err
+			}
+			c.cutTexts = append(c.cutTexts, text)
+			continue
+		case msgFramebufferUpdate:
+		default:
+			return fmt.Errorf("server message %d", t[0])
+		}
+		h := make([]byte, 3)
+		if err := readFull(c.conn, h); err != nil {
+			return err
+		}
+		for range int(binary.BigEndian.Uint16(h[1:])) {
+			rh := make([]byte, 12)
+			if err := readFull(c.conn, rh); err != nil {
+				return err
+			}
+			r := Rect{int(binary.BigEndian.Uint16(rh[0:])), int(binary.BigEndian.Uint16(rh[2:])), int(binary.BigEndian.Uint16(rh[4:])), int(binary.BigEndian.Uint16(rh[6:]))}
+			switch enc := int32(binary.BigEndian.Uint32(rh[8:])); enc {
+			case encExtendedDesktopSize:
+				var n [4]byte
+				if err := readFull(c.conn, n[:]); err != nil {
+					return err
+				}
+				if _, err := io.CopyN(io.Discard, c.conn, 16*int64(n[0])); err != nil {
+					return err
+				}
+				c.reason, c.status = r.X, r.Y
+				if r.Y == 0 {
+					c.fb.resize(r.W, r.H)
+				}
+			case encDesktopSize:
+				c.fb.resize(r.W, r.H)
+			case encRaw, encZRLE:
+				if !r.inside(c.fb.w, c.fb.h) {
+					return fmt.Errorf("rectangle %+v outside %dx%d", r, c.fb.w, c.fb.h)
+				}
+				pix := make([]byte, r.W*r.H*4)
+				if enc == encRaw {
+					if err := readFull(c.conn, pix); err != nil {
+						return err
+					}
+				} else if err := c.zrle.decode(c.conn, r, pix); err != nil {
+					return err
+				}
+				c.fb.put(r, pix)
+			default:
+				return fmt.Errorf("encoding %d", enc)
+			}
+		}
+		return nil
+	}
+}
+
+// pixel returns the colour at (x, y) as R, G, B.
+func (c *testClient) pixel(x, y int) [3]byte {
+	o := (y*c.fb.w + x) * 4
+	return [3]byte{c.fb.pix[o], c.fb.pix[o+1], c.fb.pix[o+2]}
+}
