@@ -332,4 +332,3 @@ func (h *Hub) resized(w, hh, reason, status int, screens []byte) (Rect, error) {
 	}
 	return Rect{}, nil
 }
-
