@@ -5,6 +5,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/rfb"
 )
 
 // defaultPingEvery is how often an idle console websocket is pinged.
@@ -44,6 +45,9 @@ type consoleState struct {
 	peers  *relay.PeerVerifier // checks peer links to this portal
 	// dial opens console connections by the first path that works.
 	dial *console.Console
+	// hubs holds each desktop's one VNC connection while it has consoles
+	// open: the holder's, invitees', watchers' and thumbnails.
+	hubs rfb.Hubs
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -68,7 +69,20 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if watching {
 		dial = h.console.dial.DialAlongside
 	}
-	conn, path, err := dial(r.Context(), ref, p)
+	viewOnly := p == vdi.ProtocolVNC && watching && (share == nil || !share.Control)
+	var conn net.Conn
+	var path string
+	if p == vdi.ProtocolVNC {
+		// Everyone on the desktop's screen shares its one VNC connection
+		// (rfb.Hub): a KubeVirt VMI takes one client, and a slow viewer
+		// only falls behind itself. Only the holder's and invitees' with
+		// control input reaches the desktop.
+		conn, path, err = h.console.hubs.Join(r.Context(), ref.String(), !viewOnly, func(ctx context.Context) (net.Conn, string, error) {
+			return dial(context.WithoutCancel(ctx), ref, p)
+		})
+	} else {
+		conn, path, err = dial(r.Context(), ref, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -91,7 +105,6 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return nil
 	}
 	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: p, Since: time.Now()}
-	viewOnly := p == vdi.ProtocolVNC && (share == nil || !share.Control)
 	if viewOnly {
 		watcher.Role = "watch" // the relay drops their input (below)
 	}
@@ -137,7 +150,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		if rec != nil {
 			opts.Recorder = rec
 		}
-		if watching && viewOnly {
+		if viewOnly {
 			// Watching is view-only here, not just in noVNC: the viewer's
 			// keys, pointer and clipboard never reach the holder's desktop.
 			opts.Filter = new(relay.RFBViewOnly).Filter

@@ -75,11 +75,10 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 		// One VNC client per VMI upstream: a new one kicks the old (whose
 		// stream then ends cleanly, see relay.WSConnOptions); only a client that asks
 		// to preserve the session (KubeVirt 1.7 on) gets 503 instead. The
-		// portal does not ask: its own rule decides who has the display
-		// (the holder's newest console, which closes the older one once it
-		// is connected; watchers and thumbnails never take this path), and
-		// with preserveSession that newest console would be refused by the
-		// one it replaces.
+		// portal does not ask: it holds one connection per desktop and
+		// shares it among the holder's, invitees' and watchers' consoles
+		// (rfb.Hub), so a second one comes only from another replica,
+		// and there the newest should win.
 		sub = "vnc"
 	case vdi.ProtocolSerial:
 		sub = "console"

@@ -381,23 +381,31 @@ type update struct {
 }
 
 // take returns what is queued for the client and, when it has asked and
-// something changed, an update.
+// something changed, an update. A size change goes at once, whether asked
+// for or not, as an update of its own (as TigerVNC sends it): noVNC waits
+// for the answer to its SetDesktopSize before it asks for more, and the
+// client's next request then fetches the pixels.
 func (c *client) take() ([][]byte, *update, error) {
 	h := c.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	msgs := c.out
 	c.out, c.queued = nil, 0
-	if !c.requested || (len(c.damage) == 0 && c.resize == nil) {
-		return msgs, nil, nil
-	}
-	u := &update{w: h.fb.w, h: h.fb.h, resize: c.resize, screens: h.screens, pf: c.pf, enc: c.enc}
-	if u.resize != nil && !c.enc.eds && !c.enc.desktopSize {
-		if u.resize.reason == 0 && u.resize.status == 0 && len(c.damage) == 0 {
-			u.resize = nil // nothing to tell a client that does not ask
-		} else {
+	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
+	if c.resize != nil {
+		r := c.resize
+		c.resize = nil
+		switch {
+		case c.enc.eds || c.enc.desktopSize:
+			u.resize = r
+			c.requested = false
+			return msgs, u, nil
+		case r.reason != 0 || len(c.damage) > 0:
 			return nil, nil, protocolErr("the desktop changed size and the client does not follow size changes")
 		}
+	}
+	if !c.requested || len(c.damage) == 0 {
+		return msgs, nil, nil
 	}
 	for _, r := range c.damage {
 		if r = r.clip(h.fb.w, h.fb.h); !r.empty() {
@@ -406,7 +414,6 @@ func (c *client) take() ([][]byte, *update, error) {
 		}
 	}
 	c.damage = c.damage[:0]
-	c.resize = nil
 	c.requested = false
 	return msgs, u, nil
 }

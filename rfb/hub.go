@@ -2,8 +2,10 @@ package rfb
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"time"
 )
 
 // Hub is one desktop's RFB connection, shared by its clients (see the
@@ -25,6 +27,8 @@ type Hub struct {
 	resizer  *client // whose SetDesktopSize the desktop answers next
 	err      error
 	done     chan struct{}
+	first    chan struct{} // closed after the desktop's first update
+	gotFirst bool          // the reader's own
 }
 
 // ErrClosed is why a hub closed by Close ended.
@@ -38,11 +42,23 @@ func Connect(conn net.Conn) (*Hub, error) {
 		conn.Close()
 		return nil, err
 	}
+	h.first = make(chan struct{})
 	go func() {
 		err := h.read()
 		h.end(err)
 	}()
-	return h, nil
+	// The first clients get the desktop's screen, not a black one.
+	t := time.NewTimer(handshakeTimeout)
+	defer t.Stop()
+	select {
+	case <-h.first:
+		return h, nil
+	case <-h.done:
+		return nil, h.Err()
+	case <-t.C:
+		h.Close()
+		return nil, fmt.Errorf("rfb: the desktop sent no screen within %v", handshakeTimeout)
+	}
 }
 
 // end records why the hub ended, once, and closes it.

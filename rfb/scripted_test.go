@@ -94,6 +94,10 @@ func (d *scriptedDesktop) serve() {
 			return
 		}
 		switch b[0] {
+		case msgUpdateRequest:
+			if msg[1] == 0 { // a full update, as a real desktop sends
+				d.frame([3]byte{})
+			}
 		case msgKeyEvent, msgPointerEvent, msgClientCutText, msgSetDesktopSize:
 			d.mu.Lock()
 			d.input = append(d.input, msg)

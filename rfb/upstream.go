@@ -235,6 +235,10 @@ func (h *Hub) readUpdate() error {
 	if !damage.empty() {
 		h.damage(damage)
 	}
+	if !h.gotFirst {
+		h.gotFirst = true
+		close(h.first)
+	}
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	_, err := c.Write(updateRequest(true, w, hh))
