@@ -63,6 +63,18 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 	serveStream(w, r, g, conn, kick)
 }
 
+// Kicked returns how many console clients of VMI namespace/name a newer
+// client has closed, as virt-handler closes them, since it started.
+func (s *KubeVirtStandIn) Kicked(namespace, name string) int {
+	g := s.vmi(namespace, name)
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kicked
+}
+
 // takeConsole makes the caller console's one client: it kicks the client
 // before, or with preserve refuses (false) while there is one. release
 // ends the caller's hold unless a later client took over.
@@ -74,6 +86,7 @@ func (g *standInVMI) takeConsole(console string, preserve bool) (kick <-chan str
 			return nil, nil, false
 		}
 		close(old)
+		g.kicked++
 	}
 	mine := make(chan struct{})
 	g.viewers[console] = mine

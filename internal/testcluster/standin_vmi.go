@@ -56,6 +56,7 @@ type standInVMI struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
 	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
+	kicked  int                      // clients kicked by a newer one
 	upAt    time.Time                // when the guest's own servers answer (GuestBootTakes)
 }
 
