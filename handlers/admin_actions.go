@@ -60,6 +60,9 @@ func (h *adminPages) handleShadowPage(w http.ResponseWriter, r *http.Request, id
 		ViewOnly:   true,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		NoVNC:      h.assets.URL(static.NoVNC),
+		ViewersURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/viewers",
+		Holder:     d.Holder,
+		Me:         id.Login,
 	}))
 	return nil
 }

@@ -70,26 +70,33 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		dial = h.console.dial.DialAlongside
 	}
 	viewOnly := p == vdi.ProtocolVNC && watching && (share == nil || !share.Control)
-	var conn net.Conn
-	var path string
-	if p == vdi.ProtocolVNC {
+	connect := func(ctx context.Context) (net.Conn, string, error) {
+		if p != vdi.ProtocolVNC {
+			return dial(ctx, ref, p)
+		}
 		// Everyone on the desktop's screen shares its one VNC connection
 		// (rfb.Hub): a KubeVirt VMI takes one client, and a slow viewer
 		// only falls behind itself. Only the holder's and invitees' with
 		// control input reaches the desktop.
-		conn, path, err = h.console.hubs.Join(r.Context(), ref.String(), !viewOnly, func(ctx context.Context) (net.Conn, string, error) {
+		return h.console.hubs.Join(ctx, ref.String(), !viewOnly, func(ctx context.Context) (net.Conn, string, error) {
 			return dial(context.WithoutCancel(ctx), ref, p)
 		})
-	} else {
-		conn, path, err = dial(r.Context(), ref, p)
 	}
-	if err != nil {
-		return err
+	// The holder's console asks them before an admin watches (an
+	// invitation is the holder's own answer); the desktop is connected
+	// only once they allow it, so nothing waits on a handshake meanwhile.
+	consent := watching && share == nil && d.Console.Watch == vdi.WatchConsent
+	var conn net.Conn
+	var path string
+	if !consent {
+		if conn, path, err = connect(r.Context()); err != nil {
+			return err
+		}
 	}
 	sid := newID()
 	rec, err := h.startRecording(r.Context(), sid, id, d, p)
 	if err != nil {
-		conn.Close()
+		closeConn(conn)
 		return err
 	}
 	if rec != nil {
@@ -101,23 +108,24 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
-		conn.Close() // the upgrader has already answered the client
+		closeConn(conn) // the upgrader has already answered the client
 		return nil
 	}
 	watcher := api.Viewer{User: id.Login, Role: "control", Protocol: p, Since: time.Now()}
 	if viewOnly {
 		watcher.Role = "watch" // the relay drops their input (below)
 	}
-	// The holder's console asks them before an admin watches; an
-	// invitation is the holder's own answer.
-	if watching && share == nil && d.Console.Watch == vdi.WatchConsent {
+	if consent {
 		alive, stop := wsAlive(r.Context(), ws)
 		allowed := h.console.watchers.await(alive, ref, watcher)
 		stop()
 		if !allowed {
-			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, d.Holder+" did not allow the watch"), time.Now().Add(time.Second))
-			ws.Close()
-			conn.Close()
+			closeWS(ws, websocket.ClosePolicyViolation, d.Holder+" did not allow the watch")
+			return nil
+		}
+		if conn, path, err = connect(r.Context()); err != nil {
+			h.log.Warn("console not connected", "desktop", ref, "user", id.Login, "err", err)
+			closeWS(ws, websocket.CloseTryAgainLater, "The desktop did not answer: reconnect, or ask its holder to.")
 			return nil
 		}
 	}
@@ -197,6 +205,19 @@ func offers(d vdi.Desktop, p vdi.Protocol) error {
 		names = append(names, string(o))
 	}
 	return vdi.Errorf(vdi.EInvalid, "Use one of its consoles: "+strings.Join(names, ", ")+".", "Desktop %s/%s has no %s console.", d.Namespace, d.Name, p)
+}
+
+// closeConn closes c unless it is nil (a consent watch connects late).
+func closeConn(c net.Conn) {
+	if c != nil {
+		c.Close()
+	}
+}
+
+// closeWS ends ws with a close frame whose reason the console page shows.
+func closeWS(ws *websocket.Conn, code int, reason string) {
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	ws.Close()
 }
 
 // consentPing is how often a console waiting for the holder's consent

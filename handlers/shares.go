@@ -114,6 +114,9 @@ func (h *shareRoutes) handleSharedPage(w http.ResponseWriter, r *http.Request, i
 		ViewOnly:   !sh.Control,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
 		NoVNC:      h.assets.URL(static.NoVNC),
+		ViewersURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/viewers",
+		Holder:     d.Holder,
+		Me:         id.Login,
 	}))
 	return nil
 }

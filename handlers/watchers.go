@@ -133,12 +133,20 @@ func (w *watchers) snapshot(ref vdi.Ref) ([]api.Viewer, uint64, <-chan struct{})
 }
 
 // handleDesktopViewers serves GET /api/vdi/desktops/{ns}/{member}/viewers:
-// who other than the holder has a console of the desktop open. It is a
-// long poll: with If-None-Match naming the version the page has, it waits
-// (up to watchWait) for a change before it answers; 304 when none came.
+// who other than the holder has a console of the desktop open, for the
+// holder, an admin, or a user invited to it (who is not shown the watches
+// waiting for the holder's consent). It is a long poll: with If-None-Match
+// naming the version the page has, it waits (up to watchWait) for a change
+// before it answers; 304 when none came.
 func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
-	if _, err := h.desktops.Desktop(r.Context(), id, ref); err != nil { // holder or admin only
+	invitee := false
+	if _, err := h.desktops.Desktop(r.Context(), id, ref); vdi.ErrorCode(err) == vdi.EForbidden {
+		if _, _, err := h.desktops.SharedDesktop(r.Context(), id, ref); err != nil {
+			return err
+		}
+		invitee = true
+	} else if err != nil {
 		return err
 	}
 	list, version, changed := h.console.watchers.snapshot(ref)
@@ -157,6 +165,9 @@ func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, i
 		}
 	}
 	w.Header().Set("ETag", etag(version))
+	if invitee {
+		list = slices.DeleteFunc(list, func(v api.Viewer) bool { return v.Role == roleAsks })
+	}
 	if list == nil {
 		list = []api.Viewer{}
 	}

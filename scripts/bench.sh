@@ -161,6 +161,23 @@ awk '/^BenchmarkVNCOpen/ {
 	}' "$out"
 
 echo
+echo "== one desktop, many viewers (rfb.Hub, real Xvnc): the holder's keypress -> changed pixels with 0, 1 and 10 viewers and one viewer at 1 Mbit/s, against a direct connection (same run) =="
+go test -run '^$' -bench '^BenchmarkHub_KeyToPixels$' -benchtime 200x -count "$count" ./rfb/ | tee "$out"
+awk '
+	/^BenchmarkHub_KeyToPixels\// {
+		name = $1; sub(/^BenchmarkHub_KeyToPixels\//, "", name); sub(/-[0-9]+$/, "", name)
+		for (i = 2; i <= NF; i++) {
+			if ($(i+1) == "median-us") { med[name] += $i; n[name]++ }
+			if ($(i+1) == "p95-us") p95[name] += $i
+			if ($(i+1) == "heap-KiB/viewer") heap[name] += $i
+		}
+	}
+	END {
+		base = med["viewers=0"] / n["viewers=0"]
+		for (k in med) printf "%-22s median %7.2f ms  p95 %7.2f ms  %5.2fx the holder alone%s\n", k, med[k] / n[k] / 1000, p95[k] / n[k] / 1000, (med[k] / n[k]) / base, (k in heap) ? sprintf("  heap %6.0f KiB/viewer", heap[k] / n[k]) : ""
+	}' "$out" | sort
+
+echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'

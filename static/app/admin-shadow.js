@@ -4,6 +4,7 @@
 // console page's ended card when it closes.
 import { Reconnector } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
+import { pollViewers, sayParticipants } from './watchers.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
@@ -67,3 +68,13 @@ async function watch() {
 
 document.getElementById('reconnect').addEventListener('click', watch);
 watch();
+
+// Who else is on the desktop, live: the holder, invitees, admins.
+const participants = document.getElementById('participants');
+if (screen.dataset.viewers) {
+  pollViewers(screen.dataset.viewers, (list) => {
+    participants.textContent = sayParticipants(screen.dataset.holder, screen.dataset.me, list);
+    participants.title = participants.textContent;
+    participants.hidden = !participants.textContent;
+  });
+}

@@ -19,19 +19,16 @@ export function sayViewers(list) {
   return `${parts.join('; ')}.`;
 }
 
-// watchViewers keeps notice up to date from url until the page goes.
-export function watchViewers(notice, url) {
-  if (!url) return;
+// pollViewers calls show with the desktop's viewers at url, and again at
+// each change, until the page goes.
+export function pollViewers(url, show) {
   let etag = '';
   async function poll() {
     try {
       const res = await fetch(url, { headers: { Accept: 'application/json', ...(etag ? { 'If-None-Match': etag } : {}) } });
       if (res.status === 200) {
         etag = res.headers.get('ETag') || '';
-        const list = await res.json();
-        const text = sayViewers(list);
-        notice.replaceChildren(...(text ? [text] : []), ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
-        notice.hidden = notice.childNodes.length === 0;
+        show(await res.json());
       } else if (res.status !== 304) {
         throw new Error(`status ${res.status}`);
       }
@@ -41,6 +38,31 @@ export function watchViewers(notice, url) {
     }
   }
   poll();
+}
+
+// sayParticipants is the line a viewer beside the holder sees: everyone on
+// the desktop, the holder first, "you" marked.
+export function sayParticipants(holder, me, list) {
+  const roles = new Map();
+  for (const v of list) {
+    if (v.role === 'asks') continue;
+    const role = v.role === 'watch' ? 'view only' : 'can type';
+    if (roles.get(v.user) !== 'can type') roles.set(v.user, role);
+  }
+  const people = holder ? [`${holder} (holder)`] : [];
+  for (const [user, role] of roles) people.push(`${user} (${user === me ? 'you, ' : ''}${role})`);
+  return people.length ? `On it: ${people.join(', ')}` : '';
+}
+
+// watchViewers keeps the holder's notice up to date from url until the
+// page goes.
+export function watchViewers(notice, url) {
+  if (!url) return;
+  pollViewers(url, (list) => {
+    const text = sayViewers(list);
+    notice.replaceChildren(...(text ? [text] : []), ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+    notice.hidden = notice.childNodes.length === 0;
+  });
 
   // ask is a watch waiting for the holder's consent (the pool's policy),
   // with the holder's two answers.
