@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -24,20 +25,23 @@ type client struct {
 	wake    chan struct{}
 
 	// Guarded by hub.mu.
-	pf        PixelFormat
-	enc       clientEncodings
-	damage    []Rect
-	requested bool
-	resize    *resizeNote
-	out       [][]byte
-	queued    int
+	pf         PixelFormat
+	enc        clientEncodings
+	damage     []Rect
+	requested  bool
+	resize     *resizeNote
+	cursorSent uint64 // the hub's cursorGen last sent
+	out        [][]byte
+	queued     int
 
 	zrle zrleEncoder // the writer's own
 }
 
 // clientEncodings is what a client's SetEncodings said it follows.
 type clientEncodings struct {
-	zrle, desktopSize, eds, extClip bool
+	zrle, tight, desktopSize, eds, extClip, cursor bool
+	// jpeg is 1 + the JPEG quality level asked for (0–9); 0: none.
+	jpeg int
 }
 
 // resizeNote is a size change (or the answer to a SetDesktopSize) to tell
@@ -61,8 +65,15 @@ func (c *client) queue(msg []byte) {
 	c.wakeUp()
 }
 
-// addDamage notes r changed; hub.mu is held.
+// addDamage notes r changed; hub.mu is held. A rectangle already covered
+// adds nothing, and one that covers others replaces them.
 func (c *client) addDamage(r Rect) {
+	for _, d := range c.damage {
+		if d.covers(r) {
+			return
+		}
+	}
+	c.damage = slices.DeleteFunc(c.damage, r.covers)
 	if len(c.damage) >= maxDamage {
 		all := r
 		for _, d := range c.damage {
@@ -274,17 +285,29 @@ func (c *client) readEncodings() error {
 		switch int32(binary.BigEndian.Uint32(list[i:])) {
 		case encZRLE:
 			e.zrle = true
+		case encTight:
+			e.tight = true
+		case encCursor:
+			e.cursor = true
 		case encDesktopSize:
 			e.desktopSize = true
 		case encExtendedDesktopSize:
 			e.eds = true
 		case encExtendedClipboard:
 			e.extClip = true
+		default:
+			if q := int32(binary.BigEndian.Uint32(list[i:])); q >= encQualityLevel0 && q <= encQualityLevel9 {
+				e.jpeg = int(q-encQualityLevel0) + 1
+			}
 		}
 	}
 	h := c.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if e.cursor && !c.enc.cursor {
+		c.cursorSent = 0 // the shape again
+		c.wakeUp()
+	}
 	if e.eds && !c.enc.eds {
 		c.resize = &resizeNote{}
 		c.wakeUp()
@@ -376,6 +399,7 @@ type update struct {
 	screens []byte
 	rects   []Rect
 	pix     [][]byte
+	cursor  *cursorShape
 	pf      PixelFormat
 	enc     clientEncodings
 }
@@ -404,8 +428,12 @@ func (c *client) take() ([][]byte, *update, error) {
 			return nil, nil, protocolErr("the desktop changed size and the client does not follow size changes")
 		}
 	}
-	if !c.requested || len(c.damage) == 0 {
+	cursorDue := c.enc.cursor && h.cursor != nil && c.cursorSent != h.cursorGen
+	if !c.requested || (len(c.damage) == 0 && !cursorDue) {
 		return msgs, nil, nil
+	}
+	if cursorDue {
+		u.cursor, c.cursorSent = h.cursor, h.cursorGen
 	}
 	for _, r := range c.damage {
 		if r = r.clip(h.fb.w, h.fb.h); !r.empty() {
@@ -420,12 +448,10 @@ func (c *client) take() ([][]byte, *update, error) {
 
 // encode returns u as the client's FramebufferUpdate message.
 func (u *update) encode(c *client) []byte {
-	n := len(u.rects)
-	if u.resize != nil {
-		n++
-	}
-	b := []byte{msgFramebufferUpdate, 0, byte(n >> 8), byte(n)}
+	b := []byte{msgFramebufferUpdate, 0, 0, 0} // the count is set at the end
+	n := 0
 	rect := func(x, y, w, h int, enc int32) {
+		n++
 		b = binary.BigEndian.AppendUint16(b, uint16(x))
 		b = binary.BigEndian.AppendUint16(b, uint16(y))
 		b = binary.BigEndian.AppendUint16(b, uint16(w))
@@ -440,8 +466,28 @@ func (u *update) encode(c *client) []byte {
 			rect(0, 0, u.w, u.h, encDesktopSize)
 		}
 	}
+	if u.cursor != nil {
+		n++
+		b = appendCursor(b, u.cursor, u.pf)
+	}
 	var conv func(dst, c []byte) []byte
+	jpegOK := u.enc.zrle && u.enc.tight && u.enc.jpeg > 0 && u.pf.BitsPerPixel == 32
 	for i, r := range u.rects {
+		if jpegOK {
+			for _, p := range split(u.pix[i], r) {
+				pix := subPixels(u.pix[i], r.W, p.Rect)
+				if p.jpeg {
+					if data, ok := jpegRect(pix, p.W, p.H, u.enc.jpeg-1); ok {
+						rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encTight)
+						b = append(b, data...)
+						continue
+					}
+				}
+				rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encZRLE)
+				b = append(b, c.zrle.encode(pix, Rect{0, 0, p.W, p.H}, u.pf)...)
+			}
+			continue
+		}
 		if u.enc.zrle {
 			rect(r.X, r.Y, r.W, r.H, encZRLE)
 			b = append(b, c.zrle.encode(u.pix[i], Rect{0, 0, r.W, r.H}, u.pf)...)
@@ -459,5 +505,6 @@ func (u *update) encode(c *client) []byte {
 			b = conv(b, u.pix[i][p:p+3])
 		}
 	}
+	binary.BigEndian.PutUint16(b[2:], uint16(n)) // split keeps n small
 	return b
 }

@@ -6,7 +6,13 @@ type Rect struct{ X, Y, W, H int }
 // empty reports whether r covers no pixel.
 func (r Rect) empty() bool { return r.W <= 0 || r.H <= 0 }
 
+// covers reports whether o lies within r.
+func (r Rect) covers(o Rect) bool {
+	return o.X >= r.X && o.Y >= r.Y && o.X+o.W <= r.X+r.W && o.Y+o.H <= r.Y+r.H
+}
+
 // union returns the smallest rectangle covering r and o.
+
 func (r Rect) union(o Rect) Rect {
 	if r.empty() {
 		return o

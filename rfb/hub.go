@@ -19,16 +19,18 @@ type Hub struct {
 	zrle    zrleDecoder
 	scratch []byte
 
-	mu       sync.Mutex
-	fb       framebuffer
-	screens  []byte // ExtendedDesktopSize screen list: count, padding, screens
-	clipCaps []byte // the desktop's Extended Clipboard caps, for new clients
-	clients  map[*client]struct{}
-	resizer  *client // whose SetDesktopSize the desktop answers next
-	err      error
-	done     chan struct{}
-	first    chan struct{} // closed after the desktop's first update
-	gotFirst bool          // the reader's own
+	mu        sync.Mutex
+	fb        framebuffer
+	screens   []byte       // ExtendedDesktopSize screen list: count, padding, screens
+	clipCaps  []byte       // the desktop's Extended Clipboard caps, for new clients
+	cursor    *cursorShape // the desktop's latest pointer shape, if it sent one
+	cursorGen uint64       // counts the shapes
+	clients   map[*client]struct{}
+	resizer   *client // whose SetDesktopSize the desktop answers next
+	err       error
+	done      chan struct{}
+	first     chan struct{} // closed after the desktop's first update
+	gotFirst  bool          // the reader's own
 }
 
 // ErrClosed is why a hub closed by Close ended.

@@ -126,6 +126,22 @@ func (d *scriptedDesktop) frame(c [3]byte) error {
 	return d.write(b)
 }
 
+// picture draws the whole screen from canonical pixels, as one Raw
+// rectangle.
+func (d *scriptedDesktop) picture(pix []byte) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1, 0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(d.w))
+	b = binary.BigEndian.AppendUint16(b, uint16(d.h))
+	b = binary.BigEndian.AppendUint32(b, uint32(encRaw))
+	return d.write(append(b, pix...))
+}
+
+// setCursor sends the pointer's shape.
+func (d *scriptedDesktop) setCursor(cur *cursorShape) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1}
+	return d.write(appendCursor(b, cur, canonical))
+}
+
 // cutText sends the desktop's clipboard.
 func (d *scriptedDesktop) cutText(text string) error {
 	b := []byte{msgServerCutText, 0, 0, 0}

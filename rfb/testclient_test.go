@@ -1,8 +1,10 @@
 package rfb
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"image/jpeg"
 	"io"
 	"net"
 	"testing"
@@ -19,11 +21,13 @@ type testClient struct {
 	// The last ExtendedDesktopSize rectangle's reason and status.
 	reason, status int
 	cutTexts       [][]byte
+	rects          map[int32]int // rectangles read, by encoding
+	cursor         *cursorShape  // the last Cursor rectangle
 }
 
 func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
 	t.Helper()
-	c := &testClient{t: t, conn: conn, reason: -1}
+	c := &testClient{t: t, conn: conn, reason: -1, rects: map[int32]int{}}
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	b := make([]byte, 12)
 	must(t, readFull(conn, b))
@@ -99,7 +103,9 @@ func (c *testClient) next() error {
 				return err
 			}
 			r := Rect{int(binary.BigEndian.Uint16(rh[0:])), int(binary.BigEndian.Uint16(rh[2:])), int(binary.BigEndian.Uint16(rh[4:])), int(binary.BigEndian.Uint16(rh[6:]))}
-			switch enc := int32(binary.BigEndian.Uint32(rh[8:])); enc {
+			enc := int32(binary.BigEndian.Uint32(rh[8:]))
+			c.rects[enc]++
+			switch enc {
 			case encExtendedDesktopSize:
 				var n [4]byte
 				if err := readFull(c.conn, n[:]); err != nil {
@@ -114,6 +120,24 @@ func (c *testClient) next() error {
 				}
 			case encDesktopSize:
 				c.fb.resize(r.W, r.H)
+			case encCursor:
+				cur := &cursorShape{x: r.X, y: r.Y, w: r.W, h: r.H, pix: make([]byte, r.W*r.H*4), mask: make([]byte, (r.W+7)/8*r.H)}
+				if err := readFull(c.conn, cur.pix); err != nil {
+					return err
+				}
+				if err := readFull(c.conn, cur.mask); err != nil {
+					return err
+				}
+				c.cursor = cur
+			case encTight:
+				if !r.inside(c.fb.w, c.fb.h) {
+					return fmt.Errorf("rectangle %+v outside %dx%d", r, c.fb.w, c.fb.h)
+				}
+				pix, err := readTightJPEG(c.conn, r)
+				if err != nil {
+					return err
+				}
+				c.fb.put(r, pix)
 			case encRaw, encZRLE:
 				if !r.inside(c.fb.w, c.fb.h) {
 					return fmt.Errorf("rectangle %+v outside %dx%d", r, c.fb.w, c.fb.h)
@@ -133,6 +157,50 @@ func (c *testClient) next() error {
 		}
 		return nil
 	}
+}
+
+// readTightJPEG reads a Tight rectangle, which must be JPEG, as pixels.
+func readTightJPEG(conn io.Reader, r Rect) ([]byte, error) {
+	var b [1]byte
+	if err := readFull(conn, b[:]); err != nil {
+		return nil, err
+	}
+	if b[0] != tightJPEG {
+		return nil, fmt.Errorf("tight compression control %#x; want JPEG", b[0])
+	}
+	n := 0
+	for i := range 3 {
+		if err := readFull(conn, b[:]); err != nil {
+			return nil, err
+		}
+		if i == 2 {
+			n |= int(b[0]) << 14
+			break
+		}
+		n |= int(b[0]&0x7f) << (7 * i)
+		if b[0]&0x80 == 0 {
+			break
+		}
+	}
+	data := make([]byte, n)
+	if err := readFull(conn, data); err != nil {
+		return nil, err
+	}
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if img.Bounds().Dx() != r.W || img.Bounds().Dy() != r.H {
+		return nil, fmt.Errorf("a %v JPEG in rectangle %+v", img.Bounds(), r)
+	}
+	pix := make([]byte, 0, r.W*r.H*4)
+	for y := range r.H {
+		for x := range r.W {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			pix = append(pix, byte(cr>>8), byte(cg>>8), byte(cb>>8), 0)
+		}
+	}
+	return pix, nil
 }
 
 // pixel returns the colour at (x, y) as R, G, B.

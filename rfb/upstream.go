@@ -96,7 +96,7 @@ func (h *Hub) handshake() error {
 	h.screens = oneScreen(w, hh)
 
 	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, canonical.marshal()...)
-	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard}
+	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard, encCursor}
 	msg = append(msg, msgSetEncodings, 0, 0, byte(len(encs)))
 	for _, e := range encs {
 		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
@@ -262,6 +262,8 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 			return Rect{}, err
 		}
 		return h.resized(r.W, r.H, r.X, r.Y, screens)
+	case encCursor:
+		return Rect{}, h.readCursor(r)
 	}
 	h.mu.Lock()
 	w, hh := h.fb.w, h.fb.h
