@@ -31,7 +31,7 @@ run: deps build ## build and start the portal on this machine (embedded default)
 # The packages that run with the race detector in make test: everything but
 # those that drive real servers and desktops (kube, portal, local, the
 # harnesses, e2e, soak), which would take several times as long.
-RACE_PKGS := api auth cli connid console handlers recording relay rfb snapshot static store vdi views
+RACE_PKGS := api auth cli connid console fanout handlers recording relay rfb snapshot static store vdi views
 RACE_RE   := /($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
 test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit packages with -race, then the rest and e2e)

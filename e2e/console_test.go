@@ -166,7 +166,7 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 	t.Run("open and close leave nothing behind", func(t *testing.T) {
 		page.Goto("about:blank") // the page's own consoles are closed
 		cycleConsoles(t, p, "alice", "/ws/vnc/local/"+d.Name, "", 340)
-		cycleConsoles(t, p, "alice", "/ws/terminal/local/"+d.Name, "", 340)
+		cycleConsoles(t, p, "alice", "/ws/terminal/local/"+d.Name, "", 120) // a shell each: 0.2 s a cycle
 	})
 
 	t.Run("refused before the upgrade", func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestConsole_SerialLogin(t *testing.T) {
 	screenshot(t, page, "serial-shell")
 	_, err := page.Goto("about:blank")
 	must(t, err)
-	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 340)
+	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 120)
 }
 
 // TestConsole_SerialLoginAfterKVMFallback runs the portal on a host whose

@@ -10,7 +10,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -59,7 +58,6 @@ func (h *adminPages) handleShadowPage(w http.ResponseWriter, r *http.Request, id
 		BackText:   "Back to the pools",
 		ViewOnly:   true,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
-		NoVNC:      h.assets.URL(static.NoVNC),
 		ViewersURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/viewers",
 		Holder:     d.Holder,
 		Me:         id.Login,

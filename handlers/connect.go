@@ -25,8 +25,8 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if err != nil {
 		return err
 	}
-	if share != nil { // an invitation opens the screen only
-		d.Protocols = slices.DeleteFunc(slices.Clone(d.Protocols), func(p vdi.Protocol) bool { return p != vdi.ProtocolVNC })
+	if share != nil { // an invitation opens the screen, terminal and serial console, not RDP
+		d.Protocols = slices.DeleteFunc(slices.Clone(d.Protocols), func(p vdi.Protocol) bool { return p == vdi.ProtocolRDP })
 	}
 	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
 		hint := "Start it, then connect again."

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
 )
@@ -48,6 +49,9 @@ type consoleState struct {
 	// hubs holds each desktop's one VNC connection while it has consoles
 	// open: the holder's, invitees', watchers' and thumbnails.
 	hubs rfb.Hubs
+	// streams holds the holders' terminal and serial consoles, which
+	// the users they invite join.
+	streams fanout.Streams
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

@@ -69,10 +69,12 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if watching {
 		dial = h.console.dial.DialAlongside
 	}
-	viewOnly := p == vdi.ProtocolVNC && watching && (share == nil || !share.Control)
+	// Watching is view-only unless an invitation gives control; an admin's
+	// terminal or serial console beside the holder's is their own.
+	viewOnly := watching && (share == nil || !share.Control) && (p == vdi.ProtocolVNC || share != nil)
 	connect := func(ctx context.Context) (net.Conn, string, error) {
 		if p != vdi.ProtocolVNC {
-			return dial(ctx, ref, p)
+			return h.byteConsole(ctx, id, d, share, p, dial)
 		}
 		// Everyone on the desktop's screen shares its one VNC connection
 		// (rfb.Hub): a KubeVirt VMI takes one client, and a slow viewer
@@ -158,7 +160,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		if rec != nil {
 			opts.Recorder = rec
 		}
-		if viewOnly {
+		if viewOnly && p == vdi.ProtocolVNC {
 			// Watching is view-only here, not just in noVNC: the viewer's
 			// keys, pointer and clipboard never reach the holder's desktop.
 			opts.Filter = new(relay.RFBViewOnly).Filter
@@ -172,9 +174,39 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	return nil
 }
 
+// byteConsole connects a terminal or serial console of d. The holder's
+// opens the one the desktop's invitees join (fanout.Streams: a serial line
+// takes one client, so its newest console replaces the older one); an
+// invitee joins it, typing only with control; an admin's is their own,
+// beside the holder's.
+func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol, dial func(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, string, error)) (net.Conn, string, error) {
+	key := d.Ref().String() + "/" + string(p)
+	switch {
+	case share != nil:
+		c, path, ok := h.console.streams.Join(key, share.Control)
+		if !ok {
+			return nil, "", vdi.Errorf(vdi.EConflict, "Ask "+d.Holder+" to open it, then open the link again.",
+				"%s has no %s console of %s open to share.", d.Holder, p, d.Ref())
+		}
+		return c, path, nil
+	case d.Holder == id.Login:
+		up, path, err := dial(ctx, d.Ref(), p)
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := h.console.streams.Open(key, up, path, p == vdi.ProtocolSerial)
+		if err != nil {
+			return nil, "", vdi.Errorf(vdi.EUnavailable, "Connect again.", "The %s console of %s closed as it opened.", p, d.Ref())
+		}
+		return c, path, nil
+	default:
+		return dial(ctx, d.Ref(), p)
+	}
+}
+
 // consoleDesktop returns ref for a console of id's: the holder's or an
 // admin's, or, for a user the holder invited, the desktop and the
-// invitation (VNC only: the screen is what an invitation shares).
+// invitation (its screen, terminal and serial consoles; not RDP).
 func (h *Handler) consoleDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref, p vdi.Protocol) (vdi.Desktop, *vdi.Share, error) {
 	d, err := h.desktops.Desktop(ctx, id, ref) // holder or admin
 	if err == nil || vdi.ErrorCode(err) != vdi.EForbidden {
@@ -184,8 +216,8 @@ func (h *Handler) consoleDesktop(ctx context.Context, id vdi.Identity, ref vdi.R
 	if err != nil {
 		return vdi.Desktop{}, nil, err
 	}
-	if p != vdi.ProtocolVNC {
-		return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Open the shared page's VNC console.",
+	if p == vdi.ProtocolRDP {
+		return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Open the shared page's console.",
 			"An invitation to %s opens its screen (VNC), not its %s console.", ref, p)
 	}
 	return d, &sh, nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
-	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -113,7 +112,6 @@ func (h *shareRoutes) handleSharedPage(w http.ResponseWriter, r *http.Request, i
 		BackText:   "Back to my desktops",
 		ViewOnly:   !sh.Control,
 		ConnectURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/connect",
-		NoVNC:      h.assets.URL(static.NoVNC),
 		ViewersURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/viewers",
 		Holder:     d.Holder,
 		Me:         id.Login,

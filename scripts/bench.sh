@@ -178,6 +178,17 @@ awk '
 	}' "$out" | sort
 
 echo
+echo "== a photo-like frame through the hub: 1280x800, half photo, half text; ZRLE alone vs Tight JPEG at the Picture choice's levels (Sharp 8, Fast 3) =="
+go test -run '^$' -bench '^BenchmarkEncodePhoto$' -benchtime 20x -count "$count" ./rfb/ | tee "$out"
+awk '
+	/^BenchmarkEncodePhoto\// {
+		name = $1; sub(/^BenchmarkEncodePhoto\//, "", name); sub(/-[0-9]+$/, "", name)
+		ms[name] += $3 / 1e6; n[name]++
+		for (i = 4; i <= NF; i++) if ($(i+1) == "KiB/frame") kib[name] += $i
+	}
+	END { for (k in ms) printf "%-8s %8.0f KiB a frame  %6.1f ms to encode  %5.3fx the bytes of ZRLE\n", k, kib[k] / n[k], ms[k] / n[k], kib[k] / kib["zrle"] }' "$out" | sort
+
+echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'

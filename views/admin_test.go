@@ -42,7 +42,7 @@ func pages(s string) map[string]templ.Component {
 		"home":       Home(HomeProps{Page: page, Desktops: []vdi.Desktop{d}, Pools: []PoolRow{{PoolStatus: pool, Mine: s}}}),
 		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s}),
 		"kiosk-wait": Kiosk(KioskProps{Page: page, Pool: s, Msg: s, Hint: s}),
-		"shadow":     Shadow(ShadowProps{Page: page, Heading: s, Badge: s, Back: "/", BackText: s, ConnectURL: s, NoVNC: s}),
+		"shadow":     Shadow(ShadowProps{Page: page, Heading: s, Badge: s, Back: "/", BackText: s, ConnectURL: s}),
 		"console":    Console(ConsoleProps{Page: page, Desktop: d, ConnectURL: s, DesktopURL: s, USB: &USBHint{Command: s, TokenTTL: s}, Share: &ShareProps{URL: s}}),
 	}
 }

@@ -1,6 +1,6 @@
 // A console opened beside its holder's: an admin watching, or a user the
-// holder invited. The VNC module, with input off unless the page gives
-// control (the relay drops a view-only viewer's input either way), and the
+// holder invited. The VNC module (or, on a desktop with no screen, the
+// terminal module), with input off unless the page gives control (the relay drops a view-only viewer's input either way), and the
 // console page's ended card when it closes.
 import { Reconnector } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
@@ -57,13 +57,19 @@ async function watch() {
     ui.lost(res ? [info.error || `The portal answered ${res.status}.`, info.hint].filter(Boolean).join(' ') : 'The portal cannot be reached.', res?.status === 403);
     return;
   }
-  const vnc = [info, ...(info.fallbacks || [])].find((o) => o.protocol === 'vnc');
-  if (!vnc) {
-    ui.lost('This desktop has no VNC console to watch.', true);
+  // The console the link names (?protocol=terminal: the holder's
+  // terminal), else the screen where there is one, else the terminal or
+  // serial console the holder has open (a container's only console).
+  const all = [info, ...(info.fallbacks || [])];
+  const asked = new URLSearchParams(location.search).get('protocol');
+  const opt = all.find((o) => o.protocol === asked) || all.find((o) => o.protocol === 'vnc') ||
+    all.find((o) => o.protocol === 'terminal' || o.protocol === 'serial');
+  if (!opt) {
+    ui.lost('This desktop has no console to watch.', true);
     return;
   }
-  const mod = await import(screen.dataset.moduleVnc);
-  current = await mod.open(screen, { ...vnc, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
+  const mod = await import(opt.protocol === 'vnc' ? screen.dataset.moduleVnc : screen.dataset.moduleXterm);
+  current = await mod.open(screen, { ...opt, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
 }
 
 document.getElementById('reconnect').addEventListener('click', watch);

@@ -46,8 +46,13 @@ async function call(input, init) {
 const time = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 const role = (s) => (s.control ? 'may type and point' : 'view only');
 
+// link is the invitation's link; from a terminal or serial console it
+// opens that console (the one the holder has open) rather than the screen.
 function link(share) {
-  const href = new URL(share.url, location.href).href;
+  const u = new URL(share.url, location.href);
+  const open = document.getElementById('screen')?.dataset.protocol;
+  if (open === 'terminal' || open === 'serial') u.searchParams.set('protocol', open);
+  const href = u.href;
   const a = Object.assign(document.createElement('a'), { href, textContent: href });
   a.dataset.testid = 'share-link';
   const copy = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Copy link' });

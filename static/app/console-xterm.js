@@ -36,7 +36,10 @@ export async function open(screen, info, ui) {
   box.dataset.testid = 'xterm';
   box.style.cssText = 'position:absolute;inset:0;padding:4px;background:#000';
   screen.append(box);
-  const term = new Terminal({ cursorBlink: true, fontSize: 15, scrollback: 5000, convertEol: false });
+  // Beside the holder (an invitee), the console is theirs: it keeps their
+  // size, and a view-only viewer's keys stay in the page (the portal drops
+  // them too).
+  const term = new Terminal({ cursorBlink: true, fontSize: 15, scrollback: 5000, convertEol: false, disableStdin: !!info.viewOnly });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open(box);
@@ -46,17 +49,17 @@ export async function open(screen, info, ui) {
   ws.binaryType = 'arraybuffer';
   let closing = false;
   const sendSize = () => {
-    if (ws.readyState === WebSocket.OPEN) {
+    if (ws.readyState === WebSocket.OPEN && !info.beside) {
       ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
     }
   };
   ws.addEventListener('open', () => {
-    term.loadAddon(new AttachAddon(ws));
+    term.loadAddon(new AttachAddon(ws, { bidirectional: !info.viewOnly }));
     sendSize();
     const who = info.credentials ? ` — log in as ${info.credentials.username}, password ${info.credentials.password}` : '';
     ui.say(`Connected${who}`, 'ok');
     screen.dataset.credentials = info.credentials ? `${info.credentials.username}:${info.credentials.password}` : '';
-    if (info.protocol === 'serial') ws.send('\r'); // a fresh login prompt; earlier output is gone
+    if (info.protocol === 'serial' && !info.beside) ws.send('\r'); // a fresh login prompt; earlier output is gone
     term.focus();
   });
   ws.addEventListener('close', (ev) => {

@@ -93,6 +93,7 @@ async function connect() {
   const info = { ...pickOption(body), console: body.console, asks: body.asks };
   if (info.protocol !== 'vnc') dropEarly(); // the early socket guessed wrong
   offeredConsoles = offered;
+  screen.dataset.protocol = info.protocol; // the Share panel's links open this console
   showFallbacks(offered.filter((o) => o.protocol !== info.protocol));
   const url = modules[info.protocol];
   if (!url) {

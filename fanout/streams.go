@@ -1,0 +1,61 @@
+package fanout
+
+import (
+	"net"
+	"sync"
+)
+
+// Streams keeps the shared consoles of a portal by key (a desktop and a
+// console kind): the holder's console opens one, invitees join the newest.
+// The zero value is ready to use.
+type Streams struct {
+	mu sync.Mutex
+	m  map[string]shared
+}
+
+// shared is a key's newest stream and how it reaches its console.
+type shared struct {
+	s    *Stream
+	path string
+}
+
+// Open shares up, reached by path (the relay path, told to those who
+// join), as key's newest console and returns its owner's end.
+// With exclusive (a serial line, which takes one client) the stream it
+// replaces ends, with its clients; otherwise that one lives on with the
+// clients it has, and new ones join this one.
+func (ss *Streams) Open(key string, up net.Conn, path string, exclusive bool) (*Conn, error) {
+	s := New(up)
+	ss.mu.Lock()
+	if ss.m == nil {
+		ss.m = map[string]shared{}
+	}
+	old := ss.m[key].s
+	ss.m[key] = shared{s, path}
+	ss.mu.Unlock()
+	if old != nil && exclusive {
+		old.Close()
+	}
+	go func() {
+		<-s.Done()
+		ss.mu.Lock()
+		if ss.m[key].s == s {
+			delete(ss.m, key)
+		}
+		ss.mu.Unlock()
+	}()
+	return s.Join(true, true)
+}
+
+// Join adds a client to key's newest console and returns its end and the
+// console's path, or false when none is open.
+func (ss *Streams) Join(key string, control bool) (*Conn, string, bool) {
+	ss.mu.Lock()
+	sh := ss.m[key]
+	ss.mu.Unlock()
+	if sh.s == nil {
+		return nil, "", false
+	}
+	c, err := sh.s.Join(control, false)
+	return c, sh.path, err == nil
+}
