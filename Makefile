@@ -2,7 +2,7 @@
 BIN        := bin/corral-vdi-portal
 GO         ?= go
 GOFLAGS    ?=
-TEST_FLAGS ?= -count=1 -timeout 30m
+TEST_FLAGS ?= -count=1 -timeout 45m
 .DEFAULT_GOAL := help
 
 .PHONY: help deps test-deps assets generate build run test e2e bench bench-wan soak fuzz lint clean

@@ -31,6 +31,7 @@ type Hub struct {
 	done      chan struct{}
 	first     chan struct{} // closed after the desktop's first update
 	gotFirst  bool          // the reader's own
+	painted   Rect          // the reader's own: what of the screen pixels covered, until first
 }
 
 // ErrClosed is why a hub closed by Close ended.

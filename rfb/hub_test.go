@@ -204,3 +204,26 @@ func TestHub_DesktopEnds(t *testing.T) {
 		t.Errorf("%d dials; want a new one after the desktop's connection ended", len(desktops))
 	}
 }
+
+// TestHub_FirstScreenIsPainted: a desktop that sends its pointer's shape
+// in an update of its own before the screen (QEMU, KubeVirt) still gives
+// the first client its screen, not the black of an unpainted hub (CI: the
+// dashboard's thumbnail of a VM came out black).
+func TestHub_FirstScreenIsPainted(t *testing.T) {
+	d := newScriptedDesktop(t, 64, 32)
+	d.fill = [3]byte{200, 100, 50}
+	d.cursorFirst = &cursorShape{w: 1, h: 1, pix: []byte{1, 2, 3, 0}, mask: []byte{0x80}}
+	d.paintDelay = 300 * time.Millisecond // a client joining meanwhile gets what the hub has
+	hub, err := Connect(d.peer)
+	must(t, err)
+	defer hub.Close()
+	a, b := net.Pipe()
+	go hub.Serve(context.Background(), a, false)
+	defer b.Close()
+	c := dialTestClient(t, b, encZRLE)
+	c.request(false)
+	must(t, c.next())
+	if got := c.pixel(0, 0); got != d.fill {
+		t.Errorf("the first client's first screen has %v at 0,0; want the desktop's %v", got, d.fill)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // scriptedDesktop is the desktop's side of a hub's connection for the
@@ -15,6 +16,13 @@ type scriptedDesktop struct {
 	conn, peer net.Conn
 	w, h       int
 	wmu        sync.Mutex
+
+	// Set before Connect: the colour of full updates, and a pointer shape
+	// sent in an update of its own before each (as QEMU does), the screen
+	// following after paintDelay.
+	fill        [3]byte
+	cursorFirst *cursorShape
+	paintDelay  time.Duration
 
 	mu    sync.Mutex
 	input [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize
@@ -95,8 +103,14 @@ func (d *scriptedDesktop) serve() {
 		}
 		switch b[0] {
 		case msgUpdateRequest:
-			if msg[1] == 0 { // a full update, as a real desktop sends
-				d.frame([3]byte{})
+			if msg[1] == 0 && d.cursorFirst != nil {
+				go func() { // the hub writes its next request meanwhile
+					d.setCursor(d.cursorFirst)
+					time.Sleep(d.paintDelay)
+					d.frame(d.fill)
+				}()
+			} else if msg[1] == 0 { // a full update, as a real desktop sends
+				d.frame(d.fill)
 			}
 		case msgKeyEvent, msgPointerEvent, msgClientCutText, msgSetDesktopSize:
 			d.mu.Lock()

@@ -228,6 +228,15 @@ func (h *Hub) readUpdate() error {
 			return err
 		}
 		damage = damage.union(d)
+		switch enc {
+		case encCursor:
+		case encDesktopSize, encExtendedDesktopSize:
+			if !d.empty() { // a new screen, black until painted
+				h.painted = Rect{}
+			}
+		default:
+			h.painted = h.painted.union(d)
+		}
 	}
 	h.mu.Lock()
 	w, hh := h.fb.w, h.fb.h
@@ -235,7 +244,10 @@ func (h *Hub) readUpdate() error {
 	if !damage.empty() {
 		h.damage(damage)
 	}
-	if !h.gotFirst {
+	// The first screen is the one whose pixels all came: a desktop may
+	// send its pointer's shape or its size in updates of their own first
+	// (QEMU does), which left the first clients a black picture.
+	if !h.gotFirst && h.painted.covers(Rect{0, 0, w, hh}) {
 		h.gotFirst = true
 		close(h.first)
 	}
