@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -58,6 +60,64 @@ func shareAttacks() []attack {
 				noInputReached(t, a, "carol")
 				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["share"].(string), nil); code != 204 {
 					t.Errorf("alice revokes carol's invitation: %d", code)
+				}
+			},
+		},
+		{
+			// An invitation shares the terminal the holder has open; it
+			// never opens a shell of its own on the holder's desktop.
+			name: "InviteeOpensATerminalNobodyHasOpen",
+			setup: func(t *testing.T, a *arena) {
+				a.state["erin"] = invite(t, a, "alice", a.victim, "erin")
+				waitFor(t, 10*time.Second, "alice's earlier consoles closed", func() bool { return len(a.openSessions(t)) == 0 })
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "erin", "Origin", "http://"+a.host)
+			},
+			status: 409, says: "Ask alice to open it",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["erin"].(string), nil); code != 204 {
+					t.Errorf("alice revokes erin's invitation: %d", code)
+				}
+			},
+		},
+		{
+			// A view-only invitee on the holder's terminal types a command
+			// and resizes it: neither reaches the shell (the pty echoes
+			// what it gets, so the holder would see it).
+			name: "ViewOnlyInviteeTypesIntoTheTerminal",
+			setup: func(t *testing.T, a *arena) {
+				h := http.Header{"Tailscale-User-Login": {"alice"}, "Origin": {"http://" + a.host}}
+				ws, _, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/terminal/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("alice opens her terminal: %v", err)
+				}
+				t.Cleanup(func() { ws.Close() })
+				a.state["aliceTerm"] = ws
+				a.state["frank"] = invite(t, a, "alice", a.victim, "frank")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				h := http.Header{"Tailscale-User-Login": {"frank"}, "Origin": {"http://" + a.host}}
+				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/terminal/local/"+a.victim, h)
+				if err != nil {
+					t.Fatalf("frank opens the terminal he was invited to: %v", err)
+				}
+				defer ws.Close()
+				ws.WriteMessage(websocket.BinaryMessage, []byte("echo frank-was-$((2*3))\r"))
+				ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":33,"rows":7}`))
+				time.Sleep(300 * time.Millisecond) // let the relay pass them on (or not)
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				ws := a.state["aliceTerm"].(*websocket.Conn)
+				ws.WriteMessage(websocket.BinaryMessage, []byte("stty size; echo alice-$((6*7))\r"))
+				out := readUntilWS(t, ws, "alice-42", 10*time.Second)
+				if strings.Contains(out, "frank-was-6") || strings.Contains(out, "7 33") {
+					t.Errorf("frank, view only, reached alice's shell:\n%s", out)
+				}
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["frank"].(string), nil); code != 204 {
+					t.Errorf("alice revokes frank's invitation: %d", code)
 				}
 			},
 		},
