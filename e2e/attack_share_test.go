@@ -46,12 +46,7 @@ func shareAttacks() []attack {
 				a.state["share"] = invite(t, a, "alice", a.victim, "carol")
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
-				h := http.Header{"Tailscale-User-Login": {"carol"}, "Origin": {"http://" + a.host}}
-				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/vnc/local/"+a.victim, h)
-				if err != nil {
-					t.Fatalf("carol opens the screen she was invited to: %v", err)
-				}
-				defer ws.Close()
+				ws, res := a.console(t, "carol", "/ws/vnc/local/"+a.victim)
 				rfbClient(t, ws, rfbInputs())
 				return res
 			},
@@ -87,22 +82,11 @@ func shareAttacks() []attack {
 			// what it gets, so the holder would see it).
 			name: "ViewOnlyInviteeTypesIntoTheTerminal",
 			setup: func(t *testing.T, a *arena) {
-				h := http.Header{"Tailscale-User-Login": {"alice"}, "Origin": {"http://" + a.host}}
-				ws, _, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/terminal/local/"+a.victim, h)
-				if err != nil {
-					t.Fatalf("alice opens her terminal: %v", err)
-				}
-				t.Cleanup(func() { ws.Close() })
-				a.state["aliceTerm"] = ws
+				a.state["aliceTerm"], _ = a.console(t, "alice", "/ws/terminal/local/"+a.victim)
 				a.state["frank"] = invite(t, a, "alice", a.victim, "frank")
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
-				h := http.Header{"Tailscale-User-Login": {"frank"}, "Origin": {"http://" + a.host}}
-				ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+"/ws/terminal/local/"+a.victim, h)
-				if err != nil {
-					t.Fatalf("frank opens the terminal he was invited to: %v", err)
-				}
-				defer ws.Close()
+				ws, res := a.console(t, "frank", "/ws/terminal/local/"+a.victim)
 				ws.WriteMessage(websocket.BinaryMessage, []byte("echo frank-was-$((2*3))\r"))
 				ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":33,"rows":7}`))
 				time.Sleep(300 * time.Millisecond) // let the relay pass them on (or not)
@@ -165,4 +149,17 @@ func shareAttacks() []attack {
 			status: 400, says: "from a minute to a day",
 		},
 	}
+}
+
+// console opens login's console websocket at path from the portal's own
+// origin; it closes when the test (or row) ends.
+func (a *arena) console(t *testing.T, login, path string) (*websocket.Conn, *http.Response) {
+	t.Helper()
+	h := http.Header{"Tailscale-User-Login": {login}, "Origin": {"http://" + a.host}}
+	ws, res, err := websocket.DefaultDialer.Dial("ws://"+a.host+path, h)
+	if err != nil {
+		t.Fatalf("%s opens %s: %v", login, path, err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws, res
 }
