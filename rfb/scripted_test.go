@@ -18,7 +18,7 @@ type scriptedDesktop struct {
 	wmu        sync.Mutex
 
 	// Set before Connect: the colour of full updates, and a pointer shape
-	// sent in an update of its own before each (as QEMU does), the screen
+	// sent in an update of its own before each (as Xvnc did), the screen
 	// following after paintDelay.
 	fill        [3]byte
 	cursorFirst *cursorShape
