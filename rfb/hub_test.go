@@ -206,9 +206,9 @@ func TestHub_DesktopEnds(t *testing.T) {
 }
 
 // TestHub_FirstScreenIsPainted: a desktop that sends its pointer's shape
-// in an update of its own before the screen (Xvnc did, as a VM's display in the kube tests) still gives
-// the first client its screen, not the black of an unpainted hub (CI: the
-// dashboard's thumbnail of a VM came out black).
+// in an update of its own before the screen (Xvnc did, as the kube tests'
+// VM display) still gives the first client its screen, not the black of
+// an unpainted hub (CI: the dashboard's thumbnail of a VM came out black).
 func TestHub_FirstScreenIsPainted(t *testing.T) {
 	d := newScriptedDesktop(t, 64, 32)
 	d.fill = [3]byte{200, 100, 50}

@@ -246,7 +246,8 @@ func (h *Hub) readUpdate() error {
 	}
 	// The first screen is the one whose pixels all came: a desktop may
 	// send its pointer's shape or its size in updates of their own first
-	// (Xvnc did, as the display of the kube tests' VMs), which left the first clients a black picture.
+	// (Xvnc did, as the kube tests' VM display), which left the first
+	// clients a black picture.
 	if !h.gotFirst && h.painted.covers(Rect{0, 0, w, hh}) {
 		h.gotFirst = true
 		close(h.first)
