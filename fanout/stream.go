@@ -128,13 +128,6 @@ func (s *Stream) leave(c *client) {
 	}
 }
 
-// Clients returns how many clients the stream has.
-func (s *Stream) Clients() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.clients)
-}
-
 // Conn is a client's end of a shared console.
 type Conn struct {
 	net.Conn

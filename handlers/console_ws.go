@@ -218,7 +218,7 @@ func (h *Handler) consoleDesktop(ctx context.Context, id vdi.Identity, ref vdi.R
 	}
 	if p == vdi.ProtocolRDP {
 		return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Open the shared page's console.",
-			"An invitation to %s opens its screen (VNC), not its %s console.", ref, p)
+			"An invitation to %s opens its screen, terminal and serial console, not its %s console.", ref, p)
 	}
 	return d, &sh, nil
 }

@@ -1,7 +1,8 @@
 // A console opened beside its holder's: an admin watching, or a user the
-// holder invited. The VNC module (or, on a desktop with no screen, the
-// terminal module), with input off unless the page gives control (the relay drops a view-only viewer's input either way), and the
-// console page's ended card when it closes.
+// holder invited. The VNC module, or the terminal module for the holder's
+// terminal or serial console, with input off unless the page gives
+// control (the relay drops a view-only viewer's input either way), and
+// the console page's ended card when it closes.
 import { Reconnector } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
 import { pollViewers, sayParticipants } from './watchers.js';

@@ -36,9 +36,9 @@ export async function open(screen, info, ui) {
   box.dataset.testid = 'xterm';
   box.style.cssText = 'position:absolute;inset:0;padding:4px;background:#000';
   screen.append(box);
-  // Beside the holder (an invitee), the console is theirs: it keeps their
-  // size, and a view-only viewer's keys stay in the page (the portal drops
-  // them too).
+  // Beside the holder (an invitee), the holder's window sets the
+  // terminal's size, and a view-only viewer's keys stay in the page (the
+  // portal drops them too).
   const term = new Terminal({ cursorBlink: true, fontSize: 15, scrollback: 5000, convertEol: false, disableStdin: !!info.viewOnly });
   const fit = new FitAddon();
   term.loadAddon(fit);
