@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -33,6 +34,12 @@ func signIn(t *testing.T, page playwright.Page, p *Portal, user, next string) {
 	}
 	must(t, page.GetByTestId("login").Fill(user))
 	must(t, page.GetByTestId("signin").Click())
+	// The next page has loaded (its module scripts have run), so a click
+	// right after lands on a control that answers.
+	must(t, page.WaitForURL(func(u string) bool {
+		parsed, err := url.Parse(u)
+		return err == nil && parsed.Path != "/signin"
+	}))
 }
 
 // holder returns who holds member now ("" when free), asking as an admin.

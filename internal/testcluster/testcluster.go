@@ -20,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Versions of the binaries; they name the cache folder, as in
@@ -69,6 +71,10 @@ type Cluster struct {
 
 // Start starts a cluster; callers Stop it.
 func Start() (*Cluster, error) {
+	// envtest logs through controller-runtime's logger; unset, it prints a
+	// stack trace into the test output ("log.SetLogger(...) was never
+	// called") that reads like a crash. Its errors come back as errors.
+	ctrllog.SetLogger(logr.Discard())
 	dir := BinDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {

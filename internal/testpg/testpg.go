@@ -41,33 +41,72 @@ type Server struct {
 	log  string
 	n    int
 	mu   sync.Mutex
+
+	// exited is closed once the postmaster has been reaped, with waitErr
+	// (how it ended) set before.
+	exited  chan struct{}
+	waitErr error
 }
 
 var (
-	sharedOnce sync.Once
-	shared     *Server
-	sharedErr  error
+	sharedMu sync.Mutex
+	shared   *Server
 )
 
-// Shared returns the test binary's server, starting it on first use; it
-// skips the test when PostgreSQL is not installed. Call Stop from TestMain.
+// Shared returns the test binary's server, starting it on first use and
+// again if it has ended (saying how it ended, with its log); it skips the
+// test when PostgreSQL is not installed. Call Stop from TestMain.
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = start() })
-	if errors.Is(sharedErr, errNotInstalled) {
-		tb.Skip(sharedErr)
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared != nil && !shared.running() {
+		// Not this test's failure: say it where every run shows it.
+		fmt.Fprintf(os.Stderr, "testpg: %s; starting a new server\n", shared.ended())
+		shared.stop()
+		shared = nil
 	}
-	if sharedErr != nil {
-		tb.Fatal(sharedErr)
+	if shared == nil {
+		s, err := start()
+		if errors.Is(err, errNotInstalled) {
+			tb.Skip(err)
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		shared = s
 	}
 	return shared
 }
 
 // Stop stops the shared server, if one was started.
 func Stop() {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
 	if shared != nil {
 		shared.stop()
+		shared = nil
 	}
+}
+
+// running reports whether the postmaster is still there.
+func (s *Server) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ended says how the postmaster ended, with the end of its log (where
+// PostgreSQL says which request or signal stopped it).
+func (s *Server) ended() string {
+	b, _ := os.ReadFile(s.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return fmt.Sprintf("PostgreSQL (pid %d, port %d) ended: %v; the end of its log:\n%s", s.cmd.Process.Pid, s.Port, s.waitErr, b)
 }
 
 var errNotInstalled = errors.New("testpg: PostgreSQL is not installed (apt-get install postgresql)")
@@ -157,6 +196,12 @@ func start() (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("testpg: start postgres: %w", err)
 	}
+	s.exited = make(chan struct{})
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		logf.Close()
+		close(s.exited)
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		db, err := sql.Open("pgx", s.URL("postgres"))
@@ -166,6 +211,11 @@ func start() (*Server, error) {
 		}
 		if err == nil {
 			return s, nil
+		}
+		if !s.running() {
+			err := fmt.Errorf("testpg: %s", s.ended())
+			s.stop()
+			return nil, err
 		}
 		if time.Now().After(deadline) {
 			s.stop()
@@ -177,14 +227,13 @@ func start() (*Server, error) {
 }
 
 func (s *Server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
+	if s.exited != nil {
 		s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
-		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-s.exited:
 		case <-time.After(10 * time.Second):
 			s.cmd.Process.Kill()
+			<-s.exited
 		}
 	}
 	os.RemoveAll(s.dir)
@@ -221,6 +270,9 @@ func (s *Server) Exec(tb testing.TB, db, stmts string) {
 			continue
 		}
 		if _, err := c.ExecContext(ctx, st); err != nil {
+			if !s.running() {
+				tb.Fatalf("testpg: %s: %v\n%s", st, err, s.ended())
+			}
 			tb.Fatalf("testpg: %s: %v", st, err)
 		}
 	}
