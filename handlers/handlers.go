@@ -201,6 +201,7 @@ func New(cfg Config) *Handler {
 	g := &guard{renderer: rd, auth: cfg.Auth, limits: newUserLimits(cfg.RateLimit), auditRoom: cfg.AuditRoom}
 	cs := newConsoleState(cfg.Console)
 	cs.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, log)
+	cs.hubs.Log = log // why a shared screen's client ended, when not a plain close
 	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
 		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})
 	hc := &hostCheck{renderer: rd, hosts: newHostPolicy(cfg.Listen, cfg.PublicURLs)}

@@ -417,16 +417,20 @@ func (c *client) take() ([][]byte, *update, error) {
 	c.out, c.queued = nil, 0
 	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
 	if c.resize != nil {
-		r := c.resize
-		c.resize = nil
-		switch {
+		switch r := c.resize; {
 		case c.enc.eds || c.enc.desktopSize:
+			c.resize = nil
 			u.resize = r
 			c.requested = false
 			return msgs, u, nil
+		case !c.requested:
+			// Its SetEncodings may still be on the way (a client that has
+			// just shaken hands): the change waits for its next request.
+			return msgs, nil, nil
 		case r.reason != 0 || len(c.damage) > 0:
 			return nil, nil, protocolErr("the desktop changed size and the client does not follow size changes")
 		}
+		c.resize = nil
 	}
 	cursorDue := c.enc.cursor && h.cursor != nil && c.cursorSent != h.cursorGen
 	if !c.requested || (len(c.damage) == 0 && !cursorDue) {

@@ -3,6 +3,7 @@ package rfb
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"image"
 	"log/slog"
 	"net"
@@ -225,5 +226,59 @@ func TestHub_FirstScreenIsPainted(t *testing.T) {
 	must(t, c.next())
 	if got := c.pixel(0, 0); got != d.fill {
 		t.Errorf("the first client's first screen has %v at 0,0; want the desktop's %v", got, d.fill)
+	}
+}
+
+// TestHub_ResizeBeforeSetEncodings: a client that has shaken hands but
+// not yet said which encodings it follows when the desktop changes size
+// is told the new size once it asks, not dropped (CI: an invitee's
+// console closed 0.2 s after it opened while the holder's window resized
+// the desktop).
+func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
+	d := newScriptedDesktop(t, 64, 32)
+	hub, err := Connect(d.peer)
+	must(t, err)
+	defer hub.Close()
+	serve := func() net.Conn {
+		a, b := net.Pipe()
+		go hub.Serve(context.Background(), a, true)
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	holder := dialTestClient(t, serve(), encZRLE, encExtendedDesktopSize)
+	holder.request(false)
+	must(t, holder.next())
+
+	// The newcomer's handshake, up to ServerInit, and nothing more yet.
+	late := serve()
+	late.SetDeadline(time.Now().Add(20 * time.Second))
+	b := make([]byte, 64)
+	must(t, readFull(late, b[:12]))
+	late.Write([]byte("RFB 003.008\n"))
+	must(t, readFull(late, b[:2]))
+	late.Write([]byte{1})
+	must(t, readFull(late, b[:4]))
+	late.Write([]byte{1})
+	must(t, readFull(late, b[:24+4])) // ServerInit and the name "test"
+
+	must(t, d.grow(128, 64, [3]byte{10, 20, 30}))
+	for must(t, holder.next()); holder.fb.w != 128; must(t, holder.next()) {
+	} // the hub has told every client of the change by now
+	time.Sleep(50 * time.Millisecond) // the newcomer's writer has woken on it
+
+	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, canonical.marshal()...)
+	msg = append(msg, msgSetEncodings, 0, 0, 2)
+	for _, e := range []int32{encZRLE, encExtendedDesktopSize} {
+		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
+	}
+	_, err = late.Write(append(msg, updateRequest(false, 64, 32)...))
+	must(t, err)
+	c := &testClient{t: t, conn: late, reason: -1, rects: map[int32]int{}}
+	c.fb.resize(64, 32)
+	for must(t, c.next()); c.fb.w != 128; must(t, c.next()) {
+		c.request(false)
+	}
+	if c.fb.h != 64 {
+		t.Errorf("the newcomer sees a %dx%d screen; want 128x64", c.fb.w, c.fb.h)
 	}
 }

@@ -169,3 +169,25 @@ func (d *scriptedDesktop) inputs() [][]byte {
 	defer d.mu.Unlock()
 	return append([][]byte(nil), d.input...)
 }
+
+// grow changes the screen's size to a larger w×h, as the desktop's own
+// change (ExtendedDesktopSize, reason 0), and paints it in one colour.
+// Later full updates still paint the first size's area.
+func (d *scriptedDesktop) grow(w, h int, c [3]byte) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 2, 0, 0, 0, 0}
+	b = binary.BigEndian.AppendUint16(b, uint16(w))
+	b = binary.BigEndian.AppendUint16(b, uint16(h))
+	eds := int32(encExtendedDesktopSize)
+	b = binary.BigEndian.AppendUint32(b, uint32(eds))
+	b = append(b, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(w))
+	b = binary.BigEndian.AppendUint16(b, uint16(h))
+	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(w))
+	b = binary.BigEndian.AppendUint16(b, uint16(h))
+	b = binary.BigEndian.AppendUint32(b, uint32(encRaw))
+	for range w * h {
+		b = append(b, c[0], c[1], c[2], 0)
+	}
+	return d.write(b)
+}
