@@ -117,6 +117,15 @@ func (c *Console) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	return c.dial(ctx, ref, p, false)
 }
 
+// DialDirect is the direct path alone (the desktop's own server), for a
+// connection made ahead of any console: it never takes the one viewer
+// slot a KubeVirt VMI's subresource has.
+func (c *Console) DialDirect(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.directTimeout)
+	defer cancel()
+	return c.direct.Dial(ctx, ref, p)
+}
+
 // DialAlongside is Dial for someone who watches alongside the holder: a
 // VNC or serial console is not opened through the further Paths then,
 // since KubeVirt lets one viewer in at a time and a new one would

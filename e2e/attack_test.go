@@ -83,7 +83,7 @@ const (
 )
 
 func TestAttacks(t *testing.T) {
-	rows := append(append(append(attacks(), rdpTokenAttacks()...), fileAttacks()...), shareAttacks()...)
+	rows := slices.Concat(attacks(), rdpTokenAttacks(), fileAttacks(), shareAttacks(), warmAttacks())
 	arenas := map[string]*arena{}
 	for _, row := range rows { // portals live for the whole suite
 		if key := strings.Join(row.env, " "); arenas[key] == nil {

@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"context"
+	"net"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // defaultPingEvery is how often an idle console websocket is pinged.
@@ -52,6 +55,27 @@ type consoleState struct {
 	// streams holds the holders' terminal and serial consoles, which
 	// the users they invite join.
 	streams fanout.Streams
+}
+
+// screenWarmHold is how long a screen warmed for a console page waits for
+// the page's websocket (the page's early socket gives up after 15 s too).
+const screenWarmHold = 15 * time.Second
+
+// warmScreen connects d's screen (its hub) as the holder's console page
+// goes out, when the page will open VNC: the page's websocket, a page
+// load later, finds the desktop's first screen waiting instead of
+// dialing and fetching it on the way. Only by the direct path: through
+// the API server it would take a KubeVirt VMI's one viewer slot, which
+// the page's websocket may need on another replica.
+func (cs *consoleState) warmScreen(id vdi.Identity, d vdi.Desktop, likely vdi.Protocol) {
+	if likely != vdi.ProtocolVNC || d.Holder != id.Login || d.Power != vdi.PowerRunning {
+		return
+	}
+	ref := d.Ref()
+	cs.hubs.Warm(ref.String(), screenWarmHold, func(ctx context.Context) (net.Conn, string, error) {
+		conn, err := cs.dial.DialDirect(ctx, ref, vdi.ProtocolVNC)
+		return conn, console.PathDirect, err
+	})
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

@@ -14,6 +14,8 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 	if err != nil {
 		return err
 	}
+	likely := likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))
+	h.console.warmScreen(id, d, likely)
 	h.render(w, r, http.StatusOK, views.Console(views.ConsoleProps{
 		Page:       h.pageProps(d.Name, id),
 		Desktop:    d,
@@ -23,7 +25,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Files:      h.filesProps(r, id, d),
 		Audio:      h.audioProps(r, d),
 		Share:      shareProps(id, d),
-		Likely:     string(likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))),
+		Likely:     string(likely),
 	}))
 	return nil
 }

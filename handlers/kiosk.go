@@ -37,13 +37,13 @@ func (h *kioskPages) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.
 			h.render(w, r, http.StatusOK, views.Kiosk(props))
 			return nil
 		}
-		return h.renderKiosk(w, r, props, d)
+		return h.renderKiosk(w, r, id, props, d)
 	}
 	d, err := h.desktops.Claim(r.Context(), id, ns, name)
 	if err != nil {
 		return h.renderKioskWait(w, r, props, err)
 	}
-	return h.renderKiosk(w, r, props, d)
+	return h.renderKiosk(w, r, id, props, d)
 }
 
 // handleKioskClaim serves POST /kiosk/{pool}: the kiosk page's button
@@ -117,12 +117,14 @@ func (h *kioskPages) renderKioskWait(w http.ResponseWriter, r *http.Request, pro
 }
 
 // renderKiosk shows desktop d full-screen.
-func (h *kioskPages) renderKiosk(w http.ResponseWriter, r *http.Request, props views.KioskProps, d vdi.Desktop) error {
+func (h *kioskPages) renderKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity, props views.KioskProps, d vdi.Desktop) error {
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
 	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
-	props.Likely = string(likelyConsole(d, ""))
+	likely := likelyConsole(d, "")
+	props.Likely = string(likely)
 	h.console.dial.ProbeAhead(d)
+	h.console.warmScreen(id, d, likely)
 	h.render(w, r, http.StatusOK, views.Kiosk(props))
 	return nil
 }

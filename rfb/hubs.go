@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 )
 
 // Hubs keeps one hub per desktop while the desktop has clients: the first
@@ -34,39 +35,30 @@ type Dialer func(ctx context.Context) (net.Conn, string, error)
 // Join returns one client's connection to key's hub, dialing the desktop
 // with dial when no hub runs for key, and the path the hub's connection
 // took. Closing the connection leaves the hub. Control says whether the
-// client's input reaches the desktop.
+// client's input reaches the desktop. A hub another caller was connecting
+// (Warm, a client a moment before) that failed is dialed once more.
 func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer) (net.Conn, string, error) {
-	hs.mu.Lock()
-	if hs.by == nil {
-		hs.by = map[string]*hubEntry{}
-	}
-	e := hs.by[key]
-	leader := e == nil || e.dead()
-	if leader {
-		e = &hubEntry{ready: make(chan struct{})}
-		hs.by[key] = e
-	}
-	e.clients++
-	hs.mu.Unlock()
-
-	if leader {
-		conn, path, err := dial(ctx)
-		if err == nil {
-			e.hub, err = Connect(conn)
+	var e *hubEntry
+	for attempt := 0; ; attempt++ {
+		var leader bool
+		e, leader = hs.enter(key)
+		if leader {
+			hs.connect(ctx, e, dial)
+		} else {
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				hs.leave(key, e)
+				return nil, "", ctx.Err()
+			}
 		}
-		e.path, e.err = path, err
-		close(e.ready)
-	} else {
-		select {
-		case <-e.ready:
-		case <-ctx.Done():
-			hs.leave(key, e)
-			return nil, "", ctx.Err()
+		if e.err == nil {
+			break
 		}
-	}
-	if e.err != nil {
 		hs.leave(key, e)
-		return nil, "", e.err
+		if leader || attempt > 0 {
+			return nil, "", e.err
+		}
 	}
 	server, client := net.Pipe()
 	go func() {
@@ -77,6 +69,55 @@ func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer)
 		hs.leave(key, e)
 	}()
 	return client, e.path, nil
+}
+
+// Warm connects key's hub ahead of its first client, unless one runs or
+// is connecting, and keeps it for hold: the console page's websocket,
+// which follows a page load later, then finds the desktop's screen there
+// instead of fetching it on its way. It does not wait.
+func (hs *Hubs) Warm(key string, hold time.Duration, dial Dialer) {
+	e, leader := hs.enter(key)
+	if !leader { // it runs, or a client is connecting it
+		hs.leave(key, e)
+		return
+	}
+	go func() {
+		// The connection outlives any request, as a client's does.
+		hs.connect(context.Background(), e, dial)
+		if e.err != nil {
+			hs.leave(key, e)
+			return
+		}
+		time.AfterFunc(hold, func() { hs.leave(key, e) })
+	}()
+}
+
+// enter counts a client into key's entry, making a new one (and the
+// caller its leader, who connects it) when none runs.
+func (hs *Hubs) enter(key string) (e *hubEntry, leader bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.by == nil {
+		hs.by = map[string]*hubEntry{}
+	}
+	e = hs.by[key]
+	leader = e == nil || e.dead()
+	if leader {
+		e = &hubEntry{ready: make(chan struct{})}
+		hs.by[key] = e
+	}
+	e.clients++
+	return e, leader
+}
+
+// connect dials and shakes hands with e's desktop, then opens e.ready.
+func (hs *Hubs) connect(ctx context.Context, e *hubEntry, dial Dialer) {
+	conn, path, err := dial(ctx)
+	if err == nil {
+		e.hub, err = Connect(conn)
+	}
+	e.path, e.err = path, err
+	close(e.ready)
 }
 
 // dead reports whether e's hub has ended; hs.mu is held.

@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConsole_PageWarmsTheScreen: the holder's console page connects the
+// desktop's screen as it goes out (warm VNC first pixels), and the page's
+// websocket then takes that connection instead of dialing its own;
+// another user's or an admin's page connects nothing.
+func TestConsole_PageWarmsTheScreen(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
+	d := mustClaim(t, p, "alice", "demo")
+	accepted := func() int { return screenConnections(p, d.Name) }
+	time.Sleep(time.Second) // whatever the start itself connected is logged
+	before := accepted()
+	page := p.URL + "/desktops/local/" + d.Name
+	if code := get(t, page, nil, "Tailscale-User-Login", "mallory"); code == 200 {
+		t.Errorf("mallory's GET of alice's console page: 200")
+	}
+	get(t, page, nil, "Tailscale-User-Login", "ops")
+	time.Sleep(500 * time.Millisecond)
+	if n := accepted() - before; n != 0 {
+		t.Fatalf("pages of others than the holder connected the screen %d times", n)
+	}
+	if code := get(t, page, nil, "Tailscale-User-Login", "alice"); code != 200 {
+		t.Fatalf("alice's console page: %d", code)
+	}
+	waitFor(t, 10*time.Second, "the screen's connection the page warmed", func() bool { return accepted() == before+1 })
+	ws, _, err := dialWS(p, "alice", "/ws/vnc/local/"+d.Name, p.URL)
+	must(t, err)
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	must(t, err)
+	if !strings.HasPrefix(string(msg), "RFB 003.") {
+		t.Fatalf("the console's first message: %q; want the RFB version", msg)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := accepted() - before; n != 1 {
+		t.Errorf("the screen was connected %d times; want once, by the page, taken by its websocket", n)
+	}
+}
+
+// screenConnections counts the connections the portal made to member's
+// screen, as its Xvnc logs them.
+func screenConnections(p *Portal, member string) int {
+	b, err := os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "state", "Xvnc.log"))
+	if err != nil {
+		b, _ = os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "run", "Xvnc.log"))
+	}
+	return strings.Count(string(b), "Connections: accepted")
+}
+
+// warmAttacks are the attack table's rows on the screen a console page
+// connects ahead of its websocket.
+func warmAttacks() []attack {
+	return []attack{{
+		// mallory loads alice's console page, to make the portal hold a
+		// connection to alice's screen: refused, and nothing connected.
+		name: "OpenAnothersConsolePageToWarmItsScreen",
+		setup: func(t *testing.T, a *arena) {
+			a.state["screen"] = screenConnections(a.p, a.victim)
+		},
+		attack: func(t *testing.T, a *arena) *http.Response {
+			return a.do(t, "GET", "/desktops/local/"+a.victim, "", "Tailscale-User-Login", "mallory")
+		},
+		status: 403, says: "not yours",
+		after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+			time.Sleep(500 * time.Millisecond)
+			if n := screenConnections(a.p, a.victim) - a.state["screen"].(int); n != 0 {
+				t.Errorf("mallory's page connected alice's screen %d times", n)
+			}
+		},
+	}}
+}
