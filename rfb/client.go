@@ -29,6 +29,7 @@ type client struct {
 	enc        clientEncodings
 	damage     []Rect
 	requested  bool
+	w, h       int // the screen's size as the client was last told it
 	resize     *resizeNote
 	cursorSent uint64 // the hub's cursorGen last sent
 	out        [][]byte
@@ -46,7 +47,10 @@ type clientEncodings struct {
 
 // resizeNote is a size change (or the answer to a SetDesktopSize) to tell
 // a client before its next pixels.
-type resizeNote struct{ reason, status int }
+type resizeNote struct {
+	reason, status int
+	layout         bool // only the layout, for a client that newly follows it
+}
 
 func (c *client) wakeUp() {
 	select {
@@ -183,6 +187,7 @@ func (c *client) handshake() error {
 	h.mu.Lock()
 	si := binary.BigEndian.AppendUint16(nil, uint16(h.fb.w))
 	si = binary.BigEndian.AppendUint16(si, uint16(h.fb.h))
+	c.w, c.h = h.fb.w, h.fb.h
 	h.mu.Unlock()
 	si = append(si, canonical.marshal()...)
 	si = binary.BigEndian.AppendUint32(si, uint32(len(h.name)))
@@ -308,8 +313,8 @@ func (c *client) readEncodings() error {
 		c.cursorSent = 0 // the shape again
 		c.wakeUp()
 	}
-	if e.eds && !c.enc.eds {
-		c.resize = &resizeNote{}
+	if e.eds && !c.enc.eds && c.resize == nil {
+		c.resize = &resizeNote{layout: true}
 		c.wakeUp()
 	}
 	if e.extClip && !c.enc.extClip && c.control && h.clipCaps != nil {
@@ -418,19 +423,26 @@ func (c *client) take() ([][]byte, *update, error) {
 	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
 	if c.resize != nil {
 		switch r := c.resize; {
-		case c.enc.eds || c.enc.desktopSize:
+		case (c.enc.eds || c.enc.desktopSize) && (!r.layout || c.requested):
 			c.resize = nil
 			u.resize = r
 			c.requested = false
+			c.w, c.h = h.fb.w, h.fb.h
 			return msgs, u, nil
+		case c.enc.eds || c.enc.desktopSize:
+			// The layout for a client that newly follows it, not a
+			// change: it goes with the client's next request (a second
+			// SetEncodings may yet say it does not follow after all).
+			return msgs, nil, nil
+		case c.w == h.fb.w && c.h == h.fb.h:
+			c.resize = nil // the size it knows: nothing to tell
 		case !c.requested:
 			// Its SetEncodings may still be on the way (a client that has
 			// just shaken hands): the change waits for its next request.
 			return msgs, nil, nil
-		case r.reason != 0 || len(c.damage) > 0:
+		default:
 			return nil, nil, protocolErr("the desktop changed size and the client does not follow size changes")
 		}
-		c.resize = nil
 	}
 	cursorDue := c.enc.cursor && h.cursor != nil && c.cursorSent != h.cursorGen
 	if !c.requested || (len(c.damage) == 0 && !cursorDue) {

@@ -161,9 +161,13 @@ func (h *Hub) tellResize(reason, status int) {
 			continue
 		case reason == 1:
 			c.resize = &resizeNote{reason: 2}
+		case c.resize != nil && !c.resize.layout:
+			// An answer not yet sent names the new layout too: it stays
+			// (Xvnc follows its answer with a change of its own).
 		default:
 			c.resize = &resizeNote{reason: reason}
 		}
 		c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+		c.wakeUp() // the note goes unasked, even where the damage was already there
 	}
 }

@@ -163,9 +163,11 @@ func TestHub_RealXvnc_Resize(t *testing.T) {
 	setSize(holder, 800, 600)
 	// The size change comes unasked, as TigerVNC sends it: noVNC asks for
 	// nothing more until its SetDesktopSize is answered.
+	// Xvnc may tell of the change (reason 0) before it answers: the
+	// answer comes all the same.
 	waitSize := func(c *testClient, reason int) {
 		t.Helper()
-		for must(t, c.next()); c.fb.w != 800; must(t, c.next()) {
+		for must(t, c.next()); c.fb.w != 800 || c.reason != reason; must(t, c.next()) {
 		}
 		if c.reason != reason || c.status != 0 || c.fb.h != 600 {
 			t.Errorf("after the resize: reason %d status %d size %dx%d; want reason %d status 0 800x600", c.reason, c.status, c.fb.w, c.fb.h, reason)
@@ -280,5 +282,33 @@ func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
 	}
 	if c.fb.h != 64 {
 		t.Errorf("the newcomer sees a %dx%d screen; want 128x64", c.fb.w, c.fb.h)
+	}
+}
+
+// TestHub_SecondSetEncodingsWithoutResizes: a client whose first
+// SetEncodings follows size changes (the one the relay sends for a
+// watcher) and whose own, a moment later, asks for Raw only gets Raw
+// rectangles only (the soak's watchers were sent ExtendedDesktopSize).
+func TestHub_SecondSetEncodingsWithoutResizes(t *testing.T) {
+	d := newScriptedDesktop(t, 64, 32)
+	hub, err := Connect(d.peer)
+	must(t, err)
+	defer hub.Close()
+	a, b := net.Pipe()
+	go hub.Serve(context.Background(), a, false)
+	defer b.Close()
+	c := dialTestClient(t, b, encDesktopSize, encExtendedDesktopSize)
+	time.Sleep(50 * time.Millisecond) // the writer has woken on it
+	_, err = b.Write([]byte{msgSetEncodings, 0, 0, 1, 0, 0, 0, 0})
+	must(t, err)
+	c.request(false)
+	must(t, c.next())
+	for enc, n := range c.rects {
+		if enc != encRaw {
+			t.Errorf("%d rectangles of encoding %d; want Raw only", n, enc)
+		}
+	}
+	if c.rects[encRaw] == 0 {
+		t.Error("no Raw rectangle: the screen was not sent")
 	}
 }
