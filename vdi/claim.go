@@ -39,11 +39,22 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 		known := make(map[string]*Lease, len(leases))
 		for _, l := range leases {
 			if l.Holder == id.Login && !l.Expired(now) {
-				// Asking again also finishes what a failure left undone.
-				if err := s.mirror(ctx, l); err != nil {
-					return Desktop{}, err
+				// The list may be a cache a moment behind a release on
+				// another replica: the Lease itself must still say so.
+				fresh, err := s.leases.Get(ctx, l.Ref())
+				if errors.Is(err, ErrNotFound) {
+					continue // released: the member is free
+				} else if err != nil {
+					return Desktop{}, unavailable(err)
 				}
-				return s.powerOn(ctx, l)
+				if fresh.Holder == id.Login && !fresh.Expired(now) {
+					// Asking again also finishes what a failure left undone.
+					if err := s.mirror(ctx, fresh); err != nil {
+						return Desktop{}, err
+					}
+					return s.powerOn(ctx, fresh)
+				}
+				l = fresh
 			}
 			known[l.Member] = l
 		}
