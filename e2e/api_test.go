@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/sys/unix"
 )
 
 // TestAPI_ClaimRules drives the JSON API as several users: claims are
@@ -108,10 +108,7 @@ func TestAPI_ClaimRules(t *testing.T) {
 	})
 
 	t.Run("a desktop whose processes died shows failed and stays claimed", func(t *testing.T) {
-		xvnc := recordedPID(t, p, a.Name, "Xvnc")
-		if err := syscall.Kill(xvnc, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		killRecorded(t, p, a.Name, "Xvnc")
 		var d desktop
 		ok := eventually(5*time.Second, func() bool {
 			p.API(t, "alice", "GET", "/api/vdi/desktops/local/"+a.Name, &d)
@@ -224,6 +221,14 @@ func dialConsole(p *Portal, user, member, origin string) (*websocket.Conn, *http
 // member's processes.
 func recordedPID(tb testing.TB, p *Portal, member, name string) int {
 	tb.Helper()
+	pid, _ := recordedProc(tb, p, member, name)
+	return pid
+}
+
+// recordedProc returns the pid and start time (clock ticks since boot)
+// the portal recorded for member's process name.
+func recordedProc(tb testing.TB, p *Portal, member, name string) (int, uint64) {
+	tb.Helper()
 	// A sandboxed desktop's pids file is in the portal's state folder.
 	buf, err := os.ReadFile(filepath.Join(p.DataDir, "local", "members", member, "state", "pids"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -234,8 +239,9 @@ func recordedPID(tb testing.TB, p *Portal, member, name string) int {
 	}
 	var pids struct {
 		Procs []struct {
-			Name string `json:"name"`
-			PID  int    `json:"pid"`
+			Name  string `json:"name"`
+			PID   int    `json:"pid"`
+			Start uint64 `json:"start"`
 		} `json:"procs"`
 	}
 	if err := json.Unmarshal(buf, &pids); err != nil {
@@ -243,11 +249,36 @@ func recordedPID(tb testing.TB, p *Portal, member, name string) int {
 	}
 	for _, pr := range pids.Procs {
 		if pr.Name == name {
-			return pr.PID
+			return pr.PID, pr.Start
 		}
 	}
 	tb.Fatalf("no %s in %s's pids file: %s", name, member, buf)
-	return 0
+	return 0, 0
+}
+
+// killRecorded kills member's recorded process name with SIGKILL and
+// returns its pid. It signals through a pidfd taken while the pid's start
+// time is still the recorded one, so a recycled pid is never hit.
+func killRecorded(tb testing.TB, p *Portal, member, name string) int {
+	tb.Helper()
+	pid, start := recordedProc(tb, p, member, name)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		tb.Fatalf("%s's %s (pid %d): %v", member, name, pid, err)
+	}
+	defer unix.Close(fd)
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	if len(f) < 20 || f[19] != fmt.Sprint(start) {
+		tb.Fatalf("pid %d is no longer %s's %s (another process has it)", pid, member, name)
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		tb.Fatal(err)
+	}
+	return pid
 }
 
 func status(res *http.Response) any {

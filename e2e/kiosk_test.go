@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,8 +42,7 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 	})
 
 	t.Run("DesktopRestart", func(t *testing.T) {
-		xvnc := recordedPID(t, p, member, "Xvnc")
-		must(t, syscall.Kill(xvnc, syscall.SIGKILL))
+		xvnc := killRecorded(t, p, member, "Xvnc")
 		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Reconnecting in"))
 		must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "false"))
 		docShot(t, page, "kiosk-reconnecting")
