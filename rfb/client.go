@@ -413,7 +413,8 @@ type update struct {
 // something changed, an update. A size change goes at once, whether asked
 // for or not, as an update of its own (as TigerVNC sends it): noVNC waits
 // for the answer to its SetDesktopSize before it asks for more, and the
-// client's next request then fetches the pixels.
+// client's next request then fetches the pixels. The layout for a client
+// that newly follows size changes goes in front of the pixels it asks for.
 func (c *client) take() ([][]byte, *update, error) {
 	h := c.hub
 	h.mu.Lock()
@@ -423,12 +424,18 @@ func (c *client) take() ([][]byte, *update, error) {
 	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
 	if c.resize != nil {
 		switch r := c.resize; {
-		case (c.enc.eds || c.enc.desktopSize) && (!r.layout || c.requested):
+		case (c.enc.eds || c.enc.desktopSize) && !r.layout:
 			c.resize = nil
 			u.resize = r
 			c.requested = false
 			c.w, c.h = h.fb.w, h.fb.h
 			return msgs, u, nil
+		case (c.enc.eds || c.enc.desktopSize) && c.requested:
+			// The layout goes in front of the pixels asked for, in one
+			// update (a client's first: no round trip between them).
+			c.resize = nil
+			u.resize = r
+			c.w, c.h = h.fb.w, h.fb.h
 		case c.enc.eds || c.enc.desktopSize:
 			// The layout for a client that newly follows it, not a
 			// change: it goes with the client's next request (a second
@@ -445,7 +452,7 @@ func (c *client) take() ([][]byte, *update, error) {
 		}
 	}
 	cursorDue := c.enc.cursor && h.cursor != nil && c.cursorSent != h.cursorGen
-	if !c.requested || (len(c.damage) == 0 && !cursorDue) {
+	if !c.requested || (len(c.damage) == 0 && !cursorDue && u.resize == nil) {
 		return msgs, nil, nil
 	}
 	if cursorDue {

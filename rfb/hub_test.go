@@ -153,6 +153,9 @@ func TestHub_RealXvnc_Resize(t *testing.T) {
 		if c.reason != 0 {
 			t.Fatalf("first update's ExtendedDesktopSize reason %d; want 0", c.reason)
 		}
+		if c.rects[encZRLE] == 0 {
+			t.Error("the first update has the layout but no pixels; want both in one")
+		}
 	}
 	setSize := func(c *testClient, w, h int) {
 		msg := []byte{msgSetDesktopSize, 0, byte(w >> 8), byte(w), byte(h >> 8), byte(h), 1, 0,
