@@ -220,13 +220,8 @@ func TestHub_FirstScreenIsPainted(t *testing.T) {
 	d.fill = [3]byte{200, 100, 50}
 	d.cursorFirst = &cursorShape{w: 1, h: 1, pix: []byte{1, 2, 3, 0}, mask: []byte{0x80}}
 	d.paintDelay = 300 * time.Millisecond // a client joining meanwhile gets what the hub has
-	hub, err := Connect(d.peer)
-	must(t, err)
-	defer hub.Close()
-	a, b := net.Pipe()
-	go hub.Serve(context.Background(), a, false)
-	defer b.Close()
-	c := dialTestClient(t, b, encZRLE)
+	serve := connectScripted(t, d)
+	c := dialTestClient(t, serve(false), encZRLE)
 	c.request(false)
 	must(t, c.next())
 	if got := c.pixel(0, 0); got != d.fill {
@@ -241,21 +236,13 @@ func TestHub_FirstScreenIsPainted(t *testing.T) {
 // the desktop).
 func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
 	d := newScriptedDesktop(t, 64, 32)
-	hub, err := Connect(d.peer)
-	must(t, err)
-	defer hub.Close()
-	serve := func() net.Conn {
-		a, b := net.Pipe()
-		go hub.Serve(context.Background(), a, true)
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	holder := dialTestClient(t, serve(), encZRLE, encExtendedDesktopSize)
+	serve := connectScripted(t, d)
+	holder := dialTestClient(t, serve(true), encZRLE, encExtendedDesktopSize)
 	holder.request(false)
 	must(t, holder.next())
 
 	// The newcomer's handshake, up to ServerInit, and nothing more yet.
-	late := serve()
+	late := serve(true)
 	late.SetDeadline(time.Now().Add(20 * time.Second))
 	b := make([]byte, 64)
 	must(t, readFull(late, b[:12]))
@@ -276,7 +263,7 @@ func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
 	for _, e := range []int32{encZRLE, encExtendedDesktopSize} {
 		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
 	}
-	_, err = late.Write(append(msg, updateRequest(false, 64, 32)...))
+	_, err := late.Write(append(msg, updateRequest(false, 64, 32)...))
 	must(t, err)
 	c := &testClient{t: t, conn: late, reason: -1, rects: map[int32]int{}}
 	c.fb.resize(64, 32)
@@ -293,16 +280,11 @@ func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
 // watcher) and whose own, a moment later, asks for Raw only gets Raw
 // rectangles only (the soak's watchers were sent ExtendedDesktopSize).
 func TestHub_SecondSetEncodingsWithoutResizes(t *testing.T) {
-	d := newScriptedDesktop(t, 64, 32)
-	hub, err := Connect(d.peer)
-	must(t, err)
-	defer hub.Close()
-	a, b := net.Pipe()
-	go hub.Serve(context.Background(), a, false)
-	defer b.Close()
+	serve := connectScripted(t, newScriptedDesktop(t, 64, 32))
+	b := serve(false)
 	c := dialTestClient(t, b, encDesktopSize, encExtendedDesktopSize)
 	time.Sleep(50 * time.Millisecond) // the writer has woken on it
-	_, err = b.Write([]byte{msgSetEncodings, 0, 0, 1, 0, 0, 0, 0})
+	_, err := b.Write([]byte{msgSetEncodings, 0, 0, 1, 0, 0, 0, 0})
 	must(t, err)
 	c.request(false)
 	must(t, c.next())
@@ -313,5 +295,20 @@ func TestHub_SecondSetEncodingsWithoutResizes(t *testing.T) {
 	}
 	if c.rects[encRaw] == 0 {
 		t.Error("no Raw rectangle: the screen was not sent")
+	}
+}
+
+// connectScripted connects a hub to d, closed when the test ends, and
+// returns a function that serves it one more client.
+func connectScripted(t *testing.T, d *scriptedDesktop) func(control bool) net.Conn {
+	t.Helper()
+	hub, err := Connect(d.peer)
+	must(t, err)
+	t.Cleanup(func() { hub.Close() })
+	return func(control bool) net.Conn {
+		a, b := net.Pipe()
+		go hub.Serve(context.Background(), a, control)
+		t.Cleanup(func() { b.Close() })
+		return b
 	}
 }
