@@ -422,21 +422,20 @@ func (c *client) take() ([][]byte, *update, error) {
 	msgs := c.out
 	c.out, c.queued = nil, 0
 	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
-	if c.resize != nil {
-		switch r := c.resize; {
-		case (c.enc.eds || c.enc.desktopSize) && !r.layout:
+	if r := c.resize; r != nil {
+		follows := c.enc.eds || c.enc.desktopSize
+		switch {
+		case follows && (!r.layout || c.requested):
 			c.resize = nil
 			u.resize = r
-			c.requested = false
 			c.w, c.h = h.fb.w, h.fb.h
-			return msgs, u, nil
-		case (c.enc.eds || c.enc.desktopSize) && c.requested:
+			if !r.layout { // a change: at once, as an update of its own
+				c.requested = false
+				return msgs, u, nil
+			}
 			// The layout goes in front of the pixels asked for, in one
 			// update (a client's first: no round trip between them).
-			c.resize = nil
-			u.resize = r
-			c.w, c.h = h.fb.w, h.fb.h
-		case c.enc.eds || c.enc.desktopSize:
+		case follows:
 			// The layout for a client that newly follows it, not a
 			// change: it goes with the client's next request (a second
 			// SetEncodings may yet say it does not follow after all).
