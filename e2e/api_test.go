@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -267,11 +266,10 @@ func killRecorded(tb testing.TB, p *Portal, member, name string) int {
 		tb.Fatalf("%s's %s (pid %d): %v", member, name, pid, err)
 	}
 	defer unix.Close(fd)
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, f, err := procStat(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
 	if len(f) < 20 || f[19] != fmt.Sprint(start) {
 		tb.Fatalf("pid %d is no longer %s's %s (another process has it)", pid, member, name)
 	}
@@ -290,11 +288,6 @@ func status(res *http.Response) any {
 
 // alive reports whether pid is a live process (a zombie is not).
 func alive(pid int) bool {
-	buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(buf, ')')
-	return i > 0 && i+2 < len(buf) && buf[i+2] != 'Z'
+	_, f, err := procStat(pid)
+	return err == nil && len(f) > 0 && f[0] != "Z"
 }

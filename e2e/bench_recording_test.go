@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +14,10 @@ import (
 // cpuSeconds returns the CPU time (user + system) process pid has used.
 func cpuSeconds(tb testing.TB, pid int) float64 {
 	tb.Helper()
-	buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, f, err := procStat(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Fields after the command (which may hold spaces) start after ") ".
-	f := strings.Fields(string(buf[strings.LastIndexByte(string(buf), ')')+2:]))
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return (utime + stime) / 100 // USER_HZ

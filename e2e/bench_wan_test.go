@@ -329,11 +329,10 @@ func desktopServer(t *testing.T, pid int, comm string) int {
 // descends reports whether process n has pid among its ancestors.
 func descends(n, pid int) bool {
 	for n > 1 {
-		buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
-		if err != nil {
+		_, f, err := procStat(n)
+		if err != nil || len(f) < 2 {
 			return false
 		}
-		f := strings.Fields(string(buf[strings.LastIndexByte(string(buf), ')')+2:]))
 		n, _ = strconv.Atoi(f[1])
 		if n == pid {
 			return true

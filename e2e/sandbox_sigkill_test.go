@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"strconv"
@@ -131,18 +130,12 @@ func procs() map[int]proc {
 		if err != nil {
 			continue
 		}
-		buf, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		i := bytes.LastIndexByte(buf, ')')
-		j := bytes.IndexByte(buf, '(')
-		if err != nil || i < 0 || j < 0 {
-			continue
-		}
-		f := strings.Fields(string(buf[i+1:])) // state ppid ... starttime is the 20th
-		if len(f) < 20 || f[0] == "Z" {
+		comm, f, err := procStat(pid) // state ppid ... starttime is the 20th
+		if err != nil || len(f) < 20 || f[0] == "Z" {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		out[pid] = proc{comm: string(buf[j+1 : i]), ppid: ppid, start: f[19]}
+		out[pid] = proc{comm: comm, ppid: ppid, start: f[19]}
 	}
 	return out
 }
