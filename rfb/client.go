@@ -13,6 +13,10 @@ import (
 // texts): past it a stalled client loses those, never the desktop's pace.
 const maxQueued = 4 << 20
 
+// maxUpdateRects is the most rectangles an update's count says; past it
+// an update ends with LastRect instead (a variable: the tests lower it).
+var maxUpdateRects = 0xFFFF
+
 // maxDamage is how many changed rectangles a client keeps apart before
 // they are merged into one.
 const maxDamage = 32
@@ -35,12 +39,17 @@ type client struct {
 	out        [][]byte
 	queued     int
 
-	zrle zrleEncoder // the writer's own
+	// The writer's own.
+	zrle  zrleEncoder
+	tight tightEncoder
 }
 
 // clientEncodings is what a client's SetEncodings said it follows.
 type clientEncodings struct {
-	zrle, tight, desktopSize, eds, extClip, cursor bool
+	zrle, tight, desktopSize, eds, extClip, cursor, lastRect bool
+	// tightFirst: Tight comes before ZRLE in the client's list (or
+	// without it), so the hub sends its lossless rectangles as Tight.
+	tightFirst bool
 	// jpeg is 1 + the JPEG quality level asked for (0–9); 0: none.
 	jpeg int
 }
@@ -292,6 +301,9 @@ func (c *client) readEncodings() error {
 			e.zrle = true
 		case encTight:
 			e.tight = true
+			e.tightFirst = !e.zrle
+		case encLastRect:
+			e.lastRect = true
 		case encCursor:
 			e.cursor = true
 		case encDesktopSize:
@@ -389,7 +401,9 @@ func (c *client) write(ctx context.Context) error {
 			}
 		}
 		if upd != nil {
-			if _, err := c.conn.Write(upd.encode(c)); err != nil {
+			m := upd.encode(c)
+			putPixels(upd.buf)
+			if _, err := c.conn.Write(m); err != nil {
 				return nil
 			}
 		}
@@ -403,7 +417,8 @@ type update struct {
 	resize  *resizeNote
 	screens []byte
 	rects   []Rect
-	pix     [][]byte
+	pix     [][]byte // each rectangle's pixels, in buf
+	buf     *[]byte
 	cursor  *cursorShape
 	pf      PixelFormat
 	enc     clientEncodings
@@ -457,11 +472,22 @@ func (c *client) take() ([][]byte, *update, error) {
 	if cursorDue {
 		u.cursor, c.cursorSent = h.cursor, h.cursorGen
 	}
+	n := 0
 	for _, r := range c.damage {
 		if r = r.clip(h.fb.w, h.fb.h); !r.empty() {
 			u.rects = append(u.rects, r)
-			u.pix = append(u.pix, h.fb.get(r, nil))
+			n += r.W * r.H * 4
 		}
+	}
+	// The pixels go in a pooled buffer (encode gives it back): a full
+	// screen is 4 MiB, which allocated afresh cost a first screen tens of
+	// milliseconds under load.
+	u.buf = getPixels(n)
+	n = 0
+	for _, r := range u.rects {
+		m := r.W * r.H * 4
+		u.pix = append(u.pix, h.fb.get(r, (*u.buf)[n:n:n+m]))
+		n += m
 	}
 	c.damage = c.damage[:0]
 	c.requested = false
@@ -470,63 +496,78 @@ func (c *client) take() ([][]byte, *update, error) {
 
 // encode returns u as the client's FramebufferUpdate message.
 func (u *update) encode(c *client) []byte {
-	b := []byte{msgFramebufferUpdate, 0, 0, 0} // the count is set at the end
-	n := 0
-	rect := func(x, y, w, h int, enc int32) {
-		n++
-		b = binary.BigEndian.AppendUint16(b, uint16(x))
-		b = binary.BigEndian.AppendUint16(b, uint16(y))
-		b = binary.BigEndian.AppendUint16(b, uint16(w))
-		b = binary.BigEndian.AppendUint16(b, uint16(h))
-		b = binary.BigEndian.AppendUint32(b, uint32(enc))
-	}
+	w := &updateWriter{b: []byte{msgFramebufferUpdate, 0, 0, 0}} // the count is set at the end
 	if r := u.resize; r != nil {
 		if u.enc.eds {
-			rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)
-			b = append(b, u.screens...)
+			w.rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)
+			w.b = append(w.b, u.screens...)
 		} else {
-			rect(0, 0, u.w, u.h, encDesktopSize)
+			w.rect(0, 0, u.w, u.h, encDesktopSize)
 		}
 	}
 	if u.cursor != nil {
-		n++
-		b = appendCursor(b, u.cursor, u.pf)
+		w.n++
+		w.b = appendCursor(w.b, u.cursor, u.pf)
+	}
+	// Tight for a client that prefers it, unless its rectangles could
+	// overflow the count and it cannot end an update with LastRect.
+	tight := u.enc.tightFirst && u.pf.Depth == 24
+	most := w.n
+	for _, r := range u.rects {
+		most += tightRects(r)
+	}
+	lastRect := tight && most >= maxUpdateRects
+	if lastRect && !u.enc.lastRect {
+		tight, lastRect = false, false
 	}
 	var conv func(dst, c []byte) []byte
-	jpegOK := u.enc.zrle && u.enc.tight && u.enc.jpeg > 0 && u.pf.BitsPerPixel == 32
+	jpegOK := u.enc.tight && u.enc.jpeg > 0 && u.pf.BitsPerPixel == 32 && (tight || u.enc.zrle)
 	for i, r := range u.rects {
-		if jpegOK {
-			for _, p := range split(u.pix[i], r) {
+		if jpegOK || tight {
+			parts := []part{{Rect: Rect{0, 0, r.W, r.H}}}
+			if jpegOK {
+				parts = split(u.pix[i], r)
+			}
+			for _, p := range parts {
 				pix := subPixels(u.pix[i], r.W, p.Rect)
 				if p.jpeg {
 					if data, ok := jpegRect(pix, p.W, p.H, u.enc.jpeg-1); ok {
-						rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encTight)
-						b = append(b, data...)
+						w.rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encTight)
+						w.b = append(w.b, data...)
 						continue
 					}
 				}
-				rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encZRLE)
-				b = append(b, c.zrle.encode(pix, Rect{0, 0, p.W, p.H}, u.pf)...)
+				if tight {
+					c.tight.encode(w, pix, Rect{r.X + p.X, r.Y + p.Y, p.W, p.H})
+					continue
+				}
+				w.rect(r.X+p.X, r.Y+p.Y, p.W, p.H, encZRLE)
+				w.b = append(w.b, c.zrle.encode(pix, Rect{0, 0, p.W, p.H}, u.pf)...)
 			}
 			continue
 		}
 		if u.enc.zrle {
-			rect(r.X, r.Y, r.W, r.H, encZRLE)
-			b = append(b, c.zrle.encode(u.pix[i], Rect{0, 0, r.W, r.H}, u.pf)...)
+			w.rect(r.X, r.Y, r.W, r.H, encZRLE)
+			w.b = append(w.b, c.zrle.encode(u.pix[i], Rect{0, 0, r.W, r.H}, u.pf)...)
 			continue
 		}
-		rect(r.X, r.Y, r.W, r.H, encRaw)
+		w.rect(r.X, r.Y, r.W, r.H, encRaw)
 		if u.pf == canonical {
-			b = append(b, u.pix[i]...)
+			w.b = append(w.b, u.pix[i]...)
 			continue
 		}
 		if conv == nil {
 			conv = converter(u.pf, false)
 		}
 		for p := 0; p < len(u.pix[i]); p += 4 {
-			b = conv(b, u.pix[i][p:p+3])
+			w.b = conv(w.b, u.pix[i][p:p+3])
 		}
 	}
-	binary.BigEndian.PutUint16(b[2:], uint16(n)) // split keeps n small
-	return b
+	n := w.n
+	if lastRect {
+		w.rect(0, 0, 0, 0, encLastRect)
+		n = 0xFFFF // as many as come before LastRect
+	}
+	binary.BigEndian.PutUint16(w.b[2:], uint16(n)) // split keeps the others' count small
+	return w.b
 }

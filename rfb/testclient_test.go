@@ -1,10 +1,8 @@
 package rfb
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"image/jpeg"
 	"io"
 	"net"
 	"testing"
@@ -12,12 +10,13 @@ import (
 )
 
 // testClient is a browser's side of a console for the tests: RFB 3.8,
-// the canonical pixel format, ZRLE or Raw, following size changes.
+// the canonical pixel format, Tight, ZRLE or Raw, following size changes.
 type testClient struct {
-	t    testing.TB
-	conn net.Conn
-	fb   framebuffer
-	zrle zrleDecoder
+	t     testing.TB
+	conn  net.Conn
+	fb    framebuffer
+	zrle  zrleDecoder
+	tight tightDecoder
 	// The last ExtendedDesktopSize rectangle's reason and status.
 	reason, status int
 	cutTexts       [][]byte
@@ -120,6 +119,8 @@ func (c *testClient) next() error {
 				}
 			case encDesktopSize:
 				c.fb.resize(r.W, r.H)
+			case encLastRect:
+				return nil
 			case encCursor:
 				cur := &cursorShape{x: r.X, y: r.Y, w: r.W, h: r.H, pix: make([]byte, r.W*r.H*4), mask: make([]byte, (r.W+7)/8*r.H)}
 				if err := readFull(c.conn, cur.pix); err != nil {
@@ -133,7 +134,7 @@ func (c *testClient) next() error {
 				if !r.inside(c.fb.w, c.fb.h) {
 					return fmt.Errorf("rectangle %+v outside %dx%d", r, c.fb.w, c.fb.h)
 				}
-				pix, err := readTightJPEG(c.conn, r)
+				pix, err := c.tight.decode(c.conn, r)
 				if err != nil {
 					return err
 				}
@@ -157,50 +158,6 @@ func (c *testClient) next() error {
 		}
 		return nil
 	}
-}
-
-// readTightJPEG reads a Tight rectangle, which must be JPEG, as pixels.
-func readTightJPEG(conn io.Reader, r Rect) ([]byte, error) {
-	var b [1]byte
-	if err := readFull(conn, b[:]); err != nil {
-		return nil, err
-	}
-	if b[0] != tightJPEG {
-		return nil, fmt.Errorf("tight compression control %#x; want JPEG", b[0])
-	}
-	n := 0
-	for i := range 3 {
-		if err := readFull(conn, b[:]); err != nil {
-			return nil, err
-		}
-		if i == 2 {
-			n |= int(b[0]) << 14
-			break
-		}
-		n |= int(b[0]&0x7f) << (7 * i)
-		if b[0]&0x80 == 0 {
-			break
-		}
-	}
-	data := make([]byte, n)
-	if err := readFull(conn, data); err != nil {
-		return nil, err
-	}
-	img, err := jpeg.Decode(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	if img.Bounds().Dx() != r.W || img.Bounds().Dy() != r.H {
-		return nil, fmt.Errorf("a %v JPEG in rectangle %+v", img.Bounds(), r)
-	}
-	pix := make([]byte, 0, r.W*r.H*4)
-	for y := range r.H {
-		for x := range r.W {
-			cr, cg, cb, _ := img.At(x, y).RGBA()
-			pix = append(pix, byte(cr>>8), byte(cg>>8), byte(cb>>8), 0)
-		}
-	}
-	return pix, nil
 }
 
 // pixel returns the colour at (x, y) as R, G, B.

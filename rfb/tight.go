@@ -51,7 +51,7 @@ type part struct {
 func split(pix []byte, r Rect) []part {
 	cols := (r.W + photoTile - 1) / photoTile
 	var parts []part
-	var set colourSet
+	var set palette
 	above := map[[2]int]int{} // a JPEG run's X and W → its index in parts, on the last row
 	photos := false
 	for ty := 0; ty < r.H; ty += photoTile {
@@ -59,7 +59,7 @@ func split(pix []byte, r Rect) []part {
 		row := make([]bool, cols)
 		for i := range cols {
 			t := Rect{i * photoTile, ty, min(photoTile, r.W-i*photoTile), th}
-			row[i] = set.moreThan(pix, r.W, t, photoColours)
+			row[i] = !set.build(pix, r.W, t) // more than photoColours
 			photos = photos || row[i]
 		}
 		next := map[[2]int]int{}
@@ -87,34 +87,6 @@ func split(pix []byte, r Rect) []part {
 		return []part{{Rect: Rect{0, 0, r.W, r.H}}}
 	}
 	return parts
-}
-
-// colourSet counts a tile's distinct colours, stopping past a limit.
-type colourSet struct{ slots [1024]uint32 }
-
-// moreThan reports whether tile t of pix (stride pixels a row) has more
-// than limit (at most 511) distinct colours.
-func (s *colourSet) moreThan(pix []byte, stride int, t Rect, limit int) bool {
-	clear(s.slots[:])
-	n := 0
-	for y := range t.H {
-		o := ((t.Y+y)*stride + t.X) * 4
-		for range t.W {
-			c := uint32(pix[o]) | uint32(pix[o+1])<<8 | uint32(pix[o+2])<<16 | 1<<24
-			o += 4
-			i := (c * 2654435761) >> 22 // 10 bits
-			for s.slots[i] != 0 && s.slots[i] != c {
-				i = (i + 1) & 1023
-			}
-			if s.slots[i] == 0 {
-				s.slots[i] = c
-				if n++; n > limit {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // jpegRect returns a Tight JPEG rectangle's data for canonical pixels pix
