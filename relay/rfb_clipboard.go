@@ -118,6 +118,7 @@ type rfbFilter struct {
 	mu       sync.Mutex
 	minor    int      // the client's RFB minor version
 	security byte     // the security type the client chose
+	offered  byte     // the only security type the server offered, if one
 	pf       rfbPixel // the pixel format of framebuffer updates
 	// The current update, as the desktop side follows it.
 	rects        int // rectangles left

@@ -373,3 +373,28 @@ func TestFilterRFBClipboard_LatestAfterAFlood(t *testing.T) {
 		t.Errorf("got %d bytes; want the handshake, %d notifies and one more for the latest (%d bytes)", len(got), cutTextBurst, len(want.Bytes()))
 	}
 }
+
+// TestFilterRFBClipboard_ServerAheadOfTheClient: a server that offers one
+// security type sends SecurityResult and ServerInit before the client has
+// chosen (the portal's screen hub does, to save the browser two round
+// trips); the filter follows it, having only the client's version.
+func TestFilterRFBClipboard_ServerAheadOfTheClient(t *testing.T) {
+	server := new(rfbServer).handshake().cutText("hi").Bytes()
+	conn := &fakeConn{r: bytes.NewReader(server), chunk: 5}
+	f := FilterRFBClipboard(conn, RFBClipboardConfig{ToDesktop: true, FromDesktop: true})
+	defer f.Close()
+	client := new(rfbClient).handshake(1).Bytes()
+	if _, err := f.Write(client[:12]); err != nil { // the version only
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("the server's handshake ahead of the client's choice: %v", err)
+	}
+	if !bytes.Equal(got, server) {
+		t.Errorf("to the client\n%q; want the server's stream as it is:\n%q", got, server)
+	}
+	if _, err := f.Write(client[12:]); err != nil {
+		t.Fatalf("the client's choice and ClientInit after: %v", err)
+	}
+}

@@ -31,16 +31,28 @@ func (f *rfbFilter) serverSecurityTypes(h []byte) error {
 			return nil
 		})
 	}
-	return s.more(1+int(h[0]), func(h []byte) error { return s.pass(h, 1, f.serverAfterTypes) })
+	return s.more(1+int(h[0]), func(h []byte) error {
+		if h[0] == 1 {
+			// One type: the client can only choose it, and the server may
+			// go on before it has (the portal's screen hub does).
+			f.mu.Lock()
+			f.offered = h[1]
+			f.mu.Unlock()
+		}
+		return s.pass(h, 1, f.serverAfterTypes)
+	})
 }
 
 // serverAfterTypes reads the first byte after the list: what it starts
 // depends on the security type the client chose (which it sent before the
-// server could answer) and the version.
+// server could answer, unless only one was offered) and the version.
 func (f *rfbFilter) serverAfterTypes(h []byte) error {
 	s := &f.down.stream
 	f.mu.Lock()
 	security, minor := f.security, f.minor
+	if security == 0 {
+		security = f.offered
+	}
 	f.mu.Unlock()
 	switch {
 	case security == 2: // the challenge, then the result

@@ -312,3 +312,54 @@ func connectScripted(t *testing.T, d *scriptedDesktop) func(control bool) net.Co
 		return b
 	}
 }
+
+// TestHub_HandshakeAheadOfTheClient: after the client's version the hub
+// sends the rest of its handshake at once (None is its only security
+// type), so a client that reads it all before answering gets ServerInit a
+// round trip after its version, not three; a 3.7 and a 3.3 client each
+// get their version's handshake.
+func TestHub_HandshakeAheadOfTheClient(t *testing.T) {
+	d := newScriptedDesktop(t, 320, 200)
+	hub, err := Connect(d.peer)
+	must(t, err)
+	defer hub.Close()
+	for _, c := range []struct {
+		version string
+		before  []byte // what comes before ServerInit, after the version
+		answer  []byte // the client's answers, sent after ServerInit is in
+	}{
+		{"RFB 003.008\n", []byte{1, 1, 0, 0, 0, 0}, []byte{1, 1}},
+		{"RFB 003.007\n", []byte{1, 1}, []byte{1, 1}},
+		{"RFB 003.003\n", []byte{0, 0, 0, 1}, []byte{1}},
+	} {
+		a, b := net.Pipe()
+		go hub.Serve(context.Background(), a, false)
+		b.SetDeadline(time.Now().Add(10 * time.Second))
+		v := make([]byte, 12)
+		must(t, readFull(b, v))
+		_, err := b.Write([]byte(c.version))
+		must(t, err)
+		got := make([]byte, len(c.before)+24+4) // and the name "test"
+		if err := readFull(b, got); err != nil {
+			t.Fatalf("%q: ServerInit before the client answered: %v", c.version, err)
+		}
+		if !bytes.Equal(got[:len(c.before)], c.before) {
+			t.Errorf("%q: % x before ServerInit; want % x", c.version, got[:len(c.before)], c.before)
+		}
+		si := got[len(c.before):]
+		if w, h := binary.BigEndian.Uint16(si), binary.BigEndian.Uint16(si[2:]); w != 320 || h != 200 || string(si[24:]) != "test" {
+			t.Errorf("%q: ServerInit %dx%d %q; want 320x200 \"test\"", c.version, w, h, si[24:])
+		}
+		_, err = b.Write(c.answer)
+		must(t, err)
+		// Served: it answers an update request.
+		_, err = b.Write(updateRequest(false, 320, 200))
+		must(t, err)
+		var typ [1]byte
+		must(t, readFull(b, typ[:]))
+		if typ[0] != msgFramebufferUpdate {
+			t.Errorf("%q: message %d after the handshake; want an update", c.version, typ[0])
+		}
+		b.Close()
+	}
+}
