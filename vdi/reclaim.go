@@ -163,7 +163,7 @@ func reclaimText(rule string) string {
 // RunReclaimer checks for due reclaims and keeps the pools' warm standby
 // every interval until ctx ends; a claim or release on this portal, or a
 // claim on another replica that its Leases report (AcquireNotifier),
-// makes it look again for standby at once.
+// makes it look again for standby after the refill delay.
 func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 	if n, ok := s.leases.(AcquireNotifier); ok {
 		s.notifyOnce.Do(func() { n.OnAcquire(s.kickStandby) })
@@ -171,11 +171,17 @@ func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	s.keepStandby(ctx)
+	var refill <-chan time.Time // set while a refill waits
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.standbyKick:
+			if refill == nil {
+				refill = time.After(max(s.refillDelay, 0))
+			}
+		case <-refill:
+			refill = nil
 			s.keepStandby(ctx)
 		case <-t.C:
 			if _, err := s.ReclaimDue(ctx); err != nil && ctx.Err() == nil {

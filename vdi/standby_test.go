@@ -48,7 +48,7 @@ func TestStandby(t *testing.T) {
 	pool := leasetest.NewPool("local", "warm", 4, 0)
 	pool.Standby = vdi.Fixed(2)
 	pool.StartDelay = 50 * time.Millisecond
-	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler)})
+	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), RefillDelay: -1})
 	names := []string{"warm-1", "warm-2", "warm-3", "warm-4"}
 
 	if n, err := svc.KeepStandby(ctx); err != nil || n != 2 {
@@ -86,4 +86,34 @@ func TestStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the released member warm again", func() bool { return pool.Power(d.Name) == vdi.PowerRunning })
+}
+
+// TestStandby_RefillWaitsForTheClaimedDesktop: after a claim takes the
+// warm member, the refill waits the refill delay (the claimed desktop's
+// console opens meanwhile, its cores not shared with a new desktop's
+// start); the tick still refills.
+func TestStandby_RefillWaitsForTheClaimedDesktop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pool := leasetest.NewPool("local", "warm", 2, 0)
+	pool.Standby = vdi.Fixed(1)
+	names := []string{"warm-1", "warm-2"}
+	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), RefillDelay: time.Hour})
+	go svc.RunReclaimer(ctx, time.Hour)
+	waitFor(t, "1 member warm", func() bool { return running(pool, names...) == 1 })
+	if _, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, "local", "warm"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // what an immediate refill would take
+	if n := running(pool, names...); n != 1 {
+		t.Errorf("%d members running right after the claim; want 1 (the claimed one, the refill waiting)", n)
+	}
+	if n, _ := svc.KeepStandby(ctx); n != 1 {
+		t.Errorf("KeepStandby (as the tick) started %d; want 1", n)
+	}
 }
