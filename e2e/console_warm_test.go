@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mxschmitt/playwright-go"
 )
 
 // TestConsole_PageWarmsTheScreen: the holder's console page connects the
@@ -44,6 +46,58 @@ func TestConsole_PageWarmsTheScreen(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := accepted() - before; n != 1 {
 		t.Errorf("the screen was connected %d times; want once, by the page, taken by its websocket", n)
+	}
+}
+
+// TestConsole_PageCarriesItsVNCAnswer: a console page that opens VNC
+// comes with /connect's answer (no RDP token or sign-in in it) and
+// connects without asking; a page for RDP asks, as does a reconnect.
+func TestConsole_PageCarriesItsVNCAnswer(t *testing.T) {
+	p, member := mustVNCDesktop(t)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	expect := playwright.NewPlaywrightAssertions(30000)
+	url := p.URL + "/desktops/local/" + member
+	signIn(t, page, p, "alice", "/desktops/local/"+member)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	connects := func(pg playwright.Page) int {
+		v, err := pg.Evaluate(`() => performance.getEntriesByType('resource').filter((e) => /\/connect(\?|$)/.test(e.name)).length`)
+		must(t, err)
+		return toInt(v)
+	}
+	if n := connects(page); n != 0 {
+		t.Errorf("the VNC console page asked /connect %d times; want none (its answer came with the page)", n)
+	}
+	html := func(u string) string {
+		res, err := page.Request().Get(u)
+		must(t, err)
+		b, err := res.Body()
+		must(t, err)
+		return string(b)
+	}
+	vnc := html(url)
+	if !strings.Contains(vnc, `id="connect-answer"`) || !strings.Contains(vnc, `"protocol":"vnc"`) {
+		t.Errorf("the VNC console page carries no VNC answer")
+	}
+	for _, secret := range []string{`"token"`, `"credentials"`, `"password"`} {
+		if strings.Contains(vnc, secret) {
+			t.Errorf("the VNC console page's HTML holds %s", secret)
+		}
+	}
+	if rdp := html(url + "?protocol=rdp"); strings.Contains(rdp, "connect-answer") || !strings.Contains(rdp, `rel="preload"`) {
+		t.Errorf("the RDP console page carries an answer, or does not preload /connect: an RDP token must come from /connect only")
+	}
+
+	// A reconnect asks: the answer the page came with is used once.
+	second, err := page.Context().NewPage()
+	must(t, err)
+	defer second.Close()
+	_, err = second.Goto(url)
+	must(t, err)
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("another tab"))
+	must(t, page.GetByTestId("reconnect").Click())
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if n := connects(page); n != 1 {
+		t.Errorf("the reconnect asked /connect %d times; want 1", n)
 	}
 }
 

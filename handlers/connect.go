@@ -28,6 +28,23 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if share != nil { // an invitation opens the screen, terminal and serial console, not RDP
 		d.Protocols = slices.DeleteFunc(slices.Clone(d.Protocols), func(p vdi.Protocol) bool { return p == vdi.ProtocolRDP })
 	}
+	asked := vdi.Protocol(r.URL.Query().Get("protocol"))
+	info, err := h.connectInfo(r.Context(), id, d, share, asked)
+	if err != nil {
+		return err
+	}
+	if id.Admin && r.URL.Query().Get("paths") == "1" {
+		opts := append([]api.ConnectOption{info.ConnectOption}, info.Fallbacks...)
+		h.console.dial.AnnotatePaths(r.Context(), d.Ref(), opts)
+		info.ConnectOption, info.Fallbacks = opts[0], opts[1:]
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+// connectInfo is /connect's answer for d: its consoles, the one the page
+// opens first (asked, when d offers it), the pool's console policy.
+func (h *Handler) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, asked vdi.Protocol) (api.Connect, error) {
 	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
 		hint := "Start it, then connect again."
 		if d.Power == vdi.PowerFailed {
@@ -37,14 +54,11 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 		if d.Reason != "" {
 			msg += " " + d.Reason
 		}
-		return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
+		return api.Connect{}, vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
 	}
-	opts := h.connectOptions(r.Context(), id, d, vdi.Protocol(r.URL.Query().Get("protocol")))
+	opts := h.connectOptions(ctx, id, d, asked)
 	if len(opts) == 0 {
-		return vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
-	}
-	if id.Admin && r.URL.Query().Get("paths") == "1" {
-		h.console.dial.AnnotatePaths(r.Context(), d.Ref(), opts)
+		return api.Connect{}, vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
 	info := api.Connect{ConnectOption: opts[0], Fallbacks: append([]api.ConnectOption{}, opts[1:]...), Console: d.Console}
 	if d.Recorded {
@@ -53,8 +67,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 	if share == nil && d.Holder != "" && d.Holder != id.Login && d.Console.Watch == vdi.WatchConsent {
 		info.Asks = d.Holder
 	}
-	writeJSON(w, http.StatusOK, info)
-	return nil
+	return info, nil
 }
 
 // connectOptions returns d's consoles, the one the request opens first:

@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"slices"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
 )
@@ -14,7 +16,8 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 	if err != nil {
 		return err
 	}
-	likely := likelyConsole(d, vdi.Protocol(r.URL.Query().Get("protocol")))
+	asked := vdi.Protocol(r.URL.Query().Get("protocol"))
+	likely := likelyConsole(d, asked)
 	h.console.warmScreen(id, d, likely)
 	h.render(w, r, http.StatusOK, views.Console(views.ConsoleProps{
 		Page:       h.pageProps(d.Name, id),
@@ -26,8 +29,25 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Audio:      h.audioProps(r, d),
 		Share:      shareProps(id, d),
 		Likely:     string(likely),
+		Connect:    h.pageConnect(r.Context(), id, d, asked, likely),
 	}))
 	return nil
+}
+
+// pageConnect is /connect's answer for the console page to carry when the
+// console it opens is VNC: known as the page goes out (nothing to probe)
+// and holding no secret (an RDP token or a sign-in comes only with the
+// console a /connect opens), it saves the page a request before its first
+// pixels. Otherwise, or when d cannot be connected, the page asks.
+func (h *Handler) pageConnect(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked, likely vdi.Protocol) *api.Connect {
+	if likely != vdi.ProtocolVNC || d.Power != vdi.PowerRunning {
+		return nil
+	}
+	info, err := h.connectInfo(ctx, id, d, nil, asked)
+	if err != nil || info.Protocol != vdi.ProtocolVNC {
+		return nil
+	}
+	return &info
 }
 
 // likelyConsole returns the console the page will most likely open for d:

@@ -26,6 +26,20 @@ export function preloadConsole(screen, modules) {
   import(url).then((m) => m.preload?.(screen)).catch(() => {});
 }
 
+// pageConnect returns, once, the /connect answer the console page came
+// with (views.ConsoleProps.Connect: a VNC console), in fetchConnect's
+// shape, or null: the page then asks (and asks again on a reconnect).
+export function pageConnect() {
+  const el = document.getElementById('connect-answer');
+  if (!el) return null;
+  el.remove();
+  try {
+    return { ok: true, status: 200, info: JSON.parse(el.textContent) };
+  } catch {
+    return null;
+  }
+}
+
 // fetchConnect asks the portal which console to open. It resolves to
 // { ok, status, info } where info is the /connect answer (or the error
 // body), and to { ok: false, status: 0 } when the portal cannot be reached.

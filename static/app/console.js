@@ -11,7 +11,7 @@ import { watchReclaim } from './reclaim.js';
 import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
-import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
+import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 import { attachEnded, capitalised, endedKind } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
@@ -81,7 +81,7 @@ async function connect() {
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
-  const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  const { ok, status: code, info: body } = pageConnect() || await fetchConnect(screen.dataset.connect);
   performance.measure('connect-read');
   if (!ok) {
     dropEarly();
