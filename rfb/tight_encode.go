@@ -12,49 +12,46 @@ import (
 // time (tens of milliseconds for a first screen).
 //
 // A rectangle is cut in 64×64 tiles. Runs of tiles of one colour, along a
-// row and down the rows below, go as one fill; a tile of two colours as a
-// bitmap; of up to 256 as a byte a pixel and its palette; of more, as
+// row and down the rows below, go as one fill, as do the flat 16×16
+// blocks of the other tiles; a tile (or the rest of its row of blocks) of
+// two colours as a bitmap; of up to 256 as a byte a pixel and its palette; of more, as
 // JPEG when the client asked for a quality (split, in tight.go) or as its
-// pixels, each kind through a zlib stream of its own.
+// pixels. All go through one of Tight's four zlib streams: a stream's
+// deflater is over a MiB, and a viewer would keep three.
 const (
 	tightFill = 0x80
 	// tightMinToCompress: data shorter than this goes as it is.
 	tightMinToCompress = 12
 	tightFilterPalette = 1
-
-	// The zlib streams (Tight has four) by kind of data.
-	streamCopy    = 0
-	streamMono    = 1
-	streamPalette = 2
+	// tightPalette is the compression control of basic compression
+	// through stream 0 with the palette filter named; tightCopy, with no
+	// filter (copy).
+	tightPalette = 0x40
+	tightCopy    = 0x00
 
 	// tightBlock is the side of the blocks a tile of many colours is
 	// searched for flat parts in.
 	tightBlock = 16
 )
 
-// tightEncoder is one client's Tight state: its zlib streams.
+// tightEncoder is one client's Tight state: its zlib stream (each
+// rectangle's part ending with a sync flush) and scratch space.
 type tightEncoder struct {
-	streams [3]tightStream
-	pal     palette
-	data    []byte
-}
-
-// tightStream is one of a connection's zlib streams, each rectangle's part
-// ending with a sync flush.
-type tightStream struct {
-	out bytes.Buffer
-	z   *zlib.Writer
+	out  bytes.Buffer
+	z    *zlib.Writer
+	pal  palette
+	data []byte
 }
 
 // compress returns data through the stream, up to a sync flush.
-func (s *tightStream) compress(data []byte) []byte {
-	s.out.Reset()
-	if s.z == nil {
-		s.z, _ = zlib.NewWriterLevel(&s.out, zlib.BestSpeed)
+func (e *tightEncoder) compress(data []byte) []byte {
+	e.out.Reset()
+	if e.z == nil {
+		e.z, _ = zlib.NewWriterLevel(&e.out, zlib.BestSpeed)
 	}
-	s.z.Write(data)
-	s.z.Flush()
-	return s.out.Bytes()
+	e.z.Write(data)
+	e.z.Flush()
+	return e.out.Bytes()
 }
 
 // updateWriter builds a FramebufferUpdate: its rectangles, counted.
@@ -232,11 +229,9 @@ func (f *fillRuns) emit(w *updateWriter, ox, oy int) {
 func (e *tightEncoder) tile(w *updateWriter, pix []byte, r, t Rect, ok bool) {
 	w.rect(r.X+t.X, r.Y+t.Y, t.W, t.H, encTight)
 	d := e.data[:0]
-	stream := streamCopy
 	switch {
 	case ok && e.pal.n == 2:
-		stream = streamMono
-		w.b = append(w.b, 0x40|streamMono<<4, tightFilterPalette, 1)
+		w.b = append(w.b, tightPalette, tightFilterPalette, 1)
 		w.b = e.pal.appendColours(w.b)
 		for y := range t.H {
 			var acc, used byte
@@ -252,12 +247,11 @@ func (e *tightEncoder) tile(w *updateWriter, pix []byte, r, t Rect, ok bool) {
 			}
 		}
 	case ok:
-		stream = streamPalette
-		w.b = append(w.b, 0x40|streamPalette<<4, tightFilterPalette, byte(e.pal.n-1))
+		w.b = append(w.b, tightPalette, tightFilterPalette, byte(e.pal.n-1))
 		w.b = e.pal.appendColours(w.b)
 		d = append(d, e.pal.indices...)
 	default:
-		w.b = append(w.b, streamCopy<<4) // no filter: copy
+		w.b = append(w.b, tightCopy)
 		for y := range t.H {
 			o := ((t.Y+y)*r.W + t.X) * 4
 			for range t.W {
@@ -271,7 +265,7 @@ func (e *tightEncoder) tile(w *updateWriter, pix []byte, r, t Rect, ok bool) {
 		w.b = append(w.b, d...)
 		return
 	}
-	z := e.streams[stream].compress(d)
+	z := e.compress(d)
 	w.b = append(w.b, compactLength(len(z))...)
 	w.b = append(w.b, z...)
 }
