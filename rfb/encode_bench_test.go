@@ -29,25 +29,10 @@ func desktopScreen(b *testing.B) []byte {
 // screen (1280×800), as each encoding a browser may take: the time to
 // encode it and its bytes.
 func BenchmarkEncodeDesktop(b *testing.B) {
-	const w, h = 1280, 800
-	pix := desktopScreen(b)
-	for _, c := range []struct {
-		name string
-		enc  clientEncodings
-	}{
+	benchEncode(b, 1280, 800, desktopScreen(b), []encodeCase{
 		{"zrle", clientEncodings{zrle: true}},
 		{"zrle+jpeg", clientEncodings{zrle: true, tight: true, jpeg: 7}},
 		{"tight", clientEncodings{tight: true, tightFirst: true, zrle: true}},
-		{"tight+jpeg (noVNC)", clientEncodings{tight: true, tightFirst: true, zrle: true, jpeg: 7}},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			cl := &client{}
-			u := &update{w: w, h: h, rects: []Rect{{0, 0, w, h}}, pix: [][]byte{pix}, pf: canonical, enc: c.enc}
-			n := 0
-			for b.Loop() {
-				n = len(u.encode(cl))
-			}
-			b.ReportMetric(float64(n)/1024, "KiB/frame")
-		})
-	}
+		{"tight+jpeg", clientEncodings{tight: true, tightFirst: true, zrle: true, jpeg: 7}},
+	})
 }

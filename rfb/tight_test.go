@@ -197,15 +197,23 @@ func TestCompactLength(t *testing.T) {
 // choice's two levels (Sharp 8, Fast 3): bytes a frame and time to encode.
 func BenchmarkEncodePhoto(b *testing.B) {
 	const w, h = 1280, 800
-	pix := photoAndText(w, h, w/2)
-	for _, c := range []struct {
-		name string
-		enc  clientEncodings
-	}{
+	benchEncode(b, w, h, photoAndText(w, h, w/2), []encodeCase{
 		{"zrle", clientEncodings{zrle: true}},
 		{"jpeg-8", clientEncodings{zrle: true, tight: true, jpeg: 9}},
 		{"jpeg-3", clientEncodings{zrle: true, tight: true, jpeg: 4}},
-	} {
+	})
+}
+
+// encodeCase is a benchmark's client: its name and encodings.
+type encodeCase struct {
+	name string
+	enc  clientEncodings
+}
+
+// benchEncode times encoding one full w×h update of pix for each case's
+// client, reporting its bytes.
+func benchEncode(b *testing.B, w, h int, pix []byte, cases []encodeCase) {
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			cl := &client{}
 			u := &update{w: w, h: h, rects: []Rect{{0, 0, w, h}}, pix: [][]byte{pix}, pf: canonical, enc: c.enc}

@@ -177,16 +177,27 @@ awk '
 		for (k in med) printf "%-22s median %7.2f ms  p95 %7.2f ms  %5.2fx the holder alone%s\n", k, med[k] / n[k] / 1000, p95[k] / n[k] / 1000, (med[k] / n[k]) / base, (k in heap) ? sprintf("  heap %6.0f KiB/viewer", heap[k] / n[k]) : ""
 	}' "$out" | sort
 
+# encodeTable runs rfb benchmark $1 (one full update for each client) and
+# prints each client's bytes a frame and time to encode, both as ratios to
+# ZRLE's in the same run.
+encodeTable() {
+	go test -run '^$' -bench "^$1\$" -benchtime 20x -count "$count" ./rfb/ | tee "$out"
+	awk -v bench="$1" '
+		index($1, bench "/") == 1 {
+			name = substr($1, length(bench) + 2); sub(/-[0-9]+$/, "", name)
+			ms[name] += $3 / 1e6; n[name]++
+			for (i = 4; i <= NF; i++) if ($(i+1) == "KiB/frame") kib[name] += $i
+		}
+		END { for (k in ms) printf "%-12s %8.1f KiB a frame  %6.1f ms to encode  %5.3fx the bytes, %5.2fx the time of ZRLE\n", k, kib[k] / n[k], ms[k] / n[k], kib[k] / kib["zrle"], (ms[k] / n[k]) / (ms["zrle"] / n["zrle"]) }' "$out" | sort
+}
+
 echo
 echo "== a photo-like frame through the hub: 1280x800, half photo, half text; ZRLE alone vs Tight JPEG at the Picture choice's levels (Sharp 8, Fast 3) =="
-go test -run '^$' -bench '^BenchmarkEncodePhoto$' -benchtime 20x -count "$count" ./rfb/ | tee "$out"
-awk '
-	/^BenchmarkEncodePhoto\// {
-		name = $1; sub(/^BenchmarkEncodePhoto\//, "", name); sub(/-[0-9]+$/, "", name)
-		ms[name] += $3 / 1e6; n[name]++
-		for (i = 4; i <= NF; i++) if ($(i+1) == "KiB/frame") kib[name] += $i
-	}
-	END { for (k in ms) printf "%-8s %8.0f KiB a frame  %6.1f ms to encode  %5.3fx the bytes of ZRLE\n", k, kib[k] / n[k], ms[k] / n[k], kib[k] / kib["zrle"] }' "$out" | sort
+encodeTable BenchmarkEncodePhoto
+
+echo
+echo "== a real desktop's first screen (1280x800, its window manager and terminal) as each encoding a browser may take: ZRLE, and Tight as noVNC gets it (lists Tight first), with and without JPEG on =="
+encodeTable BenchmarkEncodeDesktop
 
 echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="

@@ -40,15 +40,10 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 func TestStandby(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	pool := leasetest.NewPool("local", "warm", 4, 0)
 	pool.Standby = vdi.Fixed(2)
 	pool.StartDelay = 50 * time.Millisecond
-	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), RefillDelay: -1})
+	svc := standbyService(t, ctx, pool, -1)
 	names := []string{"warm-1", "warm-2", "warm-3", "warm-4"}
 
 	if n, err := svc.KeepStandby(ctx); err != nil || n != 2 {
@@ -95,15 +90,10 @@ func TestStandby(t *testing.T) {
 func TestStandby_RefillWaitsForTheClaimedDesktop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	pool := leasetest.NewPool("local", "warm", 2, 0)
 	pool.Standby = vdi.Fixed(1)
 	names := []string{"warm-1", "warm-2"}
-	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), RefillDelay: time.Hour})
+	svc := standbyService(t, ctx, pool, time.Hour)
 	go svc.RunReclaimer(ctx, time.Hour)
 	waitFor(t, "1 member warm", func() bool { return running(pool, names...) == 1 })
 	if _, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, "local", "warm"); err != nil {
@@ -116,4 +106,16 @@ func TestStandby_RefillWaitsForTheClaimedDesktop(t *testing.T) {
 	if n, _ := svc.KeepStandby(ctx); n != 1 {
 		t.Errorf("KeepStandby (as the tick) started %d; want 1", n)
 	}
+}
+
+// standbyService is a Service of pool, its Leases in a fresh store, whose
+// standby refills wait refill.
+func standbyService(t *testing.T, ctx context.Context, pool *leasetest.Pool, refill time.Duration) *vdi.Service {
+	t.Helper()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), RefillDelay: refill})
 }
