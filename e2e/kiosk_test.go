@@ -39,6 +39,12 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 		if len(mine) != 1 || mine[0].Name != member {
 			t.Errorf("after a reload kiosk1 holds %+v; want only %s", mine, member)
 		}
+		// The desktop running, the page came with its VNC answer.
+		v, err := page.Evaluate(`() => performance.getEntriesByType('resource').filter((e) => /\/connect(\?|$)/.test(e.name)).length`)
+		must(t, err)
+		if n := toInt(v); n != 0 {
+			t.Errorf("the reloaded kiosk asked /connect %d times; want none (its answer came with the page)", n)
+		}
 	})
 
 	t.Run("DesktopRestart", func(t *testing.T) {

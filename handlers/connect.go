@@ -29,7 +29,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 		d.Protocols = slices.DeleteFunc(slices.Clone(d.Protocols), func(p vdi.Protocol) bool { return p == vdi.ProtocolRDP })
 	}
 	asked := vdi.Protocol(r.URL.Query().Get("protocol"))
-	info, err := h.connectInfo(r.Context(), id, d, share, asked)
+	info, err := h.console.connectInfo(r.Context(), id, d, share, asked)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 
 // connectInfo is /connect's answer for d: its consoles, the one the page
 // opens first (asked, when d offers it), the pool's console policy.
-func (h *Handler) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, asked vdi.Protocol) (api.Connect, error) {
+func (c *consoleState) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, asked vdi.Protocol) (api.Connect, error) {
 	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
 		hint := "Start it, then connect again."
 		if d.Power == vdi.PowerFailed {
@@ -56,7 +56,7 @@ func (h *Handler) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Deskto
 		}
 		return api.Connect{}, vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
 	}
-	opts := h.connectOptions(ctx, id, d, asked)
+	opts := c.connectOptions(ctx, id, d, asked)
 	if len(opts) == 0 {
 		return api.Connect{}, vdi.Errorf(vdi.EUnavailable, "Stop and start the desktop, then connect again.", "No console of %s/%s answers.", d.Namespace, d.Name)
 	}
@@ -76,7 +76,7 @@ func (h *Handler) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Deskto
 // sign-in is read); the others are offered unless a probe found them
 // dead, without the sign-in only a probe knows, so that /connect never
 // waits on a console the page does not open.
-func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked vdi.Protocol) []api.ConnectOption {
+func (c *consoleState) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked vdi.Protocol) []api.ConnectOption {
 	ranked := d.Ranked()
 	if i := slices.Index(ranked, asked); i > 0 {
 		ranked = append([]vdi.Protocol{asked}, slices.Delete(ranked, i, i+1)...)
@@ -88,19 +88,19 @@ func (h *Handler) connectOptions(ctx context.Context, id vdi.Identity, d vdi.Des
 		opening := len(opts) == 0
 		switch {
 		case p == vdi.ProtocolRDP && opening:
-			res := h.console.dial.Probe(ctx, d, p)
+			res := c.dial.Probe(ctx, d, p)
 			if !res.OK {
 				continue
 			}
-			o.Token = h.console.tokens.Mint(id.Login, d.Ref())
+			o.Token = c.tokens.Mint(id.Login, d.Ref())
 			o.Destination = rdpDestination(d.Ref())
 			o.Credentials = holderSignIn(id, d, res)
 		case p == vdi.ProtocolRDP:
-			if res, known := h.console.dial.ProbeKnown(d, p); known && !res.OK {
+			if res, known := c.dial.ProbeKnown(d, p); known && !res.OK {
 				continue
 			}
 		case p == vdi.ProtocolSerial && opening:
-			o.Credentials = holderSignIn(id, d, h.console.dial.Probe(ctx, d, p))
+			o.Credentials = holderSignIn(id, d, c.dial.Probe(ctx, d, p))
 		}
 		opts = append(opts, o)
 	}

@@ -29,7 +29,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Audio:      h.audioProps(r, d),
 		Share:      shareProps(id, d),
 		Likely:     string(likely),
-		Connect:    h.pageConnect(r.Context(), id, d, asked, likely),
+		Connect:    h.console.pageConnect(r.Context(), id, d, asked, likely),
 	}))
 	return nil
 }
@@ -39,11 +39,11 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 // and holding no secret (an RDP token or a sign-in comes only with the
 // console a /connect opens), it saves the page a request before its first
 // pixels. Otherwise, or when d cannot be connected, the page asks.
-func (h *Handler) pageConnect(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked, likely vdi.Protocol) *api.Connect {
+func (c *consoleState) pageConnect(ctx context.Context, id vdi.Identity, d vdi.Desktop, asked, likely vdi.Protocol) *api.Connect {
 	if likely != vdi.ProtocolVNC || d.Power != vdi.PowerRunning {
 		return nil
 	}
-	info, err := h.connectInfo(ctx, id, d, nil, asked)
+	info, err := c.connectInfo(ctx, id, d, nil, asked)
 	if err != nil || info.Protocol != vdi.ProtocolVNC {
 		return nil
 	}

@@ -123,6 +123,7 @@ func (h *kioskPages) renderKiosk(w http.ResponseWriter, r *http.Request, id vdi.
 	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
 	likely := likelyConsole(d, "")
 	props.Likely = string(likely)
+	props.Connect = h.console.pageConnect(r.Context(), id, d, "", likely)
 	h.console.dial.ProbeAhead(d)
 	h.console.warmScreen(id, d, likely)
 	h.render(w, r, http.StatusOK, views.Kiosk(props))

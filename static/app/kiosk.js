@@ -4,7 +4,7 @@
 // and shows a small overlay (reconnect, release, special keys) on
 // Ctrl+Alt+Shift+K.
 import { attachKeysMenu } from './specialkeys.js';
-import { consoleModules, errorText, fetchConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
+import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 import { dropEarly } from './console-early.js';
 
 const screen = document.getElementById('screen');
@@ -78,7 +78,7 @@ async function connect() {
   current?.close();
   current = null;
   ui.say('Connecting…', 'busy');
-  const { ok, status: code, info: body } = await fetchConnect(screen.dataset.connect);
+  const { ok, status: code, info: body } = pageConnect() || await fetchConnect(screen.dataset.connect);
   if (!ok) dropEarly();
   if (code === 0) {
     schedule('The portal cannot be reached.');
