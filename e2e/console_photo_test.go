@@ -24,8 +24,8 @@ import (
 // gradient) reaches noVNC through the portal's hub as Tight JPEG at the
 // Picture choice's quality: close to the desktop's own pixels (xwd of the
 // root window) but not exact, while the xterm's text a tile away from the
-// photo is exact, as the hub's lossless Tight sends it. The desktop's pointer shape reaches
-// noVNC, which draws it locally.
+// photo is exact, as the hub's lossless Tight sends it. The desktop's
+// pointer shape reaches noVNC, which draws it locally.
 func TestConsole_VNCPhotoAsJPEG(t *testing.T) {
 	p, member := mustVNCDesktop(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
