@@ -153,10 +153,7 @@ func (h *Hub) Serve(ctx context.Context, conn net.Conn, control bool) error {
 
 // handshake is the server side of the RFB handshake: 3.8 (or 3.7, 3.3),
 // security None (the portal has authorized the user before the websocket
-// opened), and the hub's screen in ServerInit. None being the one type
-// offered, everything after the client's version goes at once, ahead of
-// the client's answers (which it then reads in order): a browser's
-// console is connected a round trip after its version instead of three.
+// opened), and the hub's screen in ServerInit.
 func (c *client) handshake() error {
 	conn := c.conn
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))
@@ -172,32 +169,10 @@ func (c *client) handshake() error {
 	if _, err := fmt.Sscanf(string(v), "RFB %03d.%03d\n", &major, &minor); err != nil || major != 3 {
 		return protocolErr("the client's version %q", v)
 	}
-	var out []byte
-	switch {
-	case minor >= 8:
-		out = []byte{1, 1, 0, 0, 0, 0} // one type, None; then SecurityResult OK
-	case minor == 7:
-		out = []byte{1, 1}
-	default:
-		out = []byte{0, 0, 0, 1} // 3.3: the server's choice, None
-	}
-	h := c.hub
-	h.mu.Lock()
-	out = binary.BigEndian.AppendUint16(out, uint16(h.fb.w))
-	out = binary.BigEndian.AppendUint16(out, uint16(h.fb.h))
-	c.w, c.h = h.fb.w, h.fb.h
-	h.mu.Unlock()
-	out = append(out, canonical.marshal()...)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(h.name)))
-	out = append(out, h.name...)
-	// Written while the answers are read: a client may read it piece by
-	// piece, answering each, over a connection with no buffer (net.Pipe).
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := conn.Write(out)
-		wrote <- err
-	}()
 	if minor >= 7 {
+		if _, err := conn.Write([]byte{1, 1}); err != nil {
+			return err
+		}
 		var t [1]byte
 		if err := readFull(conn, t[:]); err != nil {
 			return err
@@ -205,12 +180,29 @@ func (c *client) handshake() error {
 		if t[0] != 1 {
 			return protocolErr("the client chose security type %d", t[0])
 		}
-	}
-	var shared [1]byte // every client shares
-	if err := readFull(conn, shared[:]); err != nil {
+		if minor >= 8 {
+			if _, err := conn.Write([]byte{0, 0, 0, 0}); err != nil {
+				return err
+			}
+		}
+	} else if _, err := conn.Write([]byte{0, 0, 0, 1}); err != nil {
 		return err
 	}
-	return <-wrote
+	var shared [1]byte
+	if err := readFull(conn, shared[:]); err != nil { // every client shares
+		return err
+	}
+	h := c.hub
+	h.mu.Lock()
+	si := binary.BigEndian.AppendUint16(nil, uint16(h.fb.w))
+	si = binary.BigEndian.AppendUint16(si, uint16(h.fb.h))
+	c.w, c.h = h.fb.w, h.fb.h
+	h.mu.Unlock()
+	si = append(si, canonical.marshal()...)
+	si = binary.BigEndian.AppendUint32(si, uint32(len(h.name)))
+	si = append(si, h.name...)
+	_, err := conn.Write(si)
+	return err
 }
 
 // read follows the client's messages until its connection ends.
