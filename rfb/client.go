@@ -401,9 +401,7 @@ func (c *client) write(ctx context.Context) error {
 			}
 		}
 		if upd != nil {
-			m := upd.encode(c)
-			putPixels(upd.buf)
-			if _, err := c.conn.Write(m); err != nil {
+			if _, err := c.conn.Write(upd.encode(c)); err != nil {
 				return nil
 			}
 		}
@@ -417,8 +415,8 @@ type update struct {
 	resize  *resizeNote
 	screens []byte
 	rects   []Rect
-	pix     [][]byte // each rectangle's pixels, in buf
-	buf     *[]byte
+	pix     [][]byte // each rectangle's pixels
+	raw     int      // their bytes in all
 	cursor  *cursorShape
 	pf      PixelFormat
 	enc     clientEncodings
@@ -479,14 +477,16 @@ func (c *client) take() ([][]byte, *update, error) {
 			n += r.W * r.H * 4
 		}
 	}
-	// The pixels go in a pooled buffer (encode gives it back): a full
-	// screen is 4 MiB, which allocated afresh cost a first screen tens of
-	// milliseconds under load.
-	u.buf = getPixels(n)
+	// One buffer of the update's size: appended to from empty, a full
+	// screen's 4 MiB took twenty allocations and copies, tens of
+	// milliseconds of a first screen under load. (A pool kept a viewer's
+	// largest buffer in use for its smallest updates.)
+	buf := make([]byte, n)
+	u.raw = n
 	n = 0
 	for _, r := range u.rects {
 		m := r.W * r.H * 4
-		u.pix = append(u.pix, h.fb.get(r, (*u.buf)[n:n:n+m]))
+		u.pix = append(u.pix, h.fb.get(r, buf[n:n:n+m]))
 		n += m
 	}
 	c.damage = c.damage[:0]
@@ -497,6 +497,9 @@ func (c *client) take() ([][]byte, *update, error) {
 // encode returns u as the client's FramebufferUpdate message.
 func (u *update) encode(c *client) []byte {
 	w := &updateWriter{b: []byte{msgFramebufferUpdate, 0, 0, 0}} // the count is set at the end
+	if !u.enc.zrle && !u.enc.tight {                             // Raw: the size is known
+		w.b = slices.Grow(w.b, u.raw+12*(len(u.rects)+2)+len(u.screens))
+	}
 	if r := u.resize; r != nil {
 		if u.enc.eds {
 			w.rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)

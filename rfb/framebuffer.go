@@ -1,7 +1,5 @@
 package rfb
 
-import "sync"
-
 // Rect is a rectangle of the framebuffer.
 type Rect struct{ X, Y, W, H int }
 
@@ -96,25 +94,4 @@ func (fb *framebuffer) get(r Rect, dst []byte) []byte {
 		dst = append(dst, fb.pix[o:o+r.W*4]...)
 	}
 	return dst
-}
-
-// pixelBuffers keeps the buffers updates copy their pixels into, so a
-// full screen's 4 MiB is not allocated afresh for every client's update.
-var pixelBuffers sync.Pool
-
-// getPixels returns a pooled buffer of n bytes.
-func getPixels(n int) *[]byte {
-	b, _ := pixelBuffers.Get().(*[]byte)
-	if b == nil {
-		b = new([]byte)
-	}
-	*b = grow(*b, n)
-	return b
-}
-
-// putPixels gives b back to the pool; nil is ignored.
-func putPixels(b *[]byte) {
-	if b != nil {
-		pixelBuffers.Put(b)
-	}
 }
