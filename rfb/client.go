@@ -42,6 +42,36 @@ type client struct {
 	// The writer's own.
 	zrle  zrleEncoder
 	tight tightEncoder
+	// pix and msg are kept for the next update when small (keepMax):
+	// most updates are (a keypress's echo, a pointer's trail), and a
+	// fresh pair each time was most of the portal's garbage under load.
+	pix, msg []byte
+}
+
+// keepMax is the largest update buffer a client keeps for its next
+// update; a larger one (a full screen is 4 MiB) is made for its update
+// and dropped after it.
+const keepMax = 256 << 10
+
+// scratch returns a buffer of n bytes for an update: kept's storage when
+// n is at most keepMax, else a new one.
+func scratch(kept []byte, n int) []byte {
+	if n > keepMax {
+		return make([]byte, n)
+	}
+	if cap(kept) < n {
+		return make([]byte, n)
+	}
+	return kept[:n]
+}
+
+// keep returns b to be kept for the next update, or nil when it is over
+// keepMax.
+func keep(b []byte) []byte {
+	if cap(b) > keepMax {
+		return nil
+	}
+	return b[:0]
 }
 
 // clientEncodings is what a client's SetEncodings said it follows.
@@ -401,9 +431,11 @@ func (c *client) write(ctx context.Context) error {
 			}
 		}
 		if upd != nil {
-			if _, err := c.conn.Write(upd.encode(c)); err != nil {
+			msg := upd.encode(c)
+			if _, err := c.conn.Write(msg); err != nil {
 				return nil
 			}
+			c.msg = keep(msg)
 		}
 	}
 }
@@ -479,9 +511,9 @@ func (c *client) take() ([][]byte, *update, error) {
 	}
 	// One buffer of the update's size: appended to from empty, a full
 	// screen's 4 MiB took twenty allocations and copies, tens of
-	// milliseconds of a first screen under load. (A pool kept a viewer's
-	// largest buffer in use for its smallest updates.)
-	buf := make([]byte, n)
+	// milliseconds of a first screen under load.
+	buf := scratch(c.pix, n)
+	c.pix = keep(buf)
 	u.raw = n
 	n = 0
 	for _, r := range u.rects {
@@ -496,8 +528,8 @@ func (c *client) take() ([][]byte, *update, error) {
 
 // encode returns u as the client's FramebufferUpdate message.
 func (u *update) encode(c *client) []byte {
-	w := &updateWriter{b: []byte{msgFramebufferUpdate, 0, 0, 0}} // the count is set at the end
-	if !u.enc.zrle && !u.enc.tight {                             // Raw: the size is known
+	w := &updateWriter{b: append(c.msg[:0], msgFramebufferUpdate, 0, 0, 0)} // the count is set at the end
+	if !u.enc.zrle && !u.enc.tight {                                        // Raw: the size is known
 		w.b = slices.Grow(w.b, u.raw+12*(len(u.rects)+2)+len(u.screens))
 	}
 	if r := u.resize; r != nil {

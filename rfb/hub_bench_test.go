@@ -197,3 +197,27 @@ func (c *slowConn) Read(p []byte) (int, error) {
 	time.Sleep(time.Duration(n) * time.Second / time.Duration(c.bytesPerSec))
 	return n, err
 }
+
+// BenchmarkHub_TileRequests: a viewer on a real desktop's hub asking for
+// a 64x64 tile at a time (as the soak's VNC sessions do), Raw. Reported
+// with -benchmem: what each tile allocates, the hub and the test client
+// together (the client's share is the same in every build).
+func BenchmarkHub_TileRequests(b *testing.B) {
+	dial, _, _ := startXvnc(b, "1024x768")
+	var hubs Hubs
+	defer hubs.closeAll()
+	conn, _, err := hubs.Join(context.Background(), "bench", false, dial)
+	must(b, err)
+	defer conn.Close()
+	v := dialTestClient(b, conn)
+	v.request(false)
+	must(b, v.next())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		x, y := i%16*64, i/16%12*64
+		_, err := conn.Write([]byte{msgUpdateRequest, 0, byte(x >> 8), byte(x), byte(y >> 8), byte(y), 0, 64, 0, 64})
+		must(b, err)
+		must(b, v.next())
+	}
+}

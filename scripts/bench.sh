@@ -177,6 +177,11 @@ awk '
 		for (k in med) printf "%-22s median %7.2f ms  p95 %7.2f ms  %5.2fx the holder alone%s\n", k, med[k] / n[k] / 1000, p95[k] / n[k] / 1000, (med[k] / n[k]) / base, (k in heap) ? sprintf("  heap %6.0f KiB/viewer", heap[k] / n[k]) : ""
 	}' "$out" | sort
 
+echo
+echo "== the hub's garbage: a viewer on a real Xvnc asking one 64x64 tile at a time (as the soak's sessions do), Raw: bytes and allocations per tile, the hub and the test client together =="
+go test -run '^$' -bench '^BenchmarkHub_TileRequests$' -benchmem -count "$count" ./rfb/ | tee "$out"
+awk '/^BenchmarkHub_TileRequests/ { b += $5; a += $7; n++ } END { if (!n) { print "no TileRequests result"; exit 1 } printf "%-22s %8.1f KiB/tile  %5.1f allocs/tile\n", "64x64 tile, Raw", b / n / 1024, a / n }' "$out"
+
 # encodeTable runs rfb benchmark $1 (one full update for each client) and
 # prints each client's bytes a frame and time to encode, both as ratios to
 # ZRLE's in the same run.
