@@ -63,10 +63,15 @@ func (s *Stream) Close() {
 	})
 }
 
+// readBuffer is the stream's read buffer, held for the console's life: a
+// terminal's output comes a pty read at a time (at most 4 KiB on Linux),
+// and a larger buffer was most of an idle shared terminal's memory.
+const readBuffer = 4 << 10
+
 // read passes the console's output to every client.
 func (s *Stream) read() {
 	defer s.Close()
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, readBuffer)
 	for {
 		n, err := s.up.Read(buf)
 		if n > 0 {

@@ -12,7 +12,7 @@ import (
 // pool only while bytes are moving. The client side blocks in gorilla's
 // small read buffer and takes a buffer once a message starts; the desktop
 // side, on a plain TCP or Unix socket, waits for readability with no
-// buffer at all (readRaw).
+// buffer at all (readRaw), and on a pipe in a small one (burstReader).
 
 // buffers lends copy buffers by size; sizes other than the default get
 // their own pool the first time they are asked for.
@@ -111,5 +111,51 @@ func (r *rawReader) release() {
 	if r.buf != nil {
 		putBuffer(r.buf)
 		r.buf = nil
+	}
+}
+
+// quietBufferSize is what a burstReader holds while its conn is quiet.
+const quietBufferSize = 4 << 10
+
+// burstReader reads a conn that cannot be polled for readability (a pipe
+// from the screen hub or a shared terminal) into a small buffer of its own
+// while it is quiet, and into a lent buffer of full size while a read
+// fills the small one (more is likely waiting), until a read comes back
+// short: an idle console of that kind holds 4 KiB, not the relay's 64.
+type burstReader struct {
+	conn  net.Conn
+	size  int
+	small []byte
+	big   *[]byte // lent while reads fill their buffer
+	busy  bool    // the last read filled its buffer
+}
+
+func newBurstReader(conn net.Conn, size int) *burstReader {
+	return &burstReader{conn: conn, size: size, small: make([]byte, min(quietBufferSize, size))}
+}
+
+// read returns what one Read of the conn gave, valid until the next read.
+func (b *burstReader) read() ([]byte, error) {
+	if b.big != nil && !b.busy { // the bytes read into it have been used
+		putBuffer(b.big)
+		b.big = nil
+	}
+	buf := b.small
+	if b.big != nil {
+		buf = *b.big
+	}
+	n, err := b.conn.Read(buf)
+	b.busy = n == len(buf)
+	if b.busy && b.big == nil {
+		b.big = getBuffer(b.size)
+	}
+	return buf[:n], err
+}
+
+// release gives back the lent buffer, if any.
+func (b *burstReader) release() {
+	if b.big != nil {
+		putBuffer(b.big)
+		b.big = nil
 	}
 }

@@ -370,19 +370,16 @@ func (w *desktopWriter) fail(s side, err error) {
 // desktopToClient sends everything read from conn to ws as binary messages
 // of at most size bytes until either fails, and reports which side failed
 // and why. A plain socket is read without holding a buffer while it is
-// quiet; other conns keep one.
+// quiet; other conns keep a small one (burstReader).
 func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, rec Recorder, size int) (int64, end) {
 	var read func() ([]byte, error)
 	if raw := newRawReader(conn, size); raw != nil {
 		defer raw.release()
 		read = raw.read
 	} else {
-		buf := getBuffer(size)
-		defer putBuffer(buf)
-		read = func() ([]byte, error) {
-			n, err := conn.Read(*buf)
-			return (*buf)[:n], err
-		}
+		b := newBurstReader(conn, size)
+		defer b.release()
+		read = b.read
 	}
 	var total int64
 	for {

@@ -48,9 +48,9 @@ type client struct {
 	pix, msg []byte
 }
 
-// keepMax is the largest update buffer a client keeps for its next
-// update; a larger one (a full screen is 4 MiB) is made for its update
-// and dropped after it.
+// keepMax is the largest update buffer a client (or the hub, for what the
+// desktop sends) keeps for its next update; a larger one (a full screen is
+// 4 MiB) is made for its update and dropped after it.
 const keepMax = 256 << 10
 
 // scratch returns a buffer of n bytes for an update: kept's storage when

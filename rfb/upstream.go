@@ -286,7 +286,7 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 	}
 	switch enc {
 	case encRaw:
-		h.scratch = grow(h.scratch, r.W*r.H*4)
+		h.scratch = scratch(h.scratch, r.W*r.H*4)
 		if err := readFull(c, h.scratch); err != nil {
 			return Rect{}, err
 		}
@@ -294,7 +294,7 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 			h.scratch[i] = 0
 		}
 	case encZRLE:
-		h.scratch = grow(h.scratch, r.W*r.H*4)
+		h.scratch = scratch(h.scratch, r.W*r.H*4)
 		if err := h.zrle.decode(c, r, h.scratch); err != nil {
 			return Rect{}, err
 		}
@@ -317,15 +317,10 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 	h.mu.Lock()
 	h.fb.put(r, h.scratch)
 	h.mu.Unlock()
+	// A full screen's rectangle (at connect, a new window) is not kept
+	// for the small ones that follow: 4 MiB a desktop, held for nothing.
+	h.scratch = keep(h.scratch)
 	return r, nil
-}
-
-// grow returns b with length n, reusing its storage.
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
 }
 
 // resized applies a size change (or, from ExtendedDesktopSize, the answer
