@@ -126,8 +126,10 @@ func benchDesktops(t *testing.T, p *Portal, pool, kind string) {
 // returning visit (a browser profile kept on disk, its caches warm from
 // the rounds before); one more per console is a first visit (a fresh
 // context, empty caches). Skipped unless CORRAL_VDI_BENCH=1;
-// CORRAL_VDI_BENCH_ROUNDS sets the rounds (default 5). It reports; it
-// asserts no times.
+// CORRAL_VDI_BENCH_ROUNDS sets the rounds (default 5);
+// CORRAL_VDI_BENCH_TRACE=folder writes a Chromium trace of each claim
+// there, click to first pixels (tracing slows the page: read its order
+// and gaps, not its times). It reports; it asserts no times.
 func TestBench_FirstPixel(t *testing.T) {
 	if os.Getenv("CORRAL_VDI_BENCH") != "1" {
 		t.Skip("a benchmark: set CORRAL_VDI_BENCH=1 (make bench)")
@@ -188,12 +190,14 @@ func TestBench_FirstPixel(t *testing.T) {
 		must(t, get.WaitFor())
 		// A user reads the page before clicking: let what it fetches settle.
 		page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateNetworkidle})
+		trace := startBenchTrace(t, page.Context(), page)
 		must(t, get.Click())
 		var parts string
 		waitFor(t, 60*time.Second, proto+" first pixels after "+pool+" claim", func() bool {
 			v, err := page.Evaluate(`() => window.__firstPixel ? 1 : 0`)
 			return err == nil && toInt(v) == 1
 		})
+		trace.stop(t, fmt.Sprintf("%s-%s-%d", proto, pool, n))
 		v, err := page.Evaluate(firstPixelParts)
 		must(t, err)
 		parts = v.(string)
