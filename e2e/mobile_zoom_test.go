@@ -174,10 +174,19 @@ func TestMobile_PinchZoom(t *testing.T) {
 			}
 			x0, y0 := int(fit.W)/2-60, min(atoi(big[2])+atoi(big[4])+40, int(fit.H)-90)
 			g.run(fmt.Sprintf("xterm -geometry 20x4+%d+%d -title %s >/dev/null 2>&1 & true", x0, y0, title))
-			var info string
+			// Where the window is once openbox has framed and placed it: two
+			// reads alike, 300 ms apart (while it reparents, xwininfo can
+			// still say 0,0).
+			var info, before string
 			if !eventually(10*time.Second, func() bool {
 				info = g.run("xwininfo -name " + title)
-				return winPosRe.MatchString(info)
+				m := winPosRe.FindString(info)
+				settled := m != "" && m == before
+				before = m
+				if !settled {
+					time.Sleep(300 * time.Millisecond)
+				}
+				return settled
 			}) {
 				t.Fatalf("the target window did not open: %s", info)
 			}
