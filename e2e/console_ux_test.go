@@ -156,10 +156,12 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	noObjectObject(t, page)
 	screenshot(t, page, "rdp-clipboard")
 	// What a refused send says of IronRDP's error objects (which have no
-	// message, only kind() and backtrace()), of an Error and of nothing.
+	// message, only kind() and backtrace()), of an Error and of nothing:
+	// reason() of the page's clipboard.js, imported from static/app/ (the
+	// page runs it bundled), beside the stylesheet there.
 	v, err := page.Evaluate(`async () => {
-	  const link = [...document.querySelectorAll('link[rel=modulepreload]')].find((l) => /\/clipboard\.js$/.test(l.href));
-	  const m = await import(link.href);
+	  const css = document.querySelector('link[rel=stylesheet][href$="/app.css"]');
+	  const m = await import(css.href.replace(/app\.css$/, 'clipboard.js'));
 	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open\n    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
 	}`)
 	must(t, err)

@@ -1,11 +1,13 @@
 // Package static embeds the portal's browser assets and serves them at
 // content-hashed URLs with long cache lifetimes.
 //
-// Five top-level folders are embedded: app/ (our own code, committed) and the
-// third-party clients novnc/, xterm/, ironrdp/ and asciinema/, which scripts/assets.sh
-// copies from the pinned npm packages at build time (gitignored; only a
-// placeholder README.md is committed, so a fresh clone still compiles but
-// [Assets.Missing] reports the clients as absent).
+// Six top-level folders are embedded: app/ (our own code, committed),
+// bundle/ (the console pages' modules of app/, which scripts/assets.sh
+// bundles at build time) and the third-party clients novnc/, xterm/,
+// ironrdp/ and asciinema/, which scripts/assets.sh copies from the pinned
+// npm packages (bundle/ and the clients are gitignored; only a placeholder
+// README.md is committed, so a fresh clone still compiles but
+// [Assets.Missing] reports them as absent).
 //
 // Hashes are per folder, not per file: a page loads
 // /static/app.<hash>/console.js and the relative ES-module imports inside
@@ -73,9 +75,10 @@ var clients = []struct {
 	{"xterm", []string{XTerm, XTermCSS, XTermFit, XTermAttach}},
 	{"ironrdp", []string{IronRDP, IronRDPBackend, IronRDPWasm}},
 	{"asciinema", []string{Asciinema, AsciinemaCSS}},
+	{"bundle", []string{"bundle/console.js"}},
 }
 
-//go:embed novnc xterm ironrdp asciinema app
+//go:embed novnc xterm ironrdp asciinema app bundle
 var embedded embed.FS
 
 // Assets is an index of the embedded files: a content hash per top-level
@@ -247,8 +250,9 @@ func (a *Assets) resolve(name string) string {
 }
 
 // Missing returns the third-party clients ("novnc", "xterm", "ironrdp")
-// whose entry files are not embedded, typically because the binary was
-// built without running scripts/assets.sh first. It returns nil when every
+// and the bundle of the console pages' modules ("bundle") whose entry files
+// are not embedded, typically because the binary was built without running
+// scripts/assets.sh first. It returns nil when every
 // client is present.
 func (a *Assets) Missing() []string {
 	var missing []string

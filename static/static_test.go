@@ -310,7 +310,7 @@ func TestAssets_Missing(t *testing.T) {
 			"ironrdp/README.md": {Data: []byte("placeholder")},
 			"app/README.md":     {Data: []byte("placeholder")},
 		}
-		got, want := MustAssets(t, fsys).Missing(), []string{"novnc", "xterm", "ironrdp", "asciinema"}
+		got, want := MustAssets(t, fsys).Missing(), []string{"novnc", "xterm", "ironrdp", "asciinema", "bundle"}
 		if !slices.Equal(got, want) {
 			t.Errorf("Missing() = %q; want %q", got, want)
 		}
@@ -319,7 +319,7 @@ func TestAssets_Missing(t *testing.T) {
 	t.Run("PartialClient", func(t *testing.T) {
 		fsys := testFS()
 		fsys[XTerm] = &fstest.MapFile{Data: []byte("export{x as Terminal}")}
-		got, want := MustAssets(t, fsys).Missing(), []string{"xterm", "ironrdp", "asciinema"}
+		got, want := MustAssets(t, fsys).Missing(), []string{"xterm", "ironrdp", "asciinema", "bundle"}
 		if !slices.Equal(got, want) {
 			t.Errorf("Missing() = %q; want %q (xterm lacks its css and addons)", got, want)
 		}
@@ -327,7 +327,7 @@ func TestAssets_Missing(t *testing.T) {
 
 	t.Run("Complete", func(t *testing.T) {
 		fsys := testFS()
-		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS} {
+		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS, "bundle/console.js"} {
 			fsys[name] = &fstest.MapFile{Data: []byte("x")}
 		}
 		fsys["ironrdp/ironrdp.0123456789abcdef.wasm"] = &fstest.MapFile{Data: []byte("\x00asm\x01\x00\x00\x00")}

@@ -18,11 +18,11 @@ func consoleClients(p Page, likely string) templ.Attributes {
 	return templ.Attributes{
 		"data-likely":          likely,
 		"data-novnc":           p.Asset(static.NoVNC),
-		"data-module-vnc":      p.Asset("app/console-vnc.js"),
-		"data-module-rdp":      p.Asset("app/console-rdp.js"),
+		"data-module-vnc":      p.Asset("bundle/console-vnc.js"),
+		"data-module-rdp":      p.Asset("bundle/console-rdp.js"),
 		"data-ironrdp":         p.Asset(static.IronRDP),
 		"data-ironrdp-backend": p.Asset(static.IronRDPBackend),
-		"data-module-xterm":    p.Asset("app/console-xterm.js"),
+		"data-module-xterm":    p.Asset("bundle/console-xterm.js"),
 		"data-xterm":           p.Asset(static.XTerm),
 		"data-xterm-css":       p.Asset(static.XTermCSS),
 		"data-xterm-fit":       p.Asset(static.XTermFit),
@@ -36,18 +36,18 @@ func consoleClients(p Page, likely string) templ.Attributes {
 // all at once while the page asks /connect, instead of one level of imports
 // after another once it has the answer.
 //
-// The page's own module (app/console.js or app/kiosk.js) comes first with
+// The page's own module (bundle/console.js or bundle/kiosk.js) comes first with
 // what it imports (less itself, which its script tag loads): the page asks
 // /connect once they have run.
 func consoleModules(p Page, page, likely string) []string {
 	entries := []string{page}
 	switch likely {
 	case "rdp":
-		entries = append(entries, "app/console-rdp.js", static.IronRDP, static.IronRDPBackend)
+		entries = append(entries, "bundle/console-rdp.js", static.IronRDP, static.IronRDPBackend)
 	case "vnc":
-		entries = append(entries, "app/console-vnc.js", static.NoVNC)
+		entries = append(entries, "bundle/console-vnc.js", static.NoVNC)
 	case "serial", "terminal":
-		entries = append(entries, "app/console-xterm.js", static.XTerm, static.XTermFit, static.XTermAttach)
+		entries = append(entries, "bundle/console-xterm.js", static.XTerm, static.XTermFit, static.XTermAttach)
 	}
 	var out []string
 	for _, e := range entries {
@@ -62,13 +62,17 @@ func consoleModules(p Page, page, likely string) []string {
 
 // rdpClient returns the RDP client's files, which the home page prefetches
 // into the browser's cache while the user picks a pool: its wasm (4 MB)
-// and its modules are then at hand when the console opens.
+// and its modules (the RDP console's, with the chunks it imports) are then
+// at hand when the console opens.
 // Files not embedded (a build without scripts/assets.sh) are left out.
 func rdpClient(p Page) []string {
 	var out []string
-	for _, f := range []string{static.IronRDPWasm, static.IronRDPBackend, static.IronRDP, "app/console-rdp.js"} {
+	for _, f := range []string{static.IronRDPWasm, static.IronRDPBackend, static.IronRDP, "bundle/console-rdp.js"} {
 		if u := p.Asset(f); u != static.Prefix+f {
 			out = append(out, u)
+			if strings.HasPrefix(f, "bundle/") {
+				out = append(out, p.modules(f)[1:]...)
+			}
 		}
 	}
 	return out

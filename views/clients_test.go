@@ -73,7 +73,7 @@ func TestConsole_EarlyVNCSocket(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := mustParse(t, render(t, Console(ConsoleProps{Page: hashedPage(), Desktop: tc.d, Likely: tc.likely})))
 			meta := len(findAll(doc, hasAttrs("name", "corral-early-console", "content", "/ws/vnc/local/m-1"))) > 0
-			script := len(findAll(doc, hasAttrs("src", "/static/h/app/console-early.js", "async", ""))) > 0
+			script := len(findAll(doc, hasAttrs("src", "/static/h/bundle/console-early.js", "async", ""))) > 0
 			if meta != tc.want || script != tc.want {
 				t.Errorf("likely %s, %s: early socket meta %v, async script %v; want %v", tc.likely, tc.d.Power, meta, script, tc.want)
 			}
