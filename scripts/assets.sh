@@ -79,9 +79,10 @@ cp $novnc/docs/LICENSE.* $static/novnc/
 # per page and keeps its state (the protocol module a page imports by URL
 # shares the page's chunks). A VNC console page then asks the browser's
 # cache for 11 of our files instead of 18, and its first pixels come about
-# 20 ms sooner (docs/performance.md). console-early.js is copied as it is and left
-# out of the bundle: the page loads it first, async, with no imports, and
-# the bundled modules import that same file for its early websocket.
+# 20 ms sooner (docs/performance.md). console-early.js is copied as it is
+# and left out of the bundle: the page loads it first, async, with no
+# imports, and the bundled modules import that same file for its early
+# websocket.
 bundle=$static/bundle
 clean $bundle
 cp $static/app/console-early.js $bundle/
@@ -153,10 +154,10 @@ licence $ascii $static/asciinema/LICENSE
 # the copied tree: each entry exists and exports what the pages use, and every
 # import reachable from it is a relative path to a copied file (a bare
 # specifier like "@xterm/xterm" would need an import map and fails here).
-node - "$static" <<'JS'
+node - "$static" "${bundled[@]}" <<'JS'
 const fs = require("fs");
 const path = require("path");
-const root = process.argv[2];
+const [root, ...bundled] = process.argv.slice(2);
 
 // entry -> export names the portal's pages use.
 const entries = {
@@ -166,16 +167,13 @@ const entries = {
 	"xterm/addon-attach.mjs": ["AttachAddon"],
 	"ironrdp/iron-remote-desktop.js": ["default", "ConfigBuilder"],
 	"ironrdp/iron-remote-desktop-rdp.js": ["init", "Backend"],
-	"bundle/console.js": [],
-	"bundle/kiosk.js": [],
-	"bundle/admin-shadow.js": [],
 	"bundle/console-vnc.js": ["open", "preload", "wsURL"],
 	"bundle/console-rdp.js": ["open", "preload"],
 	"bundle/console-xterm.js": ["open"],
-	"bundle/console-audio.js": [],
-	"bundle/console-files.js": [],
-	"bundle/console-share.js": [],
 };
+// Every bundled module is an entry; the protocol modules above are also
+// checked for what the console pages call.
+for (const f of bundled) entries[`bundle/${f}`] ??= [];
 const others = ["xterm/xterm.css", "asciinema/asciinema-player.min.js", "asciinema/asciinema-player.css"];
 
 const staticImport = /(?:^|[;}\s])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?["']([^"'\n]+)["']/g;

@@ -10,8 +10,8 @@
 // [Assets.Missing] reports them as absent).
 //
 // Hashes are per folder, not per file: a page loads
-// /static/app.<hash>/console.js and the relative ES-module imports inside
-// app/ resolve to the same hashed folder without rewriting any file.
+// /static/bundle.<hash>/console.js and the relative ES-module imports inside
+// bundle/ resolve to the same hashed folder without rewriting any file.
 package static
 
 import (
@@ -65,8 +65,9 @@ const (
 // handler at this pattern without stripping it.
 const Prefix = "/static/"
 
-// clients maps each third-party client folder to the files it must contain
-// to be usable, in the order [Assets.Missing] reports them.
+// clients maps each built folder (the third-party clients and the bundle)
+// to the files it must contain to be usable, in the order [Assets.Missing]
+// reports them.
 var clients = []struct {
 	name    string
 	entries []string

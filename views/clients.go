@@ -68,10 +68,12 @@ func consoleModules(p Page, page, likely string) []string {
 func rdpClient(p Page) []string {
 	var out []string
 	for _, f := range []string{static.IronRDPWasm, static.IronRDPBackend, static.IronRDP, "bundle/console-rdp.js"} {
-		if u := p.Asset(f); u != static.Prefix+f {
-			out = append(out, u)
-			if strings.HasPrefix(f, "bundle/") {
-				out = append(out, p.modules(f)[1:]...)
+		if p.Asset(f) == static.Prefix+f {
+			continue
+		}
+		for _, u := range p.modules(f) {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
 			}
 		}
 	}

@@ -40,6 +40,26 @@ func TestHome_PrefetchesTheRDPClient(t *testing.T) {
 	}
 }
 
+// TestHome_PrefetchesTheRDPModuleChunks: with the RDP console's module
+// the home page prefetches what it imports (the bundle's shared chunks),
+// each once, so the console finds all of it in the browser's cache.
+func TestHome_PrefetchesTheRDPModuleChunks(t *testing.T) {
+	page := hashedPage()
+	page.Modules = func(p string) []string {
+		if p == "bundle/console-rdp.js" {
+			return []string{page.Asset(p), "/static/h/bundle/chunk-A.js", "/static/h/bundle/console-early.js"}
+		}
+		return []string{page.Asset(p)}
+	}
+	plain := PoolRow{PoolStatus: vdi.PoolStatus{Pool: vdi.Pool{Name: "p", Size: 2}, Free: 1}}
+	doc := mustParse(t, render(t, Home(HomeProps{Page: page, Pools: []PoolRow{plain}})))
+	for _, want := range []string{"/static/h/bundle/console-rdp.js", "/static/h/bundle/chunk-A.js", "/static/h/bundle/console-early.js"} {
+		if n := len(findAll(doc, hasAttrs("rel", "prefetch", "href", want))); n != 1 {
+			t.Errorf("home page prefetches %s %d times; want once", want, n)
+		}
+	}
+}
+
 // TestConsole_PreloadsTheLikelyConsole: the console page modulepreloads
 // the client of the console it will most likely open, and says which.
 func TestConsole_PreloadsTheLikelyConsole(t *testing.T) {
