@@ -46,15 +46,7 @@ func (h *Handler) handleDesktopConnect(w http.ResponseWriter, r *http.Request, i
 // opens first (asked, when d offers it), the pool's console policy.
 func (c *consoleState) connectInfo(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, asked vdi.Protocol) (api.Connect, error) {
 	if d.Power != vdi.PowerRunning || len(d.Protocols) == 0 {
-		hint := "Start it, then connect again."
-		if d.Power == vdi.PowerFailed {
-			hint = "Release it and get another, or ask an admin."
-		}
-		msg := "Desktop " + d.Namespace + "/" + d.Name + " is " + string(d.Power) + "."
-		if d.Reason != "" {
-			msg += " " + d.Reason
-		}
-		return api.Connect{}, vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
+		return api.Connect{}, notRunning(d)
 	}
 	opts := c.connectOptions(ctx, id, d, asked)
 	if len(opts) == 0 {
@@ -113,4 +105,24 @@ func holderSignIn(id vdi.Identity, d vdi.Desktop, res console.ProbeResult) *api.
 		return nil
 	}
 	return &api.Credentials{Username: res.User, Password: res.Password}
+}
+
+// notRunning is /connect's refusal for a desktop that is not running: what
+// happened, and its way back (the console page's card offers the button).
+func notRunning(d vdi.Desktop) error {
+	hint := "Start it again, then connect."
+	if d.Mode == vdi.ModeEphemeral {
+		hint = "Get a fresh desktop in its place, then connect."
+	}
+	switch d.Power {
+	case vdi.PowerStarting:
+		hint = "Wait a moment: it is starting."
+	case vdi.PowerStopping:
+		hint = "Wait a moment for it to stop, then start it again."
+	}
+	msg := "Desktop " + d.Namespace + "/" + d.Name + " is " + string(d.Power) + "."
+	if d.Reason != "" {
+		msg += " " + d.Reason
+	}
+	return vdi.Errorf(vdi.EUnavailable, hint, "%s", msg)
 }

@@ -46,6 +46,17 @@ func (h *userDesktops) handleDesktopStart(w http.ResponseWriter, r *http.Request
 	return h.handleDesktopGet(w, r, id)
 }
 
+// handleDesktopStartFresh serves POST
+// /api/vdi/desktops/{ns}/{member}/start-fresh: an ephemeral desktop that
+// stopped comes back fresh (vdi.Service.StartFresh).
+func (h *userDesktops) handleDesktopStartFresh(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	defer h.console.dial.Forget(ref(r))
+	if err := h.desktops.StartFresh(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	return h.handleDesktopGet(w, r, id)
+}
+
 // handleDesktopStop serves POST /api/vdi/desktops/{ns}/{member}/stop.
 func (h *userDesktops) handleDesktopStop(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))

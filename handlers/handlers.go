@@ -26,6 +26,7 @@ type Desktops interface {
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Start(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	StartFresh(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Stop(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Authorize(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, error)

@@ -58,6 +58,22 @@ func (h *userDesktops) handleReleaseForm(w http.ResponseWriter, r *http.Request,
 	return nil
 }
 
+// handleStartForm serves POST /desktops/{ns}/{member}/start: a stopped
+// desktop's "Start it again" (fresh=1: "Get a fresh desktop") on the home
+// page. It redirects to the desktop's console.
+func (h *userDesktops) handleStartForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	defer h.console.dial.Forget(ref(r))
+	start := h.desktops.Start
+	if r.PostFormValue("fresh") == "1" {
+		start = h.desktops.StartFresh
+	}
+	if err := start(r.Context(), id, ref(r)); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/desktops/"+r.PathValue("ns")+"/"+r.PathValue("member"), http.StatusSeeOther)
+	return nil
+}
+
 // ref returns the desktop a request's path names.
 func ref(r *http.Request) vdi.Ref {
 	return vdi.Ref{Namespace: r.PathValue("ns"), Name: r.PathValue("member")}

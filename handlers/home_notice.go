@@ -52,7 +52,9 @@ func noticeURL(kind, ns, name string) string {
 }
 
 // homeNotice returns the notice q asks for, or nil when it names none or
-// names a pool the user does not see or a desktop they still hold.
+// names a desktop they still hold. A refusal about a pool the user does
+// not see (closed to them since they loaded the page) says so without
+// naming it; other notices about such a pool are not shown.
 func homeNotice(q url.Values, pools []views.PoolRow, mine []vdi.Desktop) *views.Notice {
 	about := q.Get("about")
 	seenPool := slices.ContainsFunc(pools, func(p views.PoolRow) bool { return p.Namespace+"/"+p.Name == about })
@@ -65,6 +67,9 @@ func homeNotice(q url.Values, pools []views.PoolRow, mine []vdi.Desktop) *views.
 		n.Msg, n.Hint = "You hold as many desktops as you may.", "Release one below, then get a new one."
 	case kind == noticeBusy:
 		n.Msg, n.Hint = "Too many requests in a short time.", "Wait a moment, then try again."
+	case kind == noticeDenied && !seenPool:
+		// The pool is not named: a link could put any words there.
+		n.Msg, n.Hint = "That pool is not open to you (any more): no desktop was claimed.", "Pick a pool below, or ask an admin for access."
 	case !seenPool:
 		return nil
 	case kind == noticeFull:

@@ -33,6 +33,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /history/recordings/{id}", h.page(h.recorded.handleRecordingPage))
 	m.HandleFunc(claimFormPattern, h.page(h.mine.handleClaimForm))
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.mine.handleReleaseForm))
+	m.HandleFunc("POST /desktops/{ns}/{member}/start", h.page(h.mine.handleStartForm))
 
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.kiosk.handleKiosk))
 	m.HandleFunc("POST /kiosk/{pool}", h.page(h.kiosk.handleKioskClaim))
@@ -56,6 +57,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/desktops", h.api(h.mine.handleDesktopsList))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}", h.api(h.mine.handleDesktopGet))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/start", h.api(h.mine.handleDesktopStart))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/start-fresh", h.api(h.mine.handleDesktopStartFresh))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/stop", h.api(h.mine.handleDesktopStop))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/release", h.api(h.mine.handleDesktopRelease))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/assign", h.api(adminOnly(h.admin.handleDesktopAssign)))

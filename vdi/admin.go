@@ -77,7 +77,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 		pd.StandbyNow = s.StandbyWant(p, held)
 		for i, m := range members {
 			l := held[m.Name]
-			ms := MemberStatus{Desktop: s.desktop(m, l, p.Policy)}
+			ms := MemberStatus{Desktop: s.desktop(m, l, p)}
 			if l != nil {
 				f, _ := FactsOf(l)
 				if f.Open(now) {

@@ -274,5 +274,5 @@ func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
 	if err != nil {
 		return Desktop{}, err
 	}
-	return s.desktop(m, l, p.Policy), nil
+	return s.desktop(m, l, p), nil
 }

@@ -128,15 +128,19 @@ type Desktop struct {
 	// RecordInput that keystrokes are too.
 	Recorded    bool `json:"recorded,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// Mode is its pool's: a persistent desktop that stopped starts again
+	// with its disk, an ephemeral one comes back fresh (StartFresh).
+	Mode Mode `json:"mode,omitempty"`
 }
 
-// desktop joins a member with its live claim (nil: none) under policy p.
-// A recorded pool's members offer only the consoles the portal records.
-func (s *Service) desktop(m Member, l *Lease, p Policy) Desktop {
+// desktop joins a member with its live claim (nil: none) in pool pl. A
+// recorded pool's members offer only the consoles the portal records.
+func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
+	p := pl.Policy
 	if p.Record {
 		m.Protocols = Recordable(m.Protocols)
 	}
-	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput}
+	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput, Mode: pl.Mode}
 	if l == nil {
 		return d
 	}
@@ -228,7 +232,7 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 			if !mine && !(all && id.Admin) {
 				continue
 			}
-			out = append(out, s.desktop(m, l, p.Policy))
+			out = append(out, plainFor(id, s.desktop(m, l, p.Pool)))
 		}
 	}
 	return out, nil
@@ -248,7 +252,7 @@ func (s *Service) Desktop(ctx context.Context, id Identity, ref Ref) (Desktop, e
 	if err != nil {
 		return Desktop{}, err
 	}
-	return s.desktop(m, l, p.Policy), nil
+	return plainFor(id, s.desktop(m, l, p)), nil
 }
 
 // authorize returns ref's live Lease when id holds it; admins pass with

@@ -249,7 +249,7 @@ func (s *Service) SharedDesktop(ctx context.Context, id Identity, ref Ref) (Desk
 	if !sh.Override && !p.Access.Allows(id) {
 		return Desktop{}, Share{}, forbidden(p)
 	}
-	d := s.desktop(m, l, p.Policy)
+	d := plainFor(id, s.desktop(m, l, p))
 	if d.Console.Watch == WatchOff {
 		return Desktop{}, Share{}, notYours
 	}

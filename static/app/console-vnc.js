@@ -100,11 +100,16 @@ export async function open(screen, info, ui) {
   rfb.focusOnClick = true;
   const quality = beside ? () => {} : attachQuality(rfb);
   rfb.viewOnly = Boolean(info.viewOnly);
+  // noVNC takes its screen (the canvas) away on disconnect; it goes back
+  // so that the ended card lies over the dimmed last frame (app.css).
+  let shown = null;
   rfb.addEventListener('connect', () => {
+    shown = stage.querySelector(':scope > div');
     ui.say('Connected', 'ok');
     rfb.focus();
   });
   rfb.addEventListener('disconnect', (ev) => {
+    if (shown && !shown.isConnected) stage.append(shown);
     ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway, retry || !ev.detail.clean);
   });
   rfb.addEventListener('securityfailure', (ev) => {

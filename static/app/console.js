@@ -17,6 +17,7 @@ import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
+import { desktopDown, downWords, startAgain } from './down.js';
 
 // Timings (performance measures "page-run", "connect-read") say where a
 // console's start goes; the first-pixel bench reads them.
@@ -52,13 +53,34 @@ const ui = {
     const kind = endedKind(text, final, retry);
     ended.show(kind, text);
     clipboard.connected(current?.policy);
-    if (kind === 'retry') {
-      const said = capitalised(text);
-      again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
-    }
+    if (kind === 'retry' || kind === 'lost') whenDown(kind, text);
   },
   clipboard(text) { clipboard.received(text); },
 };
+
+// whenDown asks whether a lost console's desktop is down: then the card
+// offers its way back (down.js) and nothing reconnects by itself; else a
+// drop (retry) reconnects with backoff.
+let losses = 0;
+async function whenDown(kind, text) {
+  const loss = ++losses;
+  const d = await desktopDown(screen.dataset.desktop);
+  if (loss !== losses) return; // connecting again, or lost again meanwhile
+  if (d) {
+    ui.say(d.power === 'failed' ? 'Stopped unexpectedly' : 'Stopped', 'error');
+    ended.down(downWords(d), async () => {
+      ended.busy(d.mode === 'ephemeral' ? 'Getting you a fresh desktop…' : 'Starting your desktop…');
+      const failed = await startAgain(screen.dataset.desktop, d);
+      if (failed) ended.busy(failed, true);
+      else connect();
+    });
+    return;
+  }
+  if (kind === 'retry') {
+    const said = capitalised(text);
+    again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
+  }
+}
 
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
@@ -76,6 +98,7 @@ function showFallbacks(options) {
 }
 
 async function connect() {
+  losses++;
   again.cancel();
   ended.hide();
   current?.close();

@@ -30,12 +30,20 @@ export function capitalised(text) {
   return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
 
-// attachEnded wires the card; it returns { show(kind, reason), countdown(text), hide() }.
+// attachEnded wires the card; it returns { show(kind, reason),
+// down(words, start), countdown(text), hide() }.
 export function attachEnded(card) {
   const title = card.querySelector('#ended-title');
   const reason = card.querySelector('#ended-reason');
   const reconnect = card.querySelector('#reconnect');
   const home = card.querySelector('#home');
+  const startAgain = card.querySelector('#start-again');
+  let onStart = null;
+  startAgain?.addEventListener('click', () => onStart?.());
+  // focusOn lands a keyboard user on the action (unless typing elsewhere).
+  const focusOn = (el) => {
+    if (!document.activeElement || document.activeElement === document.body || document.activeElement.closest('#screen')) el.focus();
+  };
   return {
     show(kind, text) {
       document.body.dataset.ended = kind;
@@ -44,11 +52,31 @@ export function attachEnded(card) {
       reconnect.hidden = gone.has(kind);
       reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now' }[kind] || 'Reconnect';
       home.hidden = !gone.has(kind);
+      home.classList.add('primary');
+      if (startAgain) startAgain.hidden = true;
       card.hidden = false;
-      // A keyboard user lands on the action (unless typing elsewhere).
-      if (!document.activeElement || document.activeElement === document.body || document.activeElement.closest('#screen')) {
-        (gone.has(kind) ? home : reconnect).focus();
-      }
+      focusOn(gone.has(kind) ? home : reconnect);
+    },
+    // down shows a desktop that stopped (down.js's words: title, reason,
+    // action) with its way back; start runs when the user takes it.
+    down(words, start) {
+      document.body.dataset.ended = 'down';
+      title.textContent = words.title;
+      reason.textContent = words.reason;
+      reconnect.hidden = true;
+      home.hidden = false;
+      home.classList.remove('primary');
+      startAgain.textContent = words.action;
+      startAgain.disabled = false;
+      startAgain.hidden = false;
+      onStart = start;
+      card.hidden = false;
+      focusOn(startAgain);
+    },
+    // busy says the way back is under way (or, with done, that it failed).
+    busy(text, done = false) {
+      reason.textContent = text;
+      if (startAgain) startAgain.disabled = !done;
     },
     // countdown updates the reason of a 'retry' card.
     countdown(text) { reason.textContent = text; },
