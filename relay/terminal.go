@@ -13,7 +13,8 @@ import (
 //
 //	{"type":"resize","cols":120,"rows":40}
 //
-// and never reaches the desktop. A terminal (a pty) takes the new size; a
+// and never reaches the desktop, even when its size is not one to take
+// (zero, negative, above 1000: dropped). A terminal (a pty) takes the new size; a
 // serial console cannot carry it, so there it is dropped. Keystrokes come as
 // short frames of typed text, so a typed frame is never such an object; only
 // a paste of exactly that text would be taken for a resize.
@@ -46,6 +47,19 @@ func ParseResize(p []byte) (Resize, bool) {
 	return m.Resize, true
 }
 
+// isResize reports whether the client message p is a resize control
+// message, whether or not its size is one to take (ParseResize): one with
+// a size of zero, negative or too large is dropped, never typed.
+func isResize(p []byte) bool {
+	if len(p) < 2 || len(p) > maxControl || p[0] != '{' {
+		return false
+	}
+	var m struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(p, &m) == nil && m.Type == "resize"
+}
+
 // ResizeMessage returns the control message for r, as the browser sends it.
 func ResizeMessage(r Resize) []byte {
 	b, _ := json.Marshal(struct {
@@ -65,7 +79,8 @@ type Resizer interface {
 
 // TerminalControl returns an Options.Control for a serial console or
 // terminal on conn: resize messages go to conn when it is a Resizer and are
-// dropped otherwise, so they never reach a serial line as bytes.
+// dropped otherwise, so they never reach a serial line as bytes; one whose
+// size cannot be taken (cols 0) is dropped too.
 func TerminalControl(conn any) func(p []byte) bool {
 	rz, _ := conn.(Resizer)
 	return func(p []byte) bool {
@@ -73,6 +88,6 @@ func TerminalControl(conn any) func(p []byte) bool {
 		if ok && rz != nil {
 			rz.Resize(r.Cols, r.Rows)
 		}
-		return ok
+		return ok || isResize(p)
 	}
 }
