@@ -276,6 +276,9 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 		"-rfbport", "-1", // no VNC over TCP
 		"-nolisten", "tcp", // no X over TCP
 		"-SecurityTypes", "None", // the socket is reachable only by our user
+		// A client asking for a session of its own (a native viewer run
+		// inside the desktop) must not drop the others, the hub among them.
+		"-AlwaysShared",
 	}
 	env := []string{"PATH=" + desktopPath(), "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
 	xvnc, err := startDesktopProc(desktopXvnc, d.spec.State, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w}, d.spec.User)

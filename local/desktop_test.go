@@ -64,11 +64,19 @@ func (w tbWriter) Write(p []byte) (int, error) {
 // framebuffer size and desktop name from ServerInit.
 func rfbHandshake(t *testing.T, sock string) (w, h int, name string) {
 	t.Helper()
+	c, w, h, name := rfbOpen(t, sock, true)
+	c.Close()
+	return w, h, name
+}
+
+// rfbOpen does rfbHandshake's handshake, asking for a shared session or
+// not, and returns the open connection with ServerInit's size and name.
+func rfbOpen(t *testing.T, sock string, shared bool) (c net.Conn, w, h int, name string) {
+	t.Helper()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(c)
 	must := func(err error) {
@@ -100,7 +108,11 @@ func rfbHandshake(t *testing.T, sock string) (w, h int, name string) {
 	if result != 0 {
 		t.Fatalf("SecurityResult = %d; want 0", result)
 	}
-	_, err = c.Write([]byte{1}) // ClientInit, shared
+	init0 := byte(0)
+	if shared {
+		init0 = 1
+	}
+	_, err = c.Write([]byte{init0}) // ClientInit
 	must(err)
 	var init struct {
 		W, H    uint16
@@ -111,7 +123,8 @@ func rfbHandshake(t *testing.T, sock string) (w, h int, name string) {
 	nb := make([]byte, init.NameLen)
 	_, err = io.ReadFull(r, nb)
 	must(err)
-	return int(init.W), int(init.H), string(nb)
+	c.SetDeadline(time.Time{})
+	return c, int(init.W), int(init.H), string(nb)
 }
 
 // recordedPids reads the pids file of a running desktop.
