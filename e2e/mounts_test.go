@@ -13,6 +13,16 @@ import (
 // unmounting first the size-capped tmpfs of its desktops' /tmp and homes
 // (a root portal mounts them; they outlive it, as its desktops do).
 func removeData(dir string) {
+	mounts := mountsUnder(dir)
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		unix.Unmount(m, unix.MNT_DETACH)
+	}
+	os.RemoveAll(dir)
+}
+
+// mountsUnder lists the mount points under dir.
+func mountsUnder(dir string) []string {
 	var mounts []string
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -23,9 +33,5 @@ func removeData(dir string) {
 		}
 		f.Close()
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
-	for _, m := range mounts {
-		unix.Unmount(m, unix.MNT_DETACH)
-	}
-	os.RemoveAll(dir)
+	return mounts
 }

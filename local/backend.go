@@ -414,9 +414,13 @@ func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	return d.dialSocket(ctx, d.VNCSocket())
 }
 
-// StopAll stops every desktop this backend runs; the portal calls it on exit
-// only when told to, since desktops normally outlive a portal restart.
-func (b *Backend) StopAll(ctx context.Context) {
+// StopAll stops every desktop this backend runs and unmounts every
+// member's disk bounds (their home and /tmp tmpfs, a persistent home's
+// image), so that nothing of the desktops outlives the portal; it returns
+// how many it stopped. The portal calls it on exit only when told to, since
+// desktops normally outlive a portal restart, and at start when a run told
+// to was killed before it could (SIGKILL): those desktops were adopted.
+func (b *Backend) StopAll(ctx context.Context) int {
 	b.mu.Lock()
 	names := make([]string, 0, len(b.members))
 	for name := range b.members {
@@ -428,6 +432,22 @@ func (b *Backend) StopAll(ctx context.Context) {
 			b.log.Error("stop desktop", "desktop", Namespace+"/"+name, "err", err)
 		}
 	}
+	if b.sandbox == nil {
+		return len(names)
+	}
+	pools, err := b.db.LocalPools(ctx)
+	if err != nil {
+		b.log.Error("unmount desktops' disks", "err", err)
+		return len(names)
+	}
+	for _, p := range pools {
+		for _, name := range p.Members {
+			if err := unmountMember(b.memberDir(name)); err != nil {
+				b.log.Error("unmount desktop's disks", "desktop", Namespace+"/"+name, "err", err)
+			}
+		}
+	}
+	return len(names)
 }
 
 func notFound(what, name string) error {

@@ -179,7 +179,7 @@ var settings = []setting{
 		set: oneOf(func(c *Config) *string { return &c.Local.VMAccel }, "auto", "kvm", "tcg")},
 	{group: "local", name: "kvm-device", def: "/dev/kvm", help: "device whose opening means KVM may be tried",
 		set: text(func(c *Config) *string { return &c.Local.KVMDevice })},
-	{group: "local", name: "stop-desktops-on-exit", def: "false", bare: true, help: "stop local desktops when the portal exits",
+	{group: "local", name: "stop-desktops-on-exit", def: "false", bare: true, help: "stop local desktops when the portal exits (a SIGKILL leaves them running: the next start stops them)",
 		set: func(c *Config, v string) (err error) {
 			if c.Local.StopDesktopsOnExit, err = strconv.ParseBool(v); err != nil {
 				return fmt.Errorf("%q is not true or false", v)

@@ -251,6 +251,7 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		m.backend.StopAll(ctx)
 		cancel()
+		m.stoppedOnExit()
 	}
 	if m.stopKube != nil {
 		m.stopKube()
@@ -280,6 +281,9 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 		VMImageCache: c.Local.VMImageCache, VMListenTCP: c.Local.VMListen == "tcp",
 		VMAccel: c.Local.VMAccel, KVMDevice: c.Local.KVMDevice, Sandbox: sandbox, Refuse: refuse, Network: c.Local.DesktopNetwork})
 	if err != nil {
+		return nil, err
+	}
+	if err := m.stopLeftDesktops(ctx); err != nil {
 		return nil, err
 	}
 	if c.Local.DemoPoolSize > 0 {
