@@ -37,9 +37,9 @@ func TestPipe_ResizeNeverReachesTheDesktop(t *testing.T) {
 	}{
 		{websocket.TextMessage, "ls"},
 		{websocket.TextMessage, `{"type":"resize","cols":132,"rows":43}`},
-		{websocket.TextMessage, `{"type":"resize","cols":0,"rows":43}`},   // no size to take: dropped, not typed
+		{websocket.TextMessage, `{"type":"resize","cols":0,"rows":43}`},    // no size to take: dropped, not typed
 		{websocket.TextMessage, `{"type":"resize","cols":-1,"rows":4000}`}, // the same
-		{websocket.BinaryMessage, `{"type":"resize","cols":1,"rows":1}`}, // binary frames are always bytes
+		{websocket.BinaryMessage, `{"type":"resize","cols":1,"rows":1}`},   // binary frames are always bytes
 		{websocket.TextMessage, "\r"},
 	} {
 		if err := ws.WriteMessage(m.kind, []byte(m.data)); err != nil {
