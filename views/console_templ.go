@@ -254,7 +254,7 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<button type=\"button\" id=\"fullscreen\" class=\"live-only\" title=\"Full screen; Ctrl+Alt+Shift opens this menu there\" data-testid=\"fullscreen\">Full screen</button>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<button type=\"button\" id=\"fullscreen\" class=\"live-only\" title=\"Full screen; Ctrl+Alt+Shift opens this menu there, and in a window takes the keyboard out of the desktop\" data-testid=\"fullscreen\">Full screen</button>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -400,20 +400,20 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<p id=\"fs-hint\" class=\"fs-hint\" role=\"status\" hidden data-testid=\"fullscreen-hint\">Press <kbd>Ctrl</kbd>+<kbd>Alt</kbd>+<kbd>Shift</kbd> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<p id=\"fs-hint\" class=\"fs-hint\" role=\"status\" hidden data-testid=\"fullscreen-hint\">Press <kbd>Ctrl</kbd>+<kbd>Alt</kbd>+<kbd>Shift</kbd> <span id=\"fs-hint-what\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var19 string
 		templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs("for")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 112, Col: 147}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 112, Col: 171}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, " the menu</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, " the menu</span></p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

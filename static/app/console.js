@@ -18,6 +18,7 @@ import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
 import { desktopDown, downWords, startAgain } from './down.js';
+import { attachEscape } from './escape.js';
 
 // Timings (performance measures "page-run", "connect-read") say where a
 // console's start goes; the first-pixel bench reads them.
@@ -167,6 +168,7 @@ document.addEventListener('click', (ev) => {
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
 attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
+attachEscape();
 attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
   document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();

@@ -4,7 +4,9 @@
 // its first control focused, and again or Esc hides it. A hint says so on
 // entering. The chord is read in the capture phase, before the console's
 // own key handlers, and the modifiers it pressed are let go in the
-// desktop (release()).
+// desktop (release()). In a normal window the same chord takes the
+// keyboard out of the desktop to the bar's first control (a keyboard user
+// is never trapped in the desktop, WCAG 2.1.2), and Esc gives it back.
 
 const HINT_MS = 4000;
 
@@ -33,24 +35,38 @@ export function attachFullscreen(button, bar, hint, release) {
     if (document.fullscreenElement) document.exitFullscreen();
     else root.requestFullscreen?.().catch(() => {});
   });
+  const what = hint.querySelector('#fs-hint-what');
+  const showHint = (text) => {
+    if (what) what.textContent = text;
+    clearTimeout(hintTimer);
+    hint.hidden = false;
+    hintTimer = setTimeout(() => { hint.hidden = true; }, HINT_MS);
+  };
   document.addEventListener('fullscreenchange', () => {
     const on = Boolean(document.fullscreenElement);
     document.body.dataset.fullscreen = String(on);
     button.textContent = on ? 'Exit full screen' : 'Full screen';
     menu(false);
     clearTimeout(hintTimer);
-    hint.hidden = !on;
-    if (on) hintTimer = setTimeout(() => { hint.hidden = true; }, HINT_MS);
+    hint.hidden = true;
+    if (on) showHint('for the menu');
+  });
+  // A keyboard user who tabs into the desktop is told the way out.
+  let tabbed = false;
+  document.getElementById('screen')?.addEventListener('focusin', () => {
+    if (tabbed && !document.fullscreenElement) showHint('to take the keyboard out of the desktop');
   });
   window.addEventListener('keydown', (ev) => {
-    if (document.body.dataset.fullscreen !== 'true') return;
+    tabbed = ev.key === 'Tab';
     if (isChord(ev)) {
       ev.preventDefault();
       ev.stopPropagation();
       release();
       hint.hidden = true;
-      menu(document.body.dataset.menu !== 'true');
-    } else if (ev.key === 'Escape' && document.body.dataset.menu === 'true') {
+      const full = document.body.dataset.fullscreen === 'true';
+      menu(full ? document.body.dataset.menu !== 'true' : !bar.contains(document.activeElement));
+    } else if (ev.key === 'Escape' && document.body.dataset.menu === 'true'
+      && (document.fullscreenElement || bar.contains(document.activeElement))) {
       ev.preventDefault();
       ev.stopPropagation();
       menu(false);

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Issue 58, item 5: a keyboard user is never trapped. In a normal window
+// Ctrl+Alt+Shift takes the keyboard out of the desktop to the bar's
+// controls and Esc gives it back; Esc closes the Clipboard, Share and Keys
+// panels, the focus back on the control that opened them.
+func TestConsoleKeys_NoTrapAndEscCloses(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	focused := func(page playwright.Page) string {
+		v, _ := page.Evaluate(`() => document.activeElement?.closest('#screen') ? 'screen' : (document.activeElement?.dataset?.testid || document.activeElement?.id || '')`)
+		s, _ := v.(string)
+		return s
+	}
+	for _, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			page, _ := MustOpenConsole(t, b, p, "kay-"+s.name, "demo", s.width, s.height, s.touch)
+			if !s.touch {
+				must(t, page.Locator("#screen canvas").Click()) // typing into the desktop
+				if f := focused(page); f != "screen" {
+					t.Fatalf("after a click on the desktop the focus is on %q", f)
+				}
+				must(t, page.Keyboard().Press("Control+Alt+Shift"))
+				if f := focused(page); f == "screen" || f == "" {
+					t.Fatalf("Ctrl+Alt+Shift in a window left the focus on %q; want a control of the bar", f)
+				}
+				screenshot(t, page, "keyboard-out")
+				must(t, page.Keyboard().Press("Escape"))
+				if f := focused(page); f != "screen" {
+					t.Errorf("Esc from the bar gave the focus to %q; want the desktop", f)
+				}
+			}
+			for _, c := range []struct{ toggle, panel string }{
+				{"clipboard-toggle", "clipboard-panel"},
+				{"share-toggle", "share-panel"},
+				{"keys-menu", "keys-list"},
+			} {
+				openControl(t, page, c.toggle)
+				must(t, expect.Locator(page.GetByTestId(c.panel)).ToBeVisible())
+				must(t, page.Keyboard().Press("Escape"))
+				must(t, expect.Locator(page.GetByTestId(c.panel)).ToBeHidden())
+				if f := focused(page); !s.touch && f != c.toggle {
+					t.Errorf("after Esc closed %s the focus is on %q; want %s", c.panel, f, c.toggle)
+				}
+			}
+			if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
+				must(t, page.GetByTestId("console-menu").Click()) // close the folded menu again
+			}
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		})
+	}
+}
