@@ -43,18 +43,13 @@ func accessAnnotation(a vdi.Access, l vdi.Limits) string {
 }
 
 // readAccess fills p's access and limits from AnnotationAccess's value s.
-// A value that does not parse (a hand edit) lets only admins in, rather
-// than everyone: access that cannot be read is not granted.
+// A value that does not parse (a hand edit) is not granted: poolFrom
+// closes its pool.
 func readAccess(s string, p *vdi.Pool) {
-	if s == "" {
-		return
-	}
 	var d accessDoc
-	if err := json.Unmarshal([]byte(s), &d); err != nil {
-		p.Access = vdi.Access{Groups: []string{"(unreadable " + AnnotationAccess + ")"}}
-		return
+	if s != "" && json.Unmarshal([]byte(s), &d) == nil {
+		p.Access, p.Limits = d.Access, d.Limits
 	}
-	p.Access, p.Limits = d.Access, d.Limits
 }
 
 // SetAccess writes the pool's access and limits onto every member.

@@ -31,7 +31,16 @@ var (
 	_ vdi.ClaimMirror   = (*Cluster)(nil)
 	_ vdi.Screenshotter = (*Cluster)(nil)
 	_ vdi.Screenshotter = (*VMs)(nil)
+
+	_ vdi.DefinitionRepairer = (*Cluster)(nil)
+	_ vdi.DefinitionRepairer = (*VMs)(nil)
 )
+
+// RepairDefinitions writes VM pools' definitions on the members that lack
+// them (a CT pool's lives in one ConfigMap).
+func (c *Cluster) RepairDefinitions(ctx context.Context) (int, error) {
+	return c.VMs.RepairDefinitions(ctx)
+}
 
 // NewCluster returns the backend over cfg.REST, reading cfg.Namespace
 // (all when empty), claiming in cfg.Leases.

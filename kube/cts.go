@@ -33,10 +33,15 @@ import (
 //	  mode: ephemeral                  # or persistent; ephemeral when absent
 //	  policy: '{"disconnectGrace": "15m", "maxSession": "8h", "idleTimeout": "1h"}'
 //	  terminalPort: "7681"             # optional: a raw TCP terminal the image serves itself
+//	  runAsUser: "1000"                # optional: run as this uid, never root (images that allow it)
 //	  members: shell-1,shell-3         # only when a shrink left gaps (the portal writes it); agrees with size
 //
 // Members are Pods named after them, labelled vdi.LabelPool=<pool> like VM
 // members, made from the ConfigMap: a member without a Pod is stopped.
+// They are fenced as the Pod Security "restricted" level asks where the
+// image allows: no capabilities, no privilege escalation, the runtime's
+// seccomp profile, no ServiceAccount token, and a non-root uid with
+// runAsUser; egress only with LabelEgress.
 // A container keeps nothing: Stop deletes the Pod and Start makes a new
 // one, so the two modes differ only in what reclaiming does. Persistent
 // pools stop the member (no Pod until the next claim, no resources held);
@@ -64,7 +69,16 @@ const (
 	CTKeyPolicy       = "policy"
 	CTKeyTerminalPort = "terminalPort"
 	CTKeyMembers      = "members"
+	CTKeyRunAsUser    = "runAsUser"
 )
+
+// LabelEgress marks a desktop Pod whose pool lets it reach the outside
+// (policy network "outbound"): the pool namespace kit's NetworkPolicies
+// deny every other desktop all egress, and this one the cluster's and the
+// host's private and link-local ranges (the API server, Services, the
+// cloud metadata address) all the same. On a VM pool, label the golden
+// VM's template so (spec.template.metadata.labels): its clones copy it.
+const LabelEgress = "corral.dev/vdi-egress"
 
 // AnnotationShell on a member Pod is the terminal command (a JSON array),
 // copied from its pool when the Pod was made.

@@ -22,6 +22,7 @@ type ctPool struct {
 	shell        []string
 	resources    corev1.ResourceRequirements
 	terminalPort int32
+	runAsUser    int64 // 0: the image's user
 }
 
 // has reports whether member is one of the pool's.
@@ -100,6 +101,13 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 		return nil, err
 	}
 	readStandby(d[CTKeyStandby], d[CTKeyStandbySchedule], &p.Pool)
+	if s := d[CTKeyRunAsUser]; s != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n < 1 || n > 1<<31-1 {
+			return nil, bad(CTKeyRunAsUser, "a uid other than root's (1 to 2147483647)", nil)
+		}
+		p.runAsUser = n
+	}
 	if s := d[CTKeyTerminalPort]; s != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 65535 {

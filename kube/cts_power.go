@@ -32,9 +32,22 @@ func podFor(p *ctPool, name string) *corev1.Pod {
 	if p.terminalPort > 0 {
 		c.Ports = []corev1.ContainerPort{{Name: "terminal", ContainerPort: p.terminalPort, Protocol: corev1.ProtocolTCP}}
 	}
+	c.SecurityContext = &corev1.SecurityContext{
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		AllowPrivilegeEscalation: &no,
+	}
+	pod := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if p.runAsUser > 0 {
+		yes := true
+		pod.RunAsUser, pod.RunAsGroup, pod.RunAsNonRoot = &p.runAsUser, &p.runAsUser, &yes
+	}
+	labels := map[string]string{vdi.LabelPool: p.Name}
+	if p.Policy.Network == vdi.NetworkOutbound {
+		labels[LabelEgress] = string(vdi.NetworkOutbound)
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name,
-			Labels:      map[string]string{vdi.LabelPool: p.Name},
+			Labels:      labels,
 			Annotations: map[string]string{AnnotationShell: string(shell)},
 			// On a cluster with a garbage collector, deleting the ConfigMap
 			// deletes the Pods too.
@@ -47,6 +60,7 @@ func podFor(p *ctPool, name string) *corev1.Pod {
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
 			TerminationGracePeriodSeconds: &grace,
+			SecurityContext:               pod,
 		},
 	}
 }

@@ -144,6 +144,13 @@ func TestCTPoolLifecycle(t *testing.T) {
 		pod.Spec.Containers[0].Resources.Requests.Cpu().String() != "100m" || *pod.Spec.AutomountServiceAccountToken {
 		t.Fatalf("alice's Pod = %+v; want labelled into desk, from corral.test/shell, 100m CPU, no ServiceAccount token", pod)
 	}
+	// Fenced as Pod Security "restricted" asks, but for the image's uid
+	// (no runAsUser in this pool), and with no egress label.
+	if sc, psc := pod.Spec.Containers[0].SecurityContext, pod.Spec.SecurityContext; sc == nil || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || pod.Labels[kube.LabelEgress] != "" {
+		t.Errorf("alice's Pod security %+v / %+v, labels %v; want all capabilities dropped, no escalation, RuntimeDefault seccomp, no egress", sc, psc, pod.Labels)
+	}
 
 	t.Run("Terminal", func(t *testing.T) {
 		if _, err := s.svc.Dial(ctx, a.Ref(), vdi.ProtocolTerminal); vdi.ErrorCode(err) != vdi.EUnavailable {

@@ -96,7 +96,7 @@ func TestCTPoolTrouble(t *testing.T) {
 
 	t.Run("BadConfigMap", func(t *testing.T) {
 		for key, val := range map[string]string{kube.CTKeySize: "three", kube.CTKeyShell: "bash -l", kube.CTKeyPolicy: `{"idleTimeout": "soon"}`,
-			kube.CTKeyMode: "forever", kube.CTKeyTerminalPort: "99999", kube.CTKeyImage: "", kube.CTKeyMembers: "x-1,x-2"} {
+			kube.CTKeyMode: "forever", kube.CTKeyTerminalPort: "99999", kube.CTKeyImage: "", kube.CTKeyMembers: "x-1,x-2", kube.CTKeyRunAsUser: "0"} {
 			pool := "bad-" + strings.ToLower(key)
 			data := map[string]string{kube.CTKeyImage: "corral.test/shell", kube.CTKeySize: "1"}
 			data[key] = val

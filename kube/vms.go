@@ -148,17 +148,10 @@ func (v *VMs) Pools(ctx context.Context) ([]vdi.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []vdi.Pool
-	at := map[vdi.Ref]int{}
-	for i := range vms {
-		p := poolOf(&vms[i])
-		key := vdi.Ref{Namespace: p.Namespace, Name: p.Name}
-		if j, ok := at[key]; ok {
-			out[j].Size++
-			continue
-		}
-		at[key] = len(out)
-		out = append(out, p)
+	groups := groupPools(vms)
+	out := make([]vdi.Pool, len(groups))
+	for i, members := range groups {
+		out[i] = poolFrom(members)
 	}
 	return out, nil
 }
@@ -173,9 +166,7 @@ func (v *VMs) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error
 		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "Pools are addressed as namespace/pool; check both.",
 			"No pool %s in namespace %s.", name, namespace)
 	}
-	p := poolOf(&vms[0])
-	p.Size = len(vms)
-	return p, nil
+	return poolFrom(vms), nil
 }
 
 // Members returns the pool's VMs as members.
@@ -184,9 +175,11 @@ func (v *VMs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member
 	if err != nil {
 		return nil, err
 	}
+	closed := closedMembers(vms)
 	out := make([]vdi.Member, len(vms))
 	for i := range vms {
 		out[i] = memberOf(&vms[i])
+		out[i].Closed = closed[vms[i].Name]
 	}
 	return out, nil
 }
@@ -228,29 +221,33 @@ func (v *VMs) liveVM(ctx context.Context, ref vdi.Ref) (*kubevirtv1.VirtualMachi
 	return &vm, nil
 }
 
-// poolOf describes the pool vm belongs to, from its label and annotations.
+// poolOf describes the pool vm belongs to, from its label and annotations
+// alone; poolFrom reads a pool from all its members.
 func poolOf(vm *kubevirtv1.VirtualMachine) vdi.Pool {
 	p := vdi.Pool{Namespace: vm.Namespace, Name: vm.Labels[vdi.LabelPool], Kind: vdi.KindVM, Mode: vdi.ModePersistent,
 		Source: vm.Annotations[AnnotationSource], Size: 1}
 	if vdi.Mode(vm.Annotations[AnnotationMode]) == vdi.ModeEphemeral {
 		p.Mode = vdi.ModeEphemeral
 	}
-	if s := vm.Annotations[AnnotationPolicy]; s != "" {
-		// A policy that does not parse leaves the defaults; pool create
-		// writes it, so only a hand edit gets here.
+	if s := annotation(vm, AnnotationPolicy); s != "" {
+		// A policy that does not parse leaves the defaults; poolFrom
+		// closes its pool.
 		_ = json.Unmarshal([]byte(s), &p.Policy)
 	}
-	readAccess(vm.Annotations[AnnotationAccess], &p)
-	readStandby(vm.Annotations[AnnotationStandby], vm.Annotations[AnnotationStandbySchedule], &p)
+	readAccess(annotation(vm, AnnotationAccess), &p)
+	readStandby(annotation(vm, AnnotationStandby), annotation(vm, AnnotationStandbySchedule), &p)
 	return p
 }
 
 // memberOf maps a VM and its printable status to a member.
 func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 	m := vdi.Member{Namespace: vm.Namespace, Name: vm.Name, Pool: vm.Labels[vdi.LabelPool]}
-	// The annotation holds the exact login; the label a label-safe form,
-	// and is all that members assigned before Leases existed carry.
-	if m.AssignedTo = vm.Annotations[vdi.LabelAssignedTo]; m.AssignedTo == "" {
+	// A claim's mirror (MirrorClaim) writes the exact login as an
+	// annotation beside the label's label-safe form; a label alone is a
+	// member assigned before Leases existed, which its user migrates.
+	if vm.Annotations[vdi.LabelAssignedTo] != "" || vm.Annotations[AnnotationClaimedAt] != "" {
+		m.Shown = vm.Annotations[vdi.LabelAssignedTo]
+	} else {
 		m.AssignedTo = vm.Labels[vdi.LabelAssignedTo]
 	}
 	switch s := vm.Status.PrintableStatus; s {

@@ -87,11 +87,9 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	if err != nil {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
-	ann := map[string]string{}
-	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationPolicy, AnnotationAccess, AnnotationStandby, AnnotationStandbySchedule, AnnotationLicenses} {
-		if s, ok := old.Annotations[k]; ok {
-			ann[k] = s
-		}
+	ann, err := v.recreatedAnnotations(ctx, &old)
+	if err != nil {
+		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
 	meta := memberMeta{golden: &golden, labels: map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, annotations: ann}
 	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
@@ -101,6 +99,35 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
 	done(!errors.Is(err, errCloneUnfinished))
 	return err
+}
+
+// recreatedAnnotations returns the annotations old's fresh clone carries:
+// its mode, source and licence mark, and its pool's definition as the
+// pool's members agree on it (old's own may be missing: a member that
+// lacked it must not pass the gap on), else old's own.
+func (v *VMs) recreatedAnnotations(ctx context.Context, old *kubevirtv1.VirtualMachine) (map[string]string, error) {
+	pool, err := v.list(ctx, old.Namespace, old.Labels[vdi.LabelPool])
+	if err != nil {
+		return nil, err
+	}
+	def := old
+	if len(pool) > 0 {
+		if d, closed := definingMember(pool); closed == "" {
+			def = d
+		}
+	}
+	ann := map[string]string{}
+	for _, k := range []string{AnnotationMode, AnnotationSource, AnnotationLicenses} {
+		if s, ok := old.Annotations[k]; ok {
+			ann[k] = s
+		}
+	}
+	for _, k := range definitionKeys {
+		if s := annotation(def, k); s != "" {
+			ann[k] = s
+		}
+	}
+	return ann, nil
 }
 
 // DeleteMargin is how much longer than a VM's termination grace a

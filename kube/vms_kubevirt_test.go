@@ -26,6 +26,7 @@ import (
 type kubeVirtSetup struct {
 	c     *testcluster.Cluster
 	kv    *testcluster.KubeVirt
+	csi   *testcluster.CSIDriver
 	ctx   context.Context
 	ns    string
 	admin client.WithWatch
@@ -36,13 +37,13 @@ func newKubeVirtSetup(t *testing.T, opts testcluster.KubeVirtOptions) *kubeVirtS
 	t.Helper()
 	c := testcluster.MustStart(t)
 	kv := c.StartKubeVirt(t, opts)
-	c.StartCSIDriver(t)
+	csi := c.StartCSIDriver(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	vms, err := kube.NewVMs(kube.Config{REST: c.PortalServiceAccount(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &kubeVirtSetup{c: c, kv: kv, ctx: context.Background(), admin: c.AdminClient(t), vms: vms}
+	s := &kubeVirtSetup{c: c, kv: kv, csi: csi, ctx: context.Background(), admin: c.AdminClient(t), vms: vms}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("virt-controller's log ends:\n%s", lastLines(kv.Log("virt-controller"), 40))
@@ -176,6 +177,7 @@ func TestVMPoolOnKubeVirt(t *testing.T) {
 		{"Refusals", testKubeVirtRefusals},
 		{"WaitForFirstConsumer", testKubeVirtWFFC},
 		{"AttackGoldenVMCarriesPortalKeys", testKubeVirtAttackGoldenKeys},
+		{"LateClonesFailClosed", testKubeVirtLateClones},
 		{"Node", testKubeVirtNode}, // last: its kubelet binds every Pod
 	} {
 		t.Run(tc.name, func(t *testing.T) {

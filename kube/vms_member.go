@@ -18,8 +18,10 @@ import (
 // `{}`, splits on `,` and each piece on `:`, wants exactly two parts per
 // piece, and a path under /metadata/labels/…, /metadata/annotations/… or
 // /spec/… only. So a member's labels and annotations go one key a patch,
-// and only values with none of those characters; the rest (the JSON
-// policy and access) are written on the VM once the clone is done.
+// and only values with none of those characters; annotation values with
+// them (the JSON policy and access) go encoded (encodeValue), so that a
+// clone is a member of its pool, with its pool's definition, from its
+// first moment; they are written as plain JSON once the clone is seen done.
 
 // memberMeta is what makes a clone's target a pool member: labels and
 // annotations on top of the golden VM's (which the restore copies). The
@@ -56,19 +58,23 @@ func (m *memberMeta) patches() []string {
 	}
 	remove("/metadata/labels", m.golden.Labels, m.labels)
 	remove("/metadata/annotations", m.golden.Annotations, m.annotations)
-	add := func(base string, kv map[string]string) {
+	add := func(base string, kv map[string]string, encode bool) {
 		for _, k := range slices.Sorted(maps.Keys(kv)) {
-			if !plainPatchValue(k) || !plainPatchValue(kv[k]) {
+			v := kv[k]
+			if !plainPatchValue(v) && encode {
+				v = encodeValue(v)
+			}
+			if !plainPatchValue(k) || !plainPatchValue(v) {
 				continue
 			}
-			b, _ := json.Marshal(map[string]string{"op": "add", "path": base + "/" + escapePointer(k), "value": kv[k]})
+			b, _ := json.Marshal(map[string]string{"op": "add", "path": base + "/" + escapePointer(k), "value": v})
 			out = append(out, string(b))
 		}
 	}
 	if len(m.golden.Labels) > 0 {
-		add("/metadata/labels", m.labels)
+		add("/metadata/labels", m.labels, false)
 	}
-	add("/metadata/annotations", m.annotations)
+	add("/metadata/annotations", m.annotations, true)
 	return out
 }
 

@@ -172,7 +172,11 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 				top = n
 			}
 		}
-		p := poolOf(&vms[0])
+		p := poolFrom(vms)
+		if p.Closed != "" {
+			return vdi.Errorf(vdi.EConflict, "Set the pool's access (and policy) again first: that writes them on every member.",
+				"Pool %s/%s is for admins only until its definition is repaired (%s); new members would not know whom they are for.", namespace, name, p.Closed)
+		}
 		// Any member's mark will do: members recreated from the golden VM
 		// may have lost theirs.
 		p.LicensesAcknowledged = slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationLicenses] == "true" })

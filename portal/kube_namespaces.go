@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -40,6 +41,7 @@ type namespaceBackend interface {
 	vdi.PoolAdmin
 	vdi.ClaimMirror
 	vdi.Screenshotter
+	vdi.DefinitionRepairer
 }
 
 // namespacedBackend routes each call to the backend of its namespace.
@@ -53,7 +55,9 @@ var (
 	_ vdi.PoolAdmin     = (*namespacedBackend)(nil)
 	_ vdi.ClaimMirror   = (*namespacedBackend)(nil)
 	_ vdi.Screenshotter = (*namespacedBackend)(nil)
-	_ vdi.Leases        = (*namespacedLeases)(nil)
+
+	_ vdi.DefinitionRepairer = (*namespacedBackend)(nil)
+	_ vdi.Leases             = (*namespacedLeases)(nil)
 )
 
 // errNotPoolNamespace is the one-line refusal of a namespace the portal
@@ -83,6 +87,18 @@ func (b *namespacedBackend) Pools(ctx context.Context) ([]vdi.Pool, error) {
 		out = append(out, ps...)
 	}
 	return out, nil
+}
+
+// RepairDefinitions repairs the pools of every pool namespace.
+func (b *namespacedBackend) RepairDefinitions(ctx context.Context) (int, error) {
+	n := 0
+	var errs []error
+	for _, ns := range b.names {
+		k, err := b.by[ns].RepairDefinitions(ctx)
+		n += k
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }
 
 // Pool returns one pool.

@@ -76,8 +76,21 @@ func validLimits(l Limits) error {
 
 // forbidden is the refusal a user not entitled to pool p gets.
 func forbidden(p Pool) error {
+	if p.Closed != "" {
+		return Errorf(EForbidden, "Ask an admin to set the pool's access again (the dashboard says what is wrong), or pick another pool on the home page.",
+			"Pool %s is for admins only until its definition is repaired.", p.Name)
+	}
 	return Errorf(EForbidden, "Ask an admin for access to it, or pick another pool on the home page.",
 		"Pool %s is for %s.", p.Name, p.Access)
+}
+
+// For says who may use p, for messages: its access, or admins only while
+// p is Closed.
+func (p Pool) For() string {
+	if p.Closed != "" {
+		return "admins only (" + p.Closed + ")"
+	}
+	return p.Access.String()
 }
 
 // limitsDetail writes l for the audit log.

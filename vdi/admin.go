@@ -84,7 +84,7 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 					ms.Consoles = f.Consoles
 				}
 				ms.LastInput, ms.Reclaiming = f.LastInput, l.Annotations[AnnotationReclaiming]
-				ms.NotEntitled = !p.Access.Allows(s.identityOf(l.Holder))
+				ms.NotEntitled = !p.Allows(s.identityOf(l.Holder))
 			}
 			if m.Power == PowerRunning {
 				pd.Running++
@@ -118,9 +118,9 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 	if err != nil {
 		return Desktop{}, err
 	}
-	if !p.Access.Allows(s.identityOf(user)) {
+	if !p.Allows(s.identityOf(user)) {
 		return Desktop{}, Errorf(EForbidden, "Add them to the pool's access first, or pick a pool they may use.",
-			"%s may not use pool %s, which is for %s.", user, p.Name, p.Access)
+			"%s may not use pool %s, which is for %s.", user, p.Name, p.For())
 	}
 	unlock, err := s.lockClaims(ctx, ref.Namespace, user)
 	if err != nil {

@@ -18,7 +18,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 	if err != nil {
 		return Desktop{}, err
 	}
-	if !p.Access.Allows(id) {
+	if !p.Allows(id) {
 		return Desktop{}, forbidden(p)
 	}
 	unlock, err := s.lockClaims(ctx, namespace, id.Login)
@@ -49,9 +49,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				if fresh.Holder == id.Login && !fresh.Expired(now) {
 					// Asking again also finishes what a failure left undone.
-					if err := s.mirror(ctx, fresh); err != nil {
-						return Desktop{}, err
-					}
+					s.mirror(fresh)
 					return s.powerOn(ctx, fresh)
 				}
 				l = fresh
@@ -111,9 +109,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
 			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
 			s.kickStandby() // a warm member went: refill
-			if err := s.mirror(ctx, l); err != nil {
-				return Desktop{}, err
-			}
+			s.mirror(l)
 			return s.powerOn(ctx, l)
 		}
 	}
@@ -196,36 +192,14 @@ func freeMembers(members []Member, known map[string]*Lease, tried map[string]boo
 		if l == nil && m.AssignedTo != "" && m.AssignedTo != login {
 			continue // assigned before Leases existed: its user migrates it
 		}
+		if m.Closed != "" {
+			continue // not carrying its pool's definition: fails closed until repaired
+		}
 		free = append(free, m)
 	}
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	slices.SortStableFunc(free, func(a, b Member) int { return rank(a) - rank(b) })
 	return free
-}
-
-// ClaimMirror is implemented by backends that show a claim on the member
-// itself for other tools: on Kubernetes the VM's corral.dev/vdi-assigned-to
-// label and corral.dev/vdi-claimed-at annotation. It is presentation; the
-// Lease stays the truth. An empty holder clears the mirror.
-type ClaimMirror interface {
-	MirrorClaim(ctx context.Context, ref Ref, holder string, claimedAt time.Time) error
-}
-
-// mirror shows l on its member when the backend can. A failure keeps the
-// claim (no one else may get a half-made desktop) and tells the holder,
-// whose retry mirrors again.
-func (s *Service) mirror(ctx context.Context, l *Lease) error {
-	cm, ok := s.backend.(ClaimMirror)
-	if !ok {
-		return nil
-	}
-	if err := cm.MirrorClaim(ctx, l.Ref(), l.Holder, l.AcquireTime); err != nil {
-		s.log.Error("mirror claim", "desktop", l.Ref(), "holder", l.Holder, "err", err)
-		return &Error{Code: EUnavailable, Err: err,
-			Msg:  "Desktop " + l.Ref().String() + " is yours but could not be marked as yours.",
-			Hint: "Try again; if it keeps failing, ask an admin."}
-	}
-	return nil
 }
 
 // acquire takes m's Lease for holder: Create when none was seen (a Lease

@@ -160,8 +160,9 @@ func reclaimText(rule string) string {
 	return "The desktop was reclaimed."
 }
 
-// RunReclaimer checks for due reclaims and keeps the pools' warm standby
-// every interval until ctx ends; a claim or release on this portal, or a
+// RunReclaimer checks for due reclaims, keeps the pools' warm standby and
+// repairs claim mirrors and pool definitions every interval until ctx
+// ends; a claim or release on this portal, or a
 // claim on another replica that its Leases report (AcquireNotifier),
 // makes it look again for standby after the refill delay.
 func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
@@ -170,6 +171,7 @@ func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	s.repairDefinitions(ctx)
 	s.keepStandby(ctx)
 	var refill <-chan time.Time // set while a refill waits
 	for {
@@ -187,6 +189,10 @@ func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 			if _, err := s.ReclaimDue(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("reclaim", "err", err)
 			}
+			if _, err := s.RepairMirrors(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("repair claim mirrors", "err", err)
+			}
+			s.repairDefinitions(ctx)
 			s.keepStandby(ctx)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"time"
 )
 
 // Release ends id's claim on ref: persistent members stop, ephemeral ones are
@@ -102,12 +101,8 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 			Hint: "Try releasing it again; if that fails, ask an admin."}
 	}
 	// Clear the presentation copy of the claim; the Lease below is what
-	// counts, so a failure here is only logged.
-	if cm, ok := s.backend.(ClaimMirror); ok {
-		if err := cm.MirrorClaim(ctx, l.Ref(), "", time.Time{}); err != nil {
-			s.log.Warn("clear claim mirror", "desktop", l.Ref(), "err", err)
-		}
-	}
+	// counts.
+	s.unmirror(l.Ref())
 	if err := s.leases.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
 		return unavailable(err)
 	}

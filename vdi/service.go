@@ -70,6 +70,9 @@ type Service struct {
 	consolesMu sync.Mutex
 	consoleSeq int
 	consoles   map[Ref]map[int]context.CancelCauseFunc // open consoles on this portal
+
+	mirrorMu   sync.Mutex
+	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 }
 
 // NewService returns a Service; Backend, Leases and Audit are required.
@@ -173,7 +176,7 @@ func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) 
 	}
 	out := make([]PoolStatus, 0, len(pools))
 	for _, p := range pools {
-		if !p.Access.Allows(id) {
+		if !p.Allows(id) {
 			continue
 		}
 		held, err := s.held(ctx, p.Namespace, p.Name)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,16 +19,29 @@ type poolBackend struct {
 	pool     vdi.Pool
 	power    map[string]vdi.Power
 	names    []string
-	mirrored map[string]string // member -> holder shown on it
 	assigned map[string]string // member -> holder marked before Leases existed
+	closed   map[string]string // member -> why it does not carry its pool's definition
+
+	mirrorMu sync.Mutex
+	mirrored map[string]string // member -> holder shown on it (written in the background)
 }
 
 func (b *poolBackend) MirrorClaim(_ context.Context, r vdi.Ref, holder string, _ time.Time) error {
+	b.mirrorMu.Lock()
+	defer b.mirrorMu.Unlock()
 	if b.mirrored == nil {
 		b.mirrored = map[string]string{}
 	}
 	b.mirrored[r.Name] = holder
 	return nil
+}
+
+// shown returns the holder member's mirror shows, and whether one was written.
+func (b *poolBackend) shown(member string) (string, bool) {
+	b.mirrorMu.Lock()
+	defer b.mirrorMu.Unlock()
+	h, ok := b.mirrored[member]
+	return h, ok
 }
 
 func newPoolBackend(mode vdi.Mode, names ...string) *poolBackend {
@@ -50,7 +65,8 @@ func (b *poolBackend) Members(ctx context.Context, _, _ string) ([]vdi.Member, e
 	return out, nil
 }
 func (b *poolBackend) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
-	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: "demo", Power: b.power[r.Name], AssignedTo: b.assigned[r.Name]}, nil
+	shown, _ := b.shown(r.Name)
+	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: "demo", Power: b.power[r.Name], AssignedTo: b.assigned[r.Name], Shown: shown, Closed: b.closed[r.Name]}, nil
 }
 func (b *poolBackend) Start(_ context.Context, r vdi.Ref) error {
 	b.power[r.Name] = vdi.PowerRunning
@@ -128,6 +144,38 @@ func TestServiceClaim(t *testing.T) {
 		}
 	})
 
+	t.Run("ClosedMemberIsNotClaimed", func(t *testing.T) {
+		// A member that does not carry its pool's definition takes no
+		// claim until it is repaired.
+		now := time.Unix(1_800_000_000, 0)
+		b := newPoolBackend(vdi.ModePersistent, "demo-1", "demo-2")
+		b.closed = map[string]string{"demo-1": "it does not carry its pool's access"}
+		svc, _ := newService(t, b, &now)
+		if d, err := svc.Claim(ctx, alice, "local", "demo"); err != nil || d.Name != "demo-2" {
+			t.Fatalf("alice's claim: %+v, %v; want demo-2, the member that is not closed", d, err)
+		}
+		if d, err := svc.Claim(ctx, bob, "local", "demo"); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Errorf("bob's claim with only a closed member left: %+v, %v; want EConflict", d, err)
+		}
+	})
+
+	t.Run("ClosedPoolIsForAdminsOnly", func(t *testing.T) {
+		now := time.Unix(1_800_000_000, 0)
+		b := newPoolBackend(vdi.ModePersistent, "demo-1")
+		b.pool.Closed = "no member carries the pool's access"
+		svc, _ := newService(t, b, &now)
+		if pools, err := svc.Pools(ctx, alice); err != nil || len(pools) != 0 {
+			t.Errorf("alice's pools: %+v, %v; want the closed pool hidden", pools, err)
+		}
+		if _, err := svc.Claim(ctx, alice, "local", "demo"); vdi.ErrorCode(err) != vdi.EForbidden || !strings.Contains(err.Error(), "admins only") {
+			t.Errorf("alice's claim on a closed pool: %v; want EForbidden saying it is for admins only", err)
+		}
+		root := vdi.Identity{Login: "root", Admin: true}
+		if d, err := svc.Claim(ctx, root, "local", "demo"); err != nil || d.Name != "demo-1" {
+			t.Errorf("an admin's claim on a closed pool: %+v, %v; want demo-1", d, err)
+		}
+	})
+
 	t.Run("ReleaseStopsPersistentAndFrees", func(t *testing.T) {
 		now := time.Unix(1_800_000_000, 0)
 		b := newPoolBackend(vdi.ModePersistent, "demo-1")
@@ -142,8 +190,13 @@ func TestServiceClaim(t *testing.T) {
 		if b.power["demo-1"] != vdi.PowerStopped {
 			t.Errorf("after release demo-1 is %s; want stopped", b.power["demo-1"])
 		}
-		if h, ok := b.mirrored["demo-1"]; !ok || h != "" {
-			t.Errorf("claim mirror after release = %q (set: %v); want cleared", h, ok)
+		// The mirror follows in the background, the claim's mark first.
+		deadline := time.Now().Add(10 * time.Second)
+		for h, ok := b.shown("demo-1"); !ok || h != ""; h, ok = b.shown("demo-1") {
+			if time.Now().After(deadline) {
+				t.Fatalf("claim mirror after release = %q (set: %v); want cleared", h, ok)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		pools, _ := svc.Pools(ctx, alice)
 		if pools[0].Free != 1 {

@@ -118,10 +118,10 @@ func (s *Service) Share(ctx context.Context, id Identity, ref Ref, req ShareRequ
 		return Share{}, err
 	}
 	override := false
-	if !pool.Access.Allows(s.identityOf(req.User)) {
+	if !pool.Allows(s.identityOf(req.User)) {
 		if !id.Admin {
 			return Share{}, Errorf(EForbidden, "Invite someone the pool is for, or ask an admin to invite them.",
-				"Pool %s is for %s; %s is not.", pool.Name, pool.Access, req.User)
+				"Pool %s is for %s; %s is not.", pool.Name, pool.For(), req.User)
 		}
 		override = true
 	}
@@ -246,7 +246,7 @@ func (s *Service) SharedDesktop(ctx context.Context, id Identity, ref Ref) (Desk
 	if err != nil {
 		return Desktop{}, Share{}, err
 	}
-	if !sh.Override && !p.Access.Allows(id) {
+	if !sh.Override && !p.Allows(id) {
 		return Desktop{}, Share{}, forbidden(p)
 	}
 	d := plainFor(id, s.desktop(m, l, p))

@@ -125,6 +125,16 @@ type Pool struct {
 	// per user or device, or RDS CALs). The Kubernetes backend refuses such a
 	// pool without it; the local backend ignores it.
 	LicensesAcknowledged bool `json:"licensesAcknowledged,omitempty"`
+	// Closed says why only admins may use the pool whatever its Access
+	// says: its definition (access, limits, policy) cannot be read or its
+	// members disagree on it. A pool's definition fails closed.
+	Closed string `json:"closed,omitempty"`
+}
+
+// Allows reports whether id may see and claim from p: admins always, others
+// when p is not Closed and its Access lets them in.
+func (p Pool) Allows(id Identity) bool {
+	return id.Admin || p.Closed == "" && p.Access.Allows(id)
 }
 
 // Member is one desktop of a pool, as its backend sees it.
@@ -145,6 +155,14 @@ type Member struct {
 	// It is read only to migrate members assigned before Leases existed:
 	// such a member goes to that user on their first claim, to nobody else.
 	AssignedTo string `json:"assignedTo,omitempty"`
+	// Shown is the holder the member's claim mirror shows (see
+	// ClaimMirror), "" for none; the reclaim loop keeps it in step with the
+	// Lease. Unlike AssignedTo it never gives anyone the member.
+	Shown string `json:"-"`
+	// Closed says why the member does not carry its pool's definition (a
+	// clone that landed without it, a hand edit): no claim takes it until
+	// the pool's definition is written on it again.
+	Closed string `json:"closed,omitempty"`
 }
 
 // Ref names a member: every desktop is addressed as namespace/member.

@@ -321,7 +321,8 @@ func checkPolicies(t *testing.T, dir string, objs []*unstructured.Unstructured) 
 			pool = append(pool, u.GetKind()+"/"+u.GetName())
 		}
 	}
-	for _, want := range []string{"Role/corral-vdi-portal", "RoleBinding/corral-vdi-portal", "NetworkPolicy/corral-vdi-vm-consoles", "NetworkPolicy/corral-vdi-ct-consoles"} {
+	for _, want := range []string{"Role/corral-vdi-portal", "RoleBinding/corral-vdi-portal", "NetworkPolicy/corral-vdi-vm-consoles", "NetworkPolicy/corral-vdi-ct-consoles",
+		"NetworkPolicy/corral-vdi-ct-egress-deny", "NetworkPolicy/corral-vdi-vm-egress-deny", "NetworkPolicy/corral-vdi-egress-outbound"} {
 		if !slices.Contains(pool, want) {
 			t.Errorf("the pool namespace corral-vdi-desktops has %v; want %s", pool, want)
 		}

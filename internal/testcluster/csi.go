@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"log"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +53,28 @@ type CSIDriver struct {
 	dyn  dynamic.Interface
 	stop context.CancelFunc
 	done chan struct{}
+
+	mu           sync.Mutex
+	bindDelay    time.Duration // how long a new PVC waits to be bound
+	snapshotTime time.Duration // how long a new snapshot takes to be cut
+}
+
+// SetDelays makes the driver as slow as cloud storage: a PVC is bound no
+// sooner than bind after it was made (CreateVolume of a disk, or of a
+// disk restored from a snapshot, takes that long), and a snapshot is
+// readyToUse no sooner than snapshot after its content was made (the
+// provider's snapshot upload). Zero is at once.
+func (d *CSIDriver) SetDelays(bind, snapshot time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.bindDelay, d.snapshotTime = bind, snapshot
+}
+
+// delays returns SetDelays' values.
+func (d *CSIDriver) delays() (bind, snapshot time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bindDelay, d.snapshotTime
 }
 
 // StartCSIDriver creates the StorageClasses and VolumeSnapshotClass and
@@ -114,10 +137,14 @@ func (d *CSIDriver) bindClaims(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	bindDelay, _ := d.delays()
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
 		if pvc.Status.Phase == corev1.ClaimBound || pvc.DeletionTimestamp != nil || pvc.Spec.StorageClassName == nil {
 			continue
+		}
+		if time.Since(pvc.CreationTimestamp.Time) < bindDelay {
+			continue // the volume is still being made
 		}
 		sc, err := d.core.StorageV1().StorageClasses().Get(ctx, *pvc.Spec.StorageClassName, metav1.GetOptions{})
 		if err != nil || sc.Provisioner != CSIDriverName && sc.Provisioner != CSIDriverNoSnap {
@@ -195,11 +222,15 @@ func (d *CSIDriver) cutSnapshots(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	_, snapshotTime := d.delays()
 	for i := range list.Items {
 		vsc := &list.Items[i]
 		driver, _, _ := unstructured.NestedString(vsc.Object, "spec", "driver")
 		if driver != CSIDriverName || vsc.GetDeletionTimestamp() != nil {
 			continue
+		}
+		if time.Since(vsc.GetCreationTimestamp().Time) < snapshotTime {
+			continue // the provider is still cutting it
 		}
 		if ready, _, _ := unstructured.NestedBool(vsc.Object, "status", "readyToUse"); ready {
 			continue

@@ -128,7 +128,7 @@ func (p *Pool) Member(_ context.Context, r vdi.Ref) (vdi.Member, error) {
 	if !ok || r.Namespace != p.Namespace {
 		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "", "No desktop %s.", r)
 	}
-	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: p.Name, Power: pw}, nil
+	return vdi.Member{Namespace: r.Namespace, Name: r.Name, Pool: p.Name, Power: pw, Shown: p.assigned[r.Name]}, nil
 }
 
 // Start implements vdi.Backend.

@@ -1,0 +1,217 @@
+package kube
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// A VM pool's definition (who may use it, its limits, policy and standby)
+// is carried by every member in annotations, so it fails closed in two
+// ways. A clone carries it from its first moment: the JSON values, which
+// the restore admission's text split would refuse (see memberMeta), go
+// into the clone's patches encoded (encodedPrefix) and are written as
+// plain JSON once the clone is seen done. And a pool is read from all its
+// members, not one: a member without the pool's access (a hand edit, a
+// clone made by an older portal) is Closed and takes no claim, and a pool
+// whose members carry no access at all, or disagree on it, is Closed:
+// admins only. The reclaim loop writes the pool's definition back on
+// members that lack it (RepairDefinitions).
+
+// encodedPrefix starts an annotation value carried through a clone's
+// patches as unpadded base64url: no `,` `:` `{` `}` for the admission to
+// split on.
+const encodedPrefix = "base64url."
+
+// definitionKeys are the annotations that make a VM pool's definition.
+var definitionKeys = []string{AnnotationPolicy, AnnotationAccess, AnnotationStandby, AnnotationStandbySchedule}
+
+// encodeValue returns s as a clone's patch may carry it.
+func encodeValue(s string) string {
+	return encodedPrefix + base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// annotation returns vm's annotation k, decoding a value a clone's patches
+// carried encoded; a value that does not decode reads as itself (and then
+// does not parse where JSON is wanted).
+func annotation(vm *kubevirtv1.VirtualMachine, k string) string {
+	s := vm.Annotations[k]
+	if enc, ok := strings.CutPrefix(s, encodedPrefix); ok {
+		if b, err := base64.RawURLEncoding.DecodeString(enc); err == nil {
+			return string(b)
+		}
+	}
+	return s
+}
+
+// memberDefinition returns who may use vm's pool and its policy as vm
+// carries them, in a canonical form for comparing members, and whether vm
+// carries either; err when one does not parse.
+func memberDefinition(vm *kubevirtv1.VirtualMachine) (canon string, ok bool, err error) {
+	a, pol := annotation(vm, AnnotationAccess), annotation(vm, AnnotationPolicy)
+	if a == "" && pol == "" {
+		return "", false, nil
+	}
+	var d struct {
+		accessDoc
+		Policy vdi.Policy `json:"policy"`
+	}
+	if a != "" {
+		if err := json.Unmarshal([]byte(a), &d.accessDoc); err != nil {
+			return "", true, fmt.Errorf("%s: %w", AnnotationAccess, err)
+		}
+	}
+	if pol != "" {
+		if err := json.Unmarshal([]byte(pol), &d.Policy); err != nil {
+			return "", true, fmt.Errorf("%s: %w", AnnotationPolicy, err)
+		}
+	}
+	b, _ := json.Marshal(d)
+	return string(b), true, nil
+}
+
+// poolFrom describes the pool whose members are vms (one pool, at least
+// one member): the definition the members carry, Closed when they carry
+// none that can be read or disagree on it.
+func poolFrom(vms []kubevirtv1.VirtualMachine) vdi.Pool {
+	def, closed := definingMember(vms)
+	p := poolOf(def)
+	p.Size = len(vms)
+	if closed != "" {
+		p.Access, p.Limits, p.Closed = vdi.Access{}, vdi.Limits{}, closed
+	}
+	return p
+}
+
+// definingMember returns the member whose annotations define the pool of
+// vms, and why the pool is closed ("" when it is not).
+func definingMember(vms []kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, string) {
+	var def *kubevirtv1.VirtualMachine
+	var want string
+	made := false // by the portal: cloned from a golden VM
+	for i := range vms {
+		vm := &vms[i]
+		made = made || vm.Annotations[AnnotationSource] != ""
+		canon, ok, err := memberDefinition(vm)
+		switch {
+		case err != nil:
+			return vm, fmt.Sprintf("%s does not parse: %v", vm.Name, err)
+		case !ok:
+			continue
+		case def == nil:
+			def, want = vm, canon
+		case canon != want:
+			return def, fmt.Sprintf("members %s and %s disagree on who may use the pool or its policy (%s, %s)", def.Name, vm.Name, AnnotationAccess, AnnotationPolicy)
+		}
+	}
+	switch {
+	case def != nil:
+		return def, ""
+	case made:
+		return &vms[0], fmt.Sprintf("no member carries the pool's access and policy (%s, %s)", AnnotationAccess, AnnotationPolicy)
+	}
+	// VMs labelled into a pool by hand, with no access or policy written:
+	// open to everyone signed in, as docs/kubernetes.md says.
+	return &vms[0], ""
+}
+
+// closedMembers returns why each member of the pool of vms that does not
+// carry the pool's definition is closed, by name: only when the pool
+// itself is defined (a closed pool is closed as a whole).
+func closedMembers(vms []kubevirtv1.VirtualMachine) map[string]string {
+	def, closed := definingMember(vms)
+	if closed != "" {
+		return nil
+	}
+	want, defined, _ := memberDefinition(def)
+	if !defined {
+		return nil
+	}
+	var out map[string]string
+	for i := range vms {
+		if canon, _, _ := memberDefinition(&vms[i]); canon != want {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[vms[i].Name] = fmt.Sprintf("it does not carry its pool's access and policy (%s, %s); the reclaim loop writes them", AnnotationAccess, AnnotationPolicy)
+		}
+	}
+	return out
+}
+
+// RepairDefinitions writes each defined VM pool's definition, as plain
+// JSON, on the members that lack it or carry it encoded (a clone whose
+// wait ended before it was done); a closed pool is left for an admin to
+// set again. It returns how many members it wrote.
+func (v *VMs) RepairDefinitions(ctx context.Context) (int, error) {
+	vms, err := v.list(ctx, "", "")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pool := range groupPools(vms) {
+		def, closed := definingMember(pool)
+		if closed != "" {
+			continue
+		}
+		want, defined, _ := memberDefinition(def)
+		if !defined {
+			continue // labelled by hand: nothing to copy
+		}
+		ann := map[string]any{}
+		for _, k := range definitionKeys {
+			if s := annotation(def, k); s != "" {
+				ann[k] = s
+			} else {
+				ann[k] = nil
+			}
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+		for i := range pool {
+			vm := &pool[i]
+			if canon, _, _ := memberDefinition(vm); canon == want && !carriesEncoded(vm) {
+				continue
+			}
+			if err := v.patchVM(ctx, vm.Namespace, vm.Name, patch); err != nil {
+				return n, fmt.Errorf("kube: write pool %s's definition on VM %s/%s: %w", vm.Labels[vdi.LabelPool], vm.Namespace, vm.Name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// carriesEncoded reports whether vm has a definition annotation still in
+// its clone's encoding.
+func carriesEncoded(vm *kubevirtv1.VirtualMachine) bool {
+	for _, k := range definitionKeys {
+		if strings.HasPrefix(vm.Annotations[k], encodedPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupPools splits members (sorted by namespace and name, as list
+// returns them) into their pools, in order of first appearance.
+func groupPools(vms []kubevirtv1.VirtualMachine) [][]kubevirtv1.VirtualMachine {
+	var out [][]kubevirtv1.VirtualMachine
+	at := map[vdi.Ref]int{}
+	for _, vm := range vms {
+		key := vdi.Ref{Namespace: vm.Namespace, Name: vm.Labels[vdi.LabelPool]}
+		j, ok := at[key]
+		if !ok {
+			j = len(out)
+			at[key] = j
+			out = append(out, nil)
+		}
+		out[j] = append(out[j], vm)
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package kube_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// testKubeVirtLateClones: a pool limited to alice is made by a client that
+// gives up after 2 s (a gateway's cut, a closed tab) while the storage
+// takes its time to restore the members' disks, so the portal never sees
+// its clones finish. Every member KubeVirt makes carries the pool's access
+// and policy from its first moment (encoded in the clone's patches), so
+// bob never sees nor claims the pool; a member whose definition is then
+// taken away by hand, or a pool whose members all lose it, is for admins
+// only until the reclaim loop (or an admin) writes it back.
+func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
+	s.golden(t, "golden", nil)
+	s.csi.SetDelays(6*time.Second, 0)
+	t.Cleanup(func() { s.csi.SetDelays(0, 0) })
+	leases := mustLeases(t, s.c.PortalServiceAccount(t))
+	svc := newService(s.vms, leases)
+	root := vdi.Identity{Login: "root", Admin: true}
+	alice, bob := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
+	ctx := s.ctx
+
+	pool := vdi.Pool{Namespace: s.ns, Name: "late", Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "golden", Size: 4,
+		Policy: vdi.Policy{Record: true}, Access: vdi.Access{Users: []string{"alice"}}}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := svc.CreatePool(cctx, root, pool)
+	cancel()
+	if err == nil {
+		t.Fatalf("create with the client gone after 2 s and disks taking 6 s: no error; want one saying the clones go on")
+	}
+	t.Logf("create cut short: %v", err)
+	s.waitFor(t, 90*time.Second, "4 members", func() (bool, error) { return len(s.members(t, "late")) == 4, nil })
+
+	mustRestricted := func(when string) {
+		t.Helper()
+		p, err := s.vms.Pool(ctx, s.ns, "late")
+		if err != nil || p.Closed != "" || !slices.Equal(p.Access.Users, []string{"alice"}) || !p.Policy.Record {
+			t.Fatalf("%s: pool read as %+v, %v; want alice's, recorded, not closed", when, p, err)
+		}
+		pools, err := svc.Pools(ctx, bob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pools {
+			if p.Name == "late" {
+				t.Errorf("%s: bob lists pool late (%+v); want it hidden from him", when, p.Access)
+			}
+		}
+		if d, err := svc.Claim(ctx, bob, s.ns, "late"); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("%s: bob's claim: %+v, %v; want EForbidden", when, d, err)
+		}
+	}
+	mustRestricted("members the portal never saw finish")
+	for _, m := range s.members(t, "late") {
+		vm := s.vm(t, m)
+		if a := vm.Annotations[kube.AnnotationAccess]; a == "" {
+			t.Errorf("%s carries no %s; want the pool's, from its clone", m, kube.AnnotationAccess)
+		}
+	}
+
+	// The reclaim loop writes the definition as plain JSON.
+	if _, err := s.vms.RepairDefinitions(ctx); err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	for _, m := range s.members(t, "late") {
+		vm := s.vm(t, m)
+		var doc struct{ Access vdi.Access }
+		if err := json.Unmarshal([]byte(vm.Annotations[kube.AnnotationAccess]), &doc); err != nil || !slices.Equal(doc.Access.Users, []string{"alice"}) ||
+			!strings.Contains(vm.Annotations[kube.AnnotationPolicy], `"record":true`) {
+			t.Errorf("%s after the repair: %s=%q, %s=%q; want alice's access and the recorded policy as JSON", m,
+				kube.AnnotationAccess, vm.Annotations[kube.AnnotationAccess], kube.AnnotationPolicy, vm.Annotations[kube.AnnotationPolicy])
+		}
+	}
+
+	t.Run("AttackMemberWithoutItsAccess", func(t *testing.T) {
+		// A member that lost its definition (a hand edit, a clone by an
+		// older portal) is read by itself as open to everyone: the pool
+		// must not be read from it, and it is closed (no claim takes it:
+		// TestServiceClaim/ClosedMemberIsNotClaimed).
+		strip(t, s, "late-1")
+		mustRestricted("late-1 stripped")
+		ms, err := s.vms.Members(ctx, s.ns, "late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if (m.Closed != "") != (m.Name == "late-1") {
+				t.Errorf("member %s closed %q; want only late-1 closed", m.Name, m.Closed)
+			}
+		}
+		if n, err := s.vms.RepairDefinitions(ctx); err != nil || n != 1 {
+			t.Fatalf("repair: %d members, %v; want late-1 written", n, err)
+		}
+		if a := s.vm(t, "late-1").Annotations[kube.AnnotationAccess]; !strings.Contains(a, `"alice"`) {
+			t.Errorf("late-1 after the repair: %s=%q; want alice's", kube.AnnotationAccess, a)
+		}
+	})
+
+	t.Run("AttackPoolWithoutItsAccess", func(t *testing.T) {
+		// Every member lost it: nothing says whom the pool is for, so it
+		// is for admins only, and the admin is told why.
+		for _, m := range s.members(t, "late") {
+			strip(t, s, m)
+		}
+		p, err := s.vms.Pool(ctx, s.ns, "late")
+		if err != nil || p.Closed == "" || p.Allows(alice) || p.Allows(bob) || !p.Allows(root) {
+			t.Fatalf("pool whose members carry no access: %+v, %v; want closed to all but admins", p, err)
+		}
+		if _, err := svc.Claim(ctx, alice, s.ns, "late"); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("alice's claim on the closed pool: %v; want EForbidden", err)
+		}
+		if err := s.vms.ResizePool(ctx, s.ns, "late", 5, func(string) bool { return false }); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Errorf("growing the closed pool: %v; want EConflict (new members would not know whom they are for)", err)
+		}
+		if err := svc.UpdatePool(ctx, root, s.ns, "late", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice"}}}); err != nil {
+			t.Fatalf("admin sets the access again: %v", err)
+		}
+		if p, err := s.vms.Pool(ctx, s.ns, "late"); err != nil || p.Closed != "" || !p.Allows(alice) || p.Allows(bob) {
+			t.Errorf("after the admin set it again: %+v, %v; want alice's pool", p, err)
+		}
+	})
+}
+
+// strip removes a member's access and policy, as a hand edit would.
+func strip(t *testing.T, s *kubeVirtSetup, member string) {
+	t.Helper()
+	vm := s.vm(t, member)
+	delete(vm.Annotations, kube.AnnotationAccess)
+	delete(vm.Annotations, kube.AnnotationPolicy)
+	if err := s.admin.Update(s.ctx, vm); err != nil {
+		t.Fatalf("strip %s: %v", member, err)
+	}
+}
+
+// vm reads a VM in the setup's namespace.
+func (s *kubeVirtSetup) vm(t *testing.T, name string) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	var vm kubevirtv1.VirtualMachine
+	if err := s.admin.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &vm); err != nil {
+		t.Fatal(err)
+	}
+	return &vm
+}
