@@ -38,35 +38,38 @@ func (v *VMs) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Conn, 
 	default:
 		return nil, vdi.Errorf(vdi.EInvalid, "VM desktops offer rdp, vnc and serial.", "VM %s has no %s console.", ref, p)
 	}
-	ip, err := v.vmiIP(ctx, ref)
+	ip, place, err := v.vmiIP(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := directDialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kube: dial the %s server of %s at its VMI's IP %s: %w (a network policy or the cluster network may keep this portal out)", p, ref, addr, err)
 	}
-	return conn, nil
+	return v.addrs.watchMoves(ref, place, conn), nil
 }
 
 // vmiIP returns the member's VMI's first IP that its launcher Pod vouches
-// for. With no VMI it tells a stopped or missing member (final) from one
-// still starting.
-func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, error) {
+// for, and where the VMI runs. With no VMI it tells a stopped or missing
+// member (final) from one still starting.
+func (v *VMs) vmiIP(ctx context.Context, ref vdi.Ref) (string, vmiPlace, error) {
 	vmi, err := v.addrs.dialVMI(ctx, ref)
 	if apierrors.IsNotFound(err) {
 		m, merr := v.Member(ctx, ref)
 		if merr != nil {
-			return "", merr
+			return "", vmiPlace{}, merr
 		}
 		if m.Power != vdi.PowerRunning {
-			return "", vdi.Errorf(vdi.EUnavailable, "Start it from the desktop page, then connect again.", "Desktop %s is %s.", ref, m.Power)
+			return "", vmiPlace{}, vdi.Errorf(vdi.EUnavailable, "Start it from the desktop page, then connect again.", "Desktop %s is %s.", ref, m.Power)
 		}
-		return "", fmt.Errorf("kube: VM %s is running but has no VirtualMachineInstance (yet); reconnect in a moment", ref)
+		return "", vmiPlace{}, fmt.Errorf("kube: VM %s is running but has no VirtualMachineInstance (yet); reconnect in a moment", ref)
 	} else if err != nil {
-		return "", fmt.Errorf("kube: get VirtualMachineInstance %s: %w", ref, err)
+		return "", vmiPlace{}, fmt.Errorf("kube: get VirtualMachineInstance %s: %w", ref, err)
 	}
-	return v.addrs.direct(ctx, ref, vmi)
+	ip, err := v.addrs.direct(ctx, ref, vmi)
+	if err != nil {
+		return "", vmiPlace{}, err
+	}
+	return ip, placeOf(vmi, ip), nil
 }

@@ -1,0 +1,134 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// A direct console path is TCP to a VMI's IP, which a live migration moves
+// and a node's loss takes away without a FIN: a plain socket then waits
+// for minutes (the kernel's retransmissions) or, idle, for ever. So the
+// socket gives up on data unacknowledged for DirectUserTimeout
+// (TCP_USER_TIMEOUT) and probes an idle peer (keepalives, dead after
+// about DirectUserTimeout too), and the VMI cache closes it as soon as the
+// VMI it was dialed at is gone, has another IP, or has migrated: the page
+// reconnects, once. A console
+// reads no deadline of its own: an idle desktop rightly sends nothing.
+
+// DirectUserTimeout is how long a direct console's data may go
+// unacknowledged, and an idle peer unanswered, before the socket ends.
+const DirectUserTimeout = 10 * time.Second
+
+// directDialer is the dialer of direct console paths.
+var directDialer = net.Dialer{
+	Timeout:         DirectUserTimeout,
+	KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 4 * time.Second, Interval: 2 * time.Second, Count: 3},
+	Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(DirectUserTimeout.Milliseconds()))
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	},
+}
+
+// vmiPlace is where a direct console was dialed: the VMI and how it ran.
+type vmiPlace struct {
+	uid       string
+	ip        string
+	migration string // the VMI's last completed migration, "" for none
+}
+
+// placeOf returns where vmi runs, for a console dialed at ip.
+func placeOf(vmi *kubevirtv1.VirtualMachineInstance, ip string) vmiPlace {
+	return vmiPlace{uid: string(vmi.UID), ip: ip, migration: migrated(vmi)}
+}
+
+// migrated returns vmi's last completed migration, or "". While a
+// migration runs the guest is still where the console reaches it; once it
+// completes the guest runs on the target, behind another socket.
+func migrated(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if m := vmi.Status.MigrationState; m != nil && m.Completed {
+		return string(m.MigrationUID)
+	}
+	return ""
+}
+
+// moved says why a console dialed at place no longer reaches the VMI
+// that vmi (nil: gone) is now, or "".
+func (p vmiPlace) moved(vmi *kubevirtv1.VirtualMachineInstance) string {
+	switch {
+	case vmi == nil || vmi.DeletionTimestamp != nil:
+		return "its VirtualMachineInstance is gone"
+	case string(vmi.UID) != p.uid:
+		return "its VirtualMachineInstance was made anew"
+	case migrated(vmi) != p.migration:
+		return "its VM migrated to another node"
+	}
+	for _, iface := range vmi.Status.Interfaces {
+		for _, ip := range reported(iface) {
+			if ip == p.ip {
+				return ""
+			}
+		}
+	}
+	return "its VirtualMachineInstance no longer has the IP " + p.ip
+}
+
+// watchMoves closes conn, dialed at place for ref, once the VMI cache
+// shows that the VMI moved (see vmiPlace.moved); it returns conn wrapped
+// so that closing it ends the watch. Without a VMI cache conn is returned
+// as it is: the socket's own timeouts still apply.
+func (a *addresses) watchMoves(ref vdi.Ref, place vmiPlace, conn net.Conn) net.Conn {
+	if a.vmis == nil {
+		return conn
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			changed := a.vmis.next()
+			if st := a.vmis.store(ref.Namespace); st != nil {
+				var vmi *kubevirtv1.VirtualMachineInstance
+				if o, ok, _ := st.GetByKey(ref.Namespace + "/" + ref.Name); ok {
+					vmi = o.(*kubevirtv1.VirtualMachineInstance)
+				}
+				if why := place.moved(vmi); why != "" {
+					slog.Info("direct console closed: the desktop moved", "desktop", ref, "why", why)
+					conn.Close()
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+		}
+	}()
+	return &watchedConn{Conn: conn, stop: cancel}
+}
+
+// watchedConn is a direct console whose VMI is watched until it closes.
+type watchedConn struct {
+	net.Conn
+	once sync.Once
+	stop context.CancelFunc
+}
+
+// Close implements net.Conn.
+func (c *watchedConn) Close() error {
+	c.once.Do(c.stop)
+	return c.Conn.Close()
+}
