@@ -83,7 +83,7 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	if err := v.labelGolden(ctx, &golden); err != nil {
 		return err
 	}
-	snap, done, err := v.goldenSnapshot(ctx, ref.Namespace, source)
+	snap, err := v.goldenSnapshot(ctx, &golden)
 	if err != nil {
 		return fmt.Errorf("kube: recreate %s (the old VM is kept): %w", ref, err)
 	}
@@ -93,12 +93,9 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	}
 	meta := memberMeta{golden: &golden, labels: map[string]string{vdi.LabelPool: old.Labels[vdi.LabelPool]}, annotations: ann}
 	if err := v.deleteVM(ctx, ref, old.UID); err != nil {
-		done(true)
 		return err
 	}
-	err = v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
-	done(!errors.Is(err, errCloneUnfinished))
-	return err
+	return v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
 }
 
 // recreatedAnnotations returns the annotations old's fresh clone carries:

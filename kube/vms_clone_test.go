@@ -69,7 +69,7 @@ func TestVMPoolClonesQueue(t *testing.T) {
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "big-8"}, &vm); err != nil || vm.Labels["os"] != "linux" || vm.Annotations[kube.AnnotationMode] != "ephemeral" {
 		t.Errorf("big-8: labels %v, annotations %v, %v; want the golden VM's labels and the pool's", vm.Labels, vm.Annotations, err)
 	}
-	mustNoLeftovers(t, admin, ns)
+	snap := mustNoLeftovers(t, admin, ns, "golden")
 
 	t.Run("FourRecreatesAtOnce", func(t *testing.T) {
 		before := map[string]types.UID{}
@@ -107,7 +107,11 @@ func TestVMPoolClonesQueue(t *testing.T) {
 				t.Errorf("%s after recreate: uid %s (was %s), labels %v, %v; want a new member of big", name, vm.UID, uid, vm.Labels, err)
 			}
 		}
-		mustNoLeftovers(t, admin, ns)
+		// Every recreate clones from the pool's snapshot: the golden VM has
+		// not changed since it was taken.
+		if got := mustNoLeftovers(t, admin, ns, "golden"); got != snap || snap == "" {
+			t.Errorf("the golden VM's snapshot after 4 recreates is %q; want %q, taken once when the pool was made", got, snap)
+		}
 	})
 
 	t.Run("RecreateOutlivesItsWait", func(t *testing.T) {
@@ -130,15 +134,20 @@ func TestVMPoolClonesQueue(t *testing.T) {
 }
 
 // mustNoLeftovers fails unless namespace has no VirtualMachineClones and
-// no VirtualMachineSnapshots left.
-func mustNoLeftovers(t *testing.T, admin client.Client, namespace string) {
+// one VirtualMachineSnapshot of golden at most (of its current state, kept
+// for the next clone), and returns that snapshot's UID.
+func mustNoLeftovers(t *testing.T, admin client.Client, namespace, golden string) types.UID {
 	t.Helper()
 	var clones clonev1beta1.VirtualMachineCloneList
 	var snaps snapshotv1beta1.VirtualMachineSnapshotList
 	if err := admin.List(context.Background(), &clones, client.InNamespace(namespace)); err != nil || len(clones.Items) != 0 {
 		t.Errorf("clones left: %d, %v; want none", len(clones.Items), err)
 	}
-	if err := admin.List(context.Background(), &snaps, client.InNamespace(namespace)); err != nil || len(snaps.Items) != 0 {
-		t.Errorf("snapshots left: %d, %v; want none", len(snaps.Items), err)
+	if err := admin.List(context.Background(), &snaps, client.InNamespace(namespace), client.MatchingLabels{kube.LabelSnapshotOf: golden}); err != nil || len(snaps.Items) > 1 {
+		t.Errorf("snapshots of %s left: %d, %v; want one at most", golden, len(snaps.Items), err)
 	}
+	if len(snaps.Items) == 0 {
+		return ""
+	}
+	return snaps.Items[0].UID
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,14 +85,50 @@ func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
 		}
 		return true, nil
 	})
+	bindAll := func() {
+		t.Helper()
+		for _, p := range restored() {
+			if p.Annotations[testcluster.AnnSelectedNode] == "" {
+				p.Annotations[testcluster.AnnSelectedNode] = "node-1"
+				if err := s.admin.Update(s.ctx, &p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s.waitFor(t, 30*time.Second, "every member's disk Bound", func() (bool, error) {
+			for _, p := range restored() {
+				if p.Status.Phase != corev1.ClaimBound {
+					return false, fmt.Errorf("%s is %s", p.Name, p.Status.Phase)
+				}
+			}
+			return true, nil
+		})
+	}
+	// The golden VM has not changed: growing clones from the same snapshot.
 	if err := s.vms.ResizePool(s.ctx, s.ns, "lazy", 3, func(string) bool { return false }); err != nil {
 		t.Fatalf("grow to 3: %v", err)
 	}
-	// The sweep deletes; KubeVirt's snapshot controller lets the object go
+	if got := snaps(); !slices.Equal(got, first) {
+		t.Fatalf("snapshots after growing %v; want %v reused (the golden VM is as it was)", got, first)
+	}
+	bindAll()
+	// The admin changes the golden VM: the next member needs a snapshot of
+	// the new state, and the old one goes once nothing needs it. The
+	// sweep deletes; KubeVirt's snapshot controller lets the object go
 	// once its finalizer is done, a moment later.
+	if err := s.admin.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	if err := s.admin.Update(s.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.vms.ResizePool(s.ctx, s.ns, "lazy", 4, func(string) bool { return false }); err != nil {
+		t.Fatalf("grow to 4: %v", err)
+	}
 	s.waitFor(t, 30*time.Second, "the old snapshot swept and the new one kept", func() (bool, error) {
 		if got := snaps(); slices.Contains(got, first[0]) || len(got) != 1 {
-			return false, fmt.Errorf("snapshots after growing %v; want %s swept (its disks are Bound) and the new one kept for lazy-3's disk", got, first[0])
+			return false, fmt.Errorf("snapshots after changing the golden VM and growing %v; want %s swept (its disks are Bound) and the new one kept for lazy-4's disk", got, first[0])
 		}
 		return true, nil
 	})

@@ -124,7 +124,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 		return err
 	}
 	meta := &memberMeta{golden: golden, labels: map[string]string{vdi.LabelPool: p.Name}, annotations: ann}
-	snap, done, err := v.goldenSnapshot(ctx, p.Namespace, p.Source)
+	snap, err := v.goldenSnapshot(ctx, golden)
 	if err != nil {
 		return err
 	}
@@ -145,9 +145,7 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 		})
 	}
 	wg.Wait()
-	err = errors.Join(errs...)
-	done(!errors.Is(err, errCloneUnfinished))
-	return err
+	return errors.Join(errs...)
 }
 
 // ResizePool grows a pool by cloning, or shrinks it by deleting unclaimed
@@ -284,5 +282,21 @@ func (v *VMs) DeletePool(ctx context.Context, namespace, name string) error {
 			break
 		}
 	}
+	if err == nil && len(vms) > 0 {
+		v.sweepUnused(ctx, namespace, vms[0].Annotations[AnnotationSource])
+	}
 	return errors.Join(err, v.releaseTaken(context.WithoutCancel(ctx), taken))
+}
+
+// sweepUnused deletes the snapshots of golden that no disk or clone needs
+// once no pool in namespace is cloned from it any more.
+func (v *VMs) sweepUnused(ctx context.Context, namespace, golden string) {
+	if golden == "" {
+		return
+	}
+	left, err := v.list(ctx, namespace, "")
+	if err != nil || slices.ContainsFunc(left, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationSource] == golden }) {
+		return
+	}
+	v.sweepSnapshots(ctx, namespace, golden, "")
 }

@@ -2,16 +2,18 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
@@ -24,17 +26,25 @@ import (
 // own, and KubeVirt lets one snapshot lock a VM at a time
 // (pkg/storage/snapshot/source.go), so clones of one golden VM would run
 // one after another, each within the same wait. Clones of a snapshot
-// restore side by side. Callers in this process that need the same golden
-// VM at once (a pool create, ephemeral releases) share one snapshot; the
-// last to finish deletes it, unless a clone of it is still unfinished.
+// restore side by side. One snapshot serves every clone of one state of
+// the golden VM (goldenState): a pool create, its growth, and every
+// ephemeral release after, until the golden VM or its disks change;
+// callers in this process that need it at once share its taking. A
+// snapshot of an older state is deleted by the next snapshot taken (once
+// no clone and no disk still needs it), or with the last pool of its
+// golden VM.
 
 // SnapshotTimeout bounds the wait for a golden VM's snapshot to be ready:
 // it may queue behind other snapshots of the same VM (another portal's, a
 // backup's).
 const SnapshotTimeout = 10 * time.Minute
 
-// LabelSnapshotOf labels the snapshots the portal takes with their golden VM.
-const LabelSnapshotOf = "corral.dev/vdi-snapshot-of"
+// LabelSnapshotOf labels the snapshots the portal takes with their golden
+// VM, and LabelGoldenState with the state of it they hold (goldenState).
+const (
+	LabelSnapshotOf  = "corral.dev/vdi-snapshot-of"
+	LabelGoldenState = "corral.dev/vdi-golden-state"
+)
 
 func snapshots(cfg *rest.Config) (rest.Interface, error) {
 	scheme := runtime.NewScheme()
@@ -50,29 +60,30 @@ func snapshots(cfg *rest.Config) (rest.Interface, error) {
 	return rest.RESTClientFor(c)
 }
 
-// sharedSnapshots are the golden VMs' snapshots in use in this process.
+// sharedSnapshots are the golden VMs' snapshots being found or taken in
+// this process.
 type sharedSnapshots struct {
 	mu sync.Mutex
-	m  map[string]*sharedSnapshot // ns/golden -> its snapshot
+	m  map[string]*sharedSnapshot // ns/golden/state -> its snapshot
 }
 
-// sharedSnapshot is one golden VM snapshot and its users.
+// sharedSnapshot is one golden VM state's snapshot, found or being taken.
 type sharedSnapshot struct {
 	ready chan struct{} // closed when name/err are set
 	name  string
-	uid   types.UID
 	err   error
-	users int
-	keep  bool // a clone of it did not finish: it must stay
 }
 
-// goldenSnapshot returns a ready VirtualMachineSnapshot of the golden VM
-// namespace/golden, shared with the callers that need it at the same time,
-// and done, which the caller calls once its clones are over, with whether
-// they all finished: the last caller deletes the snapshot, unless a clone
-// of it did not finish (its restore still reads it).
-func (v *VMs) goldenSnapshot(ctx context.Context, namespace, golden string) (name string, done func(finished bool), err error) {
-	key := namespace + "/" + golden
+// goldenSnapshot returns a ready VirtualMachineSnapshot of the current
+// state of golden: the one the portal took of that state before, or a new
+// one, taken once for the callers that need it at the same time.
+func (v *VMs) goldenSnapshot(ctx context.Context, golden *kubevirtv1.VirtualMachine) (string, error) {
+	namespace := golden.Namespace
+	state, err := v.goldenState(ctx, golden)
+	if err != nil {
+		return "", err
+	}
+	key := namespace + "/" + golden.Name + "/" + state
 	v.snaps.mu.Lock()
 	if v.snaps.m == nil {
 		v.snaps.m = map[string]*sharedSnapshot{}
@@ -83,64 +94,93 @@ func (v *VMs) goldenSnapshot(ctx context.Context, namespace, golden string) (nam
 		sh = &sharedSnapshot{ready: make(chan struct{})}
 		v.snaps.m[key] = sh
 	}
-	sh.users++
 	v.snaps.mu.Unlock()
-	done = func(finished bool) {
-		v.snaps.mu.Lock()
-		sh.users--
-		sh.keep = sh.keep || !finished
-		last := sh.users == 0
-		if last && v.snaps.m[key] == sh {
-			delete(v.snaps.m, key)
-		}
-		v.snaps.mu.Unlock()
-		if last && !sh.keep && sh.name != "" {
-			v.releaseSnapshot(context.WithoutCancel(ctx), namespace, sh.name, sh.uid)
-		}
-	}
 	if owner {
-		sh.name, sh.uid, sh.err = v.takeSnapshot(ctx, namespace, golden)
-		if sh.err == nil {
-			v.sweepSnapshots(ctx, namespace, golden, sh.name)
-		}
-		if sh.err != nil {
-			// The next caller tries again rather than share a failure.
-			v.snaps.mu.Lock()
-			if v.snaps.m[key] == sh {
-				delete(v.snaps.m, key)
-			}
-			v.snaps.mu.Unlock()
-		}
+		sh.name, sh.err = v.stateSnapshot(ctx, golden, state)
+		// The next caller looks again: for a snapshot someone deleted, or
+		// to try again after a failure.
+		v.snaps.mu.Lock()
+		delete(v.snaps.m, key)
+		v.snaps.mu.Unlock()
 		close(sh.ready)
 	} else {
 		select {
 		case <-sh.ready:
 		case <-ctx.Done():
-			done(true)
-			return "", nil, fmt.Errorf("kube: wait for the snapshot of golden VM %s: %w", key, context.Cause(ctx))
+			return "", fmt.Errorf("kube: wait for the snapshot of golden VM %s/%s: %w", namespace, golden.Name, context.Cause(ctx))
 		}
 	}
-	if sh.err != nil {
-		done(true)
-		return "", nil, sh.err
-	}
-	return sh.name, done, nil
+	return sh.name, sh.err
 }
 
-// takeSnapshot snapshots the golden VM and waits until the snapshot is
+// stateSnapshot returns the portal's ready snapshot of golden in state,
+// taking one (and sweeping those of older states) when there is none.
+func (v *VMs) stateSnapshot(ctx context.Context, golden *kubevirtv1.VirtualMachine, state string) (string, error) {
+	var list snapshotv1beta1.VirtualMachineSnapshotList
+	sel := LabelSnapshotOf + "=" + golden.Name + "," + LabelGoldenState + "=" + state
+	if err := v.snap.Get().Namespace(golden.Namespace).Resource("virtualmachinesnapshots").
+		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).Do(ctx).Into(&list); err != nil {
+		return "", fmt.Errorf("kube: list the snapshots of golden VM %s/%s: %w", golden.Namespace, golden.Name, err)
+	}
+	for _, sn := range list.Items {
+		if sn.DeletionTimestamp == nil && sn.Status != nil && sn.Status.ReadyToUse != nil && *sn.Status.ReadyToUse && len(excludedVolumes(&sn)) == 0 {
+			return sn.Name, nil
+		}
+	}
+	name, err := v.takeSnapshot(ctx, golden.Namespace, golden.Name, state)
+	if err == nil {
+		v.sweepSnapshots(ctx, golden.Namespace, golden.Name, name)
+	}
+	return name, err
+}
+
+// goldenState names the state of golden and its disks that a snapshot
+// holds: its identity and spec generation (which starting and stopping it
+// change too: KubeVirt's start and stop set its run strategy) and the
+// identity and size of each PVC it mounts. Status and metadata writes,
+// the snapshot controller's own included, do not change it.
+func (v *VMs) goldenState(ctx context.Context, golden *kubevirtv1.VirtualMachine) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d\n", golden.UID, golden.Generation)
+	if golden.Spec.Template != nil {
+		for _, vol := range golden.Spec.Template.Spec.Volumes {
+			claim := ""
+			switch {
+			case vol.PersistentVolumeClaim != nil:
+				claim = vol.PersistentVolumeClaim.ClaimName
+			case vol.DataVolume != nil:
+				claim = vol.DataVolume.Name
+			default:
+				continue
+			}
+			pvc, err := v.addrs.core.PersistentVolumeClaims(golden.Namespace).Get(ctx, claim, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				fmt.Fprintf(h, "%s -\n", claim)
+				continue
+			} else if err != nil {
+				return "", fmt.Errorf("kube: read golden VM %s/%s's disk %s: %w", golden.Namespace, golden.Name, claim, err)
+			}
+			size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+			fmt.Fprintf(h, "%s %s %s\n", claim, pvc.UID, size.String())
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// takeSnapshot snapshots the golden VM in state and waits until the snapshot is
 // ready (SnapshotTimeout); one that is not is deleted (no clone uses it
 // yet), which also frees the golden VM's snapshot lock.
-func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (string, types.UID, error) {
+func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden, state string) (string, error) {
 	apiGroup := kubevirtv1.GroupVersion.Group
 	sn := &snapshotv1beta1.VirtualMachineSnapshot{
 		TypeMeta: metav1.TypeMeta{APIVersion: snapshotv1beta1.SchemeGroupVersion.String(), Kind: "VirtualMachineSnapshot"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: golden + "-corral-",
-			Labels: map[string]string{LabelSnapshotOf: golden}},
+			Labels: map[string]string{LabelSnapshotOf: golden, LabelGoldenState: state}},
 		Spec: snapshotv1beta1.VirtualMachineSnapshotSpec{Source: corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: golden}},
 	}
 	var made snapshotv1beta1.VirtualMachineSnapshot
 	if err := v.snap.Post().Namespace(namespace).Resource("virtualmachinesnapshots").Body(sn).Do(ctx).Into(&made); err != nil {
-		return "", "", fmt.Errorf("kube: snapshot golden VM %s/%s: %w", namespace, golden, err)
+		return "", fmt.Errorf("kube: snapshot golden VM %s/%s: %w", namespace, golden, err)
 	}
 	var last snapshotv1beta1.VirtualMachineSnapshot
 	err := until(ctx, SnapshotTimeout, namespace, one(v.snap, "virtualmachinesnapshots", namespace, made.Name), &snapshotv1beta1.VirtualMachineSnapshot{},
@@ -160,7 +200,7 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 		if last.Status != nil {
 			phase = string(last.Status.Phase)
 		}
-		return "", "", &vdi.Error{Code: vdi.EUnavailable, Err: err,
+		return "", &vdi.Error{Code: vdi.EUnavailable, Err: err,
 			Msg: fmt.Sprintf("Snapshotting golden VM %s/%s made no snapshot to clone from: VirtualMachineSnapshot %s/%s (%s: %v).",
 				namespace, golden, namespace, made.Name, phase, err),
 			Hint: "Check the StorageClass and VolumeSnapshotClass of the golden VM's disks, that its PVCs can be snapshotted, " +
@@ -168,10 +208,10 @@ func (v *VMs) takeSnapshot(ctx context.Context, namespace, golden string) (strin
 	}
 	if left := excludedVolumes(&last); len(left) > 0 {
 		v.deleteSnapshot(context.WithoutCancel(ctx), namespace, made.Name)
-		return "", "", vdi.Errorf(vdi.EInvalid, "Give each of those disks' StorageClasses a VolumeSnapshotClass (same driver as the class's provisioner) and make sure their PVCs are Bound, then try again.",
+		return "", vdi.Errorf(vdi.EInvalid, "Give each of those disks' StorageClasses a VolumeSnapshotClass (same driver as the class's provisioner) and make sure their PVCs are Bound, then try again.",
 			"Golden VM %s/%s's disks %s were left out of its snapshot, so members would share the golden PVCs.", namespace, golden, strings.Join(left, ", "))
 	}
-	return made.Name, made.UID, nil
+	return made.Name, nil
 }
 
 // excludedVolumes returns the volumes a ready snapshot left out (KubeVirt

@@ -3,35 +3,23 @@ package kube
 import (
 	"context"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 )
 
-// A golden VM's snapshot outlives its clones until every PVC restored from
-// it is Bound: a restored PVC is provisioned from the snapshot's
-// VolumeSnapshots, and on a WaitForFirstConsumer class (most cloud CSI)
-// that happens only when its member first starts. KubeVirt's own clone
-// waits the same way (pkg/virt-controller/watch/clone, verifyPVCBound).
-// So the last user of a snapshot waits a little (BindWait) for the
-// restored disks to bind (not for those that wait for their first
-// consumer), and leaves the snapshot when some still wait;
-// the next snapshot of the same golden VM deletes the ones left that no
-// disk and no unfinished clone needs any more (sweepSnapshots).
-
-// BindWait bounds how long the last user of a golden VM's snapshot waits
-// for the disks restored from it to be Bound before leaving it for a later
-// sweep.
-const BindWait = 30 * time.Second
+// A golden VM's snapshot of an older state outlives its clones until
+// every PVC restored from it is Bound: a restored PVC is provisioned from
+// the snapshot's VolumeSnapshots, and on a WaitForFirstConsumer class
+// (most cloud CSI) that happens only when its member first starts.
+// KubeVirt's own clone waits the same way (pkg/virt-controller/watch/clone,
+// verifyPVCBound). So a sweep (after a snapshot of a newer state is taken,
+// or with the golden VM's last pool) deletes only the older snapshots that
+// no disk waits for and no unfinished clone reads.
 
 // restoresPending reports whether a PVC in namespace restored from the
 // VirtualMachineSnapshot with uid is not Bound yet, and whether one of
@@ -74,49 +62,6 @@ func (v *VMs) waitsForConsumer(ctx context.Context, pvc *corev1.PersistentVolume
 	}
 	sc, err := v.storage.StorageClasses().Get(ctx, *pvc.Spec.StorageClassName, metav1.GetOptions{})
 	return err == nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
-}
-
-// releaseSnapshot deletes a snapshot no clone of this process needs any
-// more, once the disks restored from it are Bound (waiting up to
-// BindWait on a watch of the namespace's PVCs); otherwise it is left for
-// sweepSnapshots.
-func (v *VMs) releaseSnapshot(ctx context.Context, namespace, name string, uid types.UID) {
-	pvcs := v.addrs.core.PersistentVolumeClaims(namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return pvcs.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return pvcs.Watch(ctx, o)
-		},
-	}
-	pending := true
-	settled := func(store cache.Store) bool {
-		var items []corev1.PersistentVolumeClaim
-		for _, o := range store.List() {
-			items = append(items, *o.(*corev1.PersistentVolumeClaim))
-		}
-		p, soon := v.pendingOf(ctx, items, uid)
-		pending = p
-		// Disks waiting for their first consumer bind when their members
-		// first start, not in the next seconds: leave them to a sweep.
-		return !pending || !soon
-	}
-	wctx, cancel := context.WithTimeout(ctx, BindWait)
-	defer cancel()
-	// Without watch on PVCs the wait ends at once: a sweep deletes it.
-	rctx, refuse := context.WithCancelCause(wctx)
-	defer refuse(nil)
-	var st cache.Store
-	_, _ = watchtools.UntilWithSync(rctx, refusing(lw, namespace, refuse), &corev1.PersistentVolumeClaim{},
-		func(store cache.Store) (bool, error) {
-			st = store
-			return settled(store), nil
-		},
-		func(watch.Event) (bool, error) { return settled(st), nil })
-	if !pending {
-		v.deleteSnapshot(ctx, namespace, name)
-	}
 }
 
 // sweepSnapshots deletes the portal's snapshots of golden left behind
