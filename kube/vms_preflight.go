@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -69,20 +69,22 @@ func snapshotGateExplicit(version string) bool {
 }
 
 // GoldenDisks checks that every PVC of the golden VM is there, Bound, and
-// on a StorageClass whose provisioner has a VolumeSnapshotClass.
-func (v *VMs) GoldenDisks(ctx context.Context, golden *kubevirtv1.VirtualMachine) error {
+// on a StorageClass that KubeVirt can snapshot (SnapshotClassFor), and
+// returns the VolumeSnapshotClasses its snapshots would use.
+func (v *VMs) GoldenDisks(ctx context.Context, golden *kubevirtv1.VirtualMachine) ([]SnapshotClass, error) {
 	ns := golden.Namespace
-	var drivers map[string]bool
+	var classes *SnapshotClasses
+	var out []SnapshotClass
 	for _, claim := range claimsOf(golden) {
 		pvc, err := v.addrs.core.PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return vdi.Errorf(vdi.EInvalid, "Create the PVC (or let the golden VM's DataVolume make it), then try again.",
+			return nil, vdi.Errorf(vdi.EInvalid, "Create the PVC (or let the golden VM's DataVolume make it), then try again.",
 				"Golden VM %s/%s's disk PVC %s does not exist.", ns, golden.Name, claim)
 		} else if err != nil {
-			return fmt.Errorf("kube: golden disk %s/%s: %w", ns, claim, err)
+			return nil, fmt.Errorf("kube: golden disk %s/%s: %w", ns, claim, err)
 		}
 		if pvc.Status.Phase != corev1.ClaimBound {
-			return vdi.Errorf(vdi.EInvalid, "Start the golden VM once (a WaitForFirstConsumer class binds its disk then), stop it, and try again.",
+			return nil, vdi.Errorf(vdi.EInvalid, "Start the golden VM once (a WaitForFirstConsumer class binds its disk then), stop it, and try again.",
 				"Golden VM %s/%s's disk PVC %s is %s, not Bound: a snapshot would leave it out.", ns, golden.Name, claim, phaseOr(pvc.Status.Phase))
 		}
 		class := ""
@@ -90,26 +92,29 @@ func (v *VMs) GoldenDisks(ctx context.Context, golden *kubevirtv1.VirtualMachine
 			class = *pvc.Spec.StorageClassName
 		}
 		if class == "" {
-			return vdi.Errorf(vdi.EInvalid, "Move the disk to a CSI StorageClass that has a VolumeSnapshotClass.",
+			return nil, vdi.Errorf(vdi.EInvalid, "Move the disk to a CSI StorageClass that has a VolumeSnapshotClass.",
 				"Golden VM %s/%s's disk PVC %s has no StorageClass: it cannot be snapshotted.", ns, golden.Name, claim)
 		}
 		sc, err := v.storage.StorageClasses().Get(ctx, class, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("kube: StorageClass %s of golden disk %s/%s: %w", class, ns, claim, err)
+			return nil, fmt.Errorf("kube: StorageClass %s of golden disk %s/%s: %w", class, ns, claim, err)
 		}
-		if drivers == nil {
-			if drivers, err = v.snapshotDrivers(ctx); err != nil {
-				return err
+		if classes == nil {
+			if classes, err = ReadSnapshotClasses(ctx, v.dyn); err != nil {
+				return nil, err
 			}
 		}
-		if !drivers[sc.Provisioner] {
-			return vdi.Errorf(vdi.EInvalid,
-				fmt.Sprintf("Create a VolumeSnapshotClass with driver %s, or move the disk to a class that has one.", sc.Provisioner),
-				"Golden VM %s/%s's disk PVC %s is on StorageClass %s, whose provisioner %s has no VolumeSnapshotClass: it cannot be snapshotted.",
-				ns, golden.Name, claim, class, sc.Provisioner)
+		c, err := classes.SnapshotClassFor(sc)
+		if err != nil {
+			var e *vdi.Error
+			if errors.As(err, &e) {
+				e.Msg = fmt.Sprintf("Golden VM %s/%s's disk PVC %s: %s", ns, golden.Name, claim, e.Msg)
+			}
+			return nil, err
 		}
+		out = append(out, c)
 	}
-	return nil
+	return out, nil
 }
 
 // GoldenVM returns the golden VM namespace/name; ENotFound when it is not there.
@@ -123,24 +128,8 @@ func (v *VMs) preflight(ctx context.Context, golden *kubevirtv1.VirtualMachine) 
 	if _, err := v.SnapshotGate(ctx); err != nil {
 		return err
 	}
-	return v.GoldenDisks(ctx, golden)
-}
-
-// snapshotDrivers returns the drivers that have a VolumeSnapshotClass.
-func (v *VMs) snapshotDrivers(ctx context.Context) (map[string]bool, error) {
-	list, err := v.dyn.Resource(vscGVR).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return map[string]bool{}, nil // no VolumeSnapshot API at all
-	} else if err != nil {
-		return nil, fmt.Errorf("kube: list VolumeSnapshotClasses: %w", err)
-	}
-	out := map[string]bool{}
-	for _, c := range list.Items {
-		if d, _, _ := unstructured.NestedString(c.Object, "driver"); d != "" {
-			out[d] = true
-		}
-	}
-	return out, nil
+	_, err := v.GoldenDisks(ctx, golden)
+	return err
 }
 
 func phaseOr(p corev1.PersistentVolumeClaimPhase) string {

@@ -30,14 +30,22 @@ func checkKubeVirtClones(ctx context.Context, fs *findings, rc *rest.Config, dyn
 	}
 	for _, g := range poolGoldens(ctx, dyn) {
 		golden, err := vms.GoldenVM(ctx, g[0], g[1])
+		var classes []kube.SnapshotClass
 		if err == nil {
-			err = vms.GoldenDisks(ctx, golden)
+			classes, err = vms.GoldenDisks(ctx, golden)
 		}
 		if err != nil {
 			failWith(fs, "golden-disks", err)
 			continue
 		}
-		fs.ok("golden-disks", "golden VM %s/%s: every disk Bound and on a class with a VolumeSnapshotClass", g[0], g[1])
+		fs.ok("golden-disks", "golden VM %s/%s: every disk Bound and on a class KubeVirt snapshots with", g[0], g[1])
+		for _, c := range classes {
+			if c.Retain {
+				fs.warn("snapshot-retain", "Use a VolumeSnapshotClass with deletionPolicy: Delete for golden disks, or delete retained VolumeSnapshotContents and storage snapshots yourself.",
+					"golden VM %s/%s is snapshotted with VolumeSnapshotClass %s (deletionPolicy Retain): each golden state's snapshot the portal deletes stays in the storage", g[0], g[1], c.Name)
+				break
+			}
+		}
 	}
 }
 

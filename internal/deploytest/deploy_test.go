@@ -258,7 +258,7 @@ func checkPortalContainer(t *testing.T, spec corev1.PodSpec, ctr corev1.Containe
 // deploy/dir renders, as the API server answered them.
 func checkPolicies(t *testing.T, dir string, objs []*unstructured.Unstructured) {
 	t.Helper()
-	clusterScoped := []string{"nodes", "kubevirts", "virtualmachineclusterinstancetypes", "storageclasses", "volumesnapshotclasses"}
+	clusterScoped := []string{"nodes", "kubevirts", "virtualmachineclusterinstancetypes", "storageclasses", "volumesnapshotclasses", "storageprofiles"}
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "Namespace":
