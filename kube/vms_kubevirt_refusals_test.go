@@ -122,6 +122,26 @@ func testKubeVirtRefusals(t *testing.T, s *kubeVirtSetup) {
 		refusedOneLine(t, "KubeVirt without its Snapshot gate", create("p", "gated", 1), vdi.EInvalid,
 			"KubeVirt "+testcluster.KubeVirtVersion, "Snapshot feature gate", "featureGates of KubeVirt kubevirt/kubevirt")
 		s.nothingCloned(t, "KubeVirt without its Snapshot gate")
+		// Under OpenShift Virtualization's operator an edit of the KubeVirt
+		// CR is undone: the hint names the HyperConverged CR instead.
+		if err := s.admin.Get(s.ctx, key, &kv); err != nil {
+			t.Fatal(err)
+		}
+		if kv.Labels == nil {
+			kv.Labels = map[string]string{}
+		}
+		kv.Labels["app.kubernetes.io/managed-by"] = "hco-operator"
+		if err := s.admin.Update(s.ctx, &kv); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.admin.Get(s.ctx, key, &kv); err == nil {
+				delete(kv.Labels, "app.kubernetes.io/managed-by")
+				s.admin.Update(s.ctx, &kv)
+			}
+		})
+		refusedOneLine(t, "KubeVirt under HCO without its Snapshot gate", create("p", "gated", 1), vdi.EInvalid,
+			"Snapshot feature gate", "HyperConverged", "kubevirt.kubevirt.io/jsonpatch")
 	})
 	t.Run("CloneKubeVirtRefuses", func(t *testing.T) {
 		// An unfinished clone an older portal left (whole-map patches with

@@ -47,10 +47,24 @@ func (v *VMs) SnapshotGate(ctx context.Context) (string, error) {
 	if slices.Contains(gates, "Snapshot") {
 		return version, nil
 	}
-	return version, vdi.Errorf(vdi.EInvalid,
-		fmt.Sprintf("Add Snapshot to spec.configuration.developerConfiguration.featureGates of KubeVirt %s/%s (kubectl edit kubevirt -n %s %s).", kv.Namespace, kv.Name, kv.Namespace, kv.Name),
-		"KubeVirt %s clones golden VMs only with its Snapshot feature gate, which is off.", version)
+	hint := fmt.Sprintf("Add Snapshot to spec.configuration.developerConfiguration.featureGates of KubeVirt %s/%s (kubectl edit kubevirt -n %s %s).", kv.Namespace, kv.Name, kv.Namespace, kv.Name)
+	if kv.Labels[labelManagedBy] == hcoManager {
+		// The HyperConverged Cluster Operator (OpenShift Virtualization,
+		// namespace openshift-cnv) writes the KubeVirt CR back: an edit
+		// there is undone at once.
+		hint = fmt.Sprintf(`KubeVirt %s/%s is managed by the HyperConverged Cluster Operator, which undoes edits to it: set the gate through the HyperConverged CR instead, `+
+			`e.g. kubectl annotate hyperconverged -n %s kubevirt-hyperconverged kubevirt.kubevirt.io/jsonpatch='[{"op":"add","path":"/spec/configuration/developerConfiguration/featureGates/-","value":"Snapshot"}]'.`,
+			kv.Namespace, kv.Name, kv.Namespace)
+	}
+	return version, vdi.Errorf(vdi.EInvalid, hint, "KubeVirt %s clones golden VMs only with its Snapshot feature gate, which is off.", version)
 }
+
+// The label the HyperConverged Cluster Operator puts on the KubeVirt CR it
+// manages.
+const (
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	hcoManager     = "hco-operator"
+)
 
 // snapshotGateExplicit reports whether KubeVirt version (vMAJOR.MINOR…)
 // needs the Snapshot feature gate set: every release before v1.9.
