@@ -108,6 +108,26 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	}
 	serial.Close()
 
+	t.Run("ClaimWhileVirtAPIHangs", func(t *testing.T) {
+		// The Lease is the truth: a claim of a running member answers once
+		// it is won, whatever KubeVirt's webhooks (the claim mirror's VM
+		// patch) do; the mirror follows once virt-api answers again.
+		svc := newService(s.vms, mustLeases(t, s.c.PortalServiceAccount(t)))
+		s.kv.FreezeVirtAPI(t)
+		d, err := svc.Claim(s.ctx, vdi.Identity{Login: "alice"}, s.ns, "run")
+		if err != nil || d.Name != "runner" || d.Holder != "alice" || d.Power != vdi.PowerRunning {
+			t.Fatalf("claim while virt-api hangs: %+v, %v; want alice holding the running runner", d, err)
+		}
+		s.kv.ThawVirtAPI()
+		s.waitFor(t, 60*time.Second, "the claim's mirror on the VM once virt-api answers", func() (bool, error) {
+			if _, err := svc.RepairMirrors(s.ctx); err != nil {
+				return false, err
+			}
+			err := s.admin.Get(s.ctx, client.ObjectKeyFromObject(vm), vm)
+			return err == nil && vm.Labels[vdi.LabelAssignedTo] == "alice", err
+		})
+	})
+
 	if err := s.vms.Stop(s.ctx, ref); err != nil {
 		t.Fatalf("Stop through virt-api's stop subresource: %v", err)
 	}

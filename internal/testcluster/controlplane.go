@@ -80,6 +80,7 @@ type KubeVirt struct {
 	dir   string
 	ca    *kubeVirtCA
 	procs []*exec.Cmd
+	named map[string]*exec.Cmd
 }
 
 // StartKubeVirt installs and starts KubeVirt's control plane; it is stopped
@@ -337,6 +338,28 @@ func (kv *KubeVirt) run(tb testing.TB, path string, args ...string) {
 		tb.Fatalf("testcluster: start %s: %v", name, err)
 	}
 	kv.procs = append(kv.procs, cmd)
+	if kv.named == nil {
+		kv.named = map[string]*exec.Cmd{}
+	}
+	kv.named[name] = cmd
+}
+
+// FreezeVirtAPI makes virt-api stop answering, as a hung or overloaded
+// virt-api does: its webhooks (every VM write) and subresources (start,
+// stop, consoles) time out, while connections to it still open. ThawVirtAPI
+// lets it answer again; so does the end of tb.
+func (kv *KubeVirt) FreezeVirtAPI(tb testing.TB) {
+	tb.Helper()
+	p := kv.named["virt-api"]
+	if err := syscall.Kill(-p.Process.Pid, syscall.SIGSTOP); err != nil {
+		tb.Fatalf("testcluster: freeze virt-api: %v", err)
+	}
+	tb.Cleanup(kv.ThawVirtAPI)
+}
+
+// ThawVirtAPI undoes FreezeVirtAPI.
+func (kv *KubeVirt) ThawVirtAPI() {
+	_ = syscall.Kill(-kv.named["virt-api"].Process.Pid, syscall.SIGCONT)
 }
 
 // Log returns the output of a component so far (virt-api,
