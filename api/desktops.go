@@ -66,8 +66,9 @@ type Viewer struct {
 	ID   string `json:"id"`
 	User string `json:"user"`
 	// Role is "watch" (view only: the relay drops their input),
-	// "control" (their keys reach the desktop) or "asks" (waiting for the
-	// holder's consent to Wants, one of the other two).
+	// "control" (their keys reach the desktop), "listen" (the desktop's
+	// sound, Protocol "audio") or "asks" (waiting for the holder's consent
+	// to Wants, "watch" or "control").
 	Role     string       `json:"role"`
 	Wants    string       `json:"wants,omitempty"`
 	Protocol vdi.Protocol `json:"protocol"`

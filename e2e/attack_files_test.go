@@ -139,6 +139,29 @@ func fileAttacks() []attack {
 			},
 			status: 403, says: "does not allow sound",
 		},
+		// Sound follows the console's watching decision: an admin beside
+		// the holder hears nothing the pool's watch policy would not let
+		// them see.
+		{
+			name: "AudioOfAnAdminUnderWatchOff",
+			setup: func(t *testing.T, a *arena) {
+				a.state["hush"] = poolClaimedBy(t, a, "hush", `{"watch":"off"}`, "alice")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.state["hush"].(string), "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
+			},
+			status: 403, says: "keeps watchers off",
+		},
+		{
+			name: "AudioOfAnAdminBeforeConsent",
+			setup: func(t *testing.T, a *arena) {
+				a.state["ask"] = poolClaimedBy(t, a, "ask", `{"watch":"consent"}`, "alice")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/audio/local/"+a.state["ask"].(string), "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
+			},
+			status: 403, says: "asks alice",
+		},
 		{
 			// Each listener runs an encoder in the desktop: a fifth is
 			// refused while four play.
@@ -159,6 +182,21 @@ func fileAttacks() []attack {
 			status: 429, says: "several tabs",
 		},
 	}
+}
+
+// poolClaimedBy makes a CT pool name with policy (JSON) as the admin, and
+// returns the member user claims from it.
+func poolClaimedBy(t *testing.T, a *arena, name, policy, user string) string {
+	t.Helper()
+	body := `{"name":"` + name + `","kind":"ct","mode":"ephemeral","size":1,"policy":` + policy + `}`
+	if code := a.p.APIBody(t, admin, "POST", "/api/vdi/pools", body, nil); code != 201 {
+		t.Fatalf("%s creates pool %s: %d", admin, name, code)
+	}
+	var d desktop
+	if code := a.p.API(t, user, "POST", "/api/vdi/pools/local/"+name+"/claim", &d); code != 200 {
+		t.Fatalf("%s claims from %s: %d", user, name, code)
+	}
+	return d.Name
 }
 
 // soundUp reports whether the victim's console page offers sound: its

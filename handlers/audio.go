@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -15,8 +16,12 @@ import (
 
 // Sound: /ws/audio carries a desktop's sound to the console page as Opus
 // packets, encoded inside the desktop's sandbox (see local's Desktop.Audio);
-// the page decodes them with WebCodecs. Whoever may open the desktop's
-// console may listen; the target is the desktop's own sound server.
+// the page decodes them with WebCodecs. Sound takes the console's watching
+// decision: the holder and the people they invited listen; an admin beside
+// the holder listens only as the pool's watch policy lets them watch (not
+// at all under "off", once the holder has allowed their console under
+// "consent"), shows in the holder's notice as listening, and is audited.
+// The target is the desktop's own sound server.
 
 // Audio reaches desktops' sound (the local backend's session desktops).
 // Errors a user can act on are *vdi.Error.
@@ -74,7 +79,7 @@ func (h *audioRoutes) audioProps(r *http.Request, d vdi.Desktop) *views.AudioPro
 // upgrade. Releasing or reclaiming the desktop ends it.
 func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
-	d, err := h.desktops.Desktop(r.Context(), id, ref) // holder or admin only
+	d, invited, err := h.listener(r.Context(), id, ref)
 	if err != nil {
 		return err
 	}
@@ -106,6 +111,14 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 	defer cancel(nil)
 	untrack := h.desktops.TrackConsole(ref, cancel) // a release ends the sound too
 	defer untrack()
+	if d.Holder != id.Login {
+		// The holder's notice says who listens, as it says who watches.
+		defer h.console.watchers.add(ref, api.Viewer{User: id.Login, Role: roleListen, Protocol: "audio", Since: time.Now()})()
+		if !invited {
+			h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "listen", Namespace: ref.Namespace, Target: ref.Name,
+				Detail: "held by " + d.Holder + "; watch policy " + string(d.Console.Watch)})
+		}
+	}
 	log := h.log.With("desktop", ref, "user", id.Login)
 	log.Info("audio opened")
 	dropped, err := relay.PipeAudio(ctx, ws, src, relay.AudioHello{Codec: "opus", SampleRate: 48000, Channels: 2, FrameMs: 20})
@@ -116,4 +129,33 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 		log.Info("audio closed", "dropped", dropped)
 	}
 	return nil
+}
+
+// roleListen is the viewers list's role of someone who listens to a
+// desktop's sound beside its holder.
+const roleListen = "listen"
+
+// listener returns ref for a listener of id's: its holder's, an invited
+// user's (invited: true), or an admin's whom the pool's watch policy lets
+// watch it now; the refusal otherwise says why.
+func (h *audioRoutes) listener(ctx context.Context, id vdi.Identity, ref vdi.Ref) (d vdi.Desktop, invited bool, err error) {
+	d, err = h.desktops.Desktop(ctx, id, ref) // holder or admin
+	if vdi.ErrorCode(err) == vdi.EForbidden {
+		d, _, err = h.desktops.SharedDesktop(ctx, id, ref)
+		return d, err == nil, err
+	}
+	if err != nil || d.Holder == "" || d.Holder == id.Login {
+		return d, false, err
+	}
+	switch d.Console.Watch {
+	case vdi.WatchOff:
+		return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen, or change the pool's watch policy.",
+			"The pool's policy keeps watchers off %s: only its holder and people they invite hear it.", ref)
+	case vdi.WatchConsent:
+		if !h.console.watchers.watching(ref, id.Login) {
+			return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Open its console first: sound follows once "+d.Holder+" allows the watch.",
+				"The pool's policy asks %s before anyone watches or listens to %s.", d.Holder, ref)
+		}
+	}
+	return d, false, nil
 }

@@ -230,7 +230,7 @@ func New(cfg Config) *Handler {
 			desktops: cfg.Desktops, replica: cfg.Replica},
 		recorded: &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
 		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
-		audio:    &audioRoutes{log: log, desktops: cfg.Desktops, audio: cfg.Audio, checkOrigin: hc.checkOrigin},
+		audio:    &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
 		shares:   &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
 		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}

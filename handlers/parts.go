@@ -146,9 +146,10 @@ type usbRoutes struct {
 
 // audioRoutes serves desktops' sound (audio.go).
 type audioRoutes struct {
-	log            *slog.Logger
+	auditTrail
 	desktops       Desktops
 	audio          Audio
+	console        *consoleState // who watches: sound follows the console's watching decision
 	audioListeners audioListeners
 	checkOrigin    func(r *http.Request) bool
 }

@@ -53,6 +53,16 @@ func (d *watched) bump() {
 	d.changed = make(chan struct{})
 }
 
+// watching reports whether user has a console of ref open that the
+// holder let them watch (a watch waiting for consent does not count).
+func (w *watchers) watching(ref vdi.Ref, user string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.ContainsFunc(w.get(ref).list, func(v api.Viewer) bool {
+		return v.User == user && (v.Role == "watch" || v.Role == "control")
+	})
+}
+
 // add notes v on ref's console until the returned func is called.
 func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
 	w.mu.Lock()

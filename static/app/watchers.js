@@ -10,12 +10,13 @@ const RETRY_MS = 3000;
 export function sayViewers(list) {
   list = list.filter((v) => v.role !== 'asks');
   if (!list.length) return '';
-  const watch = [...new Set(list.filter((v) => v.role === 'watch').map((v) => v.user))];
-  const control = [...new Set(list.filter((v) => v.role !== 'watch').map((v) => v.user))];
+  const users = (role) => [...new Set(list.filter((v) => v.role === role).map((v) => v.user))];
+  const [watch, control, listen] = [users('watch'), users('control'), users('listen')];
   const and = (names) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0]);
   const parts = [];
   if (watch.length) parts.push(`${and(watch)} ${watch.length > 1 ? 'are' : 'is'} watching this desktop (view only)`);
   if (control.length) parts.push(`${and(control)} ${control.length > 1 ? 'have' : 'has'} a console of it open and can type in it`);
+  if (listen.length) parts.push(`${and(listen)} ${listen.length > 1 ? 'are' : 'is'} listening to its sound`);
   return `${parts.join('; ')}.`;
 }
 
@@ -46,8 +47,8 @@ export function sayParticipants(holder, me, list) {
   const roles = new Map();
   for (const v of list) {
     if (v.role === 'asks') continue;
-    const role = v.role === 'watch' ? 'view only' : 'can type';
-    if (roles.get(v.user) !== 'can type') roles.set(v.user, role);
+    const role = { watch: 'view only', listen: 'listening' }[v.role] || 'can type';
+    if (roles.get(v.user) !== 'can type' && !(role === 'listening' && roles.has(v.user))) roles.set(v.user, role);
   }
   const people = holder ? [`${holder} (holder)`] : [];
   for (const [user, role] of roles) people.push(`${user} (${user === me ? 'you, ' : ''}${role})`);
