@@ -139,6 +139,16 @@ func fileAttacks() []attack {
 			},
 			status: 403, says: "does not allow sound",
 		},
+		{
+			// A bidi override in an upload's name would make
+			// "invoice\u202efdp.exe" read as "invoiceexe.pdf" in the
+			// desktop's file manager: format characters are mapped.
+			name: "UploadNameSpoofsItsExtension",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PUT", filesOf(a.victim)+"/invoice%E2%80%AEfdp.exe", "MZ", "Tailscale-User-Login", "alice", "Content-Type", "application/octet-stream")
+			},
+			status: 201, says: `"invoice_fdp.exe"`, changes: []string{"file-upload"},
+		},
 		// Sound follows the console's watching decision: an admin beside
 		// the holder hears nothing the pool's watch policy would not let
 		// them see.

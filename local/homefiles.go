@@ -318,9 +318,11 @@ func (b *Backend) Upload(ctx context.Context, ref vdi.Ref, name string, body io.
 }
 
 // SanitizeFileName turns a name from a user's machine into one file name
-// of a desktop's folder: of a path only its last part is kept, control
-// characters become "_", leading dots and spaces go (no hidden files, no
-// "." or ".."), and it is cut to 200 bytes, keeping the extension.
+// of a desktop's folder: of a path only its last part is kept, control and
+// format characters become "_" (bidi overrides such as U+202E would make
+// "invoice\u202Efdp.exe" show as "invoiceexe.pdf" in the desktop's file
+// manager), leading dots and spaces go (no hidden files, no "." or ".."),
+// and it is cut to 200 bytes, keeping the extension.
 func SanitizeFileName(name string) (string, error) {
 	if !utf8.ValidString(name) {
 		return "", vdi.Errorf(vdi.EInvalid, "Rename the file and upload it again.", "The file name is not valid UTF-8.")
@@ -329,7 +331,7 @@ func SanitizeFileName(name string) (string, error) {
 		name = name[i+1:]
 	}
 	s := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar {
 			return '_'
 		}
 		return r

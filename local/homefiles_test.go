@@ -198,3 +198,22 @@ func TestFiles_FullDisk(t *testing.T) {
 		t.Errorf("~/Uploads: %q; want nothing left", out)
 	}
 }
+
+// TestSanitizeFileName keeps one harmless name of what a browser sends.
+func TestSanitizeFileName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"report.pdf", "report.pdf"},
+		{`C:\Users\me\report.pdf`, "report.pdf"},
+		{"../../etc/passwd", "passwd"},
+		{"..hidden", "hidden"},
+		{"a\x01b.txt", "a_b.txt"},
+		{"invoice\u202efdp.exe", "invoice_fdp.exe"}, // RIGHT-TO-LEFT OVERRIDE
+		{"x\u2066y\u2069.txt", "x_y_.txt"},          // isolates
+		{"zero\u200bwidth.txt", "zero_width.txt"},
+		{"Grüße 日本語 ✓.txt", "Grüße 日本語 ✓.txt"},
+	} {
+		if got, err := local.SanitizeFileName(tc.in); err != nil || got != tc.want {
+			t.Errorf("SanitizeFileName(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
