@@ -17,12 +17,26 @@ export function slowHint(path, rtt) {
   return '';
 }
 
-// attachChip keeps chip up to date; linkURL answers the path, updates()
+// attachChip keeps chip (a dot: green, amber when slow) up to date, its
+// figures in its title and label, and shown in full by a click or a tap
+// (the details element after it); linkURL answers the path, updates()
 // returns the screen updates counted since the last call.
 export function attachChip(chip, linkURL, updates) {
+  const details = document.getElementById('chip-details');
   let timer;
   let path = '';
   let rtt = 0;
+  const open = (on) => {
+    details.hidden = !on;
+    chip.setAttribute('aria-expanded', String(on));
+  };
+  chip.addEventListener('click', (ev) => {
+    ev.stopPropagation();
+    open(details.hidden);
+  });
+  document.addEventListener('click', (ev) => {
+    if (!details.hidden && !ev.target.closest('.chip-wrap')) open(false);
+  });
   async function measure() {
     const t0 = performance.now();
     try {
@@ -36,12 +50,18 @@ export function attachChip(chip, linkURL, updates) {
   const ticker = setInterval(render, 1000);
   function render() {
     const fps = updates();
-    if (!path) { chip.hidden = true; return; }
+    if (!path) {
+      chip.hidden = true;
+      open(false);
+      return;
+    }
     chip.hidden = false;
-    chip.textContent = `${paths[path] || path} · ${Math.round(rtt)} ms · ${fps} updates/s`;
+    const figures = `${paths[path] || path} · ${Math.round(rtt)} ms · ${fps} updates/s`;
     const hint = slowHint(path, rtt);
-    chip.title = hint || 'How the portal reaches your desktop, the round trip to the portal, and screen updates a second.';
+    chip.title = `${figures}. ${hint || 'How the portal reaches your desktop, the round trip to the portal, and screen updates a second.'}`;
+    chip.setAttribute('aria-label', `Connection: ${figures}`);
     chip.dataset.slow = String(Boolean(hint));
+    details.textContent = hint ? `${figures}. ${hint}` : figures;
   }
   measure();
   return { close() { clearTimeout(timer); clearInterval(ticker); } };

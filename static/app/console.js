@@ -19,6 +19,7 @@ import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
 import { desktopDown, downWords, startAgain } from './down.js';
 import { attachEscape } from './escape.js';
+import { attachFold } from './fold.js';
 
 // Timings (performance measures "page-run", "connect-read") say where a
 // console's start goes; the first-pixel bench reads them.
@@ -137,7 +138,8 @@ async function connect() {
 
 reconnect.addEventListener('click', connect);
 
-// Narrow screens fold the controls into a menu; choosing one closes it.
+// A bar whose controls do not fit folds them into a menu (fold.js);
+// choosing one closes it.
 const toggle = document.getElementById('menu-toggle');
 const controls = document.getElementById('console-controls');
 function menu(open) {
@@ -148,6 +150,7 @@ toggle.addEventListener('click', () => menu(controls.dataset.open !== 'true'));
 controls.addEventListener('click', (ev) => {
   if (ev.target.closest('button, a') && !ev.target.closest('#keys-menu')) menu(false);
 });
+attachFold(document.querySelector('.console-bar'), status, () => menu(false));
 
 const keyboard = document.getElementById('keyboard');
 // The on-screen keyboard is for devices without a keyboard of their own.

@@ -1,5 +1,5 @@
 // Esc closes the console page's open panels (Clipboard, Share, Files, the
-// Keys list) and gives the keyboard back to the control that opened them,
+// Keys list, the connection's details) and gives the keyboard back to the control that opened them,
 // as any dialog does. Keys typed in the desktop are the desktop's: an Esc
 // there goes to it.
 
@@ -9,6 +9,7 @@ const panels = [
   ['share-panel', 'share-close', 'share-toggle'],
   ['files-panel', 'files-close', 'files-toggle'],
   ['keys-list', 'keys-menu', 'keys-menu'],
+  ['chip-details', 'chip', 'chip'],
 ];
 
 // attachEscape listens for Esc before the page's other key handlers (the

@@ -74,7 +74,9 @@ export function attach(rfb) {
     if (rtt && (!ms || ms >= rtt)) return;
     rtt = ms;
     apply();
-    if (auto) auto.textContent = `Auto (${resolve('auto', rtt)}${rtt ? `, ${Math.round(rtt)} ms` : ''})`;
+    // The choice stays short enough for the bar; the round trip is in the title.
+    if (auto) auto.textContent = `Auto (${resolve('auto', rtt)})`;
+    if (select && rtt) select.title = `VNC picture: Auto follows the network's round trip (${Math.round(rtt)} ms now)`;
   });
   measure();
   const timers = remeasureMS.map((ms) => setTimeout(measure, ms));

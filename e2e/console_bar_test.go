@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Issue 58, items 2 and 4: the console bar fits every screen. The
+// connection chip is a dot at every width, its figures a tap away; the
+// status reads whole; the picture choice is not cut; and the controls fold
+// into Menu exactly when they do not fit (a tablet in portrait, whose
+// touch-only Keyboard button widens the bar), so the page never scrolls
+// sideways and Release is always reachable.
+func TestConsoleBar_FitsEveryScreen(t *testing.T) {
+	sizes := []struct {
+		name          string
+		width, height int
+		touch         bool
+	}{
+		{"desktop-1920", 1920, 1080, false},
+		{"desktop-1600", 1600, 900, false},
+		{"laptop", 1280, 800, false},
+		{"tablet-landscape", 1366, 1024, true},
+		{"tablet-portrait", 1024, 1366, true},
+		{"tablet-small", 768, 1024, true},
+		{"phone", 390, 844, true},
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE="+strconv.Itoa(len(sizes)))
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for _, s := range sizes {
+		t.Run(s.name, func(t *testing.T) {
+			page, _ := MustOpenConsole(t, b, p, "fay-"+s.name, "demo", s.width, s.height, s.touch)
+			must(t, expect.Locator(page.GetByTestId("connection-chip")).ToBeVisible())
+			must(t, expect.Locator(page.GetByTestId("vnc-quality")).ToHaveValue(regexp.MustCompile(`.`)))
+			noOverflow(t, page)
+			if h := barHeight(t, page); h > 60 {
+				t.Errorf("the console bar is %.0f px high: it wrapped", h)
+			}
+			folded := false
+			if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
+				folded = true
+				must(t, page.GetByTestId("console-menu").Click())
+			}
+			v, err := page.Evaluate(`() => {
+				const st = document.getElementById('status');
+				const sel = document.getElementById('vnc-quality');
+				const probe = document.createElement('span');
+				probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap';
+				probe.style.font = getComputedStyle(sel).font;
+				probe.textContent = sel.selectedOptions[0].textContent;
+				document.body.append(probe);
+				const need = probe.getBoundingClientRect().width;
+				probe.remove();
+				return [st.scrollWidth > st.clientWidth + 1, need + 24 - sel.clientWidth];
+			}`)
+			must(t, err)
+			got := v.([]any)
+			if cut, _ := got[0].(bool); cut {
+				t.Errorf("the status is cut: %q", mustText(t, page.GetByTestId("status")))
+			}
+			if over := toFloat(got[1]); over > 0 {
+				t.Errorf("the picture choice is %.0f px too narrow for %q", over, mustInputText(t, page))
+			}
+			inViewport(t, page, page.GetByTestId("release"), "Release", s.width)
+			screenshot(t, page, "bar")
+			if folded {
+				must(t, page.GetByTestId("console-menu").Click())
+			}
+			t.Logf("%s: folded %v", s.name, folded)
+			if want := s.width < 900; folded != want && (s.width < 900 || s.width >= 1280) {
+				t.Errorf("folded = %v at %d px; want %v", folded, s.width, want)
+			}
+			// The chip's figures, a tap or a click away.
+			must(t, page.GetByTestId("connection-chip").Click())
+			must(t, expect.Locator(page.GetByTestId("chip-details")).ToBeVisible())
+			must(t, expect.Locator(page.GetByTestId("chip-details")).ToHaveText(regexp.MustCompile(`^direct · \d+ ms · \d+ updates/s`)))
+			inViewport(t, page, page.GetByTestId("chip-details"), "the chip's details", s.width)
+			screenshot(t, page, "chip")
+			must(t, page.GetByTestId("connection-chip").Click())
+			must(t, expect.Locator(page.GetByTestId("chip-details")).ToBeHidden())
+		})
+	}
+}
+
+func mustText(t *testing.T, l playwright.Locator) string {
+	t.Helper()
+	s, err := l.InnerText()
+	must(t, err)
+	return s
+}
+
+func mustInputText(t *testing.T, page playwright.Page) string {
+	t.Helper()
+	v, err := page.Evaluate(`() => document.getElementById('vnc-quality').selectedOptions[0].textContent`)
+	must(t, err)
+	s, _ := v.(string)
+	return s
+}
