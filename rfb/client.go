@@ -21,6 +21,15 @@ var maxUpdateRects = 0xFFFF
 // they are merged into one.
 const maxDamage = 32
 
+// fullEvery is the least time between two repaints of a client's whole
+// screen on its own asking (a non-incremental request, a new pixel
+// format). noVNC asks once, at connect; TigerVNC's viewer after a pixel
+// format change and on its Refresh; a viewer asking in a loop kept the hub
+// re-encoding the whole screen for it. One asked for sooner waits (it is
+// answered, never dropped): every viewer gets its repaint within a second.
+// A variable: the tests lower it.
+var fullEvery = time.Second
+
 // client is one downstream connection the hub serves as an RFB server.
 type client struct {
 	hub     *Hub
@@ -35,7 +44,9 @@ type client struct {
 	requested  bool
 	w, h       int // the screen's size as the client was last told it
 	resize     *resizeNote
-	cursorSent uint64 // the hub's cursorGen last sent
+	cursorSent uint64    // the hub's cursorGen last sent
+	fullAt     time.Time // when the client's last repaint it asked for was due
+	fullDue    Rect      // a repaint asked for before fullEvery had passed
 	out        [][]byte
 	queued     int
 
@@ -101,6 +112,33 @@ func (c *client) addDamage(r Rect) {
 		c.damage = append(c.damage, r)
 	}
 	c.wakeUp()
+}
+
+// askFull notes that the client asked for r's pixels whether they changed
+// or not; hub.mu is held. What its damage already covers adds nothing;
+// otherwise r is painted at once, or, when the client's last such repaint
+// was less than fullEvery ago, once fullEvery has passed (take).
+func (c *client) askFull(r Rect) {
+	if r.empty() {
+		return
+	}
+	for _, d := range c.damage {
+		if d.covers(r) {
+			return
+		}
+	}
+	if !c.fullDue.empty() { // a repaint already waits, and its timer
+		c.fullDue = c.fullDue.union(r)
+		return
+	}
+	now := time.Now()
+	if wait := c.fullAt.Add(fullEvery).Sub(now); wait > 0 {
+		c.fullDue = r
+		time.AfterFunc(wait, c.wakeUp)
+		return
+	}
+	c.fullAt = now
+	c.addDamage(r)
 }
 
 // Serve serves conn as one of the hub's clients until conn, ctx or the hub
@@ -228,8 +266,10 @@ func (c *client) read() error {
 				return err
 			}
 			h.mu.Lock()
+			if pf != c.pf { // its pixels again, in the new format
+				c.askFull(Rect{0, 0, h.fb.w, h.fb.h})
+			}
 			c.pf = pf
-			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
 			h.mu.Unlock()
 		case msgSetEncodings:
 			if err := c.readEncodings(); err != nil {
@@ -244,7 +284,7 @@ func (c *client) read() error {
 			h.mu.Lock()
 			c.requested = true
 			if b[0] == 0 {
-				c.addDamage(r)
+				c.askFull(r)
 			}
 			c.wakeUp()
 			h.mu.Unlock()
@@ -364,7 +404,12 @@ func (c *client) readCutText() error {
 }
 
 // readSetDesktopSize reads a SetDesktopSize and, with control, passes it
-// on, so that the desktop's answer goes back to this client.
+// on, so that the desktop's answer goes back to this client. A request for
+// the layout the screen already has is answered here, as the desktop
+// answers it (success to the asker, another client's change to the
+// others), with no repaint: nothing changed. A console whose window was a
+// fraction of a pixel off the desktop's size asked that every 100 ms, and
+// each answer repainted every viewer's whole screen.
 func (c *client) readSetDesktopSize() error {
 	b := make([]byte, 8)
 	b[0] = msgSetDesktopSize
@@ -381,6 +426,11 @@ func (c *client) readSetDesktopSize() error {
 	}
 	h := c.hub
 	h.mu.Lock()
+	if h.hasLayout(msg) {
+		h.noteResize(c, 1, 0, false)
+		h.mu.Unlock()
+		return nil
+	}
 	h.resizer = c
 	h.mu.Unlock()
 	return h.send(msg)
@@ -440,6 +490,11 @@ func (c *client) take() ([][]byte, *update, error) {
 	defer h.mu.Unlock()
 	msgs := c.out
 	c.out, c.queued = nil, 0
+	if !c.fullDue.empty() && !time.Now().Before(c.fullAt.Add(fullEvery)) {
+		c.fullAt = time.Now()
+		c.addDamage(c.fullDue)
+		c.fullDue = Rect{}
+	}
 	u := &update{w: h.fb.w, h: h.fb.h, screens: h.screens, pf: c.pf, enc: c.enc}
 	if r := c.resize; r != nil {
 		follows := c.enc.eds || c.enc.desktopSize

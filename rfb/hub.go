@@ -1,6 +1,8 @@
 package rfb
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -145,14 +147,20 @@ func (h *Hub) broadcast(msg []byte, control, extended bool) {
 // tellResize queues the screen's new layout to every client: to the one
 // whose request the desktop answered, with its reason and status; to the
 // others only when the layout took (reason 2, another client, or the
-// desktop's own reason).
-func (h *Hub) tellResize(reason, status int) {
+// desktop's own reason). Changed says the size changed: each client's
+// whole screen is then painted again.
+func (h *Hub) tellResize(reason, status int, changed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	asker := h.resizer
 	if reason == 1 {
 		h.resizer = nil
 	}
+	h.noteResize(asker, reason, status, changed)
+}
+
+// noteResize is tellResize's work for the answer to asker; hub.mu is held.
+func (h *Hub) noteResize(asker *client, reason, status int, changed bool) {
 	for c := range h.clients {
 		switch {
 		case reason == 1 && c == asker:
@@ -167,7 +175,16 @@ func (h *Hub) tellResize(reason, status int) {
 		default:
 			c.resize = &resizeNote{reason: reason}
 		}
-		c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+		if changed {
+			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+		}
 		c.wakeUp() // the note goes unasked, even where the damage was already there
 	}
+}
+
+// hasLayout reports whether a SetDesktopSize message asks for the size
+// and screens the desktop has now; hub.mu is held.
+func (h *Hub) hasLayout(msg []byte) bool {
+	w, hh := int(binary.BigEndian.Uint16(msg[2:])), int(binary.BigEndian.Uint16(msg[4:]))
+	return w == h.fb.w && hh == h.fb.h && len(h.screens) >= 4 && msg[6] == h.screens[0] && bytes.Equal(msg[8:], h.screens[4:])
 }

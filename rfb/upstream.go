@@ -328,7 +328,7 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 func (h *Hub) resized(w, hh, reason, status int, screens []byte) (Rect, error) {
 	if w > maxDimension || hh > maxDimension || w == 0 || hh == 0 {
 		if status != 0 { // a refusal names the old size, or none
-			h.tellResize(reason, status)
+			h.tellResize(reason, status, false)
 			return Rect{}, nil
 		}
 		return Rect{}, protocolErr("a %d×%d desktop", w, hh)
@@ -340,7 +340,7 @@ func (h *Hub) resized(w, hh, reason, status int, screens []byte) (Rect, error) {
 	}
 	h.screens = screens
 	h.mu.Unlock()
-	h.tellResize(reason, status)
+	h.tellResize(reason, status, changed)
 	if changed {
 		return Rect{0, 0, w, hh}, nil
 	}
