@@ -42,17 +42,32 @@ export function desktopSize(w, h) {
   return { w: PHONE_WIDTH, h: Math.round(Math.min(1600, Math.max(640, h * PHONE_WIDTH / w))) };
 }
 
-// phoneSized makes rfb ask the server for desktopSize of its screen rather
-// than the screen itself. noVNC 1.7 (pinned in package.json) reads the
-// size it asks for from _screenSize() inside _requestRemoteResize(), which
-// is also what it scales to; only the former is changed here.
-function phoneSized(rfb) {
+// sized makes rfb read its screen's size in whole CSS pixels, ask the
+// server for desktopSize of it rather than the screen itself, and never
+// ask again for a size the server has answered. noVNC 1.7 (pinned in
+// package.json) reads the size from _screenSize(), both to scale to and,
+// inside _requestRemoteResize(), to ask for and to tell whether the
+// desktop has it yet; it asks again after each answer until the two agree
+// (every 100 ms at most). A screen a fraction of a pixel high (a 56.5625
+// px console bar above an 800 px window leaves 743.4375) never equals the
+// whole-pixel desktop it is given, so an idle console asked forever, each
+// answer a repaint: 0.1-0.7 MB/s. A server that answers with a size of its
+// own (or refuses) is not asked the same again until the screen changes.
+function sized(rfb) {
   const ask = rfb._requestRemoteResize;
   const own = rfb._screenSize;
   if (typeof ask !== 'function' || typeof own !== 'function') return;
+  function whole() { const s = own.call(this); return { w: Math.floor(s.w), h: Math.floor(s.h) }; }
+  rfb._screenSize = whole;
+  let asked = null; // the size last sent, answered or not
   rfb._requestRemoteResize = function requestRemoteResize() {
-    this._screenSize = () => { const s = own.call(this); const d = desktopSize(s.w, s.h); return { w: d.w, h: d.h }; };
-    try { ask.call(this); } finally { delete this._screenSize; }
+    const s = whole.call(this);
+    const d = desktopSize(s.w, s.h);
+    if (asked && asked.w === d.w && asked.h === d.h && !this._pendingRemoteResize) return;
+    const pending = this._pendingRemoteResize;
+    this._screenSize = () => d;
+    try { ask.call(this); } finally { this._screenSize = whole; }
+    if (!pending && this._pendingRemoteResize) asked = d;
   };
 }
 
@@ -85,7 +100,7 @@ export async function open(screen, info, ui) {
   screen.append(stage);
   const rfb = new RFB(stage, early?.channel || ws, {});
   rfb.scaleViewport = true; // when the server cannot take the window's size
-  phoneSized(rfb);
+  sized(rfb);
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.
   const beside = Boolean(info.viewOnly || info.beside);
