@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -98,7 +99,8 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 	switch conn.(type) {
 	case *net.UnixConn, *net.TCPConn: // a read that times out leaves them usable
 	default:
-		f.noDeadline = true // e.g. a websocket: a timeout would end it
+		// The screen hub's net.Pipe does too; a websocket would end.
+		f.noDeadline = reflect.TypeOf(conn) != pipeType
 	}
 	f.up.dir, f.down.dir = "to-desktop", "from-desktop"
 	f.up.allow, f.down.allow = cfg.ToDesktop, cfg.FromDesktop
@@ -106,6 +108,15 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 	f.down.stream.next(12, f.serverVersion)
 	return f
 }
+
+// pipeType is net.Pipe's conn, what the screen hub serves its clients on
+// (a VNC console's stream is always the hub's).
+var pipeType = func() reflect.Type {
+	a, b := net.Pipe()
+	a.Close()
+	b.Close()
+	return reflect.TypeOf(a)
+}()
 
 // rfbFilter is the filtering conn.
 type rfbFilter struct {

@@ -398,3 +398,43 @@ func TestFilterRFBClipboard_ServerAheadOfTheClient(t *testing.T) {
 		t.Fatalf("the client's choice and ClientInit after: %v", err)
 	}
 }
+
+// TestFilterRFBClipboard_LatestAfterAFloodOnAPipe: on the screen hub's
+// net.Pipe, a desktop that floods its clipboard and then goes quiet
+// still gets its latest clipboard announced to the client. It used to be
+// announced only when more bytes came; an idle console's repaints (noVNC
+// asking for its size every 100 ms) were what brought them.
+func TestFilterRFBClipboard_LatestAfterAFloodOnAPipe(t *testing.T) {
+	flood := new(rfbServer).handshake()
+	for range 100 {
+		flood.extended(extNotify|1, 0)
+	}
+	desktop, hub := net.Pipe()
+	defer desktop.Close()
+	f := FilterRFBClipboard(hub, RFBClipboardConfig{ToDesktop: true, FromDesktop: true})
+	defer f.Close()
+	go func() {
+		io.Copy(io.Discard, desktop)
+	}()
+	go desktop.Write(flood.Bytes()) // then nothing: a quiet desktop
+	f.Write(new(rfbClient).handshake(1).Bytes())
+	want := new(rfbServer).handshake()
+	for range cutTextBurst + 1 { // the burst, then one for the latest
+		want.extended(extNotify|1, 0)
+	}
+	got := make([]byte, len(want.Bytes()))
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(f, got)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("got %d bytes (%v); want the handshake, %d notifies and one more for the latest", len(got), err, cutTextBurst)
+		}
+	case <-time.After(10 * time.Second):
+		f.Close()
+		t.Fatal("after a flood and quiet, the client was not told of the desktop's latest clipboard")
+	}
+}
