@@ -90,3 +90,27 @@ func TestHub_FullRefreshLoop(t *testing.T) {
 		t.Errorf("%d Raw rectangles in %d answers; want the whole screen in each", c.rects[encRaw], answers)
 	}
 }
+
+// TestHub_TileRequestsWithinTheBudget: a viewer asking for one small tile
+// at a time (as the soak's sessions do) is not slowed while its tiles add
+// up to less than a screen a fullEvery; past that its next ask waits.
+func TestHub_TileRequestsWithinTheBudget(t *testing.T) {
+	defer func(old time.Duration) { fullEvery = old }(fullEvery)
+	fullEvery = time.Hour // a budget that does not refill within the test
+	d := newScriptedDesktop(t, 64, 32)
+	serve := connectScripted(t, d)
+	c := dialTestClient(t, serve(false), encRaw)
+	for i := range 32 { // 32 tiles of 8×8: the whole 64×32 screen's budget
+		x, y := i%8*8, i/8*8
+		c.conn.Write([]byte{msgUpdateRequest, 0, 0, byte(x), 0, byte(y), 0, 8, 0, 8})
+		if err := c.next(); err != nil {
+			t.Fatalf("tile %d within the budget: %v; want it answered at once", i, err)
+		}
+	}
+	c.request(false)
+	c.conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var b [1]byte
+	if _, err := c.conn.Read(b[:]); err == nil {
+		t.Error("the whole screen past a spent budget was sent at once; want it to wait for the budget")
+	}
+}
