@@ -20,20 +20,7 @@ func TestAttack_FullRefreshLoop(t *testing.T) {
 	defer ws.Close()
 	send := rfbHandshake(t, ws)
 	send([]byte{2, 0, 0, 1, 0, 0, 0, 0}) // SetEncodings: Raw only
-	var got []byte
-	read := func(n int) []byte {
-		for len(got) < n {
-			ws.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				t.Fatalf("the looping viewer's console: %v; want it served", err)
-			}
-			got = append(got, b...)
-		}
-		out := got[:n]
-		got = got[n:]
-		return out
-	}
+	read := rfbReader(t, ws, "the looping viewer's console (want it served)")
 	u16 := func(b []byte) int { return int(b[0])<<8 | int(b[1]) }
 	// update reads one FramebufferUpdate of Raw rectangles and returns
 	// the pixels it painted.
@@ -58,6 +45,7 @@ func TestAttack_FullRefreshLoop(t *testing.T) {
 	whole, answers, screen := 0, 0, 0
 	for time.Since(start) < loop {
 		send([]byte{3, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}) // non-incremental, all of it
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
 		n := update()
 		answers++
 		if screen == 0 {

@@ -27,19 +27,7 @@ func rfbClient(t *testing.T, ws *websocket.Conn, msgs [][]byte) {
 // rfbHandshake does rfbClient's handshake and returns how to send more.
 func rfbHandshake(t *testing.T, ws *websocket.Conn) (send func([]byte)) {
 	t.Helper()
-	var got []byte
-	read := func(n int) []byte { // the server's bytes may come in any framing
-		for len(got) < n {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				t.Fatalf("RFB handshake: %v", err)
-			}
-			got = append(got, b...)
-		}
-		out := got[:n]
-		got = got[n:]
-		return out
-	}
+	read := rfbReader(t, ws, "RFB handshake")
 	send = func(b []byte) {
 		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
 			t.Fatalf("RFB send: %v", err)
@@ -58,6 +46,24 @@ func rfbHandshake(t *testing.T, ws *websocket.Conn) (send func([]byte)) {
 	init := read(24)
 	read(int(init[20])<<24 | int(init[21])<<16 | int(init[22])<<8 | int(init[23])) // the desktop's name
 	return send
+}
+
+// rfbReader returns a reader of ws's stream n bytes at a time, whatever
+// its framing in messages; an error ends the test, said as what.
+func rfbReader(t *testing.T, ws *websocket.Conn, what string) (read func(n int) []byte) {
+	var got []byte
+	return func(n int) []byte {
+		for len(got) < n {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			got = append(got, b...)
+		}
+		out := got[:n]
+		got = got[n:]
+		return out
+	}
 }
 
 // rfbInputs are what a viewer sends to change a desktop: a key, a click,
