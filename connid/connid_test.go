@@ -4,7 +4,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +246,40 @@ func hostAddress(t *testing.T) string {
 	}
 	t.Skip("no IPv4 address but loopback")
 	return ""
+}
+
+// TestClassify_LinkLocal: a connection to a link-local address (fe80::/10,
+// scoped to an interface) is attributed to its owner, in a network
+// namespace the test makes with a veth pair.
+func TestClassify_LinkLocal(t *testing.T) {
+	if os.Getenv("CONNID_NETNS") == "" {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root for a network namespace")
+		}
+		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestClassify_LinkLocal$", "-test.v")
+		cmd.Env = append(os.Environ(), "CONNID_NETNS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestClassify_LinkLocal") {
+			t.Fatalf("in a network namespace of its own: %v\n%s", err, out)
+		}
+		return
+	}
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", "ll0", "type", "veth", "peer", "name", "ll1"},
+		{"link", "set", "ll1", "up"},
+		{"link", "set", "ll0", "up"},
+		{"-6", "addr", "add", "fe80::1/64", "dev", "ll0", "nodad"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	c := New(Config{Desktop: desktopRange})
+	ln := mustListen(t, "tcp", "[fe80::1%ll0]:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	dialAs(t, 201453, "tcp", net.JoinHostPort("fe80::1%ll0", strconv.Itoa(port)))
+	if v := c.Classify(mustAccept(t, ln)); v.Kind != Desktop || !v.Owned || v.UID != 201453 {
+		t.Errorf("desktop uid over a link-local address: Classify = %+v; want desktop, owned by 201453", v)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -83,6 +84,14 @@ func lookupSocket(peer, local netip.AddrPort) (sock, error) {
 	binary.BigEndian.PutUint16(req[10:], local.Port())
 	putAddr(req[12:28], pa, family)
 	putAddr(req[28:44], la, family)
+	// A link-local socket is found only with its interface: the kernel
+	// matches its bound device (without it, sock_diag says ENOENT and the
+	// peer is untrusted, however it is owned).
+	if ifindex, err := zoneIndex(la.Zone()); err != nil {
+		return sock{}, err
+	} else if ifindex > 0 {
+		binary.NativeEndian.PutUint32(req[44:], uint32(ifindex))
+	}
 	binary.NativeEndian.PutUint32(req[48:], 0xffffffff) // INET_DIAG_NOCOOKIE
 	binary.NativeEndian.PutUint32(req[52:], 0xffffffff)
 	msgs, err := netlinkAsk(unix.NETLINK_SOCK_DIAG, unix.SOCK_DIAG_BY_FAMILY, req)
@@ -105,6 +114,21 @@ func lookupSocket(peer, local netip.AddrPort) (sock, error) {
 		return sock{found: true, state: d[1], uid: binary.NativeEndian.Uint32(d[64:]), inode: binary.NativeEndian.Uint32(d[68:])}, nil
 	}
 	return sock{}, errors.New("sock_diag gave no answer")
+}
+
+// zoneIndex returns the interface index an IPv6 zone names ("" is 0).
+func zoneIndex(zone string) (int, error) {
+	if zone == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(zone); err == nil {
+		return n, nil
+	}
+	ifi, err := net.InterfaceByName(zone)
+	if err != nil {
+		return 0, fmt.Errorf("the peer's zone %q: %w", zone, err)
+	}
+	return ifi.Index, nil
 }
 
 // putAddr writes a in the form sock_diag takes for family.
