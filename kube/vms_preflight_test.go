@@ -54,6 +54,11 @@ func TestMemberPatchesPassRestoreAdmission(t *testing.T) {
 		`{"op":"remove","path":"/metadata/annotations/corral.dev~1vdi-licenses-acknowledged"}`,
 		`{"op":"add","path":"/metadata/labels/corral.dev~1vdi-pool","value":"p"}`,
 		`{"op":"add","path":"/metadata/annotations/corral.dev~1vdi-mode","value":"ephemeral"}`,
+		// JSON values travel encoded, so the member has its pool's
+		// definition from its first moment; a value made to smuggle a
+		// patch stays one value.
+		`{"op":"add","path":"/metadata/annotations/corral.dev~1vdi-policy","value":"base64url.eyJkaXNjb25uZWN0R3JhY2UiOjF9"}`,
+		`{"op":"add","path":"/metadata/annotations/corral.dev~1vdi-standby","value":"base64url.MiIsInBhdGgiOiIvbWV0YWRhdGEvbmFtZQ"}`,
 	}
 	if strings.Join(patches, "\n") != strings.Join(want, "\n") {
 		t.Errorf("patches:\n%s\nwant:\n%s", strings.Join(patches, "\n"), strings.Join(want, "\n"))
