@@ -42,6 +42,7 @@ type Desktops interface {
 	Unshare(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string) (vdi.Share, error)
 	SetShareControl(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string, control bool) (vdi.Share, error)
 	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
+	SharedWithMe(ctx context.Context, id vdi.Identity) ([]vdi.SharedWith, error)
 }
 
 // Identifier tells who made a request and runs the cookie sign-in.

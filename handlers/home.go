@@ -17,6 +17,10 @@ func (h *userDesktops) handleHome(w http.ResponseWriter, r *http.Request, id vdi
 	if err != nil {
 		return err
 	}
+	shared, err := h.desktops.SharedWithMe(r.Context(), id)
+	if err != nil {
+		return err
+	}
 	rows := make([]views.PoolRow, len(pools))
 	for i, p := range pools {
 		rows[i].PoolStatus = p
@@ -26,7 +30,7 @@ func (h *userDesktops) handleHome(w http.ResponseWriter, r *http.Request, id vdi
 			}
 		}
 	}
-	h.render(w, r, http.StatusOK, views.Home(views.HomeProps{Page: h.pageProps("My desktops", id), Desktops: mine, Pools: rows,
+	h.render(w, r, http.StatusOK, views.Home(views.HomeProps{Page: h.pageProps("My desktops", id), Desktops: mine, Pools: rows, Shared: shared,
 		Notice: homeNotice(r.URL.Query(), rows, mine)}))
 	return nil
 }

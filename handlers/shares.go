@@ -23,7 +23,8 @@ type shareRoutes struct {
 	console  *consoleState
 }
 
-// handleShareCreate serves POST /api/vdi/desktops/{ns}/{member}/shares.
+// handleShareCreate serves POST /api/vdi/desktops/{ns}/{member}/shares:
+// an invitation, or the update of the user's one (vdi.Service.Share).
 func (h *shareRoutes) handleShareCreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	var req api.ShareRequest
 	if err := decodeOptionalJSON(r, &req); err != nil {
@@ -32,6 +33,9 @@ func (h *shareRoutes) handleShareCreate(w http.ResponseWriter, r *http.Request, 
 	sh, err := h.desktops.Share(r.Context(), id, ref(r), vdi.ShareRequest{User: req.User, Control: req.Control, Expires: req.Expires})
 	if err != nil {
 		return err
+	}
+	if sh.RoleChanged { // invited again with the other role
+		h.console.invited.end(sh.ID, roleChanged(sh))
 	}
 	writeJSON(w, http.StatusCreated, shareOf(ref(r), sh))
 	return nil

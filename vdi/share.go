@@ -47,6 +47,10 @@ type Share struct {
 	// Override is an admin's invitation of a user the pool's access rules
 	// leave out.
 	Override bool `json:"override,omitempty"`
+	// RoleChanged says, as Share answers, that the user was invited
+	// already with the other role: consoles opened with it reopen. It is
+	// never stored.
+	RoleChanged bool `json:"-"`
 }
 
 // Live reports whether the invitation holds at now.
@@ -90,7 +94,8 @@ type ShareRequest struct {
 
 // Share invites req.User to ref's console. Only the holder and admins may
 // invite, only while the desktop is claimed, and never the holder
-// themself. A user the pool's access rules leave out is refused, unless an
+// themself. A user has one invitation per desktop: inviting them again
+// updates it (its role and expiry), so one revoke ends their access. A user the pool's access rules leave out is refused, unless an
 // admin invites them (an override, audited as such).
 func (s *Service) Share(ctx context.Context, id Identity, ref Ref, req ShareRequest) (Share, error) {
 	d, l, err := s.sharable(ctx, id, ref) // who asks comes first: a stranger learns nothing from the request's faults
@@ -129,6 +134,12 @@ func (s *Service) Share(ctx context.Context, id Identity, ref Ref, req ShareRequ
 	sh.Expires = sh.Created.Add(ttl)
 	err = s.updateClaim(ctx, ref, l.Holder, func(l *Lease, now time.Time) error {
 		list := liveShares(l, now)
+		if i := slices.IndexFunc(list, func(old Share) bool { return old.User == sh.User }); i >= 0 {
+			sh.ID, sh.RoleChanged = list[i].ID, list[i].Control != sh.Control
+			list[i] = sh
+			storeShares(l, list)
+			return nil
+		}
 		if len(list) >= MaxShares {
 			return Errorf(EConflict, "Revoke an invitation you no longer need, then invite again.",
 				"%s has %d invitations, the most a desktop may have.", ref, MaxShares)

@@ -2,6 +2,7 @@ package vdi_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestShare(t *testing.T) {
 	pool.Access = vdi.Access{Users: []string{"alice", "bob", "carol"}}
 	svc := vdi.NewService(vdi.Config{Backend: pool, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return now }})
-	alice, bob, carol := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}, vdi.Identity{Login: "carol"}
+	alice, bob := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
 	mallory, ops := vdi.Identity{Login: "mallory"}, vdi.Identity{Login: "ops", Admin: true}
 	d, err := svc.Claim(ctx, alice, "local", "team")
 	if err != nil {
@@ -58,6 +59,22 @@ func TestShare(t *testing.T) {
 	}
 	if got.Holder != "alice" {
 		t.Errorf("bob sees holder %q; want alice", got.Holder)
+	}
+	// Inviting bob again updates his one invitation (the same id, the new
+	// role), so that one revoke ends his access.
+	again, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: "bob", Control: true})
+	if err != nil || again.ID != sh.ID || !again.Control || !again.RoleChanged {
+		t.Errorf("bob invited again with control: %+v %v; want his invitation %s, with control, its role changed", again, err, sh.ID)
+	}
+	if list, err := svc.Shares(ctx, alice, ref); err != nil || len(list) != 1 || !list[0].Control {
+		t.Errorf("after inviting bob twice: %+v %v; want one invitation, with control", list, err)
+	}
+	// bob's home page lists it; alice's does not.
+	if mine, err := svc.SharedWithMe(ctx, bob); err != nil || len(mine) != 1 || mine[0].Holder != "alice" || mine[0].Name != ref.Name || !mine[0].Share.Control {
+		t.Errorf("shared with bob: %+v %v; want alice's %s, with control", mine, err, ref.Name)
+	}
+	if mine, err := svc.SharedWithMe(ctx, alice); err != nil || len(mine) != 0 {
+		t.Errorf("shared with alice: %+v %v; want none", mine, err)
 	}
 
 	for _, tc := range []struct {
@@ -90,20 +107,21 @@ func TestShare(t *testing.T) {
 	}
 
 	// At most MaxShares at once; expired ones do not count.
-	for range vdi.MaxShares - 2 {
-		if _, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: "carol", Expires: "1m"}); err != nil {
+	pool.Access = vdi.Access{}
+	for i := range vdi.MaxShares - 2 {
+		if _, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: fmt.Sprintf("guest%d", i), Expires: "1m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := svc.Share(ctx, alice, ref, vdi.ShareRequest{User: "carol"}); code(err) != vdi.EConflict {
 		t.Errorf("invitation %d: %v; want conflict", vdi.MaxShares+1, err)
 	}
-	now = now.Add(2 * time.Minute) // carol's six run out
+	now = now.Add(2 * time.Minute) // the guests' six run out
 	if list, err := svc.Shares(ctx, alice, ref); err != nil || len(list) != 2 {
-		t.Errorf("after carol's expired: %d invitations (%v); want bob's and mallory's", len(list), err)
+		t.Errorf("after the guests' expired: %d invitations (%v); want bob's and mallory's", len(list), err)
 	}
-	if _, _, err := svc.SharedDesktop(ctx, carol, ref); code(err) != vdi.EForbidden {
-		t.Errorf("carol, expired: %v; want forbidden", err)
+	if _, _, err := svc.SharedDesktop(ctx, vdi.Identity{Login: "guest0"}, ref); code(err) != vdi.EForbidden {
+		t.Errorf("guest0, expired: %v; want forbidden", err)
 	}
 
 	// The pool's rules apply to the invitee as they are now.
@@ -164,8 +182,8 @@ func TestShare(t *testing.T) {
 			unshares++
 		}
 	}
-	if shares != vdi.MaxShares || unshares != 1 {
-		t.Errorf("audit: %d share and %d unshare rows; want %d and 1", shares, unshares, vdi.MaxShares)
+	if shares != vdi.MaxShares+1 || unshares != 1 {
+		t.Errorf("audit: %d share and %d unshare rows; want %d and 1", shares, unshares, vdi.MaxShares+1)
 	}
 }
 

@@ -42,6 +42,7 @@ function ask(form, question) {
 }
 
 document.addEventListener('submit', (ev) => {
+  if (ev.defaultPrevented) return; // a form the page sends itself (Share) stays usable
   const form = ev.target;
   const question = form.dataset.confirm;
   if (question && form.dataset.confirmed !== 'true') {

@@ -61,7 +61,12 @@ export function watchViewers(notice, url) {
   if (!url) return;
   pollViewers(url, (list) => {
     const text = sayViewers(list);
-    notice.replaceChildren(...(text ? [text] : []), ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+    // The holder's own "On it:" line, as the people beside them have.
+    const on = text ? [Object.assign(document.createElement('span'), {
+      className: 'watch-participants', textContent: sayParticipants('you', '', list),
+    })] : [];
+    on.forEach((el) => { el.dataset.testid = 'holder-participants'; });
+    notice.replaceChildren(...(text ? [text] : []), ...on, ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
     notice.hidden = notice.childNodes.length === 0;
   });
 
