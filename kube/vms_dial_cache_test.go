@@ -1,7 +1,10 @@
 package kube_test
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -52,4 +55,22 @@ func TestDirectDialFromCaches(t *testing.T) {
 		}
 		return ""
 	})
+
+	// A console open on the direct path ends once the VMI it reaches is
+	// gone, not when the socket gives up minutes later.
+	conn, err := back.Dial(ctx, ref, vdi.ProtocolVNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.ReadFull(conn, make([]byte, 12)); err != nil {
+		t.Fatalf("the desktop's greeting: %v", err)
+	}
+	if err := back.Stop(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("the direct console after its VMI went: %v; want it closed by the portal", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -49,11 +50,12 @@ type vmiPlace struct {
 	uid       string
 	ip        string
 	migration string // the VMI's last completed migration, "" for none
+	rv        string // the resourceVersion of the VMI the console was dialed from
 }
 
 // placeOf returns where vmi runs, for a console dialed at ip.
 func placeOf(vmi *kubevirtv1.VirtualMachineInstance, ip string) vmiPlace {
-	return vmiPlace{uid: string(vmi.UID), ip: ip, migration: migrated(vmi)}
+	return vmiPlace{uid: string(vmi.UID), ip: ip, migration: migrated(vmi), rv: vmi.ResourceVersion}
 }
 
 // migrated returns vmi's last completed migration, or "". While a
@@ -97,14 +99,19 @@ func (a *addresses) watchMoves(ref vdi.Ref, place vmiPlace, conn net.Conn) net.C
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
+		// Only what the cache shows at or after the dial counts: a cache
+		// behind the API server (the dial may have read past it) must not
+		// close a good console.
+		caughtUp := false
 		for {
 			changed := a.vmis.next()
 			if st := a.vmis.store(ref.Namespace); st != nil {
 				var vmi *kubevirtv1.VirtualMachineInstance
 				if o, ok, _ := st.GetByKey(ref.Namespace + "/" + ref.Name); ok {
 					vmi = o.(*kubevirtv1.VirtualMachineInstance)
+					caughtUp = caughtUp || vmi.UID != types.UID(place.uid) || !newer(place.rv, vmi.ResourceVersion)
 				}
-				if why := place.moved(vmi); why != "" {
+				if why := place.moved(vmi); caughtUp && why != "" {
 					slog.Info("direct console closed: the desktop moved", "desktop", ref, "why", why)
 					conn.Close()
 					return
