@@ -274,6 +274,8 @@ func TestConsoleUX_EndedCard(t *testing.T) {
 			must(t, expect.Locator(second.GetByTestId("status")).ToHaveText("Connected"))
 			card(pages[i], "Opened in another tab or window", "reconnect")
 			must(t, expect.Locator(pages[i].GetByTestId("ended-reason")).ToHaveText("This desktop was opened in another tab or window."))
+			// The header says it as a sentence too, not "taken over: this desktop…".
+			must(t, expect.Locator(pages[i].GetByTestId("status")).ToHaveText("This desktop was opened in another tab or window."))
 			screenshot(t, pages[i], "taken-over")
 			must(t, pages[i].GetByTestId("reconnect").Click())
 			must(t, expect.Locator(pages[i].GetByTestId("status")).ToHaveText("Connected"))

@@ -54,7 +54,7 @@ func (c *consoleState) connectInfo(ctx context.Context, id vdi.Identity, d vdi.D
 	}
 	info := api.Connect{ConnectOption: opts[0], Fallbacks: append([]api.ConnectOption{}, opts[1:]...), Console: d.Console}
 	if d.Recorded {
-		info.Recorded, info.Notice = true, recordingNotice
+		info.Recorded, info.Notice = true, recordingNotice(d)
 	}
 	if share == nil && d.Holder != "" && d.Holder != id.Login && d.Console.Watch == vdi.WatchConsent {
 		info.Asks = d.Holder

@@ -26,7 +26,7 @@ func (h *kioskPages) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.
 		return err
 	}
 	props := views.KioskProps{Page: h.pageProps(name, id), Pool: name}
-	props.Recorded, props.RecordInput = h.poolRecorded(r, id, ns, name)
+	props.Recorded, props.RecordInput, props.RecordOwn = h.poolRecorded(r, id, ns, name)
 	if !kioskNavigation(r) {
 		d, ok, err := h.heldDesktop(r, id, ns, name)
 		if err != nil {
@@ -120,7 +120,7 @@ func (h *kioskPages) renderKioskWait(w http.ResponseWriter, r *http.Request, pro
 func (h *kioskPages) renderKiosk(w http.ResponseWriter, r *http.Request, id vdi.Identity, props views.KioskProps, d vdi.Desktop) error {
 	base := "/api/vdi/desktops/" + d.Namespace + "/" + d.Name
 	props.Desktop, props.ConnectURL, props.ReleaseURL = d.Namespace+"/"+d.Name, base+"/connect", base+"/release"
-	props.Recorded, props.RecordInput = d.Recorded, d.RecordInput
+	props.Recorded, props.RecordInput, props.RecordOwn = d.Recorded, d.RecordInput, d.RecordOwn
 	likely := likelyConsole(d, "")
 	props.Likely = string(likely)
 	props.Connect = h.console.pageConnect(r.Context(), id, d, "", likely)

@@ -8,9 +8,14 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// recordingNotice is what /connect and the pages tell the user of a
-// recorded desktop.
-const recordingNotice = "This session is recorded; admins can watch it back. RDP is not offered because the portal cannot record it."
+// recordingNotice is what /connect tells the user of recorded desktop d.
+func recordingNotice(d vdi.Desktop) string {
+	who := "admins"
+	if d.RecordOwn {
+		who = "you (in My sessions) and admins"
+	}
+	return "This session is recorded; " + who + " can watch it back. RDP is not offered because the portal cannot record it."
+}
 
 // startRecording starts recording session sid of id on d's console p when
 // d's pool records its sessions, and returns nil otherwise. Without a
@@ -32,16 +37,18 @@ func (h *Handler) startRecording(ctx context.Context, sid string, id vdi.Identit
 }
 
 // poolRecorded reports whether pool ns/name records its sessions (and
-// keystrokes), for the notice shown before anything is claimed.
-func (h *kioskPages) poolRecorded(r *http.Request, id vdi.Identity, ns, name string) (record, input bool) {
+// keystrokes, and whether its users may play their own back), for the
+// notice shown before anything is claimed.
+func (h *kioskPages) poolRecorded(r *http.Request, id vdi.Identity, ns, name string) (record, input, own bool) {
 	pools, err := h.desktops.Pools(r.Context(), id)
 	if err != nil {
-		return false, false
+		return false, false, false
 	}
 	for _, p := range pools {
 		if p.Namespace == ns && p.Name == name {
-			return p.Policy.Record, p.Policy.Record && p.Policy.RecordInput
+			rec := p.Policy.Record
+			return rec, rec && p.Policy.RecordInput, rec && p.Policy.OwnRecordings
 		}
 	}
-	return false, false
+	return false, false, false
 }

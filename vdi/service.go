@@ -131,6 +131,8 @@ type Desktop struct {
 	// RecordInput that keystrokes are too.
 	Recorded    bool `json:"recorded,omitempty"`
 	RecordInput bool `json:"recordInput,omitempty"`
+	// RecordOwn says that its holder may play their own recordings back.
+	RecordOwn bool `json:"recordOwn,omitempty"`
 	// Mode is its pool's: a persistent desktop that stopped starts again
 	// with its disk, an ephemeral one comes back fresh (StartFresh).
 	Mode Mode `json:"mode,omitempty"`
@@ -143,7 +145,8 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	if p.Record {
 		m.Protocols = Recordable(m.Protocols)
 	}
-	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput, Mode: pl.Mode}
+	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput,
+		RecordOwn: p.Record && p.OwnRecordings, Mode: pl.Mode}
 	if l == nil {
 		return d
 	}

@@ -212,14 +212,14 @@ func Console(p ConsoleProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</head><body class=\"console-page\"><header class=\"bar console-bar\"><a class=\"brand\" href=\"/\" title=\"Back to my desktops\">corral<span>vdi</span></a> <strong class=\"console-name\" data-testid=\"desktop-name\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</head><body class=\"console-page\"><header class=\"bar console-bar\"><a class=\"brand\" href=\"/\" title=\"Back to my desktops\">corral<span>vdi</span></a><h1 class=\"sr-only\">Desktop ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var11 string
 		templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop.Namespace)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 64, Col: 81}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 64, Col: 53}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 		if templ_7745c5c3_Err != nil {
@@ -232,13 +232,39 @@ func Console(p ConsoleProps) templ.Component {
 		var templ_7745c5c3_Var12 string
 		templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop.Name)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 64, Col: 100}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 64, Col: 72}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</strong> <span id=\"status\" class=\"status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</span> <span class=\"chip-wrap live-only\"><button type=\"button\" id=\"chip\" class=\"chip\" hidden aria-expanded=\"false\" aria-controls=\"chip-details\" aria-label=\"Connection\" data-testid=\"connection-chip\"><span class=\"chip-dot\" aria-hidden=\"true\"></span></button> <span id=\"chip-details\" class=\"chip-details\" role=\"status\" hidden data-testid=\"chip-details\"></span></span> <span class=\"spacer\"></span> <button type=\"button\" id=\"menu-toggle\" class=\"menu-toggle\" aria-expanded=\"false\" aria-controls=\"console-controls\" data-testid=\"console-menu\">Menu</button><div id=\"console-controls\" class=\"console-controls\" data-testid=\"console-controls\"><span id=\"fallbacks\" class=\"fallbacks\"></span> <button type=\"button\" id=\"keyboard\" class=\"live-only\" aria-pressed=\"false\" title=\"Type with this device's on-screen keyboard\" hidden data-testid=\"onscreen-keyboard\">Keyboard</button> <button type=\"button\" id=\"clipboard-toggle\" class=\"live-only\" aria-pressed=\"false\" aria-controls=\"clipboard-panel\" title=\"The desktop's clipboard; paste as keystrokes\" data-testid=\"clipboard-toggle\">Clipboard</button> <span class=\"keys-menu live-only\"><button type=\"button\" id=\"keys-menu\" aria-expanded=\"false\" aria-controls=\"keys-list\" title=\"Ctrl+Alt+Del and other keys the browser keeps\" data-testid=\"keys-menu\">Keys</button> <span id=\"keys-list\" class=\"keys-list\" hidden data-testid=\"keys-list\"></span></span>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</h1><strong class=\"console-name\" data-testid=\"desktop-name\">")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var13 string
+		templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop.Namespace)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 65, Col: 81}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "/")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var14 string
+		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(p.Desktop.Name)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 65, Col: 100}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</strong> <span id=\"status\" class=\"status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</span> <span class=\"chip-wrap live-only\"><button type=\"button\" id=\"chip\" class=\"chip\" hidden aria-expanded=\"false\" aria-controls=\"chip-details\" aria-label=\"Connection\" data-testid=\"connection-chip\"><span class=\"chip-dot\" aria-hidden=\"true\"></span></button> <span id=\"chip-details\" class=\"chip-details\" role=\"status\" hidden data-testid=\"chip-details\"></span></span> <span class=\"spacer\"></span> <button type=\"button\" id=\"menu-toggle\" class=\"menu-toggle\" aria-expanded=\"false\" aria-controls=\"console-controls\" data-testid=\"console-menu\">Menu</button><div id=\"console-controls\" class=\"console-controls\" data-testid=\"console-controls\"><span id=\"fallbacks\" class=\"fallbacks\"></span> <button type=\"button\" id=\"keyboard\" class=\"live-only\" aria-pressed=\"false\" title=\"Type with this device's on-screen keyboard\" hidden data-testid=\"onscreen-keyboard\">Keyboard</button> <button type=\"button\" id=\"clipboard-toggle\" class=\"live-only\" aria-pressed=\"false\" aria-controls=\"clipboard-panel\" title=\"The desktop's clipboard; paste as keystrokes\" data-testid=\"clipboard-toggle\">Clipboard</button> <span class=\"keys-menu live-only\"><button type=\"button\" id=\"keys-menu\" aria-expanded=\"false\" aria-controls=\"keys-list\" title=\"Ctrl+Alt+Del and other keys the browser keeps\" data-testid=\"keys-menu\">Keys</button> <span id=\"keys-list\" class=\"keys-list\" hidden data-testid=\"keys-list\"></span></span>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -254,7 +280,7 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<button type=\"button\" id=\"fullscreen\" class=\"live-only\" title=\"Full screen; Ctrl+Alt+Shift opens this menu there, and in a window takes the keyboard out of the desktop\" data-testid=\"fullscreen\">Full screen</button>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<button type=\"button\" id=\"fullscreen\" class=\"live-only\" title=\"Full screen; Ctrl+Alt+Shift opens this menu there, and in a window takes the keyboard out of the desktop\" data-testid=\"fullscreen\">Full screen</button>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -266,43 +292,43 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<form method=\"post\" class=\"held-only\" action=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<form method=\"post\" class=\"held-only\" action=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		var templ_7745c5c3_Var13 string
-		templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(releaseURL(p.Desktop)).ResolveURL(ctx)
+		var templ_7745c5c3_Var15 string
+		templ_7745c5c3_Var15, templ_7745c5c3_Err = templruntime.NewAttributeExpression(releaseURL(p.Desktop)).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 86, Col: 73}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 87, Col: 73}
 		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" data-confirm=\"")
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var15)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		var templ_7745c5c3_Var14 string
-		templ_7745c5c3_Var14, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Release " + p.Desktop.Name + "? Unsaved work in it is lost.").Resolve(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 86, Col: 152}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var14)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\" data-confirm=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\"><button type=\"submit\" data-testid=\"release\">Release</button></form></div></header>")
+		var templ_7745c5c3_Var16 string
+		templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Release " + p.Desktop.Name + "? Unsaved work in it is lost.").Resolve(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 87, Col: 152}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "\"><button type=\"submit\" data-testid=\"release\">Release</button></form></div></header>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if p.Desktop.Recorded {
-			templ_7745c5c3_Err = RecordingNotice(p.Desktop.RecordInput).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = RecordingNotice(p.Desktop.RecordInput, p.Desktop.RecordOwn).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<div class=\"console-notices\"><div id=\"reclaim\" class=\"reclaim-banner\" role=\"alert\" hidden data-testid=\"reclaim-banner\"></div><div id=\"watchers\" class=\"watch-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"watch-notice\"></div></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<div class=\"console-notices\"><div id=\"reclaim\" class=\"reclaim-banner\" role=\"alert\" hidden data-testid=\"reclaim-banner\"></div><div id=\"watchers\" class=\"watch-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"watch-notice\"></div></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -322,63 +348,63 @@ func Console(p ConsoleProps) templ.Component {
 			templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 			templ_7745c5c3_Buffer := templ.GetBuffer()
 			var templ_7745c5c3_ElementScripts []templ.ComponentScript
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<div id=\"screen\" class=\"screen\" data-testid=\"screen\" data-connect=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var15 string
-			templ_7745c5c3_Var15, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.ConnectURL).Resolve(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 108, Col: 31}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var15)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "\" data-desktop=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var16 string
-			templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL).Resolve(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 109, Col: 31}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "\" data-viewers=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<main id=\"screen\" class=\"screen\" data-testid=\"screen\" data-connect=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var17 string
-			templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/viewers").Resolve(ctx)
+			templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.ConnectURL).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 110, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 109, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var17)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\" data-link=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "\" data-desktop=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var18 string
-			templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/link").Resolve(ctx)
+			templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 111, Col: 38}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 110, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var18)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "\" data-viewers=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.RenderAttributes(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_ElementWriter, "div", consoleClients(p.Page, p.Likely))
+			var templ_7745c5c3_Var19 string
+			templ_7745c5c3_Var19, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/viewers").Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 111, Col: 44}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var19)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" data-link=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var20 string
+			templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/link").Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 112, Col: 38}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var20)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.RenderAttributes(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_ElementWriter, "main", consoleClients(p.Page, p.Likely))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -392,7 +418,7 @@ func Console(p ConsoleProps) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "></main>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -400,20 +426,20 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<p id=\"fs-hint\" class=\"fs-hint\" role=\"status\" hidden data-testid=\"fullscreen-hint\">Press <kbd>Ctrl</kbd>+<kbd>Alt</kbd>+<kbd>Shift</kbd> <span id=\"fs-hint-what\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<p id=\"fs-hint\" class=\"fs-hint\" role=\"status\" hidden data-testid=\"fullscreen-hint\">Press <kbd>Ctrl</kbd>+<kbd>Alt</kbd>+<kbd>Shift</kbd> <span id=\"fs-hint-what\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		var templ_7745c5c3_Var19 string
-		templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs("for")
+		var templ_7745c5c3_Var21 string
+		templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs("for")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 115, Col: 171}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 116, Col: 171}
 		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, " the menu</span></p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, " the menu</span></p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -421,7 +447,7 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</body></html>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</body></html>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -448,56 +474,56 @@ func onscreenKeys() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "<div id=\"osk\" class=\"osk\" hidden data-testid=\"osk-keys\"><input id=\"osk-input\" class=\"osk-input\" placeholder=\"Type here\" aria-label=\"Type here to send keys to the desktop\" autocomplete=\"off\" autocapitalize=\"off\" autocorrect=\"off\" spellcheck=\"false\" enterkeyhint=\"send\" data-testid=\"osk-input\"> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<div id=\"osk\" class=\"osk\" hidden data-testid=\"osk-keys\"><input id=\"osk-input\" class=\"osk-input\" placeholder=\"Type here\" aria-label=\"Type here to send keys to the desktop\" autocomplete=\"off\" autocapitalize=\"off\" autocorrect=\"off\" spellcheck=\"false\" enterkeyhint=\"send\" data-testid=\"osk-input\"> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		for _, k := range []string{"Escape:Esc", "Tab:Tab", "Control:Ctrl", "Alt:Alt", "ArrowLeft:←", "ArrowUp:↑", "ArrowDown:↓", "ArrowRight:→"} {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<button type=\"button\" data-key=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var21 string
-			templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression(keyName(k)).Resolve(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 127, Col: 46}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "\" data-testid=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var22 string
-			templ_7745c5c3_Var22, templ_7745c5c3_Err = templruntime.NewAttributeExpression("osk-" + keyName(k)).Resolve(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 127, Col: 82}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var22)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "\" aria-pressed=\"false\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "<button type=\"button\" data-key=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var23 string
-			templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(keyLabel(k))
+			templ_7745c5c3_Var23, templ_7745c5c3_Err = templruntime.NewAttributeExpression(keyName(k)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 127, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 128, Col: 46}
 			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var23)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "\" data-testid=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var24 string
+			templ_7745c5c3_Var24, templ_7745c5c3_Err = templruntime.NewAttributeExpression("osk-" + keyName(k)).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 128, Col: 82}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var24)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\" aria-pressed=\"false\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var25 string
+			templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(keyLabel(k))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 128, Col: 119}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "</div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "</div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -524,7 +550,7 @@ func clipboardPanel() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<section id=\"clipboard-panel\" class=\"clipboard-panel\" aria-label=\"Clipboard\" hidden data-testid=\"clipboard-panel\"><div class=\"clipboard-head\"><strong>Clipboard</strong> <button type=\"button\" id=\"clipboard-close\" title=\"Close\" data-testid=\"clipboard-close\">Close</button></div><p id=\"clipboard-note\" class=\"muted small\" role=\"status\" aria-live=\"polite\" data-testid=\"clipboard-note\"></p><textarea id=\"clipboard-text\" rows=\"6\" spellcheck=\"false\" aria-label=\"Clipboard text\" placeholder=\"Paste text here to send it to the desktop\" data-testid=\"clipboard-text\"></textarea><div class=\"actions\"><button type=\"button\" id=\"clipboard-send\" class=\"primary\" data-testid=\"clipboard-send\">Send to desktop</button> <button type=\"button\" id=\"paste-as-keys\" title=\"Type the text as keystrokes, for consoles without a clipboard\" data-testid=\"paste-as-keys\">Type as keys</button></div><div id=\"paste-progress-row\" class=\"paste-progress\" hidden data-testid=\"paste-progress-row\"><progress id=\"paste-progress\" data-testid=\"paste-progress\"></progress> <span id=\"paste-status\" data-testid=\"paste-status\"></span> <button type=\"button\" id=\"paste-cancel\" data-testid=\"paste-cancel\">Cancel</button></div></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, "<section id=\"clipboard-panel\" class=\"clipboard-panel\" aria-label=\"Clipboard\" hidden data-testid=\"clipboard-panel\"><div class=\"clipboard-head\"><strong>Clipboard</strong> <button type=\"button\" id=\"clipboard-close\" title=\"Close\" data-testid=\"clipboard-close\">Close</button></div><p id=\"clipboard-note\" class=\"muted small\" role=\"status\" aria-live=\"polite\" data-testid=\"clipboard-note\"></p><textarea id=\"clipboard-text\" rows=\"6\" spellcheck=\"false\" aria-label=\"Clipboard text\" placeholder=\"Paste text here to send it to the desktop\" data-testid=\"clipboard-text\"></textarea><div class=\"actions\"><button type=\"button\" id=\"clipboard-send\" class=\"primary\" data-testid=\"clipboard-send\">Send to desktop</button> <button type=\"button\" id=\"paste-as-keys\" title=\"Type the text as keystrokes, for consoles without a clipboard\" data-testid=\"paste-as-keys\">Type as keys</button></div><div id=\"paste-progress-row\" class=\"paste-progress\" hidden data-testid=\"paste-progress-row\"><progress id=\"paste-progress\" data-testid=\"paste-progress\"></progress> <span id=\"paste-status\" data-testid=\"paste-status\"></span> <button type=\"button\" id=\"paste-cancel\" data-testid=\"paste-cancel\">Cancel</button></div></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -552,7 +578,7 @@ func endedCard() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<section id=\"ended\" class=\"ended-card\" role=\"alertdialog\" aria-labelledby=\"ended-title\" aria-describedby=\"ended-reason\" hidden data-testid=\"ended\"><h2 id=\"ended-title\" data-testid=\"ended-title\"></h2><p id=\"ended-reason\" data-testid=\"ended-reason\"></p><div class=\"actions\"><button type=\"button\" id=\"reconnect\" class=\"primary\" hidden data-testid=\"reconnect\">Reconnect</button> <button type=\"button\" id=\"start-again\" class=\"primary\" hidden data-testid=\"start-again\">Start it again</button> <a id=\"home\" class=\"button primary\" href=\"/\" hidden data-testid=\"home\">Back to my desktops</a></div></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<section id=\"ended\" class=\"ended-card\" role=\"alertdialog\" aria-labelledby=\"ended-title\" aria-describedby=\"ended-reason\" hidden data-testid=\"ended\"><h2 id=\"ended-title\" data-testid=\"ended-title\"></h2><p id=\"ended-reason\" data-testid=\"ended-reason\"></p><div class=\"actions\"><button type=\"button\" id=\"reconnect\" class=\"primary\" hidden data-testid=\"reconnect\">Reconnect</button> <button type=\"button\" id=\"start-again\" class=\"primary\" hidden data-testid=\"start-again\">Start it again</button> <a id=\"home\" class=\"button primary\" href=\"/\" hidden data-testid=\"home\">Back to my desktops</a></div></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

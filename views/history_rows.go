@@ -15,6 +15,17 @@ type SessionRow struct {
 	LastInput                    time.Time // zero when no user input was seen
 }
 
+// endReason is why a session ended in a user's words: the portal's
+// internal words for a console that simply closed (its context canceled,
+// nothing) read "closed"; admins' history keeps the raw reason.
+func endReason(reason string) string {
+	switch reason {
+	case "", "context canceled", "EOF":
+		return "closed"
+	}
+	return reason
+}
+
 // AuditRow is one line of the audit log on the history page.
 type AuditRow struct {
 	At                                       time.Time

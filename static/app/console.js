@@ -12,7 +12,7 @@ import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
-import { attachEnded, capitalised, endedKind } from './ended.js';
+import { attachEnded, capitalised, endedKind, sentence } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
@@ -51,7 +51,7 @@ const ui = {
   lost(text, final = false, retry = false) {
     // The portal's own word for its shutdown, said so a user follows it.
     if (text === 'session ended') text = 'The portal closed the connection; it may be restarting.';
-    ui.say(text, 'error');
+    ui.say(sentence(text), 'error');
     const kind = endedKind(text, final, retry);
     ended.show(kind, text);
     clipboard.connected(current?.policy);

@@ -30,6 +30,12 @@ export function capitalised(text) {
   return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
 
+// sentence is a close reason as the page says it: "taken over: this
+// desktop …" reads "This desktop … .", in the card and in the header.
+export function sentence(text) {
+  return capitalised(text.replace(/^taken over: /i, ''));
+}
+
 // attachEnded wires the card; it returns { show(kind, reason),
 // down(words, start), countdown(text), hide() }.
 export function attachEnded(card) {
@@ -48,7 +54,7 @@ export function attachEnded(card) {
     show(kind, text) {
       document.body.dataset.ended = kind;
       title.textContent = titles[kind];
-      reason.textContent = capitalised(text.replace(/^taken over: /i, ''));
+      reason.textContent = sentence(text);
       reconnect.hidden = gone.has(kind);
       reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now' }[kind] || 'Reconnect';
       home.hidden = !gone.has(kind);
