@@ -452,6 +452,9 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 			if s, _ := admin.GetByTestId("status").TextContent(); s == "Connected" {
 				t.Fatal("the admin's watch connected before alice answered")
 			}
+			// Item 8 of issue 58: the admin reads what the wait is for, and how long.
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Waiting for alice to allow \(\d+ s\)…$`)))
+			screenshot(t, admin, "admin-waits")
 			must(t, page.GetByTestId("watch-"+answer).Click())
 			if answer == "refuse" {
 				must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("alice did not allow the watch"))

@@ -70,7 +70,7 @@ async function watch() {
     return;
   }
   const mod = await import(opt.protocol === 'vnc' ? screen.dataset.moduleVnc : screen.dataset.moduleXterm);
-  current = await mod.open(screen, { ...opt, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
+  current = await mod.open(screen, { ...opt, asks: info.asks, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
 }
 
 document.getElementById('reconnect').addEventListener('click', watch);

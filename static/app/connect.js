@@ -62,6 +62,23 @@ export function pickOption(info) {
   return [info, ...(info.fallbacks || [])].find((o) => o.protocol === wanted) || info;
 }
 
+// CONSENT_S is how long the portal waits for a holder's answer to a watch
+// (handlers' consentWait).
+export const CONSENT_S = 60;
+
+// waitForConsent says, each second, that the console waits for holder to
+// allow it, and how long it may still wait; it returns a stop.
+export function waitForConsent(ui, holder) {
+  const until = Date.now() + CONSENT_S * 1000;
+  const say = () => {
+    const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+    ui.say(`Waiting for ${holder} to allow (${left} s)…`, 'busy');
+  };
+  say();
+  const timer = setInterval(say, 1000);
+  return () => clearInterval(timer);
+}
+
 // Backoff after a lost connection: 1 s doubling up to 30 s.
 export const BACKOFF_MIN_MS = 1000;
 export const BACKOFF_MAX_MS = 30000;

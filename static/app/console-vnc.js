@@ -7,6 +7,7 @@
 import { attachZoom } from './zoom.js';
 import { attach as attachQuality } from './vnc-quality.js';
 import { takeEarly } from './console-early.js';
+import { waitForConsent } from './connect.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -118,12 +119,16 @@ export async function open(screen, info, ui) {
   // noVNC takes its screen (the canvas) away on disconnect; it goes back
   // so that the ended card lies over the dimmed last frame (app.css).
   let shown = null;
+  // A watch the pool's policy puts to the holder waits for their answer.
+  const waiting = info.asks ? waitForConsent(ui, info.asks) : () => {};
   rfb.addEventListener('connect', () => {
+    waiting();
     shown = stage.querySelector(':scope > div');
     ui.say('Connected', 'ok');
     rfb.focus();
   });
   rfb.addEventListener('disconnect', (ev) => {
+    waiting();
     if (shown && !shown.isConnected) stage.append(shown);
     ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway, retry || !ev.detail.clean);
   });
