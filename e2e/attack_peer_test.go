@@ -46,5 +46,62 @@ func peerAttacks() []attack {
 			},
 			status: 401, says: "Peer signature missing or not valid",
 		},
+		// Screen links (relay.DialPeerScreen): the signature covers the
+		// role, the desktop and the replica, once; and only the owner of a
+		// desktop's screen serves one.
+		{
+			name: "ScreenLinkUnsigned",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", screenLink("control", a.victim), "")
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "ScreenLinkViewSignatureAsControl",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.ScreenLink(relay.ScreenView), "local", a.victim)
+				return a.dialWS(t, screenLink(relay.ScreenControl, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "ScreenLinkSignedForAnotherDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.ScreenLink(relay.ScreenView), "local", a.mallorys)
+				return a.dialWS(t, screenLink(relay.ScreenView, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "ScreenLinkWrongSecret",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte("not-the-peer-secret-at-all"), time.Now(), a.host, relay.ScreenLink(relay.ScreenView), "local", a.victim)
+				return a.dialWS(t, screenLink(relay.ScreenView, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "CORRAL_VDI_PEER_SECRET",
+		},
+		{
+			name: "ScreenLinkExpired",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now().Add(-time.Minute), a.host, relay.ScreenLink(relay.ScreenView), "local", a.victim)
+				return a.dialWS(t, screenLink(relay.ScreenView, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			// A peer relays to this portal as if it owned the screen of a
+			// desktop nobody has open: refused, and nothing dialed.
+			name: "ScreenLinkToAReplicaThatIsNotTheOwner",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.ScreenLink(relay.ScreenControl), "local", a.victim)
+				return a.dialWS(t, screenLink(relay.ScreenControl, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 409, says: "does not own the screen",
+		},
 	}
+}
+
+// screenLink is the path of a screen link in role to member's screen.
+func screenLink(role, member string) string {
+	return relay.PeerPath + "screen/" + role + "/local/" + member
 }

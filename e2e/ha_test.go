@@ -81,6 +81,8 @@ func haEnv(t *testing.T, secrets map[string]string, kubeconfig string) []string 
 			"HOME":              t.TempDir(),
 			// A test's replicas stop with consoles open: drain briefly.
 			"CORRAL_VDI_DRAIN_TIMEOUT": "2s",
+			// Replicas on loopback ports: each one's listen address.
+			"CORRAL_VDI_PEER_URL": "",
 		},
 	})
 	must(t, err)

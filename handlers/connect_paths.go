@@ -32,6 +32,9 @@ type ConsoleConfig struct {
 	// TokenKeys sign the RDP tokens /connect hands out, newest first;
 	// replicas behind one address share them. Empty: a key of this process.
 	TokenKeys [][]byte
+	// Owners records which replica owns each desktop's screen; nil: this
+	// portal is the only one (console.LocalOwners).
+	Owners console.Owners
 }
 
 // consoleState is the handlers' console machinery.
@@ -50,8 +53,11 @@ type consoleState struct {
 	// dial opens console connections by the first path that works.
 	dial *console.Console
 	// hubs holds each desktop's one VNC connection while it has consoles
-	// open: the holder's, invitees', watchers' and thumbnails.
-	hubs rfb.Hubs
+	// open: the holder's, invitees', watchers' and thumbnails, when this
+	// replica owns the desktop's screen; screens joins clients to it, or
+	// to the owner's over a screen link.
+	hubs    rfb.Hubs
+	screens *console.Screens
 	// streams holds the holders' terminal and serial consoles, which
 	// the users they invite join.
 	streams fanout.Streams
@@ -72,10 +78,18 @@ func (cs *consoleState) warmScreen(id vdi.Identity, d vdi.Desktop, likely vdi.Pr
 		return
 	}
 	ref := d.Ref()
-	cs.hubs.Warm(ref.String(), screenWarmHold, func(ctx context.Context) (net.Conn, string, error) {
+	cs.screens.Warm(ref, screenWarmHold, func(ctx context.Context) (net.Conn, string, error) {
 		conn, err := cs.dial.DialDirect(ctx, ref, vdi.ProtocolVNC)
 		return conn, console.PathDirect, err
 	})
+}
+
+// screenDial opens ref's screen for its hub, by the first path that
+// works, for as long as the hub runs (not the first client's request).
+func (cs *consoleState) screenDial(ref vdi.Ref) rfb.Dialer {
+	return func(ctx context.Context) (net.Conn, string, error) {
+		return cs.dial.Dial(context.WithoutCancel(ctx), ref, vdi.ProtocolVNC)
+	}
 }
 
 func newConsoleState(cfg ConsoleConfig) *consoleState {

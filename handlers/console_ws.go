@@ -77,12 +77,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			return h.byteConsole(ctx, id, d, share, p, dial)
 		}
 		// Everyone on the desktop's screen shares its one VNC connection
-		// (rfb.Hub): a KubeVirt VMI takes one client, and a slow viewer
-		// only falls behind itself. Only the holder's and invitees' with
-		// control input reaches the desktop.
-		return h.console.hubs.Join(ctx, ref.String(), !viewOnly, func(ctx context.Context) (net.Conn, string, error) {
-			return dial(context.WithoutCancel(ctx), ref, p)
-		})
+		// (rfb.Hub), held by one replica cluster-wide (console.Screens): a
+		// KubeVirt VMI takes one client, and a slow viewer only falls
+		// behind itself. Only the holder's and invitees' with control
+		// input reaches the desktop. The one upstream may take any path.
+		return h.console.screens.Join(ctx, ref, !viewOnly, h.console.screenDial(ref))
 	}
 	// The holder's console asks them before an admin watches (an
 	// invitation is the holder's own answer); the desktop is connected

@@ -18,14 +18,7 @@ import (
 func (h *peerSocket) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	proto, ref := r.PathValue("protocol"), ref(r)
 	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
-		if _, user := h.auth.Identify(r); user {
-			h.writeAPIError(w, r, vdi.Errorf(vdi.EForbidden, "Open the desktop's console from its page.", "Peer links are for peer portals, not users."))
-			return
-		}
-		h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "err", err)
-		h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized,
-			"Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for.",
-			"Peer signature missing or not valid."))
+		h.refusePeer(w, r, ref, err)
 		return
 	}
 	p := vdi.Protocol(proto)
@@ -52,4 +45,16 @@ func (h *peerSocket) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	})
 	h.log.Info("peer link closed", "remote", r.RemoteAddr, "desktop", ref, "protocol", p, "bytesIn", stats.BytesIn, "bytesOut", stats.BytesOut,
 		"elapsed", time.Since(begin).Round(time.Millisecond), "err", err)
+}
+
+// refusePeer answers a peer link whose signature err refused.
+func (h *peerSocket) refusePeer(w http.ResponseWriter, r *http.Request, ref vdi.Ref, err error) {
+	if _, user := h.auth.Identify(r); user {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EForbidden, "Open the desktop's console from its page.", "Peer links are for peer portals, not users."))
+		return
+	}
+	h.log.Warn("peer link refused", "remote", r.RemoteAddr, "desktop", ref, "path", r.URL.Path, "err", err)
+	h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized,
+		"Both portals need the same CORRAL_VDI_PEER_SECRET and clocks within 30s; each signature is good once, for the peer URL it was made for.",
+		"Peer signature missing or not valid."))
 }

@@ -34,7 +34,7 @@ func (h *adminPages) takeThumb(ctx context.Context, ref vdi.Ref) (*image.RGBA, e
 	}
 	// From the desktop's shared VNC connection (rfb.Hub) when its
 	// consoles are open, so that a thumbnail is never a second viewer.
-	conn, _, err := h.console.hubs.Join(ctx, ref.String(), false, func(ctx context.Context) (net.Conn, string, error) {
+	conn, _, err := h.console.screens.Join(ctx, ref, false, func(ctx context.Context) (net.Conn, string, error) {
 		c, err := h.desktops.Dial(ctx, ref, vdi.ProtocolVNC)
 		return c, console.PathDirect, err
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,14 +65,22 @@ func TestVMsScreenshot(t *testing.T) {
 	}
 
 	// The control, on fresh connections (a websocket read that timed out
-	// stays failed): a second VNC client kicks the first.
+	// stays failed): a second VNC client that does not preserve the
+	// session, as the old thumbnail over the vnc subresource did, kicks
+	// the first. (The portal's own asks to preserve it: refused, 503.)
 	first, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
 	mustRFB(t, first)
-	second, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC)
+	if c, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC); err == nil || !strings.Contains(err.Error(), "503") {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("a second VNC connection of the portal's: %v; want refused with 503 (preserveSession)", err)
+	}
+	second, _, err := dialConsole(t, s.sa, ref.Namespace, ref.Name, "vnc")
 	if err != nil {
 		t.Fatal(err)
 	}

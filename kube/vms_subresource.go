@@ -73,13 +73,12 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 	switch p {
 	case vdi.ProtocolVNC:
 		// One VNC client per VMI upstream: a new one kicks the old (whose
-		// stream then ends cleanly, see relay.WSConnOptions); only a client that asks
-		// to preserve the session (KubeVirt 1.7 on) gets 503 instead. The
-		// portal does not ask: it holds one connection per desktop and
-		// shares it among the holder's, invitees' and watchers' consoles
-		// (rfb.Hub), so a second one comes only from another replica,
-		// and there the newest should win.
-		sub = "vnc"
+		// stream then ends cleanly, see relay.WSConnOptions); a client that
+		// asks to preserve the session (KubeVirt 1.7 on) gets 503 instead.
+		// The portal holds one connection per desktop cluster-wide
+		// (console.Screens) and asks: a replica that raced an owner not yet
+		// gone gets a 503 and its client retries, and nobody is kicked.
+		sub = "vnc?preserveSession=true"
 	case vdi.ProtocolSerial:
 		sub = "console"
 	case vdi.ProtocolRDP:

@@ -87,6 +87,8 @@ type ConsoleConfig struct {
 	// Peers are peer portals' base URLs; PeerSecret signs links to them.
 	Peers      []string
 	PeerSecret []byte
+	// PeerURL is where the other replicas reach this one (screen links).
+	PeerURL string
 }
 
 // RecordingConfig bounds the recordings of recorded pools.

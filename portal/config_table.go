@@ -114,6 +114,8 @@ var settings = []setting{
 		}},
 	{group: "console", name: "peers", help: "peer portals' base URLs, comma-separated, tried when a desktop is out of reach",
 		set: list(func(c *Config) *[]string { return &c.Console.Peers })},
+	{group: "console", name: "peer-url", help: "where the other replicas reach this one, for screen links (e.g. http://$(POD_IP):8080); default the listen address when it names a host",
+		set: text(func(c *Config) *string { return &c.Console.PeerURL })},
 	{group: "console", name: "peer-secret-file", secret: true, help: "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET",
 		set: func(c *Config, v string) error {
 			if v = strings.TrimSpace(v); v != "" && len(v) < 16 {

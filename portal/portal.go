@@ -25,6 +25,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/handlers"
+	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/static"
@@ -56,6 +57,7 @@ type Main struct {
 	stopKube  context.CancelFunc   // ends the kube backend's watches
 	caches    kubeCaches           // the kube backend's watch-fed caches, for /readyz and the pages
 	identity  string               // this replica in the reclaim leader election
+	screens   *kube.ScreenOwners   // who owns each desktop's screen; nil: this portal alone
 	leading   atomic.Bool
 	notReady  error // why /readyz fails for good; nil when it may pass
 	handler   *handlers.Handler
@@ -112,6 +114,7 @@ func (m *Main) Open(ctx context.Context) error {
 	} else if backend, err = m.openLocal(ctx); err != nil {
 		return err
 	}
+	m.openScreens()
 	var groups vdi.GroupDirectory
 	if c.Auth.GroupsFile != "" {
 		gf, err := auth.OpenGroupsFile(c.Auth.GroupsFile, m.Log)
@@ -153,12 +156,13 @@ func (m *Main) Open(ctx context.Context) error {
 		Recordings: m.recordings,
 		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
-		Console:  handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys},
-		Ready:    m.ready,
-		Notice:   notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
-		Outage:   m.apiserver.notice,
-		Cluster:  c.Server.Backend == BackendKube,
-		Listen:   c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
+		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
+			Owners: m.screenOwners()},
+		Ready:   m.ready,
+		Notice:  notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
+		Outage:  m.apiserver.notice,
+		Cluster: c.Server.Backend == BackendKube,
+		Listen:  c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
@@ -168,6 +172,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.listen(); err != nil {
 		return err
 	}
+	m.advertise()
 	// ReadTimeout bounds a whole request, so a trickled body cannot hold a
 	// connection; IdleTimeout ends idle keep-alives. Websockets clear the
 	// deadlines when they upgrade and keep their own ping-based liveness.
@@ -206,6 +211,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	reclaimerDone := make(chan struct{})
 	go func() { defer close(reclaimerDone); m.runReclaimer(ctx) }()
+	// The screen heartbeat outlives the drain: this replica's screens stay
+	// its own while its consoles may finish.
+	screensCtx, stopScreens := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopScreens()
+	screensDone := make(chan struct{})
+	go m.runScreens(screensCtx, screensDone)
 	go m.pruneHistory(ctx)
 	go m.history.Run(ctx)
 	go m.recordings.Prune(ctx)
@@ -217,13 +228,16 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.drain(ctx)
 	endRequests()
+	stopScreens()
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := m.srv.Shutdown(sctx)
-	select { // a reclaim leader releases its Lease, so another takes over at once
-	case <-reclaimerDone:
-	case <-sctx.Done():
+	for _, done := range []chan struct{}{reclaimerDone, screensDone} {
+		select { // a reclaim leader releases its Lease, and the screen heartbeat goes, so others take over at once
+		case <-done:
+		case <-sctx.Done():
+		}
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

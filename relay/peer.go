@@ -138,6 +138,16 @@ func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, m
 // peer portal at base (e.g. "http://10.0.0.2:8080"), until ctx ends. The
 // returned stream carries resizes on to the peer.
 func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, member string) (*PeerConn, error) {
+	ws, err := dialPeerLink(ctx, base, secret, url.PathEscape(protocol), protocol, ns, member)
+	if err != nil {
+		return nil, err
+	}
+	return &PeerConn{ws}, nil
+}
+
+// dialPeerLink opens the websocket of a peer link at base's PeerPath +
+// route + "/{ns}/{member}", signed for console.
+func dialPeerLink(ctx context.Context, base string, secret []byte, route, console, ns, member string) (*WSConn, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("peer %q: %w", base, err)
@@ -150,21 +160,31 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 	default:
 		return nil, fmt.Errorf("peer %q: want an http:// or https:// URL", base)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + url.PathEscape(protocol) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
-	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), u.Host, protocol, ns, member)}}
+	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + route + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
+	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), u.Host, console, ns, member)}}
 	d := websocket.Dialer{ReadBufferSize: peerBufferSize, WriteBufferSize: peerBufferSize, WriteBufferPool: writeBufferPool}
 	ws, res, err := d.DialContext(ctx, u.String(), hdr)
 	if err != nil {
 		if res != nil {
 			body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 			res.Body.Close()
-			return nil, fmt.Errorf("peer %s: %s: %s", base, res.Status, strings.TrimSpace(string(body)))
+			return nil, &PeerRefusal{Peer: base, Status: res.StatusCode, Msg: res.Status + ": " + strings.TrimSpace(string(body))}
 		}
 		return nil, fmt.Errorf("peer %s: %w", base, err)
 	}
 	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
-	return &PeerConn{NewWSConn(ws, WSConnOptions{})}, nil
+	return NewWSConn(ws, WSConnOptions{}), nil
 }
+
+// PeerRefusal is a peer portal's answer refusing a link: it is there,
+// and said no.
+type PeerRefusal struct {
+	Peer   string // the peer's base URL
+	Status int    // its HTTP status
+	Msg    string // status line and body, short
+}
+
+func (e *PeerRefusal) Error() string { return "peer " + e.Peer + ": " + e.Msg }
 
 // PeerConn is a peer link: a WSConn that also carries terminal resizes
 // on to the peer, as resize control messages in text frames.

@@ -75,19 +75,45 @@ func (s *KubeVirtStandIn) Kicked(namespace, name string) int {
 	return g.kicked
 }
 
+// ConsoleCounts are what one console of a VMI saw since it started: the
+// clients it let in, those a newer client kicked, and those refused
+// (preserveSession) while another held it. A second client while one is
+// there is always kicked or refused.
+type ConsoleCounts struct{ Opened, Kicked, Refused int }
+
+// Consoles returns the counts of console ("vnc" or "console") of VMI
+// namespace/name.
+func (s *KubeVirtStandIn) Consoles(namespace, name, console string) ConsoleCounts {
+	g := s.vmi(namespace, name)
+	if g == nil {
+		return ConsoleCounts{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.counts[console]
+}
+
 // takeConsole makes the caller console's one client: it kicks the client
 // before, or with preserve refuses (false) while there is one. release
 // ends the caller's hold unless a later client took over.
 func (g *standInVMI) takeConsole(console string, preserve bool) (kick <-chan struct{}, release func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.counts == nil {
+		g.counts = map[string]ConsoleCounts{}
+	}
+	n := g.counts[console]
+	defer func() { g.counts[console] = n }()
 	if old, held := g.viewers[console]; held {
 		if preserve {
+			n.Refused++
 			return nil, nil, false
 		}
 		close(old)
 		g.kicked++
+		n.Kicked++
 	}
+	n.Opened++
 	mine := make(chan struct{})
 	g.viewers[console] = mine
 	return mine, func() {

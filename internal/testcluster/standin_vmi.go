@@ -57,6 +57,7 @@ type standInVMI struct {
 	conns   map[net.Conn]struct{}
 	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
 	kicked  int                      // clients kicked by a newer one
+	counts  map[string]ConsoleCounts // per console (standin_console.go)
 	upAt    time.Time                // when the guest's own servers answer (GuestBootTakes)
 }
 

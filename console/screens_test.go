@@ -1,0 +1,248 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/local"
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/rfb"
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// ownerTable is the owner records replicas share (a Lease per desktop on
+// Kubernetes), with which replicas are alive.
+type ownerTable struct {
+	mu   sync.Mutex
+	seq  int
+	recs map[string]console.Owner
+	dead map[string]bool
+}
+
+// tableOwners is one replica's view of an ownerTable.
+type tableOwners struct {
+	t         *ownerTable
+	self, url string
+}
+
+func (o tableOwners) Self() string { return o.self }
+
+func (o tableOwners) Get(_ context.Context, key string) (console.Owner, error) {
+	o.t.mu.Lock()
+	defer o.t.mu.Unlock()
+	r := o.t.recs[key]
+	r.Alive = r.Version != "" && !o.t.dead[r.Replica]
+	return r, nil
+}
+
+func (o tableOwners) Take(_ context.Context, key string, prev console.Owner) (console.Owner, error) {
+	o.t.mu.Lock()
+	defer o.t.mu.Unlock()
+	if o.t.recs[key].Version != prev.Version {
+		return console.Owner{}, console.ErrOwnerChanged
+	}
+	o.t.seq++
+	r := console.Owner{Replica: o.self, URL: o.url, Version: strconv.Itoa(o.t.seq), Alive: true}
+	o.t.recs[key] = r
+	return r, nil
+}
+
+func (o tableOwners) Release(_ context.Context, key string, r console.Owner) error {
+	o.t.mu.Lock()
+	defer o.t.mu.Unlock()
+	if o.t.recs[key].Version == r.Version {
+		delete(o.t.recs, key)
+	}
+	return nil
+}
+
+// replica is one portal's screens, serving screen links as the handlers
+// do (handlers.handlePeerScreen).
+type replica struct {
+	screens *console.Screens
+	srv     *httptest.Server
+}
+
+const testSecret = "a-peer-secret-of-thirty-two-byte"
+
+func startReplica(t *testing.T, table *ownerTable, name string, dial rfb.Dialer) *replica {
+	r := &replica{}
+	verify := relay.NewPeerVerifier([]byte(testSecret))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
+		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
+		role := req.PathValue("role")
+		if err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.ScreenLink(role), ref.Namespace, ref.Name); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		conn, err := r.screens.ServeLink(req.Context(), ref, role == relay.ScreenControl, dial)
+		if errors.Is(err, console.ErrNotOwner) {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		} else if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		ws, err := relay.Upgrader(func(*http.Request) bool { return true }).Upgrade(w, req, nil)
+		if err != nil {
+			conn.Close()
+			return
+		}
+		relay.Pipe(req.Context(), ws, conn, relay.Options{MaxMessage: relay.DefaultMaxMessage})
+	})
+	r.srv = httptest.NewServer(mux)
+	t.Cleanup(r.srv.Close)
+	r.screens = console.NewScreens(console.ScreensConfig{Hubs: new(rfb.Hubs), PeerSecret: []byte(testSecret), Wait: 3 * time.Second,
+		Owners: tableOwners{t: table, self: name, url: r.srv.URL}, Log: slog.New(slog.DiscardHandler)})
+	return r
+}
+
+// startDesktop starts a real desktop and returns a dialer of its VNC
+// socket that counts the connections it opened.
+func startDesktop(t *testing.T) (rfb.Dialer, *atomic.Int32) {
+	t.Helper()
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "cscr") // short: the VNC socket lives under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: "scr", Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: "320x200"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	var dials atomic.Int32
+	return func(ctx context.Context) (net.Conn, string, error) {
+		dials.Add(1)
+		var nd net.Dialer
+		c, err := nd.DialContext(ctx, "unix", d.VNCSocket())
+		return c, "direct", err
+	}, &dials
+}
+
+// picture takes the screen a client connection shows.
+func picture(t *testing.T, conn net.Conn) []byte {
+	t.Helper()
+	img, err := snapshot.Take(conn, 0, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatalf("the client's screen: %v", err)
+	}
+	return img.Pix
+}
+
+// TestScreens_OneUpstreamAcrossReplicas: clients of one desktop on two
+// replicas share one upstream (the first replica's, which owns the
+// screen; the other relays over a signed screen link) and see the same
+// pixels; a replica the record does not name refuses a link and dials
+// nothing; when the owner dies, the next client takes the screen over by
+// compare-and-swap and dials the desktop once more.
+func TestScreens_OneUpstreamAcrossReplicas(t *testing.T) {
+	dial, dials := startDesktop(t)
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b := startReplica(t, table, "a", dial), startReplica(t, table, "b", dial)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-1"}
+	ctx := context.Background()
+
+	onA, path, err := a.screens.Join(ctx, ref, true, dial)
+	if err != nil || path != "direct" {
+		t.Fatalf("the first client, on a: %v by %q; want the desktop, direct", err, path)
+	}
+	defer onA.Close()
+	onB, path, err := b.screens.Join(ctx, ref, false, dial)
+	if err != nil || path != console.PathPeer {
+		t.Fatalf("a client on b: %v by %q; want the owner's hub by %q", err, path, console.PathPeer)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d upstream connections for clients on two replicas; want 1", n)
+	}
+	if pa, pb := picture(t, onA), picture(t, onB); !bytes.Equal(pa, pb) {
+		t.Error("the clients on a and b see different screens; want the one desktop's")
+	}
+	onB.Close()
+
+	// A link to b, which does not own the screen: refused, nothing dialed.
+	if _, err := relay.DialPeerScreen(ctx, b.srv.URL, []byte(testSecret), relay.ScreenControl, ref.Namespace, ref.Name); !isStatus(err, http.StatusConflict) {
+		t.Errorf("a screen link to a replica that does not own the screen: %v; want 409", err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d upstream connections after a link to a non-owner; want still 1", n)
+	}
+
+	// a dies: its server and upstream go, its heartbeat runs out.
+	a.srv.CloseClientConnections()
+	a.srv.Close()
+	onA.Close()
+	table.mu.Lock()
+	table.dead["a"] = true
+	table.mu.Unlock()
+	again, path, err := b.screens.Join(ctx, ref, true, dial)
+	if err != nil || path != "direct" {
+		t.Fatalf("a client on b after a died: %v by %q; want b to own the screen (direct)", err, path)
+	}
+	defer again.Close()
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d upstream connections; want 2 (a's, then b's)", n)
+	}
+	if o, _ := (tableOwners{t: table}).Get(ctx, ref.String()); o.Replica != "b" {
+		t.Errorf("the owner record names %q; want b", o.Replica)
+	}
+	picture(t, again)
+}
+
+// TestScreens_RaceOneOwner: clients arriving at once on three replicas
+// make one owner and one upstream.
+func TestScreens_RaceOneOwner(t *testing.T) {
+	dial, dials := startDesktop(t)
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	var reps []*replica
+	for _, n := range []string{"a", "b", "c"} {
+		reps = append(reps, startReplica(t, table, n, dial))
+	}
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-2"}
+	var wg sync.WaitGroup
+	conns := make([]net.Conn, 6)
+	errs := make([]error, 6)
+	for i := range conns {
+		wg.Go(func() { conns[i], _, errs[i] = reps[i%3].screens.Join(context.Background(), ref, i == 0, dial) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		defer conns[i].Close()
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d upstream connections for six clients racing on three replicas; want 1", n)
+	}
+	first := picture(t, conns[0])
+	for i, c := range conns[1:] {
+		if !bytes.Equal(picture(t, c), first) {
+			t.Errorf("client %d sees another screen than client 0", i+1)
+		}
+	}
+}
+
+// isStatus reports whether err is a peer's refusal with status code.
+func isStatus(err error, code int) bool {
+	var no *relay.PeerRefusal
+	return errors.As(err, &no) && no.Status == code
+}

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// TestHA_OneScreen: one screen per desktop across replicas, on real parts:
+// three portal processes started as deploy/ starts them (screen links on
+// by default with the Secret's peer secret), the kube backend on a real
+// kube-apiserver, the KubeVirt stand-in playing virt-handler's one-client
+// rule on the VMI's vnc subresource (a VMI with no IP, so the apiserver
+// path) and counting its VNC clients. Alice (the holder) on a, erin
+// (invited with control) on b, carol (invited, view only) and ops (an
+// admin) on c: one upstream, the same pixels everywhere, input from
+// control clients only (also not through a signed view link straight to
+// the owner). Alice reconnects on c: still one upstream. The owner is
+// SIGKILLed: the clients reconnect, another replica takes the screen by
+// compare-and-swap, and never were two upstreams at once.
+func TestHA_OneScreen(t *testing.T) {
+	c := testcluster.MustStart(t)
+	standIn := c.StartKubeVirtStandIn(t)
+	admin := c.AdminClient(t)
+	ns := c.Namespace(t)
+	applyNamespacedRBAC(t, c, ns)
+	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
+	secrets := map[string]string{
+		"corral-vdi-secrets/session-keys": randomKey(t),
+		"corral-vdi-secrets/token-keys":   randomKey(t),
+		"corral-vdi-secrets/peer-secret":  randomKey(t),
+	}
+	env := append(haEnv(t, secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+ns)
+	reps := map[string]*haReplica{}
+	for _, name := range []string{"a", "b", "c"} {
+		reps[name] = startReplica(t, name, t.TempDir(), "127.0.0.1:0", env)
+	}
+	a, b, cr := reps["a"], reps["b"], reps["c"]
+	defer func() {
+		if t.Failed() {
+			for _, r := range reps {
+				t.Logf("replica %s's log:\n%s", r.name, r.p.Log())
+			}
+		}
+	}()
+
+	// A pool of one VM whose VMI reports no IP: its screen is reached
+	// through the API server's vnc subresource, one client at a time.
+	testcluster.StoppedVM(t, admin, ns, "golden", nil)
+	body := fmt.Sprintf(`{"namespace":%q,"name":"scr","kind":"vm","mode":"persistent","source":"golden","size":1}`, ns)
+	var perr apiError
+	if code := a.p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+		t.Fatalf("create pool: %d %+v", code, perr)
+	}
+	var member string
+	waitFor(t, 60*time.Second, "the pool's member VM", func() bool {
+		var vms kubevirtv1.VirtualMachineList
+		admin.List(context.Background(), &vms, client.InNamespace(ns), client.MatchingLabels{"corral.dev/vdi-pool": "scr"})
+		if len(vms.Items) == 1 {
+			member = vms.Items[0].Name
+		}
+		return member != ""
+	})
+	standIn.WithoutIPs(ns, member)
+	var d desktop
+	if code := b.p.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/scr/claim", &d); code != 200 || d.Name != member || d.Power != "running" {
+		t.Fatalf("alice's claim: %d %+v", code, d)
+	}
+	for _, inv := range []struct {
+		user    string
+		control bool
+	}{{"erin", true}, {"carol", false}} {
+		body := fmt.Sprintf(`{"user":%q,"control":%v}`, inv.user, inv.control)
+		if code := cr.p.APIBody(t, "alice", "POST", "/api/vdi/desktops/"+ns+"/"+member+"/shares", body, nil); code != 201 && code != 200 {
+			t.Fatalf("alice invites %s: %d", inv.user, code)
+		}
+	}
+	wsPath := "/ws/vnc/" + ns + "/" + member
+	open := func(r *haReplica, user string) *rfbViewer {
+		t.Helper()
+		ws, res, err := dialWS(r.p, user, wsPath, r.p.URL)
+		if err != nil {
+			t.Fatalf("%s's console on %s: %v (%v)", user, r.name, err, status(res))
+		}
+		t.Cleanup(func() { ws.Close() })
+		return newRFBViewer(t, ws)
+	}
+	upstreams := func(want int) {
+		t.Helper()
+		n := standIn.Consoles(ns, member, "vnc")
+		if n.Opened != want || n.Kicked != 0 || n.Refused != 0 {
+			t.Fatalf("the VMI's VNC console: %+v; want %d opened, none kicked or refused", n, want)
+		}
+	}
+	// same waits until every viewer sees one screen, and returns its hash.
+	same := func(what string, vs map[string]*rfbViewer) string {
+		t.Helper()
+		var hashes map[string]string
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			hashes = map[string]string{}
+			seen := map[string]bool{}
+			for who, v := range vs {
+				h, err := v.screen(t)
+				if err != nil {
+					t.Fatalf("%s: %s's screen: %v", what, who, err)
+				}
+				hashes[who], seen[h] = h, true
+			}
+			if len(seen) == 1 {
+				for _, h := range hashes {
+					return h
+				}
+			}
+		}
+		t.Fatalf("%s: the viewers see different screens: %v", what, hashes)
+		return ""
+	}
+	// changed waits until every viewer sees a screen other than before.
+	changed := func(what, before string, vs map[string]*rfbViewer) string {
+		t.Helper()
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+			if h := same(what, vs); h != before {
+				return h
+			}
+		}
+		t.Fatalf("%s: the screen did not change", what)
+		return ""
+	}
+
+	viewers := map[string]*rfbViewer{"alice@a": open(a, "alice")}
+	viewers["erin@b"] = open(b, "erin")
+	viewers["carol@c"] = open(cr, "carol")
+	viewers["ops@c"] = open(cr, "ops")
+	upstreams(1)
+	owner := screenOwner(t, admin, ns, member)
+	if owner != a.identity {
+		t.Fatalf("the screen's owner Lease names %q; want a (%s), where the first client was", owner, a.identity)
+	}
+	h := same("four clients on three replicas", viewers)
+
+	// Input: erin's (control, through b's link) reaches the desktop;
+	// carol's (view) does not, nor a view link's signed straight to a.
+	viewers["erin@b"].typeText(t, "echo shared")
+	h = changed("erin typed", h, viewers)
+	viewers["carol@c"].typeText(t, "rm -rf x")
+	rogue := screenLinkWS(t, a, secrets["corral-vdi-secrets/peer-secret"], relay.ScreenView, ns, member)
+	rogue.typeText(t, "reboot")
+	time.Sleep(2 * time.Second)
+	if got := same("view-only clients typed", viewers); got != h {
+		t.Errorf("the screen changed after view-only clients typed; want their keys dropped")
+	}
+	upstreams(1)
+
+	// Alice's console moves to c (a reload, a second tab): the same one
+	// upstream, through a's hub.
+	viewers["alice@a"].ws.Close()
+	delete(viewers, "alice@a")
+	viewers["alice@c"] = open(cr, "alice")
+	same("alice reconnected on c", viewers)
+	upstreams(1)
+	rogue.ws.Close()
+
+	// SIGKILL the owner: the relayed consoles end; reopened, they find a
+	// new owner once a's heartbeat runs out, and one upstream again.
+	killed := time.Now()
+	a.kill(t)
+	for who, v := range viewers {
+		if _, err := v.screen(t); err == nil {
+			t.Fatalf("%s's console still shows a screen after its owner was killed; want it closed", who)
+		}
+	}
+	viewers = map[string]*rfbViewer{"erin@b": open(b, "erin")}
+	first := time.Since(killed)
+	viewers["alice@c"] = open(cr, "alice")
+	viewers["carol@c"] = open(cr, "carol")
+	viewers["ops@b"] = open(b, "ops")
+	h = same("after the owner's SIGKILL", viewers)
+	t.Logf("a console's first screen %v after the owner's SIGKILL", first.Round(time.Millisecond))
+	upstreams(2)
+	if owner := screenOwner(t, admin, ns, member); owner != b.identity && owner != cr.identity {
+		t.Fatalf("after the kill the owner Lease names %q; want b or c", owner)
+	}
+	viewers["erin@b"].typeText(t, " again")
+	changed("erin typed after the failover", h, viewers)
+	upstreams(2)
+}
+
+// screenOwner returns the replica the screen Lease of ns/member names.
+func screenOwner(t *testing.T, admin client.Client, ns, member string) string {
+	t.Helper()
+	var l coordinationv1.Lease
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: "corral-vdi", Name: "corral-vdi-screen." + ns + "." + member}, &l); err != nil {
+		t.Fatalf("the screen Lease of %s/%s: %v", ns, member, err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// screenLinkWS opens a screen link to r in role, signed with secret, as a
+// replica would, and shakes RFB hands over it.
+func screenLinkWS(t *testing.T, r *haReplica, secret, role, ns, member string) *rfbViewer {
+	t.Helper()
+	host := strings.TrimPrefix(r.p.URL, "http://")
+	h := http.Header{relay.PeerAuthHeader: {relay.SignPeer([]byte(secret), time.Now(), host, relay.ScreenLink(role), ns, member)}}
+	ws, res, err := websocket.DefaultDialer.Dial("ws://"+host+relay.PeerPath+"screen/"+role+"/"+ns+"/"+member, h)
+	if err != nil {
+		t.Fatalf("a %s screen link to %s: %v (%v)", role, r.name, err, status(res))
+	}
+	t.Cleanup(func() { ws.Close() })
+	return newRFBViewer(t, ws)
+}
+

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	be "encoding/binary"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// rfbViewer is a VNC client of a console websocket that asks for Raw
+// pixels only, so that a test can compare what clients see byte for byte.
+type rfbViewer struct {
+	ws   *websocket.Conn
+	buf  []byte
+	w, h int
+	fb   []byte // 4 bytes a pixel, in the server's format
+}
+
+// newRFBViewer shakes hands (security None, shared) and asks for Raw.
+func newRFBViewer(t *testing.T, ws *websocket.Conn) *rfbViewer {
+	t.Helper()
+	v := &rfbViewer{ws: ws}
+	ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := v.read(12); err != nil {
+		t.Fatalf("RFB greeting: %v", err)
+	}
+	v.send(t, []byte("RFB 003.008\n"))
+	n, err := v.read(1)
+	if err != nil {
+		t.Fatalf("RFB security types: %v", err)
+	}
+	if _, err := v.read(int(n[0])); err != nil {
+		t.Fatal(err)
+	}
+	v.send(t, []byte{1})
+	if _, err := v.read(4); err != nil {
+		t.Fatal(err)
+	}
+	v.send(t, []byte{1}) // shared
+	init, err := v.read(24)
+	if err != nil {
+		t.Fatalf("RFB ServerInit: %v", err)
+	}
+	v.w, v.h = int(be.BigEndian.Uint16(init[0:])), int(be.BigEndian.Uint16(init[2:]))
+	if init[4] != 32 {
+		t.Fatalf("the server's pixels have %d bits; want 32", init[4])
+	}
+	if _, err := v.read(int(be.BigEndian.Uint32(init[20:]))); err != nil {
+		t.Fatal(err)
+	}
+	v.fb = make([]byte, v.w*v.h*4)
+	v.send(t, []byte{2, 0, 0, 1, 0, 0, 0, 0}) // SetEncodings: Raw
+	return v
+}
+
+// read returns the next n bytes of the server, whatever their framing.
+func (v *rfbViewer) read(n int) ([]byte, error) {
+	for len(v.buf) < n {
+		_, b, err := v.ws.ReadMessage()
+		if err != nil {
+			return nil, err
+		}
+		v.buf = append(v.buf, b...)
+	}
+	out := v.buf[:n:n]
+	v.buf = v.buf[n:]
+	return out, nil
+}
+
+func (v *rfbViewer) send(t *testing.T, b []byte) {
+	t.Helper()
+	if err := v.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		t.Fatalf("RFB send: %v", err)
+	}
+}
+
+// screen asks for the whole screen and returns a hash of it.
+func (v *rfbViewer) screen(t *testing.T) (string, error) {
+	t.Helper()
+	req := []byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	be.BigEndian.PutUint16(req[6:], uint16(v.w))
+	be.BigEndian.PutUint16(req[8:], uint16(v.h))
+	if err := v.ws.WriteMessage(websocket.BinaryMessage, req); err != nil {
+		return "", err
+	}
+	v.ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	for {
+		typ, err := v.read(1)
+		if err != nil {
+			return "", err
+		}
+		switch typ[0] {
+		case 0: // FramebufferUpdate
+			hdr, err := v.read(3)
+			if err != nil {
+				return "", err
+			}
+			for range be.BigEndian.Uint16(hdr[1:]) {
+				r, err := v.read(12)
+				if err != nil {
+					return "", err
+				}
+				x, y := int(be.BigEndian.Uint16(r[0:])), int(be.BigEndian.Uint16(r[2:]))
+				w, h := int(be.BigEndian.Uint16(r[4:])), int(be.BigEndian.Uint16(r[6:]))
+				if enc := int32(be.BigEndian.Uint32(r[8:])); enc != 0 {
+					t.Fatalf("a rectangle in encoding %d; the viewer asked for Raw only", enc)
+				}
+				pix, err := v.read(w * h * 4)
+				if err != nil {
+					return "", err
+				}
+				for row := range h {
+					copy(v.fb[((y+row)*v.w+x)*4:], pix[row*w*4:(row+1)*w*4])
+				}
+			}
+			sum := sha256.Sum256(v.fb)
+			return hex.EncodeToString(sum[:8]), nil
+		case 2: // Bell
+		case 3: // ServerCutText
+			hdr, err := v.read(7)
+			if err != nil {
+				return "", err
+			}
+			if _, err := v.read(int(be.BigEndian.Uint32(hdr[3:]))); err != nil {
+				return "", err
+			}
+		default:
+			t.Fatalf("server message type %d; the viewer expects updates, bells and cut text", typ[0])
+		}
+	}
+}
+
+// typeText sends each letter of s as a key press and release.
+func (v *rfbViewer) typeText(t *testing.T, s string) {
+	t.Helper()
+	for _, r := range s {
+		for _, down := range []byte{1, 0} {
+			k := []byte{4, down, 0, 0, 0, 0, 0, 0}
+			be.BigEndian.PutUint32(k[4:], uint32(r))
+			v.send(t, k)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package portal
+
+import (
+	"context"
+	"net"
+
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+)
+
+// openScreens records desktops' screen owners in Leases when replicas
+// share a cluster and the peer secret (screen links are on by default
+// with it); nil otherwise: this portal holds its desktops' screens alone
+// (console.LocalOwners).
+func (m *Main) openScreens() {
+	if m.kube == nil || len(m.Config.Console.PeerSecret) == 0 {
+		return
+	}
+	m.screens = kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: m.kube, Namespace: m.Config.Kube.Namespace, Identity: m.identity, Log: m.Log})
+}
+
+// screenOwners is m.screens as console.Owners, nil without.
+func (m *Main) screenOwners() console.Owners {
+	if m.screens == nil {
+		return nil
+	}
+	return m.screens
+}
+
+// advertise tells m.screens where the other replicas reach this one:
+// CORRAL_VDI_PEER_URL, else the listen address when it names a host.
+func (m *Main) advertise() {
+	if m.screens == nil {
+		return
+	}
+	u := m.Config.Console.PeerURL
+	if u == "" {
+		if host, _, err := net.SplitHostPort(m.ln.Addr().String()); err == nil && !net.ParseIP(host).IsUnspecified() {
+			u = m.URL()
+		}
+	}
+	if u == "" {
+		m.Log.Warn("other replicas cannot relay to this one's screens: set CORRAL_VDI_PEER_URL (e.g. http://$(POD_IP):8080)", "listen", m.ln.Addr().String())
+	}
+	m.screens.SetURL(u)
+	m.Log.Info("screen owners in Leases", "namespace", m.Config.Kube.Namespace, "replica", m.identity, "peerURL", u)
+}
+
+// runScreens keeps this replica's screen heartbeat until ctx ends and
+// closes done then.
+func (m *Main) runScreens(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	if m.screens != nil {
+		m.screens.Run(ctx)
+	}
+}
