@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,10 @@ type Config struct {
 	// Peers are the base URLs of peer portals (http://host:port), tried in
 	// order when the direct path fails.
 	Peers []string
+	// FindPeers, when set, names more peers, found rather than configured
+	// (the other replicas that run and are not draining), tried after
+	// Peers.
+	FindPeers func(ctx context.Context) []string
 	// PeerSecret signs peer links; without it no peer is asked.
 	PeerSecret []byte
 	// Paths are tried after the peers.
@@ -73,6 +78,7 @@ type Config struct {
 type Console struct {
 	direct        Direct
 	peers         []string
+	findPeers     func(ctx context.Context) []string
 	secret        []byte
 	paths         []Path
 	directTimeout time.Duration
@@ -82,12 +88,12 @@ type Console struct {
 
 // New returns a Console for cfg.
 func New(cfg Config) *Console {
-	c := &Console{direct: cfg.Direct, peers: cfg.Peers, secret: cfg.PeerSecret, paths: cfg.Paths, directTimeout: cfg.DirectTimeout, log: cfg.Log}
+	c := &Console{direct: cfg.Direct, peers: cfg.Peers, findPeers: cfg.FindPeers, secret: cfg.PeerSecret, paths: cfg.Paths, directTimeout: cfg.DirectTimeout, log: cfg.Log}
 	if c.directTimeout <= 0 {
 		c.directTimeout = defaultDirectTimeout
 	}
 	if len(c.secret) == 0 {
-		c.peers = nil
+		c.peers, c.findPeers = nil, nil
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -146,11 +152,15 @@ func (c *Console) dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol, alongsi
 		return nil, "", err
 	}
 	fails := []string{"direct: " + RootCause(err)}
-	paths := make([]Path, 0, len(c.peers)+len(c.paths))
-	for _, base := range c.peers {
+	peers := c.peers
+	if c.findPeers != nil {
+		peers = append(slices.Clip(peers), c.findPeers(ctx)...)
+	}
+	paths := make([]Path, 0, len(peers)+len(c.paths))
+	for _, base := range peers {
 		paths = append(paths, peerPath{base, c.secret})
 	}
-	hint := "Check that this portal or one of its peers (CORRAL_VDI_PEERS) can reach the desktop, then reconnect."
+	hint := "Check that this portal or one of its peers (the other replicas, CORRAL_VDI_PEERS) can reach the desktop, then reconnect."
 	if alongside && (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && len(c.paths) > 0 {
 		fails = append(fails, "the API server: not tried, one viewer at a time")
 		hint = "Watching through the API server would disconnect the desktop's user (KubeVirt lets one " + string(p) +

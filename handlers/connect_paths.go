@@ -18,8 +18,10 @@ const defaultPingEvery = 20 * time.Second
 // ConsoleConfig configures console connections.
 type ConsoleConfig struct {
 	// Peers are the base URLs of peer portals (http://host:port), tried in
-	// order when the direct path fails.
-	Peers []string
+	// order when the direct path fails; FindPeers names more, found (the
+	// other replicas).
+	Peers     []string
+	FindPeers func(ctx context.Context) []string
 	// PeerSecret signs peer links both ways; without it this portal
 	// neither asks peers nor serves them.
 	PeerSecret []byte
@@ -97,7 +99,7 @@ func newConsoleState(cfg ConsoleConfig) *consoleState {
 		cfg.PingEvery = defaultPingEvery
 	}
 	if len(cfg.PeerSecret) == 0 {
-		cfg.Peers = nil
+		cfg.Peers, cfg.FindPeers = nil, nil
 	}
 	return &consoleState{cfg: cfg, peers: relay.NewPeerVerifier(cfg.PeerSecret)}
 }

@@ -205,7 +205,7 @@ func New(cfg Config) *Handler {
 	cs.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, log)
 	cs.hubs.Log = log // why a shared screen's client ended, when not a plain close
 	cs.screens = console.NewScreens(console.ScreensConfig{Hubs: &cs.hubs, Owners: cfg.Console.Owners, PeerSecret: cfg.Console.PeerSecret, Log: log})
-	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, PeerSecret: cfg.Console.PeerSecret,
+	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, FindPeers: cfg.Console.FindPeers, PeerSecret: cfg.Console.PeerSecret,
 		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})
 	hc := &hostCheck{renderer: rd, hosts: newHostPolicy(cfg.Listen, cfg.PublicURLs)}
 	trail := auditTrail{auditor: cfg.Audit, log: log}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -33,6 +35,8 @@ const (
 	labelScreenLease = "corral.dev/vdi-screen"     // "owner" or "replica"
 	annoPeerURL      = "corral.dev/vdi-peer-url"   // where other replicas reach the replica
 	annoScreenOf     = "corral.dev/vdi-screen-of"  // the desktop, ns/member
+	annoDraining     = "corral.dev/vdi-draining"   // "true" while the replica drains
+	peersFresh       = 5 * time.Second             // how long a list of peers is used
 	defaultHeartbeat = 5 * time.Second             // a replica's heartbeat lives this long
 	heartbeatEvery   = time.Second                 // and is renewed this often
 	screenLeasePfx   = "corral-vdi-screen."        // + ns.member
@@ -68,6 +72,11 @@ type ScreenOwners struct {
 	heartbeat time.Duration
 	now       func() time.Time
 	log       *slog.Logger
+	draining  atomic.Bool
+
+	mu      sync.Mutex
+	peers   []string  // the other replicas' URLs, found at
+	peersAt time.Time // (zero: never)
 }
 
 var _ console.Owners = (*ScreenOwners)(nil)
@@ -135,11 +144,7 @@ func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) 
 	} else if err != nil {
 		return false, fmt.Errorf("kube: read the heartbeat of replica %s: %w", replica, err)
 	}
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return false, nil
-	}
-	life := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	return o.now().Before(l.Spec.RenewTime.Add(life)), nil
+	return o.fresh(l), nil
 }
 
 // Take implements console.Owners.
@@ -176,6 +181,44 @@ func (o *ScreenOwners) Release(ctx context.Context, key string, own console.Owne
 		return nil // gone, or another replica's now
 	}
 	return fmt.Errorf("kube: give up the screen of %s: %w", key, err)
+}
+
+// SetDraining marks this replica's heartbeat draining from its next
+// renewal: other replicas stop choosing it as a peer.
+func (o *ScreenOwners) SetDraining() { o.draining.Store(true) }
+
+// Peers returns the URLs of the other replicas whose heartbeats run and
+// that are not draining: the peer portals, found rather than configured.
+// A list is reused for a few seconds; an error is logged and no peers
+// are returned.
+func (o *ScreenOwners) Peers(ctx context.Context) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.peersAt.IsZero() && o.now().Sub(o.peersAt) < peersFresh {
+		return o.peers
+	}
+	list, err := o.cs.CoordinationV1().Leases(o.ns).List(ctx, metav1.ListOptions{LabelSelector: labelScreenLease + "=replica"})
+	if err != nil {
+		o.log.Warn("peer replicas not found", "namespace", o.ns, "err", err)
+		return nil
+	}
+	o.peers, o.peersAt = nil, o.now()
+	for _, l := range list.Items {
+		id, url := ptrString(l.Spec.HolderIdentity), l.Annotations[annoPeerURL]
+		if id == o.self || url == "" || l.Annotations[annoDraining] == "true" || !o.fresh(&l) {
+			continue
+		}
+		o.peers = append(o.peers, url)
+	}
+	return o.peers
+}
+
+// fresh reports whether heartbeat l was renewed within its duration.
+func (o *ScreenOwners) fresh(l *coordinationv1.Lease) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return o.now().Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
 // Run keeps this replica's heartbeat until ctx ends, then deletes it, so
@@ -215,16 +258,21 @@ func (o *ScreenOwners) beat(ctx context.Context, last *coordinationv1.Lease) (*c
 	leases := o.cs.CoordinationV1().Leases(o.ns)
 	now := metav1.NewMicroTime(o.now())
 	secs := int32(o.heartbeat / time.Second)
+	annos := map[string]string{annoPeerURL: o.url}
+	if o.draining.Load() {
+		annos[annoDraining] = "true"
+	}
 	if last != nil {
 		l := last.DeepCopy()
 		l.Spec.RenewTime = &now
+		l.Annotations = annos
 		if l, err := leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: leaseFieldOwner}); err == nil {
 			return l, nil
 		}
 	}
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: leaseName(replicaLeasePfx, o.self), Namespace: o.ns,
-			Labels: map[string]string{labelScreenLease: "replica"}, Annotations: map[string]string{annoPeerURL: o.url}},
+			Labels: map[string]string{labelScreenLease: "replica"}, Annotations: annos},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &o.self, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 	}
 	created, err := leases.Create(ctx, l, metav1.CreateOptions{FieldManager: leaseFieldOwner})

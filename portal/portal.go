@@ -157,7 +157,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
 		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
-			Owners: m.screenOwners()},
+			Owners: m.screenOwners(), FindPeers: m.findPeers()},
 		Ready:   m.ready,
 		Notice:  notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
 		Outage:  m.apiserver.notice,
@@ -250,6 +250,9 @@ func (m *Main) Run(ctx context.Context) error {
 func (m *Main) drain(ctx context.Context) {
 	if m.Config.Server.DrainTimeout <= 0 {
 		return
+	}
+	if m.screens != nil {
+		m.screens.SetDraining() // other replicas stop choosing this one as a peer
 	}
 	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.Server.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.DrainTimeout)

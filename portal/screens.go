@@ -27,6 +27,15 @@ func (m *Main) screenOwners() console.Owners {
 	return m.screens
 }
 
+// findPeers finds the peer portals: the other replicas, by their
+// heartbeats; nil without screen owners.
+func (m *Main) findPeers() func(ctx context.Context) []string {
+	if m.screens == nil {
+		return nil
+	}
+	return m.screens.Peers
+}
+
 // advertise tells m.screens where the other replicas reach this one:
 // CORRAL_VDI_PEER_URL, else the listen address when it names a host.
 func (m *Main) advertise() {

@@ -1,0 +1,123 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
+)
+
+// TestScreenOwners: the screen owner records on a real apiserver, as the
+// portal's ServiceAccount. The first writer wins; a stale record cannot be
+// written over nor released (compare-and-swap on resourceVersion); an
+// owner is alive while its heartbeat is renewed, dead once it runs out
+// (a replica killed) or is deleted (a replica that stopped), and then its
+// screens may be taken over.
+func TestScreenOwners(t *testing.T) {
+	c := testcluster.Shared(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	cs, err := kubernetes.NewForConfig(c.PortalServiceAccount(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	mk := func(id string, now func() time.Time) *kube.ScreenOwners {
+		o := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: id, Now: now, Log: slog.New(slog.DiscardHandler)})
+		o.SetURL("http://" + id + ":8080")
+		return o
+	}
+	a, b := mk("replica-a", nil), mk("replica-b", nil)
+	later := mk("replica-c", func() time.Time { return time.Now().Add(10 * time.Second) }) // a reader after a's heartbeat ran out
+	key := "team/vm-1"
+
+	if o, err := a.Get(ctx, key); err != nil || o.Version != "" {
+		t.Fatalf("Get before any owner = %+v, %v; want no record", o, err)
+	}
+	ownA, err := a.Take(ctx, key, console.Owner{})
+	if err != nil || ownA.Replica != "replica-a" {
+		t.Fatalf("a takes the free screen: %+v, %v", ownA, err)
+	}
+	if _, err := b.Take(ctx, key, console.Owner{}); !errors.Is(err, console.ErrOwnerChanged) {
+		t.Errorf("b creates a record a has: %v; want ErrOwnerChanged", err)
+	}
+
+	// a's heartbeat: alive while renewed.
+	hctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(hctx) }()
+	waitAlive := func(r *kube.ScreenOwners, want bool) console.Owner {
+		t.Helper()
+		var o console.Owner
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if o, err = r.Get(ctx, key); err == nil && o.Alive == want {
+				return o
+			}
+		}
+		t.Fatalf("the owner as %s reads it: %+v, %v; want alive=%v", r.Self(), o, err, want)
+		return o
+	}
+	seen := waitAlive(b, true)
+	if seen.Replica != "replica-a" || seen.URL != "http://replica-a:8080" || seen.Version != ownA.Version {
+		t.Errorf("b reads %+v; want a's record with its URL", seen)
+	}
+	if _, err := b.Take(ctx, key, seen); err != nil {
+		// Screens never takes a live owner's record; the store itself
+		// only compares versions, so this write is allowed.
+		t.Fatalf("b writes over the record it read: %v", err)
+	}
+	if _, err := a.Take(ctx, key, ownA); !errors.Is(err, console.ErrOwnerChanged) {
+		t.Errorf("a writes over a record it no longer has: %v; want ErrOwnerChanged", err)
+	}
+	if err := a.Release(ctx, key, ownA); err != nil {
+		t.Errorf("a releases a stale record: %v; want nothing done, no error", err)
+	}
+	ownB := waitAlive(b, true)
+	if ownB.Replica != "replica-b" {
+		t.Fatalf("after a's stale release the record names %q; want replica-b", ownB.Replica)
+	}
+	if err := b.Release(ctx, key, ownB); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := b.Get(ctx, key); o.Version != "" {
+		t.Errorf("after b's release: %+v; want no record", o)
+	}
+
+	// a owns again; a reader whose clock is past a's heartbeat sees a dead
+	// (a killed replica's heartbeat runs out), and a stopped replica's
+	// heartbeat is deleted.
+	if ownA, err = a.Take(ctx, key, console.Owner{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAlive(b, true)
+	waitAlive(later, false)
+
+	// Peers are found by their heartbeats while they run and do not drain.
+	if got := mk("replica-d", nil).Peers(ctx); !slices.Equal(got, []string{"http://replica-a:8080"}) {
+		t.Errorf("peers found = %v; want a's URL (b runs no heartbeat)", got)
+	}
+	a.SetDraining()
+	var got []string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if got = mk("replica-e", nil).Peers(ctx); len(got) == 0 {
+			break
+		}
+	}
+	if len(got) != 0 {
+		t.Errorf("peers found while a drains = %v; want none", got)
+	}
+	stop()
+	<-done
+	waitAlive(b, false)
+	if _, err := b.Take(ctx, key, ownA); err != nil {
+		t.Errorf("b takes over a stopped replica's screen: %v", err)
+	}
+}
