@@ -48,6 +48,9 @@ type Screens struct {
 	secret []byte
 	wait   time.Duration
 	log    *slog.Logger
+
+	mu    sync.Mutex
+	owned map[string]Owner // the records of the screens this replica holds
 }
 
 // NewScreens returns Screens for cfg.
@@ -171,13 +174,48 @@ func (s *Screens) own(key string, prev *Owner, forLink bool, dial rfb.Dialer) rf
 			s.release(key, o)
 			return nil, "", err
 		}
+		s.mu.Lock()
+		if s.owned == nil {
+			s.owned = map[string]Owner{}
+		}
+		s.owned[key] = o
+		s.mu.Unlock()
 		return &ownedConn{Conn: conn, release: func() { s.release(key, o) }}, path, nil
+	}
+}
+
+// Recheck reads the record of every screen this replica holds and closes
+// the hub of each that another replica has taken meanwhile (this one's
+// heartbeat ran out: the apiserver away, the process stalled), so that
+// its clients reconnect to the new owner. Call it when the heartbeat is
+// renewed after it ran out.
+func (s *Screens) Recheck(ctx context.Context) {
+	s.mu.Lock()
+	owned := make(map[string]Owner, len(s.owned))
+	for k, o := range s.owned {
+		owned[k] = o
+	}
+	s.mu.Unlock()
+	for key, o := range owned {
+		cur, err := s.owners.Get(ctx, key)
+		if err != nil || cur.Version == o.Version || cur.Replica == s.owners.Self() {
+			continue // still this replica's (or its newer record, whose hub replaced that one)
+		}
+		s.log.Warn("another replica took this replica's screen while its heartbeat had run out; closing it here", "desktop", key, "owner", cur.Replica)
+		if h, ok := s.hubs.Hub(key); ok {
+			h.Close()
+		}
 	}
 }
 
 // release gives key's screen up, in the background: the hub calls it
 // while it closes.
 func (s *Screens) release(key string, o Owner) {
+	s.mu.Lock()
+	if s.owned[key] == o {
+		delete(s.owned, key)
+	}
+	s.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -210,6 +210,42 @@ func TestScreens_OneUpstreamAcrossReplicas(t *testing.T) {
 	picture(t, again)
 }
 
+// TestScreens_RecheckAfterAHeartbeatLapse: while a's heartbeat had run
+// out, b took the screen (its dial would get 503 from a KubeVirt VMI, not
+// kick a); a's Recheck closes a's hub, so that its clients reconnect to b.
+func TestScreens_RecheckAfterAHeartbeatLapse(t *testing.T) {
+	dial, _ := startDesktop(t)
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b := startReplica(t, table, "a", dial), startReplica(t, table, "b", dial)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-3"}
+	ctx := context.Background()
+	onA, _, err := a.screens.Join(ctx, ref, true, dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onA.Close()
+	picture(t, onA)
+	a.screens.Recheck(ctx)
+	if err := onA.SetReadDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := onA.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a's client after a Recheck with a's record intact: %v; want it open", err)
+	}
+	table.mu.Lock()
+	table.dead["a"] = true
+	table.mu.Unlock()
+	prev, _ := tableOwners{t: table, self: "b"}.Get(ctx, ref.String())
+	if _, err := (tableOwners{t: table, self: "b", url: b.srv.URL}).Take(ctx, ref.String(), prev); err != nil {
+		t.Fatal(err)
+	}
+	a.screens.Recheck(ctx)
+	onA.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, onA); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("a's client after another replica took the screen and a rechecked: still open; want closed")
+	}
+}
+
 // TestScreens_RaceOneOwner: clients arriving at once on three replicas
 // make one owner and one upstream.
 func TestScreens_RaceOneOwner(t *testing.T) {

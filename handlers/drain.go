@@ -44,3 +44,10 @@ func (h *Handler) Draining() bool {
 	defer h.consoles.mu.Unlock()
 	return h.consoles.draining
 }
+
+// RecheckScreens closes the hubs of desktops whose screens this replica
+// held but another replica took meanwhile (console.Screens.Recheck): call
+// it when this replica's heartbeat is renewed after it had run out.
+func (h *Handler) RecheckScreens(ctx context.Context) {
+	h.console.screens.Recheck(ctx)
+}

@@ -74,6 +74,8 @@ type ScreenOwners struct {
 	log       *slog.Logger
 	draining  atomic.Bool
 
+	lapsed    chan struct{} // a renewal after the heartbeat had run out
+
 	mu      sync.Mutex
 	peers   []string  // the other replicas' URLs, found at
 	peersAt time.Time // (zero: never)
@@ -83,7 +85,8 @@ var _ console.Owners = (*ScreenOwners)(nil)
 
 // NewScreenOwners returns ScreenOwners for cfg.
 func NewScreenOwners(cfg ScreenOwnersConfig) *ScreenOwners {
-	o := &ScreenOwners{cs: cfg.Client, ns: cfg.Namespace, self: cfg.Identity, url: cfg.URL, heartbeat: cfg.Heartbeat, now: cfg.Now, log: cfg.Log}
+	o := &ScreenOwners{cs: cfg.Client, ns: cfg.Namespace, self: cfg.Identity, url: cfg.URL, heartbeat: cfg.Heartbeat, now: cfg.Now, log: cfg.Log,
+		lapsed: make(chan struct{}, 1)}
 	if o.heartbeat <= 0 {
 		o.heartbeat = defaultHeartbeat
 	}
@@ -221,6 +224,11 @@ func (o *ScreenOwners) fresh(l *coordinationv1.Lease) bool {
 	return o.now().Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
+// Lapsed receives when this replica's heartbeat is renewed after it had
+// run out: other replicas may have taken its screens meanwhile
+// (console.Screens.Recheck).
+func (o *ScreenOwners) Lapsed() <-chan struct{} { return o.lapsed }
+
 // Run keeps this replica's heartbeat until ctx ends, then deletes it, so
 // that the screens it owned are taken over at once.
 func (o *ScreenOwners) Run(ctx context.Context) {
@@ -228,6 +236,7 @@ func (o *ScreenOwners) Run(ctx context.Context) {
 	defer t.Stop()
 	var last *coordinationv1.Lease
 	failing := false
+	renewed := o.now()
 	for {
 		l, err := o.beat(ctx, last)
 		switch {
@@ -235,8 +244,17 @@ func (o *ScreenOwners) Run(ctx context.Context) {
 			o.log.Warn("screen heartbeat not renewed: other replicas take this one's screens over once it runs out", "replica", o.self, "err", err)
 			failing = true
 		case err == nil && failing:
-			o.log.Info("screen heartbeat renewed again", "replica", o.self)
+			o.log.Info("screen heartbeat renewed again", "replica", o.self, "after", o.now().Sub(renewed).Round(time.Millisecond))
 			failing = false
+			if o.now().Sub(renewed) >= o.heartbeat {
+				select {
+				case o.lapsed <- struct{}{}:
+				default:
+				}
+			}
+		}
+		if err == nil {
+			renewed = o.now()
 		}
 		last = l
 		select {

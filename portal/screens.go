@@ -56,10 +56,22 @@ func (m *Main) advertise() {
 }
 
 // runScreens keeps this replica's screen heartbeat until ctx ends and
-// closes done then.
+// closes done then; after a lapse of it, it has the handler give up the
+// screens other replicas took meanwhile.
 func (m *Main) runScreens(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	if m.screens != nil {
-		m.screens.Run(ctx)
+	if m.screens == nil {
+		return
 	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.screens.Lapsed():
+				m.handler.RecheckScreens(ctx)
+			}
+		}
+	}()
+	m.screens.Run(ctx)
 }
