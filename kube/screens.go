@@ -74,7 +74,7 @@ type ScreenOwners struct {
 	log       *slog.Logger
 	draining  atomic.Bool
 
-	lapsed    chan struct{} // a renewal after the heartbeat had run out
+	lapsed chan struct{} // a renewal after the heartbeat had run out
 
 	mu      sync.Mutex
 	peers   []string  // the other replicas' URLs, found at
