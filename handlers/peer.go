@@ -1,9 +1,12 @@
 package handlers
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -33,18 +36,53 @@ func (h *peerSocket) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 		h.writeAPIError(w, r, err)
 		return
 	}
+	h.pipe(w, r, conn, relay.Options{Control: relay.TerminalControl(conn)}, "peer link", "desktop", ref, "protocol", p)
+}
+
+// pipe upgrades a peer link's request and relays it to conn until either
+// ends, logging what as it opens and closes with attrs.
+func (h *peerSocket) pipe(w http.ResponseWriter, r *http.Request, conn net.Conn, opts relay.Options, what string, attrs ...any) {
 	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
 	if err != nil {
 		conn.Close()
 		return
 	}
 	begin := time.Now()
-	h.log.Info("peer link opened", "remote", r.RemoteAddr, "desktop", ref, "protocol", p)
-	stats, err := relay.Pipe(r.Context(), ws, conn, relay.Options{
-		Control: relay.TerminalControl(conn), MaxMessage: relay.DefaultMaxMessage, PingEvery: h.console.cfg.PingEvery,
-	})
-	h.log.Info("peer link closed", "remote", r.RemoteAddr, "desktop", ref, "protocol", p, "bytesIn", stats.BytesIn, "bytesOut", stats.BytesOut,
-		"elapsed", time.Since(begin).Round(time.Millisecond), "err", err)
+	attrs = append([]any{"remote", r.RemoteAddr}, attrs...)
+	h.log.Info(what+" opened", attrs...)
+	opts.MaxMessage, opts.PingEvery = relay.DefaultMaxMessage, h.console.cfg.PingEvery
+	stats, err := relay.Pipe(r.Context(), ws, conn, opts)
+	h.log.Info(what+" closed", append(attrs, "bytesIn", stats.BytesIn, "bytesOut", stats.BytesOut,
+		"elapsed", time.Since(begin).Round(time.Millisecond), "err", err)...)
+}
+
+// handlePeerScreen serves GET /peer/v1/screen/{role}/{ns}/{member}: another
+// replica relays a client of a desktop whose screen this replica owns to
+// its hub (console.Screens). The signature covers the role, the desktop
+// and this replica (relay.ScreenLink), once: the role is what the other
+// replica authorized, and a view link never carries input to the desktop.
+// A replica that does not own the screen refuses with 409 and dials
+// nothing.
+func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
+	role, ref := r.PathValue("role"), ref(r)
+	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.ScreenLink(role), ref.Namespace, ref.Name); err != nil {
+		h.refusePeer(w, r, ref, err)
+		return
+	}
+	if role != relay.ScreenControl && role != relay.ScreenView {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Use control or view.", "No screen link role %q.", role))
+		return
+	}
+	conn, err := h.console.screens.ServeLink(r.Context(), ref, role == relay.ScreenControl, h.console.screenDial(ref))
+	if errors.Is(err, console.ErrNotOwner) {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EConflict, "Read the screen's owner record again.", "This replica does not own the screen of %s.", ref))
+		return
+	} else if err != nil {
+		h.log.Warn("screen link not served", "remote", r.RemoteAddr, "desktop", ref, "err", err)
+		h.writeAPIError(w, r, err)
+		return
+	}
+	h.pipe(w, r, conn, relay.Options{}, "screen link", "desktop", ref, "role", role)
 }
 
 // refusePeer answers a peer link whose signature err refused.
