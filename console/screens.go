@@ -83,7 +83,12 @@ func (s *Screens) Join(ctx context.Context, ref vdi.Ref, control bool, dial rfb.
 		}
 	}
 	deadline := time.Now().Add(s.wait)
-	for {
+	for try := 0; ; try++ {
+		if try > 0 && time.Now().After(deadline) {
+			s.log.Warn("no owner of the screen could be joined or made", "desktop", key, "tries", try)
+			return nil, "", &vdi.Error{Code: vdi.EUnavailable, Msg: "The screen of " + key + " is changing hands.",
+				Hint: "Connect again in a moment."}
+		}
 		o, err := s.owners.Get(ctx, key)
 		if err != nil {
 			return nil, "", &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "Whose screen " + key + " is cannot be read now.",
@@ -105,6 +110,9 @@ func (s *Screens) Join(ctx context.Context, ref vdi.Ref, control bool, dial rfb.
 		switch {
 		case errors.As(err, &no) && no.Status == http.StatusConflict:
 			s.log.Info("the recorded owner says it no longer owns the screen; reading the record again", "desktop", key, "owner", o.Replica)
+			if err := sleep(ctx, ownerPoll/5); err != nil {
+				return nil, "", err
+			}
 		case errors.As(err, &no):
 			s.log.Warn("the screen's owner refused the link", "desktop", key, "owner", o.Replica, "err", err)
 			return nil, "", &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The replica holding " + key + "'s screen refused to share it.",
