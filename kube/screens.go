@@ -106,9 +106,18 @@ func (o *ScreenOwners) SetURL(url string) { o.url = url }
 // Self implements console.Owners.
 func (o *ScreenOwners) Self() string { return o.self }
 
-// leaseName makes a Lease name of prefix and s, hashed where too long.
+// leaseName makes a Lease name of prefix and s: lower case, what a name
+// may not hold turned into '-', hashed where too long.
 func leaseName(prefix, s string) string {
-	s = strings.ToLower(s)
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, s)
 	if len(prefix)+len(s) <= maxLeaseName {
 		return prefix + s
 	}
@@ -152,13 +161,13 @@ func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) 
 
 // Take implements console.Owners.
 func (o *ScreenOwners) Take(ctx context.Context, key string, prev console.Owner) (console.Owner, error) {
+	// No duration: the owner's heartbeat says whether it lives.
 	now := metav1.NewMicroTime(o.now())
-	secs := int32(o.heartbeat / time.Second)
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: screenLease(key), Namespace: o.ns, ResourceVersion: prev.Version,
 			Labels:      map[string]string{labelScreenLease: "owner"},
 			Annotations: map[string]string{annoPeerURL: o.url, annoScreenOf: key}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &o.self, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &o.self, AcquireTime: &now},
 	}
 	leases := o.cs.CoordinationV1().Leases(o.ns)
 	var err error
