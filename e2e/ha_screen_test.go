@@ -74,9 +74,10 @@ func TestHA_OneScreen(t *testing.T) {
 	})
 	standIn.WithoutIPs(ns, member)
 	var d desktop
-	if code := b.p.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/scr/claim", &d); code != 200 || d.Name != member || d.Power != "running" {
-		t.Fatalf("alice's claim: %d %+v", code, d)
-	}
+	waitFor(t, 90*time.Second, "alice's claim of the running member", func() bool {
+		code := b.p.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/scr/claim", &d)
+		return code == 200 && d.Name == member && d.Power == "running"
+	})
 	for _, inv := range []struct {
 		user    string
 		control bool
