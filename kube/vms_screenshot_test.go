@@ -68,10 +68,8 @@ func TestVMsScreenshot(t *testing.T) {
 	// stays failed): a second VNC client that does not preserve the
 	// session, as the old thumbnail over the vnc subresource did, kicks
 	// the first. (The portal's own asks to preserve it: refused, 503.)
-	first, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder.Close()
+	first := dialVNCWhenFree(t, apiserver, ref)
 	defer first.Close()
 	mustRFB(t, first)
 	if c, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC); err == nil || !strings.Contains(err.Error(), "503") {

@@ -1,7 +1,9 @@
 package kube_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,10 +19,12 @@ import (
 
 // TestVMConsoleOneViewer opens a VMI's VNC display twice through the
 // apiserver, where KubeVirt keeps one client per VMI (the stand-in too): a
-// second portal console takes the display over (the portal's own rule
-// decides who has it) and the first one's stream ends cleanly (io.EOF, not
-// an error); a viewer asking to preserve the session (KubeVirt 1.7 on) is
-// refused with 503 while the portal's console holds it, which goes on.
+// second portal connection (a replica racing the screen's owner) asks to
+// preserve the session and is refused with 503, never kicking the first;
+// a viewer that does not ask (virtctl vnc) takes the display over and the
+// portal's stream ends cleanly (io.EOF, not an error); a viewer asking to
+// preserve the session is refused while the portal's console holds it,
+// which goes on.
 func TestVMConsoleOneViewer(t *testing.T) {
 	s := newVMSetup(t)
 	s.c.StartKubeVirtStandIn(t)
@@ -40,25 +44,26 @@ func TestVMConsoleOneViewer(t *testing.T) {
 	}
 	defer first.Close()
 	mustRFB(t, first)
-	second, err := apiserver.Dial(ctx, ref, vdi.ProtocolVNC)
-	if err != nil {
-		t.Fatalf("a second console: %v; want it to take the display over", err)
+	if c, err := apiserver.Dial(ctx, ref, vdi.ProtocolVNC); err == nil || !strings.Contains(err.Error(), "503") {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("a second portal connection: %v; want refused with 503 (preserveSession), the first kept", err)
 	}
-	defer second.Close()
-	mustRFB(t, second)
+	second, _, err := dialConsole(t, s.sa, ns, ref.Name, "vnc")
+	if err != nil {
+		t.Fatalf("a viewer that does not preserve the session: %v; want it to take the display over", err)
+	}
 	first.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.Copy(io.Discard, first); err != nil {
-		t.Errorf("the first console's stream after the second took over: %v; want a clean end (io.EOF)", err)
+		t.Errorf("the portal's stream after another viewer took over: %v; want a clean end (io.EOF)", err)
 	}
 	second.Close()
 
 	// A viewer that asks to preserve the session (virtctl vnc
 	// --preserve-session) is refused while the portal's console holds the
 	// display, which goes on.
-	third, err := apiserver.Dial(ctx, ref, vdi.ProtocolVNC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	third := dialVNCWhenFree(t, apiserver, ref)
 	defer third.Close()
 	mustRFB(t, third)
 	if ws, res, err := dialConsole(t, s.sa, ns, ref.Name, "vnc?preserveSession=true"); err == nil {
@@ -89,4 +94,20 @@ func dialConsole(t *testing.T, cfg *rest.Config, ns, name, console string) (*web
 	h := http.Header{"Authorization": {"Bearer " + cfg.BearerToken}}
 	d := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{kube.SubprotocolKubeVirt}}
 	return d.Dial(u, h)
+}
+
+// dialVNCWhenFree opens ref's VNC display through the apiserver as the
+// portal does (preserving the session) once the stand-in has seen its
+// last client go.
+func dialVNCWhenFree(t *testing.T, apiserver *kube.SubresourcePath, ref vdi.Ref) net.Conn {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := apiserver.Dial(context.Background(), ref, vdi.ProtocolVNC)
+		if err == nil {
+			return c
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the VNC display after its last client went: %v", err)
+		}
+	}
 }
