@@ -223,4 +223,3 @@ func screenLinkWS(t *testing.T, r *haReplica, secret, role, ns, member string) *
 	t.Cleanup(func() { ws.Close() })
 	return newRFBViewer(t, ws)
 }
-
