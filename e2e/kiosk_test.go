@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"testing"
-	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
@@ -47,15 +46,12 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 		}
 	})
 
+	// The desktop crashes: the kiosk, a thin client, gets it going again
+	// by itself (issue 58: no dead end, nobody has to call an admin).
 	t.Run("DesktopRestart", func(t *testing.T) {
 		xvnc := killRecorded(t, p, member, "Xvnc")
-		must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Reconnecting in"))
 		must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "false"))
 		docShot(t, page, "kiosk-reconnecting")
-		time.Sleep(3 * time.Second) // a few failed tries: the backoff grows
-		if code := p.API(t, "ops", "POST", "/api/vdi/desktops/local/"+member+"/start", nil); code != 200 {
-			t.Fatalf("starting %s again: %d", member, code)
-		}
 		must(t, playwright.NewPlaywrightAssertions(45000).Locator(screen).ToHaveAttribute("data-connected", "true"))
 		if got := recordedPID(t, p, member, "Xvnc"); got == xvnc {
 			t.Errorf("Xvnc pid %d after the restart; want a new process", got)

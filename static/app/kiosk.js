@@ -6,6 +6,7 @@
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 import { dropEarly } from './console-early.js';
+import { desktopDown, downWords, fresh, startAgain } from './down.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('kiosk-status');
@@ -73,6 +74,21 @@ function schedule(text) {
   screen.dataset.reconnectIn = String(wait);
 }
 
+// startIfDown starts the kiosk's desktop again (fresh, when its pool is
+// ephemeral) when it stopped (crashed, stopped by an admin), as a thin
+// client relaunches its session: the one at the kiosk has nothing to wait
+// for. It reports whether it did, and connected once it had.
+async function startIfDown() {
+  const url = screen.dataset.connect.replace(/\/connect(\?.*)?$/, '');
+  const d = await desktopDown(url);
+  if (!d) return false;
+  show(`${downWords(d).title}. ${fresh(d) ? 'Getting a fresh one' : 'Starting it again'}…`, 'busy');
+  const failed = await startAgain(url, d);
+  if (failed) ui.lost(failed);
+  else connect();
+  return true;
+}
+
 async function connect() {
   again.cancel();
   current?.close();
@@ -84,6 +100,7 @@ async function connect() {
     schedule('The portal cannot be reached.');
     return;
   }
+  if (!ok && code === 503 && await startIfDown()) return;
   if (!ok) {
     // Not ours any more (403) or gone (404): claim anew. Else wait it out.
     ui.lost(errorText(code, body), code === 403 || code === 404);
