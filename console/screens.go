@@ -216,19 +216,24 @@ func (s *Screens) Recheck(ctx context.Context) {
 	}
 }
 
-// release gives key's screen up, in the background: the hub calls it
-// while it closes.
+// release gives key's screen up (releaseOwner).
 func (s *Screens) release(key string, o Owner) {
 	s.mu.Lock()
 	if s.owned[key] == o {
 		delete(s.owned, key)
 	}
 	s.mu.Unlock()
+	releaseOwner(s.owners, s.log, key, o)
+}
+
+// releaseOwner gives key's record o up, in the background: a hub or a
+// stream calls it while it closes.
+func releaseOwner(owners Owners, log *slog.Logger, key string, o Owner) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := s.owners.Release(ctx, key, o); err != nil {
-			s.log.Warn("the screen's owner record stays until its heartbeat runs out", "desktop", key, "err", err)
+		if err := owners.Release(ctx, key, o); err != nil {
+			log.Warn("the owner record stays until this replica's heartbeat runs out", "console", key, "err", err)
 		}
 	}()
 }

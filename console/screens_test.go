@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
@@ -73,10 +74,12 @@ func (o tableOwners) Release(_ context.Context, key string, r console.Owner) err
 	return nil
 }
 
-// replica is one portal's screens, serving screen links as the handlers
-// do (handlers.handlePeerScreen).
+// replica is one portal's screens and shared consoles, serving screen
+// and stream links as the handlers do (handlers.handlePeerScreen,
+// handlePeerStream).
 type replica struct {
 	screens *console.Screens
+	shared  *console.Streams
 	srv     *httptest.Server
 }
 
@@ -101,18 +104,39 @@ func startReplica(t testing.TB, table *ownerTable, name string, dial rfb.Dialer)
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		ws, err := relay.Upgrader(func(*http.Request) bool { return true }).Upgrade(w, req, nil)
-		if err != nil {
-			conn.Close()
+		pipeLink(w, req, conn)
+	})
+	mux.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
+		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
+		proto, role := req.PathValue("protocol"), req.PathValue("role")
+		if err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		relay.Pipe(req.Context(), ws, conn, relay.Options{MaxMessage: relay.DefaultMaxMessage})
+		conn, err := r.shared.ServeLink(ref, vdi.Protocol(proto), role == relay.ScreenControl)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		pipeLink(w, req, conn)
 	})
 	r.srv = httptest.NewServer(mux)
 	t.Cleanup(r.srv.Close)
+	owners := tableOwners{t: table, self: name, url: r.srv.URL}
 	r.screens = console.NewScreens(console.ScreensConfig{Hubs: new(rfb.Hubs), PeerSecret: []byte(testSecret), Wait: 3 * time.Second,
-		Owners: tableOwners{t: table, self: name, url: r.srv.URL}, Log: slog.New(slog.DiscardHandler)})
+		Owners: owners, Log: slog.New(slog.DiscardHandler)})
+	r.shared = console.NewStreams(new(fanout.Streams), owners, []byte(testSecret), slog.New(slog.DiscardHandler))
 	return r
+}
+
+// pipeLink upgrades a link's request and relays it to conn.
+func pipeLink(w http.ResponseWriter, req *http.Request, conn net.Conn) {
+	ws, err := relay.Upgrader(func(*http.Request) bool { return true }).Upgrade(w, req, nil)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	relay.Pipe(req.Context(), ws, conn, relay.Options{MaxMessage: relay.DefaultMaxMessage})
 }
 
 // startDesktop starts a real desktop and returns a dialer of its VNC

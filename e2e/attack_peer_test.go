@@ -98,7 +98,31 @@ func peerAttacks() []attack {
 			},
 			status: 409, says: "does not own the screen",
 		},
+		// Stream links (relay.DialPeerStream): the same rules for a shared
+		// terminal or serial console.
+		{
+			name: "StreamLinkViewSignatureAsControl",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.StreamLink("terminal", relay.ScreenView), "local", a.victim)
+				return a.dialWS(t, streamLink("terminal", relay.ScreenControl, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "StreamLinkToAReplicaThatSharesNone",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.StreamLink("terminal", relay.ScreenControl), "local", a.victim)
+				return a.dialWS(t, streamLink("terminal", relay.ScreenControl, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 409, says: "shares no terminal console",
+		},
 	}
+}
+
+// streamLink is the path of a stream link in role to member's console
+// protocol.
+func streamLink(protocol, role, member string) string {
+	return relay.PeerPath + "stream/" + protocol + "/" + role + "/local/" + member
 }
 
 // screenLink is the path of a screen link in role to member's screen.

@@ -127,15 +127,19 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Fatalf("%s: the viewers see different screens: %v", what, hashes)
 		return ""
 	}
-	// changed waits until every viewer sees a screen other than before.
+	// changed waits until every viewer sees a screen other than before,
+	// and it stays for a second (the typed text all drawn).
 	changed := func(what, before string, vs map[string]*rfbViewer) string {
 		t.Helper()
-		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
-			if h := same(what, vs); h != before {
+		last := before
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+			h := same(what, vs)
+			if h != before && h == last {
 				return h
 			}
+			last = h
 		}
-		t.Fatalf("%s: the screen did not change", what)
+		t.Fatalf("%s: the screen did not change, or did not settle", what)
 		return ""
 	}
 
@@ -162,6 +166,36 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Errorf("the screen changed after view-only clients typed; want their keys dropped")
 	}
 	upstreams(1)
+
+	// Her serial console, shared across replicas too: alice opens it on
+	// b, carol (view) joins on c and erin (control) on a over stream links;
+	// erin's command runs and everyone reads its output, carol's keys go
+	// nowhere.
+	serial := "/ws/serial/" + ns + "/" + member
+	term := func(r *haReplica, user string) *websocket.Conn {
+		t.Helper()
+		ws, res, err := dialWS(r.p, user, serial, r.p.URL)
+		if err != nil {
+			t.Fatalf("%s's serial console on %s: %v (%v)", user, r.name, err, status(res))
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	aliceSerial := term(b, "alice")
+	carolSerial, erinSerial := term(cr, "carol"), term(a, "erin")
+	must(t, carolSerial.WriteMessage(websocket.BinaryMessage, []byte("echo vi$((2*3))ew\r")))
+	must(t, erinSerial.WriteMessage(websocket.BinaryMessage, []byte("echo sh$((6*7))ared\r")))
+	for who, ws := range map[string]*websocket.Conn{"alice@b": aliceSerial, "carol@c": carolSerial, "erin@a": erinSerial} {
+		if got := readUntil(ws, "sh42ared"); !strings.Contains(got, "sh42ared") || strings.Contains(got, "vi6ew") {
+			t.Errorf("%s's serial console read %q; want erin's command's output (sh42ared) and nothing of carol's (vi6ew)", who, got)
+		}
+	}
+	if n := standIn.Consoles(ns, member, "console"); n.Opened != 1 || n.Kicked != 0 {
+		t.Errorf("the VMI's serial console: %+v; want 1 opened (alice's), none kicked", n)
+	}
+	for _, ws := range []*websocket.Conn{aliceSerial, carolSerial, erinSerial} {
+		ws.Close()
+	}
 
 	// Alice's console moves to c (a reload, a second tab): the same one
 	// upstream, through a's hub.
@@ -222,4 +256,19 @@ func screenLinkWS(t *testing.T, r *haReplica, secret, role, ns, member string) *
 	}
 	t.Cleanup(func() { ws.Close() })
 	return newRFBViewer(t, ws)
+}
+
+// readUntil reads a console websocket until its text has want or 10 s
+// pass, and returns the text.
+func readUntil(ws *websocket.Conn, want string) string {
+	var got []byte
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for !strings.Contains(string(got), want) {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			break
+		}
+		got = append(got, b...)
+	}
+	return string(got)
 }

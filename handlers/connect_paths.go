@@ -61,8 +61,10 @@ type consoleState struct {
 	hubs    rfb.Hubs
 	screens *console.Screens
 	// streams holds the holders' terminal and serial consoles, which
-	// the users they invite join.
+	// the users they invite join; shared records them cluster-wide and
+	// joins invitees to them wherever they opened.
 	streams fanout.Streams
+	shared  *console.Streams
 }
 
 // screenWarmHold is how long a screen warmed for a console page waits for

@@ -179,10 +179,12 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 // invitee joins it, typing only with control; an admin's is their own,
 // beside the holder's.
 func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol, dial func(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, string, error)) (net.Conn, string, error) {
-	key := d.Ref().String() + "/" + string(p)
 	switch {
 	case share != nil:
-		c, path, ok := h.console.streams.Join(key, share.Control)
+		c, path, ok, err := h.console.shared.Join(ctx, d.Ref(), p, share.Control)
+		if err != nil {
+			return nil, "", err
+		}
 		if !ok {
 			return nil, "", vdi.Errorf(vdi.EConflict, "Ask "+d.Holder+" to open it, then open the link again.",
 				"%s has no %s console of %s open to share.", d.Holder, p, d.Ref())
@@ -193,7 +195,7 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 		if err != nil {
 			return nil, "", err
 		}
-		c, err := h.console.streams.Open(key, up, path, p == vdi.ProtocolSerial)
+		c, err := h.console.shared.Open(ctx, d.Ref(), p, up, path, p == vdi.ProtocolSerial)
 		if err != nil {
 			return nil, "", vdi.Errorf(vdi.EUnavailable, "Connect again.", "The %s console of %s closed as it opened.", p, d.Ref())
 		}

@@ -204,6 +204,7 @@ func New(cfg Config) *Handler {
 	cs := newConsoleState(cfg.Console)
 	cs.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, log)
 	cs.hubs.Log = log // why a shared screen's client ended, when not a plain close
+	cs.shared = console.NewStreams(&cs.streams, cfg.Console.Owners, cfg.Console.PeerSecret, log)
 	cs.screens = console.NewScreens(console.ScreensConfig{Hubs: &cs.hubs, Owners: cfg.Console.Owners, PeerSecret: cfg.Console.PeerSecret, Log: log})
 	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, FindPeers: cfg.Console.FindPeers, PeerSecret: cfg.Console.PeerSecret,
 		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})

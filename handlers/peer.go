@@ -85,6 +85,30 @@ func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
 	h.pipe(w, r, conn, relay.Options{}, "screen link", "desktop", ref, "role", role)
 }
 
+// handlePeerStream serves GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}:
+// another replica relays an invitee to the holder's terminal or serial
+// console this replica shares (console.Streams), signed for the protocol,
+// the role, the desktop and this replica. A replica that shares none
+// refuses with 409.
+func (h *peerSocket) handlePeerStream(w http.ResponseWriter, r *http.Request) {
+	proto, role, ref := r.PathValue("protocol"), r.PathValue("role"), ref(r)
+	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
+		h.refusePeer(w, r, ref, err)
+		return
+	}
+	p := vdi.Protocol(proto)
+	if (p != vdi.ProtocolTerminal && p != vdi.ProtocolSerial) || (role != relay.ScreenControl && role != relay.ScreenView) {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Use terminal or serial, control or view.", "No stream link for %s in role %q.", proto, role))
+		return
+	}
+	conn, err := h.console.shared.ServeLink(ref, p, role == relay.ScreenControl)
+	if err != nil {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EConflict, "Read the owner record again.", "This replica shares no %s console of %s.", p, ref))
+		return
+	}
+	h.pipe(w, r, conn, relay.Options{}, "stream link", "desktop", ref, "protocol", p, "role", role)
+}
+
 // refusePeer answers a peer link whose signature err refused.
 func (h *peerSocket) refusePeer(w http.ResponseWriter, r *http.Request, ref vdi.Ref, err error) {
 	if _, user := h.auth.Identify(r); user {

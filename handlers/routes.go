@@ -89,6 +89,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/usbredir/{ns}/{member}", h.usb.usbAPI(h.usb.handleUSBRedirSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.peer.handlePeerSocket) // relay.PeerPath
 	m.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", h.peer.handlePeerScreen)
+	m.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", h.peer.handlePeerStream)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

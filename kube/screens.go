@@ -125,9 +125,15 @@ func leaseName(prefix, s string) string {
 	return prefix + hex.EncodeToString(sum[:20])
 }
 
-// screenLease names key's ("ns/member") screen Lease.
+// screenLease names the Lease of key: "ns/member" (a screen:
+// corral-vdi-screen.ns.member) or "kind:ns/member" (a shared console:
+// corral-vdi-kind.ns.member).
 func screenLease(key string) string {
-	return leaseName(screenLeasePfx, strings.Replace(key, "/", ".", 1))
+	prefix := screenLeasePfx
+	if kind, ref, ok := strings.Cut(key, ":"); ok {
+		prefix, key = "corral-vdi-"+kind+".", ref
+	}
+	return leaseName(prefix, strings.Replace(key, "/", ".", 1))
 }
 
 // Get implements console.Owners.

@@ -28,5 +28,25 @@ func ScreenLink(role string) string { return "screen/" + role }
 // portal at base, in role, until ctx ends. A peer that does not own the
 // screen refuses with a *PeerRefusal of status 409.
 func DialPeerScreen(ctx context.Context, base string, secret []byte, role, ns, member string) (net.Conn, error) {
-	return dialPeerLink(ctx, base, secret, "screen/"+role, ScreenLink(role), ns, member)
+	ws, err := dialPeerLink(ctx, base, secret, "screen/"+role, ScreenLink(role), ns, member)
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// StreamLink is the console name a stream link (a shared terminal or
+// serial console of protocol, relayed to the replica holding it) in role
+// is signed for.
+func StreamLink(protocol, role string) string { return "stream/" + protocol + "/" + role }
+
+// DialPeerStream opens a stream link to the shared terminal or serial
+// console protocol of ns/member at the peer portal at base, in role. A
+// peer that does not hold it refuses with a *PeerRefusal of status 409.
+func DialPeerStream(ctx context.Context, base string, secret []byte, protocol, role, ns, member string) (net.Conn, error) {
+	ws, err := dialPeerLink(ctx, base, secret, "stream/"+protocol+"/"+role, StreamLink(protocol, role), ns, member)
+	if err != nil {
+		return nil, err
+	}
+	return &PeerConn{ws}, nil
 }

@@ -1,0 +1,102 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/fanout"
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Streams shares holders' terminal and serial consoles with the users
+// they invite, cluster-wide: the replica where the holder opens one
+// records itself as its holder (Owners, key StreamKey) and keeps it in
+// its fanout.Streams; an invitee on another replica joins it over a
+// signed stream link (relay.DialPeerStream) carrying their role. The
+// holder's newest console is the one shared, wherever it opened.
+type Streams struct {
+	streams *fanout.Streams
+	owners  Owners
+	secret  []byte
+	log     *slog.Logger
+}
+
+// NewStreams returns Streams over streams, recording holders in owners
+// (nil: this portal alone) and signing links with secret.
+func NewStreams(streams *fanout.Streams, owners Owners, secret []byte, log *slog.Logger) *Streams {
+	if owners == nil {
+		owners = new(LocalOwners)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Streams{streams: streams, owners: owners, secret: secret, log: log}
+}
+
+// StreamKey is the owner record's key of console p of ref.
+func StreamKey(ref vdi.Ref, p vdi.Protocol) string { return string(p) + ":" + ref.String() }
+
+// Open shares the holder's console p of ref, reached over up by path, as
+// its newest (exclusive: a serial line, whose older console ends), and
+// returns the holder's end. The record names this replica until up
+// closes.
+func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, up net.Conn, path string, exclusive bool) (net.Conn, error) {
+	key := StreamKey(ref, p)
+	var o Owner
+	for range 3 { // the holder's newest wins: over any record, by compare-and-swap
+		cur, err := s.owners.Get(ctx, key)
+		if err != nil {
+			break
+		}
+		if o, err = s.owners.Take(ctx, key, cur); !errors.Is(err, ErrOwnerChanged) {
+			break
+		}
+	}
+	if o.Version == "" {
+		s.log.Warn("the shared console is not recorded: invitees on other replicas will not find it", "console", key)
+	} else {
+		up = &ownedConn{Conn: up, release: func() { releaseOwner(s.owners, s.log, key, o) }}
+	}
+	c, err := s.streams.Open(ref.String()+"/"+string(p), up, path, exclusive)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Join adds an invitee to the holder's console p of ref, typing only with
+// control: on this replica, or over a stream link to the replica that
+// holds it. ok is false when the holder has none open.
+func (s *Streams) Join(ctx context.Context, ref vdi.Ref, p vdi.Protocol, control bool) (conn net.Conn, path string, ok bool, err error) {
+	if c, path, ok := s.streams.Join(ref.String()+"/"+string(p), control); ok {
+		return c, path, true, nil
+	}
+	o, err := s.owners.Get(ctx, StreamKey(ref, p))
+	if err != nil || o.Version == "" || o.Replica == s.owners.Self() || !o.Alive {
+		return nil, "", false, err
+	}
+	c, err := relay.DialPeerStream(ctx, o.URL, s.secret, string(p), screenRole(control), ref.Namespace, ref.Name)
+	var no *relay.PeerRefusal
+	if errors.As(err, &no) && no.Status == http.StatusConflict {
+		return nil, "", false, nil
+	} else if err != nil {
+		s.log.Warn("the replica holding the shared console does not answer", "desktop", ref, "protocol", p, "holder", o.Replica, "err", err)
+		return nil, "", false, &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The replica holding the " + string(p) + " console of " + ref.String() + " does not answer.",
+			Hint: "Open the link again in a moment."}
+	}
+	return c, PathPeer, true, nil
+}
+
+// ServeLink joins a client another replica relays over a stream link to
+// the console this replica shares, or ErrNotOwner when it shares none.
+func (s *Streams) ServeLink(ref vdi.Ref, p vdi.Protocol, control bool) (net.Conn, error) {
+	c, _, ok := s.streams.Join(ref.String()+"/"+string(p), control)
+	if !ok {
+		return nil, ErrNotOwner
+	}
+	return c, nil
+}
