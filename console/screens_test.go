@@ -415,3 +415,67 @@ func (c *keyClient) keyToPixels(tb testing.TB) {
 		c.update(tb)
 	}
 }
+
+// TestScreens_JoinLeaveStorm: fifty clients join and leave one desktop's
+// screen at random across three replicas, owners coming and going with
+// them: every client gets the screen, and the desktop never has two
+// upstream connections at once.
+func TestScreens_JoinLeaveStorm(t *testing.T) {
+	dial, dials := startDesktop(t)
+	var open, peak atomic.Int32
+	counted := func(ctx context.Context) (net.Conn, string, error) {
+		c, path, err := dial(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		n := open.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		return &countedConn{Conn: c, open: &open}, path, nil
+	}
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	var reps []*replica
+	for _, n := range []string{"a", "b", "c"} {
+		reps = append(reps, startReplica(t, table, n, counted))
+	}
+	ref := vdi.Ref{Namespace: "ns", Name: "storm"}
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := range 50 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i%17) * 60 * time.Millisecond)
+			conn, _, err := reps[i%3].screens.Join(context.Background(), ref, i%5 == 0, counted)
+			if err != nil {
+				t.Logf("client %d on %c: %v", i, 'a'+i%3, err)
+				failed.Add(1)
+				return
+			}
+			defer conn.Close()
+			if _, err := snapshot.Take(conn, 0, time.Now().Add(10*time.Second)); err != nil {
+				t.Logf("client %d's screen: %v", i, err)
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of 50 clients got no screen; want all", n)
+	}
+	if p := peak.Load(); p != 1 {
+		t.Errorf("at most %d upstream connections at once; want 1", p)
+	}
+	t.Logf("%d upstream connections one after another for 50 clients", dials.Load())
+}
+
+// countedConn counts itself out of open when it closes.
+type countedConn struct {
+	net.Conn
+	open *atomic.Int32
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.open.Add(-1) })
+	return err
+}
