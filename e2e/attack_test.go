@@ -473,6 +473,29 @@ func attacks() []attack {
 			status: 403, says: "not yours",
 		},
 		{
+			name: "OtherUsersDesktopMadeFresh", // issue 58: a stranger wipes nobody's desktop
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/start-fresh", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "not yours",
+		},
+		{
+			name: "CrossSiteStartFresh",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/start-fresh", "", "Tailscale-User-Login", "alice",
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403,
+		},
+		{
+			name: "CrossSiteStartForm",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/desktops/local/"+a.victim+"/start", "fresh=1", "Tailscale-User-Login", "alice",
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site", "Content-Type", "application/x-www-form-urlencoded")
+			},
+			status: 403,
+		},
+		{
 			name: "OtherUsersTerminal",
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "mallory")
