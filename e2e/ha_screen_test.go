@@ -26,9 +26,11 @@ import (
 // (invited with control) on b, carol (invited, view only) and ops (an
 // admin) on c: one upstream, the same pixels everywhere, input from
 // control clients only (also not through a signed view link straight to
-// the owner). Alice reconnects on c: still one upstream. The owner is
-// SIGKILLed: the clients reconnect, another replica takes the screen by
-// compare-and-swap, and never were two upstreams at once.
+// the owner); her serial console is shared the same way. Alice reconnects
+// on c: still one upstream. The owner is SIGKILLed: the clients
+// reconnect, another replica takes the screen by compare-and-swap; then
+// the new owner drains and stops, and the last replica takes it. Never
+// were two upstreams at once.
 func TestHA_OneScreen(t *testing.T) {
 	c := testcluster.MustStart(t)
 	standIn := c.StartKubeVirtStandIn(t)
@@ -227,8 +229,26 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Fatalf("after the kill the owner Lease names %q; want b or c", owner)
 	}
 	viewers["erin@b"].typeText(t, " again")
-	changed("erin typed after the failover", h, viewers)
+	h = changed("erin typed after the failover", h, viewers)
 	upstreams(2)
+
+	// The new owner drains and stops (SIGTERM, a rolling update): its
+	// consoles end with the drain; reopened on the last replica, which
+	// takes the screen at once (the stopped one's heartbeat is gone).
+	owner = screenOwner(t, admin, ns, member)
+	stopping, last := b, cr
+	if owner == cr.identity {
+		stopping, last = cr, b
+	}
+	stopped := time.Now()
+	stopping.p.Stop(t)
+	viewers = map[string]*rfbViewer{"alice@" + last.name: open(last, "alice"), "erin@" + last.name: open(last, "erin")}
+	same("after the owner drained and stopped", viewers)
+	t.Logf("a console's first screen %v after the owner's SIGTERM (drain 2s)", time.Since(stopped).Round(time.Millisecond))
+	upstreams(3)
+	if got := screenOwner(t, admin, ns, member); got != last.identity {
+		t.Fatalf("after %s stopped the owner Lease names %q; want %s (%s)", stopping.name, got, last.name, last.identity)
+	}
 }
 
 // screenOwner returns the replica the screen Lease of ns/member names.
