@@ -27,6 +27,10 @@ import (
 // a time, so its whole wait grows with the pool.
 const CloneTimeout = 2 * time.Minute
 
+// cloneCheckEvery is how often a clone's wait reads it again (see
+// cloneFrom).
+const cloneCheckEvery = 5 * time.Second
+
 // CloneConcurrency bounds the clones a pool operation runs at once: each
 // restores the golden VM's disks from their volume snapshots.
 const CloneConcurrency = 4
@@ -220,26 +224,47 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	var phase clonev1beta1.VirtualMachineClonePhase
 	var restore string
 	failed := errors.New("failed")
-	err = until(ctx, CloneTimeout, namespace, one(v.clone, "virtualmachineclones", namespace, made.Name), &clonev1beta1.VirtualMachineClone{},
-		func(c *clonev1beta1.VirtualMachineClone) (bool, error) {
-			if c == nil {
-				return false, fmt.Errorf("%w: VirtualMachineClone %s/%s was deleted", failed, namespace, made.Name)
+	cond := func(c *clonev1beta1.VirtualMachineClone) (bool, error) {
+		if c == nil {
+			return false, fmt.Errorf("%w: VirtualMachineClone %s/%s was deleted", failed, namespace, made.Name)
+		}
+		phase = c.Status.Phase
+		if c.Status.RestoreName != nil {
+			restore = *c.Status.RestoreName
+		}
+		if refused := v.restoreRefused(ctx, c); refused != "" {
+			return false, fmt.Errorf("%w: %s", failed, refused)
+		}
+		switch phase {
+		case clonev1beta1.Failed:
+			return false, failed
+		case clonev1beta1.Succeeded:
+			return true, nil
+		}
+		return false, nil
+	}
+	// The wait follows the clone's changes, and reads it again every
+	// cloneCheckEvery: a restore KubeVirt's admission refuses changes
+	// nothing on the clone (the controller retries, leaving an event each
+	// time), so only a fresh look sees the refusal.
+	deadline := time.Now().Add(CloneTimeout)
+	for {
+		err = until(ctx, min(cloneCheckEvery, time.Until(deadline)), namespace, one(v.clone, "virtualmachineclones", namespace, made.Name), &clonev1beta1.VirtualMachineClone{}, cond)
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			err = fmt.Errorf("%w after %v", context.DeadlineExceeded, CloneTimeout)
+			break
+		}
+		var c clonev1beta1.VirtualMachineClone
+		if v.clone.Get().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(ctx).Into(&c) == nil {
+			if done, cerr := cond(&c); done || cerr != nil {
+				err = cerr
+				break
 			}
-			phase = c.Status.Phase
-			if c.Status.RestoreName != nil {
-				restore = *c.Status.RestoreName
-			}
-			if refused := v.restoreRefused(ctx, c); refused != "" {
-				return false, fmt.Errorf("%w: %s", failed, refused)
-			}
-			switch phase {
-			case clonev1beta1.Failed:
-				return false, failed
-			case clonev1beta1.Succeeded:
-				return true, nil
-			}
-			return false, nil
-		})
+		}
+	}
 	forget := func() {
 		v.clone.Delete().Namespace(namespace).Resource("virtualmachineclones").Name(made.Name).Do(context.WithoutCancel(ctx))
 	}
