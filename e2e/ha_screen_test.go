@@ -229,7 +229,7 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Fatalf("after the kill the owner Lease names %q; want b or c", owner)
 	}
 	viewers["erin@b"].typeText(t, " again")
-	h = changed("erin typed after the failover", h, viewers)
+	changed("erin typed after the failover", h, viewers)
 	upstreams(2)
 
 	// The new owner drains and stops (SIGTERM, a rolling update): its
