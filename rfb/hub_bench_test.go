@@ -205,8 +205,8 @@ func (c *slowConn) Read(p []byte) (int, error) {
 func BenchmarkHub_TileRequests(b *testing.B) {
 	// The soak asks 5 tiles a second, well within a viewer's repaint
 	// budget; asked as fast as they go, they would measure the budget.
-	defer func(old time.Duration) { fullEvery = old }(fullEvery)
-	fullEvery = time.Microsecond
+	defer fullEvery.Store(fullEvery.Load())
+	fullEvery.Store(int64(time.Microsecond))
 	dial, _, _ := startXvnc(b, "1024x768")
 	var hubs Hubs
 	defer hubs.closeAll()

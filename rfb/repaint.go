@@ -1,6 +1,9 @@
 package rfb
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // fullEvery is how long a client's budget takes to refill one whole
 // screen of repaints it asks for itself (non-incremental requests, a new
@@ -9,9 +12,14 @@ import "time"
 // Refresh; the soak's sessions for a 64×64 tile at a time. A viewer asking
 // for its whole screen in a loop kept the hub encoding the whole screen
 // for it, ~0.5–0.75 of a core. A repaint beyond the budget waits until the
-// budget holds it: it is answered, never dropped. A variable: the tests
-// change it.
-var fullEvery = time.Second
+// budget holds it: it is answered, never dropped. Atomic: tests change it
+// while hubs of earlier tests may still be winding down.
+var fullEvery atomic.Int64 // a time.Duration
+
+func init() { fullEvery.Store(int64(time.Second)) }
+
+// repaintPeriod returns fullEvery.
+func repaintPeriod() time.Duration { return time.Duration(fullEvery.Load()) }
 
 // repaintBudget is what of a client's asked-for repaints may go now, in
 // pixels: up to one whole screen, refilled at a screen a fullEvery.
@@ -29,7 +37,7 @@ func (b *repaintBudget) spend(r Rect, screen int, now time.Time) time.Duration {
 	if b.at.IsZero() {
 		b.pixels = full
 	} else {
-		b.pixels = min(full, b.pixels+full*float64(now.Sub(b.at))/float64(fullEvery))
+		b.pixels = min(full, b.pixels+full*float64(now.Sub(b.at))/float64(repaintPeriod()))
 	}
 	b.at = now
 	need := float64(r.W * r.H)
@@ -37,7 +45,7 @@ func (b *repaintBudget) spend(r Rect, screen int, now time.Time) time.Duration {
 		b.pixels -= need
 		return 0
 	}
-	return time.Duration((need-b.pixels)/full*float64(fullEvery)) + time.Millisecond
+	return time.Duration((need-b.pixels)/full*float64(repaintPeriod())) + time.Millisecond
 }
 
 // askFull notes that the client asked for r's pixels whether they changed
