@@ -1,10 +1,8 @@
 package console_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -308,112 +306,6 @@ func TestScreens_RaceOneOwner(t *testing.T) {
 func isStatus(err error, code int) bool {
 	var no *relay.PeerRefusal
 	return errors.As(err, &no) && no.Status == code
-}
-
-// BenchmarkScreens_KeyToPixels: a holder's key press to the changed pixels
-// it causes (an xterm's echo on a real desktop), with the holder on the
-// owner of the screen and on another replica, relayed over a screen link
-// on loopback.
-func BenchmarkScreens_KeyToPixels(b *testing.B) {
-	dial, _ := startDesktop(b)
-	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
-	owner, other := startReplica(b, table, "a", dial), startReplica(b, table, "b", dial)
-	ref := vdi.Ref{Namespace: "ns", Name: "bench"}
-	hold, _, err := owner.screens.Join(context.Background(), ref, false, dial) // makes a the owner
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer hold.Close()
-	for _, bc := range []struct {
-		name string
-		r    *replica
-	}{{"owner", owner}, {"relayed", other}} {
-		b.Run(bc.name, func(b *testing.B) {
-			conn, _, err := bc.r.screens.Join(context.Background(), ref, true, dial)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close()
-			c := newKeyClient(b, conn)
-			b.ResetTimer()
-			for range b.N {
-				c.keyToPixels(b)
-			}
-		})
-	}
-}
-
-// keyClient is a holder's VNC client that times a key press to the
-// update that follows it.
-type keyClient struct {
-	conn net.Conn
-	r    *bufio.Reader
-	req  []byte
-}
-
-func newKeyClient(tb testing.TB, conn net.Conn) *keyClient {
-	c := &keyClient{conn: conn, r: bufio.NewReader(conn)}
-	read := func(n int) []byte {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(c.r, b); err != nil {
-			tb.Fatalf("RFB handshake: %v", err)
-		}
-		return b
-	}
-	read(12)
-	conn.Write([]byte("RFB 003.008\n"))
-	read(int(read(1)[0]))
-	conn.Write([]byte{1})
-	read(4)
-	conn.Write([]byte{1})
-	init := read(24)
-	read(int(binary.BigEndian.Uint32(init[20:])))
-	conn.Write([]byte{2, 0, 0, 1, 0, 0, 0, 0}) // Raw
-	c.req = []byte{3, 1, 0, 0, 0, 0, init[0], init[1], init[2], init[3]}
-	conn.Write([]byte{3, 0, 0, 0, 0, 0, init[0], init[1], init[2], init[3]})
-	c.update(tb) // the whole screen
-	return c
-}
-
-// update reads server messages up to the next framebuffer update with a
-// rectangle, and returns how many it had.
-func (c *keyClient) update(tb testing.TB) int {
-	for {
-		typ, err := c.r.ReadByte()
-		if err != nil {
-			tb.Fatalf("RFB read: %v", err)
-		}
-		if typ != 0 {
-			tb.Fatalf("server message %d; want updates only", typ)
-		}
-		var hdr [3]byte
-		io.ReadFull(c.r, hdr[:])
-		n := int(binary.BigEndian.Uint16(hdr[1:]))
-		for range n {
-			var r [12]byte
-			io.ReadFull(c.r, r[:])
-			w, h := int(binary.BigEndian.Uint16(r[4:])), int(binary.BigEndian.Uint16(r[6:]))
-			c.r.Discard(w * h * 4)
-		}
-		if n > 0 {
-			return n
-		}
-		c.conn.Write(c.req)
-	}
-}
-
-// keyToPixels presses and releases a key (x, then BackSpace, so the line
-// stays) and waits for the update its echo causes.
-func (c *keyClient) keyToPixels(tb testing.TB) {
-	for _, sym := range []uint32{'x', 0xff08} {
-		c.conn.Write(c.req)
-		for _, down := range []byte{1, 0} {
-			k := []byte{4, down, 0, 0, 0, 0, 0, 0}
-			binary.BigEndian.PutUint32(k[4:], sym)
-			c.conn.Write(k)
-		}
-		c.update(tb)
-	}
 }
 
 // TestScreens_JoinLeaveStorm: fifty clients join and leave one desktop's

@@ -178,20 +178,6 @@ awk '
 	}' "$out" | sort
 
 echo
-echo "== one screen per desktop across replicas (console.Screens, real Xvnc): the holder's keypress (x, BackSpace) -> changed pixels on the screen's owner and relayed from another replica over a screen link on loopback (same run; goal <= 1.2x) =="
-go test -run '^$' -bench '^BenchmarkScreens_KeyToPixels$' -benchtime 100x -count "$count" ./console/ | tee "$out"
-awk '
-	/^BenchmarkScreens_KeyToPixels\// {
-		name = $1; sub(/^BenchmarkScreens_KeyToPixels\//, "", name); sub(/-[0-9]+$/, "", name)
-		sum[name] += $3; n[name]++
-	}
-	END {
-		if (!n["owner"] || !n["relayed"]) { print "no BenchmarkScreens_KeyToPixels result"; exit 1 }
-		o = sum["owner"] / n["owner"] / 2e6; r = sum["relayed"] / n["relayed"] / 2e6
-		printf "%-22s %7.2f ms/key\n%-22s %7.2f ms/key  %5.2fx the owner\n", "on the owner", o, "relayed", r, r / o
-	}' "$out"
-
-echo
 echo "== the hub's garbage: a viewer on a real Xvnc asking one 64x64 tile at a time (as the soak's sessions do), Raw: bytes and allocations per tile, the hub and the test client together =="
 go test -run '^$' -bench '^BenchmarkHub_TileRequests$' -benchmem -count "$count" ./rfb/ | tee "$out"
 awk '/^BenchmarkHub_TileRequests/ { b += $5; a += $7; n++ } END { if (!n) { print "no TileRequests result"; exit 1 } printf "%-22s %8.1f KiB/tile  %5.1f allocs/tile\n", "64x64 tile, Raw", b / n / 1024, a / n }' "$out"
