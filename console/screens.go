@@ -252,6 +252,15 @@ func (c *ownedConn) Close() error {
 	return err
 }
 
+// Resize passes a terminal's new size on to the console it owns (a serial
+// line has no size to take: nothing then).
+func (c *ownedConn) Resize(cols, rows uint16) error {
+	if rz, ok := c.Conn.(relay.Resizer); ok {
+		return rz.Resize(cols, rows)
+	}
+	return nil
+}
+
 // screenRole is a screen link's role for a client with or without control.
 func screenRole(control bool) string {
 	if control {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +80,61 @@ func readFor(t *testing.T, c net.Conn, want string) string {
 		}
 	}
 	return string(got)
+}
+
+// TestStreams_HolderResizesTheTerminal: the holder's terminal, recorded
+// cluster-wide, still takes the holder's window size (the record's wrapper
+// once hid the pty's Resize, and the shell stayed 80×24); an invitee's
+// window never resizes it.
+func TestStreams_HolderResizesTheTerminal(t *testing.T) {
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a := startReplica(t, table, "a", nil)
+	ref := vdi.Ref{Namespace: "ns", Name: "ct-1"}
+	desk, pipe := net.Pipe()
+	defer desk.Close()
+	pty := &sizedConn{Conn: pipe}
+	holder, err := a.shared.Open(context.Background(), ref, vdi.ProtocolTerminal, pty, "direct", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	invitee, _, ok, err := a.shared.Join(context.Background(), ref, vdi.ProtocolTerminal, true)
+	if !ok || err != nil {
+		t.Fatalf("an invitee's join: ok=%v, %v", ok, err)
+	}
+	defer invitee.Close()
+	resize := func(c net.Conn, cols, rows uint16) {
+		rz, ok := c.(interface{ Resize(cols, rows uint16) error })
+		if !ok {
+			t.Fatalf("%T takes no resize", c)
+		}
+		if err := rz.Resize(cols, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resize(holder, 140, 47)
+	resize(invitee, 60, 20)
+	if got := pty.size(); got != [2]uint16{140, 47} {
+		t.Errorf("the pty's size is %v; want the holder's 140×47", got)
+	}
+}
+
+// sizedConn is a pty stand-in that keeps the last size it was given.
+type sizedConn struct {
+	net.Conn
+	mu         sync.Mutex
+	cols, rows uint16
+}
+
+func (c *sizedConn) Resize(cols, rows uint16) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cols, c.rows = cols, rows
+	return nil
+}
+
+func (c *sizedConn) size() [2]uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return [2]uint16{c.cols, c.rows}
 }
