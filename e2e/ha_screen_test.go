@@ -10,19 +10,14 @@ import (
 
 	"github.com/gorilla/websocket"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
-// TestHA_OneScreen: one screen per desktop across replicas, on real parts:
-// three portal processes started as deploy/ starts them (screen links on
-// by default with the Secret's peer secret), the kube backend on a real
-// kube-apiserver, the KubeVirt stand-in playing virt-handler's one-client
-// rule on the VMI's vnc subresource (a VMI with no IP, so the apiserver
-// path) and counting its VNC clients. Alice (the holder) on a, erin
+// TestHA_OneScreen: one screen per desktop across replicas, on real parts
+// (haScreen: three replicas, the kube backend, the KubeVirt stand-in
+// counting the VMI's VNC clients). Alice (the holder) on a, erin
 // (invited with control) on b, carol (invited, view only) and ops (an
 // admin) on c: one upstream, the same pixels everywhere, input from
 // control clients only (also not through a signed view link straight to
@@ -32,54 +27,9 @@ import (
 // the new owner drains and stops, and the last replica takes it. Never
 // were two upstreams at once.
 func TestHA_OneScreen(t *testing.T) {
-	c := testcluster.MustStart(t)
-	standIn := c.StartKubeVirtStandIn(t)
-	admin := c.AdminClient(t)
-	ns := c.Namespace(t)
-	applyNamespacedRBAC(t, c, ns)
-	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	secrets := map[string]string{
-		"corral-vdi-secrets/session-keys": randomKey(t),
-		"corral-vdi-secrets/token-keys":   randomKey(t),
-		"corral-vdi-secrets/peer-secret":  randomKey(t),
-	}
-	env := append(haEnv(t, secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+ns)
-	reps := map[string]*haReplica{}
-	for _, name := range []string{"a", "b", "c"} {
-		reps[name] = startReplica(t, name, t.TempDir(), "127.0.0.1:0", env)
-	}
-	a, b, cr := reps["a"], reps["b"], reps["c"]
-	defer func() {
-		if t.Failed() {
-			for _, r := range reps {
-				t.Logf("replica %s's log:\n%s", r.name, r.p.Log())
-			}
-		}
-	}()
-
-	// A pool of one VM whose VMI reports no IP: its screen is reached
-	// through the API server's vnc subresource, one client at a time.
-	testcluster.StoppedVM(t, admin, ns, "golden", nil)
-	body := fmt.Sprintf(`{"namespace":%q,"name":"scr","kind":"vm","mode":"persistent","source":"golden","size":1}`, ns)
-	var perr apiError
-	if code := a.p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
-		t.Fatalf("create pool: %d %+v", code, perr)
-	}
-	var member string
-	waitFor(t, 60*time.Second, "the pool's member VM", func() bool {
-		var vms kubevirtv1.VirtualMachineList
-		admin.List(context.Background(), &vms, client.InNamespace(ns), client.MatchingLabels{"corral.dev/vdi-pool": "scr"})
-		if len(vms.Items) == 1 {
-			member = vms.Items[0].Name
-		}
-		return member != ""
-	})
-	standIn.WithoutIPs(ns, member)
-	var d desktop
-	waitFor(t, 90*time.Second, "alice's claim of the running member", func() bool {
-		code := b.p.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/scr/claim", &d)
-		return code == 200 && d.Name == member && d.Power == "running"
-	})
+	hs := startHAScreen(t)
+	standIn, admin, ns, member, secrets := hs.standIn, hs.admin, hs.ns, hs.member, hs.secrets
+	a, b, cr := hs.reps["a"], hs.reps["b"], hs.reps["c"]
 	for _, inv := range []struct {
 		user    string
 		control bool
@@ -89,15 +39,9 @@ func TestHA_OneScreen(t *testing.T) {
 			t.Fatalf("alice invites %s: %d", inv.user, code)
 		}
 	}
-	wsPath := "/ws/vnc/" + ns + "/" + member
 	open := func(r *haReplica, user string) *rfbViewer {
 		t.Helper()
-		ws, res, err := dialWS(r.p, user, wsPath, r.p.URL)
-		if err != nil {
-			t.Fatalf("%s's console on %s: %v (%v)", user, r.name, err, status(res))
-		}
-		t.Cleanup(func() { ws.Close() })
-		return newRFBViewer(t, ws)
+		return hs.open(t, r, user)
 	}
 	upstreams := func(want int) {
 		t.Helper()

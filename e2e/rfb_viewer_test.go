@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	be "encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,38 +23,54 @@ type rfbViewer struct {
 // newRFBViewer shakes hands (security None, shared) and asks for Raw.
 func newRFBViewer(t *testing.T, ws *websocket.Conn) *rfbViewer {
 	t.Helper()
+	v, err := shakeRFB(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// shakeRFB is newRFBViewer's handshake, for a caller that tries again
+// on an error.
+func shakeRFB(ws *websocket.Conn) (*rfbViewer, error) {
 	v := &rfbViewer{ws: ws}
 	ws.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := v.read(12); err != nil {
-		t.Fatalf("RFB greeting: %v", err)
+		return nil, fmt.Errorf("RFB greeting: %w", err)
 	}
-	v.send(t, []byte("RFB 003.008\n"))
+	if err := ws.WriteMessage(websocket.BinaryMessage, []byte("RFB 003.008\n")); err != nil {
+		return nil, err
+	}
 	n, err := v.read(1)
 	if err != nil {
-		t.Fatalf("RFB security types: %v", err)
+		return nil, fmt.Errorf("RFB security types: %w", err)
 	}
 	if _, err := v.read(int(n[0])); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	v.send(t, []byte{1})
+	if err := ws.WriteMessage(websocket.BinaryMessage, []byte{1}); err != nil {
+		return nil, err
+	}
 	if _, err := v.read(4); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	v.send(t, []byte{1}) // shared
+	if err := ws.WriteMessage(websocket.BinaryMessage, []byte{1}); err != nil { // shared
+		return nil, err
+	}
 	init, err := v.read(24)
 	if err != nil {
-		t.Fatalf("RFB ServerInit: %v", err)
+		return nil, fmt.Errorf("RFB ServerInit: %w", err)
 	}
 	v.w, v.h = int(be.BigEndian.Uint16(init[0:])), int(be.BigEndian.Uint16(init[2:]))
 	if init[4] != 32 {
-		t.Fatalf("the server's pixels have %d bits; want 32", init[4])
+		return nil, fmt.Errorf("the server's pixels have %d bits; want 32", init[4])
 	}
 	if _, err := v.read(int(be.BigEndian.Uint32(init[20:]))); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	v.fb = make([]byte, v.w*v.h*4)
-	v.send(t, []byte{2, 0, 0, 1, 0, 0, 0, 0}) // SetEncodings: Raw
-	return v
+	// SetEncodings: Raw
+	return v, ws.WriteMessage(websocket.BinaryMessage, []byte{2, 0, 0, 1, 0, 0, 0, 0})
 }
 
 // read returns the next n bytes of the server, whatever their framing.

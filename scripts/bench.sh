@@ -178,6 +178,44 @@ awk '
 	}' "$out" | sort
 
 echo
+echo "== one screen per desktop across replicas (console.Screens, real Xvnc): the holder's keypress (x, BackSpace) -> changed pixels from a client on the screen's owner and from one on another replica over a screen link on loopback, key by key in turn (same run; goal: relayed <= 1.2x the owner) =="
+go test -run '^$' -bench '^BenchmarkScreens_KeyToPixels$' -benchtime 100x -count "$count" ./console/ | tee "$out"
+awk '
+	/^BenchmarkScreens_KeyToPixels/ {
+		for (i = 2; i <= NF; i++) {
+			if ($(i+1) == "owner-median-us") o += $i
+			if ($(i+1) == "relayed-median-us") r += $i
+			if ($(i+1) == "relayed/owner") { q = $i; if (lo == "" || q < lo) lo = q; if (hi == "" || q > hi) hi = q }
+		}
+		n++
+	}
+	END {
+		if (!n) { print "no BenchmarkScreens_KeyToPixels result"; exit 1 }
+		printf "%-22s median %7.2f ms/key\n%-22s median %7.2f ms/key  relayed/owner %.2f-%.2fx (range over %d runs)\n", "on the owner", o / n / 1000, "relayed", r / n / 1000, lo, hi, n
+	}' "$out"
+
+echo
+echo "== one screen per desktop across replicas: upstream connections of one desktop while 50 clients join and leave at random across 3 replicas (console.Screens, real Xvnc; goal: never above 1) =="
+go test -run '^$' -bench '^BenchmarkScreens_JoinLeaveStorm$' -benchtime 5x -count "$count" ./console/ | tee "$out"
+awk '
+	/^BenchmarkScreens_JoinLeaveStorm/ {
+		for (i = 2; i <= NF; i++) {
+			if ($(i+1) == "peak-upstreams" && $i > peak) peak = $i
+			if ($(i+1) == "upstreams/storm") opened += $i
+			if ($(i+1) == "failed-clients/storm") failed += $i
+		}
+		n++
+	}
+	END {
+		if (!n) { print "no BenchmarkScreens_JoinLeaveStorm result"; exit 1 }
+		printf "%-22s at most %d open at once  %5.1f opened one after another a storm  %4.1f clients a storm got no screen  (%d runs)\n", "upstreams", peak, opened / n, failed / n, n
+	}' "$out"
+
+echo
+echo "== one screen per desktop across replicas: a viewer's first pixels after the screen owner's SIGKILL (3 portal processes, kube backend, the VMI's vnc through the API server; goal: median <= 5 s) =="
+CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_ROUNDS="${BENCH_FAILOVER_ROUNDS:-5}" go test -count=1 -run '^TestBench_HAFailover$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
+
+echo
 echo "== the hub's garbage: a viewer on a real Xvnc asking one 64x64 tile at a time (as the soak's sessions do), Raw: bytes and allocations per tile, the hub and the test client together =="
 go test -run '^$' -bench '^BenchmarkHub_TileRequests$' -benchmem -count "$count" ./rfb/ | tee "$out"
 awk '/^BenchmarkHub_TileRequests/ { b += $5; a += $7; n++ } END { if (!n) { print "no TileRequests result"; exit 1 } printf "%-22s %8.1f KiB/tile  %5.1f allocs/tile\n", "64x64 tile, Raw", b / n / 1024, a / n }' "$out"
