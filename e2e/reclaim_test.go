@@ -137,7 +137,7 @@ func TestReclaim_ForceReleaseClosesTheConsole(t *testing.T) {
 		t.Fatalf("force-release: %d", code)
 	}
 	must(t, playwright.NewPlaywrightAssertions(10000).Locator(page.GetByTestId("status")).
-		ToHaveText("An admin (ops) released this desktop. Reason: patching the host"))
+		ToHaveText("An admin (ops) released this desktop. Reason: patching the host."))
 	screenshot(t, page, "force-released")
 }
 

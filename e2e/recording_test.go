@@ -393,6 +393,11 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 	})
 
 	t.Run("a full cap ends the session with the reason", func(t *testing.T) {
+		// The restart after the crash stopped the desktops the killed
+		// portal left (CORRAL_VDI_STOP_DESKTOPS_ON_EXIT): alice starts hers.
+		if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/start", nil); code != 200 {
+			t.Fatalf("start alice's desktop again: %d", code)
+		}
 		page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=terminal")
 		expect := playwright.NewPlaywrightAssertions(20000)

@@ -12,8 +12,9 @@ import (
 )
 
 // claimRefused claims a desktop of demo as user: the claim holds, the
-// desktop does not start, and its reason (which the holder sees) and the
-// portal's log say why local desktops are off, in one line.
+// desktop does not start, and its reason (which an admin reads; the
+// holder reads plain words) and the portal's log say why local desktops
+// are off, in one line. The portal has ops as its admin.
 func claimRefused(t *testing.T, p *Portal, user, want string) {
 	t.Helper()
 	var e apiError
@@ -23,10 +24,15 @@ func claimRefused(t *testing.T, p *Portal, user, want string) {
 	if code == 200 || len(mine) != 1 {
 		t.Fatalf("claim with desktops off: %d %+v, desktops %+v; want a refusal and the claim kept", code, e, mine)
 	}
+	// Its holder reads plain words; an admin (ops) reads the one line.
 	var d desktop
 	p.API(t, user, "GET", "/api/vdi/desktops/local/"+mine[0].Name, &d)
+	if d.Power != "failed" || !strings.Contains(d.Reason, "An admin can see why") || strings.Contains(d.Reason, want) {
+		t.Errorf("desktop with desktops off, as its holder reads it: %+v; want failed, in plain words", d)
+	}
+	p.API(t, "ops", "GET", "/api/vdi/desktops/local/"+mine[0].Name, &d)
 	if d.Power != "failed" || !strings.Contains(d.Reason, want) || strings.Contains(d.Reason, "\n") {
-		t.Errorf("desktop with desktops off: %+v; want failed with one line saying %q", d, want)
+		t.Errorf("desktop with desktops off, as an admin reads it: %+v; want failed with one line saying %q", d, want)
 	}
 	if !strings.Contains(p.Log(), want) {
 		t.Errorf("the portal's log does not say %q:\n%s", want, p.Log())
@@ -68,7 +74,7 @@ func TestSandbox_Refusals(t *testing.T) {
 		}
 		t.Cleanup(func() { removeData(data) })
 		uids, want := collidingRange(t)
-		p := mustStartPortalIn(t, data, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_UIDS="+uids)
+		p := mustStartPortalIn(t, data, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DESKTOP_UIDS="+uids)
 		claimRefused(t, p, "alice", want)
 		var mine []desktop
 		p.API(t, "alice", "GET", "/api/vdi/desktops", &mine)
@@ -107,7 +113,7 @@ func TestSandbox_Refusals(t *testing.T) {
 		}
 		prefix := []string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--"}
 		p := startPortalIn(t, data, prefix, "CORRAL_VDI_LISTEN=127.0.0.1:0", "CORRAL_VDI_STOP_DESKTOPS_ON_EXIT=true",
-			"CORRAL_VDI_BACKEND=local", "CORRAL_VDI_DEMO_POOL_SIZE=1", "HOME="+data, "PATH="+fake+":"+os.Getenv("PATH"))
+			"CORRAL_VDI_BACKEND=local", "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops", "HOME="+data, "PATH="+fake+":"+os.Getenv("PATH"))
 		claimRefused(t, p, "alice", "allow unprivileged user namespaces")
 	})
 
@@ -140,7 +146,7 @@ func TestSandbox_Refusals(t *testing.T) {
 		if err := os.Chmod(back, 0o711); err != nil {
 			t.Fatal(err)
 		}
-		p := mustStartPortalIn(t, data, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+		p := mustStartPortalIn(t, data, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 		claimRefused(t, p, "alice", "does not keep file owners and modes")
 	})
 }
@@ -152,10 +158,10 @@ func TestSandbox_LimitShowsInTheReason(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxed desktops need the portal to run as root")
 	}
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_LIMITS=as=24M")
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DESKTOP_LIMITS=as=24M")
 	p.API(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", nil)
 	var d desktop
-	p.API(t, "alice", "GET", "/api/vdi/desktops/local/demo-1", &d)
+	p.API(t, "ops", "GET", "/api/vdi/desktops/local/demo-1", &d) // the diagnostics are an admin's
 	if d.Power != "failed" || !strings.Contains(d.Reason, "its limits: 24 MiB address space") {
 		t.Errorf("desktop under a 24 MiB address space: %+v; want failed, naming its limits", d)
 	}

@@ -24,9 +24,13 @@ const titles = {
 const gone = new Set(['final', 'ended']);
 
 // capitalised makes a close reason ("taken over: this desktop …") a
-// sentence: capital first letter, a full stop at the end.
+// sentence: capital first letter, a full stop at the end. A reason that
+// starts with the holder's login keeps it as it is ("alice did not allow
+// the watch."): logins are case-sensitive, and "Alice" is someone else.
 export function capitalised(text) {
-  const t = text.charAt(0).toUpperCase() + text.slice(1);
+  const login = document.getElementById('screen')?.dataset.holder;
+  const named = login && text.startsWith(`${login} `);
+  const t = named ? text : text.charAt(0).toUpperCase() + text.slice(1);
   return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
 
