@@ -147,7 +147,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer h.console.invited.add(share.ID, cancel)()
-		go keepShared(ctx, h.desktops, id, ref, *share, cancel)
+		go keepShared(ctx, h.desktops, id, ref, *share, vdi.ShareCheckEvery, cancel)
 	}
 	if watching { // the holder's page says so at once
 		defer h.console.watchers.add(ref, watcher)()

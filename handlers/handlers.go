@@ -43,6 +43,7 @@ type Desktops interface {
 	SetShareControl(ctx context.Context, id vdi.Identity, ref vdi.Ref, shareID string, control bool) (vdi.Share, error)
 	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
 	SharedWithMe(ctx context.Context, id vdi.Identity) ([]vdi.SharedWith, error)
+	ClaimChanged(ref vdi.Ref) <-chan struct{}
 }
 
 // Identifier tells who made a request and runs the cookie sign-in.

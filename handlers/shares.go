@@ -56,8 +56,8 @@ func (h *shareRoutes) handleSharesList(w http.ResponseWriter, r *http.Request, i
 }
 
 // handleShareDelete serves DELETE /api/vdi/desktops/{ns}/{member}/shares/{id}:
-// the invitation ends and its consoles on this replica close at once
-// (other replicas' within vdi.ShareCheckEvery).
+// the invitation ends and its consoles close at once: on this replica
+// here, on the others as their Lease watch sees the change (keepShared).
 func (h *shareRoutes) handleShareDelete(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	sh, err := h.desktops.Unshare(r.Context(), id, ref(r), r.PathValue("id"))
 	if err != nil {
@@ -173,31 +173,46 @@ func (v *invitees) end(id string, cause error) {
 	}
 }
 
+// shareChecker is what keepShared reads of the claim service.
+type shareChecker interface {
+	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
+	ClaimChanged(ref vdi.Ref) <-chan struct{}
+}
+
 // keepShared ends an invitee's console (cancel) once its invitation no
-// longer holds: revoked on another replica, run out, or the pool's rules
-// changed. It returns when ctx ends.
-func keepShared(ctx context.Context, desktops Desktops, id vdi.Identity, ref vdi.Ref, sh vdi.Share, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(vdi.ShareCheckEvery)
+// longer holds: revoked or changed on another replica, the desktop
+// released, run out, or the pool's rules changed. It checks at once when
+// the claim changes on any replica (vdi.Service.ClaimChanged), and every
+// `every` besides (the invitation running out, a store that reports no
+// changes, a change missed while the watch reconnected). It returns when
+// ctx ends.
+func keepShared(ctx context.Context, desktops shareChecker, id vdi.Identity, ref vdi.Ref, sh vdi.Share, every time.Duration, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		changed := desktops.ClaimChanged(ref) // before the check: a change during it wakes the wait
+		_, cur, err := desktops.SharedDesktop(ctx, id, ref)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && cur.ID == sh.ID && cur.Control == sh.Control:
+		case err == nil && cur.ID == sh.ID:
+			cancel(roleChanged(cur)) // changed on another replica
+			return
+		case !time.Now().Before(sh.Expires):
+			cancel(shareEnded("The invitation to this desktop ran out. Ask " + sh.By + " for a new one."))
+			return
+		case vdi.ErrorCode(err) == vdi.EUnavailable:
+			// the claim cannot be read now; the relay goes on
+		default:
+			cancel(shareEnded("The invitation to this desktop ended: it was revoked, or the desktop was released."))
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			_, cur, err := desktops.SharedDesktop(ctx, id, ref)
-			switch {
-			case err == nil && cur.ID == sh.ID && cur.Control == sh.Control:
-				continue
-			case err == nil && cur.ID == sh.ID:
-				cancel(roleChanged(cur)) // changed on another replica
-			case !now.Before(sh.Expires):
-				cancel(shareEnded("The invitation to this desktop ran out. Ask " + sh.By + " for a new one."))
-			case vdi.ErrorCode(err) == vdi.EUnavailable:
-				continue // the claim cannot be read now; the relay goes on
-			default:
-				cancel(shareEnded("The invitation to this desktop ended: it was revoked, or the desktop was released."))
-			}
-			return
+		case <-t.C:
+		case <-changed:
 		}
 	}
 }

@@ -121,6 +121,27 @@ func (l *Leases) OnAcquire(f func()) {
 	}
 }
 
+// OnChange calls f with the member of every claim Lease created,
+// updated or deleted, on any replica: an invitee's console elsewhere
+// checks its invitation at once (vdi.ChangeNotifier).
+func (l *Leases) OnChange(f func(vdi.Ref)) {
+	on := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(*coordinationv1.Lease); ok && strings.HasPrefix(o.Name, vdi.LeasePrefix) {
+			f(vdi.Ref{Namespace: o.Namespace, Name: strings.TrimPrefix(o.Name, vdi.LeasePrefix)})
+		}
+	}
+	if _, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    on,
+		UpdateFunc: func(_, o any) { on(o) },
+		DeleteFunc: on,
+	}); err != nil {
+		panic(err) // only fails once the informer stopped
+	}
+}
+
 // Get returns the member's Lease as the apiserver has it now.
 func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 	o, err := l.client.CoordinationV1().Leases(ref.Namespace).Get(ctx, vdi.LeasePrefix+ref.Name, metav1.GetOptions{})

@@ -255,6 +255,15 @@ func (l *namespacedLeases) OnAcquire(f func()) {
 	}
 }
 
+// OnChange reports the claims changed in any pool namespace.
+func (l *namespacedLeases) OnChange(f func(vdi.Ref)) {
+	for _, s := range l.by {
+		if n, ok := s.(vdi.ChangeNotifier); ok {
+			n.OnChange(f)
+		}
+	}
+}
+
 func (l *namespacedLeases) in(ns string) (vdi.Leases, error) {
 	if s, ok := l.by[ns]; ok {
 		return s, nil

@@ -73,6 +73,8 @@ type Service struct {
 
 	mirrorMu   sync.Mutex
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
+
+	changes claimChanges // ClaimChanged's channels
 }
 
 // NewService returns a Service; Backend, Leases and Audit are required.

@@ -168,8 +168,9 @@ func (s *Service) Shares(ctx context.Context, id Identity, ref Ref) ([]Share, er
 }
 
 // Unshare revokes invitation shareID of ref. Consoles opened with it close
-// (the handlers end this replica's at once; every replica's invitee
-// session checks its invitation every ShareCheckEvery).
+// (the handlers end this replica's at once; every other replica's invitee
+// session checks its invitation when it sees the claim change,
+// ClaimChanged).
 func (s *Service) Unshare(ctx context.Context, id Identity, ref Ref, shareID string) (Share, error) {
 	_, l, err := s.sharable(ctx, id, ref)
 	if err != nil {
@@ -195,7 +196,8 @@ func (s *Service) Unshare(ctx context.Context, id Identity, ref Ref, shareID str
 
 // SetShareControl hands control of ref to the user of invitation shareID,
 // or takes it back: their console reopens with the new role (the handlers
-// close it at once here; other replicas' within ShareCheckEvery).
+// close it at once here; other replicas' when they see the claim
+// change, ClaimChanged).
 func (s *Service) SetShareControl(ctx context.Context, id Identity, ref Ref, shareID string, control bool) (Share, error) {
 	_, l, err := s.sharable(ctx, id, ref)
 	if err != nil {
@@ -222,7 +224,8 @@ func (s *Service) SetShareControl(ctx context.Context, id Identity, ref Ref, sha
 }
 
 // ShareCheckEvery is how often an invitee's open console checks that its
-// invitation still holds (revoked on another replica, expired).
+// invitation still holds besides each change of the claim (ClaimChanged):
+// an invitation running out, a Leases store that reports no changes.
 const ShareCheckEvery = 2 * time.Second
 
 // SharedDesktop returns ref for an invited user: the desktop and the live
