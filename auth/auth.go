@@ -73,7 +73,10 @@ type Config struct {
 	// user's last sign-out (or an admin ending their sessions) is no
 	// longer a session, on any replica sharing the database.
 	Revocations Revocations
-	Log         *slog.Logger
+	// Tokens, if set, lets personal access tokens in an Authorization
+	// header identify their users.
+	Tokens Tokens
+	Log    *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -91,6 +94,7 @@ type Authenticator struct {
 	oidc         *oidcFlow
 	audit        vdi.AuditLog
 	revocations  Revocations
+	tokens       Tokens
 	log          *slog.Logger
 	now          func() time.Time
 
@@ -108,7 +112,7 @@ func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		modes: map[string]bool{}, proxies: cfg.TrustedProxies, admins: map[string]bool{}, adminGroups: map[string]bool{},
 		lifetime: cfg.SessionLifetime, alwaysSecure: cfg.Secure, audit: cfg.Audit, revocations: cfg.Revocations, log: cfg.Log, now: cfg.Now,
-		groups: cfg.Groups,
+		groups: cfg.Groups, tokens: cfg.Tokens,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -180,6 +184,9 @@ func (a *Authenticator) Identify(r *http.Request) (vdi.Identity, bool) {
 
 // identifyRequest returns who a header or cookie of r names.
 func (a *Authenticator) identifyRequest(r *http.Request) (vdi.Identity, bool) {
+	if secret, ok := bearer(r); ok {
+		return a.tokenIdentity(r, secret)
+	}
 	if login := r.Header.Get(HeaderTailscaleLogin); login != "" && a.modes[ModeTailscale] {
 		if a.trusted(r) {
 			return a.identity(login, r.Header.Get(HeaderTailscaleName), nil), true

@@ -45,6 +45,7 @@ var commands = map[string]func(ctx context.Context, e Env, args []string) error{
 	"recordings": runRecordings,
 	"audit":      runAudit,
 	"usb":        runUSB,
+	"token":      runToken,
 }
 
 // Run runs the admin subcommand name with args. After -h it returns
@@ -114,6 +115,9 @@ const Usage = `Admin subcommands talk to the running portal over its admin socke
   audit [-user U] [-pool NS/POOL] [-since 24h] [-until T]     the audit log
   recordings list [-user U] [-desktop NS/DESKTOP] [-since 24h]  recorded console sessions
   recordings delete ID                     delete a recording (audited)
+  token create NAME -user U -pools NS/POOL  a personal access token for an agent (token create -h)
+  token list                               every user's tokens, with their last use
+  token revoke ID                          the token stops working at once
 
 These need no running portal:
   doctor                                   check this machine or cluster before creating pools

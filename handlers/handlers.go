@@ -151,6 +151,8 @@ type Config struct {
 	Files FilesConfig
 	// Audio carries desktops' sound; nil: no sound.
 	Audio Audio
+	// Tokens keeps personal access tokens; nil: none are made.
+	Tokens Tokens
 }
 
 // Handler serves the portal. It keeps the consoles (their websockets,
@@ -184,6 +186,7 @@ type Handler struct {
 	audio      *audioRoutes
 	peer       *peerSocket
 	shares     *shareRoutes
+	tokens     *tokenRoutes
 	metricsTok string
 }
 
@@ -236,6 +239,7 @@ func New(cfg Config) *Handler {
 		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
 		audio:    &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
 		shares:   &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
+		tokens:   &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
 		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,

@@ -35,6 +35,9 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /desktops/{ns}/{member}/release", h.page(h.mine.handleReleaseForm))
 	m.HandleFunc("POST /desktops/{ns}/{member}/start", h.page(h.mine.handleStartForm))
 
+	m.HandleFunc("GET /tokens", h.page(h.tokens.handleTokensPage))
+	m.HandleFunc("POST /tokens", h.page(h.tokens.handleTokenForm))
+	m.HandleFunc("POST /tokens/{id}/revoke", h.page(h.tokens.handleTokenRevokeForm))
 	m.HandleFunc("GET /kiosk/{pool}", h.page(h.kiosk.handleKiosk))
 	m.HandleFunc("POST /kiosk/{pool}", h.page(h.kiosk.handleKioskClaim))
 	m.HandleFunc("GET /admin", h.page(adminOnly(h.admin.handleAdminPage)))
@@ -79,6 +82,9 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/recordings", h.api(adminOnly(h.recorded.handleRecordingsJSON)))
 	m.HandleFunc("GET /api/vdi/recordings/{id}", h.api(h.recorded.handleRecordingFile))
 	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.api(adminOnly(h.recorded.handleRecordingDelete)))
+	m.HandleFunc("POST /api/vdi/tokens", h.api(h.tokens.handleTokenCreate))
+	m.HandleFunc("GET /api/vdi/tokens", h.api(h.tokens.handleTokensList))
+	m.HandleFunc("DELETE /api/vdi/tokens/{id}", h.api(h.tokens.handleTokenDelete))
 	m.HandleFunc("/api/", h.api(handleAPINotFound))
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))

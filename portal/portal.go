@@ -30,6 +30,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/static"
 	"github.com/corral-dev/corral-vdi-portal/store"
+	"github.com/corral-dev/corral-vdi-portal/tokens"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -131,10 +132,11 @@ func (m *Main) Open(ctx context.Context) error {
 		Policy: vdi.Policy{DisconnectGrace: c.Claims.DisconnectGrace, MaxSession: c.Claims.MaxSession, IdleTimeout: c.Claims.IdleTimeout,
 			Network: vdi.Network(c.Local.DesktopNetwork)},
 		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
+	pats := tokens.New(tokens.Config{Store: db, Audit: m.history, ValidLogin: auth.ValidLogin, Log: m.Log})
 	authn, err := auth.New(auth.Config{
 		Modes: c.Auth.Modes, TrustedProxies: c.Auth.TrustedProxies, Admins: c.Auth.Admins, AdminGroups: c.Auth.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
 		SessionKeys: c.Auth.SessionKeys, KeyFile: filepath.Join(c.Server.DataDir, "cookie.keys"), SessionLifetime: c.Auth.SessionLifetime,
-		Secure: strings.HasPrefix(c.Auth.OIDC.RedirectURL, "https://"), OIDC: c.Auth.OIDC, Log: m.Log,
+		Secure: strings.HasPrefix(c.Auth.OIDC.RedirectURL, "https://"), OIDC: c.Auth.OIDC, Log: m.Log, Tokens: pats,
 	})
 	if err != nil {
 		return err
@@ -166,7 +168,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
-		Audio: m.audio,
+		Audio: m.audio, Tokens: pats,
 	})
 	m.handler = h
 	if err := m.listen(); err != nil {

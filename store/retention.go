@@ -23,7 +23,7 @@ type Retention struct {
 var ProtectedActions = []string{
 	"sign-in", "sign-out", "end-sessions", "assign", "recreate", "force-release", "reclaim",
 	"pool-create", "pool-policy", "pool-resize", "pool-delete", "pool-access", "pool-standby",
-	"recording-play", "recording-download", "recording-delete",
+	"recording-play", "recording-download", "recording-delete", "token-create", "token-revoke",
 }
 
 // Prune applies r to the audit log and the session history and returns

@@ -11,4 +11,5 @@ type (
 	Pruned          = vdi.Pruned
 	Recording       = vdi.Recording
 	RecordingFilter = vdi.RecordingFilter
+	Token           = vdi.Token
 )

@@ -29,4 +29,7 @@ type Identity struct {
 	Name   string
 	Groups []string
 	Admin  bool
+	// Token, when set, is the personal access token the request came
+	// with: the identity reaches only the pools it names.
+	Token *TokenScope
 }

@@ -18,6 +18,9 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 	if err != nil {
 		return Desktop{}, err
 	}
+	if !id.Reaches(namespace, pool) {
+		return Desktop{}, outOfScope(id, namespace, pool)
+	}
 	if !p.Allows(id) {
 		return Desktop{}, forbidden(p)
 	}

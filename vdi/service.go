@@ -237,7 +237,7 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 		for _, m := range p.members {
 			l := p.held[m.Name]
 			mine := l != nil && l.Holder == id.Login
-			if !mine && !(all && id.Admin) {
+			if !mine && !(all && id.Admin) || !id.Reaches(p.Namespace, p.Name) {
 				continue
 			}
 			out = append(out, plainFor(id, s.desktop(m, l, p.Pool)))
@@ -276,7 +276,7 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 		l = nil
 	}
 	if id.Admin || (l != nil && l.Holder == id.Login) {
-		return l, nil
+		return l, s.checkScope(ctx, id, ref)
 	}
 	return nil, Errorf(EForbidden, "Get a desktop of your own from its pool on the home page.",
 		"Desktop %s is not yours.", ref)

@@ -237,6 +237,9 @@ const ShareCheckEvery = 2 * time.Second
 func (s *Service) SharedDesktop(ctx context.Context, id Identity, ref Ref) (Desktop, Share, error) {
 	notYours := Errorf(EForbidden, "Ask its holder to invite you again, or get a desktop of your own on the home page.",
 		"Desktop %s is not yours, and no invitation to it is open for you.", ref)
+	if id.Token != nil { // invitations are to people: an agent works on its own claims only
+		return Desktop{}, Share{}, notYours
+	}
 	l, err := s.leases.Get(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
 		return Desktop{}, Share{}, notYours

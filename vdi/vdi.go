@@ -132,8 +132,12 @@ type Pool struct {
 }
 
 // Allows reports whether id may see and claim from p: admins always, others
-// when p is not Closed and its Access lets them in.
+// when p is not Closed and its Access lets them in; a token only on the
+// pools it names.
 func (p Pool) Allows(id Identity) bool {
+	if !id.Reaches(p.Namespace, p.Name) {
+		return false
+	}
 	return id.Admin || p.Closed == "" && p.Access.Allows(id)
 }
 
