@@ -116,6 +116,57 @@ func peerAttacks() []attack {
 			},
 			status: 409, says: "shares no terminal console",
 		},
+		// Viewers across replicas (handlers/watchers_peers.go): a replica's
+		// list of who watches a desktop, and the holder's answer to a watch
+		// waiting for consent, only for a peer portal, signed for exactly
+		// that request.
+		{
+			name: "ViewersListUnsigned",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"viewers/local/"+a.victim, "")
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "ViewersListBySignedInUser",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", relay.PeerPath+"viewers/local/"+a.victim, "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Peer links are for peer portals",
+		},
+		{
+			name: "ViewersListSignedForAnotherDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, "viewers/list", "local", a.mallorys)
+				return a.do(t, "GET", relay.PeerPath+"viewers/local/"+a.victim, "", relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			// A refusal's signature presented as the holder's allowing.
+			name: "WatchAnswerRefusalAsAllow",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, "viewers/answer/refuse", "local", a.victim)
+				return a.do(t, "POST", relay.PeerPath+"viewers/local/"+a.victim+"/w-1/allow", "", relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			// A list request's signature presented as an answer.
+			name: "WatchAnswerWithAListSignature",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, "viewers/list", "local", a.victim)
+				return a.do(t, "POST", relay.PeerPath+"viewers/local/"+a.victim+"/w-1/allow", "", relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "WatchAnswerBySignedInUser",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", relay.PeerPath+"viewers/local/"+a.victim+"/w-1/allow", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Peer links are for peer portals",
+		},
 	}
 }
 

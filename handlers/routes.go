@@ -96,6 +96,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.peer.handlePeerSocket) // relay.PeerPath
 	m.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", h.peer.handlePeerScreen)
 	m.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", h.peer.handlePeerStream)
+	m.HandleFunc("GET /peer/v1/viewers/{ns}/{member}", h.peer.handlePeerViewers)
+	m.HandleFunc("POST /peer/v1/viewers/{ns}/{member}/{id}/{answer}", h.peer.handlePeerViewerAnswer)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

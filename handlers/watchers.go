@@ -68,7 +68,7 @@ func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d := w.get(ref)
-	v.ID = strconv.FormatUint(d.version, 10) + "-" + strconv.Itoa(len(d.list))
+	v.ID = watcherIDs + strconv.FormatUint(d.version, 10) + "-" + strconv.Itoa(len(d.list))
 	d.list = append(d.list, v)
 	d.bump()
 	return func() {
@@ -82,6 +82,10 @@ func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
 		}
 	}
 }
+
+// watcherIDs starts the ID of each watch on this replica, so that the
+// holder's answer finds the one replica where a watch waits.
+var watcherIDs = newID()[:8] + "-"
 
 // consentWait is how long a watch waits for the holder's answer.
 const consentWait = 60 * time.Second
@@ -143,10 +147,11 @@ func (w *watchers) snapshot(ref vdi.Ref) ([]api.Viewer, uint64, <-chan struct{})
 }
 
 // handleDesktopViewers serves GET /api/vdi/desktops/{ns}/{member}/viewers:
-// who other than the holder has a console of the desktop open, for the
-// holder, an admin, or a user invited to it (who is not shown the watches
-// waiting for the holder's consent). It is a long poll: with If-None-Match
-// naming the version the page has, it waits (up to watchWait) for a change
+// who other than the holder has a console of the desktop open, on any
+// replica, for the holder, an admin, or a user invited to it (who is not
+// shown the watches waiting for the holder's consent). It is a long
+// poll: with If-None-Match naming the list the page has (its ETag, the
+// same from every replica), it waits (up to watchWait) for a change
 // before it answers; 304 when none came.
 func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
@@ -159,33 +164,30 @@ func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, i
 	} else if err != nil {
 		return err
 	}
-	list, version, changed := h.console.watchers.snapshot(ref)
-	if etag(version) == r.Header.Get("If-None-Match") {
-		t := time.NewTimer(watchWait)
-		defer t.Stop()
-		select {
-		case <-changed:
-			list, version, _ = h.console.watchers.snapshot(ref)
-		case <-t.C:
-			w.Header().Set("ETag", etag(version))
-			w.WriteHeader(http.StatusNotModified)
+	had := r.Header.Get("If-None-Match")
+	deadline := time.Now().Add(watchWait)
+	for {
+		list, peers, changed := h.everyViewer(r.Context(), ref)
+		if invitee {
+			list = slices.DeleteFunc(list, func(v api.Viewer) bool { return v.Role == roleAsks })
+		}
+		if list == nil {
+			list = []api.Viewer{}
+		}
+		tag := listTag(list)
+		w.Header().Set("ETag", tag)
+		if tag != had {
+			writeJSON(w, http.StatusOK, list)
 			return nil
-		case <-r.Context().Done():
+		}
+		if !h.awaitViewers(r.Context(), ref, changed, peers, time.Until(deadline)) {
+			if r.Context().Err() == nil {
+				w.WriteHeader(http.StatusNotModified)
+			}
 			return nil
 		}
 	}
-	w.Header().Set("ETag", etag(version))
-	if invitee {
-		list = slices.DeleteFunc(list, func(v api.Viewer) bool { return v.Role == roleAsks })
-	}
-	if list == nil {
-		list = []api.Viewer{}
-	}
-	writeJSON(w, http.StatusOK, list)
-	return nil
 }
-
-func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
 
 // handleViewerAnswer serves POST
 // /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}: the holder allows
@@ -208,7 +210,7 @@ func (h *Handler) handleViewerAnswer(w http.ResponseWriter, r *http.Request, id 
 	default:
 		return vdi.Errorf(vdi.EInvalid, "Answer allow or refuse.", "Unknown answer %q.", r.PathValue("answer"))
 	}
-	if !h.console.watchers.answer(ref, r.PathValue("id"), allow) {
+	if !h.console.watchers.answer(ref, r.PathValue("id"), allow) && !h.console.answerOnPeers(r.Context(), ref, r.PathValue("id"), r.PathValue("answer")) {
 		return vdi.Errorf(vdi.ENotFound, "The watch may have given up waiting; nothing to do.", "No watch of %s is waiting for an answer.", ref)
 	}
 	h.log.Info("watch answered", "desktop", ref, "holder", id.Login, "allowed", allow)
