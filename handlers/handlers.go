@@ -187,6 +187,7 @@ type Handler struct {
 	peer       *peerSocket
 	shares     *shareRoutes
 	tokens     *tokenRoutes
+	mcp        *mcpRoute
 	metricsTok string
 }
 
@@ -240,6 +241,7 @@ func New(cfg Config) *Handler {
 		audio:    &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
 		shares:   &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
 		tokens:   &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
+		mcp:      newMCPRoute(rd, cfg, cs),
 		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,

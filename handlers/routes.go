@@ -86,6 +86,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/tokens", h.api(h.tokens.handleTokensList))
 	m.HandleFunc("DELETE /api/vdi/tokens/{id}", h.api(h.tokens.handleTokenDelete))
 	m.HandleFunc("/api/", h.api(handleAPINotFound))
+	m.HandleFunc("/mcp", h.mcp.handleMCP)
 
 	m.HandleFunc("GET /ws/vnc/{ns}/{member}", h.api(h.handleVNCSocket))
 	m.HandleFunc("GET /ws/rdp/{ns}/{member}", h.api(h.handleRDPSocket))

@@ -118,14 +118,8 @@ func readReason(r *bufio.Reader) string {
 // whole screen and paints rectangles until every pixel has been covered
 // once (the first update to a full request normally holds all of it).
 func readFrame(r *bufio.Reader, w io.Writer, width, height int) (*image.RGBA, error) {
-	setPF := []byte{0, 0, 0, 0,
-		32, 24, 0, 1, // bpp, depth, little-endian, true colour
-		0, 255, 0, 255, 0, 255, // max red, green, blue
-		16, 8, 0, // shifts
-		0, 0, 0}
-	setEnc := []byte{2, 0, 0, 1, 0, 0, 0, 0} // one encoding: raw
 	req := []byte{3, 0, 0, 0, 0, 0, byte(width >> 8), byte(width), byte(height >> 8), byte(height)}
-	for _, msg := range [][]byte{setPF, setEnc, req} {
+	for _, msg := range [][]byte{setPF, setRaw, req} {
 		if _, err := w.Write(msg); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Join opens a control client's connection to ref's screen hub: the
+// agent's picture and input go through the same hub as a person's
+// console, so watchers see the agent work.
+type Join func(ctx context.Context, ref vdi.Ref) (net.Conn, error)
+
+// seatIdle is how long a seat's screen connection stays open without a
+// tool call.
+const seatIdle = 5 * time.Minute
+
+// seat is an agent's view of one desktop: its live picture and the PNG
+// of the picture's last state asked for.
+type seat struct {
+	v    *snapshot.Viewer
+	used time.Time
+
+	mu       sync.Mutex
+	pngGen   uint64
+	pngWidth int
+	png      []byte
+	shown    uint64 // the generation the agent last saw
+}
+
+// seats keeps the open seats, one per desktop.
+type seats struct {
+	join Join
+
+	mu   sync.Mutex
+	open map[vdi.Ref]*seat
+}
+
+// get returns ref's seat, joining its screen when none is open.
+func (s *seats) get(ctx context.Context, ref vdi.Ref) (*seat, error) {
+	s.mu.Lock()
+	s.sweep(time.Now())
+	st := s.open[ref]
+	if st != nil {
+		select {
+		case <-st.v.Done():
+			delete(s.open, ref)
+			st = nil
+		default:
+			st.used = time.Now()
+		}
+	}
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	conn, err := s.join(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	v, err := snapshot.Watch(conn)
+	if err != nil {
+		return nil, &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The screen of " + ref.String() + " did not answer.", Hint: "The desktop may be starting; try again in a moment."}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := v.WaitChange(wctx, 0); err != nil { // the first picture
+		v.Close()
+		return nil, &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The screen of " + ref.String() + " sent no picture.", Hint: "Try again in a moment."}
+	}
+	st = &seat{v: v, used: time.Now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.open[ref]; old != nil { // another call joined meanwhile
+		v.Close()
+		return old, nil
+	}
+	if s.open == nil {
+		s.open = map[vdi.Ref]*seat{}
+	}
+	s.open[ref] = st
+	return st, nil
+}
+
+// close ends ref's seat, if open.
+func (s *seats) close(ref vdi.Ref) {
+	s.mu.Lock()
+	st := s.open[ref]
+	delete(s.open, ref)
+	s.mu.Unlock()
+	if st != nil {
+		st.v.Close()
+	}
+}
+
+// sweep closes seats unused for seatIdle; s.mu is held.
+func (s *seats) sweep(now time.Time) {
+	for ref, st := range s.open {
+		if now.Sub(st.used) > seatIdle {
+			st.v.Close()
+			delete(s.open, ref)
+		}
+	}
+}
+
+// screenshot returns the picture as a PNG at most width wide (0: full
+// size): encoded once per screen state and width, however often asked.
+func (st *seat) screenshot(width int) ([]byte, uint64, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	gen := st.v.Gen()
+	if st.png != nil && st.pngGen == gen && st.pngWidth == width {
+		st.shown = gen
+		return st.png, gen, nil
+	}
+	img, gen := st.v.Frame()
+	var b bytes.Buffer
+	if err := snapshot.PNG(&b, snapshot.Scale(img, width)); err != nil {
+		return nil, 0, err
+	}
+	st.png, st.pngGen, st.pngWidth, st.shown = b.Bytes(), gen, width, gen
+	return st.png, gen, nil
+}
+
+// waitChange waits up to d for the screen to change from what the agent
+// last saw, and reports whether it did.
+func (st *seat) waitChange(ctx context.Context, d time.Duration) (bool, error) {
+	st.mu.Lock()
+	since := st.shown
+	st.mu.Unlock()
+	if since == 0 {
+		since = st.v.Gen()
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	gen, err := st.v.WaitChange(ctx, since)
+	if err == context.DeadlineExceeded {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st.mu.Lock()
+	st.shown = gen
+	st.mu.Unlock()
+	return true, nil
+}

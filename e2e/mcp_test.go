@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bearerTransport adds a token to every request of an MCP client.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mustMCP connects the MCP SDK's own client to p's /mcp with token.
+func mustMCP(tb testing.TB, p *Portal, token string) *mcp.ClientSession {
+	tb.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
+	s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: p.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		tb.Fatalf("connect to /mcp: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// tool calls a tool and fails tb on an error or a tool error; it returns
+// the result.
+func tool(tb testing.TB, s *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	tb.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		tb.Fatalf("%s: tool error %s", name, resultText(res))
+	}
+	return res
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestMCP_AgentWorksInADesktop: an agent with nothing but the MCP SDK's
+// client and alice's token lists pools, claims a desktop, sees it (full
+// size and scaled), waits for it to settle, presses Enter in its
+// terminal and sees the screen change, and releases the desktop; its
+// calls are in the audit log as bot:alice/test-runner.
+func TestMCP_AgentWorksInADesktop(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
+	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"], "expires": "1h"}`)
+	s := mustMCP(t, p, tok.Token)
+
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	for _, want := range []string{"list_pools", "claim_desktop", "screenshot", "move", "click", "double_click", "drag", "scroll", "type_text", "press_keys", "read_clipboard", "write_clipboard", "wait_for_change", "release_desktop"} {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
+			t.Errorf("tools %v lack %s", names, want)
+		}
+	}
+	if got := resultText(tool(t, s, "list_pools", nil)); !strings.Contains(got, `"local/demo"`) {
+		t.Fatalf("list_pools = %s; want local/demo", got)
+	}
+	var claimed struct {
+		Desktop       string
+		Width, Height int
+	}
+	json.Unmarshal([]byte(resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/demo"}))), &claimed)
+	if !strings.HasPrefix(claimed.Desktop, "local/demo-") || claimed.Width < 640 || claimed.Height < 400 {
+		t.Fatalf("claim_desktop = %+v; want a demo desktop and its screen size", claimed)
+	}
+	desk := map[string]any{"desktop": claimed.Desktop}
+
+	var img *mcp.ImageContent
+	for _, c := range tool(t, s, "screenshot", desk).Content {
+		if i, ok := c.(*mcp.ImageContent); ok {
+			img = i
+		}
+	}
+	if img == nil || img.MIMEType != "image/png" {
+		t.Fatal("screenshot sent no PNG")
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
+	if err != nil || cfg.Width != claimed.Width || cfg.Height != claimed.Height {
+		t.Fatalf("screenshot is %dx%d (%v); want %dx%d", cfg.Width, cfg.Height, err, claimed.Width, claimed.Height)
+	}
+	small := tool(t, s, "screenshot", map[string]any{"desktop": claimed.Desktop, "width": 320}).Content[0].(*mcp.ImageContent)
+	if cfg, _ := png.DecodeConfig(bytes.NewReader(small.Data)); cfg.Width != 320 {
+		t.Errorf("scaled screenshot is %d wide; want 320", cfg.Width)
+	}
+
+	// As an agent would, wait for the fresh desktop to settle (its
+	// window manager and terminal start after its screen answers).
+	waitFor(t, 2*time.Minute, "the desktop's screen to settle", func() bool {
+		return strings.HasPrefix(resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": claimed.Desktop, "timeout_ms": 3000})), "no change")
+	})
+	// The local desktop's xterm sits at +40+40: a click focuses it, and
+	// Enter draws a new prompt there.
+	tool(t, s, "click", map[string]any{"desktop": claimed.Desktop, "x": 300, "y": 200})
+	tool(t, s, "screenshot", desk)
+	tool(t, s, "press_keys", map[string]any{"desktop": claimed.Desktop, "keys": []string{"Enter"}})
+	if got := resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": claimed.Desktop, "timeout_ms": 30000})); got != "changed" {
+		t.Errorf("wait_for_change after Enter = %q; want changed", got)
+	}
+
+	tool(t, s, "release_desktop", desk)
+	var mine []desktop
+	if p.API(t, "alice", "GET", "/api/vdi/desktops", &mine); len(mine) != 0 {
+		t.Errorf("alice still holds %+v after release_desktop", mine)
+	}
+	var audit []struct{ Action, Detail string }
+	p.API(t, "ops", "GET", "/api/vdi/history/audit", &audit)
+	var pressed bool
+	for _, a := range audit {
+		pressed = pressed || a.Action == "agent-press-keys" && strings.Contains(a.Detail, "bot:alice/test-runner") && strings.Contains(a.Detail, "Enter")
+	}
+	if !pressed {
+		t.Errorf("no agent-press-keys row of bot:alice/test-runner in the audit log: %+v", audit)
+	}
+}

@@ -1,0 +1,51 @@
+package handlers
+
+import (
+	"context"
+	"net"
+	"net/http"
+
+	"github.com/corral-dev/corral-vdi-portal/agent"
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// mcpRoute serves /mcp, the agent seat (package agent).
+type mcpRoute struct {
+	*renderer
+	auth Identifier
+	seat *agent.Seat
+}
+
+// newMCPRoute returns the agent seat's route: its screens are the
+// desktops' shared hubs, joined as control clients like a person's
+// console.
+func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
+	join := func(ctx context.Context, ref vdi.Ref) (net.Conn, error) {
+		conn, _, err := cs.screens.Join(ctx, ref, true, func(ctx context.Context) (net.Conn, string, error) {
+			c, err := cfg.Desktops.Dial(ctx, ref, vdi.ProtocolVNC)
+			return c, console.PathDirect, err
+		})
+		return conn, err
+	}
+	var audit vdi.AuditLog
+	if cfg.Audit != nil {
+		audit = cfg.Audit
+	}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log})}
+}
+
+// handleMCP serves /mcp (Streamable HTTP): only a personal access token
+// opens it, never a cookie, so that no page of another site can drive an
+// agent seat with a signed-in browser. Each token's calls have rate
+// limits of their own (package agent) in place of the per-user one.
+func (h *mcpRoute) handleMCP(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.auth.Identify(r)
+	if !ok || id.Token == nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="corral-vdi-portal"`)
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Make a token on the portal's Tokens page and send it as Authorization: Bearer <token>.",
+			"The agent seat needs a personal access token."))
+		return
+	}
+	h.seat.Serve(w, r, id)
+}
