@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
@@ -54,6 +57,54 @@ func TestConsoleKeys_NoTrapAndEscCloses(t *testing.T) {
 				must(t, page.GetByTestId("console-menu").Click()) // close the folded menu again
 			}
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		})
+	}
+}
+
+// TestConsoleKeys_TypingToggle: the bar's Typing toggle, shown once the
+// user moves by keyboard, says where keys go and switches it, by pointer
+// and by keyboard, at every size: pressed,
+// it says the other; a keyboard user tabs to it and presses Enter, and
+// what they type then runs in the desktop's terminal; Ctrl+Alt+Shift
+// takes the keys to the page, and it says so.
+func TestConsoleKeys_TypingToggle(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	other := map[string]string{"Typing: desktop": "Typing: page", "Typing: page": "Typing: desktop"}
+	for i, s := range uxSizes {
+		t.Run(s.name, func(t *testing.T) {
+			page, d := MustOpenConsole(t, b, p, "tia-"+s.name, "demo", s.width, s.height, s.touch)
+			_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=terminal")
+			must(t, err)
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected`)))
+			toggle := page.GetByTestId("typing")
+			must(t, expect.Locator(toggle).ToBeHidden()) // a pointer user's bar keeps its room
+			must(t, page.Keyboard().Press("Tab"))       // a keyboard user's shows where keys go
+			must(t, expect.Locator(toggle).ToBeVisible())
+			must(t, page.Locator("#screen").Click())
+			must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: desktop"))
+			must(t, expect.Locator(toggle).ToHaveAttribute("aria-pressed", "true"))
+			for range 2 {
+				before, err := toggle.GetAttribute("aria-label")
+				must(t, err)
+				must(t, toggle.Click())
+				must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", other[before]))
+			}
+			screenshot(t, page, "typing-toggle")
+			if !s.touch {
+				must(t, page.Locator("#screen").Click())
+				must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: desktop"))
+				must(t, page.Keyboard().Press("Control+Alt+Shift"))
+				must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: page"))
+			}
+			// By keyboard: the focus on the toggle, Enter, then type.
+			must(t, toggle.Focus())
+			must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: page"))
+			must(t, page.Keyboard().Press("Enter"))
+			must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: desktop"))
+			must(t, page.Keyboard().Type(fmt.Sprintf("echo typed-$((%d*7))\n", i+6)))
+			waitXterm(t, page, regexp.MustCompile(fmt.Sprintf(`(?m)^typed-%d$`, (i+6)*7)), 10*time.Second)
 		})
 	}
 }

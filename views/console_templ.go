@@ -264,7 +264,7 @@ func Console(p ConsoleProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</strong> <span id=\"status\" class=\"status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</span> <span class=\"chip-wrap live-only\"><button type=\"button\" id=\"chip\" class=\"chip\" hidden aria-expanded=\"false\" aria-controls=\"chip-details\" aria-label=\"Connection\" data-testid=\"connection-chip\"><span class=\"chip-dot\" aria-hidden=\"true\"></span></button> <span id=\"chip-details\" class=\"chip-details\" role=\"status\" hidden data-testid=\"chip-details\"></span></span> <span class=\"spacer\"></span> <button type=\"button\" id=\"menu-toggle\" class=\"menu-toggle\" aria-expanded=\"false\" aria-controls=\"console-controls\" data-testid=\"console-menu\">Menu</button><div id=\"console-controls\" class=\"console-controls\" data-testid=\"console-controls\"><span id=\"fallbacks\" class=\"fallbacks\"></span> <button type=\"button\" id=\"keyboard\" class=\"live-only\" aria-pressed=\"false\" title=\"Type with this device's on-screen keyboard\" hidden data-testid=\"onscreen-keyboard\">Keyboard</button> <button type=\"button\" id=\"clipboard-toggle\" class=\"live-only\" aria-pressed=\"false\" aria-controls=\"clipboard-panel\" title=\"The desktop's clipboard; paste as keystrokes\" data-testid=\"clipboard-toggle\">Clipboard</button> <span class=\"keys-menu live-only\"><button type=\"button\" id=\"keys-menu\" aria-expanded=\"false\" aria-controls=\"keys-list\" title=\"Ctrl+Alt+Del and other keys the browser keeps\" data-testid=\"keys-menu\">Keys</button> <span id=\"keys-list\" class=\"keys-list\" hidden data-testid=\"keys-list\"></span></span>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</strong> <span id=\"status\" class=\"status\" role=\"status\" aria-live=\"polite\" data-testid=\"status\">Connecting…</span> <span class=\"chip-wrap live-only\"><button type=\"button\" id=\"chip\" class=\"chip\" hidden aria-expanded=\"false\" aria-controls=\"chip-details\" aria-label=\"Connection\" data-testid=\"connection-chip\"><span class=\"chip-dot\" aria-hidden=\"true\"></span></button> <span id=\"chip-details\" class=\"chip-details\" role=\"status\" hidden data-testid=\"chip-details\"></span></span> <button type=\"button\" id=\"typing\" class=\"typing live-only\" hidden aria-pressed=\"false\" aria-label=\"Typing: page\" title=\"Where your keys go: into the desktop or to this page (Ctrl+Alt+Shift switches too)\" data-testid=\"typing\"><span aria-hidden=\"true\">⌨</span> <span class=\"typing-where\">page</span></button> <span class=\"spacer\"></span> <button type=\"button\" id=\"menu-toggle\" class=\"menu-toggle\" aria-expanded=\"false\" aria-controls=\"console-controls\" data-testid=\"console-menu\">Menu</button><div id=\"console-controls\" class=\"console-controls\" data-testid=\"console-controls\"><span id=\"fallbacks\" class=\"fallbacks\"></span> <button type=\"button\" id=\"keyboard\" class=\"live-only\" aria-pressed=\"false\" title=\"Type with this device's on-screen keyboard\" hidden data-testid=\"onscreen-keyboard\">Keyboard</button> <button type=\"button\" id=\"clipboard-toggle\" class=\"live-only\" aria-pressed=\"false\" aria-controls=\"clipboard-panel\" title=\"The desktop's clipboard; paste as keystrokes\" data-testid=\"clipboard-toggle\">Clipboard</button> <span class=\"keys-menu live-only\"><button type=\"button\" id=\"keys-menu\" aria-expanded=\"false\" aria-controls=\"keys-list\" title=\"Ctrl+Alt+Del and other keys the browser keeps\" data-testid=\"keys-menu\">Keys</button> <span id=\"keys-list\" class=\"keys-list\" hidden data-testid=\"keys-list\"></span></span>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -299,7 +299,7 @@ func Console(p ConsoleProps) templ.Component {
 		var templ_7745c5c3_Var15 string
 		templ_7745c5c3_Var15, templ_7745c5c3_Err = templruntime.NewAttributeExpression(releaseURL(p.Desktop)).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 87, Col: 73}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 88, Col: 73}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var15)
 		if templ_7745c5c3_Err != nil {
@@ -312,7 +312,7 @@ func Console(p ConsoleProps) templ.Component {
 		var templ_7745c5c3_Var16 string
 		templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Release " + p.Desktop.Name + "? Unsaved work in it is lost.").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 87, Col: 152}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 88, Col: 152}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
 		if templ_7745c5c3_Err != nil {
@@ -355,7 +355,7 @@ func Console(p ConsoleProps) templ.Component {
 			var templ_7745c5c3_Var17 string
 			templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.ConnectURL).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 109, Col: 31}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 110, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var17)
 			if templ_7745c5c3_Err != nil {
@@ -368,7 +368,7 @@ func Console(p ConsoleProps) templ.Component {
 			var templ_7745c5c3_Var18 string
 			templ_7745c5c3_Var18, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 110, Col: 31}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 111, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var18)
 			if templ_7745c5c3_Err != nil {
@@ -381,7 +381,7 @@ func Console(p ConsoleProps) templ.Component {
 			var templ_7745c5c3_Var19 string
 			templ_7745c5c3_Var19, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/viewers").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 111, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 112, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var19)
 			if templ_7745c5c3_Err != nil {
@@ -394,7 +394,7 @@ func Console(p ConsoleProps) templ.Component {
 			var templ_7745c5c3_Var20 string
 			templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.DesktopURL + "/link").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 112, Col: 38}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 113, Col: 38}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var20)
 			if templ_7745c5c3_Err != nil {
@@ -407,7 +407,7 @@ func Console(p ConsoleProps) templ.Component {
 			var templ_7745c5c3_Var21 string
 			templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Desktop.Holder).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 113, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 114, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
 			if templ_7745c5c3_Err != nil {
@@ -446,7 +446,7 @@ func Console(p ConsoleProps) templ.Component {
 		var templ_7745c5c3_Var22 string
 		templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs("for")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 117, Col: 171}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 118, Col: 171}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 		if templ_7745c5c3_Err != nil {
@@ -499,7 +499,7 @@ func onscreenKeys() templ.Component {
 			var templ_7745c5c3_Var24 string
 			templ_7745c5c3_Var24, templ_7745c5c3_Err = templruntime.NewAttributeExpression(keyName(k)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 129, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 130, Col: 46}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var24)
 			if templ_7745c5c3_Err != nil {
@@ -512,7 +512,7 @@ func onscreenKeys() templ.Component {
 			var templ_7745c5c3_Var25 string
 			templ_7745c5c3_Var25, templ_7745c5c3_Err = templruntime.NewAttributeExpression("osk-" + keyName(k)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 129, Col: 82}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 130, Col: 82}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var25)
 			if templ_7745c5c3_Err != nil {
@@ -525,7 +525,7 @@ func onscreenKeys() templ.Component {
 			var templ_7745c5c3_Var26 string
 			templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(keyLabel(k))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 129, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console.templ`, Line: 130, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 			if templ_7745c5c3_Err != nil {

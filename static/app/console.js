@@ -18,6 +18,7 @@ import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
 import { desktopDown, downWords, startAgain } from './down.js';
+import { attachTyping } from './typing.js';
 import { attachEscape } from './escape.js';
 import { attachFold } from './fold.js';
 
@@ -172,6 +173,7 @@ watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
 attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachEscape();
+attachTyping(document.getElementById('typing'), screen);
 attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
   document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();

@@ -3,22 +3,29 @@
 // (a touch device's Keyboard button, the other consoles offered, sound,
 // files, the picture choice), so a tablet in portrait folds when its bar
 // would scroll sideways and a wide one never does. The bar is measured
-// unfolded on every change of the window's size or of what it shows.
+// unfolded on every change of the window's size or of what it shows;
+// before folding it goes compact (body[data-compact]: words beside a glyph
+// go).
 
 // STATUS_PX is the room the status keeps before the controls fold: its
 // whole text ("Connected"), or this much of a longer one (the ended card
 // has all of it).
 const STATUS_PX = 160;
 
-// attachFold keeps body[data-fold] true while the bar's controls do not fit.
+// attachFold keeps body[data-fold] true while the bar's controls do not
+// fit even compact.
 export function attachFold(bar, status, onUnfold) {
+  const over = () => bar.scrollWidth > bar.clientWidth + 1
+    || status.clientWidth + 1 < Math.min(status.scrollWidth, STATUS_PX);
   const measure = () => {
     const body = document.body;
     const was = body.dataset.fold === 'true';
     delete body.dataset.fold;
-    const over = bar.scrollWidth > bar.clientWidth + 1
-      || status.clientWidth + 1 < Math.min(status.scrollWidth, STATUS_PX);
-    if (over) body.dataset.fold = 'true';
+    delete body.dataset.compact;
+    // First the bar drops the words its glyphs can do without (the Typing
+    // toggle's "desktop"/"page"), then it folds.
+    if (over()) body.dataset.compact = 'true';
+    if (over()) body.dataset.fold = 'true';
     else if (was) onUnfold();
   };
   let queued = false;
