@@ -115,7 +115,8 @@ func TestConsole_IdleBytes(t *testing.T) {
 }
 
 // TestBench_IdleConsole reports, for `make bench`, an idle VNC console's
-// bytes per minute in Chromium at each of idleSizes and idleRatios.
+// bytes per minute in Chromium at each of idleSizes and idleRatios, then
+// the whole page's of each of idleConsoles (benchIdlePages).
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // measure's length (default 20). It reports; it asserts nothing.
 func TestBench_IdleConsole(t *testing.T) {
@@ -139,4 +140,5 @@ func TestBench_IdleConsole(t *testing.T) {
 			fmt.Printf("BENCH idle VNC console %4dx%-4d @%-4v %9.1f KiB/min to the browser %7.1f KiB/min back\n", size[0], size[1], dpr, kib(in), kib(out))
 		})
 	}
+	benchIdlePages(t, b, p, "alice", d.Name, window)
 }

@@ -1,10 +1,15 @@
 // The console's connection chip: the relay path the portal takes to the
 // desktop (direct, through a peer portal, through the API server), the
-// round trip to the portal (a small request timed every few seconds) and
-// how many screen updates arrived in the last second, with a short "why
-// slow?" hint as its title when a figure is poor.
+// round trip to the portal (a small request timed when the console opens,
+// then every few seconds while the user works in the page or reads the
+// chip: a page at rest sends nothing, issue 56) and how many screen
+// updates arrived in the last second, with a short "why slow?" hint as
+// its title when a figure is poor.
 
 const EVERY_MS = 5000;
+// ACTIVE_MS is how long after the user's last input the round trip is
+// still timed.
+const ACTIVE_MS = 30000;
 const SLOW_RTT_MS = 150;
 
 const paths = { direct: 'direct', peer: 'via a peer portal', apiserver: 'via the API server' };
@@ -20,7 +25,8 @@ export function slowHint(path, rtt) {
 // attachChip keeps chip (a dot: green, amber when slow) up to date, its
 // figures in its title and label, and shown in full by a click or a tap
 // (the details element after it); linkURL answers the path, updates()
-// returns the screen updates counted since the last call.
+// returns the screen updates counted since the last call. It returns
+// { again, close }.
 export function attachChip(chip, linkURL, updates) {
   const details = document.getElementById('chip-details');
   let timer;
@@ -37,14 +43,29 @@ export function attachChip(chip, linkURL, updates) {
   document.addEventListener('click', (ev) => {
     if (!details.hidden && !ev.target.closest('.chip-wrap')) open(false);
   });
-  async function measure() {
-    const t0 = performance.now();
-    try {
-      const res = await fetch(linkURL, { headers: { Accept: 'application/json' } });
-      if (res.ok) ({ path } = await res.json());
-      rtt = performance.now() - t0;
-    } catch { path = ''; }
-    render();
+  let lastInput = -Infinity;
+  const used = () => { lastInput = performance.now(); };
+  // Captured on the window, so a console that stops its events' way up
+  // (noVNC, IronRDP) still counts as use.
+  for (const type of ['keydown', 'pointerdown', 'pointermove', 'wheel', 'touchstart']) {
+    window.addEventListener(type, used, { capture: true, passive: true });
+  }
+  const wanted = () => !details.hidden || (!document.hidden && performance.now() - lastInput < ACTIVE_MS);
+  let timing = false; // a request is on its way: it sets the next timer
+  async function measure(now = false) {
+    if (timing) return;
+    clearTimeout(timer);
+    if (now || wanted()) {
+      timing = true;
+      const t0 = performance.now();
+      try {
+        const res = await fetch(linkURL, { headers: { Accept: 'application/json' } });
+        if (res.ok) ({ path } = await res.json());
+        rtt = performance.now() - t0;
+      } catch { path = ''; }
+      timing = false;
+      render();
+    }
     timer = setTimeout(measure, EVERY_MS);
   }
   const ticker = setInterval(render, 1000);
@@ -63,6 +84,11 @@ export function attachChip(chip, linkURL, updates) {
     chip.dataset.slow = String(Boolean(hint));
     details.textContent = hint ? `${figures}. ${hint}` : figures;
   }
-  measure();
-  return { close() { clearTimeout(timer); clearInterval(ticker); } };
+  measure(true);
+  return {
+    // again times the round trip now (a console that connected again may
+    // have taken another path).
+    again() { measure(true); },
+    close() { clearTimeout(timer); clearInterval(ticker); },
+  };
 }

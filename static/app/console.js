@@ -42,6 +42,7 @@ const ui = {
     screen.dataset.connected = kind === 'ok' ? 'true' : 'false';
     if (kind === 'ok') {
       again.reset();
+      chip.again();
       ended.hide();
       clipboard.connected(current?.policy);
     }
@@ -171,7 +172,7 @@ document.addEventListener('click', (ev) => {
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
-attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
+const chip = attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachEscape();
 attachTyping(document.getElementById('typing'), screen);
 attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),

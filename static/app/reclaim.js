@@ -1,7 +1,16 @@
 // The reclaim banner: warns the holder before an idle or max-session
 // reclaim with a live countdown. Idle warnings go away by themselves when
 // the user works again (the portal sees the input and moves the deadline).
+// The deadline is asked for again when its warning is due (an idle one
+// may have moved later meanwhile), every few seconds while the warning is
+// up, and otherwise every few minutes, for a policy an admin changes: a
+// console at rest does not ask every few seconds (issue 56).
 const WARN_BEFORE_MS = 5 * 60 * 1000;
+// QUIET_MS is the longest wait between two asks; WARNING_MS the wait while
+// the warning is up; EARLY_MS how much before a warning is due it is asked.
+const QUIET_MS = 5 * 60 * 1000;
+const WARNING_MS = 2000;
+const EARLY_MS = 2000;
 
 const messages = {
   idle: (left) => `No input for a while: this desktop will be reclaimed in ${left} unless you use it.`,
@@ -41,9 +50,17 @@ export function watchReclaim(banner, desktopURL) {
       // Network trouble: keep the last known deadline.
     }
     render();
-    // Poll faster while the warning is up so activity clears it promptly.
     clearTimeout(timer);
-    timer = setTimeout(poll, banner.hidden ? 15000 : 2000);
+    timer = setTimeout(poll, nextAsk());
+  }
+
+  // nextAsk is how long to wait before asking for the deadline again.
+  function nextAsk() {
+    // Faster while the warning is up, so that activity clears it promptly.
+    if (!banner.hidden) return WARNING_MS;
+    if (!deadline) return QUIET_MS;
+    const due = new Date(deadline.at).getTime() - WARN_BEFORE_MS - EARLY_MS - Date.now();
+    return Math.min(QUIET_MS, Math.max(WARNING_MS, due));
   }
 
   setInterval(render, 1000);

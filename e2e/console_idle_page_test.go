@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// idleConsoles are the consoles whose whole page is measured at rest.
+var idleConsoles = []string{"vnc", "rdp", "terminal"}
+
+// idleSettle is how long a console page is left open before its rest is
+// measured: Auto's last round-trip measure is 10 s after the VNC console
+// opens (vnc-quality.js).
+const idleSettle = 15 * time.Second
+
+// pageBytes counts, as Chromium sees them, what a page moves each way:
+// its websockets' data frames and its HTTP requests and responses,
+// headers and bodies. A websocket ping and its pong (the portal's
+// keepalive, a few bytes every 20 s) are not frames here.
+type pageBytes struct {
+	mu      sync.Mutex
+	in, out int64
+	what    map[string]int64 // bytes per websocket or request URL path
+}
+
+// countPageBytes counts page's traffic from now on.
+func countPageBytes(page playwright.Page) *pageBytes {
+	n := &pageBytes{what: map[string]int64{}}
+	add := func(what string, in, out int64) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.in += in
+		n.out += out
+		n.what[what] += in + out
+	}
+	page.OnWebSocket(func(ws playwright.WebSocket) {
+		what := "ws " + urlPath(ws.URL())
+		ws.OnFrameReceived(func(b []byte) { add(what, int64(len(b)), 0) })
+		ws.OnFrameSent(func(b []byte) { add(what, 0, int64(len(b))) })
+	})
+	page.OnRequestFinished(func(r playwright.Request) {
+		s, err := r.Sizes()
+		if err != nil || s == nil {
+			return
+		}
+		add(r.Method()+" "+urlPath(r.URL()), int64(s.ResponseHeadersSize+s.ResponseBodySize), int64(s.RequestHeadersSize+s.RequestBodySize))
+	})
+	return n
+}
+
+// take returns the bytes each way since the last take and what moved them.
+func (n *pageBytes) take() (in, out int64, what string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var lines []string
+	for k, v := range n.what {
+		lines = append(lines, fmt.Sprintf("%s: %d bytes", k, v))
+	}
+	sort.Strings(lines)
+	in, out = n.in, n.out
+	n.in, n.out, n.what = 0, 0, map[string]int64{}
+	return in, out, strings.Join(lines, "; ")
+}
+
+// urlPath is u without its scheme, host and query.
+func urlPath(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+		if j := strings.IndexByte(u, '/'); j >= 0 {
+			u = u[j:]
+		}
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
+// idlePage opens member's console of protocol as user at 1280x800, leaves
+// it at rest for idleSettle and returns the whole page's bytes each way
+// over the next window, and what moved them.
+func idlePage(t *testing.T, b *Browser, p *Portal, user, member, protocol string, window time.Duration) (in, out int64, what string) {
+	t.Helper()
+	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
+	must(t, err)
+	defer ctx.Close() // the next console of the same user takes its place
+	page, err := ctx.NewPage()
+	must(t, err)
+	page.SetDefaultTimeout(15000)
+	keepBrowserErrors(t, page, protocol)
+	n := countPageBytes(page)
+	opened := time.Now()
+	signIn(t, page, p, user, "/desktops/local/"+member+"?protocol="+protocol)
+	// IronRDP compiles 4 MB of wasm first: seconds on a busy machine.
+	must(t, playwright.NewPlaywrightAssertions(60000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	time.Sleep(time.Until(opened.Add(idleSettle)))
+	n.take()
+	time.Sleep(window)
+	in, out, what = n.take()
+	screenshot(t, page, "idle-"+protocol)
+	return in, out, what
+}
+
+// TestConsole_IdlePageBytes: a console page at rest (VNC, RDP through the
+// RDCleanPath gateway, the desktop's terminal) moves nothing to the browser
+// or back but keepalives. The console streams themselves were quiet; the
+// page was not: the connection chip timed a request every 5 s and the
+// reclaim banner asked for the desktop every 15 s, ~9 KiB/min to the
+// browser and ~15 KiB/min back (the "RDP idle 7 KiB/min" of the WAN table).
+func TestConsole_IdlePageBytes(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0")
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "idle", "size": 1}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	d := mustClaim(t, p, "alice", "idle")
+	b := MustLaunchBrowser(t)
+	window := 30 * time.Second
+	for _, protocol := range idleConsoles {
+		t.Run(protocol, func(t *testing.T) {
+			in, out, what := idlePage(t, b, p, "alice", d.Name, protocol, window)
+			t.Logf("%s: %d bytes in, %d out over %v at rest (%s)", protocol, in, out, window, what)
+			if perMin := float64(in+out) / window.Minutes(); perMin > idleBudget {
+				t.Errorf("an idle %s console page moved %d bytes to the browser and %d back in %v (%.1f KiB/min: %s); want keepalives only (<= %d KiB/min)",
+					protocol, in, out, window, perMin/1024, what, idleBudget>>10)
+			}
+		})
+	}
+}
+
+// benchIdlePages prints, for `make bench`, each idle console page's bytes
+// per minute, for TestBench_IdleConsole.
+func benchIdlePages(t *testing.T, b *Browser, p *Portal, user, member string, window time.Duration) {
+	for _, protocol := range idleConsoles {
+		in, out, _ := idlePage(t, b, p, user, member, protocol, window)
+		kib := func(n int64) float64 { return math.Round(float64(n)/1024/window.Minutes()*10) / 10 }
+		fmt.Printf("BENCH idle %-8s console page 1280x800 %9.1f KiB/min to the browser %7.1f KiB/min back\n", protocol, kib(in), kib(out))
+	}
+}
