@@ -252,7 +252,7 @@ echo "== sound: one desktop's audio websocket while a tone plays, 1 and 4 listen
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_AUDIO_SECONDS:-10}" go test -count=1 -run '^TestBench_Audio$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
 echo
 
-echo "== an idle VNC console in Chromium: bytes per minute each way at rest, at common window sizes and device pixel ratios (goal: keepalives, <= 4 KiB/min) =="
+echo "== an idle console in Chromium: bytes per minute each way at rest, VNC at common window sizes and device pixel ratios, then the whole page of each console (goal: keepalives, <= 4 KiB/min) =="
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_IDLE_SECONDS:-20}" go test -count=1 -run '^TestBench_IdleConsole$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
 echo
 
