@@ -80,7 +80,7 @@ func TestConsoleKeys_TypingToggle(t *testing.T) {
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected`)))
 			toggle := page.GetByTestId("typing")
 			must(t, expect.Locator(toggle).ToBeHidden()) // a pointer user's bar keeps its room
-			must(t, page.Keyboard().Press("Tab"))       // a keyboard user's shows where keys go
+			must(t, page.Keyboard().Press("Tab"))        // a keyboard user's shows where keys go
 			must(t, expect.Locator(toggle).ToBeVisible())
 			must(t, page.Locator("#screen").Click())
 			must(t, expect.Locator(toggle).ToHaveAttribute("aria-label", "Typing: desktop"))
