@@ -61,9 +61,10 @@ func resultText(res *mcp.CallToolResult) string {
 
 // TestMCP_AgentWorksInADesktop: an agent with nothing but the MCP SDK's
 // client and alice's token lists pools, claims a desktop, sees it (full
-// size and scaled), waits for it to settle, presses Enter in its
-// terminal and sees the screen change, and releases the desktop; its
-// calls are in the audit log as bot:alice/test-runner.
+// size and scaled), waits for it to settle, types a command into its
+// terminal that writes a file, which the Files API then serves, sees the
+// screen change and releases the desktop; its calls are in the audit
+// log as bot:alice/test-runner.
 func TestMCP_AgentWorksInADesktop(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"], "expires": "1h"}`)
@@ -118,13 +119,23 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 	waitFor(t, 2*time.Minute, "the desktop's screen to settle", func() bool {
 		return strings.HasPrefix(resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": claimed.Desktop, "timeout_ms": 3000})), "no change")
 	})
-	// The local desktop's xterm sits at +40+40: a click focuses it, and
-	// Enter draws a new prompt there.
+	// The local desktop's xterm sits at +40+40: a click focuses it. A
+	// fresh home has no Downloads folder yet.
 	tool(t, s, "click", map[string]any{"desktop": claimed.Desktop, "x": 300, "y": 200})
 	tool(t, s, "screenshot", desk)
-	tool(t, s, "press_keys", map[string]any{"desktop": claimed.Desktop, "keys": []string{"Enter"}})
+	tool(t, s, "type_text", map[string]any{"desktop": claimed.Desktop, "text": "mkdir -p ~/Downloads; echo hello-agent > ~/Downloads/a.txt"})
 	if got := resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": claimed.Desktop, "timeout_ms": 30000})); got != "changed" {
-		t.Errorf("wait_for_change after Enter = %q; want changed", got)
+		t.Errorf("wait_for_change after typing = %q; want changed", got)
+	}
+	tool(t, s, "press_keys", map[string]any{"desktop": claimed.Desktop, "keys": []string{"Enter"}})
+	var body string
+	waitFor(t, time.Minute, "a.txt in the desktop's Downloads, through the Files API", func() bool {
+		var code int
+		code, body = p.bearer(t, tok.Token, "GET", "/api/vdi/desktops/"+claimed.Desktop+"/files/a.txt", "")
+		return code == 200
+	})
+	if body != "hello-agent\n" {
+		t.Errorf("a.txt = %q; want hello-agent", body)
 	}
 
 	tool(t, s, "release_desktop", desk)
@@ -134,11 +145,11 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 	}
 	var audit []struct{ Action, Detail string }
 	p.API(t, "ops", "GET", "/api/vdi/history/audit", &audit)
-	var pressed bool
+	var typed bool
 	for _, a := range audit {
-		pressed = pressed || a.Action == "agent-press-keys" && strings.Contains(a.Detail, "bot:alice/test-runner") && strings.Contains(a.Detail, "Enter")
+		typed = typed || a.Action == "agent-type-text" && strings.Contains(a.Detail, "bot:alice/test-runner") && strings.Contains(a.Detail, "hello-agent")
 	}
-	if !pressed {
-		t.Errorf("no agent-press-keys row of bot:alice/test-runner in the audit log: %+v", audit)
+	if !typed {
+		t.Errorf("no agent-type-text row of bot:alice/test-runner in the audit log: %+v", audit)
 	}
 }

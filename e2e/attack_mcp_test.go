@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toolRefused calls a tool that must be refused and returns its words.
+func toolRefused(tb testing.TB, s *mcp.ClientSession, name string, args map[string]any) string {
+	tb.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return err.Error()
+	}
+	if !res.IsError {
+		tb.Fatalf("%s %v was served: %s", name, args, resultText(res))
+	}
+	return resultText(res)
+}
+
+// TestAttack_MCP: what an agent (or a page of another site) tries at
+// /mcp beyond its token: no token, another pool, a desktop shared with
+// its user, a clipboard its pool keeps closed, a flood of input, and a
+// request from another site.
+func TestAttack_MCP(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=ops")
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "sealed", "size": 1, "policy": {"clipboard": "to-desktop"}}`, nil); code != 201 {
+		t.Fatalf("create pool sealed: %d", code)
+	}
+	tok := mustToken(t, p, "alice", `{"name": "runner", "pools": ["local/sealed"]}`)
+	s := mustMCP(t, p, tok.Token)
+
+	t.Run("NoToken", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+		for _, hdr := range [][]string{
+			{"Tailscale-User-Login", "alice"},
+			{"Cookie", "corral_vdi_session=" + tok.Token},
+		} {
+			code, got := p.bearer(t, "", "POST", "/mcp?access_token="+tok.Token, body, append(hdr, "Accept", "application/json, text/event-stream")...)
+			if code != 401 || !strings.Contains(got, "personal access token") {
+				t.Errorf("/mcp with %s: %d %s; want 401", hdr[0], code, got)
+			}
+		}
+	})
+	t.Run("CrossSite", func(t *testing.T) {
+		code, got := p.bearer(t, tok.Token, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site", "Accept", "application/json, text/event-stream")
+		if code != 403 {
+			t.Errorf("/mcp from another site: %d %s; want 403", code, got)
+		}
+	})
+	t.Run("OtherPool", func(t *testing.T) {
+		if got := toolRefused(t, s, "claim_desktop", map[string]any{"pool": "local/demo"}); !strings.Contains(got, "does not reach pool local/demo") {
+			t.Errorf("claim from another pool said %q", got)
+		}
+		var all []desktop
+		if p.API(t, "ops", "GET", "/api/vdi/desktops?all=1", &all); strings.Contains(strings.Join(holders(all), ","), "alice") {
+			t.Errorf("alice holds a desktop after the refused claim: %+v", all)
+		}
+	})
+	t.Run("SharedDesktop", func(t *testing.T) {
+		d := mustClaim(t, p, "bob", "demo")
+		if code := p.APIBody(t, "bob", "POST", "/api/vdi/desktops/local/"+d.Name+"/shares", `{"user": "alice", "control": false}`, nil); code != 201 {
+			t.Fatalf("bob invites alice: %d", code)
+		}
+		wide := mustToken(t, p, "alice", `{"name": "wide", "pools": ["*"]}`)
+		ws := mustMCP(t, p, wide.Token)
+		for name, args := range map[string]map[string]any{
+			"screenshot": {"desktop": "local/" + d.Name},
+			"type_text":  {"desktop": "local/" + d.Name, "text": "x"},
+		} {
+			if got := toolRefused(t, ws, name, args); !strings.Contains(got, "not yours") {
+				t.Errorf("%s on bob's desktop shared with alice said %q", name, got)
+			}
+		}
+	})
+	t.Run("ClipboardClosed", func(t *testing.T) {
+		var c struct{ Desktop string }
+		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
+		if got := toolRefused(t, s, "read_clipboard", map[string]any{"desktop": c.Desktop}); !strings.Contains(got, "lets no text out of") {
+			t.Errorf("read_clipboard on a to-desktop pool said %q", got)
+		}
+		tool(t, s, "write_clipboard", map[string]any{"desktop": c.Desktop, "text": "in"})
+	})
+	t.Run("InputFlood", func(t *testing.T) {
+		var c struct{ Desktop string }
+		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
+		var refused string
+		for i := 0; i < 500 && refused == ""; i++ {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "move", Arguments: map[string]any{"desktop": c.Desktop, "x": i % 100, "y": 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError {
+				refused = resultText(res)
+			}
+		}
+		if !strings.Contains(refused, "rate limit") {
+			t.Errorf("500 moves at once were all served (last refusal %q); want a rate limit", refused)
+		}
+	})
+}
+
+func holders(ds []desktop) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Holder)
+	}
+	return out
+}
+
+// jsonInto decodes a tool's JSON text into out.
+func jsonInto(tb testing.TB, text string, out any) {
+	tb.Helper()
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		tb.Fatalf("tool answered %q: %v", text, err)
+	}
+}
