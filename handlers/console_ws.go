@@ -141,6 +141,12 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer h.console.viewers.Take(ref, cancel)()
+		// and on the other replicas: recorded on the claim, watched there
+		if err := h.desktops.TakeConsole(ctx, ref, p, sid); err != nil {
+			h.log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", ref, "protocol", p, "err", err)
+		} else {
+			go keepNewest(ctx, h.desktops, ref, p, sid, cancel, h.log)
+		}
 	}
 	if share != nil { // revoked or run out: the console closes
 		var cancel context.CancelCauseFunc

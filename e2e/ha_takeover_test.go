@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHA_Takeover: the holder's second tab on another replica takes the
+// console over as it does on one replica (haScreen): alice's console on
+// a ends "taken over" when she opens the desktop on b, and b's when she
+// takes it back on a ("Use it here"); erin, invited, watches through c
+// all along; the VMI's one VNC client is never kicked.
+func TestHA_Takeover(t *testing.T) {
+	hs := startHAScreen(t)
+	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
+	if code := a.p.APIBody(t, "alice", "POST", "/api/vdi/desktops/"+hs.ns+"/"+hs.member+"/shares", `{"user":"erin","control":true}`, nil); code != 201 && code != 200 {
+		t.Fatalf("alice invites erin: %d", code)
+	}
+	screen := func(who string, v *rfbViewer) {
+		t.Helper()
+		if _, err := v.screen(t); err != nil {
+			t.Fatalf("%s's screen: %v", who, err)
+		}
+	}
+	first := hs.open(t, a, "alice")
+	screen("alice@a", first)
+	erin := hs.open(t, c, "erin")
+	screen("erin@c", erin)
+
+	second := hs.open(t, b, "alice")
+	screen("alice@b", second)
+	if why := closedWith(t, first, "alice's console on a after she opened the desktop on b"); !strings.HasPrefix(why, "taken over") {
+		t.Errorf("alice's console on a closed with %q; want taken over", why)
+	}
+	screen("erin@c, after alice's takeover", erin)
+
+	// Use it here: back on a.
+	again := hs.open(t, a, "alice")
+	screen("alice@a again", again)
+	if why := closedWith(t, second, "alice's console on b after she took it back on a"); !strings.HasPrefix(why, "taken over") {
+		t.Errorf("alice's console on b closed with %q; want taken over", why)
+	}
+	screen("erin@c, after alice took it back", erin)
+	screen("alice@a again, after the takeover settled", again)
+
+	if n := hs.standIn.Consoles(hs.ns, hs.member, "vnc"); n.Opened != 1 || n.Kicked != 0 || n.Refused != 0 {
+		t.Errorf("the VMI's VNC console: %+v; want 1 opened, none kicked or refused", n)
+	}
+}

@@ -1,0 +1,49 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// The holder's newest VNC or serial console takes over from older ones
+// on every replica, as console.Takeover does on one: it is recorded on
+// the claim (vdi.Service.TakeConsole), and each older console, wherever
+// it runs, ends with console.ErrTakenOver as soon as its replica sees
+// the claim change (the page then offers "Use it here").
+
+// newestChecker is what keepNewest reads of the claim service.
+type newestChecker interface {
+	NewestConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (string, error)
+	ClaimChanged(ref vdi.Ref) <-chan struct{}
+}
+
+// keepNewest ends the holder's console sid of p (cancel) once the claim
+// names another of theirs as the newest, until ctx ends; call it once sid
+// is recorded. A claim store that reports no changes (one replica) leaves
+// it to console.Takeover.
+func keepNewest(ctx context.Context, claims newestChecker, ref vdi.Ref, p vdi.Protocol, sid string, cancel context.CancelCauseFunc, log *slog.Logger) {
+	for {
+		changed := claims.ClaimChanged(ref) // before the read: a change during it wakes the wait
+		if changed == nil {
+			return
+		}
+		newest, err := claims.NewestConsole(ctx, ref, p)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Warn("the holder's newest console not read; this one stays", "desktop", ref, "protocol", p, "err", err)
+		case newest != "" && newest != sid:
+			cancel(console.ErrTakenOver)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
