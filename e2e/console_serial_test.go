@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// vmImage builds (once; cached) the tiny VM image and returns its folder.
+func vmImage(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", "../scripts/vm-image.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/vm-image.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestConsole_SerialLogin claims a QEMU member: its console opens on VNC,
+// the serial fallback shows a login prompt, and root with the password the
+// page shows gets a shell.
+func TestConsole_SerialLogin(t *testing.T) {
+	img := vmImage(t)
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
+	b := MustLaunchBrowser(t)
+	start := time.Now()
+	d := claimVM(t, p, "alice")
+	page := b.MustNewPage(t, 1024, 700)
+	serialLogin(t, page, p, "alice", d.Name, start)
+	screenshot(t, page, "serial-shell")
+	_, err := page.Goto("about:blank")
+	must(t, err)
+	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 120)
+}
+
+// TestConsole_SerialLoginAfterKVMFallback runs the portal on a host whose
+// KVM opens but never runs a guest (a QEMU wrapper starts KVM guests
+// paused, and the KVM device the portal probes is /dev/null, so this path
+// is taken on every machine): the first boot falls back to TCG and the
+// holder still logs in with the sign-in the page shows; the verdict is
+// remembered, so the next boot goes straight to TCG.
+func TestConsole_SerialLoginAfterKVMFallback(t *testing.T) {
+	img := vmImage(t)
+	// QEMU runs in the member's sandbox, which sees the host's /usr (read
+	// only) but not its /tmp: the wrapper lives where an operator's would,
+	// under /usr/local.
+	bin, err := os.MkdirTemp("/usr/local/lib", "corral-e2e-qemu-wrap")
+	if err != nil {
+		t.Skipf("a QEMU wrapper needs a folder under /usr/local/lib: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	must(t, os.Chmod(bin, 0o755))
+	real, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Skip(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" -accel kvm \"*) exec %[1]s -S \"$@\";; esac\nexec %[1]s \"$@\"\n", strconv.Quote(real))
+	must(t, os.WriteFile(filepath.Join(bin, "qemu-system-x86_64"), []byte(wrapper), 0o755))
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"CORRAL_VDI_KVM_DEVICE="+os.DevNull,
+		"XDG_CACHE_HOME="+t.TempDir()) // a host with no verdict yet
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1024, 700)
+
+	start := time.Now()
+	d := claimVM(t, p, "alice")
+	serialLogin(t, page, p, "alice", d.Name, start)
+	t.Logf("claim to shell, deciding KVM vs TCG: %v", time.Since(start).Round(100*time.Millisecond))
+	_, err = page.Goto("about:blank")
+	must(t, err)
+	if code := p.API(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+
+	start = time.Now()
+	d = claimVM(t, p, "alice")
+	serialLogin(t, page, p, "alice", d.Name, start)
+	t.Logf("claim to shell, verdict remembered: %v", time.Since(start).Round(100*time.Millisecond))
+
+	var accels []string
+	for line := range strings.Lines(p.Log()) {
+		if m := regexp.MustCompile(`"vm started".* accel=(\w+)`).FindStringSubmatch(line); m != nil {
+			accels = append(accels, m[1])
+		}
+	}
+	if got, want := strings.Join(accels, ","), "kvm,tcg,tcg"; got != want {
+		t.Errorf("QEMU launches under %s; want %s (silent KVM, TCG, then TCG at once)", got, want)
+	}
+	if n := strings.Count(p.Log(), "vm accelerator decided"); n != 1 {
+		t.Errorf("the verdict was logged %d times; want once:\n%s", n, p.Log())
+	}
+}
+
+// claimVM claims the demo-vm pool's member for user and checks the
+// consoles a running VM offers.
+func claimVM(t *testing.T, p *Portal, user string) desktop {
+	t.Helper()
+	var d desktop
+	if code := p.API(t, user, "POST", "/api/vdi/pools/local/demo-vm/claim", &d); code != 200 {
+		t.Fatalf("claim: %d\n%s", code, p.Log())
+	}
+	var info connectInfo
+	p.API(t, user, "GET", "/api/vdi/desktops/local/"+d.Name+"/connect", &info)
+	if got := strings.Join(info.protocols(), ","); got != "vnc,serial" {
+		t.Errorf("consoles offered = %s; want vnc,serial", got)
+	}
+	return d
+}
+
+// serialLogin opens the member's console page, switches to the serial
+// fallback, and logs in with the sign-in the page shows, as the user would.
+func serialLogin(t *testing.T, page playwright.Page, p *Portal, user, member string, claimed time.Time) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(15000)
+	signIn(t, page, p, user, "/desktops/local/"+member)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, page.GetByTestId("fallback-serial").Click())
+	must(t, page.WaitForURL(regexp.MustCompile(`\?protocol=serial$`)))
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
+	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
+	must(t, err)
+	login, password, _ := strings.Cut(creds, ":")
+	if password == "" {
+		t.Fatalf("the page shows the sign-in %q; want a password", creds)
+	}
+	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
+	t.Logf("serial login prompt %v after the claim", time.Since(claimed).Round(100*time.Millisecond))
+	must(t, page.GetByTestId("xterm").Click())
+	must(t, page.Keyboard().Type(login+"\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
+	must(t, page.Keyboard().Type(password+"\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
+	must(t, page.Keyboard().Type("echo vm-$((6*7))\n"))
+	waitXterm(t, page, regexp.MustCompile(`(?m)^vm-42$`), 10*time.Second)
+}
