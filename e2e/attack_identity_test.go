@@ -37,10 +37,17 @@ func TestAttacks_Identity(t *testing.T) {
 	os.Chmod(sockDir, 0o755) // a desktop's uid may reach the socket: SO_PEERCRED must refuse it
 	sock := filepath.Join(sockDir, "http.sock")
 	rows := identityAttacks(sock)
+	// The host fence keeps a desktop's network stack off every host
+	// address; these rows take it down to attack the layer behind it,
+	// connection identity (as on a portal that is not root). Their uids
+	// are the test process's own, which no other portal's fence covers.
+	first := 83000 + os.Getpid()%90*100
+	uids := fmt.Sprintf("CORRAL_VDI_DESKTOP_UIDS=%d-%d", first, first+99)
 	arenas := map[string]*arena{}
 	for _, row := range rows { // portals live for the whole suite
 		if key := strings.Join(row.env, " "); arenas[key] == nil {
-			arenas[key] = newArena(t, row.env)
+			arenas[key] = newArena(t, append([]string{uids}, row.env...))
+			dropHostFence(t, arenas[key].p, first, first+99)
 		}
 	}
 	for _, row := range rows {

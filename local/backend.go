@@ -117,6 +117,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		b.log.Error(b.refuse.Error())
 	} else if b.sandbox != nil {
 		b.log.Info("local desktops are sandboxed", "by", b.sandbox.Describe(), "limits", b.sandbox.limits.String(), "kernel_limits", b.sandbox.KernelLimits())
+		if err := b.sandbox.FenceHost(b.dir); err == nil && b.sandbox.fence != nil {
+			b.log.Info("local desktops' networks are fenced off the host's addresses", "nftables", "inet "+b.sandbox.fence.Table())
+		}
+		if missing := b.sandbox.HostFenceMissing(); missing != "" && b.network != NetworkNone {
+			b.log.Warn("local desktops: " + missing)
+		}
 		if missing := b.sandbox.MissingLimits(); missing != "" {
 			b.log.Warn("local desktops: " + missing)
 		}

@@ -111,6 +111,7 @@ type Sandbox struct {
 	netErr      error
 	homes       *homeDisks // nil: no home images here, homeErr says why
 	homeErr     error
+	fence       *HostFence // installed by FenceHost
 
 	mu sync.Mutex // serialises allocations
 }

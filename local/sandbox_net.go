@@ -24,7 +24,8 @@ import (
 // neither the gateway to the host (--no-map-gw) nor any port either way
 // (-t/-u/-T/-U none: its default "auto" would forward the host's
 // loopback ports, the portal's among them, into the desktop). The host's
-// loopback is out of reach: 127.0.0.1 in the desktop is its own. Both are
+// loopback is out of reach: 127.0.0.1 in the desktop is its own; its
+// other addresses are behind the host fence (hostfence.go). Both are
 // stopped with the desktop and adopted with it after a restart.
 
 // NetworkNone and NetworkOutbound are a desktop's network policies.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
 // TestFindNetTools forces each reason a host cannot give desktops
@@ -48,19 +50,15 @@ func TestFindNetTools(t *testing.T) {
 	}
 }
 
-// mustHostAddress gives the host an address of its own that is not
-// loopback (on a veth pair, private to the test) and serves HTTP on
-// it; it returns the URL.
-func mustHostAddress(t *testing.T, addr string) string {
+// mustOutside makes a network beyond the host (a network namespace behind
+// a route, private to the test, prefix.1 on the host, prefix.2 inside) and
+// serves HTTP in it; it returns the URL.
+func mustOutside(t *testing.T, prefix string) string {
 	t.Helper()
-	dev := fmt.Sprintf("cvdsb%d", os.Getpid()%10000)
-	for _, args := range [][]string{{"link", "add", dev, "type", "veth", "peer", "name", dev + "p"}, {"addr", "add", addr + "/32", "dev", dev}, {"link", "set", dev, "up"}, {"link", "set", dev + "p", "up"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Skipf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	t.Cleanup(func() { exec.Command("ip", "link", "del", dev).Run() })
-	return mustServe(t, addr+":0")
+	n := testnet.New(t, prefix)
+	var l *testnet.Listener
+	n.InOutside(t, func() { l = testnet.Listen(t, n.Outside+":0") })
+	return fmt.Sprintf("http://%s:%d/", n.Outside, l.Port)
 }
 
 // mustServe serves "reached" over HTTP on addr and returns its URL.
@@ -77,15 +75,14 @@ func mustServe(t *testing.T, addr string) string {
 }
 
 // TestSandboxedDesktop_Network starts desktops with each network policy:
-// outbound reaches a server on a host address that is not loopback, none
-// does not, and neither reaches the host's loopback (where the portal
-// listens). An outbound desktop's processes share one network namespace.
+// outbound reaches a server beyond the host, none does not, and neither
+// reaches the host's loopback (where the portal listens). An outbound desktop's processes share one network namespace.
 func TestSandboxedDesktop_Network(t *testing.T) {
 	s := MustSandbox(t, "202200-202299", Limits{NProc: 300})
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	outside := mustHostAddress(t, "10.231.77.1")
+	outside := mustOutside(t, "10.231.77")
 	loopback := mustServe(t, "127.0.0.1:0")
 	for _, policy := range []string{NetworkOutbound, NetworkNone} {
 		t.Run(policy, func(t *testing.T) {

@@ -16,7 +16,7 @@ func TestSandboxedDesktop_RestartAfterCrash(t *testing.T) {
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	outside := mustHostAddress(t, "10.231.78.1")
+	outside := mustOutside(t, "10.231.78")
 	spec := MustSandboxedSpec(t, s, "crash")
 	spec.Network = NetworkOutbound
 	for _, kill := range []string{netPasta, netnsHolder, "all"} {

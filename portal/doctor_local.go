@@ -154,6 +154,9 @@ func checkSandbox(fs *findings, cfg Config) {
 		default:
 			fs.ok("desktop-network", "desktops of outbound pools reach the network through pasta, as their own uid; the host's loopback is out of their reach")
 		}
+		if cfg.Local.DesktopNetwork != local.NetworkNone && s.NetworkMissing() == "" {
+			checkHostFence(fs, s, filepath.Join(cfg.Server.DataDir, localDirName))
+		}
 		if missing := s.MissingLimits(); missing != "" {
 			fs.warn("desktop-limits", "Give the portal a cgroup tree of its own (see docs/security.md); desktops run meanwhile.", "%s", missing)
 		} else {
@@ -185,6 +188,22 @@ func checkSandbox(fs *findings, cfg Config) {
 		}
 		fs.ok("data-dir", "%s is private (%v, every file in it 0600)", cfg.Server.DataDir, fi.Mode().Perm())
 	}
+}
+
+// checkHostFence reports whether desktops' networks are fenced off the
+// host's addresses: a root portal's nftables table in place (serve
+// installs it), or why a portal that is not root has none.
+func checkHostFence(fs *findings, s *local.Sandbox, dir string) {
+	f := s.Fence(dir)
+	if f == nil {
+		fs.warn("host-fence", "Run the portal as root, or set CORRAL_VDI_DESKTOP_NETWORK=none.", "%s", s.HostFenceMissing())
+		return
+	}
+	if err := f.Check(); err != nil {
+		fs.warn("host-fence", "serve installs it when it starts; if serve runs, see its log for why it could not (desktops of outbound pools then get no network).", "the nftables fence that keeps desktops off the host's addresses is not in place: %v", err)
+		return
+	}
+	fs.ok("host-fence", "nftables table inet %s refuses what desktops' network stacks send to any address of the host (every family, link-local, broadcast, anycast, multicast)", f.Table())
 }
 
 // readableFiles returns the regular files directly in dir that others

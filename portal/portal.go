@@ -264,13 +264,17 @@ func (m *Main) drain(ctx context.Context) {
 	}
 }
 
-// Close releases what Open took; desktops keep running unless configured.
+// Close releases what Open took; desktops keep running unless configured,
+// and the host fence stays for as long as they may.
 func (m *Main) Close() error {
 	if m.backend != nil && m.Config.Local.StopDesktopsOnExit {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		m.backend.StopAll(ctx)
 		cancel()
 		m.stoppedOnExit()
+		if err := m.sandbox.UnfenceHost(); err != nil { // no desktop left to fence
+			m.Log.Error("remove the host fence", "err", err)
+		}
 	}
 	if m.stopKube != nil {
 		m.stopKube()

@@ -1,0 +1,137 @@
+package local
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
+	"github.com/google/nftables"
+)
+
+// TestHostFence installs the fence twice (one table, not two), checks it
+// by its nftables dump, and removes it (twice: a table already gone is no
+// error).
+func TestHostFence(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("nftables needs root")
+	}
+	f := NewHostFence(202500, 202599, t.TempDir())
+	t.Cleanup(func() { f.Remove() })
+	if err := f.Check(); err == nil {
+		t.Fatal("Check before Install = nil; want the table missing")
+	}
+	for range 2 {
+		if err := f.Install(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Check(); err != nil {
+		t.Errorf("Check after Install: %v", err)
+	}
+	c, err := nftables.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tb := range tables {
+		if tb.Name == f.Table() {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tables named %s after two installs; want 1", n, f.Table())
+	}
+	for range 2 {
+		if err := f.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Check(); err == nil {
+		t.Error("Check after Remove = nil; want the table missing")
+	}
+}
+
+// TestAttack_DesktopReachesHost runs, from an outbound desktop's terminal,
+// TCP and UDP to a listener of the host's on [::], through the host's
+// second address (a veth end) and through the link-local address of its
+// interface with the default route. Without the fence every row is
+// reached (the attack, shown each run); with it every row is refused,
+// while an address beyond the host (a network namespace behind a route)
+// still answers both.
+func TestAttack_DesktopReachesHost(t *testing.T) {
+	s := MustSandbox(t, "202400-202499", Limits{NProc: 300})
+	if m := s.NetworkMissing(); m != "" {
+		t.Skip(m)
+	}
+	n := testnet.New(t, "10.231.79")
+	host := testnet.Listen(t, "[::]:0")
+	var outside *testnet.Listener
+	n.InOutside(t, func() { outside = testnet.Listen(t, n.Outside+":0") })
+	targets := map[string]string{"second-address": n.Host}
+	if ll, dev := testnet.HostLinkLocal(); ll != "" {
+		targets["link-local"] = "[" + ll + "%" + dev + "]"
+	} else {
+		t.Log("the host's default route has no link-local address: that row is not run")
+	}
+	spec := MustSandboxedSpec(t, s, "fence")
+	spec.Network = NetworkOutbound
+	d := MustStartDesktop(t, spec)
+	term, err := d.StartTerminal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	i := 0
+	run := func(cmd string) string {
+		i++
+		end := fmt.Sprintf("DONE-%d", i)
+		term.Write([]byte(cmd + "; echo DONE-$((" + fmt.Sprint(i) + "+0))\r"))
+		return readUntil(t, term, end)
+	}
+	tcp := func(target string, port int) bool {
+		out := run(fmt.Sprintf("echo \"GOT $(curl -s -m 5 http://%s:%d/ || echo refused)\"", target, port))
+		return strings.Contains(out, "GOT reached")
+	}
+	// udp sends a datagram to target, then one to the outside listener,
+	// and reports whether target's arrived by the time the second did
+	// (pasta sends them in order; a refused one is refused at once).
+	udp := func(target string) bool {
+		before, control := host.Datagrams(), outside.Datagrams()
+		udpTarget := strings.Trim(strings.Replace(target, "]", "", 1), "[")
+		run(fmt.Sprintf("echo probe > /dev/udp/%s/%d; echo probe > /dev/udp/%s/%d", udpTarget, host.Port, n.Outside, outside.Port))
+		deadline := time.Now().Add(30 * time.Second)
+		for outside.Datagrams() == control {
+			if time.Now().After(deadline) {
+				t.Fatal("the control datagram to the outside never arrived")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return host.Datagrams() > before
+	}
+	for _, fenced := range []bool{false, true} {
+		if fenced {
+			if err := s.FenceHost(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.UnfenceHost() })
+		}
+		for row, target := range targets {
+			if got := tcp(target, host.Port); got == fenced {
+				t.Errorf("fenced=%v: tcp to the host's %s %s reached=%v; want %v", fenced, row, target, got, !fenced)
+			}
+			if got := udp(target); got == fenced {
+				t.Errorf("fenced=%v: udp to the host's %s %s reached=%v; want %v", fenced, row, target, got, !fenced)
+			}
+		}
+		if !tcp(n.Outside, outside.Port) {
+			t.Errorf("fenced=%v: tcp to %s beyond the host was not reached", fenced, n.Outside)
+		}
+	}
+}
