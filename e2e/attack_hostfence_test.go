@@ -27,16 +27,7 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 		t.Skip("the test starts portals as root and as nobody, and a network namespace")
 	}
 	mustTunForAll(t)
-	n := testnet.New(t, "10.231.80")
-	host := testnet.Listen(t, "[::]:0")
-	var outside *testnet.Listener
-	n.InOutside(t, func() { outside = testnet.Listen(t, n.Outside+":0") })
-	targets := map[string]string{"second-address": n.Host}
-	if ll, dev := testnet.HostLinkLocal(); ll != "" {
-		targets["link-local"] = "[" + ll + "%" + dev + "]"
-	} else {
-		t.Log("the host's default route has no link-local address: that row is not run")
-	}
+	at := testnet.NewHostAttack(t, "10.231.80")
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_UIDS=81000-81099"}
 	rows := func(t *testing.T, p *Portal, fenced bool) {
 		var d desktop
@@ -48,23 +39,12 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 			out := term.run(fmt.Sprintf("echo \"GOT $(curl -s -m 5 http://%s:%d/ || echo refused)\"", target, port), 30*time.Second)
 			return regexp.MustCompile(`GOT reached\r`).MatchString(out)
 		}
-		// udp sends a datagram to target, then one beyond the host, and
-		// reports whether target's arrived by the time the second did
-		// (pasta sends them in order; a refused one is refused at once).
-		udp := func(target string) bool {
-			before, control := host.Datagrams(), outside.Datagrams()
-			bare := strings.Trim(target, "[]")
-			term.run(fmt.Sprintf("echo probe > /dev/udp/%s/%d; echo probe > /dev/udp/%s/%d", bare, host.Port, n.Outside, outside.Port), 30*time.Second)
-			if !eventually(30*time.Second, func() bool { return outside.Datagrams() > control }) {
-				t.Fatal("the datagram beyond the host never arrived")
-			}
-			return host.Datagrams() > before
+		if !tcp(at.Outside, at.Beyond.Port) {
+			t.Errorf("attack-table row outbound-network: an outbound desktop did not reach %s beyond the host", at.Outside)
 		}
-		if !tcp(n.Outside, outside.Port) {
-			t.Errorf("attack-table row outbound-network: an outbound desktop did not reach %s beyond the host", n.Outside)
-		}
-		for row, target := range targets {
-			for proto, reached := range map[string]bool{"tcp": tcp(target, host.Port), "udp": udp(target)} {
+		udpRun := func(script string) { term.run(script, 30*time.Second) }
+		for row, target := range at.Targets {
+			for proto, reached := range map[string]bool{"tcp": tcp(target, at.Host.Port), "udp": at.UDP(t, target, udpRun)} {
 				switch {
 				case !reached:
 					t.Logf("attack host-%s-%s: refused", row, proto)

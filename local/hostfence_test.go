@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 	"github.com/google/nftables"
@@ -70,16 +69,7 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	n := testnet.New(t, "10.231.79")
-	host := testnet.Listen(t, "[::]:0")
-	var outside *testnet.Listener
-	n.InOutside(t, func() { outside = testnet.Listen(t, n.Outside+":0") })
-	targets := map[string]string{"second-address": n.Host}
-	if ll, dev := testnet.HostLinkLocal(); ll != "" {
-		targets["link-local"] = "[" + ll + "%" + dev + "]"
-	} else {
-		t.Log("the host's default route has no link-local address: that row is not run")
-	}
+	at := testnet.NewHostAttack(t, "10.231.79")
 	spec := MustSandboxedSpec(t, s, "fence")
 	spec.Network = NetworkOutbound
 	d := MustStartDesktop(t, spec)
@@ -99,22 +89,6 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 		out := run(fmt.Sprintf("echo \"GOT $(curl -s -m 5 http://%s:%d/ || echo refused)\"", target, port))
 		return strings.Contains(out, "GOT reached")
 	}
-	// udp sends a datagram to target, then one to the outside listener,
-	// and reports whether target's arrived by the time the second did
-	// (pasta sends them in order; a refused one is refused at once).
-	udp := func(target string) bool {
-		before, control := host.Datagrams(), outside.Datagrams()
-		udpTarget := strings.Trim(strings.Replace(target, "]", "", 1), "[")
-		run(fmt.Sprintf("echo probe > /dev/udp/%s/%d; echo probe > /dev/udp/%s/%d", udpTarget, host.Port, n.Outside, outside.Port))
-		deadline := time.Now().Add(30 * time.Second)
-		for outside.Datagrams() == control {
-			if time.Now().After(deadline) {
-				t.Fatal("the control datagram to the outside never arrived")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return host.Datagrams() > before
-	}
 	for _, fenced := range []bool{false, true} {
 		if fenced {
 			if err := s.FenceHost(t.TempDir()); err != nil {
@@ -122,16 +96,16 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 			}
 			t.Cleanup(func() { s.UnfenceHost() })
 		}
-		for row, target := range targets {
-			if got := tcp(target, host.Port); got == fenced {
+		for row, target := range at.Targets {
+			if got := tcp(target, at.Host.Port); got == fenced {
 				t.Errorf("fenced=%v: tcp to the host's %s %s reached=%v; want %v", fenced, row, target, got, !fenced)
 			}
-			if got := udp(target); got == fenced {
+			if got := at.UDP(t, target, func(script string) { run(script) }); got == fenced {
 				t.Errorf("fenced=%v: udp to the host's %s %s reached=%v; want %v", fenced, row, target, got, !fenced)
 			}
 		}
-		if !tcp(n.Outside, outside.Port) {
-			t.Errorf("fenced=%v: tcp to %s beyond the host was not reached", fenced, n.Outside)
+		if !tcp(at.Outside, at.Beyond.Port) {
+			t.Errorf("fenced=%v: tcp to %s beyond the host was not reached", fenced, at.Outside)
 		}
 	}
 }

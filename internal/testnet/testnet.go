@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,29 +131,4 @@ func Listen(t testing.TB, addr string) *Listener {
 	}
 	t.Fatalf("no port free for both TCP and UDP on %s", addr)
 	return nil
-}
-
-// HostLinkLocal returns the IPv6 link-local address of the host's
-// interface with the default route, and that interface's name (the name
-// pasta gives a desktop's interface), or "" when it has none.
-func HostLinkLocal() (addr, dev string) {
-	out, _ := exec.Command("ip", "-o", "route", "show", "default").Output()
-	f := strings.Fields(string(out))
-	for i := range f {
-		if f[i] == "dev" && i+1 < len(f) {
-			dev = f[i+1]
-			break
-		}
-	}
-	ifi, err := net.InterfaceByName(dev)
-	if err != nil {
-		return "", ""
-	}
-	addrs, _ := ifi.Addrs()
-	for _, a := range addrs {
-		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() == nil && ip.IP.IsLinkLocalUnicast() {
-			return ip.IP.String(), dev
-		}
-	}
-	return "", ""
 }
