@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -51,6 +52,8 @@ type Screens struct {
 
 	mu    sync.Mutex
 	owned map[string]Owner // the records of the screens this replica holds
+
+	handedOff atomic.Bool // draining: this replica takes no screen any more
 }
 
 // NewScreens returns Screens for cfg.
@@ -153,6 +156,9 @@ func (s *Screens) ServeLink(ctx context.Context, ref vdi.Ref, control bool, dial
 func (s *Screens) own(key string, prev *Owner, forLink bool, dial rfb.Dialer) rfb.Dialer {
 	return func(ctx context.Context) (net.Conn, string, error) {
 		self := s.owners.Self()
+		if s.handedOff.Load() {
+			return nil, "", ErrNotOwner // draining: the screen goes to another replica
+		}
 		var from Owner
 		if prev != nil {
 			from = *prev
@@ -211,6 +217,29 @@ func (s *Screens) Recheck(ctx context.Context) {
 		}
 		s.log.Warn("another replica took this replica's screen while its heartbeat had run out; closing it here", "desktop", key, "owner", cur.Replica)
 		if h, ok := s.hubs.Hub(key); ok {
+			h.Close()
+		}
+	}
+}
+
+// HandOff gives up every screen this replica holds and takes no more: a
+// draining replica calls it as the drain begins, so that the other
+// replicas take its screens over at once rather than when it exits. Each
+// hub closes and its record goes; the clients relayed to it and its own
+// reconnect (the console pages do), through replicas that are not
+// draining, one of which takes the screen by compare-and-swap. A screen
+// link that reaches this replica afterwards is refused (409).
+func (s *Screens) HandOff() {
+	s.handedOff.Store(true)
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.owned))
+	for k := range s.owned {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	for _, key := range keys {
+		if h, ok := s.hubs.Hub(key); ok {
+			s.log.Info("draining: handing the screen over to another replica", "desktop", key)
 			h.Close()
 		}
 	}

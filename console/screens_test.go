@@ -307,3 +307,47 @@ func isStatus(err error, code int) bool {
 	var no *relay.PeerRefusal
 	return errors.As(err, &no) && no.Status == code
 }
+
+// TestScreens_HandOff: a draining owner hands its screens off as the
+// drain begins: its hub closes, its record goes, and a client of another
+// replica joining again makes that replica the owner (direct) while the
+// draining one still runs; a link to the draining one is refused after.
+func TestScreens_HandOff(t *testing.T) {
+	dial, dials := startDesktop(t)
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b := startReplica(t, table, "a", dial), startReplica(t, table, "b", dial)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-4"}
+	ctx := context.Background()
+	onA, _, err := a.screens.Join(ctx, ref, true, dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onA.Close()
+	onB, path, err := b.screens.Join(ctx, ref, false, dial)
+	if err != nil || path != console.PathPeer {
+		t.Fatalf("a client on b: %v by %q; want a's hub by %q", err, path, console.PathPeer)
+	}
+	defer onB.Close()
+	picture(t, onB)
+
+	a.screens.HandOff()
+	onB.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.Copy(io.Discard, onB); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("b's client still open after a handed its screens off; want it closed, to reconnect")
+	}
+	again, path, err := b.screens.Join(ctx, ref, false, dial)
+	if err != nil || path != "direct" {
+		t.Fatalf("b's client joining again: %v by %q; want b to own the screen now (direct)", err, path)
+	}
+	defer again.Close()
+	picture(t, again)
+	if o, _ := (tableOwners{t: table}).Get(ctx, ref.String()); o.Replica != "b" {
+		t.Errorf("the owner record names %q; want b", o.Replica)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d upstream connections; want 2 (a's, then b's)", n)
+	}
+	if _, err := relay.DialPeerScreen(ctx, a.srv.URL, []byte(testSecret), relay.ScreenView, ref.Namespace, ref.Name); !isStatus(err, http.StatusConflict) {
+		t.Errorf("a screen link to the draining replica: %v; want 409", err)
+	}
+}

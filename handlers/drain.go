@@ -51,3 +51,10 @@ func (h *Handler) Draining() bool {
 func (h *Handler) RecheckScreens(ctx context.Context) {
 	h.console.screens.Recheck(ctx)
 }
+
+// HandOffScreens gives up the desktops' screens this replica holds, so
+// that the other replicas take them over as its drain begins
+// (console.Screens.HandOff): call it with other replicas to take them.
+func (h *Handler) HandOffScreens() {
+	h.console.screens.HandOff()
+}

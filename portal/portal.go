@@ -254,7 +254,8 @@ func (m *Main) drain(ctx context.Context) {
 		return
 	}
 	if m.screens != nil {
-		m.screens.SetDraining() // other replicas stop choosing this one as a peer
+		m.screens.SetDraining()    // other replicas stop choosing this one as a peer
+		m.handler.HandOffScreens() // and take its screens over now, not as it exits
 	}
 	m.Log.Info("draining: new consoles go to other replicas, open ones may finish", "timeout", m.Config.Server.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.Server.DrainTimeout)
