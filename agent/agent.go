@@ -27,6 +27,7 @@ type Desktops interface {
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
+	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 }
 
 // Config configures the agent seat.
@@ -52,6 +53,7 @@ type Seat struct {
 	mu     sync.Mutex
 	limits map[string]*tokenLimits // by token id
 	inputs map[vdi.Ref]time.Time   // when input was last written to the claim
+	people map[vdi.Ref]personInput // a person's latest input, which suspends the agent's
 }
 
 type tokenLimits struct{ input, screen *rate.Limiter }

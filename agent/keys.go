@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,11 +35,12 @@ func runeKeysym(r rune) uint32 {
 // modifiers first.
 func chord(s string) ([]uint32, error) {
 	var out []uint32
-	for _, part := range strings.Split(s, "+") {
+	parts := strings.Split(s, "+")
+	if strings.HasSuffix(s, "+") { // "ctrl++" and "+" press plus
+		parts = append(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "+")
+	}
+	for _, part := range parts {
 		name := strings.TrimSpace(part)
-		if name == "" && strings.HasSuffix(s, "+") { // "ctrl++" presses plus
-			name = "+"
-		}
 		if ks, ok := keysyms[strings.ToLower(name)]; ok {
 			out = append(out, ks)
 			continue

@@ -106,6 +106,9 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 			}
 			ref := vdi.Ref{Namespace: d.Namespace, Name: d.Name}
 			s.audit(ctx, id, "claim_desktop", ref, "pool "+in.Pool)
+			if err := s.cfg.Desktops.MarkAgent(ctx, id, ref); err != nil {
+				s.cfg.Log.Warn("agent not noted on the claim", "desktop", ref, "err", err)
+			}
 			st, err := s.seats.get(ctx, ref)
 			if err != nil {
 				return nil, Claimed{}, err

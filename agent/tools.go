@@ -47,8 +47,16 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 	if d.Holder != id.Login {
 		return fmt.Errorf("desktop %s is not claimed by %s: claim one with claim_desktop", ref, id.Login)
 	}
+	if c == input {
+		if err := s.suspended(ref); err != nil {
+			return err
+		}
+	}
 	if err := s.limit(id, c); err != nil {
 		return err
+	}
+	if err := s.cfg.Desktops.MarkAgent(ctx, id, ref); err != nil {
+		s.cfg.Log.Warn("agent not noted on the claim", "desktop", ref, "err", err)
 	}
 	s.audit(ctx, id, tool, ref, detail(d))
 	st, err := s.seats.get(ctx, ref)

@@ -60,9 +60,13 @@ func (h *Handler) runSession(ctx context.Context, sid string, id vdi.Identity, r
 			h.watchSession(ctx, ref, &lastInput, log)
 		}
 	}()
+	person := id.Token == nil // a person's input takes control from an agent
 	stats, err := pipe(ctx, relay.Options{OnInput: func(b []byte) {
 		if detector.Feed(b) {
 			lastInput.Store(time.Now().UnixNano())
+			if person {
+				h.mcp.seat.PersonInput(ref, id.Login)
+			}
 		}
 	}})
 	cancel(nil)

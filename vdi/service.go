@@ -138,6 +138,9 @@ type Desktop struct {
 	// Mode is its pool's: a persistent desktop that stopped starts again
 	// with its disk, an ephemeral one comes back fresh (StartFresh).
 	Mode Mode `json:"mode,omitempty"`
+	// Agent, when an agent works in it with its holder's token, names
+	// it: "bot:alice/test-runner".
+	Agent string `json:"agent,omitempty"`
 }
 
 // desktop joins a member with its live claim (nil: none) in pool pl. A
@@ -152,7 +155,7 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	if l == nil {
 		return d
 	}
-	d.Holder, d.ClaimedAt = l.Holder, l.AcquireTime
+	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
 	f, _ := FactsOf(l)
 	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {
 		d.Reclaim = &next

@@ -740,177 +740,200 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			if m.Agent != "" {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<div class=\"small\" data-testid=\"agent\">")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var45 string
+				templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(m.Agent)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 131, Col: 53}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "</div>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, " ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			if m.NotEntitled {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 62, "<div class=\"warn small\" data-testid=\"not-entitled\">no longer in the pool's access: keeps this desktop, next claim refused</div>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<div class=\"warn small\" data-testid=\"not-entitled\">no longer in the pool's access: keeps this desktop, next claim refused</div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
 		} else if m.Standby {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "<span class=\"power power-running\" title=\"Kept on: the next claim gets it at once\" data-testid=\"standby\">standby</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "<span class=\"power power-running\" title=\"Kept on: the next claim gets it at once\" data-testid=\"standby\">standby</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "<span class=\"muted\">free</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "<span class=\"muted\">free</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "</td><td>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, "</td><td>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if m.Holder != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "<time datetime=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var45 string
-			templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.ClaimedAt.UTC().Format("2006-01-02T15:04:05Z")).Resolve(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 141, Col: 69}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "\" title=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<time datetime=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var46 string
-			templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(clock(m.ClaimedAt)).Resolve(ctx)
+			templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.ClaimedAt.UTC().Format("2006-01-02T15:04:05Z")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 141, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 144, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var46)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, "\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "\" title=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var47 string
-			templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.ClaimedAt))
+			templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(clock(m.ClaimedAt)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 141, Col: 126}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 144, Col: 98}
 			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "</time>")
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 70, "</td><td data-testid=\"consoles\">")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		if m.Consoles > 0 {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, "\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			var templ_7745c5c3_Var48 string
-			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(m.Consoles))
+			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.ClaimedAt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 146, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 144, Col: 126}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, " ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "</time>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 73, "</td><td data-testid=\"consoles\">")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		if m.Consoles > 0 {
+			var templ_7745c5c3_Var49 string
+			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(m.Consoles))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 149, Col: 30}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, " ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			if m.Protocol != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "<span class=\"muted\">")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var49 string
-				templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(m.Protocol)
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 148, Col: 37}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 73, " · ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<span class=\"muted\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var50 string
-				templ_7745c5c3_Var50, templ_7745c5c3_Err = templ.JoinStringErrs(m.Path)
+				templ_7745c5c3_Var50, templ_7745c5c3_Err = templ.JoinStringErrs(m.Protocol)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 148, Col: 51}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 151, Col: 37}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var50))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "</span>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 76, " · ")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var51 string
+				templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(m.Path)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 151, Col: 51}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "</span>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
 		} else if m.Holder != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<span class=\"muted\">none</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 78, "<span class=\"muted\">none</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 76, "</td><td>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, "</td><td>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if m.Holder != "" {
-			var templ_7745c5c3_Var51 string
-			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.LastInput))
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 156, Col: 29}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "</td><td data-testid=\"time-left\">")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		if m.Reclaiming != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 78, "<span class=\"warn\">reclaiming (")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
 			var templ_7745c5c3_Var52 string
-			templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(m.Reclaiming)
+			templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.LastInput))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 161, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 159, Col: 29}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var52))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 79, ")</span>")
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "</td><td data-testid=\"time-left\">")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		if m.Reclaiming != "" {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 81, "<span class=\"warn\">reclaiming (")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		} else {
 			var templ_7745c5c3_Var53 string
-			templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(timeLeft(p.Now, m.Reclaim))
+			templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(m.Reclaiming)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 163, Col: 32}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 164, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var53))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, ")</span>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		} else {
+			var templ_7745c5c3_Var54 string
+			templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(timeLeft(p.Now, m.Reclaim))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 166, Col: 32}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "</td><td><div class=\"row-actions\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 83, "</td><td><div class=\"row-actions\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -941,38 +964,38 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			}
 		}
 		if m.Power == vdi.PowerRunning && hasProtocol(m.Member, vdi.ProtocolVNC) {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 81, "<a class=\"button\" href=\"")
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			var templ_7745c5c3_Var54 string
-			templ_7745c5c3_Var54, templ_7745c5c3_Err = templruntime.NewAttributeExpression(shadowURL(m.Namespace, m.Name)).ResolveURL(ctx)
-			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 180, Col: 60}
-			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var54)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "\" target=\"_blank\" rel=\"noopener\" data-testid=\"shadow\" aria-label=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "<a class=\"button\" href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var55 string
-			templ_7745c5c3_Var55, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Watch " + m.Name + " (view only)").Resolve(ctx)
+			templ_7745c5c3_Var55, templ_7745c5c3_Err = templruntime.NewAttributeExpression(shadowURL(m.Namespace, m.Name)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 180, Col: 162}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 183, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var55)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 83, "\">Watch</a>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 85, "\" target=\"_blank\" rel=\"noopener\" data-testid=\"shadow\" aria-label=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var56 string
+			templ_7745c5c3_Var56, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Watch " + m.Name + " (view only)").Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 183, Col: 162}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var56)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "\">Watch</a>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "</div></td></tr>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 87, "</div></td></tr>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1000,59 +1023,59 @@ func memberAction(m AdminMember, action, label string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 85, "<button type=\"button\" data-action=\"")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var57 string
-		templ_7745c5c3_Var57, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).ResolveURL(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 191, Col: 43}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var57)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "\" data-testid=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<button type=\"button\" data-action=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var58 string
-		templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).Resolve(ctx)
+		templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 191, Col: 66}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 194, Col: 43}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 87, "\" aria-label=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 89, "\" data-testid=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var59 string
-		templ_7745c5c3_Var59, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label + " " + m.Name).Resolve(ctx)
+		templ_7745c5c3_Var59, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 191, Col: 102}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 194, Col: 66}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var59)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "\" aria-label=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var60 string
-		templ_7745c5c3_Var60, templ_7745c5c3_Err = templ.JoinStringErrs(label)
+		templ_7745c5c3_Var60, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label + " " + m.Name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 191, Col: 112}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 194, Col: 102}
 		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var60))
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var60)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 89, "</button>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 91, "\">")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var61 string
+		templ_7745c5c3_Var61, templ_7745c5c3_Err = templ.JoinStringErrs(label)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 194, Col: 112}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var61))
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 92, "</button>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1077,57 +1100,57 @@ func adminDialogs(cluster bool) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "<dialog id=\"action-dialog\" class=\"card\" aria-labelledby=\"action-title\" data-testid=\"action-dialog\"><form method=\"dialog\" class=\"stack\" id=\"action-form\"><h2 id=\"action-title\"></h2><label id=\"action-field\" class=\"stack\" hidden><span id=\"action-label\"></span> <input id=\"action-input\" name=\"value\" autocomplete=\"off\" data-testid=\"dialog-input\"></label><p id=\"action-error\" class=\"error\" role=\"alert\" data-testid=\"dialog-error\"></p><div class=\"actions\"><button type=\"submit\" value=\"ok\" class=\"primary\" data-testid=\"dialog-confirm\">Confirm</button> <button type=\"button\" data-close data-testid=\"dialog-cancel\">Cancel</button></div></form></dialog> <dialog id=\"pool-dialog\" class=\"card\" aria-labelledby=\"pool-title\" data-testid=\"pool-dialog\"><form method=\"dialog\" class=\"pool-form\" id=\"pool-form\"><h2 id=\"pool-title\">New pool</h2><fieldset class=\"stack create-only\"><label class=\"stack\"><span>Name</span> <input name=\"name\" required pattern=\"[a-z0-9]([a-z0-9\\-]*[a-z0-9])?\" maxlength=\"56\" autocomplete=\"off\" data-testid=\"pool-name\" aria-describedby=\"pool-name-help\"> <small id=\"pool-name-help\" class=\"muted\">Lower-case letters, digits and dashes. Desktops are named name-1, name-2, …</small></label> <label class=\"stack\"><span>Size</span> <input name=\"size\" type=\"number\" min=\"0\" max=\"1000\" value=\"2\" required data-testid=\"pool-size\"></label> <label class=\"stack\"><span>Mode</span> <select name=\"mode\" data-testid=\"pool-mode\"><option value=\"ephemeral\">ephemeral: a fresh desktop after each release</option> <option value=\"persistent\">persistent: stopped on release, home kept</option></select></label> <label class=\"stack\"><span>Kind</span> <select name=\"kind\" data-testid=\"pool-kind\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, "<dialog id=\"action-dialog\" class=\"card\" aria-labelledby=\"action-title\" data-testid=\"action-dialog\"><form method=\"dialog\" class=\"stack\" id=\"action-form\"><h2 id=\"action-title\"></h2><label id=\"action-field\" class=\"stack\" hidden><span id=\"action-label\"></span> <input id=\"action-input\" name=\"value\" autocomplete=\"off\" data-testid=\"dialog-input\"></label><p id=\"action-error\" class=\"error\" role=\"alert\" data-testid=\"dialog-error\"></p><div class=\"actions\"><button type=\"submit\" value=\"ok\" class=\"primary\" data-testid=\"dialog-confirm\">Confirm</button> <button type=\"button\" data-close data-testid=\"dialog-cancel\">Cancel</button></div></form></dialog> <dialog id=\"pool-dialog\" class=\"card\" aria-labelledby=\"pool-title\" data-testid=\"pool-dialog\"><form method=\"dialog\" class=\"pool-form\" id=\"pool-form\"><h2 id=\"pool-title\">New pool</h2><fieldset class=\"stack create-only\"><label class=\"stack\"><span>Name</span> <input name=\"name\" required pattern=\"[a-z0-9]([a-z0-9\\-]*[a-z0-9])?\" maxlength=\"56\" autocomplete=\"off\" data-testid=\"pool-name\" aria-describedby=\"pool-name-help\"> <small id=\"pool-name-help\" class=\"muted\">Lower-case letters, digits and dashes. Desktops are named name-1, name-2, …</small></label> <label class=\"stack\"><span>Size</span> <input name=\"size\" type=\"number\" min=\"0\" max=\"1000\" value=\"2\" required data-testid=\"pool-size\"></label> <label class=\"stack\"><span>Mode</span> <select name=\"mode\" data-testid=\"pool-mode\"><option value=\"ephemeral\">ephemeral: a fresh desktop after each release</option> <option value=\"persistent\">persistent: stopped on release, home kept</option></select></label> <label class=\"stack\"><span>Kind</span> <select name=\"kind\" data-testid=\"pool-kind\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 91, "<option value=\"ct\">ct: container desktops from an image</option> <option value=\"vm\">vm: VMs cloned from a golden VM (KubeVirt)</option>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<option value=\"ct\">ct: container desktops from an image</option> <option value=\"vm\">vm: VMs cloned from a golden VM (KubeVirt)</option>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 92, "<option value=\"ct\">ct: session desktops on this machine</option> <option value=\"vm\">vm: QEMU VMs on this machine</option>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 95, "<option value=\"ct\">ct: session desktops on this machine</option> <option value=\"vm\">vm: QEMU VMs on this machine</option>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 93, "</select></label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "</select></label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<label class=\"stack\"><span>Namespace</span><input name=\"namespace\" placeholder=\"default\" autocomplete=\"off\" data-testid=\"pool-namespace\"></label> <label class=\"stack\"><span>Golden VM or image</span><input name=\"source\" placeholder=\"e.g. win11-golden\" autocomplete=\"off\" data-testid=\"pool-source\"></label> <label><input type=\"checkbox\" name=\"licensesAcknowledged\" data-testid=\"pool-licenses\" aria-describedby=\"pool-licenses-help\"> I have the licences for pooled Windows desktops</label> <small id=\"pool-licenses-help\" class=\"muted\">A vm pool of more than one desktop cloned from a Windows golden VM needs a licence for every user or device: Windows Enterprise E3/E5 or VDA, or Windows Server with RDS CALs. The portal makes such a pool only once you tick this.</small>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "<label class=\"stack\"><span>Namespace</span><input name=\"namespace\" placeholder=\"default\" autocomplete=\"off\" data-testid=\"pool-namespace\"></label> <label class=\"stack\"><span>Golden VM or image</span><input name=\"source\" placeholder=\"e.g. win11-golden\" autocomplete=\"off\" data-testid=\"pool-source\"></label> <label><input type=\"checkbox\" name=\"licensesAcknowledged\" data-testid=\"pool-licenses\" aria-describedby=\"pool-licenses-help\"> I have the licences for pooled Windows desktops</label> <small id=\"pool-licenses-help\" class=\"muted\">A vm pool of more than one desktop cloned from a Windows golden VM needs a licence for every user or device: Windows Enterprise E3/E5 or VDA, or Windows Server with RDS CALs. The portal makes such a pool only once you tick this.</small>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 95, "</fieldset><fieldset class=\"stack create-only\"><legend>Who may use it (empty: everyone signed in)</legend> <label class=\"stack\"><span>Users and groups</span> <input name=\"access\" placeholder=\"e.g. group:finance, alice@example.com\" autocomplete=\"off\" data-testid=\"pool-access\" aria-describedby=\"pool-access-help\"> <small id=\"pool-access-help\" class=\"muted\">Comma-separated logins; group:NAME for a group (from the identity provider or CORRAL_VDI_GROUPS_FILE). Admins may always.</small></label> <label class=\"stack\"><span>Desktops per user</span><input name=\"perUser\" type=\"number\" min=\"0\" max=\"1000\" placeholder=\"0: no limit\" data-testid=\"pool-per-user\"></label> <label class=\"stack\"><span>Warm standby</span><input name=\"standby\" inputmode=\"numeric\" pattern=\"\\s*\\d+\\s*(-\\s*\\d+\\s*)?\" placeholder=\"0: none; 1-20: follow demand\" title=\"A number of free desktops kept on, or MIN-MAX to follow demand\" data-testid=\"pool-standby-input\"></label></fieldset><fieldset class=\"stack\"><legend>Reclaim policy (empty: portal default or off)</legend> <label class=\"stack\"><span>Disconnect grace</span><input name=\"disconnectGrace\" placeholder=\"e.g. 15m\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Idle timeout</span><input name=\"idleTimeout\" placeholder=\"e.g. 1h\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Max session</span><input name=\"maxSession\" placeholder=\"e.g. 8h\" autocomplete=\"off\"></label> <label><input type=\"checkbox\" name=\"record\" data-testid=\"pool-record\"> Record every session (RDP is then not offered)</label> <label><input type=\"checkbox\" name=\"recordInput\" data-testid=\"pool-record-input\"> Record keystrokes too</label> <label><input type=\"checkbox\" name=\"ownRecordings\" data-testid=\"pool-own-recordings\"> Users may play back their own recordings (in My sessions)</label></fieldset><fieldset class=\"stack\"><legend>Consoles</legend> <label class=\"stack\"><span>Clipboard</span> <select name=\"clipboard\" data-testid=\"pool-clipboard\"><option value=\"both\">both ways</option> <option value=\"to-desktop\">to the desktop only</option> <option value=\"from-desktop\">from the desktop only</option> <option value=\"off\">off</option></select></label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 98, "</fieldset><fieldset class=\"stack create-only\"><legend>Who may use it (empty: everyone signed in)</legend> <label class=\"stack\"><span>Users and groups</span> <input name=\"access\" placeholder=\"e.g. group:finance, alice@example.com\" autocomplete=\"off\" data-testid=\"pool-access\" aria-describedby=\"pool-access-help\"> <small id=\"pool-access-help\" class=\"muted\">Comma-separated logins; group:NAME for a group (from the identity provider or CORRAL_VDI_GROUPS_FILE). Admins may always.</small></label> <label class=\"stack\"><span>Desktops per user</span><input name=\"perUser\" type=\"number\" min=\"0\" max=\"1000\" placeholder=\"0: no limit\" data-testid=\"pool-per-user\"></label> <label class=\"stack\"><span>Warm standby</span><input name=\"standby\" inputmode=\"numeric\" pattern=\"\\s*\\d+\\s*(-\\s*\\d+\\s*)?\" placeholder=\"0: none; 1-20: follow demand\" title=\"A number of free desktops kept on, or MIN-MAX to follow demand\" data-testid=\"pool-standby-input\"></label></fieldset><fieldset class=\"stack\"><legend>Reclaim policy (empty: portal default or off)</legend> <label class=\"stack\"><span>Disconnect grace</span><input name=\"disconnectGrace\" placeholder=\"e.g. 15m\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Idle timeout</span><input name=\"idleTimeout\" placeholder=\"e.g. 1h\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Max session</span><input name=\"maxSession\" placeholder=\"e.g. 8h\" autocomplete=\"off\"></label> <label><input type=\"checkbox\" name=\"record\" data-testid=\"pool-record\"> Record every session (RDP is then not offered)</label> <label><input type=\"checkbox\" name=\"recordInput\" data-testid=\"pool-record-input\"> Record keystrokes too</label> <label><input type=\"checkbox\" name=\"ownRecordings\" data-testid=\"pool-own-recordings\"> Users may play back their own recordings (in My sessions)</label></fieldset><fieldset class=\"stack\"><legend>Consoles</legend> <label class=\"stack\"><span>Clipboard</span> <select name=\"clipboard\" data-testid=\"pool-clipboard\"><option value=\"both\">both ways</option> <option value=\"to-desktop\">to the desktop only</option> <option value=\"from-desktop\">from the desktop only</option> <option value=\"off\">off</option></select></label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "<label><input type=\"checkbox\" name=\"fileTransfer\" checked data-testid=\"pool-file-transfer\"> File transfer over RDP</label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<label><input type=\"checkbox\" name=\"fileTransfer\" checked data-testid=\"pool-file-transfer\"> File transfer over RDP</label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "<label class=\"stack\"><span>Files (the console's Files panel)</span> <select name=\"fileTransfer\" data-testid=\"pool-file-transfer\"><option value=\"both\">in and out</option> <option value=\"upload\">into the desktop only</option> <option value=\"download\">out of the desktop only</option> <option value=\"off\">off</option></select></label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 100, "<label class=\"stack\"><span>Files (the console's Files panel)</span> <select name=\"fileTransfer\" data-testid=\"pool-file-transfer\"><option value=\"both\">in and out</option> <option value=\"upload\">into the desktop only</option> <option value=\"download\">out of the desktop only</option> <option value=\"off\">off</option></select></label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 98, "<label><input type=\"checkbox\" name=\"audio\" checked data-testid=\"pool-audio\"> Sound</label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<label><input type=\"checkbox\" name=\"audio\" checked data-testid=\"pool-audio\"> Sound</label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if !cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<label class=\"stack\"><span>Desktop network</span> <select name=\"network\" data-testid=\"pool-network\"><option value=\"\">the portal's default</option> <option value=\"outbound\">outbound, never the portal's host</option> <option value=\"none\">none: offline desktops</option></select></label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<label class=\"stack\"><span>Desktop network</span> <select name=\"network\" data-testid=\"pool-network\"><option value=\"\">the portal's default</option> <option value=\"outbound\">outbound, never the portal's host</option> <option value=\"none\">none: offline desktops</option></select></label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 100, "<label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, "<label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
