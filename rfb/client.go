@@ -39,6 +39,13 @@ type client struct {
 	repaints   repaintBudget
 	out        [][]byte
 	queued     int
+	// The H.264 stream (h264_hub.go): whether the client is in it, the
+	// access units it has not asked for yet, for a w×h screen, and
+	// whether its decoder must start again.
+	inStream       bool
+	video          []byte
+	videoW, videoH int
+	videoReset     bool
 
 	// The writer's own.
 	zrle  zrleEncoder
@@ -51,7 +58,7 @@ type client struct {
 
 // clientEncodings is what a client's SetEncodings said it follows.
 type clientEncodings struct {
-	zrle, tight, desktopSize, eds, extClip, cursor, lastRect bool
+	zrle, tight, desktopSize, eds, extClip, cursor, lastRect, h264 bool
 	// tightFirst: Tight comes before ZRLE in the client's list (or
 	// without it), so the hub sends its lossless rectangles as Tight.
 	tightFirst bool
@@ -319,6 +326,8 @@ func (c *client) readEncodings() error {
 			e.eds = true
 		case encExtendedClipboard:
 			e.extClip = true
+		case encH264:
+			e.h264 = true
 		default:
 			if q := int32(binary.BigEndian.Uint32(list[i:])); q >= encQualityLevel0 && q <= encQualityLevel9 {
 				e.jpeg = int(q-encQualityLevel0) + 1
@@ -340,6 +349,9 @@ func (c *client) readEncodings() error {
 		c.queue(h.clipCaps)
 	}
 	c.enc = e
+	if !e.h264 {
+		c.leaveStream(h.fb.w, h.fb.h)
+	}
 	return nil
 }
 

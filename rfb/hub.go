@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -34,6 +35,8 @@ type Hub struct {
 	first     chan struct{} // closed after the desktop's first update
 	gotFirst  bool          // the reader's own
 	painted   Rect          // the reader's own: what of the screen pixels covered, until first
+	vid       video         // the H.264 stream (h264_hub.go)
+	log       *slog.Logger  // hears why H.264 stopped; nil: nobody
 }
 
 // ErrClosed is why a hub closed by Close ended.
@@ -122,13 +125,17 @@ func (h *Hub) send(b []byte) error {
 	return err
 }
 
-// damage marks r changed on every client.
+// damage marks r changed on every client but those in the H.264 stream,
+// whose next frame it starts.
 func (h *Hub) damage(r Rect) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
-		c.addDamage(r)
+		if !c.inStream {
+			c.addDamage(r)
+		}
 	}
+	h.kickVideo()
 }
 
 // broadcast queues msg to every client, or with control only to those with

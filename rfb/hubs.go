@@ -15,6 +15,10 @@ import (
 // hubs end.
 type Hubs struct {
 	Log *slog.Logger
+	// H264, if set, is the program (gst-launch-1.0) each hub runs to encode
+	// its screen once as H.264 for the clients that ask for encoding 50;
+	// empty, they get the other encodings.
+	H264 string
 
 	mu sync.Mutex
 	by map[string]*hubEntry
@@ -115,6 +119,9 @@ func (hs *Hubs) connect(ctx context.Context, e *hubEntry, dial Dialer) {
 	conn, path, err := dial(ctx)
 	if err == nil {
 		e.hub, err = Connect(conn)
+	}
+	if err == nil {
+		e.hub.vid.program, e.hub.log = hs.H264, hs.Log
 	}
 	e.path, e.err = path, err
 	close(e.ready)

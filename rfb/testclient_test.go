@@ -22,6 +22,14 @@ type testClient struct {
 	cutTexts       [][]byte
 	rects          map[int32]int // rectangles read, by encoding
 	cursor         *cursorShape  // the last Cursor rectangle
+	h264           []h264Payload // the Open H.264 rectangles read
+}
+
+// h264Payload is one Open H.264 rectangle as a client read it.
+type h264Payload struct {
+	r     Rect
+	flags uint32
+	data  []byte
 }
 
 func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
@@ -121,6 +129,16 @@ func (c *testClient) next() error {
 				c.fb.resize(r.W, r.H)
 			case encLastRect:
 				return nil
+			case encH264:
+				var lf [8]byte
+				if err := readFull(c.conn, lf[:]); err != nil {
+					return err
+				}
+				data := make([]byte, binary.BigEndian.Uint32(lf[:]))
+				if err := readFull(c.conn, data); err != nil {
+					return err
+				}
+				c.h264 = append(c.h264, h264Payload{r, binary.BigEndian.Uint32(lf[4:]), data})
 			case encCursor:
 				cur := &cursorShape{x: r.X, y: r.Y, w: r.W, h: r.H, pix: make([]byte, r.W*r.H*4), mask: make([]byte, (r.W+7)/8*r.H)}
 				if err := readFull(c.conn, cur.pix); err != nil {

@@ -17,6 +17,11 @@ type update struct {
 	cursor  *cursorShape
 	pf      PixelFormat
 	enc     clientEncodings
+	// video is the H.264 access units to send first, for a vw×vh screen,
+	// with their Open H.264 flags.
+	video      []byte
+	vw, vh     int
+	videoFlags uint32
 }
 
 // take returns what is queued for the client and, when it has asked and
@@ -62,8 +67,15 @@ func (c *client) take() ([][]byte, *update, error) {
 		}
 	}
 	cursorDue := c.enc.cursor && h.cursor != nil && c.cursorSent != h.cursorGen
-	if !c.requested || (len(c.damage) == 0 && !cursorDue && u.resize == nil) {
+	if !c.requested || (len(c.damage) == 0 && len(c.video) == 0 && !cursorDue && u.resize == nil) {
 		return msgs, nil, nil
+	}
+	if len(c.video) > 0 {
+		u.video, u.vw, u.vh = c.video, c.videoW, c.videoH
+		if c.videoReset {
+			u.videoFlags = h264ResetContext
+		}
+		c.video, c.videoReset = nil, false
 	}
 	if cursorDue {
 		u.cursor, c.cursorSent = h.cursor, h.cursorGen
@@ -109,6 +121,9 @@ func (u *update) encode(c *client) []byte {
 	if u.cursor != nil {
 		w.n++
 		w.b = appendCursor(w.b, u.cursor, u.pf)
+	}
+	if u.video != nil {
+		w.h264Rect(u.vw, u.vh, u.videoFlags, u.video)
 	}
 	// Tight for a client that prefers it, unless its rectangles could
 	// overflow the count and it cannot end an update with LastRect.

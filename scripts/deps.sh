@@ -25,6 +25,8 @@ pkgs=(
 	gstreamer1.0-tools        # gst-launch-1.0: the sound's Opus encoder, inside the desktop
 	gstreamer1.0-plugins-base # opusenc, oggmux
 	gstreamer1.0-pulseaudio   # pulsesrc
+	gstreamer1.0-plugins-good # multipartmux: the screen hub's H.264 encoder frames its access units
+	gstreamer1.0-plugins-ugly # x264enc: the screen hub's H.264 encoder (RFB encoding 50), beside the portal
 )
 # Browser clients come from npm at build time; keep a Node.js that is there.
 command -v npm >/dev/null || pkgs+=(nodejs npm)

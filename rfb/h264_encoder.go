@@ -1,0 +1,161 @@
+package rfb
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// h264Bitrate is the encoder's target in kbit/s: a full screen of noise
+// at 30 fps within a 20 Mbit/s link's reach, text far below it.
+const h264Bitrate = 4000
+
+// h264KeyEvery is the most frames between key frames: a viewer that fell
+// behind rejoins within ~2 s of motion.
+const h264KeyEvery = 60
+
+// encoder is one x264 process (GStreamer's gst-launch-1.0, of
+// gstreamer1.0-tools, with x264enc of -plugins-ugly, rawvideoparse and
+// videoconvert of -base and multipartmux of -good) fed whole screens (R, G, B, X bytes, as the
+// hub keeps them) on its stdin; each screen comes back as one access unit.
+// The screen's sides are padded to even (4:2:0 cannot code an odd side);
+// the viewer crops the decoded frame to the rectangle. Its first frame is
+// a key frame: a new process is how the hub makes one on demand.
+type encoder struct {
+	w, h   int // the screen's size
+	pw, ph int // the encoded size, even
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	split  annexB
+	pad    []byte
+	wait   sync.Once
+	err    error
+}
+
+// h264Pipeline is the gst-launch pipeline for a pw×ph screen.
+func h264Pipeline(pw, ph int) []string {
+	p := fmt.Sprintf("fdsrc fd=0 blocksize=%d ! rawvideoparse format=rgbx width=%d height=%d framerate=30/1 ! "+
+		"videoconvert ! video/x-raw,format=I420 ! "+
+		"x264enc tune=zerolatency speed-preset=ultrafast bframes=0 aud=false threads=1 sliced-threads=false "+
+		"key-int-max=%d bitrate=%d vbv-buf-capacity=300 ! "+
+		"video/x-h264,profile=constrained-baseline,stream-format=byte-stream,alignment=au ! "+
+		"multipartmux boundary=au ! fdsink fd=1 sync=false", pw*ph*4, pw, ph, h264KeyEvery, h264Bitrate)
+	return append([]string{"-q", "-e"}, strings.Fields(p)...)
+}
+
+// startEncoder starts an encoder for a w×h screen.
+func startEncoder(ctx context.Context, program string, w, h int) (*encoder, error) {
+	if w <= 0 || h <= 0 || w > maxDimension || h > maxDimension {
+		return nil, fmt.Errorf("rfb: no H.264 for a %dx%d screen", w, h)
+	}
+	e := &encoder{w: w, h: h, pw: w + w%2, ph: h + h%2}
+	e.cmd = exec.CommandContext(ctx, program, h264Pipeline(e.pw, e.ph)...)
+	e.cmd.Stderr = &e.stderr
+	in, err := e.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rfb: start the H.264 encoder: %w", err)
+	}
+	e.in, e.out = in, bufio.NewReaderSize(out, 64<<10)
+	return e, nil
+}
+
+// encode feeds one screen, w×h pixels of 4 bytes, and returns its access
+// unit. It is not safe for concurrent use.
+func (e *encoder) encode(pix []byte) (accessUnit, error) {
+	if len(pix) != e.w*e.h*4 {
+		return accessUnit{}, fmt.Errorf("rfb: a screen of %d bytes for a %dx%d encoder", len(pix), e.w, e.h)
+	}
+	if err := e.feed(pix); err != nil {
+		return accessUnit{}, e.failed(err)
+	}
+	b, err := e.readPart()
+	if err != nil {
+		return accessUnit{}, e.failed(err)
+	}
+	return e.split.check(b)
+}
+
+// feed writes pix, padded to the encoded size, to the encoder.
+func (e *encoder) feed(pix []byte) error {
+	if e.pw == e.w && e.ph == e.h {
+		_, err := e.in.Write(pix)
+		return err
+	}
+	row := e.w * 4
+	if e.pad == nil {
+		e.pad = make([]byte, e.pw*e.ph*4)
+	}
+	for y := 0; y < e.h; y++ {
+		copy(e.pad[y*e.pw*4:], pix[y*row:(y+1)*row])
+	}
+	_, err := e.in.Write(e.pad)
+	return err
+}
+
+// readPart reads one part of multipartmux's stream: its headers, which
+// must give the Content-Length, then that many bytes.
+func (e *encoder) readPart() ([]byte, error) {
+	n := -1
+	for {
+		line, err := e.out.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		if len(line) > 200 {
+			return nil, protocolErr("a line of %d bytes in the encoder's stream", len(line))
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			if n, err = strconv.Atoi(v); err != nil || n < 0 || n > maxAccessUnit {
+				return nil, protocolErr("the encoder's part length %q", v)
+			}
+		}
+		if line == "" && n >= 0 {
+			break
+		}
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(e.out, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// failed returns err with what the encoder said on its way out.
+func (e *encoder) failed(err error) error {
+	e.close()
+	if s := strings.TrimSpace(e.stderr.String()); s != "" {
+		err = fmt.Errorf("%w (%s)", err, s)
+	}
+	return fmt.Errorf("rfb: H.264 encoder: %w", err)
+}
+
+// close ends the encoder and waits for its process.
+func (e *encoder) close() error {
+	e.wait.Do(func() {
+		e.in.Close()
+		e.cmd.Process.Kill()
+		e.err = e.cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(e.err, &exit) {
+			e.err = nil // killed: it was asked to go
+		}
+	})
+	return e.err
+}

@@ -1,0 +1,201 @@
+package rfb
+
+import (
+	"context"
+	"time"
+)
+
+// Pace and bounds of a hub's H.264 stream.
+const (
+	// videoFrame is the shortest time between two encoded screens (30 fps).
+	videoFrame = time.Second / 30
+	// videoSettle is how long the screen stays still after the last
+	// encoded frame before its viewers get it again losslessly.
+	videoSettle = 500 * time.Millisecond
+	// videoKeyEvery is the shortest time between two key frames made for
+	// viewers that join or fell behind (a new encoder each).
+	videoKeyEvery = time.Second
+	// maxVideoQueued bounds the access units waiting for a viewer that
+	// has not asked for them; past it, it leaves the stream and gets tiles
+	// until it joins again at a key frame.
+	maxVideoQueued = 4 << 20
+)
+
+// video is a hub's one H.264 stream, encoded once for every viewer that
+// asked for encoding 50 (h264.go): a screen is encoded only after the
+// desktop changed it, at most videoFrame apart; each access unit goes to
+// every viewer in the stream, a viewer joins at a key frame (one is made
+// for it, at most one a videoKeyEvery) and gets tiles until then, and
+// after videoSettle of stillness the whole screen goes again as tiles, so
+// that text ends pixel-exact. Hub.mu guards it.
+type video struct {
+	program string // the encoder's program (Hubs.H264); "" is off
+	running bool   // runVideo runs
+	kick    chan struct{}
+	needKey bool // a viewer waits for a key frame
+	off     bool // the encoder failed: tiles for everyone
+}
+
+// wantsVideo reports whether c gets the H.264 stream; hub.mu is held.
+func (h *Hub) wantsVideo(c *client) bool {
+	return c.enc.h264 && h.vid.program != "" && !h.vid.off
+}
+
+// kickVideo tells the stream the screen changed, starting it when a
+// viewer wants it; hub.mu is held.
+func (h *Hub) kickVideo() {
+	if !h.vid.running {
+		wanted := false
+		for c := range h.clients {
+			wanted = wanted || h.wantsVideo(c)
+		}
+		if !wanted {
+			return
+		}
+		h.vid.running = true
+		h.vid.kick = make(chan struct{}, 1)
+		go h.runVideo(h.vid.kick)
+	}
+	select {
+	case h.vid.kick <- struct{}{}:
+	default:
+	}
+}
+
+// runVideo encodes the screen each time kick says it changed, until the
+// hub ends or no viewer wants the stream.
+func (h *Hub) runVideo(kick chan struct{}) {
+	var e *encoder
+	defer func() {
+		if e != nil {
+			e.close()
+		}
+	}()
+	var pix []byte
+	var last, started time.Time
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-settle.C:
+			h.settleVideo()
+			continue
+		case <-kick:
+		}
+		if wait := time.Until(last.Add(videoFrame)); wait > 0 {
+			select {
+			case <-h.done:
+				return
+			case <-time.After(wait):
+			}
+		}
+		h.mu.Lock()
+		wanted := false
+		for c := range h.clients {
+			wanted = wanted || h.wantsVideo(c)
+		}
+		if !wanted {
+			h.vid.running = false
+			h.mu.Unlock()
+			return
+		}
+		w, hh := h.fb.w, h.fb.h
+		restart := e == nil || e.w != w || e.h != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
+		if restart {
+			h.vid.needKey = false
+		}
+		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
+		h.mu.Unlock()
+		last = time.Now()
+		au, err := h.encodeVideo(&e, restart, w, hh, pix)
+		if err != nil {
+			h.videoFailed(err)
+			return
+		}
+		if restart {
+			started = last
+		}
+		h.mu.Lock()
+		h.deliverVideo(au, w, hh, restart)
+		h.mu.Unlock()
+		settle.Reset(videoSettle)
+	}
+}
+
+// encodeVideo encodes pix with *e, first replacing it by a new encoder
+// (whose first frame is a key frame) when restart.
+func (h *Hub) encodeVideo(e **encoder, restart bool, w, hh int, pix []byte) (accessUnit, error) {
+	if restart {
+		if *e != nil {
+			(*e).close()
+		}
+		var err error
+		if *e, err = startEncoder(context.Background(), h.vid.program, w, hh); err != nil {
+			return accessUnit{}, err
+		}
+	}
+	return (*e).encode(pix)
+}
+
+// deliverVideo queues au, a w×h screen, to every viewer in the stream and
+// to those waiting when it is a key frame; fresh says it starts a new
+// encoder's stream; hub.mu is held.
+func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
+	for c := range h.clients {
+		if !h.wantsVideo(c) {
+			continue
+		}
+		if fresh || (!c.inStream && au.key) {
+			c.video, c.videoReset = c.video[:0], true
+		}
+		if !c.inStream && !au.key {
+			h.vid.needKey = true
+			continue
+		}
+		c.inStream = true
+		c.videoW, c.videoH = w, hh
+		c.video = append(c.video, au.data...)
+		if len(c.video) > maxVideoQueued { // it does not ask: tiles until the next key frame
+			c.leaveStream(w, hh)
+			h.vid.needKey = true
+		}
+		c.wakeUp()
+	}
+}
+
+// settleVideo has every viewer in the stream paint the screen again
+// losslessly: the video's frames are lossy.
+func (h *Hub) settleVideo() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		if c.inStream {
+			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+		}
+	}
+}
+
+// videoFailed turns H.264 off for the hub: its viewers get tiles.
+func (h *Hub) videoFailed(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.vid.off, h.vid.running = true, false
+	for c := range h.clients {
+		c.leaveStream(h.fb.w, h.fb.h)
+	}
+	if h.log != nil {
+		h.log.Warn("H.264 is off for this desktop; its viewers get tiles", "err", err)
+	}
+}
+
+// leaveStream takes c out of the H.264 stream: it gets its screen as tiles
+// and waits for a key frame; hub.mu is held.
+func (c *client) leaveStream(w, hh int) {
+	if !c.inStream {
+		return
+	}
+	c.inStream, c.video = false, nil
+	c.addDamage(Rect{0, 0, w, hh})
+}

@@ -1,0 +1,137 @@
+package rfb
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// connectVideo connects a hub that encodes H.264 with program to d and
+// returns a function that serves it one more client.
+func connectVideo(t *testing.T, d *scriptedDesktop, program string) func() net.Conn {
+	t.Helper()
+	hub, err := Connect(d.peer)
+	must(t, err)
+	hub.vid.program = program
+	t.Cleanup(func() { hub.Close() })
+	return func() net.Conn {
+		a, b := net.Pipe()
+		go hub.Serve(context.Background(), a, true)
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+}
+
+// accessUnits splits a payload into its access units, as noVNC does (up
+// to and including each slice), each checked.
+func accessUnits(t *testing.T, data []byte) []accessUnit {
+	t.Helper()
+	nals, err := splitNALs(data)
+	must(t, err)
+	var aus []accessUnit
+	var check annexB
+	check.sps, check.pps = []byte{0, 0, 0, 1, 0x67}, []byte{0, 0, 0, 1, 0x68}
+	start := 0
+	for i, n := range nals {
+		if typ := n[startCodeLen(n)] & 0x1f; typ == nalSlice || typ == nalIDR {
+			au, err := check.check(bytes.Join(nals[start:i+1], nil))
+			must(t, err)
+			aus = append(aus, au)
+			start = i + 1
+		}
+	}
+	if len(aus) == 0 || start != len(nals) {
+		t.Fatalf("a payload of %d NAL units, %d access units, ends with no slice", len(nals), len(aus))
+	}
+	return aus
+}
+
+// readUntil has c ask for updates until done says so or 20 s pass.
+func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); !done(); {
+		if time.Now().After(end) {
+			t.Fatalf("after 20s: want %s", what)
+		}
+		c.request(true)
+		must(t, c.next())
+	}
+}
+
+// TestHub_H264: clients that ask for encoding 50 get one H.264 stream,
+// encoded once: the first payload each gets is a key frame that resets its
+// decoder, a client that joins later gets a key frame of its own, and once
+// the screen is still the whole screen comes again as tiles, pixel-exact.
+// A client that does not ask gets tiles only.
+func TestHub_H264(t *testing.T) {
+	const w, h = 320, 200
+	d := newScriptedDesktop(t, w, h)
+	serve := connectVideo(t, d, mustGStreamer(t))
+	video := []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
+	a := dialTestClient(t, serve(), video...)
+	tiles := dialTestClient(t, serve(), encTight, encZRLE, encExtendedDesktopSize)
+	a.request(false)
+	must(t, a.next())
+	tiles.request(false)
+	must(t, tiles.next())
+
+	x := 0
+	move := func() {
+		x = (x + 8) % (w - 16)
+		must(t, d.picture(screen(w, h, x)))
+	}
+	keyFirst := func(c *testClient, name string) {
+		t.Helper()
+		readUntil(t, c, name+" gets H.264", func() bool {
+			if len(c.h264) == 0 {
+				move()
+			}
+			return len(c.h264) > 0
+		})
+		p := c.h264[0]
+		aus := accessUnits(t, p.data)
+		if !aus[0].key || p.flags&h264ResetContext == 0 || p.r != (Rect{0, 0, w, h}) {
+			t.Fatalf("%s's first H.264 rectangle %+v, flags %d: key %v; want a key frame of the whole screen that resets the decoder", name, p.r, p.flags, aus[0].key)
+		}
+	}
+	keyFirst(a, "the first client")
+	readUntil(t, a, "P frames after the key frame", func() bool { move(); return len(a.h264) >= 4 })
+	for i, p := range a.h264[1:] {
+		if aus := accessUnits(t, p.data); p.flags != 0 || aus[0].key {
+			t.Fatalf("payload %d: flags %d, key %v; want P frames of the same stream", i+1, p.flags, aus[0].key)
+		}
+	}
+
+	b := dialTestClient(t, serve(), video...)
+	b.request(false)
+	must(t, b.next())
+	keyFirst(b, "a client that joined later")
+
+	// Still: the last picture, losslessly, on both.
+	last := screen(w, h, x)
+	for _, c := range []*testClient{a, b, tiles} {
+		readUntil(t, c, "the still screen, pixel-exact", func() bool { return bytes.Equal(c.fb.pix, last) })
+	}
+	if n := tiles.rects[encH264]; n != 0 {
+		t.Errorf("a client that did not ask for H.264 got %d H.264 rectangles", n)
+	}
+}
+
+// TestHub_H264EncoderFails: where the encoder cannot run, clients that
+// asked for H.264 get tiles.
+func TestHub_H264EncoderFails(t *testing.T) {
+	const w, h = 64, 48
+	d := newScriptedDesktop(t, w, h)
+	serve := connectVideo(t, d, "/nonexistent/gst-launch-1.0")
+	c := dialTestClient(t, serve(), encH264, encTight, encZRLE, encExtendedDesktopSize)
+	c.request(false)
+	must(t, c.next())
+	pic := screen(w, h, 8)
+	must(t, d.picture(pic))
+	readUntil(t, c, "the screen as tiles", func() bool { return bytes.Equal(c.fb.pix, pic) })
+	if len(c.h264) != 0 {
+		t.Errorf("%d H.264 rectangles from an encoder that cannot run", len(c.h264))
+	}
+}

@@ -1,0 +1,160 @@
+package rfb
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+)
+
+// mustGStreamer returns the encoder's program, or skips where GStreamer's
+// x264enc is missing (scripts/deps.sh installs it).
+func mustGStreamer(t *testing.T) string {
+	t.Helper()
+	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
+		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
+	}
+	return "gst-launch-1.0"
+}
+
+// mustEncoder starts an encoder for a w×h screen.
+func mustEncoder(t *testing.T, w, h int) *encoder {
+	t.Helper()
+	e, err := startEncoder(context.Background(), mustGStreamer(t), w, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.close() })
+	return e
+}
+
+// nalTypes lists the NAL unit types of an Annex-B access unit.
+func nalTypes(t *testing.T, au []byte) []byte {
+	t.Helper()
+	nals, err := splitNALs(au)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []byte
+	for _, n := range nals {
+		types = append(types, n[startCodeLen(n)]&0x1f)
+	}
+	return types
+}
+
+// screen returns a w×h screen of RGBX pixels: a gradient with a square
+// at x.
+func screen(w, h, x int) []byte {
+	pix := make([]byte, w*h*4)
+	for y := 0; y < h; y++ {
+		for i := 0; i < w; i++ {
+			p := pix[(y*w+i)*4:]
+			p[0], p[1], p[2] = byte(i), byte(y), 128
+			if i >= x && i < x+16 && y >= 8 && y < 24 {
+				p[0], p[1], p[2] = 255, 255, 255
+			}
+		}
+	}
+	return pix
+}
+
+// TestEncoder_KeyFrameThenDeltas: the encoder's first access unit is a key
+// frame with its SPS and PPS in front, as noVNC needs to configure its
+// decoder; the next are single P slices, small when little moved; no
+// access unit delimiters reach a viewer.
+func TestEncoder_KeyFrameThenDeltas(t *testing.T) {
+	for _, size := range [][2]int{{320, 200}, {321, 199}} {
+		e := mustEncoder(t, size[0], size[1])
+		first, err := e.encode(screen(size[0], size[1], 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if types := nalTypes(t, first.data); !first.key || !bytes.Contains(types, []byte{nalSPS}) || !bytes.Contains(types, []byte{nalPPS}) || types[len(types)-1] != nalIDR {
+			t.Fatalf("%dx%d: first access unit has NAL types %v (key %v); want SPS, PPS, then an IDR", size[0], size[1], types, first.key)
+		}
+		for i := 1; i <= 5; i++ {
+			au, err := e.encode(screen(size[0], size[1], i*4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			types := nalTypes(t, au.data)
+			if au.key || types[len(types)-1] != nalSlice || bytes.Contains(types, []byte{nalAUD}) {
+				t.Fatalf("%dx%d: frame %d has NAL types %v (key %v); want one P slice last and no delimiter", size[0], size[1], i, types, au.key)
+			}
+			if len(au.data) >= len(first.data) {
+				t.Errorf("%dx%d: frame %d, a 16-pixel square moved, is %d bytes; the key frame %d", size[0], size[1], i, len(au.data), len(first.data))
+			}
+		}
+	}
+}
+
+// TestEncoder_WrongSize: a screen that is not the encoder's size is an
+// error, not a crash or a garbled stream.
+func TestEncoder_WrongSize(t *testing.T) {
+	e := mustEncoder(t, 64, 48)
+	if _, err := e.encode(make([]byte, 10)); err == nil {
+		t.Fatal("a 10-byte screen for a 64x48 encoder was taken")
+	}
+}
+
+// TestAnnexB_Check: the rules an access unit must keep before it reaches
+// a viewer.
+func TestAnnexB_Check(t *testing.T) {
+	sc := []byte{0, 0, 0, 1}
+	nal := func(typ byte, body ...byte) []byte { return append(append(append([]byte{}, sc...), typ), body...) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	sps, pps, idr, p, sei, aud := nal(0x67, 0x42, 0xc0, 0x1f), nal(0x68, 0xce), nal(0x65, 0x88), nal(0x41, 0x9a), nal(0x06, 0x05), nal(0x09, 0xf0)
+	var a annexB
+	if _, err := a.check(idr); err == nil {
+		t.Error("a key frame before any SPS and PPS was taken")
+	}
+	au, err := a.check(cat(aud, sps, pps, sei, idr))
+	if err != nil || !au.key || !bytes.Equal(au.data, cat(sps, pps, sei, idr)) {
+		t.Errorf("check(AUD SPS PPS SEI IDR) = %x, %v, %v; want it without the AUD, a key frame", au.data, au.key, err)
+	}
+	au, err = a.check(idr)
+	if err != nil || !bytes.Equal(au.data, cat(sps, pps, idr)) {
+		t.Errorf("check(IDR) = %x, %v; want the last SPS and PPS in front", au.data, err)
+	}
+	if au, err = a.check(cat([]byte{0, 0, 1, 0x41, 1}, nil)); err != nil || au.key {
+		t.Errorf("a P slice behind a 3-byte start code: %v, key %v", err, au.key)
+	}
+	for name, bad := range map[string][]byte{
+		"no start code":     {0x41, 0x9a},
+		"two slices":        cat(p, p),
+		"no slice":          cat(sps, pps),
+		"slice not last":    cat(p, sei),
+		"forbidden bit":     nal(0xc1, 1),
+		"empty unit":        cat(sc, p),
+		"unknown unit type": cat(nal(0x0e, 1), p),
+		"too long":          append(p, make([]byte, maxAccessUnit)...),
+	} {
+		if _, err := a.check(bad); err == nil {
+			t.Errorf("%s: taken", name)
+		}
+	}
+}
+
+// FuzzAnnexB: whatever an encoder or a desktop feeds the checker, it
+// returns an error or an access unit that keeps the rules, never panics.
+func FuzzAnnexB(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0x67, 0x42, 0, 0, 1, 0x68, 0xce, 0, 0, 0, 1, 0x65, 0x88})
+	f.Add([]byte{0, 0, 1, 0x41, 0x9a, 0, 0, 0, 1, 0x09})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var a annexB
+		for range 2 {
+			au, err := a.check(b)
+			if err != nil {
+				continue
+			}
+			types := nalTypes(t, au.data)
+			last := types[len(types)-1]
+			if last != nalSlice && last != nalIDR || bytes.Contains(types, []byte{nalAUD}) {
+				t.Fatalf("check(%x) = %x with NAL types %v", b, au.data, types)
+			}
+			if au.key && (!bytes.Contains(types, []byte{nalSPS}) || !bytes.Contains(types, []byte{nalPPS})) {
+				t.Fatalf("key frame %x without its SPS and PPS", au.data)
+			}
+		}
+	})
+}
