@@ -37,6 +37,9 @@ type ConsoleConfig struct {
 	// Owners records which replica owns each desktop's screen; nil: this
 	// portal is the only one (console.LocalOwners).
 	Owners console.Owners
+	// H264 is the program the screen hubs run to encode H.264 (rfb.Hubs);
+	// empty: tiles only.
+	H264 string
 }
 
 // consoleState is the handlers' console machinery.

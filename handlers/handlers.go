@@ -212,6 +212,7 @@ func New(cfg Config) *Handler {
 	cs := newConsoleState(cfg.Console)
 	cs.tokens = console.NewRDPTokens(cfg.Console.TokenKeys, log)
 	cs.hubs.Log = log // why a shared screen's client ended, when not a plain close
+	cs.hubs.H264 = cfg.Console.H264
 	cs.shared = console.NewStreams(&cs.streams, cfg.Console.Owners, cfg.Console.PeerSecret, log)
 	cs.screens = console.NewScreens(console.ScreensConfig{Hubs: &cs.hubs, Owners: cfg.Console.Owners, PeerSecret: cfg.Console.PeerSecret, Log: log})
 	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, FindPeers: cfg.Console.FindPeers, PeerSecret: cfg.Console.PeerSecret,

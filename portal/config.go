@@ -89,6 +89,9 @@ type ConsoleConfig struct {
 	PeerSecret []byte
 	// PeerURL is where the other replicas reach this one (screen links).
 	PeerURL string
+	// H264 is the program each screen hub runs to encode H.264 for the
+	// consoles that ask for it (gst-launch-1.0); empty: tiles only.
+	H264 string
 }
 
 // RecordingConfig bounds the recordings of recorded pools.

@@ -114,6 +114,8 @@ var settings = []setting{
 		}},
 	{group: "console", name: "peers", help: "peer portals' base URLs, comma-separated, tried when a desktop is out of reach",
 		set: list(func(c *Config) *[]string { return &c.Console.Peers })},
+	{group: "console", name: "h264", help: "experimental: the program each desktop's screen hub runs to encode H.264 (RFB encoding 50) for the VNC consoles that ask for it, e.g. gst-launch-1.0 (x264enc of gstreamer1.0-plugins-ugly); empty: tiles only",
+		set: text(func(c *Config) *string { return &c.Console.H264 })},
 	{group: "console", name: "peer-url", help: "where the other replicas reach this one, for screen links (e.g. http://$(POD_IP):8080); default the listen address when it names a host",
 		set: text(func(c *Config) *string { return &c.Console.PeerURL })},
 	{group: "console", name: "peer-secret-file", secret: true, help: "file holding the secret shared with peer portals; or set CORRAL_VDI_PEER_SECRET",

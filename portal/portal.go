@@ -159,7 +159,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
 		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
-			Owners: m.screenOwners(), FindPeers: m.findPeers()},
+			H264: c.Console.H264, Owners: m.screenOwners(), FindPeers: m.findPeers()},
 		Ready:   m.ready,
 		Notice:  notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
 		Outage:  m.apiserver.notice,

@@ -24,7 +24,7 @@ import (
 //
 // To follow the desktop's framebuffer updates it must know every encoding
 // in them, so it rewrites the client's SetEncodings to the ones it can
-// follow (Raw, CopyRect, Tight, ZRLE and the pseudo-encodings noVNC uses
+// follow (Raw, CopyRect, Tight, ZRLE, Open H.264 and the pseudo-encodings noVNC uses
 // with TigerVNC and QEMU). A stream it cannot follow (RFB 3.3, a security
 // type such as TLS, an encoding it did not allow) ends the console: the
 // policy is never left unenforced.

@@ -35,13 +35,15 @@ func (s *rfbServer) update() *rfbServer {
 		binary.Write(s, binary.BigEndian, [4]uint16{0, 0, w, h})
 		binary.Write(s, binary.BigEndian, enc)
 	}
-	s.Write([]byte{rfbFramebufferUpdate, 0, 0, 9})
+	s.Write([]byte{rfbFramebufferUpdate, 0, 0, 10})
 	rect(2, 1, 0) // Raw: 2 pixels of 4 bytes
 	s.Write([]byte{3, 0, 0, 0, 3, 0, 0, 0})
 	rect(2, 2, 1) // CopyRect
 	s.Write([]byte{0, 3, 0, 3})
 	rect(4, 4, 16) // ZRLE
 	s.Write([]byte{0, 0, 0, 5, 3, 3, 3, 3, 3})
+	rect(16, 16, 50) // Open H.264: length, flags, an access unit
+	s.Write([]byte{0, 0, 0, 6, 0, 0, 0, 1, 0, 0, 1, 0x65, 3, 3})
 	rect(8, 8, 7) // Tight fill
 	s.Write([]byte{0x80, 3, 3, 3})
 	rect(8, 8, 7) // Tight basic, palette of 2: 8 bytes of bits, raw
@@ -318,8 +320,8 @@ func TestFilterRFBClipboard_Encodings(t *testing.T) {
 	binary.Write(&c, binary.BigEndian, []int32{50, 7, 5, -314, 16, extendedClipboard}) // H.264, Tight, Hextile, alpha cursor, ZRLE
 	var want rfbClient
 	want.handshake(1)
-	want.Write([]byte{rfbSetEncodings, 0, 0, 3})
-	binary.Write(&want, binary.BigEndian, []int32{7, 16, extendedClipboard})
+	want.Write([]byte{rfbSetEncodings, 0, 0, 4})
+	binary.Write(&want, binary.BigEndian, []int32{50, 7, 16, extendedClipboard})
 	desk, _, err := filterBoth(t, RFBClipboardConfig{}, c.Bytes(), nil, 3)
 	if err != nil || !bytes.Equal(desk, want.Bytes()) {
 		t.Errorf("SetEncodings became %x, %v; want %x", desk, err, want.Bytes())

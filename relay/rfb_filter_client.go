@@ -12,6 +12,7 @@ var followedEncodings = map[int32]bool{
 	1:                 true, // CopyRect
 	7:                 true, // Tight
 	16:                true, // ZRLE
+	50:                true, // Open H.264
 	-223:              true, // DesktopSize
 	-224:              true, // LastRect
 	-239:              true, // Cursor

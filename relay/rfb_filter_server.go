@@ -174,6 +174,12 @@ func (f *rfbFilter) rect(h []byte) error {
 		return s.next(1, f.tight)
 	case 16: // ZRLE
 		return s.next(4, lengthThen)
+	case 50: // Open H.264: a 4-byte length, 4 bytes of flags, then that much
+		return s.next(8, func(h []byte) error {
+			s.emit(h)
+			s.skip(int64(binary.BigEndian.Uint32(h)), false)
+			return f.rectDone()
+		})
 	case -239: // Cursor: pixels and a bit mask
 		return body(w*hh*int64(pf.bpp) + (w+7)/8*hh)
 	case -223, -258: // DesktopSize, QEMU Extended Key Event: no data

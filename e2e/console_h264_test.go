@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// h264Watch is a JS function that counts, in the console's noVNC, the Open
+// H.264 rectangles it reads and the frames it draws from them, keeps the
+// colour at desktop pixel [x, y] of each decoded frame (read from the
+// decoder's own VideoFrame, not the canvas, which tiles also paint), and
+// reports whether noVNC has an H.264 decoder at all.
+const h264Watch = `([x, y]) => {
+  const rfb = document.getElementById('screen')?.rfb;
+  const dec = rfb?._decoders?.[50];
+  if (!dec) return false;
+  const w = window.__h264 = { rects: 0, frames: 0, colours: [], errors: [] };
+  const decodeRect = dec.decodeRect.bind(dec);
+  dec.decodeRect = (...a) => { w.rects++; return decodeRect(...a); };
+  const scratch = document.createElement('canvas');
+  scratch.width = scratch.height = 1;
+  const g = scratch.getContext('2d', { willReadFrequently: true });
+  const display = rfb._display;
+  const videoFrame = display.videoFrame.bind(display);
+  display.videoFrame = (rx, ry, rw, rh, pending) => {
+    w.frames++;
+    pending.promise.then(() => {
+      try {
+        g.drawImage(pending.frame, x - rx, y - ry, 1, 1, 0, 0, 1, 1);
+        w.colours.push(Array.from(g.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+      } catch (e) { w.errors.push(String(e)); }
+    });
+    return videoFrame(rx, ry, rw, rh, pending);
+  };
+  return true;
+}`
+
+// canvasPixel is a JS function returning the console canvas's colour at
+// desktop pixel [x, y].
+const canvasPixel = `([x, y]) => Array.from(document.querySelector('#screen canvas').getContext('2d').getImageData(x, y, 1, 1).data.slice(0, 3))`
+
+// nearColour reports whether colour c is within tol of want on every channel.
+func nearColour(c []any, want [3]int, tol int) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if d := int(toFloat(c[i])) - want[i]; d > tol || d < -tol {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConsole_H264: with the portal's H.264 encoder on, a VNC console in
+// Chromium gets the desktop's motion as Open H.264 (RFB encoding 50):
+// noVNC's WebCodecs decoder draws the frames, and the decoded pixels are
+// the desktop's (its root window switching between two colours); once the
+// desktop is still, the screen is painted again losslessly and ends
+// pixel-exact.
+func TestConsole_H264(t *testing.T) {
+	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
+		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_H264=gst-launch-1.0")
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "video", "size": 1}`, nil); code != 201 {
+		t.Fatalf("create pool: %d", code)
+	}
+	d := mustClaim(t, p, "alice", "video")
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	keepBrowserErrors(t, page, "1280x800")
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+
+	// A point of the root window, right of and below the desktop's xterm
+	// (100x30 characters at +40+40).
+	at := []int{1100, 600}
+	ok, err := page.Evaluate(h264Watch, at)
+	must(t, err)
+	if ok != true {
+		t.Fatal("noVNC has no H.264 decoder in this Chromium (WebCodecs)")
+	}
+	g := openGuestShell(t, p, "alice", d.Name)
+	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
+	pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.2; xsetroot -solid '#2040c0'; sleep 0.2; done) >/dev/null 2>&1 & echo PID=$!")
+	var loop int
+	if i := strings.LastIndex(pid, "PID="); i < 0 {
+		t.Fatalf("the colour loop's pid: %q", pid)
+	} else if _, err := fmt.Sscanf(pid[i+4:], "%d", &loop); err != nil {
+		t.Fatalf("the colour loop's pid: %q: %v", pid, err)
+	}
+	var w map[string]any
+	seen := func(want [3]int) bool {
+		for _, c := range w["colours"].([]any) {
+			if nearColour(c.([]any), want, 40) {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 60*time.Second, "noVNC draws H.264 frames of both colours", func() bool {
+		v, err := page.Evaluate(`() => window.__h264`)
+		if err != nil {
+			return false
+		}
+		w = v.(map[string]any)
+		return toFloat(w["frames"]) >= 10 && seen(red) && seen(blue)
+	})
+	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#208040'", loop))
+	waitFor(t, 30*time.Second, "the still screen, pixel-exact", func() bool {
+		c, err := page.Evaluate(canvasPixel, at)
+		return err == nil && nearColour(c.([]any), green, 0)
+	})
+	screenshot(t, page, "h264-still")
+	v, err := page.Evaluate(`() => window.__h264`)
+	must(t, err)
+	w = v.(map[string]any)
+	if errs := w["errors"].([]any); len(errs) > 0 {
+		t.Errorf("reading decoded frames: %v", errs)
+	}
+	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
+}
