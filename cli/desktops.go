@@ -84,6 +84,11 @@ func runRecreate(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c, cerr := f.client(); cerr == nil {
+		if _, err := c.awaitPool(ctx, e.ErrOut, raw); err != nil {
+			return err
+		}
+	}
 	return f.done(raw, "recreated %s from its pool's source", desktop)
 }
 

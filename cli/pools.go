@@ -121,6 +121,9 @@ func runPoolCreate(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/pools", req)
+	if err == nil {
+		raw, err = c.awaitPool(ctx, e.ErrOut, raw)
+	}
 	if err != nil {
 		return err
 	}
@@ -151,6 +154,9 @@ func runPoolResize(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	raw, err := c.do(ctx, http.MethodPatch, "/api/vdi/pools/"+path, api.PoolPatch{Size: &size})
+	if err == nil {
+		raw, err = c.awaitPool(ctx, e.ErrOut, raw)
+	}
 	if err != nil {
 		return err
 	}

@@ -275,6 +275,28 @@ func sessionAttacks() []attack {
 			status: 403,
 		},
 		{
+			name: "NonAdminReadsPoolJob", // issue 55: a job's progress and errors are the admins'
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/pools/local/demo/job", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins",
+		},
+		{
+			name: "NonAdminListsJobs",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", "/api/vdi/jobs", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins",
+		},
+		{
+			name: "CrossSiteGrowJob", // a page elsewhere makes an admin's browser start a job
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PATCH", "/api/vdi/pools/local/demo", `{"size":5}`, "Tailscale-User-Login", admin,
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403,
+		},
+		{
 			name: "CrossSiteReleaseWithoutOrigin",
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/release", "", "Tailscale-User-Login", "alice",

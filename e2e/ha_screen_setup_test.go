@@ -58,7 +58,7 @@ func startHAScreen(t *testing.T) *haScreen {
 	testcluster.StoppedVM(t, h.admin, h.ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"scr","kind":"vm","mode":"persistent","source":"golden","size":1}`, h.ns)
 	var perr apiError
-	if code := h.reps["a"].p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+	if code := h.reps["a"].p.CreatePool(t, "ops", body, &perr); code != 201 {
 		t.Fatalf("create pool: %d %+v", code, perr)
 	}
 	waitFor(t, 60*time.Second, "the pool's member VM", func() bool {

@@ -244,7 +244,7 @@ func TestHA(t *testing.T) {
 	testcluster.StoppedVM(t, admin, ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"ha","kind":"vm","mode":"persistent","source":"golden","size":1}`, ns)
 	var perr apiError
-	if code := api.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+	if code := api.CreatePool(t, "ops", body, &perr); code != 201 {
 		t.Fatalf("create pool: %d %+v", code, perr)
 	}
 	var d desktop
@@ -257,7 +257,7 @@ func TestHA(t *testing.T) {
 	// not given (and has no Role in), is refused in one line before any
 	// request reaches the API server.
 	testcluster.StoppedVM(t, admin, ns2, "golden", nil)
-	if code := api.APIBody(t, "ops", "POST", "/api/vdi/pools", strings.ReplaceAll(body, ns, ns2), &perr); code != 201 {
+	if code := api.CreatePool(t, "ops", strings.ReplaceAll(body, ns, ns2), &perr); code != 201 {
 		t.Fatalf("create a pool in the second pool namespace %s: %d %+v", ns2, code, perr)
 	}
 	var d2 desktop

@@ -140,7 +140,7 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"desk","kind":"vm","mode":"persistent","source":"golden","size":3}`, e.ns)
 	var perr apiError
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+	if code := p.CreatePool(t, "ops", body, &perr); code != 201 {
 		t.Fatalf("create pool: %d %+v", code, perr)
 	}
 	if got := e.poolVMs(t, "desk"); !slices.Equal(got, []string{"desk-1", "desk-2", "desk-3"}) {
@@ -270,13 +270,13 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	})
 
 	// Resize 3 -> 5 -> 2: bob's claimed member survives the shrink.
-	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":5}`, nil); code != 200 {
+	if code := p.awaitJob(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":5}`, 200, nil); code != 200 {
 		t.Fatalf("grow to 5: %d", code)
 	}
 	if got := e.poolVMs(t, "desk"); len(got) != 5 {
 		t.Fatalf("after growing to 5 the pool has %v", got)
 	}
-	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":2}`, nil); code != 200 {
+	if code := p.awaitJob(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/desk", `{"size":2}`, 200, nil); code != 200 {
 		t.Fatalf("shrink to 2: %d", code)
 	}
 	if got := e.poolVMs(t, "desk"); len(got) != 2 || !slices.Contains(got, bobs.Name) {
@@ -305,7 +305,7 @@ func TestKube_EphemeralReleaseReclones(t *testing.T) {
 	p := e.portal
 	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":"eph","kind":"vm","mode":"ephemeral","source":"golden","size":1}`, e.ns)
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, nil); code != 201 {
+	if code := p.CreatePool(t, "ops", body, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
 	var d desktop
@@ -339,7 +339,7 @@ func TestKube_CTPoolTerminal(t *testing.T) {
 	p := e.portal
 	body := fmt.Sprintf(`{"namespace":%q,"name":"shells","kind":"ct","mode":"ephemeral","source":"corral.test/shell","size":1}`, e.ns)
 	var perr apiError
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &perr); code != 201 {
+	if code := p.CreatePool(t, "ops", body, &perr); code != 201 {
 		t.Fatalf("create CT pool: %d %+v", code, perr)
 	}
 	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)

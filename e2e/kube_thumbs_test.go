@@ -41,7 +41,7 @@ func (e *kubeEnv) runningMember(t *testing.T, pool string) string {
 	t.Helper()
 	testcluster.StoppedVM(t, e.admin, e.ns, pool+"-golden", nil)
 	body := fmt.Sprintf(`{"namespace":%q,"name":%q,"kind":"vm","mode":"persistent","source":%q,"size":1}`, e.ns, pool, pool+"-golden")
-	if code := e.portal.APIBody(t, "ops", "POST", "/api/vdi/pools", body, nil); code != 201 {
+	if code := e.portal.CreatePool(t, "ops", body, nil); code != 201 {
 		t.Fatalf("create pool %s: %d", pool, code)
 	}
 	var d desktop

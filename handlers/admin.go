@@ -16,9 +16,11 @@ import (
 type Admin interface {
 	Dashboard(ctx context.Context, id vdi.Identity) ([]vdi.PoolDashboard, error)
 	Assign(ctx context.Context, id vdi.Identity, ref vdi.Ref, user string) (vdi.Desktop, error)
-	Recreate(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
-	CreatePool(ctx context.Context, id vdi.Identity, p vdi.Pool) error
-	UpdatePool(ctx context.Context, id vdi.Identity, namespace, name string, u vdi.PoolUpdate) error
+	RecreateJob(ctx context.Context, id vdi.Identity, ref vdi.Ref) (*vdi.Job, <-chan error, error)
+	CreatePoolJob(ctx context.Context, id vdi.Identity, p vdi.Pool) (*vdi.Job, <-chan error, error)
+	UpdatePoolJob(ctx context.Context, id vdi.Identity, namespace, name string, u vdi.PoolUpdate) (*vdi.Job, <-chan error, error)
+	Job(ctx context.Context, id vdi.Identity, namespace, name string) (vdi.Job, error)
+	Jobs(ctx context.Context, id vdi.Identity) ([]vdi.Job, error)
 	DeletePool(ctx context.Context, id vdi.Identity, namespace, name string) error
 }
 

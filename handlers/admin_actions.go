@@ -37,8 +37,12 @@ func (h *adminPages) handleDesktopAssign(w http.ResponseWriter, r *http.Request,
 // an admin makes a free desktop fresh from its pool's source.
 func (h *adminPages) handleDesktopRecreate(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))
-	if err := h.admin.Recreate(r.Context(), id, ref(r)); err != nil {
+	job, _, err := h.admin.RecreateJob(r.Context(), id, ref(r))
+	if err != nil {
 		return err
+	}
+	if job != nil {
+		return writeJob(w, job)
 	}
 	return h.desktopGet(w, r, id)
 }

@@ -40,6 +40,8 @@ func TestAdminOnly_EveryAdminRoute(t *testing.T) {
 		{"POST", "/api/vdi/pools", `{"name":"p2","kind":"ct","size":1}`},
 		{"PATCH", "/api/vdi/pools/local/pool0", `{"size":3}`},
 		{"DELETE", "/api/vdi/pools/local/pool0", ""},
+		{"GET", "/api/vdi/pools/local/pool0/job", ""},
+		{"GET", "/api/vdi/jobs", ""},
 		{"POST", "/api/vdi/desktops/local/pool0-1/assign", `{"user":"user1"}`},
 		{"POST", "/api/vdi/desktops/local/pool0-1/recreate", ""},
 		{"POST", "/api/vdi/users/user1/end-sessions", ""},

@@ -61,8 +61,12 @@ func (h *poolAdmin) handlePoolCreate(w http.ResponseWriter, r *http.Request, id 
 	}
 	p := vdi.Pool{Namespace: req.Namespace, Name: req.Name, Kind: req.Kind, Mode: req.Mode, Source: req.Source, Size: req.Size, Policy: policy,
 		Access: req.Access, Limits: req.Limits, Standby: req.Standby, StandbySchedule: req.StandbySchedule, LicensesAcknowledged: req.LicensesAcknowledged}
-	if err := h.admin.CreatePool(r.Context(), id, p); err != nil {
+	job, _, err := h.admin.CreatePoolJob(r.Context(), id, p)
+	if err != nil {
 		return err
+	}
+	if job != nil {
+		return writeJob(w, job)
 	}
 	return h.writePool(w, r, p.Namespace, p.Name, http.StatusCreated)
 }
@@ -91,8 +95,12 @@ func (h *poolAdmin) handlePoolUpdate(w http.ResponseWriter, r *http.Request, id 
 		return vdi.Errorf(vdi.EInvalid, `Send {"size": 4}, {"policy": {"idleTimeout": "1h"}}, {"access": {"groups": ["finance"]}} or {"limits": {"desktopsPerUser": 1}}.`, "Nothing to change.")
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("pool")
-	if err := h.admin.UpdatePool(r.Context(), id, ns, name, u); err != nil {
+	job, _, err := h.admin.UpdatePoolJob(r.Context(), id, ns, name, u)
+	if err != nil {
 		return err
+	}
+	if job != nil {
+		return writeJob(w, job)
 	}
 	return h.writePool(w, r, ns, name, http.StatusOK)
 }

@@ -61,9 +61,9 @@ type recordingAdmin struct {
 	created []vdi.Pool
 }
 
-func (r *recordingAdmin) CreatePool(ctx context.Context, id vdi.Identity, p vdi.Pool) error {
+func (r *recordingAdmin) CreatePoolJob(ctx context.Context, id vdi.Identity, p vdi.Pool) (*vdi.Job, <-chan error, error) {
 	r.created = append(r.created, p)
-	return r.Admin.CreatePool(ctx, id, p)
+	return r.Admin.CreatePoolJob(ctx, id, p)
 }
 
 // TestPoolCreateLicenses checks that the licences acknowledgement of a

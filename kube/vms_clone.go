@@ -102,6 +102,34 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 	return v.cloneFrom(ctx, ref.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, ref.Name, &meta)
 }
 
+// PlanRecreate checks that ref can be made fresh (it is a member whose
+// golden VM is there) and returns its pool's definition with ref as the
+// one member, for a replica that finds ref gone after a recreate was cut
+// short. A member of a pool whose definition cannot be read is recreated
+// at once (vdi.ErrNotAJob): nothing must make it from a definition that
+// is not there.
+func (v *VMs) PlanRecreate(ctx context.Context, ref vdi.Ref) (vdi.Growth, error) {
+	var vm kubevirtv1.VirtualMachine
+	if err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm); apierrors.IsNotFound(err) {
+		return vdi.Growth{}, vdi.Errorf(vdi.ENotFound, "It may have been deleted already.", "No desktop %s.", ref)
+	} else if err != nil {
+		return vdi.Growth{}, fmt.Errorf("kube: recreate %s: %w", ref, err)
+	}
+	pool, err := v.list(ctx, ref.Namespace, vm.Labels[vdi.LabelPool])
+	if err != nil {
+		return vdi.Growth{}, err
+	}
+	p := poolFrom(pool)
+	if vm.Labels[vdi.LabelPool] == "" || p.Closed != "" {
+		return vdi.Growth{}, vdi.ErrNotAJob
+	}
+	if _, err := v.golden(ctx, ref.Namespace, p.Source); err != nil {
+		return vdi.Growth{}, err
+	}
+	p.LicensesAcknowledged = vm.Annotations[AnnotationLicenses] == "true"
+	return vdi.Growth{Pool: p, Members: []string{ref.Name}}, nil
+}
+
 // recreatedAnnotations returns the annotations old's fresh clone carries:
 // its mode, source and licence mark, and its pool's definition as the
 // pool's members agree on it (old's own may be missing: a member that

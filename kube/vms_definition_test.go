@@ -40,7 +40,7 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	created := make(chan error, 1)
-	go func() { created <- svc.CreatePool(cctx, root, pool) }()
+	go func() { created <- s.vms.CreatePool(cctx, pool) }() // the backend as a cut request leaves it
 	s.waitFor(t, 20*time.Second, "the 4 clones made", func() (bool, error) {
 		var clones clonev1beta1.VirtualMachineCloneList
 		err := s.admin.List(ctx, &clones, client.InNamespace(s.ns))

@@ -178,6 +178,7 @@ func TestVMPoolOnKubeVirt(t *testing.T) {
 		{"WaitForFirstConsumer", testKubeVirtWFFC},
 		{"AttackGoldenVMCarriesPortalKeys", testKubeVirtAttackGoldenKeys},
 		{"LateClonesFailClosed", testKubeVirtLateClones},
+		{"Jobs", testKubeVirtJobs},
 		{"Node", testKubeVirtNode}, // last: its kubelet binds every Pod
 	} {
 		t.Run(tc.name, func(t *testing.T) {

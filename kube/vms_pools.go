@@ -16,37 +16,78 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-var _ vdi.PoolAdmin = (*VMs)(nil)
+var (
+	_ vdi.PoolAdmin  = (*VMs)(nil)
+	_ vdi.PoolGrower = (*VMs)(nil)
+)
 
 // CreatePool clones p.Source (a stopped golden VM in p.Namespace) p.Size
-// times into members p.Name-1..n, labelled and annotated as the pool.
-// Before any clone exists it refuses a Windows golden VM above one member
-// without p.LicensesAcknowledged, and a size whose members could not all
-// run at once for want of the golden VM's GPUs and host devices.
+// times into members p.Name-1..n, labelled and annotated as the pool: it
+// is PlanCreate, then Grow.
 func (v *VMs) CreatePool(ctx context.Context, p vdi.Pool) error {
-	if p.Kind != vdi.KindVM {
-		return vdi.Errorf(vdi.EInvalid, "On Kubernetes, make a vm pool from a golden VM.", "This portal makes only vm pools here, not %s.", p.Kind)
-	}
-	golden, err := v.checkGolden(ctx, p.Namespace, p.Source)
+	g, err := v.PlanCreate(ctx, p)
 	if err != nil {
 		return err
 	}
+	return v.Grow(ctx, g, nil)
+}
+
+// PlanCreate checks that pool p can be made and names its members. Before
+// any clone exists it refuses a Windows golden VM above one member
+// without p.LicensesAcknowledged, and a size whose members could not all
+// run at once for want of the golden VM's GPUs and host devices.
+func (v *VMs) PlanCreate(ctx context.Context, p vdi.Pool) (vdi.Growth, error) {
+	if p.Kind != vdi.KindVM {
+		return vdi.Growth{}, vdi.Errorf(vdi.EInvalid, "On Kubernetes, make a vm pool from a golden VM.", "This portal makes only vm pools here, not %s.", p.Kind)
+	}
+	golden, err := v.checkGolden(ctx, p.Namespace, p.Source)
+	if err != nil {
+		return vdi.Growth{}, err
+	}
 	if existing, err := v.list(ctx, p.Namespace, p.Name); err != nil {
-		return err
+		return vdi.Growth{}, err
 	} else if len(existing) > 0 {
-		return vdi.Errorf(vdi.EConflict, "Resize it instead, or pick another name.", "Pool %s/%s exists.", p.Namespace, p.Name)
+		return vdi.Growth{}, vdi.Errorf(vdi.EConflict, "Resize it instead, or pick another name.", "Pool %s/%s exists.", p.Namespace, p.Name)
 	}
 	ref := vdi.Ref{Namespace: p.Namespace, Name: p.Name}
 	if err := checkLicenses(ref, golden, p.Size, p.LicensesAcknowledged, licensesHintCreate); err != nil {
-		return err
+		return vdi.Growth{}, err
 	}
 	if err := v.admitDevices(ctx, ref, golden, nil, p.Size); err != nil {
-		return err
+		return vdi.Growth{}, err
 	}
 	if err := v.preflight(ctx, golden); err != nil {
+		return vdi.Growth{}, err
+	}
+	return vdi.Growth{Pool: p, Members: numbered(p.Name, p.Size)}, nil
+}
+
+// Grow makes the members of g that are not there yet: one snapshot of the
+// golden VM, then a clone of it per member (an unfinished clone of one is
+// waited for, not made again). It reports progress when progress is not
+// nil.
+func (v *VMs) Grow(ctx context.Context, g vdi.Growth, progress func(vdi.Progress)) error {
+	if progress == nil {
+		progress = func(vdi.Progress) {}
+	}
+	golden, err := v.golden(ctx, g.Pool.Namespace, g.Pool.Source)
+	if err != nil {
 		return err
 	}
-	return v.grow(ctx, p, golden, 0, p.Size)
+	vms, err := v.list(ctx, g.Pool.Namespace, g.Pool.Name)
+	if err != nil {
+		return err
+	}
+	var todo []string
+	for _, name := range g.Members {
+		if !slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Name == name }) {
+			todo = append(todo, name)
+		}
+	}
+	return v.grow(ctx, g.Pool, golden, todo, func(done int, what string) {
+		done += len(g.Members) - len(todo)
+		progress(vdi.Progress{Done: done, Total: len(g.Members), Text: fmt.Sprintf("cloning %d of %d (%s)", done, len(g.Members), what)})
+	})
 }
 
 // golden returns the golden VM name in namespace; ENotFound when it is not there.
@@ -103,11 +144,12 @@ func backendStorage(vm *kubevirtv1.VirtualMachine) string {
 	return ""
 }
 
-// grow adds members p.Name-(from+1)..p.Name-to: one snapshot of the
-// golden VM, then a clone of it per member, CloneConcurrency at a time,
-// each carrying the pool's labels and annotations (so that a clone that
-// outlives its wait still makes a member of the pool when it is done).
-func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMachine, from, to int) error {
+// grow adds members names: one snapshot of the golden VM, then a clone of
+// it per member, CloneConcurrency at a time, each carrying the pool's
+// labels and annotations (so that a clone that outlives its wait still
+// makes a member of the pool when it is done). It tells progress how many
+// are done and what it waits for.
+func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMachine, names []string, progress func(done int, what string)) error {
 	policy, err := json.Marshal(p.Policy)
 	if err != nil {
 		return err
@@ -124,35 +166,42 @@ func (v *VMs) grow(ctx context.Context, p vdi.Pool, golden *kubevirtv1.VirtualMa
 		return err
 	}
 	meta := &memberMeta{golden: golden, labels: map[string]string{vdi.LabelPool: p.Name}, annotations: ann}
+	progress(0, "snapshotting golden VM "+golden.Name)
 	snap, err := v.goldenSnapshot(ctx, golden)
 	if err != nil {
 		return err
 	}
+	progress(0, "snapshot ready, restoring…")
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	sem := make(chan struct{}, CloneConcurrency)
-	errs := make([]error, to-from)
-	for i := from + 1; i <= to; i++ {
-		name := p.Name + "-" + strconv.Itoa(i)
+	errs := make([]error, len(names))
+	for i, name := range names {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i-from-1] = fmt.Errorf("kube: clone %s/%s: %w", p.Namespace, name, context.Cause(ctx))
+				errs[i] = fmt.Errorf("kube: clone %s/%s: %w", p.Namespace, name, context.Cause(ctx))
 				return
 			}
 			defer func() { <-sem }()
-			errs[i-from-1] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, meta)
+			errs[i] = v.cloneFrom(ctx, p.Namespace, cloneSource{kind: "VirtualMachineSnapshot", name: snap}, name, meta)
+			if errs[i] == nil {
+				mu.Lock()
+				done++
+				progress(done, "snapshot ready, restoring…")
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// ResizePool grows a pool by cloning, or shrinks it by deleting unclaimed
-// members, highest numbers first; never a claimed one. Growing is admitted
-// as CreatePool is: the licences of a Windows pool, and room for every
-// member that is not running (the new ones and the stopped ones) to run at
-// once with the golden VM's devices.
+// ResizePool grows a pool by cloning (PlanResize, then Grow), or shrinks
+// it by deleting unclaimed members, highest numbers first; never a
+// claimed one.
 func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, claimed func(member string) bool) error {
 	vms, err := v.list(ctx, namespace, name)
 	if err != nil {
@@ -162,39 +211,15 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		return vdi.Errorf(vdi.ENotFound, "", "No pool %s in namespace %s.", name, namespace)
 	}
 	if size > len(vms) {
-		top := 0
-		names := make([]string, len(vms))
-		for i, vm := range vms {
-			names[i] = vm.Name
-			if n, err := strconv.Atoi(strings.TrimPrefix(vm.Name, name+"-")); err == nil && n > top {
-				top = n
-			}
-		}
-		p := poolFrom(vms)
-		if p.Closed != "" {
-			return vdi.Errorf(vdi.EConflict, "Set the pool's access (and policy) again first: that writes them on every member.",
-				"Pool %s/%s is for admins only until its definition is repaired (%s); new members would not know whom they are for.", namespace, name, p.Closed)
-		}
-		// Any member's mark will do: members recreated from the golden VM
-		// may have lost theirs.
-		p.LicensesAcknowledged = slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationLicenses] == "true" })
-		golden, err := v.golden(ctx, namespace, p.Source)
+		g, err := v.PlanResize(ctx, namespace, name, size)
 		if err != nil {
 			return err
 		}
-		ref := vdi.Ref{Namespace: namespace, Name: name}
-		if err := checkLicenses(ref, golden, size, p.LicensesAcknowledged, licensesHintResize); err != nil {
-			return err
-		}
-		if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
-			return err
-		}
-		if err := v.preflight(ctx, golden); err != nil {
-			return err
-		}
-		return v.grow(ctx, p, golden, top, top+size-len(vms))
+		return v.Grow(ctx, g, nil)
 	}
 	drop := len(vms) - size
+	// Highest numbers first: desk-10 goes before desk-9.
+	slices.SortStableFunc(vms, func(a, b kubevirtv1.VirtualMachine) int { return memberNumber(name, a.Name) - memberNumber(name, b.Name) })
 	var gone []kubevirtv1.VirtualMachine
 	var taken []*vdi.Lease
 	for i := len(vms) - 1; i >= 0 && len(gone) < drop; i-- {
@@ -223,6 +248,59 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 		}
 	}
 	return errors.Join(err, v.releaseTaken(context.WithoutCancel(ctx), taken))
+}
+
+// PlanResize checks resizing a pool to size and names the members a
+// growth makes. Growing is admitted as PlanCreate admits a pool: the
+// licences of a Windows pool, and room for every member that is not
+// running (the new ones and the stopped ones) to run at once with the
+// golden VM's devices; and refused while the pool's definition cannot be
+// read. A shrink names nothing: it is a job too (each removal waits for
+// its guest to shut down).
+func (v *VMs) PlanResize(ctx context.Context, namespace, name string, size int) (vdi.Growth, error) {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return vdi.Growth{}, err
+	}
+	if len(vms) == 0 {
+		return vdi.Growth{}, vdi.Errorf(vdi.ENotFound, "", "No pool %s in namespace %s.", name, namespace)
+	}
+	if size <= len(vms) {
+		return vdi.Growth{}, nil
+	}
+	top := 0
+	names := make([]string, len(vms))
+	for i, vm := range vms {
+		names[i] = vm.Name
+		top = max(top, memberNumber(name, vm.Name))
+	}
+	p := poolFrom(vms)
+	if p.Closed != "" {
+		return vdi.Growth{}, vdi.Errorf(vdi.EConflict, "Set the pool's access (and policy) again first: that writes them on every member.",
+			"Pool %s/%s is for admins only until its definition is repaired (%s); new members would not know whom they are for.", namespace, name, p.Closed)
+	}
+	// Any member's mark will do: members recreated from the golden VM
+	// may have lost theirs.
+	p.LicensesAcknowledged = slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationLicenses] == "true" })
+	golden, err := v.golden(ctx, namespace, p.Source)
+	if err != nil {
+		return vdi.Growth{}, err
+	}
+	ref := vdi.Ref{Namespace: namespace, Name: name}
+	if err := checkLicenses(ref, golden, size, p.LicensesAcknowledged, licensesHintResize); err != nil {
+		return vdi.Growth{}, err
+	}
+	if err := v.admitDevices(ctx, ref, golden, names, size-len(vms)); err != nil {
+		return vdi.Growth{}, err
+	}
+	if err := v.preflight(ctx, golden); err != nil {
+		return vdi.Growth{}, err
+	}
+	g := vdi.Growth{Pool: p}
+	for i := top + 1; i <= top+size-len(vms); i++ {
+		g.Members = append(g.Members, name+"-"+strconv.Itoa(i))
+	}
+	return g, nil
 }
 
 // releaseTaken deletes the Leases a removal took, when VMs has Leases.
@@ -299,4 +377,14 @@ func (v *VMs) sweepUnused(ctx context.Context, namespace, golden string) {
 		return
 	}
 	v.sweepSnapshots(ctx, namespace, golden, "")
+}
+
+// memberNumber is the number of pool's member (0 for a name of another
+// shape).
+func memberNumber(pool, member string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(member, pool+"-"))
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -42,6 +42,7 @@ type namespaceBackend interface {
 	vdi.ClaimMirror
 	vdi.Screenshotter
 	vdi.DefinitionRepairer
+	vdi.PoolGrower
 }
 
 // namespacedBackend routes each call to the backend of its namespace.
@@ -57,6 +58,7 @@ var (
 	_ vdi.Screenshotter = (*namespacedBackend)(nil)
 
 	_ vdi.DefinitionRepairer = (*namespacedBackend)(nil)
+	_ vdi.PoolGrower         = (*namespacedBackend)(nil)
 	_ vdi.Leases             = (*namespacedLeases)(nil)
 )
 

@@ -160,8 +160,9 @@ func reclaimText(rule string) string {
 	return "The desktop was reclaimed."
 }
 
-// RunReclaimer checks for due reclaims, keeps the pools' warm standby and
-// repairs claim mirrors and pool definitions every interval until ctx
+// RunReclaimer checks for due reclaims, finishes jobs whose portal
+// stopped, keeps the pools' warm standby and repairs claim mirrors and
+// pool definitions every interval until ctx
 // ends; a claim or release on this portal, or a
 // claim on another replica that its Leases report (AcquireNotifier),
 // makes it look again for standby after the refill delay.
@@ -171,6 +172,7 @@ func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	s.resumeJobs(ctx)
 	s.repairDefinitions(ctx)
 	s.keepStandby(ctx)
 	var refill <-chan time.Time // set while a refill waits
@@ -192,9 +194,16 @@ func (s *Service) RunReclaimer(ctx context.Context, every time.Duration) {
 			if _, err := s.RepairMirrors(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("repair claim mirrors", "err", err)
 			}
+			s.resumeJobs(ctx)
 			s.repairDefinitions(ctx)
 			s.keepStandby(ctx)
 		}
+	}
+}
+
+func (s *Service) resumeJobs(ctx context.Context) {
+	if _, err := s.ResumeJobs(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("resume jobs", "err", err)
 	}
 }
 

@@ -75,6 +75,12 @@ type Service struct {
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
 	changes claimChanges // ClaimChanged's channels
+
+	jobCtx      context.Context // the jobs this portal runs end with it (StopJobs)
+	stopJobs    context.CancelFunc
+	jobsWG      sync.WaitGroup
+	jobsMu      sync.Mutex
+	jobsRunning map[string]bool // "ns/pool" of the jobs running here
 }
 
 // NewService returns a Service; Backend, Leases and Audit are required.
@@ -96,7 +102,9 @@ func NewService(cfg Config) *Service {
 		startTimes:    map[Ref][]time.Duration{},
 		standbyKick:   make(chan struct{}, 1),
 		refillDelay:   cfg.RefillDelay,
+		jobsRunning:   map[string]bool{},
 	}
+	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {
 		s.refillDelay = DefaultRefillDelay
 	}
@@ -118,6 +126,8 @@ type PoolStatus struct {
 	Pool
 	Free    int `json:"free"`
 	Claimed int `json:"claimed"`
+	// Job is the pool's last job (shown to admins only).
+	Job *Job `json:"job,omitempty"`
 }
 
 // Desktop is a member together with its claim, as users see it.
@@ -182,6 +192,11 @@ func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) 
 	if err != nil {
 		return nil, err
 	}
+	var jobs jobsByPool
+	if id.Admin {
+		jobs = s.poolJobs(ctx)
+		pools = append(pools, jobs.creating(pools)...)
+	}
 	out := make([]PoolStatus, 0, len(pools))
 	for _, p := range pools {
 		if !p.Allows(id) {
@@ -191,7 +206,7 @@ func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)})
+		out = append(out, PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0), Job: jobs.of(p)})
 	}
 	return out, nil
 }
