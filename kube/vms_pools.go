@@ -219,7 +219,9 @@ func (v *VMs) ResizePool(ctx context.Context, namespace, name string, size int, 
 	}
 	drop := len(vms) - size
 	// Highest numbers first: desk-10 goes before desk-9.
-	slices.SortStableFunc(vms, func(a, b kubevirtv1.VirtualMachine) int { return memberNumber(name, a.Name) - memberNumber(name, b.Name) })
+	slices.SortStableFunc(vms, func(a, b kubevirtv1.VirtualMachine) int {
+		return memberNumber(name, a.Name) - memberNumber(name, b.Name)
+	})
 	var gone []kubevirtv1.VirtualMachine
 	var taken []*vdi.Lease
 	for i := len(vms) - 1; i >= 0 && len(gone) < drop; i-- {
