@@ -146,10 +146,7 @@ func TestCLI_WalkthroughKube(t *testing.T) {
 		t.Fatalf("pool create printed %q", out)
 	}
 	waitFor(t, time.Minute, "three members cloned", func() bool { return len(e.poolVMs(t, "walk")) == 3 })
-	var d desktop
-	if code := p.API(t, "erin", "POST", "/api/vdi/pools/"+pool+"/claim", &d); code != 200 {
-		t.Fatalf("erin claims on the web: %d", code)
-	}
+	d := p.claimRunning(t, "erin", e.ns, "walk") // on the web
 	out := p.mustCLI(t, "pool", "list", pool)
 	if f := fields(out, e.ns+"/"+d.Name); len(f) < 4 || f[2] != "erin" || f[3] != "running" {
 		t.Fatalf("pool list row of erin's %s: %q in\n%s", d.Name, f, out)

@@ -247,10 +247,7 @@ func TestHA(t *testing.T) {
 	if code := api.CreatePool(t, "ops", body, &perr); code != 201 {
 		t.Fatalf("create pool: %d %+v", code, perr)
 	}
-	var d desktop
-	if code := api.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/ha/claim", &d); code != 200 || d.Power != "running" {
-		t.Fatalf("alice's claim through nginx: %d %+v", code, d)
-	}
+	d := api.claimRunning(t, "alice", ns, "ha") // through nginx
 	member := d.Name
 
 	// The second pool namespace serves too; a third, which the portal was
@@ -441,10 +438,7 @@ func TestHA(t *testing.T) {
 	waitFor(t, 30*time.Second, "the rogue replica logs that its token keys differ from the leader's", func() bool {
 		return strings.Contains(rogue.p.Log(), "replicas sign RDP tokens with different keys")
 	})
-	var claim desktop
-	if code := api.API(t, "alice", "POST", "/api/vdi/pools/"+ns+"/ha/claim", &claim); code != 200 {
-		t.Fatalf("alice's new claim: %d", code)
-	}
+	claim := api.claimRunning(t, "alice", ns, "ha")
 	if pdu := rdpHandshake(t, b.p, rogue.p, ns, claim.Name); pdu.Error == nil || pdu.Error.HTTPStatus != http.StatusForbidden {
 		t.Fatalf("b's RDP token on the rogue replica: %+v; want refused (403)", pdu.Error)
 	}

@@ -63,3 +63,25 @@ func (p *Portal) awaitJob(tb testing.TB, user, method, path, body string, done i
 	}
 	return done
 }
+
+// claimRunning claims a desktop of ns/pool as user through the API and
+// waits until it runs: a claim answers as soon as it is won, while a VM
+// may still boot.
+func (p *Portal) claimRunning(tb testing.TB, user, ns, pool string) desktop {
+	tb.Helper()
+	var d desktop
+	if code := p.API(tb, user, "POST", "/api/vdi/pools/"+ns+"/"+pool+"/claim", &d); code != 200 {
+		tb.Fatalf("%s claims a desktop of %s/%s: %d", user, ns, pool, code)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for d.Power != "running" {
+		if d.Power != "starting" && d.Power != "stopped" || time.Now().After(deadline) {
+			tb.Fatalf("%s's desktop %s/%s is %s; want it running", user, d.Namespace, d.Name, d.Power)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if code := p.API(tb, user, "GET", "/api/vdi/desktops/"+d.Namespace+"/"+d.Name, &d); code != 200 {
+			tb.Fatalf("GET %s's desktop %s/%s: %d", user, d.Namespace, d.Name, code)
+		}
+	}
+	return d
+}

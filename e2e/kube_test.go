@@ -198,11 +198,8 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	rpage.Close()
 
 	// bob: a different member; his VMI loses its IPs, so the apiserver path.
-	var bobs desktop
-	if code := p.API(t, "bob", "POST", "/api/vdi/pools/"+e.ns+"/desk/claim", &bobs); code != 200 {
-		t.Fatalf("bob's claim: %d", code)
-	}
-	if bobs.Name == alices || bobs.Power != "running" {
+	bobs := p.claimRunning(t, "bob", e.ns, "desk")
+	if bobs.Name == alices {
 		t.Fatalf("bob got %+v; want a running member other than alice's %s", bobs, alices)
 	}
 	e.dropIPs(t, bobs.Name)
@@ -308,10 +305,7 @@ func TestKube_EphemeralReleaseReclones(t *testing.T) {
 	if code := p.CreatePool(t, "ops", body, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
-	var d desktop
-	if code := p.API(t, "carol", "POST", "/api/vdi/pools/"+e.ns+"/eph/claim", &d); code != 200 || d.Power != "running" {
-		t.Fatalf("claim: %d %+v", code, d)
-	}
+	d := p.claimRunning(t, "carol", e.ns, "eph")
 	before, _ := e.vm(t, d.Name)
 	if code := p.API(t, "carol", "POST", "/api/vdi/desktops/"+e.ns+"/"+d.Name+"/release", nil); code != 200 {
 		t.Fatalf("release: %d", code)

@@ -44,10 +44,7 @@ func (e *kubeEnv) runningMember(t *testing.T, pool string) string {
 	if code := e.portal.CreatePool(t, "ops", body, nil); code != 201 {
 		t.Fatalf("create pool %s: %d", pool, code)
 	}
-	var d desktop
-	if code := e.portal.API(t, "carol", "POST", "/api/vdi/pools/"+e.ns+"/"+pool+"/claim", &d); code != 200 || d.Power != "running" {
-		t.Fatalf("claim: %d %+v", code, d)
-	}
+	d := e.portal.claimRunning(t, "carol", e.ns, pool)
 	return d.Name
 }
 

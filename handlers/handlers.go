@@ -21,7 +21,12 @@ import (
 type Desktops interface {
 	Pools(ctx context.Context, id vdi.Identity) ([]vdi.PoolStatus, error)
 	PoolNamespaces(ctx context.Context, name string) ([]string, error)
+	// Claim answers once the claimed desktop runs (the agent seat's
+	// claim); ClaimStarting once the claim is won and its desktop asked
+	// to start (the pages and the API: the console page waits for a
+	// desktop still starting).
 	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
+	ClaimStarting(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
 	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error

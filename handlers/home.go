@@ -41,7 +41,7 @@ func (h *userDesktops) handleHome(w http.ResponseWriter, r *http.Request, id vdi
 // that follows never claims again (post/redirect/get).
 func (h *userDesktops) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ns, pool := r.PathValue("ns"), r.PathValue("pool")
-	d, err := h.desktops.Claim(r.Context(), id, ns, pool)
+	d, err := h.desktops.ClaimStarting(r.Context(), id, ns, pool)
 	if err != nil {
 		h.errorText(r, err) // logs a cause that is the portal's to fix
 		http.Redirect(w, r, noticeURL(claimNotice(err), ns, pool), http.StatusSeeOther)

@@ -39,7 +39,7 @@ func (h *kioskPages) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.
 		}
 		return h.renderKiosk(w, r, id, props, d)
 	}
-	d, err := h.desktops.Claim(r.Context(), id, ns, name)
+	d, err := h.desktops.ClaimStarting(r.Context(), id, ns, name)
 	if err != nil {
 		return h.renderKioskWait(w, r, props, err)
 	}
@@ -55,7 +55,7 @@ func (h *kioskPages) handleKioskClaim(w http.ResponseWriter, r *http.Request, id
 	if err != nil {
 		return err
 	}
-	if _, err := h.desktops.Claim(r.Context(), id, ns, name); err != nil {
+	if _, err := h.desktops.ClaimStarting(r.Context(), id, ns, name); err != nil {
 		return h.renderKioskWait(w, r, views.KioskProps{Page: h.pageProps(name, id), Pool: name}, err)
 	}
 	http.Redirect(w, r, "/kiosk/"+url.PathEscape(name)+"?ns="+url.QueryEscape(ns), http.StatusSeeOther)

@@ -22,7 +22,7 @@ func (h *userDesktops) handlePoolsList(w http.ResponseWriter, r *http.Request, i
 // handlePoolClaim serves POST /api/vdi/pools/{ns}/{pool}/claim: claim a
 // free member (or get back the one already held) and power it on.
 func (h *userDesktops) handlePoolClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	d, err := h.desktops.Claim(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
+	d, err := h.desktops.ClaimStarting(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
 	if err != nil {
 		return err
 	}

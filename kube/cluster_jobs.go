@@ -6,7 +6,22 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-var _ vdi.PoolGrower = (*Cluster)(nil)
+var (
+	_ vdi.PoolGrower = (*Cluster)(nil)
+	_ vdi.StartAsker = (*Cluster)(nil)
+	_ vdi.StartAsker = (*VMs)(nil)
+	_ vdi.StartAsker = (*CTs)(nil)
+)
+
+// AskStart asks a member of either kind to start, without waiting for it
+// to run.
+func (c *Cluster) AskStart(ctx context.Context, ref vdi.Ref) error {
+	b, err := c.owner(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return b.(vdi.StartAsker).AskStart(ctx, ref)
+}
 
 // PlanCreate plans a VM pool's clones; a CT pool is one ConfigMap, made
 // at once (vdi.ErrNotAJob).

@@ -101,6 +101,15 @@ func (c *CTs) waitGone(ctx context.Context, ref vdi.Ref, uid types.UID) error {
 // until it is running and ready; a Pod that cannot run ends the wait with
 // the reason.
 func (c *CTs) Start(ctx context.Context, ref vdi.Ref) error {
+	if err := c.AskStart(ctx, ref); err != nil {
+		return err
+	}
+	return c.waitRunning(ctx, ref)
+}
+
+// AskStart makes the member's Pod (vdi.StartAsker) and returns without
+// waiting for it to run: pulling an image can take minutes.
+func (c *CTs) AskStart(ctx context.Context, ref vdi.Ref) error {
 	p, pod, err := c.member(ctx, ref)
 	if err != nil {
 		return err
@@ -120,10 +129,7 @@ func (c *CTs) Start(ctx context.Context, ref vdi.Ref) error {
 		}
 		err = c.startPod(ctx, p, ref, live)
 	}
-	if err != nil {
-		return err
-	}
-	return c.waitRunning(ctx, ref)
+	return err
 }
 
 // startPod makes sure member ref of p has a Pod that is not ending, given

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -151,5 +153,30 @@ func testKubeVirtJobs(t *testing.T, s *kubeVirtSetup) {
 			t.Fatalf("shrink ended %+v; want done", end)
 		}
 		mustOwnMembers(t, 7)
+	})
+
+	t.Run("ClaimAnswersAtOnce", func(t *testing.T) {
+		// No node runs VMs in this cluster (the Node subtest adds one):
+		// a cold member is asked to start and never runs. The claim is
+		// answered once its Lease is won, within a request's patience,
+		// not after PowerTimeout.
+		rctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		defer cancel()
+		svc := newService(s.vms, leases)
+		d, err := svc.ClaimStarting(rctx, alice, s.ns, "desk")
+		if err != nil || d.Power != vdi.PowerStarting || d.Holder != "alice" {
+			t.Fatalf("alice's claim of a cold member: %+v, %v; want it hers, starting", d, err)
+		}
+		l, err := leases.Get(s.ctx, d.Ref())
+		if err != nil || l.Holder != "alice" {
+			t.Fatalf("the claim's Lease: %+v, %v; want alice's", l, err)
+		}
+		vm := s.vm(t, d.Name)
+		if rs := vm.Spec.RunStrategy; rs == nil || *rs != kubevirtv1.RunStrategyAlways {
+			t.Errorf("%s's run strategy %v; want Always (asked to start)", d.Name, rs)
+		}
+		if again, err := svc.ClaimStarting(rctx, alice, s.ns, "desk"); err != nil || again.Name != d.Name {
+			t.Errorf("alice asks again: %+v, %v; want %s again", again, err, d.Name)
+		}
 	})
 }

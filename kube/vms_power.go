@@ -40,6 +40,23 @@ func (v *VMs) Start(ctx context.Context, ref vdi.Ref) error {
 	return v.power(ctx, ref, "start", vdi.PowerRunning)
 }
 
+// AskStart asks KubeVirt to start the member's VM and returns once
+// virt-api took the request (vdi.StartAsker), not once the VM runs: a
+// claim answers while the VM boots.
+func (v *VMs) AskStart(ctx context.Context, ref vdi.Ref) error {
+	now, err := v.liveVM(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if memberOf(now).Power == vdi.PowerRunning && !halted(now) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, PowerTimeout)
+	defer cancel()
+	_, err = v.ask(ctx, ref, "start")
+	return err
+}
+
 // Stop asks KubeVirt to stop the member's VM, keeping its disks, and waits
 // until it is stopped.
 func (v *VMs) Stop(ctx context.Context, ref vdi.Ref) error {

@@ -43,6 +43,7 @@ type namespaceBackend interface {
 	vdi.Screenshotter
 	vdi.DefinitionRepairer
 	vdi.PoolGrower
+	vdi.StartAsker
 }
 
 // namespacedBackend routes each call to the backend of its namespace.
@@ -59,6 +60,7 @@ var (
 
 	_ vdi.DefinitionRepairer = (*namespacedBackend)(nil)
 	_ vdi.PoolGrower         = (*namespacedBackend)(nil)
+	_ vdi.StartAsker         = (*namespacedBackend)(nil)
 	_ vdi.Leases             = (*namespacedLeases)(nil)
 )
 

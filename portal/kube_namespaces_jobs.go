@@ -41,3 +41,12 @@ func (b *namespacedBackend) Grow(ctx context.Context, g vdi.Growth, progress fun
 	}
 	return c.Grow(ctx, g, progress)
 }
+
+// AskStart asks a member to start, without waiting for it to run.
+func (b *namespacedBackend) AskStart(ctx context.Context, ref vdi.Ref) error {
+	c, err := b.in(ref.Namespace)
+	if err != nil {
+		return err
+	}
+	return c.AskStart(ctx, ref)
+}

@@ -14,6 +14,18 @@ import (
 // each at most once and moving on when another claimant wins it; when none is
 // free (or every try was lost) it fails with EConflict.
 func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
+	return s.claim(ctx, id, namespace, pool, false)
+}
+
+// ClaimStarting claims as Claim does, but answers as soon as the claim is
+// won and its member asked to start: a member slow to start (a VM that
+// boots, see StartAsker) is answered "starting", and the console page
+// waits for it, so no request waits out a boot.
+func (s *Service) ClaimStarting(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
+	return s.claim(ctx, id, namespace, pool, true)
+}
+
+func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string, atOnce bool) (Desktop, error) {
 	p, err := s.backend.Pool(ctx, namespace, pool)
 	if err != nil {
 		return Desktop{}, err
@@ -53,7 +65,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 				if fresh.Holder == id.Login && !fresh.Expired(now) {
 					// Asking again also finishes what a failure left undone.
 					s.mirror(fresh)
-					return s.powerOn(ctx, fresh)
+					return s.powerOn(ctx, fresh, atOnce)
 				}
 				l = fresh
 			}
@@ -113,7 +125,7 @@ func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string
 			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
 			s.kickStandby() // a warm member went: refill
 			s.mirror(l)
-			return s.powerOn(ctx, l)
+			return s.powerOn(ctx, l, atOnce)
 		}
 	}
 	e := Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
@@ -229,15 +241,28 @@ func (s *Service) acquire(ctx context.Context, p Pool, m Member, old *Lease, hol
 	return l, err
 }
 
-// powerOn starts the claimed member if it is not running and returns it.
-// A failed start keeps the claim so that asking again retries.
-func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
+// StartAsker is a Backend whose members take long to start (a VM boots):
+// AskStart asks the platform to start ref and returns once the platform
+// took the request, not once the member runs.
+type StartAsker interface {
+	AskStart(ctx context.Context, ref Ref) error
+}
+
+// powerOn starts the claimed member if it is not running and returns it;
+// with atOnce, a backend that can (StartAsker) is only asked to start it,
+// and the member is answered as starting.
+func (s *Service) powerOn(ctx context.Context, l *Lease, atOnce bool) (Desktop, error) {
 	m, err := s.backend.Member(ctx, l.Ref())
 	if err != nil {
 		return Desktop{}, err
 	}
 	if m.Power != PowerRunning {
-		if err := s.backend.Start(ctx, l.Ref()); err != nil {
+		start := s.backend.Start
+		sa, ask := s.backend.(StartAsker)
+		if ask = ask && atOnce; ask {
+			start = sa.AskStart
+		}
+		if err := start(ctx, l.Ref()); err != nil {
 			s.log.Error("start failed", "desktop", l.Ref(), "err", err)
 			return Desktop{}, &Error{Code: EUnavailable, Err: err,
 				Msg:  "Desktop " + l.Ref().String() + " is yours but did not start.",
@@ -245,6 +270,9 @@ func (s *Service) powerOn(ctx context.Context, l *Lease) (Desktop, error) {
 		}
 		if m, err = s.backend.Member(ctx, l.Ref()); err != nil {
 			return Desktop{}, err
+		}
+		if ask && m.Power != PowerRunning && m.Power != PowerFailed {
+			m.Power = PowerStarting // asked: a cache may not show it yet
 		}
 	}
 	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)

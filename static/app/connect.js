@@ -111,6 +111,16 @@ export class Reconnector {
     return wait;
   }
 
+  // after reconnects after ms, keeping the backoff as it is: a desktop
+  // that is starting is asked again at a steady pace.
+  after(ms) {
+    this.cancel();
+    this.timer = setTimeout(() => {
+      this.cancel();
+      this.connect();
+    }, ms);
+  }
+
   cancel() {
     clearTimeout(this.timer);
     clearInterval(this.ticker);

@@ -17,7 +17,7 @@ import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
-import { desktopDown, downWords, startAgain } from './down.js';
+import { desktopDown, desktopState, downWords, startAgain } from './down.js';
 import { attachTyping } from './typing.js';
 import { attachEscape } from './escape.js';
 import { attachFold } from './fold.js';
@@ -86,6 +86,22 @@ async function whenDown(kind, text) {
   }
 }
 
+// STARTING_POLL_MS is how often the page asks again while its desktop
+// starts.
+const STARTING_POLL_MS = 2000;
+
+// waitWhileStarting reports whether the desktop is starting (a claim
+// answers as soon as it is won: a VM may still boot), and then says so
+// and asks again in a moment, with no error card in between.
+async function waitWhileStarting() {
+  const loss = losses;
+  const d = await desktopState(screen.dataset.desktop);
+  if (loss !== losses || d?.power !== 'starting') return false;
+  ui.say('Your desktop is starting; its console opens as soon as it runs…', 'busy');
+  again.after(STARTING_POLL_MS);
+  return true;
+}
+
 const names = { rdp: 'RDP', vnc: 'VNC', serial: 'serial console', terminal: 'terminal' };
 
 // showFallbacks offers the other consoles of the desktop as links.
@@ -112,6 +128,7 @@ async function connect() {
   performance.measure('connect-read');
   if (!ok) {
     dropEarly();
+    if (code === 503 && await waitWhileStarting()) return;
     // Unreachable portal: try again; a refusal is the user's to act on.
     ui.lost(code === 0 ? 'The portal cannot be reached.' : errorText(code, body), false, code === 0 || code >= 500);
     return;

@@ -10,11 +10,17 @@
 // portal unreachable, a viewer who may not read it), which a reconnect
 // finds out.
 export async function desktopDown(url) {
+  const d = await desktopState(url);
+  return d && (d.power === 'stopped' || d.power === 'failed') ? d : null;
+}
+
+// desktopState resolves to the desktop (the desktop API's answer), or to
+// null when it is not known (the portal unreachable, a viewer who may not
+// read it).
+export async function desktopState(url) {
   try {
     const res = await fetch(url, { headers: { Accept: 'application/json' }, signal: AbortSignal.timeout(5000) });
-    if (!res.ok) return null;
-    const d = await res.json();
-    return d.power === 'stopped' || d.power === 'failed' ? d : null;
+    return res.ok ? await res.json() : null;
   } catch {
     return null;
   }

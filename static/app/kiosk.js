@@ -6,7 +6,7 @@
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
 import { dropEarly } from './console-early.js';
-import { desktopDown, downWords, fresh, startAgain } from './down.js';
+import { desktopDown, desktopState, downWords, fresh, startAgain } from './down.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('kiosk-status');
@@ -74,18 +74,31 @@ function schedule(text) {
   screen.dataset.reconnectIn = String(wait);
 }
 
+// desktopURL is the desktop API's address of the kiosk's desktop.
+const desktopURL = () => screen.dataset.connect.replace(/\/connect(\?.*)?$/, '');
+
 // startIfDown starts the kiosk's desktop again (fresh, when its pool is
 // ephemeral) when it stopped (crashed, stopped by an admin), as a thin
 // client relaunches its session: the one at the kiosk has nothing to wait
 // for. It reports whether it did, and connected once it had.
 async function startIfDown() {
-  const url = screen.dataset.connect.replace(/\/connect(\?.*)?$/, '');
+  const url = desktopURL();
   const d = await desktopDown(url);
   if (!d) return false;
   show(`${downWords(d).title}. ${fresh(d) ? 'Getting a fresh one' : 'Starting it again'}…`, 'busy');
   const failed = await startAgain(url, d);
   if (failed) ui.lost(failed);
   else connect();
+  return true;
+}
+
+// waitWhileStarting reports whether the kiosk's desktop is starting (the
+// claim answers before a VM boots), and then asks again in a moment.
+async function waitWhileStarting() {
+  const d = await desktopState(desktopURL());
+  if (d?.power !== 'starting') return false;
+  show('Your desktop is starting…', 'busy');
+  again.after(2000);
   return true;
 }
 
@@ -100,7 +113,7 @@ async function connect() {
     schedule('The portal cannot be reached.');
     return;
   }
-  if (!ok && code === 503 && await startIfDown()) return;
+  if (!ok && code === 503 && (await waitWhileStarting() || await startIfDown())) return;
   if (!ok) {
     // Not ours any more (403) or gone (404): claim anew. Else wait it out.
     ui.lost(errorText(code, body), code === 403 || code === 404);
