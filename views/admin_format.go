@@ -211,3 +211,17 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// jobText names what a pool's job does, e.g. "Creating the pool" or
+// "Recreating desk-3", and who asked.
+func jobText(j vdi.Job) string {
+	what := map[vdi.JobKind]string{vdi.JobCreate: "Creating the pool", vdi.JobGrow: "Adding desktops",
+		vdi.JobShrink: "Removing desktops", vdi.JobRecreate: "Recreating " + j.Member}[j.Kind]
+	if what == "" {
+		what = string(j.Kind)
+	}
+	if j.By != "" {
+		what += " (" + j.By + ")"
+	}
+	return what
+}

@@ -25,8 +25,11 @@ func pages(s string) map[string]templ.Component {
 	d := vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerRunning, Reason: s,
 		Protocols: []vdi.Protocol{vdi.ProtocolVNC}}, Holder: s, ClaimedAt: now, Reclaim: &vdi.Deadline{Rule: s, At: now.Add(time.Hour)}}
 	pool := vdi.PoolStatus{Pool: vdi.Pool{Namespace: s, Name: s, Kind: vdi.Kind(s), Mode: vdi.Mode(s), Source: s, Size: 1}}
-	admin := AdminProps{Page: page, Now: now, Pools: []AdminPool{{
-		PoolDashboard: vdi.PoolDashboard{PoolStatus: pool},
+	running, failed := pool, pool
+	running.Job = &vdi.Job{Kind: vdi.JobRecreate, Member: s, State: vdi.JobRunning, Progress: s, By: s, Done: 1, Total: 2}
+	failed.Job = &vdi.Job{Kind: vdi.JobKind(s), State: vdi.JobFailed, Error: s, Hint: s, By: s}
+	admin := AdminProps{Page: page, Now: now, Pools: []AdminPool{{PoolDashboard: vdi.PoolDashboard{PoolStatus: failed}}, {
+		PoolDashboard: vdi.PoolDashboard{PoolStatus: running},
 		Members: []AdminMember{
 			{MemberStatus: vdi.MemberStatus{Desktop: d, Consoles: 1, Reclaiming: s}, Protocol: s, Path: s},
 			{MemberStatus: vdi.MemberStatus{Desktop: vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerStopped}}}},

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+)
+
+// TestKube_DashboardShowsJobProgress: creating a VM pool answers 202 with
+// a job at once; the job's progress is on GET of the job, in the pool
+// list and on the admin dashboard ("cloning 3 of 6"), at laptop, tablet
+// and phone sizes; the job goes on to a full pool.
+func TestKube_DashboardShowsJobProgress(t *testing.T) {
+	e := startKubeEnv(t)
+	p := e.portal
+	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
+	e.standIn.SlowClones(e.ns, 0, 3*time.Second)
+
+	var j job
+	body := fmt.Sprintf(`{"namespace":%q,"name":"lab","kind":"vm","mode":"ephemeral","source":"golden","size":6}`, e.ns)
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &j); code != 202 || j.State != "running" || j.Kind != "create" || j.Total != 6 {
+		t.Fatalf("create a pool of 6 VMs: %d %+v; want 202 with a running create job", code, j)
+	}
+
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1280, 800)
+	signIn(t, page, p, "ops", "/admin")
+	line := page.Locator(`[data-pool="lab"] [data-testid="pool-job"]`)
+	expect := playwright.NewPlaywrightAssertions(90000)
+	must(t, expect.Locator(line).ToHaveText(regexp.MustCompile(`Creating the pool \(ops\): cloning [1-5] of 6 \(`)))
+	// Keep it there while the pictures are taken: no clone finishes now.
+	e.standIn.HoldClones(e.ns)
+
+	var pools []poolWithJob
+	if p.API(t, "ops", "GET", "/api/vdi/pools", &pools); !hasRunningJob(pools, "lab") {
+		t.Errorf("GET /api/vdi/pools: %+v; want pool lab with its running job", pools)
+	}
+	for _, size := range []struct {
+		name          string
+		width, height int
+	}{{"laptop", 1280, 800}, {"tablet", 1024, 1366}, {"phone", 390, 844}} {
+		must(t, page.SetViewportSize(size.width, size.height))
+		must(t, expect.Locator(line).ToBeInViewport())
+		must(t, expect.Locator(line).ToContainText("cloning"))
+		screenshot(t, page, "kube-job-progress-"+size.name)
+	}
+
+	e.standIn.ReleaseClones(e.ns)
+	must(t, expect.Locator(line).ToHaveCount(0))
+	if code := p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j); code != 200 || j.State != "done" || j.Done != 6 {
+		t.Fatalf("the job at the end: %d %+v; want done, 6 of 6", code, j)
+	}
+	if got := e.poolVMs(t, "lab"); len(got) != 6 {
+		t.Fatalf("pool lab has VMs %v; want 6", got)
+	}
+	must(t, expect.Locator(page.Locator(`[data-pool="lab"] [data-testid="pool-counts"]`)).ToContainText("6 members"))
+}
+
+// poolWithJob is a pool as GET /api/vdi/pools lists it to an admin.
+type poolWithJob struct {
+	Name string `json:"name"`
+	Job  *job   `json:"job"`
+}
+
+// hasRunningJob reports whether the pool list shows pool name with a
+// running job whose progress counts its clones.
+func hasRunningJob(pools []poolWithJob, name string) bool {
+	for _, p := range pools {
+		if p.Name == name && p.Job != nil && p.Job.State == "running" && strings.Contains(p.Job.Progress, " of 6 ") {
+			return true
+		}
+	}
+	return false
+}
