@@ -20,12 +20,23 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	e := startKubeEnv(t)
 	p := e.portal
 	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
-	e.standIn.SlowClones(e.ns, 0, 3*time.Second)
+	e.standIn.SlowClones(e.ns, 0, 6*time.Second)
 
 	var j job
 	body := fmt.Sprintf(`{"namespace":%q,"name":"lab","kind":"vm","mode":"ephemeral","source":"golden","size":6}`, e.ns)
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &j); code != 202 || j.State != "running" || j.Kind != "create" || j.Total != 6 {
 		t.Fatalf("create a pool of 6 VMs: %d %+v; want 202 with a running create job", code, j)
+	}
+
+	// Once the first clones are in (the other two need 6 s more), no
+	// clone finishes until the pictures are taken.
+	waitFor(t, 2*time.Minute, "the first clones made", func() bool {
+		p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j)
+		return j.Done > 0 || j.State != "running"
+	})
+	e.standIn.HoldClones(e.ns)
+	if j.State != "running" || j.Done == 6 {
+		t.Fatalf("the job once clones were made: %+v; want it running", j)
 	}
 
 	b := MustLaunchBrowser(t)
@@ -34,8 +45,6 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	line := page.Locator(`[data-pool="lab"] [data-testid="pool-job"]`)
 	expect := playwright.NewPlaywrightAssertions(90000)
 	must(t, expect.Locator(line).ToHaveText(regexp.MustCompile(`Creating the pool \(ops\): cloning [1-5] of 6 \(`)))
-	// Keep it there while the pictures are taken: no clone finishes now.
-	e.standIn.HoldClones(e.ns)
 
 	var pools []poolWithJob
 	if p.API(t, "ops", "GET", "/api/vdi/pools", &pools); !hasRunningJob(pools, "lab") {

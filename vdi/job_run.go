@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,7 +65,8 @@ func (s *Service) replaceJob(ctx context.Context, ref Ref, want *Lease) (*Lease,
 	want.ResourceVersion = old.ResourceVersion
 	l, err := s.leases.Update(ctx, want)
 	if errors.Is(err, ErrConflict) {
-		return nil, Errorf(EConflict, "Look at the pool's job, then try again.", "Another job of pool %s/%s started meanwhile.", ref.Namespace, want.Member)
+		return nil, Errorf(EConflict, "Look at the pool's job, then try again.", "Another job of pool %s/%s started meanwhile.",
+			ref.Namespace, strings.TrimSuffix(want.Member, jobSuffix))
 	} else if err != nil {
 		return nil, unavailable(err)
 	}
