@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -8,18 +9,30 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
 )
 
 // TestKube_DashboardShowsJobProgress: creating a VM pool answers 202 with
 // a job at once; the job's progress is on GET of the job, in the pool
 // list and on the admin dashboard ("cloning 3 of 6"), at laptop, tablet
-// and phone sizes; the job goes on to a full pool.
+// and phone sizes; the job goes on to a full pool. Then a user's Get a
+// desktop answers while the VM boots: the console page says it is
+// starting, and connects once it runs.
 func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	e := startKubeEnv(t)
 	p := e.portal
-	testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
+	// Members are ready once their guest answers (a readinessProbe).
+	golden := testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
+	golden.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+		ReadinessProbe: &kubevirtv1.Probe{Handler: kubevirtv1.Handler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(kube.PortVNC)}}}}}
+	if err := e.admin.Update(context.Background(), golden); err != nil {
+		t.Fatal(err)
+	}
 	e.standIn.SlowClones(e.ns, 0, 6*time.Second)
 
 	var j job
@@ -69,6 +82,19 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 		t.Fatalf("pool lab has VMs %v; want 6", got)
 	}
 	must(t, expect.Locator(page.Locator(`[data-pool="lab"] [data-testid="pool-counts"]`)).ToContainText("6 members"))
+
+	for i := 1; i <= 6; i++ {
+		e.standIn.GuestBootTakes(e.ns, fmt.Sprintf("lab-%d", i), 20*time.Second)
+	}
+	apage := b.MustNewPage(t, 1280, 800)
+	signIn(t, apage, p, "alice", "/")
+	must(t, apage.Locator(`[data-pool="lab"]`).GetByTestId("get-desktop").Click())
+	must(t, apage.WaitForURL(regexp.MustCompile(`/desktops/`+e.ns+`/lab-\d$`)))
+	status := apage.GetByTestId("status")
+	must(t, expect.Locator(status).ToContainText("Your desktop is starting"))
+	screenshot(t, apage, "kube-console-starting")
+	must(t, expect.Locator(status).ToHaveText("Connected"))
+	screenshot(t, apage, "kube-console-started")
 }
 
 // poolWithJob is a pool as GET /api/vdi/pools lists it to an admin.

@@ -88,7 +88,7 @@ async function whenDown(kind, text) {
 
 // STARTING_POLL_MS is how often the page asks again while its desktop
 // starts.
-const STARTING_POLL_MS = 2000;
+const STARTING_POLL_MS = 1000;
 
 // waitWhileStarting reports whether the desktop is starting (a claim
 // answers as soon as it is won: a VM may still boot), and then says so

@@ -98,7 +98,7 @@ async function waitWhileStarting() {
   const d = await desktopState(desktopURL());
   if (d?.power !== 'starting') return false;
   show('Your desktop is starting…', 'busy');
-  again.after(2000);
+  again.after(1000);
   return true;
 }
 
