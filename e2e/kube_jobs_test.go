@@ -90,6 +90,9 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	signIn(t, apage, p, "alice", "/")
 	must(t, apage.Locator(`[data-pool="lab"]`).GetByTestId("get-desktop").Click())
 	must(t, apage.WaitForURL(regexp.MustCompile(`/desktops/`+e.ns+`/lab-\d$`)))
+	// VNC: the RDP console would ask for the guest's password first.
+	_, err := apage.Goto(apage.URL() + "?protocol=vnc")
+	must(t, err)
 	status := apage.GetByTestId("status")
 	must(t, expect.Locator(status).ToContainText("Your desktop is starting"))
 	screenshot(t, apage, "kube-console-starting")
