@@ -123,14 +123,16 @@ func (s *Service) runJob(l *Lease, rec jobRecord) <-chan error {
 	j := &job{s: s, l: l, rec: rec, lost: lost}
 	key := rec.Namespace + "/" + rec.Pool
 	s.jobsMu.Lock()
-	s.jobsRunning[key] = true
+	s.jobsRunning[key] = rec.ID
 	s.jobsMu.Unlock()
 	s.jobsWG.Add(1)
 	go func() {
 		defer s.jobsWG.Done()
 		defer func() {
 			s.jobsMu.Lock()
-			delete(s.jobsRunning, key)
+			if s.jobsRunning[key] == rec.ID {
+				delete(s.jobsRunning, key)
+			}
 			s.jobsMu.Unlock()
 		}()
 		defer lost()
@@ -158,7 +160,7 @@ func (s *Service) runJob(l *Lease, rec jobRecord) <-chan error {
 			done <- errors.Join(err, context.Cause(ctx))
 			return // this portal stops, or another replica took the job over
 		}
-		done <- err
+		defer func() { done <- err }() // once the record says how it ended
 		j.save(s.jobCtx, func(r *jobRecord) {
 			if err == nil {
 				r.State, r.Progress, r.Done = JobDone, "done", r.Total
@@ -225,7 +227,7 @@ func (s *Service) ResumeJobs(ctx context.Context) (int, error) {
 	for _, r := range recs {
 		key := r.rec.Namespace + "/" + r.rec.Pool
 		s.jobsMu.Lock()
-		mine := s.jobsRunning[key]
+		mine := s.jobsRunning[key] != ""
 		s.jobsMu.Unlock()
 		if r.rec.State != JobRunning || mine || !r.lease.Expired(now) {
 			continue
