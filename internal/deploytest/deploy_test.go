@@ -64,7 +64,7 @@ func TestDeploy(t *testing.T) {
 			for _, u := range objs {
 				kinds = append(kinds, u.GetKind())
 			}
-			kindsWanted := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
+			kindsWanted := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "FlowSchema", "PriorityLevelConfiguration"}
 			switch tt.name {
 			case "Tailscale":
 				kindsWanted = slices.DeleteFunc(kindsWanted, func(k string) bool { return k == "PodDisruptionBudget" })
