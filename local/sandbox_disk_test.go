@@ -39,3 +39,27 @@ func TestSandboxedDesktop_DiskBound(t *testing.T) {
 		t.Error("the home's bound survived unmountMember")
 	}
 }
+
+// TestAttack_SandboxRootFill fills what of a desktop's mount namespace is
+// not its home or /tmp: the root itself (bubblewrap's tmpfs), /run and
+// /var/tmp. The root is read-only; /run and /var/tmp stop at the disk
+// bound. Before, each took as much as the desktop's memory allowed.
+func TestAttack_SandboxRootFill(t *testing.T) {
+	s := MustSandbox(t, "202300-202399", Limits{NProc: 300, Disk: 8 << 20})
+	spec := MustSandboxedSpec(t, s, "rootfill")
+	member := filepath.Dir(spec.Dir)
+	t.Cleanup(func() { unmountMember(member) })
+	d := MustStartDesktop(t, spec)
+	term, err := d.StartTerminal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	term.Write([]byte("for f in /fill /run/fill /var/tmp/fill; do dd if=/dev/zero of=$f bs=1M count=64 2>/dev/null; echo \"FILLED $f $(du -m $f 2>/dev/null | cut -f1)\"; done; echo DONE-$((40+2))\r"))
+	out := readUntil(t, term, "DONE-42")
+	for _, want := range []string{"FILLED /fill \r", "FILLED /run/fill 8\r", "FILLED /var/tmp/fill 8\r"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("attack root-fill: the terminal said %q; want %q (nothing written to the root, the others at the 8 MiB bound)", out, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -120,7 +121,8 @@ type memberNS struct {
 	dir       string // the member's folder: its passwd and group files; "" for none
 	run, home string // bound read-write inside
 	holder    bool   // the desktop's network holder: namespaces only, made in one step
-	tmp       string // bound read-write at /tmp
+	tmp       string // bound read-write at /tmp and /var/tmp
+	disk      uint64 // the size of each process's /run and /var; 0 for none
 	devices   []string
 	hostNet   bool // keeps the portal's network namespace (a VM's loopback consoles)
 }
@@ -152,11 +154,13 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 	if sharedNet || m.hostNet {
 		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
 	}
-	a := append(unshare,
-		"--cap-drop", "ALL",
-		"--proc", "/proc", "--dev", "/dev",
-		"--tmpfs", "/run", "--tmpfs", "/var", "--dir", "/var/tmp",
-	)
+	a := append(unshare, "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev")
+	for _, dir := range []string{"/run", "/var"} { // the process's own; at most the disk bound each
+		if m.disk > 0 {
+			a = append(a, "--size", strconv.FormatUint(m.disk, 10))
+		}
+		a = append(a, "--tmpfs", dir)
+	}
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
@@ -183,8 +187,11 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 	for _, dev := range m.devices {
 		a = append(a, "--dev-bind-try", dev, dev)
 	}
-	a = append(a, "--bind", m.tmp, "/tmp", "--bind", m.run, usernsRun, "--bind", m.home, m.insideHome())
-	return append(a, "--chdir", m.insideHome(), "--")
+	a = append(a, "--bind", m.tmp, "/tmp", "--bind", m.tmp, "/var/tmp", "--bind", m.run, usernsRun, "--bind", m.home, m.insideHome())
+	// The root (bubblewrap's tmpfs, the member's to write) is read-only
+	// once every mount point on it is made: what the member writes goes
+	// to its bounded folders.
+	return append(a, "--remount-ro", "/", "--chdir", m.insideHome(), "--")
 }
 
 // systemBinds returns bubblewrap's options that show the host's system
