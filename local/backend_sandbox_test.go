@@ -65,6 +65,7 @@ func TestBackend_SandboxedPersistentMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { sandbox.UnfenceHost() }) // New installs it
 	open := func() *local.Backend {
 		b, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: slog.New(slog.DiscardHandler), Sandbox: sandbox})
 		if err != nil {
