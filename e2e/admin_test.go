@@ -209,7 +209,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 	t.Run("ForceReleaseWithReason", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, alices.Name), "release", "host maintenance")
 		must(t, expect.Locator(memberRow(page, alices.Name).GetByTestId("holder")).ToHaveText("free"))
-		must(t, expect.Locator(alicePage.GetByTestId("status")).ToHaveText("An admin (ops) released this desktop. Reason: host maintenance"))
+		must(t, expect.Locator(alicePage.GetByTestId("status")).ToHaveText("An admin (ops) released this desktop. Reason: host maintenance."))
 		if !auditHas(t, p, "user=alice", "force-release", alices.Name, "reason: host maintenance") {
 			t.Errorf("audit log has no force-release of %s with the reason", alices.Name)
 		}

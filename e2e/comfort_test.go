@@ -347,7 +347,7 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	must(t, err)
 	login, password, _ := strings.Cut(creds, ":")
 	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
-	must(t, page.GetByTestId("clipboard-toggle").Click())
+	openControl(t, page, "clipboard-toggle") // the long status may fold the bar into Menu
 	pasteAsKeys(t, page, login+"\n")
 	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
 	pasteAsKeys(t, page, password+"\n")
