@@ -95,7 +95,7 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 				t.Errorf("the console bar is %.0f px high: it wrapped", h)
 			}
 			must(t, expect.Locator(page.GetByTestId("connection-chip")).ToBeVisible())
-			must(t, expect.Locator(page.GetByTestId("chip-details")).ToHaveText(regexp.MustCompile(`^direct · \d+ ms · \d+ updates/s$`)))
+			must(t, expect.Locator(page.GetByTestId("chip-details")).ToHaveText(regexp.MustCompile(`^direct · \d+ ms · \d+ updates/s(\. Slow: .*)?$`))) // slow on a loaded machine
 			if kb, _ := page.GetByTestId("onscreen-keyboard").IsHidden(); kb == s.touch && s.width > 900 {
 				t.Errorf("the Keyboard button hidden = %v on a touch = %v device", kb, s.touch)
 			}

@@ -245,6 +245,10 @@ var (
 		"GET /{$}": true, "GET /api/vdi/pools": true, "GET /api/vdi/desktops": true,
 		"POST /api/vdi/pools/{ns}/{pool}/claim": true, "POST /pools/{ns}/{pool}/claim": true, "GET /kiosk/{pool}": true, "POST /kiosk/{pool}": true,
 		"GET /history": true, // the user's own sessions
+		// The user's own tokens (another's id is not found).
+		"GET /tokens": true, "POST /tokens": true, "POST /tokens/{id}/revoke": true,
+		"GET /api/vdi/tokens": true, "POST /api/vdi/tokens": true, "DELETE /api/vdi/tokens/{id}": true,
+		"/mcp": true, // a token's only: a signed-in browser gets 401 too (TestAttack_MCP)
 	}
 )
 

@@ -37,7 +37,7 @@ func TestVMPoolTrouble(t *testing.T) {
 		// kube.SnapshotTimeout is 10 minutes; the caller's deadline ends the wait sooner.
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		err := svc.CreatePool(cctx, root, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1})
+		err := vms.CreatePool(cctx, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1}) // the backend: the service runs it as a job
 		var e *vdi.Error
 		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineSnapshot "+stuckNS+"/golden-corral-") ||
 			!strings.Contains(e.Hint, "VolumeSnapshotClass") {
@@ -56,7 +56,7 @@ func TestVMPoolTrouble(t *testing.T) {
 		// kube.CloneTimeout is 2 minutes; the caller's deadline ends the wait sooner.
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		err := svc.CreatePool(cctx, root, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1})
+		err := vms.CreatePool(cctx, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1}) // the backend: the service runs it as a job
 		var e *vdi.Error
 		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineClone "+stuckNS+"/stuck-1-clone-") ||
 			!strings.Contains(e.Msg, "has not finished") || !strings.Contains(e.Hint, "VolumeSnapshotClass") {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 	"github.com/google/nftables"
@@ -97,7 +98,14 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 			t.Cleanup(func() { s.UnfenceHost() })
 		}
 		for row, target := range at.Targets {
-			if got := tcp(target, at.Host.Port); got == fenced {
+			got := tcp(target, at.Host.Port)
+			// Unfenced, the attack must be shown to work: a desktop that
+			// has just started may not have its IPv6 address yet (DAD).
+			for try := 0; !fenced && !got && try < 5; try++ {
+				time.Sleep(time.Second)
+				got = tcp(target, at.Host.Port)
+			}
+			if got == fenced {
 				t.Errorf("fenced=%v: tcp to the host's %s %s reached=%v; want %v", fenced, row, target, got, !fenced)
 			}
 			if got := at.UDP(t, target, func(script string) { run(script) }); got == fenced {
