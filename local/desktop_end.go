@@ -19,14 +19,20 @@ import (
 func (d *Desktop) watchXvnc(xvnc *desktopProc) {
 	defer d.wg.Done()
 	<-xvnc.exited
+	status := "exit status 0"
+	if xvnc.waitErr != nil {
+		status = xvnc.waitErr.Error()
+	}
+	d.xvncEnded("Xvnc exited: " + status)
+}
+
+// xvncEnded ends the desktop whose Xvnc is gone: unless Stop ended it, its
+// error is why (with Xvnc's last log line) and the rest of its processes
+// are killed.
+func (d *Desktop) xvncEnded(why string) {
 	d.mu.Lock()
 	if !d.stopping && d.err == nil {
-		status := "exit status 0"
-		if xvnc.waitErr != nil {
-			status = xvnc.waitErr.Error()
-		}
-		d.err = fmt.Errorf("Xvnc exited: %s: %s", status,
-			lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
+		d.err = fmt.Errorf("%s: %s", why, lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
 		d.log.Warn("desktop ended", "err", d.err)
 	}
 	rest := !d.stopping && d.started
@@ -68,18 +74,7 @@ func (d *Desktop) pollXvnc(xvnc *desktopProc) {
 		if xvnc.alive() {
 			continue
 		}
-		d.mu.Lock()
-		if !d.stopping && d.err == nil {
-			d.err = fmt.Errorf("Xvnc (pid %d) exited: %s", xvnc.PID,
-				lastLogLine(filepath.Join(d.spec.State, desktopXvnc+".log")))
-			d.log.Warn("desktop ended", "err", d.err)
-		}
-		rest := !d.stopping && d.started
-		d.mu.Unlock()
-		if rest {
-			d.killRest()
-		}
-		d.closeDone()
+		d.xvncEnded(fmt.Sprintf("Xvnc (pid %d) exited", xvnc.PID))
 		return
 	}
 }
