@@ -134,6 +134,11 @@ type Desktop struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// cgroupGen is the generation of the member's cgroup this desktop
+	// runs in: its clean-ups remove only that one, never the folder a
+	// later start of the member made again (desktopCgroup.removeAt).
+	cgroupGen uint64
 }
 
 // CheckDesktopDeps reports, in one line, every program a desktop needs that
@@ -199,7 +204,7 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 	}
 
 	spec.User.chooseNetwork(spec.Network, log)
-	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{})}
+	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{}), cgroupGen: spec.User.cgroup().generation()}
 	// RDP's files are written before any process of the desktop runs.
 	rdp, err := d.prepareRDP()
 	if err != nil {

@@ -80,6 +80,8 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 				done:    make(chan struct{}),
 				poll:    make(chan struct{}),
 				started: true,
+
+				cgroupGen: spec.User.cgroup().generation(),
 			}
 			if err := d.restartPasta(); err != nil {
 				log.Warn("desktop adopted without outbound network", "err", err)

@@ -50,12 +50,13 @@ func (d *Desktop) killRest() {
 	for _, p := range d.procs[1:] {
 		p.signal(syscall.SIGKILL)
 	}
-	gen := d.spec.User.cgroup().generation()
+	d.wg.Add(1)
 	go func() { // its cgroup goes once they are gone, unless a later start made it anew
+		defer d.wg.Done()
 		for _, p := range d.procs[1:] {
 			p.wait(desktopStopGrace)
 		}
-		d.spec.User.cgroup().removeAt(gen)
+		d.spec.User.cgroup().removeAt(d.cgroupGen)
 	}()
 }
 
@@ -158,7 +159,7 @@ func (d *Desktop) Stop() error {
 		d.closeDone()
 		// The user's own leftovers: setsid, nohup, daemons.
 		errs = append(errs, d.spec.User.killLeftovers(desktopStopGrace))
-		d.spec.User.removeCgroup()
+		d.spec.User.cgroup().removeAt(d.cgroupGen)
 		for _, path := range []string{
 			filepath.Join(d.spec.Dir, desktopSocketName), filepath.Join(d.spec.State, desktopPidsName),
 			filepath.Join(d.spec.Dir, desktopAuthName), filepath.Join(d.spec.Dir, rdpSocketName),

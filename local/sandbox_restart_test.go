@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +55,40 @@ func TestSandboxedDesktop_RestartAfterCrash(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A crashed desktop's clean-up that runs after the member's next start
+// made its cgroup again (the start kills the old Xvnc, and the old
+// desktop's watcher sees it only then) leaves the new folder: CI saw the
+// restart fail "cgroup.procs: Directory nonexistent" when the clean-up
+// read the generation late, and the old desktop's Stop removed the folder
+// whatever its generation.
+func TestSandboxedDesktop_LateCleanupKeepsTheNextStartsCgroup(t *testing.T) {
+	s := MustSandbox(t, "202400-202499", Limits{NProc: 300, Memory: 512 << 20})
+	if m := s.MissingLimits(); m != "" {
+		t.Skip(m)
+	}
+	spec := MustSandboxedSpec(t, s, "late")
+	old := MustStartDesktop(t, spec)
+	cg := spec.User.cgroup()
+	if err := cg.make(); err != nil { // the next start's, before the old one's end is seen
+		t.Fatal(err)
+	}
+	t.Cleanup(cg.remove)
+	old.procs[0].signal(9)
+	select {
+	case <-old.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the desktop did not end after its Xvnc was killed")
+	}
+	old.Stop() // waits for the crash's clean-up too
+	for _, dir := range []string{cg.v2, cg.memory, cg.pids} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
+			t.Errorf("the old desktop's clean-up removed the next start's cgroup: %v", err)
+		}
 	}
 }
