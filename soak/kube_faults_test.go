@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-
 )
 
 func faultKillReplica(t *testing.T, sc scale, r *report, e *kubeEnv) {
