@@ -1,0 +1,144 @@
+package deploytest_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
+)
+
+// chartDir is the Helm chart, relative to this package.
+var chartDir = filepath.Join("..", "..", "deploy", "helm", "corral-vdi-portal")
+
+// chartCases are the overlays of TestDeploy with the chart's values for
+// the same install (ci/<name>-values.yaml; none for the base).
+var chartCases = []struct{ name, dir, values string }{
+	{"Base", ".", ""}, {"OIDC", "overlays/oidc", "oidc"}, {"Gateway", "overlays/gateway", "gateway"},
+	{"Tailscale", "overlays/tailscale", "tailscale"}, {"PostgreSQL", "overlays/postgres", "postgres"},
+	{"ClusterWide", "overlays/cluster-wide", "cluster-wide"},
+}
+
+// mustRenderChart renders the chart for release corral-vdi in namespace
+// corral-vdi with the values file ci/<values>-values.yaml (none: the
+// defaults).
+func mustRenderChart(t *testing.T, values string) *deploytest.Chart {
+	t.Helper()
+	vals := map[string]any{}
+	if values != "" {
+		var err error
+		if vals, err = deploytest.ReadValues(filepath.Join(chartDir, "ci", values+"-values.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := deploytest.RenderChart(chartDir, "corral-vdi", "corral-vdi", vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// TestChartMatchesKustomize renders the Helm chart and deploy/ with
+// kustomize, for the base (the chart's defaults) and each overlay (its
+// ci/ values), and compares them object by object: the chart is not a
+// hand-kept twin that drifts. The one object the chart leaves out is the
+// release's own Namespace (Helm's, made by --create-namespace or by the
+// operator); Helm's own labels (helm.sh/chart, managed-by), the hash of
+// the generated tailscale ConfigMap's name and the order of named list
+// items (kustomize puts a patch's new env entries and volumes first) are
+// the only differences allowed.
+func TestChartMatchesKustomize(t *testing.T) {
+	root := filepath.Join("..", "..", "deploy")
+	for _, tt := range chartCases {
+		t.Run(tt.name, func(t *testing.T) {
+			kobjs, err := deploytest.Render(filepath.Join(root, tt.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kobjs = slices.DeleteFunc(kobjs, func(u *unstructured.Unstructured) bool {
+				return u.GetKind() == "Namespace" && u.GetName() == "corral-vdi"
+			})
+			want := byID(t, kobjs)
+			got := byID(t, mustRenderChart(t, tt.values).Objects)
+			for id, w := range want {
+				g, ok := got[id]
+				if !ok {
+					t.Errorf("the chart renders no %s; deploy/%s has it", id, tt.dir)
+					continue
+				}
+				if d := cmp.Diff(w, g); d != "" {
+					t.Errorf("%s: deploy/%s (-) and the chart (+) differ:\n%s", id, tt.dir, d)
+				}
+			}
+			for id := range got {
+				if _, ok := want[id]; !ok {
+					t.Errorf("the chart renders %s; deploy/%s has none", id, tt.dir)
+				}
+			}
+		})
+	}
+}
+
+// generatedName is a kustomize configMapGenerator's name with its hash, or
+// the chart's with its own.
+var generatedName = regexp.MustCompile(`(corral-vdi-tailscale-serve)-[0-9a-z]{10}\b`)
+
+// byID keys objs by kind/namespace/name, each as plain JSON values with
+// the chart's Helm-only labels left out.
+func byID(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, u := range objs {
+		u = u.DeepCopy()
+		labels := u.GetLabels()
+		delete(labels, "helm.sh/chart")
+		delete(labels, "app.kubernetes.io/managed-by")
+		u.SetLabels(labels)
+		raw, err := json.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = generatedName.ReplaceAll(raw, []byte("$1-HASH"))
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		sortNamed(v)
+		id := strings.Join([]string{u.GetKind(), u.GetNamespace(), generatedName.ReplaceAllString(u.GetName(), "$1-HASH")}, "/")
+		if _, dup := out[id]; dup {
+			t.Errorf("%s rendered twice", id)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+// sortNamed sorts, in place and at any depth of v, every list whose items
+// all have a name (env, volumes, volumeMounts, containers, ports) by it.
+func sortNamed(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			sortNamed(x)
+		}
+	case []any:
+		named := len(v) > 0
+		for _, x := range v {
+			sortNamed(x)
+			m, ok := x.(map[string]any)
+			_, hasName := m["name"].(string)
+			named = named && ok && hasName
+		}
+		if named {
+			slices.SortStableFunc(v, func(a, b any) int {
+				return strings.Compare(a.(map[string]any)["name"].(string), b.(map[string]any)["name"].(string))
+			})
+		}
+	}
+}
