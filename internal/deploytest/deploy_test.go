@@ -94,6 +94,9 @@ func TestDeploy(t *testing.T) {
 			checkPolicies(t, tt.dir, applied)
 		})
 	}
+	// The Helm chart's objects, for the same installs and more.
+	t.Run("Chart", func(t *testing.T) { checkChartOnCluster(t, c) })
+
 	// The example PostgreSQL the postgres overlay points at is a valid
 	// CloudNativePG Cluster.
 	t.Run("CloudNativePGExample", func(t *testing.T) {

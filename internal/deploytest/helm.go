@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func RenderChart(dir, release, namespace string, vals map[string]any) (*Chart, e
 	if err != nil {
 		return nil, fmt.Errorf("deploytest: values of %s: %w", dir, err)
 	}
-	files, err := engine.Engine{Strict: true}.Render(ch, top)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("deploytest: render %s: %w", dir, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
 )
@@ -139,6 +140,62 @@ func sortNamed(v any) {
 			slices.SortStableFunc(v, func(a, b any) int {
 				return strings.Compare(a.(map[string]any)["name"].(string), b.(map[string]any)["name"].(string))
 			})
+		}
+	}
+}
+
+// TestChartValuesSchema: a wrong value fails as helm install would fail
+// it, with the field named, before anything is rendered.
+func TestChartValuesSchema(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		vals  string
+		field string
+	}{
+		{"MistypedReplicas", `replicaCount: two`, "/replicaCount"},
+		{"MisspeltKey", `replicas: 2`, "replicas"},
+		{"MisspeltNestedKey", "ingress:\n  classname: traefik", "classname"},
+		{"DigestNotSHA256", "image:\n  digest: latest", "/image/digest"},
+		{"UnknownAuthMode", "auth:\n  modes: ldap", "/auth/modes"},
+		{"OIDCWithoutIssuer", "auth:\n  modes: oidc", "/oidc/issuer"},
+		{"IngressWithoutClass", "ingress:\n  enabled: true\n  host: vdi.example.com", "/ingress/className"},
+		{"RouteWithoutGateway", "httpRoute:\n  enabled: true", "/httpRoute/parentRefs"},
+		{"TailscaleTwoReplicas", "tailscale:\n  sidecar:\n    enabled: true", "/replicaCount"},
+		{"PasswordInDSN", "database:\n  url: postgres://corral:hunter2@db:5432/corral", "/database/url"},
+		{"BadPoolNamespace", "poolNamespaces: [{name: Team_B}]", "/poolNamespaces/0/name"},
+		{"NoPoolNamespaces", "poolNamespaces: []", "/poolNamespaces"},
+		{"BadDrain", "drainTimeout: five minutes", "/drainTimeout"},
+		{"MemoryNotMiOrGi", "resources:\n  limits:\n    memory: 1.5G", "resources.limits.memory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tt.vals), &vals); err != nil {
+				t.Fatal(err)
+			}
+			if tt.name == "TailscaleTwoReplicas" {
+				vals["replicaCount"] = 2
+			}
+			_, err := deploytest.RenderChart(chartDir, "corral-vdi", "corral-vdi", vals)
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("rendering with %q: %v; want an error naming %s", tt.vals, err, tt.field)
+			}
+		})
+	}
+}
+
+// TestChartLint runs helm lint's rules on the chart with its defaults
+// and each ci/ values file: no warnings, no errors.
+func TestChartLint(t *testing.T) {
+	for _, tt := range chartCases {
+		vals := map[string]any{}
+		if tt.values != "" {
+			var err error
+			if vals, err = deploytest.ReadValues(filepath.Join(chartDir, "ci", tt.values+"-values.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range deploytest.LintChart(chartDir, "corral-vdi", vals) {
+			t.Errorf("helm lint with the %s values: %v", tt.name, m)
 		}
 	}
 }

@@ -67,3 +67,51 @@ kustomize's configMapGenerator names it, so a change rolls the pods. */}}
 {{- define "corral-vdi.tailscaleServe" -}}
 corral-vdi-tailscale-serve-{{ .Files.Get "files/tailscale-serve.json" | sha256sum | trunc 10 }}
 {{- end }}
+
+{{/* A helm test pod: restricted, curl against the portal's Service. */}}
+{{- define "corral-vdi.testPod" -}}
+apiVersion: v1
+kind: Pod
+metadata:
+  name: corral-vdi-portal-test-{{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "corral-vdi.labels" .root | nindent 4 }}
+  annotations:
+    helm.sh/hook: test
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    runAsGroup: 65532
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+    - name: {{ .name }}
+      image: {{ .root.Values.tests.image }}
+      command: ["/bin/sh", "-ec", {{ .script | quote }}]
+      env:
+        - name: PORTAL
+          value: http://corral-vdi-portal.{{ .root.Release.Namespace }}.svc
+        # The Host the portal answers to: its public name, else loopback's.
+        - name: HOST
+          value: {{ (urlParse (splitList "," .root.Values.publicURL | first | default "http://localhost")).host | quote }}
+        {{- range $k, $v := .env }}
+        - name: {{ $k }}
+          value: {{ $v | quote }}
+        {{- end }}
+      resources:
+        requests:
+          cpu: 10m
+          memory: 16Mi
+        limits:
+          memory: 64Mi
+      securityContext:
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: true
+        capabilities:
+          drop: ["ALL"]
+{{- end }}
