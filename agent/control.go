@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -38,6 +37,6 @@ func (s *Seat) suspended(ref vdi.Ref) error {
 	if !ok || time.Since(p.at) >= TakeoverHold {
 		return nil
 	}
-	return fmt.Errorf("%s took control of %s (their last input at %s): your input is suspended until %v after theirs ends; screenshot and wait_for_change still work",
+	return vdi.Errorf(vdi.EConflict, "", "%s took control of %s (their last input at %s): your input is suspended until %v after theirs ends; screenshot and wait_for_change still work",
 		p.login, ref, p.at.UTC().Format("15:04:05"), TakeoverHold)
 }

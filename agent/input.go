@@ -13,33 +13,33 @@ import (
 // buttons are RFB's pointer button bits.
 var buttons = map[string]byte{"": 1, "left": 1, "middle": 2, "right": 4}
 
-// addInputTools adds the tools that point, type and fill the clipboard.
-func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
-	mcp.AddTool(srv, &mcp.Tool{Name: "move", Description: "Move the pointer."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in Point) (*mcp.CallToolResult, any, error) {
+// inputTools are the tools that point, type and fill the clipboard.
+var inputTools = []tool{
+	def(&mcp.Tool{Name: "move", Description: "Move the pointer."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in Point) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "move", in.Desktop, say(fmt.Sprintf("%d,%d", in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				x, y := clamp(st, in.X, in.Y)
 				return st.v.Pointer(x, y, 0)
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "click", Description: "Click a mouse button at a point."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ClickArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "click", Description: "Click a mouse button at a point."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in ClickArgs) (*mcp.CallToolResult, any, error) {
 			b, ok := buttons[in.Button]
 			if !ok {
-				return nil, nil, fmt.Errorf("button %q: use left, middle or right", in.Button)
+				return nil, nil, vdi.Errorf(vdi.EInvalid, "", "button %q: use left, middle or right", in.Button)
 			}
 			return s.inputResult(s.call(ctx, id, "click", in.Desktop, say(fmt.Sprintf("%s %d,%d", in.Button, in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				return clicks(st, in.X, in.Y, b, 1)
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "double_click", Description: "Double-click the left button at a point."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in Point) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "double_click", Description: "Double-click the left button at a point."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in Point) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "double_click", in.Desktop, say(fmt.Sprintf("%d,%d", in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				return clicks(st, in.X, in.Y, 1, 2)
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "drag", Description: "Press the left button at one point, move to another and let go."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in DragArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "drag", Description: "Press the left button at one point, move to another and let go."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in DragArgs) (*mcp.CallToolResult, any, error) {
 			detail := fmt.Sprintf("%d,%d to %d,%d", in.FromX, in.FromY, in.ToX, in.ToY)
 			return s.inputResult(s.call(ctx, id, "drag", in.Desktop, say(detail), input, func(_ vdi.Desktop, st *seat) error {
 				fx, fy := clamp(st, in.FromX, in.FromY)
@@ -56,9 +56,9 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				}
 				return nil
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "scroll", Description: "Turn the mouse wheel at a point."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ScrollArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "scroll", Description: "Turn the mouse wheel at a point."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in ScrollArgs) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "scroll", in.Desktop, say(fmt.Sprintf("%d at %d,%d", in.Clicks, in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				b := byte(16) // wheel down
 				if in.Clicks < 0 {
@@ -66,11 +66,11 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				}
 				return clicks(st, in.X, in.Y, b, min(abs(in.Clicks), 50))
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "type_text", Description: "Type text (any Unicode; a newline presses Enter)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in TextArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "type_text", Description: "Type text (any Unicode; a newline presses Enter)."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in TextArgs) (*mcp.CallToolResult, any, error) {
 			if len([]rune(in.Text)) > maxText {
-				return nil, nil, fmt.Errorf("text of %d characters: type at most %d per call", len([]rune(in.Text)), maxText)
+				return nil, nil, vdi.Errorf(vdi.ETooLarge, "", "text of %d characters: type at most %d per call", len([]rune(in.Text)), maxText)
 			}
 			detail := func(d vdi.Desktop) string { return typed(d, in.Text) }
 			return s.inputResult(s.call(ctx, id, "type_text", in.Desktop, detail, input, func(_ vdi.Desktop, st *seat) error {
@@ -81,9 +81,9 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				}
 				return nil
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "press_keys", Description: "Press chords one after another, such as [\"ctrl+alt+t\"] or [\"Enter\"]."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in KeysArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "press_keys", Description: "Press chords one after another, such as [\"ctrl+alt+t\"] or [\"Enter\"]."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in KeysArgs) (*mcp.CallToolResult, any, error) {
 			var chords [][]uint32
 			for _, k := range in.Keys {
 				c, err := chord(k)
@@ -93,7 +93,7 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				chords = append(chords, c)
 			}
 			if len(chords) == 0 || len(chords) > 100 {
-				return nil, nil, fmt.Errorf("keys: press 1 to 100 chords per call")
+				return nil, nil, vdi.Errorf(vdi.EInvalid, "", "keys: press 1 to 100 chords per call")
 			}
 			return s.inputResult(s.call(ctx, id, "press_keys", in.Desktop, say(strings.Join(in.Keys, " ")), input, func(_ vdi.Desktop, st *seat) error {
 				for _, c := range chords {
@@ -103,11 +103,11 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				}
 				return nil
 			}))
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "write_clipboard", Description: "Put text on the desktop's clipboard, where the pool lets text into the desktop."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in TextArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "write_clipboard", Description: "Put text on the desktop's clipboard, where the pool lets text into the desktop."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in TextArgs) (*mcp.CallToolResult, any, error) {
 			if len([]rune(in.Text)) > maxText*64 {
-				return nil, nil, fmt.Errorf("text of %d characters is too long for the clipboard", len([]rune(in.Text)))
+				return nil, nil, vdi.Errorf(vdi.ETooLarge, "", "text of %d characters is too long for the clipboard", len([]rune(in.Text)))
 			}
 			return s.inputResult(s.call(ctx, id, "write_clipboard", in.Desktop, say(fmt.Sprintf("(%d characters)", len([]rune(in.Text)))), input, func(d vdi.Desktop, st *seat) error {
 				if !d.Console.Clipboard.ToDesktop() {
@@ -115,7 +115,7 @@ func (s *Seat) addInputTools(srv *mcp.Server, id vdi.Identity) {
 				}
 				return st.v.SetCutText(in.Text)
 			}))
-		})
+		}),
 }
 
 // inputResult answers an input tool's call.

@@ -1,10 +1,11 @@
 package agent
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // keysyms names the X keysyms of keys press_keys takes by name.
@@ -46,13 +47,13 @@ func chord(s string) ([]uint32, error) {
 			continue
 		}
 		if utf8.RuneCountInString(name) != 1 {
-			return nil, fmt.Errorf("unknown key %q in %q: use a single character or one of ctrl, shift, alt, super, enter, tab, escape, backspace, delete, arrows (up, down, left, right), home, end, pageup, pagedown, f1-f12", name, s)
+			return nil, vdi.Errorf(vdi.EInvalid, "", "unknown key %q in %q: use a single character or one of ctrl, shift, alt, super, enter, tab, escape, backspace, delete, arrows (up, down, left, right), home, end, pageup, pagedown, f1-f12", name, s)
 		}
 		r, _ := utf8.DecodeRuneInString(name)
 		out = append(out, runeKeysym(r))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no key in %q", s)
+		return nil, vdi.Errorf(vdi.EInvalid, "", "no key in %q", s)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"strings"
 	"time"
 
@@ -21,7 +22,15 @@ type (
 	// ShotArgs asks for a screenshot.
 	ShotArgs struct {
 		Where
-		Width int `json:"width,omitempty" jsonschema:"scale the picture down to this many pixels wide; 0 for full size"`
+		Width int   `json:"width,omitempty" jsonschema:"scale the picture down to this many pixels wide; 0 for full size"`
+		Crop  *Area `json:"crop,omitempty" jsonschema:"only this part of the screen, in full-size pixels (then scaled by width)"`
+	}
+	// Area is a rectangle of the screen in full-size pixels.
+	Area struct {
+		X      int `json:"x"`
+		Y      int `json:"y"`
+		Width  int `json:"width"`
+		Height int `json:"height"`
 	}
 	// ClickArgs is a click.
 	ClickArgs struct {
@@ -58,6 +67,12 @@ type (
 	}
 )
 
+// Screen is the size of the desktop's screen a screenshot was taken of.
+type Screen struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
 // Claimed is a desktop claim_desktop gave.
 type Claimed struct {
 	Desktop string `json:"desktop"`
@@ -80,10 +95,11 @@ type Pools struct {
 
 const maxText = 4000
 
-// addTools adds the seat's tools, acting as id, to srv.
-func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
-	mcp.AddTool(srv, &mcp.Tool{Name: "list_pools", Description: "The pools this token may claim desktops from, with how many are free."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, Pools, error) {
+// sessionTools are the tools that claim, look at, wait on and release a
+// desktop.
+var sessionTools = []tool{
+	def(&mcp.Tool{Name: "list_pools", Description: "The pools this token may claim desktops from, with how many are free."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, _ struct{}) (*mcp.CallToolResult, Pools, error) {
 			ps, err := s.cfg.Desktops.Pools(ctx, id)
 			if err != nil {
 				return nil, Pools{}, err
@@ -93,12 +109,12 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 				out.Pools = append(out.Pools, PoolInfo{Pool: p.Namespace + "/" + p.Name, Kind: string(p.Kind), Size: p.Size, Free: p.Free})
 			}
 			return nil, out, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "claim_desktop", Description: "Claim a desktop of a pool (the same one again if this user holds one) and start it; answers its name and screen size."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in PoolArgs) (*mcp.CallToolResult, Claimed, error) {
+		}),
+	def(&mcp.Tool{Name: "claim_desktop", Description: "Claim a desktop of a pool (the same one again if this user holds one) and start it; answers its name and screen size."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in PoolArgs) (*mcp.CallToolResult, Claimed, error) {
 			ns, pool, ok := strings.Cut(in.Pool, "/")
 			if !ok {
-				return nil, Claimed{}, fmt.Errorf("pool %q: name it namespace/pool, as list_pools does", in.Pool)
+				return nil, Claimed{}, vdi.Errorf(vdi.EInvalid, "", "pool %q: name it namespace/pool, as list_pools does", in.Pool)
 			}
 			d, err := s.cfg.Desktops.Claim(ctx, id, ns, pool)
 			if err != nil {
@@ -115,9 +131,9 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 			}
 			w, h := st.v.Size()
 			return nil, Claimed{Desktop: ref.String(), Width: w, Height: h}, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "release_desktop", Description: "Release the desktop: it is stopped or made fresh, as its pool says."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in Where) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "release_desktop", Description: "Release the desktop: it is stopped or made fresh, as its pool says."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in Where) (*mcp.CallToolResult, any, error) {
 			ref, err := parseRef(in.Desktop)
 			if err != nil {
 				return nil, nil, err
@@ -128,25 +144,34 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 			}
 			s.audit(ctx, id, "release_desktop", ref, "")
 			return text("released %s", ref), nil, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "screenshot", Description: "A PNG of the desktop's screen now, optionally scaled down."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ShotArgs) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "screenshot", Description: "A PNG of the desktop's screen now, or of a part of it (crop), optionally scaled down."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in ShotArgs) (*mcp.CallToolResult, Screen, error) {
+			sh := shot{width: max(in.Width, 0)}
+			if c := in.Crop; c != nil {
+				if c.Width <= 0 || c.Height <= 0 {
+					return nil, Screen{}, vdi.Errorf(vdi.EInvalid, "", "crop %dx%d at %d,%d: give it a width and height above 0", c.Width, c.Height, c.X, c.Y)
+				}
+				sh.crop = image.Rect(c.X, c.Y, c.X+c.Width, c.Y+c.Height)
+			}
 			var png []byte
-			var w, h int
+			var out Screen
 			err := s.call(ctx, id, "screenshot", in.Desktop, say(""), screen, func(_ vdi.Desktop, st *seat) (err error) {
-				png, _, err = st.screenshot(max(in.Width, 0))
-				w, h = st.v.Size()
+				out.Width, out.Height = st.v.Size()
+				if !sh.crop.Empty() && sh.crop.Intersect(image.Rect(0, 0, out.Width, out.Height)).Empty() {
+					return vdi.Errorf(vdi.EInvalid, "", "crop %v is off the %dx%d screen", sh.crop, out.Width, out.Height)
+				}
+				png, _, err = st.screenshot(sh)
 				return err
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, Screen{}, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"},
-				&mcp.TextContent{Text: fmt.Sprintf("screen %dx%d; click coordinates are in full-size pixels", w, h)}}}, nil, nil
-		})
-	s.addInputTools(srv, id)
-	mcp.AddTool(srv, &mcp.Tool{Name: "wait_for_change", Description: "Wait until the screen changes from the last screenshot (or from now), or the timeout passes; answers whether it changed."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitArgs) (*mcp.CallToolResult, any, error) {
+				&mcp.TextContent{Text: fmt.Sprintf("screen %dx%d; click coordinates are in full-size pixels", out.Width, out.Height)}}}, out, nil
+		}),
+	def(&mcp.Tool{Name: "wait_for_change", Description: "Wait until the screen changes from the last screenshot (or from now), or the timeout passes; answers whether it changed."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in WaitArgs) (*mcp.CallToolResult, any, error) {
 			d := time.Duration(in.TimeoutMS) * time.Millisecond
 			if d <= 0 {
 				d = 10 * time.Second
@@ -164,9 +189,9 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 				return text("changed"), nil, nil
 			}
 			return text("no change within %v", d), nil, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_clipboard", Description: "The desktop's clipboard text, where the pool lets text out of the desktop."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in Where) (*mcp.CallToolResult, any, error) {
+		}),
+	def(&mcp.Tool{Name: "read_clipboard", Description: "The desktop's clipboard text, where the pool lets text out of the desktop."},
+		func(s *Seat, ctx context.Context, id vdi.Identity, in Where) (*mcp.CallToolResult, any, error) {
 			var cut string
 			err := s.call(ctx, id, "read_clipboard", in.Desktop, say(""), free, func(d vdi.Desktop, st *seat) error {
 				if !d.Console.Clipboard.FromDesktop() {
@@ -179,7 +204,7 @@ func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
 				return nil, nil, err
 			}
 			return text("%s", cut), nil, nil
-		})
+		}),
 }
 
 // errClipboard is the refusal of a clipboard the pool's policy closes.

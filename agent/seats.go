@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"image"
 	"net"
 	"sync"
 	"time"
@@ -26,11 +27,11 @@ type seat struct {
 	v    *snapshot.Viewer
 	used time.Time
 
-	mu       sync.Mutex
-	pngGen   uint64
-	pngWidth int
-	png      []byte
-	shown    uint64 // the generation the agent last saw
+	mu      sync.Mutex
+	pngGen  uint64
+	pngShot shot // what the cached PNG shows
+	png     []byte
+	shown   uint64 // the generation the agent last saw
 }
 
 // seats keeps the open seats, one per desktop.
@@ -108,22 +109,33 @@ func (s *seats) sweep(now time.Time) {
 	}
 }
 
-// screenshot returns the picture as a PNG at most width wide (0: full
-// size): encoded once per screen state and width, however often asked.
-func (st *seat) screenshot(width int) ([]byte, uint64, error) {
+// shot is what a screenshot shows: the part of the screen crop (the
+// whole screen when empty), scaled to at most width pixels wide (0: not
+// scaled).
+type shot struct {
+	crop  image.Rectangle
+	width int
+}
+
+// screenshot returns the picture as a PNG as sh asks: encoded once per
+// screen state and shot, however often asked.
+func (st *seat) screenshot(sh shot) ([]byte, uint64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	gen := st.v.Gen()
-	if st.png != nil && st.pngGen == gen && st.pngWidth == width {
+	if st.png != nil && st.pngGen == gen && st.pngShot == sh {
 		st.shown = gen
 		return st.png, gen, nil
 	}
 	img, gen := st.v.Frame()
+	if !sh.crop.Empty() {
+		img = img.SubImage(sh.crop.Intersect(img.Bounds())).(*image.RGBA)
+	}
 	var b bytes.Buffer
-	if err := snapshot.PNG(&b, snapshot.Scale(img, width)); err != nil {
+	if err := snapshot.PNG(&b, snapshot.Scale(img, sh.width)); err != nil {
 		return nil, 0, err
 	}
-	st.png, st.pngGen, st.pngWidth, st.shown = b.Bytes(), gen, width, gen
+	st.png, st.pngGen, st.pngShot, st.shown = b.Bytes(), gen, sh, gen
 	return st.png, gen, nil
 }
 

@@ -45,7 +45,7 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 		return err
 	}
 	if d.Holder != id.Login {
-		return fmt.Errorf("desktop %s is not claimed by %s: claim one with claim_desktop", ref, id.Login)
+		return vdi.Errorf(vdi.EForbidden, "", "desktop %s is not claimed by %s: claim one with claim_desktop", ref, id.Login)
 	}
 	if c == input {
 		if err := s.suspended(ref); err != nil {
@@ -84,7 +84,7 @@ func (s *Seat) limit(id vdi.Identity, c cost) error {
 		lim = l.screen
 	}
 	if !lim.Allow() {
-		return fmt.Errorf("rate limit: too many calls from token %s; wait a second (use wait_for_change rather than polling)", tokenName(id))
+		return vdi.Errorf(vdi.ETooMany, "", "rate limit: too many calls from token %s; wait a second (use wait_for_change rather than polling)", tokenName(id))
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func tokenName(id vdi.Identity) string {
 func parseRef(s string) (vdi.Ref, error) {
 	ns, name, ok := strings.Cut(s, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return vdi.Ref{}, fmt.Errorf("desktop %q: name it namespace/member, as claim_desktop answered", s)
+		return vdi.Ref{}, vdi.Errorf(vdi.EInvalid, "", "desktop %q: name it namespace/member, as claim_desktop answered", s)
 	}
 	return vdi.Ref{Namespace: ns, Name: name}, nil
 }

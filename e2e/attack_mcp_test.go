@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,6 +79,9 @@ func TestAttack_MCP(t *testing.T) {
 			}
 		}
 	})
+	t.Run("AgentAPI", func(t *testing.T) {
+		agentAPIRefusals(t, p, tok.Token)
+	})
 	t.Run("ClipboardClosed", func(t *testing.T) {
 		var c struct{ Desktop string }
 		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
@@ -118,5 +122,51 @@ func jsonInto(tb testing.TB, text string, out any) {
 	tb.Helper()
 	if err := json.Unmarshal([]byte(text), out); err != nil {
 		tb.Fatalf("tool answered %q: %v", text, err)
+	}
+}
+
+// agentAPIRefusals: the JSON agent routes refuse what /mcp refuses — a
+// browser's identity without a token, another site, another user's
+// desktop shared view-only, a pool the token does not reach, a tool that
+// is not a desktop's — and have the seat's rate limit.
+func agentAPIRefusals(t *testing.T, p *Portal, runner string) {
+	d := mustClaim(t, p, "bob", "demo")
+	if code := p.APIBody(t, "bob", "POST", "/api/vdi/desktops/local/"+d.Name+"/shares", `{"user": "alice", "control": false}`, nil); code != 201 {
+		t.Fatalf("bob invites alice: %d", code)
+	}
+	bobs := "/api/vdi/desktops/local/" + d.Name + "/agent/"
+	wide := mustToken(t, p, "alice", `{"name": "wide-json", "pools": ["*"]}`)
+	for _, c := range []struct {
+		name, token, path, body string
+		hdr                     []string
+		code                    int
+		says                    string
+	}{
+		{"IdentityProxyNoToken", "", bobs + "screenshot", "", []string{"Tailscale-User-Login", "alice"}, 401, "personal access token"},
+		{"CookieNoToken", "", bobs + "screenshot", "", []string{"Cookie", "corral_vdi_session=" + wide.Token}, 401, "personal access token"},
+		{"CrossSite", wide.Token, bobs + "type_text", `{"text": "x"}`, []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}, 403, ""},
+		{"SharedViewOnly", wide.Token, bobs + "type_text", `{"text": "x"}`, nil, 403, "not yours"},
+		{"SharedViewOnlyScreenshot", wide.Token, bobs + "screenshot", "", nil, 403, "not yours"},
+		{"OtherPool", runner, bobs + "screenshot", "", nil, 403, ""},
+		{"NotADesktopTool", wide.Token, bobs + "claim_desktop", `{"pool": "local/demo"}`, nil, 404, "No agent action"},
+		{"DesktopInTheBody", wide.Token, "/api/vdi/desktops/local/nothing-here/agent/screenshot", `{"desktop": "local/` + d.Name + `"}`, nil, 404, ""},
+		{"BadJSON", wide.Token, bobs + "move", `{"x": "left"}`, nil, 400, "not valid JSON"},
+	} {
+		code, got := p.bearer(t, c.token, "POST", c.path, c.body, c.hdr...)
+		if code != c.code || !strings.Contains(got, c.says) {
+			t.Errorf("%s: %d %.300s; want %d saying %q", c.name, code, got, c.code, c.says)
+		}
+	}
+	// Alice's own desktop, for the flood.
+	var mine desktop
+	if code := p.APIBody(t, "alice", "POST", "/api/vdi/pools/local/demo/claim", "", &mine); code != 200 {
+		t.Fatalf("alice claims: %d", code)
+	}
+	code := 0
+	for i := 0; i < 500 && code != 429; i++ {
+		code, _ = p.bearer(t, wide.Token, "POST", "/api/vdi/desktops/local/"+mine.Name+"/agent/move", fmt.Sprintf(`{"x": %d, "y": 10}`, i%100))
+	}
+	if code != 429 {
+		t.Errorf("500 JSON moves at once: last answer %d; want 429 from the token's rate limit", code)
 	}
 }

@@ -249,6 +249,7 @@ var (
 		"GET /tokens": true, "POST /tokens": true, "POST /tokens/{id}/revoke": true,
 		"GET /api/vdi/tokens": true, "POST /api/vdi/tokens": true, "DELETE /api/vdi/tokens/{id}": true,
 		"/mcp": true, // a token's only: a signed-in browser gets 401 too (TestAttack_MCP)
+		"POST /api/vdi/desktops/{ns}/{member}/agent/{tool}": true, // as /mcp; another's desktop is 403 (TestAttack_MCP/AgentAPI)
 	}
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image"
 	"image/png"
 	"net/http"
 	"strings"
@@ -119,6 +120,7 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 	waitFor(t, 2*time.Minute, "the desktop's screen to settle", func() bool {
 		return strings.HasPrefix(resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": claimed.Desktop, "timeout_ms": 3000})), "no change")
 	})
+	agentJSONCrop(t, p, s, tok.Token, claimed.Desktop)
 	// The local desktop's xterm sits at +40+40: a click focuses it. A
 	// fresh home has no Downloads folder yet.
 	tool(t, s, "click", map[string]any{"desktop": claimed.Desktop, "x": 300, "y": 200})
@@ -151,5 +153,57 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 	}
 	if !typed {
 		t.Errorf("no agent-type-text row of bot:alice/test-runner in the audit log: %+v", audit)
+	}
+}
+
+// agentJSONCrop checks the seat's JSON routes against its MCP tools: a
+// crop through POST .../agent/screenshot is that part of the MCP
+// screenshot, pixel for pixel (tried a few times, as the desktop may still
+// draw between the two), and scales as asked; another tool answers JSON.
+func agentJSONCrop(t *testing.T, p *Portal, s *mcp.ClientSession, token, desk string) {
+	t.Helper()
+	path := "/api/vdi/desktops/" + desk + "/agent/"
+	diff := -1
+	for try := 0; try < 5 && diff != 0; try++ {
+		var full image.Image
+		for _, c := range tool(t, s, "screenshot", map[string]any{"desktop": desk}).Content {
+			if i, ok := c.(*mcp.ImageContent); ok {
+				full, _ = png.Decode(bytes.NewReader(i.Data))
+			}
+		}
+		if full == nil {
+			t.Fatal("the MCP screenshot sent no PNG")
+		}
+		code, body := p.bearer(t, token, "POST", path+"screenshot", `{"crop": {"x": 30, "y": 20, "width": 400, "height": 300}}`)
+		part, err := png.Decode(strings.NewReader(body))
+		if code != 200 || err != nil {
+			t.Fatalf("JSON screenshot with a crop: %d %v %.200s", code, err, body)
+		}
+		if b := part.Bounds(); b.Dx() != 400 || b.Dy() != 300 {
+			t.Fatalf("the crop is %v; want 400x300", b)
+		}
+		diff = 0
+		for y := range 300 {
+			for x := range 400 {
+				r1, g1, b1, _ := part.At(part.Bounds().Min.X+x, part.Bounds().Min.Y+y).RGBA()
+				r2, g2, b2, _ := full.At(30+x, 20+y).RGBA()
+				if r1 != r2 || g1 != g2 || b1 != b2 {
+					diff++
+				}
+			}
+		}
+		t.Logf("crop try %d: %d pixels differ from the full screenshot", try+1, diff)
+	}
+	if diff != 0 {
+		t.Errorf("%d pixels of the crop differ from the same part of the full screenshot", diff)
+	}
+	code, body := p.bearer(t, token, "POST", path+"screenshot", `{"crop": {"x": 30, "y": 20, "width": 400, "height": 300}, "width": 200}`)
+	if cfg, err := png.DecodeConfig(strings.NewReader(body)); code != 200 || err != nil || cfg.Width != 200 || cfg.Height != 150 {
+		t.Errorf("JSON screenshot cropped and scaled: %d %v %dx%d; want 200x150", code, err, cfg.Width, cfg.Height)
+	}
+	code, body = p.bearer(t, token, "POST", path+"wait_for_change", `{"timeout_ms": 200}`)
+	var res struct{ Result string }
+	if json.Unmarshal([]byte(body), &res); code != 200 || !strings.HasPrefix(res.Result, "no change") && res.Result != "changed" {
+		t.Errorf("JSON wait_for_change: %d %s; want 200 and its answer", code, body)
 	}
 }

@@ -37,6 +37,8 @@ func status(code vdi.Code) int {
 		return http.StatusUnauthorized
 	case vdi.EMisdirected:
 		return http.StatusMisdirectedRequest
+	case vdi.ETooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

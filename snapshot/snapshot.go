@@ -217,8 +217,10 @@ func covering(r *bufio.Reader, img *image.RGBA) (int, error) {
 
 // Scale returns src shrunk to at most width pixels wide, keeping its aspect
 // ratio, by averaging each destination pixel's source box. A source no
-// wider than width is returned as it is.
+// wider than width is returned as it is. src may be a part of a larger
+// picture (SubImage); the result starts at 0,0.
 func Scale(src *image.RGBA, width int) *image.RGBA {
+	min0 := src.Bounds().Min
 	sw, sh := src.Bounds().Dx(), src.Bounds().Dy()
 	if width <= 0 || sw <= width {
 		return src
@@ -231,7 +233,7 @@ func Scale(src *image.RGBA, width int) *image.RGBA {
 			x0, x1 := x*sw/width, max((x+1)*sw/width, x*sw/width+1)
 			var sum [3]int
 			for sy := y0; sy < y1; sy++ {
-				off := src.PixOffset(x0, sy)
+				off := src.PixOffset(min0.X+x0, min0.Y+sy)
 				for sx := x0; sx < x1; sx++ {
 					sum[0] += int(src.Pix[off])
 					sum[1] += int(src.Pix[off+1])

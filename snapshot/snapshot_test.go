@@ -101,6 +101,15 @@ func TestScale(t *testing.T) {
 	if got := snapshot.Scale(src, 10); got != src {
 		t.Errorf("Scale to a larger width copied; want src returned as is")
 	}
+	// A part of the picture (a screenshot's crop) scales from its own
+	// pixels: the right half is all white.
+	right := snapshot.Scale(src.SubImage(image.Rect(2, 0, 4, 2)).(*image.RGBA), 1)
+	if got := right.Bounds(); got != image.Rect(0, 0, 1, 1) {
+		t.Fatalf("Scale(right half, 1) bounds %v; want 1x1 at 0,0", got)
+	}
+	if got := right.RGBAAt(0, 0); got.R != 255 {
+		t.Errorf("scaled right half %v; want white (it read the black left half)", got)
+	}
 }
 
 // TestTake_RefusesHugeFrame: a hostile desktop announcing an 8192×8192

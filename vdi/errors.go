@@ -37,6 +37,8 @@ const (
 	// EMisdirected refuses a request for a name the portal does not
 	// answer to (an unknown Host).
 	EMisdirected Code = "misdirected"
+	// ETooMany refuses a request over a rate limit: wait, then try again.
+	ETooMany Code = "too_many"
 )
 
 // Error is an error a user may see: Msg says what happened and Hint what to
