@@ -9,14 +9,14 @@ import (
 )
 
 // connectVideo connects a hub that encodes H.264 with program to d and
-// returns a function that serves it one more client.
-func connectVideo(t *testing.T, d *scriptedDesktop, program string) func() net.Conn {
+// returns it and a function that serves it one more client.
+func connectVideo(t *testing.T, d *scriptedDesktop, program string) (*Hub, func() net.Conn) {
 	t.Helper()
 	hub, err := Connect(d.peer)
 	must(t, err)
 	hub.vid.program = program
 	t.Cleanup(func() { hub.Close() })
-	return func() net.Conn {
+	return hub, func() net.Conn {
 		a, b := net.Pipe()
 		go hub.Serve(context.Background(), a, true)
 		t.Cleanup(func() { b.Close() })
@@ -60,6 +60,19 @@ func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
 	}
 }
 
+// scrolled returns a w×h screen where every pixel depends on x: a page
+// scrolled by x, a change as large as changes get.
+func scrolled(w, h, x int) []byte {
+	pix := make([]byte, w*h*4)
+	for y := 0; y < h; y++ {
+		for i := 0; i < w; i++ {
+			p := pix[(y*w+i)*4:]
+			p[0], p[1], p[2] = byte(i), byte(y+x), byte(x)
+		}
+	}
+	return pix
+}
+
 // TestHub_H264: clients that ask for encoding 50 get one H.264 stream,
 // encoded once: the first payload each gets is a key frame that resets its
 // decoder, a client that joins later gets a key frame of its own, and once
@@ -68,7 +81,7 @@ func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
 func TestHub_H264(t *testing.T) {
 	const w, h = 320, 200
 	d := newScriptedDesktop(t, w, h)
-	serve := connectVideo(t, d, mustGStreamer(t))
+	_, serve := connectVideo(t, d, mustGStreamer(t))
 	video := []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
 	a := dialTestClient(t, serve(), video...)
 	tiles := dialTestClient(t, serve(), encTight, encZRLE, encExtendedDesktopSize)
@@ -80,7 +93,7 @@ func TestHub_H264(t *testing.T) {
 	x := 0
 	move := func() {
 		x = (x + 8) % (w - 16)
-		must(t, d.picture(screen(w, h, x)))
+		must(t, d.picture(scrolled(w, h, x)))
 	}
 	keyFirst := func(c *testClient, name string) {
 		t.Helper()
@@ -110,7 +123,7 @@ func TestHub_H264(t *testing.T) {
 	keyFirst(b, "a client that joined later")
 
 	// Still: the last picture, losslessly, on both.
-	last := screen(w, h, x)
+	last := scrolled(w, h, x)
 	for _, c := range []*testClient{a, b, tiles} {
 		readUntil(t, c, "the still screen, pixel-exact", func() bool { return bytes.Equal(c.fb.pix, last) })
 	}
@@ -124,14 +137,68 @@ func TestHub_H264(t *testing.T) {
 func TestHub_H264EncoderFails(t *testing.T) {
 	const w, h = 64, 48
 	d := newScriptedDesktop(t, w, h)
-	serve := connectVideo(t, d, "/nonexistent/gst-launch-1.0")
+	hub, serve := connectVideo(t, d, "/nonexistent/gst-launch-1.0")
 	c := dialTestClient(t, serve(), encH264, encTight, encZRLE, encExtendedDesktopSize)
 	c.request(false)
 	must(t, c.next())
+	x := 0
+	readUntil(t, c, "the hub to give up on the encoder", func() bool {
+		x = (x + 8) % (w - 16)
+		must(t, d.picture(scrolled(w, h, x)))
+		hub.mu.Lock()
+		defer hub.mu.Unlock()
+		return hub.vid.off
+	})
 	pic := screen(w, h, 8)
 	must(t, d.picture(pic))
 	readUntil(t, c, "the screen as tiles", func() bool { return bytes.Equal(c.fb.pix, pic) })
 	if len(c.h264) != 0 {
 		t.Errorf("%d H.264 rectangles from an encoder that cannot run", len(c.h264))
+	}
+}
+
+// TestHub_H264Auto: video only while a large part of the screen changes
+// fast. A viewer that asked for H.264 gets small changes (typing) as
+// tiles, a burst of large ones as video, the exact screen once it is
+// still, and small changes as tiles again; the next burst goes on the
+// same stream (no new key frame: its decoder kept the last frame).
+func TestHub_H264Auto(t *testing.T) {
+	const w, h = 320, 200
+	d := newScriptedDesktop(t, w, h)
+	_, serve := connectVideo(t, d, mustGStreamer(t))
+	c := dialTestClient(t, serve(), encH264, encTight, encZRLE, encExtendedDesktopSize)
+	c.request(false)
+	must(t, c.next())
+	typing := func(what string) {
+		t.Helper()
+		from := len(c.h264)
+		for i := range 30 {
+			pic := screen(w, h, 8*(i%30))
+			must(t, d.picture(pic))
+			readUntil(t, c, what, func() bool { return bytes.Equal(c.fb.pix, pic) })
+		}
+		if n := len(c.h264) - from; n != 0 {
+			t.Errorf("%s: %d H.264 rectangles for small changes; want tiles only", what, n)
+		}
+	}
+	burst := func(what string) h264Payload {
+		t.Helper()
+		from, x := len(c.h264), 0
+		readUntil(t, c, what, func() bool {
+			x = (x + 8) % (w - 16)
+			must(t, d.picture(scrolled(w, h, x)))
+			return len(c.h264) > from+2
+		})
+		last := scrolled(w, h, x)
+		readUntil(t, c, what+": then the still screen, pixel-exact", func() bool { return bytes.Equal(c.fb.pix, last) })
+		return c.h264[from]
+	}
+	typing("typing before any motion")
+	if first := burst("a burst as video"); first.flags&h264ResetContext == 0 {
+		t.Errorf("the first burst's first frame has flags %d; want a key frame that resets the decoder", first.flags)
+	}
+	typing("typing after the burst")
+	if again := burst("a second burst as video"); again.flags != 0 || accessUnits(t, again.data)[0].key {
+		t.Errorf("the second burst's first frame has flags %d; want a P frame of the same stream", again.flags)
 	}
 }

@@ -125,17 +125,21 @@ func (h *Hub) send(b []byte) error {
 	return err
 }
 
-// damage marks r changed on every client but those in the H.264 stream,
-// whose next frame it starts.
+// damage marks r changed on every client, or, while the screen moves
+// (h264_hub.go), on every client but those in the H.264 stream, whose
+// next frame it starts.
 func (h *Hub) damage(r Rect) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	video := h.moving(r, time.Now())
 	for c := range h.clients {
-		if !c.inStream {
+		if !video || !c.inStream {
 			c.addDamage(r)
 		}
 	}
-	h.kickVideo()
+	if video {
+		h.kickVideo()
+	}
 }
 
 // broadcast queues msg to every client, or with control only to those with
