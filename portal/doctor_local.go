@@ -70,6 +70,7 @@ func checkLocal(ctx context.Context, fs *findings, cfg Config, getenv func(strin
 	}
 	checkKVM(fs, cfg)
 	checkSandbox(fs, cfg)
+	checkH264(ctx, fs, cfg)
 }
 
 // dpkgVersion returns the installed version of a Debian package, or "".

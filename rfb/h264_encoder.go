@@ -159,3 +159,24 @@ func (e *encoder) close() error {
 	})
 	return e.err
 }
+
+// CheckH264 returns nil when program encodes H.264 as the hubs run it:
+// one small screen through the whole pipeline comes back as a key frame.
+// Otherwise the error says why, with what the program wrote (GStreamer
+// names an element it lacks: `no element "x264enc"`).
+func CheckH264(ctx context.Context, program string) error {
+	const w, h = 64, 48
+	e, err := startEncoder(ctx, program, w, h)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	au, err := e.encode(make([]byte, w*h*4))
+	if err != nil {
+		return err
+	}
+	if !au.key {
+		return errors.New("rfb: the H.264 encoder's first frame is not a key frame")
+	}
+	return nil
+}

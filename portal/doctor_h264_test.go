@@ -1,0 +1,87 @@
+package portal
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDoctor_H264: doctor runs the H.264 encoder CORRAL_VDI_H264 names
+// through the hubs' real pipeline and, when it cannot encode, names the
+// package to install: GStreamer's tools for a missing program, the
+// plugins package of a missing element (x264enc taken out of a copy of
+// this machine's plugin folder).
+func TestDoctor_H264(t *testing.T) {
+	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
+		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
+	}
+	check := func(t *testing.T, program string) finding {
+		t.Helper()
+		var cfg Config
+		cfg.Console.H264 = program
+		var fs findings
+		checkH264(context.Background(), &fs, cfg)
+		got := fs.find("h264")
+		if len(got) != 1 {
+			t.Fatalf("findings %+v; want one h264 finding", fs)
+		}
+		return got[0]
+	}
+	t.Run("Off", func(t *testing.T) {
+		if f := check(t, ""); f.Level != levelOK || !strings.Contains(f.What, "tiles") {
+			t.Errorf("H.264 off: %+v; want ok, tiles", f)
+		}
+	})
+	t.Run("Encodes", func(t *testing.T) {
+		if f := check(t, "gst-launch-1.0"); f.Level != levelOK || !strings.Contains(f.What, "encodes H.264") {
+			t.Errorf("gst-launch-1.0 with x264enc: %+v; want ok", f)
+		}
+	})
+	t.Run("NoProgram", func(t *testing.T) {
+		if f := check(t, "/nonexistent/gst-launch-1.0"); f.Level != levelWarn || !strings.Contains(f.Fix, "apt-get install gstreamer1.0-tools ") {
+			t.Errorf("a missing program: %+v; want a warning naming gstreamer1.0-tools", f)
+		}
+	})
+	t.Run("NoX264enc", func(t *testing.T) {
+		dir := gstPluginDir(t)
+		plugins := t.TempDir()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "libgstx264.so" {
+				if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(plugins, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Setenv("GST_PLUGIN_SYSTEM_PATH_1_0", plugins)
+		t.Setenv("GST_PLUGIN_PATH_1_0", "")
+		t.Setenv("GST_REGISTRY_1_0", filepath.Join(t.TempDir(), "registry.bin"))
+		f := check(t, "gst-launch-1.0")
+		if f.Level != levelWarn || !strings.Contains(f.Fix, "apt-get install gstreamer1.0-plugins-ugly ") || !strings.Contains(f.What, "x264enc") {
+			t.Errorf("no x264enc: %+v; want a warning naming x264enc and gstreamer1.0-plugins-ugly", f)
+		}
+	})
+}
+
+// gstPluginDir returns the folder of this machine's GStreamer plugins
+// (the one holding x264enc's).
+func gstPluginDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("gst-inspect-1.0", "x264enc").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Filename"); ok {
+			return filepath.Dir(strings.TrimSpace(v))
+		}
+	}
+	t.Fatalf("gst-inspect-1.0 x264enc names no file:\n%s", out)
+	return ""
+}
