@@ -9,8 +9,9 @@ import (
 const (
 	// videoFrame is the shortest time between two encoded screens (30 fps).
 	videoFrame = time.Second / 30
-	// videoSettle is how long the screen stays still after the last
-	// encoded frame before its viewers get it again losslessly.
+	// videoSettle is how long after the last encoded frame, or after the
+	// last window in which much of the screen changed, the motion ends
+	// and the viewers get the screen again losslessly.
 	videoSettle = 500 * time.Millisecond
 	// videoKeyEvery is the shortest time between two key frames made for
 	// viewers that join or fell behind (a new encoder each).
