@@ -57,22 +57,32 @@ func nearColour(c []any, want [3]int, tol int) bool {
 	return true
 }
 
+// countDecodes is an init script counting the chunks any WebCodecs
+// VideoDecoder of the page is given (the player's noVNC makes its own).
+const countDecodes = `(() => {
+  if (!window.VideoDecoder) return;
+  window.__decodes = 0;
+  const Base = window.VideoDecoder;
+  window.VideoDecoder = class extends Base {
+    decode(chunk) { window.__decodes++; return super.decode(chunk); }
+  };
+})();`
+
 // TestConsole_H264: with the portal's H.264 encoder on, a VNC console in
 // Chromium gets the desktop's motion as Open H.264 (RFB encoding 50):
 // noVNC's WebCodecs decoder draws the frames, and the decoded pixels are
 // the desktop's (its root window switching between two colours); once the
 // desktop is still, the screen is painted again losslessly and ends
-// pixel-exact.
+// pixel-exact. The pool is recorded: the recording holds the video, and
+// the player (noVNC again, with WebCodecs) replays it to the same screen.
 func TestConsole_H264(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
 	}
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_H264=gst-launch-1.0")
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "video", "size": 1}`, nil); code != 201 {
-		t.Fatalf("create pool: %d", code)
-	}
-	d := mustClaim(t, p, "alice", "video")
-	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	d := recordedPool(t, p, "video", "alice")
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1280, 800)
 	keepBrowserErrors(t, page, "1280x800")
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -87,7 +97,9 @@ func TestConsole_H264(t *testing.T) {
 	}
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
-	pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.2; xsetroot -solid '#2040c0'; sleep 0.2; done) >/dev/null 2>&1 & echo PID=$!")
+	// Flips a few times a window of the hub's motion rule: the whole
+	// screen changing fast goes as video (a slower slideshow goes as tiles).
+	pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & echo PID=$!")
 	var loop int
 	if i := strings.LastIndex(pid, "PID="); i < 0 {
 		t.Fatalf("the colour loop's pid: %q", pid)
@@ -124,4 +136,30 @@ func TestConsole_H264(t *testing.T) {
 		t.Errorf("reading decoded frames: %v", errs)
 	}
 	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
+	live := stableCanvas(t, page, "#screen canvas")
+	must(t, page.Close())
+
+	// The recording, played to its end by an admin.
+	rec := recordings(t, p, d.Name, 1)["vnc"]
+	admin := b.MustNewPage(t, 1280, 800)
+	keepBrowserErrors(t, admin, "player")
+	must(t, admin.AddInitScript(playwright.Script{Content: playwright.String(countDecodes)}))
+	signIn(t, admin, p, "ops", "/admin/recordings/"+rec.ID)
+	player := admin.GetByTestId("player")
+	expect := playwright.NewPlaywrightAssertions(60000)
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
+	_, err = admin.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
+	must(t, err)
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
+	replayed := stableCanvas(t, admin, "#player canvas")
+	screenshot(t, admin, "h264-playback-end")
+	decodes, err := admin.Evaluate(`() => window.__decodes`)
+	must(t, err)
+	t.Logf("recording %s, %d bytes: the player decoded %v H.264 chunks", rec.ID, rec.Bytes, decodes)
+	if toFloat(decodes) < 10 {
+		t.Errorf("the player decoded %v H.264 chunks; want the recorded video's (at least 10)", decodes)
+	}
+	if n := differingPixels(live, replayed); n != 0 {
+		t.Errorf("the replayed screen %v differs from the live one %v in %d pixels", replayed.Bounds(), live.Bounds(), n)
+	}
 }
