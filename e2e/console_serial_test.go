@@ -26,7 +26,8 @@ func vmImage(t *testing.T) string {
 
 // TestConsole_SerialLogin claims a QEMU member: its console opens on VNC,
 // the serial fallback shows a login prompt, and root with the password the
-// page shows gets a shell.
+// page shows gets a shell. At rest, a serial console's whole page moves
+// nothing to the browser or back but keepalives.
 func TestConsole_SerialLogin(t *testing.T) {
 	img := vmImage(t)
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
@@ -38,6 +39,8 @@ func TestConsole_SerialLogin(t *testing.T) {
 	screenshot(t, page, "serial-shell")
 	_, err := page.Goto("about:blank")
 	must(t, err)
+
+	atRest(t, b, p, "alice", d.Name, "serial", 20*time.Second)
 	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 120)
 }
 
