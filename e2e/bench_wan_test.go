@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,10 +19,13 @@ import (
 // region (set by __wan.watch, in the desktop's pixels) and counts the
 // frames where it changed; a keydown arms a latency measure that the next
 // change ends (__wan.lat). The VNC quality the run asks for is put in
-// localStorage before the console reads it.
+// localStorage before the console reads it. Unless the run is for video,
+// WebCodecs' VideoDecoder is taken away before noVNC looks for it, so the
+// console does not ask for H.264 and gets tiles from the same portal.
 const wanWatch = `(() => {
-  const q = %q;
+  const q = %q, video = %t;
   if (q) localStorage.setItem('corral.vnc.quality', q);
+  if (!video) delete window.VideoDecoder;
   const now = () => performance.now();
   const w = window.__wan = { changes: 0, lat: [], keyAt: 0, region: null };
   document.addEventListener('keydown', () => { w.keyAt = now(); }, true);
@@ -65,10 +69,11 @@ const clientPoint = `([x, y]) => {
 
 // wanRun is what one console on one profile measured.
 type wanRun struct {
-	console, profile, quality  string
-	typing                     []float64 // ms, keydown -> changed pixels
-	fps, kbps, portalCPU, xCPU map[string]float64
-	idleKiBMin                 float64
+	console, profile, quality          string
+	typing                             []float64 // ms, keydown -> changed pixels
+	fps, kbps, portalCPU, xCPU, encCPU map[string]float64
+	idleKiBMin                         float64
+	settleKiB                          float64 // sent in the 2 s after the churn stopped
 }
 
 // TestBench_WAN measures, for `make bench-wan`, the consoles over shaped
@@ -79,7 +84,11 @@ type wanRun struct {
 // the screen, and an idle minute's bytes. VNC runs once per quality
 // (CORRAL_VDI_BENCH_QUALITIES: "before auto" by default; also sharp, fast),
 // where before is noVNC's own levels, what the console sent before it had
-// a choice, and auto is today's default; RDP runs once.
+// a choice, and auto is today's default; RDP runs once. Where GStreamer's
+// x264enc is installed the portal encodes H.264 (CORRAL_VDI_H264) and the
+// quality h264 (in the default list then) is the auto console with
+// WebCodecs: the other rows' pages hide WebCodecs and get tiles, so one
+// run on one portal gives both, and a line per profile compares them.
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // workload's length (default 6). It reports; it asserts no times.
 func TestBench_WAN(t *testing.T) {
@@ -90,7 +99,13 @@ func TestBench_WAN(t *testing.T) {
 	if secs <= 0 {
 		secs = 6
 	}
-	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DISCONNECT_GRACE=1h")
+	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DISCONNECT_GRACE=1h"}
+	qualities := []string{"before", "auto"}
+	if exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run() == nil {
+		env = append(env, "CORRAL_VDI_H264=gst-launch-1.0")
+		qualities = append(qualities, "h264")
+	}
+	p := MustStartPortal(t, env...)
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "wan", "size": 1}`, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
@@ -104,7 +119,6 @@ func TestBench_WAN(t *testing.T) {
 	if v := os.Getenv("CORRAL_VDI_BENCH_CONSOLES"); v != "" {
 		consoles = strings.Fields(v)
 	}
-	qualities := []string{"before", "auto"}
 	if v := os.Getenv("CORRAL_VDI_BENCH_QUALITIES"); v != "" {
 		qualities = strings.Fields(v)
 	}
@@ -123,12 +137,15 @@ func TestBench_WAN(t *testing.T) {
 			if console != "vnc" {
 				qs = []string{"-"}
 			}
+			var runs []wanRun
 			for _, quality := range qs {
-				r := wanRun{console: console, profile: q.Name, quality: quality,
-					fps: map[string]float64{}, kbps: map[string]float64{}, portalCPU: map[string]float64{}, xCPU: map[string]float64{}}
+				r := wanRun{console: console, profile: q.Name, quality: quality, fps: map[string]float64{}, kbps: map[string]float64{},
+					portalCPU: map[string]float64{}, xCPU: map[string]float64{}, encCPU: map[string]float64{}}
 				wanMeasure(t, p, link, b, g, d.Name, xvnc, &r, time.Duration(secs)*time.Second)
 				wanPrint(r)
+				runs = append(runs, r)
 			}
+			wanCompare(runs)
 		}
 	}
 	link.shape(wanProfiles[0])
@@ -142,11 +159,14 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	ctx, err := b.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
 	must(t, err)
 	defer ctx.Close()
-	quality := r.quality
-	if quality == "-" || quality == "before" {
+	quality, video := r.quality, r.quality == "h264"
+	switch quality {
+	case "-", "before":
 		quality = ""
+	case "h264":
+		quality = "auto"
 	}
-	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality))}))
+	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video))}))
 	page, err := ctx.NewPage()
 	must(t, err)
 	page.SetDefaultTimeout(60000)
@@ -199,16 +219,18 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 		return toInt(v)
 	}
 	// span measures fn: frames changed per second in the watched region,
-	// KiB/s to the browser, and CPU % of the portal and of the X server.
+	// KiB/s to the browser, and CPU % of the portal, of the X server and
+	// of the H.264 encoders.
 	span := func(name string, fn func()) {
 		pid := p.cmd.Process.Pid
-		c0, b0, p0, x0, t0 := changes(), link.sentToBrowser(t), cpuSeconds(t, pid), cpuSeconds(t, xvnc), time.Now()
+		c0, b0, p0, x0, e0, t0 := changes(), link.sentToBrowser(t), cpuSeconds(t, pid), cpuSeconds(t, xvnc), encoderSeconds(pid), time.Now()
 		fn()
 		wall := time.Since(t0).Seconds()
 		r.fps[name] = float64(changes()-c0) / wall
 		r.kbps[name] = float64(link.sentToBrowser(t)-b0) / 1024 / wall
 		r.portalCPU[name] = 100 * (cpuSeconds(t, pid) - p0) / wall
 		r.xCPU[name] = 100 * (cpuSeconds(t, xvnc) - x0) / wall
+		r.encCPU[name] = 100 * (encoderSeconds(pid) - e0) / wall
 	}
 
 	// Typing: cat echoes each key; the next change of its line ends the measure.
@@ -249,7 +271,13 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	pid, box = window("wanchurn", "200x56+0+0", "while :; do head -c 9000 /dev/urandom | base64 -w 198; done")
 	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
 	span("churn", func() { time.Sleep(d) })
-	g.run("kill " + pid)
+	// The churn stopped (its loop, not its window): what the screen costs
+	// to settle (for H.264, the lossless repaint after the video).
+	g.run("pkill -STOP -P " + pid)
+	b0 := link.sentToBrowser(t)
+	time.Sleep(2 * time.Second)
+	r.settleKiB = float64(link.sentToBrowser(t)-b0) / 1024
+	g.run("kill " + pid + "; pkill -CONT -P " + pid)
 
 	// A window dragged by its title bar across the screen and back.
 	pid, box = window("wandrag", "60x15+100+150", "sleep 600")
@@ -278,7 +306,8 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 
 	// Idle: nothing moves on the desktop; what still crosses the link.
 	time.Sleep(time.Second)
-	b0, t0 := link.sentToBrowser(t), time.Now()
+	b0 = link.sentToBrowser(t)
+	t0 := time.Now()
 	time.Sleep(2 * d)
 	r.idleKiBMin = float64(link.sentToBrowser(t)-b0) / 1024 / time.Since(t0).Minutes()
 }
@@ -297,11 +326,76 @@ func wanPrint(r wanRun) {
 	if r.quality != "-" {
 		name += " " + r.quality
 	}
-	fmt.Printf("BENCH %-16s %-17s typing p50 %4.0f ms p99 %4.0f (%d keys) | idle %6.1f KiB/min\n", name, r.profile, pct(0.5), pct(0.99), len(s), r.idleKiBMin)
+	fmt.Printf("BENCH %-16s %-17s typing p50 %4.0f ms p99 %4.0f (%d keys) | idle %6.1f KiB/min | 2 s after the churn %6.1f KiB\n", name, r.profile, pct(0.5), pct(0.99), len(s), r.idleKiBMin, r.settleKiB)
 	for _, w := range []string{"scroll", "churn", "drag"} {
-		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s  portal CPU %5.1f%%  desktop server CPU %5.1f%%\n",
-			name, r.profile, w, r.fps[w], r.kbps[w], r.portalCPU[w], r.xCPU[w])
+		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s %6.1f KiB/frame  portal CPU %5.1f%%  encoder CPU %5.1f%%  desktop server CPU %5.1f%%\n",
+			name, r.profile, w, r.fps[w], r.kbps[w], perFrame(r, w), r.portalCPU[w], r.encCPU[w], r.xCPU[w])
 	}
+}
+
+// perFrame returns the KiB sent per changed frame of workload w.
+func perFrame(r wanRun, w string) float64 {
+	if r.fps[w] == 0 {
+		return 0
+	}
+	return r.kbps[w] / r.fps[w]
+}
+
+// wanCompare prints, for one profile, the H.264 row against the auto tiles
+// row of the same run: the ratios of bytes per frame, of bytes per second
+// and of frame rates, per workload.
+func wanCompare(runs []wanRun) {
+	var tiles, video *wanRun
+	for i := range runs {
+		switch runs[i].quality {
+		case "h264":
+			video = &runs[i]
+		case "before", "-", "sharp", "fast":
+		default: // auto, shown with the level it chose
+			tiles = &runs[i]
+		}
+	}
+	if tiles == nil || video == nil {
+		return
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	for _, w := range []string{"scroll", "churn", "drag"} {
+		fmt.Printf("BENCH %-16s %-17s   %-6s bytes/frame ×%.2f  bytes/s ×%.2f  fps ×%.2f  (h264 / %s)\n", "VNC h264:tiles", video.profile, w,
+			ratio(perFrame(*video, w), perFrame(*tiles, w)), ratio(video.kbps[w], tiles.kbps[w]), ratio(video.fps[w], tiles.fps[w]), tiles.quality)
+	}
+}
+
+// encoderSeconds returns the CPU time the portal's H.264 encoders used:
+// the live gst-launch-1.0 processes under the portal, and the children the
+// portal has reaped (an encoder it restarted; nothing else it runs is
+// reaped by the portal itself while a workload runs).
+func encoderSeconds(pid int) float64 {
+	var s float64
+	if _, f, err := procStat(pid); err == nil {
+		cu, _ := strconv.ParseFloat(f[13], 64)
+		cs, _ := strconv.ParseFloat(f[14], 64)
+		s += (cu + cs) / 100
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, f, err := procStat(n)
+		if err != nil || comm != "gst-launch-1.0" || !descends(n, pid) {
+			continue
+		}
+		u, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		s += (u + st) / 100
+	}
+	return s
 }
 
 // desktopServer returns the pid of the newest process named comm among the
