@@ -51,13 +51,8 @@ func TestAttack_H264ViewerNeverReads(t *testing.T) {
 	hub.mu.Lock()
 	hub.vid.maxQueued = limit
 	hub.mu.Unlock()
-	video := []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
-	lazy := dialTestClient(t, serve(), video...)
-	lazy.request(false)
-	must(t, lazy.next())
-	good := dialTestClient(t, serve(), video...)
-	good.request(false)
-	must(t, good.next())
+	lazy := dialVideo(t, serve())
+	good := dialVideo(t, serve())
 
 	// The lazy viewer reads nothing more while good reads 4 caps of video.
 	got, most := 0, 0
@@ -95,10 +90,7 @@ func TestAttack_H264KeyFrameLoop(t *testing.T) {
 	const w, h = 320, 200
 	d := newScriptedDesktop(t, w, h)
 	_, serve := connectVideo(t, d, mustGStreamer(t))
-	video := []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
-	good := dialTestClient(t, serve(), video...)
-	good.request(false)
-	must(t, good.next())
+	good := dialVideo(t, serve())
 	x := 0
 	move := func() {
 		x = (x + 8) % (w - 16)
@@ -106,13 +98,13 @@ func TestAttack_H264KeyFrameLoop(t *testing.T) {
 	}
 	readUntil(t, good, "H.264", func() bool { move(); return len(good.h264) > 0 })
 
-	attacker := dialTestClient(t, serve(), video...)
+	attacker := dialTestClient(t, serve(), videoEncodings...)
 	go io.Copy(io.Discard, attacker.conn) // it asks for nothing, but reads what comes
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		leave, join := setEncodings(encTight, encZRLE, encExtendedDesktopSize), setEncodings(video...)
+		leave, join := setEncodings(encTight, encZRLE, encExtendedDesktopSize), setEncodings(videoEncodings...)
 		for {
 			select {
 			case <-stop:

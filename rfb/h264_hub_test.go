@@ -3,6 +3,7 @@ package rfb
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"net"
 	"testing"
 	"time"
@@ -22,6 +23,19 @@ func connectVideo(t *testing.T, d *scriptedDesktop, program string) (*Hub, func(
 		t.Cleanup(func() { b.Close() })
 		return b
 	}
+}
+
+// videoEncodings are what a client that decodes H.264 lists.
+var videoEncodings = []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
+
+// dialVideo dials a client listing videoEncodings and reads its first
+// screen.
+func dialVideo(t *testing.T, conn net.Conn) *testClient {
+	t.Helper()
+	c := dialTestClient(t, conn, videoEncodings...)
+	c.request(false)
+	must(t, c.next())
+	return c
 }
 
 // accessUnits splits a payload into its access units, as noVNC does (up
@@ -82,11 +96,8 @@ func TestHub_H264(t *testing.T) {
 	const w, h = 320, 200
 	d := newScriptedDesktop(t, w, h)
 	_, serve := connectVideo(t, d, mustGStreamer(t))
-	video := []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
-	a := dialTestClient(t, serve(), video...)
+	a := dialVideo(t, serve())
 	tiles := dialTestClient(t, serve(), encTight, encZRLE, encExtendedDesktopSize)
-	a.request(false)
-	must(t, a.next())
 	tiles.request(false)
 	must(t, tiles.next())
 
@@ -117,9 +128,7 @@ func TestHub_H264(t *testing.T) {
 		}
 	}
 
-	b := dialTestClient(t, serve(), video...)
-	b.request(false)
-	must(t, b.next())
+	b := dialVideo(t, serve())
 	keyFirst(b, "a client that joined later")
 
 	// Still: the last picture, losslessly, on both.
@@ -138,9 +147,7 @@ func TestHub_H264EncoderFails(t *testing.T) {
 	const w, h = 64, 48
 	d := newScriptedDesktop(t, w, h)
 	hub, serve := connectVideo(t, d, "/nonexistent/gst-launch-1.0")
-	c := dialTestClient(t, serve(), encH264, encTight, encZRLE, encExtendedDesktopSize)
-	c.request(false)
-	must(t, c.next())
+	c := dialVideo(t, serve())
 	x := 0
 	readUntil(t, c, "the hub to give up on the encoder", func() bool {
 		x = (x + 8) % (w - 16)
@@ -157,6 +164,20 @@ func TestHub_H264EncoderFails(t *testing.T) {
 	}
 }
 
+// typeAt draws an 8×16 cell at x, y in colour c, as one Raw rectangle:
+// the change a typed character makes.
+func typeAt(d *scriptedDesktop, x, y int, c [3]byte) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1}
+	for _, v := range []int{x, y, 8, 16} {
+		b = binary.BigEndian.AppendUint16(b, uint16(v))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(encRaw))
+	for range 8 * 16 {
+		b = append(b, c[0], c[1], c[2], 0)
+	}
+	return d.write(b)
+}
+
 // TestHub_H264Auto: video only while a large part of the screen changes
 // fast. A viewer that asked for H.264 gets small changes (typing) as
 // tiles, a burst of large ones as video, the exact screen once it is
@@ -166,16 +187,14 @@ func TestHub_H264Auto(t *testing.T) {
 	const w, h = 320, 200
 	d := newScriptedDesktop(t, w, h)
 	_, serve := connectVideo(t, d, mustGStreamer(t))
-	c := dialTestClient(t, serve(), encH264, encTight, encZRLE, encExtendedDesktopSize)
-	c.request(false)
-	must(t, c.next())
+	c := dialVideo(t, serve())
 	typing := func(what string) {
 		t.Helper()
 		from := len(c.h264)
 		for i := range 30 {
-			pic := screen(w, h, 8*(i%30))
-			must(t, d.picture(pic))
-			readUntil(t, c, what, func() bool { return bytes.Equal(c.fb.pix, pic) })
+			x, y, colour := 8*(i%38), 24+16*(i/38), [3]byte{byte(8 * i), 200, 100}
+			must(t, typeAt(d, x, y, colour))
+			readUntil(t, c, what, func() bool { return c.pixel(x, y) == colour })
 		}
 		if n := len(c.h264) - from; n != 0 {
 			t.Errorf("%s: %d H.264 rectangles for small changes; want tiles only", what, n)
