@@ -25,6 +25,7 @@ type Desktops interface {
 	Pools(ctx context.Context, id vdi.Identity) ([]vdi.PoolStatus, error)
 	Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error)
 	Desktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, error)
+	Desktops(ctx context.Context, id vdi.Identity, all bool) ([]vdi.Desktop, error)
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
@@ -84,8 +85,9 @@ func New(cfg Config) *Seat {
 // is served by a server whose tools act as id alone.
 func (s *Seat) Serve(w http.ResponseWriter, r *http.Request, id vdi.Identity) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "corral-vdi-portal", Title: "corral VDI agent seat"}, &mcp.ServerOptions{SchemaCache: s.schemas,
-		Instructions: "Claim a desktop of a pool with claim_desktop, look with screenshot, act with click, type_text and press_keys, wait_for_change instead of polling, and release_desktop when done."})
+		Instructions: "Claim a desktop of a pool with claim_desktop, look with screenshot, act with click, type_text and press_keys, wait_for_change instead of polling, and release_desktop when done. The resource corral://desktops (and corral://desktops/{namespace}/{member}) tells the state of the desktops you hold."})
 	s.addTools(srv, id)
+	s.addResources(srv, id)
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
 }
 

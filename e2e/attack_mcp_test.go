@@ -78,6 +78,9 @@ func TestAttack_MCP(t *testing.T) {
 				t.Errorf("%s on bob's desktop shared with alice said %q", name, got)
 			}
 		}
+		if r, err := ws.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "corral://desktops/local/" + d.Name}); err == nil {
+			t.Errorf("alice's agent read bob's desktop as a resource: %+v", r.Contents)
+		}
 	})
 	t.Run("AgentAPI", func(t *testing.T) {
 		agentAPIRefusals(t, p, tok.Token)

@@ -96,6 +96,7 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 		t.Fatalf("claim_desktop = %+v; want a demo desktop and its screen size", claimed)
 	}
 	desk := map[string]any{"desktop": claimed.Desktop}
+	agentResources(t, s, claimed.Desktop)
 
 	var img *mcp.ImageContent
 	for _, c := range tool(t, s, "screenshot", desk).Content {
@@ -205,5 +206,30 @@ func agentJSONCrop(t *testing.T, p *Portal, s *mcp.ClientSession, token, desk st
 	var res struct{ Result string }
 	if json.Unmarshal([]byte(body), &res); code != 200 || !strings.HasPrefix(res.Result, "no change") && res.Result != "changed" {
 		t.Errorf("JSON wait_for_change: %d %s; want 200 and its answer", code, body)
+	}
+}
+
+// agentResources reads the seat's resources: the desktops the token's
+// user holds, and the one just claimed, with its holder and agent.
+func agentResources(t *testing.T, s *mcp.ClientSession, desk string) {
+	t.Helper()
+	res, err := s.ListResources(context.Background(), nil)
+	if err != nil || len(res.Resources) == 0 || res.Resources[0].URI != "corral://desktops" {
+		t.Fatalf("resources/list: %v %+v; want corral://desktops", err, res)
+	}
+	read := func(uri string) []byte {
+		r, err := s.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+		if err != nil || len(r.Contents) != 1 {
+			t.Fatalf("read %s: %v %+v", uri, err, r)
+		}
+		return []byte(r.Contents[0].Text)
+	}
+	var all []struct{ Namespace, Name, Holder string }
+	if err := json.Unmarshal(read("corral://desktops"), &all); err != nil || len(all) != 1 || all[0].Namespace+"/"+all[0].Name != desk {
+		t.Errorf("corral://desktops = %+v (%v); want just %s", all, err, desk)
+	}
+	var one struct{ Holder, Agent, Power string }
+	if err := json.Unmarshal(read("corral://desktops/"+desk), &one); err != nil || one.Holder != "alice" || one.Agent != "bot:alice/test-runner" || one.Power == "" {
+		t.Errorf("corral://desktops/%s = %+v (%v); want alice's, worked by bot:alice/test-runner", desk, one, err)
 	}
 }
