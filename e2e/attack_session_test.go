@@ -289,6 +289,21 @@ func sessionAttacks() []attack {
 			status: 403, says: "Only admins",
 		},
 		{
+			name: "NonAdminCancelsJob", // issue 55: only admins stop pool work
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/demo/job/cancel", "", "Tailscale-User-Login", "mallory")
+			},
+			status: 403, says: "Only admins",
+		},
+		{
+			name: "CrossSiteCancelJob", // a page elsewhere makes an admin's browser cancel a job
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/pools/local/demo/job/cancel", "", "Tailscale-User-Login", admin,
+					"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403,
+		},
+		{
 			name: "CrossSiteGrowJob", // a page elsewhere makes an admin's browser start a job
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.do(t, "PATCH", "/api/vdi/pools/local/demo", `{"size":5}`, "Tailscale-User-Login", admin,

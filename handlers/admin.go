@@ -21,6 +21,7 @@ type Admin interface {
 	UpdatePoolJob(ctx context.Context, id vdi.Identity, namespace, name string, u vdi.PoolUpdate) (*vdi.Job, <-chan error, error)
 	Job(ctx context.Context, id vdi.Identity, namespace, name string) (vdi.Job, error)
 	Jobs(ctx context.Context, id vdi.Identity) ([]vdi.Job, error)
+	CancelJob(ctx context.Context, id vdi.Identity, namespace, name string) (vdi.Job, error)
 	DeletePool(ctx context.Context, id vdi.Identity, namespace, name string) error
 }
 

@@ -42,6 +42,7 @@ func TestAdminOnly_EveryAdminRoute(t *testing.T) {
 		{"DELETE", "/api/vdi/pools/local/pool0", ""},
 		{"GET", "/api/vdi/pools/local/pool0/job", ""},
 		{"GET", "/api/vdi/jobs", ""},
+		{"POST", "/api/vdi/pools/local/pool0/job/cancel", ""},
 		{"POST", "/api/vdi/desktops/local/pool0-1/assign", `{"user":"user1"}`},
 		{"POST", "/api/vdi/desktops/local/pool0-1/recreate", ""},
 		{"POST", "/api/vdi/users/user1/end-sessions", ""},

@@ -37,3 +37,14 @@ func (h *poolAdmin) handleJobsList(w http.ResponseWriter, r *http.Request, id vd
 	writeJSON(w, http.StatusOK, jobs)
 	return nil
 }
+
+// handlePoolJobCancel serves POST /api/vdi/pools/{ns}/{pool}/job/cancel
+// (admins): the pool's running job stops (vdi.Service.CancelJob).
+func (h *poolAdmin) handlePoolJobCancel(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	job, err := h.admin.CancelJob(r.Context(), id, r.PathValue("ns"), r.PathValue("pool"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, job)
+	return nil
+}

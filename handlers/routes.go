@@ -57,6 +57,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("PATCH /api/vdi/pools/{ns}/{pool}", h.api(adminOnly(h.pools.handlePoolUpdate)))
 	m.HandleFunc("DELETE /api/vdi/pools/{ns}/{pool}", h.api(adminOnly(h.pools.handlePoolDelete)))
 	m.HandleFunc("GET /api/vdi/pools/{ns}/{pool}/job", h.api(adminOnly(h.pools.handlePoolJob)))
+	m.HandleFunc("POST /api/vdi/pools/{ns}/{pool}/job/cancel", h.api(adminOnly(h.pools.handlePoolJobCancel)))
 	m.HandleFunc("GET /api/vdi/jobs", h.api(adminOnly(h.pools.handleJobsList)))
 	m.HandleFunc("POST /api/vdi/pools/{ns}/{pool}/claim", h.api(h.mine.handlePoolClaim))
 	m.HandleFunc("GET /api/vdi/desktops", h.api(h.mine.handleDesktopsList))

@@ -127,7 +127,7 @@ func (v *VMs) PlanRecreate(ctx context.Context, ref vdi.Ref) (vdi.Growth, error)
 		return vdi.Growth{}, err
 	}
 	p.LicensesAcknowledged = vm.Annotations[AnnotationLicenses] == "true"
-	return vdi.Growth{Pool: p, Members: []string{ref.Name}}, nil
+	return vdi.Growth{Pool: p, Members: []string{ref.Name}, Replaces: map[string]string{ref.Name: string(vm.UID)}}, nil
 }
 
 // recreatedAnnotations returns the annotations old's fresh clone carries:

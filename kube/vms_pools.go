@@ -64,8 +64,8 @@ func (v *VMs) PlanCreate(ctx context.Context, p vdi.Pool) (vdi.Growth, error) {
 
 // Grow makes the members of g that are not there yet: one snapshot of the
 // golden VM, then a clone of it per member (an unfinished clone of one is
-// waited for, not made again). It reports progress when progress is not
-// nil.
+// waited for, not made again). A member still the VM g.Replaces names is
+// recreated. It reports progress when progress is not nil.
 func (v *VMs) Grow(ctx context.Context, g vdi.Growth, progress func(vdi.Progress)) error {
 	if progress == nil {
 		progress = func(vdi.Progress) {}
@@ -80,8 +80,20 @@ func (v *VMs) Grow(ctx context.Context, g vdi.Growth, progress func(vdi.Progress
 	}
 	var todo []string
 	for _, name := range g.Members {
-		if !slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Name == name }) {
+		i := slices.IndexFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Name == name })
+		switch {
+		case i < 0:
 			todo = append(todo, name)
+		case g.Replaces[name] != "" && string(vms[i].UID) == g.Replaces[name]:
+			// A recreate cut short before its old VM was deleted: it is
+			// finished, never left as it was.
+			progress(vdi.Progress{Total: len(g.Members), Text: "recreating " + name})
+			err := v.Recreate(ctx, vdi.Ref{Namespace: g.Pool.Namespace, Name: name})
+			if vdi.ErrorCode(err) == vdi.ENotFound {
+				todo = append(todo, name) // deleted meanwhile: made below
+			} else if err != nil {
+				return err
+			}
 		}
 	}
 	return v.grow(ctx, g.Pool, golden, todo, func(done int, what string) {

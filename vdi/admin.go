@@ -158,7 +158,7 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "assign", Namespace: ref.Namespace, Target: ref.Name, Detail: "to " + user})
 	s.log.Info("assigned", "desktop", ref, "holder", user, "by", id.Login)
-	return s.powerOn(ctx, l, false)
+	return s.powerOn(ctx, l, true) // a VM's boot is not the admin's request to wait on
 }
 
 // Recreate makes a member fresh as RecreateJob does, waiting for the work

@@ -36,6 +36,8 @@ const (
 	JobRunning JobState = "running"
 	JobDone    JobState = "done"
 	JobFailed  JobState = "failed"
+	// JobCancelled: an admin stopped it (CancelJob).
+	JobCancelled JobState = "cancelled"
 )
 
 // Job is long work on a pool, one at a time per pool.
@@ -75,6 +77,10 @@ type Progress struct {
 type Growth struct {
 	Pool    Pool     `json:"pool"`
 	Members []string `json:"members"`
+	// Replaces names, for a recreate, what the member it makes fresh was
+	// (on Kubernetes its VM's UID): a replica that finishes the job and
+	// finds that one still there makes it fresh, never keeps it.
+	Replaces map[string]string `json:"replaces,omitempty"`
 }
 
 // ErrNotAJob is what a PoolGrower's Plan methods answer for work that is
@@ -96,9 +102,10 @@ type PoolGrower interface {
 	// definition with ref as the one member, for a replica that finds the
 	// old member gone to make it again.
 	PlanRecreate(ctx context.Context, ref Ref) (Growth, error)
-	// Grow makes those of g.Members that are not there yet, reporting its
-	// progress. Run again on the same g after a replica died, it finishes
-	// what is left (and takes over clones under way).
+	// Grow makes those of g.Members that are not there yet (or are still
+	// the one g.Replaces names), reporting its progress. Run again on the
+	// same g after a replica died, it finishes what is left (and takes
+	// over clones under way).
 	Grow(ctx context.Context, g Growth, progress func(Progress)) error
 }
 

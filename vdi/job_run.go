@@ -104,7 +104,7 @@ func (j *job) save(ctx context.Context, change func(*jobRecord)) {
 	got, err := j.s.leases.Update(ctx, &l)
 	switch {
 	case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
-		j.s.log.Warn("job taken over by another portal", "job", j.rec.ID, "pool", j.rec.Namespace+"/"+j.rec.Pool)
+		j.s.log.Warn("job taken over by another portal or cancelled", "job", j.rec.ID, "pool", j.rec.Namespace+"/"+j.rec.Pool)
 		j.lost()
 	case err != nil:
 		j.s.log.Warn("write job", "job", j.rec.ID, "err", err) // the next renewal tries again
@@ -123,14 +123,14 @@ func (s *Service) runJob(l *Lease, rec jobRecord) <-chan error {
 	j := &job{s: s, l: l, rec: rec, lost: lost}
 	key := rec.Namespace + "/" + rec.Pool
 	s.jobsMu.Lock()
-	s.jobsRunning[key] = rec.ID
+	s.jobsRunning[key] = j
 	s.jobsMu.Unlock()
 	s.jobsWG.Add(1)
 	go func() {
 		defer s.jobsWG.Done()
 		defer func() {
 			s.jobsMu.Lock()
-			if s.jobsRunning[key] == rec.ID {
+			if s.jobsRunning[key] == j {
 				delete(s.jobsRunning, key)
 			}
 			s.jobsMu.Unlock()
@@ -227,7 +227,7 @@ func (s *Service) ResumeJobs(ctx context.Context) (int, error) {
 	for _, r := range recs {
 		key := r.rec.Namespace + "/" + r.rec.Pool
 		s.jobsMu.Lock()
-		mine := s.jobsRunning[key] != ""
+		mine := s.jobsRunning[key] != nil
 		s.jobsMu.Unlock()
 		if r.rec.State != JobRunning || mine || !r.lease.Expired(now) {
 			continue
@@ -260,8 +260,9 @@ func jobError(err error) (msg, hint string) {
 }
 
 // recreateWork makes rec.Member fresh. A recreate another replica left
-// may have deleted the old member already: it is then made (from the
-// growth recorded at the start), and one still there is left as it is.
+// is finished from the growth recorded at the start: the old member, if
+// it is still there (Growth.Replaces), is made fresh; if it was deleted
+// already, it is made (its clone under way taken over).
 func (s *Service) recreateWork(ctx context.Context, pg PoolGrower, rec jobRecord, progress func(Progress)) error {
 	if rec.Resumed {
 		return pg.Grow(ctx, *rec.Growth, progress)

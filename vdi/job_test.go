@@ -150,4 +150,72 @@ func TestPoolJobs(t *testing.T) {
 			t.Errorf("alice's pool list shows the job %+v; want it for admins only", pools[0].Job)
 		}
 	})
+
+	// waitDone waits for a job's work to end on its portal.
+	waitDone := func(t *testing.T, done <-chan error) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the cancelled job's work is still running after 2 min")
+		}
+	}
+
+	t.Run("CancelStopsTheJob", func(t *testing.T) {
+		b.mu.Lock()
+		b.fail, b.gate = nil, make(chan struct{}) // Grow runs until stopped
+		b.mu.Unlock()
+		job, done, err := second.UpdatePoolJob(ctx, root, "local", "demo", vdi.PoolUpdate{Size: new(5)})
+		if err != nil || job == nil {
+			t.Fatalf("grow: %+v, %v; want a job", job, err)
+		}
+		if _, err := first.CancelJob(ctx, vdi.Identity{Login: "alice"}, "local", "demo"); vdi.ErrorCode(err) != vdi.EForbidden {
+			t.Errorf("alice cancels the job: %v; want EForbidden", err)
+		}
+		// The other portal cancels: the job's own portal stops at its
+		// next renewal, when its compare-and-swap loses.
+		c, err := first.CancelJob(ctx, root, "local", "demo")
+		if err != nil || c.ID != job.ID || c.State != vdi.JobCancelled {
+			t.Fatalf("cancel: %+v, %v; want job %s cancelled", c, err, job.ID)
+		}
+		waitDone(t, done)
+		j, err := second.Job(ctx, root, "local", "demo")
+		if err != nil || j.State != vdi.JobCancelled || j.Error != "Cancelled by root." || j.Hint == "" {
+			t.Fatalf("the job after its cancel: %+v, %v; want cancelled by root, with a hint", j, err)
+		}
+		if _, err := first.CancelJob(ctx, root, "local", "demo"); vdi.ErrorCode(err) != vdi.EConflict {
+			t.Errorf("cancel again: %v; want EConflict (nothing to cancel)", err)
+		}
+		now = now.Add(time.Minute) // no portal resumes a cancelled job
+		if n, err := first.ResumeJobs(ctx); err != nil || n != 0 {
+			t.Errorf("resume after the cancel: %d, %v; want none taken", n, err)
+		}
+		audit, err := db.AuditHistory(ctx, vdi.HistoryFilter{User: "root", Targets: []string{"demo"}})
+		if err != nil || !slices.ContainsFunc(audit, func(e vdi.AuditEntry) bool { return e.Action == "job-cancel" }) {
+			t.Errorf("audit %+v, %v; want root's job-cancel", audit, err)
+		}
+		// On the job's own portal the work stops at once, and the pool
+		// takes a new job.
+		_, done, err = second.UpdatePoolJob(ctx, root, "local", "demo", vdi.PoolUpdate{Size: new(5)})
+		if err != nil {
+			t.Fatalf("a new job after the cancel: %v", err)
+		}
+		if _, err := second.CancelJob(ctx, root, "local", "demo"); err != nil {
+			t.Fatalf("cancel on the job's own portal: %v", err)
+		}
+		waitDone(t, done)
+	})
+
+	t.Run("EndedJobsSweptByAge", func(t *testing.T) {
+		if n, err := first.SweepJobs(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep a job that just ended: %d, %v; want it kept", n, err)
+		}
+		now = now.Add(vdi.JobKeep + time.Hour)
+		if n, err := first.SweepJobs(ctx); err != nil || n != 1 {
+			t.Fatalf("sweep a job that ended %v ago: %d, %v; want it deleted", vdi.JobKeep, n, err)
+		}
+		if _, err := first.Job(ctx, root, "local", "demo"); vdi.ErrorCode(err) != vdi.ENotFound {
+			t.Errorf("the swept job: %v; want ENotFound", err)
+		}
+	})
 }

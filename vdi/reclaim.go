@@ -205,6 +205,9 @@ func (s *Service) resumeJobs(ctx context.Context) {
 	if _, err := s.ResumeJobs(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error("resume jobs", "err", err)
 	}
+	if _, err := s.SweepJobs(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("sweep ended jobs", "err", err)
+	}
 }
 
 func (s *Service) keepStandby(ctx context.Context) {

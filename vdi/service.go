@@ -80,7 +80,7 @@ type Service struct {
 	stopJobs    context.CancelFunc
 	jobsWG      sync.WaitGroup
 	jobsMu      sync.Mutex
-	jobsRunning map[string]string // "ns/pool" -> the ID of the job running here
+	jobsRunning map[string]*job // "ns/pool" -> the job running here
 }
 
 // NewService returns a Service; Backend, Leases and Audit are required.
@@ -102,7 +102,7 @@ func NewService(cfg Config) *Service {
 		startTimes:    map[Ref][]time.Duration{},
 		standbyKick:   make(chan struct{}, 1),
 		refillDelay:   cfg.RefillDelay,
-		jobsRunning:   map[string]string{},
+		jobsRunning:   map[string]*job{},
 	}
 	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {
