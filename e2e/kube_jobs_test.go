@@ -59,6 +59,14 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	expect := playwright.NewPlaywrightAssertions(90000)
 	must(t, expect.Locator(line).ToHaveText(regexp.MustCompile(`Creating the pool \(ops\): cloning [1-5] of 6 \(`)))
 
+	// One job per pool: Resize and Delete wait, and say why.
+	for _, b := range []string{"resize", "delete-pool"} {
+		button := page.Locator(`[data-pool="lab"]`).GetByTestId(b)
+		must(t, expect.Locator(button).ToBeDisabled())
+		must(t, expect.Locator(button).ToHaveAttribute("title", regexp.MustCompile(`Creating the pool \(ops\) is under way \(cloning .*Resize and Delete wait until it ends`)))
+	}
+	must(t, expect.Locator(page.Locator(`[data-pool="lab"]`).GetByTestId("cancel-job")).ToBeVisible())
+
 	var pools []poolWithJob
 	if p.API(t, "ops", "GET", "/api/vdi/pools", &pools); !hasRunningJob(pools, "lab") {
 		t.Errorf("GET /api/vdi/pools: %+v; want pool lab with its running job", pools)
@@ -75,6 +83,7 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 
 	e.standIn.ReleaseClones(e.ns)
 	must(t, expect.Locator(line).ToHaveCount(0))
+	must(t, expect.Locator(page.Locator(`[data-pool="lab"]`).GetByTestId("resize")).ToBeEnabled())
 	if code := p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j); code != 200 || j.State != "done" || j.Done != 6 {
 		t.Fatalf("the job at the end: %d %+v; want done, 6 of 6", code, j)
 	}

@@ -225,3 +225,12 @@ func jobText(j vdi.Job) string {
 	}
 	return what
 }
+
+// jobBusy says why a pool's Resize and Delete wait, or "" when they need
+// not: one job runs per pool.
+func jobBusy(j *vdi.Job) string {
+	if j == nil || j.State != vdi.JobRunning {
+		return ""
+	}
+	return jobText(*j) + " is under way (" + j.Progress + "); Resize and Delete wait until it ends."
+}

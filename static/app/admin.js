@@ -89,6 +89,10 @@ const actions = {
     input: 'size', type: 'number', value: (d) => d.size, label: () => 'New size (claimed desktops are never removed)',
   },
   'delete-pool': { method: 'DELETE', url: poolURL, title: (d) => `Delete pool ${d.pool} and all its desktops?` },
+  'cancel-job': {
+    url: (d) => `${poolURL(d)}/job/cancel`,
+    title: (d) => `Cancel the job of pool ${d.pool}? Clones already under way go on and make their desktops.`,
+  },
   access: {
     method: 'PATCH', url: poolURL, title: (d) => `Who may use pool ${d.pool}?`,
     input: 'access', value: (d) => d.access, build: (v) => ({ access: parseAccess(v) }),
@@ -120,6 +124,7 @@ const done = {
   recreate: (d) => `${d.label} recreated from its source.`,
   resize: (d) => `Pool ${d.pool} resized.`,
   'delete-pool': (d) => `Pool ${d.pool} deleted.`,
+  'cancel-job': (d) => `The job of pool ${d.pool} was cancelled.`,
   access: (d) => `Who may use pool ${d.pool}: saved.`,
   standby: (d) => `Warm standby of pool ${d.pool}: saved.`,
   schedule: (d) => `Working hours of pool ${d.pool}: saved.`,
