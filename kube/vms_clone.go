@@ -21,10 +21,11 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// CloneTimeout bounds the wait for one clone's target VM, from when the
-// clone is made: the clone object exists long before its VM does. A pool
-// operation waits this long per clone, clones running CloneConcurrency at
-// a time, so its whole wait grows with the pool.
+// CloneTimeout is how long a clone may show no progress (see
+// cloneProgress) before its wait gives up on it: a clone on slow storage
+// that keeps moving — its phase, its restore, its restored disks binding
+// — is waited for however long it takes; one that stands still this long
+// is reported, with what it waits on (it goes on all the same).
 const CloneTimeout = 2 * time.Minute
 
 // cloneCheckEvery is how often a clone's wait reads it again (see
@@ -274,15 +275,12 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 	// The wait follows the clone's changes, and reads it again every
 	// cloneCheckEvery: a restore KubeVirt's admission refuses changes
 	// nothing on the clone (the controller retries, leaving an event each
-	// time), so only a fresh look sees the refusal.
-	deadline := time.Now().Add(CloneTimeout)
+	// time), so only a fresh look sees the refusal. It gives up only on a
+	// clone that showed no progress for CloneTimeout.
+	moved := cloneMoves{last: "not read yet", since: time.Now()}
 	for {
-		err = until(ctx, min(cloneCheckEvery, time.Until(deadline)), namespace, one(v.clone, "virtualmachineclones", namespace, made.Name), &clonev1beta1.VirtualMachineClone{}, cond)
+		err = until(ctx, cloneCheckEvery, namespace, one(v.clone, "virtualmachineclones", namespace, made.Name), &clonev1beta1.VirtualMachineClone{}, cond)
 		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			break
-		}
-		if !time.Now().Before(deadline) {
-			err = fmt.Errorf("%w after %v", context.DeadlineExceeded, CloneTimeout)
 			break
 		}
 		var c clonev1beta1.VirtualMachineClone
@@ -291,6 +289,11 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 				err = cerr
 				break
 			}
+			moved.saw(v.cloneProgress(ctx, &c), time.Now())
+		}
+		if still := moved.still(time.Now()); still >= CloneTimeout {
+			err = fmt.Errorf("%w: no progress for %v (%s)", context.DeadlineExceeded, still.Round(time.Second), moved.last)
+			break
 		}
 	}
 	forget := func() {

@@ -96,6 +96,9 @@ func (v *VMs) Grow(ctx context.Context, g vdi.Growth, progress func(vdi.Progress
 			}
 		}
 	}
+	if len(todo) == 0 {
+		return nil
+	}
 	return v.grow(ctx, g.Pool, golden, todo, func(done int, what string) {
 		done += len(g.Members) - len(todo)
 		progress(vdi.Progress{Done: done, Total: len(g.Members), Text: fmt.Sprintf("cloning %d of %d (%s)", done, len(g.Members), what)})
