@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,6 +171,30 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	page, err := ctx.NewPage()
 	must(t, err)
 	page.SetDefaultTimeout(60000)
+	// What the browser complained of, printed after the row: a page that
+	// stops drawing says why only there.
+	var mu sync.Mutex
+	var complaints []string
+	complain := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(complaints) < 5 {
+			complaints = append(complaints, time.Now().Format("15:04:05.000")+" "+s)
+		}
+	}
+	page.OnConsole(func(m playwright.ConsoleMessage) {
+		if m.Type() == "error" || m.Type() == "warning" {
+			complain(m.Type() + ": " + m.Text())
+		}
+	})
+	page.OnPageError(func(err error) { complain("uncaught: " + err.Error()) })
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range complaints {
+			fmt.Printf("BENCH   browser (%s %s %s): %s\n", r.console, r.profile, r.quality, c)
+		}
+	}()
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol="+r.console)
 	expect := playwright.NewPlaywrightAssertions(90000)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
