@@ -37,13 +37,23 @@ func (h *userDesktops) handleDesktopGet(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
-// handleDesktopStart serves POST /api/vdi/desktops/{ns}/{member}/start.
+// handleDesktopStart serves POST /api/vdi/desktops/{ns}/{member}/start:
+// it answers once the desktop was asked to start (a VM may still boot:
+// "starting").
 func (h *userDesktops) handleDesktopStart(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	defer h.console.dial.Forget(ref(r))
 	if err := h.desktops.Start(r.Context(), id, ref(r)); err != nil {
 		return err
 	}
-	return h.handleDesktopGet(w, r, id)
+	d, err := h.desktops.Desktop(r.Context(), id, ref(r))
+	if err != nil {
+		return err
+	}
+	if d.Power == vdi.PowerStopped {
+		d.Power = vdi.PowerStarting // asked: its platform may not show it yet
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
 }
 
 // handleDesktopStartFresh serves POST

@@ -228,5 +228,18 @@ func testKubeVirtJobs(t *testing.T, s *kubeVirtSetup) {
 		if err != nil || a.Power != vdi.PowerStarting || a.Holder != "alice" {
 			t.Fatalf("assign cold %s to alice: %+v, %v; want it hers, starting", other, a, err)
 		}
+		// So does the explicit start of a stopped desktop.
+		third := ""
+		for i := 1; third == ""; i++ {
+			if n := "desk-" + strconv.Itoa(i); n != d.Name && n != other {
+				third = n
+			}
+		}
+		if err := svc.Start(rctx, root, vdi.Ref{Namespace: s.ns, Name: third}); err != nil {
+			t.Fatalf("start cold %s: %v; want it asked to start at once", third, err)
+		}
+		if rs := s.vm(t, third).Spec.RunStrategy; rs == nil || *rs != kubevirtv1.RunStrategyAlways {
+			t.Errorf("%s's run strategy %v; want Always (asked to start)", third, rs)
+		}
 	})
 }

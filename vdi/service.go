@@ -302,7 +302,9 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 
 // Start powers on a member id holds (or any, for an admin). Starting a
 // running member does nothing and is not audited, so that nobody can
-// fill the audit log by repeating it.
+// fill the audit log by repeating it. A member slow to start (a VM that
+// boots, see StartAsker) is only asked to: the request answers at once,
+// and the console page waits for it.
 func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
 	d, err := s.Desktop(ctx, id, ref)
 	if err != nil {
@@ -312,6 +314,9 @@ func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
 		return nil
 	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "start", Namespace: ref.Namespace, Target: ref.Name})
+	if sa, ok := s.backend.(StartAsker); ok {
+		return sa.AskStart(ctx, ref)
+	}
 	return s.backend.Start(ctx, ref)
 }
 
