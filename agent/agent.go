@@ -42,6 +42,9 @@ type Config struct {
 	// InputRate and ScreenRate bound each token's input calls and
 	// screenshots per second (20 and 4); bursts are five times that.
 	InputRate, ScreenRate float64
+	// MaxDesktops caps the desktops one user's agents work in at once,
+	// across every token and replica (0: no cap).
+	MaxDesktops int
 }
 
 // Seat serves /mcp.

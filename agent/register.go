@@ -116,6 +116,10 @@ var sessionTools = []tool{
 			if !ok {
 				return nil, Claimed{}, vdi.Errorf(vdi.EInvalid, "", "pool %q: name it namespace/pool, as list_pools does", in.Pool)
 			}
+			held, err := s.beforeClaim(ctx, id, ns, pool)
+			if err != nil {
+				return nil, Claimed{}, err
+			}
 			d, err := s.cfg.Desktops.Claim(ctx, id, ns, pool)
 			if err != nil {
 				return nil, Claimed{}, err
@@ -124,6 +128,11 @@ var sessionTools = []tool{
 			s.audit(ctx, id, "claim_desktop", ref, "pool "+in.Pool)
 			if err := s.cfg.Desktops.MarkAgent(ctx, id, ref); err != nil {
 				s.cfg.Log.Warn("agent not noted on the claim", "desktop", ref, "err", err)
+			}
+			if !held {
+				if err := s.afterClaim(ctx, id, ref); err != nil {
+					return nil, Claimed{}, err
+				}
 			}
 			st, err := s.seats.get(ctx, ref)
 			if err != nil {

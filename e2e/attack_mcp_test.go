@@ -110,6 +110,23 @@ func TestAttack_MCP(t *testing.T) {
 			t.Errorf("500 moves at once were all served (last refusal %q); want a rate limit", refused)
 		}
 	})
+	t.Run("AgentCap", func(t *testing.T) {
+		// Alice's agents work in two desktops by now (demo through the
+		// JSON API, sealed): the default cap.
+		if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "third", "size": 1}`, nil); code != 201 {
+			t.Fatalf("create pool third: %d", code)
+		}
+		wide := mustMCP(t, p, mustToken(t, p, "alice", `{"name": "capped", "pools": ["*"]}`).Token)
+		if got := toolRefused(t, wide, "claim_desktop", map[string]any{"pool": "local/third"}); !strings.Contains(got, "agents already work in 2 desktops") {
+			t.Errorf("a third agent desktop said %q; want the cap", got)
+		}
+		var mine []desktop
+		if p.API(t, "alice", "GET", "/api/vdi/desktops", &mine); strings.Contains(fmt.Sprint(mine), "third") {
+			t.Errorf("alice holds a desktop of third after the refusal: %+v", mine)
+		}
+		// A person is not capped: alice claims it herself.
+		mustClaim(t, p, "alice", "third")
+	})
 }
 
 func holders(ds []desktop) []string {

@@ -138,6 +138,9 @@ type Config struct {
 	MetricsToken string
 	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
 	MaxConsolesPerUser int
+	// MaxAgentDesktops caps the desktops one user's agents work in at
+	// once (0: none).
+	MaxAgentDesktops int
 	// Replica names this replica where several share a cluster; the
 	// history page says its history is this replica's own. Empty: one
 	// portal.

@@ -32,7 +32,7 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
 }
 
 // handleMCP serves /mcp (Streamable HTTP): only a personal access token

@@ -76,6 +76,9 @@ type ClaimsConfig struct {
 	// MaxDesktopsPerUser is how many desktops one user may hold across
 	// pools; 0 for no limit.
 	MaxDesktopsPerUser int
+	// MaxAgentDesktops is how many desktops one user's agents may work
+	// in at once; 0 for no limit.
+	MaxAgentDesktops int
 }
 
 // ConsoleConfig is what the consoles may do and how they reach desktops.

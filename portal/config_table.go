@@ -89,6 +89,8 @@ var settings = []setting{
 		set: positiveDuration(func(c *Config) *time.Duration { return &c.Claims.ReclaimEvery }, "10s")},
 	{group: "claims", name: "max-desktops-per-user", def: "0", help: "desktops one user may hold across all pools; 0 for no limit",
 		set: count(func(c *Config) *int { return &c.Claims.MaxDesktopsPerUser }, 0, " (0 for no limit)")},
+	{group: "claims", name: "max-agent-desktops-per-user", def: "2", help: "desktops one user's agents (personal access tokens over /mcp or the agent API) may claim and work in at once; 0 for no limit",
+		set: count(func(c *Config) *int { return &c.Claims.MaxAgentDesktops }, 0, " (0 for no limit)")},
 
 	// console
 	{group: "console", name: "max-consoles-per-user", def: "10", help: "open consoles per user; 0 for no cap",
