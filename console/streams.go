@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -23,6 +24,8 @@ type Streams struct {
 	owners  Owners
 	secret  []byte
 	log     *slog.Logger
+
+	handedOff atomic.Bool // draining: this replica shares no console any more
 }
 
 // NewStreams returns Streams over streams, recording holders in owners
@@ -45,6 +48,10 @@ func StreamKey(ref vdi.Ref, p vdi.Protocol) string { return string(p) + ":" + re
 // returns the holder's end. The record names this replica until up
 // closes.
 func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, up net.Conn, path string, exclusive bool) (net.Conn, error) {
+	if s.handedOff.Load() {
+		up.Close()
+		return nil, ErrNotOwner // draining: the holder's page opens it on another replica
+	}
 	key := StreamKey(ref, p)
 	var o Owner
 	for range 3 { // the holder's newest wins: over any record, by compare-and-swap
@@ -70,7 +77,8 @@ func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, up net.
 
 // Join adds an invitee to the holder's console p of ref, typing only with
 // control: on this replica, or over a stream link to the replica that
-// holds it. ok is false when the holder has none open.
+// holds it, which follows the holder's console to another replica
+// (followConn). ok is false when the holder has none open.
 func (s *Streams) Join(ctx context.Context, ref vdi.Ref, p vdi.Protocol, control bool) (conn net.Conn, path string, ok bool, err error) {
 	if c, path, ok := s.streams.Join(ref.String()+"/"+string(p), control); ok {
 		return c, path, true, nil
@@ -88,15 +96,31 @@ func (s *Streams) Join(ctx context.Context, ref vdi.Ref, p vdi.Protocol, control
 		return nil, "", false, &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The replica holding the " + string(p) + " console of " + ref.String() + " does not answer.",
 			Hint: "Open the link again in a moment."}
 	}
-	return c, PathPeer, true, nil
+	return s.follow(ref, p, control, c, o.Version), PathPeer, true, nil
 }
 
 // ServeLink joins a client another replica relays over a stream link to
 // the console this replica shares, or ErrNotOwner when it shares none.
 func (s *Streams) ServeLink(ref vdi.Ref, p vdi.Protocol, control bool) (net.Conn, error) {
+	if s.handedOff.Load() {
+		return nil, ErrNotOwner
+	}
 	c, _, ok := s.streams.Join(ref.String()+"/"+string(p), control)
 	if !ok {
 		return nil, ErrNotOwner
 	}
 	return c, nil
+}
+
+// HandOff ends every console this replica shares and shares no more: a
+// draining replica calls it as the drain begins (as Screens.HandOff), so
+// that it does not wait for the holders' consoles to end. Each stream
+// closes with its clients here and its record goes; the holder's page
+// opens the console again on a replica that is not draining, and the
+// invitees relayed from other replicas follow it there (followConn). A
+// stream link that reaches this replica afterwards is refused (409).
+func (s *Streams) HandOff() {
+	s.handedOff.Store(true)
+	s.log.Info("draining: handing the shared consoles over to other replicas")
+	s.streams.CloseAll()
 }

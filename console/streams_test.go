@@ -138,3 +138,121 @@ func (c *sizedConn) size() [2]uint16 {
 	defer c.mu.Unlock()
 	return [2]uint16{c.cols, c.rows}
 }
+
+// TestStreams_HandOffFollowed: a draining replica hands its shared serial
+// console off (Streams.HandOff): the holder's console there ends, a's
+// record goes and a refuses stream links; the invitees relayed from b,
+// without opening anything again, follow the holder's console once it is
+// opened on c: they read c's desktop, and only the control invitee's keys
+// reach it. An invitee whose holder never comes back ends after the wait.
+func TestStreams_HandOffFollowed(t *testing.T) {
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b, c := startReplica(t, table, "a", nil), startReplica(t, table, "b", nil), startReplica(t, table, "c", nil)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-5"}
+	key := console.StreamKey(ref, vdi.ProtocolSerial)
+	ctx := context.Background()
+	deskA, upA := net.Pipe()
+	defer deskA.Close()
+	holder, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, upA, "apiserver", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, false)
+	if !ok || err != nil {
+		t.Fatalf("a view invitee on b: ok=%v, %v", ok, err)
+	}
+	defer viewer.Close()
+	helper, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, true)
+	if !ok || err != nil {
+		t.Fatalf("a control invitee on b: ok=%v, %v", ok, err)
+	}
+	defer helper.Close()
+
+	a.shared.HandOff()
+	holder.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(holder); err != nil {
+		t.Fatalf("the holder's console on a after the hand-off: %v; want it ended", err)
+	}
+	for end := time.Now().Add(10 * time.Second); table.version(key) != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a's record of the shared console stays after its hand-off")
+		}
+	}
+	late, _ := net.Pipe()
+	if _, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, late, "apiserver", true); err == nil {
+		t.Error("a draining replica opened a shared console after its hand-off; want it refused")
+	}
+
+	deskC, upC := net.Pipe() // the holder's page opens the console again, on c
+	defer deskC.Close()
+	again, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, upC, "apiserver", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	go func() {
+		for range 50 { // until the invitees have followed
+			if _, err := deskC.Write([]byte("login: ")); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	for who, conn := range map[string]net.Conn{"view": viewer, "control": helper} {
+		if got := readFor(t, conn, "login: "); !strings.Contains(got, "login: ") {
+			t.Errorf("the %s invitee on b read %q after the hand-off; want c's desktop's %q", who, got, "login: ")
+		}
+	}
+	viewer.Write([]byte("view-keys\r"))
+	helper.Write([]byte("control-keys\r"))
+	if got := readFor(t, deskC, "control-keys"); strings.Contains(got, "view-keys") || !strings.Contains(got, "control-keys") {
+		t.Errorf("c's desktop read %q; want the control invitee's keys only", got)
+	}
+}
+
+// version returns the version of key's record, empty when there is none.
+func (t *ownerTable) version(key string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.recs[key].Version
+}
+
+// TestStreams_FollowGivesUp: an invitee's link whose holder's console
+// ended (the VM stopped) and does not come back ends once the follow's wait has run out, and a
+// write waiting for it fails.
+func TestStreams_FollowGivesUp(t *testing.T) {
+	defer console.SetFollowWait(time.Second)()
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b := startReplica(t, table, "a", nil), startReplica(t, table, "b", nil)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-6"}
+	desk, up := net.Pipe()
+	defer desk.Close()
+	holder, err := a.shared.Open(context.Background(), ref, vdi.ProtocolSerial, up, "apiserver", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, _, ok, err := b.shared.Join(context.Background(), ref, vdi.ProtocolSerial, true)
+	if !ok || err != nil {
+		t.Fatalf("a control invitee on b: ok=%v, %v", ok, err)
+	}
+	defer helper.Close()
+	holder.Close()
+	desk.Close() // the VM stopped
+	ended := make(chan error, 2)
+	go func() { _, err := io.ReadAll(helper); ended <- err }()
+	go func() {
+		var err error
+		for err == nil { // the link's end shows on a write too, then waits for the follow
+			_, err = helper.Write([]byte("x"))
+			time.Sleep(50 * time.Millisecond)
+		}
+		ended <- err
+	}()
+	for i := range 2 {
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the invitee's link is still open 30 s after its holder's console closed (%d of 2 ended)", i)
+		}
+	}
+}

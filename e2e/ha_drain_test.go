@@ -5,17 +5,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
-// TestHA_DrainHandsScreensOff: a draining owner hands its screens off as
-// its drain begins, not as it exits (haScreen; a drains for up to a
-// minute, kept draining by alice's serial console there): erin's console
-// relayed through b ends, opened again on b it shows the screen with b
-// its owner while a still drains, and the VMI's VNC clients were one at
-// a time.
+// TestHA_DrainHandsScreensOff: a draining owner hands its screens and its
+// shared serial console off as its drain begins, not as it exits
+// (haScreen; a drains for up to a minute): erin's console relayed
+// through b ends, opened again on b it shows the screen with b its owner;
+// alice's serial console on a ends long before the drain's minute, and
+// erin's serial console on b, joined over a stream link, follows it to c
+// when alice opens it there, without opening anything again: her command
+// runs and both read it. The VMI's VNC and serial clients were one at a
+// time.
 func TestHA_DrainHandsScreensOff(t *testing.T) {
 	hs := startHAScreen(t)
-	b := hs.reps["b"]
+	b, c := hs.reps["b"], hs.reps["c"]
 	old := hs.reps["a"]
 	old.p.Stop(t)
 	a := startReplica(t, "a", old.data, "127.0.0.1:0", append(old.env, "CORRAL_VDI_DRAIN_TIMEOUT=60s"))
@@ -34,28 +39,60 @@ func TestHA_DrainHandsScreensOff(t *testing.T) {
 	if _, err := erin.screen(t); err != nil {
 		t.Fatalf("erin's screen on b: %v", err)
 	}
-	serial, res, err := dialWS(a.p, "alice", "/ws/serial/"+hs.ns+"/"+hs.member, a.p.URL)
-	if err != nil {
-		t.Fatalf("alice's serial console on a: %v (%v)", err, status(res))
+	serial := func(r *haReplica, user string) *websocket.Conn {
+		t.Helper()
+		ws, res, err := dialWS(r.p, user, "/ws/serial/"+hs.ns+"/"+hs.member, r.p.URL)
+		if err != nil {
+			t.Fatalf("%s's serial console on %s: %v (%v)", user, r.name, err, status(res))
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
 	}
-	t.Cleanup(func() { serial.Close() })
+	aliceSerial := serial(a, "alice")
+	erinSerial := serial(b, "erin")
+	must(t, erinSerial.WriteMessage(websocket.BinaryMessage, []byte("echo be$((2*5))fore\r")))
+	if got := readUntil(erinSerial, "be10fore"); !strings.Contains(got, "be10fore") {
+		t.Fatalf("erin's serial console on b read %q; want her command's output (be10fore)", got)
+	}
 
+	signalled := time.Now()
 	must(t, a.p.cmd.Process.Signal(syscall.SIGTERM))
-	waitFor(t, 30*time.Second, "a draining", func() bool { return strings.Contains(a.p.Log(), "draining:") })
-	erin.ws.SetReadDeadline(time.Now().Add(time.Minute))
-	for {
-		if _, _, err := erin.ws.ReadMessage(); err != nil {
-			break // handed off: the console ends, its page reconnects
+	for who, ws := range map[string]*websocket.Conn{"erin's screen on b": erin.ws, "alice's serial console on a": aliceSerial} {
+		ws.SetReadDeadline(time.Now().Add(30 * time.Second)) // the drain lasts up to a minute
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				if time.Since(signalled) > 25*time.Second {
+					t.Errorf("%s ended %v after a's SIGTERM (%v); want it handed off as the drain begins", who, time.Since(signalled).Round(time.Millisecond), err)
+				}
+				break
+			}
 		}
 	}
 	hs.reopen(t, b, "erin", time.Minute)
 	if owner := screenOwner(t, hs.admin, hs.ns, hs.member); owner != b.identity {
 		t.Errorf("after a handed its screen off, the screen Lease names %q; want b (%s), where erin reconnected", owner, b.identity)
 	}
-	if strings.Contains(a.p.Log(), "shutting down") {
-		t.Errorf("a stopped before erin's screen came back on b; want the hand-off while it drains (its serial console is open)")
+	log := a.p.Log()
+	for _, line := range []string{"draining: handing the screen over", "draining: handing the shared consoles over"} {
+		if i, end := strings.Index(log, line), strings.Index(log, "shutting down"); i < 0 || (end >= 0 && end < i) {
+			t.Errorf("a's log has %q at %d, shutting down at %d; want the hand-off before a stops", line, i, end)
+		}
 	}
 	if n := hs.standIn.Consoles(hs.ns, hs.member, "vnc"); n.Opened != 2 || n.Kicked != 0 || n.Refused != 0 {
 		t.Errorf("the VMI's VNC console: %+v; want 2 opened one after another (a's, then b's), none kicked or refused", n)
+	}
+
+	// Alice's page opens her serial console again, on c (a reconnects
+	// nothing while it drains), once a's upstream has gone, as a page's
+	// retry would: erin's console on b follows it there by itself.
+	waitFor(t, 30*time.Second, "a's serial upstream closed", func() bool { return !hs.standIn.Holding(hs.ns, hs.member, "console") })
+	aliceAgain := serial(c, "alice")
+	must(t, erinSerial.WriteMessage(websocket.BinaryMessage, []byte("echo fol$((3*4))low\r")))
+	readUntilWS(t, aliceAgain, "fol12low", 30*time.Second) // erin's keys, typed on b, ran on c's console
+	if got := readUntil(erinSerial, "fol12low"); !strings.Contains(got, "fol12low") {
+		t.Errorf("erin's serial console on b read %q after following to c; want her command's output (fol12low)", got)
+	}
+	if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != 2 || n.Kicked != 0 {
+		t.Errorf("the VMI's serial console: %+v; want 2 opened one after another (a's, then c's), none kicked", n)
 	}
 }

@@ -2,8 +2,10 @@ package fanout
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +147,27 @@ func TestStreams_Lifetime(t *testing.T) {
 	}
 	if _, _, ok := ss.Join("d/terminal", false); ok {
 		t.Error("joined a console that has ended")
+	}
+}
+
+// TestStreams_CloseAll: a draining replica's CloseAll ends every console,
+// the newest of a key and the older one a non-exclusive Open kept, with
+// their clients.
+func TestStreams_CloseAll(t *testing.T) {
+	var ss Streams
+	up1, console1 := newConsole(t)
+	o1, _ := ss.Open("d/terminal", up1, "direct", false)
+	up2, console2 := newConsole(t)
+	o2, _ := ss.Open("d/terminal", up2, "direct", false)
+	v2, _, _ := ss.Join("d/terminal", true)
+	ss.CloseAll()
+	for name, c := range map[string]net.Conn{"the older console": console1, "the newest console": console2, "its owner's end": o1, "the newer owner's end": o2, "its client": v2} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s after CloseAll: %v; want it closed", name, err)
+		}
+	}
+	if _, _, ok := ss.Join("d/terminal", false); ok {
+		t.Error("joined a console after CloseAll")
 	}
 }

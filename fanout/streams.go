@@ -9,8 +9,9 @@ import (
 // console kind): the holder's console opens one, invitees join the newest.
 // The zero value is ready to use.
 type Streams struct {
-	mu sync.Mutex
-	m  map[string]shared
+	mu   sync.Mutex
+	m    map[string]shared
+	live map[*Stream]struct{} // every stream not yet ended, the replaced ones too
 }
 
 // shared is a key's newest stream and how it reaches its console.
@@ -28,10 +29,11 @@ func (ss *Streams) Open(key string, up net.Conn, path string, exclusive bool) (*
 	s := New(up)
 	ss.mu.Lock()
 	if ss.m == nil {
-		ss.m = map[string]shared{}
+		ss.m, ss.live = map[string]shared{}, map[*Stream]struct{}{}
 	}
 	old := ss.m[key].s
 	ss.m[key] = shared{s, path}
+	ss.live[s] = struct{}{}
 	ss.mu.Unlock()
 	if old != nil && exclusive {
 		old.Close()
@@ -42,6 +44,7 @@ func (ss *Streams) Open(key string, up net.Conn, path string, exclusive bool) (*
 		if ss.m[key].s == s {
 			delete(ss.m, key)
 		}
+		delete(ss.live, s)
 		ss.mu.Unlock()
 	}()
 	return s.Join(true, true)
@@ -58,4 +61,19 @@ func (ss *Streams) Join(key string, control bool) (*Conn, string, bool) {
 	}
 	c, err := sh.s.Join(control, false)
 	return c, sh.path, err == nil
+}
+
+// CloseAll ends every console ss shares (the newest of each key and
+// those they replaced), with their clients: a replica that drains hands
+// them off this way.
+func (ss *Streams) CloseAll() {
+	ss.mu.Lock()
+	all := make([]*Stream, 0, len(ss.live))
+	for s := range ss.live {
+		all = append(all, s)
+	}
+	ss.mu.Unlock()
+	for _, s := range all {
+		s.Close()
+	}
 }

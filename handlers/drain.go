@@ -52,9 +52,11 @@ func (h *Handler) RecheckScreens(ctx context.Context) {
 	h.console.screens.Recheck(ctx)
 }
 
-// HandOffScreens gives up the desktops' screens this replica holds, so
-// that the other replicas take them over as its drain begins
-// (console.Screens.HandOff): call it with other replicas to take them.
+// HandOffScreens gives up the desktops' screens and the shared terminal
+// and serial consoles this replica holds, so that the other replicas take
+// them over as its drain begins (console.Screens.HandOff,
+// console.Streams.HandOff): call it with other replicas to take them.
 func (h *Handler) HandOffScreens() {
 	h.console.screens.HandOff()
+	h.console.shared.HandOff()
 }

@@ -93,6 +93,19 @@ func (s *KubeVirtStandIn) Consoles(namespace, name, console string) ConsoleCount
 	return g.counts[console]
 }
 
+// Holding reports whether a client holds console ("vnc" or "console") of
+// VMI namespace/name now.
+func (s *KubeVirtStandIn) Holding(namespace, name, console string) bool {
+	g := s.vmi(namespace, name)
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, held := g.viewers[console]
+	return held
+}
+
 // takeConsole makes the caller console's one client: it kicks the client
 // before, or with preserve refuses (false) while there is one. release
 // ends the caller's hold unless a later client took over.
