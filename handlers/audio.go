@@ -152,7 +152,7 @@ func (h *audioRoutes) listener(ctx context.Context, id vdi.Identity, ref vdi.Ref
 		return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder and people they invite hear it.", ref)
 	case vdi.WatchConsent:
-		if !h.console.watchers.watching(ref, id.Login) {
+		if !h.console.watchingAnywhere(ctx, ref, id.Login) {
 			return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Open its console first: sound follows once "+d.Holder+" allows the watch.",
 				"The pool's policy asks %s before anyone watches or listens to %s.", d.Holder, ref)
 		}

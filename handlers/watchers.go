@@ -58,9 +58,13 @@ func (d *watched) bump() {
 func (w *watchers) watching(ref vdi.Ref, user string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.ContainsFunc(w.get(ref).list, func(v api.Viewer) bool {
-		return v.User == user && (v.Role == "watch" || v.Role == "control")
-	})
+	return slices.ContainsFunc(w.get(ref).list, watches(user))
+}
+
+// watches returns whether a viewer is user with a console the holder let
+// them watch.
+func watches(user string) func(api.Viewer) bool {
+	return func(v api.Viewer) bool { return v.User == user && (v.Role == "watch" || v.Role == "control") }
 }
 
 // add notes v on ref's console until the returned func is called.

@@ -134,6 +134,26 @@ func (h *Handler) everyViewer(ctx context.Context, ref vdi.Ref) ([]api.Viewer, m
 	return list, got, changed
 }
 
+// watchingAnywhere reports whether user has a console of ref open that
+// the holder let them watch, on this replica or on any other that
+// answers (the audio socket's consent check: the watch may be on
+// another replica than the sound).
+func (cs *consoleState) watchingAnywhere(ctx context.Context, ref vdi.Ref, user string) bool {
+	if cs.watchers.watching(ref, user) {
+		return true
+	}
+	peers, secret := cs.replicas(ctx)
+	for _, p := range peers {
+		ctx, cancel := context.WithTimeout(ctx, peerViewersTimeout)
+		v, _, err := fetchViewers(ctx, p, secret, ref, "")
+		cancel()
+		if err == nil && slices.ContainsFunc(v.list, watches(user)) {
+			return true
+		}
+	}
+	return false
+}
+
 // awaitViewers waits until ref's viewers change on this replica (local)
 // or on a peer (each long-polled from the list it had), ctx ends or wait
 // passes; it reports whether they changed.
