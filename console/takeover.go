@@ -23,24 +23,31 @@ type Takeover struct {
 
 type viewer struct {
 	id     uint64
+	stamp  string
 	cancel context.CancelCauseFunc
 }
 
-// Take makes the console whose context cancel ends the viewer of ref,
-// ending the previous one with ErrTakenOver, and returns a func to call
-// when the console closes. Participants who share the console (#33) are
-// to join the one viewer's upstream rather than Take it.
-func (v *Takeover) Take(ref vdi.Ref, cancel context.CancelCauseFunc) (release func()) {
+// Take makes the console stamped stamp (vdi.ConsoleStamp), whose context cancel
+// ends it, the viewer of ref and returns a func to call when the console
+// closes. Of two consoles the newer stays, whichever takes first: the
+// older one ends with ErrTakenOver (at once, if it comes second).
+// Participants who share the console (#33) are to join the one viewer's
+// upstream rather than Take it.
+func (v *Takeover) Take(ref vdi.Ref, stamp string, cancel context.CancelCauseFunc) (release func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.by == nil {
 		v.by = map[vdi.Ref]viewer{}
 	}
 	if old, ok := v.by[ref]; ok {
+		if vdi.NewerConsole(old.stamp, stamp) {
+			cancel(ErrTakenOver) // a newer one came first
+			return func() {}
+		}
 		old.cancel(ErrTakenOver)
 	}
 	v.seq++
-	me := viewer{id: v.seq, cancel: cancel}
+	me := viewer{id: v.seq, stamp: stamp, cancel: cancel}
 	v.by[ref] = me
 	return func() {
 		v.mu.Lock()

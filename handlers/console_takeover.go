@@ -20,11 +20,12 @@ type newestChecker interface {
 	ClaimChanged(ref vdi.Ref) <-chan struct{}
 }
 
-// keepNewest ends the holder's console sid of p (cancel) once the claim
-// names another of theirs as the newest, until ctx ends; call it once sid
-// is recorded. A claim store that reports no changes (one replica) leaves
+// keepNewest ends the holder's console stamped stamp (vdi.ConsoleStamp) of p
+// (cancel) once the claim names a newer one of theirs, until ctx ends;
+// call it once stamp is recorded (the claim then names it or a newer
+// one). A claim store that reports no changes (one replica) leaves
 // it to console.Takeover.
-func keepNewest(ctx context.Context, claims newestChecker, ref vdi.Ref, p vdi.Protocol, sid string, cancel context.CancelCauseFunc, log *slog.Logger) {
+func keepNewest(ctx context.Context, claims newestChecker, ref vdi.Ref, p vdi.Protocol, stamp string, cancel context.CancelCauseFunc, log *slog.Logger) {
 	for {
 		changed := claims.ClaimChanged(ref) // before the read: a change during it wakes the wait
 		if changed == nil {
@@ -36,7 +37,7 @@ func keepNewest(ctx context.Context, claims newestChecker, ref vdi.Ref, p vdi.Pr
 			return
 		case err != nil:
 			log.Warn("the holder's newest console not read; this one stays", "desktop", ref, "protocol", p, "err", err)
-		case newest != "" && newest != sid:
+		case vdi.NewerConsole(newest, stamp):
 			cancel(console.ErrTakenOver)
 			return
 		}

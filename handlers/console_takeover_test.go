@@ -31,6 +31,9 @@ func (c *newestStub) ClaimChanged(vdi.Ref) <-chan struct{} {
 	return c.changed
 }
 
+// s1 and s2 are two consoles' stamps, s2 the newer.
+var s1, s2 = vdi.ConsoleStamp(time.Unix(1_800_000_000, 0), "s1"), vdi.ConsoleStamp(time.Unix(1_800_000_000, 1), "s2")
+
 // take records console as the newest, as a replica's TakeConsole does.
 func (c *newestStub) take(console string) {
 	c.mu.Lock()
@@ -44,16 +47,16 @@ func (c *newestStub) take(console string) {
 // over, as soon as the claim names a newer console of theirs (opened on
 // another replica), and not while it names this one.
 func TestKeepNewest_TakenOverElsewhere(t *testing.T) {
-	claims := &newestStub{newest: "s1", changed: make(chan struct{})}
+	claims := &newestStub{newest: s1, changed: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, "s1", cancel, slog.New(slog.DiscardHandler))
+		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
 	}()
-	claims.take("s1") // its own write, seen late
-	claims.take("s2")
+	claims.take(s1) // its own write, seen late
+	claims.take(s2)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
@@ -67,15 +70,15 @@ func TestKeepNewest_TakenOverElsewhere(t *testing.T) {
 // TestKeepNewest_StaysNewest: writes of the claim that still name this
 // console leave it open.
 func TestKeepNewest_StaysNewest(t *testing.T) {
-	claims := &newestStub{newest: "s1", changed: make(chan struct{})}
+	claims := &newestStub{newest: s1, changed: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, "s1", cancel, slog.New(slog.DiscardHandler))
+		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
 	}()
 	for range 3 {
-		claims.take("s1")
+		claims.take(s1)
 	}
 	cancel(nil)
 	<-done

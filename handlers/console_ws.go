@@ -43,7 +43,8 @@ func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, i
 // serveConsole authorizes, connects by the first relay path that works,
 // upgrades (checking Origin) and runs the session.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
-	ref := ref(r)
+	opened, ref := time.Now(), ref(r) // a holder's newest console is the one asked for last
+
 	d, share, err := h.consoleDesktop(r.Context(), id, ref, p)
 	if err != nil {
 		return err
@@ -140,12 +141,13 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		defer h.console.viewers.Take(ref, cancel)()
+		stamp := vdi.ConsoleStamp(opened, sid)
+		defer h.console.viewers.Take(ref, stamp, cancel)()
 		// and on the other replicas: recorded on the claim, watched there
-		if err := h.desktops.TakeConsole(ctx, ref, p, sid); err != nil {
+		if err := h.desktops.TakeConsole(ctx, ref, p, stamp); err != nil {
 			h.log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", ref, "protocol", p, "err", err)
 		} else {
-			go keepNewest(ctx, h.desktops, ref, p, sid, cancel, h.log)
+			go keepNewest(ctx, h.desktops, ref, p, stamp, cancel, h.log)
 		}
 	}
 	if share != nil { // revoked or run out: the console closes
