@@ -44,6 +44,30 @@ func TestAPI_ClaimRules(t *testing.T) {
 		t.Errorf("pools when full: %+v; want demo with 0 of 3 free", pools)
 	}
 
+	// What Prometheus scrapes says the same, and the alerts and dashboard
+	// speak of what it scrapes.
+	t.Run("Metrics", func(t *testing.T) {
+		families := scrapeMetrics(t, p)
+		for _, tc := range []struct {
+			name   string
+			labels map[string]string
+			want   float64
+		}{
+			{"corral_vdi_claims_total", map[string]string{"result": "ok"}, 4}, // alice twice, bob, carol
+			{"corral_vdi_claims_total", map[string]string{"result": "conflict"}, 1},
+			{"corral_vdi_pool_members", map[string]string{"pool_namespace": "local", "pool": "demo", "state": "free"}, 0},
+			{"corral_vdi_pool_members", map[string]string{"pool_namespace": "local", "pool": "demo", "state": "claimed"}, 3},
+			{"corral_vdi_pool_size", map[string]string{"pool_namespace": "local", "pool": "demo"}, 3},
+			{"corral_vdi_ready", map[string]string{}, 1},
+			{"corral_vdi_apiserver_up", map[string]string{}, 1},
+		} {
+			if got, ok := gauge(families, tc.name, tc.labels); !ok || got != tc.want {
+				t.Errorf("%s%v = %v (there: %v); want %v", tc.name, tc.labels, got, ok, tc.want)
+			}
+		}
+		checkMonitoring(t, families)
+	})
+
 	for _, tc := range []struct {
 		name, user, method, path string
 		want                     int

@@ -226,6 +226,10 @@ func New(cfg Config) *Handler {
 	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, FindPeers: cfg.Console.FindPeers, PeerSecret: cfg.Console.PeerSecret,
 		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})
 	hc := &hostCheck{renderer: rd, hosts: newHostPolicy(cfg.Listen, cfg.PublicURLs)}
+	m := newMetrics(metricsConfig{desktops: cfg.Desktops, ready: ready, outage: cfg.Outage})
+	if cfg.Desktops != nil {
+		cfg.Desktops = countedDesktops{inner: cfg.Desktops, m: m}
+	}
 	trail := auditTrail{auditor: cfg.Audit, log: log}
 	h := &Handler{
 		guard:       g,
@@ -234,7 +238,7 @@ func New(cfg Config) *Handler {
 		recordings:  cfg.Recordings,
 		console:     cs,
 		consoles:    newConsoleCount(cfg.MaxConsolesPerUser),
-		metrics:     newMetrics(),
+		metrics:     m,
 		hosts:       hc,
 		checkOrigin: hc.checkOrigin,
 		mux:         http.NewServeMux(),

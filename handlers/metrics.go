@@ -1,13 +1,16 @@
 package handlers
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -18,9 +21,19 @@ type metrics struct {
 	consoles *prometheus.GaugeVec   // open consoles by protocol and path
 	sessions *prometheus.CounterVec // consoles opened by protocol and path
 	bytes    *prometheus.CounterVec // bytes relayed by direction
+
+	claims       *prometheus.CounterVec   // claims by result
+	claimSeconds *prometheus.HistogramVec // how long claims took, by result
 }
 
-func newMetrics() *metrics {
+// metricsConfig is what the metrics read at scrape time.
+type metricsConfig struct {
+	desktops Desktops                        // the pools' members
+	ready    func(ctx context.Context) error // /readyz's answer
+	outage   func() string                   // the API server's outage, if any
+}
+
+func newMetrics(cfg metricsConfig) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		consoles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -32,10 +45,47 @@ func newMetrics() *metrics {
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_vdi_relay_bytes_total", Help: "Bytes relayed, by direction (in: client to desktop).",
 		}, []string{"direction"}),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_vdi_claims_total", Help: "Claims, by result: ok or the refusal's code (conflict: no free member; full: a limit).",
+		}, []string{"result"}),
+		claimSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "corral_vdi_claim_duration_seconds", Help: "How long a claim took until its desktop was asked to start, by result.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"result"}),
 	}
-	m.registry.MustRegister(m.consoles, m.sessions, m.bytes,
+	// Every series there will be, at 0 from the start: rates and alerts
+	// then see a beginning, not a series that appears with its first event.
+	for _, p := range []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolRDP, vdi.ProtocolSerial, vdi.ProtocolTerminal} {
+		for _, path := range []string{console.PathDirect, console.PathPeer, console.PathAPIServer} {
+			m.consoles.WithLabelValues(string(p), path)
+			m.sessions.WithLabelValues(string(p), path)
+		}
+	}
+	m.bytes.WithLabelValues("in")
+	m.bytes.WithLabelValues("out")
+	m.claims.WithLabelValues("ok")
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "corral_vdi_ready", Help: "1 while this replica is ready (its /readyz answers 200), else 0.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return boolGauge(cfg.ready(ctx) == nil)
+	})
+	apiserver := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "corral_vdi_apiserver_up", Help: "1 while the Kubernetes API server answers this replica (always 1 on the local backend), else 0.",
+	}, func() float64 { return boolGauge(cfg.outage == nil || cfg.outage() == "") })
+	m.registry.MustRegister(m.consoles, m.sessions, m.bytes, m.claims, m.claimSeconds, ready, apiserver,
+		newPoolCollector(cfg.desktops),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// boolGauge is a gauge's value for b: 1 or 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // handler serves GET /metrics in the Prometheus text format; with a

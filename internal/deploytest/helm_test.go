@@ -18,12 +18,13 @@ import (
 // chartDir is the Helm chart, relative to this package.
 var chartDir = filepath.Join("..", "..", "deploy", "helm", "corral-vdi-portal")
 
-// chartCases are the overlays of TestDeploy with the chart's values for
-// the same install (ci/<name>-values.yaml; none for the base).
+// chartCases are the overlays of TestDeploy (and the monitoring one) with
+// the chart's values for the same install (ci/<name>-values.yaml; none
+// for the base).
 var chartCases = []struct{ name, dir, values string }{
 	{"Base", ".", ""}, {"OIDC", "overlays/oidc", "oidc"}, {"Gateway", "overlays/gateway", "gateway"},
 	{"Tailscale", "overlays/tailscale", "tailscale"}, {"PostgreSQL", "overlays/postgres", "postgres"},
-	{"ClusterWide", "overlays/cluster-wide", "cluster-wide"},
+	{"ClusterWide", "overlays/cluster-wide", "cluster-wide"}, {"Monitoring", "overlays/monitoring", "monitoring"},
 }
 
 // mustRenderChart renders the chart for release corral-vdi in namespace

@@ -115,3 +115,13 @@ spec:
         capabilities:
           drop: ["ALL"]
 {{- end }}
+
+{{/* A monitor endpoint's bearer token: metrics-token of the shared Secret. */}}
+{{- define "corral-vdi.metricsAuth" -}}
+{{- if .Values.metrics.bearerToken -}}
+authorization:
+  credentials:
+    name: {{ .Values.secrets.existingSecret }}
+    key: metrics-token
+{{- end }}
+{{- end }}

@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// countedDesktops is Desktops that counts every claim, wherever it comes
+// from (home page, kiosk, API, agent seat), by result, and times it.
+type countedDesktops struct {
+	inner
+	m *metrics
+}
+
+// inner names Desktops for embedding (it has a method of that name).
+type inner = Desktops
+
+// Claim claims as Desktops does and counts the claim.
+func (d countedDesktops) Claim(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error) {
+	start := time.Now()
+	got, err := d.inner.Claim(ctx, id, namespace, pool)
+	d.m.claimed(start, err)
+	return got, err
+}
+
+// ClaimStarting claims as Desktops does and counts the claim.
+func (d countedDesktops) ClaimStarting(ctx context.Context, id vdi.Identity, namespace, pool string) (vdi.Desktop, error) {
+	start := time.Now()
+	got, err := d.inner.ClaimStarting(ctx, id, namespace, pool)
+	d.m.claimed(start, err)
+	return got, err
+}
+
+// claimed counts a claim that began at start and ended with err: result
+// "ok" or the error's code (conflict: no free member).
+func (m *metrics) claimed(start time.Time, err error) {
+	result := "ok"
+	if err != nil {
+		result = string(vdi.ErrorCode(err))
+	}
+	m.claims.WithLabelValues(result).Inc()
+	m.claimSeconds.WithLabelValues(result).Observe(time.Since(start).Seconds())
+}
+
+// poolCollector reports each pool's members at scrape time, as the
+// backend's caches see them.
+type poolCollector struct {
+	desktops Desktops
+	size     *prometheus.Desc
+	members  *prometheus.Desc
+	standby  *prometheus.Desc
+	failed   prometheus.Counter
+}
+
+func newPoolCollector(d Desktops) *poolCollector {
+	// Not "namespace": Prometheus sets that target label to the portal
+	// pod's own namespace (and renames the scraped one).
+	pool := []string{"pool_namespace", "pool"}
+	return &poolCollector{
+		desktops: d,
+		size:     prometheus.NewDesc("corral_vdi_pool_size", "Members a pool is declared with.", pool, nil),
+		members:  prometheus.NewDesc("corral_vdi_pool_members", "A pool's members by state: free or claimed.", append(pool, "state"), nil),
+		standby:  prometheus.NewDesc("corral_vdi_pool_standby_min", "Free members a pool keeps powered on at least.", pool, nil),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_vdi_pool_scrape_errors_total",
+			Help: "Scrapes whose pool list the backend did not give (the pool series are then missing)."}),
+	}
+}
+
+// Describe sends the collector's descriptions.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.size
+	ch <- c.members
+	ch <- c.standby
+	c.failed.Describe(ch)
+}
+
+// Collect lists the pools as an admin sees them (every pool).
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	defer c.failed.Collect(ch)
+	if c.desktops == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pools, err := c.desktops.Pools(ctx, vdi.Identity{Login: "metrics", Admin: true})
+	if err != nil {
+		c.failed.Inc()
+		return
+	}
+	for _, p := range pools {
+		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(p.Size), p.Namespace, p.Name)
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Free), p.Namespace, p.Name, "free")
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Claimed), p.Namespace, p.Name, "claimed")
+		ch <- prometheus.MustNewConstMetric(c.standby, prometheus.GaugeValue, float64(p.Standby.Min), p.Namespace, p.Name)
+	}
+}
