@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -99,14 +100,28 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	if node.Screenshots() != 1 {
 		t.Errorf("virt-handler served %d screenshots; want 1", node.Screenshots())
 	}
+	// A second VNC client, as another replica would dial (the portal asks
+	// preserveSession), goes through KubeVirt's real virt-api to the
+	// node's virt-handler and is refused there while the holder's is on:
+	// never a kick.
+	if second, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolVNC); err == nil {
+		second.Close()
+		t.Error("a second VNC client through virt-api was let in beside the holder's; want it refused (preserveSession)")
+	}
+	if n := node.Consoles(s.ns, vm.Name, "vnc"); n != (testcluster.ConsoleCounts{Opened: 1, Refused: 1}) {
+		t.Errorf("virt-handler's VNC console of the VMI: %+v; want the holder's opened and the second refused, none kicked", n)
+	}
 	if err := stillOpen(holder); err != nil {
-		t.Errorf("the holder's console after a screenshot: %v; want it connected", err)
+		t.Errorf("the holder's console after a screenshot and a refused second client: %v; want it connected", err)
 	}
 	serial, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolSerial)
 	if err != nil {
 		t.Fatalf("serial console through virt-api: %v", err)
 	}
 	serial.Close()
+	if n := node.Consoles(s.ns, vm.Name, "console"); n != (testcluster.ConsoleCounts{Opened: 1}) {
+		t.Errorf("virt-handler's serial console of the VMI: %+v; want 1 opened", n)
+	}
 
 	t.Run("ClaimWhileVirtAPIHangs", func(t *testing.T) {
 		// The Lease is the truth: a claim of a running member answers once

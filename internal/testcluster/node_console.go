@@ -137,3 +137,17 @@ func (n *Node) Screenshots() int {
 	defer n.mu.Unlock()
 	return n.shots
 }
+
+// Consoles returns the counts of console ("vnc" or "console") of VMI
+// namespace/name on this node's virt-handler since the guest started: the
+// clients it let in, those a newer client kicked, and those refused
+// (preserveSession) while another held it.
+func (n *Node) Consoles(namespace, name, console string) ConsoleCounts {
+	return n.guest(namespace, name).consoleCounts(console)
+}
+
+// Holding reports whether a client holds console of VMI namespace/name on
+// this node now.
+func (n *Node) Holding(namespace, name, console string) bool {
+	return n.guest(namespace, name).holding(console)
+}

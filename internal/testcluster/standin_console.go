@@ -84,7 +84,18 @@ type ConsoleCounts struct{ Opened, Kicked, Refused int }
 // Consoles returns the counts of console ("vnc" or "console") of VMI
 // namespace/name.
 func (s *KubeVirtStandIn) Consoles(namespace, name, console string) ConsoleCounts {
-	g := s.vmi(namespace, name)
+	return s.vmi(namespace, name).consoleCounts(console)
+}
+
+// Holding reports whether a client holds console ("vnc" or "console") of
+// VMI namespace/name now.
+func (s *KubeVirtStandIn) Holding(namespace, name, console string) bool {
+	return s.vmi(namespace, name).holding(console)
+}
+
+// consoleCounts returns the counts of g's console; none for a nil g (no
+// such guest).
+func (g *standInVMI) consoleCounts(console string) ConsoleCounts {
 	if g == nil {
 		return ConsoleCounts{}
 	}
@@ -93,10 +104,8 @@ func (s *KubeVirtStandIn) Consoles(namespace, name, console string) ConsoleCount
 	return g.counts[console]
 }
 
-// Holding reports whether a client holds console ("vnc" or "console") of
-// VMI namespace/name now.
-func (s *KubeVirtStandIn) Holding(namespace, name, console string) bool {
-	g := s.vmi(namespace, name)
+// holding reports whether a client holds g's console now.
+func (g *standInVMI) holding(console string) bool {
 	if g == nil {
 		return false
 	}
