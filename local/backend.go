@@ -120,9 +120,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if err := b.sandbox.FenceHost(b.dir); err == nil && b.sandbox.fence != nil {
 			b.log.Info("local desktops' networks are fenced off the host's addresses", "nftables", "inet "+b.sandbox.fence.Table())
 		}
-		if missing := b.sandbox.HostFenceMissing(); missing != "" && b.network != NetworkNone {
-			b.log.Warn("local desktops: " + missing)
-		}
 		if missing := b.sandbox.MissingLimits(); missing != "" {
 			b.log.Warn("local desktops: " + missing)
 		}

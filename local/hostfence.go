@@ -30,9 +30,9 @@ import (
 // own listeners (a VM's loopback consoles, which the portal opens) are
 // not attempts and pass.
 //
-// A portal that is not root runs pasta as its own uid and has no way to
-// fence it: its desktops reach the host's non-loopback addresses (the
-// log and doctor say so).
+// A portal that is not root would run pasta as its own uid, which no rule
+// can tell from the portal's: its desktops get no outbound network at all
+// (errNoFence; the log and doctor say so).
 
 // rtnLocal and rtnMulticast bound the route types the fence refuses:
 // RTN_LOCAL, RTN_BROADCAST, RTN_ANYCAST and RTN_MULTICAST, which follow

@@ -3,6 +3,7 @@ package local
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,9 @@ func TestHostFence(t *testing.T) {
 }
 
 // TestAttack_DesktopReachesHost runs, from an outbound desktop's terminal,
-// TCP and UDP to a listener of the host's on [::], through the host's
+// HTTP to an abstract Unix socket of the host's (refused by the desktop's
+// own network namespace, while the host's own curl reaches it), then TCP
+// and UDP to a listener of the host's on [::], through the host's
 // second address (a veth end) and through the link-local address of its
 // interface with the default route. Without the fence every row is
 // reached (the attack, shown each run); with it every row is refused,
@@ -89,6 +92,15 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 	tcp := func(target string, port int) bool {
 		out := run(fmt.Sprintf("echo \"GOT $(curl -s -m 5 http://%s:%d/ || echo refused)\"", target, port))
 		return strings.Contains(out, "GOT reached")
+	}
+	// The host's abstract Unix sockets belong to its network namespace:
+	// reached from the host (the listener works), never from a desktop.
+	abstract := testnet.ListenAbstract(t)
+	if out, err := exec.Command("curl", "-s", "-m", "5", "--abstract-unix-socket", abstract, "http://host/").Output(); string(out) != "reached" {
+		t.Fatalf("curl on the host to the abstract socket @%s: %q %v; want reached", abstract, out, err)
+	}
+	if out := run("echo \"GOT $(curl -s -m 5 --abstract-unix-socket " + abstract + " http://host/ || echo refused)\""); strings.Contains(out, "GOT reached") {
+		t.Errorf("attack host-abstract-socket SUCCEEDED: a desktop reached the host's abstract Unix socket @%s", abstract)
 	}
 	for _, fenced := range []bool{false, true} {
 		if fenced {

@@ -162,9 +162,9 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		net, netErr := findNetTools(true)
+		// No outbound network: nothing could fence it off the host (errNoFence).
 		_, homeErr := findHomeDisks(false, "")
-		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), net: net, netErr: netErr, homeErr: homeErr}, nil
+		return &Sandbox{first: 1, last: 0, limits: cfg.Limits, prlimit: prlimit, ns: ns, cg: detectCgroups(), netErr: errNoFence, homeErr: homeErr}, nil
 	}
 	first, last, err := parseUIDRange(cfg.UIDs)
 	if err != nil {
@@ -189,7 +189,7 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	net, netErr := findNetTools(false)
+	net, netErr := findNetTools()
 	homes, homeErr := findHomeDisks(true, cfg.LoopControl)
 	return &Sandbox{first: first, last: last, limits: cfg.Limits, registry: cfg.Registry, prlimit: prlimit, ns: ns, ownUIDs: true, cg: detectCgroups(), net: net, netErr: netErr, homes: homes, homeErr: homeErr}, nil
 }

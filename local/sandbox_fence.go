@@ -42,16 +42,9 @@ func (s *Sandbox) Fence(dir string) *HostFence {
 	return NewHostFence(s.first, s.last, dir)
 }
 
-// errNoFence is why a portal that is not root leaves the host's
-// addresses open to its desktops' networks.
-var errNoFence = errors.New("no host fence: the portal is not root, so each outbound desktop's pasta opens its connections as the portal's own uid, which no firewall rule can tell from the portal's: desktops of outbound pools reach every host address but loopback (a second NIC, docker0, a tailnet, eth0's link-local address); run the portal as root (its desktops then get uids of their own and an nftables fence), or set CORRAL_VDI_DESKTOP_NETWORK=none")
-
-// HostFenceMissing says, in one line, why desktops' networks are not
-// fenced off the host's addresses, or "" when they are (or have no
-// network).
-func (s *Sandbox) HostFenceMissing() string {
-	if s == nil || s.net == nil || s.ownUIDs {
-		return ""
-	}
-	return errNoFence.Error()
-}
+// errNoFence is why a portal that is not root gives its desktops no
+// outbound network: each desktop's pasta would open its connections as
+// the portal's own uid, which no firewall rule can tell from the
+// portal's, and the host's kernel delivers to its own listeners whatever
+// is addressed to any host address but loopback.
+var errNoFence = errors.New("outbound network for local desktops is off: the portal is not root, so each desktop's network stack (pasta) would open its connections as the portal's own uid, which no firewall rule can tell from the portal's, and desktops would reach every host address but loopback (a second NIC, docker0, a tailnet, eth0's link-local address): desktops get only their own loopback; run the portal as root (its desktops then get uids of their own, fenced off the host by nftables) to give outbound pools a network")

@@ -54,7 +54,7 @@ type netTools struct {
 
 // findNetTools finds pasta and nsenter, and checks the desktops' uid may
 // open the tun device; the error says in one line what to change.
-func findNetTools(portalUID bool) (*netTools, error) {
+func findNetTools() (*netTools, error) {
 	pasta, err := exec.LookPath("pasta")
 	if err != nil {
 		return nil, errors.New("outbound network for local desktops is off: pasta not found: install the Debian package passt")
@@ -68,7 +68,7 @@ func findNetTools(portalUID bool) (*netTools, error) {
 		return nil, fmt.Errorf("outbound network for local desktops is off: %s: %v: load the tun module (modprobe tun), or in a container pass the device in", tunDevice, err)
 	}
 	mode := st.Mode & 0o777
-	if mode&0o006 != 0o006 && !(portalUID && int(st.Uid) == os.Getuid() && mode&0o600 == 0o600) {
+	if mode&0o006 != 0o006 {
 		return nil, fmt.Errorf("outbound network for local desktops is off: %s is mode %04o, and each desktop's network stack opens it as the desktop's uid: chmod 0666 %s (Debian's default; it lets a user make tun devices only in namespaces of their own)", tunDevice, mode, tunDevice)
 	}
 	return &netTools{pasta: pasta, nsenter: nsenter}, nil

@@ -38,14 +38,14 @@ func TestFindNetTools(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup()
-			_, err := findNetTools(false)
+			_, err := findNetTools()
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %v; want one line with %q", err, tc.want)
 			}
 		})
 	}
 	os.Chmod(tun, 0o666)
-	if _, err := findNetTools(false); err != nil {
+	if _, err := findNetTools(); err != nil {
 		t.Errorf("with pasta and a tun device for all: %v", err)
 	}
 }

@@ -124,7 +124,7 @@ func Listen(t testing.TB, addr string) *Listener {
 			continue
 		}
 		l := &Listener{Port: port, udp: ul}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") })}
+		srv := &http.Server{Handler: reached}
 		go srv.Serve(tl)
 		t.Cleanup(func() { srv.Close(); ul.Close() })
 		return l
@@ -132,3 +132,22 @@ func Listen(t testing.TB, addr string) *Listener {
 	t.Fatalf("no port free for both TCP and UDP on %s", addr)
 	return nil
 }
+
+// ListenAbstract serves HTTP "reached" on an abstract Unix socket of the
+// caller's network namespace (abstract names belong to one); it returns
+// the name, without its leading NUL (curl's --abstract-unix-socket).
+func ListenAbstract(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("corral-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	l, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: reached}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return name
+}
+
+// reached answers every request with "reached".
+var reached = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") })
