@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -41,6 +44,24 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 			must(t, page.Close())
 		})
 	}
+	// An admin who only listens (the pool's watch is notify, its sound on)
+	// shows in the notice too, and goes from it when the sound closes.
+	t.Run("listener", func(t *testing.T) {
+		page := b.MustNewPage(t, 1280, 800)
+		signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(page.GetByTestId("audio-toggle")).ToBeVisible()) // the desktop's sound is up
+		h := http.Header{"Tailscale-User-Login": {"boss"}, "Origin": {p.URL}}
+		ws, res, err := websocket.DefaultDialer.Dial(strings.Replace(p.URL, "http", "ws", 1)+"/ws/audio/local/"+d.Name, h)
+		if err != nil {
+			t.Fatalf("the admin's sound: %v %v", res, err)
+		}
+		defer ws.Close()
+		must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss is listening to its sound."))
+		screenshot(t, page, "listened")
+		ws.Close()
+		must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+	})
 }
 
 // TestConsoleUX_WatchPolicy: a pool with watch "consent" makes an admin's

@@ -105,7 +105,7 @@ func (b *Backend) wipeMember(name string) error {
 		return err
 	}
 	if b.sandbox.Namespaced() { // nothing of it runs: Stop ended its namespaces
-		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
+		return errors.Join(os.RemoveAll(b.spec(name).Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)), os.RemoveAll(filepath.Join(b.memberDir(name), memberScratchName)))
 	}
 	uid, err := readMemberUID(b.memberDir(name))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -120,7 +120,7 @@ func (b *Backend) wipeMember(name string) error {
 	// (os.RemoveAll: unlinkat, openat O_NOFOLLOW), beneath a folder of its
 	// own, so no symlink of the user's redirects it.
 	spec := b.spec(name)
-	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)))
+	return errors.Join(wipeTmpOf(uid), os.RemoveAll(spec.Dir), os.RemoveAll(filepath.Join(b.memberDir(name), memberTmpName)), os.RemoveAll(filepath.Join(b.memberDir(name), memberScratchName)))
 }
 
 // networkOf is the network of pool p's session desktops: its policy, by

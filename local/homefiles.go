@@ -247,6 +247,11 @@ func (b *Backend) Upload(ctx context.Context, ref vdi.Ref, name string, body io.
 		return vdi.FileInfo{}, err
 	}
 	defer h.Close()
+	u := b.runningUser(ref.Name)
+	if u == nil && b.sandbox.chargesMemory() { // its memory is counted only while it runs
+		return vdi.FileInfo{}, vdi.Errorf(vdi.EUnavailable, "Start the desktop, then upload again.",
+			"Desktop %s is not running: an upload counts against the memory of a running desktop.", ref)
+	}
 	if fd, err := h.sub(downloadsDir, true); err == nil { // so the user finds where downloads go
 		unix.Close(fd)
 	}
@@ -284,8 +289,11 @@ func (b *Backend) Upload(ctx context.Context, ref vdi.Ref, name string, body io.
 			return fail(fmt.Errorf("local: upload into %s: %w", ref, err))
 		}
 	}
-	n, err := io.Copy(f, io.LimitReader(body, room+1))
+	n, err := writeAsDesktop(ctx, u, f, io.LimitReader(body, room+1))
 	switch {
+	case errors.Is(err, errMemoryFull):
+		return fail(vdi.Errorf(vdi.EFull, "Free the desktop's memory (close programs; delete or move files from ~/Uploads and /tmp, which it holds in memory), then upload again.",
+			"The desktop's memory is full: %q did not fit (its limit is %s, and what its home and /tmp hold counts against it).", name, sizeText(int64(u.Limits.Memory))))
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
 		return fail(vdi.Errorf(vdi.EFull, "Free space in the desktop (delete files you no longer need), then upload again.",
 			"The desktop's disk is full: %q did not fit.", name))

@@ -23,6 +23,12 @@ import (
 // set, puts its home on a tmpfs of that size first.
 func mustFilesMember(t *testing.T, tmpfsHome string) (*local.Backend, vdi.Ref, string) {
 	t.Helper()
+	return mustFilesMemberWith(t, tmpfsHome, local.Limits{})
+}
+
+// mustFilesMemberWith is mustFilesMember for a desktop under limits.
+func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*local.Backend, vdi.Ref, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxed desktops need root")
 	}
@@ -41,7 +47,7 @@ func mustFilesMember(t *testing.T, tmpfsHome string) (*local.Backend, vdi.Ref, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	sandbox, err := local.NewSandbox(local.SandboxConfig{UIDs: "201800-201899", Registry: t.TempDir()})
+	sandbox, err := local.NewSandbox(local.SandboxConfig{UIDs: "201800-201899", Registry: t.TempDir(), Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -358,7 +358,7 @@ func (s *Sandbox) user(dir string) (*DesktopUser, error) {
 func (s *Sandbox) desktopUser(uid int, dir string) *DesktopUser {
 	return &DesktopUser{UID: uid, GID: uid, Limits: s.limits, prlimit: s.prlimit, own: s.ownUIDs, tools: s.net, netErr: s.netErr, homes: s.homes, homeErr: s.homeErr,
 		ns: &memberNS{userns: s.ns, name: filepath.Base(dir), dir: dir, disk: s.limits.Disk,
-			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName)}}
+			run: filepath.Join(dir, "run"), home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, memberTmpName), scratch: filepath.Join(dir, memberScratchName)}}
 }
 
 // withCgroup gives u its member's cgroup, where the host has them.

@@ -41,13 +41,7 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 	if err := os.Chmod(filepath.Dir(spec.Dir), 0o711); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(spec.Dir); err != nil {
-		return err
-	}
-	if err := os.Mkdir(spec.Dir, 0o700); err != nil {
-		return err
-	}
-	if err := u.give(spec.Dir); err != nil {
+	if err := u.freshDisk(spec.Dir); err != nil { // on the data disk: bounded
 		return err
 	}
 	if err := os.MkdirAll(spec.Home, 0o700); err != nil {
@@ -68,6 +62,9 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 		}
 	} else {
 		u.mountHome(filepath.Dir(spec.Dir), spec.Home, log)
+	}
+	if err := u.freshScratch(); err != nil {
+		return err
 	}
 	return u.freshTmp()
 }

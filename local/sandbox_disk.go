@@ -9,9 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A desktop's disk is bounded where the portal is root: its /tmp, and the
-// home of an ephemeral member, are size-capped tmpfs mounts (Limits.Disk
-// each) that root mounts on the member's folders before the desktop
+// A desktop's disk is bounded where the portal is root: its /tmp, its
+// scratch (/run, /var and /dev/shm together: sandbox_scratch.go), its run
+// folder and the home of an ephemeral member are size-capped tmpfs mounts
+// (Limits.Disk each) that root mounts on the member's folders before the desktop
 // starts and unmounts before they are wiped. A write past the bound fails
 // with ENOSPC in the desktop, and the portal's disk (its database) keeps
 // its room. tmpfs pages are charged to the desktop's memory cgroup too.
@@ -58,7 +59,8 @@ func isMountpoint(dir string) bool {
 
 // unmountMember unmounts the disk bounds of the member whose folder is dir.
 func unmountMember(dir string) error {
-	return errors.Join(unmountDisk(filepath.Join(dir, "home")), unmountDisk(filepath.Join(dir, memberTmpName)))
+	return errors.Join(unmountDisk(filepath.Join(dir, "home")), unmountDisk(filepath.Join(dir, memberTmpName)),
+		unmountDisk(filepath.Join(dir, "run")), unmountDisk(filepath.Join(dir, memberScratchName)))
 }
 
 // diskMissing says why desktops get no disk bound here; "" when they do.

@@ -41,25 +41,32 @@ func TestSandboxedDesktop_DiskBound(t *testing.T) {
 }
 
 // TestAttack_SandboxRootFill fills what of a desktop's mount namespace is
-// not its home or /tmp: the root itself (bubblewrap's tmpfs), /run and
-// /var/tmp. The root is read-only; /run and /var/tmp stop at the disk
-// bound. Before, each took as much as the desktop's memory allowed.
+// not its home or /tmp: the root itself (bubblewrap's tmpfs), /run, /var,
+// /dev/shm, /var/tmp and /run/desktop (the member's run folder, on the
+// data disk). The root is read-only; /run, /var and /dev/shm are one
+// bound for all the desktop's processes: what one process wrote in /run
+// leaves another none in /var or /dev/shm (before, each process had a
+// bound of its own for /run and /var, and /dev/shm none but memory). The
+// run folder and /var/tmp stop at bounds of their own.
 func TestAttack_SandboxRootFill(t *testing.T) {
 	s := MustSandbox(t, "202300-202399", Limits{NProc: 300, Disk: 8 << 20})
 	spec := MustSandboxedSpec(t, s, "rootfill")
 	member := filepath.Dir(spec.Dir)
 	t.Cleanup(func() { unmountMember(member) })
 	d := MustStartDesktop(t, spec)
-	term, err := d.StartTerminal()
-	if err != nil {
-		t.Fatal(err)
+	fill := func(files string) string {
+		term, err := d.StartTerminal() // a process (bubblewrap) of its own
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer term.Close()
+		term.Write([]byte("for f in " + files + "; do dd if=/dev/zero of=$f bs=1M count=64 2>/dev/null; echo \"FILLED $f $(du -m $f 2>/dev/null | cut -f1)\"; done; echo DONE-$((40+2))\r"))
+		return readUntil(t, term, "DONE-42")
 	}
-	defer term.Close()
-	term.Write([]byte("for f in /fill /run/fill /var/tmp/fill; do dd if=/dev/zero of=$f bs=1M count=64 2>/dev/null; echo \"FILLED $f $(du -m $f 2>/dev/null | cut -f1)\"; done; echo DONE-$((40+2))\r"))
-	out := readUntil(t, term, "DONE-42")
-	for _, want := range []string{"FILLED /fill \r", "FILLED /run/fill 8\r", "FILLED /var/tmp/fill 8\r"} {
+	out := fill("/fill /run/fill /var/tmp/fill /run/desktop/fill") + fill("/var/fill /dev/shm/fill")
+	for _, want := range []string{"FILLED /fill \r", "FILLED /run/fill 8\r", "FILLED /var/tmp/fill 8\r", "FILLED /run/desktop/fill 8\r", "FILLED /var/fill 0\r", "FILLED /dev/shm/fill 0\r"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("attack root-fill: the terminal said %q; want %q (nothing written to the root, the others at the 8 MiB bound)", out, want)
+			t.Errorf("attack root-fill: the terminals said %q; want %q (nothing written to the root; /run, /var and /dev/shm one 8 MiB bound together, /var/tmp and the run folder 8 MiB each)", out, want)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -122,7 +121,8 @@ type memberNS struct {
 	run, home string // bound read-write inside
 	holder    bool   // the desktop's network holder: namespaces only, made in one step
 	tmp       string // bound read-write at /tmp and /var/tmp
-	disk      uint64 // the size of each process's /run and /var; 0 for none
+	scratch   string // its /run, /var and /dev/shm where bounded together (sandbox_scratch.go)
+	disk      uint64 // the disk bound; 0 for none
 	devices   []string
 	hostNet   bool // keeps the portal's network namespace (a VM's loopback consoles)
 }
@@ -154,13 +154,7 @@ func (m *memberNS) args(terminal, sharedNet bool) []string {
 	if sharedNet || m.hostNet {
 		unshare = []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
 	}
-	a := append(unshare, "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev")
-	for _, dir := range []string{"/run", "/var"} { // the process's own; at most the disk bound each
-		if m.disk > 0 {
-			a = append(a, "--size", strconv.FormatUint(m.disk, 10))
-		}
-		a = append(a, "--tmpfs", dir)
-	}
+	a := append(append(unshare, "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev"), m.scratchArgs()...)
 	if m.name != "" {
 		a = append(a, "--hostname", m.name)
 	}
@@ -229,19 +223,7 @@ func underAny(path string, dirs []string) bool {
 // any more, so nothing races it; RemoveAll never follows a symlink.
 func (u *DesktopUser) freshTmp() error {
 	m := u.ns
-	if err := unmountDisk(m.tmp); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(m.tmp); err != nil {
-		return err
-	}
-	if err := os.Mkdir(m.tmp, 0o700); err != nil {
-		return err
-	}
-	if err := u.give(m.tmp); err != nil {
-		return err
-	}
-	if err := u.mountDisk(m.tmp); err != nil {
+	if err := u.freshDisk(m.tmp); err != nil {
 		return err
 	}
 	if err := u.writeAccount(); err != nil {
