@@ -76,11 +76,15 @@ func writeAsDesktop(ctx context.Context, u *DesktopUser, f *os.File, body io.Rea
 	cmd.Stdout = f
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	cmd.SysProcAttr = u.sysProcAttr(&syscall.SysProcAttr{})
+	if u.cg.v2 != "" && !cmd.SysProcAttr.UseCgroupFD { // its cgroup is gone: the desktop stopped
+		return 0, vdi.Errorf(vdi.EUnavailable, "Start the desktop, then upload again.", "The desktop stopped during the upload.")
+	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
+		closeCgroupFD(cmd.SysProcAttr)
 		return 0, err
 	}
-	cmd.SysProcAttr = u.sysProcAttr(&syscall.SysProcAttr{})
 	err = cmd.Start()
 	closeCgroupFD(cmd.SysProcAttr)
 	if err != nil {

@@ -51,6 +51,7 @@ func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { sandbox.UnfenceHost() }) // New installs it; after StopAll (cleanups run last first)
 	b, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: slog.New(slog.DiscardHandler), Sandbox: sandbox})
 	if err != nil {
 		t.Fatal(err)
