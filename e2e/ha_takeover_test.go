@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"image/png"
 	"strings"
 	"testing"
 )
@@ -9,7 +11,10 @@ import (
 // console over as it does on one replica (haScreen): alice's console on
 // a ends "taken over" when she opens the desktop on b, and b's when she
 // takes it back on a ("Use it here"); erin, invited, watches through c
-// all along; the VMI's one VNC client is never kicked.
+// all along; the VMI's one VNC client is never kicked. Then, on a
+// KubeVirt without vnc/screenshot, ops's dashboard thumbnail asked on
+// each replica is a view of the one screen (relayed from b and c to a's
+// hub), not another VNC client.
 func TestHA_Takeover(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
@@ -45,5 +50,17 @@ func TestHA_Takeover(t *testing.T) {
 
 	if n := hs.standIn.Consoles(hs.ns, hs.member, "vnc"); n.Opened != 1 || n.Kicked != 0 || n.Refused != 0 {
 		t.Errorf("the VMI's VNC console: %+v; want 1 opened, none kicked or refused", n)
+	}
+
+	hs.standIn.WithoutScreenshots() // no replica has asked for one yet
+	for _, r := range []*haReplica{b, c, a} {
+		code, pic := r.p.thumb(t, "ops", hs.ns+"/"+hs.member)
+		if img, err := png.Decode(bytes.NewReader(pic)); code != 200 || err != nil || img.Bounds().Dx() != 320 {
+			t.Errorf("ops's thumbnail asked on %s: %d, %v; want a 320-wide PNG", r.name, code, err)
+		}
+	}
+	screen("alice@a, after the thumbnails", again)
+	if n := hs.standIn.Consoles(hs.ns, hs.member, "vnc"); n.Opened != 1 || n.Kicked != 0 || n.Refused != 0 {
+		t.Errorf("the VMI's VNC console after thumbnails on every replica: %+v; want still 1 opened, none kicked or refused", n)
 	}
 }
