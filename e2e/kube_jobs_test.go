@@ -22,7 +22,8 @@ import (
 // list and on the admin dashboard ("cloning 3 of 6"), at laptop, tablet
 // and phone sizes; the job goes on to a full pool. Then a user's Get a
 // desktop answers while the VM boots: the console page says it is
-// starting, and connects once it runs.
+// starting, and connects once it runs. Last, an admin cancels a grow
+// from the dashboard.
 func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	e := startKubeEnv(t)
 	p := e.portal
@@ -107,6 +108,25 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	screenshot(t, apage, "kube-console-starting")
 	must(t, expect.Locator(status).ToHaveText("Connected"))
 	screenshot(t, apage, "kube-console-started")
+
+	// An admin cancels a grow from the dashboard: the job line says so at
+	// once, and Resize is back.
+	e.standIn.HoldClones(e.ns)
+	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/lab", `{"size":8}`, &j); code != 202 || j.Kind != "grow" {
+		t.Fatalf("grow to 8: %d %+v; want 202 with a grow job", code, j)
+	}
+	must(t, page.SetViewportSize(1280, 800))
+	lab := page.Locator(`[data-pool="lab"]`)
+	must(t, expect.Locator(lab.GetByTestId("cancel-job")).ToBeVisible())
+	adminAct(t, page, lab, "cancel-job", "")
+	must(t, expect.Locator(line).ToHaveAttribute("data-state", "cancelled"))
+	must(t, expect.Locator(line).ToContainText("Cancelled by ops."))
+	must(t, expect.Locator(lab.GetByTestId("resize")).ToBeEnabled())
+	screenshot(t, page, "kube-job-cancelled")
+	if code := p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j); code != 200 || j.State != "cancelled" {
+		t.Errorf("the grow after its cancel: %d %+v; want cancelled", code, j)
+	}
+	e.standIn.ReleaseClones(e.ns)
 }
 
 // poolWithJob is a pool as GET /api/vdi/pools lists it to an admin.
