@@ -12,13 +12,22 @@ import (
 // replaced; the old tab shows it as the close reason.
 var ErrTakenOver = errors.New("taken over: this desktop was opened in another tab or window")
 
-// Takeover keeps one viewer per desktop for consoles that allow only one
-// (VNC: upstream KubeVirt lets a new viewer silently steal the old one, so
-// the portal makes the hand-over visible instead). The zero value is ready.
+// Takeover keeps one viewer per desktop and protocol for consoles that
+// allow only one (VNC: upstream KubeVirt lets a new viewer silently steal
+// the old one, so the portal makes the hand-over visible instead; serial:
+// QEMU serves one client). A desktop's VNC and serial consoles are apart,
+// as on the other replicas (the claim records each protocol's newest).
+// The zero value is ready.
 type Takeover struct {
 	mu  sync.Mutex
 	seq uint64
-	by  map[vdi.Ref]viewer
+	by  map[viewed]viewer
+}
+
+// viewed is a desktop's console of one protocol.
+type viewed struct {
+	ref vdi.Ref
+	p   vdi.Protocol
 }
 
 type viewer struct {
@@ -28,18 +37,19 @@ type viewer struct {
 }
 
 // Take makes the console stamped stamp (vdi.ConsoleStamp), whose context cancel
-// ends it, the viewer of ref and returns a func to call when the console
+// ends it, the viewer of ref's p console and returns a func to call when the console
 // closes. Of two consoles the newer stays, whichever takes first: the
 // older one ends with ErrTakenOver (at once, if it comes second).
 // Participants who share the console (#33) are to join the one viewer's
 // upstream rather than Take it.
-func (v *Takeover) Take(ref vdi.Ref, stamp string, cancel context.CancelCauseFunc) (release func()) {
+func (v *Takeover) Take(ref vdi.Ref, p vdi.Protocol, stamp string, cancel context.CancelCauseFunc) (release func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.by == nil {
-		v.by = map[vdi.Ref]viewer{}
+		v.by = map[viewed]viewer{}
 	}
-	if old, ok := v.by[ref]; ok {
+	key := viewed{ref, p}
+	if old, ok := v.by[key]; ok {
 		if vdi.NewerConsole(old.stamp, stamp) {
 			cancel(ErrTakenOver) // a newer one came first
 			return func() {}
@@ -48,12 +58,12 @@ func (v *Takeover) Take(ref vdi.Ref, stamp string, cancel context.CancelCauseFun
 	}
 	v.seq++
 	me := viewer{id: v.seq, stamp: stamp, cancel: cancel}
-	v.by[ref] = me
+	v.by[key] = me
 	return func() {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		if cur, ok := v.by[ref]; ok && cur.id == me.id {
-			delete(v.by, ref)
+		if cur, ok := v.by[key]; ok && cur.id == me.id {
+			delete(v.by, key)
 		}
 	}
 }

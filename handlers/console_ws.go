@@ -142,7 +142,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		stamp := vdi.ConsoleStamp(opened, sid)
-		defer h.console.viewers.Take(ref, stamp, cancel)()
+		defer h.console.viewers.Take(ref, p, stamp, cancel)()
 		// and on the other replicas: recorded on the claim, watched there
 		if err := h.desktops.TakeConsole(ctx, ref, p, stamp); err != nil {
 			h.log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", ref, "protocol", p, "err", err)
