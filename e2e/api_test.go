@@ -60,10 +60,22 @@ func TestAPI_ClaimRules(t *testing.T) {
 			{"corral_vdi_pool_size", map[string]string{"pool_namespace": "local", "pool": "demo"}, 3},
 			{"corral_vdi_ready", map[string]string{}, 1},
 			{"corral_vdi_apiserver_up", map[string]string{}, 1},
+			{"corral_vdi_recordings_bytes", map[string]string{}, 0},
 		} {
 			if got, ok := gauge(families, tc.name, tc.labels); !ok || got != tc.want {
 				t.Errorf("%s%v = %v (there: %v); want %v", tc.name, tc.labels, got, ok, tc.want)
 			}
+		}
+		members := 0.0
+		for _, pw := range []string{"stopped", "starting", "running", "stopping", "failed"} {
+			n, _ := gauge(families, "corral_vdi_desktops", map[string]string{"pool_namespace": "local", "pool": "demo", "power": pw})
+			members += n
+		}
+		if members != 3 {
+			t.Errorf("corral_vdi_desktops of local/demo add up to %v; want its 3 members", members)
+		}
+		if max, _ := gauge(families, "corral_vdi_recordings_max_bytes", map[string]string{}); max <= 0 {
+			t.Errorf("corral_vdi_recordings_max_bytes = %v; want the default cap", max)
 		}
 		checkMonitoring(t, families)
 	})

@@ -28,9 +28,10 @@ type metrics struct {
 
 // metricsConfig is what the metrics read at scrape time.
 type metricsConfig struct {
-	desktops Desktops                        // the pools' members
-	ready    func(ctx context.Context) error // /readyz's answer
-	outage   func() string                   // the API server's outage, if any
+	desktops   Desktops                        // the pools' members
+	recordings Recordings                      // the recordings' disk use; nil: none
+	ready      func(ctx context.Context) error // /readyz's answer
+	outage     func() string                   // the API server's outage, if any
 }
 
 func newMetrics(cfg metricsConfig) *metrics {
@@ -75,9 +76,47 @@ func newMetrics(cfg metricsConfig) *metrics {
 		Name: "corral_vdi_apiserver_up", Help: "1 while the Kubernetes API server answers this replica (always 1 on the local backend), else 0.",
 	}, func() float64 { return boolGauge(cfg.outage == nil || cfg.outage() == "") })
 	m.registry.MustRegister(m.consoles, m.sessions, m.bytes, m.claims, m.claimSeconds, ready, apiserver,
-		newPoolCollector(cfg.desktops),
+		newPoolCollector(cfg.desktops), recordingsCollector(cfg.recordings),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// recordingsCollector reports the bytes recordings take on this replica's
+// disk and their cap (-1: none).
+func recordingsCollector(r Recordings) prometheus.Collector {
+	used := func(max bool) float64 {
+		u, m := int64(0), int64(-1)
+		if r != nil {
+			u, m = r.Used()
+		}
+		if max {
+			return float64(m)
+		}
+		return float64(u)
+	}
+	return collectorList{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_vdi_recordings_bytes", Help: "Bytes all recordings take on this replica's disk."},
+			func() float64 { return used(false) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_vdi_recordings_max_bytes", Help: "The cap on recordings' bytes (CORRAL_VDI_RECORDING_MAX_BYTES; -1: none)."},
+			func() float64 { return used(true) }),
+	}
+}
+
+// collectorList is several collectors as one.
+type collectorList []prometheus.Collector
+
+// Describe describes each collector.
+func (l collectorList) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range l {
+		c.Describe(ch)
+	}
+}
+
+// Collect collects each collector.
+func (l collectorList) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range l {
+		c.Collect(ch)
+	}
 }
 
 // boolGauge is a gauge's value for b: 1 or 0.

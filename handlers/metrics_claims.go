@@ -53,8 +53,13 @@ type poolCollector struct {
 	size     *prometheus.Desc
 	members  *prometheus.Desc
 	standby  *prometheus.Desc
+	power    *prometheus.Desc
 	failed   prometheus.Counter
 }
+
+// powers are the power states desktops are counted by, each reported
+// (0 too) for every pool.
+var powers = []vdi.Power{vdi.PowerStopped, vdi.PowerStarting, vdi.PowerRunning, vdi.PowerStopping, vdi.PowerFailed}
 
 func newPoolCollector(d Desktops) *poolCollector {
 	// Not "namespace": Prometheus sets that target label to the portal
@@ -65,6 +70,7 @@ func newPoolCollector(d Desktops) *poolCollector {
 		size:     prometheus.NewDesc("corral_vdi_pool_size", "Members a pool is declared with.", pool, nil),
 		members:  prometheus.NewDesc("corral_vdi_pool_members", "A pool's members by state: free or claimed.", append(pool, "state"), nil),
 		standby:  prometheus.NewDesc("corral_vdi_pool_standby_min", "Free members a pool keeps powered on at least.", pool, nil),
+		power:    prometheus.NewDesc("corral_vdi_desktops", "A pool's members by power state (failed: it did not start, or ended on its own).", append(pool, "power"), nil),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_vdi_pool_scrape_errors_total",
 			Help: "Scrapes whose pool list the backend did not give (the pool series are then missing)."}),
 	}
@@ -75,6 +81,7 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.size
 	ch <- c.members
 	ch <- c.standby
+	ch <- c.power
 	c.failed.Describe(ch)
 }
 
@@ -86,15 +93,29 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pools, err := c.desktops.Pools(ctx, vdi.Identity{Login: "metrics", Admin: true})
+	admin := vdi.Identity{Login: "metrics", Admin: true}
+	pools, err := c.desktops.Pools(ctx, admin)
 	if err != nil {
 		c.failed.Inc()
 		return
+	}
+	members, err := c.desktops.Desktops(ctx, admin, true)
+	if err != nil {
+		c.failed.Inc()
+		return
+	}
+	counts := map[[3]string]int{}
+	for _, d := range members {
+		counts[[3]string{d.Namespace, d.Pool, string(d.Power)}]++
 	}
 	for _, p := range pools {
 		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(p.Size), p.Namespace, p.Name)
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Free), p.Namespace, p.Name, "free")
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Claimed), p.Namespace, p.Name, "claimed")
 		ch <- prometheus.MustNewConstMetric(c.standby, prometheus.GaugeValue, float64(p.Standby.Min), p.Namespace, p.Name)
+		for _, pw := range powers {
+			n := counts[[3]string{p.Namespace, p.Name, string(pw)}]
+			ch <- prometheus.MustNewConstMetric(c.power, prometheus.GaugeValue, float64(n), p.Namespace, p.Name, string(pw))
+		}
 	}
 }
