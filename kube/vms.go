@@ -267,6 +267,13 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 		m.Power = vdi.PowerStopping
 	case kubevirtv1.VirtualMachineStatusStopped:
 		m.Power = vdi.PowerStopped
+		if alwaysOn(vm) {
+			// Just asked to start (its runStrategy is Always): KubeVirt's
+			// controller has not made its VMI yet. Read as stopped, the
+			// console page would show a start just asked for as a
+			// desktop that stopped.
+			m.Power = vdi.PowerStarting
+		}
 	case "":
 		// No controller has written a status yet: go by what was asked.
 		m.Power = vdi.PowerStarting

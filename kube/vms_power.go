@@ -231,3 +231,11 @@ func halted(vm *kubevirtv1.VirtualMachine) bool {
 	rs := vm.Spec.RunStrategy
 	return (rs != nil && *rs == kubevirtv1.RunStrategyHalted) || (rs == nil && vm.Spec.Running != nil && !*vm.Spec.Running)
 }
+
+// alwaysOn reports whether vm is asked to run whatever happens (runStrategy
+// Always, or the older running: true): KubeVirt starts it again whenever
+// it is not running.
+func alwaysOn(vm *kubevirtv1.VirtualMachine) bool {
+	rs := vm.Spec.RunStrategy
+	return (rs != nil && *rs == kubevirtv1.RunStrategyAlways) || (rs == nil && vm.Spec.Running != nil && *vm.Spec.Running)
+}
