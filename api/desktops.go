@@ -68,9 +68,18 @@ type Viewer struct {
 	// Role is "watch" (view only: the relay drops their input),
 	// "control" (their keys reach the desktop), "listen" (the desktop's
 	// sound, Protocol "audio") or "asks" (waiting for the holder's consent
-	// to Wants, "watch" or "control").
+	// to Wants, "watch", "control", or "request-control": an admin
+	// watching who asks for control of the screen).
 	Role     string       `json:"role"`
 	Wants    string       `json:"wants,omitempty"`
 	Protocol vdi.Protocol `json:"protocol"`
 	Since    time.Time    `json:"since"`
+}
+
+// ControlGrant answers an admin's POST …/control that the holder allowed:
+// Grant, given as ?control= to the screen's console websocket, opens it
+// with control (for a short while, on any replica).
+type ControlGrant struct {
+	Grant  string `json:"grant"`
+	Holder string `json:"holder"`
 }

@@ -106,12 +106,20 @@ type rdpClaims struct {
 	Desktop string `json:"d"`
 	Expires int64  `json:"e"`
 	Key     string `json:"k"`
+	// Purpose is empty for an RDP token, else what else the token lets
+	// its user do (MintFor), so that one kind never passes for another.
+	Purpose string `json:"p,omitempty"`
 }
 
 // Mint returns a token for login to open ref's RDP console.
-func (t *RDPTokens) Mint(login string, ref vdi.Ref) string {
+func (t *RDPTokens) Mint(login string, ref vdi.Ref) string { return t.MintFor("", login, ref) }
+
+// MintFor returns a token for login to do purpose on ref (a control grant:
+// ControlPurpose), good for RDPTokenTTL and checked by CheckFor with the
+// same purpose only.
+func (t *RDPTokens) MintFor(purpose, login string, ref vdi.Ref) string {
 	k := t.keys[0]
-	b, _ := json.Marshal(rdpClaims{Login: login, Desktop: ref.String(), Expires: t.now().Add(RDPTokenTTL).Unix(), Key: k.id})
+	b, _ := json.Marshal(rdpClaims{Login: login, Desktop: ref.String(), Expires: t.now().Add(RDPTokenTTL).Unix(), Key: k.id, Purpose: purpose})
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(sign(k, payload))
 }
@@ -127,6 +135,11 @@ func sign(k rdpKey, payload string) []byte {
 // ErrRDPTokenForeignKey if it names a key t lacks (logged once per key, as
 // it means replicas with different keys); else ErrRDPTokenInvalid.
 func (t *RDPTokens) Check(tok, login string, ref vdi.Ref) error {
+	return t.CheckFor("", tok, login, ref)
+}
+
+// CheckFor is Check for a token minted by MintFor for purpose.
+func (t *RDPTokens) CheckFor(purpose, tok, login string, ref vdi.Ref) error {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok {
 		return ErrRDPTokenInvalid
@@ -151,7 +164,7 @@ func (t *RDPTokens) Check(tok, login string, ref vdi.Ref) error {
 	if !hmac.Equal(got, sign(t.keys[i], payload)) {
 		return ErrRDPTokenInvalid
 	}
-	if c.Login != login || c.Desktop != ref.String() {
+	if c.Login != login || c.Desktop != ref.String() || c.Purpose != purpose {
 		return ErrRDPTokenInvalid
 	}
 	if !t.now().Before(time.Unix(c.Expires, 0)) {
@@ -159,6 +172,11 @@ func (t *RDPTokens) Check(tok, login string, ref vdi.Ref) error {
 	}
 	return nil
 }
+
+// ControlPurpose is the purpose (MintFor) of a grant of control of a
+// desktop's screen held by holder: what an admin watching gets when the
+// holder allows their request.
+func ControlPurpose(holder string) string { return "control:" + holder }
 
 // maxWarnedKeys bounds the foreign key ids remembered for logging, so
 // forged ids cannot grow memory; past it every one is logged at debug.

@@ -150,3 +150,27 @@ func TestRDPTokens_Expiry(t *testing.T) {
 		})
 	}
 }
+
+// TestRDPTokens_Purpose: a token passes only for the purpose it was minted
+// for: an RDP token is no grant of control, a grant of control of alice's
+// desktop none of bob's holding it later, and no RDP token either.
+func TestRDPTokens_Purpose(t *testing.T) {
+	tokens := NewRDPTokens([][]byte{bytes.Repeat([]byte{7}, 32)}, slog.New(slog.DiscardHandler))
+	ref := vdi.Ref{Namespace: "ns", Name: "desk-1"}
+	rdp := tokens.Mint("ops", ref)
+	grant := tokens.MintFor(ControlPurpose("alice"), "ops", ref)
+	for _, c := range []struct {
+		name, purpose, tok string
+		want               error
+	}{
+		{"GrantForItsHolder", ControlPurpose("alice"), grant, nil},
+		{"RDPTokenAsGrant", ControlPurpose("alice"), rdp, ErrRDPTokenInvalid},
+		{"GrantForTheNextHolder", ControlPurpose("bob"), grant, ErrRDPTokenInvalid},
+		{"GrantAsRDPToken", "", grant, ErrRDPTokenInvalid},
+		{"RDPToken", "", rdp, nil},
+	} {
+		if err := tokens.CheckFor(c.purpose, c.tok, "ops", ref); !errors.Is(err, c.want) {
+			t.Errorf("%s: CheckFor(%q) = %v; want %v", c.name, c.purpose, err, c.want)
+		}
+	}
+}

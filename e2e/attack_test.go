@@ -254,6 +254,7 @@ func attacks() []attack {
 	rows = append(rows, recordingAttacks()...)
 	rows = append(rows, recordingDeleteAttacks()...)
 	rows = append(rows, consoleUXAttacks()...)
+	rows = append(rows, controlAttacks()...)
 	rows = append(rows, peerAttacks()...)
 	rows = append(rows, standbyAttacks()...)
 	return append(usbAttacks(), rows...)

@@ -65,6 +65,7 @@ func (h *adminPages) handleShadowPage(w http.ResponseWriter, r *http.Request, id
 		ViewersURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/viewers",
 		Holder:     d.Holder,
 		Me:         id.Login,
+		ControlURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name + "/control",
 	}))
 	return nil
 }

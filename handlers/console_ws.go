@@ -73,6 +73,14 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	// Watching is view-only unless an invitation gives control; an admin's
 	// terminal or serial console beside the holder's is their own.
 	viewOnly := watching && (share == nil || !share.Control) && (p == vdi.ProtocolVNC || share != nil)
+	// An admin the holder gave control (Request control) types on the screen.
+	granted := false
+	if watching && share == nil && p == vdi.ProtocolVNC {
+		if granted, err = h.controlGranted(r, id, d); err != nil {
+			return err
+		}
+		viewOnly = viewOnly && !granted
+	}
 	connect := func(ctx context.Context) (net.Conn, string, error) {
 		if p != vdi.ProtocolVNC {
 			return h.byteConsole(ctx, id, d, share, p, dial)
@@ -87,7 +95,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	// The holder's console asks them before an admin watches (an
 	// invitation is the holder's own answer); the desktop is connected
 	// only once they allow it, so nothing waits on a handshake meanwhile.
-	consent := watching && share == nil && d.Console.Watch == vdi.WatchConsent
+	consent := watching && share == nil && d.Console.Watch == vdi.WatchConsent && !granted
 	var conn net.Conn
 	var path string
 	if !consent {

@@ -200,6 +200,7 @@ type Handler struct {
 	tokens     *tokenRoutes
 	mcp        *mcpRoute
 	metricsTok string
+	trail      auditTrail
 }
 
 // New returns the portal's handler with every route registered.
@@ -243,6 +244,7 @@ func New(cfg Config) *Handler {
 		checkOrigin: hc.checkOrigin,
 		mux:         http.NewServeMux(),
 		metricsTok:  cfg.MetricsToken,
+		trail:       trail,
 
 		probes:   &probes{log: log, ready: ready, notice: notice},
 		fallback: &fallback{renderer: rd, auth: cfg.Auth},

@@ -79,6 +79,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("PATCH /api/vdi/desktops/{ns}/{member}/shares/{id}", h.api(h.shares.handleShareControl))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/link", h.api(h.mine.handleDesktopLink))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/viewers/{id}/{answer}", h.api(h.handleViewerAnswer))
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/control", h.api(h.handleControlRequest))
 	m.HandleFunc("POST /api/vdi/users/{login}/end-sessions", h.api(adminOnly(h.admin.handleEndSessionsAPI)))
 	m.HandleFunc("GET /api/vdi/history/sessions", h.api(adminOnly(h.history.handleSessionsJSON)))
 	m.HandleFunc("GET /api/vdi/history/audit", h.api(adminOnly(h.history.handleAuditJSON)))

@@ -100,6 +100,11 @@ const roleAsks = "asks"
 // await lists v as asking to watch ref and waits for the holder's answer,
 // consentWait or ctx; it reports whether the holder allowed it.
 func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
+	return w.awaitFor(ctx, ref, v, consentWait)
+}
+
+// awaitFor is await waiting at most wait.
+func (w *watchers) awaitFor(ctx context.Context, ref vdi.Ref, v api.Viewer, wait time.Duration) bool {
 	v.Role, v.Wants = roleAsks, v.Role
 	remove := w.add(ref, v)
 	defer remove()
@@ -117,7 +122,7 @@ func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
 		delete(w.get(ref).asks, id)
 		w.mu.Unlock()
 	}()
-	t := time.NewTimer(consentWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case ok := <-answer:

@@ -6,12 +6,24 @@
 import { Reconnector } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
 import { pollViewers, sayParticipants } from './watchers.js';
+import { attachRequestControl } from './request-control.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 const ended = attachEnded(document.getElementById('ended'));
 let current = null;
 const again = new Reconnector(() => watch());
+// grant, once the holder allowed a request for control, opens the next
+// screen connection with control; it is spent by that connection (a
+// reconnect later watches again, view only).
+let grant = null;
+let viewing = false; // the open console is the screen, view only
+const badge = document.querySelector('[data-testid=share-role]');
+const badgeText = badge.textContent;
+const offerControl = attachRequestControl(document.getElementById('request-control'), status, screen.dataset.holder, (g) => {
+  grant = g;
+  watch();
+});
 
 const ui = {
   say(text, kind) {
@@ -22,6 +34,7 @@ const ui = {
       again.reset();
       ended.hide();
     }
+    offerControl(kind === 'ok' && viewing);
   },
   // lost: final means it will not come back (revoked, released, ended by
   // the portal), so the card offers the way home; a drop (retry: the
@@ -70,7 +83,19 @@ async function watch() {
     return;
   }
   const mod = await import(opt.protocol === 'vnc' ? screen.dataset.moduleVnc : screen.dataset.moduleXterm);
-  current = await mod.open(screen, { ...opt, asks: info.asks, viewOnly: screen.dataset.viewOnly !== 'false', beside: true }, ui);
+  const viewOnly = screen.dataset.viewOnly !== 'false';
+  if (grant && opt.protocol === 'vnc') {
+    const url = new URL(opt.websocket, location.href);
+    url.searchParams.set('control', grant);
+    viewing = false;
+    badge.textContent = 'control';
+    current = await mod.open(screen, { ...opt, websocket: url.pathname + url.search, viewOnly: false, beside: true }, ui);
+  } else {
+    viewing = viewOnly && opt.protocol === 'vnc';
+    badge.textContent = badgeText;
+    current = await mod.open(screen, { ...opt, asks: info.asks, viewOnly, beside: true }, ui);
+  }
+  grant = null;
 }
 
 document.getElementById('reconnect').addEventListener('click', watch);

@@ -75,7 +75,10 @@ export function watchViewers(notice, url) {
   function ask(v) {
     const row = Object.assign(document.createElement('span'), { className: 'watch-ask' });
     row.dataset.testid = 'watch-ask';
-    const what = v.wants === 'watch' ? 'watch this desktop (view only)' : 'open a console of this desktop (they could type in it)';
+    const what = {
+      watch: 'watch this desktop (view only)',
+      'request-control': 'take control of this desktop to help you (they could type and use the mouse)',
+    }[v.wants] || 'open a console of this desktop (they could type in it)';
     row.append(`${v.user} asks to ${what}. `);
     for (const [answer, label] of [['allow', 'Allow'], ['refuse', 'Refuse']]) {
       const b = Object.assign(document.createElement('button'), { type: 'button', textContent: label });

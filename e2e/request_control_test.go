@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// TestConsoleUX_RequestControl: issue 58, item 8. An admin watching a
+// desktop (view only) asks its holder for control; the holder's console
+// asks them as the consent prompt does. Refused, the admin reads so and
+// still watches; allowed, the admin's console reopens with control and
+// their keys reach the desktop (a command typed on the admin's page runs
+// in the holder's terminal window). Audited. At a laptop's, a tablet's
+// and a phone's size (both pages of one size).
+func TestConsoleUX_RequestControl(t *testing.T) {
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
+	b := MustLaunchBrowser(t)
+	expect := playwright.NewPlaywrightAssertions(20000)
+	for _, s := range issueSizes {
+		t.Run(s.name, func(t *testing.T) {
+			holder := "hal-" + s.name
+			page, d := MustOpenConsole(t, b, p, holder, "demo", s.width, s.height, s.touch)
+			admin := uxPage(t, b, s.width, s.height, s.touch)
+			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+			ask := page.GetByTestId("watch-ask")
+
+			// Refused: the admin reads it and watches on.
+			must(t, admin.GetByTestId("request-control").Click())
+			must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("Waiting for "+holder+" to allow control ("))
+			must(t, expect.Locator(ask).ToContainText("boss asks to take control of this desktop"))
+			screenshot(t, page, "holder-asked")
+			screenshot(t, admin, "admin-waiting")
+			must(t, ask.GetByTestId("watch-refuse").Click())
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText(holder+" did not allow you control. Ask again, or reach them another way."))
+			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+			must(t, expect.Locator(ask).ToHaveCount(0))
+			screenshot(t, admin, "admin-refused")
+
+			// Allowed: the admin's console reopens with control.
+			must(t, admin.GetByTestId("request-control").Click())
+			must(t, expect.Locator(ask).ToContainText("boss asks to take control"))
+			must(t, ask.GetByTestId("watch-allow").Click())
+			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("control"))
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(admin.GetByTestId("request-control")).ToBeHidden())
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss has a console of it open and can type in it."))
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected")) // the holder keeps their console
+			screenshot(t, page, "holder-helped")
+			screenshot(t, admin, "admin-control")
+
+			// The admin's keys reach the desktop: a click in its terminal
+			// window (desktop pixel 200, 200), then a command.
+			var size []any
+			waitFor(t, 15*time.Second, "the admin's screen", func() bool {
+				v, err := admin.Evaluate(`() => { const c = document.querySelector('#screen canvas'); return c ? [c.width, c.height] : [0, 0]; }`)
+				size, _ = v.([]any)
+				return err == nil && len(size) == 2 && toFloat(size[0]) > 0
+			})
+			box, err := admin.Locator("#screen canvas").BoundingBox()
+			must(t, err)
+			marker := filepath.Join(p.homeOf(d.Name), "helped-"+s.name)
+			typed := func() bool {
+				x, y := box.X+box.Width*200/toFloat(size[0]), box.Y+box.Height*200/toFloat(size[1])
+				must(t, admin.Mouse().Click(x, y))
+				must(t, admin.Keyboard().Press("Enter"))
+				time.Sleep(300 * time.Millisecond)
+				must(t, admin.Keyboard().Type("touch ~/helped-"+s.name+"\n"))
+				return eventually(5*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
+			}
+			//lint:ignore SA4000 typed() types once more each call: a second try
+			if !typed() && !typed() {
+				screenshot(t, admin, "not-typed")
+				t.Fatalf("the admin's keys did not reach the desktop: no %s", marker)
+			}
+			if !auditHas(t, p, "user=boss", "control-request", d.Name, "refused or unanswered by "+holder) ||
+				!auditHas(t, p, "user=boss", "control-request", d.Name, "granted by "+holder) {
+				t.Errorf("the audit log lacks boss's two requests for control of %s", d.Name)
+			}
+			must(t, admin.Close())
+			must(t, page.Close())
+		})
+	}
+}

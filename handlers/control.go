@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// Request control: an admin watching a desktop (view only) asks its holder
+// for control, to help. The request waits, like a watch under the pool's
+// consent policy, for the holder's Allow or Refuse on their console page
+// (the same answer route, forwarded to the replica where it waits); on
+// Allow the admin gets a grant, a short-lived token signed with the
+// replicas' shared keys, that opens their screen console with control on
+// any replica. The grant names the holder, so it dies with their claim.
+
+// controlWait is how long a request for control waits for the holder: less
+// than a proxy's usual 60 s idle timeout, as the request is a plain POST.
+const controlWait = 45 * time.Second
+
+// wantsControl is what a request for control asks for (api.Viewer.Wants),
+// as the holder's page shows it.
+const wantsControl = "request-control"
+
+// handleControlRequest serves POST /api/vdi/desktops/{ns}/{member}/control:
+// an admin watching the desktop asks its holder for control and waits (up
+// to controlWait) for the answer: 200 {grant, holder} when allowed, 409
+// when refused or unanswered. Only an admin who is watching may ask; only
+// the holder answers (handleViewerAnswer). Audited either way.
+func (h *Handler) handleControlRequest(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	ref := ref(r)
+	d, err := h.desktops.Desktop(r.Context(), id, ref)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !id.Admin:
+		return vdi.Errorf(vdi.EForbidden, "Ask the holder to invite you with control (Share).", "Only an admin asks for control of %s.", ref)
+	case d.Holder == "":
+		return vdi.Errorf(vdi.EConflict, "Nobody is on it: open its console instead.", "Nobody holds %s.", ref)
+	case d.Holder == id.Login:
+		return vdi.Errorf(vdi.EConflict, "Open its console.", "You hold %s: it is yours to control.", ref)
+	case d.Console.Watch == vdi.WatchOff:
+		return vdi.Errorf(vdi.EForbidden, "Change the pool's watch policy first.", "The pool's policy keeps watchers off %s.", ref)
+	}
+	list, _, _ := h.everyViewer(r.Context(), ref)
+	if !slices.ContainsFunc(list, func(v api.Viewer) bool { return v.User == id.Login && v.Role == "watch" }) {
+		return vdi.Errorf(vdi.EForbidden, "Watch the desktop first, then ask for control.", "You are not watching %s.", ref)
+	}
+	ask := api.Viewer{User: id.Login, Role: wantsControl, Protocol: vdi.ProtocolVNC, Since: time.Now()}
+	allowed := h.console.watchers.awaitFor(r.Context(), ref, ask, controlWait)
+	outcome := "granted by " + d.Holder
+	if !allowed {
+		outcome = "refused or unanswered by " + d.Holder
+	}
+	h.trail.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "control-request", Namespace: ref.Namespace, Target: ref.Name, Detail: outcome})
+	if !allowed {
+		return vdi.Errorf(vdi.EConflict, "Ask again, or reach them another way.", "%s did not allow you control.", d.Holder)
+	}
+	writeJSON(w, http.StatusOK, api.ControlGrant{Grant: h.console.tokens.MintFor(console.ControlPurpose(d.Holder), id.Login, ref), Holder: d.Holder})
+	return nil
+}
+
+// controlGranted reports whether the console request r carries a grant of
+// control (?control=) of d for id that the holder gave (handleControlRequest).
+func (h *Handler) controlGranted(r *http.Request, id vdi.Identity, d vdi.Desktop) (bool, error) {
+	grant := r.URL.Query().Get("control")
+	if grant == "" {
+		return false, nil
+	}
+	if err := h.console.tokens.CheckFor(console.ControlPurpose(d.Holder), grant, id.Login, d.Ref()); err != nil {
+		return false, vdi.Errorf(vdi.EForbidden, "Ask the holder for control again.", "This grant of control of %s is not good: %v.", d.Ref(), err)
+	}
+	return true, nil
+}
