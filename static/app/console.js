@@ -17,7 +17,7 @@ import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
-import { desktopDown, desktopState, downWords, startAgain } from './down.js';
+import { desktopDown, desktopGone, desktopState, downWords, startAgain } from './down.js';
 import { attachTyping } from './typing.js';
 import { attachEscape } from './escape.js';
 import { attachFold } from './fold.js';
@@ -80,6 +80,11 @@ async function whenDown(kind, text) {
     });
     return;
   }
+  if (await desktopGone(screen.dataset.desktop)) {
+    if (loss === losses) ui.lost('This desktop is no longer yours: it was released or reclaimed.', true);
+    return;
+  }
+  if (loss !== losses) return;
   if (kind === 'retry') {
     const said = capitalised(text);
     again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
@@ -121,8 +126,6 @@ async function connect() {
   losses++;
   again.cancel();
   ended.hide();
-  current?.close();
-  current = null;
   ui.say('Connecting…', 'busy');
   const { ok, status: code, info: body } = pageConnect() || await fetchConnect(screen.dataset.connect);
   performance.measure('connect-read');
@@ -144,6 +147,10 @@ async function connect() {
     ui.lost(`This desktop offers ${info.protocol}, which this page cannot show.`);
     return;
   }
+  // The ended console goes only now: a reconnect refused (released
+  // meanwhile) leaves its last frame under the card.
+  current?.close();
+  current = null;
   screen.replaceChildren();
   const mod = await import(url);
   current = await mod.open(screen, info, ui);

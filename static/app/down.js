@@ -14,6 +14,18 @@ export async function desktopDown(url) {
   return d && (d.power === 'stopped' || d.power === 'failed') ? d : null;
 }
 
+// desktopGone reports whether the portal says the desktop is no longer
+// the user's (403 or 404: released, reclaimed, deleted): an RDP console
+// that ends this way hears no reason from its server.
+export async function desktopGone(url) {
+  try {
+    const res = await fetch(url, { headers: { Accept: 'application/json' }, signal: AbortSignal.timeout(5000) });
+    return res.status === 403 || res.status === 404;
+  } catch {
+    return false;
+  }
+}
+
 // desktopState resolves to the desktop (the desktop API's answer), or to
 // null when it is not known (the portal unreachable, a viewer who may not
 // read it).
