@@ -9,6 +9,7 @@ import { rdpFiles } from './console-rdp-files.js';
 import { rdpKeys, withSession } from './console-rdp-keys.js';
 import { rdpTouch } from './console-rdp-touch.js';
 import { attachZoom } from './zoom.js';
+import { closeWords, watchClose } from './console-rdp-close.js';
 
 // IronErrorKind values of @devolutions/iron-remote-desktop.
 const kinds = { General: 0, WrongPassword: 1, LogonFailure: 2, AccessDenied: 3, RDCleanPath: 4, ProxyConnect: 5, NegotiationFailure: 6 };
@@ -184,12 +185,16 @@ export async function open(screen, info, ui) {
     // size (irgui.resize below); others keep theirs and are scaled.
     if (typeof mod.displayControl === 'function') cfg.withExtension(mod.displayControl(true));
     const config = cfg.build();
+    let socketClosed;
+    const closedOnce = new Promise((resolve) => { socketClosed = resolve; });
+    const unwatch = watchClose(url, socketClosed);
     let started;
     const t1 = performance.now();
     try {
       started = await irgui.connect(config);
       performance.measure('rdp-connect', { start: t1 });
     } catch (err) {
+      unwatch();
       if (closed) return;
       const d = describe(err, info.asks);
       ui.lost(d.text);
@@ -203,11 +208,17 @@ export async function open(screen, info, ui) {
     ui.say('Connected', 'ok');
     try {
       const end = await started.run();
-      if (!closed) ui.lost(`Disconnected: ${end.reason()}.`);
+      const said = await closeWords(closedOnce);
+      if (!closed) ui.lost(said?.text || `Disconnected: ${end.reason()}.`, said?.final);
     } catch (err) {
-      if (!closed) ui.lost(describe(err).text, false, true);
+      const said = await closeWords(closedOnce);
+      if (!closed) ui.lost(said?.text || describe(err).text, said?.final, !said);
     } finally {
+      unwatch();
       session = undefined;
+      // IronRDP hides its screen when a session ends; it stays, dimmed,
+      // under the ended card (app.css) until a reconnect replaces it.
+      if (!closed) irgui.setVisibility(true);
     }
   }
 
