@@ -10,16 +10,16 @@ import (
 )
 
 // TestMCP_Oversight: a desktop an agent works in says so on its
-// holder's home page and on the dashboard; when alice types in her own
-// console she takes control, and the agent's next input says so while
-// its screenshots go on.
+// holder's home page and on the dashboard; alice, watching it in
+// Chromium, sees the agent type; when she types in her own console she
+// takes control, and the agent's next input says so while its
+// screenshots go on.
 func TestMCP_Oversight(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"]}`)
 	s := mustMCP(t, p, tok.Token)
 	var c struct{ Desktop string }
 	jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/demo"})), &c)
-	member := strings.TrimPrefix(c.Desktop, "local/")
 	tool(t, s, "move", map[string]any{"desktop": c.Desktop, "x": 5, "y": 5})
 
 	for _, page := range []struct{ user, path string }{{"alice", "/"}, {"ops", "/admin"}} {
@@ -29,16 +29,35 @@ func TestMCP_Oversight(t *testing.T) {
 		}
 	}
 
-	ws, _, err := dialWS(p, "alice", "/ws/vnc/local/"+member, p.URL)
-	if err != nil {
-		t.Fatal(err)
+	// Alice watches her desktop in Chromium while the agent works: what
+	// the agent types shows on her screen; then she types and so takes
+	// control.
+	waitFor(t, 2*time.Minute, "the desktop's screen to settle", func() bool {
+		return strings.HasPrefix(resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": c.Desktop, "timeout_ms": 3000})), "no change")
+	})
+	b := MustLaunchBrowser(t)
+	page, _ := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
+	shown := func() string {
+		v, err := page.Evaluate(`() => document.querySelector('#screen canvas').toDataURL('image/png')`)
+		must(t, err)
+		return v.(string)
 	}
-	defer ws.Close()
-	send := rfbHandshake(t, ws)
+	var before string
+	waitFor(t, time.Minute, "alice's screen to hold still", func() bool {
+		a := shown()
+		time.Sleep(time.Second)
+		before = shown()
+		return a == before
+	})
+	tool(t, s, "click", map[string]any{"desktop": c.Desktop, "x": 300, "y": 200}) // the xterm at +40+40
+	tool(t, s, "type_text", map[string]any{"desktop": c.Desktop, "text": "echo the-agent-typed-this"})
+	waitFor(t, time.Minute, "the agent's typing on alice's screen in Chromium", func() bool { return shown() != before })
+	screenshot(t, page, "watching-the-agent")
+
+	must(t, page.Locator("#screen canvas").Click())
 	var said string
 	waitFor(t, time.Minute, "the agent's input suspended once alice typed", func() bool {
-		send([]byte{4, 1, 0, 0, 0, 0, 0xff, 0xe1}) // shift down
-		send([]byte{4, 0, 0, 0, 0, 0, 0xff, 0xe1}) // and up
+		must(t, page.Keyboard().Press("Shift"))
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "type_text", Arguments: map[string]any{"desktop": c.Desktop, "text": "x"}})
 		if err != nil {
 			t.Fatal(err)
