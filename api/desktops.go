@@ -70,8 +70,11 @@ type Viewer struct {
 	// sound, Protocol "audio") or "asks" (waiting for the holder's consent
 	// to Wants, "watch", "control", or "request-control": an admin
 	// watching who asks for control of the screen).
-	Role     string       `json:"role"`
-	Wants    string       `json:"wants,omitempty"`
+	Role  string `json:"role"`
+	Wants string `json:"wants,omitempty"`
+	// Granted marks an admin's console with the control the holder gave
+	// (Request control), which the holder may take back (answer "end").
+	Granted  bool         `json:"granted,omitempty"`
 	Protocol vdi.Protocol `json:"protocol"`
 	Since    time.Time    `json:"since"`
 }

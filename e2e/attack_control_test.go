@@ -56,6 +56,16 @@ func controlAttacks() []attack {
 			},
 			status: 403,
 		},
+		// Mallory takes back control alice gave someone (only the holder
+		// ends it: a watcher would cut a helper off).
+		{
+			name: "NotTheHolderTakesBackControl",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "POST", "/api/vdi/desktops/local/"+a.victim+"/viewers/1-0/end", "", "Tailscale-User-Login", "mallory",
+					"Sec-Fetch-Site", "same-origin")
+			},
+			status: 403,
+		},
 		// An admin opens alice's screen with "control" granted by an RDP
 		// token the portal signed for them (/connect gives one): only the
 		// holder's answer makes a grant.

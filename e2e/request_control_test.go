@@ -14,7 +14,8 @@ import (
 // asks them as the consent prompt does. Refused, the admin reads so and
 // still watches; allowed, the admin's console reopens with control and
 // their keys reach the desktop (a command typed on the admin's page runs
-// in the holder's terminal window). Audited. At a laptop's, a tablet's
+// in the holder's terminal window); the holder takes it back with one
+// click and the admin watches again. Audited. At a laptop's, a tablet's
 // and a phone's size (both pages of one size).
 func TestConsoleUX_RequestControl(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
@@ -81,6 +82,21 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			if !auditHas(t, p, "user=boss", "control-request", d.Name, "refused or unanswered by "+holder) ||
 				!auditHas(t, p, "user=boss", "control-request", d.Name, "granted by "+holder) {
 				t.Errorf("the audit log lacks boss's two requests for control of %s", d.Name)
+			}
+
+			// The holder takes control back: the admin watches again,
+			// view only, and may ask anew.
+			must(t, page.GetByTestId("take-back-control").Click())
+			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(admin.GetByTestId("desktop-name")).ToHaveText("Watching local/"+d.Name))
+			must(t, expect.Locator(admin.GetByTestId("request-control")).ToBeVisible())
+			must(t, expect.Locator(page.GetByTestId("take-back-control")).ToHaveCount(0))
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
+			screenshot(t, page, "holder-took-back")
+			screenshot(t, admin, "admin-watching-again")
+			if !auditHas(t, p, "user="+holder, "control-taken-back", d.Name, "") {
+				t.Errorf("the audit log lacks %s taking control of %s back", holder, d.Name)
 			}
 			must(t, admin.Close())
 			must(t, page.Close())

@@ -165,8 +165,15 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		defer h.console.invited.add(share.ID, cancel)()
 		go keepShared(ctx, h.desktops, id, ref, *share, vdi.ShareCheckEvery, cancel)
 	}
+	var end func() // the holder takes back the control they gave
+	if granted {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		end = func() { cancel(shareEnded(roleChangedPrefix + d.Holder + " took back control; you watch, view only.")) }
+	}
 	if watching { // the holder's page says so at once
-		defer h.console.watchers.add(ref, watcher)()
+		defer h.console.watchers.add(ref, watcher, end)()
 	} else {
 		defer h.console.links.set(ref, path)()
 	}

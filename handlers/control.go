@@ -77,3 +77,20 @@ func (h *Handler) controlGranted(r *http.Request, id vdi.Identity, d vdi.Desktop
 	}
 	return true, nil
 }
+
+// answerEnd is the holder's answer that takes back the control they gave
+// (POST …/viewers/{id}/end).
+const answerEnd = "end"
+
+// takeBackControl ends the admin's console id of ref with the control the
+// holder gave, on whichever replica it runs; the admin's page reopens
+// watching, view only. Audited.
+func (h *Handler) takeBackControl(w http.ResponseWriter, r *http.Request, id vdi.Identity, ref vdi.Ref) error {
+	viewer := r.PathValue("id")
+	if !h.console.watchers.end(ref, viewer) && !h.console.answerOnPeers(r.Context(), ref, viewer, answerEnd) {
+		return vdi.Errorf(vdi.ENotFound, "It may have closed already; nothing to do.", "Nobody you gave control of %s is on it.", ref)
+	}
+	h.trail.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "control-taken-back", Namespace: ref.Namespace, Target: ref.Name})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

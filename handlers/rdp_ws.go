@@ -74,7 +74,7 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		return nil
 	}
 	if watching { // the holder's page says so at once
-		defer h.console.watchers.add(ref, watcher)()
+		defer h.console.watchers.add(ref, watcher, nil)()
 	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
 	if d.Holder == id.Login {

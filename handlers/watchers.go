@@ -32,6 +32,7 @@ type watched struct {
 	version uint64
 	changed chan struct{}
 	asks    map[string]chan bool
+	ends    map[string]func() // of the consoles the holder may end (Granted)
 }
 
 func (w *watchers) get(ref vdi.Ref) *watched {
@@ -67,19 +68,28 @@ func watches(user string) func(api.Viewer) bool {
 	return func(v api.Viewer) bool { return v.User == user && (v.Role == "watch" || v.Role == "control") }
 }
 
-// add notes v on ref's console until the returned func is called.
-func (w *watchers) add(ref vdi.Ref, v api.Viewer) (remove func()) {
+// add notes v on ref's console until the returned func is called; end,
+// when not nil, is how the holder ends that console (answer "end").
+func (w *watchers) add(ref vdi.Ref, v api.Viewer, end func()) (remove func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d := w.get(ref)
 	v.ID = watcherIDs + strconv.FormatUint(d.version, 10) + "-" + strconv.Itoa(len(d.list))
+	v.Granted = end != nil
 	d.list = append(d.list, v)
+	if end != nil {
+		if d.ends == nil {
+			d.ends = map[string]func(){}
+		}
+		d.ends[v.ID] = end
+	}
 	d.bump()
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		d := w.get(ref)
 		d.list = slices.DeleteFunc(d.list, func(x api.Viewer) bool { return x.ID == v.ID })
+		delete(d.ends, v.ID)
 		d.bump()
 		if len(d.list) == 0 && d.version > 1<<62 {
 			delete(w.by, ref) // keep versions growing; drop only what cannot wrap
@@ -106,7 +116,7 @@ func (w *watchers) await(ctx context.Context, ref vdi.Ref, v api.Viewer) bool {
 // awaitFor is await waiting at most wait.
 func (w *watchers) awaitFor(ctx context.Context, ref vdi.Ref, v api.Viewer, wait time.Duration) bool {
 	v.Role, v.Wants = roleAsks, v.Role
-	remove := w.add(ref, v)
+	remove := w.add(ref, v, nil)
 	defer remove()
 	w.mu.Lock()
 	d := w.get(ref)
@@ -142,6 +152,18 @@ func (w *watchers) answer(ref vdi.Ref, id string, allow bool) bool {
 	if ok {
 		c <- allow
 		delete(w.get(ref).asks, id)
+	}
+	return ok
+}
+
+// end ends the console id of ref that the holder may end (add's end);
+// it reports whether such a console is open here.
+func (w *watchers) end(ref vdi.Ref, id string) bool {
+	w.mu.Lock()
+	end, ok := w.get(ref).ends[id]
+	w.mu.Unlock()
+	if ok {
+		end()
 	}
 	return ok
 }
@@ -216,8 +238,10 @@ func (h *Handler) handleViewerAnswer(w http.ResponseWriter, r *http.Request, id 
 	case "allow":
 		allow = true
 	case "refuse":
+	case answerEnd:
+		return h.takeBackControl(w, r, id, ref)
 	default:
-		return vdi.Errorf(vdi.EInvalid, "Answer allow or refuse.", "Unknown answer %q.", r.PathValue("answer"))
+		return vdi.Errorf(vdi.EInvalid, "Answer allow, refuse or end.", "Unknown answer %q.", r.PathValue("answer"))
 	}
 	if !h.console.watchers.answer(ref, r.PathValue("id"), allow) && !h.console.answerOnPeers(r.Context(), ref, r.PathValue("id"), r.PathValue("answer")) {
 		return vdi.Errorf(vdi.ENotFound, "The watch may have given up waiting; nothing to do.", "No watch of %s is waiting for an answer.", ref)

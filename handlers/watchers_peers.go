@@ -221,11 +221,15 @@ func (h *peerSocket) handlePeerViewerAnswer(w http.ResponseWriter, r *http.Reque
 		h.refusePeer(w, r, ref, err)
 		return
 	}
-	if answer != "allow" && answer != "refuse" {
-		h.writeAPIError(w, r, vdi.Errorf(vdi.EInvalid, "Answer allow or refuse.", "Unknown answer %q.", answer))
+	if answer != "allow" && answer != "refuse" && answer != answerEnd {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EInvalid, "Answer allow, refuse or end.", "Unknown answer %q.", answer))
 		return
 	}
-	if !h.console.watchers.answer(ref, r.PathValue("id"), answer == "allow") {
+	if answer == answerEnd && !h.console.watchers.end(ref, r.PathValue("id")) {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask the other replicas.", "No console %q of %s with control given here.", r.PathValue("id"), ref))
+		return
+	}
+	if answer != answerEnd && !h.console.watchers.answer(ref, r.PathValue("id"), answer == "allow") {
 		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask the other replicas.", "No watch %q of %s waits here.", r.PathValue("id"), ref))
 		return
 	}

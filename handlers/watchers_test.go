@@ -20,7 +20,7 @@ func TestWatchers(t *testing.T) {
 	if len(list) != 0 {
 		t.Fatalf("watchers of a fresh desktop = %v; want none", list)
 	}
-	remove := w.add(ref, api.Viewer{User: "boss", Role: "watch"})
+	remove := w.add(ref, api.Viewer{User: "boss", Role: "watch"}, nil)
 	select {
 	case <-changed:
 	default:
@@ -71,11 +71,36 @@ func TestWatchers_WatchingOnAnyReplica(t *testing.T) {
 	h := New(Config{Auth: e.auth, Assets: e.assets, Log: e.log, Console: ConsoleConfig{PeerSecret: secret,
 		FindPeers: func(context.Context) []string { return []string{srv.URL} }}})
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-1"}
-	defer other.console.watchers.add(ref, api.Viewer{User: "ops", Role: "watch", Protocol: vdi.ProtocolVNC})()
-	defer other.console.watchers.add(ref, api.Viewer{User: "boss", Role: "asks", Protocol: vdi.ProtocolVNC})()
+	defer other.console.watchers.add(ref, api.Viewer{User: "ops", Role: "watch", Protocol: vdi.ProtocolVNC}, nil)()
+	defer other.console.watchers.add(ref, api.Viewer{User: "boss", Role: "asks", Protocol: vdi.ProtocolVNC}, nil)()
 	for user, want := range map[string]bool{"ops": true, "boss": false, "carol": false} {
 		if got := h.console.watchingAnywhere(context.Background(), ref, user); got != want {
 			t.Errorf("watchingAnywhere(%s) = %v; want %v", user, got, want)
 		}
+	}
+}
+
+// TestWatchers_HolderEndsOnlyGrantedControl: the holder's "end" reaches
+// only a console with the control they gave (Request control), never an
+// admin's plain watch; the ended console's entry goes with it.
+func TestWatchers_HolderEndsOnlyGrantedControl(t *testing.T) {
+	var w watchers
+	ref := vdi.Ref{Namespace: "local", Name: "demo-1"}
+	defer w.add(ref, api.Viewer{User: "ops", Role: "watch"}, nil)()
+	ended := 0
+	removeHelper := w.add(ref, api.Viewer{User: "boss", Role: "control"}, func() { ended++ })
+	list, _, _ := w.snapshot(ref)
+	if len(list) != 2 || list[0].Granted || !list[1].Granted {
+		t.Fatalf("viewers %+v; want ops's watch not granted, boss's control granted", list)
+	}
+	if w.end(ref, list[0].ID) {
+		t.Error("the holder ended an admin's plain watch")
+	}
+	if !w.end(ref, list[1].ID) || ended != 1 {
+		t.Errorf("end of the granted console: ended %d times; want once", ended)
+	}
+	removeHelper()
+	if w.end(ref, list[1].ID) {
+		t.Error("end found a console that closed")
 	}
 }

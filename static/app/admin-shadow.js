@@ -20,6 +20,8 @@ let grant = null;
 let viewing = false; // the open console is the screen, view only
 const badge = document.querySelector('[data-testid=share-role]');
 const badgeText = badge.textContent;
+const heading = document.querySelector('[data-testid=desktop-name]');
+const headingText = heading.textContent;
 const offerControl = attachRequestControl(document.getElementById('request-control'), status, screen.dataset.holder, (g) => {
   grant = g;
   watch();
@@ -89,10 +91,12 @@ async function watch() {
     url.searchParams.set('control', grant);
     viewing = false;
     badge.textContent = 'control';
+    heading.textContent = headingText.replace(/^Watching /, 'Helping on ');
     current = await mod.open(screen, { ...opt, websocket: url.pathname + url.search, viewOnly: false, beside: true }, ui);
   } else {
     viewing = viewOnly && opt.protocol === 'vnc';
     badge.textContent = badgeText;
+    heading.textContent = headingText;
     current = await mod.open(screen, { ...opt, asks: info.asks, viewOnly, beside: true }, ui);
   }
   grant = null;

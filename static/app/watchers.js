@@ -66,9 +66,22 @@ export function watchViewers(notice, url) {
       className: 'watch-participants', textContent: sayParticipants('you', '', list),
     })] : [];
     on.forEach((el) => { el.dataset.testid = 'holder-participants'; });
-    notice.replaceChildren(...(text ? [text] : []), ...on, ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+    notice.replaceChildren(...(text ? [text] : []), ...on, ...list.filter((v) => v.granted).map((v) => takeBack(v)),
+      ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
     notice.hidden = notice.childNodes.length === 0;
   });
+
+  // takeBack ends the control the holder gave an admin (Request control):
+  // their console reopens watching, view only.
+  function takeBack(v) {
+    const b = Object.assign(document.createElement('button'), { type: 'button', textContent: `Take back control from ${v.user}` });
+    b.dataset.testid = 'take-back-control';
+    b.addEventListener('click', () => {
+      b.disabled = true;
+      fetch(`${url}/${encodeURIComponent(v.id)}/end`, { method: 'POST' }).catch(() => { b.disabled = false; });
+    });
+    return b;
+  }
 
   // ask is a watch waiting for the holder's consent (the pool's policy),
   // with the holder's two answers.
