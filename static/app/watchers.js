@@ -21,7 +21,8 @@ export function sayViewers(list) {
 }
 
 // pollViewers calls show with the desktop's viewers at url, and again at
-// each change, until the page goes.
+// each change, until the page goes or the desktop is no longer the
+// user's to ask about (403, 404: released, revoked; the console says so).
 export function pollViewers(url, show) {
   let etag = '';
   async function poll() {
@@ -30,6 +31,8 @@ export function pollViewers(url, show) {
       if (res.status === 200) {
         etag = res.headers.get('ETag') || '';
         show(await res.json());
+      } else if (res.status === 403 || res.status === 404) {
+        return;
       } else if (res.status !== 304) {
         throw new Error(`status ${res.status}`);
       }
