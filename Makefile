@@ -2,7 +2,9 @@
 BIN        := bin/corral-vdi-portal
 GO         ?= go
 GOFLAGS    ?=
-TEST_FLAGS ?= -count=1 -timeout 45m
+# The timeout guards against a hang: the e2e package alone runs ~37 min on
+# two cores, and one package's tests run one after another.
+TEST_FLAGS ?= -count=1 -timeout 60m
 .DEFAULT_GOAL := help
 
 .PHONY: help deps test-deps assets generate build run test e2e bench bench-wan soak fuzz lint clean

@@ -198,7 +198,7 @@ var settings = []setting{
 		set: func(c *Config, v string) (err error) { c.Local.DesktopLimits, err = local.ParseLimits(v); return err }},
 	{group: "local", name: "desktop-sandbox", def: local.SandboxAuto, help: "how local desktops are kept from the portal and each other: auto (uids as root, else userns), uids (a uid of its own per member; root only) or userns (user, pid, mount and network namespaces made by bubblewrap; no network)",
 		set: text(func(c *Config) *string { return &c.Local.DesktopSandbox })},
-	{group: "local", name: "desktop-network", def: local.NetworkOutbound, help: "network of local desktops, each in a network namespace of its own (never the host's): outbound (each pool's network policy decides, outbound by default: out through pasta, the host's loopback out of reach) or none (only a loopback, whatever the pool says)",
+	{group: "local", name: "desktop-network", def: local.NetworkOutbound, help: "network of local desktops, each in a network namespace of its own (never the host's): outbound (each pool's network policy decides, outbound by default: out through pasta, the host's loopback out of reach, its other addresses behind the host fence; a portal that is not root gives desktops no outbound network, as nothing could fence it off the host) or none (only a loopback, whatever the pool says)",
 		set: func(c *Config, v string) error {
 			if v == "host" {
 				return errors.New("host is gone: no desktop shares the host's network (its loopback reaches the portal); unset it for outbound network through a user-mode stack, or set none")
