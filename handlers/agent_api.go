@@ -20,11 +20,8 @@ const maxAgentBody = 2 << 20
 // its PNG (the screen's size in X-Screen-Width and X-Screen-Height);
 // every other tool its answer as JSON.
 func (h *mcpRoute) handleAgentAction(w http.ResponseWriter, r *http.Request) {
-	id, ok := h.auth.Identify(r)
-	if !ok || id.Token == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="corral-vdi-portal"`)
-		h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Make a token on the portal's Tokens page and send it as Authorization: Bearer <token>.",
-			"The agent API needs a personal access token."))
+	id, ok := h.tokenOnly(w, r, "The agent API")
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAgentBody))

@@ -40,12 +40,21 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 // agent seat with a signed-in browser. Each token's calls have rate
 // limits of their own (package agent) in place of the per-user one.
 func (h *mcpRoute) handleMCP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := h.tokenOnly(w, r, "The agent seat"); ok {
+		h.seat.Serve(w, r, id)
+	}
+}
+
+// tokenOnly identifies r's sender by a personal access token only, never
+// a cookie or an identity proxy's header; without one it answers 401 (what
+// names the route) and reports false.
+func (h *mcpRoute) tokenOnly(w http.ResponseWriter, r *http.Request, what string) (vdi.Identity, bool) {
 	id, ok := h.auth.Identify(r)
 	if !ok || id.Token == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="corral-vdi-portal"`)
 		h.writeAPIError(w, r, vdi.Errorf(vdi.EUnauthorized, "Make a token on the portal's Tokens page and send it as Authorization: Bearer <token>.",
-			"The agent seat needs a personal access token."))
-		return
+			"%s needs a personal access token.", what))
+		return vdi.Identity{}, false
 	}
-	h.seat.Serve(w, r, id)
+	return id, true
 }
