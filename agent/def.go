@@ -56,11 +56,22 @@ func def[In, Out any](t *mcp.Tool, run func(s *Seat, ctx context.Context, id vdi
 }
 
 // tools are every tool of the seat.
-func tools() []tool { return slices.Concat(sessionTools, inputTools) }
+var tools = slices.Concat(sessionTools, inputTools)
+
+// desktopTools names the tools that act on a desktop (the JSON routes').
+var desktopTools = func() []string {
+	var names []string
+	for _, t := range tools {
+		if t.act != nil {
+			names = append(names, t.name)
+		}
+	}
+	return names
+}()
 
 // addTools adds the seat's tools, acting as id, to srv.
 func (s *Seat) addTools(srv *mcp.Server, id vdi.Identity) {
-	for _, t := range tools() {
+	for _, t := range tools {
 		t.add(s, srv, id)
 	}
 }
@@ -80,12 +91,12 @@ type Reply struct {
 // limits, the audit). A tool that is not there, or acts on no desktop
 // (list_pools and claim_desktop have routes of their own), is ENotFound.
 func (s *Seat) Act(ctx context.Context, id vdi.Identity, ref vdi.Ref, name string, body []byte) (Reply, error) {
-	i := slices.IndexFunc(tools(), func(t tool) bool { return t.name == name && t.act != nil })
+	i := slices.IndexFunc(tools, func(t tool) bool { return t.name == name && t.act != nil })
 	if i < 0 {
-		return Reply{}, vdi.Errorf(vdi.ENotFound, "The tools are those of /mcp that act on a desktop: screenshot, move, click, double_click, drag, scroll, type_text, press_keys, read_clipboard, write_clipboard, wait_for_change and release_desktop.",
+		return Reply{}, vdi.Errorf(vdi.ENotFound, "The tools are those of /mcp that act on a desktop: "+strings.Join(desktopTools, ", ")+".",
 			"No agent action %q on a desktop.", name)
 	}
-	res, out, err := tools()[i].act(s, ctx, id, ref, body)
+	res, out, err := tools[i].act(s, ctx, id, ref, body)
 	if err != nil {
 		return Reply{}, err
 	}
