@@ -84,7 +84,7 @@ func (b *Backend) desktopSpec(name string) (DesktopSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	spec.State = filepath.Join(b.memberDir(name), "state")
+	spec.State = filepath.Join(b.memberDir(name), memberStateName)
 	spec.User = u
 	return spec, nil
 }

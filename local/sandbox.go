@@ -38,6 +38,10 @@ const memberUIDName = "uid"
 // namespaced desktop.
 const memberTmpName = "tmp"
 
+// memberStateName is the folder in a member's folder that holds its
+// processes' logs, pids file and RDP password (the portal's, 0700).
+const memberStateName = "state"
+
 // DesktopUser is who a sandboxed desktop's processes run as, and within
 // which limits.
 type DesktopUser struct {

@@ -13,7 +13,8 @@ import (
 // the desktop may pass through, not list):
 //
 //	uid    the member's uid (portal, 0600)
-//	state  pids file, logs, RDP password (portal, 0700)
+//	state  pids file, logs, RDP password (portal, 0700; a tmpfs of
+//	       stateBound where the portal is root)
 //	run    sockets, Xauthority, RDP SAM and server home (the uid, 0700)
 //	home   HOME (the uid, 0700)
 //
@@ -31,6 +32,9 @@ func prepareSandboxDirs(spec DesktopSpec, log *slog.Logger) error {
 	u := spec.User
 	killLegacyDesktop(spec, log)
 	if err := u.killLeftovers(desktopStopGrace); err != nil {
+		return err
+	}
+	if err := u.mountState(spec.State); err != nil { // its logs: bounded
 		return err
 	}
 	// The member's folder: the uid passes through it to run and home (an

@@ -3,6 +3,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -29,6 +30,35 @@ func (u *DesktopUser) mountDisk(dir string) error {
 	opts := "size=" + strconv.FormatUint(u.Limits.Disk, 10) + ",mode=0700,uid=" + strconv.Itoa(u.UID) + ",gid=" + strconv.Itoa(u.GID)
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the disk bound on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// stateBound is the size of a sandboxed member's state folder (its
+// processes' logs, pids file and RDP password) where the portal is root:
+// a desktop that writes to its stdout without end fills this tmpfs, not
+// the portal's disk. Xvnc's log stays far below it.
+const stateBound = 16 << 20
+
+// mountState mounts a tmpfs of stateBound on the member's state folder
+// dir, the portal's own (0700), where mountDisk would bound the desktop's
+// disk; nothing when dir is a mount already. What an older portal left in
+// dir is removed first: the mount would hide it.
+func (u *DesktopUser) mountState(dir string) error {
+	if u == nil || !u.own || u.Limits.Disk == 0 || isMountpoint(dir) {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size="+strconv.Itoa(stateBound)+",mode=0700"); err != nil {
+		return fmt.Errorf("mount the bound of the state folder %s: %w", dir, err)
 	}
 	return nil
 }
@@ -60,7 +90,8 @@ func isMountpoint(dir string) bool {
 // unmountMember unmounts the disk bounds of the member whose folder is dir.
 func unmountMember(dir string) error {
 	return errors.Join(unmountDisk(filepath.Join(dir, "home")), unmountDisk(filepath.Join(dir, memberTmpName)),
-		unmountDisk(filepath.Join(dir, "run")), unmountDisk(filepath.Join(dir, memberScratchName)))
+		unmountDisk(filepath.Join(dir, "run")), unmountDisk(filepath.Join(dir, memberScratchName)),
+		unmountDisk(filepath.Join(dir, memberStateName)))
 }
 
 // diskMissing says why desktops get no disk bound here; "" when they do.

@@ -1,14 +1,18 @@
 package local
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSandboxedDesktop_DiskBound fills an ephemeral desktop's home and
 // /tmp: each write stops at the 8 MiB bound, and the bounds come off when
-// the member is wiped.
+// the member is wiped. A process of the desktop that writes to its stdout
+// without end (as anything started from its window manager's menu may)
+// fills the member's state folder, not the portal's disk.
 func TestSandboxedDesktop_DiskBound(t *testing.T) {
 	s := MustSandbox(t, "202300-202399", Limits{NProc: 300, Disk: 8 << 20})
 	spec := MustSandboxedSpec(t, s, "disk")
@@ -26,7 +30,17 @@ func TestSandboxedDesktop_DiskBound(t *testing.T) {
 	if strings.Count(out, "1\r\n8\t") != 2 {
 		t.Errorf("filling home and /tmp said %q; want both refused at the bound", out)
 	}
-	for _, dir := range []string{spec.Home, filepath.Join(member, memberTmpName)} {
+	flood, err := startDesktopProc("flood", spec.State, "/bin/dd", []string{"if=/dev/zero", "bs=1M", "count=64"}, nil, spec.Home, nil, spec.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !flood.wait(time.Minute) {
+		t.Fatal("a desktop process writing 64 MiB to its stdout did not end within a minute")
+	}
+	if fi, err := os.Stat(filepath.Join(spec.State, "flood.log")); err != nil || fi.Size() > stateBound {
+		t.Errorf("attack log-fill: a desktop process's stdout log is %v (%v); want at most the state folder's %d bytes", fi.Size(), err, stateBound)
+	}
+	for _, dir := range []string{spec.Home, filepath.Join(member, memberTmpName), spec.State} {
 		if !isMountpoint(dir) {
 			t.Errorf("%s has no disk bound mounted", dir)
 		}
@@ -35,8 +49,8 @@ func TestSandboxedDesktop_DiskBound(t *testing.T) {
 	if err := unmountMember(member); err != nil {
 		t.Fatal(err)
 	}
-	if isMountpoint(spec.Home) {
-		t.Error("the home's bound survived unmountMember")
+	if isMountpoint(spec.Home) || isMountpoint(spec.State) {
+		t.Error("the home's or the state folder's bound survived unmountMember")
 	}
 }
 
