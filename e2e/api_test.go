@@ -61,6 +61,8 @@ func TestAPI_ClaimRules(t *testing.T) {
 			{"corral_vdi_ready", map[string]string{}, 1},
 			{"corral_vdi_apiserver_up", map[string]string{}, 1},
 			{"corral_vdi_recordings_bytes", map[string]string{}, 0},
+			{"corral_vdi_reclaims_total", map[string]string{"rule": "idle"}, 0},
+			{"corral_vdi_reclaims_total", map[string]string{"rule": "lease-expired"}, 0},
 		} {
 			if got, ok := gauge(families, tc.name, tc.labels); !ok || got != tc.want {
 				t.Errorf("%s%v = %v (there: %v); want %v", tc.name, tc.labels, got, ok, tc.want)
@@ -73,6 +75,11 @@ func TestAPI_ClaimRules(t *testing.T) {
 		}
 		if members != 3 {
 			t.Errorf("corral_vdi_desktops of local/demo add up to %v; want its 3 members", members)
+		}
+		warm, _ := gauge(families, "corral_vdi_claims_won_total", map[string]string{"member": "warm"})
+		cold, _ := gauge(families, "corral_vdi_claims_won_total", map[string]string{"member": "cold"})
+		if warm+cold != 3 {
+			t.Errorf("corral_vdi_claims_won_total: %v warm and %v cold; want alice's, bob's and carol's claims (asking again wins nothing)", warm, cold)
 		}
 		if max, _ := gauge(families, "corral_vdi_recordings_max_bytes", map[string]string{}); max <= 0 {
 			t.Errorf("corral_vdi_recordings_max_bytes = %v; want the default cap", max)

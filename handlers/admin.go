@@ -23,6 +23,8 @@ type Admin interface {
 	Jobs(ctx context.Context, id vdi.Identity) ([]vdi.Job, error)
 	CancelJob(ctx context.Context, id vdi.Identity, namespace, name string) (vdi.Job, error)
 	DeletePool(ctx context.Context, id vdi.Identity, namespace, name string) error
+	// Counters are what this portal counted since it started (metrics).
+	Counters() vdi.Counters
 }
 
 // History reads console session history and the audit log.

@@ -227,7 +227,7 @@ func New(cfg Config) *Handler {
 	cs.dial = console.New(console.Config{Direct: cfg.Desktops, Peers: cfg.Console.Peers, FindPeers: cfg.Console.FindPeers, PeerSecret: cfg.Console.PeerSecret,
 		Paths: cfg.Console.Paths, DirectTimeout: cfg.Console.DirectTimeout, Log: log})
 	hc := &hostCheck{renderer: rd, hosts: newHostPolicy(cfg.Listen, cfg.PublicURLs)}
-	m := newMetrics(metricsConfig{desktops: cfg.Desktops, recordings: cfg.Recordings, ready: ready, outage: cfg.Outage})
+	m := newMetrics(metricsConfig{desktops: cfg.Desktops, admin: cfg.Admin, recordings: cfg.Recordings, ready: ready, outage: cfg.Outage})
 	if cfg.Desktops != nil {
 		cfg.Desktops = countedDesktops{inner: cfg.Desktops, m: m}
 	}

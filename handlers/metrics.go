@@ -29,6 +29,7 @@ type metrics struct {
 // metricsConfig is what the metrics read at scrape time.
 type metricsConfig struct {
 	desktops   Desktops                        // the pools' members
+	admin      Admin                           // the claims' and reclaims' counts; nil: none
 	recordings Recordings                      // the recordings' disk use; nil: none
 	ready      func(ctx context.Context) error // /readyz's answer
 	outage     func() string                   // the API server's outage, if any
@@ -76,7 +77,7 @@ func newMetrics(cfg metricsConfig) *metrics {
 		Name: "corral_vdi_apiserver_up", Help: "1 while the Kubernetes API server answers this replica (always 1 on the local backend), else 0.",
 	}, func() float64 { return boolGauge(cfg.outage == nil || cfg.outage() == "") })
 	m.registry.MustRegister(m.consoles, m.sessions, m.bytes, m.claims, m.claimSeconds, ready, apiserver,
-		newPoolCollector(cfg.desktops), recordingsCollector(cfg.recordings),
+		newPoolCollector(cfg.desktops), recordingsCollector(cfg.recordings), countersCollector(cfg.admin),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

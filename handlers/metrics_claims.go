@@ -119,3 +119,41 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// countersCollector reports what the claim service counted: claims won by
+// whether their member was warm (the standby's hits), and reclaims by
+// rule. Every series is there from the start, at 0 too.
+func countersCollector(a Admin) prometheus.Collector {
+	won := prometheus.NewDesc("corral_vdi_claims_won_total",
+		"Claims won, by whether their member was warm (running or starting: a warm standby's hit) or cold (it had to be started).", []string{"member"}, nil)
+	reclaims := prometheus.NewDesc("corral_vdi_reclaims_total",
+		"Desktops the reclaim loop took back, by rule (disconnect-grace, max-session, idle, lease-expired).", []string{"rule"}, nil)
+	return collectorFunc{descs: []*prometheus.Desc{won, reclaims}, collect: func(ch chan<- prometheus.Metric) {
+		var c vdi.Counters
+		if a != nil {
+			c = a.Counters()
+		}
+		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsWarm), "warm")
+		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsCold), "cold")
+		for _, r := range vdi.ReclaimRules {
+			ch <- prometheus.MustNewConstMetric(reclaims, prometheus.CounterValue, float64(c.Reclaims[r]), r)
+		}
+	}}
+}
+
+// collectorFunc is a collector of fixed descriptions whose metrics collect
+// makes at scrape time.
+type collectorFunc struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
+
+// Describe sends the descriptions.
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect makes the metrics.
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }

@@ -123,6 +123,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 			}
 			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
 			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
+			s.counts.claimed(m.Power)
 			s.kickStandby() // a warm member went: refill
 			s.mirror(l)
 			return s.powerOn(ctx, l, atOnce)

@@ -136,6 +136,7 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 				continue
 			}
 			n++
+			s.counts.reclaimed(rule)
 			s.record(ctx, AuditEvent{Actor: "portal", Action: "reclaim", Namespace: l.Namespace, Target: l.Member,
 				Detail: fmt.Sprintf("rule %s; holder %s", rule, l.Holder)})
 			s.log.Info("reclaimed", "desktop", l.Ref(), "holder", l.Holder, "rule", rule)

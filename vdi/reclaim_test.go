@@ -79,6 +79,10 @@ func TestReclaimDue(t *testing.T) {
 		mustReclaim(t, svc, 0)
 		*now = now.Add(time.Minute)
 		mustReclaim(t, svc, 1)
+		mustCount(t, svc, vdi.RuleDisconnect)
+		if c := svc.Counters(); c.ClaimsCold != 1 || c.ClaimsWarm != 0 {
+			t.Errorf("counted %d cold and %d warm claims; want alice's one claim of a stopped member, cold", c.ClaimsCold, c.ClaimsWarm)
+		}
 		if b.power["demo-1"] != vdi.PowerStopped {
 			t.Errorf("reclaimed persistent member is %s; want stopped", b.power["demo-1"])
 		}
@@ -125,6 +129,7 @@ func TestReclaimDue(t *testing.T) {
 		*now = now.Add(time.Minute)
 		svc.ConsoleHeartbeat(ctx, d.Ref())
 		mustReclaim(t, svc, 1)
+		mustCount(t, svc, vdi.RuleIdle)
 	})
 
 	t.Run("MaxSessionIgnoresActivity", func(t *testing.T) {
@@ -140,6 +145,7 @@ func TestReclaimDue(t *testing.T) {
 		mustReclaim(t, svc, 0)
 		*now = now.Add(time.Second)
 		mustReclaim(t, svc, 1)
+		mustCount(t, svc, vdi.RuleMaxSession)
 	})
 
 	t.Run("ReleaseClosesConsolesWithAReason", func(t *testing.T) {
@@ -160,6 +166,7 @@ func TestReclaimDue(t *testing.T) {
 		d, _ := svc.Claim(ctx, alice, "local", "demo")
 		*now = now.Add(vdi.DefaultLeaseDuration)
 		mustReclaim(t, svc, 1)
+		mustCount(t, svc, vdi.RuleExpired)
 		if b.power[d.Name] != vdi.PowerStopped {
 			t.Errorf("member of an expired claim is %s; want stopped", b.power[d.Name])
 		}
@@ -193,5 +200,19 @@ func mustReclaim(t *testing.T, svc *vdi.Service, want int) {
 	n, err := svc.ReclaimDue(context.Background())
 	if err != nil || n != want {
 		t.Fatalf("ReclaimDue = %d, %v; want %d", n, err, want)
+	}
+}
+
+// mustCount checks that svc counted one reclaim, by rule, and none by the
+// other rules (the metrics' corral_vdi_reclaims_total).
+func mustCount(t *testing.T, svc *vdi.Service, rule string) {
+	t.Helper()
+	for r, n := range svc.Counters().Reclaims {
+		if want := map[bool]uint64{true: 1}[r == rule]; n != want {
+			t.Errorf("counted %d reclaims by %s; want %d (one reclaim, by %s)", n, r, want, rule)
+		}
+	}
+	if len(svc.Counters().Reclaims) != len(vdi.ReclaimRules) {
+		t.Errorf("counted reclaims by %v; want every rule of %v", svc.Counters().Reclaims, vdi.ReclaimRules)
 	}
 }

@@ -75,6 +75,7 @@ type Service struct {
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
 	changes claimChanges // ClaimChanged's channels
+	counts  counters     // Counters
 
 	jobCtx      context.Context // the jobs this portal runs end with it (StopJobs)
 	stopJobs    context.CancelFunc

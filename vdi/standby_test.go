@@ -62,6 +62,9 @@ func TestStandby(t *testing.T) {
 	if pool.Power(d.Name) != vdi.PowerRunning {
 		t.Errorf("alice got %s (%s); want a warm member", d.Name, pool.Power(d.Name))
 	}
+	if c := svc.Counters(); c.ClaimsWarm != 1 || c.ClaimsCold != 0 {
+		t.Errorf("counted %d warm and %d cold claims; want alice's, a standby hit", c.ClaimsWarm, c.ClaimsCold)
+	}
 	waitFor(t, "the standby refilled after the claim (3 running: alice's and 2 free)", func() bool { return running(pool, names...) == 3 })
 
 	if _, err := svc.Claim(ctx, vdi.Identity{Login: "bob"}, "local", "warm"); err != nil {

@@ -1,0 +1,52 @@
+package vdi
+
+import "sync/atomic"
+
+// ReclaimRules are the rules the reclaim loop reclaims by, each counted
+// (0 too) in Counters.
+var ReclaimRules = [...]string{RuleDisconnect, RuleMaxSession, RuleIdle, RuleExpired}
+
+// Counters are what this portal's Service counted since it started, for
+// the metrics: claims by whether the member won was warm, and the reclaim
+// loop's reclaims by rule.
+type Counters struct {
+	// ClaimsWarm counts claims whose member was running or starting when
+	// won (the warm standby's hits); ClaimsCold those whose member was
+	// stopped or failed (it had to be started).
+	ClaimsWarm, ClaimsCold uint64
+	// Reclaims counts reclaims by rule (ReclaimRules).
+	Reclaims map[string]uint64
+}
+
+// counters is the Service's live count.
+type counters struct {
+	warm, cold atomic.Uint64
+	reclaims   [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
+}
+
+// claimed counts a claim won on a member of power p.
+func (c *counters) claimed(p Power) {
+	if p == PowerRunning || p == PowerStarting {
+		c.warm.Add(1)
+	} else {
+		c.cold.Add(1)
+	}
+}
+
+// reclaimed counts a reclaim by rule.
+func (c *counters) reclaimed(rule string) {
+	for i, r := range ReclaimRules {
+		if r == rule {
+			c.reclaims[i].Add(1)
+		}
+	}
+}
+
+// Counters returns what this portal counted since it started.
+func (s *Service) Counters() Counters {
+	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), Reclaims: map[string]uint64{}}
+	for i, r := range ReclaimRules {
+		out.Reclaims[r] = s.counts.reclaims[i].Load()
+	}
+	return out
+}
