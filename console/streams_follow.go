@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -102,6 +103,7 @@ func (f *followConn) refollow(moved chan struct{}) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), followWait)
 	defer cancel()
 	f.s.log.Info("an invitee's link to the shared console ended; following the console", "console", key)
+	warned := false // a holder that does not answer is said once a follow, not every poll
 	for {
 		f.mu.Lock()
 		closed := f.closed
@@ -109,7 +111,12 @@ func (f *followConn) refollow(moved chan struct{}) bool {
 		if closed {
 			return f.giveUp(moved)
 		}
-		if c, version, ok := f.find(ctx, key); ok {
+		c, version, err := f.find(ctx, key)
+		if err != nil && !warned {
+			warned = true
+			f.s.log.Warn("the replica holding the shared console does not answer; the invitee waits for the console elsewhere", "console", key, "err", err)
+		}
+		if c != nil {
 			f.mu.Lock()
 			if f.closed {
 				f.mu.Unlock()
@@ -131,25 +138,30 @@ func (f *followConn) refollow(moved chan struct{}) bool {
 }
 
 // find joins the holder's console where its record names it now, if it
-// is there.
-func (f *followConn) find(ctx context.Context, key string) (net.Conn, string, bool) {
+// is there (c is nil when it is not); err says why the replica its
+// record names does not answer.
+func (f *followConn) find(ctx context.Context, key string) (c net.Conn, version string, err error) {
 	o, err := f.s.owners.Get(ctx, key)
 	if err != nil || o.Version == "" || !o.Alive {
-		return nil, "", false
+		return nil, "", nil
 	}
 	if o.Replica == f.s.owners.Self() {
 		c, _, ok := f.s.streams.Join(f.ref.String()+"/"+string(f.p), f.control)
 		if !ok {
-			return nil, "", false
+			return nil, "", nil
 		}
-		return c, o.Version, true
+		return c, o.Version, nil
 	}
-	c, err := relay.DialPeerStream(ctx, o.URL, f.s.secret, string(f.p), screenRole(f.control), f.ref.Namespace, f.ref.Name)
+	c, err = relay.DialPeerStream(ctx, o.URL, f.s.secret, string(f.p), screenRole(f.control), f.ref.Namespace, f.ref.Name)
 	var no *relay.PeerRefusal
-	if err != nil && !(errors.As(err, &no) && no.Status == http.StatusConflict) && ctx.Err() == nil {
-		f.s.log.Warn("the replica holding the shared console does not answer", "console", key, "holder", o.Replica, "err", err)
+	switch {
+	case err == nil:
+		return c, o.Version, nil
+	case errors.As(err, &no) && no.Status == http.StatusConflict, ctx.Err() != nil:
+		return nil, "", nil // not there (yet), or the follow is over
+	default:
+		return nil, "", fmt.Errorf("%s: %w", o.Replica, err)
 	}
-	return c, o.Version, err == nil
 }
 
 // giveUp ends the follow: writers waiting on moved return.

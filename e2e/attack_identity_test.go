@@ -186,7 +186,7 @@ func identityAttacks(sock string) []attack {
 			status: 401,
 			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
 				n := MustStartNginx(t, "unix:"+sock)
-				code := get(t, n.Alice+"/api/vdi/desktops", nil)
+				code := get(t, n.User+"/api/vdi/desktops", nil)
 				if code != 200 {
 					t.Fatalf("alice through nginx and the Unix socket: %d; want 200", code)
 				}

@@ -23,7 +23,10 @@ import (
 // control clients only (also not through a signed view link straight to
 // the owner); her serial console is shared the same way. Alice reconnects
 // on c: still one upstream. The owner is SIGKILLed: the clients
-// reconnect, another replica takes the screen by compare-and-swap; then
+// reconnect, another replica takes the screen by compare-and-swap; the
+// shared serial consoles relayed from b and c follow alice's to c without
+// reopening, and carol's page in Chromium says it reconnects and shows the
+// screen again by itself (followSerial, reconnected); then
 // the new owner drains and stops, and the last replica takes it. Never
 // were two upstreams at once.
 func TestHA_OneScreen(t *testing.T) {
@@ -114,9 +117,9 @@ func TestHA_OneScreen(t *testing.T) {
 	upstreams(1)
 
 	// Her serial console, shared across replicas too: alice opens it on
-	// b, carol (view) joins on c and erin (control) on a over stream links;
+	// a, carol (view) joins on c and erin (control) on b over stream links;
 	// erin's command runs and everyone reads its output, carol's keys go
-	// nowhere.
+	// nowhere. Their consoles stay open through a's SIGKILL below.
 	serial := "/ws/serial/" + ns + "/" + member
 	term := func(r *haReplica, user string) *websocket.Conn {
 		t.Helper()
@@ -127,20 +130,17 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Cleanup(func() { ws.Close() })
 		return ws
 	}
-	aliceSerial := term(b, "alice")
-	carolSerial, erinSerial := term(cr, "carol"), term(a, "erin")
+	aliceSerial := term(a, "alice")
+	carolSerial, erinSerial := term(cr, "carol"), term(b, "erin")
 	must(t, carolSerial.WriteMessage(websocket.BinaryMessage, []byte("echo vi$((2*3))ew\r")))
 	must(t, erinSerial.WriteMessage(websocket.BinaryMessage, []byte("echo sh$((6*7))ared\r")))
-	for who, ws := range map[string]*websocket.Conn{"alice@b": aliceSerial, "carol@c": carolSerial, "erin@a": erinSerial} {
+	for who, ws := range map[string]*websocket.Conn{"alice@a": aliceSerial, "carol@c": carolSerial, "erin@b": erinSerial} {
 		if got := readUntil(ws, "sh42ared"); !strings.Contains(got, "sh42ared") || strings.Contains(got, "vi6ew") {
 			t.Errorf("%s's serial console read %q; want erin's command's output (sh42ared) and nothing of carol's (vi6ew)", who, got)
 		}
 	}
 	if n := standIn.Consoles(ns, member, "console"); n.Opened != 1 || n.Kicked != 0 {
 		t.Errorf("the VMI's serial console: %+v; want 1 opened (alice's), none kicked", n)
-	}
-	for _, ws := range []*websocket.Conn{aliceSerial, carolSerial, erinSerial} {
-		ws.Close()
 	}
 
 	// Alice's console moves to c (a reload, a second tab): the same one
@@ -151,9 +151,11 @@ func TestHA_OneScreen(t *testing.T) {
 	same("alice reconnected on c", viewers)
 	upstreams(1)
 	rogue.ws.Close()
+	page := carolsPage(t, hs, cr) // it records what it says from now on
 
 	// SIGKILL the owner: the relayed consoles end; reopened, they find a
 	// new owner once a's heartbeat runs out, and one upstream again.
+	// Carol's page says it reconnects, and does, by itself.
 	killed := time.Now()
 	a.kill(t)
 	for who, v := range viewers {
@@ -163,6 +165,9 @@ func TestHA_OneScreen(t *testing.T) {
 	}
 	viewers = map[string]*rfbViewer{"erin@b": open(b, "erin")}
 	first := time.Since(killed)
+	followSerial(t, hs, cr, erinSerial, carolSerial)
+	reconnected(t, page, 60*time.Second)
+	t.Logf("carol's page drew the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	viewers["alice@c"] = open(cr, "alice")
 	viewers["carol@c"] = open(cr, "carol")
 	viewers["ops@b"] = open(b, "ops")

@@ -282,7 +282,7 @@ func TestHA(t *testing.T) {
 	// different replicas.
 	booted := <-guests
 	rpage := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	if _, err := rpage.Goto(lb.Alice + "/desktops/" + ns + "/" + member); err != nil {
+	if _, err := rpage.Goto(lb.User + "/desktops/" + ns + "/" + member); err != nil {
 		t.Fatal(err)
 	}
 	ironrdp := playwright.NewPlaywrightAssertions(45000) // compiles 6 MB of wasm first
@@ -322,7 +322,7 @@ func TestHA(t *testing.T) {
 			t.Logf("browser console:\n%s", strings.Join(browserLog, "\n"))
 		}
 	}()
-	consoleURL := lb.Alice + "/desktops/" + ns + "/" + member + "?protocol=vnc"
+	consoleURL := lb.User + "/desktops/" + ns + "/" + member + "?protocol=vnc"
 	var carrier string
 	for try := 0; try < 8 && carrier != a.name; try++ {
 		_, err := page.Goto(consoleURL)
@@ -345,7 +345,7 @@ func TestHA(t *testing.T) {
 			carrier = ""
 			// Round-robin is strict: one more request shifts which
 			// replica the page's websocket lands on.
-			get(t, lb.Alice+"/healthz", nil)
+			get(t, lb.User+"/healthz", nil)
 		}
 	}
 	if carrier != a.name {

@@ -14,14 +14,15 @@ import (
 
 // Nginx is Debian's nginx as a load balancer in front of portal replicas,
 // round-robin per request, with websockets passed through. It has two
-// front doors: Alice's, where it vouches for the user alice (as
-// `tailscale serve` vouches for the signed-in user: a header from the
-// client is replaced), and Open, which passes the client's
-// Tailscale-User-Login through, for API calls as any user.
+// front doors: User's, where it vouches for one user (alice unless
+// MustStartNginxFor names another; as `tailscale serve` vouches for the
+// signed-in user: a header from the client is replaced), and Open, which
+// passes the client's Tailscale-User-Login through, for API calls as any
+// user.
 type Nginx struct {
-	Alice, Open string // base URLs
-	dir         string
-	cmd         *exec.Cmd
+	User, Open string // base URLs
+	dir        string
+	cmd        *exec.Cmd
 }
 
 const nginxConf = `daemon off;
@@ -55,7 +56,7 @@ http {
 			proxy_set_header Upgrade $http_upgrade;
 			proxy_set_header Connection $connection_upgrade;
 			proxy_set_header Host $http_host;
-			proxy_set_header Tailscale-User-Login alice;
+			proxy_set_header Tailscale-User-Login %[5]s;
 		}
 	}
 	server {
@@ -83,8 +84,15 @@ func freeAddr(tb testing.TB) string {
 }
 
 // MustStartNginx starts nginx in front of the portals at upstreams (base
-// URLs, or unix:/path of a portal's socket) and stops it when tb ends.
+// URLs, or unix:/path of a portal's socket), its User door alice's, and
+// stops it when tb ends.
 func MustStartNginx(tb testing.TB, upstreams ...string) *Nginx {
+	tb.Helper()
+	return MustStartNginxFor(tb, "alice", upstreams...)
+}
+
+// MustStartNginxFor is MustStartNginx with user's User door.
+func MustStartNginxFor(tb testing.TB, user string, upstreams ...string) *Nginx {
 	tb.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -108,12 +116,12 @@ func MustStartNginx(tb testing.TB, upstreams ...string) *Nginx {
 		// balancer's health check would.
 		fmt.Fprintf(&servers, "\t\tserver %s max_fails=1 fail_timeout=10s;\n", p.Host)
 	}
-	alice, open := freeAddr(tb), freeAddr(tb)
+	door, open := freeAddr(tb), freeAddr(tb)
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, dir, servers.String(), alice, open)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, dir, servers.String(), door, open, user)), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	n := &Nginx{Alice: "http://" + alice, Open: "http://" + open, dir: dir}
+	n := &Nginx{User: "http://" + door, Open: "http://" + open, dir: dir}
 	n.cmd = exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
 	n.cmd.Stdout, n.cmd.Stderr = os.Stderr, os.Stderr
 	if err := n.cmd.Start(); err != nil {

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// carolsPage opens carol's invitation page (/shared/...) of hs's member in
+// Chromium, through an nginx that vouches for carol and sends every
+// request to r, and waits for its screen: a user's page pinned to one
+// replica, as an ingress with affinity would.
+func carolsPage(t *testing.T, hs *haScreen, r *haReplica) playwright.Page {
+	t.Helper()
+	lb := MustStartNginxFor(t, "carol", r.p.URL)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	t.Cleanup(func() {
+		if t.Failed() {
+			screenshot(t, page, "ha-invitee-failed")
+		}
+	})
+	if _, err := page.Goto(lb.User + "/shared/" + hs.ns + "/" + hs.member); err != nil {
+		t.Fatal(err)
+	}
+	drawn(t, page, "ha-invitee")
+	screenshot(t, page, "ha-invitee")
+	_, err := page.Evaluate(recordStates)
+	must(t, err)
+	return page
+}
+
+// followSerial: after the replica holding alice's serial console was
+// SIGKILLed, her page opens it again on r once the killed replica's
+// upstream has gone; erin's console (control) and carol's (view), joined
+// over links to the killed replica and never reopened, follow it there:
+// erin's command runs and all three read it. The VMI's serial console
+// was opened twice, one after the other, never kicked; each replica's
+// follow said once that the killed replica does not answer, not at every
+// poll while its heartbeat ran out.
+func followSerial(t *testing.T, hs *haScreen, r *haReplica, erin, carol *websocket.Conn) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the killed replica's serial upstream closed", func() bool {
+		return !hs.standIn.Holding(hs.ns, hs.member, "console")
+	})
+	alice, res, err := dialWS(r.p, "alice", "/ws/serial/"+hs.ns+"/"+hs.member, r.p.URL)
+	if err != nil {
+		t.Fatalf("alice's serial console on %s again: %v (%v)", r.name, err, status(res))
+	}
+	t.Cleanup(func() { alice.Close() })
+	must(t, erin.WriteMessage(websocket.BinaryMessage, []byte("echo fol$((3*4))lowed\r")))
+	readUntilWS(t, alice, "fol12lowed", 30*time.Second)
+	for who, ws := range map[string]*websocket.Conn{"erin": erin, "carol": carol} {
+		if got := readUntil(ws, "fol12lowed"); !strings.Contains(got, "fol12lowed") {
+			t.Errorf("%s's serial console read %q after the kill; want erin's command's output (fol12lowed), followed to %s", who, got, r.name)
+		}
+	}
+	if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != 2 || n.Kicked != 0 {
+		t.Errorf("the VMI's serial console: %+v; want 2 opened one after another (the killed replica's, then %s's), none kicked", n, r.name)
+	}
+	for _, name := range []string{"b", "c"} {
+		n := strings.Count(hs.reps[name].p.Log(), "the replica holding the shared console does not answer")
+		if n > 1 {
+			t.Errorf("%s logged %d times that the killed replica does not answer during one follow; want once", name, n)
+		}
+	}
+}
+
+// recordStates has a page note each text its status line and ended card
+// show, in window.seenStates: a load of the page again forgets them.
+const recordStates = `() => {
+  const status = document.getElementById('status'), card = document.getElementById('ended');
+  window.seenStates = [];
+  const note = () => window.seenStates.push(status.textContent + (card.hidden ? '' : ' / ' + card.textContent.replace(/\s+/g, ' ').trim()));
+  const o = new MutationObserver(note);
+  for (const el of [status, card]) o.observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
+}`
+
+// reconnected waits for page, whose console was cut, to show the screen
+// again, and checks that in between it said it reconnects, by itself (no
+// load of the page again).
+func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
+	t.Helper()
+	must(t, playwright.NewPlaywrightAssertions(float64(wait.Milliseconds())).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	drawn(t, page, "ha-invitee-after-kill")
+	screenshot(t, page, "ha-invitee-reconnected")
+	v, err := page.Evaluate(`() => window.seenStates`)
+	must(t, err)
+	seen, _ := v.([]any)
+	if v == nil {
+		t.Fatal("the page's record of what it said is gone: it was loaded again; want it to reconnect by itself")
+	}
+	var said []string
+	for _, s := range seen {
+		if text, _ := s.(string); len(said) == 0 || said[len(said)-1] != text {
+			said = append(said, text)
+		}
+	}
+	t.Logf("carol's page said, in turn: %q", said)
+	if !strings.Contains(strings.Join(said, "\n"), "Reconnecting in") {
+		t.Errorf("carol's page said %q while its screen was cut; want it to say it reconnects", said)
+	}
+}
