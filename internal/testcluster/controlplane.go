@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -81,6 +83,9 @@ type KubeVirt struct {
 	ca    *kubeVirtCA
 	procs []*exec.Cmd
 	named map[string]*exec.Cmd
+
+	mu        sync.Mutex
+	migrating map[types.UID]*standInVMI // migration UID -> a guest its source handed over (node_migration.go)
 }
 
 // StartKubeVirt installs and starts KubeVirt's control plane; it is stopped
@@ -381,6 +386,12 @@ func (kv *KubeVirt) tail(name string) string {
 }
 
 func (kv *KubeVirt) stop() {
+	kv.mu.Lock()
+	for _, g := range kv.migrating {
+		g.stop()
+	}
+	kv.migrating = nil
+	kv.mu.Unlock()
 	for _, p := range kv.procs {
 		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
 	}

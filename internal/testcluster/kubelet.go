@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +64,8 @@ type Kubelet struct {
 	cs   kubernetes.Interface
 	srv  *httptest.Server
 	root string // per-pod HOMEs
+
+	pods cache.Indexer // the Pods the informer sees (fits)
 
 	mu     sync.Mutex
 	ips    map[types.UID]string
@@ -189,6 +192,7 @@ func (k *Kubelet) loop(ctx context.Context) {
 		}
 	}
 	pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }})
+	k.pods = pods.GetIndexer()
 	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	for range kubeletWorkers {
@@ -214,7 +218,7 @@ func (k *Kubelet) loop(ctx context.Context) {
 // sync does the next step for one Pod: bind, report status, or delete.
 func (k *Kubelet) sync(ctx context.Context, pod *corev1.Pod) {
 	switch {
-	case pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil:
+	case pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && k.fits(pod):
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			Target: corev1.ObjectReference{Kind: "Node", Name: k.Node}}
 		// A Conflict means another stand-in bound it first.
@@ -234,6 +238,33 @@ func (k *Kubelet) sync(ctx context.Context, pod *corev1.Pod) {
 		pod.Status = k.status(pod)
 		k.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	}
+}
+
+// fits reports whether pod may run on this node by its required pod
+// anti-affinity on kubernetes.io/hostname, as the scheduler keeps it (a
+// live migration's target virt-launcher Pod keeps off the source's node
+// so); other affinity is not played.
+func (k *Kubelet) fits(pod *corev1.Pod) bool {
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
+		return true
+	}
+	for _, term := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey != corev1.LabelHostname {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil {
+			return false
+		}
+		for _, o := range k.pods.List() {
+			p := o.(*corev1.Pod)
+			if p.Spec.NodeName == k.Node && p.Namespace == pod.Namespace && p.UID != pod.UID &&
+				p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && sel.Matches(labels.Set(p.Labels)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // status is what a kubelet would report for pod, by its first container's

@@ -2,9 +2,11 @@ package testcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,20 +45,30 @@ import (
 //
 // The Node is labelled kubevirt.io/schedulable=true and carries no
 // heartbeat annotation (virt-controller's node controller then counts it
-// responsive). Not played: usbredir, live migration, hotplug, the guest
+// responsive). Two Nodes of one KubeVirt play a live migration
+// (node_migration.go), and RestartHandler a virt-handler restart. Not
+// played: usbredir, hotplug, the guest
 // agent, readiness probes, boot delays and crashes; the KubeVirtStandIn
 // still plays those for the older tests.
 type Node struct {
 	kubelet *Kubelet
+	kv      *KubeVirt
 	cl      client.Client
 	dir     string // the guests' desktops, one folder each
 
-	mu     sync.Mutex
-	guests map[types.UID]*standInVMI // VMI UID -> its running guest
-	names  map[string]types.UID      // ns/name -> the UID of its running guest's VMI
-	shots  int                       // screenshots served (node_console.go)
-	busy   map[types.UID]bool        // VMI UID -> a boot or shutdown under way
-	seq    int
+	handler    *http.Server // virt-handler's console server (node_console.go)
+	handlerLn  net.Listener
+	handlerIP  string
+	handlerTLS *tls.Config
+	restart    chan struct{} // closed when virt-handler restarts: its console streams end
+
+	mu       sync.Mutex
+	guests   map[types.UID]*standInVMI    // VMI UID -> its running guest
+	names    map[string]types.UID         // ns/name -> the UID of its running guest's VMI
+	shots    int                          // screenshots served (node_console.go)
+	busy     map[types.UID]bool           // VMI UID -> a boot or shutdown under way
+	incoming map[types.UID][]net.Listener // migration UID -> the target's VNC and RDP listeners (node_migration.go)
+	seq      int
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -92,7 +104,8 @@ func (kv *KubeVirt) StartNode(tb testing.TB) *Node {
 		tb.Fatal(err)
 	}
 	lctx, cancel := context.WithCancel(ctx)
-	n := &Node{kubelet: k, cl: cl, dir: dir, guests: map[types.UID]*standInVMI{}, names: map[string]types.UID{}, busy: map[types.UID]bool{}, stop: cancel}
+	n := &Node{kubelet: k, kv: kv, cl: cl, dir: dir, guests: map[types.UID]*standInVMI{}, names: map[string]types.UID{}, busy: map[types.UID]bool{},
+		incoming: map[types.UID][]net.Listener{}, restart: make(chan struct{}), stop: cancel}
 	tb.Cleanup(n.close)
 	if err := n.serveConsoles(lctx, kv.ca); err != nil {
 		tb.Fatal(err)
@@ -110,6 +123,11 @@ func (n *Node) close() {
 	n.mu.Lock()
 	guests := n.guests
 	n.guests = map[types.UID]*standInVMI{}
+	for _, lns := range n.incoming {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
 	n.mu.Unlock()
 	for _, g := range guests {
 		g.stop()
@@ -135,7 +153,7 @@ func (n *Node) loop(ctx context.Context) {
 		seen := map[types.UID]bool{}
 		for i := range list.Items {
 			vmi := &list.Items[i]
-			if vmi.Status.NodeName != n.kubelet.Node {
+			if vmi.Status.NodeName != n.kubelet.Node && vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != n.kubelet.Node {
 				continue
 			}
 			seen[vmi.UID] = true
@@ -153,8 +171,10 @@ func (n *Node) sync(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance)
 		return
 	}
 	_, running := n.guests[vmi.UID]
-	var op func(context.Context, *kubevirtv1.VirtualMachineInstance) error
+	op := n.migrationStep(vmi, running)
 	switch {
+	case op != nil:
+	case vmi.Status.NodeName != n.kubelet.Node: // a migration's target, waiting
 	case vmi.IsFinal():
 		if running {
 			op = n.shutdown
@@ -208,6 +228,7 @@ func (n *Node) boot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance)
 	n.mu.Unlock()
 	return n.setStatus(ctx, vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 		st.Phase = kubevirtv1.Running
+		st.SelinuxContext = "none" // virt-handler's word for a node without SELinux, which a migration needs
 		st.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", InterfaceName: "eth0",
 			IP: ip, IPs: []string{ip}, InfoSource: "domain, guest-agent"}}
 	})
@@ -267,9 +288,14 @@ func (n *Node) launcherIP(ctx context.Context, vmi *kubevirtv1.VirtualMachineIns
 	return "", errors.New("no running virt-launcher Pod with an IP on this node")
 }
 
-// setStatus changes vmi's status with the latest object, retrying on
-// conflicts (virt-controller writes the VMI too).
+// setStatus changes vmi's status with the latest object (see update).
 func (n *Node) setStatus(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, change func(*kubevirtv1.VirtualMachineInstanceStatus)) error {
+	return n.update(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) { change(&v.Status) })
+}
+
+// update changes vmi with the latest object, retrying on conflicts
+// (virt-controller writes the VMI too); a VMI gone or made anew is left.
+func (n *Node) update(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, change func(*kubevirtv1.VirtualMachineInstance)) error {
 	for range 20 {
 		var cur kubevirtv1.VirtualMachineInstance
 		if err := n.cl.Get(ctx, client.ObjectKeyFromObject(vmi), &cur); err != nil {
@@ -278,13 +304,13 @@ func (n *Node) setStatus(ctx context.Context, vmi *kubevirtv1.VirtualMachineInst
 		if cur.UID != vmi.UID {
 			return nil
 		}
-		change(&cur.Status)
+		change(&cur)
 		err := n.cl.Update(ctx, &cur) // KubeVirt's VMI has no status subresource
 
 		if !apierrors.IsConflict(err) {
-			return err
+			return client.IgnoreNotFound(err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("status of VMI %s/%s: still conflicting", vmi.Namespace, vmi.Name)
+	return fmt.Errorf("VMI %s/%s: still conflicting", vmi.Namespace, vmi.Name)
 }

@@ -66,12 +66,37 @@ func (n *Node) serveConsoles(ctx context.Context, ca *kubeVirtCA) error {
 	mux.HandleFunc(vmi+"vnc", n.handleConsole("vnc"))
 	mux.HandleFunc(vmi+"console", n.handleConsole("console"))
 	mux.HandleFunc(vmi+"vnc/screenshot", n.handleScreenshot)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	n.wg.Go(func() { srv.Serve(tls.NewListener(ln, cfg)) })
+	n.handler = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.handlerIP, n.handlerTLS, n.handlerLn = ip, cfg, ln
+	n.wg.Go(func() { n.handler.Serve(tls.NewListener(ln, cfg)) })
 	n.wg.Go(func() {
 		<-ctx.Done()
-		srv.Close()
+		n.handler.Close()
 	})
+	return nil
+}
+
+// RestartHandler restarts the node's virt-handler, as a crash or a
+// DaemonSet rollout does: the console streams it serves through virt-api
+// end at once, nothing answers at its address for down (virt-api's dial is
+// refused), then it serves again there. The guests go on: their own
+// servers and the direct path are the launcher Pods', not virt-handler's.
+func (n *Node) RestartHandler(down time.Duration) error {
+	n.mu.Lock()
+	close(n.restart)
+	n.restart = make(chan struct{})
+	ln := n.handlerLn
+	n.mu.Unlock()
+	ln.Close()
+	time.Sleep(down)
+	ln, err := net.Listen("tcp", ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("testcluster: virt-handler back at its address: %w", err)
+	}
+	n.mu.Lock()
+	n.handlerLn = ln
+	n.mu.Unlock()
+	n.wg.Go(func() { n.handler.Serve(tls.NewListener(ln, n.handlerTLS)) })
 	return nil
 }
 
@@ -97,6 +122,9 @@ func (n *Node) handleConsole(console string) http.HandlerFunc {
 			return
 		}
 		defer release()
+		n.mu.Lock()
+		restart := n.restart
+		n.mu.Unlock()
 		var conn net.Conn
 		var err error
 		if console == "vnc" {
@@ -108,8 +136,24 @@ func (n *Node) handleConsole(console string) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		serveStream(w, r, g, conn, kick)
+		serveStream(w, r, g, conn, either(kick, restart, r.Context().Done()))
 	}
+}
+
+// either returns a channel closed when a or b closes, or left open once
+// done closes.
+func either(a, b, done <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		case <-done:
+			return
+		}
+		close(out)
+	}()
+	return out
 }
 
 // handleScreenshot serves vnc/screenshot: a PNG of the display.

@@ -55,6 +55,8 @@ type standInVMI struct {
 	wg      sync.WaitGroup // forwarders and their connections
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
+	direct  map[net.Conn]net.Conn    // a direct connection at the guest's IP -> its pipe to the display
+	silent  map[net.Conn]bool        // direct connections a migration left silent (standin_migrate.go)
 	viewers map[string]chan struct{} // console -> closed to kick its one client (standin_console.go)
 	kicked  int                      // clients kicked by a newer one
 	counts  map[string]ConsoleCounts // per console (standin_console.go)
@@ -256,7 +258,7 @@ func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid t
 func startGuest(ctx context.Context, dir, name string, uid types.UID, vnc, rdp net.Listener, upAt time.Time) (*standInVMI, error) {
 	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
 	defer cancel()
-	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, viewers: map[string]chan struct{}{}, upAt: upAt}
+	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, direct: map[net.Conn]net.Conn{}, silent: map[net.Conn]bool{}, viewers: map[string]chan struct{}{}, upAt: upAt}
 	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
 	var err error
 	g.desktop, err = local.StartDesktop(ctx, local.DesktopSpec{Name: name, Dir: dir, Home: filepath.Join(dir, "home")}, nil)
@@ -264,13 +266,7 @@ func startGuest(ctx context.Context, dir, name string, uid types.UID, vnc, rdp n
 		g.stop()
 		return nil, err
 	}
-	g.forward(vnc, g.desktop.VNCSocket())
-	if sock := g.desktop.RDPSocket(); sock != "" {
-		g.forward(rdp, sock)
-	} else {
-		// A guest without an RDP server: 3389 refuses, as it would.
-		rdp.Close()
-	}
+	g.arrive(vnc, rdp)
 	// QEMU's display (the same Xvnc) answers; the guest's own servers at
 	// its IP from g.upAt.
 	if err := waitRFB(ctx, "unix", g.desktop.VNCSocket()); err != nil {
@@ -322,6 +318,50 @@ func waitRFB(ctx context.Context, network, addr string) error {
 	}
 }
 
+// arrive serves the guest's VNC and RDP on the listeners at its IP.
+func (g *standInVMI) arrive(vnc, rdp net.Listener) {
+	g.mu.Lock()
+	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
+	g.mu.Unlock()
+	g.forward(vnc, g.desktop.VNCSocket())
+	if sock := g.desktop.RDPSocket(); sock != "" {
+		g.forward(rdp, sock)
+	} else {
+		// A guest without an RDP server: 3389 refuses, as it would.
+		rdp.Close()
+	}
+}
+
+// address returns the guest's IP now.
+func (g *standInVMI) address() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ip
+}
+
+// leave is the end of the guest at its IP when a live migration hands it
+// over (the source's QEMU exits, its Pod's network goes): the listeners
+// close, the display's console streams end, and the direct connections go
+// silent — no more bytes and no FIN, as packets to an address that is gone
+// get no answer. The desktop goes on, for arrive at the target.
+func (g *standInVMI) leave() {
+	g.mu.Lock()
+	lns := g.lns
+	g.lns = nil
+	for a := range g.direct {
+		g.silent[a] = true
+	}
+	for c := range g.conns {
+		if !g.silent[c] {
+			c.Close()
+		}
+	}
+	g.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+}
+
 // forward accepts on ln and pipes each connection to the Unix socket sock
 // until ln closes.
 func (g *standInVMI) forward(ln net.Listener, sock string) {
@@ -345,13 +385,19 @@ func (g *standInVMI) forward(ln net.Listener, sock string) {
 				if err != nil {
 					return
 				}
+				g.mu.Lock()
+				g.direct[c] = u
+				g.mu.Unlock()
 				g.pipe(c, u)
 			}()
 		}
 	}()
 }
 
-// pipe copies a and b both ways until either ends; stop closes both.
+// pipe copies a and b both ways until either ends; stop closes both. A
+// direct connection a migration left silent (a in g.silent) is not closed
+// when its display side ends: it stays open, with nothing more on it, until
+// its client gives up.
 func (g *standInVMI) pipe(a, b net.Conn) {
 	g.mu.Lock()
 	g.conns[a], g.conns[b] = struct{}{}, struct{}{}
@@ -360,6 +406,8 @@ func (g *standInVMI) pipe(a, b net.Conn) {
 		g.mu.Lock()
 		delete(g.conns, a)
 		delete(g.conns, b)
+		delete(g.direct, a)
+		delete(g.silent, a)
 		g.mu.Unlock()
 		a.Close()
 		b.Close()
@@ -369,18 +417,30 @@ func (g *standInVMI) pipe(a, b net.Conn) {
 		defer close(done)
 		io.Copy(b, a)
 		b.Close()
+		if g.isSilent(a) {
+			io.Copy(io.Discard, a) // no answer, no FIN
+		}
 	}()
 	io.Copy(a, b)
-	a.Close()
+	if !g.isSilent(a) {
+		a.Close()
+	}
 	<-done
+}
+
+// isSilent reports whether a migration left direct connection a silent.
+func (g *standInVMI) isSilent(a net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.silent[a]
 }
 
 // stop closes the guest's IP and connections and stops its desktop.
 func (g *standInVMI) stop() error {
+	g.mu.Lock()
 	for _, ln := range g.lns {
 		ln.Close()
 	}
-	g.mu.Lock()
 	for c := range g.conns {
 		c.Close()
 	}
