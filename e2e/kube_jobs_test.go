@@ -60,12 +60,16 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	expect := playwright.NewPlaywrightAssertions(90000)
 	must(t, expect.Locator(line).ToHaveText(regexp.MustCompile(`Creating the pool \(ops\): cloning [1-5] of 6 \(`)))
 
-	// One job per pool: Resize and Delete wait, and say why.
-	for _, b := range []string{"resize", "delete-pool"} {
-		button := page.Locator(`[data-pool="lab"]`).GetByTestId(b)
-		must(t, expect.Locator(button).ToBeDisabled())
-		must(t, expect.Locator(button).ToHaveAttribute("title", regexp.MustCompile(`Creating the pool \(ops\) is under way \(cloning .*Resize and Delete wait until it ends`)))
+	// One job per pool: Resize, Delete and a member's Recreate (the
+	// server answers 409) wait, and say why; Start and Assign of the
+	// members already made do not wait.
+	member := page.Locator(`[data-pool="lab"] [data-testid="member"]`).First()
+	for _, b := range []playwright.Locator{page.Locator(`[data-pool="lab"]`).GetByTestId("resize"), page.Locator(`[data-pool="lab"]`).GetByTestId("delete-pool"),
+		member.GetByTestId("recreate")} {
+		must(t, expect.Locator(b).ToBeDisabled())
+		must(t, expect.Locator(b).ToHaveAttribute("title", regexp.MustCompile(`Creating the pool \(ops\) is under way \(cloning .*Resize, Delete and Recreate wait until it ends`)))
 	}
+	must(t, expect.Locator(member.GetByTestId("assign")).ToBeEnabled())
 	must(t, expect.Locator(page.Locator(`[data-pool="lab"]`).GetByTestId("cancel-job")).ToBeVisible())
 
 	var pools []poolWithJob
@@ -85,6 +89,7 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	e.standIn.ReleaseClones(e.ns)
 	must(t, expect.Locator(line).ToHaveCount(0))
 	must(t, expect.Locator(page.Locator(`[data-pool="lab"]`).GetByTestId("resize")).ToBeEnabled())
+	must(t, expect.Locator(member.GetByTestId("recreate")).ToBeEnabled())
 	if code := p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j); code != 200 || j.State != "done" || j.Done != 6 {
 		t.Fatalf("the job at the end: %d %+v; want done, 6 of 6", code, j)
 	}

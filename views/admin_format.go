@@ -232,5 +232,21 @@ func jobBusy(j *vdi.Job) string {
 	if j == nil || j.State != vdi.JobRunning {
 		return ""
 	}
-	return jobText(*j) + " is under way (" + j.Progress + "); Resize and Delete wait until it ends."
+	return jobText(*j) + " is under way (" + j.Progress + "); Resize, Delete and Recreate wait until it ends."
+}
+
+// memberBusy says why a member's action waits for its pool's job j, or ""
+// when it need not: a recreate is a job of its own, which the server
+// refuses (409) while another runs; the member a recreate works on takes
+// no start or assign until it is fresh.
+func memberBusy(j *vdi.Job, member, action string) string {
+	if busy := jobBusy(j); busy != "" {
+		switch {
+		case action == "recreate":
+			return busy
+		case j.Kind == vdi.JobRecreate && j.Member == member && (action == "start" || action == "assign"):
+			return jobText(*j) + " is under way (" + j.Progress + "); it takes no start or assign until it is fresh."
+		}
+	}
+	return ""
 }

@@ -687,7 +687,7 @@ func AdminLive(p AdminProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, m := range pool.Members {
-				templ_7745c5c3_Err = adminMemberRow(p, m).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = adminMemberRow(p, m, pool.Job).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -914,7 +914,7 @@ func poolJob(id string, j vdi.Job) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "</span> <span class=\"muted\" data-testid=\"pool-job-busy\">Resize and Delete wait until it ends.</span> <button type=\"button\" data-action=\"cancel-job\" data-testid=\"cancel-job\" aria-label=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "</span> <span class=\"muted\" data-testid=\"pool-job-busy\">Resize, Delete and Recreate wait until it ends.</span> <button type=\"button\" data-action=\"cancel-job\" data-testid=\"cancel-job\" aria-label=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -936,7 +936,9 @@ func poolJob(id string, j vdi.Job) templ.Component {
 	})
 }
 
-func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
+// adminMemberRow is a member's row; job is its pool's job, which some
+// actions wait for.
+func adminMemberRow(p AdminProps, m AdminMember, job *vdi.Job) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -960,7 +962,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 		var templ_7745c5c3_Var60 string
 		templ_7745c5c3_Var60, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.Namespace + "/" + m.Name).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 139, Col: 67}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 141, Col: 67}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var60)
 		if templ_7745c5c3_Err != nil {
@@ -973,7 +975,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 		var templ_7745c5c3_Var61 string
 		templ_7745c5c3_Var61, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.Holder).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 139, Col: 92}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 141, Col: 92}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var61)
 		if templ_7745c5c3_Err != nil {
@@ -991,7 +993,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var62 string
 			templ_7745c5c3_Var62, templ_7745c5c3_Err = templruntime.NewAttributeExpression(thumbURL(m.Namespace, m.Name, p.ThumbVersion)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 142, Col: 60}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 144, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var62)
 			if templ_7745c5c3_Err != nil {
@@ -1004,7 +1006,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var63 string
 			templ_7745c5c3_Var63, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Screen of " + m.Name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 142, Col: 115}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 144, Col: 115}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var63)
 			if templ_7745c5c3_Err != nil {
@@ -1027,7 +1029,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 		var templ_7745c5c3_Var64 string
 		templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(m.Name)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 147, Col: 26}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 149, Col: 26}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 		if templ_7745c5c3_Err != nil {
@@ -1049,7 +1051,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var65 string
 			templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(m.Reason)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 151, Col: 60}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 153, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 			if templ_7745c5c3_Err != nil {
@@ -1068,7 +1070,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var66 string
 			templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(m.Holder)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 156, Col: 14}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 158, Col: 14}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 			if templ_7745c5c3_Err != nil {
@@ -1086,7 +1088,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 				var templ_7745c5c3_Var67 string
 				templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(m.Agent)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 158, Col: 53}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 160, Col: 53}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 				if templ_7745c5c3_Err != nil {
@@ -1130,7 +1132,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var68 string
 			templ_7745c5c3_Var68, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.ClaimedAt.UTC().Format("2006-01-02T15:04:05Z")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 171, Col: 69}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 173, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var68)
 			if templ_7745c5c3_Err != nil {
@@ -1143,7 +1145,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var69 string
 			templ_7745c5c3_Var69, templ_7745c5c3_Err = templruntime.NewAttributeExpression(clock(m.ClaimedAt)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 171, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 173, Col: 98}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var69)
 			if templ_7745c5c3_Err != nil {
@@ -1156,7 +1158,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var70 string
 			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.ClaimedAt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 171, Col: 126}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 173, Col: 126}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 			if templ_7745c5c3_Err != nil {
@@ -1175,7 +1177,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var71 string
 			templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(m.Consoles))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 176, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 178, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 			if templ_7745c5c3_Err != nil {
@@ -1193,7 +1195,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 				var templ_7745c5c3_Var72 string
 				templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(m.Protocol)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 178, Col: 37}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 180, Col: 37}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 				if templ_7745c5c3_Err != nil {
@@ -1206,7 +1208,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 				var templ_7745c5c3_Var73 string
 				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(m.Path)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 178, Col: 51}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 180, Col: 51}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 				if templ_7745c5c3_Err != nil {
@@ -1231,7 +1233,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var74 string
 			templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(ago(p.Now, m.LastInput))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 186, Col: 29}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 188, Col: 29}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 			if templ_7745c5c3_Err != nil {
@@ -1250,7 +1252,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var75 string
 			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(m.Reclaiming)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 191, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 193, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 			if templ_7745c5c3_Err != nil {
@@ -1264,7 +1266,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templ.JoinStringErrs(timeLeft(p.Now, m.Reclaim))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 193, Col: 32}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 195, Col: 32}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var76))
 			if templ_7745c5c3_Err != nil {
@@ -1276,27 +1278,27 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if m.Power == vdi.PowerRunning || m.Power == vdi.PowerStarting {
-			templ_7745c5c3_Err = memberAction(m, "stop", "Stop").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = memberAction(m, "stop", "Stop", memberBusy(job, m.Name, "stop")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = memberAction(m, "start", "Start").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = memberAction(m, "start", "Start", memberBusy(job, m.Name, "start")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
 		if m.Holder != "" {
-			templ_7745c5c3_Err = memberAction(m, "release", "Force-release").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = memberAction(m, "release", "Force-release", memberBusy(job, m.Name, "release")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = memberAction(m, "assign", "Assign").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = memberAction(m, "assign", "Assign", memberBusy(job, m.Name, "assign")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = memberAction(m, "recreate", "Recreate").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = memberAction(m, "recreate", "Recreate", memberBusy(job, m.Name, "recreate")).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1309,7 +1311,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var77 string
 			templ_7745c5c3_Var77, templ_7745c5c3_Err = templruntime.NewAttributeExpression(shadowURL(m.Namespace, m.Name)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 210, Col: 60}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 212, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var77)
 			if templ_7745c5c3_Err != nil {
@@ -1322,7 +1324,7 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 			var templ_7745c5c3_Var78 string
 			templ_7745c5c3_Var78, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Watch " + m.Name + " (view only)").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 210, Col: 162}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 212, Col: 162}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var78)
 			if templ_7745c5c3_Err != nil {
@@ -1343,8 +1345,9 @@ func adminMemberRow(p AdminProps, m AdminMember) templ.Component {
 
 // memberAction is a row's button; admin.js knows each action's request,
 // question and input by data-action, so that a refresh of a thousand rows
-// stays small.
-func memberAction(m AdminMember, action, label string) templ.Component {
+// stays small. A button whose action waits for the pool's job (busy says
+// why) is disabled.
+func memberAction(m AdminMember, action, label, busy string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1361,61 +1364,146 @@ func memberAction(m AdminMember, action, label string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "<button type=\"button\" data-action=\"")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var80 string
-		templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).ResolveURL(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 221, Col: 43}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 117, "\" data-testid=\"")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var81 string
-		templ_7745c5c3_Var81, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).Resolve(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 221, Col: 66}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var81)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 118, "\" aria-label=\"")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var82 string
-		templ_7745c5c3_Var82, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label + " " + m.Name).Resolve(ctx)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 221, Col: 102}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var82)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "\">")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var83 string
-		templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(label)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 221, Col: 112}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 120, "</button>")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
+		if busy != "" {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "<button type=\"button\" data-action=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var80 string
+			templ_7745c5c3_Var80, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).ResolveURL(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 44}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var80)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 117, "\" data-testid=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var81 string
+			templ_7745c5c3_Var81, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 67}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var81)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 118, "\" disabled title=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var82 string
+			templ_7745c5c3_Var82, templ_7745c5c3_Err = templruntime.NewAttributeExpression(busy).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 91}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var82)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 119, "\" aria-label=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var83 string
+			templ_7745c5c3_Var83, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label + " " + m.Name).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 127}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var83)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 120, "\" aria-describedby=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var84 string
+			templ_7745c5c3_Var84, templ_7745c5c3_Err = templruntime.NewAttributeExpression("job-" + m.Namespace + "-" + m.Pool).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 184}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var84)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 121, "\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var85 string
+			templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(label)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 225, Col: 194}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, "</button>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		} else {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 123, "<button type=\"button\" data-action=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var86 string
+			templ_7745c5c3_Var86, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).ResolveURL(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 227, Col: 44}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var86)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 124, "\" data-testid=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var87 string
+			templ_7745c5c3_Var87, templ_7745c5c3_Err = templruntime.NewAttributeExpression(action).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 227, Col: 67}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var87)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 125, "\" aria-label=\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var88 string
+			templ_7745c5c3_Var88, templ_7745c5c3_Err = templruntime.NewAttributeExpression(label + " " + m.Name).Resolve(ctx)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 227, Col: 103}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var88)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 126, "\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var89 string
+			templ_7745c5c3_Var89, templ_7745c5c3_Err = templ.JoinStringErrs(label)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/admin.templ`, Line: 227, Col: 113}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var89))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "</button>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 		}
 		return nil
 	})
@@ -1438,57 +1526,57 @@ func adminDialogs(cluster bool) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 121, "<dialog id=\"action-dialog\" class=\"card\" aria-labelledby=\"action-title\" data-testid=\"action-dialog\"><form method=\"dialog\" class=\"stack\" id=\"action-form\"><h2 id=\"action-title\"></h2><label id=\"action-field\" class=\"stack\" hidden><span id=\"action-label\"></span> <input id=\"action-input\" name=\"value\" autocomplete=\"off\" data-testid=\"dialog-input\"></label><p id=\"action-error\" class=\"error\" role=\"alert\" data-testid=\"dialog-error\"></p><div class=\"actions\"><button type=\"submit\" value=\"ok\" class=\"primary\" data-testid=\"dialog-confirm\">Confirm</button> <button type=\"button\" data-close data-testid=\"dialog-cancel\">Cancel</button></div></form></dialog> <dialog id=\"pool-dialog\" class=\"card\" aria-labelledby=\"pool-title\" data-testid=\"pool-dialog\"><form method=\"dialog\" class=\"pool-form\" id=\"pool-form\"><h2 id=\"pool-title\">New pool</h2><fieldset class=\"stack create-only\"><label class=\"stack\"><span>Name</span> <input name=\"name\" required pattern=\"[a-z0-9]([a-z0-9\\-]*[a-z0-9])?\" maxlength=\"56\" autocomplete=\"off\" data-testid=\"pool-name\" aria-describedby=\"pool-name-help\"> <small id=\"pool-name-help\" class=\"muted\">Lower-case letters, digits and dashes. Desktops are named name-1, name-2, …</small></label> <label class=\"stack\"><span>Size</span> <input name=\"size\" type=\"number\" min=\"0\" max=\"1000\" value=\"2\" required data-testid=\"pool-size\"></label> <label class=\"stack\"><span>Mode</span> <select name=\"mode\" data-testid=\"pool-mode\"><option value=\"ephemeral\">ephemeral: a fresh desktop after each release</option> <option value=\"persistent\">persistent: stopped on release, home kept</option></select></label> <label class=\"stack\"><span>Kind</span> <select name=\"kind\" data-testid=\"pool-kind\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 128, "<dialog id=\"action-dialog\" class=\"card\" aria-labelledby=\"action-title\" data-testid=\"action-dialog\"><form method=\"dialog\" class=\"stack\" id=\"action-form\"><h2 id=\"action-title\"></h2><label id=\"action-field\" class=\"stack\" hidden><span id=\"action-label\"></span> <input id=\"action-input\" name=\"value\" autocomplete=\"off\" data-testid=\"dialog-input\"></label><p id=\"action-error\" class=\"error\" role=\"alert\" data-testid=\"dialog-error\"></p><div class=\"actions\"><button type=\"submit\" value=\"ok\" class=\"primary\" data-testid=\"dialog-confirm\">Confirm</button> <button type=\"button\" data-close data-testid=\"dialog-cancel\">Cancel</button></div></form></dialog> <dialog id=\"pool-dialog\" class=\"card\" aria-labelledby=\"pool-title\" data-testid=\"pool-dialog\"><form method=\"dialog\" class=\"pool-form\" id=\"pool-form\"><h2 id=\"pool-title\">New pool</h2><fieldset class=\"stack create-only\"><label class=\"stack\"><span>Name</span> <input name=\"name\" required pattern=\"[a-z0-9]([a-z0-9\\-]*[a-z0-9])?\" maxlength=\"56\" autocomplete=\"off\" data-testid=\"pool-name\" aria-describedby=\"pool-name-help\"> <small id=\"pool-name-help\" class=\"muted\">Lower-case letters, digits and dashes. Desktops are named name-1, name-2, …</small></label> <label class=\"stack\"><span>Size</span> <input name=\"size\" type=\"number\" min=\"0\" max=\"1000\" value=\"2\" required data-testid=\"pool-size\"></label> <label class=\"stack\"><span>Mode</span> <select name=\"mode\" data-testid=\"pool-mode\"><option value=\"ephemeral\">ephemeral: a fresh desktop after each release</option> <option value=\"persistent\">persistent: stopped on release, home kept</option></select></label> <label class=\"stack\"><span>Kind</span> <select name=\"kind\" data-testid=\"pool-kind\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 122, "<option value=\"ct\">ct: container desktops from an image</option> <option value=\"vm\">vm: VMs cloned from a golden VM (KubeVirt)</option>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 129, "<option value=\"ct\">ct: container desktops from an image</option> <option value=\"vm\">vm: VMs cloned from a golden VM (KubeVirt)</option>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 123, "<option value=\"ct\">ct: session desktops on this machine</option> <option value=\"vm\">vm: QEMU VMs on this machine</option>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 130, "<option value=\"ct\">ct: session desktops on this machine</option> <option value=\"vm\">vm: QEMU VMs on this machine</option>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 124, "</select></label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 131, "</select></label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 125, "<label class=\"stack\"><span>Namespace</span><input name=\"namespace\" placeholder=\"default\" autocomplete=\"off\" data-testid=\"pool-namespace\"></label> <label class=\"stack\"><span>Golden VM or image</span><input name=\"source\" placeholder=\"e.g. win11-golden\" autocomplete=\"off\" data-testid=\"pool-source\"></label> <label><input type=\"checkbox\" name=\"licensesAcknowledged\" data-testid=\"pool-licenses\" aria-describedby=\"pool-licenses-help\"> I have the licences for pooled Windows desktops</label> <small id=\"pool-licenses-help\" class=\"muted\">A vm pool of more than one desktop cloned from a Windows golden VM needs a licence for every user or device: Windows Enterprise E3/E5 or VDA, or Windows Server with RDS CALs. The portal makes such a pool only once you tick this.</small>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 132, "<label class=\"stack\"><span>Namespace</span><input name=\"namespace\" placeholder=\"default\" autocomplete=\"off\" data-testid=\"pool-namespace\"></label> <label class=\"stack\"><span>Golden VM or image</span><input name=\"source\" placeholder=\"e.g. win11-golden\" autocomplete=\"off\" data-testid=\"pool-source\"></label> <label><input type=\"checkbox\" name=\"licensesAcknowledged\" data-testid=\"pool-licenses\" aria-describedby=\"pool-licenses-help\"> I have the licences for pooled Windows desktops</label> <small id=\"pool-licenses-help\" class=\"muted\">A vm pool of more than one desktop cloned from a Windows golden VM needs a licence for every user or device: Windows Enterprise E3/E5 or VDA, or Windows Server with RDS CALs. The portal makes such a pool only once you tick this.</small>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 126, "</fieldset><fieldset class=\"stack create-only\"><legend>Who may use it (empty: everyone signed in)</legend> <label class=\"stack\"><span>Users and groups</span> <input name=\"access\" placeholder=\"e.g. group:finance, alice@example.com\" autocomplete=\"off\" data-testid=\"pool-access\" aria-describedby=\"pool-access-help\"> <small id=\"pool-access-help\" class=\"muted\">Comma-separated logins; group:NAME for a group (from the identity provider or CORRAL_VDI_GROUPS_FILE). Admins may always.</small></label> <label class=\"stack\"><span>Desktops per user</span><input name=\"perUser\" type=\"number\" min=\"0\" max=\"1000\" placeholder=\"0: no limit\" data-testid=\"pool-per-user\"></label> <label class=\"stack\"><span>Warm standby</span><input name=\"standby\" inputmode=\"numeric\" pattern=\"\\s*\\d+\\s*(-\\s*\\d+\\s*)?\" placeholder=\"0: none; 1-20: follow demand\" title=\"A number of free desktops kept on, or MIN-MAX to follow demand\" data-testid=\"pool-standby-input\"></label></fieldset><fieldset class=\"stack\"><legend>Reclaim policy (empty: portal default or off)</legend> <label class=\"stack\"><span>Disconnect grace</span><input name=\"disconnectGrace\" placeholder=\"e.g. 15m\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Idle timeout</span><input name=\"idleTimeout\" placeholder=\"e.g. 1h\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Max session</span><input name=\"maxSession\" placeholder=\"e.g. 8h\" autocomplete=\"off\"></label> <label><input type=\"checkbox\" name=\"record\" data-testid=\"pool-record\"> Record every session (RDP is then not offered)</label> <label><input type=\"checkbox\" name=\"recordInput\" data-testid=\"pool-record-input\"> Record keystrokes too</label> <label><input type=\"checkbox\" name=\"ownRecordings\" data-testid=\"pool-own-recordings\"> Users may play back their own recordings (in My sessions)</label></fieldset><fieldset class=\"stack\"><legend>Consoles</legend> <label class=\"stack\"><span>Clipboard</span> <select name=\"clipboard\" data-testid=\"pool-clipboard\"><option value=\"both\">both ways</option> <option value=\"to-desktop\">to the desktop only</option> <option value=\"from-desktop\">from the desktop only</option> <option value=\"off\">off</option></select></label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 133, "</fieldset><fieldset class=\"stack create-only\"><legend>Who may use it (empty: everyone signed in)</legend> <label class=\"stack\"><span>Users and groups</span> <input name=\"access\" placeholder=\"e.g. group:finance, alice@example.com\" autocomplete=\"off\" data-testid=\"pool-access\" aria-describedby=\"pool-access-help\"> <small id=\"pool-access-help\" class=\"muted\">Comma-separated logins; group:NAME for a group (from the identity provider or CORRAL_VDI_GROUPS_FILE). Admins may always.</small></label> <label class=\"stack\"><span>Desktops per user</span><input name=\"perUser\" type=\"number\" min=\"0\" max=\"1000\" placeholder=\"0: no limit\" data-testid=\"pool-per-user\"></label> <label class=\"stack\"><span>Warm standby</span><input name=\"standby\" inputmode=\"numeric\" pattern=\"\\s*\\d+\\s*(-\\s*\\d+\\s*)?\" placeholder=\"0: none; 1-20: follow demand\" title=\"A number of free desktops kept on, or MIN-MAX to follow demand\" data-testid=\"pool-standby-input\"></label></fieldset><fieldset class=\"stack\"><legend>Reclaim policy (empty: portal default or off)</legend> <label class=\"stack\"><span>Disconnect grace</span><input name=\"disconnectGrace\" placeholder=\"e.g. 15m\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Idle timeout</span><input name=\"idleTimeout\" placeholder=\"e.g. 1h\" autocomplete=\"off\"></label> <label class=\"stack\"><span>Max session</span><input name=\"maxSession\" placeholder=\"e.g. 8h\" autocomplete=\"off\"></label> <label><input type=\"checkbox\" name=\"record\" data-testid=\"pool-record\"> Record every session (RDP is then not offered)</label> <label><input type=\"checkbox\" name=\"recordInput\" data-testid=\"pool-record-input\"> Record keystrokes too</label> <label><input type=\"checkbox\" name=\"ownRecordings\" data-testid=\"pool-own-recordings\"> Users may play back their own recordings (in My sessions)</label></fieldset><fieldset class=\"stack\"><legend>Consoles</legend> <label class=\"stack\"><span>Clipboard</span> <select name=\"clipboard\" data-testid=\"pool-clipboard\"><option value=\"both\">both ways</option> <option value=\"to-desktop\">to the desktop only</option> <option value=\"from-desktop\">from the desktop only</option> <option value=\"off\">off</option></select></label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 127, "<label><input type=\"checkbox\" name=\"fileTransfer\" checked data-testid=\"pool-file-transfer\"> File transfer over RDP</label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 134, "<label><input type=\"checkbox\" name=\"fileTransfer\" checked data-testid=\"pool-file-transfer\"> File transfer over RDP</label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 128, "<label class=\"stack\"><span>Files (the console's Files panel)</span> <select name=\"fileTransfer\" data-testid=\"pool-file-transfer\"><option value=\"both\">in and out</option> <option value=\"upload\">into the desktop only</option> <option value=\"download\">out of the desktop only</option> <option value=\"off\">off</option></select></label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 135, "<label class=\"stack\"><span>Files (the console's Files panel)</span> <select name=\"fileTransfer\" data-testid=\"pool-file-transfer\"><option value=\"both\">in and out</option> <option value=\"upload\">into the desktop only</option> <option value=\"download\">out of the desktop only</option> <option value=\"off\">off</option></select></label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 129, "<label><input type=\"checkbox\" name=\"audio\" checked data-testid=\"pool-audio\"> Sound</label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 136, "<label><input type=\"checkbox\" name=\"audio\" checked data-testid=\"pool-audio\"> Sound</label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if !cluster {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 130, "<label class=\"stack\"><span>Desktop network</span> <select name=\"network\" data-testid=\"pool-network\"><option value=\"\">the portal's default</option> <option value=\"outbound\">outbound, never the portal's host</option> <option value=\"none\">none: offline desktops</option></select></label> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 137, "<label class=\"stack\"><span>Desktop network</span> <select name=\"network\" data-testid=\"pool-network\"><option value=\"\">the portal's default</option> <option value=\"outbound\">outbound, never the portal's host</option> <option value=\"none\">none: offline desktops</option></select></label> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 131, "<label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 138, "<label class=\"stack\"><span>Watching by admins</span> <select name=\"watch\" data-testid=\"pool-watch\"><option value=\"notify\">allowed; the user sees who watches</option> <option value=\"consent\">only once the user allows it</option> <option value=\"off\">off</option></select></label></fieldset><div class=\"pool-form-foot\"><p class=\"error\" role=\"alert\" data-testid=\"pool-error\"></p><div class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"pool-create\">Create</button> <button type=\"button\" data-close>Cancel</button></div></div></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
