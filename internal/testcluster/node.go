@@ -234,16 +234,22 @@ func (n *Node) boot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance)
 	})
 }
 
-// shutdown stops vmi's guest and reports the VMI Succeeded, as
-// virt-handler does once the domain is gone.
-func (n *Node) shutdown(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+// takeGuest removes vmi's guest from the node's and returns it, or nil.
+func (n *Node) takeGuest(vmi *kubevirtv1.VirtualMachineInstance) *standInVMI {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	g := n.guests[vmi.UID]
 	delete(n.guests, vmi.UID)
 	if n.names[vmi.Namespace+"/"+vmi.Name] == vmi.UID {
 		delete(n.names, vmi.Namespace+"/"+vmi.Name)
 	}
-	n.mu.Unlock()
+	return g
+}
+
+// shutdown stops vmi's guest and reports the VMI Succeeded, as
+// virt-handler does once the domain is gone.
+func (n *Node) shutdown(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	g := n.takeGuest(vmi)
 	if g != nil {
 		g.stop()
 	}

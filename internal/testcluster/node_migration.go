@@ -120,13 +120,7 @@ func (n *Node) migrateOut(ctx context.Context, vmi *kubevirtv1.VirtualMachineIns
 		return ctx.Err()
 	case <-time.After(MigrationTakes):
 	}
-	n.mu.Lock()
-	g := n.guests[vmi.UID]
-	delete(n.guests, vmi.UID)
-	if n.names[vmi.Namespace+"/"+vmi.Name] == vmi.UID {
-		delete(n.names, vmi.Namespace+"/"+vmi.Name)
-	}
-	n.mu.Unlock()
+	g := n.takeGuest(vmi)
 	if g == nil {
 		return fmt.Errorf("no guest to migrate")
 	}
