@@ -288,11 +288,29 @@ func TestConsoleUX_EndedCard(t *testing.T) {
 				t.Fatalf("force-release: %d", code)
 			}
 			card(pages[i], "This desktop is no longer yours", "home")
+			must(t, expect.Locator(pages[i].GetByTestId("ended-reason")).ToHaveText("An admin (boss) released this desktop. Reason: end of term."))
 			must(t, expect.Locator(pages[i].GetByTestId("reconnect")).ToBeHidden())
 			must(t, expect.Locator(pages[i].GetByTestId("release")).ToBeHidden())
 			screenshot(t, pages[i], "released")
 		})
 	}
+	// Issue 58: a persistent desktop released by its holder (from another
+	// tab) stops; its console hears why before the desktop goes, so it
+	// says it was released, not that it is stopped with a Start that can
+	// only fail.
+	t.Run("released by its holder", func(t *testing.T) {
+		if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", `{"name":"keep","mode":"persistent","size":1}`, nil); code != 200 && code != 201 {
+			t.Fatalf("creating a persistent pool: %d", code)
+		}
+		page, d := MustOpenConsole(t, b, p, "user8", "keep", 1280, 800, false)
+		if code := p.API(t, "user8", "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
+			t.Fatalf("release: %d", code)
+		}
+		card(page, "This desktop is no longer yours", "home")
+		must(t, expect.Locator(page.GetByTestId("ended-reason")).ToHaveText("The desktop was released."))
+		must(t, expect.Locator(page.GetByTestId("start-again")).ToBeHidden())
+		screenshot(t, page, "released-by-holder")
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		d := mustClaim(t, p, "user9", "demo")
 		page := uxPage(t, b, 1280, 800, false)

@@ -216,34 +216,3 @@ func (s *Service) keepStandby(ctx context.Context) {
 		s.log.Error("standby", "err", err)
 	}
 }
-
-// TrackConsole registers an open console of ref so that releasing or
-// reclaiming the desktop can close it with a reason. Call the returned
-// function when the console ends.
-func (s *Service) TrackConsole(ref Ref, cancel context.CancelCauseFunc) (untrack func()) {
-	s.consolesMu.Lock()
-	defer s.consolesMu.Unlock()
-	s.consoleSeq++
-	id := s.consoleSeq
-	if s.consoles[ref] == nil {
-		s.consoles[ref] = map[int]context.CancelCauseFunc{}
-	}
-	s.consoles[ref][id] = cancel
-	return func() {
-		s.consolesMu.Lock()
-		defer s.consolesMu.Unlock()
-		delete(s.consoles[ref], id)
-		if len(s.consoles[ref]) == 0 {
-			delete(s.consoles, ref)
-		}
-	}
-}
-
-// closeConsoles ends every console of ref open on this portal.
-func (s *Service) closeConsoles(ref Ref, cause error) {
-	s.consolesMu.Lock()
-	defer s.consolesMu.Unlock()
-	for _, cancel := range s.consoles[ref] {
-		cancel(cause)
-	}
-}

@@ -3,6 +3,7 @@ package vdi_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,6 +162,33 @@ func TestReclaimDue(t *testing.T) {
 		}
 	})
 
+	// Issue 58: a console whose desktop stopped before it heard why tells
+	// its user the desktop is stopped (with a Start that can only fail),
+	// not that it was released.
+	t.Run("ReleaseStopsAfterItsConsolesClose", func(t *testing.T) {
+		now := time.Unix(1_800_000_000, 0)
+		b := &stopOrder{poolBackend: newPoolBackend(vdi.ModePersistent, "demo-1")}
+		svc, _ := newServiceWithPolicy(t, b, &now, vdi.Policy{})
+		d, _ := svc.Claim(ctx, alice, "local", "demo")
+		cctx, cancel := context.WithCancelCause(ctx)
+		untrack := svc.TrackConsole(d.Ref(), cancel)
+		go func() {
+			<-cctx.Done()
+			time.Sleep(100 * time.Millisecond) // the console's close frame on its way
+			b.closed.Store(true)
+			untrack()
+		}()
+		if err := svc.Release(ctx, alice, d.Ref(), ""); err != nil {
+			t.Fatal(err)
+		}
+		if !b.stopped.Load() {
+			t.Fatal("the released desktop was not stopped")
+		}
+		if b.early.Load() {
+			t.Error("the desktop was stopped before its console closed with the reason")
+		}
+	})
+
 	t.Run("ExpiredClaimIsCleanedUp", func(t *testing.T) {
 		svc, b, now := setup(t, vdi.Policy{})
 		d, _ := svc.Claim(ctx, alice, "local", "demo")
@@ -215,4 +243,17 @@ func mustCount(t *testing.T, svc *vdi.Service, rule string) {
 	if len(svc.Counters().Reclaims) != len(vdi.ReclaimRules) {
 		t.Errorf("counted reclaims by %v; want every rule of %v", svc.Counters().Reclaims, vdi.ReclaimRules)
 	}
+}
+
+// stopOrder is a backend that notes whether a Stop came before the
+// console under test had closed.
+type stopOrder struct {
+	*poolBackend
+	closed, stopped, early atomic.Bool
+}
+
+func (b *stopOrder) Stop(ctx context.Context, r vdi.Ref) error {
+	b.early.Store(!b.closed.Load())
+	b.stopped.Store(true)
+	return b.poolBackend.Stop(ctx, r)
 }

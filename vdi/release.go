@@ -61,8 +61,9 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 
 // reclaim takes the member of l back: it marks the Lease with rule (a
 // compare-and-swap, so console updates stop and a claim renewed meanwhile
-// is not taken), closes the member's consoles with text, resets the member
-// as its pool's mode says, and deletes the Lease. A crash at any step
+// is not taken), closes the member's consoles with text and waits for them
+// to close (so that they tell their users why before the desktop goes),
+// resets the member as its pool's mode says, and deletes the Lease. A crash at any step
 // leaves a marked Lease that the reclaim loop finishes.
 func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) error {
 	if l.Annotations[AnnotationReclaiming] == "" {

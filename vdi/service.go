@@ -69,7 +69,7 @@ type Service struct {
 
 	consolesMu sync.Mutex
 	consoleSeq int
-	consoles   map[Ref]map[int]context.CancelCauseFunc // open consoles on this portal
+	consoles   map[Ref]map[int]trackedConsole // open consoles on this portal
 
 	mirrorMu   sync.Mutex
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
@@ -97,7 +97,7 @@ func NewService(cfg Config) *Service {
 		maxPerUser: cfg.MaxDesktopsPerUser,
 		lockNS:     cfg.LockNamespace,
 		groups:     cfg.Groups,
-		consoles:   map[Ref]map[int]context.CancelCauseFunc{},
+		consoles:   map[Ref]map[int]trackedConsole{},
 
 		standbyStarts: map[Ref]bool{},
 		startTimes:    map[Ref][]time.Duration{},
