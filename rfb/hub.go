@@ -39,7 +39,7 @@ type Hub struct {
 	// The reader's own: what a change would cost as tiles (h264_cost.go).
 	probe    client
 	probePix []byte
-	log       *slog.Logger  // hears why H.264 stopped; nil: nobody
+	log      *slog.Logger // hears why H.264 stopped; nil: nobody
 }
 
 // ErrClosed is why a hub closed by Close ended.
