@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,6 +27,7 @@ type kubeEnv struct {
 	pool     string
 	replicas []*portal
 	watcher  *leaseWatcher
+	kubevirt *testcluster.KubeVirtStandIn // nil unless newKubeEnv's vms
 }
 
 func (e *kubeEnv) claimPath() string { return "/api/vdi/pools/" + e.ns + "/" + e.pool + "/claim" }
@@ -35,8 +37,10 @@ func (e *kubeEnv) releasePath(member string) string {
 
 // newKubeEnv starts a cluster with the kubelet stand-in and three portal
 // replicas on it, for pool; nil (with a failed check) when the cluster
-// does not start.
-func newKubeEnv(t *testing.T, r *report, area, pool string) *kubeEnv {
+// does not start. With vms, the KubeVirt stand-in runs too and the
+// replicas share a peer secret, as the install's do: one screen per VM
+// across them (faultKillScreenOwner).
+func newKubeEnv(t *testing.T, r *report, area, pool string, vms bool) *kubeEnv {
 	c, err := testcluster.Start()
 	if err != nil {
 		r.add(area, "cluster starts", false, "up", "%v", err)
@@ -44,22 +48,28 @@ func newKubeEnv(t *testing.T, r *report, area, pool string) *kubeEnv {
 	}
 	t.Cleanup(func() { c.Stop() })
 	c.StartKubelet(t)
-	c.Apply(t, "../deploy/rbac.yaml")
 	e := &kubeEnv{cluster: c, ns: c.Namespace(t), pool: pool}
+	env := []string{"CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_NAMESPACE=" + e.ns}
+	if vms {
+		if e.kubevirt, err = c.StartKubeVirtStandInErr(context.Background()); err != nil {
+			r.add(area, "KubeVirt stand-in starts", false, "up", "%v", err)
+			return nil
+		}
+		env = append(env, "CORRAL_VDI_PEER_SECRET="+crand.Text())
+	}
+	c.Apply(t, "../deploy/rbac.yaml")
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
 	for range 3 {
 		data, _ := os.MkdirTemp("", "cvs")
 		t.Cleanup(func() { os.RemoveAll(data) })
-		e.replicas = append(e.replicas, startPortal(t, data, "127.0.0.1:0",
-			"CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops",
-			fmt.Sprintf("CORRAL_VDI_NAMESPACE=%s", e.ns)))
+		e.replicas = append(e.replicas, startPortal(t, data, "127.0.0.1:0", append(env, "KUBECONFIG="+kubeconfig)...))
 	}
 	return e
 }
 
 func kubePhase(t *testing.T, sc scale, r *report) {
 	start := time.Now()
-	e := newKubeEnv(t, r, "kube", "storm")
+	e := newKubeEnv(t, r, "kube", "storm", true)
 	if e == nil {
 		return
 	}
@@ -93,6 +103,7 @@ func kubePhase(t *testing.T, sc scale, r *report) {
 	e.watcher = watchLeases(t, c.Client, e.ns, e.pool)
 	claimStorm(t, sc, r, e)
 	faultKillReplica(t, sc, r, e)
+	faultKillScreenOwner(t, r, e)
 	faultAPIServerRestart(t, sc, r, e)
 	faultEtcdPause(t, sc, r, e)
 	faultSQLiteReadOnly(t, sc, r, e)

@@ -26,7 +26,7 @@ import (
 // double holders the Lease watcher saw, and the dashboard of the pool
 // served from the replicas' caches.
 func stormPhase(t *testing.T, sc scale, r *report) {
-	e := newKubeEnv(t, r, "morning", "morning")
+	e := newKubeEnv(t, r, "morning", "morning", false)
 	if e == nil {
 		return
 	}
