@@ -133,7 +133,8 @@ func pictureSteps(t *testing.T, page playwright.Page) {
 // once the desktop is still, the screen is painted again losslessly and
 // ends pixel-exact. The pool is recorded: the recording holds the video,
 // and the player (noVNC again, with WebCodecs) replays it to the same
-// screen.
+// screen; in a browser without WebCodecs the player skips the video's
+// spans, says so, and ends on the same screen too.
 func TestConsole_H264(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
@@ -223,5 +224,28 @@ func TestConsole_H264(t *testing.T) {
 	}
 	if n := differingPixels(live, replayed); n != 0 {
 		t.Errorf("the replayed screen %v differs from the live one %v in %d pixels", replayed.Bounds(), live.Bounds(), n)
+	}
+	must(t, admin.Close())
+
+	// The same recording in a browser without WebCodecs: it plays to its
+	// end, the video's spans still, says so, and ends on the same screen.
+	plain := b.MustNewPage(t, 1280, 800)
+	must(t, plain.AddInitScript(playwright.Script{Content: playwright.String(`delete window.VideoDecoder;`)}))
+	signIn(t, plain, p, "ops", "/admin/recordings/"+rec.ID)
+	player = plain.GetByTestId("player")
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
+	_, err = plain.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
+	must(t, err)
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
+	must(t, expect.Locator(plain.GetByTestId("player-note")).ToContainText("no WebCodecs"))
+	must(t, expect.Locator(player).ToHaveAttribute("data-video", "still"))
+	still := stableCanvas(t, plain, "#player canvas")
+	screenshot(t, plain, "h264-playback-without-webcodecs")
+	if n := differingPixels(live, still); n != 0 {
+		t.Errorf("without WebCodecs, the replayed screen %v differs from the live one %v in %d pixels", still.Bounds(), live.Bounds(), n)
+	}
+	for _, size := range [][2]int{{1024, 1366}, {390, 844}} {
+		must(t, plain.SetViewportSize(size[0], size[1]))
+		screenshot(t, plain, fmt.Sprintf("h264-playback-without-webcodecs-%dx%d", size[0], size[1]))
 	}
 }
