@@ -102,4 +102,40 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			must(t, page.Close())
 		})
 	}
+
+	// Under the consent policy: the holder allowed the watch, then gave
+	// control and took it back; taking control back is not ending the
+	// watch, so the admin's page watches again without asking anew.
+	t.Run("consent", func(t *testing.T) {
+		if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", `{"name": "helped", "size": 1, "policy": {"watch": "consent"}}`, nil); code != 201 {
+			t.Fatalf("create a consent pool: %d", code)
+		}
+		page, d := MustOpenConsole(t, b, p, "hal-consent", "helped", 1280, 800, false)
+		ask := page.GetByTestId("watch-ask")
+		admin := uxPage(t, b, 1280, 800, false)
+		signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
+		must(t, expect.Locator(ask).ToContainText("boss asks to watch this desktop"))
+		must(t, ask.GetByTestId("watch-allow").Click())
+		must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, admin.GetByTestId("request-control").Click())
+		must(t, expect.Locator(ask).ToContainText("boss asks to take control"))
+		must(t, ask.GetByTestId("watch-allow").Click())
+		must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("control"))
+		must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+		// From here on the holder's page must not ask about boss again.
+		_, err := page.Evaluate(`() => new MutationObserver(() => {
+			if (document.querySelector('[data-testid=watch-ask]')) window.askedAgain = true;
+		}).observe(document.body, { childList: true, subtree: true })`)
+		must(t, err)
+		must(t, page.GetByTestId("take-back-control").Click())
+		must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+		must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(admin.GetByTestId("request-control")).ToBeVisible())
+		must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
+		if asked, _ := page.Evaluate(`() => Boolean(window.askedAgain)`); asked == true {
+			t.Error("the holder was asked again to let boss watch after taking control back")
+		}
+		screenshot(t, page, "holder-took-back")
+		screenshot(t, admin, "admin-watching-again")
+	})
 }

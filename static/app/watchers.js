@@ -6,6 +6,10 @@
 
 const RETRY_MS = 3000;
 
+// REWATCH_MS is how long after the holder took control back from an admin
+// their page allows that admin's watch reopening (watchViewers).
+const REWATCH_MS = 60000;
+
 // sayViewers is the notice for a list of viewers, or '' for none.
 export function sayViewers(list) {
   list = list.filter((v) => v.role !== 'asks');
@@ -62,6 +66,19 @@ export function sayParticipants(holder, me, list) {
 // page goes.
 export function watchViewers(notice, url) {
   if (!url) return;
+  // Taking control back is not ending the watch: the admin's page reopens
+  // watching, and where the pool asks the holder's consent that watch
+  // asks again. The holder allowed it already; their page answers it.
+  const tookBack = new Map(); // user -> when the holder took control back
+  const answered = new Set(); // the asks answered so
+  const rewatch = (v) => {
+    if (v.wants !== 'watch' || !(Date.now() - (tookBack.get(v.user) ?? -Infinity) < REWATCH_MS)) return false;
+    if (!answered.has(v.id)) {
+      answered.add(v.id);
+      fetch(`${url}/${encodeURIComponent(v.id)}/allow`, { method: 'POST' }).catch(() => {});
+    }
+    return true;
+  };
   pollViewers(url, (list) => {
     const text = sayViewers(list);
     // The holder's own "On it:" line, as the people beside them have.
@@ -70,7 +87,7 @@ export function watchViewers(notice, url) {
     })] : [];
     on.forEach((el) => { el.dataset.testid = 'holder-participants'; });
     notice.replaceChildren(...(text ? [text] : []), ...on, ...list.filter((v) => v.granted).map((v) => takeBack(v)),
-      ...list.filter((v) => v.role === 'asks').map((v) => ask(v)));
+      ...list.filter((v) => v.role === 'asks' && !rewatch(v)).map((v) => ask(v)));
     notice.hidden = notice.childNodes.length === 0;
   });
 
@@ -81,6 +98,7 @@ export function watchViewers(notice, url) {
     b.dataset.testid = 'take-back-control';
     b.addEventListener('click', () => {
       b.disabled = true;
+      tookBack.set(v.user, Date.now());
       fetch(`${url}/${encodeURIComponent(v.id)}/end`, { method: 'POST' }).catch(() => { b.disabled = false; });
     });
     return b;
