@@ -146,10 +146,12 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 }
 
 // reclaimStale is how old a reclaim's mark on a Lease must be before the
-// reclaim loop finishes it, taking it for one a crash interrupted: longer
-// than a reclaim takes (stopping or re-cloning a VM waits minutes at most),
-// so that a release or a reclaim still at work elsewhere is not done twice.
-const reclaimStale = 10 * time.Minute
+// reclaim loop finishes it, taking it for one a crash interrupted: a
+// reclaim at work renews its mark every markRenewal however long its
+// reset takes (a re-clone on slow storage: minutes), so one still at work
+// elsewhere is never done twice, and one a crash cut short is finished
+// within about a minute.
+const reclaimStale = 30 * time.Second
 
 func reclaimText(rule string) string {
 	switch rule {

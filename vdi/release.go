@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"time"
 )
 
 // Release ends id's claim on ref: persistent members stop, ephemeral ones are
@@ -84,17 +85,25 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		}
 	}
 	s.closeConsoles(l.Ref(), errors.New(text))
+	// The mark is renewed while the reset works, so that no other replica
+	// takes a long recreate for one a crash interrupted (reclaimStale).
+	work, renewed := s.renewMark(ctx, l)
 	// A pool or member that is gone (deleted by hand) has nothing to reset.
-	p, err := s.backend.Pool(ctx, l.Namespace, l.Pool)
+	p, err := s.backend.Pool(work, l.Namespace, l.Pool)
 	switch {
 	case ErrorCode(err) == ENotFound:
 		err = nil
 	case err != nil:
+		renewed()
 		return err
 	case p.Mode == ModeEphemeral:
-		err = s.backend.Recreate(ctx, l.Ref())
+		err = s.backend.Recreate(work, l.Ref())
 	default:
-		err = s.backend.Stop(ctx, l.Ref())
+		err = s.backend.Stop(work, l.Ref())
+	}
+	l, lost := renewed()
+	if lost {
+		return Errorf(EConflict, "Look at the desktop again.", "Desktop %s was taken over by another portal while it was being reset.", l.Ref())
 	}
 	if err != nil && ErrorCode(err) != ENotFound {
 		return &Error{Code: EUnavailable, Err: err,
@@ -108,4 +117,50 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		return unavailable(err)
 	}
 	return nil
+}
+
+// markRenewal is how often a reclaim at work renews its mark; well inside
+// reclaimStale.
+const markRenewal = 5 * time.Second
+
+// renewMark renews the reclaim mark on l every markRenewal until done is
+// called, which returns the Lease as last written and whether another
+// replica took it over meanwhile (a renewal that conflicts: the work's
+// context is then cancelled, and the caller must not delete the Lease).
+func (s *Service) renewMark(ctx context.Context, l *Lease) (context.Context, func() (*Lease, bool)) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	ended := make(chan struct{})
+	lost := false
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(markRenewal)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			next := *l
+			next.RenewTime = s.now()
+			got, err := s.leases.Update(ctx, &next)
+			switch {
+			case err == nil:
+				l = got
+			case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+				lost = true
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, func() (*Lease, bool) {
+		close(stop)
+		<-ended
+		cancel()
+		return l, lost
+	}
 }
