@@ -29,8 +29,18 @@ type onDesktop interface{ at(ref vdi.Ref) }
 
 func (w *Where) at(ref vdi.Ref) { w.Desktop = ref.String() }
 
-// def defines a tool by its MCP description and what it does as id.
-func def[In, Out any](t *mcp.Tool, run func(s *Seat, ctx context.Context, id vdi.Identity, in In) (*mcp.CallToolResult, Out, error)) tool {
+// def defines a tool by the token scope it needs (vdi.ScopeSee, ...), its
+// MCP description and what it does as id. A token without the scope is
+// refused before run, over MCP and JSON alike, with the scope named.
+func def[In, Out any](scope string, t *mcp.Tool, do func(s *Seat, ctx context.Context, id vdi.Identity, in In) (*mcp.CallToolResult, Out, error)) tool {
+	t.Description += " Needs the token's " + scope + " scope."
+	run := func(s *Seat, ctx context.Context, id vdi.Identity, in In) (*mcp.CallToolResult, Out, error) {
+		if err := id.May(scope); err != nil {
+			var none Out
+			return nil, none, err
+		}
+		return do(s, ctx, id, in)
+	}
 	tl := tool{name: t.Name, add: func(s *Seat, srv *mcp.Server, id vdi.Identity) {
 		tt := *t // AddTool fills in the schemas: one copy per server
 		mcp.AddTool(srv, &tt, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {

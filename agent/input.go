@@ -15,14 +15,14 @@ var buttons = map[string]byte{"": 1, "left": 1, "middle": 2, "right": 4}
 
 // inputTools are the tools that point, type and fill the clipboard.
 var inputTools = []tool{
-	def(&mcp.Tool{Name: "move", Description: "Move the pointer."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "move", Description: "Move the pointer."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in Point) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "move", in.Desktop, say(fmt.Sprintf("%d,%d", in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				x, y := clamp(st, in.X, in.Y)
 				return st.v.Pointer(x, y, 0)
 			}))
 		}),
-	def(&mcp.Tool{Name: "click", Description: "Click a mouse button at a point."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "click", Description: "Click a mouse button at a point."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in ClickArgs) (*mcp.CallToolResult, any, error) {
 			b, ok := buttons[in.Button]
 			if !ok {
@@ -32,13 +32,13 @@ var inputTools = []tool{
 				return clicks(st, in.X, in.Y, b, 1)
 			}))
 		}),
-	def(&mcp.Tool{Name: "double_click", Description: "Double-click the left button at a point."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "double_click", Description: "Double-click the left button at a point."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in Point) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "double_click", in.Desktop, say(fmt.Sprintf("%d,%d", in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				return clicks(st, in.X, in.Y, 1, 2)
 			}))
 		}),
-	def(&mcp.Tool{Name: "drag", Description: "Press the left button at one point, move to another and let go."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "drag", Description: "Press the left button at one point, move to another and let go."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in DragArgs) (*mcp.CallToolResult, any, error) {
 			detail := fmt.Sprintf("%d,%d to %d,%d", in.FromX, in.FromY, in.ToX, in.ToY)
 			return s.inputResult(s.call(ctx, id, "drag", in.Desktop, say(detail), input, func(_ vdi.Desktop, st *seat) error {
@@ -57,7 +57,7 @@ var inputTools = []tool{
 				return nil
 			}))
 		}),
-	def(&mcp.Tool{Name: "scroll", Description: "Turn the mouse wheel at a point."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "scroll", Description: "Turn the mouse wheel at a point."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in ScrollArgs) (*mcp.CallToolResult, any, error) {
 			return s.inputResult(s.call(ctx, id, "scroll", in.Desktop, say(fmt.Sprintf("%d at %d,%d", in.Clicks, in.X, in.Y)), input, func(_ vdi.Desktop, st *seat) error {
 				b := byte(16) // wheel down
@@ -67,7 +67,7 @@ var inputTools = []tool{
 				return clicks(st, in.X, in.Y, b, min(abs(in.Clicks), 50))
 			}))
 		}),
-	def(&mcp.Tool{Name: "type_text", Description: "Type text (any Unicode; a newline presses Enter)."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "type_text", Description: "Type text (any Unicode; a newline presses Enter)."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in TextArgs) (*mcp.CallToolResult, any, error) {
 			if len([]rune(in.Text)) > maxText {
 				return nil, nil, vdi.Errorf(vdi.ETooLarge, "", "text of %d characters: type at most %d per call", len([]rune(in.Text)), maxText)
@@ -82,7 +82,7 @@ var inputTools = []tool{
 				return nil
 			}))
 		}),
-	def(&mcp.Tool{Name: "press_keys", Description: "Press chords one after another, such as [\"ctrl+alt+t\"] or [\"Enter\"]."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "press_keys", Description: "Press chords one after another, such as [\"ctrl+alt+t\"] or [\"Enter\"]."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in KeysArgs) (*mcp.CallToolResult, any, error) {
 			var chords [][]uint32
 			for _, k := range in.Keys {
@@ -104,7 +104,7 @@ var inputTools = []tool{
 				return nil
 			}))
 		}),
-	def(&mcp.Tool{Name: "write_clipboard", Description: "Put text on the desktop's clipboard, where the pool lets text into the desktop."},
+	def(vdi.ScopeAct, &mcp.Tool{Name: "write_clipboard", Description: "Put text on the desktop's clipboard, where the pool lets text into the desktop."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in TextArgs) (*mcp.CallToolResult, any, error) {
 			if len([]rune(in.Text)) > maxText*64 {
 				return nil, nil, vdi.Errorf(vdi.ETooLarge, "", "text of %d characters is too long for the clipboard", len([]rune(in.Text)))

@@ -98,7 +98,7 @@ const maxText = 4000
 // sessionTools are the tools that claim, look at, wait on and release a
 // desktop.
 var sessionTools = []tool{
-	def(&mcp.Tool{Name: "list_pools", Description: "The pools this token may claim desktops from, with how many are free."},
+	def(vdi.ScopeSee, &mcp.Tool{Name: "list_pools", Description: "The pools this token may claim desktops from, with how many are free."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, _ struct{}) (*mcp.CallToolResult, Pools, error) {
 			ps, err := s.cfg.Desktops.Pools(ctx, id)
 			if err != nil {
@@ -110,7 +110,7 @@ var sessionTools = []tool{
 			}
 			return nil, out, nil
 		}),
-	def(&mcp.Tool{Name: "claim_desktop", Description: "Claim a desktop of a pool (the same one again if this user holds one) and start it; answers its name and screen size."},
+	def(vdi.ScopeClaim, &mcp.Tool{Name: "claim_desktop", Description: "Claim a desktop of a pool (the same one again if this user holds one) and start it; answers its name and screen size."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in PoolArgs) (*mcp.CallToolResult, Claimed, error) {
 			ns, pool, ok := strings.Cut(in.Pool, "/")
 			if !ok {
@@ -141,7 +141,7 @@ var sessionTools = []tool{
 			w, h := st.v.Size()
 			return nil, Claimed{Desktop: ref.String(), Width: w, Height: h}, nil
 		}),
-	def(&mcp.Tool{Name: "release_desktop", Description: "Release the desktop: it is stopped or made fresh, as its pool says."},
+	def(vdi.ScopeClaim, &mcp.Tool{Name: "release_desktop", Description: "Release the desktop: it is stopped or made fresh, as its pool says."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in Where) (*mcp.CallToolResult, any, error) {
 			ref, err := parseRef(in.Desktop)
 			if err != nil {
@@ -154,7 +154,7 @@ var sessionTools = []tool{
 			s.audit(ctx, id, "release_desktop", ref, "")
 			return text("released %s", ref), nil, nil
 		}),
-	def(&mcp.Tool{Name: "screenshot", Description: "A PNG of the desktop's screen now, or of a part of it (crop), optionally scaled down."},
+	def(vdi.ScopeSee, &mcp.Tool{Name: "screenshot", Description: "A PNG of the desktop's screen now, or of a part of it (crop), optionally scaled down."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in ShotArgs) (*mcp.CallToolResult, Screen, error) {
 			sh := shot{width: max(in.Width, 0)}
 			if c := in.Crop; c != nil {
@@ -179,7 +179,7 @@ var sessionTools = []tool{
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"},
 				&mcp.TextContent{Text: fmt.Sprintf("screen %dx%d; click coordinates are in full-size pixels", out.Width, out.Height)}}}, out, nil
 		}),
-	def(&mcp.Tool{Name: "wait_for_change", Description: "Wait until the screen changes from the last screenshot (or from now), or the timeout passes; answers whether it changed."},
+	def(vdi.ScopeSee, &mcp.Tool{Name: "wait_for_change", Description: "Wait until the screen changes from the last screenshot (or from now), or the timeout passes; answers whether it changed."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in WaitArgs) (*mcp.CallToolResult, any, error) {
 			d := time.Duration(in.TimeoutMS) * time.Millisecond
 			if d <= 0 {
@@ -199,7 +199,7 @@ var sessionTools = []tool{
 			}
 			return text("no change within %v", d), nil, nil
 		}),
-	def(&mcp.Tool{Name: "read_clipboard", Description: "The desktop's clipboard text, where the pool lets text out of the desktop."},
+	def(vdi.ScopeSee, &mcp.Tool{Name: "read_clipboard", Description: "The desktop's clipboard text, where the pool lets text out of the desktop."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in Where) (*mcp.CallToolResult, any, error) {
 			var cut string
 			err := s.call(ctx, id, "read_clipboard", in.Desktop, say(""), free, func(d vdi.Desktop, st *seat) error {

@@ -24,6 +24,9 @@ func (s *Seat) addResources(srv *mcp.Server, id vdi.Identity) {
 	srv.AddResource(&mcp.Resource{URI: desktopsURI, Name: "desktops", MIMEType: "application/json",
 		Description: "The desktops this token's user holds in the token's pools, with their state and the next reclaim."},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			if err := id.May(vdi.ScopeSee); err != nil {
+				return nil, err
+			}
 			ds, err := s.cfg.Desktops.Desktops(ctx, id, false)
 			if err != nil {
 				return nil, err
@@ -36,6 +39,9 @@ func (s *Seat) addResources(srv *mcp.Server, id vdi.Identity) {
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: desktopTemplate, Name: "desktop", MIMEType: "application/json",
 		Description: "One desktop's state: power, pool, protocols, policy, the next reclaim; only a desktop this token's user holds."},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			if err := id.May(vdi.ScopeSee); err != nil {
+				return nil, err
+			}
 			ref, err := parseRef(strings.TrimPrefix(req.Params.URI, "corral://desktops/"))
 			if err != nil {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)

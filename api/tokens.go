@@ -11,8 +11,11 @@ type TokenRequest struct {
 	Name    string   `json:"name"`
 	Pools   []string `json:"pools"`
 	Expires string   `json:"expires"`
-	User    string   `json:"user,omitempty"`
-	Admin   bool     `json:"admin,omitempty"`
+	// Scopes are the actions the token may take: "see", "act", "claim";
+	// none named is all three.
+	Scopes []string `json:"scopes,omitempty"`
+	User   string   `json:"user,omitempty"`
+	Admin  bool     `json:"admin,omitempty"`
 }
 
 // Token is a personal access token as the portal lists it. Token, the
@@ -22,6 +25,7 @@ type Token struct {
 	Name     string    `json:"name"`
 	User     string    `json:"user"`
 	Pools    []string  `json:"pools"`
+	Scopes   []string  `json:"scopes"`
 	Admin    bool      `json:"admin,omitempty"`
 	Created  time.Time `json:"created"`
 	Expires  time.Time `json:"expires"`

@@ -28,7 +28,8 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // tokenIdentity returns who r's bearer token acts as: its user with the
-// groups the token keeps (plus the groups file's), limited to its pools,
+// groups the token keeps (plus the groups file's), limited to its pools
+// and scopes,
 // an admin only when an admin made it an admin token and its user is an
 // admin still. A token that is not live identifies nobody; it never falls
 // back to a cookie.
@@ -46,6 +47,6 @@ func (a *Authenticator) tokenIdentity(r *http.Request, secret string) (vdi.Ident
 	}
 	id := a.identity(t.Login, "", t.Groups)
 	id.Admin = id.Admin && t.Admin
-	id.Token = &vdi.TokenScope{ID: t.ID, Name: t.Name, Pools: t.Pools}
+	id.Token = &vdi.TokenScope{ID: t.ID, Name: t.Name, Pools: t.Pools, Scopes: t.Scopes}
 	return id, true
 }

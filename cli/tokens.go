@@ -20,15 +20,18 @@ func runToken(ctx context.Context, e Env, args []string) error {
 }
 
 // runTokenCreate is `corral-vdi-portal token create NAME -user U -pools
-// NS/POOL,.. [-expires 720h] [-admin]`: the token is printed once.
+// NS/POOL,.. [-scopes see,act,claim] [-expires 720h] [-admin]`: the token
+// is printed once.
 func runTokenCreate(ctx context.Context, e Env, args []string) error {
-	f := NewFlags(e, "token create", "NAME -user U -pools NS/POOL,.. [-expires 720h] [-admin] [-json]")
+	f := NewFlags(e, "token create", "NAME -user U -pools NS/POOL,.. [-scopes see,act,claim] [-expires 720h] [-admin] [-json]")
 	user := f.String("user", "", "the user the token acts as (required: the CLI's own user has no tokens)")
 	pools := f.String("pools", "", `pools the token may use, comma-separated ("*": every pool the user may use)`)
+	scopes := f.String("scopes", "", `what the token may do, comma-separated: see (screenshots, the clipboard out), act (pointer, keys), claim (claim and release); empty: all three`)
 	expires := f.String("expires", "720h", "how long the token lives, from 1m to 8784h")
 	admin := f.Bool("admin", false, "an admin token (the user must be an admin too)")
 	f.Examples = `  corral-vdi-portal token create test-runner -user ci-bot -pools local/demo
-  corral-vdi-portal token create nightly -user ci-bot -pools '*' -expires 24h`
+  corral-vdi-portal token create nightly -user ci-bot -pools '*' -expires 24h
+  corral-vdi-portal token create watcher -user ci-bot -pools local/demo -scopes see`
 	pos, err := f.ParseArgs(args, "NAME")
 	if err != nil {
 		return err
@@ -41,11 +44,7 @@ func runTokenCreate(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	req := api.TokenRequest{Name: pos[0], User: *user, Expires: *expires, Admin: *admin}
-	for _, p := range strings.Split(*pools, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			req.Pools = append(req.Pools, p)
-		}
-	}
+	req.Pools, req.Scopes = splitList(*pools), splitList(*scopes)
 	raw, err := c.do(ctx, http.MethodPost, "/api/vdi/tokens", req)
 	if err != nil {
 		return err
@@ -54,7 +53,7 @@ func runTokenCreate(ctx context.Context, e Env, args []string) error {
 	if err := jsonInto(raw, &t); err != nil {
 		return err
 	}
-	return f.done(raw, "made token %s (%s) for %s on %s until %s; it is not shown again:\n%s", t.Name, t.ID, t.User, strings.Join(t.Pools, ","), stamp(t.Expires), t.Token)
+	return f.done(raw, "made token %s (%s) for %s on %s to %s until %s; it is not shown again:\n%s", t.Name, t.ID, t.User, strings.Join(t.Pools, ","), strings.Join(t.Scopes, ","), stamp(t.Expires), t.Token)
 }
 
 // runTokenList is `corral-vdi-portal token list`: every user's tokens,
@@ -83,9 +82,9 @@ func runTokenList(ctx context.Context, e Env, args []string) error {
 		if !t.LastUsed.IsZero() {
 			used = stamp(t.LastUsed)
 		}
-		rows = append(rows, []string{t.ID, t.User, t.Name, strings.Join(t.Pools, ","), stamp(t.Expires), used})
+		rows = append(rows, []string{t.ID, t.User, t.Name, strings.Join(t.Pools, ","), strings.Join(t.Scopes, ","), stamp(t.Expires), used})
 	}
-	return table(e.Out, []string{"ID", "USER", "NAME", "POOLS", "EXPIRES", "LAST USED"}, rows)
+	return table(e.Out, []string{"ID", "USER", "NAME", "POOLS", "SCOPES", "EXPIRES", "LAST USED"}, rows)
 }
 
 // runTokenRevoke is `corral-vdi-portal token revoke ID`: the token stops

@@ -25,8 +25,8 @@ func toolRefused(tb testing.TB, s *mcp.ClientSession, name string, args map[stri
 
 // TestAttack_MCP: what an agent (or a page of another site) tries at
 // /mcp beyond its token: no token, another pool, a desktop shared with
-// its user, a clipboard its pool keeps closed, a flood of input, and a
-// request from another site.
+// its user, a clipboard its pool keeps closed, an action its token's
+// scopes leave out, a flood of input, and a request from another site.
 func TestAttack_MCP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=ops")
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "sealed", "size": 1, "policy": {"clipboard": "to-desktop"}}`, nil); code != 201 {
@@ -92,6 +92,11 @@ func TestAttack_MCP(t *testing.T) {
 			t.Errorf("read_clipboard on a to-desktop pool said %q", got)
 		}
 		tool(t, s, "write_clipboard", map[string]any{"desktop": c.Desktop, "text": "in"})
+	})
+	t.Run("Scopes", func(t *testing.T) {
+		var c struct{ Desktop string }
+		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
+		scopeRefusals(t, p, c.Desktop)
 	})
 	t.Run("InputFlood", func(t *testing.T) {
 		var c struct{ Desktop string }

@@ -7,7 +7,8 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-// TestTokens_Page: alice makes a token on the Tokens page, sees it once,
+// TestTokens_Page: alice makes a token on the Tokens page that may only
+// see (none ticked is refused), sees it once,
 // uses it, finds it listed with its last use and revokes it there; the
 // page is shot at laptop, tablet and phone sizes.
 func TestTokens_Page(t *testing.T) {
@@ -24,6 +25,18 @@ func TestTokens_Page(t *testing.T) {
 			signIn(t, page, p, user, "/tokens")
 			must(t, expect.Locator(page.GetByTestId("no-tokens")).ToBeVisible())
 			must(t, page.GetByTestId("token-name").Fill("test-runner"))
+			for _, sc := range []string{"act", "claim"} { // a token that only looks
+				must(t, page.GetByTestId("token-scope-"+sc).Uncheck())
+			}
+			if size.name == "laptop" {
+				must(t, page.GetByTestId("token-scope-see").Uncheck())
+				must(t, page.GetByTestId("token-create").Click())
+				must(t, expect.Locator(page.GetByTestId("token-error")).ToContainText("needs a scope"))
+				must(t, page.GetByTestId("token-name").Fill("test-runner"))
+				for _, sc := range []string{"act", "claim"} {
+					must(t, page.GetByTestId("token-scope-"+sc).Uncheck())
+				}
+			}
 			must(t, page.GetByTestId("token-create").Click())
 			must(t, expect.Locator(page.GetByTestId("token-made")).ToBeVisible())
 			secret, err := page.GetByTestId("token-secret").InputValue()
@@ -34,11 +47,15 @@ func TestTokens_Page(t *testing.T) {
 			if code, body := p.bearer(t, secret, "GET", "/api/vdi/pools", ""); code != 200 || !strings.Contains(body, `"demo"`) {
 				t.Fatalf("pools with the page's token: %d %s", code, body)
 			}
+			if code, body := p.bearer(t, secret, "POST", "/api/vdi/pools/local/demo/claim", ""); code != 403 || !strings.Contains(body, `lacks the \"claim\" scope`) {
+				t.Errorf("a claim with the see-only token: %d %s; want 403 naming the claim scope", code, body)
+			}
 			if _, err := page.Goto(p.URL + "/tokens"); err != nil {
 				t.Fatal(err)
 			}
 			must(t, expect.Locator(page.GetByTestId("token-made")).ToHaveCount(0))
 			must(t, expect.Locator(page.GetByTestId("token-last-used")).Not().ToHaveText("never"))
+			must(t, expect.Locator(page.GetByTestId("token-scopes-of")).ToHaveText("see"))
 			screenshot(t, page, "tokens-"+size.name)
 			must(t, page.GetByTestId("token-revoke").Click())
 			must(t, page.GetByTestId("confirm-yes").Click())

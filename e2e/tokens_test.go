@@ -16,6 +16,7 @@ type token struct {
 	Name     string   `json:"name"`
 	User     string   `json:"user"`
 	Pools    []string `json:"pools"`
+	Scopes   []string `json:"scopes"`
 	Expires  string   `json:"expires"`
 	LastUsed string   `json:"lastUsed"`
 	Token    string   `json:"token"`
@@ -103,7 +104,7 @@ func TestTokens_AgentActsAsUser(t *testing.T) {
 		t.Errorf("bob revokes alice's token: %d; want 404", code)
 	}
 
-	out := p.mustCLI(t, "token", "create", "nightly", "-user", "ci-bot", "-pools", "local/other", "-expires", "24h")
+	out := p.mustCLI(t, "token", "create", "nightly", "-user", "ci-bot", "-pools", "local/other", "-scopes", "see", "-expires", "24h")
 	secret := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 	if code, body := p.bearer(t, secret, "GET", "/api/vdi/pools", ""); code != 200 || !strings.Contains(body, `"other"`) || strings.Contains(body, `"demo"`) {
 		t.Fatalf("ci-bot's pools with the CLI's token %q: %d %s; want other only", secret, code, body)
@@ -115,8 +116,8 @@ func TestTokens_AgentActsAsUser(t *testing.T) {
 			row = strings.Fields(line)
 		}
 	}
-	if len(row) < 3 || row[1] != "ci-bot" {
-		t.Fatalf("token list:\n%s\nwant a row of ci-bot's nightly", listed)
+	if len(row) < 5 || row[1] != "ci-bot" || row[4] != "see" {
+		t.Fatalf("token list:\n%s\nwant a row of ci-bot's nightly, scopes see", listed)
 	}
 	p.mustCLI(t, "token", "revoke", row[0])
 	if code, _ := p.bearer(t, secret, "GET", "/api/vdi/pools", ""); code != 401 {

@@ -36,6 +36,13 @@ type FilesConfig struct {
 // (upload or download): only its holder, and only where the pool's policy
 // and the backend allow it.
 func (h *fileRoutes) fileDesktop(r *http.Request, id vdi.Identity, upload bool) (vdi.Desktop, error) {
+	scope := vdi.ScopeSee // a token that only looks may take files out, one that acts bring them in
+	if upload {
+		scope = vdi.ScopeAct
+	}
+	if err := id.May(scope); err != nil {
+		return vdi.Desktop{}, err
+	}
 	d, err := h.desktops.Desktop(r.Context(), id, ref(r)) // holder or admin only
 	if err != nil {
 		return d, err

@@ -86,7 +86,11 @@ func (h *tokenRoutes) handleTokenForm(w http.ResponseWriter, r *http.Request, id
 	if err := r.ParseForm(); err != nil {
 		return vdi.Errorf(vdi.EInvalid, "Send the form again.", "The form could not be read.")
 	}
-	t, err := h.tokens.Create(r.Context(), id, api.TokenRequest{Name: r.PostForm.Get("name"), Pools: r.PostForm["pools"], Expires: r.PostForm.Get("expires")})
+	scopes := r.PostForm["scopes"]
+	if len(scopes) == 0 { // the API's "none named" is all three; a form left empty means none
+		return h.renderTokens(w, r, id, http.StatusBadRequest, nil, "A token needs a scope. Tick what it may do: see, act or claim.")
+	}
+	t, err := h.tokens.Create(r.Context(), id, api.TokenRequest{Name: r.PostForm.Get("name"), Pools: r.PostForm["pools"], Scopes: scopes, Expires: r.PostForm.Get("expires")})
 	if err != nil {
 		if vdi.ErrorCode(err) == vdi.EInvalid || vdi.ErrorCode(err) == vdi.EConflict {
 			code, msg, hint := h.errorText(r, err)
@@ -134,5 +138,5 @@ func (h *tokenRoutes) renderTokens(w http.ResponseWriter, r *http.Request, id vd
 }
 
 func tokenRow(t api.Token) views.TokenRow {
-	return views.TokenRow{ID: t.ID, Name: t.Name, Pools: t.Pools, Admin: t.Admin, Expires: t.Expires, LastUsed: t.LastUsed, Secret: t.Token}
+	return views.TokenRow{ID: t.ID, Name: t.Name, Pools: t.Pools, Scopes: t.Scopes, Admin: t.Admin, Expires: t.Expires, LastUsed: t.LastUsed, Secret: t.Token}
 }

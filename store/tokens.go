@@ -10,19 +10,20 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-const tokenColumns = `id, login, name, pools, groups_json, admin, hash, created_by, created_at, expires_at, last_used_at`
+const tokenColumns = `id, login, name, pools, groups_json, admin, hash, created_by, created_at, expires_at, last_used_at, scopes`
 
 // CreateToken keeps a new personal access token (its hash, never the
 // token).
 func (db *DB) CreateToken(ctx context.Context, t Token) error {
 	pools, _ := json.Marshal(t.Pools)
 	groups, _ := json.Marshal(t.Groups)
+	scopes, _ := json.Marshal(t.Scopes)
 	admin := 0
 	if t.Admin {
 		admin = 1
 	}
-	_, err := db.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
-		t.ID, t.Login, t.Name, string(pools), string(groups), admin, t.Hash, t.CreatedBy, t.Created.UnixNano(), t.Expires.UnixNano())
+	_, err := db.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+		t.ID, t.Login, t.Name, string(pools), string(groups), admin, t.Hash, t.CreatedBy, t.Created.UnixNano(), t.Expires.UnixNano(), string(scopes))
 	if err != nil {
 		return fmt.Errorf("store: create token %q of %q: %w", t.Name, t.Login, err)
 	}
@@ -93,13 +94,13 @@ func (db *DB) tokens(ctx context.Context, where string, args ...any) ([]Token, e
 	var out []Token
 	for rows.Next() {
 		var t Token
-		var pools, groups string
+		var pools, groups, scopes string
 		var admin int
 		var created, expires, used int64
-		if err := rows.Scan(&t.ID, &t.Login, &t.Name, &pools, &groups, &admin, &t.Hash, &t.CreatedBy, &created, &expires, &used); err != nil {
+		if err := rows.Scan(&t.ID, &t.Login, &t.Name, &pools, &groups, &admin, &t.Hash, &t.CreatedBy, &created, &expires, &used, &scopes); err != nil {
 			return nil, fmt.Errorf("store: tokens: %w", err)
 		}
-		if err := errors.Join(json.Unmarshal([]byte(pools), &t.Pools), json.Unmarshal([]byte(groups), &t.Groups)); err != nil {
+		if err := errors.Join(json.Unmarshal([]byte(pools), &t.Pools), json.Unmarshal([]byte(groups), &t.Groups), json.Unmarshal([]byte(scopes), &t.Scopes)); err != nil {
 			return nil, fmt.Errorf("store: token %q: %w", t.ID, err)
 		}
 		t.Admin, t.Created, t.Expires = admin != 0, time.Unix(0, created), time.Unix(0, expires)

@@ -1,7 +1,8 @@
 // Package tokens keeps personal access tokens: a user (or an admin, for a
-// service user) makes one for an agent or a script, limited to some pools
-// and a lifetime; the portal keeps only its hash, shows it once, lists it
-// with its last use and revokes it on request. Verify turns a presented
+// service user) makes one for an agent or a script, limited to some pools,
+// some actions (scopes: see, act, claim) and a lifetime; the portal keeps
+// only its hash, shows it once, lists it with its last use and revokes it
+// on request. Verify turns a presented
 // token back into its record for the identity middleware (package auth).
 package tokens
 
@@ -107,7 +108,7 @@ func (s *Service) Create(ctx context.Context, by vdi.Identity, req api.TokenRequ
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return api.Token{}, err
 	}
-	detail := "token " + t.Name + " for " + strings.Join(t.Pools, ",") + " until " + t.Expires.UTC().Format(time.RFC3339)
+	detail := "token " + t.Name + " for " + strings.Join(t.Pools, ",") + " to " + strings.Join(t.Scopes, ",") + " until " + t.Expires.UTC().Format(time.RFC3339)
 	if t.Admin {
 		detail += "; admin"
 	}
@@ -148,6 +149,21 @@ func (s *Service) check(ctx context.Context, by vdi.Identity, req api.TokenReque
 		}
 	}
 	t.Pools = slices.Compact(slices.Sorted(slices.Values(req.Pools)))
+	t.Scopes = slices.Clone(vdi.Scopes)
+	if len(req.Scopes) > 0 {
+		t.Scopes = nil
+		for _, sc := range vdi.Scopes { // in the portal's order, each once
+			if slices.Contains(req.Scopes, sc) {
+				t.Scopes = append(t.Scopes, sc)
+			}
+		}
+		for _, sc := range req.Scopes {
+			if !slices.Contains(vdi.Scopes, sc) {
+				return t, vdi.Errorf(vdi.EInvalid, `Name scopes from "see" (screenshots, waiting, the clipboard out), "act" (pointer, keys, the clipboard in) and "claim" (claim and release), or leave them out for all three.`,
+					"Scope %q is not one the portal knows.", sc)
+			}
+		}
+	}
 	life := DefaultLifetime
 	if req.Expires != "" {
 		d, err := time.ParseDuration(req.Expires)
@@ -257,7 +273,7 @@ func (s *Service) record(ctx context.Context, e vdi.AuditEvent) {
 }
 
 func wire(t vdi.Token) api.Token {
-	return api.Token{ID: t.ID, Name: t.Name, User: t.Login, Pools: t.Pools, Admin: t.Admin, Created: t.Created, Expires: t.Expires, LastUsed: t.LastUsed}
+	return api.Token{ID: t.ID, Name: t.Name, User: t.Login, Pools: t.Pools, Scopes: t.Scopes, Admin: t.Admin, Created: t.Created, Expires: t.Expires, LastUsed: t.LastUsed}
 }
 
 func hash(secret string) string {

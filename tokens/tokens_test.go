@@ -54,6 +54,24 @@ func TestService_Create(t *testing.T) {
 			t.Errorf("List = %+v; want the token without its secret, used now", list)
 		}
 	})
+	t.Run("Scopes", func(t *testing.T) {
+		s, _, _ := mustService(t)
+		all, err := s.Create(ctx, alice, api.TokenRequest{Name: "all", Pools: []string{"*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(all.Scopes, ","); got != "see,act,claim" {
+			t.Errorf("a token made without scopes has %q; want see,act,claim", got)
+		}
+		see, err := s.Create(ctx, alice, api.TokenRequest{Name: "see", Pools: []string{"*"}, Scopes: []string{"claim", "see", "see"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.Verify(ctx, see.Token)
+		if err != nil || !ok || strings.Join(got.Scopes, ",") != "see,claim" {
+			t.Errorf("Verify = %+v, %v, %v; want the scopes see,claim kept", got, ok, err)
+		}
+	})
 	for _, c := range []struct {
 		name string
 		by   vdi.Identity
@@ -61,6 +79,7 @@ func TestService_Create(t *testing.T) {
 		code vdi.Code
 	}{
 		{"ErrNameInvalid", alice, api.TokenRequest{Name: "<b>", Pools: []string{"local/demo"}}, vdi.EInvalid},
+		{"ErrScopeUnknown", alice, api.TokenRequest{Name: "a", Pools: []string{"*"}, Scopes: []string{"see", "admin"}}, vdi.EInvalid},
 		{"ErrNoPools", alice, api.TokenRequest{Name: "a"}, vdi.EInvalid},
 		{"ErrPoolInvalid", alice, api.TokenRequest{Name: "a", Pools: []string{"demo"}}, vdi.EInvalid},
 		{"ErrExpiresTooLong", alice, api.TokenRequest{Name: "a", Pools: []string{"*"}, Expires: "100000h"}, vdi.EInvalid},

@@ -26,6 +26,9 @@ func (s *Service) ClaimStarting(ctx context.Context, id Identity, namespace, poo
 }
 
 func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string, atOnce bool) (Desktop, error) {
+	if err := id.May(ScopeClaim); err != nil {
+		return Desktop{}, err
+	}
 	p, err := s.backend.Pool(ctx, namespace, pool)
 	if err != nil {
 		return Desktop{}, err

@@ -26,6 +26,9 @@ func plainFor(id Identity, d Desktop) Desktop {
 // pool's source and started, and the claim stays, so the same console page
 // opens it (open consoles drop and reconnect). A persistent desktop keeps its disk: Start is its way back.
 func (s *Service) StartFresh(ctx context.Context, id Identity, ref Ref) error {
+	if err := id.May(ScopeClaim); err != nil {
+		return err
+	}
 	d, err := s.Desktop(ctx, id, ref)
 	if err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 // closed with a message first. A failed power step keeps the claim. A
 // claim on a member that no longer exists (deleted by hand) is let go.
 func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
+	if err := id.May(ScopeClaim); err != nil {
+		return err
+	}
 	_, gone := s.backend.Member(ctx, ref)
 	if gone != nil && ErrorCode(gone) != ENotFound {
 		return gone

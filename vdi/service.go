@@ -307,6 +307,9 @@ func (s *Service) authorize(ctx context.Context, id Identity, ref Ref) (*Lease, 
 // boots, see StartAsker) is only asked to: the request answers at once,
 // and the console page waits for it.
 func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
+	if err := id.May(ScopeClaim); err != nil {
+		return err
+	}
 	d, err := s.Desktop(ctx, id, ref)
 	if err != nil {
 		return err
@@ -324,6 +327,9 @@ func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
 // Stop powers off a member id holds (or any, for an admin); the claim
 // stays. Stopping a stopped member does nothing and is not audited.
 func (s *Service) Stop(ctx context.Context, id Identity, ref Ref) error {
+	if err := id.May(ScopeClaim); err != nil {
+		return err
+	}
 	d, err := s.Desktop(ctx, id, ref)
 	if err != nil {
 		return err

@@ -2,17 +2,49 @@ package vdi
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
 // TokenScope is what a personal access token lets its bearer reach: the
-// token's name, for the audit log and the dashboard, and the pools
-// ("ns/pool", or "*" for every pool its user may use) it is limited to.
+// token's name, for the audit log and the dashboard, the pools ("ns/pool",
+// or "*" for every pool its user may use) and the actions (Scopes) it is
+// limited to.
 type TokenScope struct {
-	ID    string
-	Name  string
-	Pools []string
+	ID     string
+	Name   string
+	Pools  []string
+	Scopes []string
+}
+
+// The actions a token may be limited to, as the agent seat names them:
+// see a desktop, act in it, claim and release it.
+const (
+	// ScopeSee reads: screenshots, waiting for a change, the clipboard
+	// and files out of a desktop, the pools and desktops' state.
+	ScopeSee = "see"
+	// ScopeAct works in a desktop: pointer, keys, the clipboard and files
+	// into it.
+	ScopeAct = "act"
+	// ScopeClaim claims, starts, stops and releases desktops.
+	ScopeClaim = "claim"
+)
+
+// Scopes are every action scope, in the order the portal lists them; a
+// token made without naming any has them all.
+var Scopes = []string{ScopeSee, ScopeAct, ScopeClaim}
+
+// May fails unless id may take actions of scope: always without a token,
+// else when the token names the scope. The refusal names what is missing.
+func (id Identity) May(scope string) error {
+	if id.Token == nil || slices.Contains(id.Token.Scopes, scope) {
+		return nil
+	}
+	return &Error{Code: EForbidden,
+		Msg:  fmt.Sprintf("Token %q lacks the %q scope (it has: %s).", id.Token.Name, scope, strings.Join(id.Token.Scopes, ", ")),
+		Hint: fmt.Sprintf("Make a token with the %q scope on the Tokens page, or use one that has it.", scope)}
 }
 
 // AllPools is the scope entry that reaches every pool the user may use.
@@ -64,6 +96,8 @@ type Token struct {
 	Login string
 	Name  string
 	Pools []string
+	// Scopes are the actions the token may take (ScopeSee, ...).
+	Scopes []string
 	// Groups are the user's groups when the token was made (an identity
 	// provider's groups are known only at sign-in).
 	Groups []string
