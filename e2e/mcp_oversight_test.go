@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // TestMCP_Oversight: a desktop an agent works in says so on its
-// holder's home page and on the dashboard; alice, watching it in
+// holder's home page, console page and on the dashboard; alice, watching it in
 // Chromium, sees the agent type; when she types in her own console she
 // takes control, and the agent's next input says so while its
 // screenshots go on.
@@ -37,6 +38,7 @@ func TestMCP_Oversight(t *testing.T) {
 	})
 	b := MustLaunchBrowser(t)
 	page, _ := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
+	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("agent-notice")).ToContainText("bot:alice/test-runner"))
 	shown := func() string {
 		v, err := page.Evaluate(`() => document.querySelector('#screen canvas').toDataURL('image/png')`)
 		must(t, err)
@@ -70,5 +72,12 @@ func TestMCP_Oversight(t *testing.T) {
 	}
 	if res := tool(t, s, "screenshot", map[string]any{"desktop": c.Desktop}); len(res.Content) == 0 {
 		t.Error("no screenshot while alice has control")
+	}
+	for _, size := range []struct { // the agent notice at the other sizes
+		name          string
+		width, height int
+	}{{"tablet", 1024, 1366}, {"phone", 390, 844}} {
+		must(t, page.SetViewportSize(size.width, size.height))
+		screenshot(t, page, "agent-notice-"+size.name)
 	}
 }
