@@ -35,6 +35,9 @@ func TestAttack_MCP(t *testing.T) {
 	tok := mustToken(t, p, "alice", `{"name": "runner", "pools": ["local/sealed"]}`)
 	s := mustMCP(t, p, tok.Token)
 
+	t.Run("Conformance", func(t *testing.T) {
+		mcpConformance(t, p, tok.Token)
+	})
 	t.Run("NoToken", func(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 		for _, hdr := range [][]string{
