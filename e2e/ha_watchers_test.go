@@ -4,17 +4,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // viewerRow is one entry of GET …/viewers.
 type viewerRow struct {
 	ID, User, Role, Wants string
+	Granted               bool
 }
 
 // TestHA_WhoIsWatching: the holder's "who is watching" list and notice
@@ -23,7 +28,10 @@ type viewerRow struct {
 // Whichever replica alice's page asks, it lists both, with the same ETag;
 // a long poll on a answers when carol leaves on c. Then the pool asks the
 // holder's consent: ops's watch waits on c, alice sees it asking on a and
-// allows it there, and ops's console on c opens.
+// allows it there, and ops's console on c opens. Request control across
+// replicas (issue 58): ops asks on b, alice allows on a, ops's console on c
+// opened with the grant types on the screen, and alice takes control back
+// on a.
 func TestHA_WhoIsWatching(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
@@ -138,4 +146,79 @@ func TestHA_WhoIsWatching(t *testing.T) {
 	if _, list, _ := viewers(b, ""); say(list) != "erin:control,ops:watch" {
 		t.Errorf("alice's viewers on b after ops's watch began on c: %s; want erin:control,ops:watch", say(list))
 	}
+
+	// Request control: ops asks on b; the request waits there until alice
+	// allows it on a.
+	type granted struct {
+		code  int
+		grant api.ControlGrant
+	}
+	asked := make(chan granted, 1)
+	go func() {
+		var g api.ControlGrant
+		code := b.p.API(t, "ops", "POST", desktop+"/control", &g)
+		asked <- granted{code, g}
+	}()
+	waitFor(t, 30*time.Second, "ops's request for control in alice's list on a", func() bool {
+		_, list, _ := viewers(a, "")
+		i := slices.IndexFunc(list, func(v viewerRow) bool { return v.User == "ops" && v.Wants == "request-control" })
+		if i >= 0 {
+			ask = list[i]
+		}
+		return i >= 0
+	})
+	if code := a.p.API(t, "alice", "POST", desktop+"/viewers/"+ask.ID+"/allow", nil); code != 204 {
+		t.Fatalf("alice allows ops control on a: %d", code)
+	}
+	var got granted
+	select {
+	case got = <-asked:
+	case <-time.After(time.Minute):
+		t.Fatal("ops's request for control on b did not answer after alice allowed it on a")
+	}
+	if got.code != 200 || got.grant.Grant == "" || got.grant.Holder != "alice" {
+		t.Fatalf("ops's request for control on b: %d %+v; want 200 and a grant from alice", got.code, got.grant)
+	}
+	// The grant opens ops's console with control on c: ops's keys change
+	// the screen.
+	ctlWS, res, err := dialWS(c.p, "ops", "/ws/vnc/"+hs.ns+"/"+hs.member+"?control="+url.QueryEscape(got.grant.Grant), c.p.URL)
+	if err != nil {
+		t.Fatalf("ops's console on c with the grant: %v (%v)", err, status(res))
+	}
+	t.Cleanup(func() { ctlWS.Close() })
+	helper := newRFBViewer(t, ctlWS)
+	before, err := helper.screen(t)
+	must(t, err)
+	helper.typeText(t, "helped")
+	waitFor(t, 30*time.Second, "ops's keys to change the screen", func() bool {
+		now, err := helper.screen(t)
+		must(t, err)
+		return now != before
+	})
+	var granter viewerRow
+	waitFor(t, 30*time.Second, "ops's console with control in alice's list on a", func() bool {
+		_, list, _ := viewers(a, "")
+		i := slices.IndexFunc(list, func(v viewerRow) bool { return v.User == "ops" && v.Role == "control" && v.Granted })
+		if i >= 0 {
+			granter = list[i]
+		}
+		return i >= 0
+	})
+	// Alice takes control back on a: ops's console on c closes, saying so.
+	if code := a.p.API(t, "alice", "POST", desktop+"/viewers/"+granter.ID+"/end", nil); code != 204 {
+		t.Fatalf("alice takes control back on a: %d", code)
+	}
+	ctlWS.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		if _, _, err = ctlWS.ReadMessage(); err != nil {
+			break
+		}
+	}
+	if ce, ok := err.(*websocket.CloseError); !ok || !strings.Contains(ce.Text, "alice took back control") {
+		t.Errorf("ops's console with control on c ended with %v; want alice taking control back", err)
+	}
+	waitFor(t, 30*time.Second, "ops's console with control gone from alice's list on a", func() bool {
+		_, list, _ := viewers(a, "")
+		return !slices.ContainsFunc(list, func(v viewerRow) bool { return v.User == "ops" && v.Role == "control" })
+	})
 }
