@@ -260,5 +260,8 @@ echo "== click \"Get a desktop\" → first desktop pixels in Chromium (Playwrigh
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_ROUNDS="${BENCH_FIRST_PIXEL_ROUNDS:-5}" go test -count=1 -run '^TestBench_FirstPixel$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
 
 echo
+echo "== the agent seat (agent/, real Xvnc through a screen hub): screenshot time, bytes and CPU, full 1280x800 and scaled to 1024 wide, of an unchanged screen (the cache: no encode) and a changed one (goal <= 50 ms); input -> changed screen; CPU per agent at 2 screenshots/s =="
+go test -count=1 -run '^$' -bench '^BenchmarkSeat_' -benchtime "${BENCH_AGENT:-20}x" ./agent/ | grep '^BenchmarkSeat_'
+echo
 echo "== consoles over shaped networks (make bench-wan): keypress → pixels, fps, bytes and CPU per workload, idle bytes; VNC per quality and RDP =="
 bash scripts/bench-wan.sh
