@@ -110,6 +110,7 @@ func Doctor(ctx context.Context, e cli.Env, args []string) error {
 	case cfg.Server.Backend == BackendKube:
 		fs.ok("config", "backend kube, kubeconfig %s, portal namespace %s", orInCluster(cfg.Kube.Kubeconfig), cfg.Kube.Namespace)
 		checkKube(ctx, &fs, cfg)
+		checkH264(ctx, &fs, cfg)
 	default:
 		fs.ok("config", "backend local, data directory %s", cfg.Server.DataDir)
 		checkLocal(ctx, &fs, cfg, e.Getenv)

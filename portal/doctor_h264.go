@@ -3,6 +3,7 @@ package portal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"time"
@@ -30,28 +31,45 @@ const h264Packages = "gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-
 
 // checkH264 runs the H.264 encoder CORRAL_VDI_H264 names on one small
 // screen, as a screen hub would, and says what to install when it cannot.
-// A portal whose encoder fails still works: its consoles get tiles.
+// A portal whose encoder fails still works: its consoles get tiles. On
+// the kube backend doctor runs in the portal's image (kubectl exec), so
+// it says whether that image can encode even with H.264 off: the kube
+// image, distroless, has no GStreamer.
 func checkH264(ctx context.Context, fs *findings, cfg Config) {
 	program := cfg.Console.H264
-	if program == "" {
+	kube := cfg.Server.Backend == BackendKube
+	if program == "" && !kube {
 		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles")
 		return
 	}
+	probe := program
+	if probe == "" {
+		probe = "gst-launch-1.0"
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	err := rfb.CheckH264(ctx, program)
-	if err == nil {
-		fs.ok("h264", "%s encodes H.264 (x264enc): VNC consoles that can decode it get video while the screen moves", program)
-		return
-	}
+	err := rfb.CheckH264(ctx, probe)
 	install := h264Packages
 	var exit *exec.Error
-	switch m := gstNoElement.FindStringSubmatch(err.Error()); {
+	switch m := gstNoElement.FindStringSubmatch(fmt.Sprint(err)); {
+	case err == nil:
 	case errors.As(err, &exit):
 		install = "gstreamer1.0-tools"
 	case m != nil && gstElementPackages[m[1]] != "":
 		install = gstElementPackages[m[1]]
 	}
-	fs.warn("h264", "apt-get install "+install+" (or `sudo scripts/deps.sh`), or leave CORRAL_VDI_H264 empty",
-		"CORRAL_VDI_H264=%s cannot encode, so every console gets tiles: %v", program, err)
+	switch {
+	case program == "" && err == nil:
+		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles; this image could encode it (CORRAL_VDI_H264=gst-launch-1.0)")
+	case program == "":
+		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles; this image cannot encode it (it lacks %s: %v)", install, err)
+	case err == nil:
+		fs.ok("h264", "%s encodes H.264 (x264enc): VNC consoles that can decode it get video while the screen moves", program)
+	case kube:
+		fs.warn("h264", "Run the portal from an image with "+h264Packages+" (the kube image is distroless and has none: build one FROM debian:bookworm-slim with them and the binary, as the Dockerfile's local target is built), or leave CORRAL_VDI_H264 empty",
+			"CORRAL_VDI_H264=%s cannot encode in this image (it lacks %s), so every console gets tiles: %v", program, install, err)
+	default:
+		fs.warn("h264", "apt-get install "+install+" (or `sudo scripts/deps.sh`), or leave CORRAL_VDI_H264 empty",
+			"CORRAL_VDI_H264=%s cannot encode, so every console gets tiles: %v", program, err)
+	}
 }

@@ -13,15 +13,19 @@ import (
 // through the hubs' real pipeline and, when it cannot encode, names the
 // package to install: GStreamer's tools for a missing program, the
 // plugins package of a missing element (x264enc taken out of a copy of
-// this machine's plugin folder).
+// this machine's plugin folder); on the kube backend, whether the image
+// can encode even with H.264 off.
 func TestDoctor_H264(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
 	}
-	check := func(t *testing.T, program string) finding {
+	check := func(t *testing.T, program string, backend ...string) finding {
 		t.Helper()
 		var cfg Config
 		cfg.Console.H264 = program
+		if len(backend) > 0 {
+			cfg.Server.Backend = backend[0]
+		}
 		var fs findings
 		checkH264(context.Background(), &fs, cfg)
 		got := fs.find("h264")
@@ -43,6 +47,28 @@ func TestDoctor_H264(t *testing.T) {
 	t.Run("NoProgram", func(t *testing.T) {
 		if f := check(t, "/nonexistent/gst-launch-1.0"); f.Level != levelWarn || !strings.Contains(f.Fix, "apt-get install gstreamer1.0-tools ") {
 			t.Errorf("a missing program: %+v; want a warning naming gstreamer1.0-tools", f)
+		}
+	})
+	// On the kube backend doctor runs in the portal's image: it says
+	// whether the image can encode, and a fix that fits a distroless one
+	// (no apt-get there). An image without GStreamer is this machine with
+	// an empty PATH.
+	t.Run("KubeOffCould", func(t *testing.T) {
+		if f := check(t, "", BackendKube); f.Level != levelOK || !strings.Contains(f.What, "could encode") {
+			t.Errorf("kube, H.264 off, GStreamer here: %+v; want ok, could encode", f)
+		}
+	})
+	t.Run("KubeOffCannot", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if f := check(t, "", BackendKube); f.Level != levelOK || !strings.Contains(f.What, "cannot encode it (it lacks gstreamer1.0-tools") {
+			t.Errorf("kube, H.264 off, no GStreamer: %+v; want ok, cannot encode, lacking gstreamer1.0-tools", f)
+		}
+	})
+	t.Run("KubeNoProgram", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		f := check(t, "gst-launch-1.0", BackendKube)
+		if f.Level != levelWarn || !strings.Contains(f.Fix, "distroless") || !strings.Contains(f.Fix, h264Packages) || strings.Contains(f.Fix, "apt-get") {
+			t.Errorf("kube, H.264 on, no GStreamer: %+v; want a warning naming the packages for an image of its own", f)
 		}
 	})
 	t.Run("NoX264enc", func(t *testing.T) {
