@@ -262,13 +262,17 @@ func (b *Backend) status(pool, name string) vdi.Member {
 	}
 	if m.Power == vdi.PowerRunning {
 		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolTerminal}
+		// Xvnc types any character as a keysym.
+		m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolVNC: {Display: true, Clipboard: true, Resize: true, Unicode: true}}
 		if d := b.members[name].desktop; d != nil && d.RDPSocket() != "" {
 			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolTerminal}
-			// freerdp-shadow has no clipboard channel and keeps its size.
-			m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolRDP: {Display: true}}
+			// freerdp-shadow has no clipboard channel, keeps its size and
+			// drops Unicode keyboard events.
+			m.ConsoleCaps[vdi.ProtocolRDP] = vdi.Caps{Display: true}
 		}
 		if b.members[name].vm != nil {
-			m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}
+			// QEMU's VNC keymap is a US keyboard's.
+			m.Protocols, m.ConsoleCaps = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}, nil
 		}
 	}
 	return m

@@ -16,12 +16,19 @@ type Caps struct {
 	Clipboard bool `json:"clipboard"`
 	// Resize: the desktop follows the browser window's size.
 	Resize bool `json:"resize"`
+	// Unicode: its keyboard types any character, not only a US keyboard's
+	// (TigerVNC's Xvnc maps Unicode keysyms to keys of its own; Windows
+	// takes RDP's Unicode keyboard events). QEMU's VNC maps keysyms
+	// through a US keymap and freerdp-shadow drops Unicode events. Input
+	// methods, Type as keys and phones' keyboards need it for any
+	// character past ASCII. The platform says it, never the page.
+	Unicode bool `json:"unicode,omitempty"`
 }
 
 // protocolCaps is what each protocol's consoles can do when the backend
 // says nothing else of its servers.
 var protocolCaps = map[Protocol]Caps{
-	ProtocolRDP:      {Display: true, Clipboard: true, Resize: true},
+	ProtocolRDP:      {Display: true, Clipboard: true, Resize: true, Unicode: true},
 	ProtocolVNC:      {Display: true, Clipboard: true, Resize: true},
 	ProtocolSerial:   {},
 	ProtocolTerminal: {Resize: true},

@@ -18,7 +18,7 @@ const MAX_SHOWN = 256 * 1024;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // shown returns a character as the user can read it in a refusal.
-function shown(ch) {
+export function shown(ch) {
   const cp = ch.codePointAt(0);
   const hex = `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
   return /\p{Cc}|\p{Cf}|\s/u.test(ch) ? hex : `"${ch}" (${hex})`;

@@ -8,6 +8,7 @@ import { attachZoom } from './zoom.js';
 import { attach as attachQuality } from './vnc-quality.js';
 import { takeEarly } from './console-early.js';
 import { waitForConsent } from './connect.js';
+import { attachIME } from './vnc-ime.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -114,6 +115,8 @@ export async function open(screen, info, ui) {
     zoomed: (on) => { rfb.resizeSession = !on && !beside; },
   });
   rfb.focusOnClick = true;
+  const keys = vncKeys(rfb, Boolean(info.caps?.unicode));
+  attachIME(rfb, stage, keys);
   const quality = beside ? () => {} : attachQuality(rfb);
   rfb.viewOnly = Boolean(info.viewOnly);
   // noVNC takes its screen (the canvas) away on disconnect; it goes back
@@ -137,7 +140,6 @@ export async function open(screen, info, ui) {
   });
   rfb.addEventListener('clipboard', (ev) => ui.clipboard?.(ev.detail.text));
   screen.rfb = rfb; // for tests and the devtools
-  const keys = vncKeys(rfb);
   return {
     close() {
       zoom.close();
@@ -170,6 +172,12 @@ function keysym(name) {
   return cp < 0x100 ? cp : 0x01000000 | cp;
 }
 
+// printable reports whether ch is a character a keyboard types: Tab,
+// newlines and anything but control and format characters.
+export function printable(ch) {
+  return ch === '\n' || ch === '\t' || !/[\p{Cc}\p{Cf}\p{Cs}]/u.test(ch);
+}
+
 // Modifier keys as a keyboard sends them, by key code: a server that takes
 // QEMU extended key events (Xvnc does) tracks them by scan code.
 const held = [[0xffe1, 'ShiftLeft'], [0xffe2, 'ShiftRight'], [0xffe3, 'ControlLeft'], [0xffe4, 'ControlRight'],
@@ -177,9 +185,11 @@ const held = [[0xffe1, 'ShiftLeft'], [0xffe2, 'ShiftRight'], [0xffe3, 'ControlLe
 
 // vncKeys types into the desktop with RFB key events; the server (TigerVNC
 // Xvnc, QEMU) adds Shift where a character needs it. typable says which
-// characters paste-as-keys may send: printable ASCII, Tab and newlines,
-// which every server's keymap has (QEMU's and a BIOS's are US layouts).
-export function vncKeys(rfb) {
+// characters paste-as-keys may send: with unicode (the portal says the
+// server maps any keysym to a key: Xvnc) every printable character, else
+// printable ASCII, Tab and newlines, which every server's keymap has
+// (QEMU's and a BIOS's are US layouts).
+export function vncKeys(rfb, unicode = false) {
   const tap = (k) => rfb.sendKey(k, null); // press and release
   const mods = [['ctrl', XK.Control], ['alt', XK.Alt], ['shift', XK.Shift], ['meta', XK.Meta]];
   const keys = {
@@ -195,7 +205,7 @@ export function vncKeys(rfb) {
       tap(keysym(name));
       for (const [m, k] of mods.toReversed()) if (held[m]) rfb.sendKey(k, null, false);
     },
-    typable: (ch) => ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~'),
+    typable: unicode ? printable : (ch) => ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~'),
     // release lets go of every modifier: one left held (the kiosk's
     // Ctrl+Alt+Shift+K, whose releases go to its overlay) would change
     // every key after it.

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	playwright "github.com/mxschmitt/playwright-go"
+)
+
+// A stroke is one key as Chromium reports it for a keyboard layout: the
+// DOM key, the physical key's code, and what it types (empty for a dead
+// key, whose character comes with the next key, as Chromium composes it).
+// With names AltGraph or Shift held around it.
+type stroke struct {
+	key, code, text string
+	with            string // "", "Shift" or "AltGraph"
+}
+
+// plain, shifted, altGr and dead build strokes: key is the character the
+// layout gives the physical key code.
+func plain(code, ch string) stroke   { return stroke{key: ch, code: code, text: ch} }
+func shifted(code, ch string) stroke { return stroke{key: ch, code: code, text: ch, with: "Shift"} }
+func altGr(code, ch string) stroke   { return stroke{key: ch, code: code, text: ch, with: "AltGraph"} }
+func dead(code string, with string) stroke {
+	return stroke{key: "Dead", code: code, with: with}
+}
+
+// devInput sends Chromium's own input events to a page through the
+// DevTools protocol: what a keyboard of another layout or an input
+// method produces, which Playwright's keyboard (a US layout) cannot.
+type devInput struct {
+	t   *testing.T
+	cdp playwright.CDPSession
+}
+
+func newDevInput(t *testing.T, page playwright.Page) devInput {
+	t.Helper()
+	cdp, err := page.Context().NewCDPSession(page)
+	must(t, err)
+	t.Cleanup(func() { cdp.Detach() })
+	return devInput{t: t, cdp: cdp}
+}
+
+func (d devInput) send(method string, params map[string]any) {
+	d.t.Helper()
+	_, err := d.cdp.Send(method, params)
+	must(d.t, err)
+}
+
+// modifier keys as Chromium reports them on Linux.
+var modifierKeys = map[string]stroke{
+	"Shift":    {key: "Shift", code: "ShiftLeft"},
+	"AltGraph": {key: "AltGraph", code: "AltRight"},
+}
+
+func (d devInput) key(kind string, s stroke, mods int) {
+	d.t.Helper()
+	p := map[string]any{"type": kind, "key": s.key, "code": s.code, "modifiers": mods}
+	if kind == "keyDown" && s.text != "" {
+		p["text"], p["unmodifiedText"] = s.text, s.text
+	} else if kind == "keyDown" {
+		p["type"] = "rawKeyDown"
+	}
+	if s.code == "AltRight" || s.code == "ShiftLeft" {
+		p["location"] = 1
+		if s.code == "AltRight" {
+			p["location"] = 2
+		}
+	}
+	d.send("Input.dispatchKeyEvent", p)
+}
+
+// strokes types each stroke: its modifier down, the key down and up, the
+// modifier up.
+func (d devInput) strokes(ss ...stroke) {
+	d.t.Helper()
+	for _, s := range ss {
+		mods := 0
+		if s.with == "Shift" {
+			mods = 8
+		}
+		if m, ok := modifierKeys[s.with]; ok {
+			d.key("keyDown", m, mods)
+		}
+		d.key("keyDown", s, mods)
+		d.key("keyUp", s, mods)
+		if m, ok := modifierKeys[s.with]; ok {
+			d.key("keyUp", m, 0)
+		}
+	}
+}
+
+// compose plays an input method: the composition's steps shown, then
+// committed as text.
+func (d devInput) compose(steps []string, commit string) {
+	d.t.Helper()
+	for _, s := range steps {
+		n := len([]rune(s))
+		d.send("Input.imeSetComposition", map[string]any{"text": s, "selectionStart": n, "selectionEnd": n})
+	}
+	d.send("Input.insertText", map[string]any{"text": commit})
+}
+
+// enter presses Enter.
+func (d devInput) enter() {
+	d.t.Helper()
+	d.strokes(stroke{key: "Enter", code: "Enter", text: "\r"})
+}
+
+// waitFile waits until the file holds want, and says what it holds if not.
+func waitFile(t *testing.T, file, want string) {
+	t.Helper()
+	if !eventually(10*time.Second, func() bool { b, _ := os.ReadFile(file); return string(b) == want }) {
+		b, _ := os.ReadFile(file)
+		t.Errorf("%s holds %q; want %q", filepath.Base(file), b, want)
+	}
+}
+
+// focusDesktop clicks into the desktop's terminal window (openbox gives it
+// the focus) so that the page's keys go to the desktop.
+func focusDesktop(t *testing.T, page playwright.Page) {
+	t.Helper()
+	box, err := page.Locator("#screen canvas").BoundingBox()
+	must(t, err)
+	must(t, page.Mouse().Click(box.X+200, box.Y+200))
+}
+
+// keyboardLayouts is the table of layouts: strokes as Chromium reports
+// them on each layout, and the text they type.
+var keyboardLayouts = []struct {
+	name    string
+	strokes []stroke
+	want    string
+}{
+	{"German AltGr", []stroke{altGr("KeyQ", "@"), altGr("KeyE", "€"), altGr("Digit7", "{"), altGr("Digit0", "}"),
+		altGr("Digit8", "["), altGr("Digit9", "]"), altGr("Minus", `\`), altGr("IntlBackslash", "|"), altGr("BracketRight", "~"),
+		plain("Quote", "ä"), plain("Semicolon", "ö"), plain("BracketLeft", "ü"), plain("Minus", "ß"), plain("KeyY", "z"), plain("KeyZ", "y")},
+		`@€{}[]\|~äöüßzy`},
+	{"French AZERTY, dead ^", []stroke{plain("Digit2", "é"), plain("Digit7", "è"), plain("Digit0", "à"), plain("Digit9", "ç"), plain("Quote", "ù"),
+		plain("KeyQ", "a"), plain("KeyA", "q"), dead("BracketLeft", ""), plain("KeyE", "ê"), dead("BracketLeft", "Shift"), plain("KeyI", "ï")},
+		"éèàçùaqêï"},
+}
+
+// typeLayouts types each layout's row into the desktop's terminal window
+// (cat writes it to a file) and compares the file, byte for byte.
+func typeLayouts(t *testing.T, page playwright.Page, home string) {
+	in := newDevInput(t, page)
+	for i, l := range keyboardLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "kb" + string(rune('a'+i)) + ".txt"
+			pasteAsKeys(t, page, "head -n1 > ~/"+name+"\n")
+			focusDesktop(t, page)
+			in.strokes(l.strokes...)
+			in.enter()
+			waitFile(t, filepath.Join(home, name), l.want+"\n")
+		})
+	}
+}
+
+// typeComposed commits input-method text into the desktop's terminal
+// window and compares what the shell wrote.
+func typeComposed(t *testing.T, page playwright.Page, home string) {
+	in := newDevInput(t, page)
+	pasteAsKeys(t, page, "head -n1 > ~/ime.txt\n")
+	focusDesktop(t, page)
+	in.compose([]string{"に", "にほ", "にほん", "にほんご"}, "日本語")
+	in.compose([]string{"zhong", "中文"}, "中文")
+	in.enter()
+	waitFile(t, filepath.Join(home, "ime.txt"), "日本語中文\n")
+
+	t.Run("a flood is cut, the console stays", func(t *testing.T) {
+		// A page or an extension committing 5000 characters at once: the
+		// first 2000 (vnc-ime.js MAX_TEXT) are typed, the rest dropped
+		// and said.
+		pasteAsKeys(t, page, "head -n1 > ~/flood.txt\n")
+		focusDesktop(t, page)
+		in.send("Input.insertText", map[string]any{"text": strings.Repeat("x", 5000)})
+		in.enter()
+		note := page.GetByTestId("console-keys-note")
+		must(t, playwright.NewPlaywrightAssertions(15000).Locator(note).ToContainText("more than 2000 characters"))
+		screenshot(t, page, "ime-flood")
+		if !eventually(30*time.Second, func() bool { b, _ := os.ReadFile(filepath.Join(home, "flood.txt")); return len(b) > 0 }) {
+			t.Fatal("flood.txt stays empty")
+		}
+		waitFile(t, filepath.Join(home, "flood.txt"), strings.Repeat("x", 2000)+"\n")
+		must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	})
+}
