@@ -202,7 +202,9 @@ func TestComfort_VNC(t *testing.T) {
 	must(t, err)
 	must(t, page.Mouse().Click(box.X+200, box.Y+200))
 
-	t.Run("keyboard layouts", func(t *testing.T) { typeLayouts(t, page, p.homeOf(d.Name)) })
+	t.Run("keyboard layouts", func(t *testing.T) {
+		typeLayouts(t, page, p.homeOf(d.Name), func() { shell.run("setxkbmap us") })
+	})
 	t.Run("input method text", func(t *testing.T) { typeComposed(t, page, p.homeOf(d.Name)) })
 
 	t.Run("paste as keys into the desktop's terminal window", func(t *testing.T) {
