@@ -166,6 +166,7 @@ func TestChartValuesSchema(t *testing.T) {
 		{"BadPoolNamespace", "poolNamespaces: [{name: Team_B}]", "/poolNamespaces/0/name"},
 		{"NoPoolNamespaces", "poolNamespaces: []", "/poolNamespaces"},
 		{"BadDrain", "drainTimeout: five minutes", "/drainTimeout"},
+		{"H264NotAProgram", "h264: gst-launch-1.0 videotestsrc", "/h264"},
 		{"MemoryNotMiOrGi", "resources:\n  limits:\n    memory: 1.5G", "resources.limits.memory"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +182,30 @@ func TestChartValuesSchema(t *testing.T) {
 				t.Fatalf("rendering with %q: %v; want an error naming %s", tt.vals, err, tt.field)
 			}
 		})
+	}
+}
+
+// TestChartH264: the h264 value sets the portal's CORRAL_VDI_H264, and
+// only when given.
+func TestChartH264(t *testing.T) {
+	for _, want := range []string{"", "gst-launch-1.0"} {
+		ch, err := deploytest.RenderChart(chartDir, "corral-vdi", "corral-vdi", map[string]any{"h264": want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := deploytest.Deployment(ch.Objects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, set := "", false
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "CORRAL_VDI_H264" {
+				got, set = e.Value, true
+			}
+		}
+		if got != want || set != (want != "") {
+			t.Errorf("h264 %q: CORRAL_VDI_H264 %q (set %v); want %q, set only when given", want, got, set, want)
+		}
 	}
 }
 
