@@ -131,7 +131,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: m.history, Log: m.Log,
 		Policy: vdi.Policy{DisconnectGrace: c.Claims.DisconnectGrace, MaxSession: c.Claims.MaxSession, IdleTimeout: c.Claims.IdleTimeout,
 			Network: vdi.Network(c.Local.DesktopNetwork)},
-		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups})
+		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups, Samples: db})
 	pats := tokens.New(tokens.Config{Store: db, Audit: m.history, ValidLogin: auth.ValidLogin, Log: m.Log})
 	authn, err := auth.New(auth.Config{
 		Modes: c.Auth.Modes, TrustedProxies: c.Auth.TrustedProxies, Admins: c.Auth.Admins, AdminGroups: c.Auth.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
@@ -220,6 +220,7 @@ func (m *Main) Run(ctx context.Context) error {
 	screensDone := make(chan struct{})
 	go m.runScreens(screensCtx, screensDone)
 	go m.pruneHistory(ctx)
+	go m.svc.RunSampler(ctx, m.Config.Claims.ReclaimEvery)
 	go m.history.Run(ctx)
 	go m.recordings.Prune(ctx)
 	go m.admin.serve(ctx)

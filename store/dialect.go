@@ -18,14 +18,14 @@ type dialect struct {
 	dollar bool
 	// rowid names a column that tells rows apart in any table.
 	rowid string
-	// greatest and contains are the dialect's max of two values and
-	// "a contains b" test.
-	greatest, contains string
+	// greatest, least and contains are the dialect's max and min of two
+	// values and "a contains b" test.
+	greatest, least, contains string
 }
 
 var (
-	sqliteDialect   = dialect{name: "sqlite", rowid: "rowid", greatest: "max", contains: "instr"}
-	postgresDialect = dialect{name: "postgres", dollar: true, rowid: "ctid", greatest: "GREATEST", contains: "strpos"}
+	sqliteDialect   = dialect{name: "sqlite", rowid: "rowid", greatest: "max", least: "min", contains: "instr"}
+	postgresDialect = dialect{name: "postgres", dollar: true, rowid: "ctid", greatest: "GREATEST", least: "LEAST", contains: "strpos"}
 )
 
 // rebind rewrites q's ? placeholders for the dialect; ? inside quotes

@@ -58,6 +58,7 @@ func TestStore(t *testing.T) {
 			t.Run("Pools", func(t *testing.T) { testPools(t, d.open) })
 			t.Run("Revocations", func(t *testing.T) { testRevocations(t, d.open) })
 			t.Run("Recordings", func(t *testing.T) { testRecordings(t, d.open) })
+			t.Run("PoolSamples", func(t *testing.T) { testPoolSamples(t, d.open) })
 		})
 	}
 }

@@ -26,8 +26,9 @@ var ProtectedActions = []string{
 	"recording-play", "recording-download", "recording-delete", "token-create", "token-revoke",
 }
 
-// Prune applies r to the audit log and the session history and returns
-// how many rows it removed; a pruning that removed rows is remembered for
+// Prune applies r to the audit log and the session history (and its
+// MaxAge to the pools' samples) and returns how many audit and session
+// rows it removed; a pruning that removed rows is remembered for
 // LastPrune.
 func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 	protected := "'" + strings.Join(ProtectedActions, "','") + "'"
@@ -51,6 +52,11 @@ func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 				return counts[0] + counts[1], fmt.Errorf("store: prune %s by size: %w", t.table, err)
 			}
 			counts[i] += n
+		}
+	}
+	if r.MaxAge > 0 {
+		if err := db.prunePoolSamples(ctx, db.Now().Add(-r.MaxAge)); err != nil {
+			return counts[0] + counts[1], err
 		}
 	}
 	if counts[0]+counts[1] > 0 {

@@ -132,6 +132,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 			return s.powerOn(ctx, l, atOnce)
 		}
 	}
+	s.sampling.refused(p)
 	e := Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
 	e.Err = ErrNoneFree
 	return Desktop{}, e

@@ -137,6 +137,7 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 			}
 			n++
 			s.counts.reclaimed(rule)
+			s.sampling.reclaimed(l.Namespace, l.Pool, rule)
 			s.record(ctx, AuditEvent{Actor: "portal", Action: "reclaim", Namespace: l.Namespace, Target: l.Member,
 				Detail: fmt.Sprintf("rule %s; holder %s", rule, l.Holder)})
 			s.log.Info("reclaimed", "desktop", l.Ref(), "holder", l.Holder, "rule", rule)

@@ -35,6 +35,9 @@ type Config struct {
 	// RefillDelay is how long refilling the warm standby waits after a
 	// claim or a release (DefaultRefillDelay; negative: at once).
 	RefillDelay time.Duration
+	// Samples keeps the pools' samples for the dashboard's charts
+	// (SamplePools); nil keeps none.
+	Samples SampleStore
 }
 
 // DefaultRefillDelay lets a claimed desktop's console open before the
@@ -77,6 +80,9 @@ type Service struct {
 	changes claimChanges // ClaimChanged's channels
 	counts  counters     // Counters
 
+	samples  SampleStore // nil: no samples kept
+	sampling sampler     // SamplePools' counts and last writes
+
 	jobCtx      context.Context // the jobs this portal runs end with it (StopJobs)
 	stopJobs    context.CancelFunc
 	jobsWG      sync.WaitGroup
@@ -104,6 +110,7 @@ func NewService(cfg Config) *Service {
 		standbyKick:   make(chan struct{}, 1),
 		refillDelay:   cfg.RefillDelay,
 		jobsRunning:   map[string]*job{},
+		samples:       cfg.Samples,
 	}
 	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {
