@@ -52,7 +52,7 @@ func mustAdminHandler(tb testing.TB, pools, perPool int) http.Handler {
 			}
 		}
 	}
-	return New(Config{Desktops: svc, Auth: e.auth, Sessions: db, Assets: e.assets, Admin: svc, History: db, Log: e.log,
+	return New(Config{Desktops: svc, Auth: e.auth, Sessions: db, Assets: e.assets, Admin: svc, History: db, Usage: db, SampleEvery: time.Minute, Log: e.log,
 		PublicURLs: []string{"http://example.com"}}) // httptest.NewRequest's Host
 }
 

@@ -34,6 +34,7 @@ func TestAdminOnly_EveryAdminRoute(t *testing.T) {
 		{"GET", "/admin/history", ""},
 		{"GET", "/admin/history/sessions.csv", ""},
 		{"GET", "/admin/history/audit.csv", ""},
+		{"GET", "/admin/usage", ""},
 		{"GET", "/admin/recordings", ""},
 		{"GET", "/admin/recordings/r1", ""},
 		{"POST", "/admin/recordings/r1/delete", ""},
@@ -48,6 +49,7 @@ func TestAdminOnly_EveryAdminRoute(t *testing.T) {
 		{"POST", "/api/vdi/users/user1/end-sessions", ""},
 		{"GET", "/api/vdi/history/sessions", ""},
 		{"GET", "/api/vdi/history/audit", ""},
+		{"GET", "/api/vdi/usage?range=week", ""},
 		{"GET", "/api/vdi/recordings", ""},
 		{"DELETE", "/api/vdi/recordings/r1", ""},
 	}
@@ -57,9 +59,15 @@ func TestAdminOnly_EveryAdminRoute(t *testing.T) {
 			t.Errorf("%s %s as a non-admin = %d %.200q; want 403 with the admin refusal", rt.method, rt.path, code, body)
 		}
 	}
-	for _, path := range []string{"/admin", "/admin/history", "/api/vdi/history/audit"} {
+	for _, path := range []string{"/admin", "/admin/history", "/api/vdi/history/audit", "/admin/usage", "/api/vdi/usage?range=week"} {
 		if code, body := send("ops", "GET", path, ""); code != http.StatusOK {
 			t.Errorf("GET %s as an admin = %d %.200q; want 200", path, code, body)
+		}
+	}
+	for _, rg := range []string{"month", "-1", "day%00"} {
+		code, body := send("ops", "GET", "/api/vdi/usage?range="+rg, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, "range=day") || !strings.Contains(body, `"hint"`) {
+			t.Errorf("GET /api/vdi/usage?range=%s as an admin = %d %.200q; want 400 naming the ranges", rg, code, body)
 		}
 	}
 }

@@ -109,7 +109,11 @@ type Config struct {
 	// Admin and History serve the admin dashboard, pool admin and history.
 	Admin   Admin
 	History History
-	Log     *slog.Logger
+	// Usage reads the pools' samples for the usage charts; nil shows
+	// none. SampleEvery is how often replicas sample (shown there).
+	Usage       Usage
+	SampleEvery time.Duration
+	Log         *slog.Logger
 	// Loopback is set when the portal listens on loopback only; the
 	// sign-in-by-name page is refused otherwise.
 	Loopback bool
@@ -191,6 +195,7 @@ type Handler struct {
 	admin      *adminPages
 	pools      *poolAdmin
 	history    *historyPages
+	usage      *usagePages
 	recorded   *recordingRoutes
 	files      *fileRoutes
 	usb        *usbRoutes
@@ -254,6 +259,7 @@ func New(cfg Config) *Handler {
 		pools:    &poolAdmin{admin: cfg.Admin, desktops: cfg.Desktops},
 		history: &historyPages{renderer: rd, admin: cfg.Admin, history: cfg.History, recordings: cfg.Recordings,
 			desktops: cfg.Desktops, replica: cfg.Replica},
+		usage:    &usagePages{renderer: rd, desktops: cfg.Desktops, usage: cfg.Usage, every: cfg.SampleEvery, now: time.Now},
 		recorded: &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
 		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
 		audio:    &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},

@@ -156,7 +156,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	h := handlers.New(handlers.Config{
 		Recordings: m.recordings,
-		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Log: m.Log,
+		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Usage: db, SampleEvery: c.Claims.ReclaimEvery, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
 		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
 			H264: c.Console.H264, Owners: m.screenOwners(), FindPeers: m.findPeers()},

@@ -42,6 +42,8 @@ func pages(s string) map[string]templ.Component {
 		"admin":      Admin(admin),
 		"admin-live": AdminLive(admin),
 		"history":    History(history),
+		"usage": Usage(UsageProps{Page: page, Zone: s, Every: s, Pools: []UsagePool{{Namespace: s, Name: s, Day: s, Week: s, Reclaims: s,
+			DayChart: UsageChart{Title: s, Label: s}}}}),
 		"home":       Home(HomeProps{Page: page, Desktops: []vdi.Desktop{d}, Pools: []PoolRow{{PoolStatus: pool, Mine: s}}}),
 		"kiosk":      Kiosk(KioskProps{Page: page, Pool: s, Desktop: s, ConnectURL: s, ReleaseURL: s}),
 		"kiosk-wait": Kiosk(KioskProps{Page: page, Pool: s, Msg: s, Hint: s}),
