@@ -96,7 +96,7 @@ lines:
 // recreate, a view-only console, pool create, resize and delete, and the
 // history with filters and CSV.
 func TestAdmin_DashboardActions(t *testing.T) {
-	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_RECLAIM_INTERVAL=2s") // samples for the usage charts
 	alices := mustClaim(t, p, "alice", "demo")
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
@@ -161,6 +161,8 @@ func TestAdmin_DashboardActions(t *testing.T) {
 			t.Fatalf("dave's release: %d", code)
 		}
 	})
+
+	t.Run("UsageCharts", func(t *testing.T) { testUsageCharts(t, p, page) })
 
 	t.Run("StopAndStart", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, free), "stop", "")
@@ -326,6 +328,7 @@ func TestAdmin_UsersAreRefused(t *testing.T) {
 		{"DELETE", "/api/vdi/pools/local/demo", ""},
 		{"POST", "/api/vdi/desktops/local/demo-1/assign", `{"user": "alice"}`},
 		{"POST", "/api/vdi/desktops/local/demo-1/recreate", ""},
+		{"GET", "/api/vdi/usage?range=week", ""},
 	} {
 		if code := p.APIBody(t, "alice", c.method, c.path, c.body, nil); code != 403 {
 			t.Errorf("%s %s as alice: %d; want 403", c.method, c.path, code)

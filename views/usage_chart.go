@@ -12,7 +12,7 @@ import (
 // UsageChart is one pool's chart over one span, drawn as an SVG of
 // UsageW×UsageH: a bar per bucket of desktops in use with the fewest free
 // stacked on it, the pool's size and its warm desktops as lines, and a red
-// band where claims were refused.
+// band with a mark above the plot where claims were refused.
 type UsageChart struct {
 	// Title names the span ("Last 24 hours"); Label says what the chart
 	// shows in words, for screen readers.
@@ -48,9 +48,9 @@ type UsageTick struct {
 const (
 	UsageW  = 480
 	UsageH  = 170
-	usageX0 = 30.0
+	usageX0 = 36.0
 	usageX1 = 472.0
-	usageY0 = 8.0
+	usageY0 = 22.0 // above it, the refusals' marks
 	usageY1 = 146.0
 )
 
@@ -91,7 +91,7 @@ func NewUsageChart(title string, samples []vdi.PoolSample, now time.Time, span, 
 		stepTo(&warm, joined, x0, w, y(s.Warm))
 		last = s.Start
 		if s.Refused > 0 {
-			c.Refused = append(c.Refused, UsageBand{X: round(x0), W: round(max(w, 3)), N: s.Refused})
+			c.Refused = append(c.Refused, UsageBand{X: round(x0), W: round(w), N: s.Refused})
 		}
 	}
 	c.Size, c.Warm = size.String(), warm.String()
@@ -121,7 +121,7 @@ func timeTicks(from, to time.Time, span time.Duration, loc *time.Location, x fun
 		}
 		switch {
 		case day && t.Hour() == 0:
-			out = append(out, UsageTick{At: round(x(t)), Label: t.Format("Mon 2")})
+			out = append(out, UsageTick{At: round(x(t)), Label: t.Format("Mon")})
 		case !day && t.Hour()%6 == 0:
 			out = append(out, UsageTick{At: round(x(t)), Label: t.Format("15:04")})
 		}
