@@ -115,7 +115,7 @@ func TestHub_PictureChoice(t *testing.T) {
 		{"a flat screen flipping colours", func(i int) []byte { return flat(w, h, i) }, map[string]bool{}},
 		{"a video", func(int) []byte { return opaque(noise(w, h)) }, map[string]bool{"Auto": true, "Fast": true}},
 	} {
-		for _, pace := range []time.Duration{videoFrame, 300 * time.Millisecond} {
+		for _, pace := range []time.Duration{videoFrame, 200 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s every %v", work.name, pace), func(t *testing.T) {
 				d := newScriptedDesktop(t, w, h)
 				hub, serve := connectVideo(t, d, program)
