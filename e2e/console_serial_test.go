@@ -40,6 +40,17 @@ func TestConsole_SerialLogin(t *testing.T) {
 	_, err := page.Goto("about:blank")
 	must(t, err)
 
+	// Issue 58: axe-core finds no serious or critical violation on the
+	// serial console (TestA11y_EveryPage covers every other page).
+	a11y := axePage(t, b)
+	signIn(t, a11y, p, "alice", "/desktops/local/"+d.Name+"?protocol=serial")
+	must(t, playwright.NewPlaywrightAssertions(30000).Locator(a11y.GetByTestId("status")).ToContainText("log in as root"))
+	must(t, a11y.GetByTestId("xterm").Click())
+	must(t, a11y.Keyboard().Press("Enter")) // the shell's prompt again, on this console
+	waitXterm(t, a11y, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 30*time.Second)
+	axeCheck(t, a11y, "serial console")
+	must(t, a11y.Close())
+
 	atRest(t, b, p, "alice", d.Name, "serial", 20*time.Second)
 	cycleConsoles(t, p, "alice", "/ws/serial/local/"+d.Name, "\r", 120)
 }
