@@ -106,8 +106,8 @@ func testReclaim(t *testing.T, s Store) {
 	})
 	t.Run("MarkedLeftAloneUntilStale", func(t *testing.T) {
 		// A Lease marked by a release or reclaim at work elsewhere (another
-		// replica) is not reclaimed again; a mark left by a crash is, once
-		// it is old.
+		// replica, which renews its mark every 5 s) is not reclaimed again;
+		// a mark left by a crash is, once it is 30 s old.
 		pool := NewPool(s.Namespace, "marked", 1, 0)
 		leases := s.Open(t)
 		svc := vdi.NewService(vdi.Config{Backend: pool, Leases: leases, Audit: nopAudit{}, Now: clock,
@@ -124,9 +124,9 @@ func testReclaim(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 		reclaim(t, svc, 0)
-		advance(5 * time.Minute)
+		advance(20 * time.Second)
 		reclaim(t, svc, 0)
-		advance(6 * time.Minute)
+		advance(15 * time.Second)
 		reclaim(t, svc, 1)
 		gone(t, leases, ref)
 	})
