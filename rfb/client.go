@@ -46,7 +46,6 @@ type client struct {
 	video          []byte
 	videoW, videoH int
 	videoReset     bool
-	motion         motion // whether its changes go as video (h264_cost.go)
 
 	// The writer's own.
 	zrle  zrleEncoder
@@ -65,8 +64,6 @@ type clientEncodings struct {
 	tightFirst bool
 	// jpeg is 1 + the JPEG quality level asked for (0–9); 0: none.
 	jpeg int
-	// video is the Picture choice, read from the compression level.
-	video videoMode
 }
 
 // resizeNote is a size change (or the answer to a SetDesktopSize) to tell
@@ -332,11 +329,8 @@ func (c *client) readEncodings() error {
 		case encH264:
 			e.h264 = true
 		default:
-			switch q := int32(binary.BigEndian.Uint32(list[i:])); {
-			case q >= encQualityLevel0 && q <= encQualityLevel9:
+			if q := int32(binary.BigEndian.Uint32(list[i:])); q >= encQualityLevel0 && q <= encQualityLevel9 {
 				e.jpeg = int(q-encQualityLevel0) + 1
-			case q >= encCompressLevel0 && q <= encCompressLevel9:
-				e.video = modeOf(int(q - encCompressLevel0))
 			}
 		}
 	}
@@ -355,7 +349,7 @@ func (c *client) readEncodings() error {
 		c.queue(h.clipCaps)
 	}
 	c.enc = e
-	if !h.wantsVideo(c) {
+	if !e.h264 {
 		c.leaveStream(h.fb.w, h.fb.h)
 	}
 	return nil

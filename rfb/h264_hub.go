@@ -20,48 +20,46 @@ const (
 	// has not asked for them; past it, it leaves the stream and gets tiles
 	// until it joins again at a key frame.
 	maxVideoQueued = 4 << 20
+	// motionWindow, videoArea and videoEnter say when changes go as
+	// video: once at least 1/videoArea of the screen changed in each of
+	// videoEnter windows in a row (a page scrolling, a video, a window
+	// dragged), until no window did for videoSettle. Typing and other
+	// small changes go as tiles, exact and smaller.
+	motionWindow = 250 * time.Millisecond
+	videoArea    = 4
+	videoEnter   = 2
 )
 
 // video is a hub's one H.264 stream, encoded once for every viewer that
-// asked for encoding 50 (h264.go) and whose changes go as video now (its
-// Picture choice weighs each change's cost as tiles against a frame's,
-// h264_cost.go): then a screen is encoded only after the desktop changed
-// it, at most videoFrame apart; each access unit goes to every such viewer
-// in the stream, a viewer joins at a key frame (one is made for it, at
-// most one a videoKeyEvery) and gets tiles until then, and when its video
-// ends (calm) the whole screen goes again as tiles, so that text ends
-// pixel-exact: a frame covers the whole screen, lossy even where nothing
-// moved. Between bursts a viewer stays in the stream (its decoder holds
-// the encoder's last frame, so the next burst needs no key frame) and gets
-// the changes as tiles; a viewer in the stream that misses a frame (its
-// video had ended) leaves it and joins again at a key frame. Hub.mu
-// guards it.
+// asked for encoding 50 (h264.go), used while a large part of the screen
+// changes fast (moving): then a screen is encoded only after the desktop
+// changed it, at most videoFrame apart; each access unit goes to every
+// viewer in the stream, a viewer joins at a key frame (one is made for it,
+// at most one a videoKeyEvery) and gets tiles until then, and when the
+// motion ends (calm) the whole screen goes again as tiles, so that text
+// ends pixel-exact: a frame covers the whole screen, lossy even where
+// nothing moved. Between bursts a viewer stays in the stream (its decoder
+// holds the encoder's last frame, so the next burst needs no key frame)
+// and gets the changes as tiles. Hub.mu guards it.
 type video struct {
 	program string // the encoder's program (Hubs.H264); "" is off
 	running bool   // runVideo runs
 	kick    chan struct{}
 	needKey bool // a viewer waits for a key frame
 	off     bool // the encoder failed: tiles for everyone
-	// frameBytes is the running mean of the frames sent (frameCost).
-	frameBytes int
+	// The motion rule's state: whether changes go as video, the current
+	// window's start and changed area, how many busy windows in a row
+	// came before it, and when the last one ended.
+	active             bool
+	windowAt, lastBusy time.Time
+	area, busy         int
 	// maxQueued, if set, replaces maxVideoQueued (a test's smaller bound).
 	maxQueued int
 }
 
 // wantsVideo reports whether c gets the H.264 stream; hub.mu is held.
 func (h *Hub) wantsVideo(c *client) bool {
-	return c.enc.h264 && c.enc.video != videoSharp && h.vid.program != "" && !h.vid.off
-}
-
-// videoActive reports whether the changes of any viewer go as video now;
-// hub.mu is held.
-func (h *Hub) videoActive() bool {
-	for c := range h.clients {
-		if c.motion.active && h.wantsVideo(c) {
-			return true
-		}
-	}
-	return false
+	return c.enc.h264 && h.vid.program != "" && !h.vid.off
 }
 
 // kickVideo tells the stream the screen changed, starting it when a
@@ -124,7 +122,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			h.mu.Unlock()
 			return
 		}
-		if !h.videoActive() { // a kick from before the motion ended
+		if !h.vid.active { // a kick from before the motion ended
 			h.mu.Unlock()
 			continue
 		}
@@ -146,6 +144,9 @@ func (h *Hub) runVideo(kick chan struct{}) {
 		}
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
+		if !h.vid.active { // the motion ended while it was encoded: its viewers need the exact screen again
+			h.calm()
+		}
 		h.mu.Unlock()
 		settle.Reset(videoSettle)
 	}
@@ -166,23 +167,16 @@ func (h *Hub) encodeVideo(e **encoder, restart bool, w, hh int, pix []byte) (acc
 	return (*e).encode(pix)
 }
 
-// deliverVideo queues au, a w×h screen, to every viewer in video now
-// that is in the stream, and to those waiting when it is a key frame;
-// a viewer in the stream whose video ended (while au was encoded, or
-// another viewer's goes on) leaves it: its decoder would miss au. Fresh
-// says au starts a new encoder's stream; hub.mu is held.
+// deliverVideo queues au, a w×h screen, to every viewer in the stream and
+// to those waiting when it is a key frame; fresh says it starts a new
+// encoder's stream; hub.mu is held.
 func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
 	limit := h.vid.maxQueued
 	if limit == 0 {
 		limit = maxVideoQueued
 	}
-	h.noteFrame(au)
 	for c := range h.clients {
 		if !h.wantsVideo(c) {
-			continue
-		}
-		if !c.motion.active {
-			c.leaveStream(w, hh)
 			continue
 		}
 		if fresh || (!c.inStream && au.key) {
@@ -203,26 +197,54 @@ func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
 	}
 }
 
-// settleVideo ends every viewer's video once no frame came for
-// videoSettle.
+// moving counts r, a change of the screen made at now, by the motion
+// rule and reports whether changes go as video; hub.mu is held.
+func (h *Hub) moving(r Rect, now time.Time) bool {
+	v := &h.vid
+	if v.program == "" || v.off {
+		return false
+	}
+	if since := now.Sub(v.windowAt); since >= motionWindow {
+		busy := v.area*videoArea >= h.fb.w*h.fb.h
+		switch {
+		case !busy:
+			v.busy = 0
+		case since < 2*motionWindow: // the next window: a run goes on
+			v.busy++
+			v.lastBusy = now
+		default: // quiet windows between
+			v.busy, v.lastBusy = 1, now
+		}
+		v.windowAt, v.area = now, 0
+	}
+	v.area += r.W * r.H
+	if !v.active && v.busy >= videoEnter {
+		v.active = true
+	}
+	if v.active && now.Sub(v.lastBusy) >= videoSettle {
+		h.calm()
+	}
+	return v.active
+}
+
+// settleVideo ends the motion once no frame came for videoSettle.
 func (h *Hub) settleVideo() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for c := range h.clients {
-		if c.motion.active {
-			c.motion = motion{}
-			h.calm(c)
-		}
+	if h.vid.active {
+		h.calm()
 	}
 }
 
-// calm ends c's video: its changes go as tiles again, and, in the stream,
-// it paints the screen again losslessly, the video's frames being lossy;
-// hub.mu is held.
-func (h *Hub) calm(c *client) {
-	c.motion.active, c.motion.run = false, 0
-	if c.inStream {
-		c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+// calm ends the motion: changes go as tiles again, and every viewer in
+// the stream paints the screen again losslessly, the video's frames being
+// lossy; hub.mu is held.
+func (h *Hub) calm() {
+	h.vid.active, h.vid.busy = false, 0
+	for c := range h.clients {
+		if c.inStream {
+			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+		}
 	}
 }
 

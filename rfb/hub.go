@@ -36,10 +36,7 @@ type Hub struct {
 	gotFirst  bool          // the reader's own
 	painted   Rect          // the reader's own: what of the screen pixels covered, until first
 	vid       video         // the H.264 stream (h264_hub.go)
-	// The reader's own: what a change would cost as tiles (h264_cost.go).
-	probe    client
-	probePix []byte
-	log      *slog.Logger // hears why H.264 stopped; nil: nobody
+	log       *slog.Logger  // hears why H.264 stopped; nil: nobody
 }
 
 // ErrClosed is why a hub closed by Close ended.
@@ -128,26 +125,17 @@ func (h *Hub) send(b []byte) error {
 	return err
 }
 
-// damage marks r, one update of the desktop's, changed on every client
-// but those it goes to as video (h264_cost.go) that are in the H.264
-// stream, whose next frame it starts.
+// damage marks r changed on every client, or, while the screen moves
+// (h264_hub.go), on every client but those in the H.264 stream, whose
+// next frame it starts.
 func (h *Hub) damage(r Rect) {
-	costs := h.tileCosts(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now, video := time.Now(), false
+	video := h.moving(r, time.Now())
 	for c := range h.clients {
-		if h.wantsVideo(c) {
-			v, ended := c.motion.step(c.enc.video, costs[c.enc.jpeg], h.frameCost(), now)
-			if ended {
-				h.calm(c)
-			}
-			video = video || v
-			if v && c.inStream {
-				continue
-			}
+		if !video || !c.inStream {
+			c.addDamage(r)
 		}
-		c.addDamage(r)
 	}
 	if video {
 		h.kickVideo()

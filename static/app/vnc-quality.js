@@ -1,25 +1,20 @@
 // The VNC console's picture choice (views/console_quality.templ): Sharp,
 // Fast, or Auto, which picks by the round trip this page measured to the
 // portal. The browser remembers the choice (localStorage). noVNC sends it
-// to the portal's screen hub as the Tight encoding's JPEG quality and zlib
-// compression levels (pseudo-encodings), which the hub applies at once.
+// to the server as the Tight encoding's JPEG quality and zlib compression
+// levels (pseudo-encodings), which TigerVNC's Xvnc applies at once.
 const KEY = 'corral.vnc.quality';
 
-// levels are noVNC's qualityLevel per resolved choice. Sharp is a step
-// above noVNC's own default picture (quality 6 is visibly soft on photos);
-// Fast spends about half the JPEG bytes on photo-like areas.
+// levels are noVNC's qualityLevel and compressionLevel per choice. Sharp
+// is a step above noVNC's own default picture (quality 6 is visibly soft
+// on photos); Fast spends about half the JPEG bytes on photo-like areas.
+// Both keep zlib at 2: the WAN bench measured compression 7 costing Xvnc
+// more than twice the CPU per frame for a fifth fewer bytes, so scrolling
+// fell from 38 to 14 fps on the 120 ms link (docs/performance.md).
 export const levels = {
-  sharp: { quality: 8 },
-  fast: { quality: 3 },
+  sharp: { quality: 8, compression: 2 },
+  fast: { quality: 3, compression: 2 },
 };
-
-// video is noVNC's compressionLevel per choice (not resolved: Auto stays
-// Auto), which the screen hub reads as the choice's video rule where the
-// portal encodes H.264 (its zlib level is its own; rfb/h264_cost.go):
-// Sharp (1) never sends video, Fast (9) sends each change the cheaper way
-// in bytes, Auto (2, noVNC's default) sends video only while the tiles
-// would cost clearly more.
-export const video = { auto: 2, sharp: 1, fast: 9 };
 
 // wanRTT is the round trip above which Auto chooses Fast: past a LAN or a
 // same-city VPN, bytes cost more than the server's CPU.
@@ -70,7 +65,7 @@ export function attach(rfb) {
   const apply = () => {
     const name = resolve(chosen(), rtt);
     rfb.qualityLevel = levels[name].quality;
-    rfb.compressionLevel = video[chosen()];
+    rfb.compressionLevel = levels[name].compression;
     rfb.quality = name; // for tests and the devtools
   };
   apply();
