@@ -26,7 +26,7 @@ type counters struct {
 
 // claimed counts a claim won on a member of power p.
 func (c *counters) claimed(p Power) {
-	if p == PowerRunning || p == PowerStarting {
+	if p.warm() {
 		c.warm.Add(1)
 	} else {
 		c.cold.Add(1)
@@ -35,11 +35,20 @@ func (c *counters) claimed(p Power) {
 
 // reclaimed counts a reclaim by rule.
 func (c *counters) reclaimed(rule string) {
+	if i, ok := ruleIndex(rule); ok {
+		c.reclaims[i].Add(1)
+	}
+}
+
+// ruleIndex returns rule's place in ReclaimRules, where counts by rule
+// are kept.
+func ruleIndex(rule string) (int, bool) {
 	for i, r := range ReclaimRules {
 		if r == rule {
-			c.reclaims[i].Add(1)
+			return i, true
 		}
 	}
+	return 0, false
 }
 
 // Counters returns what this portal counted since it started.

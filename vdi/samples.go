@@ -71,13 +71,9 @@ func (s *sampler) refused(p Pool) {
 
 // reclaimed counts a reclaim on the pool by rule.
 func (s *sampler) reclaimed(namespace, pool, rule string) {
-	s.note(namespace, pool, func(ps *PoolSample) {
-		for i, r := range ReclaimRules {
-			if r == rule {
-				ps.Reclaims[i]++
-			}
-		}
-	})
+	if i, ok := ruleIndex(rule); ok {
+		s.note(namespace, pool, func(ps *PoolSample) { ps.Reclaims[i]++ })
+	}
 }
 
 // take removes and returns the pool's pending counts.
@@ -110,7 +106,7 @@ func (s *Service) SamplePools(ctx context.Context) error {
 		ref := Ref{Namespace: p.Namespace, Name: p.Name}
 		got := PoolSample{Namespace: p.Namespace, Pool: p.Name, Start: start, Size: p.Size, Claimed: len(p.held)}
 		for _, m := range p.members {
-			if p.held[m.Name] == nil && (m.Power == PowerRunning || m.Power == PowerStarting) {
+			if p.held[m.Name] == nil && m.Power.warm() {
 				got.Warm++
 			}
 		}

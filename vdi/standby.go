@@ -122,7 +122,7 @@ func (s *Service) standbyShort(ctx context.Context, p Pool) (cold []Member, shor
 			continue // claimed, or its pre-Lease holder's
 		}
 		switch {
-		case m.Power == PowerRunning || m.Power == PowerStarting || s.isStartingStandby(m.Ref()):
+		case m.Power.warm() || s.isStartingStandby(m.Ref()):
 			warm++
 		case m.Power == PowerStopped:
 			cold = append(cold, m)

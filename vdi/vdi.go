@@ -38,6 +38,12 @@ const (
 	PowerFailed   Power = "failed"
 )
 
+// warm reports whether a member of power p is warm: running, or on its
+// way (a claim of it needs no start).
+func (p Power) warm() bool {
+	return p == PowerRunning || p == PowerStarting
+}
+
 // Protocol is a console protocol a member may offer.
 type Protocol string
 
