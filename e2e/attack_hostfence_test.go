@@ -28,7 +28,7 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 		t.Skip("the test starts portals as root and as nobody, and a network namespace")
 	}
 	mustTunForAll(t)
-	at := testnet.NewHostAttack(t, "10.231.80")
+	at := testnet.NewHostAttack(t)
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_UIDS=81000-81099"}
 	rows := func(t *testing.T, p *Portal, root bool) {
 		var d desktop

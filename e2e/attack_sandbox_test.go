@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,7 +23,7 @@ func TestAttack_DesktopBounds(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the test starts portals as root and as nobody, and a veth pair")
 	}
-	outside := mustOutsideServer(t, "10.231.78")
+	outside := testnet.OutsideURL(t)
 	mustTunForAll(t)
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=admin",
 		"CORRAL_VDI_DESKTOP_LIMITS=nproc=400,nofile=1024,as=8G,memory=300M,pids=200,disk=64M"}
@@ -126,18 +125,6 @@ while True: b.append(bytearray(1<<24))'`, b, "memory limit (300 MiB) reached")
 	if res, err := http.Get(p.URL + "/healthz"); err != nil || res.StatusCode != 200 {
 		t.Errorf("after the bombs the portal's /healthz: %v %v", res, err)
 	}
-}
-
-// mustOutsideServer makes a network beyond the host (a network namespace
-// behind a route, private to the test, prefix.1 on the host, prefix.2
-// inside) and serves HTTP in it: the network a desktop with outbound
-// network may reach. It returns the URL.
-func mustOutsideServer(t *testing.T, prefix string) string {
-	t.Helper()
-	n := testnet.New(t, prefix)
-	var l *testnet.Listener
-	n.InOutside(t, func() { l = testnet.Listen(t, n.Outside+":0") })
-	return fmt.Sprintf("http://%s:%d/", n.Outside, l.Port)
 }
 
 // mustTunForAll makes /dev/net/tun usable by desktops' uids (Debian's

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
@@ -189,40 +189,6 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 	})
 }
 
-// netns makes a network namespace joined to this one by a veth pair with
-// addresses private to the test, and returns its name and both addresses.
-func netns(t *testing.T) (name, hostIP, nsIP string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("ip (iproute2) not installed")
-	}
-	id := os.Getpid() % 60000
-	name = fmt.Sprintf("cvd%d", id)
-	host, peer := fmt.Sprintf("cvh%d", id), fmt.Sprintf("cvp%d", id)
-	sub := 1 + id%250
-	hostIP, nsIP = fmt.Sprintf("10.231.%d.1", sub), fmt.Sprintf("10.231.%d.2", sub)
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	run("netns", "add", name)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-	run("link", "add", host, "type", "veth", "peer", "name", peer)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run() })
-	run("link", "set", peer, "netns", name)
-	run("addr", "add", hostIP+"/30", "dev", host)
-	run("link", "set", host, "up")
-	run("-n", name, "addr", "add", nsIP+"/30", "dev", peer)
-	run("-n", name, "link", "set", peer, "up")
-	run("-n", name, "link", "set", "lo", "up")
-	return name, hostIP, nsIP
-}
-
 // readUntilWS reads the websocket until its bytes contain want.
 func readUntilWS(t *testing.T, ws *websocket.Conn, want string, d time.Duration) string {
 	t.Helper()
@@ -243,7 +209,8 @@ func readUntilWS(t *testing.T, ws *websocket.Conn, want string, d time.Duration)
 // the user's portal falls back to the peer, the session records "peer",
 // and with the peer down it says that no path reaches the console.
 func TestConsole_PeerPath(t *testing.T) {
-	ns, hostIP, nsIP := netns(t)
+	n := testnet.New(t)
+	ns, hostIP, nsIP := n.NS, n.Host, n.Outside
 	img := vmImage(t)
 	data, err := os.MkdirTemp("", "cvd")
 	must(t, err)

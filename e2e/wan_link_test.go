@@ -15,6 +15,8 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
 // wanProfile is a network between the browser and the portal: a round
@@ -53,10 +55,9 @@ func mustWANLink(t *testing.T, p *Portal) *wanLink {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	id := os.Getpid() % 60000
-	sub := 1 + id%250
-	hostIP, nsIP := fmt.Sprintf("10.123.%d.1", sub), fmt.Sprintf("10.123.%d.2", sub)
-	l := &wanLink{NS: fmt.Sprintf("cvw%d", id), hostDev: fmt.Sprintf("cvwh%d", id), wire: &wire{}}
+	ns, id := testnet.Reserve(t, "cvw")
+	hostIP, nsIP := fmt.Sprintf("10.123.%d.1", id), fmt.Sprintf("10.123.%d.2", id)
+	l := &wanLink{NS: ns, hostDev: fmt.Sprintf("cvwh%d", id), wire: &wire{}}
 	peerDev := fmt.Sprintf("cvwp%d", id)
 	run := func(args ...string) {
 		t.Helper()
@@ -64,8 +65,6 @@ func mustWANLink(t *testing.T, p *Portal) *wanLink {
 			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
-	run("netns", "add", l.NS)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", l.NS).Run() })
 	host, err := openTUN(l.hostDev)
 	must(t, err)
 	t.Cleanup(func() { host.Close() })

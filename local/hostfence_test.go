@@ -73,7 +73,7 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	at := testnet.NewHostAttack(t, "10.231.79")
+	at := testnet.NewHostAttack(t)
 	spec := MustSandboxedSpec(t, s, "fence")
 	spec.Network = NetworkOutbound
 	d := MustStartDesktop(t, spec)

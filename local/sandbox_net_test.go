@@ -50,17 +50,6 @@ func TestFindNetTools(t *testing.T) {
 	}
 }
 
-// mustOutside makes a network beyond the host (a network namespace behind
-// a route, private to the test, prefix.1 on the host, prefix.2 inside) and
-// serves HTTP in it; it returns the URL.
-func mustOutside(t *testing.T, prefix string) string {
-	t.Helper()
-	n := testnet.New(t, prefix)
-	var l *testnet.Listener
-	n.InOutside(t, func() { l = testnet.Listen(t, n.Outside+":0") })
-	return fmt.Sprintf("http://%s:%d/", n.Outside, l.Port)
-}
-
 // mustServe serves "reached" over HTTP on addr and returns its URL.
 func mustServe(t *testing.T, addr string) string {
 	t.Helper()
@@ -82,7 +71,7 @@ func TestSandboxedDesktop_Network(t *testing.T) {
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	outside := mustOutside(t, "10.231.77")
+	outside := testnet.OutsideURL(t)
 	loopback := mustServe(t, "127.0.0.1:0")
 	for _, policy := range []string{NetworkOutbound, NetworkNone} {
 		t.Run(policy, func(t *testing.T) {

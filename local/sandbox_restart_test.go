@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
 // A desktop whose processes died (pasta, the netns sleeper, or all) starts
@@ -18,7 +20,7 @@ func TestSandboxedDesktop_RestartAfterCrash(t *testing.T) {
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
 	}
-	outside := mustOutside(t, "10.231.78")
+	outside := testnet.OutsideURL(t)
 	spec := MustSandboxedSpec(t, s, "crash")
 	spec.Network = NetworkOutbound
 	for _, kill := range []string{netPasta, netnsHolder, "all"} {

@@ -21,10 +21,10 @@ type HostAttack struct {
 	Targets map[string]string
 }
 
-// NewHostAttack sets the scene on a Net made with prefix (see New).
-func NewHostAttack(t testing.TB, prefix string) *HostAttack {
+// NewHostAttack sets the scene on a Net of its own (see New).
+func NewHostAttack(t testing.TB) *HostAttack {
 	t.Helper()
-	a := &HostAttack{Net: New(t, prefix), Host: Listen(t, "[::]:0")}
+	a := &HostAttack{Net: New(t), Host: Listen(t, "[::]:0")}
 	a.InOutside(t, func() { a.Beyond = Listen(t, a.Outside+":0") })
 	a.Targets = map[string]string{"second-address": a.Net.Host}
 	if ll, dev := HostLinkLocal(); ll != "" {

@@ -12,52 +12,82 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// seq tells apart the pairs of one test process.
-var seq atomic.Int64
-
 // Net is a veth pair: Host is its end on the host (a host address), Outside
 // its end in a network namespace of the test's, routed from the host.
 type Net struct {
 	Host, Outside string // IPv4 addresses
-	ns            string // the namespace's name (ip netns)
+	NS            string // the namespace's name (ip netns)
 }
 
-// New makes the veth pair with prefix+".1" on the host and prefix+".2"
-// in a new network namespace (prefix is three octets, e.g. "10.231.77").
-// It skips the test when the host cannot make them (not root).
-func New(t testing.TB, prefix string) *Net {
+// New makes the veth pair with 10.231.N.1 on the host and 10.231.N.2 in a
+// new network namespace, N free across every test process on the machine
+// (Reserve). It skips the test when the host cannot make them (not root).
+func New(t testing.TB) *Net {
 	t.Helper()
-	id := fmt.Sprintf("cvdn%d%d", os.Getpid()%10000, seq.Add(1)%1000)
-	n := &Net{Host: prefix + ".1", Outside: prefix + ".2", ns: id}
+	id, n := Reserve(t, "cvdn")
+	prefix := fmt.Sprintf("10.231.%d", n)
+	nt := &Net{Host: prefix + ".1", Outside: prefix + ".2", NS: id}
 	for _, args := range [][]string{
-		{"netns", "add", id},
 		{"link", "add", id, "type", "veth", "peer", "name", id + "p", "netns", id},
-		{"addr", "add", n.Host + "/30", "dev", id},
+		{"addr", "add", nt.Host + "/30", "dev", id},
 		{"link", "set", id, "up"},
-		{"-n", id, "addr", "add", n.Outside + "/30", "dev", id + "p"},
+		{"-n", id, "addr", "add", nt.Outside + "/30", "dev", id + "p"},
 		{"-n", id, "link", "set", id + "p", "up"},
 		{"-n", id, "link", "set", "lo", "up"},
-		{"-n", id, "route", "add", "default", "via", n.Host},
+		{"-n", id, "route", "add", "default", "via", nt.Host},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			exec.Command("ip", "link", "del", id).Run()
-			exec.Command("ip", "netns", "del", id).Run()
 			t.Skipf("ip %v: %v: %s", args, err, out)
 		}
 	}
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", id).Run()
-		exec.Command("ip", "netns", "del", id).Run()
-	})
-	return n
+	t.Cleanup(func() { exec.Command("ip", "link", "del", id).Run() })
+	return nt
+}
+
+// Reserve makes a network namespace named base+N for N in 1..250 and
+// returns its name and N, which the caller may use for its addresses
+// (10.x.N.0) and device names (base+N+suffix): "ip netns add" fails for a
+// name that exists, so no two test processes on the machine, nor a
+// namespace an earlier run left, get the same N. The namespace goes when
+// the test ends. It skips the test when the host cannot make one (not root).
+func Reserve(t testing.TB, base string) (string, int) {
+	t.Helper()
+	var out []byte
+	for n := 1; n <= 250; n++ {
+		name := fmt.Sprintf("%s%d", base, n)
+		if _, err := os.Stat("/run/netns/" + name); err == nil {
+			continue
+		}
+		var err error
+		if out, err = exec.Command("ip", "netns", "add", name).CombinedOutput(); err == nil {
+			t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+			return name, n
+		}
+		if !strings.Contains(string(out), "exists") {
+			break
+		}
+	}
+	t.Skipf("no network namespace %sN could be made: %s", base, out)
+	return "", 0
+}
+
+// OutsideURL makes a Net and serves HTTP "reached" on its outside end (the
+// network beyond the host, which a desktop with outbound network may
+// reach); it returns the URL.
+func OutsideURL(t testing.TB) string {
+	t.Helper()
+	n := New(t)
+	var l *Listener
+	n.InOutside(t, func() { l = Listen(t, n.Outside+":0") })
+	return fmt.Sprintf("http://%s:%d/", n.Outside, l.Port)
 }
 
 // InOutside runs fn on a thread in the namespace, so the sockets fn makes
@@ -67,7 +97,7 @@ func (n *Net) InOutside(t testing.TB, fn func()) {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		f, err := os.Open("/var/run/netns/" + n.ns)
+		f, err := os.Open("/var/run/netns/" + n.NS)
 		if err == nil {
 			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
 			f.Close()
