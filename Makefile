@@ -2,9 +2,10 @@
 BIN        := bin/corral-vdi-portal
 GO         ?= go
 GOFLAGS    ?=
-# The timeout guards against a hang: the e2e package alone runs ~37 min on
-# two cores, and one package's tests run one after another.
+# The timeout guards against a hang: the e2e package's tests (~37 min one
+# after another on two cores) run as E2E_SHARDS processes (scripts/test-rest.sh).
 TEST_FLAGS ?= -count=1 -timeout 60m
+E2E_SHARDS ?= 2
 .DEFAULT_GOAL := help
 
 .PHONY: help deps test-deps assets generate build run test e2e bench bench-wan soak fuzz lint clean
@@ -36,9 +37,9 @@ run: deps build ## build and start the portal on this machine (embedded default)
 RACE_PKGS := api auth cli connid console fanout handlers recording relay rfb snapshot static store vdi views
 RACE_RE   := /($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
-test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit packages with -race, then the rest and e2e)
+test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit packages with -race, then the rest beside e2e in E2E_SHARDS processes)
 	$(GO) test -race $(TEST_FLAGS) $(addprefix ./,$(addsuffix /...,$(RACE_PKGS)))
-	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v -E '$(RACE_RE)')
+	GO=$(GO) TEST_FLAGS='$(TEST_FLAGS)' E2E_SHARDS=$(E2E_SHARDS) bash scripts/test-rest.sh '$(RACE_RE)'
 
 e2e: test-deps assets vm-image ## run only the browser end-to-end tests
 	$(GO) test $(TEST_FLAGS) -v ./e2e/
