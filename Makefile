@@ -86,7 +86,7 @@ vm-image: ## build (once; cached by version) the tiny kernel + busybox image loc
 	@bash scripts/vm-image.sh >/dev/null
 
 .PHONY: release
-release: ## VERSION=vX.Y.Z: dist/ gets the kube image (OCI tarball), install.yaml pinned to its digest, an SBOM and SHA256SUMS
+release: ## VERSION=vX.Y.Z: dist/ gets the kube image (OCI tarball), install.yaml and the Helm chart pinned to its digest (CHART_REGISTRY=oci://… pushes the chart), an SBOM and SHA256SUMS
 	VERSION=$(VERSION) bash scripts/release.sh
 
 .PHONY: image-binary docs

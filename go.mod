@@ -75,6 +75,7 @@ require (
 	k8s.io/apiserver v0.37.2 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
+	oras.land/oras-go/v2 v2.6.2 // indirect
 )
 
 require (

@@ -2,8 +2,11 @@
 # make release VERSION=vX.Y.Z: the static binary with its version and
 # commit linked in, then internal/release writes into dist/ the kube image
 # (an OCI image layout tarball), install.yaml pinned to its digest, the
-# SBOM and SHA256SUMS. No container daemon is needed. IMAGE names the
-# repository install.yaml pulls from (default ghcr.io/corral-dev/corral-vdi-portal-kube).
+# Helm chart (pinned the same way), the SBOM and SHA256SUMS. No container
+# daemon is needed. IMAGE names the repository install.yaml and the chart
+# pull from (default ghcr.io/corral-dev/corral-vdi-portal-kube);
+# CHART_REGISTRY (oci://HOST/PATH) pushes the chart there, with the
+# credentials of `helm registry login`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${VERSION:?set VERSION, e.g. make release VERSION=v0.3.0}"
@@ -13,4 +16,4 @@ mkdir -p dist
 VERSION=$VERSION COMMIT=$commit bash scripts/build-binary.sh dist/corral-vdi-portal
 go run ./internal/release/cmd/release -version "$VERSION" -commit "$commit" \
 	-created "$(git log -1 --format=%ct)" -binary dist/corral-vdi-portal \
-	-image "${IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-kube}" -out dist
+	-image "${IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-kube}" -chart-registry "${CHART_REGISTRY:-}" -out dist

@@ -1,8 +1,10 @@
 // Package release makes what `make release VERSION=vX.Y.Z` ships, without
 // a container daemon: the kube image as an OCI image layout tarball
 // (go-containerregistry), deploy/ rendered into install.yaml with that
-// image pinned by digest (kustomize's Go API), a CycloneDX SBOM of the
-// binary's modules, and SHA256SUMS of the three.
+// image pinned by digest (kustomize's Go API), the Helm chart packaged for
+// the release and pinned the same way (pushed to an OCI registry when
+// asked), a CycloneDX SBOM of the binary's modules, and SHA256SUMS of
+// the four.
 package release
 
 import (
@@ -45,7 +47,7 @@ type Config struct {
 
 // Files are the paths Build wrote.
 type Files struct {
-	Image, Install, SBOM, Sums string
+	Image, Install, Chart, SBOM, Sums string
 	// Digest is the image manifest's digest that install.yaml pins.
 	Digest string
 }
@@ -91,10 +93,13 @@ func Build(c Config) (Files, error) {
 	if err := os.WriteFile(f.Install, manifest, 0o644); err != nil {
 		return Files{}, fmt.Errorf("release: %w", err)
 	}
+	if f.Chart, err = Chart(c, f.Digest); err != nil {
+		return Files{}, err
+	}
 	if err := WriteSBOM(f.SBOM, c); err != nil {
 		return Files{}, err
 	}
-	if err := WriteSums(f.Sums, f.Image, f.Install, f.SBOM); err != nil {
+	if err := WriteSums(f.Sums, f.Image, f.Install, f.Chart, f.SBOM); err != nil {
 		return Files{}, err
 	}
 	return f, nil

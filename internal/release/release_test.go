@@ -25,7 +25,7 @@ import (
 // it as an operator's tools would: the OCI layout tarball with
 // go-containerregistry (config, labels, the binary inside, which runs and
 // reports the version and commit), install.yaml pinned to the image's
-// digest, the SBOM and SHA256SUMS.
+// digest, the Helm chart (checkChart), the SBOM and SHA256SUMS.
 func TestBuild(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "corral-vdi-portal")
@@ -108,6 +108,8 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("install.yaml does not pin registry.example.com/vdi/portal@%s:\n%s", f.Digest, grep(string(manifest), "image:"))
 	}
 
+	checkChart(t, f, version, "registry.example.com/vdi/portal")
+
 	// The SBOM lists the modules linked in.
 	sf, err := os.Open(f.SBOM)
 	if err != nil {
@@ -137,8 +139,8 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(sums)), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("SHA256SUMS:\n%s\nwant three files", sums)
+	if len(lines) != 4 {
+		t.Fatalf("SHA256SUMS:\n%s\nwant four files", sums)
 	}
 	for _, l := range lines {
 		sum, name, _ := strings.Cut(l, "  ")

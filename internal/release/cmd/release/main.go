@@ -24,6 +24,8 @@ func main() {
 	flag.StringVar(&c.Image, "image", release.DefaultImage, "the repository install.yaml pulls the image from")
 	flag.StringVar(&c.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the image carries")
 	flag.StringVar(&c.Out, "out", "dist", "where the files go")
+	chartRepo := flag.String("chart-registry", "", "push the chart to this OCI registry (oci://HOST/PATH), as helm push would; empty: not pushed")
+	plainHTTP := flag.Bool("chart-plain-http", false, "the chart registry speaks HTTP, not HTTPS")
 	flag.Parse()
 	c.Created = time.Unix(*created, 0)
 	if c.Commit == "" {
@@ -35,8 +37,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	for _, p := range []string{f.Image, f.Install, f.SBOM, f.Sums} {
+	for _, p := range []string{f.Image, f.Install, f.Chart, f.SBOM, f.Sums} {
 		fmt.Println(p)
 	}
 	fmt.Println("image digest:", f.Digest)
+	if *chartRepo != "" {
+		ref, err := release.PushChart(f.Chart, *chartRepo, *plainHTTP)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("chart pushed: oci://" + ref)
+	}
 }
