@@ -79,13 +79,26 @@ const recordStates = `() => {
 }`
 
 // reconnected waits for page, whose console was cut, to show the screen
-// again, and checks that in between it said it reconnects, by itself (no
-// load of the page again).
+// again, and checks that in between it said that the portal server
+// holding the screen went away (not the desktop) and that it reconnects,
+// by itself (no load of the page again). At laptop, tablet and phone
+// sizes its status is whole beside the participants list.
 func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 	t.Helper()
 	must(t, playwright.NewPlaywrightAssertions(float64(wait.Milliseconds())).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-invitee-after-kill")
-	screenshot(t, page, "ha-invitee-reconnected")
+	for _, size := range []struct {
+		name string
+		w, h int
+	}{{"laptop", 1280, 800}, {"tablet", 1024, 1366}, {"phone", 390, 844}} {
+		must(t, page.SetViewportSize(size.w, size.h))
+		screenshot(t, page, "ha-invitee-reconnected-"+size.name)
+		v, err := page.Evaluate(`() => { const s = document.getElementById('status'); return s.scrollWidth <= s.clientWidth; }`)
+		must(t, err)
+		if whole, _ := v.(bool); !whole {
+			t.Errorf("carol's page at %dx%d cuts its status (Connected) beside the participants list; want it whole", size.w, size.h)
+		}
+	}
 	v, err := page.Evaluate(`() => window.seenStates`)
 	must(t, err)
 	seen, _ := v.([]any)
@@ -99,7 +112,15 @@ func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 		}
 	}
 	t.Logf("carol's page said, in turn: %q", said)
-	if !strings.Contains(strings.Join(said, "\n"), "Reconnecting in") {
-		t.Errorf("carol's page said %q while its screen was cut; want it to say it reconnects", said)
+	all := strings.Join(said, "\n")
+	if !strings.Contains(all, portalWentAway+" Reconnecting in") {
+		t.Errorf("carol's page said %q while its screen was cut; want it to say the portal server holding the screen went away (%q) and that it reconnects", said, portalWentAway)
+	}
+	if strings.Contains(all, "Desktop connection failed") {
+		t.Errorf("carol's page said %q; want no word of the desktop failing: a portal replica was killed", said)
 	}
 }
+
+// portalWentAway is what a page relayed through another replica says when
+// that replica, which held the desktop's screen, is killed.
+const portalWentAway = "The portal server holding this desktop's screen went away; another one takes it over."

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -179,6 +180,9 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
+		if path == console.PathPeer { // another replica's went away, not the desktop
+			opts.LinkGone = peerGone(p)
+		}
 		if rec != nil {
 			opts.Recorder = rec
 		}
@@ -194,6 +198,16 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return relay.Pipe(ctx, ws, conn, opts)
 	})
 	return nil
+}
+
+// peerGone is what a console relayed from another replica says when that
+// replica drops the link (killed, its node lost): the page reconnects, and
+// another replica holds the screen or relays the console then.
+func peerGone(p vdi.Protocol) string {
+	if p == vdi.ProtocolVNC {
+		return "the portal server holding this desktop's screen went away; another one takes it over"
+	}
+	return "the portal server relaying this console went away"
 }
 
 // byteConsole connects a terminal or serial console of d. The holder's

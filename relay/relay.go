@@ -100,6 +100,14 @@ type Options struct {
 	// the relay when nothing (no message, no pong) came back for twice as
 	// long, so that a vanished client is noticed.
 	PingEvery time.Duration
+
+	// LinkGone, if set, is the close reason (code 1011) when the desktop
+	// side is a link to another portal that dropped without a close frame
+	// of its own: that portal went away (killed, its node lost), not the
+	// desktop, and the client can say so. A link the far portal closed
+	// with a reason, and any other failure, keep "desktop connection
+	// failed". At most 123 bytes.
+	LinkGone string
 }
 
 // side names the end of the relay a failure came from.
@@ -217,6 +225,9 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 			code, reason = websocket.CloseGoingAway, recordingReason(first.err)
 		case !errors.Is(first.err, io.EOF):
 			code, reason = websocket.CloseInternalServerErr, "desktop connection failed"
+			if opts.LinkGone != "" && linkDropped(first.err) {
+				reason = opts.LinkGone
+			}
 		}
 		deadline := time.Now().Add(closeGrace)
 		conn.Close()
@@ -247,6 +258,17 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		}
 	}
 	return stats, err
+}
+
+// linkDropped reports whether err ended a websocket stream (WSConn) without
+// a close frame from its far end: the connection dropped or was reset.
+func linkDropped(err error) bool {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		return ce.Code == websocket.CloseAbnormalClosure
+	}
+	var oe *net.OpError // reset
+	return errors.As(err, &oe)
 }
 
 // closeReason is the close frame's text when ctx ends: the cause given to

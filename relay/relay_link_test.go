@@ -1,0 +1,84 @@
+package relay_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+)
+
+// TestPipe_LinkGone: a relay whose desktop side is a link to another
+// portal tells its client which end went away. The far portal dropping
+// the link without a close frame (killed) gives LinkGone's words; the far
+// portal closing it because its desktop failed keeps "desktop connection
+// failed", as does a relay without LinkGone.
+func TestPipe_LinkGone(t *testing.T) {
+	const gone = "the portal server holding this desktop's screen went away"
+	tests := []struct {
+		name     string
+		linkGone string
+		far      func(ws *websocket.Conn) // how the far portal ends the link
+		want     string
+	}{
+		{"Dropped", gone, func(ws *websocket.Conn) { ws.NetConn().Close() }, gone},
+		{"DroppedWithoutOption", "", func(ws *websocket.Conn) { ws.NetConn().Close() }, "desktop connection failed"},
+		{"FarDesktopFailed", gone, func(ws *websocket.Conn) {
+			msg := websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "desktop connection failed")
+			ws.WriteMessage(websocket.CloseMessage, msg)
+			ws.ReadMessage() // its answer
+			ws.Close()
+		}, "desktop connection failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			end := make(chan struct{})
+			far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				<-end
+				tt.far(ws)
+			}))
+			defer far.Close()
+			results := make(chan error, 1)
+			near := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := relay.Upgrader(nil).Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				link, _, err := websocket.DefaultDialer.Dial(wsURL(far.URL), nil)
+				if err != nil {
+					ws.Close()
+					results <- err
+					return
+				}
+				_, err = relay.Pipe(context.Background(), ws, relay.NewWSConn(link, relay.WSConnOptions{}), relay.Options{LinkGone: tt.linkGone})
+				results <- err
+			}))
+			defer near.Close()
+
+			ws, _, err := websocket.DefaultDialer.Dial(wsURL(near.URL), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			close(end)
+			ce := readClose(t, ws)
+			if ce.Code != websocket.CloseInternalServerErr || ce.Text != tt.want {
+				t.Errorf("close = %d %q; want 1011 %q", ce.Code, ce.Text, tt.want)
+			}
+			if err := <-results; err == nil {
+				t.Errorf("Pipe error = nil; want the link's failure")
+			}
+		})
+	}
+}
+
+// wsURL is the websocket URL of an httptest server's URL.
+func wsURL(u string) string { return "ws" + strings.TrimPrefix(u, "http") }
