@@ -196,6 +196,8 @@ func testKubeVirtJobs(t *testing.T, s *kubeVirtSetup) {
 		mustOwnMembers(t, n)
 	})
 
+	t.Run("ReplicaDiesMidReset", func(t *testing.T) { testResetTakeover(t, s, leases, mustOwnMembers) })
+
 	t.Run("ClaimAnswersAtOnce", func(t *testing.T) {
 		// No node runs VMs in this cluster (the Node subtest adds one):
 		// a cold member is asked to start and never runs. The claim is

@@ -65,50 +65,47 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 
 // reclaim takes the member of l back: it marks the Lease with rule (a
 // compare-and-swap, so console updates stop and a claim renewed meanwhile
-// is not taken), closes the member's consoles with text and waits for them
-// to close (so that they tell their users why before the desktop goes),
-// resets the member as its pool's mode says, and deletes the Lease. A crash at any step
-// leaves a marked Lease that the reclaim loop finishes.
+// is not taken) and with how the member is reset (AnnotationReset),
+// closes the member's consoles with text and waits for them to close (so
+// that they tell their users why before the desktop goes), resets the
+// member as its pool's mode says, and deletes the Lease. A crash at any
+// step leaves a marked Lease that the reclaim loop finishes.
 func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) error {
-	if l.Annotations[AnnotationReclaiming] == "" {
-		marked := *l
-		marked.Annotations = maps.Clone(l.Annotations)
-		if marked.Annotations == nil {
-			marked.Annotations = map[string]string{}
-		}
+	reset, plan, err := s.resetOf(ctx, l)
+	if err != nil {
+		return err
+	}
+	// A mark a crash left is written again too: of two replicas taking it
+	// over, one wins.
+	marked := *l
+	marked.Annotations = maps.Clone(l.Annotations)
+	if marked.Annotations == nil {
+		marked.Annotations = map[string]string{}
+	}
+	if marked.Annotations[AnnotationReclaiming] == "" {
 		marked.Annotations[AnnotationReclaiming] = rule
-		// The renew time dates the mark: see reclaimStale.
-		marked.RenewTime = s.now()
-		var err error
-		if l, err = s.leases.Update(ctx, &marked); err != nil {
-			if errors.Is(err, ErrConflict) {
-				return Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s changed while it was being released.", marked.Ref())
-			}
-			return unavailable(err)
+	}
+	if plan != "" {
+		marked.Annotations[AnnotationReset] = plan
+	}
+	// The renew time dates the mark: see reclaimStale.
+	marked.RenewTime = s.now()
+	if l, err = s.leases.Update(ctx, &marked); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s changed while it was being released.", marked.Ref())
 		}
+		return unavailable(err)
 	}
 	s.closeConsoles(l.Ref(), errors.New(text))
 	// The mark is renewed while the reset works, so that no other replica
 	// takes a long recreate for one a crash interrupted (reclaimStale).
 	work, renewed := s.renewMark(ctx, l)
-	// A pool or member that is gone (deleted by hand) has nothing to reset.
-	p, err := s.backend.Pool(work, l.Namespace, l.Pool)
-	switch {
-	case ErrorCode(err) == ENotFound:
-		err = nil
-	case err != nil:
-		renewed()
-		return err
-	case p.Mode == ModeEphemeral:
-		err = s.backend.Recreate(work, l.Ref())
-	default:
-		err = s.backend.Stop(work, l.Ref())
-	}
+	err = reset(work)
 	l, lost := renewed()
 	if lost {
 		return Errorf(EConflict, "Look at the desktop again.", "Desktop %s was taken over by another portal while it was being reset.", l.Ref())
 	}
-	if err != nil && ErrorCode(err) != ENotFound {
+	if err != nil {
 		return &Error{Code: EUnavailable, Err: err,
 			Msg:  "Desktop " + l.Ref().String() + " could not be stopped; it is still claimed.",
 			Hint: "Try releasing it again; if that fails, ask an admin."}

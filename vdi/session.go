@@ -22,6 +22,11 @@ const (
 	AnnotationLastInput = "corral.dev/vdi-last-input"
 	// AnnotationReclaiming names the rule reclaiming the member right now.
 	AnnotationReclaiming = "corral.dev/vdi-reclaiming"
+	// AnnotationReset holds, beside AnnotationReclaiming, how the member
+	// is made fresh (a Growth, JSON): written with the mark, before
+	// anything is deleted, so that whichever replica finishes the
+	// reclaim can make the member again (see resetOf).
+	AnnotationReset = "corral.dev/vdi-reset"
 )
 
 // HeartbeatEvery is how often a portal with open consoles confirms them

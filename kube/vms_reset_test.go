@@ -1,0 +1,130 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// diesAfterDelete plays a portal that dies right after a reset deleted
+// its member's VM, before the clone that makes it again was asked for:
+// its resets (Grow, Recreate) delete the VM, wait until it is gone, then
+// hang until their context ends.
+type diesAfterDelete struct {
+	*kube.VMs
+	s       *kubeVirtSetup
+	deleted chan types.UID // the UID of the VM it deleted
+}
+
+func (d *diesAfterDelete) Grow(ctx context.Context, g vdi.Growth, _ func(vdi.Progress)) error {
+	return d.die(ctx, g.Members[0])
+}
+
+func (d *diesAfterDelete) Recreate(ctx context.Context, ref vdi.Ref) error {
+	return d.die(ctx, ref.Name)
+}
+
+func (d *diesAfterDelete) die(ctx context.Context, name string) error {
+	var vm kubevirtv1.VirtualMachine
+	key := client.ObjectKey{Namespace: d.s.ns, Name: name}
+	if err := d.s.admin.Get(ctx, key, &vm); err != nil {
+		return err
+	}
+	if err := d.s.admin.Delete(ctx, &vm, client.Preconditions{UID: &vm.UID}); err != nil {
+		return err
+	}
+	for {
+		var now kubevirtv1.VirtualMachine
+		if err := d.s.admin.Get(ctx, key, &now); apierrors.IsNotFound(err) {
+			break
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	d.deleted <- vm.UID
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// testResetTakeover: a replica releasing alice's ephemeral member dies
+// right after deleting its VM; the replica that finishes the reclaim
+// makes the member again, from its pool's golden VM and with its pool's
+// access (never open), rather than letting the claim go with the member
+// lost. mustOwnMembers checks the pool's n members and their access.
+func testResetTakeover(t *testing.T, s *kubeVirtSetup, leases vdi.Leases, mustOwnMembers func(*testing.T, int)) {
+	n := len(s.members(t, "desk"))
+	ref := vdi.Ref{Namespace: s.ns, Name: "desk-2"}
+	now := time.Now()
+	if _, err := leases.Create(s.ctx, &vdi.Lease{Namespace: s.ns, Member: ref.Name, Pool: "desk", Holder: "alice",
+		AcquireTime: now, RenewTime: now, Duration: time.Hour}); err != nil {
+		t.Fatalf("alice's claim on %s: %v", ref, err)
+	}
+	dying := &diesAfterDelete{VMs: s.vms, s: s, deleted: make(chan types.UID, 1)}
+	first := newService(dying, leases)
+	t.Cleanup(first.StopJobs)
+	rctx, die := context.WithCancel(s.ctx)
+	released := make(chan error, 1)
+	go func() { released <- first.Release(rctx, vdi.Identity{Login: "alice"}, ref, "") }()
+	var old types.UID
+	select {
+	case old = <-dying.deleted:
+	case err := <-released:
+		t.Fatalf("alice's release ended before its reset deleted %s: %v", ref, err)
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("alice's release did not delete %s within 3 min", ref)
+	}
+	die() // the replica dies: no word, no renewal of the mark
+	<-released
+	l, err := leases.Get(s.ctx, ref)
+	if err != nil || l.Annotations[vdi.AnnotationReclaiming] == "" {
+		t.Fatalf("%s's claim after its replica died mid-reset: %+v, %v; want it kept, marked", ref, l, err)
+	}
+
+	// Another replica's reclaim loop, once the mark is stale (its clock
+	// plays the 30 s to then), finishes the reset.
+	later := func() time.Time { return time.Now().Add(31 * time.Second) }
+	second := vdi.NewService(vdi.Config{Backend: s.vms, Leases: leases, Audit: nopAudit{}, Now: later, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(second.StopJobs)
+	s.waitFor(t, 4*time.Minute, ref.Name+" made again and its claim let go", func() (bool, error) {
+		if _, err := second.ReclaimDue(s.ctx); err != nil {
+			t.Logf("reclaim: %v", err)
+		}
+		var vm kubevirtv1.VirtualMachine
+		err := s.admin.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: ref.Name}, &vm)
+		if err != nil {
+			return false, err
+		}
+		if _, err := leases.Get(s.ctx, ref); !errors.Is(err, vdi.ErrNotFound) {
+			return false, errors.New("the claim is still there")
+		}
+		return vm.UID != old && vm.Labels[vdi.LabelPool] == "desk", nil
+	})
+	vm := s.vm(t, ref.Name)
+	if vm.Annotations[kube.AnnotationSource] != "golden" || vm.Annotations[kube.AnnotationMode] != string(vdi.ModeEphemeral) {
+		t.Errorf("%s made again with annotations %v; want the pool's golden VM and mode", ref, vm.Annotations)
+	}
+	mustOwnMembers(t, n)
+	ms, err := s.vms.Members(s.ctx, s.ns, "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name == ref.Name && m.Closed != "" {
+			t.Errorf("%s made again is closed: %s; want it claimable by the pool's users", ref, m.Closed)
+		}
+	}
+	if _, err := second.ClaimStarting(s.ctx, vdi.Identity{Login: "bob"}, s.ns, "desk"); vdi.ErrorCode(err) != vdi.EForbidden {
+		t.Errorf("bob, outside the pool, claims from it: %v; want EForbidden", err)
+	}
+}
