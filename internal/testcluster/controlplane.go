@@ -264,20 +264,27 @@ func (c *Cluster) installKubeVirtCR(ctx context.Context, opts KubeVirtOptions) e
 // ServiceAccount's name: virt-api keeps VMI status changes from anyone
 // else, see KubeVirtServiceAccount).
 func (kv *KubeVirt) writeKubeconfig(c *Cluster, as string) (string, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken, Impersonate: as}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	cfg.CurrentContext = "test"
 	name := "kubeconfig"
 	if as != "" {
 		name += "-" + as[strings.LastIndex(as, ":")+1:]
 	}
 	path := filepath.Join(kv.dir, name)
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := c.WriteKubeconfig(path, as); err != nil {
 		return "", fmt.Errorf("testcluster: write the control plane's kubeconfig: %w", err)
 	}
 	return path, nil
+}
+
+// WriteKubeconfig writes the cluster admin's credentials to path as a
+// kubeconfig file (what kubectl and helm read); with as set, the admin
+// impersonates that user.
+func (c *Cluster) WriteKubeconfig(path, as string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData, Token: c.Config.BearerToken, Impersonate: as}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // KubeVirtServiceAccount returns the user name of KubeVirt's ServiceAccount
