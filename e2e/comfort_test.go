@@ -124,6 +124,16 @@ func pasteAsKeys(t *testing.T, page playwright.Page, text string) {
 	must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText(fmt.Sprintf("Typed %d characters", len([]rune(text)))))
 }
 
+// refusedAsKeys asks Type as keys to type text and waits for the refusal
+// that names want, the characters this console's keyboard cannot type.
+func refusedAsKeys(t *testing.T, page playwright.Page, text, want string) {
+	t.Helper()
+	must(t, page.GetByTestId("clipboard-text").Fill(text))
+	must(t, page.GetByTestId("paste-as-keys").Click())
+	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("clipboard-note")).
+		ToContainText("Nothing typed: this console's keyboard cannot type "+want+"."))
+}
+
 // TestComfort_VNC drives a local desktop's VNC console: the clipboard
 // panel's text reaches the desktop's clipboard and what the desktop copies
 // shows in the panel; paste-as-keys types into the desktop's terminal
@@ -224,9 +234,7 @@ func TestComfort_VNC(t *testing.T) {
 
 	t.Run("paste as keys refuses and caps", func(t *testing.T) {
 		note := page.GetByTestId("clipboard-note")
-		must(t, page.GetByTestId("clipboard-text").Fill("bell\a"))
-		must(t, page.GetByTestId("paste-as-keys").Click())
-		must(t, expect.Locator(note).ToContainText(`cannot type U+0007`))
+		refusedAsKeys(t, page, "bell\a", "U+0007")
 		// A megabyte: refused whole, with its length; the console stays up.
 		_, err := page.Evaluate(`() => { document.getElementById('clipboard-text').value = 'x'.repeat(1 << 20); }`)
 		must(t, err)
@@ -354,6 +362,10 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		t.Errorf("the clipboard filter could not follow QEMU's VNC:\n%s", p.Log())
 	}
 	screenshot(t, page, "qemu-vnc")
+	// QEMU maps keysyms through a US keymap: Type as keys refuses what a
+	// US keyboard cannot type, naming it, and types nothing.
+	openControl(t, page, "clipboard-toggle")
+	refusedAsKeys(t, page, "Grüße", `"ü" (U+00FC), "ß" (U+00DF)`)
 	_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=serial")
 	must(t, err)
 	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))

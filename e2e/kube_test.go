@@ -195,6 +195,19 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 		t.Fatalf("IronRDP drew %d colours of alice's %s in 15s; want the desktop (> 20)", colours, alices)
 	}
 	screenshot(t, rpage, "kube-alice-rdp")
+	// A guest's own RDP server takes Unicode keyboard events (Windows
+	// does), so Type as keys types any text there as such events. This
+	// guest's server, freerdp-shadow, logs each one it gets (and drops it):
+	// press and release of each character.
+	openControl(t, rpage, "clipboard-toggle")
+	pasteAsKeys(t, rpage, "ü日")
+	unicode := 0
+	if !eventually(10*time.Second, func() bool {
+		unicode = strings.Count(e.standIn.GuestLog(e.ns, alices, "freerdp-shadow"), "unicode_keyboard_event")
+		return unicode >= 4
+	}) {
+		t.Errorf("alice's RDP server got %d Unicode keyboard events; want 4 (ü and 日, each pressed and released)", unicode)
+	}
 	rpage.Close()
 
 	// bob: a different member; his VMI loses its IPs, so the apiserver path.

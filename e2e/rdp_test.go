@@ -152,6 +152,20 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	screenshot(t, page, "rdp-console-typed")
 
+	// freerdp-shadow drops RDP's Unicode keyboard events, so the portal
+	// says this console types what a US keyboard's scan codes type: Type
+	// as keys refuses the rest, naming it, and types the rest.
+	openControl(t, page, "clipboard-toggle")
+	refusedAsKeys(t, page, "Grüße", `"ü" (U+00FC), "ß" (U+00DF)`)
+	screenshot(t, page, "rdp-type-as-keys-refused")
+	pasteAsKeys(t, page, "touch ~/rdp-typed-$((6*7))\n")
+	if !eventually(10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(portal.homeOf(member), "rdp-typed-42"))
+		return err == nil
+	}) {
+		t.Errorf("Type as keys on RDP made no rdp-typed-42 in the desktop's home")
+	}
+
 	// The session is recorded as an RDP session of alice.
 	if !strings.Contains(portal.Log(), `protocol=rdp`) {
 		t.Errorf("portal log has no RDP session")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -48,6 +49,7 @@ type standInVMI struct {
 	vmUID   types.UID // the VM it runs for; a VM deleted or replaced ends it
 	ip      string
 	desktop *local.Desktop
+	dir     string // the desktop's folder, its programs' logs among it
 	lns     []net.Listener
 	wg      sync.WaitGroup // forwarders and their connections
 	mu      sync.Mutex
@@ -79,6 +81,18 @@ func (s *KubeVirtStandIn) OnBoot(fn func(namespace, vm, ip, rdpUser, rdpPassword
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onBoot = fn
+}
+
+// GuestLog returns what program ("freerdp-shadow", "Xvnc") of the running
+// guest of VMI namespace/name has logged, or "" with no such guest: what
+// the guest's own servers say they got.
+func (s *KubeVirtStandIn) GuestLog(namespace, name, program string) string {
+	g := s.vmi(namespace, name)
+	if g == nil {
+		return ""
+	}
+	b, _ := os.ReadFile(filepath.Join(g.dir, program+".log"))
+	return string(b)
 }
 
 // vmi returns the running VMI namespace/name, or nil.
@@ -256,7 +270,7 @@ func startGuest(ctx context.Context, dir, name string, uid types.UID, vnc, rdp n
 	ctx, cancel := context.WithTimeout(ctx, standInBootWait)
 	defer cancel()
 	g := &standInVMI{vmUID: uid, conns: map[net.Conn]struct{}{}, direct: map[net.Conn]net.Conn{}, silent: map[net.Conn]bool{}, viewers: map[string]chan struct{}{}, upAt: upAt}
-	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
+	g.ip, g.lns, g.dir = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}, dir
 	var err error
 	g.desktop, err = local.StartDesktop(ctx, local.DesktopSpec{Name: name, Dir: dir, Home: filepath.Join(dir, "home")}, nil)
 	if err != nil {

@@ -7,6 +7,7 @@
 // DeviceEvents (scan codes) through Session.applyInputs. The component
 // does not hand out its session, so withSession wraps the backend's
 // SessionBuilder to see the one its connect makes.
+import { printable } from './console-vnc.js';
 
 // withSession returns backend with a SessionBuilder whose sessions are
 // passed to got as they connect.
@@ -62,7 +63,10 @@ for (const [plain, shifted, first] of [
 // rdpKeys types into the session that session() returns (undefined until
 // connected), with the backend's DeviceEvent and InputTransaction. It has
 // the keys interface of keyboard.js, typable and combo (specialkeys.js).
-export function rdpKeys(backend, session) {
+// With unicode (the portal says the server takes RDP's Unicode keyboard
+// events: Windows) any printable character may be typed; else only what
+// a US keyboard's scan codes type (freerdp-shadow drops Unicode events).
+export function rdpKeys(backend, session, unicode = false) {
   const { DeviceEvent } = backend;
   const send = sender(backend, session);
   const down = (code) => DeviceEvent.keyPressed(code);
@@ -91,9 +95,8 @@ export function rdpKeys(backend, session) {
       }
       press(code, held);
     },
-    // Characters a scan code types; others go as Unicode, which not every
-    // RDP server takes (freerdp-shadow drops them).
-    typable: (ch) => ch === '\n' || ch === '\t' || ch in sc,
+    // Characters a scan code types; others go as Unicode keyboard events.
+    typable: unicode ? printable : (ch) => ch === '\n' || ch === '\t' || ch in sc,
     combo(c) {
       if (!session()) return false;
       const code = sc[c.name];

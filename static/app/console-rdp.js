@@ -140,7 +140,7 @@ export async function open(screen, info, ui) {
   });
   let session; // the connected IronRDP session, for keys not typed on the canvas
   el.module = withSession(mod.Backend, (s) => { session = s; });
-  const keys = rdpKeys(mod.Backend, () => session);
+  const keys = rdpKeys(mod.Backend, () => session, Boolean(info.caps?.unicode));
 
   const url = wsURL(info.websocket);
 
