@@ -29,6 +29,9 @@ type Desktops interface {
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	// ClaimChanged is closed at the next change of ref's claim made on
+	// any replica (nil where one process holds every claim).
+	ClaimChanged(ref vdi.Ref) <-chan struct{}
 }
 
 // Config configures the agent seat.
@@ -54,10 +57,11 @@ type Seat struct {
 	schemas *mcp.SchemaCache
 	handler http.Handler
 
-	mu     sync.Mutex
-	limits map[string]*tokenLimits // by token id
-	inputs map[vdi.Ref]time.Time   // when input was last written to the claim
-	people map[vdi.Ref]personInput // a person's latest input, which suspends the agent's
+	mu      sync.Mutex
+	limits  map[string]*tokenLimits          // by token id
+	inputs  map[vdi.Ref]time.Time            // when input was last written to the claim
+	people  map[vdi.Ref]personInput          // a person's latest input, which suspends the agent's
+	flights map[vdi.Ref]map[*flight]struct{} // the calls in flight on each desktop
 }
 
 type tokenLimits struct{ input, screen *rate.Limiter }

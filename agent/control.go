@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -39,4 +40,93 @@ func (s *Seat) suspended(ref vdi.Ref) error {
 	}
 	return vdi.Errorf(vdi.EConflict, "", "%s took control of %s (their last input at %s): your input is suspended until %v after theirs ends; screenshot and wait_for_change still work",
 		p.login, ref, p.at.UTC().Format("15:04:05"), TakeoverHold)
+}
+
+// A person takes control from an agent, or stops it, on the desktop's
+// claim (vdi.Service.OverseeAgent), which every replica reads: each call
+// checks it before it acts, and a call in flight is cut when the claim
+// changes so (ClaimChanged, from any replica) or at once when the person
+// acted through this replica (Oversaw).
+
+// flight is a call in flight on a desktop.
+type flight struct {
+	cancel context.CancelCauseFunc
+	input  bool
+}
+
+// fly registers a call of id on ref until done is called; the returned
+// context is cut, its cause saying why, when the call becomes barred
+// (vdi.AgentBarred) or the desktop is no longer id's.
+func (s *Seat) fly(ctx context.Context, id vdi.Identity, ref vdi.Ref, input bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	f := &flight{cancel: cancel, input: input}
+	s.mu.Lock()
+	if s.flights == nil {
+		s.flights = map[vdi.Ref]map[*flight]struct{}{}
+	}
+	if s.flights[ref] == nil {
+		s.flights[ref] = map[*flight]struct{}{}
+	}
+	s.flights[ref][f] = struct{}{}
+	s.mu.Unlock()
+	go s.watchClaim(ctx, id, ref, f)
+	return ctx, func() {
+		cancel(nil)
+		s.mu.Lock()
+		delete(s.flights[ref], f)
+		if len(s.flights[ref]) == 0 {
+			delete(s.flights, ref)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// watchClaim cuts f when a change of ref's claim, made on any replica,
+// bars it; it returns when ctx ends.
+func (s *Seat) watchClaim(ctx context.Context, id vdi.Identity, ref vdi.Ref, f *flight) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Desktops.ClaimChanged(ref):
+		}
+		d, err := s.cfg.Desktops.Desktop(ctx, id, ref)
+		switch {
+		case err == nil && d.Holder != id.Login:
+			err = vdi.Errorf(vdi.EForbidden, "", "desktop %s is no longer claimed by %s", ref, id.Login)
+		case err == nil:
+			err = vdi.AgentBarred(d, f.input)
+		case vdi.ErrorCode(err) != vdi.EForbidden && vdi.ErrorCode(err) != vdi.ENotFound:
+			err = nil // the claim store did not answer: judge at the next change
+		}
+		if err != nil {
+			f.cancel(err)
+			return
+		}
+	}
+}
+
+// Oversaw tells the seat that a person took control of d from its agent
+// or stopped it through this replica: its calls in flight that are now
+// barred end at once, and a stopped agent's screen is closed.
+func (s *Seat) Oversaw(d vdi.Desktop) {
+	ref := vdi.Ref{Namespace: d.Namespace, Name: d.Name}
+	s.mu.Lock()
+	for f := range s.flights[ref] {
+		if err := vdi.AgentBarred(d, f.input); err != nil {
+			f.cancel(err)
+		}
+	}
+	s.mu.Unlock()
+	if d.AgentStopped != "" {
+		s.seats.close(ref)
+	}
+}
+
+// cut returns why ctx, a call's context from fly, was cut, or err.
+func cut(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && vdi.ErrorCode(cause) != vdi.EInternal {
+		return cause
+	}
+	return err
 }

@@ -124,6 +124,9 @@ var sessionTools = []tool{
 			if err != nil {
 				return nil, Claimed{}, err
 			}
+			if err := vdi.AgentBarred(d, false); err != nil {
+				return nil, Claimed{}, err
+			}
 			ref := vdi.Ref{Namespace: d.Namespace, Name: d.Name}
 			s.audit(ctx, id, "claim_desktop", ref, "pool "+in.Pool)
 			if err := s.cfg.Desktops.MarkAgent(ctx, id, ref); err != nil {
@@ -134,7 +137,7 @@ var sessionTools = []tool{
 					return nil, Claimed{}, err
 				}
 			}
-			st, err := s.seats.get(ctx, ref)
+			st, err := s.seats.get(ctx, ref, id.Agent())
 			if err != nil {
 				return nil, Claimed{}, err
 			}
@@ -146,6 +149,11 @@ var sessionTools = []tool{
 			ref, err := parseRef(in.Desktop)
 			if err != nil {
 				return nil, nil, err
+			}
+			if d, err := s.cfg.Desktops.Desktop(ctx, id, ref); err == nil {
+				if err := vdi.AgentBarred(d, false); err != nil {
+					return nil, nil, err // a stopped agent leaves the desktop as the person found it
+				}
 			}
 			s.seats.close(ref)
 			if err := s.cfg.Desktops.Release(ctx, id, ref, ""); err != nil {
@@ -165,7 +173,7 @@ var sessionTools = []tool{
 			}
 			var png []byte
 			var out Screen
-			err := s.call(ctx, id, "screenshot", in.Desktop, say(""), screen, func(_ vdi.Desktop, st *seat) (err error) {
+			err := s.call(ctx, id, "screenshot", in.Desktop, say(""), screen, func(ctx context.Context, _ vdi.Desktop, st *seat) (err error) {
 				out.Width, out.Height = st.v.Size()
 				if !sh.crop.Empty() && sh.crop.Intersect(image.Rect(0, 0, out.Width, out.Height)).Empty() {
 					return vdi.Errorf(vdi.EInvalid, "", "crop %v is off the %dx%d screen", sh.crop, out.Width, out.Height)
@@ -187,7 +195,7 @@ var sessionTools = []tool{
 			}
 			d = min(d, time.Minute)
 			var changed bool
-			err := s.call(ctx, id, "wait_for_change", in.Desktop, say(""), free, func(_ vdi.Desktop, st *seat) (err error) {
+			err := s.call(ctx, id, "wait_for_change", in.Desktop, say(""), free, func(ctx context.Context, _ vdi.Desktop, st *seat) (err error) {
 				changed, err = st.waitChange(ctx, d)
 				return err
 			})
@@ -202,7 +210,7 @@ var sessionTools = []tool{
 	def(vdi.ScopeSee, &mcp.Tool{Name: "read_clipboard", Description: "The desktop's clipboard text, where the pool lets text out of the desktop."},
 		func(s *Seat, ctx context.Context, id vdi.Identity, in Where) (*mcp.CallToolResult, any, error) {
 			var cut string
-			err := s.call(ctx, id, "read_clipboard", in.Desktop, say(""), free, func(d vdi.Desktop, st *seat) error {
+			err := s.call(ctx, id, "read_clipboard", in.Desktop, say(""), free, func(ctx context.Context, d vdi.Desktop, st *seat) error {
 				if !d.Console.Clipboard.FromDesktop() {
 					return errClipboard(d, "out of")
 				}

@@ -40,11 +40,11 @@ func benchSeat(b *testing.B) *seat {
 		c, err := nd.DialContext(ctx, "unix", d.VNCSocket())
 		return c, "direct", err
 	}
-	ss := &seats{join: func(ctx context.Context, _ vdi.Ref) (net.Conn, error) {
+	ss := &seats{join: func(ctx context.Context, _ vdi.Ref, _ string) (net.Conn, error) {
 		c, _, err := hubs.Join(ctx, "bench", true, dial)
 		return c, err
 	}}
-	st, err := ss.get(context.Background(), vdi.Ref{Namespace: "local", Name: "agent"})
+	st, err := ss.get(context.Background(), vdi.Ref{Namespace: "local", Name: "agent"}, "bot:bench/bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func benchSeat(b *testing.B) *seat {
 func keyChanges(b *testing.B, st *seat, sym uint32, wait time.Duration) time.Duration {
 	since := st.v.Gen()
 	start := time.Now()
-	if err := tap(st, []uint32{sym}); err != nil {
+	if err := tap(context.Background(), st, []uint32{sym}); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -196,7 +196,7 @@ func BenchmarkSeat_CPUAt2PerSecond(b *testing.B) {
 			for i := range b.N {
 				<-tick.C
 				if changing {
-					if err := tap(st, []uint32{map[bool]uint32{true: 'x', false: 0xff08}[i%2 == 0]}); err != nil {
+					if err := tap(context.Background(), st, []uint32{map[bool]uint32{true: 'x', false: 0xff08}[i%2 == 0]}); err != nil {
 						b.Fatal(err)
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)

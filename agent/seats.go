@@ -12,10 +12,11 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// Join opens a control client's connection to ref's screen hub: the
-// agent's picture and input go through the same hub as a person's
-// console, so watchers see the agent work.
-type Join func(ctx context.Context, ref vdi.Ref) (net.Conn, error)
+// Join opens a control client's connection to ref's screen hub for the
+// agent named agent ("bot:alice/test-runner"): the agent's picture and
+// input go through the same hub as a person's console, so watchers see
+// the agent work (and the holder's page lists it while it is open).
+type Join func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error)
 
 // seatIdle is how long a seat's screen connection stays open without a
 // tool call.
@@ -42,8 +43,8 @@ type seats struct {
 	open map[vdi.Ref]*seat
 }
 
-// get returns ref's seat, joining its screen when none is open.
-func (s *seats) get(ctx context.Context, ref vdi.Ref) (*seat, error) {
+// get returns ref's seat, joining its screen as agent when none is open.
+func (s *seats) get(ctx context.Context, ref vdi.Ref, agent string) (*seat, error) {
 	s.mu.Lock()
 	s.sweep(time.Now())
 	st := s.open[ref]
@@ -60,7 +61,7 @@ func (s *seats) get(ctx context.Context, ref vdi.Ref) (*seat, error) {
 	if st != nil {
 		return st, nil
 	}
-	conn, err := s.join(ctx, ref)
+	conn, err := s.join(ctx, ref, agent)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ const (
 // call is one tool call on a desktop: the checks every such call passes
 // (the desktop is the caller's, within the token's pools; the rate
 // limit; the audit row), then run.
-func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, detail func(vdi.Desktop) string, c cost, run func(d vdi.Desktop, st *seat) error) error {
+func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, detail func(vdi.Desktop) string, c cost, run func(ctx context.Context, d vdi.Desktop, st *seat) error) error {
 	ref, err := parseRef(desktop)
 	if err != nil {
 		return err
@@ -46,6 +46,9 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 	}
 	if d.Holder != id.Login {
 		return vdi.Errorf(vdi.EForbidden, "", "desktop %s is not claimed by %s: claim one with claim_desktop", ref, id.Login)
+	}
+	if err := vdi.AgentBarred(d, c == input); err != nil {
+		return err
 	}
 	if c == input {
 		if err := s.suspended(ref); err != nil {
@@ -59,13 +62,15 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 		s.cfg.Log.Warn("agent not noted on the claim", "desktop", ref, "err", err)
 	}
 	s.audit(ctx, id, tool, ref, detail(d))
-	st, err := s.seats.get(ctx, ref)
+	ctx, done := s.fly(ctx, id, ref, c == input)
+	defer done()
+	st, err := s.seats.get(ctx, ref, id.Agent())
 	if err != nil {
-		return err
+		return cut(ctx, err)
 	}
-	if err := run(d, st); err != nil {
+	if err := run(ctx, d, st); err != nil {
 		s.seats.close(ref) // the next call joins the screen afresh
-		return err
+		return cut(ctx, err)
 	}
 	if c == input {
 		s.noteInput(ctx, ref)

@@ -69,7 +69,8 @@ type Viewer struct {
 	// "control" (their keys reach the desktop), "listen" (the desktop's
 	// sound, Protocol "audio") or "asks" (waiting for the holder's consent
 	// to Wants, "watch", "control", or "request-control": an admin
-	// watching who asks for control of the screen).
+	// watching who asks for control of the screen), or "agent" (an agent
+	// with the holder's token, User its name "bot:alice/test-runner").
 	Role  string `json:"role"`
 	Wants string `json:"wants,omitempty"`
 	// Granted marks an admin's console with the control the holder gave

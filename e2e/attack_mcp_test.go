@@ -26,7 +26,8 @@ func toolRefused(tb testing.TB, s *mcp.ClientSession, name string, args map[stri
 // TestAttack_MCP: what an agent (or a page of another site) tries at
 // /mcp beyond its token: no token, another pool, a desktop shared with
 // its user, a clipboard its pool keeps closed, an action its token's
-// scopes leave out, a flood of input, and a request from another site.
+// scopes leave out, a flood of input, and a request from another site;
+// and who may take control of an agent or stop it.
 func TestAttack_MCP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=ops")
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "sealed", "size": 1, "policy": {"clipboard": "to-desktop"}}`, nil); code != 201 {
@@ -101,6 +102,17 @@ func TestAttack_MCP(t *testing.T) {
 		var c struct{ Desktop string }
 		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
 		scopeRefusals(t, p, c.Desktop)
+	})
+	t.Run("Oversight", func(t *testing.T) {
+		var c struct{ Desktop string }
+		jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/sealed"})), &c)
+		oversightRefusals(t, p, func(name string, args map[string]any) (string, bool) {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resultText(res), res.IsError
+		}, tok.Token, c.Desktop)
 	})
 	t.Run("InputFlood", func(t *testing.T) {
 		var c struct{ Desktop string }

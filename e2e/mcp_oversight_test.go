@@ -10,35 +10,42 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-// TestMCP_Oversight: a desktop an agent works in says so on its
-// holder's home page, console page and on the dashboard; alice, watching it in
-// Chromium, sees the agent type; when she types in her own console she
-// takes control, and the agent's next input says so while its
-// screenshots go on.
+// TestMCP_Oversight: alice has her desktop's console open in Chromium
+// when an agent with her token starts work in it; the page's notice
+// says so at once, as home and the dashboard do. She sees the agent
+// type; Take control suspends its input until she hands back (she
+// never typed, so it is not the 30 s a person's input gives); Stop cuts
+// the agent's call in flight and refuses every later one, naming her and
+// what to do, until she lets it go on; and her own typing takes control
+// too.
 func TestMCP_Oversight(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"]}`)
+	b := MustLaunchBrowser(t)
+	page, _ := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
+	expect := playwright.NewPlaywrightAssertions(60000)
+	notice := page.GetByTestId("agent-notice")
+	must(t, expect.Locator(notice).ToBeHidden())
+
+	// The agent starts after the page opened: the notice shows live.
 	s := mustMCP(t, p, tok.Token)
 	var c struct{ Desktop string }
 	jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/demo"})), &c)
 	tool(t, s, "move", map[string]any{"desktop": c.Desktop, "x": 5, "y": 5})
+	must(t, expect.Locator(notice).ToContainText("bot:alice/test-runner"))
+	must(t, expect.Locator(page.GetByTestId("agent-take")).ToBeVisible())
 
-	for _, page := range []struct{ user, path string }{{"alice", "/"}, {"ops", "/admin"}} {
-		code, body := p.bearer(t, "", "GET", page.path, "", "Tailscale-User-Login", page.user)
+	for _, pg := range []struct{ user, path string }{{"alice", "/"}, {"ops", "/admin"}} {
+		code, body := p.bearer(t, "", "GET", pg.path, "", "Tailscale-User-Login", pg.user)
 		if code != 200 || !strings.Contains(body, "bot:alice/test-runner") {
-			t.Errorf("%s's %s: %d, does not name bot:alice/test-runner", page.user, page.path, code)
+			t.Errorf("%s's %s: %d, does not name bot:alice/test-runner", pg.user, pg.path, code)
 		}
 	}
 
-	// Alice watches her desktop in Chromium while the agent works: what
-	// the agent types shows on her screen; then she types and so takes
-	// control.
+	// Alice watches the agent type.
 	waitFor(t, 2*time.Minute, "the desktop's screen to settle", func() bool {
 		return strings.HasPrefix(resultText(tool(t, s, "wait_for_change", map[string]any{"desktop": c.Desktop, "timeout_ms": 3000})), "no change")
 	})
-	b := MustLaunchBrowser(t)
-	page, _ := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
-	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("agent-notice")).ToContainText("bot:alice/test-runner"))
 	shown := func() string {
 		v, err := page.Evaluate(`() => document.querySelector('#screen canvas').toDataURL('image/png')`)
 		must(t, err)
@@ -56,28 +63,117 @@ func TestMCP_Oversight(t *testing.T) {
 	waitFor(t, time.Minute, "the agent's typing on alice's screen in Chromium", func() bool { return shown() != before })
 	screenshot(t, page, "watching-the-agent")
 
-	must(t, page.Locator("#screen canvas").Click())
-	var said string
-	waitFor(t, time.Minute, "the agent's input suspended once alice typed", func() bool {
-		must(t, page.Keyboard().Press("Shift"))
+	typeX := func() (string, bool) {
 		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "type_text", Arguments: map[string]any{"desktop": c.Desktop, "text": "x"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		said = resultText(res)
-		return res.IsError
+		return resultText(res), res.IsError
+	}
+
+	t.Run("TakeControl", func(t *testing.T) {
+		must(t, page.GetByTestId("agent-take").Click())
+		must(t, expect.Locator(page.GetByTestId("agent-state")).ToContainText("You took control"))
+		screenshot(t, page, "took-control")
+		if said, refused := typeX(); !refused || !strings.Contains(said, "alice took control") || !strings.Contains(said, "until they hand it back") {
+			t.Errorf("the agent's input while alice holds control: refused %v, %q", refused, said)
+		}
+		if res := tool(t, s, "screenshot", map[string]any{"desktop": c.Desktop}); len(res.Content) == 0 {
+			t.Error("no screenshot while alice has control")
+		}
+		must(t, page.GetByTestId("agent-hand-back").Click())
+		must(t, expect.Locator(page.GetByTestId("agent-take")).ToBeVisible())
+		if said, refused := typeX(); refused {
+			t.Errorf("the agent's input after alice handed back: %q", said)
+		}
 	})
-	if !strings.Contains(said, "alice took control") {
-		t.Errorf("the suspended agent was told %q", said)
-	}
-	if res := tool(t, s, "screenshot", map[string]any{"desktop": c.Desktop}); len(res.Content) == 0 {
-		t.Error("no screenshot while alice has control")
-	}
-	for _, size := range []struct { // the agent notice at the other sizes
-		name          string
-		width, height int
-	}{{"tablet", 1024, 1366}, {"phone", 390, 844}} {
-		must(t, page.SetViewportSize(size.width, size.height))
-		screenshot(t, page, "agent-notice-"+size.name)
-	}
+
+	t.Run("Stop", func(t *testing.T) {
+		// A wait_for_change in flight when alice stops the agent ends
+		// then, refused; a screen that changed on its own meanwhile ends
+		// it early, and the wait starts again.
+		type answer struct {
+			text    string
+			refused bool
+		}
+		var inFlight chan answer
+		waitFor(t, 2*time.Minute, "a wait_for_change in flight", func() bool {
+			inFlight = make(chan answer, 1)
+			go func() {
+				res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_for_change", Arguments: map[string]any{"desktop": c.Desktop, "timeout_ms": 60000}})
+				if err != nil {
+					inFlight <- answer{err.Error(), true}
+					return
+				}
+				inFlight <- answer{resultText(res), res.IsError}
+			}()
+			select {
+			case a := <-inFlight:
+				t.Logf("the wait ended before the stop: %q", a.text)
+				return false
+			case <-time.After(2 * time.Second):
+				return true
+			}
+		})
+		must(t, page.GetByTestId("agent-stop").Click())
+		select {
+		case a := <-inFlight:
+			if !a.refused || !strings.Contains(a.text, "alice stopped the agent's work") {
+				t.Errorf("the call in flight when alice stopped the agent: refused %v, %q", a.refused, a.text)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the agent's wait_for_change went on 30 s after alice stopped it")
+		}
+		must(t, expect.Locator(page.GetByTestId("agent-state")).ToContainText("You stopped it"))
+		for _, call := range []struct {
+			name string
+			args map[string]any
+		}{
+			{"screenshot", map[string]any{"desktop": c.Desktop}},
+			{"type_text", map[string]any{"desktop": c.Desktop, "text": "x"}},
+			{"claim_desktop", map[string]any{"pool": "local/demo"}},
+			{"release_desktop", map[string]any{"desktop": c.Desktop}},
+		} {
+			if got := toolRefused(t, s, call.name, call.args); !strings.Contains(got, "alice stopped the agent's work") || !strings.Contains(got, "Let the agent go on") {
+				t.Errorf("%s of the stopped agent said %q", call.name, got)
+			}
+		}
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		for _, size := range []struct {
+			name          string
+			width, height int
+		}{{"laptop", 1280, 800}, {"tablet", 1024, 1366}, {"phone", 390, 844}} {
+			must(t, page.SetViewportSize(size.width, size.height))
+			must(t, expect.Locator(page.GetByTestId("agent-go-on")).ToBeInViewport())
+			screenshot(t, page, "stopped-"+size.name)
+		}
+		must(t, page.SetViewportSize(1280, 800))
+		must(t, page.GetByTestId("agent-go-on").Click())
+		must(t, expect.Locator(page.GetByTestId("agent-stop")).ToBeVisible())
+		if res := tool(t, s, "screenshot", map[string]any{"desktop": c.Desktop}); len(res.Content) == 0 {
+			t.Error("no screenshot after alice let the agent go on")
+		}
+	})
+
+	t.Run("TypingTakesControl", func(t *testing.T) {
+		must(t, page.Locator("#screen canvas").Click())
+		var said string
+		waitFor(t, time.Minute, "the agent's input suspended once alice typed", func() bool {
+			must(t, page.Keyboard().Press("Shift"))
+			var refused bool
+			said, refused = typeX()
+			return refused
+		})
+		if !strings.Contains(said, "alice took control") {
+			t.Errorf("the suspended agent was told %q", said)
+		}
+		for _, size := range []struct {
+			name          string
+			width, height int
+		}{{"tablet", 1024, 1366}, {"phone", 390, 844}} {
+			must(t, page.SetViewportSize(size.width, size.height))
+			must(t, expect.Locator(page.GetByTestId("agent-take")).ToBeInViewport())
+			screenshot(t, page, "agent-notice-"+size.name)
+		}
+	})
 }

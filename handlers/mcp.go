@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/agent"
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -13,26 +16,48 @@ import (
 // mcpRoute serves /mcp, the agent seat (package agent).
 type mcpRoute struct {
 	*renderer
-	auth Identifier
-	seat *agent.Seat
+	auth     Identifier
+	desktops Desktops
+	seat     *agent.Seat
 }
 
 // newMCPRoute returns the agent seat's route: its screens are the
 // desktops' shared hubs, joined as control clients like a person's
 // console.
 func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
-	join := func(ctx context.Context, ref vdi.Ref) (net.Conn, error) {
+	join := func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error) {
 		conn, _, err := cs.screens.Join(ctx, ref, true, func(ctx context.Context) (net.Conn, string, error) {
 			c, err := cfg.Desktops.Dial(ctx, ref, vdi.ProtocolVNC)
 			return c, console.PathDirect, err
 		})
-		return conn, err
+		if err != nil {
+			return nil, err
+		}
+		// The holder's page lists the agent among the desktop's viewers
+		// while its screen is open, so its notice shows live.
+		remove := cs.watchers.add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
+		return &closeHook{Conn: conn, hook: remove}, nil
 	}
 	var audit vdi.AuditLog
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
+}
+
+// roleAgent is an agent's role among a desktop's viewers (api.Viewer).
+const roleAgent = "agent"
+
+// closeHook is a connection that runs hook once when first closed.
+type closeHook struct {
+	net.Conn
+	once sync.Once
+	hook func()
+}
+
+func (c *closeHook) Close() error {
+	c.once.Do(c.hook)
+	return c.Conn.Close()
 }
 
 // handleMCP serves /mcp (Streamable HTTP): only a personal access token

@@ -89,6 +89,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/recordings/{id}", h.api(h.recorded.handleRecordingFile))
 	m.HandleFunc("DELETE /api/vdi/recordings/{id}", h.api(adminOnly(h.recorded.handleRecordingDelete)))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/agent/{tool}", h.mcp.handleAgentAction)
+	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/oversight/{action}", h.api(h.mcp.handleAgentOversight))
 	m.HandleFunc("POST /api/vdi/tokens", h.api(h.tokens.handleTokenCreate))
 	m.HandleFunc("GET /api/vdi/tokens", h.api(h.tokens.handleTokensList))
 	m.HandleFunc("DELETE /api/vdi/tokens/{id}", h.api(h.tokens.handleTokenDelete))

@@ -2,6 +2,7 @@ package vdi
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -28,4 +29,82 @@ func (s *Service) MarkAgent(ctx context.Context, id Identity, ref Ref) error {
 		l.Annotations[AnnotationAgent] = agent
 		return nil
 	})
+}
+
+// Oversight of an agent by a person, kept on the claim so that every
+// replica's agent seat reads it: who took control from the agent (its
+// input is refused until they hand back) and who stopped it (every call
+// of an agent in the desktop is refused until they let it go on).
+const (
+	AnnotationAgentControl = "corral.dev/vdi-agent-control"
+	AnnotationAgentStopped = "corral.dev/vdi-agent-stopped"
+)
+
+// The oversight actions of OverseeAgent.
+const (
+	OversightTake     = "take"
+	OversightHandBack = "hand-back"
+	OversightStop     = "stop"
+	OversightGoOn     = "go-on"
+)
+
+// OverseeAgent applies action (Oversight*) to the agent at work in ref, as
+// id: a person (never a token: an agent does not lift its own stop) who
+// holds the desktop, or an admin. It answers the desktop as it is after.
+func (s *Service) OverseeAgent(ctx context.Context, id Identity, ref Ref, action string) (Desktop, error) {
+	if id.Token != nil {
+		return Desktop{}, Errorf(EForbidden, "Sign in to the portal in a browser to take control of or stop an agent.",
+			"A token cannot oversee an agent (%s).", id.Agent())
+	}
+	key, set := AnnotationAgentControl, true
+	switch action {
+	case OversightTake:
+	case OversightHandBack:
+		set = false
+	case OversightStop:
+		key = AnnotationAgentStopped
+	case OversightGoOn:
+		key, set = AnnotationAgentStopped, false
+	default:
+		return Desktop{}, Errorf(EInvalid, "Use take, hand-back, stop or go-on.", "Unknown oversight action %q.", action)
+	}
+	d, err := s.Desktop(ctx, id, ref)
+	if err != nil {
+		return Desktop{}, err
+	}
+	if d.Holder == "" {
+		return Desktop{}, Errorf(EConflict, "Get a desktop from its pool on the home page.", "Desktop %s is not claimed.", ref)
+	}
+	err = s.updateClaim(ctx, ref, d.Holder, func(l *Lease, _ time.Time) error {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		if set {
+			l.Annotations[key] = id.Login
+		} else {
+			delete(l.Annotations, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return Desktop{}, err
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "agent-" + action, Namespace: ref.Namespace, Target: ref.Name,
+		Detail: strings.TrimSpace(d.Agent + " holder " + d.Holder)})
+	return s.Desktop(ctx, id, ref)
+}
+
+// AgentBarred returns why an agent's call on d is refused, if it is: the
+// agent was stopped (every call), or a person holds control and the call
+// is input.
+func AgentBarred(d Desktop, input bool) error {
+	if who := d.AgentStopped; who != "" {
+		return Errorf(EForbidden, "", "%s stopped the agent's work in %s/%s: every call of an agent there is refused. Stop and tell your user; %s can let it go on (Let the agent go on, on the desktop's page in the portal).",
+			who, d.Namespace, d.Name, who)
+	}
+	if who := d.AgentControl; input && who != "" {
+		return Errorf(EConflict, "", "%s took control of %s/%s: your input is suspended until they hand it back (Hand back, on the desktop's page); screenshot and wait_for_change still work.",
+			who, d.Namespace, d.Name)
+	}
+	return nil
 }

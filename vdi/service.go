@@ -159,6 +159,11 @@ type Desktop struct {
 	// Agent, when an agent works in it with its holder's token, names
 	// it: "bot:alice/test-runner".
 	Agent string `json:"agent,omitempty"`
+	// AgentControl names the person who took control from the agent
+	// (its input waits until they hand back); AgentStopped the person
+	// who stopped it (its calls are refused until they let it go on).
+	AgentControl string `json:"agentControl,omitempty"`
+	AgentStopped string `json:"agentStopped,omitempty"`
 }
 
 // desktop joins a member with its live claim (nil: none) in pool pl. A
@@ -174,6 +179,7 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 		return d
 	}
 	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
+	d.AgentControl, d.AgentStopped = l.Annotations[AnnotationAgentControl], l.Annotations[AnnotationAgentStopped]
 	f, _ := FactsOf(l)
 	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {
 		d.Reclaim = &next

@@ -15,6 +15,7 @@ import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, prelo
 import { attachEnded, capitalised, endedKind, sentence } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
+import { attachAgentNotice } from './agent-notice.js';
 import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
 import { desktopDown, desktopGone, desktopState, downWords, startAgain } from './down.js';
@@ -195,7 +196,8 @@ document.addEventListener('click', (ev) => {
 });
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
-watchViewers(document.getElementById('watchers'), screen.dataset.viewers);
+watchViewers(document.getElementById('watchers'), screen.dataset.viewers,
+  attachAgentNotice(document.getElementById('agent-notice')));
 const chip = attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachEscape();
 attachTyping(document.getElementById('typing'), screen);

@@ -12,7 +12,7 @@ const REWATCH_MS = 60000;
 
 // sayViewers is the notice for a list of viewers, or '' for none.
 export function sayViewers(list) {
-  list = list.filter((v) => v.role !== 'asks');
+  list = list.filter((v) => v.role !== 'asks' && v.role !== 'agent'); // the agent has its own notice
   if (!list.length) return '';
   const users = (role) => [...new Set(list.filter((v) => v.role === role).map((v) => v.user))];
   const [watch, control, listen] = [users('watch'), users('control'), users('listen')];
@@ -54,7 +54,7 @@ export function sayParticipants(holder, me, list) {
   const roles = new Map();
   for (const v of list) {
     if (v.role === 'asks') continue;
-    const role = { watch: 'view only', listen: 'listening' }[v.role] || 'can type';
+    const role = { watch: 'view only', listen: 'listening', agent: 'agent' }[v.role] || 'can type';
     if (roles.get(v.user) !== 'can type' && !(role === 'listening' && roles.has(v.user))) roles.set(v.user, role);
   }
   const people = holder ? [`${holder} (holder)`] : [];
@@ -63,8 +63,8 @@ export function sayParticipants(holder, me, list) {
 }
 
 // watchViewers keeps the holder's notice up to date from url until the
-// page goes.
-export function watchViewers(notice, url) {
+// page goes; onList, when given, sees each list too.
+export function watchViewers(notice, url, onList) {
   if (!url) return;
   // Taking control back is not ending the watch: the admin's page reopens
   // watching, and where the pool asks the holder's consent that watch
@@ -80,6 +80,7 @@ export function watchViewers(notice, url) {
     return true;
   };
   pollViewers(url, (list) => {
+    onList?.(list);
     const text = sayViewers(list);
     // The holder's own "On it:" line, as the people beside them have.
     const on = text ? [Object.assign(document.createElement('span'), {

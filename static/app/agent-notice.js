@@ -1,0 +1,57 @@
+// The agent notice on the console page (views/console_agent.templ): an
+// agent at work in this desktop with its holder's token, and the person's
+// oversight of it. Take control pauses the agent's input until Hand back;
+// Stop refuses its calls here until Let the agent go on. The state lives
+// on the desktop's claim (POST …/oversight/{action} answers the desktop
+// as it is after), so every replica's agent seat obeys it. An agent that
+// starts after the page opened shows through the viewers' list.
+
+// sayAgentState is the notice's line for a desktop's oversight state.
+export function sayAgentState(control, stopped, me) {
+  const who = (login) => (login === me ? 'You' : login);
+  if (stopped) return `${who(stopped)} stopped it: its calls here are refused. Revoke its token on the Tokens page to stop it everywhere.`;
+  if (control) return `${who(control)} took control: its input waits until ${control === me ? 'you hand' : 'they hand'} it back.`;
+  return 'You see what it does.';
+}
+
+// attachAgentNotice wires the notice el; it returns seen(list), which
+// shows the notice once the desktop's viewers (api.Viewer) include an
+// agent.
+export function attachAgentNotice(el) {
+  if (!el) return () => {};
+  const { me } = el.dataset;
+  const state = el.querySelector('#agent-state');
+  const buttons = el.querySelectorAll('button[data-action]');
+  function show() {
+    const { control, stopped } = el.dataset;
+    state.textContent = sayAgentState(control, stopped, me);
+    const shown = { take: !control && !stopped, 'hand-back': !!control && !stopped, stop: !stopped, 'go-on': !!stopped };
+    for (const b of buttons) b.hidden = !shown[b.dataset.action];
+  }
+  for (const b of buttons) {
+    b.addEventListener('click', async () => {
+      for (const x of buttons) x.disabled = true;
+      try {
+        const res = await fetch(`${el.dataset.url}/${b.dataset.action}`, { method: 'POST', headers: { Accept: 'application/json' } });
+        const body = await res.json().catch(() => ({}));
+        if (res.ok) {
+          el.dataset.control = body.agentControl || '';
+          el.dataset.stopped = body.agentStopped || '';
+          show();
+        } else {
+          state.textContent = [body.error || `The portal answered ${res.status}.`, body.hint].filter(Boolean).join(' ');
+        }
+      } catch {
+        state.textContent = 'The portal cannot be reached; try again.';
+      }
+      for (const x of buttons) x.disabled = false;
+    });
+  }
+  show();
+  return (list) => {
+    const agent = list.find((v) => v.role === 'agent');
+    if (!agent || !el.hidden) return;
+    el.querySelector('#agent-name').textContent = agent.user;
+    el.hidden = false;
+  };
+}
