@@ -139,10 +139,7 @@ func TestMCP_Oversight(t *testing.T) {
 			}
 		}
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-		for _, size := range []struct {
-			name          string
-			width, height int
-		}{{"laptop", 1280, 800}, {"tablet", 1024, 1366}, {"phone", 390, 844}} {
+		for _, size := range issueSizes {
 			must(t, page.SetViewportSize(size.width, size.height))
 			must(t, expect.Locator(page.GetByTestId("agent-go-on")).ToBeInViewport())
 			screenshot(t, page, "stopped-"+size.name)
@@ -167,10 +164,7 @@ func TestMCP_Oversight(t *testing.T) {
 		if !strings.Contains(said, "alice took control") {
 			t.Errorf("the suspended agent was told %q", said)
 		}
-		for _, size := range []struct {
-			name          string
-			width, height int
-		}{{"tablet", 1024, 1366}, {"phone", 390, 844}} {
+		for _, size := range issueSizes[1:] {
 			must(t, page.SetViewportSize(size.width, size.height))
 			must(t, expect.Locator(page.GetByTestId("agent-take")).ToBeInViewport())
 			screenshot(t, page, "agent-notice-"+size.name)
