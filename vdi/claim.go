@@ -1,9 +1,9 @@
 package vdi
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -49,6 +49,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	for attempts := 0; attempts < maxClaimAttempts; {
 		// Listing is cheap (a cache on Kubernetes), so every round sees the
 		// claims that beat this one and skips their members.
+		listed := time.Now()
 		leases, err := s.leases.List(ctx, namespace, pool)
 		if err != nil {
 			return Desktop{}, unavailable(err)
@@ -84,7 +85,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 		if err != nil {
 			return Desktop{}, err
 		}
-		free := freeMembers(members, known, tried, now, id.Login)
+		free := s.spread.freeMembers(members, known, tried, now, id.Login)
 		if len(free) == 0 {
 			break
 		}
@@ -110,9 +111,15 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 					m = memberOf(free, l.Member)
 				}
 			} else {
+				// The first member no other claim here is writing now.
+				if j := s.trying.pick(free[i:], listed); j > 0 {
+					free[i], free[i+j] = free[i+j], free[i]
+					m = free[i]
+				}
 				attempts++
 				tried[m.Name] = true
 				l, err = s.acquire(ctx, p, m, known[m.Name], id.Login)
+				s.trying.done(m.Ref(), err == nil || errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict), time.Now())
 			}
 			if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 				// Lost the race for this member: its claim is someone else's
@@ -185,10 +192,11 @@ const (
 // freeMembers returns the members with no live claim that were not tried
 // yet: first one assigned to login before Leases existed (it migrates to a
 // Lease now), then running ones (the user gets a desktop now), then stopped
-// ones, then the rest; shuffled within each group so that claimants on
-// several portals do not all race for the same member. A member assigned
-// to someone else that never had a Lease is theirs, not free.
-func freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
+// ones, then the rest; within each group in this portal's own order
+// (spread), so that claimants on several portals do not all race for
+// the same member. A member assigned to someone else that never had a
+// Lease is theirs, not free.
+func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
 	rank := func(m Member) int {
 		if m.AssignedTo == login {
 			return -1
@@ -217,8 +225,12 @@ func freeMembers(members []Member, known map[string]*Lease, tried map[string]boo
 		}
 		free = append(free, m)
 	}
-	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
-	slices.SortStableFunc(free, func(a, b Member) int { return rank(a) - rank(b) })
+	slices.SortFunc(free, func(a, b Member) int {
+		if r := rank(a) - rank(b); r != 0 {
+			return r
+		}
+		return cmp.Compare(o.score(a), o.score(b))
+	})
 	return free
 }
 

@@ -3,6 +3,7 @@ package vdi
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"sync"
@@ -78,6 +79,8 @@ type Service struct {
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
 	changes claimChanges // ClaimChanged's channels
+	trying  trying       // members whose Leases this portal's claims write now
+	spread  spread       // this portal's order of free members
 	counts  counters     // Counters
 
 	samples  SampleStore // nil: no samples kept
@@ -111,6 +114,7 @@ func NewService(cfg Config) *Service {
 		refillDelay:   cfg.RefillDelay,
 		jobsRunning:   map[string]*job{},
 		samples:       cfg.Samples,
+		spread:        spread{maphash.MakeSeed()},
 	}
 	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {

@@ -15,7 +15,9 @@ import (
 // claimants (distinct users, spread over portals instances) race for a fresh
 // pool of members at once, until at least b.N claims were made (whole
 // rounds). It reports the claim latency p50 and p99 in milliseconds, claims
-// per second, and the members, claimants and portals per round, and returns
+// per second, the store writes a claim asks for (claim locks included) and
+// the races for a member it loses, and the members, claimants and portals
+// per round, and returns
 // the claims per second. With more claimants than members the losers' clean
 // conflicts count as claims too: they are answers a user waits for.
 //
@@ -25,9 +27,10 @@ import (
 // at that rate), and p99 as a multiple of it.
 func Bench(b *testing.B, s Store, members, claimants, portals int, single float64) float64 {
 	ctx := context.Background()
+	var n writeCount
 	instances := make([]vdi.Leases, portals)
 	for i := range instances {
-		instances[i] = s.Open(b)
+		instances[i] = count(s.Open(b), &n)
 	}
 	var start time.Time
 	var lat []time.Duration
@@ -38,6 +41,8 @@ func Bench(b *testing.B, s Store, members, claimants, portals int, single float6
 	for round := -1; len(lat) < b.N; round++ {
 		if round == 0 {
 			lat, won = lat[:0], 0
+			n.writes.Store(0)
+			n.lost.Store(0)
 			b.ResetTimer()
 			start = time.Now()
 		}
@@ -81,6 +86,8 @@ func Bench(b *testing.B, s Store, members, claimants, portals int, single float6
 	b.ReportMetric(ms(99), "p99-ms")
 	b.ReportMetric(rate, "claims/s")
 	b.ReportMetric(float64(won)/float64(len(lat)), "won/claim")
+	b.ReportMetric(float64(n.writes.Load())/float64(len(lat)), "writes/claim")
+	b.ReportMetric(float64(n.lost.Load())/float64(len(lat)), "lost/claim")
 	b.ReportMetric(float64(members), "members")
 	b.ReportMetric(float64(claimants), "claimants")
 	b.ReportMetric(float64(portals), "portals")
