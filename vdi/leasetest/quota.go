@@ -3,6 +3,7 @@ package leasetest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +94,7 @@ func testOneUserRace(t *testing.T, s Store) {
 			t.Errorf("alice held %d desktops of one pool at once; want at most 1", n)
 		}
 	})
+	t.Run("QuotaEdge", func(t *testing.T) { testQuotaEdge(t, s) })
 	t.Run("Quota", func(t *testing.T) {
 		pools := make([]string, quotaPools)
 		for i := range pools {
@@ -122,6 +124,74 @@ func testOneUserRace(t *testing.T, s Store) {
 			t.Errorf("alice's claims got desktops %v and %d refusals; want %d desktops, the rest refused", won, refused, quotaMax)
 		}
 	})
+}
+
+// quotaEdgeClaims is how many claims one user makes at once at the edge of
+// her quota (QuotaEdge).
+const quotaEdgeClaims = 20
+
+// testQuotaEdge: alice holds one desktop short of her quota when 20 of
+// her claims start at once on three portals, over several pools. After
+// them she holds her quota, no more, and every Lease of hers is a
+// desktop some claim of hers was given (or the one she held): none is
+// left without its claim.
+func testQuotaEdge(t *testing.T, s Store) {
+	ctx := context.Background()
+	alice := vdi.Identity{Login: "alice"}
+	pools := make(Pools, quotaPools)
+	names := make([]string, quotaPools)
+	for i := range pools {
+		names[i] = fmt.Sprintf("edge%d", i+1)
+		pools[i] = NewPool(s.Namespace, names[i], quotaPerPool, quotaPerPool)
+	}
+	svcs := make([]*vdi.Service, racePortals)
+	for i := range svcs {
+		svcs[i] = vdi.NewService(vdi.Config{Backend: pools, Leases: s.Open(t), Audit: nopAudit{},
+			Log: slog.New(slog.DiscardHandler), MaxDesktopsPerUser: quotaMax, LockNamespace: s.Namespace})
+	}
+	first, err := svcs[0].Claim(ctx, alice, s.Namespace, names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := map[string]bool{first.Name: true}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range quotaEdgeClaims {
+		wg.Go(func() {
+			d, err := svcs[i%racePortals].Claim(ctx, alice, s.Namespace, names[1+i%(quotaPools-1)])
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				given[d.Name] = true
+			case vdi.ErrorCode(err) != vdi.EConflict || !strings.Contains(err.Error(), "CORRAL_VDI_MAX_DESKTOPS_PER_USER"):
+				t.Errorf("claim %d of alice at her quota's edge: %v; want a desktop or the quota's refusal", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	leases := s.Open(t)
+	var held []string
+	for _, name := range names {
+		list, err := leases.List(ctx, s.Namespace, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range list {
+			if l.Holder == "alice" && !l.Expired(time.Now()) {
+				held = append(held, l.Member)
+				if !given[l.Member] {
+					t.Errorf("alice's Lease on %s was given to no claim of hers", l.Member)
+				}
+			}
+		}
+	}
+	if len(held) != quotaMax {
+		t.Errorf("after %d claims at once at her quota's edge alice holds %v; want %d desktops", quotaEdgeClaims, held, quotaMax)
+	}
+	if len(given) != quotaMax {
+		t.Errorf("alice's claims were given %v; want %d desktops in all", given, quotaMax)
+	}
 }
 
 // testAccess checks a pool's access list through the claim rules.
