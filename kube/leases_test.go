@@ -17,6 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	leasetest.MaybeChild(openKubeconfig)
+	maybeServePortal()
 	os.Exit(testcluster.Main(m))
 }
 

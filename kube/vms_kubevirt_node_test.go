@@ -146,6 +146,8 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	// A second node, started now so that the VM's first Pod went to node.
 	to := s.kv.StartNode(t)
 	t.Run("Migration", func(t *testing.T) { testKubeVirtMigration(t, s, node, to, ref) })
+	// alice's desktop, now on to, watched across portal replicas.
+	t.Run("OneScreenAcrossReplicas", func(t *testing.T) { testKubeVirtOneScreen(t, s, to, ref) })
 
 	if err := s.vms.Stop(s.ctx, ref); err != nil {
 		t.Fatalf("Stop through virt-api's stop subresource: %v", err)

@@ -68,6 +68,7 @@ type Node struct {
 	shots    int                          // screenshots served (node_console.go)
 	busy     map[types.UID]bool           // VMI UID -> a boot or shutdown under way
 	incoming map[types.UID][]net.Listener // migration UID -> the target's VNC and RDP listeners (node_migration.go)
+	noIPs    map[string]bool              // ns/name -> report no IP (WithoutIPs)
 	seq      int
 
 	stop context.CancelFunc
@@ -105,7 +106,7 @@ func (kv *KubeVirt) StartNode(tb testing.TB) *Node {
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	n := &Node{kubelet: k, kv: kv, cl: cl, dir: dir, guests: map[types.UID]*standInVMI{}, names: map[string]types.UID{}, busy: map[types.UID]bool{},
-		incoming: map[types.UID][]net.Listener{}, restart: make(chan struct{}), stop: cancel}
+		incoming: map[types.UID][]net.Listener{}, noIPs: map[string]bool{}, restart: make(chan struct{}), stop: cancel}
 	tb.Cleanup(n.close)
 	if err := n.serveConsoles(lctx, kv.ca); err != nil {
 		tb.Fatal(err)
@@ -229,9 +230,39 @@ func (n *Node) boot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance)
 	return n.setStatus(ctx, vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 		st.Phase = kubevirtv1.Running
 		st.SelinuxContext = "none" // virt-handler's word for a node without SELinux, which a migration needs
-		st.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", InterfaceName: "eth0",
-			IP: ip, IPs: []string{ip}, InfoSource: "domain, guest-agent"}}
+		st.Interfaces = n.interfaces(vmi, ip)
 	})
+}
+
+// WithoutIPs makes the VMI of namespace/name report no IP in
+// status.interfaces from now on (an interface without ipAddress, as a
+// bridge binding without a guest agent reports): at once if it runs on
+// this node, and when it boots or migrates in. The guest still listens on
+// its Pod's IP and virt-handler's consoles reach it, but a portal reading
+// the VMI has no address to dial: it goes through virt-api's vnc
+// subresource, where the one-client rule applies.
+func (n *Node) WithoutIPs(ctx context.Context, namespace, name string) error {
+	n.mu.Lock()
+	n.noIPs[namespace+"/"+name] = true
+	n.mu.Unlock()
+	var vmi kubevirtv1.VirtualMachineInstance
+	if err := n.cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &vmi); err != nil || vmi.Status.NodeName != n.Name() {
+		return client.IgnoreNotFound(err)
+	}
+	return n.setStatus(ctx, &vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) { st.Interfaces = n.interfaces(&vmi, "") })
+}
+
+// interfaces is vmi's status.interfaces with its guest at ip: none of it
+// reported for a VMI WithoutIPs.
+func (n *Node) interfaces(vmi *kubevirtv1.VirtualMachineInstance, ip string) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	iface := kubevirtv1.VirtualMachineInstanceNetworkInterface{Name: "default", InterfaceName: "eth0", InfoSource: "domain, guest-agent"}
+	n.mu.Lock()
+	without := n.noIPs[vmi.Namespace+"/"+vmi.Name]
+	n.mu.Unlock()
+	if !without {
+		iface.IP, iface.IPs = ip, []string{ip}
+	}
+	return []kubevirtv1.VirtualMachineInstanceNetworkInterface{iface}
 }
 
 // takeGuest removes vmi's guest from the node's and returns it, or nil.

@@ -175,8 +175,7 @@ func (n *Node) migrateIn(ctx context.Context, vmi *kubevirtv1.VirtualMachineInst
 			v.Status.MigrationState.EndTimestamp = &now
 			v.Labels[kubevirtv1.NodeNameLabel] = n.Name()
 			v.Status.NodeName = n.Name()
-			v.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", InterfaceName: "eth0",
-				IP: ip, IPs: []string{ip}, InfoSource: "domain, guest-agent"}}
+			v.Status.Interfaces = n.interfaces(v, ip)
 		},
 		func(v *kubevirtv1.VirtualMachineInstance) {
 			v.Status.MigrationState.Completed = true

@@ -1,0 +1,238 @@
+package kube_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/portal"
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/snapshot"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// envServe makes this test binary a portal replica (servePortal): the
+// replicas of testKubeVirtOneScreen are real processes, which a SIGKILL
+// ends as it ends a pod, without building the portal's binary here.
+const envServe = "CORRAL_VDI_KUBE_TEST_SERVE"
+
+// maybeServePortal runs the portal (serve, configured by the environment)
+// and exits, when the test binary was started as a replica.
+func maybeServePortal() {
+	if os.Getenv(envServe) == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := portal.Serve(ctx, nil, os.Getenv)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "portal:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// replica is a portal process of testKubeVirtOneScreen.
+type replica struct {
+	name, url string
+	cmd       *exec.Cmd
+	log       *bytes.Buffer // stderr: the portal's log
+}
+
+var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+
+// startReplica starts this test binary as a portal replica with env and
+// waits for its address; SIGTERM and a wait stop it when t ends.
+func startReplica(t *testing.T, name string, env []string) *replica {
+	t.Helper()
+	r := &replica{name: name, log: new(bytes.Buffer)}
+	r.cmd = exec.Command(os.Args[0])
+	r.cmd.Env = append(os.Environ(), append(env, envServe+"=1", "CORRAL_VDI_LISTEN=127.0.0.1:0",
+		"CORRAL_VDI_DATA_DIR="+t.TempDir(), "HOME="+t.TempDir())...)
+	r.cmd.Stderr = r.log
+	out, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			r.cmd.Process.Signal(syscall.SIGTERM)
+			r.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("replica %s's log:\n%s", r.name, lastLines(r.log.String(), 60))
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		for sc := bufio.NewScanner(out); sc.Scan(); {
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case r.url = <-urls:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("replica %s did not start; log:\n%s", name, r.log.String())
+	}
+	return r
+}
+
+// watch opens user's VNC console of ref on r and watches its picture.
+func (r *replica) watch(ref vdi.Ref, user string) (*snapshot.Viewer, error) {
+	h := http.Header{"Tailscale-User-Login": {user}, "Origin": {r.url}}
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	ws, res, err := d.Dial("ws"+strings.TrimPrefix(r.url, "http")+"/ws/vnc/"+ref.Namespace+"/"+ref.Name, h)
+	if err != nil {
+		if res != nil {
+			err = fmt.Errorf("%w (%s)", err, res.Status)
+		}
+		return nil, err
+	}
+	return snapshot.Watch(relay.NewWSConn(ws, relay.WSConnOptions{}))
+}
+
+// mustWatch waits up to a minute for user's console of ref on r to open
+// (while a killed owner's heartbeat runs out a replica refuses it).
+func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Viewer {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		var v *snapshot.Viewer
+		if v, err = r.watch(ref, user); err == nil {
+			t.Cleanup(func() { v.Close() })
+			return v
+		}
+	}
+	t.Fatalf("%s's console of %s on replica %s: %v", user, ref, r.name, err)
+	return nil
+}
+
+// testKubeVirtOneScreen: one screen per desktop across portal replicas on
+// KubeVirt's own control plane. Three replicas (this test binary serving
+// as the portal, screen links on with a shared peer secret) share the
+// cluster; the VMI reports no IP, so its screen is reached through
+// KubeVirt's real virt-api and the node's virt-handler, which takes one
+// VNC client. alice (the holder) watches on a, erin (invited, view only)
+// on b: the same pixels, her keys reach the desktop, and virt-handler
+// let one client in and kicked none. a is SIGKILLed: erin reconnects on
+// b and alice on c by themselves; one of them takes the screen over once
+// a's heartbeat runs out; still the same pixels, and virt-handler saw
+// exactly one more client, one after the other, none kicked.
+func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Node, ref vdi.Ref) {
+	if err := node.WithoutIPs(s.ctx, ref.Namespace, ref.Name); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_AUTH=tailscale", "CORRAL_VDI_ADMINS=ops",
+		"CORRAL_VDI_NAMESPACE=" + s.ns, "CORRAL_VDI_PEER_SECRET=" + strings.Repeat("s", 32),
+		"KUBECONFIG=" + testcluster.WriteKubeconfig(t, s.c.PortalServiceAccount(t))}
+	a, b, c := startReplica(t, "a", env), startReplica(t, "b", env), startReplica(t, "c", env)
+	before := node.Consoles(ref.Namespace, ref.Name, "vnc") // the earlier steps'
+
+	req, _ := http.NewRequest("POST", a.url+"/api/vdi/desktops/"+ref.Namespace+"/"+ref.Name+"/shares", strings.NewReader(`{"user":"erin","control":false}`))
+	req.Header.Set("Tailscale-User-Login", "alice")
+	req.Header.Set("Content-Type", "application/json")
+	if res, err := http.DefaultClient.Do(req); err != nil || (res.StatusCode != 201 && res.StatusCode != 200) {
+		t.Fatalf("alice invites erin: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	alice := a.mustWatch(t, ref, "alice")
+	erin := b.mustWatch(t, ref, "erin")
+	h := samePicture(t, "alice on a, erin on b", alice, erin)
+	for _, k := range "kube" {
+		alice.Key(uint32(k), true)
+		alice.Key(uint32(k), false)
+	}
+	h = changedPicture(t, "alice typed", h, alice, erin)
+	clients := func(want int) {
+		t.Helper()
+		n := node.Consoles(ref.Namespace, ref.Name, "vnc")
+		if n.Opened-before.Opened != want || n.Kicked != before.Kicked {
+			t.Fatalf("virt-handler's VNC console of the VMI: %+v (before the replicas: %+v); want %d more opened, none kicked", n, before, want)
+		}
+		t.Logf("virt-handler's VNC console: %+v (before the replicas: %+v)", n, before)
+	}
+	clients(1)
+	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
+		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
+	}
+
+	killed := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Wait()
+	for who, v := range map[string]*snapshot.Viewer{"alice": alice, "erin": erin} {
+		select {
+		case <-v.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s's console still open 30s after the screen's owner was SIGKILLed; want it closed", who)
+		}
+	}
+	erin = b.mustWatch(t, ref, "erin")
+	alice = c.mustWatch(t, ref, "alice")
+	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
+	t.Logf("both consoles showed the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
+	clients(2)
+	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
+		t.Logf("virt-handler refused %d VNC clients during the failover (preserveSession): retried, never a kick", n.Refused-before.Refused)
+	}
+}
+
+// samePicture waits until every viewer has a picture and all are the
+// same, and returns its hash.
+func samePicture(t *testing.T, what string, vs ...*snapshot.Viewer) [32]byte {
+	t.Helper()
+	var hashes [][32]byte
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		hashes = hashes[:0]
+		for _, v := range vs {
+			img, gen := v.Frame()
+			if gen == 0 {
+				break
+			}
+			hashes = append(hashes, sha256.Sum256(img.Pix))
+		}
+		if len(hashes) == len(vs) && !slices.ContainsFunc(hashes, func(h [32]byte) bool { return h != hashes[0] }) {
+			return hashes[0]
+		}
+	}
+	t.Fatalf("%s: the viewers do not see one screen (hashes %x)", what, hashes)
+	return [32]byte{}
+}
+
+// changedPicture waits until the viewers see one screen other than
+// before, and returns its hash.
+func changedPicture(t *testing.T, what string, before [32]byte, vs ...*snapshot.Viewer) [32]byte {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if h := samePicture(t, what, vs...); h != before {
+			return h
+		}
+	}
+	t.Fatalf("%s: the screen did not change", what)
+	return before
+}
