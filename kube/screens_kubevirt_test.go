@@ -166,7 +166,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 		alice.Key(uint32(k), true)
 		alice.Key(uint32(k), false)
 	}
-	h = changedPicture(t, "alice typed", h, alice, erin)
+	changedPicture(t, "alice typed", h, alice, erin)
 	clients := func(want int) {
 		t.Helper()
 		n := node.Consoles(ref.Namespace, ref.Name, "vnc")
