@@ -195,11 +195,12 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 }
 
 // TestMobile_PagesAtPhoneWidth keeps the home page, the admin dashboard and
-// the kiosk usable on phones and tablets: no sideways overflow.
+// the kiosk usable on phones and tablets: no sideways overflow, and the
+// dashboard's member rows keep their action buttons in reach.
 func TestMobile_PagesAtPhoneWidth(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	for _, size := range [][2]int{{390, 844}, {768, 1024}} {
+	for _, size := range [][2]int{{390, 844}, {768, 1024}, {1024, 1366}, {1280, 800}} {
 		page := b.MustNewPhonePage(t, size[0], size[1])
 		signIn(t, page, p, "ops", "/")
 		for _, path := range []string{"/", "/admin", "/kiosk/demo"} {
@@ -207,7 +208,32 @@ func TestMobile_PagesAtPhoneWidth(t *testing.T) {
 			must(t, err)
 			time.Sleep(500 * time.Millisecond)
 			noOverflow(t, page)
+			if path == "/admin" {
+				buttons := page.GetByTestId("member").Locator("button[data-action], a[data-testid=shadow]")
+				if n, err := buttons.Count(); err != nil || n == 0 {
+					t.Errorf("at %dx%d the dashboard's member row has no action buttons (%v)", size[0], size[1], err)
+				}
+				withinWidth(t, buttons, fmt.Sprintf("a member's action at %dx%d", size[0], size[1]))
+			}
 			screenshot(t, page, fmt.Sprintf("%s-%dx%d", map[string]string{"/": "home", "/admin": "admin", "/kiosk/demo": "kiosk"}[path], size[0], size[1]))
+		}
+	}
+}
+
+// withinWidth checks that every element of loc shows, whole, within the
+// page's width (scrolled into view from top to bottom only).
+func withinWidth(t *testing.T, loc playwright.Locator, what string) {
+	t.Helper()
+	all, err := loc.All()
+	must(t, err)
+	for _, el := range all {
+		v, err := el.Evaluate(`el => { el.scrollIntoView({block: 'center', inline: 'nearest'}); const r = el.getBoundingClientRect();
+			return [r.left, r.right, r.width, document.documentElement.clientWidth, window.scrollX, el.textContent.trim()]; }`, nil)
+		must(t, err)
+		r := v.([]any)
+		left, right, width, page, scrolled := toFloat(r[0]), toFloat(r[1]), toFloat(r[2]), toFloat(r[3]), toFloat(r[4])
+		if width == 0 || left < 0 || right > page || scrolled != 0 {
+			t.Errorf("%s %q: at %.0f..%.0f px (page %.0f px wide, scrolled %.0f); want it shown within the page", what, r[5], left, right, page, scrolled)
 		}
 	}
 }

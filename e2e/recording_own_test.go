@@ -58,6 +58,11 @@ func TestRecording_OwnPlayback(t *testing.T) {
 	must(t, expect.Locator(player).ToContainText("mine-42"))
 	must(t, expect.Locator(page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "My sessions"})).ToBeVisible())
 	screenshot(t, page, "my-recording-playback")
+	for _, size := range issueSizes { // the header's links stay on the screen
+		must(t, page.SetViewportSize(size.width, size.height))
+		withinWidth(t, page.Locator("header.bar a.button"), "the player's link at "+size.name)
+		screenshot(t, page, "my-recording-playback-"+size.name)
+	}
 
 	if code, _, body := download(t, p, "alice", id); code != 200 || !strings.Contains(castOutput(t, body), "mine-42") {
 		t.Errorf("alice downloads her own recording: %d; want 200 with her output", code)
