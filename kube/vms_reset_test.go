@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ type diesAfterDelete struct {
 	*kube.VMs
 	s       *kubeVirtSetup
 	deleted chan types.UID // the UID of the VM it deleted
+	resets  atomic.Int32
 }
 
 func (d *diesAfterDelete) Grow(ctx context.Context, g vdi.Growth, _ func(vdi.Progress)) error {
@@ -35,6 +37,7 @@ func (d *diesAfterDelete) Recreate(ctx context.Context, ref vdi.Ref) error {
 }
 
 func (d *diesAfterDelete) die(ctx context.Context, name string) error {
+	d.resets.Add(1)
 	var vm kubevirtv1.VirtualMachine
 	key := client.ObjectKey{Namespace: d.s.ns, Name: name}
 	if err := d.s.admin.Get(ctx, key, &vm); err != nil {
@@ -73,19 +76,40 @@ func testResetTakeover(t *testing.T, s *kubeVirtSetup, leases vdi.Leases, mustOw
 	dying := &diesAfterDelete{VMs: s.vms, s: s, deleted: make(chan types.UID, 1)}
 	first := newService(dying, leases)
 	t.Cleanup(first.StopJobs)
-	rctx, die := context.WithCancel(s.ctx)
+	// The release answers while the reset goes on (the backend here never
+	// ends it): nothing a user waits for is bounded by a gateway's timeout.
+	alice := vdi.Identity{Login: "alice"}
+	rctx, cancel := context.WithCancel(s.ctx)
+	t.Cleanup(cancel)
 	released := make(chan error, 1)
-	go func() { released <- first.Release(rctx, vdi.Identity{Login: "alice"}, ref, "") }()
+	go func() { released <- first.Release(rctx, alice, ref, "") }()
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatalf("alice's release: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("alice's release still waits for its reset after 3 min; want it answered while the reset goes on")
+	}
 	var old types.UID
 	select {
 	case old = <-dying.deleted:
-	case err := <-released:
-		t.Fatalf("alice's release ended before its reset deleted %s: %v", ref, err)
 	case <-time.After(3 * time.Minute):
-		t.Fatalf("alice's release did not delete %s within 3 min", ref)
+		t.Fatalf("the reset after alice's release did not delete %s within 3 min", ref)
 	}
-	die() // the replica dies: no word, no renewal of the mark
-	<-released
+	// Meanwhile the member is not alice's any more, nor anybody's, and a
+	// second release starts no second reset.
+	mine, err := first.Desktops(s.ctx, alice, false)
+	if err != nil || len(mine) != 0 {
+		t.Errorf("alice's desktops while hers is reset: %+v, %v; want none", mine, err)
+	}
+	if err := first.Release(s.ctx, alice, ref, ""); err != nil {
+		t.Errorf("alice releases again while it is reset: %v; want nothing more to do", err)
+	}
+	if n := dying.resets.Load(); n != 1 {
+		t.Errorf("%d resets of %s; want 1", n, ref)
+	}
+	first.StopJobs() // the replica dies: no word, no renewal of the mark
 	l, err := leases.Get(s.ctx, ref)
 	if err != nil || l.Annotations[vdi.AnnotationReclaiming] == "" {
 		t.Fatalf("%s's claim after its replica died mid-reset: %+v, %v; want it kept, marked", ref, l, err)

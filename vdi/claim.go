@@ -57,7 +57,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 		now := s.now()
 		known := make(map[string]*Lease, len(leases))
 		for _, l := range leases {
-			if l.Holder == id.Login && !l.Expired(now) {
+			if l.Holder == id.Login && !l.Expired(now) && !l.reclaiming() {
 				// The list may be a cache a moment behind a release on
 				// another replica: the Lease itself must still say so.
 				fresh, err := s.leases.Get(ctx, l.Ref())

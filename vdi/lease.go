@@ -65,3 +65,9 @@ type Leases interface {
 type LeaseBatcher interface {
 	CreateFirst(ctx context.Context, wants []*Lease) (*Lease, error)
 }
+
+// reclaiming reports whether l is marked by a release or reclaim (at work,
+// or left by a crash for the reclaim loop to finish): the claim is no
+// longer its holder's, who neither sees it as theirs nor gets it back by
+// claiming again, and it counts against nobody's limits.
+func (l *Lease) reclaiming() bool { return l.Annotations[AnnotationReclaiming] != "" }

@@ -60,7 +60,7 @@ func (s *Service) heldBy(ctx context.Context, login string) ([]heldDesktop, erro
 			return nil, err
 		}
 		for _, l := range held {
-			if l.Holder == login {
+			if l.Holder == login && !l.reclaiming() {
 				out = append(out, heldDesktop{ref: l.Ref(), pool: p.Namespace + "/" + p.Name})
 			}
 		}

@@ -116,7 +116,7 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 				s.log.Warn("malformed session facts on claim", "desktop", l.Ref(), "err", ferr)
 			}
 			rule := l.Annotations[AnnotationReclaiming]
-			if rule != "" && now.Sub(l.RenewTime) < reclaimStale {
+			if s.resetting(l) {
 				continue // being reclaimed or released right now, maybe by another replica
 			}
 			if rule == "" {
@@ -129,7 +129,7 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 				}
 				rule = d.Rule
 			}
-			if err := s.reclaim(ctx, l, rule, reclaimText(rule)); err != nil {
+			if err := s.reclaim(ctx, l, rule, reclaimText(rule), false); err != nil {
 				if ErrorCode(err) != EConflict { // a conflict: renewed or reclaimed meanwhile
 					errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
 				}

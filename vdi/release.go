@@ -12,6 +12,13 @@ import (
 // desktop is a force-release, audit-logged with reason. Open consoles are
 // closed with a message first. A failed power step keeps the claim. A
 // claim on a member that no longer exists (deleted by hand) is let go.
+//
+// A recreate that is long (a re-clone on Kubernetes) goes on after
+// Release returns, on the portal's own context, not the request's: the
+// claim stays marked (so nobody gets the member meanwhile, its holder
+// included) until the member is fresh, and a replica that dies meanwhile
+// leaves it to another's reclaim loop. Releasing a desktop whose release
+// is already under way does nothing more.
 func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
 	if err := id.May(ScopeClaim); err != nil {
 		return err
@@ -37,6 +44,9 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 		if l == nil {
 			return Errorf(EConflict, "Nothing to release.", "Desktop %s is not claimed.", ref)
 		}
+		if s.resetting(l) {
+			return nil
+		}
 		text := "The desktop was released."
 		action = "release"
 		if l.Holder != id.Login {
@@ -45,7 +55,7 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 				text += " Reason: " + reason
 			}
 		}
-		err = s.reclaim(ctx, l, action, text)
+		err = s.reclaim(ctx, l, action, text, true)
 		if err == nil {
 			break
 		}
@@ -69,9 +79,11 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 // closes the member's consoles with text and waits for them to close (so
 // that they tell their users why before the desktop goes), resets the
 // member as its pool's mode says, and deletes the Lease. A crash at any
-// step leaves a marked Lease that the reclaim loop finishes.
-func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) error {
-	reset, plan, err := s.resetOf(ctx, l)
+// step leaves a marked Lease that the reclaim loop finishes. With detach,
+// a long reset (a re-clone) goes on after reclaim returns, on the
+// portal's own context (StopJobs ends it as a crash would).
+func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string, detach bool) error {
+	reset, long, plan, err := s.resetOf(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -97,10 +109,30 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		return unavailable(err)
 	}
 	s.closeConsoles(l.Ref(), errors.New(text))
+	if !detach || !long {
+		return s.finishReset(ctx, l, reset)
+	}
+	s.jobsWG.Add(1)
+	go func() {
+		defer s.jobsWG.Done()
+		if err := s.finishReset(s.jobCtx, l, reset); err != nil {
+			// The mark goes stale; the reclaim loop tries again.
+			s.log.Warn("reset after a release", "desktop", l.Ref(), "err", err)
+			return
+		}
+		s.log.Info("reset after a release done", "desktop", l.Ref())
+		s.kickStandby() // the member is free and fresh again
+	}()
+	return nil
+}
+
+// finishReset resets l's member with reset while renewing its mark, then
+// deletes the claim; a failed reset keeps it.
+func (s *Service) finishReset(ctx context.Context, l *Lease, reset func(context.Context) error) error {
 	// The mark is renewed while the reset works, so that no other replica
 	// takes a long recreate for one a crash interrupted (reclaimStale).
 	work, renewed := s.renewMark(ctx, l)
-	err = reset(work)
+	err := reset(work)
 	l, lost := renewed()
 	if lost {
 		return Errorf(EConflict, "Look at the desktop again.", "Desktop %s was taken over by another portal while it was being reset.", l.Ref())
@@ -117,6 +149,14 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string) erro
 		return unavailable(err)
 	}
 	return nil
+}
+
+// resetting reports whether l is being released or reclaimed right now:
+// marked, the mark renewed within reclaimStale; nothing else resets it
+// meanwhile. An older mark is a crash's, which a release or the reclaim
+// loop takes over.
+func (s *Service) resetting(l *Lease) bool {
+	return l.reclaiming() && s.now().Sub(l.RenewTime) < reclaimStale
 }
 
 // markRenewal is how often a reclaim at work renews its mark; well inside

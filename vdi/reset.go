@@ -7,8 +7,8 @@ import (
 )
 
 // resetOf returns how a reclaim resets l's member, as its pool's mode
-// says, and the plan to record on the claim's mark (AnnotationReset) when
-// it made a new one.
+// says, whether that is long (a re-clone), and the plan to record on the
+// claim's mark (AnnotationReset) when it made a new one.
 //
 // An ephemeral member of a pool whose growing is long (a PoolGrower: a VM
 // pool on Kubernetes, where a reset deletes the old VM and clones a new
@@ -21,14 +21,14 @@ import (
 // A plan recorded by an earlier attempt is used as it is; a member of a
 // pool whose definition cannot be read, or one already gone, is reset as
 // before: Recreate, and a member that is gone has nothing to reset.
-func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Context) error, plan string, err error) {
+func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Context) error, long bool, plan string, err error) {
 	ref := l.Ref()
 	pg, grows := s.backend.(PoolGrower)
 	if rec := l.Annotations[AnnotationReset]; rec != "" && grows {
 		var g Growth
 		if err := json.Unmarshal([]byte(rec), &g); err == nil && len(g.Members) == 1 && g.Members[0] == ref.Name &&
 			g.Pool.Namespace == ref.Namespace && g.Pool.Name == l.Pool {
-			return regrow(pg, g), "", nil
+			return regrow(pg, g), true, "", nil
 		}
 		s.log.Warn("unreadable reset plan on a claim being reclaimed; planning again", "desktop", ref, "annotation", AnnotationReset)
 	}
@@ -37,11 +37,11 @@ func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Con
 	case ErrorCode(err) == ENotFound:
 		// A pool or member that is gone (deleted by hand) has nothing to
 		// reset.
-		return func(context.Context) error { return nil }, "", nil
+		return func(context.Context) error { return nil }, false, "", nil
 	case err != nil:
-		return nil, "", err
+		return nil, false, "", err
 	case p.Mode != ModeEphemeral:
-		return unlessGone(s.backend.Stop, ref), "", nil
+		return unlessGone(s.backend.Stop, ref), false, "", nil
 	}
 	if grows {
 		g, err := pg.PlanRecreate(ctx, ref)
@@ -49,14 +49,14 @@ func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Con
 		case err == nil:
 			b, err := json.Marshal(g)
 			if err != nil {
-				return nil, "", err
+				return nil, false, "", err
 			}
-			return regrow(pg, g), string(b), nil
+			return regrow(pg, g), true, string(b), nil
 		case !errors.Is(err, ErrNotAJob) && ErrorCode(err) != ENotFound:
-			return nil, "", err
+			return nil, false, "", err
 		}
 	}
-	return unlessGone(s.backend.Recreate, ref), "", nil
+	return unlessGone(s.backend.Recreate, ref), false, "", nil
 }
 
 // regrow makes g's one member fresh: it is recreated while it is still

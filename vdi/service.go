@@ -272,7 +272,7 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 	for _, p := range pools {
 		for _, m := range p.members {
 			l := p.held[m.Name]
-			mine := l != nil && l.Holder == id.Login
+			mine := l != nil && l.Holder == id.Login && !l.reclaiming()
 			if !mine && !(all && id.Admin) || !id.Reaches(p.Namespace, p.Name) {
 				continue
 			}
