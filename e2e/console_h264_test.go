@@ -124,7 +124,7 @@ func TestConsole_H264(t *testing.T) {
 		return toFloat(w["frames"]) >= 10 && seen(red) && seen(blue)
 	})
 	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#208040'", loop))
-	waitFor(t, 30*time.Second, "the still screen, pixel-exact", func() bool {
+	waitFor(t, 60*time.Second, "the still screen, pixel-exact", func() bool {
 		c, err := page.Evaluate(canvasPixel, at)
 		return err == nil && nearColour(c.([]any), green, 0)
 	})
@@ -151,7 +151,9 @@ func TestConsole_H264(t *testing.T) {
 	_, err = admin.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
 	must(t, err)
 	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
-	replayed := stableCanvas(t, admin, "#player canvas")
+	// The end of the replay is the live screen, however long noVNC takes
+	// to decode its way there.
+	n := canvasReaches(t, admin, "#player canvas", live, 60*time.Second)
 	screenshot(t, admin, "h264-playback-end")
 	decodes, err := admin.Evaluate(`() => window.__decodes`)
 	must(t, err)
@@ -159,7 +161,7 @@ func TestConsole_H264(t *testing.T) {
 	if toFloat(decodes) < 10 {
 		t.Errorf("the player decoded %v H.264 chunks; want the recorded video's (at least 10)", decodes)
 	}
-	if n := differingPixels(live, replayed); n != 0 {
-		t.Errorf("the replayed screen %v differs from the live one %v in %d pixels", replayed.Bounds(), live.Bounds(), n)
+	if n != 0 {
+		t.Errorf("after 60s the replayed screen differs from the live one %v in %d pixels (-1: in size)", live.Bounds(), n)
 	}
 }

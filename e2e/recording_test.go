@@ -120,6 +120,22 @@ func differingPixels(a, b image.Image) int {
 	return n
 }
 
+// canvasReaches waits until the canvas under sel shows want, pixel for
+// pixel, and returns the pixels that still differ after d (0: reached).
+// A replay with H.264 can hold still for a second and more while it is
+// still behind (noVNC reads no update while a video frame decodes, and on
+// a loaded machine a key frame took 0.8 s), so a still canvas is not yet
+// the end of it.
+func canvasReaches(t *testing.T, page playwright.Page, sel string, want image.Image, d time.Duration) int {
+	t.Helper()
+	n := -1
+	for end := time.Now().Add(d); ; time.Sleep(500 * time.Millisecond) {
+		if n = differingPixels(want, canvasPNG(t, page, sel)); n == 0 || time.Now().After(end) {
+			return n
+		}
+	}
+}
+
 // stableCanvas waits until the canvas under sel stops changing and returns it.
 func stableCanvas(t *testing.T, page playwright.Page, sel string) image.Image {
 	t.Helper()
