@@ -11,11 +11,20 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // h264Bitrate is the encoder's target in kbit/s: a full screen of noise
 // at 30 fps within a 20 Mbit/s link's reach, text far below it.
 const h264Bitrate = 4000
+
+// encodeTimeout bounds one screen's encoding (milliseconds, even on a
+// loaded machine): an encoder that gives no access unit by then is
+// stopped, and its hub's viewers get tiles, rather than stay on the last
+// frame for good with the motion never ending (docs/performance.md: a
+// live page that got nothing after a burst's last frame).
+var encodeTimeout = 10 * time.Second
 
 // h264KeyEvery is the most frames between key frames: a viewer that fell
 // behind rejoins within ~2 s of motion.
@@ -81,10 +90,17 @@ func (e *encoder) encode(pix []byte) (accessUnit, error) {
 	if len(pix) != e.w*e.h*4 {
 		return accessUnit{}, fmt.Errorf("rfb: a screen of %d bytes for a %dx%d encoder", len(pix), e.w, e.h)
 	}
-	if err := e.feed(pix); err != nil {
-		return accessUnit{}, e.failed(err)
+	var hung atomic.Bool
+	t := time.AfterFunc(encodeTimeout, func() { hung.Store(true); e.cmd.Process.Kill() })
+	defer t.Stop()
+	err := e.feed(pix)
+	var b []byte
+	if err == nil {
+		b, err = e.readPart()
 	}
-	b, err := e.readPart()
+	if hung.Load() {
+		err = fmt.Errorf("no access unit within %s, so it was stopped", encodeTimeout)
+	}
 	if err != nil {
 		return accessUnit{}, e.failed(err)
 	}

@@ -3,8 +3,12 @@ package rfb
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // mustGStreamer returns the encoder's program, or skips where GStreamer's
@@ -94,6 +98,30 @@ func TestEncoder_WrongSize(t *testing.T) {
 	e := mustEncoder(t, 64, 48)
 	if _, err := e.encode(make([]byte, 10)); err == nil {
 		t.Fatal("a 10-byte screen for a 64x48 encoder was taken")
+	}
+}
+
+// TestEncoder_Hangs: an encoder that takes a screen and never answers
+// (or never takes it: a screen larger than the pipe) is stopped after
+// encodeTimeout with an error that says so, rather than holding the
+// hub's stream for good.
+func TestEncoder_Hangs(t *testing.T) {
+	defer func(d time.Duration) { encodeTimeout = d }(encodeTimeout)
+	encodeTimeout = 300 * time.Millisecond
+	hang := filepath.Join(t.TempDir(), "hang")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range [][2]int{{64, 48}, {640, 480}} { // within the pipe's 64 KiB, and past it
+		e, err := startEncoder(context.Background(), hang, size[0], size[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.encode(screen(size[0], size[1], 0))
+		if err == nil || !strings.Contains(err.Error(), "no access unit within 300ms") {
+			t.Errorf("%dx%d: an encoder that never answers: %v; want it stopped after 300ms", size[0], size[1], err)
+		}
+		e.close()
 	}
 }
 
