@@ -24,7 +24,7 @@ func TestVMBooting(t *testing.T) {
 	s := newVMSetup(t)
 	standIn := s.c.StartKubeVirtStandIn(t)
 	ctx, ns, admin, vms := s.ctx, s.ns, s.admin, s.vms
-	const boot = 3 * time.Second
+	const boot = 8 * time.Second // the booting window must outlast a loaded machine's VMI start and a poll
 	halted := kubevirtv1.RunStrategyHalted
 	mk := func(name string, probe *kubevirtv1.Probe) vdi.Ref {
 		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{vdi.LabelPool: "boot"}},
