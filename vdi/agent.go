@@ -56,6 +56,10 @@ func (s *Service) OverseeAgent(ctx context.Context, id Identity, ref Ref, action
 		return Desktop{}, Errorf(EForbidden, "Sign in to the portal in a browser to take control of or stop an agent.",
 			"A token cannot oversee an agent (%s).", id.Agent())
 	}
+	d, err := s.Desktop(ctx, id, ref) // first: whoever may not see it learns nothing of the action
+	if err != nil {
+		return Desktop{}, err
+	}
 	key, set := AnnotationAgentControl, true
 	switch action {
 	case OversightTake:
@@ -67,10 +71,6 @@ func (s *Service) OverseeAgent(ctx context.Context, id Identity, ref Ref, action
 		key, set = AnnotationAgentStopped, false
 	default:
 		return Desktop{}, Errorf(EInvalid, "Use take, hand-back, stop or go-on.", "Unknown oversight action %q.", action)
-	}
-	d, err := s.Desktop(ctx, id, ref)
-	if err != nil {
-		return Desktop{}, err
 	}
 	if d.Holder == "" {
 		return Desktop{}, Errorf(EConflict, "Get a desktop from its pool on the home page.", "Desktop %s is not claimed.", ref)
