@@ -20,12 +20,16 @@ import (
 // leaseWatcher watches a pool's Leases for the whole kube phase and counts
 // double holders: a Lease handed from one holder to another without being
 // released in between (none expire here: they last an hour), and a user
-// holding two members of the pool at once.
+// holding two members of the pool at once. A Lease a release or reclaim
+// has marked is no longer its holder's (#55: they may claim another while
+// it is reset), so it counts for no one's two, though a hand-over of it is
+// still a double.
 type leaseWatcher struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
 	holder  map[string]string // Lease name -> holder
+	marked  map[string]bool   // Lease name -> marked by a release or reclaim
 	events  int
 	doubles int
 	twice   int
@@ -33,7 +37,7 @@ type leaseWatcher struct {
 
 func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseWatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &leaseWatcher{cancel: cancel, done: make(chan struct{}), holder: map[string]string{}}
+	w := &leaseWatcher{cancel: cancel, done: make(chan struct{}), holder: map[string]string{}, marked: map[string]bool{}}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
@@ -53,6 +57,7 @@ func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseW
 			for name := range w.holder {
 				if !seen[name] {
 					delete(w.holder, name)
+					delete(w.marked, name)
 				}
 			}
 			w.mu.Unlock()
@@ -71,6 +76,7 @@ func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseW
 				w.events++
 				if ev.Type == watch.Deleted {
 					delete(w.holder, l.Name)
+					delete(w.marked, l.Name)
 				} else {
 					w.observe(l, true)
 				}
@@ -91,14 +97,15 @@ func (w *leaseWatcher) observe(l *coordinationv1.Lease, live bool) {
 	if prev := w.holder[l.Name]; live && prev != "" && h != "" && prev != h {
 		w.doubles++
 	}
-	if h != "" {
+	marked := l.Annotations[vdi.AnnotationReclaiming] != ""
+	if h != "" && !marked {
 		for name, other := range w.holder {
-			if other == h && name != l.Name {
+			if other == h && name != l.Name && !w.marked[name] {
 				w.twice++
 			}
 		}
 	}
-	w.holder[l.Name] = h
+	w.holder[l.Name], w.marked[l.Name] = h, marked
 }
 
 // stop ends the watch and returns what it counted.
