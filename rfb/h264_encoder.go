@@ -20,10 +20,11 @@ import (
 const h264Bitrate = 4000
 
 // encodeTimeout bounds one screen's encoding (milliseconds as a rule; a
-// fresh process's first under heavy load, seconds): an encoder that gives no access unit by then is
-// stopped, and its hub's viewers get tiles, rather than stay on the last
-// frame for good with the motion never ending (docs/performance.md: a
-// live page that got nothing after a burst's last frame).
+// fresh process's first under heavy load, seconds): an encoder that gives
+// no access unit by then is stopped, and its hub's viewers get tiles,
+// rather than stay on the last frame for good with the motion never
+// ending (docs/performance.md: a live page that got nothing after a
+// burst's last frame).
 var encodeTimeout = 30 * time.Second
 
 // h264KeyEvery is the most frames between key frames: a viewer that fell

@@ -28,8 +28,7 @@ type leaseWatcher struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
-	holder  map[string]string // Lease name -> holder
-	marked  map[string]bool   // Lease name -> marked by a release or reclaim
+	seen    map[string]seenLease // by Lease name
 	events  int
 	doubles int
 	twice   int
@@ -37,7 +36,7 @@ type leaseWatcher struct {
 
 func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseWatcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &leaseWatcher{cancel: cancel, done: make(chan struct{}), holder: map[string]string{}, marked: map[string]bool{}}
+	w := &leaseWatcher{cancel: cancel, done: make(chan struct{}), seen: map[string]seenLease{}}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
@@ -49,15 +48,14 @@ func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseW
 				continue
 			}
 			w.mu.Lock()
-			seen := map[string]bool{}
+			listed := map[string]bool{}
 			for i := range list.Items {
 				w.observe(&list.Items[i], false)
-				seen[list.Items[i].Name] = true
+				listed[list.Items[i].Name] = true
 			}
-			for name := range w.holder {
-				if !seen[name] {
-					delete(w.holder, name)
-					delete(w.marked, name)
+			for name := range w.seen {
+				if !listed[name] {
+					delete(w.seen, name)
 				}
 			}
 			w.mu.Unlock()
@@ -75,8 +73,7 @@ func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseW
 				w.mu.Lock()
 				w.events++
 				if ev.Type == watch.Deleted {
-					delete(w.holder, l.Name)
-					delete(w.marked, l.Name)
+					delete(w.seen, l.Name)
 				} else {
 					w.observe(l, true)
 				}
@@ -88,24 +85,31 @@ func watchLeases(t *testing.T, cs kubernetes.Interface, ns, pool string) *leaseW
 	return w
 }
 
+// seenLease is what the watcher last saw of a Lease: its holder, and
+// whether a release or reclaim has marked it.
+type seenLease struct {
+	holder string
+	marked bool
+}
+
 // observe takes in l's holder; w.mu is held.
 func (w *leaseWatcher) observe(l *coordinationv1.Lease, live bool) {
-	h := ""
+	now := seenLease{marked: l.Annotations[vdi.AnnotationReclaiming] != ""}
 	if l.Spec.HolderIdentity != nil {
-		h = *l.Spec.HolderIdentity
+		now.holder = *l.Spec.HolderIdentity
 	}
-	if prev := w.holder[l.Name]; live && prev != "" && h != "" && prev != h {
+	h := now.holder
+	if prev := w.seen[l.Name].holder; live && prev != "" && h != "" && prev != h {
 		w.doubles++
 	}
-	marked := l.Annotations[vdi.AnnotationReclaiming] != ""
-	if h != "" && !marked {
-		for name, other := range w.holder {
-			if other == h && name != l.Name && !w.marked[name] {
+	if h != "" && !now.marked {
+		for name, other := range w.seen {
+			if other.holder == h && name != l.Name && !other.marked {
 				w.twice++
 			}
 		}
 	}
-	w.holder[l.Name], w.marked[l.Name] = h, marked
+	w.seen[l.Name] = now
 }
 
 // stop ends the watch and returns what it counted.
