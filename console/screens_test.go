@@ -154,6 +154,7 @@ func startDesktop(t testing.TB) (rfb.Dialer, *atomic.Int32) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Stop() })
+	waitDrawn(t, d.VNCSocket())
 	var dials atomic.Int32
 	return func(ctx context.Context) (net.Conn, string, error) {
 		dials.Add(1)
@@ -161,6 +162,37 @@ func startDesktop(t testing.TB) (rfb.Dialer, *atomic.Int32) {
 		c, err := nd.DialContext(ctx, "unix", d.VNCSocket())
 		return c, "direct", err
 	}, &dials
+}
+
+// waitDrawn waits until the desktop's session has drawn itself: openbox
+// starts the terminal after Xvnc is ready, so the screen changes for a
+// while after StartDesktop returns, and pictures taken by two clients one
+// after the other would differ for that alone. It waits for three
+// pictures in a row, 300 ms apart, to be the same.
+func waitDrawn(t testing.TB, socket string) {
+	t.Helper()
+	var last []byte
+	same := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		c, err := net.Dial("unix", socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := snapshot.Take(c, 0, time.Now().Add(10*time.Second))
+		c.Close()
+		if err != nil {
+			t.Fatalf("the desktop's screen: %v", err)
+		}
+		if bytes.Equal(img.Pix, last) {
+			if same++; same == 2 {
+				return
+			}
+		} else {
+			same = 0
+		}
+		last = img.Pix
+	}
+	t.Fatal("the desktop's screen kept changing for 30 s")
 }
 
 // picture takes the screen a client connection shows.
