@@ -65,11 +65,20 @@ func (db *DB) PoolSamples(ctx context.Context, since time.Time, step time.Durati
 	return out, nil
 }
 
-// prunePoolSamples removes the samples of buckets that began before
-// before.
-func (db *DB) prunePoolSamples(ctx context.Context, before time.Time) error {
-	if _, err := db.exec(ctx, `DELETE FROM pool_samples WHERE bucket < ?`, before.Unix()); err != nil {
-		return fmt.Errorf("store: prune pool samples: %w", err)
+// prunePoolSamples removes the samples of buckets that began more than
+// r.MaxAge ago, and beyond each pool's newest r.MaxRows buckets.
+func (db *DB) prunePoolSamples(ctx context.Context, r Retention) error {
+	if r.MaxAge > 0 {
+		if _, err := db.exec(ctx, `DELETE FROM pool_samples WHERE bucket < ?`, db.Now().Add(-r.MaxAge).Unix()); err != nil {
+			return fmt.Errorf("store: prune pool samples by age: %w", err)
+		}
+	}
+	if r.MaxRows > 0 {
+		rowid := db.db.d.rowid
+		if _, err := db.exec(ctx, `DELETE FROM pool_samples WHERE `+rowid+` IN (SELECT r FROM (SELECT `+rowid+` AS r, ROW_NUMBER() OVER (PARTITION BY namespace, pool
+			ORDER BY bucket DESC) AS n FROM pool_samples) AS ranked WHERE n > ?)`, r.MaxRows); err != nil {
+			return fmt.Errorf("store: prune pool samples by size: %w", err)
+		}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 // testPoolSamples: samples of one bucket merge (peaks by the highest,
 // free by the lowest, counts added), read back by bucket or hour, and go
-// with the history's age.
+// with the history's size (each pool's newest buckets stay) and age.
 func testPoolSamples(t *testing.T, open opener) {
 	ctx := context.Background()
 	db := open(t)
@@ -55,6 +55,13 @@ func testPoolSamples(t *testing.T, open opener) {
 	}
 	if _, err := db.PoolSamples(ctx, t0, 0); err == nil {
 		t.Error("PoolSamples in steps of 0: no error")
+	}
+	if _, err := db.Prune(ctx, store.Retention{MaxRows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = db.PoolSamples(ctx, time.Unix(0, 0), vdi.SampleBucket)
+	if err != nil || len(got) != 2 || got[0].Start.Unix() != t0.Add(5*time.Minute).Unix() || got[1].Namespace != "other" {
+		t.Fatalf("after pruning to 1 bucket per pool: %+v, %v; want lab's newest bucket and other's", got, err)
 	}
 	if _, err := db.Prune(ctx, store.Retention{MaxAge: 90 * time.Minute}); err != nil {
 		t.Fatal(err)

@@ -26,10 +26,10 @@ var ProtectedActions = []string{
 	"recording-play", "recording-download", "recording-delete", "token-create", "token-revoke",
 }
 
-// Prune applies r to the audit log and the session history (and its
-// MaxAge to the pools' samples) and returns how many audit and session
-// rows it removed; a pruning that removed rows is remembered for
-// LastPrune.
+// Prune applies r to the audit log and the session history, and to the
+// pools' samples (MaxRows counting each pool's buckets), and returns how
+// many audit and session rows it removed; a pruning that removed rows is
+// remembered for LastPrune.
 func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 	protected := "'" + strings.Join(ProtectedActions, "','") + "'"
 	var counts [2]int64
@@ -54,10 +54,8 @@ func (db *DB) Prune(ctx context.Context, r Retention) (int64, error) {
 			counts[i] += n
 		}
 	}
-	if r.MaxAge > 0 {
-		if err := db.prunePoolSamples(ctx, db.Now().Add(-r.MaxAge)); err != nil {
-			return counts[0] + counts[1], err
-		}
+	if err := db.prunePoolSamples(ctx, r); err != nil {
+		return counts[0] + counts[1], err
 	}
 	if counts[0]+counts[1] > 0 {
 		if _, err := db.exec(ctx, `INSERT INTO prunes (at, audit, sessions) VALUES (?, ?, ?)`, db.Now().UnixNano(), counts[0], counts[1]); err != nil {
