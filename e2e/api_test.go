@@ -45,7 +45,7 @@ func TestAPI_ClaimRules(t *testing.T) {
 	}
 
 	// What Prometheus scrapes says the same, and the alerts and dashboard
-	// speak of what it scrapes.
+	// speak of what it scrapes and evaluate on it.
 	t.Run("Metrics", func(t *testing.T) {
 		families := scrapeMetrics(t, p)
 		for _, tc := range []struct {
@@ -85,6 +85,9 @@ func TestAPI_ClaimRules(t *testing.T) {
 			t.Errorf("corral_vdi_recordings_max_bytes = %v; want the default cap", max)
 		}
 		checkMonitoring(t, families)
+		// The pool is full: a real Prometheus holds its alert pending
+		// (for 15 minutes) and no other.
+		evalMonitoring(t, p, map[string]map[string]string{"CorralVDIPoolExhausted": {"pool_namespace": "local", "pool": "demo"}})
 	})
 
 	for _, tc := range []struct {
