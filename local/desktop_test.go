@@ -249,6 +249,19 @@ func TestDesktop_StartStop(t *testing.T) {
 		t.Errorf("no viewable xterm window titled alice or no window manager:\n%s\n%s", win, wm)
 	})
 
+	// The session makes ~/Downloads (the Files panel's folder) before its
+	// terminal starts: a command typed into a fresh desktop can save there.
+	t.Run("Downloads", func(t *testing.T) {
+		var err error
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			var fi os.FileInfo
+			if fi, err = os.Stat(filepath.Join(spec.Home, downloadsDir)); err == nil && fi.IsDir() {
+				return
+			}
+		}
+		t.Errorf("no ~/Downloads in a fresh desktop's home: %v", err)
+	})
+
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
