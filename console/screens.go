@@ -222,13 +222,19 @@ func (s *Screens) Recheck(ctx context.Context) {
 	}
 }
 
+// ScreenMoves is what a draining replica's hand-over tells the clients of
+// the screens it held, its own and those relayed to it from other
+// replicas (relay.HandedOver): their pages say it and reconnect.
+const ScreenMoves = "the portal server holding this desktop's screen is shutting down; the screen moves to another one"
+
 // HandOff gives up every screen this replica holds and takes no more: a
 // draining replica calls it as the drain begins, so that the other
 // replicas take its screens over at once rather than when it exits. Each
 // hub closes and its record goes; the clients relayed to it and its own
 // reconnect (the console pages do), through replicas that are not
-// draining, one of which takes the screen by compare-and-swap. A screen
-// link that reaches this replica afterwards is refused (409).
+// draining, one of which takes the screen by compare-and-swap; they are
+// told why (ScreenMoves). A screen link that reaches this replica
+// afterwards is refused (409).
 func (s *Screens) HandOff() {
 	s.handedOff.Store(true)
 	s.mu.Lock()
@@ -240,7 +246,7 @@ func (s *Screens) HandOff() {
 	for _, key := range keys {
 		if h, ok := s.hubs.Hub(key); ok {
 			s.log.Info("draining: handing the screen over to another replica", "desktop", key)
-			h.Close()
+			h.CloseFor(relay.HandedOver(ScreenMoves))
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/local"
@@ -344,6 +346,8 @@ func isStatus(err error, code int) bool {
 // drain begins: its hub closes, its record goes, and a client of another
 // replica joining again makes that replica the owner (direct) while the
 // draining one still runs; a link to the draining one is refused after.
+// Its own client and the one relayed through b are told why (the screen
+// moves to another portal server), not that the desktop closed.
 func TestScreens_HandOff(t *testing.T) {
 	dial, dials := startDesktop(t)
 	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
@@ -363,9 +367,16 @@ func TestScreens_HandOff(t *testing.T) {
 	picture(t, onB)
 
 	a.screens.HandOff()
-	onB.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.Copy(io.Discard, onB); errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatal("b's client still open after a handed its screens off; want it closed, to reconnect")
+	for who, c := range map[string]net.Conn{"a's own client": onA, "b's client, relayed to a": onB} {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err := io.Copy(io.Discard, c)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("%s still open after a handed its screens off; want it closed, to reconnect", who)
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ScreenMoves {
+			t.Errorf("%s ended with %v after a handed its screens off; want 1012 %q", who, err, console.ScreenMoves)
+		}
 	}
 	again, path, err := b.screens.Join(ctx, ref, false, dial)
 	if err != nil || path != "direct" {

@@ -1,18 +1,22 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/console"
 )
 
 // TestHA_DrainHandsScreensOff: a draining owner hands its screens and its
 // shared serial console off as its drain begins, not as it exits
 // (haScreen; a drains for up to a minute): erin's console relayed
-// through b ends, opened again on b it shows the screen with b its owner;
+// through b ends, b passing on why (1012: the screen moves to another
+// portal server), opened again on b it shows the screen with b its owner;
 // alice's serial console on a ends long before the drain's minute, and
 // erin's serial console on b, joined over a stream link, follows it to c
 // when alice opens it there, without opening anything again: her command
@@ -60,12 +64,18 @@ func TestHA_DrainHandsScreensOff(t *testing.T) {
 	for who, ws := range map[string]*websocket.Conn{"erin's screen on b": erin.ws, "alice's serial console on a": aliceSerial} {
 		ws.SetReadDeadline(time.Now().Add(30 * time.Second)) // the drain lasts up to a minute
 		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				if time.Since(signalled) > 25*time.Second {
-					t.Errorf("%s ended %v after a's SIGTERM (%v); want it handed off as the drain begins", who, time.Since(signalled).Round(time.Millisecond), err)
-				}
-				break
+			_, _, err := ws.ReadMessage()
+			if err == nil {
+				continue
 			}
+			if time.Since(signalled) > 25*time.Second {
+				t.Errorf("%s ended %v after a's SIGTERM (%v); want it handed off as the drain begins", who, time.Since(signalled).Round(time.Millisecond), err)
+			}
+			var ce *websocket.CloseError
+			if ws == erin.ws && (!errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ScreenMoves) {
+				t.Errorf("%s ended with %v; want b to pass a's hand-over on: 1012 %q", who, err, console.ScreenMoves)
+			}
+			break
 		}
 	}
 	hs.reopen(t, b, "erin", time.Minute)

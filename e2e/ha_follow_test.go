@@ -99,6 +99,21 @@ func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 			t.Errorf("carol's page at %dx%d cuts its status (Connected) beside the participants list; want it whole", size.w, size.h)
 		}
 	}
+	said := pageSaid(t, page)
+	t.Logf("carol's page said, in turn: %q", said)
+	all := strings.Join(said, "\n")
+	if !strings.Contains(all, portalWentAway+" Reconnecting in") {
+		t.Errorf("carol's page said %q while its screen was cut; want it to say the portal server holding the screen went away (%q) and that it reconnects", said, portalWentAway)
+	}
+	if strings.Contains(all, "Desktop connection failed") {
+		t.Errorf("carol's page said %q; want no word of the desktop failing: a portal replica was killed", said)
+	}
+}
+
+// pageSaid returns what page said in turn since recordStates, each text
+// once.
+func pageSaid(t *testing.T, page playwright.Page) []string {
+	t.Helper()
 	v, err := page.Evaluate(`() => window.seenStates`)
 	must(t, err)
 	seen, _ := v.([]any)
@@ -111,16 +126,31 @@ func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 			said = append(said, text)
 		}
 	}
-	t.Logf("carol's page said, in turn: %q", said)
-	all := strings.Join(said, "\n")
-	if !strings.Contains(all, portalWentAway+" Reconnecting in") {
-		t.Errorf("carol's page said %q while its screen was cut; want it to say the portal server holding the screen went away (%q) and that it reconnects", said, portalWentAway)
+	return said
+}
+
+// saysMoved waits for page, whose screen's owner drains, to say that the
+// screen moves to another portal server and that it reconnects, and never
+// that the desktop closed the connection.
+func saysMoved(t *testing.T, page playwright.Page, wait time.Duration) {
+	t.Helper()
+	var said []string
+	if !eventually(wait, func() bool {
+		said = pageSaid(t, page)
+		return strings.Contains(strings.Join(said, "\n"), portalMoves+" Reconnecting in")
+	}) {
+		t.Errorf("carol's page said %q after its screen's owner began to drain; want it to say the screen moves (%q) and that it reconnects", said, portalMoves)
 	}
-	if strings.Contains(all, "Desktop connection failed") {
-		t.Errorf("carol's page said %q; want no word of the desktop failing: a portal replica was killed", said)
+	t.Logf("carol's page said, in turn, as the owner drained: %q", said)
+	if all := strings.Join(said, "\n"); strings.Contains(all, "Desktop closed the connection") {
+		t.Errorf("carol's page said %q; want no word of the desktop closing: its screen's owner drained", said)
 	}
 }
 
 // portalWentAway is what a page relayed through another replica says when
 // that replica, which held the desktop's screen, is killed.
 const portalWentAway = "The portal server holding this desktop's screen went away; another one takes it over."
+
+// portalMoves is what a page says when the replica holding its desktop's
+// screen drains (console.ScreenMoves, a sentence).
+const portalMoves = "The portal server holding this desktop's screen is shutting down; the screen moves to another one."

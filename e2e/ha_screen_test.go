@@ -182,7 +182,8 @@ func TestHA_OneScreen(t *testing.T) {
 	upstreams(2)
 
 	// The new owner drains and stops (SIGTERM, a rolling update): its
-	// consoles end with the drain; reopened on the last replica, which
+	// consoles end with the drain, carol's page saying that the screen
+	// moves (relayed to it, or on it); reopened on the last replica, which
 	// takes the screen at once (the stopped one's heartbeat is gone).
 	owner = screenOwner(t, admin, ns, member)
 	stopping, last := b, cr
@@ -191,6 +192,7 @@ func TestHA_OneScreen(t *testing.T) {
 	}
 	stopped := time.Now()
 	stopping.p.Stop(t)
+	saysMoved(t, page, 30*time.Second)
 	viewers = map[string]*rfbViewer{"alice@" + last.name: open(last, "alice"), "erin@" + last.name: open(last, "erin")}
 	same("after the owner drained and stopped", viewers)
 	t.Logf("a console's first screen %v after the owner's SIGTERM (drain 2s)", time.Since(stopped).Round(time.Millisecond))

@@ -131,7 +131,8 @@ type end struct {
 // goroutines to end and returns the bytes it moved.
 //
 // When the desktop closes, the client gets close code 1000; when the desktop
-// connection fails, 1011; when ctx ends, 1001. In those cases Pipe waits up
+// connection fails, 1011; when ctx ends, 1001; when the console moves to
+// another portal server (HandedOver), 1012. In those cases Pipe waits up
 // to a second for the client to answer the close frame, so the frame is not
 // lost to a TCP reset. The 1001 close frame carries ctx's cause, if any, as
 // its reason, so the client can tell the user why. A clean close from either side returns a nil error; an
@@ -218,11 +219,14 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		err = first.err
 	case desktop, shutdown, recording:
 		code, reason := websocket.CloseNormalClosure, "desktop closed the connection"
+		moved := handedOver(first.err)
 		switch {
 		case first.side == shutdown:
 			code, reason = websocket.CloseGoingAway, closeReason(ctx)
 		case first.side == recording:
 			code, reason = websocket.CloseGoingAway, recordingReason(first.err)
+		case moved != nil:
+			code, reason = moved.Code, moved.Text
 		case !errors.Is(first.err, io.EOF):
 			code, reason = websocket.CloseInternalServerErr, "desktop connection failed"
 			if opts.LinkGone != "" && linkDropped(first.err) {
@@ -238,7 +242,7 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		<-inDone
 		ws.Close()
 		err = first.err
-		if first.side == desktop && errors.Is(err, io.EOF) {
+		if first.side == desktop && (errors.Is(err, io.EOF) || moved != nil) {
 			err = nil
 		}
 		if first.side == recording {
@@ -258,6 +262,25 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		}
 	}
 	return stats, err
+}
+
+// HandedOver returns the error a console's stream ends with when the
+// console moves to another portal server (its owner drains): Pipe closes
+// the client with code 1012 (service restart) and reason, which a page
+// takes for a drop and says as it reconnects. A WSConn whose far end
+// closed so reads it back, so a relay on another replica passes it on.
+// reason is at most 123 bytes.
+func HandedOver(reason string) error {
+	return &websocket.CloseError{Code: websocket.CloseServiceRestart, Text: reason}
+}
+
+// handedOver returns err's HandedOver close, else nil.
+func handedOver(err error) *websocket.CloseError {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) && ce.Code == websocket.CloseServiceRestart {
+		return ce
+	}
+	return nil
 }
 
 // linkDropped reports whether err ended a websocket stream (WSConn) without

@@ -16,23 +16,30 @@ import (
 // portal tells its client which end went away. The far portal dropping
 // the link without a close frame (killed) gives LinkGone's words; the far
 // portal closing it because its desktop failed keeps "desktop connection
-// failed", as does a relay without LinkGone.
+// failed", as does a relay without LinkGone. The far portal handing the
+// console over (it drains: relay.HandedOver) is passed on as it came,
+// 1012 with its reason, a clean end.
 func TestPipe_LinkGone(t *testing.T) {
 	const gone = "the portal server holding this desktop's screen went away"
+	const moves = "the portal server holding this desktop's screen is shutting down; the screen moves to another one"
+	closeWith := func(code int, reason string) func(ws *websocket.Conn) {
+		return func(ws *websocket.Conn) {
+			ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason))
+			ws.ReadMessage() // its answer
+			ws.Close()
+		}
+	}
 	tests := []struct {
 		name     string
 		linkGone string
 		far      func(ws *websocket.Conn) // how the far portal ends the link
+		code     int
 		want     string
 	}{
-		{"Dropped", gone, func(ws *websocket.Conn) { ws.NetConn().Close() }, gone},
-		{"DroppedWithoutOption", "", func(ws *websocket.Conn) { ws.NetConn().Close() }, "desktop connection failed"},
-		{"FarDesktopFailed", gone, func(ws *websocket.Conn) {
-			msg := websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "desktop connection failed")
-			ws.WriteMessage(websocket.CloseMessage, msg)
-			ws.ReadMessage() // its answer
-			ws.Close()
-		}, "desktop connection failed"},
+		{"Dropped", gone, func(ws *websocket.Conn) { ws.NetConn().Close() }, websocket.CloseInternalServerErr, gone},
+		{"DroppedWithoutOption", "", func(ws *websocket.Conn) { ws.NetConn().Close() }, websocket.CloseInternalServerErr, "desktop connection failed"},
+		{"FarDesktopFailed", gone, closeWith(websocket.CloseInternalServerErr, "desktop connection failed"), websocket.CloseInternalServerErr, "desktop connection failed"},
+		{"FarHandsOver", gone, closeWith(websocket.CloseServiceRestart, moves), websocket.CloseServiceRestart, moves},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,11 +77,12 @@ func TestPipe_LinkGone(t *testing.T) {
 			defer ws.Close()
 			close(end)
 			ce := readClose(t, ws)
-			if ce.Code != websocket.CloseInternalServerErr || ce.Text != tt.want {
-				t.Errorf("close = %d %q; want 1011 %q", ce.Code, ce.Text, tt.want)
+			if ce.Code != tt.code || ce.Text != tt.want {
+				t.Errorf("close = %d %q; want %d %q", ce.Code, ce.Text, tt.code, tt.want)
 			}
-			if err := <-results; err == nil {
-				t.Errorf("Pipe error = nil; want the link's failure")
+			err = <-results
+			if failed := tt.code != websocket.CloseServiceRestart; (err != nil) != failed {
+				t.Errorf("Pipe error = %v; want one: %v (a hand-over is a clean end)", err, failed)
 			}
 		})
 	}

@@ -100,7 +100,7 @@ func FilterRFBClipboard(conn net.Conn, cfg RFBClipboardConfig) net.Conn {
 	case *net.UnixConn, *net.TCPConn: // a read that times out leaves them usable
 	default:
 		// The screen hub's net.Pipe does too; a websocket would end.
-		f.noDeadline = reflect.TypeOf(conn) != pipeType
+		f.noDeadline = reflect.TypeOf(underneath(conn)) != pipeType
 	}
 	f.up.dir, f.down.dir = "to-desktop", "from-desktop"
 	f.up.allow, f.down.allow = cfg.ToDesktop, cfg.FromDesktop
@@ -117,6 +117,15 @@ var pipeType = func() reflect.Type {
 	b.Close()
 	return reflect.TypeOf(a)
 }()
+
+// underneath returns the connection a hub client's conn wraps (it has a
+// NetConn method, as rfb's has), else conn.
+func underneath(conn net.Conn) net.Conn {
+	if w, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		return w.NetConn()
+	}
+	return conn
+}
 
 // rfbFilter is the filtering conn.
 type rfbFilter struct {

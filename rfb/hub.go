@@ -31,6 +31,7 @@ type Hub struct {
 	clients   map[*client]struct{}
 	resizer   *client // whose SetDesktopSize the desktop answers next
 	err       error
+	why       error // the reason CloseFor gave, which the clients read
 	done      chan struct{}
 	first     chan struct{} // closed after the desktop's first update
 	gotFirst  bool          // the reader's own
@@ -53,7 +54,7 @@ func Connect(conn net.Conn) (*Hub, error) {
 	h.first = make(chan struct{})
 	go func() {
 		err := h.read()
-		h.end(err)
+		h.end(err, nil)
 	}()
 	// The first clients get the desktop's screen, not a black one.
 	t := time.NewTimer(handshakeTimeout)
@@ -69,8 +70,9 @@ func Connect(conn net.Conn) (*Hub, error) {
 	}
 }
 
-// end records why the hub ended, once, and closes it.
-func (h *Hub) end(err error) {
+// end records why the hub ended, once, and closes it; why, if set, is
+// what its clients read (CloseFor).
+func (h *Hub) end(err, why error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
@@ -79,7 +81,7 @@ func (h *Hub) end(err error) {
 	if err == nil {
 		err = ErrClosed
 	}
-	h.err = err
+	h.err, h.why = err, why
 	h.conn.Close()
 	close(h.done)
 	for c := range h.clients {
@@ -89,8 +91,24 @@ func (h *Hub) end(err error) {
 
 // Close ends the hub and every client's console.
 func (h *Hub) Close() error {
-	h.end(ErrClosed)
+	h.end(ErrClosed, nil)
 	return nil
+}
+
+// CloseFor ends the hub as Close does, for a reason its clients are told:
+// their connections (Hubs.Join's) read why where they would read io.EOF,
+// so that whoever relays one can say why the screen went (a draining
+// replica hands its screens over to another).
+func (h *Hub) CloseFor(why error) {
+	h.end(ErrClosed, why)
+}
+
+// reason returns what CloseFor gave, nil while the hub runs or when it
+// ended otherwise.
+func (h *Hub) reason() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.why
 }
 
 // Done is closed when the hub has ended; Err then says why.

@@ -3,6 +3,7 @@ package rfb
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -72,8 +73,31 @@ func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer)
 		}
 		hs.leave(key, e)
 	}()
-	return client, e.path, nil
+	return &clientConn{Conn: client, hub: e.hub}, e.path, nil
 }
+
+// clientConn is a client's end of its hub: at the end of the stream it
+// reads the reason the hub was closed for (Hub.CloseFor), if any, rather
+// than io.EOF.
+type clientConn struct {
+	net.Conn
+	hub *Hub
+}
+
+// Read implements net.Conn.
+func (c *clientConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if errors.Is(err, io.EOF) {
+		if why := c.hub.reason(); why != nil {
+			return n, why
+		}
+	}
+	return n, err
+}
+
+// NetConn returns the connection underneath: a net.Pipe, whose reads may
+// time out harmlessly.
+func (c *clientConn) NetConn() net.Conn { return c.Conn }
 
 // Warm connects key's hub ahead of its first client, unless one runs or
 // is connecting, and keeps it for hold: the console page's websocket,

@@ -17,11 +17,11 @@ export function wsURL(path) {
 }
 
 // dropped tells whether a close ended a connection by accident (a network
-// drop, the portal or the desktop restarting), which an automatic
-// reconnect may mend, as opposed to a decision (released, reclaimed, taken
-// over by another tab).
+// drop, the portal or the desktop restarting, the console moving to
+// another portal server: 1012), which an automatic reconnect may mend, as
+// opposed to a decision (released, reclaimed, taken over by another tab).
 export function dropped(code, reason) {
-  return code === 1006 || code === 1011 || (code === 1001 && reason === 'session ended')
+  return code === 1006 || code === 1011 || code === 1012 || (code === 1001 && reason === 'session ended')
     || (code === 1000 && reason === 'desktop closed the connection');
 }
 
