@@ -71,7 +71,7 @@ func runAssign(ctx context.Context, e Env, args []string) error {
 	}
 	var free []vdi.Desktop
 	for _, d := range ds {
-		if d.Namespace == ns && d.Pool == name && d.Holder == "" && d.Power != vdi.PowerFailed {
+		if d.Namespace == ns && d.Pool == name && d.Holder == "" && d.Resetting == "" && d.Power != vdi.PowerFailed {
 			free = append(free, d)
 		}
 	}
@@ -139,6 +139,9 @@ func runUnassign(ctx context.Context, e Env, args []string) error {
 	var d vdi.Desktop
 	if _, err := c.get(ctx, "/api/vdi/desktops/"+path, &d); err != nil {
 		return err
+	}
+	if d.Resetting != "" {
+		return conflictf("%s is being reset (%s) and held by nobody; nothing to unassign", desktop, d.Resetting)
 	}
 	if d.Holder == "" {
 		return conflictf("%s is not assigned to anyone; nothing to unassign", desktop)

@@ -45,7 +45,11 @@ func runDesktops(ctx context.Context, e Env, args []string) error {
 		if d.Reclaim != nil {
 			reclaim = d.Reclaim.Rule + " at " + stamp(d.Reclaim.At)
 		}
-		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, power, d.Holder, stamp(d.ClaimedAt), reclaim})
+		holder := d.Holder
+		if d.Resetting != "" {
+			holder = holderText(d)
+		}
+		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, power, holder, stamp(d.ClaimedAt), reclaim})
 	}
 	if f.JSON {
 		raw, err := json.Marshal(keep)

@@ -63,14 +63,15 @@ func TestCLIGolden_Help(t *testing.T) {
 	}
 }
 
-// TestCLIGolden_PoolListTable checks pool list's table for free, held and
-// failed desktops, and that control characters in a reason stay out.
+// TestCLIGolden_PoolListTable checks pool list's table for free, held,
+// resetting and failed desktops, and that control characters in a reason stay out.
 func TestCLIGolden_PoolListTable(t *testing.T) {
 	t.Setenv("TZ", "UTC")
 	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 	ds := []vdi.Desktop{
 		{Member: vdi.Member{Namespace: "local", Name: "demo-1", Pool: "demo", Power: vdi.PowerRunning}, Holder: "alice", ClaimedAt: at},
 		{Member: vdi.Member{Namespace: "local", Name: "demo-2", Pool: "demo", Power: vdi.PowerStopped}},
+		{Member: vdi.Member{Namespace: "local", Name: "demo-3", Pool: "demo", Power: vdi.PowerStopping}, Resetting: "release"},
 		{Member: vdi.Member{Namespace: "vdi", Name: "win-1", Pool: "win", Power: vdi.PowerFailed, Reason: "no disk\x1b[31m"}},
 	}
 	var out bytes.Buffer

@@ -15,7 +15,8 @@ import (
 // browser shows here and the other way round.
 
 // runPoolList is `corral-vdi-portal pool list [NS/POOL]`: one row per
-// desktop with its holder (or free), power and since when it is held.
+// desktop with its holder (or free, or resetting), power and since when
+// it is held.
 func runPoolList(ctx context.Context, e Env, args []string) error {
 	f := NewFlags(e, "pool list", "[NS/POOL] [-json]")
 	f.Examples = `  corral-vdi-portal pool list
@@ -68,10 +69,7 @@ func runPoolList(ctx context.Context, e Env, args []string) error {
 func poolListTable(f *Flags, ds []vdi.Desktop) error {
 	rows := make([][]string, 0, len(ds))
 	for _, d := range ds {
-		holder := d.Holder
-		if holder == "" {
-			holder = "free"
-		}
+		holder := holderText(d)
 		power := string(d.Power)
 		if d.Reason != "" {
 			power += ": " + d.Reason
@@ -79,6 +77,18 @@ func poolListTable(f *Flags, ds []vdi.Desktop) error {
 		rows = append(rows, []string{d.Namespace + "/" + d.Name, d.Pool, holder, power, stamp(d.ClaimedAt)})
 	}
 	return table(f.env.Out, []string{"DESKTOP", "POOL", "HOLDER", "POWER", "SINCE"}, rows)
+}
+
+// holderText says who holds d: a login, "free", or "resetting (RULE)"
+// while it is made fresh or stopped after its claim ended.
+func holderText(d vdi.Desktop) string {
+	switch {
+	case d.Resetting != "":
+		return "resetting (" + d.Resetting + ")"
+	case d.Holder == "":
+		return "free"
+	}
+	return d.Holder
 }
 
 // allDesktops lists every desktop, sorted by namespace and name.

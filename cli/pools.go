@@ -31,9 +31,9 @@ func runPools(ctx context.Context, e Env, args []string) error {
 	rows := make([][]string, 0, len(pools))
 	for _, p := range pools {
 		rows = append(rows, []string{p.Namespace, p.Name, string(p.Kind), string(p.Mode), p.Source,
-			strconv.Itoa(p.Size), strconv.Itoa(p.Free), strconv.Itoa(p.Claimed)})
+			strconv.Itoa(p.Size), strconv.Itoa(p.Free), strconv.Itoa(p.Claimed), strconv.Itoa(p.Resetting)})
 	}
-	return table(e.Out, []string{"NAMESPACE", "NAME", "KIND", "MODE", "SOURCE", "SIZE", "FREE", "CLAIMED"}, rows)
+	return table(e.Out, []string{"NAMESPACE", "NAME", "KIND", "MODE", "SOURCE", "SIZE", "FREE", "CLAIMED", "RESETTING"}, rows)
 }
 
 // runPool is `corral-vdi-portal pool create|list|update|resize|delete`.

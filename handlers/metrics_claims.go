@@ -68,7 +68,7 @@ func newPoolCollector(d Desktops) *poolCollector {
 	return &poolCollector{
 		desktops: d,
 		size:     prometheus.NewDesc("corral_vdi_pool_size", "Members a pool is declared with.", pool, nil),
-		members:  prometheus.NewDesc("corral_vdi_pool_members", "A pool's members by state: free or claimed.", append(pool, "state"), nil),
+		members:  prometheus.NewDesc("corral_vdi_pool_members", "A pool's members by state: free, claimed, or resetting (made fresh or stopped after a claim ended).", append(pool, "state"), nil),
 		standby:  prometheus.NewDesc("corral_vdi_pool_standby_min", "Free members a pool keeps powered on at least.", pool, nil),
 		power:    prometheus.NewDesc("corral_vdi_desktops", "A pool's members by power state (failed: it did not start, or ended on its own).", append(pool, "power"), nil),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_vdi_pool_scrape_errors_total",
@@ -112,6 +112,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(p.Size), p.Namespace, p.Name)
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Free), p.Namespace, p.Name, "free")
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Claimed), p.Namespace, p.Name, "claimed")
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(p.Resetting), p.Namespace, p.Name, "resetting")
 		ch <- prometheus.MustNewConstMetric(c.standby, prometheus.GaugeValue, float64(p.Standby.Min), p.Namespace, p.Name)
 		for _, pw := range powers {
 			n := counts[[3]string{p.Namespace, p.Name, string(pw)}]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,6 +104,14 @@ func testResetTakeover(t *testing.T, s *kubeVirtSetup, leases vdi.Leases, mustOw
 	if err != nil || len(mine) != 0 {
 		t.Errorf("alice's desktops while hers is reset: %+v, %v; want none", mine, err)
 	}
+	// Admins see it as resetting, held by nobody — listed although its VM
+	// is gone, so the pool does not look a member smaller.
+	admin := vdi.Identity{Login: "ops", Admin: true}
+	all, err := first.Desktops(s.ctx, admin, true)
+	all = slices.DeleteFunc(all, func(d vdi.Desktop) bool { return d.Pool != "desk" })
+	if err != nil || len(all) != n || !resettingIn(all, ref) {
+		t.Errorf("pool desk while %s is reset: %+v, %v; want %d members, %s resetting (release) with no holder", ref, all, err, n, ref)
+	}
 	if err := first.Release(s.ctx, alice, ref, ""); err != nil {
 		t.Errorf("alice releases again while it is reset: %v; want nothing more to do", err)
 	}
@@ -151,4 +160,15 @@ func testResetTakeover(t *testing.T, s *kubeVirtSetup, leases vdi.Leases, mustOw
 	if _, err := second.ClaimStarting(s.ctx, vdi.Identity{Login: "bob"}, s.ns, "desk"); vdi.ErrorCode(err) != vdi.EForbidden {
 		t.Errorf("bob, outside the pool, claims from it: %v; want EForbidden", err)
 	}
+}
+
+// resettingIn reports whether ds lists ref as being reset after a
+// release, held by nobody.
+func resettingIn(ds []vdi.Desktop, ref vdi.Ref) bool {
+	for _, d := range ds {
+		if d.Ref() == ref {
+			return d.Resetting == "release" && d.Holder == ""
+		}
+	}
+	return false
 }

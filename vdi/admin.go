@@ -15,8 +15,6 @@ type MemberStatus struct {
 	Consoles int `json:"consoles"`
 	// LastInput is when a console last carried real user input.
 	LastInput time.Time `json:"lastInput,omitzero"`
-	// Reclaiming names the rule reclaiming the member right now, if any.
-	Reclaiming string `json:"reclaiming,omitempty"`
 	// Standby is set for a free, powered-on member of a pool that keeps
 	// warm standby: the next claim gets it at once.
 	Standby bool `json:"standby,omitempty"`
@@ -75,21 +73,20 @@ func (s *Service) Dashboard(ctx context.Context, id Identity) ([]PoolDashboard, 
 	now := s.now()
 	out := make([]PoolDashboard, 0, len(pools))
 	for _, pc := range pools {
-		p, held, members := pc.Pool, pc.held, pc.members
-		pd := PoolDashboard{PoolStatus: PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0)},
+		p, held, members := pc.Pool, pc.held, pc.listed()
+		pd := PoolDashboard{PoolStatus: statusOf(p, held, jobs),
 			Effective: p.Policy.Effective(s.policy), Members: make([]MemberStatus, len(members))}
-		pd.Job = jobs.of(p)
 		pd.UnknownGroups, pd.AdminsOnly = s.accessWarnings(p.Access)
 		pd.StandbyNow = s.StandbyWant(p, held)
 		for i, m := range members {
 			l := held[m.Name]
 			ms := MemberStatus{Desktop: s.desktop(m, l, p)}
-			if l != nil {
+			if l != nil && ms.Resetting == "" {
 				f, _ := FactsOf(l)
 				if f.Open(now) {
 					ms.Consoles = f.Consoles
 				}
-				ms.LastInput, ms.Reclaiming = f.LastInput, l.Annotations[AnnotationReclaiming]
+				ms.LastInput = f.LastInput
 				ms.NotEntitled = !p.Allows(s.identityOf(l.Holder))
 			}
 			if m.Power == PowerRunning {
@@ -117,6 +114,11 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 		return Desktop{}, Errorf(EInvalid, `Send {"user": "login"}.`, "Say whom to assign %s to.", ref)
 	}
 	m, err := s.backend.Member(ctx, ref)
+	if ErrorCode(err) == ENotFound {
+		if l, lerr := s.leases.Get(ctx, ref); lerr == nil && l.reclaiming() {
+			return Desktop{}, resettingErr(ref)
+		}
+	}
 	if err != nil {
 		return Desktop{}, err
 	}
@@ -146,6 +148,9 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 		old = nil
 	} else if err != nil {
 		return Desktop{}, unavailable(err)
+	}
+	if old != nil && !old.Expired(s.now()) && old.reclaiming() {
+		return Desktop{}, resettingErr(ref)
 	}
 	if old != nil && !old.Expired(s.now()) {
 		return Desktop{}, Errorf(EConflict, "Force-release it first, then assign it.", "Desktop %s is held by %s.", ref, old.Holder)

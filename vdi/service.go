@@ -138,6 +138,9 @@ type PoolStatus struct {
 	Pool
 	Free    int `json:"free"`
 	Claimed int `json:"claimed"`
+	// Resetting counts the members being stopped or made fresh after
+	// their claim ended: neither claimed nor free.
+	Resetting int `json:"resetting,omitempty"`
 	// Job is the pool's last job (shown to admins only).
 	Job *Job `json:"job,omitempty"`
 }
@@ -160,6 +163,10 @@ type Desktop struct {
 	// Mode is its pool's: a persistent desktop that stopped starts again
 	// with its disk, an ephemeral one comes back fresh (StartFresh).
 	Mode Mode `json:"mode,omitempty"`
+	// Resetting names why the member is being stopped or made fresh after
+	// its claim ended ("release", "force-release" or a reclaim rule): it
+	// is nobody's (no Holder), and nobody can claim it until that is done.
+	Resetting string `json:"resetting,omitempty"`
 	// Agent, when an agent works in it with its holder's token, names
 	// it: "bot:alice/test-runner".
 	Agent string `json:"agent,omitempty"`
@@ -180,6 +187,10 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	d := Desktop{Member: m, Console: p.Console(), Recorded: p.Record, RecordInput: p.Record && p.RecordInput,
 		RecordOwn: p.Record && p.OwnRecordings, Mode: pl.Mode}
 	if l == nil {
+		return d
+	}
+	if l.reclaiming() {
+		d.Resetting = l.Annotations[AnnotationReclaiming]
 		return d
 	}
 	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
@@ -224,7 +235,7 @@ func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, PoolStatus{Pool: p, Claimed: len(held), Free: max(p.Size-len(held), 0), Job: jobs.of(p)})
+		out = append(out, statusOf(p, held, jobs))
 	}
 	return out, nil
 }
@@ -270,7 +281,7 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 	}
 	var out []Desktop
 	for _, p := range pools {
-		for _, m := range p.members {
+		for _, m := range p.listed() {
 			l := p.held[m.Name]
 			mine := l != nil && l.Holder == id.Login && !l.reclaiming()
 			if !mine && !(all && id.Admin) || !id.Reaches(p.Namespace, p.Name) {
@@ -283,20 +294,41 @@ func (s *Service) Desktops(ctx context.Context, id Identity, all bool) ([]Deskto
 }
 
 // Desktop returns one member if id holds it or is an admin.
+// A member being reset that is gone meanwhile (see listed) is shown
+// stopped and resetting.
 func (s *Service) Desktop(ctx context.Context, id Identity, ref Ref) (Desktop, error) {
-	m, err := s.backend.Member(ctx, ref)
-	if err != nil {
-		return Desktop{}, err
+	m, gone := s.backend.Member(ctx, ref)
+	if gone != nil && ErrorCode(gone) != ENotFound {
+		return Desktop{}, gone
 	}
 	l, err := s.authorize(ctx, id, ref)
-	if err != nil {
+	switch {
+	case gone != nil && (err != nil || l == nil || !l.reclaiming()):
+		return Desktop{}, gone
+	case err != nil:
 		return Desktop{}, err
+	case gone != nil:
+		m = Member{Namespace: ref.Namespace, Name: ref.Name, Pool: l.Pool, Power: PowerStopped}
 	}
 	p, err := s.backend.Pool(ctx, ref.Namespace, m.Pool)
 	if err != nil {
 		return Desktop{}, err
 	}
 	return plainFor(id, s.desktop(m, l, p)), nil
+}
+
+// notResetting fails while d is being reset: powering it meanwhile would
+// undo the reset's work.
+func (d Desktop) notResetting() error {
+	if d.Resetting == "" {
+		return nil
+	}
+	return resettingErr(d.Ref())
+}
+
+// resettingErr says that ref is being reset after its claim ended.
+func resettingErr(ref Ref) error {
+	return Errorf(EConflict, "Wait until it is free again, or pick another.", "Desktop %s is being reset.", ref)
 }
 
 // authorize returns ref's live Lease when id holds it; admins pass with
@@ -331,6 +363,9 @@ func (s *Service) Start(ctx context.Context, id Identity, ref Ref) error {
 	if err != nil {
 		return err
 	}
+	if err := d.notResetting(); err != nil {
+		return err
+	}
 	if d.Power == PowerRunning {
 		return nil
 	}
@@ -349,6 +384,9 @@ func (s *Service) Stop(ctx context.Context, id Identity, ref Ref) error {
 	}
 	d, err := s.Desktop(ctx, id, ref)
 	if err != nil {
+		return err
+	}
+	if err := d.notResetting(); err != nil {
 		return err
 	}
 	if d.Power == PowerStopped {

@@ -92,6 +92,26 @@ func ruleText(rule string) string {
 	return rule
 }
 
+// resettingWhy says why a member is being reset: released, or a reclaim
+// rule's words.
+func resettingWhy(rule string) string {
+	switch rule {
+	case "release":
+		return "after its release"
+	case "force-release":
+		return "after a force-release"
+	}
+	return "reclaimed: " + ruleText(rule)
+}
+
+// resettingCount is the pool counts' part for members being reset, if any.
+func resettingCount(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · %d resetting", n)
+}
+
 // policyText renders a pool's effective reclaim policy in words.
 func policyText(p vdi.Policy) string {
 	off := func(d time.Duration) string {

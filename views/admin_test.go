@@ -31,8 +31,9 @@ func pages(s string) map[string]templ.Component {
 	admin := AdminProps{Page: page, Now: now, Pools: []AdminPool{{PoolDashboard: vdi.PoolDashboard{PoolStatus: failed}}, {
 		PoolDashboard: vdi.PoolDashboard{PoolStatus: running},
 		Members: []AdminMember{
-			{MemberStatus: vdi.MemberStatus{Desktop: d, Consoles: 1, Reclaiming: s}, Protocol: s, Path: s},
+			{MemberStatus: vdi.MemberStatus{Desktop: d, Consoles: 1}, Protocol: s, Path: s},
 			{MemberStatus: vdi.MemberStatus{Desktop: vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerStopped}}}},
+			{MemberStatus: vdi.MemberStatus{Desktop: vdi.Desktop{Member: vdi.Member{Namespace: s, Name: s, Pool: s, Power: vdi.PowerStopping}, Resetting: s}}},
 		},
 	}}}
 	history := HistoryProps{Page: page, User: s, Pool: s, Since: s, Until: s, Pools: []string{s}, Query: "user=x",
