@@ -110,7 +110,7 @@ func (a *arena) freeMember(t *testing.T) string {
 	var all []desktop
 	a.p.API(t, admin, "GET", "/api/vdi/desktops?all=1", &all)
 	for _, d := range all {
-		if d.Holder == "" {
+		if d.free() {
 			return d.Name
 		}
 	}

@@ -110,7 +110,7 @@ func benchDesktops(t *testing.T, p *Portal, pool, kind string) {
 		var all []desktop
 		p.API(t, "ops", "GET", "/api/vdi/desktops?all=1", &all)
 		for _, d := range all {
-			if d.Pool == pool && d.Holder == "" && (kind == "warm" && d.Power == "running" || kind == "cold" && d.Power == "stopped") {
+			if d.Pool == pool && d.free() && (kind == "warm" && d.Power == "running" || kind == "cold" && d.Power == "stopped") {
 				return true
 			}
 		}

@@ -388,7 +388,7 @@ func TestHA(t *testing.T) {
 		api.API(t, "ops", "GET", "/api/vdi/desktops?all=1", &all)
 		for _, x := range all {
 			if x.Name == member {
-				return x.Holder == ""
+				return x.free()
 			}
 		}
 		return false

@@ -253,7 +253,13 @@ type desktop struct {
 	Reason    string   `json:"reason"`
 	Holder    string   `json:"holder"`
 	Protocols []string `json:"protocols"`
+	// Resetting is set while the member is stopped or made fresh after
+	// its claim ended: no holder, and not free yet.
+	Resetting string `json:"resetting"`
 }
+
+// free reports whether d is free: held by nobody, not being reset.
+func (d desktop) free() bool { return d.Holder == "" && d.Resetting == "" }
 
 // pool is the JSON shape of a pool.
 type pool struct {

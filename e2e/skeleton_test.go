@@ -107,7 +107,7 @@ func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 		t.Fatalf("admin list: status %d", code)
 	}
 	for _, d := range all {
-		if d.Name == member && (d.Power != "stopped" || d.Holder != "") {
+		if d.Name == member && (d.Power != "stopped" || !d.free()) {
 			t.Errorf("after release %s is %s held by %q; want stopped and free", member, d.Power, d.Holder)
 		}
 	}

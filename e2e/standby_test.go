@@ -18,7 +18,7 @@ func warmMembers(t *testing.T, p *Portal, pool string) []string {
 	}
 	var out []string
 	for _, d := range all {
-		if d.Pool == pool && d.Holder == "" && d.Power == "running" {
+		if d.Pool == pool && d.free() && d.Power == "running" {
 			out = append(out, d.Name)
 		}
 	}
