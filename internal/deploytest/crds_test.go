@@ -17,11 +17,12 @@ import (
 )
 
 // The CRDs the overlays' kinds need, read from the Go module cache (go mod
-// download), never committed: the Gateway API's standard channel and
-// CloudNativePG's Cluster.
+// download), never committed: the Gateway API's standard channel,
+// CloudNativePG's Cluster and Cilium's policies.
 var crdSources = []struct{ module, dir string }{
 	{"sigs.k8s.io/gateway-api@v1.6.0", "config/crd/standard"},
 	{"github.com/cloudnative-pg/cloudnative-pg@v1.28.0", "config/crd/bases"},
+	{"github.com/cilium/cilium@v1.18.0", "pkg/k8s/apis/cilium.io/client/crds/v2"},
 }
 
 // moduleDir downloads module@version into the module cache and returns its
@@ -66,7 +67,7 @@ func installCRDs(t *testing.T, c *testcluster.Cluster) {
 		t.Fatal(err)
 	}
 	disc := discovery.NewDiscoveryClientForConfigOrDie(c.Config)
-	for _, gv := range []string{"gateway.networking.k8s.io/v1", "postgresql.cnpg.io/v1"} {
+	for _, gv := range []string{"gateway.networking.k8s.io/v1", "postgresql.cnpg.io/v1", "cilium.io/v2"} {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			if _, err := disc.ServerResourcesForGroupVersion(gv); err == nil {

@@ -25,7 +25,8 @@ import (
 // overlays are the folders TestDeploy renders, relative to deploy/.
 var overlays = []struct{ name, dir string }{
 	{"Base", "."}, {"OIDC", "overlays/oidc"}, {"Gateway", "overlays/gateway"}, {"Tailscale", "overlays/tailscale"},
-	{"PostgreSQL", "overlays/postgres"}, {"ClusterWide", "overlays/cluster-wide"},
+	{"PostgreSQL", "overlays/postgres"}, {"ClusterWide", "overlays/cluster-wide"}, {"Cilium", "overlays/cilium"},
+	{"OpenShift", "overlays/openshift"},
 }
 
 // TestDeploy renders deploy/ and each overlay with kustomize and applies
@@ -70,6 +71,8 @@ func TestDeploy(t *testing.T) {
 				kindsWanted = slices.DeleteFunc(kindsWanted, func(k string) bool { return k == "PodDisruptionBudget" })
 			case "OIDC":
 				kindsWanted = append(kindsWanted, "Ingress")
+			case "Cilium":
+				kindsWanted = append(kindsWanted, "CiliumNetworkPolicy")
 			case "Gateway":
 				kindsWanted = append(kindsWanted, "HTTPRoute")
 				if slices.Contains(kinds, "Ingress") {
@@ -90,6 +93,9 @@ func TestDeploy(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkDeployment(t, d, tt.dir, known)
+			if tt.name == "OpenShift" {
+				checkOpenShiftPod(t, d)
+			}
 			checkRestricted(t, c, d)
 			checkPolicies(t, tt.dir, applied)
 		})
@@ -310,6 +316,8 @@ func checkPolicies(t *testing.T, dir string, objs []*unstructured.Unstructured) 
 					t.Errorf("Ingress %s carries %s: ingress-nginx is retired", u.GetName(), k)
 				}
 			}
+		case "CiliumNetworkPolicy":
+			checkCiliumPolicy(t, u, objs)
 		case "HTTPRoute":
 			rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
 			for _, r := range rules {

@@ -25,6 +25,7 @@ var chartCases = []struct{ name, dir, values string }{
 	{"Base", ".", ""}, {"OIDC", "overlays/oidc", "oidc"}, {"Gateway", "overlays/gateway", "gateway"},
 	{"Tailscale", "overlays/tailscale", "tailscale"}, {"PostgreSQL", "overlays/postgres", "postgres"},
 	{"ClusterWide", "overlays/cluster-wide", "cluster-wide"}, {"Monitoring", "overlays/monitoring", "monitoring"},
+	{"Cilium", "overlays/cilium", "cilium"}, {"OpenShift", "overlays/openshift", "openshift"},
 }
 
 // mustRenderChart renders the chart for release corral-vdi in namespace
