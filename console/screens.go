@@ -296,6 +296,14 @@ func (c *ownedConn) Resize(cols, rows uint16) error {
 	return nil
 }
 
+// BeforeKey shows a key to the desktop connection it owns when that
+// watches keys (rfb.KeyWatcher: a local desktop's Xvnc keymap).
+func (c *ownedConn) BeforeKey(keysym uint32, down bool) {
+	if w, ok := c.Conn.(rfb.KeyWatcher); ok {
+		w.BeforeKey(keysym, down)
+	}
+}
+
 // screenRole is a screen link's role for a client with or without control.
 func screenRole(control bool) string {
 	if control {

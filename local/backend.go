@@ -418,7 +418,7 @@ func (b *Backend) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (net.Co
 	if p == vdi.ProtocolRDP {
 		return d.dialRDP(ctx)
 	}
-	return d.dialSocket(ctx, d.VNCSocket())
+	return d.dialVNC(ctx)
 }
 
 // StopAll stops every desktop this backend runs and unmounts every

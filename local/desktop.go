@@ -120,6 +120,7 @@ type Desktop struct {
 	display int
 	procs   []*desktopProc // Xvnc first; recorded in the pids file
 	helpers []*desktopProc // short-lived (xsetroot); not recorded
+	keys    *keymap        // Xvnc's spare keys (desktop_keymap.go)
 
 	done     chan struct{}
 	doneOnce sync.Once
@@ -205,6 +206,7 @@ func StartDesktop(ctx context.Context, spec DesktopSpec, log *slog.Logger) (*Des
 
 	spec.User.chooseNetwork(spec.Network, log)
 	d := &Desktop{spec: spec, log: log, display: -1, done: make(chan struct{}), cgroupGen: spec.User.cgroup().generation()}
+	d.keys = newKeymap(d.xmodmapRunner(), true, log)
 	// RDP's files are written before any process of the desktop runs.
 	rdp, err := d.prepareRDP()
 	if err != nil {

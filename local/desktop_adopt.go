@@ -83,6 +83,7 @@ func AdoptDesktop(spec DesktopSpec, log *slog.Logger) (*Desktop, error) {
 
 				cgroupGen: spec.User.cgroup().generation(),
 			}
+			d.keys = newKeymap(d.xmodmapRunner(), false, log)
 			if err := d.restartPasta(); err != nil {
 				log.Warn("desktop adopted without outbound network", "err", err)
 			}

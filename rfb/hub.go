@@ -135,10 +135,22 @@ func (h *Hub) Size() (w, hh int) {
 	return h.fb.w, h.fb.h
 }
 
-// send writes b to the desktop, whole, from one client at a time.
+// KeyWatcher is a desktop connection (a Dialer's conn may be one) that
+// sees each key event before the desktop does. BeforeKey may hold the key
+// back a moment, and every write to the desktop with it: the local
+// backend frees Xvnc's spare keys there (local/desktop_keymap.go).
+type KeyWatcher interface {
+	BeforeKey(keysym uint32, down bool)
+}
+
+// send writes b, one whole client message, to the desktop, from one
+// client at a time; a key event is shown to a KeyWatcher first.
 func (h *Hub) send(b []byte) error {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
+	if w, ok := h.conn.(KeyWatcher); ok && len(b) == 8 && b[0] == msgKeyEvent {
+		w.BeforeKey(binary.BigEndian.Uint32(b[4:]), b[1] != 0)
+	}
 	_, err := h.conn.Write(b)
 	return err
 }

@@ -8,7 +8,7 @@ pkgs=(
 	tigervnc-tools             # vncpasswd
 	openbox                    # window manager of local desktops
 	xterm                      # the terminal window on local desktops
-	x11-xserver-utils          # xsetroot
+	x11-xserver-utils          # xsetroot, xmodmap
 	xclip                      # the clipboard from a local desktop's shell (and the clipboard tests)
 	fonts-dejavu-core
 	freerdp2-shadow-x11        # RDP for local desktops
