@@ -94,7 +94,8 @@ func (s *Service) Deadline(ctx context.Context, ref Ref) (Deadline, bool, error)
 // ReclaimDue reclaims every claim whose deadline has passed and returns how
 // many it reclaimed. Each is first marked with a compare-and-swap on its
 // Lease, so a claim renewed (or reclaimed by another replica) in between
-// is left alone.
+// is left alone. A long reset is only started: it ends after ReclaimDue
+// returns, as a release's does (see reclaim).
 func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 	pools, err := s.backend.Pools(ctx)
 	if err != nil {
@@ -129,7 +130,10 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 				}
 				rule = d.Rule
 			}
-			if err := s.reclaim(ctx, l, rule, reclaimText(rule), false); err != nil {
+			// A long reset (a re-clone) goes on detached, as a release's
+			// does, so that one slow clone never holds the loop (nor the
+			// other members' reclaims) up.
+			if err := s.reclaim(ctx, l, rule, reclaimText(rule), true); err != nil {
 				if ErrorCode(err) != EConflict { // a conflict: renewed or reclaimed meanwhile
 					errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
 				}

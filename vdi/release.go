@@ -117,10 +117,10 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string, deta
 		defer s.jobsWG.Done()
 		if err := s.finishReset(s.jobCtx, l, reset); err != nil {
 			// The mark goes stale; the reclaim loop tries again.
-			s.log.Warn("reset after a release", "desktop", l.Ref(), "err", err)
+			s.log.Warn("reset after the claim ended", "desktop", l.Ref(), "rule", rule, "err", err)
 			return
 		}
-		s.log.Info("reset after a release done", "desktop", l.Ref())
+		s.log.Info("reset after the claim ended done", "desktop", l.Ref(), "rule", rule)
 		s.kickStandby() // the member is free and fresh again
 	}()
 	return nil

@@ -2,6 +2,7 @@ package vdi_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,25 +16,27 @@ import (
 // Kubernetes: between the delete and the new clone the member is gone).
 type goneWhileReset struct {
 	*slowRecreate
-	gone atomic.Bool
+	gone atomic.Value // the name of the member gone meanwhile, or ""
 }
 
 func (b *goneWhileReset) Recreate(ctx context.Context, r vdi.Ref) error {
-	b.gone.Store(true)
-	defer b.gone.Store(false)
+	b.gone.Store(r.Name)
+	defer b.gone.Store("")
 	return b.slowRecreate.Recreate(ctx, r)
+}
+
+func (b *goneWhileReset) isGone(name string) bool {
+	gone, _ := b.gone.Load().(string)
+	return gone == name
 }
 
 func (b *goneWhileReset) Members(ctx context.Context, ns, pool string) ([]vdi.Member, error) {
 	ms, err := b.slowRecreate.Members(ctx, ns, pool)
-	if b.gone.Load() {
-		ms = ms[1:] // demo-1, the member being reset
-	}
-	return ms, err
+	return slices.DeleteFunc(ms, func(m vdi.Member) bool { return b.isGone(m.Name) }), err
 }
 
 func (b *goneWhileReset) Member(ctx context.Context, r vdi.Ref) (vdi.Member, error) {
-	if r.Name == "demo-1" && b.gone.Load() {
+	if b.isGone(r.Name) {
 		return vdi.Member{}, vdi.Errorf(vdi.ENotFound, "", "Desktop %s not found.", r)
 	}
 	return b.slowRecreate.Member(ctx, r)
@@ -53,9 +56,10 @@ func TestResetting(t *testing.T) {
 	svc, _ := newService(t, b, &now)
 	alice, admin := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "ops", Admin: true}
 	d, err := svc.Claim(ctx, alice, "local", "demo")
-	if err != nil || d.Name != "demo-1" {
-		t.Fatalf("claim = %s, %v; want demo-1", d.Name, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	other := map[string]string{"demo-1": "demo-2", "demo-2": "demo-1"}[d.Name]
 	released := make(chan error, 1)
 	go func() { released <- svc.Release(ctx, alice, d.Ref(), "") }()
 	<-b.started
@@ -66,11 +70,12 @@ func TestResetting(t *testing.T) {
 	if err != nil || len(all) != 2 {
 		t.Fatalf("every desktop = %+v, %v; want both members, the one being reset too", all, err)
 	}
-	if got := all[0]; got.Name != "demo-1" || got.Resetting != "release" || got.Holder != "" || got.Power != vdi.PowerStopped {
-		t.Errorf("member being reset = %+v; want demo-1 resetting (release), no holder, stopped", got)
+	if i := slices.IndexFunc(all, func(x vdi.Desktop) bool { return x.Name == d.Name }); i < 0 ||
+		all[i].Resetting != "release" || all[i].Holder != "" || all[i].Power != vdi.PowerStopped {
+		t.Errorf("every desktop = %+v; want %s resetting (release), no holder, stopped", all, d.Name)
 	}
 	if got, err := svc.Desktop(ctx, admin, d.Ref()); err != nil || got.Resetting != "release" || got.Holder != "" {
-		t.Errorf("Desktop(demo-1) = %+v, %v; want it resetting with no holder", got, err)
+		t.Errorf("Desktop(%s) = %+v, %v; want it resetting with no holder", d.Name, got, err)
 	}
 	if mine, err := svc.Desktops(ctx, alice, false); err != nil || len(mine) != 0 {
 		t.Errorf("alice's desktops = %+v, %v; want none", mine, err)
@@ -83,8 +88,9 @@ func TestResetting(t *testing.T) {
 	if err != nil || len(dash) != 1 || len(dash[0].Members) != 2 || dash[0].Resetting != 1 {
 		t.Fatalf("dashboard = %+v, %v; want 2 members, 1 resetting", dash, err)
 	}
-	if m := dash[0].Members[0]; m.Resetting != "release" || m.Holder != "" {
-		t.Errorf("dashboard row = %+v; want demo-1 resetting, no holder", m)
+	if i := slices.IndexFunc(dash[0].Members, func(m vdi.MemberStatus) bool { return m.Name == d.Name }); i < 0 ||
+		dash[0].Members[i].Resetting != "release" || dash[0].Members[i].Holder != "" {
+		t.Errorf("dashboard rows = %+v; want %s resetting, no holder", dash[0].Members, d.Name)
 	}
 	for name, try := range map[string]func() error{
 		"start":  func() error { return svc.Start(ctx, admin, d.Ref()) },
@@ -96,13 +102,13 @@ func TestResetting(t *testing.T) {
 		}
 	}
 	// A second claim of the pool gets the other member, never this one.
-	if d2, err := svc.Claim(ctx, alice, "local", "demo"); err != nil || d2.Name != "demo-2" {
-		t.Errorf("claim while demo-1 resets = %s, %v; want demo-2", d2.Name, err)
+	if d2, err := svc.Claim(ctx, alice, "local", "demo"); err != nil || d2.Name != other {
+		t.Errorf("claim while %s resets = %s, %v; want %s", d.Name, d2.Name, err, other)
 	}
 	if err := finish(); err != nil {
 		t.Fatalf("release = %v", err)
 	}
 	if got, err := svc.Desktop(ctx, admin, d.Ref()); err != nil || got.Resetting != "" || got.Holder != "" {
-		t.Errorf("demo-1 after its reset = %+v, %v; want it free", got, err)
+		t.Errorf("%s after its reset = %+v, %v; want it free", d.Name, got, err)
 	}
 }

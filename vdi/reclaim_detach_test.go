@@ -1,0 +1,127 @@
+package vdi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// recloner is a backend whose ephemeral resets are re-clones, as on
+// Kubernetes (a PoolGrower): the re-clone of each member named in slow
+// takes until the test closes gate; any other's ends at once.
+type recloner struct {
+	*poolBackend
+	slow string
+	gate chan struct{}
+
+	mu     sync.Mutex
+	fresh  []string // members whose re-clone ended
+	cloned chan string
+}
+
+func (b *recloner) PlanCreate(context.Context, vdi.Pool) (vdi.Growth, error) {
+	return vdi.Growth{}, vdi.ErrNotAJob
+}
+func (b *recloner) PlanResize(context.Context, string, string, int) (vdi.Growth, error) {
+	return vdi.Growth{}, vdi.ErrNotAJob
+}
+func (b *recloner) PlanRecreate(_ context.Context, r vdi.Ref) (vdi.Growth, error) {
+	return vdi.Growth{Pool: b.pool, Members: []string{r.Name}}, nil
+}
+func (b *recloner) Grow(ctx context.Context, g vdi.Growth, _ func(vdi.Progress)) error {
+	name := g.Members[0]
+	b.cloned <- name
+	if name == b.slow {
+		select {
+		case <-b.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	b.fresh = append(b.fresh, name)
+	b.mu.Unlock()
+	return nil
+}
+
+// TestReclaim_SlowCloneHoldsNoOneUp: the reclaim loop hands a re-clone to
+// the same detached path a release uses (its plan on the mark first), so
+// while one member's clone hangs, ReclaimDue returns and another member
+// reclaimed in the same round is fresh and free; the slow one stays
+// marked, resetting, until its clone ends.
+func TestReclaim_SlowCloneHoldsNoOneUp(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	b := &recloner{poolBackend: newPoolBackend(vdi.ModeEphemeral, "demo-1", "demo-2"), slow: "demo-1",
+		gate: make(chan struct{}), cloned: make(chan string, 4)}
+	svc, db := newServiceWithPolicy(t, b, &now, vdi.Policy{DisconnectGrace: time.Minute})
+	t.Cleanup(svc.StopJobs)
+	let := sync.OnceFunc(func() { close(b.gate) })
+	t.Cleanup(let) // before StopJobs: the slow clone ends first
+	for _, user := range []string{"alice", "bob"} {
+		if _, err := svc.Claim(ctx, vdi.Identity{Login: user}, "local", "demo"); err != nil {
+			t.Fatalf("%s's claim: %v", user, err)
+		}
+	}
+	now = now.Add(2 * time.Minute) // both past their grace
+
+	reclaimed := make(chan error, 1)
+	go func() {
+		n, err := svc.ReclaimDue(ctx)
+		if err == nil && n != 2 {
+			err = fmt.Errorf("ReclaimDue reclaimed %d; want 2", n)
+		}
+		reclaimed <- err
+	}()
+	select {
+	case err := <-reclaimed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ReclaimDue still waits after 1 min while demo-1's clone hangs; want it to hand the clones off")
+	}
+	// demo-2's reset ends (its lease gone) while demo-1's still hangs.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := db.Leases().Get(ctx, vdi.Ref{Namespace: "local", Name: "demo-2"})
+		if errors.Is(err, vdi.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo-2's claim after 1 min: %v; want it let go once its quick re-clone ended", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l, err := db.Leases().Get(ctx, vdi.Ref{Namespace: "local", Name: "demo-1"})
+	if err != nil || l.Annotations[vdi.AnnotationReclaiming] != vdi.RuleDisconnect || l.Annotations[vdi.AnnotationReset] == "" {
+		t.Fatalf("demo-1's claim while its clone hangs: %+v, %v; want it marked with its rule and plan", l, err)
+	}
+	if d, err := svc.Desktop(ctx, vdi.Identity{Login: "ops", Admin: true}, l.Ref()); err != nil || d.Resetting != vdi.RuleDisconnect {
+		t.Errorf("demo-1 while its clone hangs: %+v, %v; want it resetting (%s)", d, err, vdi.RuleDisconnect)
+	}
+	// The loop, run again meanwhile, starts no second clone of it.
+	if n, err := svc.ReclaimDue(ctx); err != nil || n != 0 {
+		t.Errorf("ReclaimDue again while demo-1 resets = %d, %v; want 0", n, err)
+	}
+	let()
+	deadline = time.Now().Add(time.Minute)
+	for {
+		_, err := db.Leases().Get(ctx, l.Ref())
+		if errors.Is(err, vdi.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo-1's claim 1 min after its clone was let go: %v; want it let go", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := len(b.cloned); got != 2 {
+		t.Errorf("%d clones started; want one per member", got)
+	}
+}
