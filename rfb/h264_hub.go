@@ -9,9 +9,9 @@ import (
 const (
 	// videoFrame is the shortest time between two encoded screens (30 fps).
 	videoFrame = time.Second / 30
-	// videoSettle is how long after the last encoded frame, or after the
-	// last window in which much of the screen changed, the motion ends
-	// and the viewers get the screen again losslessly.
+	// videoSettle is how long after the screen's last change, or after
+	// the last window in which much of it changed, the motion ends and
+	// the viewers get the screen again losslessly.
 	videoSettle = 500 * time.Millisecond
 	// videoKeyEvery is the shortest time between two key frames made for
 	// viewers that join or fell behind (a new encoder each).
@@ -38,9 +38,12 @@ const (
 // at most one a videoKeyEvery) and gets tiles until then, and when the
 // motion ends (calm) the whole screen goes again as tiles, so that text
 // ends pixel-exact: a frame covers the whole screen, lossy even where
-// nothing moved. Between bursts a viewer stays in the stream (its decoder
-// holds the encoder's last frame, so the next burst needs no key frame)
-// and gets the changes as tiles. Hub.mu guards it.
+// nothing moved. The motion ends by the screen's changes alone (a timer
+// of its own, not the encoder's pace): an encode still under way, slow
+// or stuck, never holds the still screen back from a viewer whose
+// changes the stream took over. Between bursts a viewer stays in the
+// stream (its decoder holds the encoder's last frame, so the next burst
+// needs no key frame) and gets the changes as tiles. Hub.mu guards it.
 type video struct {
 	program string // the encoder's program (Hubs.H264); "" is off
 	running bool   // runVideo runs
@@ -53,8 +56,21 @@ type video struct {
 	active             bool
 	windowAt, lastBusy time.Time
 	area, busy         int
+	// changed is when the screen last changed during the motion; settle
+	// ends the motion videoSettle after it (settleVideo).
+	changed time.Time
+	settle  *time.Timer
 	// maxQueued, if set, replaces maxVideoQueued (a test's smaller bound).
 	maxQueued int
+	// start, if set, replaces startEncoder with program (a test's encoder).
+	start func(w, h int) (videoEncoder, error)
+}
+
+// videoEncoder is what the stream needs of an encoder: one access unit per
+// screen, the first a key frame.
+type videoEncoder interface {
+	encode(pix []byte) (accessUnit, error)
+	close() error
 }
 
 // wantsVideo reports whether c gets the H.264 stream; hub.mu is held.
@@ -86,7 +102,7 @@ func (h *Hub) kickVideo() {
 // runVideo encodes the screen each time kick says it changed, until the
 // hub ends or no viewer wants the stream.
 func (h *Hub) runVideo(kick chan struct{}) {
-	var e *encoder
+	var e videoEncoder
 	defer func() {
 		if e != nil {
 			e.close()
@@ -94,15 +110,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	}()
 	var pix []byte
 	var last, started time.Time
-	settle := time.NewTimer(time.Hour)
-	settle.Stop()
+	var ew, eh int // e's screen
 	for {
 		select {
 		case <-h.done:
 			return
-		case <-settle.C:
-			h.settleVideo()
-			continue
 		case <-kick:
 		}
 		if wait := time.Until(last.Add(videoFrame)); wait > 0 {
@@ -127,20 +139,20 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			continue
 		}
 		w, hh := h.fb.w, h.fb.h
-		restart := e == nil || e.w != w || e.h != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
+		restart := e == nil || ew != w || eh != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
 		if restart {
 			h.vid.needKey = false
 		}
 		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
 		h.mu.Unlock()
 		last = time.Now()
+		if restart {
+			ew, eh, started = w, hh, last
+		}
 		au, err := h.encodeVideo(&e, restart, w, hh, pix)
 		if err != nil {
 			h.videoFailed(err)
 			return
-		}
-		if restart {
-			started = last
 		}
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
@@ -148,19 +160,26 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			h.calm()
 		}
 		h.mu.Unlock()
-		settle.Reset(videoSettle)
 	}
 }
 
 // encodeVideo encodes pix with *e, first replacing it by a new encoder
 // (whose first frame is a key frame) when restart.
-func (h *Hub) encodeVideo(e **encoder, restart bool, w, hh int, pix []byte) (accessUnit, error) {
+func (h *Hub) encodeVideo(e *videoEncoder, restart bool, w, hh int, pix []byte) (accessUnit, error) {
 	if restart {
 		if *e != nil {
 			(*e).close()
+			*e = nil
+		}
+		start := h.vid.start
+		if start == nil {
+			start = func(w, hh int) (videoEncoder, error) {
+				return startEncoder(context.Background(), h.vid.program, w, hh)
+			}
 		}
 		var err error
-		if *e, err = startEncoder(context.Background(), h.vid.program, w, hh); err != nil {
+		if *e, err = start(w, hh); err != nil {
+			*e = nil
 			return accessUnit{}, err
 		}
 	}
@@ -224,14 +243,23 @@ func (h *Hub) moving(r Rect, now time.Time) bool {
 	if v.active && now.Sub(v.lastBusy) >= videoSettle {
 		h.calm()
 	}
+	if v.active {
+		v.changed = now
+		if v.settle == nil {
+			v.settle = time.AfterFunc(videoSettle, h.settleVideo)
+		} else {
+			v.settle.Reset(videoSettle)
+		}
+	}
 	return v.active
 }
 
-// settleVideo ends the motion once no frame came for videoSettle.
+// settleVideo ends the motion once the screen has not changed for
+// videoSettle; a change since the timer was set has set it again.
 func (h *Hub) settleVideo() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.vid.active {
+	if h.vid.active && time.Since(h.vid.changed) >= videoSettle {
 		h.calm()
 	}
 }

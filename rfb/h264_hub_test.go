@@ -70,7 +70,9 @@ func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
 			t.Fatalf("after 20s: want %s", what)
 		}
 		c.request(true)
-		must(t, c.next())
+		if err := c.next(); err != nil {
+			t.Fatalf("want %s: %v", what, err)
+		}
 	}
 }
 

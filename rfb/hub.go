@@ -84,6 +84,9 @@ func (h *Hub) end(err, why error) {
 	h.err, h.why = err, why
 	h.conn.Close()
 	close(h.done)
+	if h.vid.settle != nil {
+		h.vid.settle.Stop()
+	}
 	for c := range h.clients {
 		c.wakeUp()
 	}

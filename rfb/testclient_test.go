@@ -23,6 +23,7 @@ type testClient struct {
 	rects          map[int32]int // rectangles read, by encoding
 	cursor         *cursorShape  // the last Cursor rectangle
 	h264           []h264Payload // the Open H.264 rectangles read
+	tiled          int           // pixels painted by tiles since the last H.264 rectangle
 }
 
 // h264Payload is one Open H.264 rectangle as a client read it.
@@ -139,6 +140,7 @@ func (c *testClient) next() error {
 					return err
 				}
 				c.h264 = append(c.h264, h264Payload{r, binary.BigEndian.Uint32(lf[4:]), data})
+				c.tiled = 0
 			case encCursor:
 				cur := &cursorShape{x: r.X, y: r.Y, w: r.W, h: r.H, pix: make([]byte, r.W*r.H*4), mask: make([]byte, (r.W+7)/8*r.H)}
 				if err := readFull(c.conn, cur.pix); err != nil {
@@ -157,6 +159,7 @@ func (c *testClient) next() error {
 					return err
 				}
 				c.fb.put(r, pix)
+				c.tiled += r.W * r.H
 			case encRaw, encZRLE:
 				if !r.inside(c.fb.w, c.fb.h) {
 					return fmt.Errorf("rectangle %+v outside %dx%d", r, c.fb.w, c.fb.h)
@@ -170,6 +173,7 @@ func (c *testClient) next() error {
 					return err
 				}
 				c.fb.put(r, pix)
+				c.tiled += r.W * r.H
 			default:
 				return fmt.Errorf("encoding %d", enc)
 			}
