@@ -9,7 +9,6 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/agent"
 	"github.com/corral-dev/corral-vdi-portal/api"
-	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -23,13 +22,10 @@ type mcpRoute struct {
 
 // newMCPRoute returns the agent seat's route: its screens are the
 // desktops' shared hubs, joined as control clients like a person's
-// console.
+// console, by the same paths (direct, a peer, the API server).
 func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 	join := func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error) {
-		conn, _, err := cs.screens.Join(ctx, ref, true, func(ctx context.Context) (net.Conn, string, error) {
-			c, err := cfg.Desktops.Dial(ctx, ref, vdi.ProtocolVNC)
-			return c, console.PathDirect, err
-		})
+		conn, _, err := cs.screens.Join(ctx, ref, true, cs.screenDial(ref))
 		if err != nil {
 			return nil, err
 		}

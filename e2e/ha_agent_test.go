@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toolAnswer is what a tool call answered: its text, and whether it was
+// refused.
+type toolAnswer struct {
+	text    string
+	refused bool
+}
+
+// callInFlight starts a wait_for_change of a minute on desk and returns
+// once it has run 2 s (a screen that changed on its own ends a wait
+// early: it is started again); the channel gets its answer.
+func callInFlight(t *testing.T, s *mcp.ClientSession, desk string) <-chan toolAnswer {
+	t.Helper()
+	var inFlight chan toolAnswer
+	waitFor(t, 2*time.Minute, "a wait_for_change in flight", func() bool {
+		inFlight = make(chan toolAnswer, 1)
+		go func() {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_for_change", Arguments: map[string]any{"desktop": desk, "timeout_ms": 60000}})
+			if err != nil {
+				inFlight <- toolAnswer{err.Error(), true}
+				return
+			}
+			inFlight <- toolAnswer{resultText(res), res.IsError}
+		}()
+		select {
+		case a := <-inFlight:
+			t.Logf("the wait ended on its own: %q", a.text)
+			return false
+		case <-time.After(2 * time.Second):
+			return true
+		}
+	})
+	return inFlight
+}
+
+// TestHA_AgentOversight: oversight of an agent holds across replicas
+// (haScreen). Alice's console is on replica a; her agent works in the
+// desktop through replica b (its token made there; its screen a link to
+// the one a holds, reached through the API server's vnc subresource as
+// the VMI has no IP). Alice presses Stop through replica a while the
+// agent's wait_for_change runs on b: the call ends then, refused with her
+// name (b's watch of the claim sees the change; a never saw the call),
+// and so does the agent's next call on b, until she lets it go on
+// through a.
+func TestHA_AgentOversight(t *testing.T) {
+	hs := startHAScreen(t)
+	a, b := hs.reps["a"], hs.reps["b"]
+	desk := hs.ns + "/" + hs.member
+	oversight := "/api/vdi/desktops/" + desk + "/oversight/"
+	// Alice's console on a holds the screen (the agent's on b is a link
+	// to it) and keeps her claim from the disconnect grace.
+	alice := hs.open(t, a, "alice")
+	if _, err := alice.screen(t); err != nil {
+		t.Fatalf("alice's screen on a: %v", err)
+	}
+	tok := mustToken(t, b.p, "alice", `{"name": "runner", "pools": ["`+hs.ns+`/scr"]}`)
+	s := mustMCP(t, b.p, tok.Token)
+	var c struct{ Desktop string }
+	jsonInto(t, resultText(tool(t, s, "claim_desktop", map[string]any{"pool": hs.ns + "/scr"})), &c)
+	if c.Desktop != desk {
+		t.Fatalf("the agent claimed %q; want alice's %s back", c.Desktop, desk)
+	}
+	tool(t, s, "screenshot", map[string]any{"desktop": desk})
+
+	t.Run("StopOnAnotherReplica", func(t *testing.T) {
+		inFlight := callInFlight(t, s, desk)
+		stopped := time.Now()
+		if code := a.p.APIBody(t, "alice", "POST", oversight+"stop", "", nil); code != 200 {
+			t.Fatalf("alice stops her agent through a: %d", code)
+		}
+		select {
+		case got := <-inFlight:
+			t.Logf("the call on b ended %v after the stop on a", time.Since(stopped).Round(time.Millisecond))
+			if !got.refused || !strings.Contains(got.text, "alice stopped the agent's work") {
+				t.Errorf("the call in flight on b when alice stopped the agent on a: refused %v, %q", got.refused, got.text)
+			}
+		case <-time.After(90 * time.Second):
+			t.Fatal("the agent's wait_for_change on b went on 90 s after alice stopped it on a")
+		}
+		if got := toolRefused(t, s, "screenshot", map[string]any{"desktop": desk}); !strings.Contains(got, "alice stopped the agent's work") {
+			t.Errorf("the stopped agent's next call on b said %q", got)
+		}
+		if code := a.p.APIBody(t, "alice", "POST", oversight+"go-on", "", nil); code != 200 {
+			t.Fatalf("alice lets her agent go on through a: %d", code)
+		}
+		waitFor(t, time.Minute, "the agent on b working again after alice let it go on through a", func() bool {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": desk}})
+			return err == nil && !res.IsError
+		})
+	})
+}
