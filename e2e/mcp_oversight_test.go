@@ -90,31 +90,8 @@ func TestMCP_Oversight(t *testing.T) {
 
 	t.Run("Stop", func(t *testing.T) {
 		// A wait_for_change in flight when alice stops the agent ends
-		// then, refused; a screen that changed on its own meanwhile ends
-		// it early, and the wait starts again.
-		type answer struct {
-			text    string
-			refused bool
-		}
-		var inFlight chan answer
-		waitFor(t, 2*time.Minute, "a wait_for_change in flight", func() bool {
-			inFlight = make(chan answer, 1)
-			go func() {
-				res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_for_change", Arguments: map[string]any{"desktop": c.Desktop, "timeout_ms": 60000}})
-				if err != nil {
-					inFlight <- answer{err.Error(), true}
-					return
-				}
-				inFlight <- answer{resultText(res), res.IsError}
-			}()
-			select {
-			case a := <-inFlight:
-				t.Logf("the wait ended before the stop: %q", a.text)
-				return false
-			case <-time.After(2 * time.Second):
-				return true
-			}
-		})
+		// then, refused.
+		inFlight := callInFlight(t, s, c.Desktop)
 		must(t, page.GetByTestId("agent-stop").Click())
 		select {
 		case a := <-inFlight:
