@@ -88,3 +88,28 @@ func (h *haScreen) open(t *testing.T, r *haReplica, user string) *rfbViewer {
 	t.Cleanup(func() { ws.Close() })
 	return newRFBViewer(t, ws)
 }
+
+// sameScreen waits until every viewer in vs sees one screen, and returns
+// its hash.
+func sameScreen(t *testing.T, what string, vs map[string]*rfbViewer) string {
+	t.Helper()
+	var hashes map[string]string
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		hashes = map[string]string{}
+		seen := map[string]bool{}
+		for who, v := range vs {
+			h, err := v.screen(t)
+			if err != nil {
+				t.Fatalf("%s: %s's screen: %v", what, who, err)
+			}
+			hashes[who], seen[h] = h, true
+		}
+		if len(seen) == 1 {
+			for _, h := range hashes {
+				return h
+			}
+		}
+	}
+	t.Fatalf("%s: the viewers see different screens: %v", what, hashes)
+	return ""
+}

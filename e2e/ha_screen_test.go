@@ -53,28 +53,9 @@ func TestHA_OneScreen(t *testing.T) {
 			t.Fatalf("the VMI's VNC console: %+v; want %d opened, none kicked or refused", n, want)
 		}
 	}
-	// same waits until every viewer sees one screen, and returns its hash.
 	same := func(what string, vs map[string]*rfbViewer) string {
 		t.Helper()
-		var hashes map[string]string
-		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			hashes = map[string]string{}
-			seen := map[string]bool{}
-			for who, v := range vs {
-				h, err := v.screen(t)
-				if err != nil {
-					t.Fatalf("%s: %s's screen: %v", what, who, err)
-				}
-				hashes[who], seen[h] = h, true
-			}
-			if len(seen) == 1 {
-				for _, h := range hashes {
-					return h
-				}
-			}
-		}
-		t.Fatalf("%s: the viewers see different screens: %v", what, hashes)
-		return ""
+		return sameScreen(t, what, vs)
 	}
 	// changed waits until every viewer sees a screen other than before,
 	// and it stays for a second (the typed text all drawn).

@@ -41,8 +41,14 @@ var identityRE = regexp.MustCompile(`msg="kube backend".* identity=(\S+)`)
 // listen and learns its election identity from its log.
 func startReplica(t *testing.T, name, data, listen string, env []string) *haReplica {
 	t.Helper()
+	return startReplicaBin(t, binary, name, data, listen, env)
+}
+
+// startReplicaBin is startReplica with another build of the portal (bin).
+func startReplicaBin(t *testing.T, bin, name, data, listen string, env []string) *haReplica {
+	t.Helper()
 	r := &haReplica{name: name, data: data, env: env}
-	r.p = startPortalIn(t, data, nil, append(append([]string{}, env...), "CORRAL_VDI_LISTEN="+listen, "CORRAL_VDI_DATA_DIR="+data)...)
+	r.p = startPortalBin(t, bin, data, nil, append(append([]string{}, env...), "CORRAL_VDI_LISTEN="+listen, "CORRAL_VDI_DATA_DIR="+data)...)
 	waitFor(t, 10*time.Second, name+"'s election identity in its log", func() bool {
 		m := identityRE.FindStringSubmatch(r.p.Log())
 		if m != nil {
@@ -66,7 +72,14 @@ func (r *haReplica) kill(t *testing.T) {
 // listen address, data dir and kubeconfig in place of a pod's.
 func haEnv(t *testing.T, secrets map[string]string, kubeconfig string) []string {
 	t.Helper()
-	objs, err := deploytest.Render(filepath.Join("..", "deploy"))
+	return haEnvFrom(t, filepath.Join("..", "deploy"), secrets, kubeconfig)
+}
+
+// haEnvFrom is haEnv with the Deployment of another deploy/ folder (a
+// previous release's).
+func haEnvFrom(t *testing.T, deploy string, secrets map[string]string, kubeconfig string) []string {
+	t.Helper()
+	objs, err := deploytest.Render(deploy)
 	must(t, err)
 	d, err := deploytest.Deployment(objs)
 	must(t, err)

@@ -113,11 +113,17 @@ func mustStartPortalIn(tb testing.TB, data string, env ...string) *Portal {
 // NS`) on data, like MustStartPortal.
 func startPortalIn(tb testing.TB, data string, prefix []string, env ...string) *Portal {
 	tb.Helper()
+	return startPortalBin(tb, binary, data, prefix, env...)
+}
+
+// startPortalBin is startPortalIn with another build of the portal (bin).
+func startPortalBin(tb testing.TB, bin, data string, prefix []string, env ...string) *Portal {
+	tb.Helper()
 	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := append(append([]string{}, prefix...), binary, "serve")
+	args := append(append([]string{}, prefix...), bin, "serve")
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
 	cmd.Env = append(cmd.Env, env...)
