@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,11 +137,15 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // cluster; the VMI reports no IP, so its screen is reached through
 // KubeVirt's real virt-api and the node's virt-handler, which takes one
 // VNC client. alice (the holder) watches on a, erin (invited, view only)
-// on b: the same pixels, her keys reach the desktop, and virt-handler
-// let one client in and kicked none. a is SIGKILLed: erin reconnects on
-// b and alice on c by themselves; one of them takes the screen over once
-// a's heartbeat runs out; still the same pixels, and virt-handler saw
-// exactly one more client, one after the other, none kicked.
+// and carol (invited with control) on b, ops (an admin) on c: all see the
+// same pixels; alice's and carol's keys reach the desktop, erin's do not;
+// a thumbnail taken on b is virt-handler's screenshot, no second client;
+// alice's console moves to c (a reload). Through all that virt-handler let
+// one client in and refused or kicked none. a is SIGKILLed: erin
+// reconnects on b and alice on c by themselves; one of them takes the
+// screen over once a's heartbeat runs out; still the same pixels, and
+// virt-handler saw exactly one more client, one after the other, none
+// kicked.
 func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Node, ref vdi.Ref) {
 	if err := node.WithoutIPs(s.ctx, ref.Namespace, ref.Name); err != nil {
 		t.Fatal(err)
@@ -151,22 +156,20 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	a, b, c := startReplica(t, "a", env), startReplica(t, "b", env), startReplica(t, "c", env)
 	before := node.Consoles(ref.Namespace, ref.Name, "vnc") // the earlier steps'
 
-	req, _ := http.NewRequest("POST", a.url+"/api/vdi/desktops/"+ref.Namespace+"/"+ref.Name+"/shares", strings.NewReader(`{"user":"erin","control":false}`))
-	req.Header.Set("Tailscale-User-Login", "alice")
-	req.Header.Set("Content-Type", "application/json")
-	if res, err := http.DefaultClient.Do(req); err != nil || (res.StatusCode != 201 && res.StatusCode != 200) {
-		t.Fatalf("alice invites erin: %v %v", res, err)
-	} else {
-		res.Body.Close()
+	for _, inv := range []string{`{"user":"erin","control":false}`, `{"user":"carol","control":true}`} {
+		if code := a.call(t, "alice", "POST", "/api/vdi/desktops/"+ref.Namespace+"/"+ref.Name+"/shares", inv); code != 201 && code != 200 {
+			t.Fatalf("alice invites %s: %d", inv, code)
+		}
 	}
 	alice := a.mustWatch(t, ref, "alice")
-	erin := b.mustWatch(t, ref, "erin")
-	h := samePicture(t, "alice on a, erin on b", alice, erin)
-	for _, k := range "kube" {
-		alice.Key(uint32(k), true)
-		alice.Key(uint32(k), false)
-	}
-	changedPicture(t, "alice typed", h, alice, erin)
+	erin, carol := b.mustWatch(t, ref, "erin"), b.mustWatch(t, ref, "carol")
+	ops := c.mustWatch(t, ref, "ops")
+	all := []*snapshot.Viewer{alice, erin, carol, ops}
+	h := samePicture(t, "alice on a, erin and carol on b, ops on c", all...)
+	typeKeys(alice, "kube")
+	h = settledPicture(t, "alice typed", h, all...)
+	typeKeys(carol, "ctl")
+	h = settledPicture(t, "carol (control, on b) typed", h, all...)
 	clients := func(want int) {
 		t.Helper()
 		n := node.Consoles(ref.Namespace, ref.Name, "vnc")
@@ -174,6 +177,24 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 			t.Fatalf("virt-handler's VNC console of the VMI: %+v (before the replicas: %+v); want %d more opened, none kicked", n, before, want)
 		}
 		t.Logf("virt-handler's VNC console: %+v (before the replicas: %+v)", n, before)
+	}
+	clients(1)
+	viewOnlyDropped(t, erin, carol, h, all)
+	thumbNoSecondClient(t, b, node, ref)
+	clients(1)
+
+	// alice reloads her page, whose console opens on c this time: the
+	// screen stays a's, and nobody's console closes.
+	alice.Close()
+	alice = c.mustWatch(t, ref, "alice")
+	all = []*snapshot.Viewer{alice, erin, carol, ops}
+	h = samePicture(t, "alice moved to c", all...)
+	typeKeys(alice, "X")
+	settledPicture(t, "alice typed on c", h, all...)
+	for who, v := range map[string]*snapshot.Viewer{"erin": erin, "carol": carol, "ops": ops} {
+		if err := v.Err(); err != nil {
+			t.Errorf("%s's console closed while alice moved to c: %v; want it open", who, err)
+		}
 	}
 	clients(1)
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
@@ -185,7 +206,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
-	for who, v := range map[string]*snapshot.Viewer{"alice": alice, "erin": erin} {
+	for who, v := range map[string]*snapshot.Viewer{"alice": alice, "erin": erin, "carol": carol, "ops": ops} {
 		select {
 		case <-v.Done():
 		case <-time.After(30 * time.Second):
@@ -200,6 +221,79 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Logf("virt-handler refused %d VNC clients during the failover (preserveSession): retried, never a kick", n.Refused-before.Refused)
 	}
+}
+
+// viewOnlyDropped: erin (view only) types, then carol (control) types a
+// mark; carol then rubs her line out and, once the screen shows it, types
+// it again. The screen comes back to what it was with the mark only if
+// erin's keys never reached the desktop: had they, they would sit on the
+// line and not be typed again. (Passing, it waits for conditions only.)
+func viewOnlyDropped(t *testing.T, erin, carol *snapshot.Viewer, h [32]byte, all []*snapshot.Viewer) {
+	t.Helper()
+	typeKeys(erin, "rm -rf x")
+	typeKeys(carol, "Z")
+	marked := settledPicture(t, "carol typed a mark after erin (view only) typed", h, all...)
+	for range len("kubectlZ") {
+		typeKeys(carol, "\b")
+	}
+	settledPicture(t, "carol rubbed her line out", marked, all...) // her keys reach the desktop now
+	typeKeys(carol, "kubectlZ")
+	for end := time.Now().Add(30 * time.Second); samePicture(t, "carol typed her line again", all...) != marked; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the screen after carol typed her line again is not what it was with her mark: erin's keys (view only) reached the desktop")
+		}
+	}
+}
+
+// thumbNoSecondClient: ops's dashboard thumbnail of ref, taken on r (not
+// the screen's owner), is virt-handler's screenshot: a picture, and no
+// VNC client of the VMI more.
+func thumbNoSecondClient(t *testing.T, r *replica, node *testcluster.Node, ref vdi.Ref) {
+	t.Helper()
+	shots, vnc := node.Screenshots(), node.Consoles(ref.Namespace, ref.Name, "vnc")
+	req, _ := http.NewRequest("GET", r.url+"/admin/thumbs/"+ref.Namespace+"/"+ref.Name, nil)
+	req.Header.Set("Tailscale-User-Login", "ops")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := png.Decode(res.Body); res.StatusCode != 200 || err != nil {
+		t.Fatalf("ops's thumbnail on %s: %s, %v; want a PNG", r.name, res.Status, err)
+	}
+	if n := node.Screenshots(); n != shots+1 {
+		t.Errorf("virt-handler served %d screenshots for the thumbnail; want 1", n-shots)
+	}
+	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n != vnc {
+		t.Errorf("virt-handler's VNC console after a thumbnail on %s: %+v; want %+v, no client more", r.name, n, vnc)
+	}
+}
+
+// typeKeys types text on v, key by key ("\b" is BackSpace).
+func typeKeys(v *snapshot.Viewer, text string) {
+	for _, k := range text {
+		sym := uint32(k)
+		if k == '\b' {
+			sym = 0xff08
+		}
+		v.Key(sym, true)
+		v.Key(sym, false)
+	}
+}
+
+// call sends user's API request to r with a JSON body and returns the
+// status.
+func (r *replica) call(t *testing.T, user, method, path, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, r.url+path, strings.NewReader(body))
+	req.Header.Set("Tailscale-User-Login", user)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, r.name, err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // samePicture waits until every viewer has a picture and all are the
@@ -224,15 +318,19 @@ func samePicture(t *testing.T, what string, vs ...*snapshot.Viewer) [32]byte {
 	return [32]byte{}
 }
 
-// changedPicture waits until the viewers see one screen other than
-// before, and returns its hash.
-func changedPicture(t *testing.T, what string, before [32]byte, vs ...*snapshot.Viewer) [32]byte {
+// settledPicture waits until the viewers see one screen other than
+// before that stays for a second (what was typed all drawn), and returns
+// its hash.
+func settledPicture(t *testing.T, what string, before [32]byte, vs ...*snapshot.Viewer) [32]byte {
 	t.Helper()
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		if h := samePicture(t, what, vs...); h != before {
+	last := before
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		h := samePicture(t, what, vs...)
+		if h != before && h == last {
 			return h
 		}
+		last = h
 	}
-	t.Fatalf("%s: the screen did not change", what)
+	t.Fatalf("%s: the screen did not change, or did not settle", what)
 	return before
 }
