@@ -12,14 +12,16 @@ import (
 
 // h264Watch is a JS function that counts, in the console's noVNC, the Open
 // H.264 rectangles it reads and the frames it draws from them, keeps the
-// colour at desktop pixel [x, y] of each decoded frame (read from the
-// decoder's own VideoFrame, not the canvas, which tiles also paint), and
-// reports whether noVNC has an H.264 decoder at all.
+// colour at desktop pixel [x, y] of each decoded frame and the last three
+// decoded pictures whole (read from the decoder's own VideoFrame, cropped
+// to the rectangle as noVNC draws it, not from the canvas, which tiles
+// also paint), and reports whether noVNC has an H.264 decoder at all.
 const h264Watch = `([x, y]) => {
   const rfb = document.getElementById('screen')?.rfb;
   const dec = rfb?._decoders?.[50];
   if (!dec) return false;
   const w = window.__h264 = { rects: 0, frames: 0, colours: [], errors: [] };
+  const pictures = window.__h264pictures = [];
   const decodeRect = dec.decodeRect.bind(dec);
   dec.decodeRect = (...a) => { w.rects++; return decodeRect(...a); };
   const scratch = document.createElement('canvas');
@@ -33,11 +35,46 @@ const h264Watch = `([x, y]) => {
       try {
         g.drawImage(pending.frame, x - rx, y - ry, 1, 1, 0, 0, 1, 1);
         w.colours.push(Array.from(g.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+        const p = document.createElement('canvas');
+        p.width = rw;
+        p.height = rh;
+        p.getContext('2d').drawImage(pending.frame, 0, 0, rw, rh, 0, 0, rw, rh);
+        pictures.push(p);
+        if (pictures.length > 3) pictures.shift();
       } catch (e) { w.errors.push(String(e)); }
     });
     return videoFrame(rx, ry, rw, rh, pending);
   };
   return true;
+}`
+
+// decodedMatch is a JS function comparing each decoded picture h264Watch
+// kept with the console's canvas once the desktop is still (lossless
+// tiles: the desktop's own pixels), the [still] background colour being
+// [a], [b] or still itself in the pictures (the still screen's change may
+// come as the burst's last frame): it returns, per picture, its size, how
+// many background pixels are within 40 of one of those, how many there
+// are, and the mean difference per channel elsewhere (the xterm and its
+// text, where the colour loop changes nothing; lossy in the video).
+const decodedMatch = `([still, a, b]) => {
+  const cv = document.querySelector('#screen canvas');
+  const live = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  const near = (d, i, c) => Math.abs(d[i] - c[0]) <= 40 && Math.abs(d[i + 1] - c[1]) <= 40 && Math.abs(d[i + 2] - c[2]) <= 40;
+  return window.__h264pictures.map((p) => {
+    if (p.width !== cv.width || p.height !== cv.height) return { size: p.width + 'x' + p.height };
+    const d = p.getContext('2d').getImageData(0, 0, p.width, p.height).data;
+    let bg = 0, bgNear = 0, fg = 0, diff = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (live[i] === still[0] && live[i + 1] === still[1] && live[i + 2] === still[2]) {
+        bg++;
+        if (near(d, i, a) || near(d, i, b) || near(d, i, still)) bgNear++;
+        continue;
+      }
+      fg++;
+      diff += Math.abs(d[i] - live[i]) + Math.abs(d[i + 1] - live[i + 1]) + Math.abs(d[i + 2] - live[i + 2]);
+    }
+    return { size: p.width + 'x' + p.height, bg, bgNear, fg, mean: fg ? diff / fg / 3 : 0 };
+  });
 }`
 
 // canvasPixel is a JS function returning the console canvas's colour at
@@ -134,6 +171,31 @@ func TestConsole_H264(t *testing.T) {
 	w = v.(map[string]any)
 	if errs := w["errors"].([]any); len(errs) > 0 {
 		t.Errorf("reading decoded frames: %v", errs)
+	}
+	if n, got := toFloat(w["frames"]), len(w["colours"].([]any))+len(w["errors"].([]any)); got != int(n) {
+		t.Errorf("WebCodecs gave %d of the %v frames noVNC waited for", got, n)
+	}
+	// The hub's video, through Chromium's decoder, is the desktop's
+	// picture: the burst's last decoded frames against the still screen's
+	// lossless pixels.
+	m, err := page.Evaluate(decodedMatch, [][]int{green[:], red[:], blue[:]})
+	must(t, err)
+	compared := 0
+	for _, r := range m.([]any) {
+		r := r.(map[string]any)
+		if r["bg"] == nil {
+			t.Logf("a decoded picture of %v, not the still screen's size", r["size"])
+			continue
+		}
+		compared++
+		bg, bgNear, mean := toFloat(r["bg"]), toFloat(r["bgNear"]), toFloat(r["mean"])
+		t.Logf("decoded %v: %v of %v background pixels red, blue or green, the rest %.1f off per channel on average", r["size"], bgNear, bg, mean)
+		if bg < 100000 || bgNear < 0.98*bg || mean > 12 {
+			t.Errorf("a decoded %v picture is not the desktop's: %v of %v background pixels red, blue or green (want 98%%), the xterm %.1f off per channel (want at most 12)", r["size"], bgNear, bg, mean)
+		}
+	}
+	if compared == 0 {
+		t.Error("no decoded picture of the still screen's size to compare")
 	}
 	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
 	live := stableCanvas(t, page, "#screen canvas")
