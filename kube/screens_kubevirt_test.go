@@ -101,15 +101,21 @@ func startReplica(t *testing.T, name string, env []string) *replica {
 	return r
 }
 
-// watch opens user's VNC console of ref on r and watches its picture.
-func (r *replica) watch(ref vdi.Ref, user string) (*snapshot.Viewer, error) {
+// dial opens user's console websocket at path on r.
+func (r *replica) dial(path, user string) (*websocket.Conn, error) {
 	h := http.Header{"Tailscale-User-Login": {user}, "Origin": {r.url}}
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	ws, res, err := d.Dial("ws"+strings.TrimPrefix(r.url, "http")+"/ws/vnc/"+ref.Namespace+"/"+ref.Name, h)
+	ws, res, err := d.Dial("ws"+strings.TrimPrefix(r.url, "http")+path, h)
+	if err != nil && res != nil {
+		err = fmt.Errorf("%w (%s)", err, res.Status)
+	}
+	return ws, err
+}
+
+// watch opens user's VNC console of ref on r and watches its picture.
+func (r *replica) watch(ref vdi.Ref, user string) (*snapshot.Viewer, error) {
+	ws, err := r.dial("/ws/vnc/"+ref.Namespace+"/"+ref.Name, user)
 	if err != nil {
-		if res != nil {
-			err = fmt.Errorf("%w (%s)", err, res.Status)
-		}
 		return nil, err
 	}
 	return snapshot.Watch(relay.NewWSConn(ws, relay.WSConnOptions{}))
@@ -141,7 +147,9 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // same pixels; alice's and carol's keys reach the desktop, erin's do not;
 // a thumbnail taken on b is virt-handler's screenshot, no second client;
 // alice's console moves to c (a reload). Through all that virt-handler let
-// one client in and refused or kicked none. a is SIGKILLed: erin
+// one client in and refused or kicked none. Her serial console on a is
+// shared with erin and carol on b the same way (shareSerial). a is
+// SIGKILLed: the serial consoles on b follow alice's to c (follow); erin
 // reconnects on b and alice on c by themselves; one of them takes the
 // screen over once a's heartbeat runs out; still the same pixels, and
 // virt-handler saw exactly one more client, one after the other, none
@@ -200,6 +208,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
 	}
+	serial := shareSerial(t, a, b, node, ref)
 
 	killed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -213,6 +222,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 			t.Fatalf("%s's console still open 30s after the screen's owner was SIGKILLed; want it closed", who)
 		}
 	}
+	serial.follow(t, c, node, ref)
 	erin = b.mustWatch(t, ref, "erin")
 	alice = c.mustWatch(t, ref, "alice")
 	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
