@@ -106,9 +106,11 @@ func (v *VMs) Recreate(ctx context.Context, ref vdi.Ref) error {
 // PlanRecreate checks that ref can be made fresh (it is a member whose
 // golden VM is there) and returns its pool's definition with ref as the
 // one member, for a replica that finds ref gone after a recreate was cut
-// short. A member of a pool whose definition cannot be read is recreated
-// at once (vdi.ErrNotAJob): nothing must make it from a definition that
-// is not there.
+// short. A member of a pool whose definition cannot be read (Closed) is
+// planned with the definition it carries itself, the last it was given,
+// so that it is never made again open to everyone; one that carries no
+// access of its own is not made fresh at all (EConflict, nothing
+// deleted) until an admin sets the pool's access again.
 func (v *VMs) PlanRecreate(ctx context.Context, ref vdi.Ref) (vdi.Growth, error) {
 	var vm kubevirtv1.VirtualMachine
 	if err := v.rest.Get().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).Do(ctx).Into(&vm); apierrors.IsNotFound(err) {
@@ -120,9 +122,14 @@ func (v *VMs) PlanRecreate(ctx context.Context, ref vdi.Ref) (vdi.Growth, error)
 	if err != nil {
 		return vdi.Growth{}, err
 	}
-	p := poolFrom(pool)
-	if vm.Labels[vdi.LabelPool] == "" || p.Closed != "" {
+	if vm.Labels[vdi.LabelPool] == "" {
 		return vdi.Growth{}, vdi.ErrNotAJob
+	}
+	p := poolFrom(pool)
+	if p.Closed != "" {
+		if p, err = ownDefinition(&vm, p.Closed); err != nil {
+			return vdi.Growth{}, err
+		}
 	}
 	if _, err := v.golden(ctx, ref.Namespace, p.Source); err != nil {
 		return vdi.Growth{}, err

@@ -121,6 +121,22 @@ func definingMember(vms []kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine
 	return &vms[0], ""
 }
 
+// ownDefinition is the pool of vm as vm alone carries its definition,
+// for making vm fresh while its pool is closed (closed says why): vm is
+// made again for whom it last was. A member that carries no access of its
+// own, or one that does not parse, is refused (EConflict): read alone it
+// would be open to everyone.
+func ownDefinition(vm *kubevirtv1.VirtualMachine, closed string) (vdi.Pool, error) {
+	if _, _, err := memberDefinition(vm); err != nil || annotation(vm, AnnotationAccess) == "" {
+		return vdi.Pool{}, vdi.Errorf(vdi.EConflict, "Set the pool's access (and policy) again: that writes them on every member; then release it again.",
+			"Desktop %s/%s cannot be made fresh: its pool is for admins only until its definition is repaired (%s), and it carries no access of its own to be made again with.",
+			vm.Namespace, vm.Name, closed)
+	}
+	p := poolOf(vm)
+	p.Size = 1
+	return p, nil
+}
+
 // closedMembers returns why each member of the pool of vms that does not
 // carry the pool's definition is closed, by name: only when the pool
 // itself is defined (a closed pool is closed as a whole).

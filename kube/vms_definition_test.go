@@ -122,6 +122,8 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 		}
 	})
 
+	t.Run("AttackResetInClosedPool", func(t *testing.T) { testResetInClosedPool(t, s, svc, leases) })
+
 	t.Run("AttackPoolWithoutItsAccess", func(t *testing.T) {
 		// Every member lost it: nothing says whom the pool is for, so it
 		// is for admins only, and the admin is told why.

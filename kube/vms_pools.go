@@ -70,6 +70,12 @@ func (v *VMs) Grow(ctx context.Context, g vdi.Growth, progress func(vdi.Progress
 	if progress == nil {
 		progress = func(vdi.Progress) {}
 	}
+	if g.Pool.Closed != "" {
+		// A closed pool's Access reads as nobody's list: members made
+		// from it would be open to everyone.
+		return vdi.Errorf(vdi.EConflict, "Set the pool's access (and policy) again first: that writes them on every member.",
+			"Pool %s/%s is for admins only until its definition is repaired (%s); no member is made from it.", g.Pool.Namespace, g.Pool.Name, g.Pool.Closed)
+	}
 	golden, err := v.golden(ctx, g.Pool.Namespace, g.Pool.Source)
 	if err != nil {
 		return err
