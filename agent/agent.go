@@ -29,6 +29,7 @@ type Desktops interface {
 	Release(ctx context.Context, id vdi.Identity, ref vdi.Ref, reason string) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	NotePersonInput(ctx context.Context, ref vdi.Ref, login string, at time.Time) error
 	// ClaimChanged is closed at the next change of ref's claim made on
 	// any replica (nil where one process holds every claim).
 	ClaimChanged(ref vdi.Ref) <-chan struct{}

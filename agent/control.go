@@ -12,30 +12,64 @@ import (
 // and hands it back by letting go this long.
 const TakeoverHold = 30 * time.Second
 
+// personInputRefresh is how often, at most, one replica writes a
+// person's continuing input on a desktop to its claim: elsewhere the
+// agent's input waits from 25 to 30 s after the person's last.
+const personInputRefresh = 5 * time.Second
+
 // personInput is a person's latest input on a desktop.
 type personInput struct {
-	login string
-	at    time.Time
+	login   string
+	at      time.Time
+	written time.Time // when this replica last wrote it to the claim
 }
 
 // PersonInput notes that login, a person at a console of ref (never an
-// agent), sent input there now: the agent's input waits.
+// agent), sent input there now: the agent's input waits, on this replica
+// at once, on the others once the claim says so (written in the
+// background, every personInputRefresh at most: the caller is a console's
+// input path, which must not wait on the claim store).
 func (s *Seat) PersonInput(ref vdi.Ref, login string) {
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.people == nil || len(s.people) > 4096 {
 		s.people = map[vdi.Ref]personInput{}
 	}
-	s.people[ref] = personInput{login: login, at: now}
+	p := s.people[ref]
+	write := now.Sub(p.written) >= personInputRefresh
+	if write {
+		p.written = now
+	}
+	p.login, p.at = login, now
+	s.people[ref] = p
+	s.mu.Unlock()
+	if write {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.cfg.Desktops.NotePersonInput(ctx, ref, login, now); err != nil && vdi.ErrorCode(err) != vdi.EConflict {
+				s.cfg.Log.Warn("a person's input not recorded on the claim", "desktop", ref, "err", err)
+			}
+		}()
+	}
 }
 
-// suspended fails while a person has control of ref.
-func (s *Seat) suspended(ref vdi.Ref) error {
+// barred returns why an agent's call on d is refused, if it is: the
+// oversight on its claim (vdi.AgentBarred), or, for input, a person's
+// input within TakeoverHold, seen on this replica or recorded on the
+// claim by any.
+func (s *Seat) barred(d vdi.Desktop, input bool) error {
+	if err := vdi.AgentBarred(d, input); err != nil || !input {
+		return err
+	}
+	ref := vdi.Ref{Namespace: d.Namespace, Name: d.Name}
 	s.mu.Lock()
-	p, ok := s.people[ref]
+	p := s.people[ref]
 	s.mu.Unlock()
-	if !ok || time.Since(p.at) >= TakeoverHold {
+	if d.PersonInputAt.After(p.at) {
+		p.login, p.at = d.PersonInputBy, d.PersonInputAt
+	}
+	if p.at.IsZero() || time.Since(p.at) >= TakeoverHold {
 		return nil
 	}
 	return vdi.Errorf(vdi.EConflict, "", "%s took control of %s (their last input at %s): your input is suspended until %v after theirs ends; screenshot and wait_for_change still work",
@@ -95,7 +129,7 @@ func (s *Seat) watchClaim(ctx context.Context, id vdi.Identity, ref vdi.Ref, f *
 		case err == nil && d.Holder != id.Login:
 			err = vdi.Errorf(vdi.EForbidden, "", "desktop %s is no longer claimed by %s", ref, id.Login)
 		case err == nil:
-			err = vdi.AgentBarred(d, f.input)
+			err = s.barred(d, f.input)
 		case vdi.ErrorCode(err) != vdi.EForbidden && vdi.ErrorCode(err) != vdi.ENotFound:
 			err = nil // the claim store did not answer: judge at the next change
 		}

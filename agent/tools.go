@@ -47,13 +47,8 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 	if d.Holder != id.Login {
 		return vdi.Errorf(vdi.EForbidden, "", "desktop %s is not claimed by %s: claim one with claim_desktop", ref, id.Login)
 	}
-	if err := vdi.AgentBarred(d, c == input); err != nil {
+	if err := s.barred(d, c == input); err != nil {
 		return err
-	}
-	if c == input {
-		if err := s.suspended(ref); err != nil {
-			return err
-		}
 	}
 	if err := s.limit(id, c); err != nil {
 		return err

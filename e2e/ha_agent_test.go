@@ -51,7 +51,9 @@ func callInFlight(t *testing.T, s *mcp.ClientSession, desk string) <-chan toolAn
 // agent's wait_for_change runs on b: the call ends then, refused with her
 // name (b's watch of the claim sees the change; a never saw the call),
 // and so does the agent's next call on b, until she lets it go on
-// through a.
+// through a. Alice's own input in her console on a suspends the agent's
+// input on b (recorded on the claim), which comes back once she has let
+// go for the hold (agent.TakeoverHold).
 func TestHA_AgentOversight(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b := hs.reps["a"], hs.reps["b"]
@@ -97,5 +99,37 @@ func TestHA_AgentOversight(t *testing.T) {
 			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": desk}})
 			return err == nil && !res.IsError
 		})
+	})
+
+	t.Run("PersonInputOnAnotherReplica", func(t *testing.T) {
+		typeX := func() toolAnswer {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "type_text", Arguments: map[string]any{"desktop": desk, "text": "x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return toolAnswer{resultText(res), res.IsError}
+		}
+		if got := typeX(); got.refused {
+			t.Fatalf("the agent's input on b before alice typed: %q", got.text)
+		}
+		// Alice presses Shift in her console on a: the agent's input on
+		// b waits (b learns it from the claim).
+		var got toolAnswer
+		waitFor(t, time.Minute, "the agent's input on b suspended once alice typed on a", func() bool {
+			alice.send(t, []byte{4, 1, 0, 0, 0, 0, 0xff, 0xe1})
+			alice.send(t, []byte{4, 0, 0, 0, 0, 0, 0xff, 0xe1})
+			got = typeX()
+			return got.refused
+		})
+		if !strings.Contains(got.text, "alice took control") {
+			t.Errorf("the agent on b was told %q", got.text)
+		}
+		// She lets go: the agent's input on b comes back after the hold.
+		idle := time.Now()
+		waitFor(t, 2*time.Minute, "the agent's input on b back after alice's input on a ended", func() bool {
+			time.Sleep(time.Second)
+			return !typeX().refused
+		})
+		t.Logf("the agent's input on b came back %v after alice's last input on a", time.Since(idle).Round(time.Second))
 	})
 }

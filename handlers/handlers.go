@@ -42,6 +42,7 @@ type Desktops interface {
 	ConsoleHeartbeat(ctx context.Context, ref vdi.Ref) error
 	Input(ctx context.Context, ref vdi.Ref, at time.Time) error
 	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
+	NotePersonInput(ctx context.Context, ref vdi.Ref, login string, at time.Time) error
 	OverseeAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref, action string) (vdi.Desktop, error)
 	MayPlayRecording(ctx context.Context, id vdi.Identity, login string, ref vdi.Ref) error
 	Share(ctx context.Context, id vdi.Identity, ref vdi.Ref, req vdi.ShareRequest) (vdi.Share, error)

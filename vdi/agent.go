@@ -40,6 +40,39 @@ const (
 	AnnotationAgentStopped = "corral.dev/vdi-agent-stopped"
 )
 
+// AnnotationAgentPersonInput records, on the claim of a desktop an agent
+// works in, a person's latest input at one of its consoles: "alice
+// 2026-12-06T01:02:03.456Z". Every replica's agent seat reads it, so the
+// agent's input waits after a person's wherever either is connected.
+const AnnotationAgentPersonInput = "corral.dev/vdi-agent-person-input"
+
+// NotePersonInput records on ref's claim that login, a person (never an
+// agent), sent input at a console of ref at at, when an agent works in
+// the desktop; a claim that names no agent is not written.
+func (s *Service) NotePersonInput(ctx context.Context, ref Ref, login string, at time.Time) error {
+	l, err := s.leases.Get(ctx, ref)
+	if err != nil || l.Annotations[AnnotationAgent] == "" {
+		return err
+	}
+	return s.updateClaim(ctx, ref, "", func(l *Lease, _ time.Time) error {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[AnnotationAgentPersonInput] = login + " " + at.UTC().Format(time.RFC3339Nano)
+		return nil
+	})
+}
+
+// personInputOf reads AnnotationAgentPersonInput.
+func personInputOf(l *Lease) (string, time.Time) {
+	login, at, _ := strings.Cut(l.Annotations[AnnotationAgentPersonInput], " ")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return "", time.Time{}
+	}
+	return login, t
+}
+
 // The oversight actions of OverseeAgent.
 const (
 	OversightTake     = "take"

@@ -175,6 +175,11 @@ type Desktop struct {
 	// who stopped it (its calls are refused until they let it go on).
 	AgentControl string `json:"agentControl,omitempty"`
 	AgentStopped string `json:"agentStopped,omitempty"`
+	// PersonInputBy and PersonInputAt are the latest input of a person
+	// at one of its consoles while an agent works in it, as recorded on
+	// the claim (NotePersonInput): the agent's input waits after it.
+	PersonInputBy string    `json:"-"`
+	PersonInputAt time.Time `json:"-"`
 }
 
 // desktop joins a member with its live claim (nil: none) in pool pl. A
@@ -195,6 +200,7 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	}
 	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
 	d.AgentControl, d.AgentStopped = l.Annotations[AnnotationAgentControl], l.Annotations[AnnotationAgentStopped]
+	d.PersonInputBy, d.PersonInputAt = personInputOf(l)
 	f, _ := FactsOf(l)
 	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {
 		d.Reclaim = &next
