@@ -195,6 +195,40 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	}
 	r.note("morning: GET /admin with the %d-member pool, from the caches: median %s of %d (end to end over loopback; BenchmarkKubeDashboard measures the server side)",
 		sc.StormUsers, ms(percentile(dash, 50)), len(dash))
+	usageSawStorm(ctx, r, e, got)
+}
+
+// usageSamples is GET /api/vdi/usage's answer, as far as the soak reads it.
+type usageSamples struct {
+	Pools []struct {
+		Namespace, Pool string
+		Samples         []struct{ Size, Claimed int }
+	}
+}
+
+// usageSawStorm checks the admins' usage charts (GET /api/vdi/usage, what
+// /admin/usage draws) after the storm: the pool's last day peaks at held
+// desktops, every user who got one holding it, from the samples the three
+// replicas wrote and merged.
+func usageSawStorm(ctx context.Context, r *report, e *kubeEnv, held int) {
+	peak := 0
+	_, ok := eventually(2*time.Minute, func() bool {
+		code, buf, _ := call(ctx, e.replicas[0].URL, "ops", "GET", "/api/vdi/usage?range=day", "")
+		if code != 200 {
+			return false
+		}
+		u, _ := decode[usageSamples](buf)
+		for _, p := range u.Pools {
+			if p.Namespace != e.ns || p.Pool != e.pool {
+				continue
+			}
+			for _, s := range p.Samples {
+				peak = max(peak, s.Claimed)
+			}
+		}
+		return peak >= held
+	})
+	r.add("morning", "the usage chart's peak after the storm", ok, fmt.Sprintf("%d in use (within 2 min)", held), "%d", peak)
 }
 
 // acquired returns when the Lease of member was acquired.
