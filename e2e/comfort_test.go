@@ -344,7 +344,8 @@ func near(a, b string, d int) bool {
 func abs(v int) int { return max(v, -v) }
 
 // TestComfort_SerialPasteAsKeys logs in on a local VM's serial console with
-// paste-as-keys alone: the user name, the password and a command.
+// paste-as-keys alone: the user name, the password and a command; and
+// keys typed on its VNC console reach the guest as scan codes.
 func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	img := vmImage(t)
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
@@ -366,21 +367,40 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	// US keyboard cannot type, naming it, and types nothing.
 	openControl(t, page, "clipboard-toggle")
 	refusedAsKeys(t, page, "Grüße", `"ü" (U+00FC), "ß" (U+00DF)`)
-	_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=serial")
-	must(t, err)
-	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("log in as root"))
-	creds, err := page.GetByTestId("screen").GetAttribute("data-credentials")
+	openControl(t, page, "clipboard-toggle") // closed again
+
+	// The serial console, in a page of its own beside the VNC one.
+	serial := b.MustNewPage(t, 1024, 700)
+	signIn(t, serial, p, "alice", "/desktops/local/"+d.Name+"?protocol=serial")
+	must(t, expect.Locator(serial.GetByTestId("status")).ToContainText("log in as root"))
+	creds, err := serial.GetByTestId("screen").GetAttribute("data-credentials")
 	must(t, err)
 	login, password, _ := strings.Cut(creds, ":")
-	waitXterm(t, page, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
-	openControl(t, page, "clipboard-toggle") // the long status may fold the bar into Menu
-	pasteAsKeys(t, page, login+"\n")
-	waitXterm(t, page, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
-	pasteAsKeys(t, page, password+"\n")
-	waitXterm(t, page, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
-	pasteAsKeys(t, page, "echo serial-$((6*7))\n")
-	waitXterm(t, page, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
-	screenshot(t, page, "serial-paste-as-keys")
+	waitXterm(t, serial, regexp.MustCompile(`(?m)corral-vm login: ?$`), 90*time.Second)
+	openControl(t, serial, "clipboard-toggle") // the long status may fold the bar into Menu
+	pasteAsKeys(t, serial, login+"\n")
+	waitXterm(t, serial, regexp.MustCompile(`(?m)Password: ?$`), 10*time.Second)
+	pasteAsKeys(t, serial, password+"\n")
+	waitXterm(t, serial, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 15*time.Second)
+	pasteAsKeys(t, serial, "echo serial-$((6*7))\n")
+	waitXterm(t, serial, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
+	screenshot(t, serial, "serial-paste-as-keys")
+
+	t.Run("keys reach the guest as scan codes", func(t *testing.T) {
+		// QEMU's Extended Key Event through the hub: the guest types the
+		// physical keys with its own layout (US here). A German keyboard's
+		// keys that type y, z, ü, ö and " (Shift+2) are the US keys z, y,
+		// [, ; and @; as keysyms QEMU's en-us keymap would give y and z
+		// and drop the rest. Typed at the VGA console's login prompt
+		// (tty1), read back from its screen (/dev/vcs1) over serial.
+		pasteAsKeys(t, serial, "for i in $(seq 300); do grep -q login: /dev/vcs1 && break; sleep 0.2; done; echo tty1-$((6*7))\n")
+		waitXterm(t, serial, regexp.MustCompile(`(?m)^tty1-42$`), 90*time.Second)
+		focusDesktop(t, page)
+		newDevInput(t, page).strokes(plain("KeyZ", "y"), plain("KeyY", "z"), plain("BracketLeft", "ü"), plain("Semicolon", "ö"), shifted("Digit2", `"`))
+		pasteAsKeys(t, serial, "for i in $(seq 150); do grep -q 'login: zy' /dev/vcs1 && break; sleep 0.2; done; grep -o 'login: [^ ]*' /dev/vcs1\n")
+		waitXterm(t, serial, regexp.MustCompile(`(?m)^login: zy\[;@$`), 60*time.Second)
+		screenshot(t, page, "qemu-scan-codes")
+	})
 }
 
 // TestComfort_Reconnect stops the desktop under an open VNC console: the

@@ -58,7 +58,7 @@ type client struct {
 
 // clientEncodings is what a client's SetEncodings said it follows.
 type clientEncodings struct {
-	zrle, tight, desktopSize, eds, extClip, cursor, lastRect, h264 bool
+	zrle, tight, desktopSize, eds, extClip, cursor, lastRect, h264, qemuKeys bool
 	// tightFirst: Tight comes before ZRLE in the client's list (or
 	// without it), so the hub sends its lossless rectangles as Tight.
 	tightFirst bool
@@ -270,6 +270,10 @@ func (c *client) read() error {
 			if err := c.readCutText(); err != nil {
 				return err
 			}
+		case msgQEMU:
+			if err := c.readQEMU(); err != nil {
+				return err
+			}
 		case msgSetDesktopSize:
 			if err := c.readSetDesktopSize(); err != nil {
 				return err
@@ -297,7 +301,8 @@ func (c *client) input(typ byte, n int) error {
 // readEncodings notes which of the hub's encodings the client follows;
 // a client that newly follows ExtendedDesktopSize is told the layout (so
 // that noVNC offers resizing) and one that follows the Extended Clipboard
-// with control is told the desktop's caps.
+// with control is told the desktop's caps; one that asks for QEMU's
+// extended key events is told when the desktop takes them.
 func (c *client) readEncodings() error {
 	b := make([]byte, 3)
 	if err := readFull(c.conn, b); err != nil {
@@ -328,6 +333,8 @@ func (c *client) readEncodings() error {
 			e.extClip = true
 		case encH264:
 			e.h264 = true
+		case encQEMUKeyEvent:
+			e.qemuKeys = true
 		default:
 			if q := int32(binary.BigEndian.Uint32(list[i:])); q >= encQualityLevel0 && q <= encQualityLevel9 {
 				e.jpeg = int(q-encQualityLevel0) + 1
@@ -347,6 +354,9 @@ func (c *client) readEncodings() error {
 	}
 	if e.extClip && !c.enc.extClip && c.control && h.clipCaps != nil {
 		c.queue(h.clipCaps)
+	}
+	if e.qemuKeys && !c.enc.qemuKeys && h.qemuKeys {
+		c.queue(qemuKeysAck)
 	}
 	c.enc = e
 	if !e.h264 {

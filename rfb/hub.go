@@ -26,6 +26,7 @@ type Hub struct {
 	fb        framebuffer
 	screens   []byte       // ExtendedDesktopSize screen list: count, padding, screens
 	clipCaps  []byte       // the desktop's Extended Clipboard caps, for new clients
+	qemuKeys  bool         // the desktop takes QEMU extended key events (qemukeys.go)
 	cursor    *cursorShape // the desktop's latest pointer shape, if it sent one
 	cursorGen uint64       // counts the shapes
 	clients   map[*client]struct{}

@@ -23,9 +23,10 @@ type scriptedDesktop struct {
 	fill        [3]byte
 	cursorFirst *cursorShape
 	paintDelay  time.Duration
+	qemuKeys    bool // answers QEMU's Extended Key Event, as QEMU does
 
 	mu    sync.Mutex
-	input [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize
+	input [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize, QEMU's extended key
 	got   chan struct{}
 }
 
@@ -57,6 +58,7 @@ func (d *scriptedDesktop) serve() {
 	si = append(si, canonical.marshal()...)
 	si = append(si, 0, 0, 0, 4, 't', 'e', 's', 't')
 	d.write(si)
+	ackQEMU := false // to send QEMU's answer to the Extended Key Event
 	for {
 		if readFull(c, b[:1]) != nil {
 			return
@@ -75,6 +77,8 @@ func (d *scriptedDesktop) serve() {
 			msg = make([]byte, 10)
 		case msgKeyEvent:
 			msg = make([]byte, 8)
+		case msgQEMU:
+			msg = make([]byte, qemuKeyEventLen)
 		case msgPointerEvent:
 			msg = make([]byte, 6)
 		case msgClientCutText:
@@ -102,6 +106,10 @@ func (d *scriptedDesktop) serve() {
 			return
 		}
 		switch b[0] {
+		case msgSetEncodings:
+			for i := 4; i < len(msg); i += 4 {
+				ackQEMU = ackQEMU || int32(binary.BigEndian.Uint32(msg[i:])) == encQEMUKeyEvent && d.qemuKeys
+			}
 		case msgUpdateRequest:
 			if msg[1] == 0 && d.cursorFirst != nil {
 				go func() { // the hub writes its next request meanwhile
@@ -112,7 +120,12 @@ func (d *scriptedDesktop) serve() {
 			} else if msg[1] == 0 { // a full update, as a real desktop sends
 				d.frame(d.fill)
 			}
-		case msgKeyEvent, msgPointerEvent, msgClientCutText, msgSetDesktopSize:
+			if ackQEMU { // after the frame: a pipe has no buffer for the hub's next request
+				ackQEMU = false
+				ack := []byte{msgFramebufferUpdate, 0, 0, 1, 0, 0, 0, 0, byte(d.w >> 8), byte(d.w), byte(d.h >> 8), byte(d.h)}
+				go d.write(append(ack, qemuKeysAck[12:]...)) // the encoding, -258
+			}
+		case msgKeyEvent, msgPointerEvent, msgClientCutText, msgSetDesktopSize, msgQEMU:
 			d.mu.Lock()
 			d.input = append(d.input, msg)
 			d.mu.Unlock()

@@ -130,6 +130,7 @@ func (c *testClient) next() error {
 				c.fb.resize(r.W, r.H)
 			case encLastRect:
 				return nil
+			case encQEMUKeyEvent: // no data
 			case encH264:
 				var lf [8]byte
 				if err := readFull(c.conn, lf[:]); err != nil {

@@ -96,7 +96,7 @@ func (h *Hub) handshake() error {
 	h.screens = oneScreen(w, hh)
 
 	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, canonical.marshal()...)
-	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard, encCursor}
+	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard, encCursor, encQEMUKeyEvent}
 	msg = append(msg, msgSetEncodings, 0, 0, byte(len(encs)))
 	for _, e := range encs {
 		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
@@ -277,6 +277,9 @@ func (h *Hub) readRect(r Rect, enc int32) (Rect, error) {
 		return h.resized(r.W, r.H, r.X, r.Y, screens)
 	case encCursor:
 		return Rect{}, h.readCursor(r)
+	case encQEMUKeyEvent: // no data; QEMU names its screen's size
+		h.offerQEMUKeys()
+		return Rect{}, nil
 	}
 	h.mu.Lock()
 	w, hh := h.fb.w, h.fb.h
