@@ -4,11 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/agent"
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/connid"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -32,7 +32,7 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 		// The holder's page lists the agent among the desktop's viewers
 		// while its screen is open, so its notice shows live.
 		remove := cs.watchers.add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
-		return &closeHook{Conn: conn, hook: remove}, nil
+		return connid.OnClose(conn, remove), nil
 	}
 	var audit vdi.AuditLog
 	if cfg.Audit != nil {
@@ -43,18 +43,6 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 
 // roleAgent is an agent's role among a desktop's viewers (api.Viewer).
 const roleAgent = "agent"
-
-// closeHook is a connection that runs hook once when first closed.
-type closeHook struct {
-	net.Conn
-	once sync.Once
-	hook func()
-}
-
-func (c *closeHook) Close() error {
-	c.once.Do(c.hook)
-	return c.Conn.Close()
-}
 
 // handleMCP serves /mcp (Streamable HTTP): only a personal access token
 // opens it, never a cookie, so that no page of another site can drive an

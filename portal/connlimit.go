@@ -54,7 +54,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		key, limit := l.client(c)
 		if l.take(key, limit) {
-			return &limitedConn{Conn: c, release: func() { l.put(key) }}, nil
+			return connid.OnClose(c, func() { l.put(key) }), nil
 		}
 		go func() { // never block Accept on a slow client
 			c.SetWriteDeadline(time.Now().Add(2 * time.Second))
@@ -129,18 +129,3 @@ func (l *connLimiter) put(key string) {
 	}
 }
 
-// limitedConn gives its slot back when closed.
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-// Close implements net.Conn.
-func (c *limitedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
-}
-
-// Unwrap returns the connection c wraps (connid.VerdictOf looks through it).
-func (c *limitedConn) Unwrap() net.Conn { return c.Conn }
