@@ -128,4 +128,3 @@ func (l *connLimiter) put(key string) {
 		delete(l.open, key)
 	}
 }
-
