@@ -112,6 +112,12 @@ func (s *Streams) ServeLink(ref vdi.Ref, p vdi.Protocol, control bool) (net.Conn
 	return c, nil
 }
 
+// ConsoleMoves is what a draining replica's hand-over tells the clients
+// of the terminal and serial consoles it shares (relay.HandedOver): the
+// holder's page says it and reconnects; an invitee's relayed from another
+// replica follows the console instead (followConn).
+const ConsoleMoves = "the portal server holding this console is shutting down; the console moves to another one"
+
 // HandOff ends every console this replica shares and shares no more: a
 // draining replica calls it as the drain begins (as Screens.HandOff), so
 // that it does not wait for the holders' consoles to end. Each stream
@@ -122,5 +128,5 @@ func (s *Streams) ServeLink(ref vdi.Ref, p vdi.Protocol, control bool) (net.Conn
 func (s *Streams) HandOff() {
 	s.handedOff.Store(true)
 	s.log.Info("draining: handing the shared consoles over to other replicas")
-	s.streams.CloseAll()
+	s.streams.CloseAll(relay.HandedOver(ConsoleMoves))
 }

@@ -2,12 +2,15 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -140,7 +143,8 @@ func (c *sizedConn) size() [2]uint16 {
 }
 
 // TestStreams_HandOffFollowed: a draining replica hands its shared serial
-// console off (Streams.HandOff): the holder's console there ends, a's
+// console off (Streams.HandOff): the holder's console there ends, told
+// why (the console moves to another portal server), a's
 // record goes and a refuses stream links; the invitees relayed from b,
 // without opening anything again, follow the holder's console once it is
 // opened on c: they read c's desktop, and only the control invitee's keys
@@ -170,8 +174,9 @@ func TestStreams_HandOffFollowed(t *testing.T) {
 
 	a.shared.HandOff()
 	holder.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadAll(holder); err != nil {
-		t.Fatalf("the holder's console on a after the hand-off: %v; want it ended", err)
+	var ce *websocket.CloseError
+	if _, err := io.ReadAll(holder); !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ConsoleMoves {
+		t.Fatalf("the holder's console on a after the hand-off: %v; want it ended, saying why: 1012 %q", err, console.ConsoleMoves)
 	}
 	for end := time.Now().Add(10 * time.Second); table.version(key) != ""; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {

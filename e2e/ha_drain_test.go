@@ -17,7 +17,8 @@ import (
 // (haScreen; a drains for up to a minute): erin's console relayed
 // through b ends, b passing on why (1012: the screen moves to another
 // portal server), opened again on b it shows the screen with b its owner;
-// alice's serial console on a ends long before the drain's minute, and
+// alice's serial console on a ends long before the drain's minute, saying
+// why (1012: the console moves), and
 // erin's serial console on b, joined over a stream link, follows it to c
 // when alice opens it there, without opening anything again: her command
 // runs and both read it. The VMI's VNC and serial clients were one at a
@@ -61,6 +62,7 @@ func TestHA_DrainHandsScreensOff(t *testing.T) {
 
 	signalled := time.Now()
 	must(t, a.p.cmd.Process.Signal(syscall.SIGTERM))
+	said := map[*websocket.Conn]string{erin.ws: console.ScreenMoves, aliceSerial: console.ConsoleMoves}
 	for who, ws := range map[string]*websocket.Conn{"erin's screen on b": erin.ws, "alice's serial console on a": aliceSerial} {
 		ws.SetReadDeadline(time.Now().Add(30 * time.Second)) // the drain lasts up to a minute
 		for {
@@ -72,8 +74,8 @@ func TestHA_DrainHandsScreensOff(t *testing.T) {
 				t.Errorf("%s ended %v after a's SIGTERM (%v); want it handed off as the drain begins", who, time.Since(signalled).Round(time.Millisecond), err)
 			}
 			var ce *websocket.CloseError
-			if ws == erin.ws && (!errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ScreenMoves) {
-				t.Errorf("%s ended with %v; want b to pass a's hand-over on: 1012 %q", who, err, console.ScreenMoves)
+			if !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != said[ws] {
+				t.Errorf("%s ended with %v; want a's hand-over said: 1012 %q", who, err, said[ws])
 			}
 			break
 		}

@@ -8,6 +8,7 @@ package fanout
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -37,7 +38,8 @@ type Stream struct {
 	mu      sync.Mutex
 	backlog []byte
 	clients map[*client]struct{}
-	joined  bool // a client ever joined: the last one leaving ends the stream
+	joined  bool  // a client ever joined: the last one leaving ends the stream
+	why     error // the reason CloseFor gave, which the clients read
 }
 
 // New starts sharing up, which the stream closes when it ends.
@@ -52,7 +54,18 @@ func (s *Stream) Done() <-chan struct{} { return s.done }
 
 // Close ends the stream and every client's connection.
 func (s *Stream) Close() {
+	s.CloseFor(nil)
+}
+
+// CloseFor ends the stream as Close does, for a reason its clients are
+// told: their connections read why where they would read io.EOF, so that
+// whoever relays one can say why the console went (a draining replica
+// hands its consoles over to another).
+func (s *Stream) CloseFor(why error) {
 	s.once.Do(func() {
+		s.mu.Lock()
+		s.why = why // before any client's end closes
+		s.mu.Unlock()
 		close(s.done)
 		s.up.Close()
 		s.mu.Lock()
@@ -138,6 +151,22 @@ type Conn struct {
 	net.Conn
 	s     *Stream
 	owner bool
+}
+
+// Read implements net.Conn: at the end of the console it reads the
+// reason the stream was closed for (Stream.CloseFor), if any, rather than
+// io.EOF.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if errors.Is(err, io.EOF) {
+		c.s.mu.Lock()
+		why := c.s.why
+		c.s.mu.Unlock()
+		if why != nil {
+			return n, why
+		}
+	}
+	return n, err
 }
 
 // Resize resizes the console when c is its owner and it is a Resizer; a

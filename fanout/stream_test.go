@@ -152,7 +152,7 @@ func TestStreams_Lifetime(t *testing.T) {
 
 // TestStreams_CloseAll: a draining replica's CloseAll ends every console,
 // the newest of a key and the older one a non-exclusive Open kept, with
-// their clients.
+// their clients, whose ends read the reason given.
 func TestStreams_CloseAll(t *testing.T) {
 	var ss Streams
 	up1, console1 := newConsole(t)
@@ -160,11 +160,16 @@ func TestStreams_CloseAll(t *testing.T) {
 	up2, console2 := newConsole(t)
 	o2, _ := ss.Open("d/terminal", up2, "direct", false)
 	v2, _, _ := ss.Join("d/terminal", true)
-	ss.CloseAll()
+	moves := errors.New("the console moves")
+	ss.CloseAll(moves)
 	for name, c := range map[string]net.Conn{"the older console": console1, "the newest console": console2, "its owner's end": o1, "the newer owner's end": o2, "its client": v2} {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		_, err := c.Read(make([]byte, 1))
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("%s after CloseAll: %v; want it closed", name, err)
+		}
+		if _, client := c.(*Conn); client && !errors.Is(err, moves) {
+			t.Errorf("%s after CloseAll: %v; want the reason given (%v)", name, err, moves)
 		}
 	}
 	if _, _, ok := ss.Join("d/terminal", false); ok {

@@ -64,9 +64,9 @@ func (ss *Streams) Join(key string, control bool) (*Conn, string, bool) {
 }
 
 // CloseAll ends every console ss shares (the newest of each key and
-// those they replaced), with their clients: a replica that drains hands
-// them off this way.
-func (ss *Streams) CloseAll() {
+// those they replaced), with their clients, which read why (Stream.CloseFor;
+// nil: io.EOF): a replica that drains hands them off this way.
+func (ss *Streams) CloseAll(why error) {
 	ss.mu.Lock()
 	all := make([]*Stream, 0, len(ss.live))
 	for s := range ss.live {
@@ -74,6 +74,6 @@ func (ss *Streams) CloseAll() {
 	}
 	ss.mu.Unlock()
 	for _, s := range all {
-		s.Close()
+		s.CloseFor(why)
 	}
 }
