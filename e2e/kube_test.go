@@ -300,6 +300,13 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	if code := p.API(t, "bob", "POST", "/api/vdi/desktops/"+e.ns+"/"+bobs.Name+"/release", nil); code != 200 {
 		t.Fatalf("bob's release: %d", code)
 	}
+	// The release answers while the VM stops (#55): the pool is free, and
+	// can be deleted, once it has.
+	waitFor(t, 2*time.Minute, "pool desk free again after bob's release", func() bool {
+		var pools []pool
+		p.API(t, "ops", "GET", "/api/vdi/pools", &pools)
+		return slices.ContainsFunc(pools, func(pl pool) bool { return pl.Name == "desk" && pl.Free == pl.Size })
+	})
 	if code := p.API(t, "ops", "DELETE", "/api/vdi/pools/"+e.ns+"/desk", &perr); code != 200 && code != 204 {
 		t.Fatalf("delete: %d %+v", code, perr)
 	}

@@ -2,8 +2,10 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +46,25 @@ func newVMSetup(t *testing.T) *vmSetup {
 func (s *vmSetup) service(t *testing.T) (*vdi.Service, vdi.Leases) {
 	t.Helper()
 	leases := mustLeases(t, s.sa)
-	return newService(s.vms, leases), leases
+	svc := newService(s.vms, leases)
+	t.Cleanup(svc.StopJobs) // a reset a release left going (a VM's stop) ends with the test
+	return svc, leases
+}
+
+// waitClaimGone waits until ref's claim is gone: a release of a VM
+// answers while the VM stops or is made again (vdi: a long reset goes on
+// detached).
+func waitClaimGone(t *testing.T, leases vdi.Leases, ref vdi.Ref) {
+	t.Helper()
+	for end := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		_, err := leases.Get(context.Background(), ref)
+		if errors.Is(err, vdi.ErrNotFound) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the claim on %s 3 min after its release: %v; want it gone once its reset ended", ref, err)
+		}
+	}
 }
 
 // newService returns vdi.Service over backend and leases, auditing nothing

@@ -29,7 +29,7 @@ func TestVMPoolLifecycle(t *testing.T) {
 		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always}}); err != nil {
 		t.Fatal(err)
 	}
-	svc, _ := s.service(t)
+	svc, leases := s.service(t)
 	root := vdi.Identity{Login: "root", Admin: true}
 	pool := vdi.Pool{Namespace: ns, Name: "demo", Kind: vdi.KindVM, Mode: vdi.ModePersistent, Source: "golden", Size: 3}
 
@@ -100,6 +100,9 @@ func TestVMPoolLifecycle(t *testing.T) {
 		if err := svc.Release(ctx, root, d.Ref(), "test"); err != nil {
 			t.Fatalf("force-release %s: %v", d.Name, err)
 		}
+	}
+	for _, d := range []vdi.Desktop{a, b} {
+		waitClaimGone(t, leases, d.Ref()) // the release answers while the VM stops
 	}
 	if err := svc.DeletePool(ctx, root, ns, "demo"); err != nil {
 		t.Fatalf("delete: %v", err)

@@ -125,3 +125,70 @@ func TestReclaim_SlowCloneHoldsNoOneUp(t *testing.T) {
 		t.Errorf("%d clones started; want one per member", got)
 	}
 }
+
+// slowStop is a VM pool on a cluster (a PoolGrower) whose members' stop
+// takes until the test closes gate, as a guest's shutdown does.
+type slowStop struct {
+	*recloner
+	stopping chan string
+}
+
+func (b *slowStop) Stop(ctx context.Context, r vdi.Ref) error {
+	b.stopping <- r.Name
+	select {
+	case <-b.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.recloner.Stop(ctx, r)
+}
+
+// TestRelease_PersistentVMAnswersAtOnce: releasing a persistent VM on a
+// cluster answers once the claim is marked, while its guest still shuts
+// down; meanwhile the member is resetting (its holder's no more, nobody
+// else's yet), and free once the stop ends.
+func TestRelease_PersistentVMAnswersAtOnce(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	b := &slowStop{recloner: &recloner{poolBackend: newPoolBackend(vdi.ModePersistent, "demo-1"), gate: make(chan struct{}), cloned: make(chan string, 1)},
+		stopping: make(chan string, 2)}
+	b.pool.Kind = vdi.KindVM
+	svc, db := newService(t, b, &now)
+	t.Cleanup(svc.StopJobs)
+	let := sync.OnceFunc(func() { close(b.gate) })
+	t.Cleanup(let)
+	alice := vdi.Identity{Login: "alice"}
+	d, err := svc.Claim(ctx, alice, "local", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() { released <- svc.Release(ctx, alice, d.Ref(), "") }()
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatalf("alice's release: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("alice's release still waits for the guest's shutdown after 1 min; want it answered at once")
+	}
+	<-b.stopping
+	if got, err := svc.Desktop(ctx, vdi.Identity{Login: "ops", Admin: true}, d.Ref()); err != nil || got.Resetting != "release" || got.Holder != "" {
+		t.Errorf("demo-1 while it stops: %+v, %v; want it resetting (release) with no holder", got, err)
+	}
+	if mine, err := svc.Desktops(ctx, alice, false); err != nil || len(mine) != 0 {
+		t.Errorf("alice's desktops while hers stops: %+v, %v; want none", mine, err)
+	}
+	let()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := db.Leases().Get(ctx, d.Ref())
+		if errors.Is(err, vdi.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's claim 1 min after the guest shut down: %v; want it let go", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

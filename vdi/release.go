@@ -13,7 +13,7 @@ import (
 // closed with a message first. A failed power step keeps the claim. A
 // claim on a member that no longer exists (deleted by hand) is let go.
 //
-// A recreate that is long (a re-clone on Kubernetes) goes on after
+// A reset that is long (a re-clone or a VM's stop on Kubernetes) goes on after
 // Release returns, on the portal's own context, not the request's: the
 // claim stays marked (so nobody gets the member meanwhile, its holder
 // included) until the member is fresh, and a replica that dies meanwhile

@@ -7,8 +7,9 @@ import (
 )
 
 // resetOf returns how a reclaim resets l's member, as its pool's mode
-// says, whether that is long (a re-clone), and the plan to record on the
-// claim's mark (AnnotationReset) when it made a new one.
+// says, whether that is long (a re-clone, or a VM's stop on a cluster),
+// and the plan to record on the claim's mark (AnnotationReset) when it
+// made a new one.
 //
 // An ephemeral member of a pool whose growing is long (a PoolGrower: a VM
 // pool on Kubernetes, where a reset deletes the old VM and clones a new
@@ -41,7 +42,11 @@ func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Con
 	case err != nil:
 		return nil, false, "", err
 	case p.Mode != ModeEphemeral:
-		return unlessGone(s.backend.Stop, ref), false, "", nil
+		// A VM's stop on a cluster (a PoolGrower) waits for its guest to
+		// shut down, up to its termination grace: it goes on detached, as
+		// a re-clone does. Nothing is deleted, so it needs no plan: a
+		// replica that takes it over stops the member again.
+		return unlessGone(s.backend.Stop, ref), grows && p.Kind == KindVM, "", nil
 	}
 	if grows {
 		g, err := pg.PlanRecreate(ctx, ref)
