@@ -87,17 +87,7 @@ func TestReclaim_SlowCloneHoldsNoOneUp(t *testing.T) {
 		t.Fatal("ReclaimDue still waits after 1 min while demo-1's clone hangs; want it to hand the clones off")
 	}
 	// demo-2's reset ends (its lease gone) while demo-1's still hangs.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := db.Leases().Get(ctx, vdi.Ref{Namespace: "local", Name: "demo-2"})
-		if errors.Is(err, vdi.ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo-2's claim after 1 min: %v; want it let go once its quick re-clone ended", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLeaseGone(t, db.Leases(), vdi.Ref{Namespace: "local", Name: "demo-2"})
 	l, err := db.Leases().Get(ctx, vdi.Ref{Namespace: "local", Name: "demo-1"})
 	if err != nil || l.Annotations[vdi.AnnotationReclaiming] != vdi.RuleDisconnect || l.Annotations[vdi.AnnotationReset] == "" {
 		t.Fatalf("demo-1's claim while its clone hangs: %+v, %v; want it marked with its rule and plan", l, err)
@@ -110,17 +100,7 @@ func TestReclaim_SlowCloneHoldsNoOneUp(t *testing.T) {
 		t.Errorf("ReclaimDue again while demo-1 resets = %d, %v; want 0", n, err)
 	}
 	let()
-	deadline = time.Now().Add(time.Minute)
-	for {
-		_, err := db.Leases().Get(ctx, l.Ref())
-		if errors.Is(err, vdi.ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo-1's claim 1 min after its clone was let go: %v; want it let go", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLeaseGone(t, db.Leases(), l.Ref())
 	if got := len(b.cloned); got != 2 {
 		t.Errorf("%d clones started; want one per member", got)
 	}
@@ -180,15 +160,20 @@ func TestRelease_PersistentVMAnswersAtOnce(t *testing.T) {
 		t.Errorf("alice's desktops while hers stops: %+v, %v; want none", mine, err)
 	}
 	let()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := db.Leases().Get(ctx, d.Ref())
+	waitLeaseGone(t, db.Leases(), d.Ref())
+}
+
+// waitLeaseGone waits until ref's claim is let go, as a reset that ended
+// lets it go.
+func waitLeaseGone(t *testing.T, leases vdi.Leases, ref vdi.Ref) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := leases.Get(context.Background(), ref)
 		if errors.Is(err, vdi.ErrNotFound) {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("alice's claim 1 min after the guest shut down: %v; want it let go", err)
+			t.Fatalf("the claim on %s after 1 min: %v; want it let go once its reset ended", ref, err)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
