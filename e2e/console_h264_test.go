@@ -136,13 +136,17 @@ func TestConsole_H264(t *testing.T) {
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
 	// Flips a few times a window of the hub's motion rule: the whole
 	// screen changing fast goes as video (a slower slideshow goes as tiles).
-	pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & echo PID=$!")
-	var loop int
-	if i := strings.LastIndex(pid, "PID="); i < 0 {
-		t.Fatalf("the colour loop's pid: %q", pid)
-	} else if _, err := fmt.Sscanf(pid[i+4:], "%d", &loop); err != nil {
-		t.Fatalf("the colour loop's pid: %q: %v", pid, err)
+	startLoop := func() int {
+		pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & echo PID=$!")
+		var loop int
+		if i := strings.LastIndex(pid, "PID="); i < 0 {
+			t.Fatalf("the colour loop's pid: %q", pid)
+		} else if _, err := fmt.Sscanf(pid[i+4:], "%d", &loop); err != nil {
+			t.Fatalf("the colour loop's pid: %q: %v", pid, err)
+		}
+		return loop
 	}
+	loop := startLoop()
 	var w map[string]any
 	seen := func(want [3]int) bool {
 		for _, c := range w["colours"].([]any) {
@@ -197,6 +201,40 @@ func TestConsole_H264(t *testing.T) {
 	if compared == 0 {
 		t.Error("no decoded picture of the still screen's size to compare")
 	}
+
+	// A decoder that fails (WebCodecs closes it on an error) never gives
+	// the frame noVNC waits for, which stalled noVNC for good: the page's
+	// watchdog takes the console off video and the screen goes on as tiles.
+	_, err = page.Evaluate(`() => {
+	  const decode = VideoDecoder.prototype.decode;
+	  VideoDecoder.prototype.decode = function (chunk) {
+	    VideoDecoder.prototype.decode = decode;
+	    this.close();
+	    return decode.call(this, chunk);
+	  };
+	}`)
+	must(t, err)
+	rects := func() float64 {
+		v, err := page.Evaluate(`() => window.__h264.rects`)
+		if err != nil {
+			return -1
+		}
+		return toFloat(v)
+	}
+	before := rects()
+	loop = startLoop()
+	waitFor(t, 60*time.Second, "video again, to the failing decoder", func() bool { return rects() > before })
+	waitFor(t, 60*time.Second, "the page to notice the lost frame and go on with tiles", func() bool {
+		v, err := page.Evaluate(`() => document.getElementById('screen').dataset.video`)
+		return err == nil && v == "tiles"
+	})
+	purple := [3]int{0x80, 0x30, 0x70}
+	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#803070'", loop))
+	waitFor(t, 60*time.Second, "the still screen after the lost frame, pixel-exact", func() bool {
+		c, err := page.Evaluate(canvasPixel, at)
+		return err == nil && nearColour(c.([]any), purple, 0)
+	})
+	screenshot(t, page, "h264-lost-frame-tiles")
 	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
 	live := stableCanvas(t, page, "#screen canvas")
 	must(t, page.Close())
