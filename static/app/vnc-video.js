@@ -13,7 +13,7 @@
 // stallMS is how long a video frame may take to decode before the page
 // counts it lost: a key frame took up to 0.8 s on a loaded 2-core
 // machine; a frame taken for lost only costs this page its video.
-const stallMS = 3000;
+const stallMS = 5000;
 const tickMS = 500;
 const H264 = 50;
 
