@@ -78,6 +78,10 @@ type Viewer struct {
 	Granted  bool         `json:"granted,omitempty"`
 	Protocol vdi.Protocol `json:"protocol"`
 	Since    time.Time    `json:"since"`
+	// AgentControl and AgentStopped, on an agent's entry, name who took
+	// control from it and who stopped it (the desktop's claim).
+	AgentControl string `json:"agentControl,omitempty"`
+	AgentStopped string `json:"agentStopped,omitempty"`
 }
 
 // ControlGrant answers an admin's POST …/control that the holder allowed:

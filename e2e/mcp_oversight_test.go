@@ -17,7 +17,8 @@ import (
 // never typed, so it is not the 30 s a person's input gives); Stop cuts
 // the agent's call in flight and refuses every later one, naming her and
 // what to do, until she lets it go on; and her own typing takes control
-// too.
+// too. A take or stop in a second tab of hers shows in the first live,
+// and the other way round.
 func TestMCP_Oversight(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"]}`)
@@ -146,5 +147,25 @@ func TestMCP_Oversight(t *testing.T) {
 			must(t, expect.Locator(page.GetByTestId("agent-take")).ToBeInViewport())
 			screenshot(t, page, "agent-notice-"+size.name)
 		}
+		must(t, page.SetViewportSize(1280, 800))
+	})
+
+	// Alice opens the desktop in a second tab: what she does there shows
+	// in the first at once, without a reload, and the other way round.
+	t.Run("AnotherTab", func(t *testing.T) {
+		member := strings.TrimPrefix(c.Desktop, "local/")
+		other := uxPage(t, b, 1280, 800, false)
+		signIn(t, other, p, "alice", "/desktops/local/"+member)
+		must(t, expect.Locator(other.GetByTestId("agent-notice")).ToContainText("bot:alice/test-runner"))
+		must(t, other.GetByTestId("agent-stop").Click())
+		must(t, expect.Locator(page.GetByTestId("agent-state")).ToContainText("You stopped it"))
+		must(t, expect.Locator(page.GetByTestId("agent-go-on")).ToBeVisible())
+		screenshot(t, page, "stopped-in-another-tab")
+		must(t, page.GetByTestId("agent-go-on").Click())
+		must(t, expect.Locator(other.GetByTestId("agent-stop")).ToBeVisible())
+		must(t, expect.Locator(other.GetByTestId("agent-go-on")).ToBeHidden())
+		must(t, other.GetByTestId("agent-take").Click())
+		must(t, expect.Locator(page.GetByTestId("agent-state")).ToContainText("You took control"))
+		must(t, expect.Locator(page.GetByTestId("agent-hand-back")).ToBeVisible())
 	})
 }

@@ -18,6 +18,7 @@ type mcpRoute struct {
 	auth     Identifier
 	desktops Desktops
 	seat     *agent.Seat
+	watchers *watchers // woken when an agent's oversight changes
 }
 
 // newMCPRoute returns the agent seat's route: its screens are the
@@ -38,7 +39,7 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
 }
 
 // roleAgent is an agent's role among a desktop's viewers (api.Viewer).

@@ -54,6 +54,14 @@ func (d *watched) bump() {
 	d.changed = make(chan struct{})
 }
 
+// touch wakes the long polls of ref's viewers: something they show
+// besides the list changed (an agent's oversight, through this replica).
+func (w *watchers) touch(ref vdi.Ref) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.get(ref).bump()
+}
+
 // watching reports whether user has a console of ref open that the
 // holder let them watch (a watch waiting for consent does not count).
 func (w *watchers) watching(ref vdi.Ref, user string) bool {
@@ -186,21 +194,32 @@ func (w *watchers) snapshot(ref vdi.Ref) ([]api.Viewer, uint64, <-chan struct{})
 // before it answers; 304 when none came.
 func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
-	invitee := false
-	if _, err := h.desktops.Desktop(r.Context(), id, ref); vdi.ErrorCode(err) == vdi.EForbidden {
-		if _, _, err := h.desktops.SharedDesktop(r.Context(), id, ref); err != nil {
-			return err
+	look := func() (vdi.Desktop, bool, error) {
+		d, err := h.desktops.Desktop(r.Context(), id, ref)
+		if vdi.ErrorCode(err) == vdi.EForbidden {
+			d, _, err = h.desktops.SharedDesktop(r.Context(), id, ref)
+			return d, true, err
 		}
-		invitee = true
-	} else if err != nil {
+		return d, false, err
+	}
+	if _, _, err := look(); err != nil {
 		return err
 	}
 	had := r.Header.Get("If-None-Match")
 	deadline := time.Now().Add(watchWait)
 	for {
+		claim := h.desktops.ClaimChanged(ref) // before the claim is read: no change is missed
+		d, invitee, err := look()
+		if err != nil {
+			return err
+		}
 		list, peers, changed := h.everyViewer(r.Context(), ref)
 		if invitee {
 			list = slices.DeleteFunc(list, func(v api.Viewer) bool { return v.Role == roleAsks })
+		}
+		list = withAgentState(list, d)
+		if d.Agent == "" {
+			claim = nil // no agent's oversight to show: its claim's heartbeats wake no one
 		}
 		if list == nil {
 			list = []api.Viewer{}
@@ -211,13 +230,37 @@ func (h *Handler) handleDesktopViewers(w http.ResponseWriter, r *http.Request, i
 			writeJSON(w, http.StatusOK, list)
 			return nil
 		}
-		if !h.awaitViewers(r.Context(), ref, changed, peers, time.Until(deadline)) {
+		if !h.awaitViewers(r.Context(), ref, changed, claim, peers, time.Until(deadline)) {
 			if r.Context().Err() == nil {
 				w.WriteHeader(http.StatusNotModified)
 			}
 			return nil
 		}
 	}
+}
+
+// withAgentState gives the agent entries of list the oversight of d's
+// claim (who took control, who stopped it), so that every page of the
+// desktop shows a take or stop made anywhere. An agent its holder took
+// control from or stopped is listed with that state even when its
+// screen is closed (a stop closes it): its page still offers Hand back
+// or Let the agent go on.
+func withAgentState(list []api.Viewer, d vdi.Desktop) []api.Viewer {
+	if d.Agent == "" {
+		return list
+	}
+	found := false
+	for i := range list {
+		if list[i].Role == roleAgent {
+			list[i].AgentControl, list[i].AgentStopped = d.AgentControl, d.AgentStopped
+			found = true
+		}
+	}
+	if !found && (d.AgentControl != "" || d.AgentStopped != "") {
+		list = append(list, api.Viewer{ID: "agent", User: d.Agent, Role: roleAgent, Protocol: vdi.ProtocolVNC,
+			AgentControl: d.AgentControl, AgentStopped: d.AgentStopped})
+	}
+	return list
 }
 
 // handleViewerAnswer serves POST

@@ -155,9 +155,10 @@ func (cs *consoleState) watchingAnywhere(ctx context.Context, ref vdi.Ref, user 
 }
 
 // awaitViewers waits until ref's viewers change on this replica (local)
-// or on a peer (each long-polled from the list it had), ctx ends or wait
-// passes; it reports whether they changed.
-func (h *Handler) awaitViewers(ctx context.Context, ref vdi.Ref, local <-chan struct{}, peers map[string]peerViewers, wait time.Duration) bool {
+// or on a peer (each long-polled from the list it had), its claim changes
+// on any replica (claim), ctx ends or wait passes; it reports whether
+// something changed.
+func (h *Handler) awaitViewers(ctx context.Context, ref vdi.Ref, local, claim <-chan struct{}, peers map[string]peerViewers, wait time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	changed := make(chan struct{}, len(peers))
@@ -171,6 +172,8 @@ func (h *Handler) awaitViewers(ctx context.Context, ref vdi.Ref, local <-chan st
 	}
 	select {
 	case <-local:
+		return true
+	case <-claim:
 		return true
 	case <-changed:
 		return true

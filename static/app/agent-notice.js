@@ -4,7 +4,8 @@
 // Stop refuses its calls here until Let the agent go on. The state lives
 // on the desktop's claim (POST …/oversight/{action} answers the desktop
 // as it is after), so every replica's agent seat obeys it. An agent that
-// starts after the page opened shows through the viewers' list.
+// starts after the page opened, and a take or stop made on another page
+// of the desktop, show through the viewers' list.
 
 // sayAgentState is the notice's line for a desktop's oversight state.
 export function sayAgentState(control, stopped, me) {
@@ -50,8 +51,16 @@ export function attachAgentNotice(el) {
   show();
   return (list) => {
     const agent = list.find((v) => v.role === 'agent');
-    if (!agent || !el.hidden) return;
-    el.querySelector('#agent-name').textContent = agent.user;
-    el.hidden = false;
+    if (agent) {
+      el.querySelector('#agent-name').textContent = agent.user;
+      el.hidden = false;
+    }
+    if (el.hidden) return;
+    // A take or stop made on another page (or replica) shows here too; an
+    // agent not listed (its screen closed) is neither paused nor stopped,
+    // or the list would name it so.
+    el.dataset.control = agent?.agentControl || '';
+    el.dataset.stopped = agent?.agentStopped || '';
+    show();
   };
 }
