@@ -47,7 +47,15 @@ var ErrClosed = errors.New("rfb: the shared console was closed")
 // Connect shakes hands with the desktop on conn and returns its hub,
 // reading the desktop until conn ends or Close. On an error conn is closed.
 func Connect(conn net.Conn) (*Hub, error) {
-	h := &Hub{conn: conn, clients: map[*client]struct{}{}, done: make(chan struct{})}
+	return connect(conn, "", nil)
+}
+
+// connect is Connect with the hub's H.264 encoder program ("" for none)
+// and the logger that hears why H.264 stopped, both set before the hub's
+// reader starts.
+func connect(conn net.Conn, h264 string, log *slog.Logger) (*Hub, error) {
+	h := &Hub{conn: conn, clients: map[*client]struct{}{}, done: make(chan struct{}), log: log}
+	h.vid.program = h264
 	if err := h.handshake(); err != nil {
 		conn.Close()
 		return nil, err

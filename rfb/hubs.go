@@ -142,10 +142,7 @@ func (hs *Hubs) enter(key string) (e *hubEntry, leader bool) {
 func (hs *Hubs) connect(ctx context.Context, e *hubEntry, dial Dialer) {
 	conn, path, err := dial(ctx)
 	if err == nil {
-		e.hub, err = Connect(conn)
-	}
-	if err == nil {
-		e.hub.vid.program, e.hub.log = hs.H264, hs.Log
+		e.hub, err = connect(conn, hs.H264, hs.Log)
 	}
 	e.path, e.err = path, err
 	close(e.ready)
