@@ -201,7 +201,7 @@ func TestCLI_AgainstRunningPortal(t *testing.T) {
 			t.Fatalf("pool create printed %q; want %q", out, want)
 		}
 		out = p.mustCLI(t, "pools")
-		if got, want := strings.Join(row(out, "local"), " "), "local cli ct persistent session 1 1 0"; got != want {
+		if got, want := strings.Join(row(out, "local"), " "), "local cli ct persistent session 1 1 0 0"; got != want {
 			t.Fatalf("pools row %q; want %q in\n%s", got, want, out)
 		}
 		if !strings.HasPrefix(out, "NAMESPACE") {
