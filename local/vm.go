@@ -203,7 +203,10 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		"-nic", "none", "-display", "none", "-vga", "std",
 		"-vnc", vncArg, "-serial", serialArg,
 		"-kernel", "/dev/fd/3", "-initrd", initrd, // the kernel is the portal's: QEMU gets it open
-		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init",
+		// no_timer_check: under TCG on a busy host the kernel's IO-APIC
+		// timer check can miss its ticks and panic ("IO-APIC + timer
+		// doesn't work!"), as a loaded CI run saw; cloud images pass it too.
+		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init no_timer_check",
 	)
 	args = append(args, usbArgs(dir)...) // vm_usb.go
 	kernel, err := os.Open(cfg.img.Kernel)
