@@ -68,31 +68,42 @@ func gauge(families map[string]*dto.MetricFamily, name string, labels map[string
 	return 0, false
 }
 
+// prometheusRuleSpec returns prometheusrule.yaml's spec (its rule
+// groups, as a Prometheus rule file has them) as JSON.
+func prometheusRuleSpec(tb testing.TB) json.RawMessage {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(monitoring, "prometheusrule.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rule struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &rule); err != nil {
+		tb.Fatalf("prometheusrule.yaml: %v", err)
+	}
+	return rule.Spec
+}
+
 // monitoringExprs returns the PromQL of every alert in
 // prometheusrule.yaml and of every dashboard panel, by where it stands.
 func monitoringExprs(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(monitoring, "prometheusrule.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rule struct {
-		Spec struct {
-			Groups []struct {
-				Rules []struct{ Alert, Expr string }
-			}
+	var spec struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
 		}
 	}
-	if err := yaml.Unmarshal(raw, &rule); err != nil {
-		t.Fatalf("prometheusrule.yaml: %v", err)
+	if err := json.Unmarshal(prometheusRuleSpec(t), &spec); err != nil {
+		t.Fatalf("prometheusrule.yaml's spec: %v", err)
 	}
 	out := map[string]string{}
-	for _, g := range rule.Spec.Groups {
+	for _, g := range spec.Groups {
 		for _, r := range g.Rules {
 			out["alert "+r.Alert] = r.Expr
 		}
 	}
-	raw, err = os.ReadFile(filepath.Join(monitoring, "dashboard.json"))
+	raw, err := os.ReadFile(filepath.Join(monitoring, "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

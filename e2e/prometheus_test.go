@@ -47,18 +47,8 @@ func MustStartPrometheus(tb testing.TB, portal string) *Prometheus {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(monitoring, "prometheusrule.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var rule struct {
-		Spec json.RawMessage `json:"spec"`
-	}
-	if err := yaml.Unmarshal(raw, &rule); err != nil {
-		tb.Fatalf("prometheusrule.yaml: %v", err)
-	}
 	dir := tb.TempDir()
-	rules, err := yaml.JSONToYAML(rule.Spec)
+	rules, err := yaml.JSONToYAML(prometheusRuleSpec(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
