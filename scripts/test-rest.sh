@@ -8,6 +8,10 @@
 # data dirs, desktop uids through their registry, network namespaces
 # through testnet.Reserve).
 #
+# Each process runs under gotestsum, which prints packages and failures
+# only; at the end the slowest tests of every process are listed, so a
+# CI log says where the time went.
+#
 # usage: scripts/test-rest.sh RACE_RE   (the packages' regexp to leave out)
 set -uo pipefail
 go=${GO:-go}
@@ -19,26 +23,36 @@ names=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T) {$/\1/p' e2e/*_tes
 [ -n "$names" ] || { echo "test-rest: no tests found in e2e/"; exit 1; }
 pkgs=$("$go" list ./... | grep -v -E "$race_re" | grep -v '/e2e$')
 
-# run LABEL CMD... runs CMD with each line of its output led by LABEL and
-# records its exit status in $status_dir/LABEL.
+# run LABEL GO-TEST-ARGS... runs go test under gotestsum with each line of
+# its output led by LABEL, records its exit status in $status_dir/LABEL
+# and its events in $status_dir/LABEL.json.
 status_dir=$(mktemp -d)
 trap 'rm -rf "$status_dir"' EXIT
 run() {
 	local label=$1
 	shift
-	{ "$@" 2>&1; echo $? >"$status_dir/$label"; } | sed -u "s/^/[$label] /"
+	{
+		"$go" tool gotestsum --format pkgname-and-test-fails --jsonfile "$status_dir/$label.json" -- "$@" 2>&1
+		echo $? >"$status_dir/$label"
+	} | sed -u "s/^/[$label] /"
 }
 
-run packages "$go" test -p 1 "${flags[@]}" $pkgs &
+run packages -p 1 "${flags[@]}" $pkgs &
 for ((i = 0; i < shards; i++)); do
 	pattern=$(awk -v n="$shards" -v i="$i" 'NR % n == i' <<<"$names" | paste -sd'|')
 	[ -n "$pattern" ] || continue
-	run "e2e-$((i + 1))of$shards" "$go" test "${flags[@]}" -run "^($pattern)\$" ./e2e/ &
+	run "e2e-$((i + 1))of$shards" "${flags[@]}" -run "^($pattern)\$" ./e2e/ &
 done
 wait
 
+echo "test-rest: tests that took 60 s or more"
+for f in "$status_dir"/*.json; do
+	"$go" tool gotestsum tool slowest --jsonfile "$f" --threshold 60s | sed "s/^/[$(basename "$f" .json)] /"
+done
+
 failed=0
 for f in "$status_dir"/*; do
+	[[ $f == *.json ]] && continue
 	if [ "$(cat "$f")" != 0 ]; then
 		echo "test-rest: $(basename "$f") failed (exit $(cat "$f"))"
 		failed=1
