@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +31,18 @@ type previousBuild struct{ bin, deploy string }
 // buildPrevious builds previousRelease from this clone's history: its
 // tree from git, its browser clients from the same npm packages (this
 // tree's node_modules when the lockfiles agree, else npm ci) and its
-// binary with go build.
+// binary with go build. The build is kept in the test tools' cache,
+// keyed by the commit and the Go release, so a run after the first
+// starts at once: a commit's tree never changes.
 func buildPrevious(t *testing.T) previousBuild {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "corral-prev")
+	cached := filepath.Join(testcluster.CacheRoot(), fmt.Sprintf("previous-%.12s-%s", previousRelease, runtime.Version()))
+	prev := previousBuild{bin: filepath.Join(cached, "corral-vdi-portal"), deploy: filepath.Join(cached, "deploy")}
+	if _, err := os.Stat(prev.bin); err == nil {
+		return prev
+	}
+	must(t, os.MkdirAll(filepath.Dir(cached), 0o755))
+	dir, err := os.MkdirTemp(filepath.Dir(cached), "previous-build")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
@@ -75,9 +84,18 @@ func buildPrevious(t *testing.T) previousBuild {
 		}
 	}
 	run("bash", "scripts/assets.sh")
-	bin := filepath.Join(dir, "corral-vdi-portal")
-	run("go", "build", "-o", bin, "./cmd/corral-vdi-portal")
-	return previousBuild{bin: bin, deploy: filepath.Join(src, "deploy")}
+	out := filepath.Join(dir, "out")
+	must(t, os.Mkdir(out, 0o755))
+	run("go", "build", "-o", filepath.Join(out, "corral-vdi-portal"), "./cmd/corral-vdi-portal")
+	must(t, os.Rename(filepath.Join(src, "deploy"), filepath.Join(out, "deploy")))
+	// One rename makes the build appear whole; a process that built it
+	// meanwhile has put the same build there.
+	if err := os.Rename(out, cached); err != nil {
+		if _, serr := os.Stat(prev.bin); serr != nil {
+			t.Fatalf("keep N−1's build: %v", err)
+		}
+	}
+	return prev
 }
 
 // TestUpgrade_Skew is the rolling update docs/operating.md promises: two
@@ -94,7 +112,7 @@ func buildPrevious(t *testing.T) previousBuild {
 func TestUpgrade_Skew(t *testing.T) {
 	built := time.Now()
 	prev := buildPrevious(t)
-	t.Logf("N−1 (%.7s) built in %v", previousRelease, time.Since(built).Round(time.Second))
+	t.Logf("N−1 (%.7s) ready in %v (built on first use, then from the cache)", previousRelease, time.Since(built).Round(time.Second))
 	c := testcluster.MustStart(t)
 	standIn := c.StartKubeVirtStandIn(t)
 	admin := c.AdminClient(t)

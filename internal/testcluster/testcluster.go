@@ -43,16 +43,21 @@ func BinDir() string {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir
 	}
-	root := os.Getenv("CORRAL_CACHE")
-	if root == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(cache, "corral-vdi")
+	return filepath.Join(CacheRoot(), "kube-"+KubeVersion+"-etcd-"+EtcdVersion, "bin")
+}
+
+// CacheRoot is the folder the test tools' builds are cached in:
+// ${CORRAL_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi}.
+func CacheRoot() string {
+	if root := os.Getenv("CORRAL_CACHE"); root != "" {
+		return root
 	}
-	return filepath.Join(root, "kube-"+KubeVersion+"-etcd-"+EtcdVersion, "bin")
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "corral-vdi")
 }
 
 // Cluster is a running kube-apiserver with its etcd.
