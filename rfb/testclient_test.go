@@ -35,6 +35,7 @@ type h264Payload struct {
 
 func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
 	t.Helper()
+	conn = writeDeadline{conn}
 	c := &testClient{t: t, conn: conn, reason: -1, rects: map[int32]int{}}
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	b := make([]byte, 12)
@@ -57,6 +58,17 @@ func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
 	_, err := conn.Write(msg)
 	must(t, err)
 	return c
+}
+
+// writeDeadline gives each write of a test client 20 s of its own: one
+// deadline set at dial time would fail every write of a test that runs
+// longer than that on a loaded machine, and a dropped update request
+// then reads as a hub that never answered.
+type writeDeadline struct{ net.Conn }
+
+func (c writeDeadline) Write(b []byte) (int, error) {
+	c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	return c.Conn.Write(b)
 }
 
 func must(t testing.TB, err error) {
