@@ -62,7 +62,7 @@ func accessUnits(t *testing.T, data []byte) []accessUnit {
 	return aus
 }
 
-// readUntil has c ask for updates until done says so or 20 s pass.
+// readUntil has c ask for updates until done says so or a minute passes.
 func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
 	t.Helper()
 	for end := time.Now().Add(time.Minute); !done(); {
