@@ -119,11 +119,18 @@ func startPortalIn(tb testing.TB, data string, prefix []string, env ...string) *
 // startPortalBin is startPortalIn with another build of the portal (bin).
 func startPortalBin(tb testing.TB, bin, data string, prefix []string, env ...string) *Portal {
 	tb.Helper()
+	return startPortalArgs(tb, bin, data, prefix, []string{"serve"}, env...)
+}
+
+// startPortalArgs is startPortalBin with the binary's arguments (a
+// container's args).
+func startPortalArgs(tb testing.TB, bin, data string, prefix, binArgs []string, env ...string) *Portal {
+	tb.Helper()
 	logf, err := os.Create(filepath.Join(tb.TempDir(), "portal.log"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := append(append([]string{}, prefix...), bin, "serve")
+	args := append(append(append([]string{}, prefix...), bin), binArgs...)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
 	cmd.Env = append(cmd.Env, env...)

@@ -2,27 +2,17 @@ package deploytest_test
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/loader"
-	"helm.sh/helm/v4/pkg/cli"
-	"helm.sh/helm/v4/pkg/kube"
-	helmregistry "helm.sh/helm/v4/pkg/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/corral-dev/corral-vdi-portal/internal/release"
+	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
@@ -35,19 +25,6 @@ import (
 func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	const ns, name, version = "corral-vdi-oci", "corral-vdi", "v0.3.0"
 	image, digest := "registry.example.com/vdi/portal", "sha256:"+strings.Repeat("cd", 32)
-	dir := t.TempDir()
-	tgz, err := release.Chart(release.Config{Version: version, Created: time.Unix(1767225600, 0),
-		Deploy: filepath.Join("..", "..", "deploy"), Image: image, Out: dir}, digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	if _, err := release.PushChart(tgz, "oci://"+host+"/charts", true); err != nil {
-		t.Fatal(err)
-	}
-
 	admin := c.AdminClient(t)
 	ctx := context.Background()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -56,39 +33,20 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	}
 	t.Cleanup(func() { admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
 
-	settings := cli.New()
-	settings.KubeConfig = filepath.Join(dir, "kubeconfig")
-	if err := c.WriteKubeconfig(settings.KubeConfig, ""); err != nil {
-		t.Fatal(err)
-	}
-	settings.SetNamespace(ns)
-	settings.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
-	settings.RepositoryCache = filepath.Join(dir, "cache")
-	settings.ContentCache = filepath.Join(dir, "content")
-	settings.RegistryConfig = filepath.Join(dir, "registry.json")
-	reg, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptCredentialsFile(settings.RegistryConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &action.Configuration{RegistryClient: reg}
-	if err := cfg.Init(settings.RESTClientGetter(), ns, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.Version, install.PlainHTTP = name, ns, strings.TrimPrefix(version, "v"), true
-	install.WaitStrategy = kube.HookOnlyStrategy // the CLI's default (no --wait)
-	path, err := install.LocateChart("oci://"+host+"/charts/corral-vdi-portal", settings)
-	if err != nil {
-		t.Fatalf("helm install oci://…: locate the chart: %v", err)
-	}
-	ch, err := loader.Load(path)
-	if err != nil {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Its own pool namespace: TestDeploy made corral-vdi-desktops without Helm.
-	vals := map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}}}
-	if _, err := install.Run(ch, vals); err != nil {
-		t.Fatalf("helm install oci://%s/charts/corral-vdi-portal --version %s: %v", host, install.Version, err)
+	in, err := deploytest.InstallFromOCI(deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
+		Image: image, Digest: digest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
+		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Hooks) != 2 {
+		t.Errorf("the release's hooks: %d; want helm test's readyz and signin", len(in.Hooks))
 	}
 
 	var d appsv1.Deployment
@@ -102,10 +60,8 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 		t.Errorf("the installed Deployment's version label %q; want %s", got, version)
 	}
 
-	uninstall := action.NewUninstall(cfg)
-	uninstall.WaitStrategy = kube.HookOnlyStrategy
-	if _, err := uninstall.Run(name); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
+	if err := in.Uninstall(); err != nil {
+		t.Fatal(err)
 	}
 	for _, obj := range []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-desktops"}}} {

@@ -1,0 +1,128 @@
+package deploytest
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
+	helmregistry "helm.sh/helm/v4/pkg/registry"
+	helmrelease "helm.sh/helm/v4/pkg/release"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/release"
+)
+
+// OCIInstall is what an operator's `helm install NAME
+// oci://REGISTRY/charts/corral-vdi-portal --version X.Y.Z -n NAMESPACE -f
+// values.yaml` takes, with the release's chart as make release packs it.
+type OCIInstall struct {
+	Deploy     string         // the repository's deploy/ folder the chart is packed from
+	Version    string         // the release, e.g. v0.3.0
+	Image      string         // the image repository the chart pins
+	Digest     string         // the image digest it pins (sha256:…)
+	Kubeconfig string         // the operator's kubeconfig
+	Namespace  string         // -n: the release namespace, made beforehand
+	Name       string         // the release name
+	Values     map[string]any // -f
+	Dir        string         // scratch: the package, Helm's caches
+}
+
+// Installed is a release helm install made.
+type Installed struct {
+	// Ref is the chart's OCI reference the install pulled.
+	Ref string
+	// Hooks are the release's hooks (helm test's Pods) as Helm keeps them.
+	Hooks []*unstructured.Unstructured
+	cfg   *action.Configuration
+	name  string
+}
+
+// InstallFromOCI packs the chart of o.Deploy as make release does, pushes
+// it to an OCI registry of its own (go-containerregistry's, on loopback,
+// gone once the install pulled it) and runs Helm's own install action
+// from that reference against o.Kubeconfig's cluster, without --wait (the
+// CLI's default): the API server admits and stores what the chart
+// renders, hooks apart.
+func InstallFromOCI(o OCIInstall) (*Installed, error) {
+	tgz, err := release.Chart(release.Config{Version: o.Version, Created: time.Unix(1767225600, 0),
+		Deploy: o.Deploy, Image: o.Image, Out: o.Dir}, o.Digest)
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if _, err := release.PushChart(tgz, "oci://"+host+"/charts", true); err != nil {
+		return nil, err
+	}
+
+	settings := cli.New()
+	settings.KubeConfig = o.Kubeconfig
+	settings.SetNamespace(o.Namespace)
+	settings.RepositoryConfig = filepath.Join(o.Dir, "repositories.yaml")
+	settings.RepositoryCache = filepath.Join(o.Dir, "cache")
+	settings.ContentCache = filepath.Join(o.Dir, "content")
+	settings.RegistryConfig = filepath.Join(o.Dir, "registry.json")
+	reg, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptCredentialsFile(settings.RegistryConfig))
+	if err != nil {
+		return nil, err
+	}
+	cfg := &action.Configuration{RegistryClient: reg}
+	if err := cfg.Init(settings.RESTClientGetter(), o.Namespace, "secret"); err != nil {
+		return nil, err
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.Version, install.PlainHTTP = o.Name, o.Namespace, strings.TrimPrefix(o.Version, "v"), true
+	install.WaitStrategy = kube.HookOnlyStrategy // the CLI's default (no --wait)
+	ref := "oci://" + host + "/charts/corral-vdi-portal"
+	path, err := install.LocateChart(ref, settings)
+	if err != nil {
+		return nil, fmt.Errorf("helm install %s: locate the chart: %w", ref, err)
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := install.Run(ch, o.Values)
+	if err != nil {
+		return nil, fmt.Errorf("helm install %s --version %s: %w", ref, install.Version, err)
+	}
+	acc, err := helmrelease.NewAccessor(rel)
+	if err != nil {
+		return nil, err
+	}
+	in := &Installed{Ref: ref, cfg: cfg, name: o.Name}
+	for _, h := range acc.Hooks() {
+		ha, err := helmrelease.NewHookAccessor(h)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(ha.Manifest()), &u.Object); err != nil {
+			return nil, fmt.Errorf("deploytest: hook %s: %w", ha.Path(), err)
+		}
+		in.Hooks = append(in.Hooks, u)
+	}
+	return in, nil
+}
+
+// Uninstall runs Helm's uninstall action on the release, as `helm
+// uninstall NAME` would.
+func (in *Installed) Uninstall() error {
+	u := action.NewUninstall(in.cfg)
+	u.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := u.Run(in.name); err != nil {
+		return fmt.Errorf("helm uninstall %s: %w", in.name, err)
+	}
+	return nil
+}
