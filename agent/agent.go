@@ -49,6 +49,9 @@ type Config struct {
 	// MaxDesktops caps the desktops one user's agents work in at once,
 	// across every token and replica (0: no cap).
 	MaxDesktops int
+	// SeatIdle is how long an agent's screen of a desktop stays open
+	// after its last call (0: DefaultSeatIdle).
+	SeatIdle time.Duration
 }
 
 // Seat serves /mcp.
@@ -81,7 +84,10 @@ func New(cfg Config) *Seat {
 	if cfg.ScreenRate <= 0 {
 		cfg.ScreenRate = 4
 	}
-	s := &Seat{cfg: cfg, seats: seats{join: cfg.Join}, schemas: mcp.NewSchemaCache(), limits: map[string]*tokenLimits{}, inputs: map[vdi.Ref]time.Time{}}
+	if cfg.SeatIdle <= 0 {
+		cfg.SeatIdle = DefaultSeatIdle
+	}
+	s := &Seat{cfg: cfg, seats: seats{join: cfg.Join, idle: cfg.SeatIdle}, schemas: mcp.NewSchemaCache(), limits: map[string]*tokenLimits{}, inputs: map[vdi.Ref]time.Time{}}
 	s.handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*mcp.Server)
 		return srv

@@ -40,7 +40,7 @@ func benchSeat(b *testing.B) *seat {
 		c, err := nd.DialContext(ctx, "unix", d.VNCSocket())
 		return c, "direct", err
 	}
-	ss := &seats{join: func(ctx context.Context, _ vdi.Ref, _ string) (net.Conn, error) {
+	ss := &seats{idle: DefaultSeatIdle, join: func(ctx context.Context, _ vdi.Ref, _ string) (net.Conn, error) {
 		c, _, err := hubs.Join(ctx, "bench", true, dial)
 		return c, err
 	}}

@@ -16,17 +16,23 @@ import (
 // agent named agent ("bot:alice/test-runner"): the agent's picture and
 // input go through the same hub as a person's console, so watchers see
 // the agent work (and the holder's page lists it while it is open).
+// While the connection is open it counts as a console of the desktop's
+// claim, as a person's does: the disconnect grace waits for it to close.
 type Join func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error)
 
-// seatIdle is how long a seat's screen connection stays open without a
-// tool call.
-const seatIdle = 5 * time.Minute
+// DefaultSeatIdle is how long a seat's screen connection stays open
+// without a tool call, unless Config.SeatIdle says otherwise. While it is
+// open it counts as a console of the desktop (Join), so an agent that
+// pauses to think keeps its desktop from the disconnect grace; one that
+// stopped calling lets it go after this.
+const DefaultSeatIdle = 5 * time.Minute
 
 // seat is an agent's view of one desktop: its live picture and the PNG
 // of the picture's last state asked for.
 type seat struct {
-	v    *snapshot.Viewer
-	used time.Time
+	v     *snapshot.Viewer
+	used  time.Time   // the last call's time; seats.mu guards it
+	timer *time.Timer // closes the seat once unused for seats.idle
 
 	mu      sync.Mutex
 	pngGen  uint64
@@ -38,6 +44,7 @@ type seat struct {
 // seats keeps the open seats, one per desktop.
 type seats struct {
 	join Join
+	idle time.Duration
 
 	mu   sync.Mutex
 	open map[vdi.Ref]*seat
@@ -46,7 +53,6 @@ type seats struct {
 // get returns ref's seat, joining its screen as agent when none is open.
 func (s *seats) get(ctx context.Context, ref vdi.Ref, agent string) (*seat, error) {
 	s.mu.Lock()
-	s.sweep(time.Now())
 	st := s.open[ref]
 	if st != nil {
 		select {
@@ -86,7 +92,26 @@ func (s *seats) get(ctx context.Context, ref vdi.Ref, agent string) (*seat, erro
 		s.open = map[vdi.Ref]*seat{}
 	}
 	s.open[ref] = st
+	st.timer = time.AfterFunc(s.idle, func() { s.expire(ref, st) })
 	return st, nil
+}
+
+// expire closes ref's seat st once it has had no call for s.idle, or
+// looks again when that will be.
+func (s *seats) expire(ref vdi.Ref, st *seat) {
+	s.mu.Lock()
+	if s.open[ref] != st {
+		s.mu.Unlock()
+		return // closed already
+	}
+	if left := s.idle - time.Since(st.used); left > 0 {
+		st.timer.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	delete(s.open, ref)
+	s.mu.Unlock()
+	st.v.Close()
 }
 
 // close ends ref's seat, if open.
@@ -96,17 +121,8 @@ func (s *seats) close(ref vdi.Ref) {
 	delete(s.open, ref)
 	s.mu.Unlock()
 	if st != nil {
+		st.timer.Stop()
 		st.v.Close()
-	}
-}
-
-// sweep closes seats unused for seatIdle; s.mu is held.
-func (s *seats) sweep(now time.Time) {
-	for ref, st := range s.open {
-		if now.Sub(st.used) > seatIdle {
-			st.v.Close()
-			delete(s.open, ref)
-		}
 	}
 }
 

@@ -65,9 +65,12 @@ func resultText(res *mcp.CallToolResult) string {
 // size and scaled), waits for it to settle, types a command into its
 // terminal that writes a file, which the Files API then serves, sees the
 // screen change and releases the desktop; its calls are in the audit
-// log as bot:alice/test-runner.
+// log as bot:alice/test-runner. No person's console is ever open: the
+// agent's work alone keeps the desktop from the disconnect grace (10 s
+// here), and once the agent stops calling, the desktop is reclaimed.
 func TestMCP_AgentWorksInADesktop(t *testing.T) {
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops",
+		"CORRAL_VDI_DISCONNECT_GRACE="+agentGrace.String(), "CORRAL_VDI_AGENT_SEAT_IDLE="+agentSeatIdle.String(), "CORRAL_VDI_RECLAIM_INTERVAL=1s")
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"], "expires": "1h"}`)
 	s := mustMCP(t, p, tok.Token)
 
@@ -91,6 +94,7 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 		Desktop       string
 		Width, Height int
 	}
+	claimedAt := time.Now()
 	json.Unmarshal([]byte(resultText(tool(t, s, "claim_desktop", map[string]any{"pool": "local/demo"}))), &claimed)
 	if !strings.HasPrefix(claimed.Desktop, "local/demo-") || claimed.Width < 640 || claimed.Height < 400 {
 		t.Fatalf("claim_desktop = %+v; want a demo desktop and its screen size", claimed)
@@ -141,11 +145,14 @@ func TestMCP_AgentWorksInADesktop(t *testing.T) {
 		t.Errorf("a.txt = %q; want hello-agent", body)
 	}
 
+	agentKeepsItsDesktop(t, p, s, claimed.Desktop, claimedAt)
+
 	tool(t, s, "release_desktop", desk)
 	var mine []desktop
 	if p.API(t, "alice", "GET", "/api/vdi/desktops", &mine); len(mine) != 0 {
 		t.Errorf("alice still holds %+v after release_desktop", mine)
 	}
+	t.Run("StoppedAgentLetsItGo", func(t *testing.T) { agentStopsCalling(t, p, s) })
 	var audit []struct{ Action, Detail string }
 	p.API(t, "ops", "GET", "/api/vdi/history/audit", &audit)
 	var typed bool

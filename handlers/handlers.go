@@ -147,6 +147,9 @@ type Config struct {
 	// MaxAgentDesktops caps the desktops one user's agents work in at
 	// once (0: none).
 	MaxAgentDesktops int
+	// AgentSeatIdle is how long an agent's screen of a desktop, which
+	// counts as a console, stays open after its last call (0: 5 min).
+	AgentSeatIdle time.Duration
 	// Replica names this replica where several share a cluster; the
 	// history page says its history is this replica's own. Empty: one
 	// portal.

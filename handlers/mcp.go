@@ -33,13 +33,13 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 		// The holder's page lists the agent among the desktop's viewers
 		// while its screen is open, so its notice shows live.
 		remove := cs.watchers.add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
-		return connid.OnClose(conn, remove), nil
+		return agentConsole(ctx, cfg.Desktops, ref, connid.OnClose(conn, remove), rd.log), nil
 	}
 	var audit vdi.AuditLog
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops, SeatIdle: cfg.AgentSeatIdle})}
 }
 
 // roleAgent is an agent's role among a desktop's viewers (api.Viewer).

@@ -79,6 +79,9 @@ type ClaimsConfig struct {
 	// MaxAgentDesktops is how many desktops one user's agents may work
 	// in at once; 0 for no limit.
 	MaxAgentDesktops int
+	// AgentSeatIdle is how long an agent's screen of a desktop (a
+	// console while open) stays open after its last call.
+	AgentSeatIdle time.Duration
 }
 
 // ConsoleConfig is what the consoles may do and how they reach desktops.

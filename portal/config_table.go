@@ -91,6 +91,8 @@ var settings = []setting{
 		set: count(func(c *Config) *int { return &c.Claims.MaxDesktopsPerUser }, 0, " (0 for no limit)")},
 	{group: "claims", name: "max-agent-desktops-per-user", def: "2", help: "desktops one user's agents (personal access tokens over /mcp or the agent API) may claim and work in at once; 0 for no limit",
 		set: count(func(c *Config) *int { return &c.Claims.MaxAgentDesktops }, 0, " (0 for no limit)")},
+	{group: "claims", name: "agent-seat-idle", def: "5m", help: "how long an agent's screen of a desktop stays open after its last call; while open it counts as a console, so the disconnect grace waits",
+		set: positiveDuration(func(c *Config) *time.Duration { return &c.Claims.AgentSeatIdle }, "5m")},
 
 	// console
 	{group: "console", name: "max-consoles-per-user", def: "10", help: "open consoles per user; 0 for no cap",
