@@ -64,6 +64,9 @@ type video struct {
 	maxQueued int
 	// start, if set, replaces startEncoder with program (a test's encoder).
 	start func(w, h int) (videoEncoder, error)
+	// late, if set, is how long an encode may take before it is late
+	// (a test's bound; encodePace otherwise).
+	late time.Duration
 }
 
 // videoEncoder is what the stream needs of an encoder: one access unit per
@@ -111,6 +114,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	var pix []byte
 	var last, started time.Time
 	var ew, eh int // e's screen
+	pace := encodePace{fixed: h.vid.late}
 	for {
 		select {
 		case <-h.done:
@@ -147,12 +151,29 @@ func (h *Hub) runVideo(kick chan struct{}) {
 		h.mu.Unlock()
 		last = time.Now()
 		if restart {
+			if e != nil {
+				e.close()
+			}
 			ew, eh, started = w, hh, last
+			var err error
+			if e, err = h.startVideo(w, hh); err != nil {
+				h.videoFailed(err)
+				return
+			}
 		}
-		au, err := h.encodeVideo(&e, restart, w, hh, pix)
+		au, ok, err := h.encodeOnTime(e, restart, pix, &pace)
 		if err != nil {
 			h.videoFailed(err)
 			return
+		}
+		if !ok { // stopped (stuck, or the hub ended): a new encoder at the next change, at most one a videoKeyEvery
+			e, pix = nil, nil // pix may still be read by the stopped encode
+			select {
+			case <-h.done:
+				return
+			case <-time.After(time.Until(started.Add(videoKeyEvery))):
+			}
+			continue
 		}
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
@@ -163,27 +184,17 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	}
 }
 
-// encodeVideo encodes pix with *e, first replacing it by a new encoder
-// (whose first frame is a key frame) when restart.
-func (h *Hub) encodeVideo(e *videoEncoder, restart bool, w, hh int, pix []byte) (accessUnit, error) {
-	if restart {
-		if *e != nil {
-			(*e).close()
-			*e = nil
-		}
-		start := h.vid.start
-		if start == nil {
-			start = func(w, hh int) (videoEncoder, error) {
-				return startEncoder(context.Background(), h.vid.program, w, hh)
-			}
-		}
-		var err error
-		if *e, err = start(w, hh); err != nil {
-			*e = nil
-			return accessUnit{}, err
-		}
+// startVideo starts an encoder for a w×hh screen (its first frame a key
+// frame).
+func (h *Hub) startVideo(w, hh int) (videoEncoder, error) {
+	if h.vid.start != nil {
+		return h.vid.start(w, hh)
 	}
-	return (*e).encode(pix)
+	e, err := startEncoder(context.Background(), h.vid.program, w, hh)
+	if err != nil {
+		return nil, err // not a nil *encoder in the interface
+	}
+	return e, nil
 }
 
 // deliverVideo queues au, a w×h screen, to every viewer in the stream and

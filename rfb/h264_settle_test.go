@@ -2,15 +2,20 @@ package rfb
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // heldEncoder is a test's encoder: each screen comes back at once as a
-// small access unit (the first a key frame), except the one its test
-// holds: that encode says so on entered and waits for release.
+// small access unit (the first a key frame), except while its test holds
+// them: then an encode says so on entered (if nobody has yet) and waits
+// for release.
 type heldEncoder struct {
 	hold    *atomic.Bool
 	entered chan<- struct{}
@@ -18,9 +23,27 @@ type heldEncoder struct {
 	frames  int
 }
 
+// heldEncoders returns a hub's encoder starter making heldEncoders held by
+// hold, and the function that releases them all (at the test's end at the
+// latest); an encode being held says so on entered. starts counts the
+// encoders started.
+func heldEncoders(t *testing.T, hold *atomic.Bool, starts *atomic.Int32) (start func(w, h int) (videoEncoder, error), entered <-chan struct{}, release func()) {
+	in, out := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(out) }) }
+	t.Cleanup(release)
+	return func(w, h int) (videoEncoder, error) {
+		starts.Add(1)
+		return &heldEncoder{hold: hold, entered: in, release: out}, nil
+	}, in, release
+}
+
 func (e *heldEncoder) encode(pix []byte) (accessUnit, error) {
-	if e.hold.CompareAndSwap(true, false) {
-		e.entered <- struct{}{}
+	if e.hold.Load() {
+		select {
+		case e.entered <- struct{}{}:
+		default:
+		}
 		<-e.release
 	}
 	e.frames++
@@ -45,14 +68,11 @@ func TestHub_H264StillWhileEncoding(t *testing.T) {
 	d := newScriptedDesktop(t, w, h)
 	hub, serve := connectVideo(t, d, "held")
 	var hold atomic.Bool
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	let := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(let)
+	var starts atomic.Int32
+	start, entered, let := heldEncoders(t, &hold, &starts)
 	hub.mu.Lock()
-	hub.vid.start = func(w, h int) (videoEncoder, error) {
-		return &heldEncoder{hold: &hold, entered: entered, release: release}, nil
-	}
+	hub.vid.start = start
+	hub.vid.late = time.Hour // this test's encode is slow, not late (TestHub_H264MotionWhileEncoderStuck)
 	hub.mu.Unlock()
 	c := dialVideo(t, serve())
 
@@ -83,5 +103,170 @@ func TestHub_H264StillWhileEncoding(t *testing.T) {
 	readUntil(t, c, "the still screen again after it, losslessly", func() bool { return c.tiled >= w*h })
 	if !bytes.Equal(c.fb.pix, still) {
 		t.Error("after the held frame, the screen is not the still one")
+	}
+}
+
+// fill draws r in colour c, as one Raw rectangle.
+func fill(d *scriptedDesktop, r Rect, c [3]byte) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1}
+	for _, v := range []int{r.X, r.Y, r.W, r.H} {
+		b = binary.BigEndian.AppendUint16(b, uint16(v))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(encRaw))
+	for range r.W * r.H {
+		b = append(b, c[0], c[1], c[2], 0)
+	}
+	return d.write(b)
+}
+
+// TestHub_H264MotionWhileEncoderStuck: the encoder stops answering while
+// the screen goes on moving (a video playing). A viewer in the stream,
+// whose changes the stream holds for its next frame, leaves it for tiles
+// once an encode is late (videoLate), so what changes on the screen
+// meanwhile reaches it pixel-exact while that encode is still held; the
+// stuck encoder is replaced (a new one started, the stuck one stopped),
+// and once encoders answer again the viewer rejoins at the new one's key
+// frame. Before, the viewer saw nothing until the motion ended or
+// encodeTimeout (30 s) stopped the encoder and H.264 with it.
+func TestHub_H264MotionWhileEncoderStuck(t *testing.T) {
+	const w, h = 64, 48
+	d := newScriptedDesktop(t, w, h)
+	hub, serve := connectVideo(t, d, "held")
+	var hold atomic.Bool
+	var starts atomic.Int32
+	start, entered, release := heldEncoders(t, &hold, &starts)
+	hub.mu.Lock()
+	hub.vid.start = start
+	hub.mu.Unlock()
+	c := dialVideo(t, serve())
+
+	// The top half moves until the test ends: half the screen every 20 ms.
+	stop := make(chan struct{})
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for i := 0; ; i++ {
+			if fill(d, Rect{0, 0, w, h / 2}, [3]byte{byte(i), byte(i * 7), 90}) != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	stopMotion := sync.OnceFunc(func() { close(stop); <-moved })
+	defer stopMotion()
+	readUntil(t, c, "the motion as H.264", func() bool { return len(c.h264) >= 2 })
+
+	// Every encode from now on is held, the replacement's first too.
+	hold.Store(true)
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("after 1 min no encode was held")
+	}
+	mark := [3]byte{250, 10, 200}
+	must(t, typeAt(d, 8, 32, mark))
+	readUntil(t, c, "a change in the moving screen as tiles while the encode is held", func() bool { return c.pixel(8, 32) == mark })
+	readUntil(t, c, "the stuck encoder replaced while its encode is held", func() bool { return starts.Load() >= 2 })
+
+	// Encoders answer again: the viewer rejoins the stream at a key frame
+	// that resets its decoder.
+	frames := len(c.h264)
+	hold.Store(false)
+	release()
+	readUntil(t, c, "H.264 again", func() bool { return len(c.h264) > frames })
+	if p := c.h264[frames]; p.flags&h264ResetContext == 0 || !accessUnits(t, p.data)[0].key {
+		t.Errorf("the first frame after the stuck encoder: flags %d; want a key frame that resets the decoder", p.flags)
+	}
+	stopMotion()
+	still := screen(w, h, 3)
+	must(t, d.picture(still))
+	readUntil(t, c, "the still screen, pixel-exact", func() bool { return bytes.Equal(c.fb.pix, still) })
+}
+
+// TestHub_H264EncoderProcessStuck: a real encoder process that stops
+// answering mid-motion (here: stopped with SIGSTOP) is killed and
+// replaced by a new process, and the viewer gets H.264 from it, starting
+// at a key frame, rather than tiles for good after encodeTimeout.
+func TestHub_H264EncoderProcessStuck(t *testing.T) {
+	const w, h = 64, 48
+	d := newScriptedDesktop(t, w, h)
+	hub, serve := connectVideo(t, d, mustGStreamer(t))
+	var mu sync.Mutex
+	var pids []int
+	hub.mu.Lock()
+	hub.vid.start = func(w, h int) (videoEncoder, error) {
+		e, err := startEncoder(context.Background(), hub.vid.program, w, h)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pids = append(pids, e.cmd.Process.Pid)
+		return e, nil
+	}
+	hub.mu.Unlock()
+	c := dialVideo(t, serve())
+	x := 0
+	move := func() {
+		x = (x + 8) % (w - 16)
+		must(t, d.picture(scrolled(w, h, x)))
+	}
+	readUntil(t, c, "the motion as H.264", func() bool { move(); return len(c.h264) >= 2 })
+
+	mu.Lock()
+	stuck := pids[len(pids)-1]
+	mu.Unlock()
+	must(t, syscall.Kill(stuck, syscall.SIGSTOP))
+	t.Cleanup(func() { syscall.Kill(stuck, syscall.SIGKILL) })
+	frames := len(c.h264)
+	readUntil(t, c, "the stopped encoder killed and reaped", func() bool {
+		move()
+		return syscall.Kill(stuck, 0) == syscall.ESRCH
+	})
+	reset := func(p h264Payload) bool { return p.flags&h264ResetContext != 0 }
+	readUntil(t, c, "H.264 from a new encoder, starting again", func() bool {
+		move()
+		return slices.ContainsFunc(c.h264[frames:], reset)
+	})
+	if p := c.h264[frames+slices.IndexFunc(c.h264[frames:], reset)]; !accessUnits(t, p.data)[0].key {
+		t.Error("the new encoder's first frame is not a key frame")
+	}
+	last := scrolled(w, h, x)
+	readUntil(t, c, "the still screen, pixel-exact", func() bool { return bytes.Equal(c.fb.pix, last) })
+}
+
+// TestEncodePace: an encode is late after videoLate on a machine where
+// encodes are quick, after lateFactor typical encodes where they are slow,
+// and the bound grows after an encode was stopped as late.
+func TestEncodePace(t *testing.T) {
+	var p encodePace
+	if b := p.bound(); b != videoLate {
+		t.Errorf("before any encode: %v; want %v", b, videoLate)
+	}
+	p.note(time.Second, true) // a fresh process's first screen seeds it
+	p.note(10*time.Millisecond, true)
+	if b := p.bound(); b != lateFactor*time.Second {
+		t.Errorf("after a first screen of 1s: %v; want %v", b, lateFactor*time.Second)
+	}
+	for range 100 {
+		p.note(10*time.Millisecond, false)
+	}
+	if b := p.bound(); b != videoLate {
+		t.Errorf("after quick encodes: %v; want %v", b, videoLate)
+	}
+	for range 100 {
+		p.note(300*time.Millisecond, false)
+	}
+	if b := p.bound(); b < lateFactor*250*time.Millisecond {
+		t.Errorf("after encodes of 300ms: %v; want about %v", b, lateFactor*300*time.Millisecond)
+	}
+	before := p.bound()
+	p.note(before, false)
+	if b := p.bound(); b <= before {
+		t.Errorf("after an encode stopped at %v: %v; want more", before, b)
 	}
 }
