@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,19 +24,37 @@ type heldEncoder struct {
 	frames  int
 }
 
-// heldEncoders returns a hub's encoder starter making heldEncoders held by
-// hold, and the function that releases them all (at the test's end at the
-// latest); an encode being held says so on entered. starts counts the
-// encoders started.
-func heldEncoders(t *testing.T, hold *atomic.Bool, starts *atomic.Int32) (start func(w, h int) (videoEncoder, error), entered <-chan struct{}, release func()) {
-	in, out := make(chan struct{}, 1), make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(out) }) }
-	t.Cleanup(release)
-	return func(w, h int) (videoEncoder, error) {
-		starts.Add(1)
-		return &heldEncoder{hold: hold, entered: in, release: out}, nil
-	}, in, release
+// heldVideo is a hub whose encoders are heldEncoders, and one viewer of
+// its H.264 stream.
+type heldVideo struct {
+	hub     *Hub
+	d       *scriptedDesktop
+	c       *testClient
+	hold    atomic.Bool  // encodes wait while set
+	starts  atomic.Int32 // encoders started
+	entered chan struct{}
+	release func() // lets every held encode go, for good (at the test's end at the latest)
+}
+
+// newHeldVideo connects a w×h scripted desktop to a hub encoding with
+// heldEncoders (late, if set, is how long an encode may take) and dials
+// one viewer of its stream.
+func newHeldVideo(t *testing.T, w, h int, late time.Duration) *heldVideo {
+	v := &heldVideo{d: newScriptedDesktop(t, w, h), entered: make(chan struct{}, 1)}
+	out := make(chan struct{})
+	v.release = sync.OnceFunc(func() { close(out) })
+	t.Cleanup(v.release)
+	var serve func() net.Conn
+	v.hub, serve = connectVideo(t, v.d, "held")
+	v.hub.mu.Lock()
+	v.hub.vid.start = func(w, h int) (videoEncoder, error) {
+		v.starts.Add(1)
+		return &heldEncoder{hold: &v.hold, entered: v.entered, release: out}, nil
+	}
+	v.hub.vid.late = late
+	v.hub.mu.Unlock()
+	v.c = dialVideo(t, serve())
+	return v
 }
 
 func (e *heldEncoder) encode(pix []byte) (accessUnit, error) {
@@ -65,16 +84,9 @@ func (e *heldEncoder) close() error { return nil }
 // took (docs/performance.md: the page that never got the still screen).
 func TestHub_H264StillWhileEncoding(t *testing.T) {
 	const w, h = 64, 48
-	d := newScriptedDesktop(t, w, h)
-	hub, serve := connectVideo(t, d, "held")
-	var hold atomic.Bool
-	var starts atomic.Int32
-	start, entered, let := heldEncoders(t, &hold, &starts)
-	hub.mu.Lock()
-	hub.vid.start = start
-	hub.vid.late = time.Hour // this test's encode is slow, not late (TestHub_H264MotionWhileEncoderStuck)
-	hub.mu.Unlock()
-	c := dialVideo(t, serve())
+	// This test's encode is slow, not late (TestHub_H264MotionWhileEncoderStuck).
+	v := newHeldVideo(t, w, h, time.Hour)
+	d, c := v.d, v.c
 
 	x := 0
 	move := func() {
@@ -84,11 +96,11 @@ func TestHub_H264StillWhileEncoding(t *testing.T) {
 	readUntil(t, c, "the burst's first frames as H.264", func() bool { move(); return len(c.h264) >= 2 })
 
 	// The motion goes on; the next screen's encode is held.
-	hold.Store(true)
+	v.hold.Store(true)
 	for held := false; !held; {
 		move()
 		select {
-		case <-entered:
+		case <-v.entered:
 			held = true
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -98,7 +110,7 @@ func TestHub_H264StillWhileEncoding(t *testing.T) {
 	readUntil(t, c, "the still screen, pixel-exact, while the frame before is being encoded", func() bool { return bytes.Equal(c.fb.pix, still) })
 
 	frames := len(c.h264)
-	let()
+	v.release()
 	readUntil(t, c, "the held frame", func() bool { return len(c.h264) > frames })
 	readUntil(t, c, "the still screen again after it, losslessly", func() bool { return c.tiled >= w*h })
 	if !bytes.Equal(c.fb.pix, still) {
@@ -130,15 +142,8 @@ func fill(d *scriptedDesktop, r Rect, c [3]byte) error {
 // encodeTimeout (30 s) stopped the encoder and H.264 with it.
 func TestHub_H264MotionWhileEncoderStuck(t *testing.T) {
 	const w, h = 64, 48
-	d := newScriptedDesktop(t, w, h)
-	hub, serve := connectVideo(t, d, "held")
-	var hold atomic.Bool
-	var starts atomic.Int32
-	start, entered, release := heldEncoders(t, &hold, &starts)
-	hub.mu.Lock()
-	hub.vid.start = start
-	hub.mu.Unlock()
-	c := dialVideo(t, serve())
+	v := newHeldVideo(t, w, h, 0)
+	d, c := v.d, v.c
 
 	// The top half moves until the test ends: half the screen every 20 ms.
 	stop := make(chan struct{})
@@ -161,22 +166,22 @@ func TestHub_H264MotionWhileEncoderStuck(t *testing.T) {
 	readUntil(t, c, "the motion as H.264", func() bool { return len(c.h264) >= 2 })
 
 	// Every encode from now on is held, the replacement's first too.
-	hold.Store(true)
+	v.hold.Store(true)
 	select {
-	case <-entered:
+	case <-v.entered:
 	case <-time.After(time.Minute):
 		t.Fatal("after 1 min no encode was held")
 	}
 	mark := [3]byte{250, 10, 200}
 	must(t, typeAt(d, 8, 32, mark))
 	readUntil(t, c, "a change in the moving screen as tiles while the encode is held", func() bool { return c.pixel(8, 32) == mark })
-	readUntil(t, c, "the stuck encoder replaced while its encode is held", func() bool { return starts.Load() >= 2 })
+	readUntil(t, c, "the stuck encoder replaced while its encode is held", func() bool { return v.starts.Load() >= 2 })
 
 	// Encoders answer again: the viewer rejoins the stream at a key frame
 	// that resets its decoder.
 	frames := len(c.h264)
-	hold.Store(false)
-	release()
+	v.hold.Store(false)
+	v.release()
 	readUntil(t, c, "H.264 again", func() bool { return len(c.h264) > frames })
 	if p := c.h264[frames]; p.flags&h264ResetContext == 0 || !accessUnits(t, p.data)[0].key {
 		t.Errorf("the first frame after the stuck encoder: flags %d; want a key frame that resets the decoder", p.flags)
