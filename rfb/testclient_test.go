@@ -57,7 +57,6 @@ func dialTestClient(t testing.TB, conn net.Conn, encs ...int32) *testClient {
 	}
 	_, err := conn.Write(msg)
 	must(t, err)
-	conn.SetWriteDeadline(time.Time{}) // the handshake's; requests set their own
 	return c
 }
 
@@ -79,11 +78,8 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// request asks for an update of the whole screen. Its write has 20 s
-// of its own: the dial's deadline would fail every request of a test
-// that runs longer than that (a loaded -race run), unseen.
+// request asks for an update of the whole screen.
 func (c *testClient) request(incremental bool) {
-	c.conn.SetWriteDeadline(time.Now().Add(20 * time.Second))
 	c.conn.Write(updateRequest(incremental, c.fb.w, c.fb.h))
 }
 
