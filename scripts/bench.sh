@@ -76,22 +76,24 @@ awk '
 	}' "$out" | sort
 
 echo
-echo "== claim storm through vdi.Service, 3 portals, 200 members: SQLite (local mode) and Kubernetes Leases (real apiserver) =="
-echo "limit: claimants / the single claimant's claims per second in the same run; p99/limit is the goal's ratio (<= 1.3)"
+echo "== claim storm through vdi.Service, 3 portals, 200 members: SQLite and PostgreSQL (local mode) and Kubernetes Leases (real apiserver) =="
+echo "limit: claimants / the single claimant's claims per second in the same run; p99/limit is the goal's ratio (<= 3); writes and lost races per claim (goals 1 and <= 0.2)"
 bash scripts/testcluster.sh >/dev/null
 : >"$out"
 for run in $(seq "$count"); do
 	go test -run '^$' -bench '^BenchmarkSQLiteClaim$' -benchtime "${BENCH_CLAIMS:-1000}x" ./vdi/leasetest/ | sed "s/^/run$run /" | tee -a "$out"
+	go test -run '^$' -bench '^BenchmarkPostgresClaim$' -benchtime "${BENCH_PG_CLAIMS:-600}x" ./vdi/leasetest/ | sed "s/^/run$run /" | tee -a "$out"
 	go test -run '^$' -bench '^BenchmarkKubeClaim$' -benchtime "${BENCH_KUBE_CLAIMS:-400}x" ./kube/ | sed "s/^/run$run /" | tee -a "$out"
 done
 echo
 awk '
-	$2 ~ /^Benchmark(SQLite|Kube)Claim\// {
+	$2 ~ /^Benchmark(SQLite|Postgres|Kube)Claim\// {
 		delete v
 		for (i = 3; i <= NF; i++) v[$(i+1)] = $i
 		name = $2; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name); sub(/Claim\/members=200\/claimants=/, " ", name)
 		if (!(name in n)) order[++names] = name
 		n[name]++; p50[name] += v["p50-ms"]; p99[name] += v["p99-ms"]; lim[name] += v["limit-ms"]
+		wr[name] += v["writes/claim"]; lost[name] += v["lost/claim"]
 		if ("p99/limit" in v) {
 			r = v["p99/limit"]
 			if (!(name in lo) || r < lo[name]) lo[name] = r
@@ -100,10 +102,10 @@ awk '
 		if (v["won/claim"] < 1) short[name] = 1
 	}
 	END {
-		printf "%-16s %10s %10s %10s  %s\n", "backend claimants", "p50 ms", "p99 ms", "limit ms", "p99/limit (range over runs)"
+		printf "%-20s %8s %8s %8s %8s %10s  %s\n", "backend claimants", "writes", "lost", "p50 ms", "p99 ms", "limit ms", "p99/limit (range over runs)"
 		for (i = 1; i <= names; i++) {
 			k = order[i]
-			line = sprintf("%-16s %10.1f %10.1f", k, p50[k] / n[k], p99[k] / n[k])
+			line = sprintf("%-20s %8.2f %8.2f %8.1f %8.1f", k, wr[k] / n[k], lost[k] / n[k], p50[k] / n[k], p99[k] / n[k])
 			if (k in lo) line = line sprintf(" %10.1f  %.2f-%.2fx", lim[k] / n[k], lo[k], hi[k])
 			if (k in short) line = line "  (some claimants got no desktop)"
 			print line

@@ -17,7 +17,11 @@ func (db *DB) Leases() *Leases { return &Leases{db: db} }
 
 // Leases keeps vdi.Lease values in SQLite with the same compare-and-swap
 // rules as coordination.k8s.io/v1 Leases.
-type Leases struct{ db *DB }
+type Leases struct {
+	db *DB
+	// rules, when set, are checked in each write (see CheckedBy).
+	rules *holderRules
+}
 
 var _ vdi.Leases = (*Leases)(nil)
 
@@ -135,6 +139,9 @@ func (s *Leases) CreateFirst(ctx context.Context, wants []*vdi.Lease) (*vdi.Leas
 		return nil, fmt.Errorf("store: write lease %s: %w", wants[0].Ref(), err)
 	}
 	defer tx.Rollback()
+	if err := s.checkRules(ctx, tx); err != nil {
+		return nil, err
+	}
 	var rv int64
 	if err := tx.queryRowHot(ctx, `UPDATE lease_seq SET n = n + 1 RETURNING n`).Scan(&rv); err != nil {
 		return nil, fmt.Errorf("store: write lease %s: %w", wants[0].Ref(), err)
@@ -204,8 +211,9 @@ func (s *Leases) Delete(ctx context.Context, l *vdi.Lease) error {
 }
 
 // write runs one insert or update with a fresh resource version inside a
-// transaction; no row affected means lost, reported as lostErr, and so
-// does lost (when set) reporting true before the transaction begins.
+// transaction, after the rules (see CheckedBy); no row affected means
+// lost, reported as lostErr, and so does lost (when set) reporting true
+// before the transaction begins.
 func (s *Leases) write(ctx context.Context, l *vdi.Lease, lost func() bool, exec func(*txn, int64, string) (sql.Result, error), lostErr error) (*vdi.Lease, error) {
 	ann, err := json.Marshal(l.Annotations)
 	if err != nil {
@@ -218,6 +226,9 @@ func (s *Leases) write(ctx context.Context, l *vdi.Lease, lost func() bool, exec
 		return nil, fmt.Errorf("store: write lease %s: %w", l.Ref(), err)
 	}
 	defer tx.Rollback()
+	if err := s.checkRules(ctx, tx); err != nil {
+		return nil, err
+	}
 	var rv int64
 	if err := tx.queryRowHot(ctx, `UPDATE lease_seq SET n = n + 1 RETURNING n`).Scan(&rv); err != nil {
 		return nil, fmt.Errorf("store: write lease %s: %w", l.Ref(), err)

@@ -130,18 +130,13 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 		return Desktop{}, Errorf(EForbidden, "Add them to the pool's access first, or pick a pool they may use.",
 			"%s may not use pool %s, which is for %s.", user, p.Name, p.For())
 	}
-	unlock, err := s.lockClaims(ctx, ref.Namespace, user)
+	leases, done, err := s.ruled(ctx, user, p, false)
 	if err != nil {
 		return Desktop{}, err
 	}
-	defer unlock()
+	defer done()
 	if err := s.checkQuota(ctx, user, p); err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			e.Msg = strings.Replace(e.Msg, "You hold", user+" holds", 1)
-			e.Hint = "Release one of theirs first, or raise the limit."
-		}
-		return Desktop{}, err
+		return Desktop{}, theirQuota(err, user)
 	}
 	old, err := s.leases.Get(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
@@ -155,8 +150,11 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 	if old != nil && !old.Expired(s.now()) {
 		return Desktop{}, Errorf(EConflict, "Force-release it first, then assign it.", "Desktop %s is held by %s.", ref, old.Holder)
 	}
-	l, err := s.acquire(ctx, p, m, old, user)
-	if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
+	l, err := s.acquire(ctx, leases, p, m, old, user)
+	var refused *Error
+	if errors.As(err, &refused) {
+		return Desktop{}, theirQuota(refused, user) // checked in the write
+	} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 		return Desktop{}, Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s was claimed meanwhile.", ref)
 	} else if err != nil {
 		return Desktop{}, unavailable(err)
@@ -164,6 +162,17 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "assign", Namespace: ref.Namespace, Target: ref.Name, Detail: "to " + user})
 	s.log.Info("assigned", "desktop", ref, "holder", user, "by", id.Login)
 	return s.powerOn(ctx, l, true) // a VM's boot is not the admin's request to wait on
+}
+
+// theirQuota words err, a refusal of the quotas, for the admin who
+// assigns a desktop to user.
+func theirQuota(err error, user string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Msg = strings.Replace(e.Msg, "You hold", user+" holds", 1)
+		e.Hint = "Release one of theirs first, or raise the limit."
+	}
+	return err
 }
 
 // Recreate makes a member fresh as RecreateJob does, waiting for the work

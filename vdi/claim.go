@@ -10,7 +10,7 @@ import (
 
 // Claim gives id a member of the pool and powers it on, when the pool's
 // access lets id in and the quotas leave room. Asking again returns the
-// same member; a user's claims run one at a time across replicas. It prefers a running member, then a stopped one, trying
+// same member; the rules hold across replicas (claim_rules.go). It prefers a running member, then a stopped one, trying
 // each at most once and moving on when another claimant wins it; when none is
 // free (or every try was lost) it fails with EConflict.
 func (s *Service) Claim(ctx context.Context, id Identity, namespace, pool string) (Desktop, error) {
@@ -39,11 +39,13 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	if !p.Allows(id) {
 		return Desktop{}, forbidden(p)
 	}
-	unlock, err := s.lockClaims(ctx, namespace, id.Login)
+	// claims is the store this claim writes through: it keeps the
+	// user's rules (claim_rules.go).
+	claims, done, err := s.ruled(ctx, id.Login, p, true)
 	if err != nil {
 		return Desktop{}, err
 	}
-	defer unlock()
+	defer done()
 	tried := map[string]bool{}
 	quotaChecked := false
 	for attempts := 0; attempts < maxClaimAttempts; {
@@ -96,7 +98,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 			m := free[i]
 			var l *Lease
 			var err error
-			if batch := s.newLeases(free[i:], known); len(batch) > 0 {
+			if batch := newLeases(claims, free[i:], known); len(batch) > 0 {
 				// Members never claimed, tried in one turn of the store:
 				// one attempt.
 				for _, want := range batch {
@@ -104,7 +106,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				attempts++
 				i += len(batch) - 1
-				l, err = s.leases.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, id.Login))
+				l, err = claims.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, id.Login))
 				if errors.Is(err, ErrAlreadyExists) {
 					break // every one went meanwhile: look again
 				} else if err == nil {
@@ -118,10 +120,19 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				attempts++
 				tried[m.Name] = true
-				l, err = s.acquire(ctx, p, m, known[m.Name], id.Login)
+				l, err = s.acquire(ctx, claims, p, m, known[m.Name], id.Login)
 				s.trying.done(m.Ref(), err == nil || errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict), time.Now())
 			}
-			if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
+			var held *holdsInPool
+			var refused *Error
+			if errors.As(err, &held) {
+				// Another claim of this user won a desktop of the pool
+				// meanwhile: this claim is that one.
+				s.mirror(held.l)
+				return s.powerOn(ctx, held.l, atOnce)
+			} else if errors.As(err, &refused) {
+				return Desktop{}, refused // a quota, checked in the write
+			} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 				// Lost the race for this member: its claim is someone else's
 				// now. After a few losses, look again at what is left.
 				if attempts%claimRelistEvery == 0 {
@@ -146,9 +157,9 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 }
 
 // newLeases returns the leading members of free that never had a Lease,
-// when the store can try them in one turn (LeaseBatcher).
-func (s *Service) newLeases(free []Member, known map[string]*Lease) []*Lease {
-	if _, ok := s.leases.(LeaseBatcher); !ok {
+// when leases can try them in one turn (LeaseBatcher).
+func newLeases(leases Leases, free []Member, known map[string]*Lease) []*Lease {
+	if _, ok := leases.(LeaseBatcher); !ok {
 		return nil
 	}
 	var out []*Lease
@@ -234,24 +245,24 @@ func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map
 	return free
 }
 
-// acquire takes m's Lease for holder: Create when none was seen (a Lease
+// acquire takes m's Lease for holder in leases: Create when none was seen (a Lease
 // that exists after all means another claimant won: ErrAlreadyExists), or
 // Update carrying the observed resourceVersion of old when it expired (a
 // newer Lease means another claimant won: ErrConflict).
-func (s *Service) acquire(ctx context.Context, p Pool, m Member, old *Lease, holder string) (*Lease, error) {
+func (s *Service) acquire(ctx context.Context, leases Leases, p Pool, m Member, old *Lease, holder string) (*Lease, error) {
 	now := s.now()
 	want := &Lease{
 		Namespace: m.Namespace, Member: m.Name, Pool: p.Name, Holder: holder,
 		AcquireTime: now, RenewTime: now, Duration: s.duration,
 	}
 	if old == nil {
-		return s.leases.Create(ctx, want)
+		return leases.Create(ctx, want)
 	}
 	if !old.Expired(now) {
 		return nil, ErrConflict
 	}
 	want.ResourceVersion = old.ResourceVersion
-	l, err := s.leases.Update(ctx, want)
+	l, err := leases.Update(ctx, want)
 	if err == nil {
 		s.record(ctx, AuditEvent{Actor: holder, Action: "takeover", Namespace: m.Namespace, Target: m.Name, Detail: "expired claim of " + old.Holder})
 	}

@@ -9,15 +9,27 @@ import (
 // checkQuota fails with EConflict when login already holds as many
 // desktops as the portal (MaxDesktopsPerUser) or pool p (its Limits) lets
 // one user hold. It reads the Leases, so it holds across replicas as long
-// as the caller holds login's claim lock.
+// as the caller holds login's claim lock (or writes through a store that
+// checks the rules again in the write, see claim_rules.go).
 func (s *Service) checkQuota(ctx context.Context, login string, p Pool) error {
-	if s.maxPerUser <= 0 && p.Limits.DesktopsPerUser <= 0 {
+	if !s.quotaApplies(p) {
 		return nil
 	}
 	held, err := s.heldBy(ctx, login)
 	if err != nil {
 		return err
 	}
+	return s.quotaRule(p, held)
+}
+
+// quotaApplies reports whether a quota limits claims on p.
+func (s *Service) quotaApplies(p Pool) bool {
+	return s.maxPerUser > 0 || p.Limits.DesktopsPerUser > 0
+}
+
+// quotaRule fails with EConflict when held, the desktops a user holds, are
+// as many as the portal or pool p lets one user hold.
+func (s *Service) quotaRule(p Pool, held []heldDesktop) error {
 	var inPool []string
 	for _, d := range held {
 		if d.pool == p.Namespace+"/"+p.Name {

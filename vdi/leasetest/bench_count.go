@@ -22,7 +22,8 @@ type countedLeases struct {
 }
 
 // count wraps l so that n counts its writes, keeping the optional
-// interfaces the claim path looks for (vdi.LeaseBatcher, vdi.ClaimLocks).
+// interfaces the claim path looks for (vdi.LeaseBatcher, vdi.ClaimLocks,
+// vdi.HolderChecks).
 func count(l vdi.Leases, n *writeCount) vdi.Leases {
 	c := countedLeases{l, n}
 	if b, ok := l.(batchLocker); ok {
@@ -58,11 +59,12 @@ func (c countedLeases) Delete(ctx context.Context, l *vdi.Lease) error {
 	return err
 }
 
-// batchLocker is a store that batches creates and takes claim locks
-// itself (the SQL stores).
+// batchLocker is a store that batches creates, takes claim locks itself
+// and may check the rules in its writes (the SQL stores).
 type batchLocker interface {
 	vdi.LeaseBatcher
 	vdi.ClaimLocks
+	vdi.HolderChecks
 }
 
 // countedBatch is a countedLeases of a batchLocker.
@@ -83,4 +85,13 @@ func (c countedBatch) CreateFirst(ctx context.Context, wants []*vdi.Lease) (*vdi
 
 func (c countedBatch) LockClaims(ctx context.Context, key string) (func(), bool, error) {
 	return c.b.LockClaims(ctx, key)
+}
+
+// CheckedBy counts the writes of the store that checks the rules.
+func (c countedBatch) CheckedBy(holder string, check func([]*vdi.Lease) error) (vdi.Leases, bool) {
+	l, ok := c.b.CheckedBy(holder, check)
+	if !ok {
+		return nil, false
+	}
+	return count(l, c.n), true
 }
