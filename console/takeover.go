@@ -36,10 +36,12 @@ type viewer struct {
 	cancel context.CancelCauseFunc
 }
 
-// Take makes the console stamped stamp (vdi.ConsoleStamp), whose context cancel
-// ends it, the viewer of ref's p console and returns a func to call when the console
-// closes. Of two consoles the newer stays, whichever takes first: the
-// older one ends with ErrTakenOver (at once, if it comes second).
+// Take makes the console stamped stamp (vdi.Service.TakeConsole), whose
+// context cancel ends it, the viewer of ref's p console and returns a func
+// to call when the console closes. Of two consoles the newer stays,
+// whichever takes first: the older one ends with ErrTakenOver (at once,
+// if it comes second). A console with no stamp (its claim not written)
+// is newer than the one it finds here, older than any that comes after.
 // Participants who share the console (#33) are to join the one viewer's
 // upstream rather than Take it.
 func (v *Takeover) Take(ref vdi.Ref, p vdi.Protocol, stamp string, cancel context.CancelCauseFunc) (release func()) {
@@ -50,7 +52,7 @@ func (v *Takeover) Take(ref vdi.Ref, p vdi.Protocol, stamp string, cancel contex
 	}
 	key := viewed{ref, p}
 	if old, ok := v.by[key]; ok {
-		if vdi.NewerConsole(old.stamp, stamp) {
+		if stamp != "" && vdi.NewerConsole(old.stamp, stamp) {
 			cancel(ErrTakenOver) // a newer one came first
 			return func() {}
 		}

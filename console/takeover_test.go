@@ -3,8 +3,8 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -15,8 +15,7 @@ import (
 // serial beside its VNC), are untouched.
 func TestTakeover(t *testing.T) {
 	var v Takeover
-	at := time.Now()
-	stamp := func(i int) string { return vdi.ConsoleStamp(at.Add(time.Duration(i)*time.Millisecond), "s") }
+	stamp := func(i int) string { return fmt.Sprintf("%020d.s", i) }
 	ref, other := vdi.Ref{Namespace: "ns", Name: "vm-1"}, vdi.Ref{Namespace: "ns", Name: "vm-2"}
 	first, cancel1 := context.WithCancelCause(context.Background())
 	release1 := v.Take(ref, vdi.ProtocolVNC, stamp(1), cancel1)
@@ -42,26 +41,32 @@ func TestTakeover(t *testing.T) {
 	}
 }
 
-// TestTakeover_NewestInBothOrders: of two consoles opened at almost the
-// same moment, the newer stays whichever takes first; the older ends
-// taken over.
+// TestTakeover_NewestInBothOrders: of two consoles recorded one after
+// the other, the newer stays whichever takes first; the older ends taken
+// over. One whose claim was not written (no stamp) takes over from the
+// one it finds, and gives way to the next.
 func TestTakeover_NewestInBothOrders(t *testing.T) {
-	at := time.Now()
-	older, newer := vdi.ConsoleStamp(at, "b"), vdi.ConsoleStamp(at.Add(time.Microsecond), "a")
-	if tie := vdi.ConsoleStamp(at, "a"); !vdi.NewerConsole(older, tie) || !vdi.NewerConsole(newer, older) || vdi.NewerConsole(older, newer) {
-		t.Fatalf("stamps out of order: %q, %q, %q", tie, older, newer)
-	}
+	s7, s8 := "00000000000000000007.b", "00000000000000000008.a"
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-1"}
-	for _, order := range [][2]string{{older, newer}, {newer, older}} {
+	for _, tc := range []struct{ first, second, older string }{
+		{s7, s8, s7},
+		{s8, s7, s7},
+		{s8, "", s8},
+		{"", s8, ""},
+	} {
 		var v Takeover
 		ctxs := map[string]context.Context{}
-		for _, stamp := range order {
+		for _, stamp := range []string{tc.first, tc.second} {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			ctxs[stamp] = ctx
 			defer v.Take(ref, vdi.ProtocolVNC, stamp, cancel)()
 		}
-		if cause := context.Cause(ctxs[older]); !errors.Is(cause, ErrTakenOver) || ctxs[newer].Err() != nil {
-			t.Errorf("taken in the order %q: the older console %v, the newer %v; want the older taken over, the newer open", order, cause, ctxs[newer].Err())
+		newer := tc.first
+		if newer == tc.older {
+			newer = tc.second
+		}
+		if cause := context.Cause(ctxs[tc.older]); !errors.Is(cause, ErrTakenOver) || ctxs[newer].Err() != nil {
+			t.Errorf("%q then %q: the older console (%q) %v, the newer %v; want the older taken over, the newer open", tc.first, tc.second, tc.older, cause, ctxs[newer].Err())
 		}
 	}
 }

@@ -20,7 +20,7 @@ type newestChecker interface {
 	ClaimChanged(ref vdi.Ref) <-chan struct{}
 }
 
-// keepNewest ends the holder's console stamped stamp (vdi.ConsoleStamp) of p
+// keepNewest ends the holder's console stamped stamp (vdi.Service.TakeConsole) of p
 // (cancel) once the claim names a newer one of theirs, until ctx ends;
 // call it once stamp is recorded (the claim then names it or a newer
 // one). A claim store that reports no changes (one replica) leaves

@@ -32,7 +32,7 @@ func (c *newestStub) ClaimChanged(vdi.Ref) <-chan struct{} {
 }
 
 // s1 and s2 are two consoles' stamps, s2 the newer.
-var s1, s2 = vdi.ConsoleStamp(time.Unix(1_800_000_000, 0), "s1"), vdi.ConsoleStamp(time.Unix(1_800_000_000, 1), "s2")
+var s1, s2 = "00000000000000000001.s1", "00000000000000000002.s2"
 
 // take records console as the newest, as a replica's TakeConsole does.
 func (c *newestStub) take(console string) {

@@ -44,7 +44,7 @@ func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, i
 // serveConsole authorizes, connects by the first relay path that works,
 // upgrades (checking Origin) and runs the session.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
-	opened, ref := time.Now(), ref(r) // a holder's newest console is the one asked for last
+	ref := ref(r)
 
 	d, share, err := h.consoleDesktop(r.Context(), id, ref, p)
 	if err != nil {
@@ -150,12 +150,15 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		stamp := vdi.ConsoleStamp(opened, sid)
-		defer h.console.viewers.Take(ref, p, stamp, cancel)()
-		// and on the other replicas: recorded on the claim, watched there
-		if err := h.desktops.TakeConsole(ctx, ref, p, stamp); err != nil {
+		// Recorded on the claim, which orders it after every console
+		// recorded before it, on any replica (no clock involved); the older
+		// ones give way here and, watching the claim, on the other replicas.
+		stamp, err := h.desktops.TakeConsole(ctx, ref, p, sid)
+		if err != nil {
 			h.log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", ref, "protocol", p, "err", err)
-		} else {
+		}
+		defer h.console.viewers.Take(ref, p, stamp, cancel)()
+		if stamp != "" {
 			go keepNewest(ctx, h.desktops, ref, p, stamp, cancel, h.log)
 		}
 	}

@@ -52,7 +52,7 @@ type Desktops interface {
 	SharedDesktop(ctx context.Context, id vdi.Identity, ref vdi.Ref) (vdi.Desktop, vdi.Share, error)
 	SharedWithMe(ctx context.Context, id vdi.Identity) ([]vdi.SharedWith, error)
 	ClaimChanged(ref vdi.Ref) <-chan struct{}
-	TakeConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol, console string) error
+	TakeConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol, id string) (string, error)
 	NewestConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (string, error)
 }
 

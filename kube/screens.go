@@ -26,9 +26,9 @@ import (
 // its owner, written when the owner changes (create, or update on the
 // observed resourceVersion: compare-and-swap) and deleted when the owner
 // gives it up. An owner whose heartbeat ran out (a replica killed, its
-// node lost) may be replaced. Heartbeats are judged by their renewTime on
-// the reader's clock: replicas' clocks must agree within a second or two
-// (NTP), as for any Lease-based lock.
+// node lost) may be replaced. A heartbeat runs out when this replica has
+// not seen it change for its duration (sightings): the replicas' clocks
+// need not agree.
 
 // Labels and annotations of the screen Leases.
 const (
@@ -58,7 +58,10 @@ type ScreenOwnersConfig struct {
 	// Heartbeat is how long this replica's heartbeat lives unrenewed;
 	// zero means 5s.
 	Heartbeat time.Duration
-	// Now is the clock; nil means time.Now.
+	// Now is this replica's clock; nil means time.Now. Other replicas'
+	// heartbeats are judged by how long ago on it they were seen to
+	// change, so a Now that keeps time.Now's monotonic reading (e.g.
+	// time.Now().Add(offset)) gives the same verdicts whatever its offset.
 	Now func() time.Time
 	Log *slog.Logger
 }
@@ -75,6 +78,7 @@ type ScreenOwners struct {
 	draining  atomic.Bool
 
 	lapsed chan struct{} // a renewal after the heartbeat had run out
+	seen   sightings     // the other replicas' heartbeats
 
 	mu      sync.Mutex
 	peers   []string  // the other replicas' URLs, found at
@@ -93,6 +97,7 @@ func NewScreenOwners(cfg ScreenOwnersConfig) *ScreenOwners {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	o.seen.now = o.now
 	if o.log == nil {
 		o.log = slog.Default()
 	}
@@ -151,18 +156,21 @@ func (o *ScreenOwners) Get(ctx context.Context, key string) (console.Owner, erro
 	return own, nil
 }
 
-// alive reports whether replica renews its heartbeat (this one always).
+// alive reports whether replica renews its heartbeat (this one always),
+// as this replica has seen it change (sightings).
 func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) {
 	if replica == o.self {
 		return true, nil
 	}
-	l, err := o.cs.CoordinationV1().Leases(o.ns).Get(ctx, leaseName(replicaLeasePfx, replica), metav1.GetOptions{})
+	name := leaseName(replicaLeasePfx, replica)
+	l, err := o.cs.CoordinationV1().Leases(o.ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		o.seen.gone(name)
 		return false, nil
 	} else if err != nil {
 		return false, fmt.Errorf("kube: read the heartbeat of replica %s: %w", replica, err)
 	}
-	return o.fresh(l), nil
+	return o.seen.alive(l), nil
 }
 
 // Take implements console.Owners.
@@ -223,20 +231,12 @@ func (o *ScreenOwners) Peers(ctx context.Context) []string {
 	o.peers, o.peersAt = nil, o.now()
 	for _, l := range list.Items {
 		id, url := ptrString(l.Spec.HolderIdentity), l.Annotations[annoPeerURL]
-		if id == o.self || url == "" || l.Annotations[annoDraining] == "true" || !o.fresh(&l) {
+		if id == o.self || !o.seen.alive(&l) || url == "" || l.Annotations[annoDraining] == "true" {
 			continue
 		}
 		o.peers = append(o.peers, url)
 	}
 	return o.peers
-}
-
-// fresh reports whether heartbeat l was renewed within its duration.
-func (o *ScreenOwners) fresh(l *coordinationv1.Lease) bool {
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	return o.now().Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
 // Lapsed receives when this replica's heartbeat is renewed after it had
@@ -245,8 +245,12 @@ func (o *ScreenOwners) fresh(l *coordinationv1.Lease) bool {
 func (o *ScreenOwners) Lapsed() <-chan struct{} { return o.lapsed }
 
 // Run keeps this replica's heartbeat until ctx ends, then deletes it, so
-// that the screens it owned are taken over at once.
+// that the screens it owned are taken over at once. Meanwhile it watches
+// the other replicas' heartbeats, to see them change as they do.
 func (o *ScreenOwners) Run(ctx context.Context) {
+	if err := o.seen.watch(ctx, o.cs, o.ns); err != nil {
+		o.log.Warn("other replicas' heartbeats not watched; they are judged when read", "namespace", o.ns, "err", err)
+	}
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
 	var last *coordinationv1.Lease

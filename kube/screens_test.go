@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
@@ -19,24 +22,36 @@ import (
 // portal's ServiceAccount. The first writer wins; a stale record cannot be
 // written over nor released (compare-and-swap on resourceVersion); an
 // owner is alive while its heartbeat is renewed, dead once it runs out
-// (a replica killed) or is deleted (a replica that stopped), and then its
-// screens may be taken over.
+// (a replica killed: its network cut) or is deleted (a replica that
+// stopped), and then its screens may be taken over. The replicas' clocks
+// need not agree: readers whose clocks run 3 minutes ahead and behind
+// see a live owner alive and a killed one dead as one with the right
+// time does.
 func TestScreenOwners(t *testing.T) {
 	c := testcluster.Shared(t)
 	c.Apply(t, "../deploy/rbac.yaml")
-	cs, err := kubernetes.NewForConfig(c.PortalServiceAccount(t))
+	sa := c.PortalServiceAccount(t)
+	cs, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut atomic.Bool // replica a's network
+	saA := rest.CopyConfig(sa)
+	saA.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &cut} })
+	csA, err := kubernetes.NewForConfig(saA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := c.Namespace(t)
 	ctx := context.Background()
-	mk := func(id string, now func() time.Time) *kube.ScreenOwners {
+	mk := func(id string, cs kubernetes.Interface, skew time.Duration) *kube.ScreenOwners {
+		now := func() time.Time { return time.Now().Add(skew) } // keeps the monotonic reading
 		o := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: id, Now: now, Log: slog.New(slog.DiscardHandler)})
 		o.SetURL("http://" + id + ":8080")
 		return o
 	}
-	a, b := mk("replica-a", nil), mk("replica-b", nil)
-	later := mk("replica-c", func() time.Time { return time.Now().Add(10 * time.Second) }) // a reader after a's heartbeat ran out
+	a, b := mk("replica-a", csA, 0), mk("replica-b", cs, 0)
+	ahead, behind := mk("replica-ahead", cs, 3*time.Minute), mk("replica-behind", cs, -3*time.Minute)
 	key := "team/vm-1"
 
 	if o, err := a.Get(ctx, key); err != nil || o.Version != "" {
@@ -57,7 +72,7 @@ func TestScreenOwners(t *testing.T) {
 	waitAlive := func(r *kube.ScreenOwners, want bool) console.Owner {
 		t.Helper()
 		var o console.Owner
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			if o, err = r.Get(ctx, key); err == nil && o.Alive == want {
 				return o
 			}
@@ -91,33 +106,76 @@ func TestScreenOwners(t *testing.T) {
 		t.Errorf("after b's release: %+v; want no record", o)
 	}
 
-	// a owns again; a reader whose clock is past a's heartbeat sees a dead
-	// (a killed replica's heartbeat runs out), and a stopped replica's
-	// heartbeat is deleted.
+	// a owns again, alive to readers whose clocks are minutes off (one
+	// ahead would take its screen, judging its renewTime).
 	if ownA, err = a.Take(ctx, key, console.Owner{}); err != nil {
 		t.Fatal(err)
 	}
-	waitAlive(b, true)
-	waitAlive(later, false)
+	for _, r := range []*kube.ScreenOwners{b, ahead, behind} {
+		waitAlive(r, true)
+	}
 
 	// Peers are found by their heartbeats while they run and do not drain.
-	if got := mk("replica-d", nil).Peers(ctx); !slices.Equal(got, []string{"http://replica-a:8080"}) {
+	if got := mk("replica-d", cs, 0).Peers(ctx); !slices.Equal(got, []string{"http://replica-a:8080"}) {
 		t.Errorf("peers found = %v; want a's URL (b runs no heartbeat)", got)
 	}
 	a.SetDraining()
 	var got []string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if got = mk("replica-e", nil).Peers(ctx); len(got) == 0 {
+		if got = mk("replica-e", cs, 0).Peers(ctx); len(got) == 0 {
 			break
 		}
 	}
 	if len(got) != 0 {
 		t.Errorf("peers found while a drains = %v; want none", got)
 	}
+	waitAlive(ahead, true) // still, renewals later
+
+	// a is killed (its network cut: its heartbeat stays, not renewed):
+	// dead to every reader once it has run out, also to one whose clock
+	// is behind (judging its renewTime, it would wait minutes).
+	cut.Store(true)
 	stop()
 	<-done
-	waitAlive(b, false)
+	for _, r := range []*kube.ScreenOwners{behind, ahead, b} {
+		waitAlive(r, false)
+	}
+	ownB, err = b.Take(ctx, key, ownA)
+	if err != nil {
+		t.Fatalf("b takes over a killed replica's screen: %v", err)
+	}
+
+	// a comes back and owns again; when it stops, its heartbeat is
+	// deleted: dead to every reader.
+	cut.Store(false)
+	if err := b.Release(ctx, key, ownB); err != nil {
+		t.Fatal(err)
+	}
+	if ownA, err = a.Take(ctx, key, console.Owner{}); err != nil {
+		t.Fatal(err)
+	}
+	hctx, stop = context.WithCancel(ctx)
+	done = make(chan struct{})
+	go func() { defer close(done); a.Run(hctx) }()
+	waitAlive(behind, true)
+	stop()
+	<-done
+	waitAlive(behind, false)
 	if _, err := b.Take(ctx, key, ownA); err != nil {
 		t.Errorf("b takes over a stopped replica's screen: %v", err)
 	}
+}
+
+// cutTransport fails every request while cut is set: a replica cut off
+// the network, or killed, as the apiserver sees it.
+type cutTransport struct {
+	http.RoundTripper
+	cut *atomic.Bool
+}
+
+func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.cut.Load() {
+		return nil, errors.New("network cut")
+	}
+	return c.RoundTripper.RoundTrip(r)
 }
