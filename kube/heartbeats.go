@@ -7,9 +7,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Other replicas' heartbeats are judged as client-go's leader election
@@ -20,10 +17,9 @@ import (
 // replica's screens nor, minutes behind, keeps a dead one's: their
 // clocks need not agree. A heartbeat first seen counts as renewed then
 // (a replica that just started waits one heartbeat's life for a dead
-// one, as a new leader-election candidate does); a watch of the
-// heartbeats sees renewals as they happen, and every read feeds the
-// same sightings, so a watch that lags cannot make a live one look
-// dead.
+// one, as a new leader-election candidate does). Each replica lists the
+// heartbeats every second (Run), and every read of one is a sighting
+// too, so a renewal is seen within about a second.
 
 // sighting is when this replica first saw a heartbeat's version.
 type sighting struct {
@@ -60,6 +56,22 @@ func (s *sightings) alive(l *coordinationv1.Lease) bool {
 	return now.Sub(seen.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 }
 
+// keep forgets the heartbeats other than those listed: deleted, their
+// replicas stopped.
+func (s *sightings) keep(listed []coordinationv1.Lease) {
+	there := make(map[string]bool, len(listed))
+	for _, l := range listed {
+		there[l.Name] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.seen {
+		if !there[name] {
+			delete(s.seen, name)
+		}
+	}
+}
+
 // gone forgets heartbeat name: deleted, its replica stopped.
 func (s *sightings) gone(name string) {
 	s.mu.Lock()
@@ -67,31 +79,20 @@ func (s *sightings) gone(name string) {
 	delete(s.seen, name)
 }
 
-// watch feeds the sightings with the heartbeats in namespace ns from a
-// watch, until ctx ends.
-func (s *sightings) watch(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelScreenLease + "=replica" }))
-	inf := factory.Coordination().V1().Leases().Informer()
-	seen := func(obj any) {
-		if l, ok := obj.(*coordinationv1.Lease); ok {
-			s.alive(l)
+// look lists the heartbeats in the portal's namespace, sights each
+// (forgetting those gone: their replicas stopped) and returns the live
+// ones.
+func (o *ScreenOwners) look(ctx context.Context) ([]coordinationv1.Lease, error) {
+	list, err := o.cs.CoordinationV1().Leases(o.ns).List(ctx, metav1.ListOptions{LabelSelector: labelScreenLease + "=replica"})
+	if err != nil {
+		return nil, err
+	}
+	o.seen.keep(list.Items)
+	var live []coordinationv1.Lease
+	for _, l := range list.Items {
+		if o.seen.alive(&l) {
+			live = append(live, l)
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    seen,
-		UpdateFunc: func(_, obj any) { seen(obj) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if l, ok := obj.(*coordinationv1.Lease); ok {
-				s.gone(l.Name)
-			}
-		},
-	}); err != nil {
-		return err
-	}
-	go inf.Run(ctx.Done())
-	return nil
+	return live, nil
 }

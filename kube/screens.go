@@ -223,15 +223,15 @@ func (o *ScreenOwners) Peers(ctx context.Context) []string {
 	if !o.peersAt.IsZero() && o.now().Sub(o.peersAt) < peersFresh {
 		return o.peers
 	}
-	list, err := o.cs.CoordinationV1().Leases(o.ns).List(ctx, metav1.ListOptions{LabelSelector: labelScreenLease + "=replica"})
+	live, err := o.look(ctx)
 	if err != nil {
 		o.log.Warn("peer replicas not found", "namespace", o.ns, "err", err)
 		return nil
 	}
 	o.peers, o.peersAt = nil, o.now()
-	for _, l := range list.Items {
+	for _, l := range live {
 		id, url := ptrString(l.Spec.HolderIdentity), l.Annotations[annoPeerURL]
-		if id == o.self || !o.seen.alive(&l) || url == "" || l.Annotations[annoDraining] == "true" {
+		if id == o.self || url == "" || l.Annotations[annoDraining] == "true" {
 			continue
 		}
 		o.peers = append(o.peers, url)
@@ -246,11 +246,9 @@ func (o *ScreenOwners) Lapsed() <-chan struct{} { return o.lapsed }
 
 // Run keeps this replica's heartbeat until ctx ends, then deletes it, so
 // that the screens it owned are taken over at once. Meanwhile it watches
-// the other replicas' heartbeats, to see them change as they do.
+// the other replicas' heartbeats change, looking at them as often as it
+// renews its own.
 func (o *ScreenOwners) Run(ctx context.Context) {
-	if err := o.seen.watch(ctx, o.cs, o.ns); err != nil {
-		o.log.Warn("other replicas' heartbeats not watched; they are judged when read", "namespace", o.ns, "err", err)
-	}
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
 	var last *coordinationv1.Lease
@@ -274,6 +272,9 @@ func (o *ScreenOwners) Run(ctx context.Context) {
 		}
 		if err == nil {
 			renewed = o.now()
+		}
+		if _, err := o.look(ctx); err != nil && ctx.Err() == nil {
+			o.log.Debug("other replicas' heartbeats not read; judged when next read", "err", err)
 		}
 		last = l
 		select {
