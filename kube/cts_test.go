@@ -48,7 +48,9 @@ func newCTSetup(t *testing.T) *ctSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ctSetup{c: c, ns: c.Namespace(t), ctx: context.Background(), svc: newService(back, leases), back: back, exec: exec,
+	svc := newService(back, leases)
+	t.Cleanup(svc.StopJobs) // a reset a release left going ends with the test
+	return &ctSetup{c: c, ns: c.Namespace(t), ctx: context.Background(), svc: svc, back: back, exec: exec,
 		root: vdi.Identity{Login: "root", Admin: true}, leases: leases}
 }
 
@@ -293,7 +295,9 @@ func TestCTPoolLifecycle(t *testing.T) {
 				if err := s.svc.Release(ctx, s.root, d.Ref(), "test"); err != nil {
 					t.Fatalf("force-release %s: %v", d.Name, err)
 				}
-				// Ephemeral: the member is recreated, a fresh Pod waits.
+				// Ephemeral: the member is recreated, a fresh Pod waits
+				// (the release answers while the old Pod goes).
+				waitClaimGone(t, s.leases, d.Ref())
 				if after := s.pod(t, d.Name); after == nil || after.UID == before.UID {
 					t.Errorf("Pod of %s after its release: %v; want a new one (old UID %s)", d.Name, after, before.UID)
 				}

@@ -71,6 +71,7 @@ func TestCTPoolTrouble(t *testing.T) {
 		if err := s.svc.Release(ctx, vdi.Identity{Login: "bob"}, d.Ref(), ""); err != nil {
 			t.Fatalf("bob's release: %v", err)
 		}
+		waitClaimGone(t, s.leases, d.Ref()) // the release answers while the Pod goes
 		if m, err := s.back.Member(ctx, ref); err != nil || m.Power != vdi.PowerStopped || s.pod(t, ref.Name) != nil {
 			t.Errorf("persistent member after its release: %+v, %v; want stopped, no Pod", m, err)
 		}

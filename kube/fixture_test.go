@@ -51,9 +51,9 @@ func (s *vmSetup) service(t *testing.T) (*vdi.Service, vdi.Leases) {
 	return svc, leases
 }
 
-// waitClaimGone waits until ref's claim is gone: a release of a VM
-// answers while the VM stops or is made again (vdi: a long reset goes on
-// detached).
+// waitClaimGone waits until ref's claim is gone: a release on a cluster
+// answers while the VM stops or is made again, or the CT's Pod goes (vdi:
+// a long reset goes on detached).
 func waitClaimGone(t *testing.T, leases vdi.Leases, ref vdi.Ref) {
 	t.Helper()
 	for end := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {

@@ -194,6 +194,9 @@ func claimStorm(t *testing.T, sc scale, r *report, e *kubeEnv) {
 	// every 100 ms) and for the user's claim lock; on 2 shared cores the
 	// tail is long (docs/reliability.md).
 	r.add("storm", "claim latency p50 / p99", p50 < 3*time.Second && p99 < 20*time.Second, "p50 < 3 s, p99 < 20 s", "%s / %s", ms(p50), ms(p99))
+	// A release answers while its member is made fresh (#55): the resets
+	// end first.
+	e.resetsDone(context.Background(), 2*time.Minute)
 	var leases coordinationv1.LeaseList
 	got, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
 	if err == nil {
@@ -262,7 +265,9 @@ func (e *kubeEnv) kept(ctx context.Context, held map[string]string) (lost int, e
 	return lost, nil
 }
 
-// releaseAll releases every claim of held through any replica that answers.
+// releaseAll releases every claim of held through any replica that
+// answers, and waits (up to 2 min) for their members to be made fresh: a
+// release answers while that goes on (#55).
 func (e *kubeEnv) releaseAll(ctx context.Context, held map[string]string) {
 	for user, member := range held {
 		for _, p := range e.replicas {
@@ -271,6 +276,26 @@ func (e *kubeEnv) releaseAll(ctx context.Context, held map[string]string) {
 			}
 		}
 	}
+	e.resetsDone(ctx, 2*time.Minute)
+}
+
+// resetsDone waits up to d until no claim of the pool is marked for a
+// release or reclaim (its member being made fresh), and reports whether
+// none was.
+func (e *kubeEnv) resetsDone(ctx context.Context, d time.Duration) bool {
+	_, ok := eventually(d, func() bool {
+		list, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
+		if err != nil {
+			return false
+		}
+		for _, l := range list.Items {
+			if l.Annotations[vdi.AnnotationReclaiming] != "" {
+				return false
+			}
+		}
+		return true
+	})
+	return ok
 }
 
 // claimRelease reports whether one claim and its release work on p.

@@ -13,12 +13,13 @@ import (
 // closed with a message first. A failed power step keeps the claim. A
 // claim on a member that no longer exists (deleted by hand) is let go.
 //
-// A reset that is long (a re-clone or a VM's stop on Kubernetes) goes on after
-// Release returns, on the portal's own context, not the request's: the
-// claim stays marked (so nobody gets the member meanwhile, its holder
-// included) until the member is fresh, and a replica that dies meanwhile
-// leaves it to another's reclaim loop. Releasing a desktop whose release
-// is already under way does nothing more.
+// A reset that is long (any on Kubernetes: a re-clone, a VM's stop, a CT
+// Pod made fresh) goes on after Release returns, on the portal's own
+// context, not the request's: the claim stays marked (so nobody gets the
+// member meanwhile, its holder included) until the member is fresh, and a
+// replica that dies meanwhile leaves it to another's reclaim loop.
+// Releasing a desktop whose release is already under way does nothing
+// more.
 func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason string) error {
 	if err := id.May(ScopeClaim); err != nil {
 		return err
@@ -80,7 +81,7 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 // that they tell their users why before the desktop goes), resets the
 // member as its pool's mode says, and deletes the Lease. A crash at any
 // step leaves a marked Lease that the reclaim loop finishes. With detach,
-// a long reset (a re-clone) goes on after reclaim returns, on the
+// a long reset (see resetOf) goes on after reclaim returns, on the
 // portal's own context (StopJobs ends it as a crash would).
 func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string, detach bool) error {
 	reset, long, plan, err := s.resetOf(ctx, l)

@@ -7,9 +7,11 @@ import (
 )
 
 // resetOf returns how a reclaim resets l's member, as its pool's mode
-// says, whether that is long (a re-clone, or a VM's stop on a cluster),
-// and the plan to record on the claim's mark (AnnotationReset) when it
-// made a new one.
+// says, whether that is long, and the plan to record on the claim's mark
+// (AnnotationReset) when it made a new one. On a cluster (a PoolGrower)
+// every reset is long: it waits on the cluster — a VM guest's shutdown, a
+// re-clone, a CT Pod's deletion (its kubelet's grace) — so it goes on
+// detached; a local one is quick and stays inline.
 //
 // An ephemeral member of a pool whose growing is long (a PoolGrower: a VM
 // pool on Kubernetes, where a reset deletes the old VM and clones a new
@@ -42,11 +44,9 @@ func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Con
 	case err != nil:
 		return nil, false, "", err
 	case p.Mode != ModeEphemeral:
-		// A VM's stop on a cluster (a PoolGrower) waits for its guest to
-		// shut down, up to its termination grace: it goes on detached, as
-		// a re-clone does. Nothing is deleted, so it needs no plan: a
-		// replica that takes it over stops the member again.
-		return unlessGone(s.backend.Stop, ref), grows && p.Kind == KindVM, "", nil
+		// Nothing is deleted for good, so a stop needs no plan: a replica
+		// that takes it over stops the member again.
+		return unlessGone(s.backend.Stop, ref), grows, "", nil
 	}
 	if grows {
 		g, err := pg.PlanRecreate(ctx, ref)
@@ -61,7 +61,10 @@ func (s *Service) resetOf(ctx context.Context, l *Lease) (reset func(context.Con
 			return nil, false, "", err
 		}
 	}
-	return unlessGone(s.backend.Recreate, ref), false, "", nil
+	// A member made fresh at once (a CT's new Pod, from its pool's
+	// definition as it reads then) needs no plan either: a replica that
+	// takes it over makes it fresh again.
+	return unlessGone(s.backend.Recreate, ref), grows, "", nil
 }
 
 // regrow makes g's one member fresh: it is recreated while it is still

@@ -1,0 +1,121 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// TestCTReleaseDetached: the release of a CT member answers once its claim
+// is marked, while its Pod is still going (here a finalizer holds it, as
+// a node that does not answer would); the member is listed as resetting
+// meanwhile, held by nobody and claimed by nobody. The replica dies
+// mid-reset; another's reclaim loop, once the mark is stale, makes the
+// member fresh (a new Pod) and lets the claim go.
+func TestCTReleaseDetached(t *testing.T) {
+	s := newCTSetup(t)
+	ctx, ns := s.ctx, s.ns
+	s.configMap(t, "held", map[string]string{kube.CTKeyImage: "corral.test/shell", kube.CTKeySize: "1", kube.CTKeyMode: string(vdi.ModeEphemeral)})
+	alice, bob := vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
+	d, err := s.svc.Claim(ctx, alice, ns, "held")
+	if err != nil || d.Power != vdi.PowerRunning {
+		t.Fatalf("alice's claim: %+v, %v; want a running desktop", d, err)
+	}
+	ref := d.Ref()
+	old := s.pod(t, ref.Name)
+	const hold = "corral.test/hold"
+	setFinalizers := func(fs []string) {
+		t.Helper()
+		pod := s.pod(t, ref.Name)
+		if pod == nil || pod.UID != old.UID {
+			t.Fatalf("alice's Pod %s: %v; want the one she claimed", ref.Name, pod)
+		}
+		pod.Finalizers = fs
+		if _, err := s.c.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFinalizers([]string{hold})
+	t.Cleanup(func() {
+		if pod := s.pod(t, ref.Name); pod != nil && len(pod.Finalizers) > 0 {
+			pod.Finalizers = nil
+			s.c.Client.CoreV1().Pods(ns).Update(context.Background(), pod, metav1.UpdateOptions{})
+		}
+	})
+
+	released := make(chan error, 1)
+	go func() { released <- s.svc.Release(ctx, alice, ref, "") }()
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatalf("alice's release: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("alice's release still waits for her Pod to go after 3 min; want it answered while the Pod goes")
+	}
+	// The reset has asked for the Pod's deletion (the finalizer holds it).
+	eventually(t, time.Minute, func() string {
+		if pod := s.pod(t, ref.Name); pod == nil || pod.DeletionTimestamp == nil {
+			return "alice's Pod not being deleted after her release"
+		}
+		return ""
+	})
+	all, err := s.svc.Desktops(ctx, s.root, true)
+	if err != nil || !resettingIn(all, ref) {
+		t.Errorf("desktops while %s is reset: %+v, %v; want it resetting (release) with no holder", ref, all, err)
+	}
+	if mine, err := s.svc.Desktops(ctx, alice, false); err != nil || len(mine) != 0 {
+		t.Errorf("alice's desktops while hers is reset: %+v, %v; want none", mine, err)
+	}
+	if got, err := s.svc.ClaimStarting(ctx, bob, ns, "held"); vdi.ErrorCode(err) != vdi.EConflict {
+		t.Errorf("bob's claim while the only member is reset: %+v, %v; want EConflict (none free)", got, err)
+	}
+
+	s.svc.StopJobs() // the replica dies: no word, no renewal of the mark
+	if l, err := s.leases.Get(ctx, ref); err != nil || l.Annotations[vdi.AnnotationReclaiming] == "" {
+		t.Fatalf("%s's claim after its replica died mid-reset: %+v, %v; want it kept, marked", ref, l, err)
+	}
+	setFinalizers(nil) // the node answers again: the old Pod goes
+	eventually(t, time.Minute, func() string {
+		if pod := s.pod(t, ref.Name); pod != nil && pod.UID == old.UID {
+			return "alice's old Pod still there with no finalizer"
+		}
+		return ""
+	})
+
+	// Another replica's reclaim loop, once the mark is stale (its clock
+	// plays the 30 s to then), makes the member fresh.
+	later := func() time.Time { return time.Now().Add(31 * time.Second) }
+	second := vdi.NewService(vdi.Config{Backend: s.back, Leases: s.leases, Audit: nopAudit{}, Now: later, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(second.StopJobs)
+	var fresh types.UID
+	eventually(t, 2*time.Minute, func() string {
+		if _, err := second.ReclaimDue(ctx); err != nil {
+			return "reclaim: " + err.Error()
+		}
+		if _, err := s.leases.Get(ctx, ref); !errors.Is(err, vdi.ErrNotFound) {
+			return "the claim on " + ref.String() + " is still there"
+		}
+		pod := s.pod(t, ref.Name)
+		if pod == nil || pod.UID == old.UID {
+			return ref.Name + " has no fresh Pod"
+		}
+		fresh = pod.UID
+		return ""
+	})
+	d, err = second.Claim(ctx, bob, ns, "held")
+	if err != nil || d.Ref() != ref {
+		t.Fatalf("bob's claim after the reset: %+v, %v; want %s", d, err, ref)
+	}
+	if pod := s.pod(t, ref.Name); pod == nil || pod.UID != fresh {
+		t.Errorf("bob's Pod: %v; want the fresh one (%s)", pod, fresh)
+	}
+}
