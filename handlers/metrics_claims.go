@@ -122,14 +122,16 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // countersCollector reports what the claim service counted: claims won by
-// whether their member was warm (the standby's hits), and reclaims by
-// rule. Every series is there from the start, at 0 too.
+// whether their member was warm (the standby's hits), and reclaims (and
+// refused ones) by rule. Every series is there from the start, at 0 too.
 func countersCollector(a Admin) prometheus.Collector {
 	won := prometheus.NewDesc("corral_vdi_claims_won_total",
 		"Claims won, by whether their member was warm (running or starting: a warm standby's hit) or cold (it had to be started).", []string{"member"}, nil)
 	reclaims := prometheus.NewDesc("corral_vdi_reclaims_total",
 		"Desktops the reclaim loop took back, by rule (disconnect-grace, max-session, idle, lease-expired).", []string{"rule"}, nil)
-	return collectorFunc{descs: []*prometheus.Desc{won, reclaims}, collect: func(ch chan<- prometheus.Metric) {
+	refused := prometheus.NewDesc("corral_vdi_reclaims_refused_total",
+		"Reclaims whose reset the backend refused (a member of a closed pool with no access of its own: it stays claimed until an admin sets the pool's access again), by rule; one each reclaim round while it stays so.", []string{"rule"}, nil)
+	return collectorFunc{descs: []*prometheus.Desc{won, reclaims, refused}, collect: func(ch chan<- prometheus.Metric) {
 		var c vdi.Counters
 		if a != nil {
 			c = a.Counters()
@@ -138,6 +140,7 @@ func countersCollector(a Admin) prometheus.Collector {
 		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsCold), "cold")
 		for _, r := range vdi.ReclaimRules {
 			ch <- prometheus.MustNewConstMetric(reclaims, prometheus.CounterValue, float64(c.Reclaims[r]), r)
+			ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(c.ReclaimsRefused[r]), r)
 		}
 	}}
 }

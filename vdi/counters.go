@@ -16,12 +16,17 @@ type Counters struct {
 	ClaimsWarm, ClaimsCold uint64
 	// Reclaims counts reclaims by rule (ReclaimRules).
 	Reclaims map[string]uint64
+	// ReclaimsRefused counts, by rule, the reclaims whose reset the
+	// backend refused (a member of a Closed pool with no definition of
+	// its own): one each round for as long as the member stays so.
+	ReclaimsRefused map[string]uint64
 }
 
 // counters is the Service's live count.
 type counters struct {
 	warm, cold atomic.Uint64
 	reclaims   [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
+	refused    [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
 }
 
 // claimed counts a claim won on a member of power p.
@@ -40,6 +45,13 @@ func (c *counters) reclaimed(rule string) {
 	}
 }
 
+// refusedReclaim counts a reclaim by rule whose reset was refused.
+func (c *counters) refusedReclaim(rule string) {
+	if i, ok := ruleIndex(rule); ok {
+		c.refused[i].Add(1)
+	}
+}
+
 // ruleIndex returns rule's place in ReclaimRules, where counts by rule
 // are kept.
 func ruleIndex(rule string) (int, bool) {
@@ -53,9 +65,10 @@ func ruleIndex(rule string) (int, bool) {
 
 // Counters returns what this portal counted since it started.
 func (s *Service) Counters() Counters {
-	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), Reclaims: map[string]uint64{}}
+	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), Reclaims: map[string]uint64{}, ReclaimsRefused: map[string]uint64{}}
 	for i, r := range ReclaimRules {
 		out.Reclaims[r] = s.counts.reclaims[i].Load()
+		out.ReclaimsRefused[r] = s.counts.refused[i].Load()
 	}
 	return out
 }

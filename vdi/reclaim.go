@@ -134,11 +134,16 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 			// does, so that one slow clone never holds the loop (nor the
 			// other members' reclaims) up.
 			if err := s.reclaim(ctx, l, rule, reclaimText(rule), true); err != nil {
-				if ErrorCode(err) != EConflict { // a conflict: renewed or reclaimed meanwhile
+				var refused refusedReset
+				switch {
+				case errors.As(err, &refused):
+					s.reclaimRefused(l, rule, refused)
+				case ErrorCode(err) != EConflict: // a conflict: renewed or reclaimed meanwhile
 					errs = append(errs, fmt.Errorf("reclaim %s (%s): %w", l.Ref(), rule, err))
 				}
 				continue
 			}
+			s.refusals.forget(l.Ref())
 			n++
 			s.counts.reclaimed(rule)
 			s.sampling.reclaimed(l.Namespace, l.Pool, rule)

@@ -60,8 +60,8 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 		if err == nil {
 			break
 		}
-		if ErrorCode(err) != EConflict || attempt == 3 {
-			return err
+		if ErrorCode(err) != EConflict || errors.As(err, new(refusedReset)) || attempt == 3 {
+			return err // a refused reset is not a race: asking again changes nothing
 		}
 	}
 	detail := "holder " + l.Holder
@@ -85,7 +85,9 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 // portal's own context (StopJobs ends it as a crash would).
 func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string, detach bool) error {
 	reset, long, plan, err := s.resetOf(ctx, l)
-	if err != nil {
+	if ErrorCode(err) == EConflict {
+		return refusedReset{err}
+	} else if err != nil {
 		return err
 	}
 	// A mark a crash left is written again too: of two replicas taking it

@@ -78,10 +78,11 @@ type Service struct {
 	mirrorMu   sync.Mutex
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
-	changes claimChanges // ClaimChanged's channels
-	trying  trying       // members whose Leases this portal's claims write now
-	spread  spread       // this portal's order of free members
-	counts  counters     // Counters
+	changes  claimChanges // ClaimChanged's channels
+	trying   trying       // members whose Leases this portal's claims write now
+	spread   spread       // this portal's order of free members
+	counts   counters     // Counters
+	refusals refusals     // members whose reset was refused, when last logged
 
 	samples  SampleStore // nil: no samples kept
 	sampling sampler     // SamplePools' counts and last writes
