@@ -163,6 +163,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 	})
 
 	t.Run("UsageCharts", func(t *testing.T) { testUsageCharts(t, p, page) })
+	t.Run("UsageStorm", func(t *testing.T) { testUsageStorm(t, p, page) })
 
 	t.Run("StopAndStart", func(t *testing.T) {
 		adminAct(t, page, memberRow(page, free), "stop", "")

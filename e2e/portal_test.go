@@ -227,9 +227,19 @@ func mustClaim(tb testing.TB, p *Portal, user, pool string) desktop {
 // APIBody is API with a JSON request body.
 func (p *Portal) APIBody(tb testing.TB, user, method, path, body string, out any) int {
 	tb.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, p.URL+path, strings.NewReader(body))
+	code, err := p.call(user, method, path, body, out)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return code
+}
+
+// call is APIBody for any goroutine: it returns what fails instead of
+// failing the test.
+func (p *Portal) call(user, method, path, body string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, p.URL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -239,16 +249,16 @@ func (p *Portal) APIBody(tb testing.TB, user, method, path, body string, out any
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		tb.Fatal(err)
+		return 0, err
 	}
 	defer res.Body.Close()
 	answer, _ := io.ReadAll(res.Body)
 	if out != nil {
 		if err := json.Unmarshal(answer, out); err != nil {
-			tb.Fatalf("%s %s: %d %q: %v", method, path, res.StatusCode, answer, err)
+			return res.StatusCode, fmt.Errorf("%s %s: %d %q: %w", method, path, res.StatusCode, answer, err)
 		}
 	}
-	return res.StatusCode
+	return res.StatusCode, nil
 }
 
 // apiError is the JSON shape of API errors.

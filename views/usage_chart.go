@@ -52,6 +52,10 @@ const (
 	usageX1 = 472.0
 	usageY0 = 22.0 // above it, the refusals' marks
 	usageY1 = 146.0
+	// usageMinW is the narrowest a bar or band is drawn: a day's bucket
+	// is 1.5 units wide, too thin to see on a phone (a morning's rush of
+	// a few minutes was a hairline at the chart's edge).
+	usageMinW = 4.0
 )
 
 // NewUsageChart draws samples (one pool's, in buckets of step, oldest
@@ -84,18 +88,26 @@ func NewUsageChart(title string, samples []vdi.PoolSample, now time.Time, span, 
 		}
 		c.Empty = false
 		x0 := x(s.Start)
-		c.Bars = append(c.Bars, UsageBar{X: round(x0), W: round(w), UseY: round(y(s.Claimed)), UseH: round(usageY1 - y(s.Claimed)),
+		bx, bw := visible(x0, w)
+		c.Bars = append(c.Bars, UsageBar{X: bx, W: bw, UseY: round(y(s.Claimed)), UseH: round(usageY1 - y(s.Claimed)),
 			FreeY: round(y(s.Claimed + s.Free)), FreeH: round(y(s.Claimed) - y(s.Claimed+s.Free))})
 		joined := !last.IsZero() && s.Start.Sub(last) == step
 		stepTo(&size, joined, x0, w, y(s.Size))
 		stepTo(&warm, joined, x0, w, y(s.Warm))
 		last = s.Start
 		if s.Refused > 0 {
-			c.Refused = append(c.Refused, UsageBand{X: round(x0), W: round(w), N: s.Refused})
+			c.Refused = append(c.Refused, UsageBand{X: bx, W: bw, N: s.Refused})
 		}
 	}
 	c.Size, c.Warm = size.String(), warm.String()
 	return c
+}
+
+// visible returns a bar's x and width for a bucket at x of width w, at
+// least usageMinW wide and inside the plot.
+func visible(x, w float64) (float64, float64) {
+	w = max(w, usageMinW)
+	return round(min(x, usageX1-w)), round(w)
 }
 
 // stepTo continues a stepped line over one bucket at height y, joined to
@@ -152,7 +164,8 @@ func UsageAnswer(samples []vdi.PoolSample, week bool, loc *time.Location) string
 	}
 	when := func(t time.Time) string {
 		if week {
-			return "on " + t.In(loc).Format("Mon 15:04")
+			t = t.In(loc)
+			return "on " + t.Format("Mon 15:04") + "–" + t.Add(time.Hour).Format("15:04")
 		}
 		return "at " + t.In(loc).Format("15:04")
 	}

@@ -36,6 +36,11 @@ func TestUsageChart(t *testing.T) {
 	if last := c.Bars[3]; last.X+last.W > usageX1+0.1 {
 		t.Errorf("now's bucket ends at %v, past the plot's end %v", last.X+last.W, usageX1)
 	}
+	for _, b := range c.Bars {
+		if b.W < usageMinW {
+			t.Errorf("a 5-minute bar of a day is %v units wide; want at least %v (seen on a phone)", b.W, usageMinW)
+		}
+	}
 	if got := len(c.XTicks); got != 4 {
 		t.Errorf("day chart has %d time labels %+v; want 4 (every 6 hours)", got, c.XTicks)
 	}
@@ -49,7 +54,7 @@ func TestUsageChart(t *testing.T) {
 		want    string
 	}{
 		{samples, false, "Peaked at 3 of 3 in use at 09:05; ran out of free desktops at 09:05; 2 claims refused."},
-		{samples[2:], true, "Peaked at 2 of 3 in use on Sat 09:10; never ran out; no claim refused."},
+		{samples[2:], true, "Peaked at 2 of 3 in use on Sat 09:10–10:10; never ran out; no claim refused."},
 		{nil, false, "No samples yet."},
 	} {
 		if got := UsageAnswer(tc.samples, tc.week, time.UTC); got != tc.want {
