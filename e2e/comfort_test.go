@@ -184,6 +184,7 @@ func TestComfort_VNC(t *testing.T) {
 		must(t, expect.Locator(page.GetByTestId("clipboard-text")).ToHaveValue("copied in the desktop: ✓ 42"))
 		screenshot(t, page, "clipboard-panel")
 	})
+	t.Run("pictures both ways", func(t *testing.T) { clipboardPictures(t, page, shell) })
 
 	t.Run("a desktop that floods or sends a huge clipboard", func(t *testing.T) {
 		// 120 clipboard changes as fast as xclip goes: the relay lets a

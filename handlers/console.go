@@ -26,6 +26,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),
 		Files:      h.filesProps(r, id, d),
+		ClipImages: h.clipImages.clipImagesProps(r, id, d),
 		Audio:      h.audioProps(r, d),
 		Share:      shareProps(id, d),
 		Likely:     string(likely),

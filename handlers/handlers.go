@@ -171,6 +171,8 @@ type Config struct {
 	Files FilesConfig
 	// Audio carries desktops' sound; nil: no sound.
 	Audio Audio
+	// ClipImages carries pictures on desktops' clipboards; nil: text only.
+	ClipImages ClipImages
 	// Tokens keeps personal access tokens; nil: none are made.
 	Tokens Tokens
 }
@@ -203,6 +205,7 @@ type Handler struct {
 	usage      *usagePages
 	recorded   *recordingRoutes
 	files      *fileRoutes
+	clipImages *clipImageRoutes
 	usb        *usbRoutes
 	audio      *audioRoutes
 	peer       *peerSocket
@@ -264,14 +267,15 @@ func New(cfg Config) *Handler {
 		pools:    &poolAdmin{admin: cfg.Admin, desktops: cfg.Desktops},
 		history: &historyPages{renderer: rd, admin: cfg.Admin, history: cfg.History, recordings: cfg.Recordings,
 			desktops: cfg.Desktops, replica: cfg.Replica},
-		usage:    &usagePages{renderer: rd, desktops: cfg.Desktops, usage: cfg.Usage, every: cfg.SampleEvery, now: time.Now},
-		recorded: &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
-		files:    &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
-		audio:    &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
-		shares:   &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
-		tokens:   &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
-		mcp:      newMCPRoute(rd, cfg, cs),
-		peer:     &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
+		usage:      &usagePages{renderer: rd, desktops: cfg.Desktops, usage: cfg.Usage, every: cfg.SampleEvery, now: time.Now},
+		recorded:   &recordingRoutes{renderer: rd, desktops: cfg.Desktops, recordings: cfg.Recordings},
+		files:      &fileRoutes{auditTrail: trail, desktops: cfg.Desktops, files: cfg.Files},
+		clipImages: newClipImageRoutes(trail, cfg.Desktops, cfg.ClipImages),
+		audio:      &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
+		shares:     &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
+		tokens:     &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
+		mcp:        newMCPRoute(rd, cfg, cs),
+		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,
 		console: cs, cluster: cfg.Cluster, notice: notice, desktopGet: h.mine.handleDesktopGet}

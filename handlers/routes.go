@@ -73,6 +73,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files", h.api(h.files.handleFilesList))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.files.handleFileDownload))
 	m.HandleFunc("PUT /api/vdi/desktops/{ns}/{member}/files/{name}", h.api(h.files.handleFileUpload))
+	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/clipboard/image", h.api(h.clipImages.handleClipImageGet))
+	m.HandleFunc("PUT /api/vdi/desktops/{ns}/{member}/clipboard/image", h.api(h.clipImages.handleClipImagePut))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/viewers", h.api(h.handleDesktopViewers))
 	m.HandleFunc("POST /api/vdi/desktops/{ns}/{member}/shares", h.api(h.shares.handleShareCreate))
 	m.HandleFunc("GET /api/vdi/desktops/{ns}/{member}/shares", h.api(h.shares.handleSharesList))

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -211,28 +210,8 @@ func (d *Desktop) xmodmapRunner() xRunner {
 		return nil
 	}
 	return func(ctx context.Context, args ...string) (string, error) {
-		cmd := d.spec.User.command(bin, args...)
-		cmd.Dir = d.spec.Home
-		d.spec.User.setEnv(cmd, d.Env())
-		cmd.SysProcAttr = d.spec.User.sysProcAttr(&syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
-		var out, errOut strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Start()
-		closeCgroupFD(cmd.SysProcAttr)
-		if err != nil {
-			return "", err
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			err = <-done
-		}
-		if err != nil {
-			return "", fmt.Errorf("xmodmap: %w: %s", err, strings.TrimSpace(errOut.String()))
-		}
-		return out.String(), nil
+		var out strings.Builder
+		err := d.runX(ctx, nil, &out, bin, args...)
+		return out.String(), err
 	}
 }

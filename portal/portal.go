@@ -71,6 +71,8 @@ type Main struct {
 	usb handlers.USBRedirector
 	// files reaches session desktops' homes (the local backend only).
 	files handlers.Files
+	// clipImages reaches session desktops' clipboard pictures (likewise).
+	clipImages handlers.ClipImages
 	// audio reaches session desktops' sound (the local backend only).
 	audio handlers.Audio
 }
@@ -167,7 +169,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Listen:  c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
-		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota},
+		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota}, ClipImages: m.clipImages,
 		Audio: m.audio, Tokens: pats, MaxAgentDesktops: c.Claims.MaxAgentDesktops, AgentSeatIdle: c.Claims.AgentSeatIdle,
 	})
 	m.handler = h
@@ -323,6 +325,7 @@ func (m *Main) openLocal(ctx context.Context) (vdi.Backend, error) {
 	}
 	m.usb = m.backend
 	m.files = m.backend
+	m.clipImages = m.backend
 	m.audio = m.backend
 	return m.backend, nil
 }

@@ -7,6 +7,8 @@
 // The pool's policy comes with /connect as info.console.clipboard; the
 // portal enforces it for VNC, this panel only follows it.
 
+import { attachPictures } from './clipboard-image.js';
+
 // MAX_SEND bounds a clipboard send, in UTF-8 bytes: a terminal websocket
 // takes messages up to 64 KiB, and the VNC relay cuts text at 256 KiB.
 export const MAX_SEND = 60 * 1024;
@@ -55,6 +57,7 @@ export function attachClipboard(toggle, panel, target, alternative) {
   const say = (msg, kind = '') => { note.textContent = msg; note.dataset.kind = kind; };
   const toDesktop = () => policy.clipboard !== 'off' && policy.clipboard !== 'from-desktop';
   const fromDesktop = () => policy.clipboard !== 'off' && policy.clipboard !== 'to-desktop';
+  const pictures = attachPictures(panel, say, () => ({ toDesktop: toDesktop(), fromDesktop: fromDesktop() }));
 
   // offer shows a link to a console with a clipboard (or hides it).
   function offer(better) {
@@ -84,6 +87,7 @@ export function attachClipboard(toggle, panel, target, alternative) {
     const c = target();
     send.disabled = !c?.clipboard || !toDesktop() || Boolean(typing);
     asKeys.disabled = !c?.keys?.typable || !toDesktop() || Boolean(typing);
+    pictures();
     if (!explain) return;
     const ways = { both: 'both ways', 'to-desktop': 'to the desktop only', 'from-desktop': 'from the desktop only', off: 'off' };
     if (policy.clipboard !== 'both') {
