@@ -153,6 +153,11 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // reconnects on b and alice on c by themselves; one of them takes the
 // screen over once a's heartbeat runs out; still the same pixels, and
 // virt-handler saw exactly one more client, one after the other, none
+// kicked. alice leaves that tab open on c and opens the desktop again on
+// b: the tab on c ends "taken over", erin's stays, no client more. Then
+// the screen's owner (b or c) drains (SIGTERM): alice's and erin's
+// consoles end with 1012 and the words that the screen moves, open again
+// on the other replica, and virt-handler saw one client more, none
 // kicked.
 func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Node, ref vdi.Ref) {
 	if err := node.WithoutIPs(s.ctx, ref.Namespace, ref.Name); err != nil {
@@ -160,6 +165,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	}
 	env := []string{"CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_AUTH=tailscale", "CORRAL_VDI_ADMINS=ops",
 		"CORRAL_VDI_NAMESPACE=" + s.ns, "CORRAL_VDI_PEER_SECRET=" + strings.Repeat("s", 32),
+		"CORRAL_VDI_DRAIN_TIMEOUT=2s", // as the Deployment has one
 		"KUBECONFIG=" + testcluster.WriteKubeconfig(t, s.c.PortalServiceAccount(t))}
 	a, b, c := startReplica(t, "a", env), startReplica(t, "b", env), startReplica(t, "c", env)
 	before := node.Consoles(ref.Namespace, ref.Name, "vnc") // the earlier steps'
@@ -228,8 +234,15 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
 	t.Logf("both consoles showed the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	clients(2)
+
+	alice = secondTabTakenOver(t, c, b, ref, alice, erin)
+	samePicture(t, "alice's second tab on b, erin on b", alice, erin)
+	clients(2)
+
+	drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
+	clients(3)
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
-		t.Logf("virt-handler refused %d VNC clients during the failover (preserveSession): retried, never a kick", n.Refused-before.Refused)
+		t.Logf("virt-handler refused %d VNC clients during the failover and the drain (preserveSession): retried, never a kick", n.Refused-before.Refused)
 	}
 }
 
