@@ -1,8 +1,9 @@
 package kube_test
 
 import (
-	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +17,18 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
-// closedWith waits up to 30 s for v to end and returns the websocket
-// close it ended with (nil for another end).
+// closeFrames holds how the portal closed each console watch opened
+// (*snapshot.Viewer -> *closeFrame): the viewer's connection reads a
+// normal close or "going away" as the stream's end, without its words.
+var closeFrames sync.Map
+
+// closeFrame is the close frame a console's websocket got, if any.
+type closeFrame struct {
+	got atomic.Pointer[websocket.CloseError]
+}
+
+// closedWith waits up to 30 s for v to end and returns the close frame
+// the portal sent it (nil for none).
 func closedWith(t *testing.T, who string, v *snapshot.Viewer) *websocket.CloseError {
 	t.Helper()
 	select {
@@ -25,11 +36,10 @@ func closedWith(t *testing.T, who string, v *snapshot.Viewer) *websocket.CloseEr
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s's console still open after 30 s; want it closed", who)
 	}
-	var ce *websocket.CloseError
-	if !errors.As(v.Err(), &ce) {
-		return nil
+	if f, ok := closeFrames.Load(v); ok {
+		return f.(*closeFrame).got.Load()
 	}
-	return ce
+	return nil
 }
 
 // secondTabTakenOver: alice, whose console of ref is open on from, opens
@@ -39,7 +49,7 @@ func secondTabTakenOver(t *testing.T, from, to *replica, ref vdi.Ref, first, eri
 	t.Helper()
 	second := to.mustWatch(t, ref, "alice")
 	if ce := closedWith(t, "alice's first tab on "+from.name, first); ce == nil || !strings.HasPrefix(ce.Text, "taken over") {
-		t.Errorf("alice's first tab on %s ended with %v after she opened a second on %s; want taken over", from.name, first.Err(), to.name)
+		t.Errorf("alice's first tab on %s ended with %v (%v) after she opened a second on %s; want taken over", from.name, ce, first.Err(), to.name)
 	}
 	if err := erin.Err(); err != nil {
 		t.Errorf("erin's console closed when alice opened a second tab: %v; want it open", err)
@@ -78,12 +88,13 @@ func screenOwner(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, rs ...*replica) *r
 func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*snapshot.Viewer, rs ...*replica) map[string]*snapshot.Viewer {
 	t.Helper()
 	owner := screenOwner(t, s, ref, rs...)
+	drained := time.Now()
 	if err := owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	for who, v := range vs {
 		if ce := closedWith(t, who, v); ce == nil || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ScreenMoves {
-			t.Errorf("%s's console ended with %v when %s (the screen's owner) drained; want 1012 %q", who, v.Err(), owner.name, console.ScreenMoves)
+			t.Errorf("%s's console ended with %v (%v) when %s (the screen's owner) drained; want 1012 %q", who, ce, v.Err(), owner.name, console.ScreenMoves)
 		}
 	}
 	var to *replica
@@ -99,5 +110,6 @@ func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*
 		all = append(all, again[who])
 	}
 	samePicture(t, "after "+owner.name+" drained, everyone on "+to.name, all...)
+	t.Logf("the screen showed again on %s %v after %s (its owner) drained", to.name, time.Since(drained).Round(time.Millisecond), owner.name)
 	return again
 }

@@ -118,7 +118,17 @@ func (r *replica) watch(ref vdi.Ref, user string) (*snapshot.Viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Watch(relay.NewWSConn(ws, relay.WSConnOptions{}))
+	frame := new(closeFrame)
+	reply := ws.CloseHandler()
+	ws.SetCloseHandler(func(code int, text string) error {
+		frame.got.Store(&websocket.CloseError{Code: code, Text: text})
+		return reply(code, text)
+	})
+	v, err := snapshot.Watch(relay.NewWSConn(ws, relay.WSConnOptions{}))
+	if err == nil {
+		closeFrames.Store(v, frame)
+	}
+	return v, err
 }
 
 // mustWatch waits up to a minute for user's console of ref on r to open
