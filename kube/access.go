@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -54,17 +53,8 @@ func readAccess(s string, p *vdi.Pool) {
 
 // SetAccess writes the pool's access and limits onto every member.
 func (v *VMs) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
-	vms, err := v.list(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationAccess: accessAnnotation(a, l)}}})
-	for _, vm := range vms {
-		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
-			return fmt.Errorf("kube: set access on VM %s/%s: %w", namespace, vm.Name, err)
-		}
-	}
-	return nil
+	return v.patchMembers(ctx, namespace, name, "access", patch)
 }
 
 // SetAccess writes the pool's access and limits into its ConfigMap.
@@ -136,22 +126,13 @@ func readStandby(st, sched string, p *vdi.Pool) {
 
 // SetStandby writes the pool's standby and schedule onto every member.
 func (v *VMs) SetStandby(ctx context.Context, namespace, name string, st vdi.Standby, sched vdi.StandbySchedule) error {
-	vms, err := v.list(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
 	var schedule any // null deletes the annotation
 	if s := scheduleValue(sched); s != "" {
 		schedule = s
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		AnnotationStandby: standbyValue(st), AnnotationStandbySchedule: schedule}}})
-	for _, vm := range vms {
-		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
-			return fmt.Errorf("kube: set standby on VM %s/%s: %w", namespace, vm.Name, err)
-		}
-	}
-	return nil
+	return v.patchMembers(ctx, namespace, name, "standby", patch)
 }
 
 // SetStandby writes the pool's standby and schedule into its ConfigMap.

@@ -122,24 +122,34 @@ func (v *VMs) list(ctx context.Context, namespace, pool string) ([]kubevirtv1.Vi
 	if st := v.cache.store(namespace); st != nil {
 		items = cachedList[kubevirtv1.VirtualMachine](st, namespace, pool)
 	} else {
-		sel := vdi.LabelPool
-		if pool != "" {
-			sel = vdi.LabelPool + "=" + pool
+		var err error
+		if items, err = v.liveList(ctx, namespace, pool); err != nil {
+			return nil, err
 		}
-		var list kubevirtv1.VirtualMachineList
-		err := v.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource("virtualmachines").
-			VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).
-			Do(ctx).Into(&list)
-		if err != nil {
-			return nil, fmt.Errorf("kube: list VMs labelled %s: %w", sel, err)
-		}
-		items = list.Items
 	}
 	sort.Slice(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
 	return items, nil
+}
+
+// liveList lists the member VMs of pool (every pool's when "") in
+// namespace (every namespace when "") from the API server itself, never a
+// cache: for reads that a write must not outrun (see writeMember).
+func (v *VMs) liveList(ctx context.Context, namespace, pool string) ([]kubevirtv1.VirtualMachine, error) {
+	sel := vdi.LabelPool
+	if pool != "" {
+		sel = vdi.LabelPool + "=" + pool
+	}
+	var list kubevirtv1.VirtualMachineList
+	err := v.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource("virtualmachines").
+		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, metav1.ParameterCodec).
+		Do(ctx).Into(&list)
+	if err != nil {
+		return nil, fmt.Errorf("kube: list VMs labelled %s: %w", sel, err)
+	}
+	return list.Items, nil
 }
 
 // Pools returns every VM pool: members grouped by namespace and label.

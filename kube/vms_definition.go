@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -230,4 +233,79 @@ func groupPools(vms []kubevirtv1.VirtualMachine) [][]kubevirtv1.VirtualMachine {
 		out[j] = append(out[j], vm)
 	}
 	return out
+}
+
+// currentDefinition returns meta's annotations with its pool's definition
+// as the pool's members other than name carry it now, read from the API
+// server, when they agree on one; and name's resourceVersion as read with
+// them ("" when the list does not show it yet). When they carry none that
+// can be read (a closed pool: meta holds the member's own, see
+// ownDefinition), or there is no other member, meta's stays.
+func (v *VMs) currentDefinition(ctx context.Context, namespace, name string, meta *memberMeta) (map[string]string, string, error) {
+	ann := maps.Clone(meta.annotations)
+	pool := meta.labels[vdi.LabelPool]
+	if pool == "" {
+		return ann, "", nil
+	}
+	vms, err := v.liveList(ctx, namespace, pool)
+	if err != nil {
+		return nil, "", err
+	}
+	version := ""
+	var others []kubevirtv1.VirtualMachine
+	for _, vm := range vms {
+		if vm.Name == name {
+			version = vm.ResourceVersion
+		} else if vm.DeletionTimestamp == nil {
+			others = append(others, vm)
+		}
+	}
+	if len(others) == 0 {
+		return ann, version, nil
+	}
+	def, closed := definingMember(others)
+	if _, defined, _ := memberDefinition(def); closed != "" || !defined {
+		return ann, version, nil
+	}
+	for _, k := range definitionKeys {
+		if s := annotation(def, k); s != "" {
+			ann[k] = s
+		} else {
+			delete(ann, k)
+		}
+	}
+	return ann, version, nil
+}
+
+// patchMembers writes patch, a part of pool namespace/name's definition
+// (what names it), on every member, then reads the members again from
+// the API server and writes it on those that were not listed: a clone
+// done meanwhile (a reset's re-clone) may have read the others before
+// they were written (see writeMember), and its write, conditional on
+// its own version, loses to this one or reads it.
+func (v *VMs) patchMembers(ctx context.Context, namespace, name, what string, patch []byte) error {
+	vms, err := v.list(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	written := map[types.UID]bool{}
+	for pass := range 2 {
+		for _, vm := range vms {
+			if written[vm.UID] {
+				continue
+			}
+			// A member gone since it was listed (a reset deleted it) has
+			// nothing to carry; its clone reads the others when done.
+			if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("kube: set %s on VM %s/%s: %w", what, namespace, vm.Name, err)
+			}
+			written[vm.UID] = true
+		}
+		if pass == 0 {
+			if vms, err = v.liveList(ctx, namespace, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

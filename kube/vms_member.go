@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -113,7 +114,12 @@ func (v *VMs) labelGolden(ctx context.Context, golden *kubevirtv1.VirtualMachine
 // writeMember writes meta's labels and annotations in full on the VM
 // namespace/name, and removes the portal keys it copied from the golden VM:
 // after its clone is done, or when taking over a clone another call
-// started.
+// started. The pool's definition it writes is the one the pool's other
+// members carry now (currentDefinition): an admin who changed it while the
+// clone was made (a reset's re-clone takes minutes) wrote it on them, not
+// on a VM that was not there yet. The write is conditional on the VM as
+// read with them, so that a definition written on it meanwhile is read
+// again, never overwritten with an older one.
 func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *memberMeta) error {
 	if meta == nil {
 		return nil
@@ -130,12 +136,31 @@ func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *mem
 		}
 		return out
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels": merge(meta.golden.Labels, meta.labels), "annotations": merge(meta.golden.Annotations, meta.annotations)}})
-	if err := v.patchVM(ctx, namespace, name, patch); err != nil {
-		return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
+	for attempt := 0; ; attempt++ {
+		ann, version, err := v.currentDefinition(ctx, namespace, name, meta)
+		if err != nil {
+			return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
+		}
+		annotations := merge(meta.golden.Annotations, ann)
+		for _, k := range definitionKeys {
+			if _, ok := ann[k]; !ok {
+				annotations[k] = nil // not part of the pool's definition now
+			}
+		}
+		md := map[string]any{"labels": merge(meta.golden.Labels, meta.labels), "annotations": annotations}
+		if version != "" {
+			md["resourceVersion"] = version // a precondition: Conflict if written meanwhile
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": md})
+		err = v.patchVM(ctx, namespace, name, patch)
+		if apierrors.IsConflict(err) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // patchVM merge-patches VM namespace/name; reads of the namespace then see

@@ -336,21 +336,12 @@ func (v *VMs) releaseTaken(ctx context.Context, taken []*vdi.Lease) error {
 
 // SetPolicy writes the pool's policy onto every member.
 func (v *VMs) SetPolicy(ctx context.Context, namespace, name string, p vdi.Policy) error {
-	vms, err := v.list(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
 	policy, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationPolicy: string(policy)}}})
-	for _, vm := range vms {
-		if err := v.patchVM(ctx, namespace, vm.Name, patch); err != nil {
-			return fmt.Errorf("kube: set policy on VM %s/%s: %w", namespace, vm.Name, err)
-		}
-	}
-	return nil
+	return v.patchMembers(ctx, namespace, name, "policy", patch)
 }
 
 // DeletePool deletes every member VM of the pool (the caller checked that
