@@ -30,6 +30,8 @@ func TestVMPoolTrouble(t *testing.T) {
 	root := vdi.Identity{Login: "root", Admin: true}
 	alice := vdi.Identity{Login: "alice"}
 
+	t.Run("DefinitionDuringReset", func(t *testing.T) { testDefinitionDuringReset(t, s, standIn, svc, leases) })
+
 	t.Run("SnapshotStuck", func(t *testing.T) {
 		stuckNS := s.c.Namespace(t)
 		testcluster.StoppedVM(t, admin, stuckNS, "golden", nil)
