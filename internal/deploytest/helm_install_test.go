@@ -3,6 +3,7 @@ package deploytest_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,9 +40,11 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 		t.Fatal(err)
 	}
 	// Its own pool namespace: TestDeploy made corral-vdi-desktops without Helm.
-	in, err := deploytest.InstallFromOCI(deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
+	o := deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
 		Image: image, Digest: digest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
-		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}}}})
+		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}},
+			"auth": map[string]any{"admins": "ops"}}}
+	in, err := deploytest.InstallFromOCI(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +61,30 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	}
 	if got := d.Labels["app.kubernetes.io/version"]; got != "" && got != version {
 		t.Errorf("the installed Deployment's version label %q; want %s", got, version)
+	}
+
+	// The next release's chart, as docs/operating.md upgrades: with the
+	// values file again the new digest rolls out and the values hold;
+	// --reuse-values would keep the old chart's values, its digest too.
+	next := o
+	next.Version, next.Digest, next.Dir = "v0.4.0", "sha256:"+strings.Repeat("ef", 32), t.TempDir()
+	for _, reuse := range []bool{true, false} {
+		if err := in.UpgradeFromOCI(next, reuse); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(&d), &d); err != nil {
+			t.Fatal(err)
+		}
+		want := image + "@" + next.Digest
+		if reuse {
+			want = image + "@" + digest
+		}
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != want {
+			t.Errorf("helm upgrade --version 0.4.0 (--reuse-values %v): the Deployment pulls %s; want %s", reuse, got, want)
+		}
+		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "CORRAL_VDI_ADMINS", Value: "ops"}) {
+			t.Errorf("helm upgrade (--reuse-values %v) lost the admins value: %v", reuse, d.Spec.Template.Spec.Containers[0].Env)
+		}
 	}
 
 	if err := in.Uninstall(); err != nil {

@@ -54,6 +54,77 @@ type Installed struct {
 // CLI's default): the API server admits and stores what the chart
 // renders, hooks apart.
 func InstallFromOCI(o OCIInstall) (*Installed, error) {
+	var rel helmrelease.Releaser
+	var at string
+	cfg, err := fromOCI(o, func(cfg *action.Configuration, settings *cli.EnvSettings, ref string) error {
+		at = ref
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace, install.Version, install.PlainHTTP = o.Name, o.Namespace, strings.TrimPrefix(o.Version, "v"), true
+		install.WaitStrategy = kube.HookOnlyStrategy // the CLI's default (no --wait)
+		path, err := install.LocateChart(ref, settings)
+		if err != nil {
+			return fmt.Errorf("helm install %s: locate the chart: %w", ref, err)
+		}
+		ch, err := loader.Load(path)
+		if err != nil {
+			return err
+		}
+		if rel, err = install.Run(ch, o.Values); err != nil {
+			return fmt.Errorf("helm install %s --version %s: %w", ref, install.Version, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	acc, err := helmrelease.NewAccessor(rel)
+	if err != nil {
+		return nil, err
+	}
+	in := &Installed{Ref: at, cfg: cfg, name: o.Name}
+	for _, h := range acc.Hooks() {
+		ha, err := helmrelease.NewHookAccessor(h)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(ha.Manifest()), &u.Object); err != nil {
+			return nil, fmt.Errorf("deploytest: hook %s: %w", ha.Path(), err)
+		}
+		in.Hooks = append(in.Hooks, u)
+	}
+	return in, nil
+}
+
+// UpgradeFromOCI runs Helm's upgrade action on the release with o's
+// chart (another release of it), as `helm upgrade NAME oci://… --version
+// X.Y.Z -f values.yaml` would; reuseValues is --reuse-values.
+func (in *Installed) UpgradeFromOCI(o OCIInstall, reuseValues bool) error {
+	_, err := fromOCI(o, func(cfg *action.Configuration, settings *cli.EnvSettings, ref string) error {
+		up := action.NewUpgrade(cfg)
+		up.Namespace, up.Version, up.PlainHTTP, up.ReuseValues = o.Namespace, strings.TrimPrefix(o.Version, "v"), true, reuseValues
+		up.WaitStrategy = kube.HookOnlyStrategy
+		path, err := up.LocateChart(ref, settings)
+		if err != nil {
+			return fmt.Errorf("helm upgrade %s: locate the chart: %w", ref, err)
+		}
+		ch, err := loader.Load(path)
+		if err != nil {
+			return err
+		}
+		if _, err := up.Run(in.name, ch, o.Values); err != nil {
+			return fmt.Errorf("helm upgrade %s %s --version %s: %w", in.name, ref, up.Version, err)
+		}
+		return nil
+	})
+	return err
+}
+
+// fromOCI packs o's chart as make release does, pushes it to an OCI
+// registry of its own (go-containerregistry's, on loopback, gone once run
+// returns) and calls run with Helm's configuration for o.Kubeconfig and
+// o.Namespace and the chart's reference.
+func fromOCI(o OCIInstall, run func(cfg *action.Configuration, settings *cli.EnvSettings, ref string) error) (*action.Configuration, error) {
 	tgz, err := release.Chart(release.Config{Version: o.Version, Created: time.Unix(1767225600, 0),
 		Deploy: o.Deploy, Image: o.Image, Out: o.Dir}, o.Digest)
 	if err != nil {
@@ -65,7 +136,6 @@ func InstallFromOCI(o OCIInstall) (*Installed, error) {
 	if _, err := release.PushChart(tgz, "oci://"+host+"/charts", true); err != nil {
 		return nil, err
 	}
-
 	settings := cli.New()
 	settings.KubeConfig = o.Kubeconfig
 	settings.SetNamespace(o.Namespace)
@@ -81,39 +151,7 @@ func InstallFromOCI(o OCIInstall) (*Installed, error) {
 	if err := cfg.Init(settings.RESTClientGetter(), o.Namespace, "secret"); err != nil {
 		return nil, err
 	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.Version, install.PlainHTTP = o.Name, o.Namespace, strings.TrimPrefix(o.Version, "v"), true
-	install.WaitStrategy = kube.HookOnlyStrategy // the CLI's default (no --wait)
-	ref := "oci://" + host + "/charts/corral-vdi-portal"
-	path, err := install.LocateChart(ref, settings)
-	if err != nil {
-		return nil, fmt.Errorf("helm install %s: locate the chart: %w", ref, err)
-	}
-	ch, err := loader.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	rel, err := install.Run(ch, o.Values)
-	if err != nil {
-		return nil, fmt.Errorf("helm install %s --version %s: %w", ref, install.Version, err)
-	}
-	acc, err := helmrelease.NewAccessor(rel)
-	if err != nil {
-		return nil, err
-	}
-	in := &Installed{Ref: ref, cfg: cfg, name: o.Name}
-	for _, h := range acc.Hooks() {
-		ha, err := helmrelease.NewHookAccessor(h)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(ha.Manifest()), &u.Object); err != nil {
-			return nil, fmt.Errorf("deploytest: hook %s: %w", ha.Path(), err)
-		}
-		in.Hooks = append(in.Hooks, u)
-	}
-	return in, nil
+	return cfg, run(cfg, settings, "oci://"+host+"/charts/corral-vdi-portal")
 }
 
 // Uninstall runs Helm's uninstall action on the release, as `helm
