@@ -228,6 +228,7 @@ func TestConsole_H264(t *testing.T) {
 		v, err := page.Evaluate(`() => document.getElementById('screen').dataset.video`)
 		return err == nil && v == "tiles"
 	})
+	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("video-notice")).ToContainText(videoNoticeWords))
 	purple := [3]int{0x80, 0x30, 0x70}
 	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#803070'", loop))
 	waitFor(t, 60*time.Second, "the still screen after the lost frame, pixel-exact", func() bool {
@@ -237,6 +238,7 @@ func TestConsole_H264(t *testing.T) {
 	screenshot(t, page, "h264-lost-frame-tiles")
 	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
 	live := stableCanvas(t, page, "#screen canvas")
+	videoNoticeShots(t, page)
 	must(t, page.Close())
 
 	// The recording, played to its end by an admin.
@@ -264,4 +266,7 @@ func TestConsole_H264(t *testing.T) {
 	if n != 0 {
 		t.Errorf("after 60s the replayed screen differs from the live one %v in %d pixels (-1: in size)", live.Bounds(), n)
 	}
+
+	// A browser without WebCodecs never asks for video.
+	consoleWithoutWebCodecs(t, b, p, "alice", d.Name, at, purple)
 }

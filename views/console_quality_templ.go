@@ -38,4 +38,33 @@ func vncQuality() templ.Component {
 	})
 }
 
+// videoNotice tells the user their browser could not decode the VNC
+// console's video and that the screen goes on as tiles (static/app/
+// vnc-video.js shows it), until they dismiss it or the console connects
+// again.
+func videoNotice() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div id=\"video-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"video-notice\"><span>Video decoding failed in this browser; showing the screen as tiles.</span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"video-notice-dismiss\">×</button></div>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
 var _ = templruntime.GeneratedTemplate

@@ -9,7 +9,7 @@ import { attach as attachQuality } from './vnc-quality.js';
 import { takeEarly } from './console-early.js';
 import { waitForConsent } from './connect.js';
 import { attachIME } from './vnc-ime.js';
-import { watchVideo } from './vnc-video.js';
+import { notice as videoNotice, watchVideo } from './vnc-video.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -102,8 +102,14 @@ export async function open(screen, info, ui) {
   stage.className = 'console-stage';
   screen.append(stage);
   const rfb = new RFB(stage, early?.channel || ws, {});
-  // A lost video frame stalls noVNC for good: the page goes on with tiles.
-  const video = watchVideo(rfb, RFB, () => { screen.dataset.video = 'tiles'; });
+  // A lost video frame stalls noVNC for good: the page goes on with tiles
+  // and says so (a new connection tries video again).
+  delete screen.dataset.video;
+  videoNotice(false);
+  const video = watchVideo(rfb, RFB, () => {
+    screen.dataset.video = 'tiles';
+    videoNotice(true);
+  });
   rfb.scaleViewport = true; // when the server cannot take the window's size
   sized(rfb);
   // A viewer beside the holder (an admin watching, a colleague invited,

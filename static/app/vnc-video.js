@@ -31,6 +31,16 @@ function patch(RFB) {
   RFB.messages.clientEncodings = filtered;
 }
 
+// notice shows or hides the console's notice that this connection went
+// on with tiles (views/console_quality.templ), where the page has one.
+export function notice(shown) {
+  const el = document.getElementById('video-notice');
+  if (!el) return;
+  el.hidden = !shown;
+  const dismiss = el.querySelector('button');
+  if (dismiss) dismiss.onclick = () => { el.hidden = true; };
+}
+
 // watchVideo watches rfb (an instance of RFB) until the returned stop;
 // onTiles is told when the connection is taken off video.
 export function watchVideo(rfb, RFB, onTiles) {
