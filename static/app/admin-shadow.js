@@ -50,7 +50,7 @@ const ui = {
       location.reload();
       return;
     }
-    ui.say(text, 'error');
+    ui.say(capitalised(text), 'error'); // as the ended card says it
     if (retry && !final) {
       ended.show('retry', text);
       const said = capitalised(text);
