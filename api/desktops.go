@@ -18,6 +18,14 @@ type Release struct {
 	Reason string `json:"reason"`
 }
 
+// Oversight is the optional body of POST
+// /api/vdi/desktops/{ns}/{member}/oversight/stop: RevokeToken revokes,
+// with the stop, the token the agent at work in the desktop uses (the
+// one its claim names; a request never names a token).
+type Oversight struct {
+	RevokeToken bool `json:"revokeToken,omitempty"`
+}
+
 // Connect answers GET /api/vdi/desktops/{ns}/{member}/connect: the best
 // console and the others. On a recorded desktop Recorded is set and Notice
 // says so (and why RDP is not among the options).

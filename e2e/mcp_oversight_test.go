@@ -168,4 +168,6 @@ func TestMCP_Oversight(t *testing.T) {
 		must(t, expect.Locator(page.GetByTestId("agent-state")).ToContainText("You took control"))
 		must(t, expect.Locator(page.GetByTestId("agent-hand-back")).ToBeVisible())
 	})
+
+	t.Run("HomeAndDashboard", func(t *testing.T) { oversightOnHomeAndDashboard(t, p, b, s, tok, c.Desktop) })
 }

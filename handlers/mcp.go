@@ -19,6 +19,7 @@ type mcpRoute struct {
 	desktops Desktops
 	seat     *agent.Seat
 	watchers *watchers // woken when an agent's oversight changes
+	tokens   Tokens    // for Stop's "revoke the token too"; nil: none kept
 }
 
 // newMCPRoute returns the agent seat's route: its screens are the
@@ -39,7 +40,7 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops, SeatIdle: cfg.AgentSeatIdle})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, tokens: cfg.Tokens, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops, SeatIdle: cfg.AgentSeatIdle})}
 }
 
 // roleAgent is an agent's role among a desktop's viewers (api.Viewer).

@@ -11,6 +11,11 @@ import (
 // a bot holds it.
 const AnnotationAgent = "corral.dev/vdi-agent"
 
+// AnnotationAgentToken names, beside AnnotationAgent, the id of the token
+// the agent works with: the one "Revoke the token too" at Stop revokes
+// (taken from the claim, never from the request).
+const AnnotationAgentToken = "corral.dev/vdi-agent-token"
+
 // MarkAgent notes on id's claim of ref that id's agent (its token) works
 // in it; a claim it already names is left as it is.
 func (s *Service) MarkAgent(ctx context.Context, id Identity, ref Ref) error {
@@ -19,7 +24,7 @@ func (s *Service) MarkAgent(ctx context.Context, id Identity, ref Ref) error {
 		return nil
 	}
 	l, err := s.leases.Get(ctx, ref)
-	if err == nil && l.Annotations[AnnotationAgent] == agent {
+	if err == nil && l.Annotations[AnnotationAgent] == agent && l.Annotations[AnnotationAgentToken] == id.Token.ID {
 		return nil
 	}
 	return s.updateClaim(ctx, ref, id.Login, func(l *Lease, _ time.Time) error {
@@ -27,6 +32,7 @@ func (s *Service) MarkAgent(ctx context.Context, id Identity, ref Ref) error {
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[AnnotationAgent] = agent
+		l.Annotations[AnnotationAgentToken] = id.Token.ID
 		return nil
 	})
 }

@@ -176,6 +176,9 @@ type Desktop struct {
 	// who stopped it (its calls are refused until they let it go on).
 	AgentControl string `json:"agentControl,omitempty"`
 	AgentStopped string `json:"agentStopped,omitempty"`
+	// AgentToken is the id of the token the agent works with (kept from
+	// the answers: only Stop's "revoke the token too" reads it).
+	AgentToken string `json:"-"`
 	// PersonInputBy and PersonInputAt are the latest input of a person
 	// at one of its consoles while an agent works in it, as recorded on
 	// the claim (NotePersonInput): the agent's input waits after it.
@@ -201,6 +204,7 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	}
 	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
 	d.AgentControl, d.AgentStopped = l.Annotations[AnnotationAgentControl], l.Annotations[AnnotationAgentStopped]
+	d.AgentToken = l.Annotations[AnnotationAgentToken]
 	d.PersonInputBy, d.PersonInputAt = personInputOf(l)
 	f, _ := FactsOf(l)
 	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {

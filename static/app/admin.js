@@ -64,6 +64,8 @@ const form = document.getElementById('action-form');
 const field = document.getElementById('action-field');
 const input = document.getElementById('action-input');
 const errorBox = document.getElementById('action-error');
+const check = document.getElementById('action-check'); // an action's yes/no option (Stop: revoke the token too)
+const checkInput = document.getElementById('action-check-input');
 let pending = null;
 let opener = null;
 
@@ -108,6 +110,18 @@ const actions = {
     input: 'schedule', value: (d) => d.schedule, build: (v) => ({ standbySchedule: parseSchedule(v) }),
     label: () => 'Keep at least N desktops on in these hours: DAYS HH:MM-HH:MM N [ZONE], e.g. mon-fri 08:00-18:00 10 Europe/Berlin (empty: none)',
   },
+  'agent-take': {
+    url: (d) => desktopURL(d, 'oversight/take'),
+    title: (d) => `Take control of ${d.name} from ${d.agent}? Its input waits until you hand back.`,
+  },
+  'agent-hand-back': { url: (d) => desktopURL(d, 'oversight/hand-back'), title: (d) => `Hand ${d.name} back to ${d.agent}?` },
+  'agent-stop': {
+    url: (d) => desktopURL(d, 'oversight/stop'),
+    title: (d) => `Stop ${d.agent} in ${d.name}? Its calls are refused until someone lets it go on.`,
+    check: (d) => `Revoke its token too: ${d.agent} can no longer act anywhere as ${d.holder}`,
+    build: (_, revoke) => (revoke ? { revokeToken: true } : undefined),
+  },
+  'agent-go-on': { url: (d) => desktopURL(d, 'oversight/go-on'), title: (d) => `Let ${d.agent} go on in ${d.name}?` },
   limit: {
     method: 'PATCH', url: poolURL, title: (d) => `Desktops one user may hold of pool ${d.pool}`,
     input: 'limit', type: 'number', value: (d) => d.perUser, build: (v) => ({ limits: { desktopsPerUser: Number(v) } }),
@@ -129,6 +143,10 @@ const done = {
   standby: (d) => `Warm standby of pool ${d.pool}: saved.`,
   schedule: (d) => `Working hours of pool ${d.pool}: saved.`,
   limit: (d) => `Per-user limit of pool ${d.pool}: saved.`,
+  'agent-take': (d) => `You have control of ${d.label}: ${d.agent} waits.`,
+  'agent-hand-back': (d) => `${d.label} handed back to ${d.agent}.`,
+  'agent-stop': (d) => `${d.agent} stopped in ${d.label}.`,
+  'agent-go-on': (d) => `${d.agent} goes on in ${d.label}.`,
 };
 
 // parseAccess reads "group:finance, alice@example.com" as an access list.
@@ -146,7 +164,7 @@ function subject(button) {
   const row = button.closest('[data-desktop]');
   if (row) {
     const [ns, name] = row.dataset.desktop.split('/');
-    return { ns, name, holder: row.dataset.holder, label: row.dataset.desktop };
+    return { ns, name, holder: row.dataset.holder, agent: row.dataset.agent, label: row.dataset.desktop };
   }
   const pool = button.closest('[data-pool]');
   return {
@@ -163,6 +181,7 @@ live.addEventListener('click', (ev) => {
   const d = subject(button);
   pending = {
     method: action.method || 'POST', url: action.url(d), title: action.title(d), input: action.input, inputType: action.type, build: action.build,
+    check: Boolean(action.check),
     done: (done[button.dataset.action] || ((x) => `${button.textContent.trim()} ${x.label}: done.`))(d),
   };
   opener = button;
@@ -173,11 +192,15 @@ live.addEventListener('click', (ev) => {
   input.type = action.type || 'text';
   input.required = Boolean(action.required);
   document.getElementById('action-label').textContent = action.label ? action.label(d) : '';
+  check.hidden = !action.check;
+  checkInput.checked = false;
+  document.getElementById('action-check-label').textContent = action.check ? action.check(d) : '';
   dialog.showModal();
   (action.input ? input : form.querySelector('[data-testid=dialog-confirm]')).focus();
 });
 
 function body(p) {
+  if (p.check) return p.build('', checkInput.checked);
   if (!p.input) return undefined;
   const v = input.value.trim();
   if (p.build) return p.build(v);

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// oversightOnHomeAndDashboard: the agent's oversight from alice's home
+// page and from ops's dashboard, in Chromium. Alice hands back and takes
+// control on her tile; ops stops a second token's agent on the dashboard
+// with "Revoke its token too" and lets it go on; alice then stops her
+// first agent from home, revoking its token. Each revoke takes the token
+// the claim names (the one the agent last worked with), audited, and
+// leaves the other. s is the agent with tok; it worked in desk last.
+func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.ClientSession, tok token, desk string) {
+	expect := playwright.NewPlaywrightAssertions(60000)
+	state := func() (d struct{ AgentControl string }) {
+		p.API(t, "alice", "GET", "/api/vdi/desktops/"+desk, &d)
+		return d
+	}
+	home := uxPage(t, b, 1280, 800, false)
+	signIn(t, home, p, "alice", "/")
+	tile := home.Locator(`[data-testid=desktop][data-desktop="` + desk + `"]`)
+	must(t, expect.Locator(tile.GetByTestId("agent")).ToHaveText("bot:alice/test-runner"))
+	if state().AgentControl == "alice" { // where the tabs left it
+		must(t, tile.GetByTestId("agent-hand-back").Click())
+	}
+	must(t, expect.Locator(tile.GetByTestId("agent-take")).ToBeVisible())
+	if d := state(); d.AgentControl != "" {
+		t.Errorf("after Hand back on home, control is %q's", d.AgentControl)
+	}
+	must(t, tile.GetByTestId("agent-take").Click())
+	must(t, expect.Locator(tile.GetByTestId("agent-state")).ToContainText("You took control"))
+	if d := state(); d.AgentControl != "alice" {
+		t.Errorf("after Take control on home, control is %q's; want alice's", d.AgentControl)
+	}
+	for _, size := range issueSizes {
+		must(t, home.SetViewportSize(size.width, size.height))
+		must(t, expect.Locator(tile.GetByTestId("agent-hand-back")).ToBeInViewport())
+		screenshot(t, home, "home-agent-"+size.name)
+	}
+	must(t, home.SetViewportSize(1280, 800))
+	must(t, tile.GetByTestId("agent-hand-back").Click())
+	must(t, expect.Locator(tile.GetByTestId("agent-take")).ToBeVisible())
+
+	// A second token of alice's works in the desktop: the claim names it.
+	helper := mustToken(t, p, "alice", `{"name": "helper", "pools": ["local/demo"]}`)
+	hs := mustMCP(t, p, helper.Token)
+	tool(t, hs, "screenshot", map[string]any{"desktop": desk})
+
+	admin := uxPage(t, b, 1280, 800, false)
+	signIn(t, admin, p, "ops", "/admin")
+	row := admin.Locator(`[data-testid=member][data-desktop="` + desk + `"]`)
+	must(t, expect.Locator(row.GetByTestId("agent")).ToHaveText("bot:alice/helper"))
+	must(t, row.GetByTestId("agent-stop").Click())
+	dialog := admin.GetByTestId("action-dialog")
+	must(t, expect.Locator(dialog).ToContainText("Stop bot:alice/helper"))
+	must(t, dialog.GetByTestId("dialog-check").Check())
+	for _, size := range issueSizes {
+		must(t, admin.SetViewportSize(size.width, size.height))
+		must(t, expect.Locator(dialog.GetByTestId("dialog-confirm")).ToBeInViewport())
+		screenshot(t, admin, "dashboard-agent-stop-"+size.name)
+	}
+	must(t, dialog.GetByTestId("dialog-confirm").Click())
+	must(t, expect.Locator(row.GetByTestId("agent-state")).ToContainText("You stopped it"))
+	must(t, expect.Locator(row.GetByTestId("agent-go-on")).ToBeVisible())
+	for _, size := range issueSizes {
+		must(t, admin.SetViewportSize(size.width, size.height))
+		screenshot(t, admin, "dashboard-agent-stopped-"+size.name)
+	}
+	must(t, admin.SetViewportSize(1280, 800))
+	if code, _ := p.bearer(t, helper.Token, "GET", "/api/vdi/desktops", ""); code != 401 {
+		t.Errorf("the helper token after ops stopped its agent and revoked it: %d; want 401", code)
+	}
+	if got := toolRefused(t, s, "screenshot", map[string]any{"desktop": desk}); !strings.Contains(got, "ops stopped the agent's work") {
+		t.Errorf("alice's first agent while ops's stop holds: %q", got)
+	}
+	must(t, row.GetByTestId("agent-go-on").Click())
+	must(t, admin.GetByTestId("action-dialog").GetByTestId("dialog-confirm").Click())
+	must(t, expect.Locator(row.GetByTestId("agent-stop")).ToBeVisible())
+	tool(t, s, "screenshot", map[string]any{"desktop": desk}) // test-runner works again, named on the claim
+
+	// Alice stops it from home, its token revoked too.
+	_, err := home.Reload()
+	must(t, err)
+	must(t, expect.Locator(tile.GetByTestId("agent")).ToHaveText("bot:alice/test-runner"))
+	must(t, tile.GetByTestId("agent-revoke").Check())
+	must(t, tile.GetByTestId("agent-stop").Click())
+	must(t, expect.Locator(tile.GetByTestId("agent-state")).ToContainText("You stopped it"))
+	must(t, expect.Locator(tile.GetByTestId("agent-go-on")).ToBeVisible())
+	screenshot(t, home, "home-agent-stopped")
+	if code, _ := p.bearer(t, tok.Token, "GET", "/api/vdi/desktops", ""); code != 401 {
+		t.Errorf("test-runner's token after alice stopped it with its token: %d; want 401", code)
+	}
+	var audit []struct{ Actor, Action, Target, Detail string }
+	p.API(t, "ops", "GET", "/api/vdi/history/audit", &audit)
+	revoked := map[string]string{}
+	for _, a := range audit {
+		if a.Action == "token-revoke" && a.Target == "alice" {
+			revoked[a.Detail] = a.Actor
+		}
+	}
+	if revoked["token helper"] != "ops" || revoked["token test-runner"] != "alice" {
+		t.Errorf("token-revoke rows of alice's tokens: %v; want helper by ops, test-runner by alice", revoked)
+	}
+}
