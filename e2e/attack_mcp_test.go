@@ -112,7 +112,7 @@ func TestAttack_MCP(t *testing.T) {
 				t.Fatal(err)
 			}
 			return resultText(res), res.IsError
-		}, tok.Token, c.Desktop)
+		}, tok.Token, tok.ID, c.Desktop)
 	})
 	t.Run("InputFlood", func(t *testing.T) {
 		var c struct{ Desktop string }
