@@ -37,12 +37,7 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 	if d := state(); d.AgentControl != "alice" {
 		t.Errorf("after Take control on home, control is %q's; want alice's", d.AgentControl)
 	}
-	for _, size := range issueSizes {
-		must(t, home.SetViewportSize(size.width, size.height))
-		must(t, expect.Locator(tile.GetByTestId("agent-hand-back")).ToBeInViewport())
-		screenshot(t, home, "home-agent-"+size.name)
-	}
-	must(t, home.SetViewportSize(1280, 800))
+	screenshotsAt(t, home, tile.GetByTestId("agent-hand-back"), "home-agent")
 	must(t, tile.GetByTestId("agent-hand-back").Click())
 	must(t, expect.Locator(tile.GetByTestId("agent-take")).ToBeVisible())
 
@@ -59,19 +54,11 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 	dialog := admin.GetByTestId("action-dialog")
 	must(t, expect.Locator(dialog).ToContainText("Stop bot:alice/helper"))
 	must(t, dialog.GetByTestId("dialog-check").Check())
-	for _, size := range issueSizes {
-		must(t, admin.SetViewportSize(size.width, size.height))
-		must(t, expect.Locator(dialog.GetByTestId("dialog-confirm")).ToBeInViewport())
-		screenshot(t, admin, "dashboard-agent-stop-"+size.name)
-	}
+	screenshotsAt(t, admin, dialog.GetByTestId("dialog-confirm"), "dashboard-agent-stop")
 	must(t, dialog.GetByTestId("dialog-confirm").Click())
 	must(t, expect.Locator(row.GetByTestId("agent-state")).ToContainText("You stopped it"))
 	must(t, expect.Locator(row.GetByTestId("agent-go-on")).ToBeVisible())
-	for _, size := range issueSizes {
-		must(t, admin.SetViewportSize(size.width, size.height))
-		screenshot(t, admin, "dashboard-agent-stopped-"+size.name)
-	}
-	must(t, admin.SetViewportSize(1280, 800))
+	screenshotsAt(t, admin, row.GetByTestId("agent-go-on"), "dashboard-agent-stopped")
 	if code, _ := p.bearer(t, helper.Token, "GET", "/api/vdi/desktops", ""); code != 401 {
 		t.Errorf("the helper token after ops stopped its agent and revoked it: %d; want 401", code)
 	}
@@ -106,4 +93,17 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 	if revoked["token helper"] != "ops" || revoked["token test-runner"] != "alice" {
 		t.Errorf("token-revoke rows of alice's tokens: %v; want helper by ops, test-runner by alice", revoked)
 	}
+}
+
+// screenshotsAt saves page as name-<size> at each of the issue's sizes,
+// once shown is in view there, and leaves it at 1280x800.
+func screenshotsAt(t *testing.T, page playwright.Page, shown playwright.Locator, name string) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(60000)
+	for _, size := range issueSizes {
+		must(t, page.SetViewportSize(size.width, size.height))
+		must(t, expect.Locator(shown).ToBeInViewport())
+		screenshot(t, page, name+"-"+size.name)
+	}
+	must(t, page.SetViewportSize(1280, 800))
 }

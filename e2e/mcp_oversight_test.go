@@ -117,12 +117,7 @@ func TestMCP_Oversight(t *testing.T) {
 			}
 		}
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-		for _, size := range issueSizes {
-			must(t, page.SetViewportSize(size.width, size.height))
-			must(t, expect.Locator(page.GetByTestId("agent-go-on")).ToBeInViewport())
-			screenshot(t, page, "stopped-"+size.name)
-		}
-		must(t, page.SetViewportSize(1280, 800))
+		screenshotsAt(t, page, page.GetByTestId("agent-go-on"), "stopped")
 		must(t, page.GetByTestId("agent-go-on").Click())
 		must(t, expect.Locator(page.GetByTestId("agent-stop")).ToBeVisible())
 		if res := tool(t, s, "screenshot", map[string]any{"desktop": c.Desktop}); len(res.Content) == 0 {
