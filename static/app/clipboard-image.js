@@ -5,6 +5,8 @@
 // into the panel's box always works). The pool's policy is the portal's
 // to enforce; the buttons only follow it.
 
+import { errorText } from './connect.js';
+
 // MAX_PICTURE is the portal's limit on a clipboard picture, in bytes
 // (handlers.MaxClipImage).
 export const MAX_PICTURE = 16 << 20;
@@ -31,8 +33,7 @@ export function attachPictures(panel, say, policy) {
   }
   // refusal is the portal's answer in words: its error and hint.
   async function refusal(res) {
-    const e = await res.json().catch(() => ({}));
-    return [e.error || `the portal answered ${res.status}`, e.hint].filter(Boolean).join(' ');
+    return errorText(res.status, await res.json().catch(() => ({})));
   }
 
   // put sends a picture to the desktop's clipboard.

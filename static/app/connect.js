@@ -50,7 +50,8 @@ export async function fetchConnect(url) {
   return { ok: res.ok, status: res.status, info };
 }
 
-// errorText is a /connect error body as one sentence with its hint.
+// errorText is an error body of the portal's API ({"error", "hint"}) as
+// one sentence with its hint; status names what answered without one.
 export function errorText(status, body) {
   return [body.error || `The portal answered ${status}.`, body.hint].filter(Boolean).join(' ');
 }

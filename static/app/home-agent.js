@@ -4,6 +4,8 @@
 // POST …/oversight/{action} as the console page's notice sends them; the
 // page is then shown again as the desktop now is.
 
+import { errorText } from './connect.js';
+
 for (const box of document.querySelectorAll('[data-testid=agent-box]')) {
   const error = box.querySelector('[data-testid=agent-error]');
   const revoke = box.querySelector('input[name=revokeToken]');
@@ -25,7 +27,7 @@ for (const box of document.querySelectorAll('[data-testid=agent-box]')) {
           return;
         }
         const answer = await res.json().catch(() => ({}));
-        error.textContent = [answer.error || `The portal answered ${res.status}.`, answer.hint].filter(Boolean).join(' ');
+        error.textContent = errorText(res.status, answer);
       } catch {
         error.textContent = 'The portal cannot be reached; try again.';
       }
