@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -159,11 +160,7 @@ func (v *VMs) recreatedAnnotations(ctx context.Context, old *kubevirtv1.VirtualM
 			ann[k] = s
 		}
 	}
-	for _, k := range definitionKeys {
-		if s := annotation(def, k); s != "" {
-			ann[k] = s
-		}
-	}
+	maps.Copy(ann, definitionOf(def))
 	return ann, nil
 }
 

@@ -53,6 +53,18 @@ func annotation(vm *kubevirtv1.VirtualMachine, k string) string {
 	return s
 }
 
+// definitionOf returns the pool's definition as vm carries it: each of
+// its definition annotations that is set, decoded.
+func definitionOf(vm *kubevirtv1.VirtualMachine) map[string]string {
+	out := map[string]string{}
+	for _, k := range definitionKeys {
+		if s := annotation(vm, k); s != "" {
+			out[k] = s
+		}
+	}
+	return out
+}
+
 // memberDefinition returns who may use vm's pool and its policy as vm
 // carries them, in a canonical form for comparing members, and whether vm
 // carries either; err when one does not parse.
@@ -185,11 +197,10 @@ func (v *VMs) RepairDefinitions(ctx context.Context) (int, error) {
 		}
 		ann := map[string]any{}
 		for _, k := range definitionKeys {
-			if s := annotation(def, k); s != "" {
-				ann[k] = s
-			} else {
-				ann[k] = nil
-			}
+			ann[k] = nil // null deletes what def does not carry
+		}
+		for k, s := range definitionOf(def) {
+			ann[k] = s
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 		for i := range pool {
@@ -268,12 +279,9 @@ func (v *VMs) currentDefinition(ctx context.Context, namespace, name string, met
 		return ann, version, nil
 	}
 	for _, k := range definitionKeys {
-		if s := annotation(def, k); s != "" {
-			ann[k] = s
-		} else {
-			delete(ann, k)
-		}
+		delete(ann, k)
 	}
+	maps.Copy(ann, definitionOf(def))
 	return ann, version, nil
 }
 
