@@ -50,12 +50,40 @@ for f in "$status_dir"/*.json; do
 	"$go" tool gotestsum tool slowest --jsonfile "$f" --threshold 60s | sed "s/^/[$(basename "$f" .json)] /"
 done
 
+# failures LABEL prints LABEL's failed tests again, each with the last
+# lines it wrote: CI shows only the end of its log, and gotestsum printed
+# them where the processes' output interleaved, long before.
+failures() {
+	"$go" tool gotestsum --format none --raw-command -- cat "$status_dir/$1.json" 2>&1 |
+		awk -v keep=30 '
+			/^=== FAIL: / { flush(); head = $0; n = 0; next }
+			/^DONE / { flush(); print; next }
+			head != "" { line[n++ % keep] = $0 }
+			function flush(  i, from) {
+				if (head == "") return
+				print head
+				from = n > keep ? n - keep : 0
+				if (from > 0) print "    (" from " earlier lines left out)"
+				for (i = from; i < n; i++) print line[i % keep]
+				head = ""
+			}' | sed "s/^/[$1] /"
+}
+
 failed=0
 for f in "$status_dir"/*; do
 	[[ $f == *.json ]] && continue
 	if [ "$(cat "$f")" != 0 ]; then
-		echo "test-rest: $(basename "$f") failed (exit $(cat "$f"))"
+		label=$(basename "$f")
+		echo "test-rest: $label failed (exit $(cat "$f")); its failures again:"
+		failures "$label"
 		failed=1
 	fi
+done
+# Last, the failed tests' names alone: the very end of a CI log is what is
+# shown first.
+for f in "$status_dir"/*.json; do
+	[ "$(cat "${f%.json}")" != 0 ] || continue
+	"$go" tool gotestsum --format none --raw-command -- cat "$f" 2>&1 |
+		sed -n "s/^=== FAIL: /test-rest: [$(basename "$f" .json)] failed: /p"
 done
 exit $failed
