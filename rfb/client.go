@@ -394,7 +394,10 @@ func (c *client) readCutText() error {
 // answers it (success to the asker, another client's change to the
 // others), with no repaint: nothing changed. A console whose window was a
 // fraction of a pixel off the desktop's size asked that every 100 ms, and
-// each answer repainted every viewer's whole screen.
+// each answer repainted every viewer's whole screen. A size the hub cannot
+// hold (a side over maxDimension) is refused here as Xvnc refuses one
+// over its own limit (status 3, invalid screen layout): Xvnc takes up to
+// 32768 a side, and its answer would end every viewer's console.
 func (c *client) readSetDesktopSize() error {
 	b := make([]byte, 8)
 	b[0] = msgSetDesktopSize
@@ -411,6 +414,11 @@ func (c *client) readSetDesktopSize() error {
 	}
 	h := c.hub
 	h.mu.Lock()
+	if w, hh := binary.BigEndian.Uint16(msg[2:]), binary.BigEndian.Uint16(msg[4:]); w > maxDimension || hh > maxDimension {
+		h.noteResize(c, 1, statusInvalidLayout, false)
+		h.mu.Unlock()
+		return nil
+	}
 	if h.hasLayout(msg) {
 		h.noteResize(c, 1, 0, false)
 		h.mu.Unlock()

@@ -114,3 +114,36 @@ func TestHub_TileRequestsWithinTheBudget(t *testing.T) {
 		t.Error("the whole screen past a spent budget was sent at once; want it to wait for the budget")
 	}
 }
+
+// TestHub_SetDesktopSizeTooLarge: a console asking for a desktop larger
+// than the hub holds (a side over maxDimension) is refused as Xvnc refuses
+// one over its own limit, reason 1 and status 3 (invalid screen layout);
+// the desktop never sees the request (Xvnc would take up to 32768 a side,
+// and its change would end every viewer's console), and the console stays
+// at the old size.
+func TestHub_SetDesktopSizeTooLarge(t *testing.T) {
+	d := newScriptedDesktop(t, 64, 32)
+	serve := connectScripted(t, d)
+	holder := dialTestClient(t, serve(true), encZRLE, encExtendedDesktopSize)
+	holder.request(false)
+	must(t, holder.next())
+	for _, size := range [][2]int{{maxDimension + 1, 32}, {64, 20000}, {65535, 65535}} {
+		holder.conn.Write(setDesktopSize(size[0], size[1]))
+		must(t, holder.next())
+		if holder.reason != 1 || holder.status != statusInvalidLayout {
+			t.Errorf("%d×%d: reason %d status %d; want 1 and %d", size[0], size[1], holder.reason, holder.status, statusInvalidLayout)
+		}
+		if holder.fb.w != 64 || holder.fb.h != 32 {
+			t.Errorf("%d×%d refused: the console's screen is %d×%d; want 64×32 still", size[0], size[1], holder.fb.w, holder.fb.h)
+		}
+	}
+	if got := d.inputs(); len(got) != 0 {
+		t.Errorf("the desktop got %d SetDesktopSize over the hub's limit; want none", len(got))
+	}
+	holder.conn.Write(setDesktopSize(32, 16))
+	select {
+	case <-d.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request for a size within the limit did not reach the desktop")
+	}
+}

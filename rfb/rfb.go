@@ -54,6 +54,10 @@ const maxCutText = 1 << 20
 // a framebuffer under 1 GiB.
 const maxDimension = 16384
 
+// statusInvalidLayout is ExtendedDesktopSize's answer to a SetDesktopSize
+// whose screen layout the server cannot take.
+const statusInvalidLayout = 3
+
 // ErrProtocol wraps what a peer sent that breaks the protocol.
 var ErrProtocol = errors.New("rfb: protocol error")
 
