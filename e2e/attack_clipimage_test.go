@@ -85,6 +85,17 @@ func clipImageAttacks() []attack {
 			status: 403,
 		},
 		{
+			// Another site's <img> pointing at alice's picture: it cannot
+			// read it, but each read runs programs in her desktop and
+			// writes an audit row, and a proxy adds her identity anyway.
+			name: "ClipImageReadForACrossSiteImg",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", clipOf(a.victim), "", "Tailscale-User-Login", "alice",
+					"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Dest", "image")
+			},
+			status: 403, says: "another site",
+		},
+		{
 			// The pool lets the clipboard carry out of the desktop only:
 			// a picture in is refused, whatever the page offers.
 			name: "ClipImagePastAFromDesktopPolicy",

@@ -110,8 +110,15 @@ func (h *clipImageRoutes) clipImagesProps(r *http.Request, id vdi.Identity, d vd
 
 // handleClipImageGet serves GET /api/vdi/desktops/{ns}/{member}/clipboard/image:
 // the PNG on the desktop's clipboard, never rendered on the portal's
-// origin as anything but a picture.
+// origin as anything but a picture. A read runs programs in the desktop
+// and writes an audit row, so a browser's request another site's page
+// made (an <img> it cannot read, with the identity a proxy adds anyway)
+// is refused as changes from other sites are.
 func (h *clipImageRoutes) handleClipImageGet(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return vdi.Errorf(vdi.EForbidden, "Use the clipboard panel of the desktop's console.",
+			"The portal refused to read a desktop's clipboard picture for another site's page (Sec-Fetch-Site: %s).", site)
+	}
 	d, err := h.clipDesktop(r, id, false)
 	if err != nil {
 		return err
