@@ -42,6 +42,24 @@ func countVNCBytes(page playwright.Page) *wsBytes {
 	return n
 }
 
+// settle waits until no frame has crossed either way for two seconds:
+// the new size's screens all drawn (on a loaded machine the desktop's
+// programs repaint after a resize for seconds). A console that never
+// goes quiet in 30 s fails the test here.
+func (n *wsBytes) settle(t *testing.T, what string) {
+	t.Helper()
+	const quiet = 2 * time.Second
+	last, since := n.in.Load()+n.out.Load(), time.Now()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if now := n.in.Load() + n.out.Load(); now != last {
+			last, since = now, time.Now()
+		} else if time.Since(since) >= quiet {
+			return
+		}
+	}
+	t.Fatalf("%s: the console never went quiet for %v after the resize (%d bytes so far)", what, quiet, last)
+}
+
 // desktopFits is a JS function telling whether noVNC's desktop has taken
 // its screen's size in whole pixels.
 const desktopFits = `() => {
@@ -53,8 +71,9 @@ const desktopFits = `() => {
 
 // idleConsole opens member's VNC console as user in a window of the first
 // of idleSizes at device pixel ratio dpr, then, for each size, resizes the
-// window, waits until the desktop has taken its size and a second more,
-// and calls measured with the bytes each way over the next window.
+// window, waits until the desktop has taken its size and the console has
+// gone quiet, and calls measured with the bytes each way over the next
+// window.
 func idleConsole(t *testing.T, b *Browser, p *Portal, user, member string, dpr float64, window time.Duration, measured func(size [2]int, in, out int64)) {
 	t.Helper()
 	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
@@ -76,7 +95,7 @@ func idleConsole(t *testing.T, b *Browser, p *Portal, user, member string, dpr f
 			v, err := page.Evaluate(desktopFits)
 			return err == nil && v == true
 		})
-		time.Sleep(time.Second) // the new size's first screen
+		n.settle(t, fmt.Sprintf("%dx%d@%v", size[0], size[1], dpr))
 		in, out := n.in.Load(), n.out.Load()
 		time.Sleep(window)
 		measured(size, n.in.Load()-in, n.out.Load()-out)
