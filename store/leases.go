@@ -111,7 +111,8 @@ var _ vdi.LeaseBatcher = (*Leases)(nil)
 // CreateFirst implements vdi.LeaseBatcher: in one transaction, it inserts
 // the first of wants whose member has no Lease. A claimant that lost its
 // first choice to another gets its next one in the same turn of the write
-// lock, rather than queueing again behind every other claimant.
+// lock, rather than queueing again behind every other claimant. On
+// PostgreSQL that is one statement (leases_postgres.go).
 func (s *Leases) CreateFirst(ctx context.Context, wants []*vdi.Lease) (*vdi.Lease, error) {
 	if len(wants) == 0 {
 		return nil, fmt.Errorf("store: create lease: nothing to create: %w", vdi.ErrAlreadyExists)
@@ -123,6 +124,9 @@ func (s *Leases) CreateFirst(ctx context.Context, wants []*vdi.Lease) (*vdi.Leas
 			return nil, fmt.Errorf("store: write lease %s: %w", l.Ref(), err)
 		}
 		anns[l.Member] = string(ann)
+	}
+	if s.db.db.d.name == postgresDialect.name {
+		return s.createFirstOnPostgres(ctx, wants, anns)
 	}
 	// Once its turn has come, it skips the members whose Leases it knows
 	// of (the pool's cache, brought up to date), so it inserts once; the

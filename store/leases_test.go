@@ -48,6 +48,34 @@ func testLeases(t *testing.T, open opener) {
 			t.Errorf("Get of nothing: %v; want ErrNotFound", err)
 		}
 	})
+	t.Run("CreateFirst", func(t *testing.T) {
+		leases := open(t).Leases()
+		leases.Create(ctx, newLease("demo-1", "bob"))
+		leases.Create(ctx, newLease("demo-3", "carol"))
+		want := newLease("demo-2", "alice")
+		want.Annotations["x"] = "y"
+		got, err := leases.CreateFirst(ctx, []*vdi.Lease{newLease("demo-1", "alice"), want, newLease("demo-4", "alice")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Member != "demo-2" || got.Holder != "alice" {
+			t.Fatalf("CreateFirst = %s for %s; want demo-2 for alice, the first one free", got.Member, got.Holder)
+		}
+		stored, err := leases.Get(ctx, got.Ref())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Holder != "alice" || stored.ResourceVersion != got.ResourceVersion || stored.Annotations["x"] != "y" ||
+			!stored.AcquireTime.Equal(want.AcquireTime) || stored.Duration != time.Hour {
+			t.Errorf("Get = %+v; want what CreateFirst answered: %+v", stored, got)
+		}
+		if _, err := leases.Get(ctx, vdi.Ref{Namespace: "local", Name: "demo-4"}); !errors.Is(err, vdi.ErrNotFound) {
+			t.Errorf("Get of demo-4 after CreateFirst took demo-2: %v; want ErrNotFound (one Lease a turn)", err)
+		}
+		if _, err := leases.CreateFirst(ctx, []*vdi.Lease{newLease("demo-1", "dave"), newLease("demo-2", "dave")}); !errors.Is(err, vdi.ErrAlreadyExists) {
+			t.Errorf("CreateFirst of taken members = %v; want ErrAlreadyExists", err)
+		}
+	})
 	t.Run("UpdateWithStaleVersionConflicts", func(t *testing.T) {
 		leases := open(t).Leases()
 		first, _ := leases.Create(ctx, newLease("demo-1", "alice"))

@@ -7,7 +7,7 @@ import "context"
 // on several replicas must not both pass the reading. A store that can
 // check the rules in the very write that takes the member, under a lock
 // of the holder held until that write is done (HolderChecks: PostgreSQL's
-// pg_advisory_xact_lock), makes a claim one write; with any other store
+// advisory locks), makes a claim one write; with any other store
 // the claim holds the user's claim lock throughout (claim_lock.go).
 
 // HolderChecks is implemented by a Leases store that can check a write
