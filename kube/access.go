@@ -53,8 +53,7 @@ func readAccess(s string, p *vdi.Pool) {
 
 // SetAccess writes the pool's access and limits onto every member.
 func (v *VMs) SetAccess(ctx context.Context, namespace, name string, a vdi.Access, l vdi.Limits) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationAccess: accessAnnotation(a, l)}}})
-	return v.patchMembers(ctx, namespace, name, "access", patch)
+	return v.patchMembers(ctx, namespace, name, "access", map[string]any{AnnotationAccess: accessAnnotation(a, l)})
 }
 
 // SetAccess writes the pool's access and limits into its ConfigMap.
@@ -130,9 +129,7 @@ func (v *VMs) SetStandby(ctx context.Context, namespace, name string, st vdi.Sta
 	if s := scheduleValue(sched); s != "" {
 		schedule = s
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		AnnotationStandby: standbyValue(st), AnnotationStandbySchedule: schedule}}})
-	return v.patchMembers(ctx, namespace, name, "standby", patch)
+	return v.patchMembers(ctx, namespace, name, "standby", map[string]any{AnnotationStandby: standbyValue(st), AnnotationStandbySchedule: schedule})
 }
 
 // SetStandby writes the pool's standby and schedule into its ConfigMap.

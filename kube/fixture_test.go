@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +92,27 @@ func memberNames(t *testing.T, b vdi.Backend, namespace, pool string) []string {
 		names = append(names, m.Name)
 	}
 	return names
+}
+
+// mustRecordedFor fails unless VM pool namespace/pool reads, once the
+// backend's cache shows all its members, as users' alone with a recorded
+// policy, and no member is closed: what a stuck or late clone must leave
+// (a member without its definition would read as open to everyone).
+func mustRecordedFor(t *testing.T, b *kube.VMs, namespace, pool string, members int, users ...string) {
+	t.Helper()
+	var p vdi.Pool
+	var ms []vdi.Member
+	var err error
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if ms, err = b.Members(context.Background(), namespace, pool); err != nil || len(ms) != members {
+			continue
+		}
+		p, err = b.Pool(context.Background(), namespace, pool)
+		if err == nil && p.Closed == "" && slices.Equal(p.Access.Users, users) && p.Policy.Record &&
+			!slices.ContainsFunc(ms, func(m vdi.Member) bool { return m.Closed != "" }) {
+			return
+		}
+	}
+	t.Errorf("pool %s/%s: access %v, policy %+v, closed %q, members %+v, %v; want %d members, %v's, recorded, none closed",
+		namespace, pool, p.Access, p.Policy, p.Closed, ms, err, members, users)
 }

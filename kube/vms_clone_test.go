@@ -54,7 +54,8 @@ func TestVMPoolClonesQueue(t *testing.T) {
 	svc, _ := s.service(t)
 	root := vdi.Identity{Login: "root", Admin: true}
 	begin := time.Now()
-	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "big", Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "golden", Size: 8}); err != nil {
+	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "big", Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "golden", Size: 8,
+		Access: vdi.Access{Users: []string{"alice"}}, Policy: vdi.Policy{Record: true}}); err != nil {
 		t.Fatalf("create a pool of 8: %v", err)
 	}
 	took := time.Since(begin)
@@ -130,6 +131,7 @@ func TestVMPoolClonesQueue(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		mustRecordedFor(t, vms, ns, "big", 8, "alice")
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +25,10 @@ import (
 // members, not one: a member without the pool's access (a hand edit, a
 // clone made by an older portal) is Closed and takes no claim, and a pool
 // whose members carry no access at all, or disagree on it, is Closed:
-// admins only. The reclaim loop writes the pool's definition back on
-// members that lack it (RepairDefinitions).
+// admins only; a clone's planned definition, which an admin's change may
+// have overtaken while it was made, yields to the written one of the
+// others (definingMember). The reclaim loop writes the pool's definition
+// back on members that lack it or carry their plan's (RepairDefinitions).
 
 // encodedPrefix starts an annotation value carried through a clone's
 // patches as unpadded base64url: no `,` `:` `{` `}` for the admission to
@@ -105,14 +108,43 @@ func poolFrom(vms []kubevirtv1.VirtualMachine) vdi.Pool {
 }
 
 // definingMember returns the member whose annotations define the pool of
-// vms, and why the pool is closed ("" when it is not).
+// vms, and why the pool is closed ("" when it is not). The members whose
+// definition the portal wrote once they were done define it; a clone's
+// planned one (carried encoded through its patches: a clone the portal
+// never saw finish) was the pool's when the clone was planned, and an
+// admin's change since is written on the others only, so it counts only
+// where no member carries a written one (a pool all of whose clones
+// outlived their wait). Until the reclaim loop writes the pool's on it
+// (RepairDefinitions), such a member is closed if it disagrees
+// (closedMembers), and the pool is not.
 func definingMember(vms []kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, string) {
+	def, closed := agreedMember(vms, func(vm *kubevirtv1.VirtualMachine) bool { return !carriesEncoded(vm) })
+	if def == nil && closed == "" {
+		def, closed = agreedMember(vms, func(*kubevirtv1.VirtualMachine) bool { return true })
+	}
+	switch {
+	case def != nil || closed != "":
+		return def, closed
+	case slices.ContainsFunc(vms, func(vm kubevirtv1.VirtualMachine) bool { return vm.Annotations[AnnotationSource] != "" }):
+		// Made by the portal (cloned from a golden VM), so made with one.
+		return &vms[0], fmt.Sprintf("no member carries the pool's access and policy (%s, %s)", AnnotationAccess, AnnotationPolicy)
+	}
+	// VMs labelled into a pool by hand, with no access or policy written:
+	// open to everyone signed in, as docs/kubernetes.md says.
+	return &vms[0], ""
+}
+
+// agreedMember returns the first of the members of vms that count and
+// carry a definition, when all those agree on it; else why the pool is
+// closed. It returns neither when none carries one.
+func agreedMember(vms []kubevirtv1.VirtualMachine, counts func(*kubevirtv1.VirtualMachine) bool) (*kubevirtv1.VirtualMachine, string) {
 	var def *kubevirtv1.VirtualMachine
 	var want string
-	made := false // by the portal: cloned from a golden VM
 	for i := range vms {
 		vm := &vms[i]
-		made = made || vm.Annotations[AnnotationSource] != ""
+		if !counts(vm) {
+			continue
+		}
 		canon, ok, err := memberDefinition(vm)
 		switch {
 		case err != nil:
@@ -125,15 +157,7 @@ func definingMember(vms []kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine
 			return def, fmt.Sprintf("members %s and %s disagree on who may use the pool or its policy (%s, %s)", def.Name, vm.Name, AnnotationAccess, AnnotationPolicy)
 		}
 	}
-	switch {
-	case def != nil:
-		return def, ""
-	case made:
-		return &vms[0], fmt.Sprintf("no member carries the pool's access and policy (%s, %s)", AnnotationAccess, AnnotationPolicy)
-	}
-	// VMs labelled into a pool by hand, with no access or policy written:
-	// open to everyone signed in, as docs/kubernetes.md says.
-	return &vms[0], ""
+	return def, ""
 }
 
 // ownDefinition is the pool of vm as vm alone carries its definition,
@@ -285,22 +309,46 @@ func (v *VMs) currentDefinition(ctx context.Context, namespace, name string, met
 	return ann, version, nil
 }
 
-// patchMembers writes patch, a part of pool namespace/name's definition
+// patchMembers writes part, a part of pool namespace/name's definition
 // (what names it), on every member, then reads the members again from
 // the API server and writes it on those that were not listed: a clone
 // done meanwhile (a reset's re-clone) may have read the others before
 // they were written (see writeMember), and its write, conditional on
-// its own version, loses to this one or reads it.
-func (v *VMs) patchMembers(ctx context.Context, namespace, name, what string, patch []byte) error {
+// its own version, loses to this one or reads it. A member that carries
+// its clone's planned definition (see definingMember) gets the whole
+// definition, part on top of the pool's as it reads now, so that it
+// agrees with the others from then on instead of carrying part of the
+// new definition and the rest of its plan's.
+func (v *VMs) patchMembers(ctx context.Context, namespace, name, what string, part map[string]any) error {
 	vms, err := v.list(ctx, namespace, name)
 	if err != nil {
 		return err
+	}
+	whole := map[string]any{}
+	if len(vms) > 0 {
+		if def, closed := definingMember(vms); closed == "" {
+			for _, k := range definitionKeys {
+				whole[k] = nil // null deletes what the pool's definition lacks
+			}
+			for k, s := range definitionOf(def) {
+				whole[k] = s
+			}
+		}
+	}
+	maps.Copy(whole, part)
+	patchOf := func(ann map[string]any) []byte {
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+		return b
 	}
 	written := map[types.UID]bool{}
 	for pass := range 2 {
 		for _, vm := range vms {
 			if written[vm.UID] {
 				continue
+			}
+			patch := patchOf(part)
+			if carriesEncoded(&vm) {
+				patch = patchOf(whole)
 			}
 			// A member gone since it was listed (a reset deleted it) has
 			// nothing to carry; its clone reads the others when done.

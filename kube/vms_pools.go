@@ -340,8 +340,7 @@ func (v *VMs) SetPolicy(ctx context.Context, namespace, name string, p vdi.Polic
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationPolicy: string(policy)}}})
-	return v.patchMembers(ctx, namespace, name, "policy", patch)
+	return v.patchMembers(ctx, namespace, name, "policy", map[string]any{AnnotationPolicy: string(policy)})
 }
 
 // DeletePool deletes every member VM of the pool (the caller checked that

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,7 +25,12 @@ import (
 // is its pool's when the reset makes it, not when the claim ended. An
 // admin widens pool chg's access and changes its policy while chg-1's
 // re-clone is under way (held): chg-1 comes back with them, and the pool
-// is not closed by members that disagree. A claim left with no plan (it
+// is not closed by members that disagree. A re-clone that outlives the
+// portal's wait lands with its plan's definition after the admin
+// narrowed it: the pool reads as the admin set it, the late member is
+// closed until the reclaim loop writes the pool's on it, and a change of
+// one part writes the whole definition on a member still carrying its
+// plan's. A claim left with no plan (it
 // ran out; a mark written before plans existed is reset the same way)
 // is reset from the definition as it reads then; once that cannot be read
 // (the members disagree, and the member carries no access of its own),
@@ -100,6 +106,24 @@ func testDefinitionDuringReset(t *testing.T, s *vmSetup, standIn *testcluster.Ku
 		}
 	}
 
+	// recloneHeld waits until ref's VM is gone and its clone, held, is
+	// asked for.
+	recloneHeld := func(ref vdi.Ref) {
+		t.Helper()
+		waitFor(ref.Name+" deleted and its clone asked for", func() error {
+			var clones clonev1beta1.VirtualMachineCloneList
+			if err := admin.List(ctx, &clones, client.InNamespace(ns), client.MatchingLabels{kube.LabelCloneTarget: ref.Name}); err != nil ||
+				!slices.ContainsFunc(clones.Items, func(c clonev1beta1.VirtualMachineClone) bool { return c.Status.Phase != clonev1beta1.Succeeded }) {
+				return fmt.Errorf("no unfinished clone of %s among %d, %v", ref.Name, len(clones.Items), err)
+			}
+			var now kubevirtv1.VirtualMachine
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &now); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s: %v; want it gone while its clone is held", ref.Name, err)
+			}
+			return nil
+		})
+	}
+
 	// The access and policy change while chg-1's re-clone is held.
 	chg1 := vdi.Ref{Namespace: ns, Name: "chg-1"}
 	old := vm(chg1.Name).UID
@@ -109,17 +133,7 @@ func testDefinitionDuringReset(t *testing.T, s *vmSetup, standIn *testcluster.Ku
 	if err := svc.Release(ctx, alice, chg1, ""); err != nil {
 		t.Fatalf("alice's release of chg-1: %v", err)
 	}
-	waitFor("chg-1 deleted and its clone asked for", func() error {
-		var clones clonev1beta1.VirtualMachineCloneList
-		if err := admin.List(ctx, &clones, client.InNamespace(ns)); err != nil || len(clones.Items) == 0 {
-			return fmt.Errorf("%d clones, %v", len(clones.Items), err)
-		}
-		var now kubevirtv1.VirtualMachine
-		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: chg1.Name}, &now); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("chg-1: %v; want it gone while its clone is held", err)
-		}
-		return nil
-	})
+	recloneHeld(chg1)
 	if err := svc.UpdatePool(ctx, root, ns, "chg", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice", "bob"}}, Policy: &vdi.Policy{Record: true}}); err != nil {
 		t.Fatalf("the admin widens the access and sets a policy during the reset: %v", err)
 	}
@@ -135,6 +149,78 @@ func testDefinitionDuringReset(t *testing.T, s *vmSetup, standIn *testcluster.Ku
 		t.Fatal(err)
 	}
 	mustCarry("a claim with no plan, reset by the loop", madeAgain(chg2, old, true), []string{"alice", "bob"}, `"idleTimeout"`)
+
+	// A re-clone that outlives the portal's wait (its replica gone, or no
+	// progress for CloneTimeout) lands later with the definition it was
+	// planned with, alice's and bob's, while the admin narrowed the access
+	// to alice and changed the policy on chg-2 meanwhile: the pool reads
+	// as the admin set it, never closed; the late chg-1 takes no claim
+	// until the reclaim loop writes the pool's definition on it.
+	old = vm(chg1.Name).UID
+	standIn.HoldClones(ns)
+	cctx, cancel := context.WithCancel(ctx)
+	recreated := make(chan error, 1)
+	go func() { recreated <- s.vms.Recreate(cctx, chg1) }() // the backend: the portal's wait, cut
+	recloneHeld(chg1)
+	cancel()
+	if err := <-recreated; vdi.ErrorCode(err) != vdi.EUnavailable || !strings.Contains(err.Error(), "has not finished") {
+		t.Fatalf("a re-clone whose wait was cut: %v; want EUnavailable, the clone going on", err)
+	}
+	if err := svc.UpdatePool(ctx, root, ns, "chg", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice"}}, Policy: &vdi.Policy{MaxSession: 2 * time.Hour}}); err != nil {
+		t.Fatalf("the admin narrows the access and sets a policy while chg-1's clone is late: %v", err)
+	}
+	standIn.ReleaseClones(ns)
+	late := madeAgain(chg1, old, false)
+	if a := late.Annotations[kube.AnnotationAccess]; !strings.HasPrefix(a, "base64url.") {
+		t.Fatalf("the late chg-1 carries %s=%q; want its clone's planned (encoded) one, as KubeVirt lands it", kube.AnnotationAccess, a)
+	}
+	listed := func(what string, ok func(m vdi.Member) bool) {
+		t.Helper()
+		waitFor("the portal's cache to list "+what, func() error {
+			ms, err := s.vms.Members(ctx, ns, "chg")
+			if err != nil || !slices.ContainsFunc(ms, ok) {
+				return fmt.Errorf("members %+v, %v", ms, err)
+			}
+			return nil
+		})
+	}
+	listed("the late chg-1", func(m vdi.Member) bool { return m.Name == chg1.Name })
+	p, err := s.vms.Pool(ctx, ns, "chg")
+	if err != nil || p.Closed != "" || p.Allows(bob) || !p.Allows(alice) || p.Policy.MaxSession != 2*time.Hour {
+		t.Errorf("pool chg with a late member planned before the admin's change: %+v %+v (closed %q), %v; want alice's, max session 2h, not closed",
+			p.Access, p.Policy, p.Closed, err)
+	}
+	ms, err := s.vms.Members(ctx, ns, "chg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if (m.Closed != "") != (m.Name == chg1.Name) {
+			t.Errorf("member %s closed %q; want only the late chg-1 closed until its definition is written", m.Name, m.Closed)
+		}
+	}
+	if d, err := svc.Claim(ctx, bob, ns, "chg"); vdi.ErrorCode(err) != vdi.EForbidden {
+		t.Errorf("bob's claim with a late member that still names him: %+v, %v; want EForbidden", d, err)
+	}
+	if n, err := s.vms.RepairDefinitions(ctx); err != nil || n < 1 {
+		t.Errorf("the reclaim loop's repair: %d members written, %v; want the late chg-1", n, err)
+	}
+	mustCarry("a late re-clone, repaired", vm(chg1.Name), []string{"alice"}, `"maxSession"`)
+	mustCarry("beside a late re-clone", vm(chg2.Name), []string{"alice"}, `"maxSession"`)
+
+	// A member still carrying its plan when the admin changes one part
+	// of the definition gets the whole of it, not that part on top of
+	// its plan's: it agrees with the others at once.
+	planned := vm(chg1.Name)
+	planned.Annotations[kube.AnnotationAccess] = "base64url." + base64.RawURLEncoding.EncodeToString([]byte(`{"access":{"users":["alice","bob"]},"limits":{}}`))
+	if err := admin.Update(ctx, planned); err != nil {
+		t.Fatal(err)
+	}
+	listed("chg-1 closed, carrying its plan", func(m vdi.Member) bool { return m.Name == chg1.Name && m.Closed != "" })
+	if err := svc.UpdatePool(ctx, root, ns, "chg", vdi.PoolUpdate{Policy: &vdi.Policy{MaxSession: 3 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCarry("a planned member after a change of policy alone", vm(chg1.Name), []string{"alice"}, `"maxSession":10800000000000`)
 
 	// The definition cannot be read (no member carries it: stripped by
 	// hand) and chg-2 carries no access of its own: the loop deletes

@@ -58,7 +58,8 @@ func TestVMPoolTrouble(t *testing.T) {
 		// kube.CloneTimeout is 2 minutes; the caller's deadline ends the wait sooner.
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		err := vms.CreatePool(cctx, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1}) // the backend: the service runs it as a job
+		err := vms.CreatePool(cctx, vdi.Pool{Namespace: stuckNS, Name: "stuck", Kind: vdi.KindVM, Source: "golden", Size: 1,
+			Access: vdi.Access{Users: []string{"alice"}}, Policy: vdi.Policy{Record: true}}) // the backend: the service runs it as a job
 		var e *vdi.Error
 		if !errors.As(err, &e) || e.Code != vdi.EUnavailable || !strings.Contains(e.Msg, "VirtualMachineClone "+stuckNS+"/stuck-1-clone-") ||
 			!strings.Contains(e.Msg, "has not finished") || !strings.Contains(e.Hint, "VolumeSnapshotClass") {
@@ -82,6 +83,7 @@ func TestVMPoolTrouble(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		mustRecordedFor(t, vms, stuckNS, "stuck", 1, "alice")
 	})
 
 	if err := svc.CreatePool(ctx, root, vdi.Pool{Namespace: ns, Name: "desk", Kind: vdi.KindVM, Source: "golden", Size: 3}); err != nil {
