@@ -130,7 +130,7 @@ func countersCollector(a Admin) prometheus.Collector {
 	reclaims := prometheus.NewDesc("corral_vdi_reclaims_total",
 		"Desktops the reclaim loop took back, by rule (disconnect-grace, max-session, idle, lease-expired).", []string{"rule"}, nil)
 	refused := prometheus.NewDesc("corral_vdi_reclaims_refused_total",
-		"Reclaims whose reset the backend refused (a member of a closed pool with no access of its own: it stays claimed until an admin sets the pool's access again), by rule; one each reclaim round while it stays so.", []string{"rule"}, nil)
+		"Reclaims whose reset the backend refused (a member of a closed pool with no access of its own: it stays claimed until an admin sets the pool's access again), by rule (release and force-release: a release whose portal died mid-reset, taken over by the reclaim loop); one each reclaim round while it stays so.", []string{"rule"}, nil)
 	return collectorFunc{descs: []*prometheus.Desc{won, reclaims, refused}, collect: func(ch chan<- prometheus.Metric) {
 		var c vdi.Counters
 		if a != nil {
@@ -140,6 +140,8 @@ func countersCollector(a Admin) prometheus.Collector {
 		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsCold), "cold")
 		for _, r := range vdi.ReclaimRules {
 			ch <- prometheus.MustNewConstMetric(reclaims, prometheus.CounterValue, float64(c.Reclaims[r]), r)
+		}
+		for _, r := range vdi.RefusedRules {
 			ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(c.ReclaimsRefused[r]), r)
 		}
 	}}

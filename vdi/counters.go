@@ -1,10 +1,18 @@
 package vdi
 
-import "sync/atomic"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // ReclaimRules are the rules the reclaim loop reclaims by, each counted
 // (0 too) in Counters.
 var ReclaimRules = [...]string{RuleDisconnect, RuleMaxSession, RuleIdle, RuleExpired}
+
+// RefusedRules are what a reset the reclaim loop finds refused was for,
+// each counted (0 too) in Counters.ReclaimsRefused: a reclaim rule, or a
+// release whose portal died mid-reset (its mark, taken over once stale).
+var RefusedRules = [...]string{RuleDisconnect, RuleMaxSession, RuleIdle, RuleExpired, MarkRelease, MarkForceRelease}
 
 // Counters are what this portal's Service counted since it started, for
 // the metrics: claims by whether the member won was warm, and the reclaim
@@ -16,9 +24,10 @@ type Counters struct {
 	ClaimsWarm, ClaimsCold uint64
 	// Reclaims counts reclaims by rule (ReclaimRules).
 	Reclaims map[string]uint64
-	// ReclaimsRefused counts, by rule, the reclaims whose reset the
-	// backend refused (a member of a Closed pool with no definition of
-	// its own): one each round for as long as the member stays so.
+	// ReclaimsRefused counts, by rule (RefusedRules), the reclaims whose
+	// reset the backend refused (a member of a Closed pool with no
+	// definition of its own): one each round for as long as the member
+	// stays so.
 	ReclaimsRefused map[string]uint64
 }
 
@@ -26,7 +35,7 @@ type Counters struct {
 type counters struct {
 	warm, cold atomic.Uint64
 	reclaims   [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
-	refused    [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
+	refused    [len(RefusedRules)]atomic.Uint64 // in RefusedRules' order
 }
 
 // claimed counts a claim won on a member of power p.
@@ -47,7 +56,7 @@ func (c *counters) reclaimed(rule string) {
 
 // refusedReclaim counts a reclaim by rule whose reset was refused.
 func (c *counters) refusedReclaim(rule string) {
-	if i, ok := ruleIndex(rule); ok {
+	if i := slices.Index(RefusedRules[:], rule); i >= 0 {
 		c.refused[i].Add(1)
 	}
 }
@@ -55,12 +64,8 @@ func (c *counters) refusedReclaim(rule string) {
 // ruleIndex returns rule's place in ReclaimRules, where counts by rule
 // are kept.
 func ruleIndex(rule string) (int, bool) {
-	for i, r := range ReclaimRules {
-		if r == rule {
-			return i, true
-		}
-	}
-	return 0, false
+	i := slices.Index(ReclaimRules[:], rule)
+	return i, i >= 0
 }
 
 // Counters returns what this portal counted since it started.
@@ -68,6 +73,8 @@ func (s *Service) Counters() Counters {
 	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), Reclaims: map[string]uint64{}, ReclaimsRefused: map[string]uint64{}}
 	for i, r := range ReclaimRules {
 		out.Reclaims[r] = s.counts.reclaims[i].Load()
+	}
+	for i, r := range RefusedRules {
 		out.ReclaimsRefused[r] = s.counts.refused[i].Load()
 	}
 	return out

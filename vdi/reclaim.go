@@ -17,6 +17,14 @@ const (
 	RuleExpired = "lease-expired"
 )
 
+// What a release marks its claim with while the member is reset
+// (AnnotationReclaiming), where a reclaim marks its rule: a release by the
+// holder, or by an admin for another user.
+const (
+	MarkRelease      = "release"
+	MarkForceRelease = "force-release"
+)
+
 // Deadline is the next reclaim a claim faces: which rule, and when.
 type Deadline struct {
 	Rule string    `json:"rule"`

@@ -126,7 +126,25 @@ func TestReclaim_RefusedResetIsLogged(t *testing.T) {
 	if err := svc.Release(ctx, vdi.Identity{Login: "bob"}, ref, ""); vdi.ErrorCode(err) != vdi.EConflict || !strings.Contains(err.Error(), "cannot be made fresh") {
 		t.Errorf("bob's release of a member whose reset is refused: %v; want EConflict saying why", err)
 	}
-	if _, err := db.Leases().Get(ctx, ref); errors.Is(err, vdi.ErrNotFound) {
-		t.Error("bob's claim is gone after a refused release; want it kept")
+	l, err = db.Leases().Get(ctx, ref)
+	if errors.Is(err, vdi.ErrNotFound) {
+		t.Fatal("bob's claim is gone after a refused release; want it kept")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+
+	// A release whose portal died before it planned the reset leaves a
+	// mark with no plan; the loop takes it over once stale, and its
+	// refusal is counted as a release's.
+	l.Annotations = map[string]string{vdi.AnnotationReclaiming: vdi.MarkRelease}
+	l.RenewTime = now.Add(-time.Minute)
+	if _, err := db.Leases().Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ReclaimDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.Counters().ReclaimsRefused[vdi.MarkRelease]; got != 1 {
+		t.Errorf("refused resets of a stale release mark counted: %d; want 1", got)
 	}
 }

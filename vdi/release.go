@@ -49,9 +49,9 @@ func (s *Service) Release(ctx context.Context, id Identity, ref Ref, reason stri
 			return nil
 		}
 		text := "The desktop was released."
-		action = "release"
+		action = MarkRelease
 		if l.Holder != id.Login {
-			action, text = "force-release", "An admin ("+id.Login+") released this desktop."
+			action, text = MarkForceRelease, "An admin ("+id.Login+") released this desktop."
 			if reason != "" {
 				text += " Reason: " + reason
 			}
