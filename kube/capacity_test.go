@@ -269,6 +269,12 @@ func TestCapacityAdmission(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Code != vdi.EUnavailable || !strings.Contains(ve.Msg, "may not list nodes") || !strings.Contains(ve.Hint, "deploy/rbac.yaml") {
 			t.Errorf("CreatePool without nodes list: %v; want EUnavailable naming the grant", err)
 		}
+		// Nor may it start a VM (no update on virtualmachines/start): a
+		// claim says which grant, not client-go's "unknown".
+		err = vms.AskStart(e.ctx, vdi.Ref{Namespace: e.ns, Name: "plain-1"})
+		if !errors.As(err, &ve) || ve.Code != vdi.EUnavailable || !strings.Contains(ve.Msg, "may not update virtualmachines/start") || !strings.Contains(ve.Hint, "deploy/rbac.yaml") {
+			t.Errorf("AskStart without update on virtualmachines/start: %v; want EUnavailable naming the grant", err)
+		}
 	})
 	t.Run("NotPermitted", func(t *testing.T) {
 		e.refused(t, "unlisted-1", vdi.EInvalid, func() error { return create("unlisted", "gold-unlisted", 1) },

@@ -142,6 +142,13 @@ func (v *VMs) ask(ctx context.Context, ref vdi.Ref, action string) (accepted boo
 		if err == nil {
 			return true, nil
 		}
+		if apierrors.IsForbidden(err) {
+			// The portal's Role lacks the subresource: the message
+			// client-go makes of virt-api's path reads "unknown".
+			return false, &vdi.Error{Code: vdi.EUnavailable, Err: fmt.Errorf("kube: %s VM %s: %w", action, ref, err),
+				Msg:  fmt.Sprintf("The cluster refused to %s desktop %s: the portal may not update virtualmachines/%s.", action, ref, action),
+				Hint: fmt.Sprintf("An admin grants the portal's ServiceAccount update on virtualmachines/start and virtualmachines/stop (subresources.kubevirt.io) in namespace %s, as deploy/rbac.yaml and deploy/pool-namespace do.", ref.Namespace)}
+		}
 		if !apierrors.IsConflict(err) {
 			return false, fmt.Errorf("kube: %s VM %s: %w", action, ref, err)
 		}
