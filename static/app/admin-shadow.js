@@ -3,7 +3,7 @@
 // terminal or serial console, with input off unless the page gives
 // control (the relay drops a view-only viewer's input either way), and
 // the console page's ended card when it closes.
-import { Reconnector } from './connect.js';
+import { Reconnector, errorText } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
 import { pollViewers, sayParticipants } from './watchers.js';
 import { attachRequestControl } from './request-control.js';
@@ -70,7 +70,7 @@ async function watch() {
   const res = await fetch(screen.dataset.connect, { headers: { Accept: 'application/json' } }).catch(() => null);
   const info = res ? await res.json().catch(() => ({})) : {};
   if (!res || !res.ok) {
-    ui.lost(res ? [info.error || `The portal answered ${res.status}.`, info.hint].filter(Boolean).join(' ') : 'The portal cannot be reached.', res?.status === 403);
+    ui.lost(res ? errorText(res.status, info) : 'The portal cannot be reached.', res?.status === 403);
     return;
   }
   // The console the link names (?protocol=terminal: the holder's

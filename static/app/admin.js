@@ -2,6 +2,7 @@
 // tab is visible (fetch and swap, server-rendered), and runs the row and
 // pool actions through the JSON API after a confirmation dialog.
 import { parseSchedule, parseStandby } from './standby.js';
+import { errorText } from './connect.js';
 
 const live = document.getElementById('live');
 const status = document.getElementById('admin-status');
@@ -53,7 +54,7 @@ async function callAPI(method, url, body) {
   });
   const answer = await res.json().catch(() => ({}));
   if (!res.ok) {
-    throw new Error([answer.error || `The portal answered ${res.status}.`, answer.hint].filter(Boolean).join(' '));
+    throw new Error(errorText(res.status, answer));
   }
   return answer;
 }

@@ -7,6 +7,8 @@
 // starts after the page opened, and a take or stop made on another page
 // of the desktop, show through the viewers' list.
 
+import { errorText } from './connect.js';
+
 // sayAgentState is the notice's line for a desktop's oversight state.
 export function sayAgentState(control, stopped, me) {
   const who = (login) => (login === me ? 'You' : login);
@@ -40,7 +42,7 @@ export function attachAgentNotice(el) {
           el.dataset.stopped = body.agentStopped || '';
           show();
         } else {
-          state.textContent = [body.error || `The portal answered ${res.status}.`, body.hint].filter(Boolean).join(' ');
+          state.textContent = errorText(res.status, body);
         }
       } catch {
         state.textContent = 'The portal cannot be reached; try again.';

@@ -5,6 +5,8 @@
 // persistent desktop keeps its disk) or "Get a fresh desktop" (an
 // ephemeral one is made anew), instead of reconnecting for ever.
 
+import { errorText } from './connect.js';
+
 // desktopDown resolves to the desktop (the desktop API's answer) when it
 // is stopped or failed, else to null: running, starting, or not known (the
 // portal unreachable, a viewer who may not read it), which a reconnect
@@ -64,5 +66,5 @@ export async function startAgain(url, d) {
   if (!res) return 'The portal cannot be reached. Try again in a moment.';
   if (res.ok) return '';
   const body = await res.json().catch(() => ({}));
-  return [body.error || `The portal answered ${res.status}.`, body.hint].filter(Boolean).join(' ');
+  return errorText(res.status, body);
 }

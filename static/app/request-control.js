@@ -3,6 +3,8 @@
 // Allow or Refuse on their console page and answers with a grant, which
 // the page gives to the screen's websocket when it opens it again.
 
+import { errorText } from './connect.js';
+
 // CONTROL_S is how long the portal waits for the holder (handlers/control.go).
 const CONTROL_S = 45;
 
@@ -36,7 +38,7 @@ export function attachRequestControl(button, status, holder, onGrant) {
       onGrant(body.grant);
       return;
     }
-    status.textContent = res ? [body.error || `The portal answered ${res.status}.`, body.hint].filter(Boolean).join(' ') : 'The portal cannot be reached.';
+    status.textContent = res ? errorText(res.status, body) : 'The portal cannot be reached.';
   });
   return (on) => { button.hidden = !on; };
 }
