@@ -15,6 +15,7 @@ import (
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
+	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -173,10 +174,29 @@ func (v *VMs) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error
 		return vdi.Pool{}, err
 	}
 	if len(vms) == 0 {
-		return vdi.Pool{}, vdi.Errorf(vdi.ENotFound, "Pools are addressed as namespace/pool; check both.",
-			"No pool %s in namespace %s.", name, namespace)
+		return vdi.Pool{}, v.noMember(ctx, namespace, name)
 	}
 	return poolFrom(vms), nil
+}
+
+// noMember is Pool's answer for a pool with no member VM: ENotFound, and
+// when a member is being cloned (a pool of one whose member is made
+// fresh, or one being made), says so: its definition is on its members,
+// so it can be neither changed nor claimed until one is back.
+func (v *VMs) noMember(ctx context.Context, namespace, name string) error {
+	var list clonev1beta1.VirtualMachineCloneList
+	if v.clone.Get().Namespace(namespace).Resource("virtualmachineclones").
+		VersionedParams(&metav1.ListOptions{LabelSelector: LabelClonePool + "=" + name}, metav1.ParameterCodec).Do(ctx).Into(&list) == nil {
+		for _, c := range list.Items {
+			if c.DeletionTimestamp == nil && c.Status.Phase != clonev1beta1.Succeeded && c.Status.Phase != clonev1beta1.Failed {
+				return vdi.Errorf(vdi.ENotFound, fmt.Sprintf("Try again once it is done (kubectl get vmclone -n %s %s).", namespace, c.Name),
+					"Pool %s in namespace %s has no member right now: %s is being cloned (VirtualMachineClone %s/%s, %s), and the pool's access and policy are carried by its members.",
+					name, namespace, c.Labels[LabelCloneTarget], namespace, c.Name, phaseText(c.Status.Phase))
+			}
+		}
+	}
+	return vdi.Errorf(vdi.ENotFound, "Pools are addressed as namespace/pool; check both.",
+		"No pool %s in namespace %s.", name, namespace)
 }
 
 // Members returns the pool's VMs as members.

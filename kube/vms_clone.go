@@ -38,8 +38,14 @@ const cloneCheckEvery = 5 * time.Second
 const CloneConcurrency = 4
 
 // LabelCloneTarget labels the portal's VirtualMachineClones with their
-// target VM, so that a clone left unfinished is found again.
-const LabelCloneTarget = "corral.dev/vdi-clone-target"
+// target VM, so that a clone left unfinished is found again;
+// LabelClonePool with the pool the target joins, so that a pool whose
+// every member is being cloned (the one member of a pool of one, made
+// fresh) says so rather than that there is no such pool.
+const (
+	LabelCloneTarget = "corral.dev/vdi-clone-target"
+	LabelClonePool   = "corral.dev/vdi-clone-pool"
+)
 
 // errCloneUnfinished: a clone outlived its wait; it goes on, and makes its
 // VM (in its pool: the clone carries the labels) when it is done.
@@ -248,6 +254,9 @@ func (v *VMs) cloneFrom(ctx context.Context, namespace string, src cloneSource, 
 				Target:  &corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
 				Patches: meta.patches(),
 			},
+		}
+		if pool := meta.pool(); pool != "" {
+			vmc.Labels[LabelClonePool] = pool
 		}
 		made = &clonev1beta1.VirtualMachineClone{}
 		if err := v.clone.Post().Namespace(namespace).Resource("virtualmachineclones").Body(vmc).Do(ctx).Into(made); err != nil {

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // A clone's spec.patches go into the VirtualMachineRestore it makes, and
@@ -34,6 +36,14 @@ type memberMeta struct {
 	golden      *kubevirtv1.VirtualMachine
 	labels      map[string]string
 	annotations map[string]string
+}
+
+// pool returns the pool m makes its VM a member of ("" for none).
+func (m *memberMeta) pool() string {
+	if m == nil {
+		return ""
+	}
+	return m.labels[vdi.LabelPool]
 }
 
 // portalPrefix starts the labels and annotations the portal owns.

@@ -69,6 +69,13 @@ func TestVMPoolTrouble(t *testing.T) {
 		if err := admin.List(ctx, &clones, client.InNamespace(stuckNS)); err != nil || len(clones.Items) != 1 {
 			t.Fatalf("clones after the timed-out create: %d, %v; want the unfinished clone kept", len(clones.Items), err)
 		}
+		// Meanwhile the pool has no member to carry its definition: it
+		// cannot be changed (nor claimed), and the answer says why.
+		err = svc.UpdatePool(ctx, root, stuckNS, "stuck", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice", "bob"}}})
+		if !errors.As(err, &e) || e.Code != vdi.ENotFound || !strings.Contains(e.Msg, "stuck-1 is being cloned (VirtualMachineClone "+stuckNS+"/stuck-1-clone-") ||
+			!strings.Contains(e.Hint, "kubectl get vmclone") {
+			t.Errorf("changing a pool whose one member is being cloned: %v; want ENotFound saying its member is being cloned", err)
+		}
 		// The clone finishes later and makes the member, in its pool.
 		standIn.ReleaseClones(stuckNS)
 		deadline := time.Now().Add(15 * time.Second)
