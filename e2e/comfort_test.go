@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -139,8 +138,9 @@ func refusedAsKeys(t *testing.T, page playwright.Page, text, want string) {
 // shows in the panel; paste-as-keys types into the desktop's terminal
 // window, refuses what it cannot type and caps the length; the keys menu's
 // Ctrl+Alt+Del reaches the X server; the desktop follows the window's
-// size; and with the pool's clipboard off the relay drops both ways and
-// logs it, even for a page that ignores the policy.
+// size, or the one the Size choice names (comfort_size_test.go); and with
+// the pool's clipboard off the relay drops both ways and logs it, even for
+// a page that ignores the policy.
 func TestComfort_VNC(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
@@ -165,6 +165,8 @@ func TestComfort_VNC(t *testing.T) {
 			t.Logf("window %dx%d: the X screen is %s", size[0], size[1], got)
 		}
 	})
+
+	t.Run("size", func(t *testing.T) { sizeChoices(t, page, shell, "alice") })
 
 	must(t, page.GetByTestId("clipboard-toggle").Click())
 	must(t, expect.Locator(page.GetByTestId("clipboard-panel")).ToBeVisible())
@@ -339,20 +341,6 @@ func TestComfort_VNC(t *testing.T) {
 		t.Logf("logged: %s", joined)
 	})
 }
-
-// near reports whether sizes a and b ("WxH") differ by at most d pixels
-// each way.
-func near(a, b string, d int) bool {
-	aw, ah, ok1 := strings.Cut(a, "x")
-	bw, bh, ok2 := strings.Cut(b, "x")
-	if !ok1 || !ok2 {
-		return false
-	}
-	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
-	return abs(n(aw)-n(bw)) <= d && abs(n(ah)-n(bh)) <= d
-}
-
-func abs(v int) int { return max(v, -v) }
 
 // TestComfort_SerialPasteAsKeys logs in on a local VM's serial console with
 // paste-as-keys alone: the user name, the password and a command; and

@@ -1,11 +1,13 @@
 // VNC console: noVNC over the portal's websocket relay. The desktop takes
-// the window's size when its server can resize (ExtendedDesktopSize, as
-// local Xvnc desktops do) and is scaled to fit otherwise. The clipboard
+// the window's size, or the one the user's Size choice names, when its
+// server can resize (ExtendedDesktopSize, as local Xvnc desktops do) and
+// is scaled to fit otherwise (vnc-size.js). The clipboard
 // goes both ways through noVNC (ClientCutText / ServerCutText, Unicode by
 // the Extended Clipboard where the server offers it); the portal's relay
 // drops what the pool's policy forbids. A pinch zooms the view (zoom.js).
 import { attachZoom } from './zoom.js';
 import { attach as attachQuality } from './vnc-quality.js';
+import { attach as attachSize } from './vnc-size.js';
 import { takeEarly } from './console-early.js';
 import { waitForConsent } from './connect.js';
 import { attachIME } from './vnc-ime.js';
@@ -29,49 +31,6 @@ export function dropped(code, reason) {
 // preload fetches noVNC's modules ahead of open (connect.js).
 export function preload(screen) {
   return import(screen.dataset.novnc);
-}
-
-// PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
-// phone the desktop stays this wide (logical pixels), shown whole at fit,
-// and a pinch (or the 1:1 button) zooms in, as on a tablet's photo.
-export const PHONE_WIDTH = 1024;
-
-// desktopSize is the size to ask the server for a screen of w x h CSS px:
-// the screen's own when it is wide enough, else PHONE_WIDTH wide with the
-// screen's shape (within 640-1600 px high, so a tall phone still gets a
-// desktop whose windows fit).
-export function desktopSize(w, h) {
-  if (w >= PHONE_WIDTH || w <= 0) return { w, h };
-  return { w: PHONE_WIDTH, h: Math.round(Math.min(1600, Math.max(640, h * PHONE_WIDTH / w))) };
-}
-
-// sized makes rfb read its screen's size in whole CSS pixels, ask the
-// server for desktopSize of it rather than the screen itself, and never
-// ask again for a size the server has answered. noVNC 1.7 (pinned in
-// package.json) reads the size from _screenSize(), both to scale to and,
-// inside _requestRemoteResize(), to ask for and to tell whether the
-// desktop has it yet; it asks again after each answer until the two agree
-// (every 100 ms at most). A screen a fraction of a pixel high (a 56.5625
-// px console bar above an 800 px window leaves 743.4375) never equals the
-// whole-pixel desktop it is given, so an idle console asked forever, each
-// answer a repaint: 0.1-0.7 MB/s. A server that answers with a size of its
-// own (or refuses) is not asked the same again until the screen changes.
-function sized(rfb) {
-  const ask = rfb._requestRemoteResize;
-  const own = rfb._screenSize;
-  if (typeof ask !== 'function' || typeof own !== 'function') return;
-  function whole() { const s = own.call(this); return { w: Math.floor(s.w), h: Math.floor(s.h) }; }
-  rfb._screenSize = whole;
-  let asked = null; // the size last sent, answered or not
-  rfb._requestRemoteResize = function requestRemoteResize() {
-    const s = whole.call(this);
-    const d = desktopSize(s.w, s.h);
-    if (asked && asked.w === d.w && asked.h === d.h && !this._pendingRemoteResize) return;
-    const pending = this._pendingRemoteResize;
-    this._screenSize = () => d;
-    try { ask.call(this); } finally { this._screenSize = whole; }
-    if (!pending && this._pendingRemoteResize) asked = d;
-  };
 }
 
 export async function open(screen, info, ui) {
@@ -110,18 +69,16 @@ export async function open(screen, info, ui) {
     screen.dataset.video = 'tiles';
     videoNotice(true);
   });
-  rfb.scaleViewport = true; // when the server cannot take the window's size
-  sized(rfb);
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.
   const beside = Boolean(info.viewOnly || info.beside);
-  rfb.resizeSession = !beside;
+  const size = attachSize(rfb, { keeps: info.caps?.resize === false, beside });
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',
     canvas: () => stage.querySelector('canvas'),
     gestures: true,
-    zoomed: (on) => { rfb.resizeSession = !on && !beside; },
+    zoomed: (on) => size.zoomed(on),
   });
   rfb.focusOnClick = true;
   const keys = vncKeys(rfb, Boolean(info.caps?.unicode));
@@ -152,6 +109,7 @@ export async function open(screen, info, ui) {
   return {
     close() {
       zoom.close();
+      size.close();
       quality();
       video();
       rfb.disconnect();

@@ -116,7 +116,13 @@ function showFallbacks(options) {
   box.replaceChildren(...options.map((o) => {
     const a = document.createElement('a');
     a.href = `?protocol=${encodeURIComponent(o.protocol)}`;
-    a.textContent = `Use ${names[o.protocol] || o.protocol}`;
+    // A compact bar drops the "Use" (app.css); the name stays whole.
+    const name = names[o.protocol] || o.protocol;
+    const use = document.createElement('span');
+    use.className = 'use-word';
+    use.textContent = 'Use ';
+    a.append(use, name);
+    a.setAttribute('aria-label', `Use ${name}`);
     a.className = 'button';
     a.dataset.testid = `fallback-${o.protocol}`;
     return a;
@@ -175,7 +181,7 @@ function menu(open) {
 }
 toggle.addEventListener('click', () => menu(controls.dataset.open !== 'true'));
 controls.addEventListener('click', (ev) => {
-  if (ev.target.closest('button, a') && !ev.target.closest('#keys-menu')) menu(false);
+  if (ev.target.closest('button, a') && !ev.target.closest('#keys-menu, #size-menu')) menu(false);
 });
 attachFold(document.querySelector('.console-bar'), status, () => menu(false));
 

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// chooseSize picks value ("fit", "actual", "1280x720") in the console
+// bar's Size list and closes the list (and the folded bar's Menu).
+func chooseSize(t *testing.T, page playwright.Page, value string) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(10000)
+	openControl(t, page, "size-menu")
+	must(t, expect.Locator(page.GetByTestId("size-list")).ToBeVisible())
+	must(t, page.GetByTestId("size-"+value).Check())
+	must(t, page.GetByTestId("size-menu").Click())
+	must(t, expect.Locator(page.GetByTestId("size-list")).ToBeHidden())
+	if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
+		must(t, page.GetByTestId("console-menu").Click())
+	}
+}
+
+// waitDimensions waits until the X screen, as xdpyinfo in the desktop
+// reports it, is want.
+func waitDimensions(t *testing.T, shell *guestShell, want string) {
+	t.Helper()
+	got := ""
+	if !eventually(15*time.Second, func() bool { got = shell.dimensions(); return got == want }) {
+		t.Fatalf("xdpyinfo says %s; want %s", got, want)
+	}
+}
+
+// waitAnswered waits until the page's noVNC has been told the desktop's
+// layout and has no size request in flight: a console that asks for a
+// size on connect (Fit does) has had its answer.
+func waitAnswered(t *testing.T, page playwright.Page) {
+	t.Helper()
+	_, err := page.WaitForFunction(`() => { const r = document.getElementById('screen').rfb;
+		return r && r._supportsSetDesktopSize && !r._pendingRemoteResize; }`, nil)
+	must(t, err)
+}
+
+// sizeChoices drives the console bar's Size choice on a local Xvnc
+// desktop: a fixed size becomes the X screen's size (read in the desktop
+// with xdpyinfo), 1:1 shows it unscaled, Fit goes back to the window's
+// size, the choice outlives a reload and a change of window, and a size
+// larger than the portal's screen hub holds is refused in words while the
+// console stays up at its size. The list is screenshotted open at the
+// issue's three sizes.
+func sizeChoices(t *testing.T, page playwright.Page, shell *guestShell, login string) {
+	expect := playwright.NewPlaywrightAssertions(15000)
+	label := page.GetByTestId("size-menu")
+
+	t.Run("a fixed size", func(t *testing.T) {
+		chooseSize(t, page, "1280x720")
+		waitDimensions(t, shell, "1280x720")
+		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1280×720"))
+	})
+	t.Run("1:1 keeps the size, unscaled", func(t *testing.T) {
+		chooseSize(t, page, "actual")
+		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1:1"))
+		must(t, expect.Locator(page.Locator("#screen canvas")).ToHaveJSProperty("clientWidth", 1280))
+		if got := shell.dimensions(); got != "1280x720" {
+			t.Errorf("after 1:1 xdpyinfo says %s; want 1280x720 kept", got)
+		}
+	})
+	t.Run("Fit returns to the window's size", func(t *testing.T) {
+		chooseSize(t, page, "fit")
+		want, got := "", ""
+		if !eventually(15*time.Second, func() bool { want, got = screenSize(t, page), shell.dimensions(); return near(got, want, 2) }) {
+			t.Errorf("after Fit xdpyinfo says %s; want the console's %s", got, want)
+		}
+	})
+	t.Run("remembered across a reload and a new window size", func(t *testing.T) {
+		chooseSize(t, page, "1600x900")
+		waitDimensions(t, shell, "1600x900")
+		must(t, page.SetViewportSize(1100, 760))
+		_, err := page.Reload()
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		waitAnswered(t, page)
+		if got := shell.dimensions(); got != "1600x900" {
+			t.Errorf("after a reload xdpyinfo says %s; want the remembered 1600x900", got)
+		}
+		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1600×900"))
+	})
+	t.Run("too large: refused in words, the console stays", func(t *testing.T) {
+		// A remembered size past what the portal's screen hub holds (16384
+		// a side): Xvnc would take it (up to 32768), and the hub would
+		// have to drop the console.
+		_, err := page.Evaluate(`(login) => localStorage.setItem('corral.size.' + login, '20000x20000')`, login)
+		must(t, err)
+		_, err = page.Reload()
+		must(t, err)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		notice := page.GetByTestId("size-notice")
+		must(t, expect.Locator(notice).ToContainText("The desktop refused 20000×20000: its server does not take that size or layout. It stays 1600×900; choose another size under Size."))
+		screenshot(t, page, "size-refused")
+		time.Sleep(time.Second)
+		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		if got := shell.dimensions(); got != "1600x900" {
+			t.Errorf("after the refusal xdpyinfo says %s; want 1600x900 kept", got)
+		}
+		openControl(t, page, "size-menu")
+		must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("The desktop refused 20000×20000"))
+		must(t, expect.Locator(page.GetByTestId("size-20000x20000")).ToBeChecked())
+		screenshot(t, page, "size-refused-list")
+		must(t, page.GetByTestId("size-menu").Click())
+		chooseSize(t, page, "fit")
+		must(t, expect.Locator(notice).ToBeHidden())
+		must(t, expect.Locator(page.GetByTestId("size-20000x20000")).ToHaveCount(0))
+		want, got := "", ""
+		if !eventually(15*time.Second, func() bool { want, got = screenSize(t, page), shell.dimensions(); return near(got, want, 2) }) {
+			t.Errorf("after Fit xdpyinfo says %s; want the console's %s", got, want)
+		}
+	})
+	t.Run("the list at three sizes", func(t *testing.T) {
+		for _, size := range issueSizes {
+			must(t, page.SetViewportSize(size.width, size.height))
+			openControl(t, page, "size-menu")
+			list := page.GetByTestId("size-list")
+			must(t, expect.Locator(list).ToBeVisible())
+			must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("This desktop is "))
+			inViewport(t, page, list, "the Size list", size.width)
+			noOverflow(t, page)
+			screenshot(t, page, "size-list-"+size.name)
+			must(t, page.GetByTestId("size-menu").Click())
+			must(t, expect.Locator(list).ToBeHidden())
+			if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
+				must(t, page.GetByTestId("console-menu").Click())
+			}
+		}
+	})
+	// The steps after these use the window the test had.
+	must(t, page.SetViewportSize(1200, 820))
+	want, got := "", ""
+	if !eventually(15*time.Second, func() bool { want, got = screenSize(t, page), shell.dimensions(); return near(got, want, 2) }) {
+		t.Fatalf("back at 1200x820 xdpyinfo says %s; want the console's %s", got, want)
+	}
+}
+
+// near reports whether sizes a and b ("WxH") differ by at most d pixels
+// each way.
+func near(a, b string, d int) bool {
+	aw, ah, ok1 := strings.Cut(a, "x")
+	bw, bh, ok2 := strings.Cut(b, "x")
+	if !ok1 || !ok2 {
+		return false
+	}
+	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
+	return abs(n(aw)-n(bw)) <= d && abs(n(ah)-n(bh)) <= d
+}
+
+func abs(v int) int { return max(v, -v) }

@@ -1,0 +1,178 @@
+// The console's Size choice (views/console_size.templ): Fit to window (the
+// desktop takes the window's size, in whole pixels; a phone's stays 1024
+// wide and is shown whole), 1:1 (the desktop keeps its size and is shown
+// pixel for pixel, scrolled where it is larger than the window), or a
+// fixed size (the desktop is made that size and scaled to fit the
+// window). A desktop whose server cannot change its size keeps its own:
+// Fit and the fixed sizes scale it to the window instead, and the choice's
+// words say so. The portal keeps no per-user settings, so this browser
+// remembers the choice for each user who signs in on it (localStorage,
+// keyed by login), as it remembers the Picture choice.
+
+// MAX_SIDE is the largest side RFB's SetDesktopSize can carry (16 bits);
+// the desktop's server may take less, and says so when asked.
+const MAX_SIDE = 65535;
+
+// choiceOf turns a remembered value into a choice: { kind: 'fit' },
+// { kind: 'actual' } or { kind: 'fixed', w, h }; anything else is Fit.
+export function choiceOf(v) {
+  if (v === 'actual') return { kind: 'actual' };
+  const m = /^(\d{1,5})x(\d{1,5})$/.exec(v || '');
+  if (m) {
+    const w = Number(m[1]);
+    const h = Number(m[2]);
+    if (w > 0 && h > 0 && w <= MAX_SIDE && h <= MAX_SIDE) return { kind: 'fixed', w, h };
+  }
+  return { kind: 'fit' };
+}
+
+// valueOf is the value a choice is remembered and offered by.
+export function valueOf(c) {
+  return c.kind === 'fixed' ? `${c.w}x${c.h}` : c.kind;
+}
+
+// label is a choice's name on the Size button.
+export function label(c) {
+  if (c.kind === 'fixed') return `${c.w}×${c.h}`;
+  return c.kind === 'actual' ? '1:1' : 'Fit';
+}
+
+// words says what a choice does on a desktop that can (resizable) or
+// cannot change its size, on a phone-narrow screen (phone) or not.
+export function words(c, resizable, phone) {
+  if (c.kind === 'actual') return 'Pixel for pixel: the desktop keeps its size; scroll to see the rest.';
+  if (!resizable) return c.kind === 'fit' ? 'Scaled to this window.' : 'This desktop keeps its own size: scaled to this window instead.';
+  if (c.kind === 'fixed') return `The desktop is made ${c.w}×${c.h}, scaled to fit this window.`;
+  return phone ? 'The desktop stays 1024 wide on this narrow screen, shown whole.' : "The desktop takes this window's size.";
+}
+
+const keyOf = (login) => `corral.size.${login || ''}`;
+
+// chosen returns login's remembered choice in this browser (Fit when none).
+export function chosen(login) {
+  try {
+    return choiceOf(localStorage.getItem(keyOf(login)));
+  } catch {
+    return { kind: 'fit' };
+  }
+}
+
+// statusWords are ExtendedDesktopSize's refusals (RFB's status codes).
+const statusWords = {
+  1: 'its server does not allow resizing',
+  2: 'its server has no room for it',
+  3: 'its server does not take that size or layout',
+};
+
+// attachSize wires the Size button and its list (inside wrap) to a
+// console: view is { apply(choice), resizable(), size() } where apply
+// makes the console follow a choice, resizable reports whether the
+// desktop can change its size, and size returns its size now ({w, h}) or
+// null. It returns { changed(), refused(choice, status), close() }:
+// changed when the desktop's size or resizability changed (the words
+// follow), refused when the desktop refused a fixed size.
+export function attachSize(wrap, view) {
+  if (!wrap) return { changed() {}, refused() {}, close() {} };
+  const button = wrap.querySelector('#size-menu');
+  const list = wrap.querySelector('#size-list');
+  const note = wrap.querySelector('#size-note');
+  const login = wrap.dataset.user;
+  const notice = document.getElementById('size-notice');
+  let choice = chosen(login);
+  let refusedValue = ''; // a fixed size the desktop refused
+
+  // A remembered size the list does not offer gets an entry of its own
+  // while it is the choice.
+  const offered = () => [...list.querySelectorAll('input[name=size]')];
+  function ensureOffered(c) {
+    const v = valueOf(c);
+    for (const extra of list.querySelectorAll('label.size-extra')) {
+      if (extra.querySelector('input').value !== v) extra.remove();
+    }
+    if (offered().some((i) => i.value === v)) return;
+    const row = list.querySelector('label.size-choice').cloneNode(true);
+    row.classList.add('size-extra');
+    const input = row.querySelector('input');
+    input.value = v;
+    input.dataset.testid = `size-${v}`;
+    row.querySelector('.size-name').textContent = label(c);
+    list.querySelector('.size-choices').append(row);
+  }
+
+  function render() {
+    const resizable = view.resizable();
+    const phone = window.innerWidth < 1024;
+    ensureOffered(choice);
+    for (const input of offered()) {
+      const c = choiceOf(input.value);
+      input.checked = input.value === valueOf(choice);
+      input.closest('label').querySelector('.size-words').textContent = input.value === refusedValue
+        ? 'The desktop refused this size.' : words(c, resizable, phone);
+    }
+    button.querySelector('.size-now').textContent = label(choice);
+    button.setAttribute('aria-label', `Size: ${label(choice)}`);
+    button.title = `Size: ${label(choice)}. The desktop's size: fit to this window, 1:1, or a fixed size`;
+    const s = view.size();
+    const now = s ? `${s.w}×${s.h}` : 'not connected yet';
+    if (note.dataset.kind !== 'error') {
+      note.textContent = resizable ? `This desktop is ${now}.`
+        : `This desktop keeps its own size (${now}): its server cannot change it.`;
+    }
+  }
+
+  function open(on) {
+    if (on) render();
+    list.hidden = !on;
+    button.setAttribute('aria-expanded', String(on));
+  }
+  const onButton = (ev) => {
+    ev.stopPropagation();
+    open(list.hidden);
+  };
+  const onChange = (ev) => {
+    if (ev.target.name !== 'size') return;
+    choice = choiceOf(ev.target.value);
+    try { localStorage.setItem(keyOf(login), valueOf(choice)); } catch { /* not remembered */ }
+    delete note.dataset.kind;
+    refusedValue = '';
+    if (notice) notice.hidden = true;
+    view.apply(choice);
+    render();
+  };
+  const onDocument = (ev) => {
+    if (!list.hidden && !ev.target.closest('#size-list, #size-menu')) open(false);
+  };
+  button.addEventListener('click', onButton);
+  list.addEventListener('change', onChange);
+  document.addEventListener('click', onDocument);
+  wrap.hidden = false;
+  view.apply(choice);
+  render();
+
+  return {
+    changed: render,
+    refused(c, status) {
+      const s = view.size();
+      const text = `The desktop refused ${label(c)}: ${statusWords[status] || 'its server refused it'}. `
+        + `It stays ${s ? `${s.w}×${s.h}` : 'as it was'}; choose another size under Size.`;
+      note.textContent = text;
+      note.dataset.kind = 'error';
+      refusedValue = valueOf(c);
+      if (notice) {
+        notice.querySelector('span').textContent = text;
+        notice.hidden = false;
+        notice.querySelector('button').onclick = () => { notice.hidden = true; };
+      }
+      render();
+    },
+    close() {
+      open(false);
+      button.removeEventListener('click', onButton);
+      list.removeEventListener('change', onChange);
+      document.removeEventListener('click', onDocument);
+      wrap.hidden = true;
+      delete note.dataset.kind;
+      if (notice) notice.hidden = true;
+    },
+  };
+}

@@ -1,0 +1,116 @@
+// The VNC console's size: noVNC asks the desktop's server for the size the
+// user's Size choice names (size.js) with SetDesktopSize, which local
+// Xvnc desktops follow (ExtendedDesktopSize), and scales the desktop to
+// the window; 1:1 asks nothing and shows it unscaled. A desktop that
+// keeps its size (the platform says so, or its server refuses the
+// window's size: QEMU without a display that follows) is scaled instead;
+// a fixed size its server refuses is said in words.
+import { attachSize } from './size.js';
+
+// PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
+// phone the desktop stays this wide (logical pixels), shown whole at fit,
+// and a pinch (or the 1:1 button) zooms in, as on a tablet's photo.
+export const PHONE_WIDTH = 1024;
+
+// desktopSize is the size to ask the server for a screen of w x h CSS px:
+// the screen's own when it is wide enough, else PHONE_WIDTH wide with the
+// screen's shape (within 640-1600 px high, so a tall phone still gets a
+// desktop whose windows fit).
+export function desktopSize(w, h) {
+  if (w >= PHONE_WIDTH || w <= 0) return { w, h };
+  return { w: PHONE_WIDTH, h: Math.round(Math.min(1600, Math.max(640, h * PHONE_WIDTH / w))) };
+}
+
+// sized makes rfb read its screen's size in whole CSS pixels, ask the
+// server for want(that size) rather than the screen itself, and never
+// ask again for a size the server has answered; asked(d) is told each
+// size it asks. noVNC 1.7 (pinned in package.json) reads the size from
+// _screenSize(), both to scale to and, inside _requestRemoteResize(), to
+// ask for and to tell whether the desktop has it yet; it asks again after
+// each answer until the two agree (every 100 ms at most). A screen a
+// fraction of a pixel high (a 56.5625 px console bar above an 800 px
+// window leaves 743.4375) never equals the whole-pixel desktop it is
+// given, so an idle console asked forever, each answer a repaint: 0.1-0.7
+// MB/s. A server that answers with a size of its own (or refuses) is not
+// asked the same again until the screen or the choice changes.
+function sized(rfb, want, asked) {
+  const ask = rfb._requestRemoteResize;
+  const own = rfb._screenSize;
+  if (typeof ask !== 'function' || typeof own !== 'function') return;
+  function whole() { const s = own.call(this); return { w: Math.floor(s.w), h: Math.floor(s.h) }; }
+  rfb._screenSize = whole;
+  let last = null; // the size last sent, answered or not
+  rfb._requestRemoteResize = function requestRemoteResize() {
+    const d = want(whole.call(this));
+    if (last && last.w === d.w && last.h === d.h && !this._pendingRemoteResize) return;
+    const pending = this._pendingRemoteResize;
+    this._screenSize = () => d;
+    try { ask.call(this); } finally { this._screenSize = whole; }
+    if (!pending && this._pendingRemoteResize) {
+      last = d;
+      asked(d);
+    }
+  };
+}
+
+// answers calls onAnswer(status) for each ExtendedDesktopSize rfb reads:
+// status is the server's answer to this console's SetDesktopSize (0
+// done, 1-3 refused, 4 passed to the guest: QEMU's), or -1 for another
+// change. noVNC 1.7 only logs a refusal.
+function answers(rfb, onAnswer) {
+  const handle = rfb._handleExtendedDesktopSize;
+  if (typeof handle !== 'function') return;
+  rfb._handleExtendedDesktopSize = function handleExtendedDesktopSize() {
+    const done = handle.call(this);
+    if (done) onAnswer(this._FBU.x === 1 ? this._FBU.y : -1);
+    return done;
+  };
+}
+
+// attach makes rfb follow the user's Size choice. keeps: the platform says
+// the desktop keeps its own size; beside: a viewer beside the holder,
+// who leaves the size to the holder (and gets no choice). It returns
+// { zoomed(on), close() }: while a pinch zooms the view, the desktop
+// keeps its size.
+export function attach(rfb, { keeps = false, beside = false } = {}) {
+  let choice = { kind: 'fit' };
+  let zoomed = false;
+  let asked = null; // the last size asked, and the choice that asked it
+  const apply = () => {
+    rfb.scaleViewport = choice.kind !== 'actual';
+    rfb.resizeSession = !beside && !zoomed && !keeps && choice.kind !== 'actual';
+  };
+  sized(rfb, (s) => (choice.kind === 'fixed' ? { w: choice.w, h: choice.h } : desktopSize(s.w, s.h)),
+    (d) => { asked = { ...d, choice }; });
+  const menu = beside ? null : attachSize(document.querySelector('.size-menu'), {
+    apply(c) {
+      choice = c;
+      apply();
+    },
+    resizable: () => !keeps,
+    size: () => (rfb._fbWidth ? { w: rfb._fbWidth, h: rfb._fbHeight } : null),
+  });
+  apply();
+  answers(rfb, (status) => {
+    const a = asked;
+    if (status > 0 && status !== 4 && a) {
+      if (a.choice.kind === 'fixed' && status !== 1) {
+        menu?.refused(a.choice, status);
+      } else {
+        // The server takes no size at all (or not even the window's):
+        // the desktop keeps its own, scaled to the window.
+        keeps = true;
+        apply();
+      }
+    }
+    menu?.changed();
+  });
+  rfb.addEventListener('connect', () => menu?.changed());
+  return {
+    zoomed(on) {
+      zoomed = on;
+      apply();
+    },
+    close() { menu?.close(); },
+  };
+}
