@@ -2,7 +2,11 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -56,6 +60,18 @@ func (s *sightings) alive(l *coordinationv1.Lease) bool {
 	return now.Sub(seen.at) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 }
 
+// quiet reports how long ago, on this replica's clock, heartbeat name
+// was last seen to change (zero for one not seen).
+func (s *sightings) quiet(name string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen, ok := s.seen[name]
+	if !ok {
+		return 0
+	}
+	return s.now().Sub(seen.at)
+}
+
 // keep forgets the heartbeats other than those listed: deleted, their
 // replicas stopped.
 func (s *sightings) keep(listed []coordinationv1.Lease) {
@@ -95,4 +111,34 @@ func (o *ScreenOwners) look(ctx context.Context) ([]coordinationv1.Lease, error)
 		}
 	}
 	return live, nil
+}
+
+// probeAfter is how long a heartbeat goes unrenewed before its replica's
+// port is tried (portClosed): two of its renewals missed.
+const probeAfter = 2 * heartbeatEvery
+
+// portClosed reports whether the replica of heartbeat l refuses a
+// connection on the port of its peer URL. A replica killed outright
+// (SIGKILL, out of memory, a crash) leaves its port closed, which a dial
+// tells at once, where its heartbeat takes its whole life to run out. A
+// refusal alone proves it dead: a timeout (a node lost, a network cut),
+// a name that does not resolve or any answer proves nothing, and the
+// heartbeat decides. A replica that started again on the same address
+// answers (as another replica), so it proves nothing either.
+func portClosed(ctx context.Context, l *coordinationv1.Lease) bool {
+	u, err := url.Parse(l.Annotations[annoPeerURL])
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }

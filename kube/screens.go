@@ -157,7 +157,9 @@ func (o *ScreenOwners) Get(ctx context.Context, key string) (console.Owner, erro
 }
 
 // alive reports whether replica renews its heartbeat (this one always),
-// as this replica has seen it change (sightings).
+// as this replica has seen it change (sightings), and, once it has
+// missed two renewals, whether its port still takes connections
+// (portClosed).
 func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) {
 	if replica == o.self {
 		return true, nil
@@ -170,7 +172,15 @@ func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) 
 	} else if err != nil {
 		return false, fmt.Errorf("kube: read the heartbeat of replica %s: %w", replica, err)
 	}
-	return o.seen.alive(l), nil
+	if !o.seen.alive(l) {
+		return false, nil
+	}
+	if o.seen.quiet(name) >= probeAfter && portClosed(ctx, l) {
+		o.log.Info("screen owner's port refused a connection: taken as dead before its heartbeat ran out",
+			"replica", replica, "url", l.Annotations[annoPeerURL], "unrenewed", o.seen.quiet(name).Round(time.Millisecond))
+		return false, nil
+	}
+	return true, nil
 }
 
 // Take implements console.Owners.

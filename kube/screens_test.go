@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -179,3 +180,89 @@ func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return c.RoundTripper.RoundTrip(r)
 }
+
+// TestScreenOwners_PortClosed: a replica killed outright leaves its port
+// closed, and the others take it as dead as soon as it has missed two
+// renewals, not when its heartbeat (here a minute) runs out. One cut off
+// the API server whose port still answers is not: its heartbeat decides.
+func TestScreenOwners_PortClosed(t *testing.T) {
+	c := testcluster.Shared(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	sa := c.PortalServiceAccount(t)
+	cs, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	b := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: "replica-b", Log: slog.New(slog.DiscardHandler)})
+	// owner starts replica id owning key, listening on ln, with a
+	// minute's heartbeat, and returns how to kill it: its network to the
+	// API server cut (its heartbeat stays, unrenewed) and its Run ended.
+	owner := func(id, key string, ln net.Listener) (kill func()) {
+		var cut atomic.Bool
+		cfg := rest.CopyConfig(sa)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &cut} })
+		csA, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: csA, Namespace: ns, Identity: id, Heartbeat: time.Minute, Log: slog.New(slog.DiscardHandler)})
+		a.SetURL("http://" + ln.Addr().String())
+		if _, err := a.Take(ctx, key, console.Owner{}); err != nil {
+			t.Fatal(err)
+		}
+		hctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); a.Run(hctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if o, err := b.Get(ctx, key); err == nil && o.Alive {
+				break
+			} else if time.Now().After(end) {
+				t.Fatalf("b reads %s's screen: %+v, %v; want alive", id, o, err)
+			}
+		}
+		return func() { cut.Store(true); stop(); <-done }
+	}
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return ln
+	}
+
+	// Killed: its port closed with it.
+	ln := listen()
+	kill := owner("replica-a", "team/vm-1", ln)
+	kill()
+	ln.Close()
+	killed := time.Now()
+	for end := killed.Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		o, err := b.Get(ctx, "team/vm-1")
+		if err == nil && !o.Alive {
+			t.Logf("a killed, its port closed: dead to b after %v (its heartbeat lives a minute)", time.Since(killed).Round(time.Millisecond))
+			if _, err := b.Take(ctx, "team/vm-1", o); err != nil {
+				t.Errorf("b takes over a killed replica's screen: %v", err)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("b reads a's screen 30 s after a was killed with its port: %+v, %v; want dead, long before its heartbeat of a minute runs out", o, err)
+		}
+	}
+
+	// Cut off the API server, its port still open: alive until its
+	// heartbeat runs out, whatever the dial says.
+	kill = owner("replica-c", "team/vm-2", listen())
+	kill()
+	time.Sleep(probeAfterForTest + 2*time.Second)
+	if o, err := b.Get(ctx, "team/vm-2"); err != nil || !o.Alive {
+		t.Errorf("b reads c's screen, c cut off the API server but its port open: %+v, %v; want alive (its heartbeat decides)", o, err)
+	}
+}
+
+// probeAfterForTest is kube's probeAfter: two missed renewals of a second.
+const probeAfterForTest = 2 * time.Second
