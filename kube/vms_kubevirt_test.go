@@ -228,9 +228,7 @@ func testKubeVirtLifecycle(t *testing.T, s *kubeVirtSetup) {
 	if got := s.members(t, "desk"); len(got) != 6 {
 		t.Fatalf("members %v; want 6", got)
 	}
-	if err := s.vms.Recreate(s.ctx, vdi.Ref{Namespace: s.ns, Name: "desk-2"}); err != nil {
-		t.Fatalf("recreate desk-2: %v", err)
-	}
+	s.releasesTakeOneSnapshot(t, "desk", 6)
 	if err := s.admin.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "desk-2"}, &m); err != nil || m.Annotations[kube.AnnotationSource] != "golden" {
 		t.Fatalf("desk-2 after recreate: %v, annotations %v", err, m.Annotations)
 	}
