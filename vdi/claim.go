@@ -134,8 +134,9 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				return Desktop{}, refused // a quota, checked in the write
 			} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 				// Lost the race for this member: its claim is someone else's
-				// now. After a few losses, look again at what is left.
-				if attempts%claimRelistEvery == 0 {
+				// now. Look again at what is left once this portal's list
+				// shows that claim, else after a few losses.
+				if (errors.Is(err, ErrAlreadyExists) && s.awaitWin(ctx, m.Ref(), pool)) || attempts%claimRelistEvery == 0 {
 					break
 				}
 				continue
@@ -203,10 +204,10 @@ const (
 // freeMembers returns the members with no live claim that were not tried
 // yet: first one assigned to login before Leases existed (it migrates to a
 // Lease now), then running ones (the user gets a desktop now), then stopped
-// ones, then the rest; within each group in this portal's own order
-// (spread), so that claimants on several portals do not all race for
-// the same member. A member assigned to someone else that never had a
-// Lease is theirs, not free.
+// ones, then the rest; within each group in the claim's own order
+// (spread), so that concurrent claimants do not all race for the same
+// member. A member assigned to someone else that never had a Lease is
+// theirs, not free.
 func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
 	rank := func(m Member) int {
 		if m.AssignedTo == login {
@@ -222,7 +223,12 @@ func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map
 		}
 		return 2
 	}
-	var free []Member
+	type placed struct {
+		rank  int
+		score uint64
+		m     Member
+	}
+	var order []placed // each member hashed once, not once per comparison
 	for _, m := range members {
 		l := known[m.Name]
 		if (l != nil && !l.Expired(now)) || tried[m.Name] {
@@ -234,14 +240,18 @@ func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map
 		if m.Closed != "" {
 			continue // not carrying its pool's definition: fails closed until repaired
 		}
-		free = append(free, m)
+		order = append(order, placed{rank(m), o.score(login, m), m})
 	}
-	slices.SortFunc(free, func(a, b Member) int {
-		if r := rank(a) - rank(b); r != 0 {
+	slices.SortFunc(order, func(a, b placed) int {
+		if r := a.rank - b.rank; r != 0 {
 			return r
 		}
-		return cmp.Compare(o.score(a), o.score(b))
+		return cmp.Compare(a.score, b.score)
 	})
+	free := make([]Member, len(order))
+	for i, p := range order {
+		free[i] = p.m
+	}
 	return free
 }
 

@@ -6,18 +6,26 @@ import (
 	"time"
 )
 
-// spread orders a pool's free members the way this portal tries them
-// within a rank (rendezvous hashing of the member and a key of the
-// portal, its seed): each portal has an order of its own, so claimants on
-// several replicas seldom race for the same member, and one portal's
-// claimants take its order one member after another (see trying), never
-// the same one at once. A random order per claim spreads less: two claims
-// pick the same first member as often as birthdays match.
+// spread orders a pool's free members the way a claim tries them within
+// a rank, on every store: rendezvous hashing of the member and the claim
+// (its user, with a key of the portal, its seed), so concurrent claims
+// try different members first, and their batches (LeaseBatcher) differ
+// from their first member on. Within one portal that alone would still
+// let two claims pick the same first member as often as birthdays match,
+// so a claim there also skips the members this portal's other claims are
+// writing (see trying).
 type spread struct{ seed maphash.Seed }
 
-// score is m's place in the order.
-func (s spread) score(m Member) uint64 {
-	return maphash.String(s.seed, m.Namespace+"/"+m.Name)
+// score is m's place in the order of claim, the claiming user.
+func (s spread) score(claim string, m Member) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(claim)
+	h.WriteByte(0)
+	h.WriteString(m.Namespace)
+	h.WriteByte('/')
+	h.WriteString(m.Name)
+	return h.Sum64()
 }
 
 // trying counts, per member, this portal's claims writing its Lease now,

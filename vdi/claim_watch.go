@@ -1,6 +1,10 @@
 package vdi
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // ChangeNotifier is a Leases store that reports every change of a claim
 // as it happens, every replica's (the Kubernetes backend's Lease
@@ -52,4 +56,40 @@ func (c *claimChanges) changed(ref Ref) {
 		close(ch)
 		delete(c.next, ref)
 	}
+}
+
+// winSeenWait bounds how long a claim that lost a member waits for its
+// portal's list to show the winner's claim (awaitWin).
+const winSeenWait = 250 * time.Millisecond
+
+// awaitWin waits a moment for this portal's list of pool's Leases to show
+// ref's, which another claimant has just won: a list fed by a watch
+// (ChangeNotifier) may lag that write, and the members it shows free
+// meanwhile may have gone the same way, each a race lost in its turn. It
+// reports whether the list shows it, and with it every claim written
+// before it (a watch reports writes in order); false when the store
+// reports no changes (its list is read at once), or after winSeenWait.
+func (s *Service) awaitWin(ctx context.Context, ref Ref, pool string) bool {
+	if _, ok := s.leases.(ChangeNotifier); !ok {
+		return false
+	}
+	changed := s.ClaimChanged(ref) // before the look, so no change falls between
+	leases, err := s.leases.List(ctx, ref.Namespace, pool)
+	if err != nil {
+		return false
+	}
+	for _, l := range leases {
+		if l.Member == ref.Name {
+			return true
+		}
+	}
+	t := time.NewTimer(winSeenWait)
+	defer t.Stop()
+	select {
+	case <-changed:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }

@@ -80,7 +80,7 @@ type Service struct {
 
 	changes  claimChanges // ClaimChanged's channels
 	trying   trying       // members whose Leases this portal's claims write now
-	spread   spread       // this portal's order of free members
+	spread   spread       // the order a claim tries free members in
 	counts   counters     // Counters
 	refusals refusals     // members whose reset was refused, when last logged
 
