@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // TestKube_DashboardShowsJobProgress: creating a VM pool answers 202 with
@@ -37,7 +39,8 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	e.standIn.SlowClones(e.ns, 0, 6*time.Second)
 
 	var j job
-	body := fmt.Sprintf(`{"namespace":%q,"name":"lab","kind":"vm","mode":"ephemeral","source":"golden","size":6}`, e.ns)
+	body := fmt.Sprintf(`{"namespace":%q,"name":"lab","kind":"vm","mode":"ephemeral","source":"golden","size":6,`+
+		`"access":{"users":["alice"]},"policy":{"clipboard":"to-desktop"}}`, e.ns)
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", body, &j); code != 202 || j.State != "running" || j.Kind != "create" || j.Total != 6 {
 		t.Fatalf("create a pool of 6 VMs: %d %+v; want 202 with a running create job", code, j)
 	}
@@ -96,6 +99,18 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	if got := e.poolVMs(t, "lab"); len(got) != 6 {
 		t.Fatalf("pool lab has VMs %v; want 6", got)
 	}
+	// Its clones were held mid-job: the pool is alice's alone, with its
+	// policy, not open and not closed.
+	var defined []definedPool
+	p.API(t, "ops", "GET", "/api/vdi/pools", &defined)
+	if i := slices.IndexFunc(defined, func(d definedPool) bool { return d.Name == "lab" }); i < 0 || defined[i].Closed != "" ||
+		!slices.Equal(defined[i].Access.Users, []string{"alice"}) || defined[i].Policy.Clipboard != vdi.ClipboardToDesktop {
+		t.Errorf("pool lab after its held clones: %+v; want alice's, clipboard to the desktop only, not closed", defined)
+	}
+	var bobs []poolWithJob
+	if p.API(t, "bob", "GET", "/api/vdi/pools", &bobs); slices.ContainsFunc(bobs, func(b poolWithJob) bool { return b.Name == "lab" }) {
+		t.Errorf("bob lists pool lab (%+v); want it hidden from him", bobs)
+	}
 	must(t, expect.Locator(page.Locator(`[data-pool="lab"] [data-testid="pool-counts"]`)).ToContainText("6 members"))
 
 	for i := 1; i <= 6; i++ {
@@ -138,6 +153,17 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 type poolWithJob struct {
 	Name string `json:"name"`
 	Job  *job   `json:"job"`
+}
+
+// definedPool is a pool's definition as GET /api/vdi/pools lists it to
+// an admin.
+type definedPool struct {
+	Name   string     `json:"name"`
+	Access vdi.Access `json:"access"`
+	Policy struct {
+		Clipboard vdi.Clipboard `json:"clipboard"`
+	} `json:"policy"`
+	Closed string `json:"closed"`
 }
 
 // hasRunningJob reports whether the pool list shows pool name with a
