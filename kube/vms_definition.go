@@ -194,7 +194,11 @@ func closedMembers(vms []kubevirtv1.VirtualMachine) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[vms[i].Name] = fmt.Sprintf("it does not carry its pool's access and policy (%s, %s); the reclaim loop writes them", AnnotationAccess, AnnotationPolicy)
+			why := fmt.Sprintf("it does not carry its pool's access and policy (%s, %s); the reclaim loop writes them", AnnotationAccess, AnnotationPolicy)
+			if carriesEncoded(&vms[i]) {
+				why = "it carries the access and policy its clone was planned with, which an admin has changed since; the reclaim loop writes the pool's"
+			}
+			out[vms[i].Name] = why
 		}
 	}
 	return out
