@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -81,6 +80,36 @@ const decodedMatch = `([still, a, b]) => {
 // desktop pixel [x, y].
 const canvasPixel = `([x, y]) => Array.from(document.querySelector('#screen canvas').getContext('2d').getImageData(x, y, 1, 1).data.slice(0, 3))`
 
+// noVNCState is a JS function describing the console's noVNC for a
+// failed wait: its connection state, whether it waits for its display,
+// the display's queue (each entry's type, and for a video frame whether
+// it was decoded), the H.264 decoder's contexts and their WebCodecs
+// states, what h264Watch counted, and the canvas at desktop pixel [x, y].
+const noVNCState = `([x, y]) => {
+  const rfb = document.getElementById('screen')?.rfb;
+  if (!rfb) return 'no noVNC';
+  const q = rfb._display._renderQ.map((a) => a.type === 'frame' ? 'frame:' + a.frame.ready : a.type);
+  const ctx = Object.entries(rfb._decoders[50]?._contexts || {}).map(([k, c]) => k + ':' + (c._decoder ? c._decoder.state + '/' + c._decoder.decodeQueueSize : 'none') + '/pending ' + c._pendingFrames.length);
+  const px = Array.from(document.querySelector('#screen canvas').getContext('2d').getImageData(x, y, 1, 1).data.slice(0, 3));
+  return JSON.stringify({ state: rfb._rfbConnectionState, flushing: rfb._flushing, rQ: rfb._sock.rQlen ?? null, queue: q.slice(0, 12), queued: q.length, contexts: ctx, watch: { ...window.__h264, colours: undefined }, video: document.getElementById('screen').dataset.video, pixel: px });
+}`
+
+// waitScreen waits until the console's canvas is exactly want at desktop
+// pixel at; if it is not within d, it saves a screenshot and fails with
+// noVNC's state.
+func waitScreen(t *testing.T, page playwright.Page, d time.Duration, what string, at []int, want [3]int) {
+	t.Helper()
+	if eventually(d, func() bool {
+		c, err := page.Evaluate(canvasPixel, at)
+		return err == nil && nearColour(c.([]any), want, 0)
+	}) {
+		return
+	}
+	state, err := page.Evaluate(noVNCState, at)
+	screenshot(t, page, "not-"+strings.ReplaceAll(what, " ", "-"))
+	t.Fatalf("after %v: want %s; noVNC: %v (%v)", d, what, state, err)
+}
+
 // nearColour reports whether colour c is within tol of want on every channel.
 func nearColour(c []any, want [3]int, tol int) bool {
 	if len(c) != 3 {
@@ -134,19 +163,21 @@ func TestConsole_H264(t *testing.T) {
 	}
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
-	// Flips a few times a window of the hub's motion rule: the whole
-	// screen changing fast goes as video (a slower slideshow goes as tiles).
-	startLoop := func() int {
-		pid := g.run("(while :; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & echo PID=$!")
-		var loop int
-		if i := strings.LastIndex(pid, "PID="); i < 0 {
-			t.Fatalf("the colour loop's pid: %q", pid)
-		} else if _, err := fmt.Sscanf(pid[i+4:], "%d", &loop); err != nil {
-			t.Fatalf("the colour loop's pid: %q: %v", pid, err)
-		}
-		return loop
+	// The colour loop flips the root window a few times a window of the
+	// hub's motion rule: the whole screen changing fast goes as video (a
+	// slower slideshow goes as tiles).
+	startLoop := func() {
+		g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
 	}
-	loop := startLoop()
+	// stopLoop ends the loop, waits for it, and paints the root colour.
+	// The loop ends itself after its last xsetroot: killed, it left that
+	// xsetroot running, which on a loaded machine painted red or blue
+	// after the still colour, and Xvnc, finding its screen as last sent,
+	// sent nothing more (the still screen "never came" in 1 run of 4).
+	stopLoop := func(colour string) {
+		g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '" + colour + "'")
+	}
+	startLoop()
 	var w map[string]any
 	seen := func(want [3]int) bool {
 		for _, c := range w["colours"].([]any) {
@@ -164,11 +195,8 @@ func TestConsole_H264(t *testing.T) {
 		w = v.(map[string]any)
 		return toFloat(w["frames"]) >= 10 && seen(red) && seen(blue)
 	})
-	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#208040'", loop))
-	waitFor(t, 60*time.Second, "the still screen, pixel-exact", func() bool {
-		c, err := page.Evaluate(canvasPixel, at)
-		return err == nil && nearColour(c.([]any), green, 0)
-	})
+	stopLoop("#208040")
+	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)
 	screenshot(t, page, "h264-still")
 	v, err := page.Evaluate(`() => window.__h264`)
 	must(t, err)
@@ -222,7 +250,7 @@ func TestConsole_H264(t *testing.T) {
 		return toFloat(v)
 	}
 	before := rects()
-	loop = startLoop()
+	startLoop()
 	waitFor(t, 60*time.Second, "video again, to the failing decoder", func() bool { return rects() > before })
 	waitFor(t, 60*time.Second, "the page to notice the lost frame and go on with tiles", func() bool {
 		v, err := page.Evaluate(`() => document.getElementById('screen').dataset.video`)
@@ -230,11 +258,8 @@ func TestConsole_H264(t *testing.T) {
 	})
 	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("video-notice")).ToContainText(videoNoticeWords))
 	purple := [3]int{0x80, 0x30, 0x70}
-	g.run(fmt.Sprintf("kill %d; wait; xsetroot -solid '#803070'", loop))
-	waitFor(t, 60*time.Second, "the still screen after the lost frame, pixel-exact", func() bool {
-		c, err := page.Evaluate(canvasPixel, at)
-		return err == nil && nearColour(c.([]any), purple, 0)
-	})
+	stopLoop("#803070")
+	waitScreen(t, page, 60*time.Second, "the still screen after the lost frame, pixel-exact", at, purple)
 	screenshot(t, page, "h264-lost-frame-tiles")
 	t.Logf("%v H.264 rectangles read, %v frames drawn, %d decoded colours sampled", w["rects"], w["frames"], len(w["colours"].([]any)))
 	live := stableCanvas(t, page, "#screen canvas")
