@@ -139,8 +139,10 @@ const countDecodes = `(() => {
 // noVNC's WebCodecs decoder draws the frames, and the decoded pixels are
 // the desktop's (its root window switching between two colours); once the
 // desktop is still, the screen is painted again losslessly and ends
-// pixel-exact. The pool is recorded: the recording holds the video, and
-// the player (noVNC again, with WebCodecs) replays it to the same screen.
+// pixel-exact. Each Picture choice gets what it says (pictureSteps). A
+// decoder that fails takes the page to tiles (vnc-video.js). The pool is
+// recorded: the recording holds the video, and the player (noVNC again,
+// with WebCodecs) replays it to the same screen.
 func TestConsole_H264(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
@@ -150,6 +152,7 @@ func TestConsole_H264(t *testing.T) {
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	keepBrowserErrors(t, page, "1280x800")
+	sent := sentEncodings(page)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 
@@ -229,6 +232,7 @@ func TestConsole_H264(t *testing.T) {
 	if compared == 0 {
 		t.Error("no decoded picture of the still screen's size to compare")
 	}
+	pictureSteps(t, page, g, sent, at, startLoop, stopLoop)
 
 	// A decoder that fails (WebCodecs closes it on an error) never gives
 	// the frame noVNC waits for, which stalled noVNC for good: the page's

@@ -59,11 +59,11 @@ func TestConsole_VNCQuality(t *testing.T) {
 	must(t, expect.Locator(page.GetByTestId("vnc-quality")).ToHaveAttribute("title", regexp.MustCompile(`\(\d+ ms now\)$`)))
 	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"fast"}})
 	must(t, err)
-	waitQuality(t, page, "fast fast 3 2")
+	waitQuality(t, page, "fast fast 3 9")
 	_, err = page.Reload()
 	must(t, err)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-	waitQuality(t, page, "fast fast 3 2")
+	waitQuality(t, page, "fast fast 3 9")
 	screenshot(t, page, "vnc-quality")
 }
 

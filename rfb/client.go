@@ -46,6 +46,9 @@ type client struct {
 	video          []byte
 	videoW, videoH int
 	videoReset     bool
+	// lossy: it was sent video since its screen was last painted
+	// losslessly (repaintSettled).
+	lossy bool
 
 	// The writer's own.
 	zrle  zrleEncoder
@@ -64,6 +67,9 @@ type clientEncodings struct {
 	tightFirst bool
 	// jpeg is 1 + the JPEG quality level asked for (0–9); 0: none.
 	jpeg int
+	// video is the Picture choice, read from the compression level
+	// (h264_picture.go).
+	video videoMode
 }
 
 // resizeNote is a size change (or the answer to a SetDesktopSize) to tell
@@ -336,8 +342,11 @@ func (c *client) readEncodings() error {
 		case encQEMUKeyEvent:
 			e.qemuKeys = true
 		default:
-			if q := int32(binary.BigEndian.Uint32(list[i:])); q >= encQualityLevel0 && q <= encQualityLevel9 {
+			switch q := int32(binary.BigEndian.Uint32(list[i:])); {
+			case q >= encQualityLevel0 && q <= encQualityLevel9:
 				e.jpeg = int(q-encQualityLevel0) + 1
+			case q >= encCompressLevel0 && q <= encCompressLevel9:
+				e.video = modeOf(int(q - encCompressLevel0))
 			}
 		}
 	}
@@ -359,7 +368,7 @@ func (c *client) readEncodings() error {
 		c.queue(qemuKeysAck)
 	}
 	c.enc = e
-	if !e.h264 {
+	if !h.wantsVideo(c) {
 		c.leaveStream(h.fb.w, h.fb.h)
 	}
 	return nil

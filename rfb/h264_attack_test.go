@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -81,12 +82,27 @@ func TestAttack_H264ViewerNeverReads(t *testing.T) {
 }
 
 // TestAttack_H264KeyFrameLoop: a viewer that leaves and rejoins the
-// H.264 stream in a loop (SetEncodings without and with encoding 50, each
-// rejoin asking for a key frame) gets the hub to make at most one key
-// frame a second: every viewer's stream restarts no more often, and the
-// others keep getting frames. Without the bound each of the loop's
-// rejoins restarts the encoder.
+// H.264 stream in a loop (SetEncodings without and with encoding 50, or
+// its Picture choice Sharp and Fast, each rejoin asking for a key frame)
+// gets the hub to make at most one key frame a second: every viewer's
+// stream restarts no more often, and the others keep getting frames.
+// Without the bound each of the loop's rejoins restarts the encoder.
 func TestAttack_H264KeyFrameLoop(t *testing.T) {
+	for _, loop := range []struct {
+		name        string
+		leave, join []int32
+	}{
+		{"WithoutAndWithH264", []int32{encTight, encZRLE, encExtendedDesktopSize}, videoEncodings},
+		{"SharpAndFast", append(slices.Clone(videoEncodings), encCompressLevel0+1), append(slices.Clone(videoEncodings), encCompressLevel0+9)},
+	} {
+		t.Run(loop.name, func(t *testing.T) { keyFrameLoop(t, setEncodings(loop.leave...), setEncodings(loop.join...)) })
+	}
+}
+
+// keyFrameLoop is TestAttack_H264KeyFrameLoop with an attacker that
+// sends leave and join, the SetEncodings that take it out of the stream
+// and back, in a loop.
+func keyFrameLoop(t *testing.T, leave, join []byte) {
 	const w, h = 320, 200
 	d := newScriptedDesktop(t, w, h)
 	_, serve := connectVideo(t, d, mustGStreamer(t))
@@ -104,7 +120,6 @@ func TestAttack_H264KeyFrameLoop(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		leave, join := setEncodings(encTight, encZRLE, encExtendedDesktopSize), setEncodings(videoEncodings...)
 		for {
 			select {
 			case <-stop:
@@ -112,7 +127,7 @@ func TestAttack_H264KeyFrameLoop(t *testing.T) {
 			default:
 			}
 			attacker.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if _, err := attacker.conn.Write(append(leave, join...)); err != nil {
+			if _, err := attacker.conn.Write(append(slices.Clone(leave), join...)); err != nil {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)

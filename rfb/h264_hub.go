@@ -31,14 +31,16 @@ const (
 )
 
 // video is a hub's one H.264 stream, encoded once for every viewer that
-// asked for encoding 50 (h264.go), used while a large part of the screen
-// changes fast (moving): then a screen is encoded only after the desktop
-// changed it, at most videoFrame apart; each access unit goes to every
-// viewer in the stream, a viewer joins at a key frame (one is made for it,
-// at most one a videoKeyEvery) and gets tiles until then, and when the
-// motion ends (calm) the whole screen goes again as tiles, so that text
-// ends pixel-exact: a frame covers the whole screen, lossy even where
-// nothing moved. The motion ends by the screen's changes alone (a timer
+// asked for encoding 50 (h264.go), used as each viewer's Picture choice
+// says (h264_picture.go): for Auto while a large part of the screen
+// changes fast (moving), for Fast at every change. A screen is encoded
+// only after the desktop changed it, at most videoFrame apart; each
+// access unit goes to every viewer in the stream whose video is on, a
+// viewer joins at a key frame (one is made for it, at most one a
+// videoKeyEvery) and gets tiles until then, and when its video ends
+// (calm, or the screen still) the whole screen goes to it again as
+// tiles, so that text ends pixel-exact: a frame covers the whole screen,
+// lossy even where nothing moved. The motion ends by the screen's changes alone (a timer
 // of its own, not the encoder's pace): an encode still under way, slow
 // or stuck, never holds the still screen back from a viewer whose
 // changes the stream took over. Between bursts a viewer stays in the
@@ -50,16 +52,19 @@ type video struct {
 	kick    chan struct{}
 	needKey bool // a viewer waits for a key frame
 	off     bool // the encoder failed: tiles for everyone
-	// The motion rule's state: whether changes go as video, the current
-	// window's start and changed area, how many busy windows in a row
-	// came before it, and when the last one ended.
+	// The motion rule's state: whether changes go as video to Auto's
+	// viewers, the current window's start and changed area, how many
+	// busy windows in a row came before it, and when the last one ended.
 	active             bool
 	windowAt, lastBusy time.Time
 	area, busy         int
-	// changed is when the screen last changed during the motion; settle
-	// ends the motion videoSettle after it (settleVideo).
-	changed time.Time
-	settle  *time.Timer
+	// live: a change went as video (to any viewer) since the screen was
+	// last still; due: one waits to be encoded. changed is when the last
+	// such change came; settle ends the video videoSettle after it
+	// (settleVideo).
+	live, due bool
+	changed   time.Time
+	settle    *time.Timer
 	// maxQueued, if set, replaces maxVideoQueued (a test's smaller bound).
 	maxQueued int
 	// start, if set, replaces startEncoder with program (a test's encoder).
@@ -76,9 +81,10 @@ type videoEncoder interface {
 	close() error
 }
 
-// wantsVideo reports whether c gets the H.264 stream; hub.mu is held.
+// wantsVideo reports whether c may get the H.264 stream (it decodes it
+// and its Picture choice is not Sharp); hub.mu is held.
 func (h *Hub) wantsVideo(c *client) bool {
-	return c.enc.h264 && h.vid.program != "" && !h.vid.off
+	return c.enc.h264 && c.enc.video != videoSharp && h.vid.program != "" && !h.vid.off
 }
 
 // kickVideo tells the stream the screen changed, starting it when a
@@ -138,10 +144,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			h.mu.Unlock()
 			return
 		}
-		if !h.vid.active { // a kick from before the motion ended
+		if !h.vid.due { // a kick from before the screen was still, or one already encoded
 			h.mu.Unlock()
 			continue
 		}
+		h.vid.due = false
 		w, hh := h.fb.w, h.fb.h
 		restart := e == nil || ew != w || eh != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
 		if restart {
@@ -177,9 +184,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 		}
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
-		if !h.vid.active { // the motion ended while it was encoded: its viewers need the exact screen again
-			h.calm()
-		}
+		h.repaintSettled() // for viewers whose video ended while it was encoded
 		h.mu.Unlock()
 	}
 }
@@ -197,16 +202,31 @@ func (h *Hub) startVideo(w, hh int) (videoEncoder, error) {
 	return e, nil
 }
 
-// deliverVideo queues au, a w×h screen, to every viewer in the stream and
-// to those waiting when it is a key frame; fresh says it starts a new
-// encoder's stream; hub.mu is held.
+// deliverVideo queues au, a w×h screen, to every viewer whose video is
+// on and in the stream, and to those waiting when it is a key frame;
+// fresh says it starts a new encoder's stream. A viewer in the stream
+// whose video is off while another's is on (Auto while a Fast viewer
+// types) leaves it: it would miss the frame, which the next ones build
+// on. A frame that comes after every viewer's video ended goes to those
+// in the stream, which then paint the screen again; hub.mu is held.
 func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
 	limit := h.vid.maxQueued
 	if limit == 0 {
 		limit = maxVideoQueued
 	}
+	late := true
 	for c := range h.clients {
-		if !h.wantsVideo(c) {
+		late = late && !h.videoOn(c)
+	}
+	for c := range h.clients {
+		if !h.wantsVideo(c) || !h.videoOn(c) && !(late && c.inStream) {
+			if c.inStream { // rejoins at a key frame
+				c.inStream, c.video = false, nil
+				if c.lossy {
+					c.lossy = false
+					c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
+				}
+			}
 			continue
 		}
 		if fresh || (!c.inStream && au.key) {
@@ -216,7 +236,7 @@ func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
 			h.vid.needKey = true
 			continue
 		}
-		c.inStream = true
+		c.inStream, c.lossy = true, true
 		c.videoW, c.videoH = w, hh
 		c.video = append(c.video, au.data...)
 		if len(c.video) > limit { // it does not ask: tiles until the next key frame
@@ -254,37 +274,41 @@ func (h *Hub) moving(r Rect, now time.Time) bool {
 	if v.active && now.Sub(v.lastBusy) >= videoSettle {
 		h.calm()
 	}
-	if v.active {
-		v.changed = now
-		if v.settle == nil {
-			v.settle = time.AfterFunc(videoSettle, h.settleVideo)
-		} else {
-			v.settle.Reset(videoSettle)
-		}
-	}
 	return v.active
 }
 
-// settleVideo ends the motion once the screen has not changed for
-// videoSettle; a change since the timer was set has set it again.
+// videoChange notes that a change made at now goes as video to some
+// viewer: it waits to be encoded, and the video settles videoSettle after
+// the last such change; hub.mu is held.
+func (h *Hub) videoChange(now time.Time) {
+	v := &h.vid
+	v.live, v.due, v.changed = true, true, now
+	if v.settle == nil {
+		v.settle = time.AfterFunc(videoSettle, h.settleVideo)
+	} else {
+		v.settle.Reset(videoSettle)
+	}
+	h.kickVideo()
+}
+
+// settleVideo ends the video once the screen has not changed for
+// videoSettle (a change since the timer was set has set it again): every
+// viewer that got video paints the screen again losslessly.
 func (h *Hub) settleVideo() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.vid.active && time.Since(h.vid.changed) >= videoSettle {
+	if h.vid.live && time.Since(h.vid.changed) >= videoSettle {
+		h.vid.live, h.vid.due = false, false
 		h.calm()
 	}
 }
 
-// calm ends the motion: changes go as tiles again, and every viewer in
-// the stream paints the screen again losslessly, the video's frames being
-// lossy; hub.mu is held.
+// calm ends the motion: changes go to Auto's viewers as tiles again, and
+// those that got video paint the screen again losslessly, the video's
+// frames being lossy; hub.mu is held.
 func (h *Hub) calm() {
 	h.vid.active, h.vid.busy = false, 0
-	for c := range h.clients {
-		if c.inStream {
-			c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
-		}
-	}
+	h.repaintSettled()
 }
 
 // videoFailed turns H.264 off for the hub: its viewers get tiles.
@@ -306,6 +330,6 @@ func (c *client) leaveStream(w, hh int) {
 	if !c.inStream {
 		return
 	}
-	c.inStream, c.video = false, nil
+	c.inStream, c.video, c.lossy = false, nil, false
 	c.addDamage(Rect{0, 0, w, hh})
 }

@@ -167,20 +167,24 @@ func (h *Hub) send(b []byte) error {
 	return err
 }
 
-// damage marks r changed on every client, or, while the screen moves
-// (h264_hub.go), on every client but those in the H.264 stream, whose
-// next frame it starts.
+// damage marks r changed on every client but those in the H.264 stream
+// that get it as video (h264_hub.go: while the screen moves, or always
+// with the Picture choice Fast), whose next frame it starts.
 func (h *Hub) damage(r Rect) {
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	video := h.moving(r, time.Now())
+	video := h.moving(r, now)
 	for c := range h.clients {
-		if !video || !c.inStream {
-			c.addDamage(r)
-		}
+		video = video || (h.wantsVideo(c) && c.enc.video == videoFast)
 	}
 	if video {
-		h.kickVideo()
+		h.videoChange(now)
+	}
+	for c := range h.clients {
+		if !c.inStream || !h.videoOn(c) {
+			c.addDamage(r)
+		}
 	}
 }
 

@@ -1,20 +1,24 @@
 // The VNC console's picture choice (views/console_quality.templ): Sharp,
-// Fast, or Auto, which picks by the round trip this page measured to the
-// portal. The browser remembers the choice (localStorage). noVNC sends it
-// to the server as the Tight encoding's JPEG quality and zlib compression
-// levels (pseudo-encodings), which TigerVNC's Xvnc applies at once.
+// Fast, or Auto, whose tiles follow the round trip this page measured to
+// the portal. The browser remembers the choice (localStorage). noVNC
+// sends it to the portal's screen hub as the Tight encoding's JPEG
+// quality and zlib compression levels (pseudo-encodings): the quality is
+// the tiles' JPEG, the compression level the choice itself, which the hub
+// reads as when to send video (rfb/h264_picture.go; its zlib level is its
+// own): Sharp never, Auto while much of the screen moves, Fast always.
 const KEY = 'corral.vnc.quality';
 
-// levels are noVNC's qualityLevel and compressionLevel per choice. Sharp
-// is a step above noVNC's own default picture (quality 6 is visibly soft
-// on photos); Fast spends about half the JPEG bytes on photo-like areas.
-// Both keep zlib at 2: the WAN bench measured compression 7 costing Xvnc
-// more than twice the CPU per frame for a fifth fewer bytes, so scrolling
-// fell from 38 to 14 fps on the 120 ms link (docs/performance.md).
+// levels are noVNC's qualityLevel per resolved choice: Sharp is a step
+// above noVNC's own default picture (quality 6 is visibly soft on
+// photos); Fast spends about half the JPEG bytes on photo-like areas.
 export const levels = {
-  sharp: { quality: 8, compression: 2 },
-  fast: { quality: 3, compression: 2 },
+  sharp: { quality: 8 },
+  fast: { quality: 3 },
 };
+
+// video is noVNC's compressionLevel per choice, the hub's video rule:
+// 0–1 never, 2–6 Auto (noVNC's and TigerVNC's default 2), 7–9 always.
+export const video = { sharp: 1, auto: 2, fast: 9 };
 
 // wanRTT is the round trip above which Auto chooses Fast: past a LAN or a
 // same-city VPN, bytes cost more than the server's CPU.
@@ -65,7 +69,7 @@ export function attach(rfb) {
   const apply = () => {
     const name = resolve(chosen(), rtt);
     rfb.qualityLevel = levels[name].quality;
-    rfb.compressionLevel = levels[name].compression;
+    rfb.compressionLevel = video[chosen()];
     rfb.quality = name; // for tests and the devtools
   };
   apply();
