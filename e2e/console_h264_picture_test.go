@@ -112,6 +112,51 @@ func pictureSteps(t *testing.T, page playwright.Page, g *guestShell, sent func()
 	stopLoop("#208040")
 	g.run("touch /tmp/tick.stop; wait $TICK")
 	choose("auto", 2)
+	pictureShots(t, page)
 	t.Logf("Picture: Auto sent the ticker as tiles, Fast as video, Sharp the churn as %v Tight rectangles and no H.264", toFloat(after["tight"])-toFloat(before["tight"]))
 }
 
+// pictureNarrow is a JS function returning by how many pixels the
+// Picture choice is too narrow for its chosen option's words (the arrow
+// takes 24 px).
+const pictureNarrow = `() => {
+  const sel = document.getElementById('vnc-quality');
+  const probe = document.createElement('span');
+  probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap';
+  probe.style.font = getComputedStyle(sel).font;
+  probe.textContent = sel.selectedOptions[0].textContent;
+  document.body.append(probe);
+  const need = probe.getBoundingClientRect().width;
+  probe.remove();
+  return need + 24 - sel.clientWidth;
+}`
+
+// pictureShots takes screenshots of the console's bar with the Picture
+// choice at the issue's three sizes (on a phone, in the opened menu), the
+// desktop keeping its size, and checks that the choice's words are not
+// cut (at 1024 px it read "Auto (s…").
+func pictureShots(t *testing.T, page playwright.Page) {
+	t.Helper()
+	_, err := page.Evaluate(`() => { document.getElementById('screen').rfb.resizeSession = false; }`)
+	must(t, err)
+	expect := playwright.NewPlaywrightAssertions(30000)
+	for _, size := range issueSizes {
+		must(t, page.SetViewportSize(size.width, size.height))
+		menu := page.GetByTestId("console-menu")
+		folded, _ := menu.IsVisible()
+		if folded {
+			must(t, menu.Click())
+		}
+		must(t, expect.Locator(page.GetByTestId("vnc-quality")).ToBeVisible())
+		v, err := page.Evaluate(pictureNarrow)
+		must(t, err)
+		if over := toFloat(v); over > 0 {
+			t.Errorf("at %s the Picture choice is %.0f px too narrow for its words", size.name, over)
+		}
+		screenshot(t, page, "picture-"+size.name)
+		if folded {
+			must(t, menu.Click())
+		}
+	}
+	must(t, page.SetViewportSize(1280, 800))
+}
