@@ -1,6 +1,10 @@
-// Package console owns what a console session needs beyond HTTP: the
-// short-lived tokens that open RDP and USB streams today, and (to come)
-// authorization, the path to the desktop, the upstream shared by the
-// participants, and the claim's console count. Handlers keep the
-// websocket upgrade and the mapping of errors to responses.
+// Package console owns a console session beyond HTTP: its run (Sessions:
+// the history, the relay's input), its life on the desktop's claim (Held:
+// opened, heartbeats, last input, closed; the same for an agent's
+// screen), who watches it (Watchers) and what ends it (a newer tab of the
+// holder's, KeepNewest and Takeover; an invitation's end, KeepShared and
+// Invitees), the path to the desktop, the one screen and the shared
+// streams each desktop has cluster-wide, and the short-lived tokens that
+// open RDP and USB streams. Handlers keep authorization, the websocket
+// upgrade and the mapping of errors to responses.
 package console

@@ -48,9 +48,9 @@ type consoleState struct {
 
 	viewers console.Takeover
 	// watchers is who else has a console open, for the holder's notice.
-	watchers watchers
+	watchers console.Watchers
 	// invited is the open consoles of each invitation (shares.go).
-	invited invitees
+	invited console.Invitees
 	// links is the path of each desktop's open console, for its chip.
 	links  links
 	tokens *console.RDPTokens

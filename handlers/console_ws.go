@@ -104,7 +104,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			return err
 		}
 	}
-	sid := newID()
+	sid := console.NewID()
 	rec, err := h.startRecording(r.Context(), sid, id, d, p)
 	if err != nil {
 		closeConn(conn)
@@ -128,7 +128,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	if consent {
 		alive, stop := wsAlive(r.Context(), ws)
-		allowed := h.console.watchers.await(alive, ref, watcher)
+		allowed := h.console.watchers.Await(alive, ref, watcher)
 		stop()
 		if !allowed {
 			closeWS(ws, websocket.ClosePolicyViolation, d.Holder+" did not allow the watch")
@@ -159,29 +159,31 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		}
 		defer h.console.viewers.Take(ref, p, stamp, cancel)()
 		if stamp != "" {
-			go keepNewest(ctx, h.desktops, ref, p, stamp, cancel, h.log)
+			go console.KeepNewest(ctx, h.desktops, ref, p, stamp, cancel, h.log)
 		}
 	}
 	if share != nil { // revoked or run out: the console closes
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		defer h.console.invited.add(share.ID, cancel)()
-		go keepShared(ctx, h.desktops, id, ref, *share, vdi.ShareCheckEvery, cancel)
+		defer h.console.invited.Add(share.ID, cancel)()
+		go console.KeepShared(ctx, h.desktops, id, ref, *share, vdi.ShareCheckEvery, cancel)
 	}
 	var end func() // the holder takes back the control they gave
 	if granted {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		end = func() { cancel(shareEnded(roleChangedPrefix + d.Holder + " took back control; you watch, view only.")) }
+		end = func() {
+			cancel(console.ShareEnded(console.RoleChangedPrefix + d.Holder + " took back control; you watch, view only."))
+		}
 	}
 	if watching { // the holder's page says so at once
-		defer h.console.watchers.add(ref, watcher, end)()
+		defer h.console.watchers.Add(ref, watcher, end)()
 	} else {
 		defer h.console.links.set(ref, path)()
 	}
-	h.runSession(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.sessions.Run(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		if path == console.PathPeer { // another replica's went away, not the desktop
 			opts.LinkGone = peerGone(p)

@@ -68,12 +68,6 @@ type Identifier interface {
 	SignedOutSince(ctx context.Context, login string, t time.Time) bool
 }
 
-// Sessions records console sessions.
-type Sessions interface {
-	OpenSession(ctx context.Context, s vdi.Session) error
-	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error
-}
-
 // Recordings keeps console recordings (package recording).
 type Recordings interface {
 	Start(ctx context.Context, sid, login string, ref vdi.Ref, p vdi.Protocol, input bool) (*recording.Session, error)
@@ -103,7 +97,7 @@ type Assets interface {
 type Config struct {
 	Desktops Desktops
 	Auth     Identifier
-	Sessions Sessions
+	Sessions console.History
 	Assets   Assets
 	// Recordings records the consoles of recorded pools; without it such
 	// consoles are refused.
@@ -183,7 +177,7 @@ type Config struct {
 type Handler struct {
 	*guard
 	desktops   Desktops
-	sessions   Sessions
+	sessions   *console.Sessions
 	recordings Recordings
 	console    *consoleState
 	consoles   *consoleCount
@@ -248,7 +242,6 @@ func New(cfg Config) *Handler {
 	h := &Handler{
 		guard:       g,
 		desktops:    cfg.Desktops,
-		sessions:    cfg.Sessions,
 		recordings:  cfg.Recordings,
 		console:     cs,
 		consoles:    newConsoleCount(cfg.MaxConsolesPerUser),
@@ -277,10 +270,12 @@ func New(cfg Config) *Handler {
 		mcp:        newMCPRoute(rd, cfg, cs),
 		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
+	h.sessions = console.NewSessions(console.SessionsConfig{Claims: cfg.Desktops, History: cfg.Sessions, Count: m.consoleOpened,
+		PersonInput: h.mcp.seat.PersonInput, Log: log})
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,
 		console: cs, cluster: cfg.Cluster, notice: notice, desktopGet: h.mine.handleDesktopGet}
 	h.usb = &usbRoutes{guard: g, auditTrail: trail, desktops: cfg.Desktops, console: cs, consoles: h.consoles, usb: cfg.USB,
-		publicURLs: cfg.PublicURLs, checkOrigin: hc.checkOrigin, runSession: h.runSession}
+		publicURLs: cfg.PublicURLs, checkOrigin: hc.checkOrigin, sessions: h.sessions}
 	h.routes()
 	return h
 }

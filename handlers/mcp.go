@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/agent"
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/connid"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -18,8 +19,8 @@ type mcpRoute struct {
 	auth     Identifier
 	desktops Desktops
 	seat     *agent.Seat
-	watchers *watchers // woken when an agent's oversight changes
-	tokens   Tokens    // for Stop's "revoke the token too"; nil: none kept
+	watchers *console.Watchers // woken when an agent's oversight changes
+	tokens   Tokens            // for Stop's "revoke the token too"; nil: none kept
 }
 
 // newMCPRoute returns the agent seat's route: its screens are the
@@ -33,8 +34,11 @@ func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
 		}
 		// The holder's page lists the agent among the desktop's viewers
 		// while its screen is open, so its notice shows live.
-		remove := cs.watchers.add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
-		return agentConsole(ctx, cfg.Desktops, ref, connid.OnClose(conn, remove), rd.log), nil
+		remove := cs.watchers.Add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
+		// It is a console of the claim while open, held as the holder's
+		// are: the agent is the holder's (the seat joins only for their
+		// calls), so its work holds off the disconnect grace.
+		return console.HoldConn(ctx, cfg.Desktops, ref, connid.OnClose(conn, remove), rd.log.With("agent", agent)), nil
 	}
 	var audit vdi.AuditLog
 	if cfg.Audit != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -24,6 +25,20 @@ type metrics struct {
 
 	claims       *prometheus.CounterVec   // claims by result
 	claimSeconds *prometheus.HistogramVec // how long claims took, by result
+}
+
+// consoleOpened counts a console of p by path open (and opened) until
+// the returned func, which counts the bytes it relayed
+// (console.SessionsConfig.Count).
+func (m *metrics) consoleOpened(p vdi.Protocol, path string) (closed func(relay.Stats)) {
+	open := m.consoles.WithLabelValues(string(p), path)
+	open.Inc()
+	m.sessions.WithLabelValues(string(p), path).Inc()
+	return func(st relay.Stats) {
+		m.bytes.WithLabelValues("in").Add(float64(st.BytesIn))
+		m.bytes.WithLabelValues("out").Add(float64(st.BytesOut))
+		open.Dec()
+	}
 }
 
 // metricsConfig is what the metrics read at scrape time.

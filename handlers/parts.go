@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/corral-dev/corral-vdi-portal/vdi"
+	"github.com/corral-dev/corral-vdi-portal/console"
 )
 
 // The handler's parts: each group of routes is a small type of its own
@@ -139,9 +139,9 @@ type usbRoutes struct {
 	usb        USBRedirector
 	usbStreams usbStreams
 	publicURLs []string
-	// checkOrigin and runSession are the console's (hosts.go, session.go).
+	// checkOrigin and sessions are the console's (hosts.go, package console).
 	checkOrigin func(r *http.Request) bool
-	runSession  func(ctx context.Context, sid string, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe pipeFunc)
+	sessions    *console.Sessions
 }
 
 // audioRoutes serves desktops' sound (audio.go).

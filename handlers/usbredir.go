@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -111,7 +112,7 @@ func (h *usbRoutes) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request,
 		return nil
 	}
 	h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "usb-attach", Namespace: ref.Namespace, Target: ref.Name, Detail: "via " + path})
-	h.runSession(r.Context(), newID(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.sessions.Run(r.Context(), console.NewID(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		// relay's default message cap (1 MiB) is far above what usbredir
 		// clients send at once (`usb redir` writes at most 64 KiB).

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func TestKeepShared_ChangedElsewhere(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keepShared(ctx, claims, vdi.Identity{Login: "erin"}, vdi.Ref{Namespace: "ns", Name: "m"}, sh, time.Hour, cancel)
+		KeepShared(ctx, claims, vdi.Identity{Login: "erin"}, vdi.Ref{Namespace: "ns", Name: "m"}, sh, time.Hour, cancel)
 	}()
 
 	// A write that keeps the invitation (a heartbeat): checked, still open.
@@ -90,7 +90,7 @@ func TestKeepShared_ChangedElsewhere(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the invitee's console still open after its invitation was revoked elsewhere; want it closed at once")
 	}
-	var ended shareEnded
+	var ended ShareEnded
 	if cause := context.Cause(ctx); !errors.As(cause, &ended) {
 		t.Errorf("the console closed with %v; want the invitation's end", cause)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -53,7 +52,7 @@ func TestKeepNewest_TakenOverElsewhere(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
+		KeepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
 	}()
 	claims.take(s1) // its own write, seen late
 	claims.take(s2)
@@ -62,8 +61,8 @@ func TestKeepNewest_TakenOverElsewhere(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the console still open after a newer one was recorded elsewhere; want it taken over")
 	}
-	if cause := context.Cause(ctx); !errors.Is(cause, console.ErrTakenOver) {
-		t.Errorf("the console ended with %v; want %v", cause, console.ErrTakenOver)
+	if cause := context.Cause(ctx); !errors.Is(cause, ErrTakenOver) {
+		t.Errorf("the console ended with %v; want %v", cause, ErrTakenOver)
 	}
 }
 
@@ -75,7 +74,7 @@ func TestKeepNewest_StaysNewest(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
+		KeepNewest(ctx, claims, vdi.Ref{Namespace: "ns", Name: "m"}, vdi.ProtocolVNC, s1, cancel, slog.New(slog.DiscardHandler))
 	}()
 	for range 3 {
 		claims.take(s1)

@@ -1,0 +1,180 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// claimStub is a claim that counts what a console's lifecycle records
+// on it; end is the last tracked console's (a release ends it).
+type claimStub struct {
+	mu                               sync.Mutex
+	holder                           string
+	opened, closed, beats, untracked int
+	input                            time.Time
+	end                              context.CancelCauseFunc
+	closedSession, closeReason       string
+	sessionInput                     time.Time
+}
+
+func (c *claimStub) Desktop(_ context.Context, _ vdi.Identity, _ vdi.Ref) (vdi.Desktop, error) {
+	return vdi.Desktop{Holder: c.holder}, nil
+}
+
+func (c *claimStub) TrackConsole(_ vdi.Ref, cancel context.CancelCauseFunc) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.end = cancel
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.untracked++
+	}
+}
+
+func (c *claimStub) ConsoleOpened(context.Context, vdi.Ref) error { return c.count(&c.opened) }
+func (c *claimStub) ConsoleClosed(context.Context, vdi.Ref) error { return c.count(&c.closed) }
+func (c *claimStub) ConsoleHeartbeat(context.Context, vdi.Ref) error {
+	return c.count(&c.beats)
+}
+
+func (c *claimStub) Input(_ context.Context, _ vdi.Ref, at time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.input = at
+	return nil
+}
+
+func (c *claimStub) count(n *int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n++
+	return nil
+}
+
+// OpenSession and CloseSession make claimStub the history too.
+func (c *claimStub) OpenSession(context.Context, vdi.Session) error { return nil }
+func (c *claimStub) CloseSession(_ context.Context, id string, _, _ int64, reason string, lastInput time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closedSession, c.closeReason, c.sessionInput = id, reason, lastInput
+	return nil
+}
+
+// counts returns opened, beats and closed.
+func (c *claimStub) counts() (opened, beats, closed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opened, c.beats, c.closed
+}
+
+// release ends the tracked console, as a release of its desktop does.
+func (c *claimStub) release(cause error) {
+	c.mu.Lock()
+	end := c.end
+	c.mu.Unlock()
+	end(cause)
+}
+
+// eventually reports whether ok, asked every few milliseconds, is true
+// within d.
+func eventually(d time.Duration, ok func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if ok() {
+			return true
+		}
+	}
+	return ok()
+}
+
+// setHeartbeatEvery sets how often held consoles beat, for a test's life.
+func setHeartbeatEvery(d time.Duration) (restore func()) {
+	old := heartbeatEvery
+	heartbeatEvery = d
+	return func() { heartbeatEvery = old }
+}
+
+var heldRef = vdi.Ref{Namespace: "ns", Name: "vm-1"}
+
+// TestHoldConn: an agent's screen is a console of its claim from the
+// start, confirmed by heartbeats beyond the request that opened it,
+// recorded closed once when it closes; a release closes it.
+func TestHoldConn(t *testing.T) {
+	defer setHeartbeatEvery(10 * time.Millisecond)()
+	log := slog.New(slog.DiscardHandler)
+	for _, byRelease := range []bool{false, true} {
+		claims := &claimStub{holder: "alice"}
+		ctx, cancel := context.WithCancel(context.Background())
+		near, far := net.Pipe()
+		conn := HoldConn(ctx, claims, heldRef, near, log)
+		cancel() // the call that joined the screen ends; the screen stays
+		if opened, _, closed := claims.counts(); opened != 1 || closed != 0 {
+			t.Fatalf("held screen: opened %d, closed %d; want 1, 0", opened, closed)
+		}
+		if !eventually(30*time.Second, func() bool { _, beats, _ := claims.counts(); return beats >= 2 }) {
+			t.Fatal("no heartbeats of an open agent's screen")
+		}
+		if byRelease {
+			claims.release(errors.New("released"))
+			far.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, err := far.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after a release the screen reads %v; want it closed (EOF)", err)
+			}
+		}
+		conn.Close()
+		conn.Close()
+		_, beats, closed := claims.counts()
+		if closed != 1 || claims.untracked != 1 {
+			t.Errorf("closed screen (release %v): recorded closed %d times, untracked %d; want once each", byRelease, closed, claims.untracked)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, after, _ := claims.counts(); after != beats {
+			t.Errorf("heartbeats went on after the screen closed: %d, then %d", beats, after)
+		}
+	}
+}
+
+// TestSessionsRun_HolderHeld: the holder's session is held open on the
+// claim and its last input reaches the claim and the history; an
+// admin's beside it is tracked (a release ends it, with the reason)
+// but never counted on the claim.
+func TestSessionsRun_HolderHeld(t *testing.T) {
+	for _, user := range []string{"alice", "ops"} {
+		claims := &claimStub{holder: "alice"}
+		s := NewSessions(SessionsConfig{Claims: claims, History: claims, Log: slog.New(slog.DiscardHandler)})
+		typed := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Run(context.Background(), "s1", vdi.Identity{Login: user}, heldRef, vdi.ProtocolTerminal, PathDirect, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+				opts.OnInput([]byte("x"))
+				close(typed)
+				<-ctx.Done()
+				return relay.Stats{}, nil
+			})
+		}()
+		<-typed
+		claims.release(errors.New("alice released the desktop"))
+		<-done
+		opened, _, closed := claims.counts()
+		holder := user == "alice"
+		if want := map[bool]int{true: 1, false: 0}[holder]; opened != want || closed != want {
+			t.Errorf("%s's session: recorded opened %d, closed %d; want %d each", user, opened, closed, want)
+		}
+		if got := !claims.input.IsZero(); got != holder {
+			t.Errorf("%s's input reached the claim: %v; want %v", user, got, holder)
+		}
+		if claims.closedSession != "s1" || claims.closeReason != "alice released the desktop" || claims.sessionInput.IsZero() {
+			t.Errorf("history: session %q closed with %q, last input %v; want s1, the release's reason, the input", claims.closedSession, claims.closeReason, claims.sessionInput)
+		}
+	}
+}
