@@ -29,21 +29,9 @@ import (
 // see a live owner alive and a killed one dead as one with the right
 // time does.
 func TestScreenOwners(t *testing.T) {
-	c := testcluster.Shared(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	sa := c.PortalServiceAccount(t)
-	cs, err := kubernetes.NewForConfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, client := ownersSetup(t)
 	var cut atomic.Bool // replica a's network
-	saA := rest.CopyConfig(sa)
-	saA.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &cut} })
-	csA, err := kubernetes.NewForConfig(saA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := c.Namespace(t)
+	cs, csA := client(nil), client(&cut)
 	ctx := context.Background()
 	mk := func(id string, cs kubernetes.Interface, skew time.Duration) *kube.ScreenOwners {
 		now := func() time.Time { return time.Now().Add(skew) } // keeps the monotonic reading
@@ -167,6 +155,26 @@ func TestScreenOwners(t *testing.T) {
 	}
 }
 
+// ownersSetup returns a fresh namespace on the package's cluster, with
+// deploy/rbac.yaml applied, and client(cut), a client as the portal's
+// ServiceAccount whose requests fail while cut is set (nil: never).
+func ownersSetup(t *testing.T) (string, func(cut *atomic.Bool) kubernetes.Interface) {
+	c := testcluster.Shared(t)
+	c.Apply(t, "../deploy/rbac.yaml")
+	sa := c.PortalServiceAccount(t)
+	return c.Namespace(t), func(cut *atomic.Bool) kubernetes.Interface {
+		cfg := rest.CopyConfig(sa)
+		if cut != nil {
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, cut} })
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+}
+
 // cutTransport fails every request while cut is set: a replica cut off
 // the network, or killed, as the apiserver sees it.
 type cutTransport struct {
@@ -186,28 +194,15 @@ func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // renewals, not when its heartbeat (here a minute) runs out. One cut off
 // the API server whose port still answers is not: its heartbeat decides.
 func TestScreenOwners_PortClosed(t *testing.T) {
-	c := testcluster.Shared(t)
-	c.Apply(t, "../deploy/rbac.yaml")
-	sa := c.PortalServiceAccount(t)
-	cs, err := kubernetes.NewForConfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := c.Namespace(t)
+	ns, client := ownersSetup(t)
 	ctx := context.Background()
-	b := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: "replica-b", Log: slog.New(slog.DiscardHandler)})
+	b := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: client(nil), Namespace: ns, Identity: "replica-b", Log: slog.New(slog.DiscardHandler)})
 	// owner starts replica id owning key, listening on ln, with a
 	// minute's heartbeat, and returns how to kill it: its network to the
 	// API server cut (its heartbeat stays, unrenewed) and its Run ended.
 	owner := func(id, key string, ln net.Listener) (kill func()) {
 		var cut atomic.Bool
-		cfg := rest.CopyConfig(sa)
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &cut} })
-		csA, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: csA, Namespace: ns, Identity: id, Heartbeat: time.Minute, Log: slog.New(slog.DiscardHandler)})
+		a := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: client(&cut), Namespace: ns, Identity: id, Heartbeat: time.Minute, Log: slog.New(slog.DiscardHandler)})
 		a.SetURL("http://" + ln.Addr().String())
 		if _, err := a.Take(ctx, key, console.Owner{}); err != nil {
 			t.Fatal(err)
