@@ -3,7 +3,6 @@ package kube_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -93,11 +92,9 @@ func TestCTReleaseDetached(t *testing.T) {
 		return ""
 	})
 
-	// Another replica's reclaim loop, once the mark is stale (its clock
-	// plays the 30 s to then), makes the member fresh.
-	later := func() time.Time { return time.Now().Add(31 * time.Second) }
-	second := vdi.NewService(vdi.Config{Backend: s.back, Leases: s.leases, Audit: nopAudit{}, Now: later, Log: slog.New(slog.DiscardHandler)})
-	t.Cleanup(second.StopJobs)
+	// Another replica's reclaim loop, once the mark is stale, makes the
+	// member fresh.
+	second := staleMarkReplica(t, ctx, s.back, s.leases)
 	var fresh types.UID
 	eventually(t, 2*time.Minute, func() string {
 		if _, err := second.ReclaimDue(ctx); err != nil {

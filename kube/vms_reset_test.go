@@ -124,11 +124,9 @@ func testResetTakeover(t *testing.T, s *kubeVirtSetup, leases vdi.Leases, mustOw
 		t.Fatalf("%s's claim after its replica died mid-reset: %+v, %v; want it kept, marked", ref, l, err)
 	}
 
-	// Another replica's reclaim loop, once the mark is stale (its clock
-	// plays the 30 s to then), finishes the reset.
-	later := func() time.Time { return time.Now().Add(31 * time.Second) }
-	second := vdi.NewService(vdi.Config{Backend: s.vms, Leases: leases, Audit: nopAudit{}, Now: later, Log: slog.New(slog.DiscardHandler)})
-	t.Cleanup(second.StopJobs)
+	// Another replica's reclaim loop, once the mark is stale, finishes
+	// the reset.
+	second := staleMarkReplica(t, s.ctx, s.vms, leases)
 	s.waitFor(t, 4*time.Minute, ref.Name+" made again and its claim let go", func() (bool, error) {
 		if _, err := second.ReclaimDue(s.ctx); err != nil {
 			t.Logf("reclaim: %v", err)
@@ -171,4 +169,20 @@ func resettingIn(ds []vdi.Desktop, ref vdi.Ref) bool {
 		}
 	}
 	return false
+}
+
+// staleMarkReplica returns another replica's claim service whose reclaim
+// loop has seen the claims' marks once and whose clock then plays the
+// 30 s to when they are stale (unchanged since it saw them).
+func staleMarkReplica(t *testing.T, ctx context.Context, back vdi.Backend, leases vdi.Leases) *vdi.Service {
+	t.Helper()
+	var ahead atomic.Int64
+	svc := vdi.NewService(vdi.Config{Backend: back, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	t.Cleanup(svc.StopJobs)
+	if _, err := svc.ReclaimDue(ctx); err != nil {
+		t.Logf("reclaim: %v", err)
+	}
+	ahead.Store(int64(31 * time.Second))
+	return svc
 }

@@ -103,7 +103,8 @@ func (s *Service) reclaim(ctx context.Context, l *Lease, rule, text string, deta
 	if plan != "" {
 		marked.Annotations[AnnotationReset] = plan
 	}
-	// The renew time dates the mark: see reclaimStale.
+	// Each renewal is a new version, by which the other replicas judge
+	// the mark (reclaim_stale.go); the renew time only says when.
 	marked.RenewTime = s.now()
 	if l, err = s.leases.Update(ctx, &marked); err != nil {
 		if errors.Is(err, ErrConflict) {
@@ -152,14 +153,6 @@ func (s *Service) finishReset(ctx context.Context, l *Lease, reset func(context.
 		return unavailable(err)
 	}
 	return nil
-}
-
-// resetting reports whether l is being released or reclaimed right now:
-// marked, the mark renewed within reclaimStale; nothing else resets it
-// meanwhile. An older mark is a crash's, which a release or the reclaim
-// loop takes over.
-func (s *Service) resetting(l *Lease) bool {
-	return l.reclaiming() && s.now().Sub(l.RenewTime) < reclaimStale
 }
 
 // markRenewal is how often a reclaim at work renews its mark; well inside

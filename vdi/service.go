@@ -78,11 +78,12 @@ type Service struct {
 	mirrorMu   sync.Mutex
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
-	changes  claimChanges // ClaimChanged's channels
-	trying   trying       // members whose Leases this portal's claims write now
-	spread   spread       // the order a claim tries free members in
-	counts   counters     // Counters
-	refusals refusals     // members whose reset was refused, when last logged
+	changes  claimChanges  // ClaimChanged's channels
+	trying   trying        // members whose Leases this portal's claims write now
+	spread   spread        // the order a claim tries free members in
+	counts   counters      // Counters
+	refusals refusals      // members whose reset was refused, when last logged
+	marks    markSightings // reclaim marks seen, when they last changed
 
 	samples  SampleStore // nil: no samples kept
 	sampling sampler     // SamplePools' counts and last writes
