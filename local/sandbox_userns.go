@@ -80,7 +80,11 @@ func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
 		}
 	}
 	cmd := probe.command("/bin/true")
-	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{})
+	// A process group of its own, so that a probe that hangs is killed
+	// whole: a child left behind would hold stderr's pipe open and Wait
+	// with it, for as long as the child lives.
+	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{Setpgid: true})
+	cmd.WaitDelay = time.Second // and should one escape the group all the same
 	cmd.Env = []string{"PATH=" + defaultDesktopPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -92,7 +96,7 @@ func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		err = <-done
 		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, err)
 	}
