@@ -126,6 +126,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	screenshot(t, page, "rdp-resized")
 	must(t, page.SetViewportSize(1280, 800))
 	time.Sleep(500 * time.Millisecond)
+	rdpSizeChoices(t, page)
 
 	// Keys typed into the page reach the desktop's shell through IronRDP,
 	// the gateway and freerdp-shadow: the shell makes a file.
@@ -220,4 +221,39 @@ func TestRDP_WrongPassword(t *testing.T) {
 	must(t, page.GetByTestId("reconnect").Click())
 	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("the token is not valid"))
 	screenshot(t, page, "rdp-forged-token")
+}
+
+// rdpSizeChoices drives the Size choice on an RDP console whose server
+// keeps its size (freerdp-shadow): the list says so and that a fixed size
+// scales instead, 1:1 shows the session unscaled, and Fit scales it into
+// the window again (the desktop, 800 px high, into a shorter screen).
+func rdpSizeChoices(t *testing.T, page playwright.Page) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(15000)
+	openControl(t, page, "size-menu")
+	must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("This desktop keeps its own size ("))
+	must(t, expect.Locator(page.Locator("label:has([data-testid=size-1280x720]) .size-words")).
+		ToHaveText("This desktop keeps its own size: scaled to this window instead."))
+	screenshot(t, page, "rdp-size-list")
+	must(t, page.GetByTestId("size-menu").Click())
+	// The canvas's width on the page over its width in pixels.
+	scale := func() float64 {
+		v, err := page.Evaluate(`() => { const c = document.querySelector('iron-remote-desktop').shadowRoot.querySelector('canvas');
+			return c.getBoundingClientRect().width / c.width; }`)
+		must(t, err)
+		return toFloat(v)
+	}
+	var got float64
+	chooseSize(t, page, "actual")
+	if !eventually(10*time.Second, func() bool { got = scale(); return got > 0.99 && got < 1.01 }) {
+		t.Errorf("RDP at 1:1: the canvas is shown at %.3f of its size; want 1", got)
+	}
+	screenshot(t, page, "rdp-size-actual")
+	chooseSize(t, page, "fit")
+	if !eventually(10*time.Second, func() bool { got = scale(); return got < 0.98 }) {
+		t.Errorf("RDP at Fit: the canvas is shown at %.3f of its size; want it scaled into the window", got)
+	}
+	if s, _ := page.GetByTestId("status").TextContent(); s != "Connected" {
+		t.Errorf("after the Size choices the status is %q; want Connected", s)
+	}
 }

@@ -8,6 +8,7 @@ import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
 import { rdpFiles } from './console-rdp-files.js';
 import { rdpKeys, withSession } from './console-rdp-keys.js';
 import { rdpTouch } from './console-rdp-touch.js';
+import { attachRDPSize } from './console-rdp-size.js';
 import { attachZoom } from './zoom.js';
 import { closeWords, watchClose } from './console-rdp-close.js';
 
@@ -154,6 +155,7 @@ export async function open(screen, info, ui) {
   });
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
+  const size = attachRDPSize(irgui, screen, () => el.shadowRoot?.querySelector('canvas'), { keeps: info.caps?.resize === false });
   const policy = info.console || { clipboard: 'both', fileTransfer: true };
   const clipboard = rdpClipboard(irgui, policy, ui);
   const files = policy.fileTransfer ? rdpFiles(mod, irgui, screen, ui) : null;
@@ -172,7 +174,6 @@ export async function open(screen, info, ui) {
         if (res.ok && fresh) info.token = fresh.token;
       } catch { /* keep the old token; the gateway says if it expired */ }
     }
-    const size = { width: Math.max(640, screen.clientWidth & ~1), height: Math.max(480, screen.clientHeight & ~1) };
     const cfg = irgui.configBuilder()
       .withUsername(username)
       .withPassword(password)
@@ -180,9 +181,10 @@ export async function open(screen, info, ui) {
       .withProxyAddress(url)
       .withAuthToken(info.token)
       .withServerDomain('')
-      .withDesktopSize(size);
+      .withDesktopSize(size.desktopSize());
     // Display control lets a server that can resize take the window's
-    // size (irgui.resize below); others keep theirs and are scaled.
+    // size, or the one chosen (console-rdp-size.js); others keep theirs
+    // and are scaled.
     if (typeof mod.displayControl === 'function') cfg.withExtension(mod.displayControl(true));
     const config = cfg.build();
     let socketClosed;
@@ -206,6 +208,7 @@ export async function open(screen, info, ui) {
     irgui.setVisibility(true);
     panel.signedIn();
     ui.say('Connected', 'ok');
+    size.follow(); // a choice made before the session began
     try {
       const end = await started.run();
       const said = await closeWords(closedOnce);
@@ -224,21 +227,7 @@ export async function open(screen, info, ui) {
 
   // Follow the window: the server decides the final size (a shadowed
   // desktop keeps its own), and the client scales it to fit.
-  let timer;
-  const resized = new ResizeObserver(() => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      if (closed || screen.clientWidth <= 0) return;
-      try {
-        irgui.resize(screen.clientWidth & ~1, screen.clientHeight & ~1);
-      } catch { /* no session yet, or the server cannot resize */ }
-      // IronRDP sizes its canvas to the asked size at once; a server that
-      // keeps its size (freerdp-shadow) would stay stretched to it (the
-      // on-screen keyboard's row opening, a turned phone), so scale it to
-      // fit again once the server has answered.
-      timer = setTimeout(() => { if (!closed) irgui.setScale(1); }, 700);
-    }, 300);
-  });
+  const resized = new ResizeObserver(() => size.follow());
   resized.observe(screen);
 
   if (info.credentials) {
@@ -260,7 +249,7 @@ export async function open(screen, info, ui) {
       touch.close();
       files?.close();
       resized.disconnect();
-      clearTimeout(timer);
+      size.close();
       try { irgui.shutdown(); } catch { /* not connected */ }
       el.remove();
       panel.el.remove();
