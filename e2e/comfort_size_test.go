@@ -44,6 +44,22 @@ func waitAnswered(t *testing.T, page playwright.Page) {
 	must(t, err)
 }
 
+// keepsItsSize checks the Size list of a console whose desktop keeps its
+// own size: the list says so and that a fixed size scales it instead, no
+// refusal is shown, and the list is screenshotted as name.
+func keepsItsSize(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(15000)
+	openControl(t, page, "size-menu")
+	must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("This desktop keeps its own size ("))
+	must(t, expect.Locator(page.Locator("label:has([data-testid=size-1920x1080]) .size-words")).
+		ToHaveText("This desktop keeps its own size: scaled to this window instead."))
+	must(t, expect.Locator(page.GetByTestId("size-notice")).ToBeHidden())
+	screenshot(t, page, name)
+	must(t, page.GetByTestId("size-menu").Click())
+	must(t, expect.Locator(page.GetByTestId("size-list")).ToBeHidden())
+}
+
 // sizeChoices drives the console bar's Size choice on a local Xvnc
 // desktop: a fixed size becomes the X screen's size (read in the desktop
 // with xdpyinfo), 1:1 shows it unscaled, Fit goes back to the window's

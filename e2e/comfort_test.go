@@ -362,6 +362,9 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		t.Errorf("the clipboard filter could not follow QEMU's VNC:\n%s", p.Log())
 	}
 	screenshot(t, page, "qemu-vnc")
+	// QEMU's VGA refuses the console's SetDesktopSize (status 3): no
+	// notice, and the Size list says the desktop keeps its own size.
+	keepsItsSize(t, page, "qemu-size-list")
 	// QEMU maps keysyms through a US keymap: Type as keys refuses what a
 	// US keyboard cannot type, naming it, and types nothing.
 	openControl(t, page, "clipboard-toggle")

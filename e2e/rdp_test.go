@@ -229,13 +229,7 @@ func TestRDP_WrongPassword(t *testing.T) {
 // the window again (the desktop, 800 px high, into a shorter screen).
 func rdpSizeChoices(t *testing.T, page playwright.Page) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(15000)
-	openControl(t, page, "size-menu")
-	must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("This desktop keeps its own size ("))
-	must(t, expect.Locator(page.Locator("label:has([data-testid=size-1280x720]) .size-words")).
-		ToHaveText("This desktop keeps its own size: scaled to this window instead."))
-	screenshot(t, page, "rdp-size-list")
-	must(t, page.GetByTestId("size-menu").Click())
+	keepsItsSize(t, page, "rdp-size-list")
 	// The canvas's width on the page over its width in pixels.
 	scale := func() float64 {
 		v, err := page.Evaluate(`() => { const c = document.querySelector('iron-remote-desktop').shadowRoot.querySelector('canvas');
