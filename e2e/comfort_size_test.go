@@ -137,6 +137,9 @@ func sizeChoices(t *testing.T, page playwright.Page, shell *guestShell, login st
 	t.Run("the list at three sizes", func(t *testing.T) {
 		for _, size := range issueSizes {
 			must(t, page.SetViewportSize(size.width, size.height))
+			// The bar folds or unfolds in the next frames (fold.js).
+			_, err := page.Evaluate(`() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`)
+			must(t, err)
 			openControl(t, page, "size-menu")
 			list := page.GetByTestId("size-list")
 			must(t, expect.Locator(list).ToBeVisible())
