@@ -163,7 +163,8 @@ func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// reclaimStale is how old a reclaim's mark on a Lease must be before the
+// reclaimStale is how long a reclaim's mark on a Lease must stay
+// unchanged, as this replica sees it (reclaim_stale.go), before the
 // reclaim loop finishes it, taking it for one a crash interrupted: a
 // reclaim at work renews its mark every markRenewal however long its
 // reset takes (a re-clone on slow storage: minutes), so one still at work
