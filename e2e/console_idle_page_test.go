@@ -84,30 +84,65 @@ func urlPath(u string) string {
 	return u
 }
 
+// restingConsole is one console page to leave at rest: member's console of
+// protocol, opened as user.
+type restingConsole struct{ user, member, protocol string }
+
+// idleBytes is what an idle console page moved over the window: bytes
+// each way, and what moved them.
+type idleBytes struct {
+	in, out int64
+	what    string
+}
+
 // idlePage opens member's console of protocol as user at 1280x800, leaves
 // it at rest for idleSettle and returns the whole page's bytes each way
 // over the next window, and what moved them.
 func idlePage(t *testing.T, b *Browser, p *Portal, user, member, protocol string, window time.Duration) (in, out int64, what string) {
 	t.Helper()
-	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
-	must(t, err)
-	defer ctx.Close() // the next console of the same user takes its place
-	page, err := ctx.NewPage()
-	must(t, err)
-	page.SetDefaultTimeout(15000)
-	keepBrowserErrors(t, page, protocol)
-	n := countPageBytes(page)
-	opened := time.Now()
-	signIn(t, page, p, user, "/desktops/local/"+member+"?protocol="+protocol)
-	// IronRDP compiles 4 MB of wasm first: seconds on a busy machine. A
-	// serial console says how to log in once connected.
-	must(t, playwright.NewPlaywrightAssertions(60000).Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected|log in as`)))
-	time.Sleep(time.Until(opened.Add(idleSettle)))
-	n.take()
+	got := idlePages(t, b, p, []restingConsole{{user, member, protocol}}, window)[0]
+	return got.in, got.out, got.what
+}
+
+// idlePages is idlePage for several console pages at once, each in a
+// browser context of its own (closed on return), measured over the same
+// window: the rests overlap instead of following each other.
+func idlePages(t *testing.T, b *Browser, p *Portal, consoles []restingConsole, window time.Duration) []idleBytes {
+	t.Helper()
+	pages := make([]playwright.Page, len(consoles))
+	counts := make([]*pageBytes, len(consoles))
+	var opened time.Time
+	for i, c := range consoles {
+		ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
+		must(t, err)
+		defer ctx.Close() // the next console of the same user takes its place
+		page, err := ctx.NewPage()
+		must(t, err)
+		page.SetDefaultTimeout(15000)
+		keepBrowserErrors(t, page, c.protocol)
+		counts[i] = countPageBytes(page)
+		opened = time.Now()
+		signIn(t, page, p, c.user, "/desktops/local/"+c.member+"?protocol="+c.protocol)
+		pages[i] = page
+	}
+	for _, page := range pages {
+		// IronRDP compiles 4 MB of wasm first: seconds on a busy machine. A
+		// serial console says how to log in once connected.
+		must(t, playwright.NewPlaywrightAssertions(60000).Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected|log in as`)))
+	}
+	time.Sleep(time.Until(opened.Add(idleSettle))) // the last page's settle
+	for _, n := range counts {
+		n.take()
+	}
 	time.Sleep(window)
-	in, out, what = n.take()
-	screenshot(t, page, "idle-"+protocol)
-	return in, out, what
+	got := make([]idleBytes, len(consoles))
+	for i, n := range counts {
+		got[i].in, got[i].out, got[i].what = n.take()
+	}
+	for i, page := range pages {
+		screenshot(t, page, "idle-"+consoles[i].protocol)
+	}
+	return got
 }
 
 // TestConsole_IdlePageBytes: a console page at rest (VNC, RDP through the
@@ -116,17 +151,23 @@ func idlePage(t *testing.T, b *Browser, p *Portal, user, member, protocol string
 // page was not: the connection chip timed a request every 5 s and the
 // reclaim banner asked for the desktop every 15 s, ~9 KiB/min to the
 // browser and ~15 KiB/min back (the "RDP idle 7 KiB/min" of the WAN table).
+// The three pages rest at once, each on a desktop of its own.
 func TestConsole_IdlePageBytes(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0")
-	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "idle", "size": 1}`, nil); code != 201 {
+	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", fmt.Sprintf(`{"name": "idle", "size": %d}`, len(idleConsoles)), nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
-	d := mustClaim(t, p, "alice", "idle")
+	var consoles []restingConsole
+	for _, protocol := range idleConsoles {
+		user := "alice-" + protocol
+		consoles = append(consoles, restingConsole{user, mustClaim(t, p, user, "idle").Name, protocol})
+	}
 	b := MustLaunchBrowser(t)
 	window := 30 * time.Second
-	for _, protocol := range idleConsoles {
+	got := idlePages(t, b, p, consoles, window)
+	for i, protocol := range idleConsoles {
 		t.Run(protocol, func(t *testing.T) {
-			atRest(t, b, p, "alice", d.Name, protocol, window)
+			restful(t, protocol, got[i], window)
 		})
 	}
 }
@@ -135,11 +176,17 @@ func TestConsole_IdlePageBytes(t *testing.T) {
 // and fails unless it moved keepalives only.
 func atRest(t *testing.T, b *Browser, p *Portal, user, member, protocol string, window time.Duration) {
 	t.Helper()
-	in, out, what := idlePage(t, b, p, user, member, protocol, window)
-	t.Logf("%s: %d bytes in, %d out over %v at rest (%s)", protocol, in, out, window, what)
-	if perMin := float64(in+out) / window.Minutes(); perMin > idleBudget {
+	restful(t, protocol, idlePages(t, b, p, []restingConsole{{user, member, protocol}}, window)[0], window)
+}
+
+// restful fails unless a console page of protocol moved keepalives only
+// at rest (got, over window).
+func restful(t *testing.T, protocol string, got idleBytes, window time.Duration) {
+	t.Helper()
+	t.Logf("%s: %d bytes in, %d out over %v at rest (%s)", protocol, got.in, got.out, window, got.what)
+	if perMin := float64(got.in+got.out) / window.Minutes(); perMin > idleBudget {
 		t.Errorf("an idle %s console page moved %d bytes to the browser and %d back in %v (%.1f KiB/min: %s); want keepalives only (<= %d KiB/min)",
-			protocol, in, out, window, perMin/1024, what, idleBudget>>10)
+			protocol, got.in, got.out, window, perMin/1024, got.what, idleBudget>>10)
 	}
 }
 
