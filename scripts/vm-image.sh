@@ -8,8 +8,6 @@
 # the result goes to a cache folder keyed by both versions:
 #   ${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/vm-image}/<kernel>_<busybox>/
 #     vmlinuz  initramfs.gz
-# vmlinuz is the kernel QEMU boots: the Debian kernel uncompressed where it
-# can be (see uncompressed below), else the package's bzImage as it is.
 # and `current` in the cache folder is a symlink to the newest build. A
 # second run finds the build and prints its folder in well under a second.
 #
@@ -46,9 +44,8 @@ if [[ -z $kpkg ]]; then
 fi
 kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
-# The layout's version: bump it when the init or the kernel's form
-# changes, so caches rebuild.
-layout=3
+# The layout's version: bump it when the init changes, so caches rebuild.
+layout=2
 key="v${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache/$key
@@ -65,30 +62,7 @@ echo "vm-image: downloading $kpkg $kver" >&2
 (cd "$work" && apt-get download -q "$kpkg=$kver" >&2)
 dpkg-deb --fsys-tarfile "$work"/"$kpkg"_*.deb | tar -x -C "$work" --wildcards './boot/vmlinuz-*'
 mkdir -p "$work/out"
-
-# uncompressed BZIMAGE OUT writes to OUT the ELF kernel inside BZIMAGE when
-# it is XZ-compressed and has a PVH entry (an ELF note Debian's kernels
-# carry), else BZIMAGE as it is. QEMU boots such an ELF straight into the
-# kernel: under TCG that skips the bzImage's XZ decompression, about two
-# thirds of a boot's CPU (measured: 6.0 s of CPU to the login prompt ->
-# 2.4 s; on a loaded 2-core machine 18 s -> 7 s).
-uncompressed() {
-	local off
-	if command -v xz >/dev/null; then
-		for off in $(LC_ALL=C grep -obaP '\xfd7zXZ\x00' "$1" | cut -d: -f1); do
-			# xz stops at the end of its stream, before the bzImage's tail.
-			tail -c +$((off + 1)) "$1" | xz -dc --single-stream >"$2" 2>/dev/null || true
-			if [[ $(head -c 4 "$2") == $'\x7fELF' ]] &&
-				LC_ALL=C grep -qaP '\x04\x00\x00\x00\x08\x00\x00\x00\x12\x00\x00\x00Xen\x00' "$2"; then
-				echo "vm-image: the kernel uncompressed, with its PVH entry" >&2
-				return
-			fi
-		done
-	fi
-	echo "vm-image: the kernel as packaged (compressed)" >&2
-	cp "$1" "$2"
-}
-uncompressed "$work"/boot/vmlinuz-* "$work/out/vmlinuz"
+cp "$work"/boot/vmlinuz-* "$work/out/vmlinuz"
 
 root=$work/root
 mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,root,tmp,usr/bin,usr/sbin}
