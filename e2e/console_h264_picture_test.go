@@ -142,6 +142,9 @@ func pictureShots(t *testing.T, page playwright.Page) {
 	expect := playwright.NewPlaywrightAssertions(30000)
 	for _, size := range issueSizes {
 		must(t, page.SetViewportSize(size.width, size.height))
+		// The bar folds (or not) at the next frame after a resize (fold.js).
+		_, err := page.Evaluate(`() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`)
+		must(t, err)
 		menu := page.GetByTestId("console-menu")
 		folded, _ := menu.IsVisible()
 		if folded {

@@ -73,14 +73,13 @@ export function attach(rfb) {
     rfb.quality = name; // for tests and the devtools
   };
   apply();
-  const auto = select?.querySelector('option[value=auto]');
   const measure = () => measureRTT().then((ms) => {
     if (rtt && (!ms || ms >= rtt)) return;
     rtt = ms;
     apply();
-    // The choice stays short enough for the bar; the round trip is in the title.
-    if (auto) auto.textContent = `Auto (${resolve('auto', rtt)})`;
-    if (select && rtt) select.title = `VNC picture: Auto follows the network's round trip (${Math.round(rtt)} ms now)`;
+    // The choice's words stay short enough for the bar (a compact one
+    // gives it 6rem); what Auto picked and the round trip are in the title.
+    if (select && rtt) select.title = `VNC picture: Auto (${resolve('auto', rtt)}) follows the network's round trip (${Math.round(rtt)} ms now)`;
   });
   measure();
   const timers = remeasureMS.map((ms) => setTimeout(measure, ms));
