@@ -3,7 +3,6 @@ package e2e
 import (
 	be "encoding/binary"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,15 +64,7 @@ func consoleWithoutWebCodecs(t *testing.T, b *Browser, p *Portal, user, desktop 
 	page := b.MustNewPage(t, 1280, 800)
 	keepBrowserErrors(t, page, "no WebCodecs")
 	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(noWebCodecs)}))
-	var mu sync.Mutex
-	var lists [][]int32
-	page.OnWebSocket(func(ws playwright.WebSocket) {
-		ws.OnFrameSent(func(b []byte) {
-			mu.Lock()
-			defer mu.Unlock()
-			lists = append(lists, setEncodings(b)...)
-		})
-	})
+	sent := sentEncodings(page)
 	signIn(t, page, p, user, "/desktops/local/"+desktop+"?protocol=vnc")
 	expect := playwright.NewPlaywrightAssertions(30000)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -82,8 +73,7 @@ func consoleWithoutWebCodecs(t *testing.T, b *Browser, p *Portal, user, desktop 
 		return err == nil && nearColour(c.([]any), want, 0)
 	})
 	must(t, expect.Locator(page.GetByTestId("video-notice")).ToBeHidden())
-	mu.Lock()
-	defer mu.Unlock()
+	lists := sent()
 	if len(lists) == 0 {
 		t.Fatal("no SetEncodings message seen from the page without WebCodecs")
 	}
