@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -79,29 +80,14 @@ func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
 			return nil, fmt.Errorf("local desktops are off: %w", err)
 		}
 	}
-	cmd := probe.command("/bin/true")
-	// A process group of its own, so that a probe that hangs is killed
-	// whole: a child left behind would hold stderr's pipe open and Wait
-	// with it, for as long as the child lives.
-	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{Setpgid: true})
-	cmd.WaitDelay = time.Second // and should one escape the group all the same
-	cmd.Env = []string{"PATH=" + defaultDesktopPath}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("local desktops are off: start bwrap: %w", err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, err)
+	why, err := probeUserns(ctx, probe)
+	if killedByOthers(err) {
+		// A probe killed by a signal the portal did not send (a stray
+		// kill, the OOM killer of a busy machine) proves nothing about
+		// the namespaces: it is asked once more.
+		why, err = probeUserns(ctx, probe)
 	}
 	if err != nil {
-		why := strings.TrimSpace(stderr.String())
 		if why == "" {
 			why = err.Error()
 		}
@@ -113,6 +99,47 @@ func newUserns(hide []string, prlimit string, uid int) (*userns, error) {
 		return nil, fmt.Errorf("local desktops are off: %s (%s): allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, and on older Debian kernels kernel.unprivileged_userns_clone=1; in a container, a seccomp profile that allows them), %s", who, why, fix)
 	}
 	return ns, nil
+}
+
+// probeUserns runs /bin/true in probe's sandbox and returns what bwrap
+// said on stderr and how it ended; one that gives no answer within ctx is
+// killed with its whole process group.
+func probeUserns(ctx context.Context, probe *DesktopUser) (string, error) {
+	cmd := probe.command("/bin/true")
+	// A process group of its own, so that a probe that hangs is killed
+	// whole: a child left behind would hold stderr's pipe open and Wait
+	// with it, for as long as the child lives.
+	cmd.SysProcAttr = probe.sysProcAttr(&syscall.SysProcAttr{Setpgid: true})
+	cmd.WaitDelay = time.Second // and should one escape the group all the same
+	cmd.Env = []string{"PATH=" + defaultDesktopPath}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start bwrap: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = <-done
+		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, err)
+	}
+	return strings.TrimSpace(stderr.String()), err
+}
+
+// killedByOthers reports whether err is a probe's end by a signal that
+// probeUserns did not send: the shell that runs bubblewrap was killed, or
+// it says bubblewrap was (exit status 128+SIGKILL).
+func killedByOthers(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	st, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && (st.Signaled() || st.Exited() && st.ExitStatus() == 128+int(syscall.SIGKILL))
 }
 
 // memberNS is the namespaced sandbox of one member: the folders of its own

@@ -177,3 +177,40 @@ func TestNewSandbox_UsernsRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestNewUserns_ProbeKilledByOthers: a probe that a signal the portal did
+// not send ended (a stray kill, the OOM killer) is asked once more, so a
+// busy machine does not turn local desktops off; killed again, the error
+// says so.
+func TestNewUserns_ProbeKilledByOthers(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip(err)
+	}
+	marks := t.TempDir()
+	fake := func(t *testing.T, script string) {
+		dir := t.TempDir()
+		os.Symlink(prlimit, filepath.Join(dir, "prlimit"))
+		os.WriteFile(filepath.Join(dir, "bwrap"), []byte("#!/bin/sh\n"+script+"\n"), 0o755)
+		t.Setenv("PATH", dir)
+	}
+	t.Run("once", func(t *testing.T) {
+		mark := filepath.Join(marks, "killed")
+		// The shell that runs bubblewrap is killed, as in a CI run
+		// where one portal of many found "(signal: killed)".
+		fake(t, "[ -e "+mark+" ] && exit 0; : > "+mark+"; kill -9 $PPID; sleep 5")
+		if _, err := newUserns(nil, prlimit, -1); err != nil {
+			t.Errorf("a probe killed once by another: %v; want it asked again, and namespaces on", err)
+		}
+		if _, err := os.Stat(mark); err != nil {
+			t.Errorf("the first probe did not run: %v", err)
+		}
+	})
+	t.Run("again", func(t *testing.T) {
+		fake(t, "kill -9 $$") // bubblewrap itself, each time: its shell says so
+		_, err := newUserns(nil, prlimit, -1)
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "killed") {
+			t.Errorf("a probe killed twice: %v; want the refusal saying it was killed", err)
+		}
+	})
+}
