@@ -39,6 +39,10 @@ const (
 	keymapGuess = 16
 	// keymapWait bounds one xmodmap run.
 	keymapWait = 10 * time.Second
+	// keymapSettle is how long a character's key stays bound after it
+	// was typed before a reset may clear it: a client reads a key press
+	// with the keymap it holds when it gets to it, and a busy one lags.
+	keymapSettle = 300 * time.Millisecond
 )
 
 // xRunner runs xmodmap with args on the desktop's display and returns its
@@ -52,10 +56,11 @@ type keymap struct {
 	log     *slog.Logger
 
 	mu     sync.Mutex
-	spares map[int]bool    // the keycodes Xvnc may bind; nil until the keymap is read
-	room   int             // keysyms that may take a spare before the next reset
-	spent  []uint32        // keysyms that may hold a spare (since the last reset, and the kept ones), oldest first
-	down   map[uint32]bool // such keysyms pressed and not yet released
+	spares map[int]bool         // the keycodes Xvnc may bind; nil until the keymap is read
+	room   int                  // keysyms that may take a spare before the next reset
+	spent  []uint32             // keysyms that may hold a spare (since the last reset, and the kept ones), oldest first
+	down   map[uint32]bool      // such keysyms pressed and not yet released
+	used   map[uint32]time.Time // when each spent keysym was last pressed
 }
 
 // newKeymap returns the keymap of a desktop started by this portal
@@ -88,6 +93,10 @@ func (k *keymap) beforeKey(keysym uint32, down bool) {
 		return
 	}
 	k.down[keysym] = true
+	if k.used == nil {
+		k.used = map[uint32]time.Time{}
+	}
+	defer func() { k.used[keysym] = time.Now() }()
 	if slices.Contains(k.spent, keysym) {
 		return
 	}
@@ -107,6 +116,18 @@ func (k *keymap) reset() {
 		n = max(min(n, (len(k.spares)-keymapMargin)/2), 0)
 	}
 	keep := k.spent[max(len(k.spent)-n, 0):]
+	// The keys cleared were typed before those kept; the newest of them
+	// gets keymapSettle to be read first (this key waits meanwhile).
+	var newest time.Time
+	for _, s := range k.spent[:len(k.spent)-len(keep)] {
+		if t := k.used[s]; t.After(newest) {
+			newest = t
+		}
+		delete(k.used, s)
+	}
+	if wait := keymapSettle - time.Since(newest); wait > 0 {
+		time.Sleep(wait)
+	}
 	k.spent = slices.Clone(keep)
 	k.room = len(keep) + keymapGuess
 	ctx, cancel := context.WithTimeout(context.Background(), keymapWait)

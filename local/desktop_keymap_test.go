@@ -151,3 +151,28 @@ func TestParseKeymap(t *testing.T) {
 		t.Errorf("xvncBound(%x) = %v, xvncBound(%x) = %v; want true, false", got[230], xvncBound(got[230]), got[38], xvncBound(got[38]))
 	}
 }
+
+// TestKeymap_ClearsNoKeyJustTyped: a reset clears a character's key only
+// keymapSettle after it was typed (a busy client reads a key press with
+// the keymap it holds when it gets to it: cleared and bound to the next
+// character sooner, it would type that one instead).
+func TestKeymap_ClearsNoKeyJustTyped(t *testing.T) {
+	var resets []time.Time
+	xmodmap := func(_ context.Context, args ...string) (string, error) {
+		if args[0] == "-pk" {
+			resets = append(resets, time.Now())
+		}
+		return "", nil // a keymap with no spares: each new keysym clears the one before
+	}
+	k := newKeymap(xmodmap, true, slog.New(slog.DiscardHandler))
+	tap := func(keysym uint32) { k.beforeKey(keysym, true); k.beforeKey(keysym, false) }
+	typed := time.Now()
+	tap(cjk(0))
+	tap(cjk(1)) // clears cjk(0)'s key
+	if len(resets) != 2 {
+		t.Fatalf("resets = %d; want 2", len(resets))
+	}
+	if after := resets[1].Sub(typed); after < keymapSettle {
+		t.Errorf("cjk(0)'s key was cleared %v after it was typed; want at least %v", after, keymapSettle)
+	}
+}
