@@ -22,9 +22,10 @@ import (
 // more would go past them, clears the spare keys Xvnc bound
 // (`xmodmap -e "keycode N ="`): every other key of the layout stays as it
 // is. That key waits the few milliseconds two xmodmap runs take.
-// The keys of the last few characters stay bound: a client that has not
-// yet read their key presses (a busy xterm) translates them with the
-// keymap it holds when it does, and would find them cleared. (Reloading
+// The keys of the last few characters, and of any typed in the last
+// keymapSettle, stay bound: a client that has not yet read their key
+// presses (a busy xterm) translates them with the keymap it holds when
+// it does, and would find them cleared or bound to a later character. (Reloading
 // the whole keymap with setxkbmap frees them too, but clears those and
 // every other key at once.)
 
