@@ -121,8 +121,18 @@ func TestMobile_TouchToRDP(t *testing.T) {
 	if !eventually(20*time.Second, func() bool { fit = readCanvas(t, page); return fit.W > 300 && fit.Width > 100 }) {
 		t.Fatalf("no desktop drawn: %+v", fit)
 	}
-	time.Sleep(time.Second) // the desktop settles in its fit
-	fit = readCanvas(t, page)
+	// The desktop settles in its fit: shown at its own aspect, the same
+	// for half a second (while IronRDP's first frames come the canvas may
+	// be stretched for a moment, and a tap aimed by that box lands off).
+	settled := func() bool {
+		a := readCanvas(t, page)
+		time.Sleep(500 * time.Millisecond)
+		fit = readCanvas(t, page)
+		return a == fit && math.Abs(fit.Width/fit.Height-fit.W/fit.H) < 0.02*fit.W/fit.H
+	}
+	if !eventually(20*time.Second, settled) {
+		t.Fatalf("the desktop never settled at its aspect: %+v", fit)
+	}
 	t.Logf("desktop %vx%v shown at (%.0f, %.0f) %.0fx%.0f", fit.W, fit.H, fit.X, fit.Y, fit.Width, fit.Height)
 
 	// An xev window on the right of the desktop logs the buttons it gets.
