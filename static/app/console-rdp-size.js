@@ -36,8 +36,10 @@ export function attachRDPSize(irgui, screen, canvas, { keeps = false } = {}) {
       // IronRDP sizes its canvas to the asked size at once; a server that
       // keeps its size (freerdp-shadow) would stay stretched to it (the
       // on-screen keyboard's row opening, a turned phone), so scale it
-      // again once the server has answered.
-      timer = setTimeout(() => { if (!closed) irgui.setScale(choice.kind === 'actual' ? REAL : FIT); }, 700);
+      // again once the server has answered, and once more for a server
+      // that answers late.
+      const scale = () => { if (!closed) irgui.setScale(choice.kind === 'actual' ? REAL : FIT); };
+      timer = setTimeout(() => { scale(); timer = setTimeout(scale, 1500); }, 700);
     }, 300);
   }
   const menu = attachSize(document.querySelector('.size-menu'), {
