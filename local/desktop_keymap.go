@@ -68,7 +68,7 @@ type keymap struct {
 // (fresh) or adopted from an earlier one, whose keys this one did not see.
 // Its first keysym that may take a spare reads the keymap first.
 func newKeymap(xmodmap xRunner, fresh bool, log *slog.Logger) *keymap {
-	return &keymap{xmodmap: xmodmap, fresh: fresh, log: log, down: map[uint32]bool{}}
+	return &keymap{xmodmap: xmodmap, fresh: fresh, log: log, down: map[uint32]bool{}, used: map[uint32]time.Time{}}
 }
 
 // mayTakeSpare reports whether Xvnc may need a spare key for keysym: any
@@ -94,9 +94,6 @@ func (k *keymap) beforeKey(keysym uint32, down bool) {
 		return
 	}
 	k.down[keysym] = true
-	if k.used == nil {
-		k.used = map[uint32]time.Time{}
-	}
 	defer func() { k.used[keysym] = time.Now() }()
 	if slices.Contains(k.spent, keysym) {
 		return
