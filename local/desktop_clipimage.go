@@ -61,8 +61,9 @@ func (d *Desktop) SetClipboardImage(ctx context.Context, pic []byte) error {
 	if err != nil {
 		return err
 	}
+	xclip := lead(cmd)
 	ended := make(chan struct{})
-	go func() { cmd.Wait(); close(ended) }()
+	go func() { xclip.wait(); close(ended) }()
 	for {
 		if got, err := d.ClipboardImage(ctx, int64(len(pic))); err == nil && bytes.Equal(got, pic) {
 			return nil
@@ -71,7 +72,7 @@ func (d *Desktop) SetClipboardImage(ctx context.Context, pic []byte) error {
 		case <-ended: // another program took the clipboard meanwhile, or xclip failed
 			return vdi.Errorf(vdi.EConflict, "Try again.", "The desktop's clipboard changed while the picture went onto it.")
 		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			xclip.signal(syscall.SIGKILL)
 			return vdi.Errorf(vdi.EUnavailable, "Try again; if the desktop is busy, wait a moment.", "The desktop's clipboard did not take the picture in time (%v).", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -121,15 +122,13 @@ func (d *Desktop) runX(ctx context.Context, stdin io.Reader, stdout io.Writer, b
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	proc := lead(cmd)
 	select {
-	case err = <-done:
+	case <-proc.ended:
 	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
+		proc.signal(syscall.SIGKILL)
 	}
-	if err != nil {
+	if err := proc.wait(); err != nil {
 		return fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(errOut.String()))
 	}
 	return nil

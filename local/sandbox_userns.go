@@ -117,15 +117,14 @@ func probeUserns(ctx context.Context, probe *DesktopUser) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start bwrap: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	shell := lead(cmd)
 	var err error
 	select {
-	case err = <-done:
+	case <-shell.ended:
+		err = shell.wait()
 	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, err)
+		shell.signal(syscall.SIGKILL)
+		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, shell.wait())
 	}
 	return strings.TrimSpace(stderr.String()), err
 }

@@ -22,9 +22,9 @@ import (
 // TerminalConn is a shell on a pty, as a desktop stream. It takes resizes
 // (Resize(cols, rows)): a resize message from the browser reaches the pty.
 type TerminalConn struct {
-	pty  *os.File
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the shell is reaped
+	pty   *os.File
+	shell *leader       // leads its session
+	done  chan struct{} // closed once the shell is reaped
 
 	closeOnce sync.Once
 	closed    func() // tells the desktop the terminal is gone
@@ -74,7 +74,7 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}
-	t := &TerminalConn{pty: f, cmd: cmd, done: make(chan struct{})}
+	t := &TerminalConn{pty: f, shell: lead(cmd), done: make(chan struct{})}
 	d.mu.Lock()
 	if d.terms == nil {
 		d.terms = map[*TerminalConn]struct{}{}
@@ -87,7 +87,7 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		d.mu.Unlock()
 	}
 	go func() {
-		cmd.Wait()
+		t.shell.wait()
 		close(t.done)
 	}()
 	return t, nil
@@ -137,21 +137,15 @@ func (t *TerminalConn) Size() (cols, rows uint16, err error) {
 }
 
 // Close hangs up the shell (SIGHUP to its session, SIGKILL if it lingers)
-// and waits for it. A shell that has ended is not signalled: once reaped,
-// its process group ID may belong to another process (pid_max can be small).
+// and waits for it. A shell that has been reaped is not signalled (leader).
 func (t *TerminalConn) Close() error {
 	t.closeOnce.Do(func() {
-		pid := t.cmd.Process.Pid
-		select {
-		case <-t.done:
-		default:
-			syscall.Kill(-pid, syscall.SIGHUP)
-		}
+		t.shell.signal(syscall.SIGHUP)
 		t.pty.Close()
 		select {
 		case <-t.done:
 		case <-time.After(2 * time.Second):
-			syscall.Kill(-pid, syscall.SIGKILL)
+			t.shell.signal(syscall.SIGKILL)
 			<-t.done
 		}
 		t.closed()
