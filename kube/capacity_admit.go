@@ -127,18 +127,18 @@ func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1
 	if err != nil {
 		return capacityReadError(pool, "nodes", err)
 	}
-	var vmis kubevirtv1.VirtualMachineInstanceList
-	if err := v.rest.Get().Resource("virtualmachineinstances").Do(ctx).Into(&vmis); err != nil {
-		return capacityReadError(pool, "virtualmachineinstances", err)
+	vmis, whole, err := v.deviceHolders(ctx, pool)
+	if err != nil {
+		return err
 	}
 	holding := 0
-	for _, vmi := range vmis.Items {
+	for _, vmi := range vmis {
 		if vmi.Namespace == pool.Namespace && slices.Contains(members, vmi.Name) && vmi.Status.NodeName != "" && holdsDevices(&vmi) {
 			holding++
 		}
 	}
 	want := int64(len(members) - holding + added)
-	fits := fitDevices(perVM, placement{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}, nodes.Items, vmis.Items)
+	fits := fitDevices(perVM, placement{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}, nodes.Items, vmis)
 	room := totalFit(fits)
 	if room >= want {
 		return nil
@@ -165,6 +165,9 @@ func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1
 		fmt.Fprintf(&msg, "%d × %s (%s)", perVM[r], r, c)
 	}
 	fmt.Fprintf(&msg, " as golden VM %s asks; the nodes have room for %d.", golden.Name, room)
+	if !whole {
+		fmt.Fprintf(&msg, " (Only VMs in namespace %s are counted: the portal may not read the others, which may hold more.)", pool.Namespace)
+	}
 	none := 0
 	for _, f := range fits {
 		if !slices.ContainsFunc(f.Resources, func(r resourceUse) bool { return r.Allocatable > 0 }) {
@@ -190,6 +193,27 @@ func (v *VMs) admitDevices(ctx context.Context, pool vdi.Ref, golden *kubevirtv1
 	}
 	hint := fmt.Sprintf("Pick a size of at most %d, stop desktops or VMs that hold these devices, or add nodes that offer them; then try again. Nothing was cloned.", int64(holding)+room)
 	return vdi.Errorf(vdi.EConflict, hint, "%s", msg.String())
+}
+
+// deviceHolders lists the VMIs that may hold devices: cluster-wide where
+// the portal may (deploy/rbac.yaml), else, in the namespaced install, the
+// pool's own namespace (whole is false). Devices held by VMs the portal
+// cannot see only lower the room it counts, so a refusal on what it sees
+// stands; an admission may still meet a node that is full, where the
+// member's VMI stays unschedulable and says so (docs/operating.md).
+func (v *VMs) deviceHolders(ctx context.Context, pool vdi.Ref) (vmis []kubevirtv1.VirtualMachineInstance, whole bool, err error) {
+	var list kubevirtv1.VirtualMachineInstanceList
+	err = v.rest.Get().Resource("virtualmachineinstances").Do(ctx).Into(&list)
+	if err == nil {
+		return list.Items, true, nil
+	}
+	if !apierrors.IsForbidden(err) {
+		return nil, false, capacityReadError(pool, "virtualmachineinstances", err)
+	}
+	if err := v.rest.Get().Namespace(pool.Namespace).Resource("virtualmachineinstances").Do(ctx).Into(&list); err != nil {
+		return nil, false, capacityReadError(pool, "virtualmachineinstances", err)
+	}
+	return list.Items, false, nil
 }
 
 // capacityReadError wraps a failure to list resource (cluster-wide) while

@@ -168,9 +168,10 @@ func TestCapacityAdmission(t *testing.T) {
 	// Resource names are the test's own: the cluster and its nodes are
 	// shared with the package's other tests.
 	pci, vgpu, pair, unlisted := "corral.test/pci-"+e.ns, "corral.test/vgpu-"+e.ns, "corral.test/pair-"+e.ns, "corral.test/unlisted-"+e.ns
+	nsd := "corral.test/nsd-" + e.ns
 	kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "kubevirt"}}
 	kv.Spec.Configuration.PermittedHostDevices = &kubevirtv1.PermittedHostDevices{
-		PciHostDevices:  []kubevirtv1.PciHostDevice{{PCIVendorSelector: "10DE:2236", ResourceName: pci}, {PCIVendorSelector: "144D:A808", ResourceName: pair, ExternalResourceProvider: true}},
+		PciHostDevices:  []kubevirtv1.PciHostDevice{{PCIVendorSelector: "10DE:2236", ResourceName: pci}, {PCIVendorSelector: "144D:A808", ResourceName: pair, ExternalResourceProvider: true}, {PCIVendorSelector: "10DE:2237", ResourceName: nsd}},
 		MediatedDevices: []kubevirtv1.MediatedHostDevice{{MDEVNameSelector: "NVIDIA A10-12Q", ResourceName: vgpu, ExternalResourceProvider: true}},
 	}
 	if err := e.admin.Create(e.ctx, kv); err != nil {
@@ -276,6 +277,7 @@ func TestCapacityAdmission(t *testing.T) {
 			t.Errorf("AskStart without update on virtualmachines/start: %v; want EUnavailable naming the grant", err)
 		}
 	})
+	t.Run("NamespacedInstall", func(t *testing.T) { testCapacityNamespaced(t, e, nsd) })
 	t.Run("NotPermitted", func(t *testing.T) {
 		e.refused(t, "unlisted-1", vdi.EInvalid, func() error { return create("unlisted", "gold-unlisted", 1) },
 			"asks for host device "+unlisted+", which KubeVirt does not permit", "permittedHostDevices")
