@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -130,6 +132,15 @@ func (v *VMs) labelGolden(ctx context.Context, golden *kubevirtv1.VirtualMachine
 // on a VM that was not there yet. The write is conditional on the VM as
 // read with them, so that a definition written on it meanwhile is read
 // again, never overwritten with an older one.
+//
+// A write that loses (Conflict) or meets a passing fault of the API server
+// is tried again, with backoff up to memberWriteBackoff, for as long as
+// ctx lives (the job's): a member is never given up on while its job
+// goes on. Until the write lands the member carries the definition its
+// clone was planned with (encoded, see memberMeta), which counts only
+// where it agrees with the pool's and else closes the member
+// (closedMembers); the reclaim loop writes the pool's on it
+// (RepairDefinitions) if the job ends first.
 func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *memberMeta) error {
 	if meta == nil {
 		return nil
@@ -146,10 +157,10 @@ func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *mem
 		}
 		return out
 	}
-	for attempt := 0; ; attempt++ {
+	write := func() error {
 		ann, version, err := v.currentDefinition(ctx, namespace, name, meta)
 		if err != nil {
-			return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
+			return err
 		}
 		annotations := merge(meta.golden.Annotations, ann)
 		for _, k := range definitionKeys {
@@ -162,15 +173,46 @@ func (v *VMs) writeMember(ctx context.Context, namespace, name string, meta *mem
 			md["resourceVersion"] = version // a precondition: Conflict if written meanwhile
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": md})
-		err = v.patchVM(ctx, namespace, name, patch)
-		if apierrors.IsConflict(err) && attempt < 5 {
-			continue
+		return v.patchVM(ctx, namespace, name, patch)
+	}
+	wait := memberWriteFirst
+	for lost := 0; ; lost++ {
+		err := write()
+		if err == nil {
+			return nil
 		}
-		if err != nil {
+		stopped := func() error {
+			return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: stopped after %d tries (it carries the definition its clone was planned with until the reclaim loop writes the pool's): %w (last: %v)",
+				namespace, name, lost+1, context.Cause(ctx), err)
+		}
+		if ctx.Err() != nil {
+			return stopped()
+		}
+		if !retryable(err) {
 			return fmt.Errorf("kube: label cloned VM %s/%s as a pool member: %w", namespace, name, err)
 		}
-		return nil
+		select {
+		case <-ctx.Done():
+			return stopped()
+		case <-time.After(wait/2 + rand.N(wait)):
+		}
+		wait = min(2*wait, memberWriteBackoff)
 	}
+}
+
+// memberWriteFirst and memberWriteBackoff bound the wait between tries of
+// a member's write (writeMember): it doubles from the first to the second.
+const (
+	memberWriteFirst   = 10 * time.Millisecond
+	memberWriteBackoff = time.Second
+)
+
+// retryable reports whether a write that failed with err may succeed if
+// tried again: it lost a race (Conflict), or the API server or its
+// storage was briefly away or too busy.
+func retryable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }
 
 // patchVM merge-patches VM namespace/name; reads of the namespace then see

@@ -31,6 +31,7 @@ func TestVMPoolTrouble(t *testing.T) {
 	alice := vdi.Identity{Login: "alice"}
 
 	t.Run("DefinitionDuringReset", func(t *testing.T) { testDefinitionDuringReset(t, s, standIn, svc, leases) })
+	t.Run("DefinitionWriteLoses", func(t *testing.T) { testDefinitionWriteLoses(t, s) })
 
 	t.Run("SnapshotStuck", func(t *testing.T) {
 		stuckNS := s.c.Namespace(t)
