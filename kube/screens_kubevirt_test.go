@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/portal"
@@ -169,7 +171,12 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // consoles end with 1012 and the words that the screen moves, open again
 // on the other replica, and virt-handler saw one client more, none
 // kicked.
-func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Node, ref vdi.Ref) {
+//
+// It stands on its own (run alone, the earlier steps' claim and
+// migration are not there): alice claims ref, and the node is whichever
+// of nodes runs its VMI.
+func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ...*testcluster.Node) {
+	node := holdOn(t, s, ref, "alice", nodes...)
 	if err := node.WithoutIPs(s.ctx, ref.Namespace, ref.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +261,33 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, node *testcluster.Nod
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Logf("virt-handler refused %d VNC clients during the failover and the drain (preserveSession): retried, never a kick", n.Refused-before.Refused)
 	}
+}
+
+// holdOn makes user the holder of ref (asking again for a claim they
+// have returns it) and returns which of nodes runs its VMI.
+func holdOn(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, user string, nodes ...*testcluster.Node) *testcluster.Node {
+	t.Helper()
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	var vm kubevirtv1.VirtualMachine
+	var vmi kubevirtv1.VirtualMachineInstance
+	if err := s.admin.Get(s.ctx, key, &vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.admin.Get(s.ctx, key, &vmi); err != nil {
+		t.Fatal(err)
+	}
+	pool := vm.Labels[vdi.LabelPool]
+	svc := newService(s.vms, mustLeases(t, s.c.PortalServiceAccount(t)))
+	if d, err := svc.Claim(s.ctx, vdi.Identity{Login: user}, ref.Namespace, pool); err != nil || d.Name != ref.Name || d.Holder != user {
+		t.Fatalf("%s's claim of %s's pool %q: %+v, %v; want %s, theirs", user, ref, pool, d, err, ref.Name)
+	}
+	for _, n := range nodes {
+		if n.Name() == vmi.Status.NodeName {
+			return n
+		}
+	}
+	t.Fatalf("VMI %s runs on node %q, none of the stand-ins", ref, vmi.Status.NodeName)
+	return nil
 }
 
 // viewOnlyDropped: erin (view only) types, then carol (control) types a

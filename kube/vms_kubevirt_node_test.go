@@ -86,7 +86,6 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	if err != nil {
 		t.Fatalf("VNC through virt-api: %v", err)
 	}
-	defer holder.Close()
 	if _, err := snapshot.Take(holder, 0, time.Now().Add(10*time.Second)); err != nil {
 		t.Fatalf("the holder's VNC through virt-api: %v", err)
 	}
@@ -114,6 +113,7 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	if err := stillOpen(holder); err != nil {
 		t.Errorf("the holder's console after a screenshot and a refused second client: %v; want it connected", err)
 	}
+	holder.Close() // the steps below open their own
 	serial, err := apiserver.Dial(s.ctx, ref, vdi.ProtocolSerial)
 	if err != nil {
 		t.Fatalf("serial console through virt-api: %v", err)
@@ -146,8 +146,9 @@ func testKubeVirtNode(t *testing.T, s *kubeVirtSetup) {
 	// A second node, started now so that the VM's first Pod went to node.
 	to := s.kv.StartNode(t)
 	t.Run("Migration", func(t *testing.T) { testKubeVirtMigration(t, s, node, to, ref) })
-	// alice's desktop, now on to, watched across portal replicas.
-	t.Run("OneScreenAcrossReplicas", func(t *testing.T) { testKubeVirtOneScreen(t, s, to, ref) })
+	// alice's desktop (on to after the migration), watched across portal
+	// replicas.
+	t.Run("OneScreenAcrossReplicas", func(t *testing.T) { testKubeVirtOneScreen(t, s, ref, node, to) })
 
 	if err := s.vms.Stop(s.ctx, ref); err != nil {
 		t.Fatalf("Stop through virt-api's stop subresource: %v", err)
