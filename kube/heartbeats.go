@@ -5,12 +5,15 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // Other replicas' heartbeats are judged as client-go's leader election
@@ -105,12 +108,38 @@ func (o *ScreenOwners) look(ctx context.Context) ([]coordinationv1.Lease, error)
 	}
 	o.seen.keep(list.Items)
 	var live []coordinationv1.Lease
+	var names []string
 	for _, l := range list.Items {
 		if o.seen.alive(&l) {
 			live = append(live, l)
+			if l.Annotations[annoDraining] != "true" {
+				names = append(names, ptrString(l.Spec.HolderIdentity))
+			}
 		}
 	}
+	o.liveMu.Lock()
+	o.live, o.liveAt = names, o.now()
+	o.liveMu.Unlock()
 	return live, nil
+}
+
+var _ vdi.Replicas = (*ScreenOwners)(nil)
+
+// Live implements vdi.Replicas: the replicas whose heartbeats ran and
+// were not draining at the last look (Run looks every second), so that
+// each replica's claims try their own share of a pool's members first.
+// A look older than peersFresh (Run stopped, or the API server has not
+// answered since) gives none: the replicas may have changed since.
+func (o *ScreenOwners) Live() (self string, live []string) {
+	o.liveMu.Lock()
+	defer o.liveMu.Unlock()
+	if o.liveAt.IsZero() || o.now().Sub(o.liveAt) >= peersFresh {
+		return o.self, nil
+	}
+	if o.draining.Load() {
+		return o.self, slices.DeleteFunc(slices.Clone(o.live), func(r string) bool { return r == o.self })
+	}
+	return o.self, o.live
 }
 
 // probeAfter is how long a heartbeat goes unrenewed before its replica's

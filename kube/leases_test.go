@@ -50,11 +50,34 @@ func openConfig(ctx context.Context, cfg *rest.Config) (vdi.Leases, func(), erro
 // kubeStore returns a fresh namespace on the shared cluster whose clients
 // authenticate with cfg.
 func kubeStore(t testing.TB, c *testcluster.Cluster, cfg *rest.Config) leasetest.Store {
+	ns := c.Namespace(t)
 	return leasetest.Store{
-		Namespace: c.Namespace(t),
+		Namespace: ns,
 		Child:     testcluster.WriteKubeconfig(t, cfg),
 		Open:      func(tb testing.TB) vdi.Leases { return mustLeases(tb, cfg) },
+		Replicas:  func(tb testing.TB, name string) vdi.Replicas { return runHeartbeat(tb, cfg, ns, name) },
 	}
+}
+
+// runHeartbeat keeps the heartbeat of a replica named name in namespace
+// ns, as a portal's kube.ScreenOwners does, until tb ends.
+func runHeartbeat(tb testing.TB, cfg *rest.Config, ns, name string) *kube.ScreenOwners {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: name})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return o
 }
 
 // mustLeases opens Leases as cfg, closed when tb ends.

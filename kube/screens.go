@@ -83,6 +83,10 @@ type ScreenOwners struct {
 	mu      sync.Mutex
 	peers   []string  // the other replicas' URLs, found at
 	peersAt time.Time // (zero: never)
+
+	liveMu sync.Mutex
+	live   []string  // the live replicas not draining, seen at
+	liveAt time.Time // (zero: never)
 }
 
 var _ console.Owners = (*ScreenOwners)(nil)

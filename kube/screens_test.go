@@ -104,11 +104,43 @@ func TestScreenOwners(t *testing.T) {
 		waitAlive(r, true)
 	}
 
+	// The live replicas, whose claims split a pool's members
+	// (vdi.Replicas): those whose heartbeats ran and did not drain at a
+	// replica's last look, and none once that look is 5 s old.
+	var later atomic.Int64 // f's clock, ahead by
+	f := kube.NewScreenOwners(kube.ScreenOwnersConfig{Client: cs, Namespace: ns, Identity: "replica-f", Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
+	fctx, stopF := context.WithCancel(ctx)
+	fDone := make(chan struct{})
+	go func() { defer close(fDone); f.Run(fctx) }()
+	waitLive := func(r *kube.ScreenOwners, want ...string) {
+		t.Helper()
+		var live []string
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if _, live = r.Live(); slices.Equal(live, want) {
+				return
+			}
+		}
+		t.Fatalf("%s sees %v live; want %v", r.Self(), live, want)
+	}
+	waitLive(f, "replica-a", "replica-f")
+	waitLive(a, "replica-a", "replica-f")
+	stopF()
+	<-fDone
+	waitLive(a, "replica-a") // f's heartbeat deleted as it stopped
+	later.Store(int64(5 * time.Second))
+	if self, live := f.Live(); self != "replica-f" || live != nil {
+		t.Errorf("f's Live 5 s after its last look = %s, %v; want replica-f and none known", self, live)
+	}
+
 	// Peers are found by their heartbeats while they run and do not drain.
 	if got := mk("replica-d", cs, 0).Peers(ctx); !slices.Equal(got, []string{"http://replica-a:8080"}) {
 		t.Errorf("peers found = %v; want a's URL (b runs no heartbeat)", got)
 	}
 	a.SetDraining()
+	if _, live := a.Live(); len(live) != 0 {
+		t.Errorf("a sees %v live once it drains; want itself left out at once", live)
+	}
 	var got []string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if got = mk("replica-e", cs, 0).Peers(ctx); len(got) == 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // openScreens records desktops' screen owners in Leases when replicas
@@ -21,6 +22,15 @@ func (m *Main) openScreens() {
 
 // screenOwners is m.screens as console.Owners, nil without.
 func (m *Main) screenOwners() console.Owners {
+	if m.screens == nil {
+		return nil
+	}
+	return m.screens
+}
+
+// replicas is m.screens as vdi.Replicas (the replicas' claims split
+// the members by their heartbeats), nil without.
+func (m *Main) replicas() vdi.Replicas {
 	if m.screens == nil {
 		return nil
 	}

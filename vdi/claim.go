@@ -204,9 +204,9 @@ const (
 // freeMembers returns the members with no live claim that were not tried
 // yet: first one assigned to login before Leases existed (it migrates to a
 // Lease now), then running ones (the user gets a desktop now), then stopped
-// ones, then the rest; within each group in the claim's own order
-// (spread), so that concurrent claimants do not all race for the same
-// member. A member assigned to someone else that never had a Lease is
+// ones, then the rest; within each group this replica's share of the
+// members first (share), each part in the claim's own order (spread),
+// so that concurrent claimants do not all race for the same member. A member assigned to someone else that never had a Lease is
 // theirs, not free.
 func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
 	rank := func(m Member) int {
@@ -223,10 +223,12 @@ func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map
 		}
 		return 2
 	}
+	sh, split := shareOf(o.replicas)
 	type placed struct {
-		rank  int
-		score uint64
-		m     Member
+		rank   int
+		theirs bool // another replica's share: tried after this one's
+		score  uint64
+		m      Member
 	}
 	var order []placed // each member hashed once, not once per comparison
 	for _, m := range members {
@@ -240,11 +242,17 @@ func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map
 		if m.Closed != "" {
 			continue // not carrying its pool's definition: fails closed until repaired
 		}
-		order = append(order, placed{rank(m), o.score(login, m), m})
+		order = append(order, placed{rank(m), split && !sh.mine(m), o.score(login, m), m})
 	}
 	slices.SortFunc(order, func(a, b placed) int {
 		if r := a.rank - b.rank; r != 0 {
 			return r
+		}
+		if a.theirs != b.theirs {
+			if a.theirs {
+				return 1
+			}
+			return -1
 		}
 		return cmp.Compare(a.score, b.score)
 	})

@@ -14,7 +14,10 @@ import (
 // let two claims pick the same first member as often as birthdays match,
 // so a claim there also skips the members this portal's other claims are
 // writing (see trying).
-type spread struct{ seed maphash.Seed }
+type spread struct {
+	seed     maphash.Seed
+	replicas Replicas // nil: no share of the members preferred
+}
 
 // score is m's place in the order of claim, the claiming user.
 func (s spread) score(claim string, m Member) uint64 {

@@ -11,7 +11,7 @@ import (
 // try different members first (rendezvous hashing of the member and the
 // claim), and the ranks still come first.
 func TestFreeMembersSpreadsClaims(t *testing.T) {
-	o := spread{maphash.MakeSeed()}
+	o := spread{seed: maphash.MakeSeed()}
 	var members []Member
 	for i := range 100 {
 		members = append(members, Member{Namespace: "ns", Name: fmt.Sprintf("m-%d", i), Power: PowerRunning})

@@ -39,6 +39,10 @@ type Config struct {
 	// Samples keeps the pools' samples for the dashboard's charts
 	// (SamplePools); nil keeps none.
 	Samples SampleStore
+	// Replicas names the live replicas, so that each one's claims try
+	// its own share of a pool's members first (share); nil: none known,
+	// every claim orders them alike.
+	Replicas Replicas
 }
 
 // DefaultRefillDelay lets a claimed desktop's console open before the
@@ -116,7 +120,7 @@ func NewService(cfg Config) *Service {
 		refillDelay:   cfg.RefillDelay,
 		jobsRunning:   map[string]*job{},
 		samples:       cfg.Samples,
-		spread:        spread{maphash.MakeSeed()},
+		spread:        spread{maphash.MakeSeed(), cfg.Replicas},
 	}
 	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {

@@ -3,6 +3,7 @@ package leasetest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -32,6 +33,13 @@ func Bench(b *testing.B, s Store, members, claimants, portals int, single float6
 	for i := range instances {
 		instances[i] = count(s.Open(b), &n)
 	}
+	replicas := make([]vdi.Replicas, portals)
+	if s.Replicas != nil {
+		for i := range replicas {
+			replicas[i] = s.Replicas(b, fmt.Sprintf("portal-%d", i))
+		}
+		awaitLive(b, replicas)
+	}
 	var start time.Time
 	var lat []time.Duration
 	var won int
@@ -50,7 +58,8 @@ func Bench(b *testing.B, s Store, members, claimants, portals int, single float6
 		pool := NewPool(s.Namespace, name, members, members)
 		svcs := make([]*vdi.Service, portals)
 		for i := range svcs {
-			svcs[i] = service(pool, instances[i], nil)
+			svcs[i] = vdi.NewService(vdi.Config{Backend: pool, Leases: instances[i], Audit: nopAudit{},
+				Log: slog.New(slog.DiscardHandler), Replicas: replicas[i]})
 		}
 		got := make([]time.Duration, claimants)
 		ok := make([]bool, claimants)
@@ -118,5 +127,23 @@ func BenchStorm(b *testing.B, open func(testing.TB) Store, members, portals int)
 			}
 			Bench(b, open(b), members, n, portals, single)
 		})
+	}
+}
+
+// awaitLive waits until each of replicas sees them all live, as the
+// replicas of a portal that has been running do.
+func awaitLive(b *testing.B, replicas []vdi.Replicas) {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range replicas {
+		for {
+			self, live := r.Live()
+			if len(live) == len(replicas) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("replica %s sees %v live after 30 s; want all %d", self, live, len(replicas))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }

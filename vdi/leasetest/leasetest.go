@@ -30,6 +30,11 @@ type Store struct {
 	// Child is handed to the opener given to MaybeChild in a child process,
 	// to open a client of this same store there.
 	Child string
+	// Replicas, when set, starts one more portal instance's heartbeat
+	// named name (the kube backend's) and returns its view of the live
+	// replicas, running until tb ends: the claim benchmarks give it to
+	// their portals (vdi.Config.Replicas).
+	Replicas func(tb testing.TB, name string) vdi.Replicas
 }
 
 // Run runs the suite; newStore makes a fresh, empty store for each test.

@@ -1,0 +1,87 @@
+package vdi
+
+import (
+	"hash/fnv"
+	"slices"
+)
+
+// Replicas names the portal's replicas as this one sees them (the kube
+// backend's heartbeats, kube.ScreenOwners), so that their claims split a
+// pool's members between them (share).
+type Replicas interface {
+	// Live returns this replica's name and the names of the replicas
+	// that take claims now, this one among them when it does; an empty
+	// live means not known.
+	Live() (self string, live []string)
+}
+
+// share is the part of a pool's members a replica's claims try first:
+// those that rendezvous hashing of member and replica gives to it among
+// the live replicas. Replicas whose claims choose at the same moment,
+// each without seeing the other's writes yet, then try different members
+// first, where each claim's own order (spread) alone lets claims on
+// different replicas overlap by about (replicas choose 2) × (claims per
+// replica)² ÷ members. It only orders: a claim whose replica's share has
+// no free member goes on to the others' (as a claim on a replica that
+// died leaves its share to them), so no claim fails because of it, and
+// replicas that see different live sets for a moment (one joined, one
+// died) only overlap more for that moment. Every replica must hash
+// alike: the hash has no per-process seed.
+type share struct {
+	self   uint64   // this replica's hash
+	others []uint64 // the other live replicas'
+}
+
+// shareOf returns the share of the replica that r says this one is; ok
+// is false when there is none to prefer (no Replicas, none known, this
+// replica not among the live ones, or alone among them).
+func shareOf(r Replicas) (s share, ok bool) {
+	if r == nil {
+		return share{}, false
+	}
+	self, live := r.Live()
+	if len(live) < 2 || !slices.Contains(live, self) {
+		return share{}, false
+	}
+	s.self = hashString(self)
+	for _, name := range live {
+		if name != self {
+			s.others = append(s.others, hashString(name))
+		}
+	}
+	return s, true
+}
+
+// mine reports whether member m (namespace/name) is this replica's:
+// its score with this replica beats its score with every other (a tie,
+// as rare as a 64-bit collision, goes to the replica with the lower
+// hash, on every replica alike).
+func (s share) mine(m Member) bool {
+	h := hashString(m.Namespace + "/" + m.Name)
+	own := mix(h ^ s.self)
+	for _, o := range s.others {
+		if theirs := mix(h ^ o); theirs > own || (theirs == own && o < s.self) {
+			return false
+		}
+	}
+	return true
+}
+
+// hashString is FNV-1a of s: the same in every process.
+func hashString(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// mix is SplitMix64's finaliser: FNV's nearby inputs (replica-0,
+// replica-1) give nearby hashes, which rendezvous hashing must not
+// compare raw.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
