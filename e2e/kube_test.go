@@ -169,6 +169,36 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 		t.Fatalf("alice's %s shows a desktop but has no VMI", alices)
 	}
 
+	// A live migration moves alice's VM to a new IP under her open console
+	// (#55): the old stream goes silent with no FIN; the portal closes it
+	// once the VMI says the VM moved, and the page reconnects by itself,
+	// once, to the desktop at its new address (direct again: the history
+	// below wants alice's sessions direct).
+	_, err := page.Evaluate(recordStates)
+	must(t, err)
+	moved := time.Now()
+	from, to := e.standIn.Migrate(t, e.ns, alices)
+	var said []string
+	waitFor(t, 30*time.Second, "alice's page to lose its console at the migration and show it again", func() bool {
+		said = pageSaid(t, page)
+		return len(said) > 1 && said[len(said)-1] == "Connected"
+	})
+	drawn(t, page, "kube-alice-migrated")
+	t.Logf("alice's %s migrated from %s to %s; her page said %q and showed the desktop again %v later",
+		alices, from, to, said, time.Since(moved).Round(time.Millisecond))
+	if n := slices.Index(said, "Connected"); n != len(said)-1 {
+		t.Errorf("alice's page said %q across the migration; want one reconnect (Connected once, at the end)", said)
+	}
+	all := strings.Join(said, "\n")
+	if !strings.Contains(all, "Your desktop moved to another node (a live migration). Reconnecting in") {
+		t.Errorf("alice's page said %q across the migration; want it to say the desktop moved and that it reconnects", said)
+	}
+	for _, w := range []string{"Stopped", "no longer yours", "closed the connection", "failed"} {
+		if strings.Contains(all, w) {
+			t.Errorf("alice's page said %q across the migration; want no %q: the desktop only moved", said, w)
+		}
+	}
+
 	// alice again, on the page's first console: RDP (IronRDP in the page,
 	// the portal's RDCleanPath gateway, the guest's port 3389 at its IP),
 	// signed in with what the guest's user knows.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -98,6 +100,7 @@ func (a *addresses) watchMoves(ref vdi.Ref, place vmiPlace, conn net.Conn) net.C
 		return conn
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	watched := &watchedConn{Conn: conn, stop: cancel}
 	go func() {
 		// Only what the cache shows at or after the dial counts: a cache
 		// behind the API server (the dial may have read past it) must not
@@ -113,6 +116,11 @@ func (a *addresses) watchMoves(ref vdi.Ref, place vmiPlace, conn net.Conn) net.C
 				}
 				if why := place.moved(vmi); caughtUp && why != "" {
 					slog.Info("direct console closed: the desktop moved", "desktop", ref, "why", why)
+					if vmi != nil && vmi.DeletionTimestamp == nil && string(vmi.UID) == place.uid {
+						// The same VMI elsewhere (a live migration, a new
+						// IP): the page says so and reconnects to it.
+						watched.moved.Store(relay.HandedOver(DesktopMoves))
+					}
 					conn.Close()
 					return
 				}
@@ -124,14 +132,32 @@ func (a *addresses) watchMoves(ref vdi.Ref, place vmiPlace, conn net.Conn) net.C
 			}
 		}
 	}()
-	return &watchedConn{Conn: conn, stop: cancel}
+	return watched
 }
+
+// DesktopMoves is the close reason of a direct console whose VM moved
+// under it (a live migration, a new IP): the page says it as it
+// reconnects to the desktop where it is now.
+const DesktopMoves = "your desktop moved to another node (a live migration)"
 
 // watchedConn is a direct console whose VMI is watched until it closes.
 type watchedConn struct {
 	net.Conn
-	once sync.Once
-	stop context.CancelFunc
+	once  sync.Once
+	stop  context.CancelFunc
+	moved atomic.Value // the error reads end with once the VM moved
+}
+
+// Read implements net.Conn; once the watch closed the connection because
+// the VM moved, a failed read says so (relay.HandedOver).
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		if moved, _ := c.moved.Load().(error); moved != nil {
+			return n, moved
+		}
+	}
+	return n, err
 }
 
 // Close implements net.Conn.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
+	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -96,6 +98,10 @@ func testKubeVirtMigration(t *testing.T, s *kubeVirtSetup, from, to *testcluster
 	// VMI cache ends it.
 	if err := waitClosed(console, 30*time.Second); err != nil {
 		t.Fatalf("alice's direct console after the migration: %v; want it closed so that her page reconnects", err)
+	}
+	// ...saying why, which the page says as it reconnects.
+	if _, err := console.Read(make([]byte, 1)); relay.Handover(err) == nil || !strings.Contains(err.Error(), kube.DesktopMoves) {
+		t.Errorf("alice's direct console ended with %v; want relay.HandedOver(%q)", err, kube.DesktopMoves)
 	}
 	t.Logf("direct console closed %s after the migration began", time.Since(begin).Round(time.Millisecond))
 	if err := waitClosed(serial, 30*time.Second); err != nil {

@@ -274,6 +274,15 @@ func HandedOver(reason string) error {
 	return &websocket.CloseError{Code: websocket.CloseServiceRestart, Text: reason}
 }
 
+// Handover returns err when it is a HandedOver close (wrapped or not),
+// else nil: what a hub passes on to its clients as the reason it ended.
+func Handover(err error) error {
+	if ce := handedOver(err); ce != nil {
+		return ce
+	}
+	return nil
+}
+
 // handedOver returns err's HandedOver close, else nil.
 func handedOver(err error) *websocket.CloseError {
 	var ce *websocket.CloseError

@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
 // Hub is one desktop's RFB connection, shared by its clients (see the
@@ -62,8 +64,10 @@ func connect(conn net.Conn, h264 string, log *slog.Logger) (*Hub, error) {
 	}
 	h.first = make(chan struct{})
 	go func() {
+		// An upstream that ends because the desktop moved says so
+		// (relay.HandedOver): the clients are told, as for CloseFor.
 		err := h.read()
-		h.end(err, nil)
+		h.end(err, relay.Handover(err))
 	}()
 	// The first clients get the desktop's screen, not a black one.
 	t := time.NewTimer(handshakeTimeout)
