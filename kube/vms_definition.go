@@ -180,6 +180,9 @@ func ownDefinition(vm *kubevirtv1.VirtualMachine, closed string) (vdi.Pool, erro
 // carry the pool's definition is closed, by name: only when the pool
 // itself is defined (a closed pool is closed as a whole).
 func closedMembers(vms []kubevirtv1.VirtualMachine) map[string]string {
+	if len(vms) == 0 {
+		return nil
+	}
 	def, closed := definingMember(vms)
 	if closed != "" {
 		return nil

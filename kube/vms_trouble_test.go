@@ -32,6 +32,7 @@ func TestVMPoolTrouble(t *testing.T) {
 
 	t.Run("DefinitionDuringReset", func(t *testing.T) { testDefinitionDuringReset(t, s, standIn, svc, leases) })
 	t.Run("DefinitionWriteLoses", func(t *testing.T) { testDefinitionWriteLoses(t, s) })
+	t.Run("OneMemberMadeFresh", func(t *testing.T) { testOneMemberMadeFresh(t, s, standIn, svc, leases) })
 
 	t.Run("SnapshotStuck", func(t *testing.T) {
 		stuckNS := s.c.Namespace(t)

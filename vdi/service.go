@@ -233,14 +233,13 @@ func Recordable(ps []Protocol) []Protocol {
 // Pools lists the pools id may use (admins: every pool) with how many
 // members are free.
 func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) {
-	pools, err := s.backend.Pools(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var jobs jobsByPool
 	if id.Admin {
 		jobs = s.poolJobs(ctx)
-		pools = append(pools, jobs.creating(pools)...)
+	}
+	pools, err := s.listedPools(ctx, jobs)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]PoolStatus, 0, len(pools))
 	for _, p := range pools {
@@ -259,7 +258,7 @@ func (s *Service) Pools(ctx context.Context, id Identity) ([]PoolStatus, error) 
 // PoolNamespaces returns the namespaces that have a pool called name,
 // whoever may use it (a kiosk link names a pool, not its namespace).
 func (s *Service) PoolNamespaces(ctx context.Context, name string) ([]string, error) {
-	pools, err := s.backend.Pools(ctx)
+	pools, err := s.listedPools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

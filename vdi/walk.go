@@ -15,9 +15,10 @@ type poolClaims struct {
 }
 
 // walkPools reads every pool's members and live claims, in the backend's
-// order.
+// order, with the pools whose members are all being made fresh
+// (listedPools).
 func (s *Service) walkPools(ctx context.Context) ([]poolClaims, error) {
-	pools, err := s.backend.Pools(ctx)
+	pools, err := s.listedPools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -28,6 +29,12 @@ func (s *Service) walkPools(ctx context.Context) ([]poolClaims, error) {
 			return nil, err
 		}
 		members, err := s.backend.Members(ctx, p.Namespace, p.Name)
+		if ErrorCode(err) == ENotFound {
+			// Its last member went since the pools were read, or it has
+			// none while they are made fresh (listedPools): its claims
+			// being reset are its members (listed).
+			members, err = nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
