@@ -253,6 +253,9 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		tm, _ := admin.GetByTestId("time").TextContent()
 		mx, _ := admin.GetByTestId("timeline").GetAttribute("max")
 		t.Logf("replayed %s (timeline max %s) of the VNC session", tm, mx)
+		if pos, total, ok := strings.Cut(tm, " / "); !ok || pos != total || strings.Trim(total, "0:.") == "" {
+			t.Errorf("the player's clock at the end reads %q; want the recording's length twice, not zero (timeline max %s)", tm, mx)
+		}
 		screenshot(t, admin, "vnc-playback-end")
 		if n := differingPixels(live, replayed); n != 0 {
 			t.Errorf("replayed framebuffer %v differs from the live one %v in %d pixels", replayed.Bounds(), live.Bounds(), n)

@@ -14,9 +14,13 @@ const errorText = document.getElementById('player-error');
 
 function state(s) { el.dataset.state = s; playBtn.textContent = s === 'playing' ? 'Pause' : 'Play'; }
 
-function clock(sec) {
-  sec = Math.max(0, Math.floor(sec));
-  return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
+// clock says sec as m:ss, or m:ss.t (tenths) in a recording shorter than
+// ten seconds, which whole seconds would show as 0:00 / 0:00.
+function clock(sec, tenths) {
+  const t = Math.max(0, Math.floor(sec * 10 + 1e-6));
+  const s = Math.floor(t / 10);
+  const whole = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  return tenths ? `${whole}.${t % 10}` : whole;
 }
 
 function fail(msg) {
@@ -37,8 +41,10 @@ function controls(p) {
   timeline.disabled = false;
   playBtn.disabled = false;
   const show = (pos) => {
-    if (!timeline.matches(':active')) timeline.value = String(pos);
-    timeText.textContent = `${clock(pos)} / ${clock(p.duration)}`;
+    // At the end the thumb is at the end, though the last step rounds up.
+    if (!timeline.matches(':active')) timeline.value = String(pos >= p.duration ? end : pos);
+    const tenths = p.duration < 10;
+    timeText.textContent = `${clock(pos, tenths)} / ${clock(p.duration, tenths)}`;
   };
   show(0);
   state('ready');
