@@ -296,6 +296,8 @@ func TestConsole_H264(t *testing.T) {
 		t.Errorf("after 60s the replayed screen differs from the live one %v in %d pixels (-1: in size)", live.Bounds(), n)
 	}
 
+	playbackWithoutWebCodecs(t, b, p, rec.ID, live)
+
 	// A browser without WebCodecs never asks for video.
 	consoleWithoutWebCodecs(t, b, p, "alice", d.Name, at, purple)
 }

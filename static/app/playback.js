@@ -11,6 +11,7 @@ const speedSel = document.getElementById('speed');
 const timeline = document.getElementById('timeline');
 const timeText = document.getElementById('time');
 const errorText = document.getElementById('player-error');
+const noteText = document.getElementById('player-note');
 
 function state(s) { el.dataset.state = s; playBtn.textContent = s === 'playing' ? 'Pause' : 'Play'; }
 
@@ -184,6 +185,33 @@ function posterAt(records) {
   return at;
 }
 
+// stillVideo stands in for noVNC's H.264 decoder (RFB encoding 50) where
+// the browser has no WebCodecs, which that decoder needs: noVNC 1.7 would
+// fail the whole playback at the recording's first video rectangle (a
+// live console never gets video there: noVNC does not ask for it). It
+// reads each video rectangle past and draws nothing, so the screen holds
+// its last picture while the desktop moved, until the exact screen the
+// hub sends after each motion; the first one it skips says so under the
+// player. It relies on noVNC's decoders table (private; noVNC is pinned).
+function stillVideo(rfb) {
+  if (window.VideoDecoder || !rfb._decoders?.[50]) return;
+  rfb._decoders[50] = {
+    decodeRect(x, y, w, h, sock) {
+      if (sock.rQwait('h264 header', 8)) return false;
+      const length = sock.rQshift32();
+      sock.rQshift32(); // flags
+      if (sock.rQwait('h264 payload', length, 8)) return false;
+      sock.rQskipBytes(length);
+      if (noteText.hidden) {
+        noteText.textContent = 'This browser cannot play video (it has no WebCodecs): where the desktop moved, the recording shows the screen still until the motion ended. A browser with WebCodecs (a recent Chrome, Edge, Firefox or Safari) plays it all.';
+        noteText.hidden = false;
+        el.dataset.video = 'still';
+      }
+      return true;
+    },
+  };
+}
+
 // vncPlayer replays an RFB recording into noVNC; seeking back replays from
 // the start, as fast as noVNC takes it. Before Play (and after a seek to the
 // start) it shows the session's first frame.
@@ -207,6 +235,7 @@ async function vncPlayer(buf) {
     rfb = new RFB(el, sock, { shared: true, credentials: { password: 'recorded' } });
     rfb.viewOnly = true;
     rfb.scaleViewport = true;
+    stillVideo(rfb);
     rfb.addEventListener('credentialsrequired', () => rfb.sendCredentials({ username: '', password: 'recorded' }));
     setTimeout(() => sock.feed(), 0);
     next = 0;
