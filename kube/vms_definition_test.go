@@ -3,11 +3,13 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +100,8 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 		}
 	}
 
+	t.Run("ChangeOvertakesLateClone", func(t *testing.T) { testLateCloneOvertaken(t, s, svc) })
+
 	t.Run("AttackMemberWithoutItsAccess", func(t *testing.T) {
 		// A member that lost its definition (a hand edit, a clone by an
 		// older portal) is read by itself as open to everyone: the pool
@@ -168,4 +172,82 @@ func (s *kubeVirtSetup) vm(t *testing.T, name string) *kubevirtv1.VirtualMachine
 		t.Fatal(err)
 	}
 	return &vm
+}
+
+// testLateCloneOvertaken: an admin's change overtakes a clone that
+// outlives the portal's wait, on KubeVirt's own controllers. The pool is
+// widened to alice and bob; late-2 is made fresh, and just before its
+// clone is asked for (its plan taken, its old VM gone) the admin narrows
+// the pool to alice; the portal's wait is then cut, and KubeVirt lands
+// the clone with the plan's definition, bob's included. The pool reads as
+// the admin set it, never closed; late-2 alone is closed, saying why;
+// bob's claim is refused; the reclaim loop writes alice's on it.
+func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service) {
+	ctx := s.ctx
+	root, alice, bob := vdi.Identity{Login: "root", Admin: true}, vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
+	if err := svc.UpdatePool(ctx, root, s.ns, "late", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice", "bob"}}}); err != nil {
+		t.Fatalf("the admin widens the pool to bob: %v", err)
+	}
+	old := s.vm(t, "late-2").UID
+	rctx, cut := context.WithCancel(ctx)
+	defer cut()
+	var asked, narrowed bool
+	cfg := rest.CopyConfig(s.c.PortalServiceAccount(t))
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			if !strings.Contains(req.URL.Path, "/virtualmachineclones") {
+				return rt.RoundTrip(req)
+			}
+			switch {
+			case req.Method == http.MethodPost && !narrowed:
+				narrowed = true
+				if err := svc.UpdatePool(ctx, root, s.ns, "late", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice"}}}); err != nil {
+					t.Errorf("the admin narrows the pool to alice while late-2 is made fresh: %v", err)
+				}
+				asked = true
+			case asked && req.Method == http.MethodGet:
+				cut() // the portal's wait ends (its replica died, its request was cut)
+				return nil, context.Canceled
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	racing, err := kube.NewVMs(kube.Config{REST: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := racing.Recreate(rctx, vdi.Ref{Namespace: s.ns, Name: "late-2"}); err == nil || !asked {
+		t.Fatalf("late-2 made fresh with its wait cut: %v (clone asked for: %t); want the clone left going", err, asked)
+	}
+	s.waitFor(t, 2*time.Minute, "KubeVirt to land late-2's clone", func() (bool, error) {
+		var vm kubevirtv1.VirtualMachine
+		err := s.admin.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "late-2"}, &vm)
+		return err == nil && vm.UID != old && vm.Labels[vdi.LabelPool] == "late", client.IgnoreNotFound(err)
+	})
+	if a := s.vm(t, "late-2").Annotations[kube.AnnotationAccess]; !strings.HasPrefix(a, "base64url.") {
+		t.Fatalf("the late late-2 carries %s=%q; want its clone's planned (encoded) one, as KubeVirt lands it", kube.AnnotationAccess, a)
+	}
+	p, err := s.vms.Pool(ctx, s.ns, "late")
+	if err != nil || p.Closed != "" || p.Allows(bob) || !p.Allows(alice) || !p.Policy.Record {
+		t.Errorf("pool late with a member planned before the admin's change: %+v %+v (closed %q), %v; want alice's, recorded, not closed", p.Access, p.Policy, p.Closed, err)
+	}
+	ms, err := s.vms.Members(ctx, s.ns, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if (m.Closed != "") != (m.Name == "late-2") || m.Closed != "" && !strings.Contains(m.Closed, "planned with") {
+			t.Errorf("member %s closed %q; want only the late late-2 closed, saying it carries its plan's", m.Name, m.Closed)
+		}
+	}
+	if d, err := svc.Claim(ctx, bob, s.ns, "late"); vdi.ErrorCode(err) != vdi.EForbidden {
+		t.Errorf("bob's claim with a late member that still names him: %+v, %v; want EForbidden", d, err)
+	}
+	if n, err := s.vms.RepairDefinitions(ctx); err != nil || n != 1 {
+		t.Fatalf("the reclaim loop's repair: %d members written, %v; want late-2", n, err)
+	}
+	var doc struct{ Access vdi.Access }
+	if a := s.vm(t, "late-2").Annotations[kube.AnnotationAccess]; json.Unmarshal([]byte(a), &doc) != nil || !slices.Equal(doc.Access.Users, []string{"alice"}) {
+		t.Errorf("late-2 after the repair: %s=%q; want alice's as JSON", kube.AnnotationAccess, a)
+	}
 }
