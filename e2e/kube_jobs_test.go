@@ -12,7 +12,9 @@ import (
 	"github.com/mxschmitt/playwright-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
@@ -135,6 +137,17 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	if code := p.APIBody(t, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/lab", `{"size":8}`, &j); code != 202 || j.Kind != "grow" {
 		t.Fatalf("grow to 8: %d %+v; want 202 with a grow job", code, j)
 	}
+	// Its two clones are asked for (and held) before the cancel, so that
+	// they land after it, as the portal never sees them finish.
+	waitFor(t, 2*time.Minute, "the grow's 2 clones asked for", func() bool {
+		var clones clonev1beta1.VirtualMachineCloneList
+		if e.admin.List(context.Background(), &clones, client.InNamespace(e.ns), client.MatchingLabels{kube.LabelClonePool: "lab"}) != nil {
+			return false
+		}
+		return len(slices.DeleteFunc(clones.Items, func(c clonev1beta1.VirtualMachineClone) bool {
+			return c.Labels[kube.LabelCloneTarget] != "lab-7" && c.Labels[kube.LabelCloneTarget] != "lab-8"
+		})) == 2
+	})
 	must(t, page.SetViewportSize(1280, 800))
 	lab := page.Locator(`[data-pool="lab"]`)
 	must(t, expect.Locator(lab.GetByTestId("cancel-job")).ToBeVisible())
@@ -146,7 +159,42 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	if code := p.API(t, "ops", "GET", "/api/vdi/pools/"+e.ns+"/lab/job", &j); code != 200 || j.State != "cancelled" {
 		t.Errorf("the grow after its cancel: %d %+v; want cancelled", code, j)
 	}
+	// The cancelled grow's clones land later, each carrying the pool's
+	// definition from its clone: the pool is still alice's alone, with
+	// its policy, and no member is open or closed.
 	e.standIn.ReleaseClones(e.ns)
+	waitFor(t, 2*time.Minute, "the cancelled grow's clones to land", func() bool { return len(e.poolVMs(t, "lab")) == 8 })
+	for _, name := range []string{"lab-7", "lab-8"} {
+		var vm kubevirtv1.VirtualMachine
+		if err := e.admin.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &vm); err != nil || vm.Annotations[kube.AnnotationAccess] == "" {
+			t.Errorf("%s, landed after its grow was cancelled: %s=%q, %v; want the pool's access from its clone", name, kube.AnnotationAccess, vm.Annotations[kube.AnnotationAccess], err)
+		}
+	}
+	waitFor(t, time.Minute, "pool lab to list 8 members", func() bool {
+		defined = nil
+		p.API(t, "ops", "GET", "/api/vdi/pools", &defined)
+		i := slices.IndexFunc(defined, func(d definedPool) bool { return d.Name == "lab" })
+		return i >= 0 && defined[i].Size == 8
+	})
+	if i := slices.IndexFunc(defined, func(d definedPool) bool { return d.Name == "lab" }); i < 0 || defined[i].Closed != "" ||
+		!slices.Equal(defined[i].Access.Users, []string{"alice"}) || defined[i].Policy.Clipboard != vdi.ClipboardToDesktop {
+		t.Errorf("pool lab once its cancelled grow's clones landed: %+v; want alice's, clipboard to the desktop only, not closed", defined)
+	}
+	var desks []struct {
+		Name   string `json:"name"`
+		Pool   string `json:"pool"`
+		Closed string `json:"closed"`
+	}
+	p.API(t, "ops", "GET", "/api/vdi/desktops?all=1", &desks)
+	for _, d := range desks {
+		if d.Pool == "lab" && d.Closed != "" {
+			t.Errorf("member %s closed (%s); want every member carrying the pool's definition", d.Name, d.Closed)
+		}
+	}
+	bobs = nil
+	if p.API(t, "bob", "GET", "/api/vdi/pools", &bobs); slices.ContainsFunc(bobs, func(b poolWithJob) bool { return b.Name == "lab" }) {
+		t.Errorf("bob lists pool lab once its cancelled grow's clones landed (%+v); want it hidden from him", bobs)
+	}
 }
 
 // poolWithJob is a pool as GET /api/vdi/pools lists it to an admin.
@@ -159,6 +207,7 @@ type poolWithJob struct {
 // an admin.
 type definedPool struct {
 	Name   string     `json:"name"`
+	Size   int        `json:"size"`
 	Access vdi.Access `json:"access"`
 	Policy struct {
 		Clipboard vdi.Clipboard `json:"clipboard"`
