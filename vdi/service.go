@@ -440,6 +440,12 @@ func (s *Service) record(ctx context.Context, e AuditEvent) {
 	}
 }
 
+// unavailable is err from the claim store as a user sees it: its own
+// words when it has them (e.g. the Kubernetes API server out of reach or
+// refusing), else that the store did not answer.
 func unavailable(err error) error {
+	if e := (*Error)(nil); errors.As(err, &e) && e.Code == EUnavailable {
+		return err
+	}
 	return &Error{Code: EUnavailable, Err: err, Msg: "The claim store did not answer.", Hint: "Try again in a moment; an admin should check the portal's logs."}
 }
