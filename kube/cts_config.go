@@ -132,6 +132,7 @@ type policyJSON struct {
 	RecordInput     bool              `json:"recordInput,omitempty"`
 	OwnRecordings   bool              `json:"ownRecordings,omitempty"`
 	Watch           vdi.Watch         `json:"watch,omitempty"`
+	Network         vdi.Network       `json:"network,omitempty"`
 }
 
 func parsePolicy(s string) (vdi.Policy, error) {
@@ -139,7 +140,7 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return vdi.Policy{}, err
 	}
-	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput, OwnRecordings: raw.OwnRecordings, Watch: raw.Watch}
+	p := vdi.Policy{Clipboard: raw.Clipboard, Record: raw.Record, RecordInput: raw.RecordInput, OwnRecordings: raw.OwnRecordings, Watch: raw.Watch, Network: raw.Network}
 	if raw.FileTransfer != nil {
 		p.FileTransfer = *raw.FileTransfer
 	}
@@ -151,6 +152,9 @@ func parsePolicy(s string) (vdi.Policy, error) {
 	}
 	if !p.Watch.Valid() {
 		return vdi.Policy{}, fmt.Errorf("watch: want notify, consent or off")
+	}
+	if p.Network != "" && p.Network != vdi.NetworkOutbound && p.Network != vdi.NetworkNone {
+		return vdi.Policy{}, fmt.Errorf("network: want outbound or none")
 	}
 	for _, f := range []struct {
 		name string
@@ -200,6 +204,9 @@ func formatPolicy(p vdi.Policy) string {
 	}
 	if p.Watch != "" {
 		m["watch"] = p.Watch
+	}
+	if p.Network != "" {
+		m["network"] = p.Network
 	}
 	for name, on := range map[string]bool{"record": p.Record, "recordInput": p.RecordInput, "ownRecordings": p.OwnRecordings} {
 		if on {

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,12 +45,19 @@ func TestPolicyRecordRoundTrip(t *testing.T) {
 func TestPolicyEveryFieldRoundTrip(t *testing.T) {
 	want := vdi.Policy{DisconnectGrace: time.Minute, MaxSession: 8 * time.Hour, IdleTimeout: time.Hour,
 		Clipboard: vdi.ClipboardFromDesktop, FileTransfer: vdi.FileTransferOf(false), Audio: vdi.ToggleOf(false),
-		Record: true, RecordInput: true, OwnRecordings: true, Watch: vdi.WatchConsent}
+		Record: true, RecordInput: true, OwnRecordings: true, Watch: vdi.WatchConsent, Network: vdi.NetworkOutbound}
+	// Every field set: a field added to vdi.Policy and not kept fails here.
+	if v := reflect.ValueOf(want); slices.ContainsFunc(reflect.VisibleFields(v.Type()), func(f reflect.StructField) bool { return v.FieldByIndex(f.Index).IsZero() }) {
+		t.Fatalf("the round trip's policy %+v leaves a field unset", want)
+	}
 	s := formatPolicy(want)
 	if got, err := parsePolicy(s); err != nil || got != want {
 		t.Errorf("parsePolicy(%s) = %+v, %v; want %+v", s, got, err, want)
 	}
 	if _, err := parsePolicy(`{"watch":"always"}`); err == nil {
 		t.Error("watch always accepted; want an error")
+	}
+	if _, err := parsePolicy(`{"network":"host"}`); err == nil {
+		t.Error("network host accepted; want an error")
 	}
 }

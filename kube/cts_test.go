@@ -23,21 +23,22 @@ import (
 // ServiceAccount bound to deploy/rbac.yaml, and vdi.Service over
 // kube.Cluster as that ServiceAccount.
 type ctSetup struct {
-	c      *testcluster.Cluster
-	ns     string
-	ctx    context.Context
-	svc    *vdi.Service
-	back   *kube.Cluster
-	exec   *kube.ExecPath
-	root   vdi.Identity
-	leases vdi.Leases
+	c       *testcluster.Cluster
+	kubelet *testcluster.Kubelet
+	ns      string
+	ctx     context.Context
+	svc     *vdi.Service
+	back    *kube.Cluster
+	exec    *kube.ExecPath
+	root    vdi.Identity
+	leases  vdi.Leases
 }
 
 func newCTSetup(t *testing.T) *ctSetup {
 	t.Helper()
 	c := testcluster.Shared(t)
 	c.Apply(t, "../deploy/rbac.yaml")
-	c.StartKubelet(t)
+	kubelet := c.StartKubelet(t)
 	sa := c.PortalServiceAccount(t)
 	leases := mustLeases(t, sa)
 	back, err := kube.NewCluster(kube.Config{REST: sa, Leases: leases})
@@ -50,7 +51,7 @@ func newCTSetup(t *testing.T) *ctSetup {
 	}
 	svc := newService(back, leases)
 	t.Cleanup(svc.StopJobs) // a reset a release left going ends with the test
-	return &ctSetup{c: c, ns: c.Namespace(t), ctx: context.Background(), svc: svc, back: back, exec: exec,
+	return &ctSetup{c: c, kubelet: kubelet, ns: c.Namespace(t), ctx: context.Background(), svc: svc, back: back, exec: exec,
 		root: vdi.Identity{Login: "root", Admin: true}, leases: leases}
 }
 

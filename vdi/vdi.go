@@ -84,8 +84,10 @@ type Policy struct {
 	// Watch says whether an admin may watch a holder's console and how
 	// the holder learns of it (notify, consent, off).
 	Watch Watch `json:"watch,omitempty"`
-	// Network is what the pool's desktops may reach (local backend):
-	// empty means the portal's default (CORRAL_VDI_DESKTOP_NETWORK).
+	// Network is what the pool's desktops may reach: on the local
+	// backend empty means the portal's default (CORRAL_VDI_DESKTOP_NETWORK);
+	// on Kubernetes a CT pool's "outbound" desktops are labelled for the
+	// pool namespace kit's egress policy, and the others reach nothing.
 	Network Network `json:"network,omitempty"`
 }
 

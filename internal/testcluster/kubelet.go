@@ -71,6 +71,7 @@ type Kubelet struct {
 	ips    map[types.UID]string
 	nextIP int
 	execs  map[string]map[*execSession]struct{} // ns/pod -> live exec sessions
+	netns  map[types.UID]string                 // a Pod on a PodNetwork -> its network namespace
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -108,7 +109,8 @@ func NewKubelet(ctx context.Context, cfg *rest.Config) (*Kubelet, error) {
 	// Pod IPs start at a random place: other test processes run kubelets
 	// of their own, and a Node stand-in listens on its Pods' IPs.
 	k := &Kubelet{Node: fmt.Sprintf("standin-%d-%d", os.Getpid(), n), cs: cs, root: root, nextIP: rand.IntN(60000),
-		ips: map[types.UID]string{}, execs: map[string]map[*execSession]struct{}{}, done: make(chan struct{})}
+		ips: map[types.UID]string{}, execs: map[string]map[*execSession]struct{}{},
+		netns: map[types.UID]string{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", k.handleExec)
 	k.srv = httptest.NewUnstartedServer(mux)

@@ -66,6 +66,8 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 	if err != nil {
 		return err
 	}
+	// On a PodNetwork the command runs in the Pod's network namespace.
+	cmd = append(e.k.execPrefix(e.pod.UID), cmd...)
 	c := exec.Command(cmd[0], cmd[1:]...)
 	c.Dir = home
 	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOSTNAME=" + e.pod.Name, "USER=" + os.Getenv("USER")}
