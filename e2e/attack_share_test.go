@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -102,6 +104,46 @@ func shareAttacks() []attack {
 				}
 				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["frank"].(string), nil); code != 204 {
 					t.Errorf("alice revokes frank's invitation: %d", code)
+				}
+			},
+		},
+		{
+			// alice closes her terminal while grace, invited with control,
+			// is on it: grace's console ends with it. She never keeps
+			// alice's shell, typing into it unseen, nor holds it open
+			// beside the one alice opens next (a second shell, or on
+			// KubeVirt a serial line whose next client kicks hers).
+			name: "InviteeKeepsTheTerminalTheHolderClosed",
+			setup: func(t *testing.T, a *arena) {
+				a.state["aliceClosing"], _ = a.console(t, "alice", "/ws/terminal/local/"+a.victim)
+				var sh struct{ ID string }
+				if code := a.p.APIBody(t, "alice", "POST", "/api/vdi/desktops/local/"+a.victim+"/shares", `{"user":"grace","control":true}`, &sh); code != 201 {
+					t.Fatalf("alice invites grace with control: %d", code)
+				}
+				a.state["grace"] = sh.ID
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				ws, res := a.console(t, "grace", "/ws/terminal/local/"+a.victim)
+				ws.WriteMessage(websocket.BinaryMessage, []byte("echo grace-in-$((3*5))\r"))
+				readUntilWS(t, ws, "grace-in-15", 10*time.Second) // control while alice's is open
+				a.state["aliceClosing"].(*websocket.Conn).Close()
+				a.state["graceTerm"] = ws
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				ws := a.state["graceTerm"].(*websocket.Conn)
+				ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+				for {
+					if _, _, err := ws.ReadMessage(); err != nil {
+						if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+							t.Error("grace's terminal still open 10 s after alice closed hers; want it ended with alice's: she keeps alice's shell")
+						}
+						break
+					}
+				}
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["grace"].(string), nil); code != 204 {
+					t.Errorf("alice revokes grace's invitation: %d", code)
 				}
 			},
 		},

@@ -29,7 +29,10 @@ type Resizer interface {
 }
 
 // Stream is one console shared by its clients. It ends when the console
-// ends, when Close is called, or when its last client leaves.
+// ends, when Close is called, or when its owner (the holder's console
+// that opened it) or its last client leaves: an invitee never keeps a
+// console the holder has closed, typing into it unseen, nor holds it open
+// beside the one the holder opens next.
 type Stream struct {
 	up   net.Conn
 	once sync.Once
@@ -38,7 +41,7 @@ type Stream struct {
 	mu      sync.Mutex
 	backlog []byte
 	clients map[*client]struct{}
-	joined  bool  // a client ever joined: the last one leaving ends the stream
+	joined  bool  // a client ever joined: the last one (or the owner) leaving ends the stream
 	why     error // the reason CloseFor gave, which the clients read
 }
 
@@ -114,7 +117,7 @@ func (s *Stream) broadcast(p []byte) {
 // leaves the stream.
 func (s *Stream) Join(control, owner bool) (*Conn, error) {
 	a, b := net.Pipe()
-	c := &client{s: s, conn: a, control: control || owner, wake: make(chan struct{}, 1)}
+	c := &client{s: s, conn: a, control: control || owner, owner: owner, wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	select {
 	case <-s.done:
@@ -135,11 +138,11 @@ func (s *Stream) Join(control, owner bool) (*Conn, error) {
 	return &Conn{Conn: b, s: s, owner: owner}, nil
 }
 
-// leave removes c; the last client leaving ends the stream.
+// leave removes c; the owner or the last client leaving ends the stream.
 func (s *Stream) leave(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c)
-	last := len(s.clients) == 0 && s.joined
+	last := c.owner || len(s.clients) == 0 && s.joined
 	s.mu.Unlock()
 	if last {
 		s.Close()
@@ -183,6 +186,7 @@ type client struct {
 	s       *Stream
 	conn    net.Conn
 	control bool
+	owner   bool
 	wake    chan struct{}
 
 	// Guarded by s.mu.

@@ -150,6 +150,32 @@ func TestStreams_Lifetime(t *testing.T) {
 	}
 }
 
+// TestStreams_OwnerLeaves: when the holder's console that opened a
+// stream closes, the stream ends with its clients: an invitee never keeps
+// a shell (or a serial line) the holder has closed, typing into it
+// unseen, nor holds it open beside the console the holder opens next.
+func TestStreams_OwnerLeaves(t *testing.T) {
+	var ss Streams
+	up, console := newConsole(t)
+	owner, _ := ss.Open("d/terminal", up, "direct", false)
+	invitee, _, ok := ss.Join("d/terminal", true)
+	if !ok {
+		t.Fatal("the invitee did not join the holder's console")
+	}
+	owner.Close()
+	invitee.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, invitee); err != nil {
+		t.Errorf("the invitee's console after the holder's closed: %v; want it ended", err)
+	}
+	console.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := console.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the console after the holder's closed, an invitee with control still on it: %v; want it closed", err)
+	}
+	if _, _, ok := ss.Join("d/terminal", false); ok {
+		t.Error("joined a console whose holder closed it")
+	}
+}
+
 // TestStreams_CloseAll: a draining replica's CloseAll ends every console,
 // the newest of a key and the older one a non-exclusive Open kept, with
 // their clients, whose ends read the reason given.

@@ -24,7 +24,8 @@ type shared struct {
 // join), as key's newest console and returns its owner's end.
 // With exclusive (a serial line, which takes one client) the stream it
 // replaces ends, with its clients; otherwise that one lives on with the
-// clients it has, and new ones join this one.
+// clients it has while its owner's end is open, and new ones join this
+// one.
 func (ss *Streams) Open(key string, up net.Conn, path string, exclusive bool) (*Conn, error) {
 	s := New(up)
 	ss.mu.Lock()
