@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
+	"github.com/corral-dev/corral-vdi-portal/internal/netpol"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -66,115 +66,18 @@ func TestPoolNamespaceEgress(t *testing.T) {
 		{"vm outbound", vmOut, "169.254.169.254", false},
 		{"vm outbound", vmOut, "8.8.8.8", true},
 	} {
-		if got := egressAllowed(t, policies, tc.pod, netip.MustParseAddr(tc.to)); got != tc.want {
+		if got := netpol.AdmitsAddr(policies, tc.pod, netip.MustParseAddr(tc.to)); got != tc.want {
 			t.Errorf("%s desktop to %s: allowed %v; want %v", tc.who, tc.to, got, tc.want)
 		}
 	}
 	dns := labels.Set{"k8s-app": "kube-dns"}
-	if egressToPodAllowed(t, policies, ct, "kube-system", dns) {
+	if netpol.AdmitsPod(policies, ct, "kube-system", dns) {
 		t.Errorf("a desktop without egress reaches the cluster's DNS; want nothing")
 	}
-	if !egressToPodAllowed(t, policies, ctOut, "kube-system", dns) {
+	if !netpol.AdmitsPod(policies, ctOut, "kube-system", dns) {
 		t.Errorf("an outbound desktop cannot reach the cluster's DNS; want it to resolve names")
 	}
-	if egressToPodAllowed(t, policies, ctOut, "corral-vdi", labels.Set{"app.kubernetes.io/name": "corral-vdi-portal"}) {
+	if netpol.AdmitsPod(policies, ctOut, "corral-vdi", labels.Set{"app.kubernetes.io/name": "corral-vdi-portal"}) {
 		t.Errorf("an outbound desktop reaches the portal's Pods; want only DNS in the cluster")
 	}
-}
-
-// selecting returns the Egress policies that select a Pod with podLabels.
-func selecting(t *testing.T, policies []networkingv1.NetworkPolicy, podLabels labels.Set) []networkingv1.NetworkPolicy {
-	t.Helper()
-	var out []networkingv1.NetworkPolicy
-	for _, np := range policies {
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil {
-			t.Fatalf("policy %s: %v", np.Name, err)
-		}
-		egress := false
-		for _, pt := range np.Spec.PolicyTypes {
-			egress = egress || pt == networkingv1.PolicyTypeEgress
-		}
-		if egress && sel.Matches(podLabels) {
-			out = append(out, np)
-		}
-	}
-	return out
-}
-
-// egressAllowed reports whether a Pod with podLabels may send to addr
-// (outside the cluster's Pods) under policies.
-func egressAllowed(t *testing.T, policies []networkingv1.NetworkPolicy, podLabels labels.Set, addr netip.Addr) bool {
-	t.Helper()
-	sel := selecting(t, policies, podLabels)
-	if len(sel) == 0 {
-		return true // not isolated for egress
-	}
-	for _, np := range sel {
-		for _, rule := range np.Spec.Egress {
-			if len(rule.To) == 0 {
-				return true
-			}
-			for _, peer := range rule.To {
-				if peer.IPBlock != nil && inBlock(t, peer.IPBlock, addr) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// egressToPodAllowed reports whether a Pod with podLabels may send to a
-// Pod with peerLabels in namespace ns under policies.
-func egressToPodAllowed(t *testing.T, policies []networkingv1.NetworkPolicy, podLabels labels.Set, ns string, peerLabels labels.Set) bool {
-	t.Helper()
-	sel := selecting(t, policies, podLabels)
-	if len(sel) == 0 {
-		return true
-	}
-	nsLabels := labels.Set{"kubernetes.io/metadata.name": ns}
-	for _, np := range sel {
-		for _, rule := range np.Spec.Egress {
-			if len(rule.To) == 0 {
-				return true
-			}
-			for _, peer := range rule.To {
-				if peer.IPBlock != nil || peer.NamespaceSelector == nil && ns != np.Namespace {
-					continue
-				}
-				if peer.NamespaceSelector != nil && !matches(t, peer.NamespaceSelector, nsLabels) {
-					continue
-				}
-				if peer.PodSelector != nil && !matches(t, peer.PodSelector, peerLabels) {
-					continue
-				}
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func matches(t *testing.T, s *metav1.LabelSelector, l labels.Set) bool {
-	t.Helper()
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sel.Matches(l)
-}
-
-// inBlock reports whether addr is in b's CIDR and none of its exceptions.
-func inBlock(t *testing.T, b *networkingv1.IPBlock, addr netip.Addr) bool {
-	t.Helper()
-	if !netip.MustParsePrefix(b.CIDR).Contains(addr) {
-		return false
-	}
-	for _, e := range b.Except {
-		if netip.MustParsePrefix(e).Contains(addr) {
-			return false
-		}
-	}
-	return true
 }

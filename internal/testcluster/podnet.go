@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/netpol"
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
@@ -146,7 +146,7 @@ func (p *PodNetwork) Enforce(tb testing.TB, pod *corev1.Pod) {
 	// The routes decide each named prefix as the policies do.
 	for _, pre := range slices.Concat(allow, deny) {
 		addr := pre.Addr()
-		want := egressAdmits(tb, list.Items, pod, addr)
+		want := netpol.AdmitsAddr(list.Items, pod.Labels, addr)
 		got := routedTo(allow, deny, addr)
 		if got != want {
 			tb.Fatalf("pod network: the routes for %s/%s send to %s: %v, but its NetworkPolicies say %v; the stand-in cannot play these policies", pod.Namespace, pod.Name, addr, got, want)
@@ -169,7 +169,7 @@ func (k *Kubelet) execPrefix(uid types.UID) []string {
 // and those they except, and whether any selects it for Egress.
 func egressRoutes(tb testing.TB, policies []networkingv1.NetworkPolicy, pod *corev1.Pod) (allow, deny []netip.Prefix, isolated bool) {
 	tb.Helper()
-	for _, np := range selectingEgress(tb, policies, pod) {
+	for _, np := range netpol.Selecting(policies, pod.Labels) {
 		isolated = true
 		for _, rule := range np.Spec.Egress {
 			if len(rule.Ports) > 0 {
@@ -196,35 +196,6 @@ func egressRoutes(tb testing.TB, policies []networkingv1.NetworkPolicy, pod *cor
 	return allow, deny, isolated
 }
 
-// egressAdmits reports whether the policies admit pod's traffic to addr,
-// by the NetworkPolicy rules themselves.
-func egressAdmits(tb testing.TB, policies []networkingv1.NetworkPolicy, pod *corev1.Pod, addr netip.Addr) bool {
-	tb.Helper()
-	sel := selectingEgress(tb, policies, pod)
-	if len(sel) == 0 {
-		return true
-	}
-	for _, np := range sel {
-		for _, rule := range np.Spec.Egress {
-			if len(rule.Ports) > 0 {
-				continue
-			}
-			if len(rule.To) == 0 {
-				return true
-			}
-			for _, peer := range rule.To {
-				if peer.IPBlock == nil || !netip.MustParsePrefix(peer.IPBlock.CIDR).Contains(addr) {
-					continue
-				}
-				if !slices.ContainsFunc(peer.IPBlock.Except, func(e string) bool { return netip.MustParsePrefix(e).Contains(addr) }) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // routedTo reports whether the longest prefix of allow and deny holding
 // addr is an allowed one, as the kernel's route lookup decides.
 func routedTo(allow, deny []netip.Prefix, addr netip.Addr) bool {
@@ -240,22 +211,6 @@ func routedTo(allow, deny []netip.Prefix, addr netip.Addr) bool {
 		}
 	}
 	return ok
-}
-
-// selectingEgress returns the policies that select pod for Egress.
-func selectingEgress(tb testing.TB, policies []networkingv1.NetworkPolicy, pod *corev1.Pod) []networkingv1.NetworkPolicy {
-	tb.Helper()
-	var out []networkingv1.NetworkPolicy
-	for _, np := range policies {
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil {
-			tb.Fatalf("policy %s: %v", np.Name, err)
-		}
-		if slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) && sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, np)
-		}
-	}
-	return out
 }
 
 // mustIP runs ip with args.
