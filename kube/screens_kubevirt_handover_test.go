@@ -84,8 +84,8 @@ func screenOwner(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, rs ...*replica) *r
 // (SIGTERM): every open console of the screen (vs, on any replica) ends
 // with 1012 and the words that say the screen moves; opened again on
 // another replica they show the screen, its new owner's. It returns the
-// consoles opened again, by who.
-func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*snapshot.Viewer, rs ...*replica) map[string]*snapshot.Viewer {
+// replica that drained and the consoles opened again, by who.
+func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*snapshot.Viewer, rs ...*replica) (*replica, map[string]*snapshot.Viewer) {
 	t.Helper()
 	owner := screenOwner(t, s, ref, rs...)
 	drained := time.Now()
@@ -97,12 +97,7 @@ func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*
 			t.Errorf("%s's console ended with %v (%v) when %s (the screen's owner) drained; want 1012 %q", who, ce, v.Err(), owner.name, console.ScreenMoves)
 		}
 	}
-	var to *replica
-	for _, r := range rs {
-		if r != owner {
-			to = r
-		}
-	}
+	to := other(owner, rs...)
 	again := map[string]*snapshot.Viewer{}
 	var all []*snapshot.Viewer
 	for who := range vs {
@@ -111,5 +106,16 @@ func drainHandsOver(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, vs map[string]*
 	}
 	samePicture(t, "after "+owner.name+" drained, everyone on "+to.name, all...)
 	t.Logf("the screen showed again on %s %v after %s (its owner) drained", to.name, time.Since(drained).Round(time.Millisecond), owner.name)
-	return again
+	return owner, again
+}
+
+// other returns the last of rs that is not r.
+func other(r *replica, rs ...*replica) *replica {
+	var o *replica
+	for _, x := range rs {
+		if x != r {
+			o = x
+		}
+	}
+	return o
 }

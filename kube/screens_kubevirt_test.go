@@ -160,23 +160,32 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // a thumbnail taken on b is virt-handler's screenshot, no second client;
 // alice's console moves to c (a reload). Through all that virt-handler let
 // one client in and refused or kicked none. Her serial console on a is
-// shared with erin and carol on b the same way (shareSerial). a is
-// SIGKILLed: the serial consoles on b follow alice's to c (follow); erin
-// reconnects on b and alice on c by themselves; one of them takes the
-// screen over once a's heartbeat runs out; still the same pixels, and
-// virt-handler saw exactly one more client, one after the other, none
-// kicked. alice leaves that tab open on c and opens the desktop again on
-// b: the tab on c ends "taken over", erin's stays, no client more. Then
-// the screen's owner (b or c) drains (SIGTERM): alice's and erin's
-// consoles end with 1012 and the words that the screen moves, open again
-// on the other replica, and virt-handler saw one client more, none
-// kicked.
+// shared with erin and carol on b the same way (shareStream), and so is
+// the terminal of her container desktop (a CT Pod on a node stand-in's
+// kubelet, reached through pods/exec); she reloads the terminal's page,
+// which opens on c, and erin's and carol's terminals follow it there. a
+// is SIGKILLed: the serial consoles on b follow alice's to c; the
+// terminals on b and c go on; erin reconnects on b and alice on c by
+// themselves; one of them takes the screen over once a's heartbeat runs
+// out; still the same pixels, and virt-handler saw exactly one more
+// client, one after the other, none kicked. alice leaves that tab open on
+// c and opens the desktop again on b: the tab on c ends "taken over",
+// erin's stays, no client more. Then the screen's owner (b or c) drains
+// (SIGTERM): alice's and erin's consoles end with 1012 and the words that
+// the screen moves, open again on the other replica, and virt-handler saw
+// one client more, none kicked; the serial console and the terminal, held
+// by alice on c with erin and carol on b, move as sharedStream.drained
+// says. At every step of the serial console and the terminal carol's
+// commands reach everyone, erin's keys nobody, and the desktop had one
+// upstream at a time (virt-handler's serial clients, the kubelet's
+// execs).
 //
 // It stands on its own (run alone, the earlier steps' claim and
 // migration are not there): alice claims ref, and the node is whichever
 // of nodes runs its VMI.
 func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ...*testcluster.Node) {
 	node := holdOn(t, s, ref, "alice", nodes...)
+	ct := ctDesktop(t, s, "alice")
 	if err := node.WithoutIPs(s.ctx, ref.Namespace, ref.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +196,11 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	a, b, c := startReplica(t, "a", env), startReplica(t, "b", env), startReplica(t, "c", env)
 	before := node.Consoles(ref.Namespace, ref.Name, "vnc") // the earlier steps'
 
-	for _, inv := range []string{`{"user":"erin","control":false}`, `{"user":"carol","control":true}`} {
-		if code := a.call(t, "alice", "POST", "/api/vdi/desktops/"+ref.Namespace+"/"+ref.Name+"/shares", inv); code != 201 && code != 200 {
-			t.Fatalf("alice invites %s: %d", inv, code)
+	for _, d := range []vdi.Ref{ref, ct} {
+		for _, inv := range []string{`{"user":"erin","control":false}`, `{"user":"carol","control":true}`} {
+			if code := a.call(t, "alice", "POST", "/api/vdi/desktops/"+d.Namespace+"/"+d.Name+"/shares", inv); code != 201 && code != 200 {
+				t.Fatalf("alice invites %s to %s: %d", inv, d, code)
+			}
 		}
 	}
 	alice := a.mustWatch(t, ref, "alice")
@@ -231,7 +242,10 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
 	}
-	serial := shareSerial(t, a, b, node, ref)
+	serial := shareStream(t, vdi.ProtocolSerial, ref, newSerialUpstreams(node, ref), a, b)
+	term := shareStream(t, vdi.ProtocolTerminal, ct, newExecUpstreams(ct, nodes...), a, b)
+	term.alice.Close() // she reloads her page, whose terminal opens on c
+	term.reopen(t, "alice reloaded her terminal", c)
 
 	killed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -245,7 +259,9 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 			t.Fatalf("%s's console still open 30s after the screen's owner was SIGKILLed; want it closed", who)
 		}
 	}
-	serial.follow(t, c, node, ref)
+	serial.reopen(t, "a was SIGKILLed", c)
+	term.carolTypes(t, "a was SIGKILLed")
+	term.up.check(t, term.opened)
 	erin = b.mustWatch(t, ref, "erin")
 	alice = c.mustWatch(t, ref, "alice")
 	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
@@ -256,8 +272,11 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	samePicture(t, "alice's second tab on b, erin on b", alice, erin)
 	clients(2)
 
-	drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
+	drained, _ := drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
 	clients(3)
+	for _, st := range []*sharedStream{serial, term} {
+		st.drained(t, drained, other(drained, b, c))
+	}
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Logf("virt-handler refused %d VNC clients during the failover and the drain (preserveSession): retried, never a kick", n.Refused-before.Refused)
 	}

@@ -72,6 +72,7 @@ type Kubelet struct {
 	nextIP int
 	execs  map[string]map[*execSession]struct{} // ns/pod -> live exec sessions
 	netns  map[types.UID]string                 // a Pod on a PodNetwork -> its network namespace
+	counts map[string]ExecCounts                // ns/pod -> what its exec sessions did
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -109,7 +110,7 @@ func NewKubelet(ctx context.Context, cfg *rest.Config) (*Kubelet, error) {
 	// Pod IPs start at a random place: other test processes run kubelets
 	// of their own, and a Node stand-in listens on its Pods' IPs.
 	k := &Kubelet{Node: fmt.Sprintf("standin-%d-%d", os.Getpid(), n), cs: cs, root: root, nextIP: rand.IntN(60000),
-		ips: map[types.UID]string{}, execs: map[string]map[*execSession]struct{}{},
+		ips: map[types.UID]string{}, execs: map[string]map[*execSession]struct{}{}, counts: map[string]ExecCounts{},
 		netns: map[types.UID]string{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", k.handleExec)
@@ -346,6 +347,10 @@ func (k *Kubelet) track(key string, s *execSession) (untrack func()) {
 		k.execs[key] = map[*execSession]struct{}{}
 	}
 	k.execs[key][s] = struct{}{}
+	n := k.counts[key]
+	n.Opened++
+	n.MostAtOnce = max(n.MostAtOnce, len(k.execs[key]))
+	k.counts[key] = n
 	return func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -354,6 +359,23 @@ func (k *Kubelet) track(key string, s *execSession) (untrack func()) {
 			delete(k.execs, key)
 		}
 	}
+}
+
+// ExecCounts are what the exec sessions of one Pod did on a kubelet: how
+// many it ran, how many run now, and the most that ran at once. A kubelet
+// runs any number side by side (each its own shell): a test that wants
+// one at a time reads MostAtOnce.
+type ExecCounts struct{ Opened, Live, MostAtOnce int }
+
+// Execs returns the counts of Pod namespace/name's exec sessions on this
+// kubelet.
+func (k *Kubelet) Execs(namespace, name string) ExecCounts {
+	key := namespace + "/" + name
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := k.counts[key]
+	n.Live = len(k.execs[key])
+	return n
 }
 
 // hangupPod ends every exec session of the Pod ns/name.

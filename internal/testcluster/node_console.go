@@ -190,6 +190,12 @@ func (n *Node) Consoles(namespace, name, console string) ConsoleCounts {
 	return n.guest(namespace, name).consoleCounts(console)
 }
 
+// Execs returns the counts of Pod namespace/name's exec sessions on this
+// node's kubelet (a container desktop's terminal through pods/exec).
+func (n *Node) Execs(namespace, name string) ExecCounts {
+	return n.kubelet.Execs(namespace, name)
+}
+
 // Holding reports whether a client holds console of VMI namespace/name on
 // this node now.
 func (n *Node) Holding(namespace, name, console string) bool {
