@@ -179,9 +179,9 @@ func (o *ScreenOwners) alive(ctx context.Context, replica string) (bool, error) 
 	if !o.seen.alive(l) {
 		return false, nil
 	}
-	if o.seen.quiet(name) >= probeAfter && portClosed(ctx, l) {
+	if quiet := o.seen.quiet(name); quiet >= probeAfter && portClosed(ctx, l) {
 		o.log.Info("screen owner's port refused a connection: taken as dead before its heartbeat ran out",
-			"replica", replica, "url", l.Annotations[annoPeerURL], "unrenewed", o.seen.quiet(name).Round(time.Millisecond))
+			"replica", replica, "url", l.Annotations[annoPeerURL], "unrenewed", quiet.Round(time.Millisecond))
 		return false, nil
 	}
 	return true, nil
