@@ -37,9 +37,10 @@ func (e *kubeEnv) releasePath(member string) string {
 
 // newKubeEnv starts a cluster with the kubelet stand-in and three portal
 // replicas on it, for pool; nil (with a failed check) when the cluster
-// does not start. With vms, the KubeVirt stand-in runs too and the
-// replicas share a peer secret, as the install's do: one screen per VM
-// across them (faultKillScreenOwner).
+// does not start. The replicas share a peer secret, as the install's
+// do: one screen per VM across them (faultKillScreenOwner), and their
+// heartbeats split each pool's members for their claims (vdi.Replicas).
+// With vms, the KubeVirt stand-in runs too.
 func newKubeEnv(t *testing.T, r *report, area, pool string, vms bool) *kubeEnv {
 	c, err := testcluster.Start()
 	if err != nil {
@@ -49,13 +50,13 @@ func newKubeEnv(t *testing.T, r *report, area, pool string, vms bool) *kubeEnv {
 	t.Cleanup(func() { c.Stop() })
 	c.StartKubelet(t)
 	e := &kubeEnv{cluster: c, ns: c.Namespace(t), pool: pool}
-	env := []string{"CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_NAMESPACE=" + e.ns}
+	env := []string{"CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_NAMESPACE=" + e.ns,
+		"CORRAL_VDI_PEER_SECRET=" + crand.Text()}
 	if vms {
 		if e.kubevirt, err = c.StartKubeVirtStandInErr(context.Background()); err != nil {
 			r.add(area, "KubeVirt stand-in starts", false, "up", "%v", err)
 			return nil
 		}
-		env = append(env, "CORRAL_VDI_PEER_SECRET="+crand.Text())
 	}
 	c.Apply(t, "../deploy/rbac.yaml")
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
