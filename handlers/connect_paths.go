@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
+	"github.com/corral-dev/corral-vdi-portal/rtc"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -40,6 +41,9 @@ type ConsoleConfig struct {
 	// H264 is the program the screen hubs run to encode H.264 (rfb.Hubs);
 	// empty: tiles only.
 	H264 string
+	// RTC, if set, answers VNC consoles' WebRTC offers (console_webrtc.go);
+	// nil: their video stays on the websocket.
+	RTC *rtc.Server
 }
 
 // consoleState is the handlers' console machinery.

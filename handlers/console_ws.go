@@ -140,6 +140,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			return nil
 		}
 	}
+	screen := conn // the hub's viewer before any filter: its video may go by WebRTC
 	conn = h.clipboardFilter(conn, d, p, id.Login)
 	ctx := r.Context()
 	// The holder's newest VNC or serial console takes over from the older
@@ -190,6 +191,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		}
 		if rec != nil {
 			opts.Recorder = rec
+		}
+		if p == vdi.ProtocolVNC {
+			sig := h.newRTCSignal(ctx, ref, screen, rec != nil)
+			defer sig.stop()
+			opts.Text = sig.text
 		}
 		if viewOnly && p == vdi.ProtocolVNC {
 			// Watching is view-only here, not just in noVNC: the viewer's

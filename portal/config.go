@@ -98,6 +98,12 @@ type ConsoleConfig struct {
 	// H264 is the program each screen hub runs to encode H.264 for the
 	// consoles that ask for it (gst-launch-1.0); empty: tiles only.
 	H264 string
+	// WebRTCUDP is the UDP address of the WebRTC video path (one port for
+	// every console, ICE-lite); empty: off. WebRTCTCP is its ICE-TCP
+	// fallback's address; empty: none. WebRTCIPs are the addresses given
+	// to browsers as the portal's candidates; empty: WebRTCUDP's host.
+	WebRTCUDP, WebRTCTCP string
+	WebRTCIPs            []string
 }
 
 // RecordingConfig bounds the recordings of recorded pools.

@@ -75,6 +75,8 @@ type Main struct {
 	clipImages handlers.ClipImages
 	// audio reaches session desktops' sound (the local backend only).
 	audio handlers.Audio
+	// closers close what Open opened beside the listeners.
+	closers []func() error
 }
 
 // URL returns the portal's base URL once Open has returned.
@@ -157,12 +159,16 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rtcServer, err := m.openWebRTC()
+	if err != nil {
+		return err
+	}
 	h := handlers.New(handlers.Config{
 		Recordings: m.recordings,
 		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Usage: db, SampleEvery: c.Claims.ReclaimEvery, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
 		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
-			H264: c.Console.H264, Owners: m.screenOwners(), FindPeers: m.findPeers()},
+			H264: c.Console.H264, RTC: rtcServer, Owners: m.screenOwners(), FindPeers: m.findPeers()},
 		Ready:   m.ready,
 		Notice:  notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
 		Outage:  m.apiserver.notice,
@@ -291,6 +297,9 @@ func (m *Main) Close() error {
 		ln.Close()
 	}
 	m.admin.Close()
+	for _, c := range m.closers {
+		c()
+	}
 	if m.db != nil {
 		return m.db.Close()
 	}

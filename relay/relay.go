@@ -91,6 +91,14 @@ type Options struct {
 	// is consumed and does not reach the desktop. Terminal resizes use it.
 	Control func(p []byte) bool
 
+	// Text, if set, takes every client text message (up to MaxText
+	// bytes; a longer one is dropped) instead of the desktop: a VNC
+	// console's signalling beside its RFB stream, which noVNC sends only
+	// as binary. send writes a text message to the client, in turn with
+	// the desktop's bytes; it fails once the relay has ended. Text is
+	// called from the client's reader: it must not block for long.
+	Text func(msg []byte, send func([]byte) error)
+
 	// Recorder, if set, records the session: each chunk before it is
 	// passed on, and terminal resizes. When it fails the relay ends (close
 	// code 1001 with the reason) and Pipe's error wraps ErrRecording.
@@ -174,20 +182,25 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		}
 	}
 	alive := newKeepalive(ws, opts.PingEvery)
+	out := &clientWriter{ws: ws}
+	var text func([]byte)
+	if opts.Text != nil {
+		text = func(msg []byte) { opts.Text(msg, out.text) }
+	}
 	var inErr error // the client-to-desktop side's read error, set before inDone closes
 	inDone := make(chan struct{})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		defer close(inDone)
-		inErr = clientToDesktop(ws, in, max(size, maxControl+1), control, alive)
+		inErr = clientToDesktop(ws, in, max(size, maxControl+1), control, alive, text)
 		stats.BytesIn = in.n
 		ends <- end{client, inErr}
 	}()
 	go func() {
 		defer wg.Done()
 		var e end
-		stats.BytesOut, e = desktopToClient(conn, ws, counters, opts.Recorder, size)
+		stats.BytesOut, e = desktopToClient(conn, out, counters, opts.Recorder, size)
 		ends <- e
 	}()
 
@@ -323,8 +336,9 @@ func closeReason(ctx context.Context) string {
 // gorilla's small read buffer; each message is read into a lent buffer of
 // size bytes, a whole buffer at a time, so the desktop gets one write per
 // message (or per size bytes of a longer one). Short text messages are
-// offered to control first, when it is set.
-func clientToDesktop(ws *websocket.Conn, w *desktopWriter, size int, control func([]byte) bool, alive *keepalive) error {
+// offered to control first, when it is set; with text set, every text
+// message goes to it instead (readText).
+func clientToDesktop(ws *websocket.Conn, w *desktopWriter, size int, control func([]byte) bool, alive *keepalive, text func([]byte)) error {
 	for {
 		// Text and binary messages alike are bytes for the desktop.
 		mt, r, err := ws.NextReader()
@@ -332,6 +346,12 @@ func clientToDesktop(ws *websocket.Conn, w *desktopWriter, size int, control fun
 			return err
 		}
 		alive.extend()
+		if text != nil && mt == websocket.TextMessage {
+			if err := readText(r, text); err != nil {
+				return err
+			}
+			continue
+		}
 		buf := getBuffer(size)
 		err = forwardMessage(r, w, *buf, control != nil && mt == websocket.TextMessage, control)
 		putBuffer(buf)
@@ -425,7 +445,7 @@ func (w *desktopWriter) fail(s side, err error) {
 // of at most size bytes until either fails, and reports which side failed
 // and why. A plain socket is read without holding a buffer while it is
 // quiet; other conns keep a small one (burstReader).
-func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, rec Recorder, size int) (int64, end) {
+func desktopToClient(conn net.Conn, ws *clientWriter, counters *Counters, rec Recorder, size int) (int64, end) {
 	var read func() ([]byte, error)
 	if raw := newRawReader(conn, size); raw != nil {
 		defer raw.release()
@@ -444,7 +464,7 @@ func desktopToClient(conn net.Conn, ws *websocket.Conn, counters *Counters, rec 
 					return total, end{recording, rerr}
 				}
 			}
-			if werr := ws.WriteMessage(websocket.BinaryMessage, p); werr != nil {
+			if werr := ws.binary(p); werr != nil {
 				return total, end{client, werr}
 			}
 			total += int64(len(p))

@@ -46,6 +46,8 @@ type client struct {
 	video          []byte
 	videoW, videoH int
 	videoReset     bool
+	// sink, if set, takes its access units instead (h264_sink.go).
+	sink VideoSink
 	// lossy: it was sent video since its screen was last painted
 	// losslessly (repaintSettled).
 	lossy bool

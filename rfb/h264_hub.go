@@ -81,10 +81,11 @@ type videoEncoder interface {
 	close() error
 }
 
-// wantsVideo reports whether c may get the H.264 stream (it decodes it
-// and its Picture choice is not Sharp); hub.mu is held.
+// wantsVideo reports whether c may get the H.264 stream (it decodes it,
+// or its stream goes to a sink, and its Picture choice is not Sharp);
+// hub.mu is held.
 func (h *Hub) wantsVideo(c *client) bool {
-	return c.enc.h264 && c.enc.video != videoSharp && h.vid.program != "" && !h.vid.off
+	return (c.enc.h264 || c.sink != nil) && c.enc.video != videoSharp && h.vid.program != "" && !h.vid.off
 }
 
 // kickVideo tells the stream the screen changed, starting it when a
@@ -227,6 +228,10 @@ func (h *Hub) deliverVideo(au accessUnit, w, hh int, fresh bool) {
 					c.addDamage(Rect{0, 0, h.fb.w, h.fb.h})
 				}
 			}
+			continue
+		}
+		if c.sink != nil {
+			h.toSink(c, au, w, hh)
 			continue
 		}
 		if fresh || (!c.inStream && au.key) {

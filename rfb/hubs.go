@@ -73,7 +73,7 @@ func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer)
 		}
 		hs.leave(key, e)
 	}()
-	return &clientConn{Conn: client, hub: e.hub}, e.path, nil
+	return &clientConn{Conn: client, hub: e.hub, server: server}, e.path, nil
 }
 
 // clientConn is a client's end of its hub: at the end of the stream it
@@ -81,7 +81,8 @@ func (hs *Hubs) Join(ctx context.Context, key string, control bool, dial Dialer)
 // than io.EOF.
 type clientConn struct {
 	net.Conn
-	hub *Hub
+	hub    *Hub
+	server net.Conn // the hub's end, which names the viewer (VideoTo)
 }
 
 // Read implements net.Conn.

@@ -12,6 +12,7 @@ import { takeEarly } from './console-early.js';
 import { waitForConsent } from './connect.js';
 import { attachIME } from './vnc-ime.js';
 import { notice as videoNotice, watchVideo } from './vnc-video.js';
+import { attachRTC } from './vnc-webrtc.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -69,6 +70,8 @@ export async function open(screen, info, ui) {
     screen.dataset.video = 'tiles';
     videoNotice(true);
   });
+  // The video on a WebRTC track where the portal offers one.
+  const rtc = attachRTC(rfb, ws, stage, screen);
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.
   const beside = Boolean(info.viewOnly || info.beside);
@@ -112,6 +115,7 @@ export async function open(screen, info, ui) {
       size.close();
       quality();
       video();
+      rtc();
       rfb.disconnect();
       stage.remove();
     },

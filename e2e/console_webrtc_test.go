@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// rtcWatch is a JS function that counts, in the console's noVNC, the
+// Open H.264 rectangles that come over the websocket, and samples the
+// colour at desktop pixel [x, y] of each frame the WebRTC track's video
+// presents (read from the video element, not from the canvas, which the
+// tiles also paint).
+const rtcWatch = `([x, y]) => {
+  const rfb = document.getElementById('screen')?.rfb;
+  const dec = rfb?._decoders?.[50];
+  const w = window.__rtc = { rects: 0, colours: [], sampled: 0 };
+  if (dec) {
+    const decodeRect = dec.decodeRect.bind(dec);
+    dec.decodeRect = (...a) => { w.rects++; return decodeRect(...a); };
+  }
+  const scratch = document.createElement('canvas');
+  scratch.width = scratch.height = 1;
+  const g = scratch.getContext('2d', { willReadFrequently: true });
+  let watched = null;
+  const sample = () => {
+    const v = document.querySelector('#screen video.rtc-source');
+    if (v && v !== watched) {
+      watched = v;
+      const cb = () => {
+        g.drawImage(v, x, y, 1, 1, 0, 0, 1, 1);
+        w.colours.push(Array.from(g.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+        if (w.colours.length > 200) w.colours.shift();
+        w.sampled++;
+        v.requestVideoFrameCallback(cb);
+      };
+      v.requestVideoFrameCallback(cb);
+    }
+  };
+  setInterval(sample, 100);
+  return true;
+}`
+
+// rtcStats is a JS function describing the console's WebRTC peer for a
+// failed wait: its states and its inbound video's counts.
+const rtcStats = `async () => {
+  const pc = document.getElementById('screen')?.rtcPeer;
+  if (!pc) return 'no peer';
+  const out = { connection: pc.connectionState, ice: pc.iceConnectionState };
+  (await pc.getStats()).forEach((r) => {
+    if (r.type === 'inbound-rtp') Object.assign(out, { packets: r.packetsReceived, lost: r.packetsLost, decoded: r.framesDecoded, received: r.framesReceived, dropped: r.framesDropped, keyFrames: r.keyFramesDecoded, pli: r.pliCount, codec: r.codecId, decoder: r.decoderImplementation, w: r.frameWidth, h: r.frameHeight });
+  });
+  const v = document.querySelector('#screen video.rtc-source');
+  out.video = v ? { w: v.videoWidth, h: v.videoHeight, paused: v.paused, ready: v.readyState } : 'none';
+  return JSON.stringify(out);
+}`
+
+// rtcAddress returns an address of this machine a browser here reaches
+// over UDP: its first IPv4 address that is not loopback (Chromium gathers
+// no loopback candidates of its own), else 127.0.0.1.
+func rtcAddress() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return "127.0.0.1"
+}
+
+// TestConsole_WebRTC: with the WebRTC path on, a VNC console in Chromium
+// offers a track over its websocket, the browser reaches the portal's
+// one UDP port, and the desktop's motion comes as H.264 on the track —
+// not one H.264 rectangle over the websocket — drawn into noVNC's
+// screen; once the desktop is still, the screen is its exact pixels (the
+// lossless repaint over the websocket). Input stays on the websocket: a
+// key typed in the console reaches the desktop.
+func TestConsole_WebRTC(t *testing.T) {
+	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
+		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
+	}
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_H264=gst-launch-1.0",
+		"CORRAL_VDI_WEBRTC_UDP="+rtcAddress()+":0")
+	d := mustClaim(t, p, "alice", "demo")
+	b := MustLaunchBrowser(t)
+	page := b.MustNewPage(t, 1280, 800)
+	keepBrowserErrors(t, page, "1280x800")
+	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	expect := playwright.NewPlaywrightAssertions(30000)
+	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	screen := page.Locator("#screen")
+	if err := expect.Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
+		why, _ := screen.GetAttribute("data-rtc-why")
+		t.Fatalf("the console's WebRTC track: %v (%s)", err, why)
+	}
+	at := []int{1100, 600}
+	_, err := page.Evaluate(rtcWatch, at)
+	must(t, err)
+	g := openGuestShell(t, p, "alice", d.Name)
+	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
+	g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
+	var w map[string]any
+	seen := func(want [3]int) bool {
+		for _, c := range w["colours"].([]any) {
+			if nearColour(c.([]any), want, 40) {
+				return true
+			}
+		}
+		return false
+	}
+	frames := func() int {
+		v, _ := screen.GetAttribute("data-rtc-frames")
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	if !eventually(60*time.Second, func() bool {
+		v, err := page.Evaluate(`() => window.__rtc`)
+		if err != nil {
+			return false
+		}
+		w = v.(map[string]any)
+		return toFloat(w["sampled"]) >= 10 && seen(red) && seen(blue) && frames() >= 10
+	}) {
+		stats, err := page.Evaluate(rtcStats)
+		t.Fatalf("after 60s, the track's frames of both colours not drawn: %v frames drawn, %v sampled, %d colours, %v H.264 rectangles over the websocket; the track: %v (%v)",
+			frames(), w["sampled"], len(w["colours"].([]any)), w["rects"], stats, err)
+	}
+	screenshot(t, page, "webrtc-motion")
+	g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'")
+	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)
+	v, err := page.Evaluate(`() => window.__rtc`)
+	must(t, err)
+	w = v.(map[string]any)
+	if n := toFloat(w["rects"]); n != 0 {
+		t.Errorf("%v H.264 rectangles came over the websocket while the track carried the video; want none", n)
+	}
+	t.Logf("the track's video: %v frames drawn into noVNC, %v sampled", frames(), w["sampled"])
+	if s, _ := screen.GetAttribute("data-rtc"); s != "connected" {
+		why, _ := screen.GetAttribute("data-rtc-why")
+		t.Errorf("after the motion the track is %q (%s); want connected", s, why)
+	}
+}
