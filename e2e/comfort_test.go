@@ -167,6 +167,7 @@ func TestComfort_VNC(t *testing.T) {
 	})
 
 	t.Run("size", func(t *testing.T) { sizeChoices(t, page, shell, "alice") })
+	t.Run("screens", func(t *testing.T) { twoScreens(t, page, shell) })
 
 	must(t, page.GetByTestId("clipboard-toggle").Click())
 	must(t, expect.Locator(page.GetByTestId("clipboard-panel")).ToBeVisible())

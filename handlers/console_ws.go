@@ -63,6 +63,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	defer release()
 	// An admin or an invited user, alongside the holder.
 	watching := share != nil || (d.Holder != "" && d.Holder != id.Login)
+	screenNo, err := consoleScreen(r, p, d.Holder == id.Login && share == nil)
+	if err != nil {
+		return err
+	}
 	if watching && d.Console.Watch == vdi.WatchOff {
 		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
@@ -146,8 +150,9 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	// The holder's newest VNC or serial console takes over from the older
 	// one (QEMU serves one serial client at a time: a second would wait
 	// unseen); an admin who is not the holder watches alongside (the admin
-	// shadow page asks noVNC for view-only) and is never taken over.
-	if (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && d.Holder == id.Login {
+	// shadow page asks noVNC for view-only) and is never taken over; nor
+	// is a screen window the holder's console opened (consoleScreen).
+	if (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && d.Holder == id.Login && screenNo == 0 {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)

@@ -7,13 +7,16 @@
 // kept and handed to it in order. An unused socket is closed.
 
 const meta = document.querySelector('meta[name="corral-early-console"]');
-const wanted = new URLSearchParams(window.location.search).get('protocol');
+const query = new URLSearchParams(window.location.search);
+const wanted = query.get('protocol');
 // UNUSED_MS is how long a socket nobody took stays open.
 const UNUSED_MS = 15000;
 
 let early = null; // { path, ws, pending, timer }
 
-if (meta?.content && (!wanted || wanted === 'vnc')) {
+// A screen window (vnc-screens.js) joins beside its console's own
+// connection: the page's plain one would take that over.
+if (meta?.content && (!wanted || wanted === 'vnc') && !query.get('screen')) {
   const url = new URL(meta.content, window.location.href);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   const ws = new WebSocket(url.href, ['binary']);

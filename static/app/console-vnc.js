@@ -13,6 +13,7 @@ import { waitForConsent } from './connect.js';
 import { attachIME } from './vnc-ime.js';
 import { notice as videoNotice, watchVideo } from './vnc-video.js';
 import { attachRTC } from './vnc-webrtc.js';
+import { attachScreenWindow } from './vnc-screens.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -75,7 +76,10 @@ export async function open(screen, info, ui) {
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.
   const beside = Boolean(info.viewOnly || info.beside);
-  const size = attachSize(rfb, { keeps: info.caps?.resize === false, beside });
+  // A screen window shows its own part of the desktop, at the size its
+  // console window asks for it (vnc-screens.js).
+  const size = info.screen ? screenWindow(rfb, screen.dataset.desktop, info.screen, ui)
+    : attachSize(rfb, { keeps: info.caps?.resize === false, beside, desktop: screen.dataset.desktop });
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',
@@ -101,6 +105,7 @@ export async function open(screen, info, ui) {
   });
   rfb.addEventListener('disconnect', (ev) => {
     waiting();
+    size.ended('The console window this screen belongs to lost its connection to the desktop; reconnect there and add the screen again.');
     if (shown && !shown.isConnected) stage.append(shown);
     ui.lost(closeReason || (ev.detail.clean ? 'Disconnected.' : 'The connection was lost.'), goingAway, retry || !ev.detail.clean);
   });
@@ -126,6 +131,14 @@ export async function open(screen, info, ui) {
     updates() { const n = updates; updates = 0; return n; },
     special: (combo) => keys.combo(combo),
   };
+}
+
+// screenWindow makes rfb screen n of its console window's desktop, in
+// the shape vnc-size.js's attach returns.
+function screenWindow(rfb, desktop, n, ui) {
+  const whole = () => { const s = rfb._screenSize(); return { w: Math.floor(s.w), h: Math.floor(s.h) }; };
+  const stop = attachScreenWindow(rfb, desktop, n, whole, (text) => ui.lost(text, true));
+  return { zoomed() {}, ended() {}, close: stop };
 }
 
 // X keysyms of the keys sent by name.

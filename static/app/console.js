@@ -22,6 +22,7 @@ import { desktopDown, desktopGone, desktopState, downWords, startAgain } from '.
 import { attachTyping } from './typing.js';
 import { attachEscape } from './escape.js';
 import { attachFold } from './fold.js';
+import { screenNumber, screenSocket } from './vnc-screens.js';
 
 // Timings (performance measures "page-run", "connect-read") say where a
 // console's start goes; the first-pixel bench reads them.
@@ -32,6 +33,19 @@ const reconnect = document.getElementById('reconnect');
 const ended = attachEnded(document.getElementById('ended'));
 const modules = consoleModules(screen);
 preloadConsole(screen, modules);
+
+// A screen window shows another part of its console window's desktop
+// (vnc-screens.js), with a bar of its own that says which.
+const screenNo = screenNumber();
+if (screenNo) {
+  document.body.dataset.screen = String(screenNo);
+  const badge = document.createElement('span');
+  badge.className = 'screen-badge';
+  badge.dataset.testid = 'screen-badge';
+  badge.textContent = `Screen ${screenNo}`;
+  document.querySelector('.console-name').after(badge);
+  document.title = `Screen ${screenNo} · ${document.title}`;
+}
 
 let current = null;
 const again = new Reconnector(() => connect());
@@ -145,6 +159,14 @@ async function connect() {
   }
   const offered = [body, ...(body.fallbacks || [])];
   const info = { ...pickOption(body), console: body.console, asks: body.asks };
+  if (screenNo) {
+    if (info.protocol !== 'vnc') {
+      ui.lost('Only a VNC console shows a desktop on more than one screen; this desktop offers ' + (names[info.protocol] || info.protocol) + '.', true);
+      return;
+    }
+    info.websocket = screenSocket(info.websocket, screenNo);
+    info.screen = screenNo;
+  }
   if (info.protocol !== 'vnc') dropEarly(); // the early socket guessed wrong
   offeredConsoles = offered;
   screen.dataset.protocol = info.protocol; // the Share panel's links open this console

@@ -33,6 +33,7 @@ export function valueOf(c) {
 
 // label is a choice's name on the Size button.
 export function label(c) {
+  if (c.kind === 'screens') return `${c.n} screens`;
   if (c.kind === 'fixed') return `${c.w}×${c.h}`;
   return c.kind === 'actual' ? '1:1' : 'Fit';
 }
@@ -68,7 +69,11 @@ const statusWords = {
 // console: view is { apply(choice), resizable(), size() } where apply
 // makes the console follow a choice, resizable reports whether the
 // desktop can change its size, and size returns its size now ({w, h}) or
-// null. It returns { changed(), refused(choice, status), close() }:
+// null. A console that can show the desktop on more than one screen
+// (vnc-size.js) adds screens(), { count, max, can }: the screens open
+// (its own window counts) and whether it may add one, and addScreen(),
+// which opens one and returns its number (null when the browser blocked
+// it); while more than one is open the sizes wait. It returns { changed(), refused(choice, status), close() }:
 // changed when the desktop's size or resizability changed (the words
 // follow), refused when the desktop refused a fixed size.
 export function attachSize(wrap, view) {
@@ -78,6 +83,10 @@ export function attachSize(wrap, view) {
   const note = wrap.querySelector('#size-note');
   const login = wrap.dataset.user;
   const notice = document.getElementById('size-notice');
+  const screensRow = wrap.querySelector('.size-screens');
+  const addScreen = wrap.querySelector('#screen-add');
+  const screenWords = wrap.querySelector('#screen-words');
+  let blocked = false; // the browser blocked the last screen window
   let choice = chosen(login);
   let refusedValue = ''; // a fixed size the desktop refused
 
@@ -114,10 +123,38 @@ export function attachSize(wrap, view) {
     button.title = `Size: ${label(choice)}. The desktop's size: fit to this window, 1:1, or a fixed size`;
     const s = view.size();
     const now = s ? `${s.w}×${s.h}` : 'not connected yet';
+    const sc = renderScreens(resizable);
     if (note.dataset.kind !== 'error') {
-      note.textContent = resizable ? `This desktop is ${now}.`
-        : `This desktop keeps its own size (${now}): its server cannot change it.`;
+      note.textContent = sc?.count > 1 ? `This desktop is ${now} over ${sc.count} screens, each its window's size; close the other screen windows to choose a size.`
+        : resizable ? `This desktop is ${now}.`
+          : `This desktop keeps its own size (${now}): its server cannot change it.`;
     }
+  }
+
+  // renderScreens fills the Add a screen row and, while the desktop has
+  // more than one screen, keeps the sizes from being chosen; it returns
+  // the view's screens, or null where the console has one screen only.
+  function renderScreens(resizable) {
+    const sc = view.screens?.() || null;
+    // A phone's desktop has one screen: the row would only say so.
+    screensRow.hidden = !sc || (!sc.can && resizable);
+    if (!sc) return null;
+    const many = sc.count > 1;
+    for (const input of offered()) input.disabled = many;
+    addScreen.disabled = !sc.can || sc.count >= sc.max;
+    let text;
+    if (!sc.can) {
+      text = 'This desktop keeps its own size, so it has one screen.';
+    } else if (sc.count >= sc.max) {
+      text = `${sc.count} screens, the most a desktop has: close a screen window to add another.`;
+    } else if (blocked) {
+      text = 'The browser blocked the new window: allow pop-ups for this portal, then add the screen again.';
+    } else {
+      text = many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others.`
+        : 'Shows more of the desktop in another window, as a second monitor: move it to your other monitor and use Full screen there.';
+    }
+    screenWords.textContent = text;
+    return sc;
   }
 
   function open(on) {
@@ -142,8 +179,13 @@ export function attachSize(wrap, view) {
   const onDocument = (ev) => {
     if (!list.hidden && !ev.target.closest('#size-list, #size-menu')) open(false);
   };
+  const onAdd = () => {
+    blocked = view.addScreen() === null;
+    render();
+  };
   button.addEventListener('click', onButton);
   list.addEventListener('change', onChange);
+  addScreen.addEventListener('click', onAdd);
   document.addEventListener('click', onDocument);
   wrap.hidden = false;
   view.apply(choice);
@@ -169,6 +211,7 @@ export function attachSize(wrap, view) {
       open(false);
       button.removeEventListener('click', onButton);
       list.removeEventListener('change', onChange);
+      addScreen.removeEventListener('click', onAdd);
       document.removeEventListener('click', onDocument);
       wrap.hidden = true;
       delete note.dataset.kind;

@@ -4,8 +4,10 @@
 // the window; 1:1 asks nothing and shows it unscaled. A desktop that
 // keeps its size (the platform says so, or its server refuses the
 // window's size: QEMU without a display that follows) is scaled instead;
-// a fixed size its server refuses is said in words.
+// a fixed size its server refuses is said in words. With screen windows
+// open (vnc-screens.js) each screen takes its window's size instead.
 import { attachSize } from './size.js';
+import { attachScreens, layoutOf, MAX_SCREENS, sendLayout } from './vnc-screens.js';
 
 // PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
 // phone the desktop stays this wide (logical pixels), shown whole at fit,
@@ -32,11 +34,12 @@ export function desktopSize(w, h) {
 // window leaves 743.4375) never equals the whole-pixel desktop it is
 // given, so an idle console asked forever, each answer a repaint: 0.1-0.7
 // MB/s. A server that answers with a size of its own (or refuses) is not
-// asked the same again until the screen or the choice changes.
+// asked the same again until the screen or the choice changes, or
+// forget() is called (the desktop was given another layout meanwhile).
 function sized(rfb, want, asked) {
   const ask = rfb._requestRemoteResize;
   const own = rfb._screenSize;
-  if (typeof ask !== 'function' || typeof own !== 'function') return;
+  if (typeof ask !== 'function' || typeof own !== 'function') return { forget() {} };
   function whole() { const s = own.call(this); return { w: Math.floor(s.w), h: Math.floor(s.h) }; }
   rfb._screenSize = whole;
   let last = null; // the size last sent, answered or not
@@ -51,6 +54,7 @@ function sized(rfb, want, asked) {
       asked(d);
     }
   };
+  return { forget() { last = null; } };
 }
 
 // answers calls onAnswer(status) for each ExtendedDesktopSize rfb reads:
@@ -69,32 +73,63 @@ function answers(rfb, onAnswer) {
 
 // attach makes rfb follow the user's Size choice. keeps: the platform says
 // the desktop keeps its own size; beside: a viewer beside the holder,
-// who leaves the size to the holder (and gets no choice). It returns
-// { zoomed(on), close() }: while a pinch zooms the view, the desktop
-// keeps its size.
-export function attach(rfb, { keeps = false, beside = false } = {}) {
+// who leaves the size to the holder (and gets no choice); desktop: the
+// console page's path, which names its screen windows. It returns
+// { zoomed(on), ended(text), close() }: while a pinch zooms the view, the
+// desktop keeps its size; ended closes the screen windows.
+export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}) {
   let choice = { kind: 'fit' };
   let zoomed = false;
   let asked = null; // the last size asked, and the choice that asked it
+  let sentLayout = ''; // the screens' layout last asked, as a key
+  const screens = beside ? null : attachScreens(desktop, () => apply());
+  let menu = null;
+  const multi = () => Boolean(screens?.others().length);
   const apply = () => {
-    rfb.scaleViewport = choice.kind !== 'actual';
-    rfb.resizeSession = !beside && !zoomed && !keeps && choice.kind !== 'actual';
+    const many = multi();
+    rfb.clipViewport = many;
+    rfb.scaleViewport = !many && choice.kind !== 'actual';
+    rfb.resizeSession = !many && !beside && !zoomed && !keeps && choice.kind !== 'actual';
+    if (many) {
+      const own = rfb._screenSize();
+      const layout = layoutOf([{ n: 1, w: own.w, h: own.h }, ...screens.others()]);
+      const key = JSON.stringify(layout);
+      if (key !== sentLayout && rfb._supportsSetDesktopSize && rfb._rfbConnectionState === 'connected') {
+        sentLayout = key;
+        asked = { w: layout.w, h: layout.h, choice: { kind: 'screens', n: layout.screens.length } };
+        rfb._pendingRemoteResize = true;
+        sendLayout(rfb, layout);
+      }
+      screens.layout(layout);
+    } else if (sentLayout) {
+      // Back to one screen: the window's own size (or the choice's) again.
+      sentLayout = '';
+      size.forget();
+      rfb._requestRemoteResize();
+    }
+    menu?.changed();
   };
-  sized(rfb, (s) => (choice.kind === 'fixed' ? { w: choice.w, h: choice.h } : desktopSize(s.w, s.h)),
+  const size = sized(rfb, (s) => (choice.kind === 'fixed' ? { w: choice.w, h: choice.h } : desktopSize(s.w, s.h)),
     (d) => { asked = { ...d, choice }; });
-  const menu = beside ? null : attachSize(document.querySelector('.size-menu'), {
+  menu = beside ? null : attachSize(document.querySelector('.size-menu'), {
     apply(c) {
       choice = c;
       apply();
     },
     resizable: () => !keeps,
     size: () => (rfb._fbWidth ? { w: rfb._fbWidth, h: rfb._fbHeight } : null),
+    screens: () => ({ count: 1 + screens.count(), max: MAX_SCREENS, can: !keeps && window.innerWidth >= PHONE_WIDTH }),
+    addScreen: () => screens.add(),
   });
+  const onResize = () => { if (multi()) requestAnimationFrame(apply); };
+  window.addEventListener('resize', onResize);
   apply();
   answers(rfb, (status) => {
     const a = asked;
     if (status > 0 && status !== 4 && a) {
-      if (a.choice.kind === 'fixed' && status !== 1) {
+      if (a.choice.kind === 'screens') {
+        menu?.refused(a.choice, status);
+      } else if (a.choice.kind === 'fixed' && status !== 1) {
         menu?.refused(a.choice, status);
       } else {
         // The server takes no size at all (or not even the window's):
@@ -105,12 +140,17 @@ export function attach(rfb, { keeps = false, beside = false } = {}) {
     }
     menu?.changed();
   });
-  rfb.addEventListener('connect', () => menu?.changed());
+  rfb.addEventListener('connect', () => apply());
   return {
     zoomed(on) {
       zoomed = on;
       apply();
     },
-    close() { menu?.close(); },
+    ended(text) { screens?.close(text); },
+    close() {
+      window.removeEventListener('resize', onResize);
+      screens?.stop();
+      menu?.close();
+    },
   };
 }

@@ -1,0 +1,218 @@
+// More than one screen: the holder's VNC console opens up to two more
+// browser windows ("Add a screen" in the Size list), each showing its own
+// part of one wider desktop, as a second and third monitor would. The
+// console's window asks the desktop's server for one screen per window
+// (SetDesktopSize with a screen each: Xvnc gives each its own RandR
+// output, so a window maximises on one screen), side by side in the order
+// the screens were added, each the size of its window. Every window has
+// its own connection to the desktop's screen (the portal lets a screen
+// window join beside the console's own: ?screen=2 on its websocket) and
+// shows its part unscaled; pointer and keys go from whichever window has
+// them. A screen window that closes folds its screen away; the console's
+// window closing or losing its desktop closes its screens. Where the
+// browser has the Window Management API and the user allows it, a screen
+// window opens on another monitor.
+//
+// The windows talk with postMessage, on this origin only:
+//   screen → console: { corral: 'screen', desktop, n, w, h }, when it
+//     opens, each time its window changes size and every HELLO_MS;
+//   console → screen: { corral: 'layout', desktop, screens: [{ n, x, y, w, h }] }
+//     after each, and { corral: 'close', desktop, reason } when it ends.
+
+// MAX_SCREENS counts the console's own window (handlers.maxScreens).
+export const MAX_SCREENS = 3;
+// HELLO_MS is how often a screen window says it is there; one unheard of
+// for GONE_MS (a crashed window) is folded away, as is one whose window
+// closed (checked each HELLO_MS).
+const HELLO_MS = 1000;
+const GONE_MS = 5000;
+
+// screenNumber is this window's screen (2 or 3), or 0 for a console's own
+// window.
+export function screenNumber() {
+  const n = Number(new URLSearchParams(window.location.search).get('screen'));
+  return n >= 2 && n <= MAX_SCREENS ? n : 0;
+}
+
+// screenSocket returns the websocket path of screen n of a console.
+export function screenSocket(path, n) {
+  const u = new URL(path, window.location.href);
+  u.searchParams.set('screen', String(n));
+  return u.pathname + u.search;
+}
+
+// layoutOf places the screens (the console's own first, { n, w, h } each)
+// side by side from the left, top-aligned, and returns them with x and y,
+// and the desktop's size around them.
+export function layoutOf(screens) {
+  let x = 0;
+  const placed = screens.map((s) => {
+    const p = { n: s.n, x, y: 0, w: s.w, h: s.h };
+    x += s.w;
+    return p;
+  });
+  return { w: x, h: Math.max(...placed.map((s) => s.h)), screens: placed };
+}
+
+// sendLayout asks the desktop's server for layout (SetDesktopSize with a
+// screen each; RFB's screen ids are the screens' numbers less one, the
+// console's own being the server's first, 0 on Xvnc). noVNC 1.7 sends
+// only one screen.
+export function sendLayout(rfb, layout) {
+  const sock = rfb._sock;
+  sock.sQpush8(251);
+  sock.sQpush8(0);
+  sock.sQpush16(layout.w);
+  sock.sQpush16(layout.h);
+  sock.sQpush8(layout.screens.length);
+  sock.sQpush8(0);
+  for (const s of layout.screens) {
+    sock.sQpush32(s.n === 1 ? rfb._screenID : s.n - 1);
+    sock.sQpush16(s.x);
+    sock.sQpush16(s.y);
+    sock.sQpush16(s.w);
+    sock.sQpush16(s.h);
+    sock.sQpush32(0);
+  }
+  sock.flush();
+}
+
+// attachScreens keeps the console window's screen windows for desktop
+// (its page's URL path). changed() is called whenever one opens, changes
+// size or goes. It returns { others(), count(), add(), layout(l),
+// close(reason), stop() }: others lists the open screen windows' { n, w,
+// h } (those that have said their size), count how many are open, add
+// opens the next one (null when there are MAX_SCREENS or the browser
+// blocked it), layout tells them where each is, and close that the
+// console ended.
+export function attachScreens(desktop, changed) {
+  const open = new Map(); // n -> { win, w, h, seen }
+  const onMessage = (ev) => {
+    const m = ev.data;
+    if (ev.origin !== window.location.origin || m?.corral !== 'screen' || m.desktop !== desktop) return;
+    const n = Number(m.n);
+    const w = Math.floor(Number(m.w));
+    const h = Math.floor(Number(m.h));
+    if (!(n >= 2 && n <= MAX_SCREENS) || !(w > 0 && h > 0)) return;
+    const had = open.get(n);
+    const s = { win: ev.source, w, h, seen: Date.now() };
+    open.set(n, s);
+    if (!had || had.w !== w || had.h !== h) changed();
+    else if (last) post(s, { corral: 'layout', screens: last.screens });
+  };
+  let last = null; // the layout last told
+  window.addEventListener('message', onMessage);
+  const check = setInterval(() => {
+    let gone = false;
+    for (const [n, s] of open) {
+      if (s.win?.closed || (s.w && Date.now() - s.seen > GONE_MS)) {
+        open.delete(n);
+        gone = true;
+      }
+    }
+    if (gone) changed();
+  }, HELLO_MS);
+  const post = (s, m) => { try { s.win?.postMessage({ ...m, desktop }, window.location.origin); } catch { /* closed */ } };
+  return {
+    others: () => [...open].filter(([, s]) => s.w).map(([n, s]) => ({ n, w: s.w, h: s.h })).sort((a, b) => a.n - b.n),
+    count: () => open.size,
+    add() {
+      let n = 2;
+      while (open.has(n)) n++;
+      if (n > MAX_SCREENS) return null;
+      const url = new URL(window.location.href);
+      url.searchParams.set('screen', String(n));
+      url.searchParams.set('protocol', 'vnc');
+      const win = window.open(url.href, `corral-screen-${n}-${desktop}`,
+        `popup,width=${window.innerWidth},height=${window.innerHeight}`);
+      if (!win) return null;
+      open.set(n, { win, w: 0, h: 0, seen: Date.now() });
+      toOtherMonitor(win, n);
+      return n;
+    },
+    layout(l) {
+      last = l;
+      for (const s of open.values()) post(s, { corral: 'layout', screens: l.screens });
+    },
+    close(reason) { for (const s of open.values()) post(s, { corral: 'close', reason }); },
+    stop() {
+      clearInterval(check);
+      window.removeEventListener('message', onMessage);
+    },
+  };
+}
+
+// toOtherMonitor moves screen window n to another of the user's monitors,
+// where the browser has the Window Management API and the user allows it
+// (the browser asks once); else it stays where the browser put it.
+async function toOtherMonitor(win, n) {
+  if (typeof window.getScreenDetails !== 'function') return;
+  try {
+    const details = await window.getScreenDetails();
+    const others = details.screens.filter((s) => s !== details.currentScreen);
+    const s = others[(n - 2) % Math.max(1, others.length)];
+    if (!s || win.closed) return;
+    win.moveTo(s.availLeft, s.availTop);
+    win.resizeTo(s.availWidth, s.availHeight);
+  } catch { /* not allowed: it stays */ }
+}
+
+// attachScreenWindow makes rfb show screen n of the console that opened
+// this window: unscaled, its part of the desktop only, never asking the
+// desktop for a size of its own. screenSize() is this window's screen
+// element's size in whole pixels; gone(text) is told when the console
+// ends or its window goes (this window then closes). It returns a stop.
+export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
+  rfb.scaleViewport = false;
+  rfb.resizeSession = false;
+  rfb.clipViewport = true;
+  let rect = null;
+  let unanswered = 0;
+  const place = () => {
+    if (!rect || !rfb._display) return;
+    const vp = rfb._display._viewportLoc;
+    rfb._display.viewportChangePos(rect.x - vp.x, rect.y - vp.y);
+  };
+  const resize = rfb._resize;
+  rfb._resize = function resized(...args) {
+    resize.apply(this, args);
+    place();
+  };
+  const hello = () => {
+    const opener = window.opener;
+    if (!opener || opener.closed || unanswered > GONE_MS / HELLO_MS) {
+      end('The console window this screen belongs to closed; open the desktop there and add the screen again.');
+      return;
+    }
+    unanswered++;
+    const s = screenSize();
+    opener.postMessage({ corral: 'screen', desktop, n, w: s.w, h: s.h }, window.location.origin);
+  };
+  const onMessage = (ev) => {
+    const m = ev.data;
+    if (ev.origin !== window.location.origin || ev.source !== window.opener || m?.desktop !== desktop) return;
+    unanswered = 0;
+    if (m.corral === 'close') {
+      end(m.reason || 'The console window this screen belongs to ended.');
+    } else if (m.corral === 'layout' && Array.isArray(m.screens)) {
+      rect = m.screens.find((s) => s.n === n) || null;
+      place();
+    }
+  };
+  let timer = null;
+  function end(text) {
+    stop();
+    gone(text);
+    window.close();
+  }
+  function stop() {
+    clearInterval(timer);
+    window.removeEventListener('message', onMessage);
+    window.removeEventListener('resize', hello);
+  }
+  window.addEventListener('message', onMessage);
+  window.addEventListener('resize', hello);
+  timer = setInterval(hello, HELLO_MS);
+  hello();
+  return stop;
+}
