@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +23,14 @@ import (
 // change ends (__wan.lat). The VNC quality the run asks for is put in
 // localStorage before the console reads it. Unless the run is for video,
 // WebCodecs' VideoDecoder is taken away before noVNC looks for it, so the
-// console does not ask for H.264 and gets tiles from the same portal.
+// console does not ask for H.264 and gets tiles from the same portal;
+// unless it is for WebRTC, RTCPeerConnection is taken away likewise, so
+// the H.264 comes over the websocket.
 const wanWatch = `(() => {
-  const q = %q, video = %t;
+  const q = %q, video = %t, rtc = %t;
   if (q) localStorage.setItem('corral.vnc.quality', q);
   if (!video) delete window.VideoDecoder;
+  if (!rtc) delete window.RTCPeerConnection;
   const now = () => performance.now();
   const w = window.__wan = { changes: 0, lat: [], keyAt: 0, region: null };
   document.addEventListener('keydown', () => { w.keyAt = now(); }, true);
@@ -90,6 +94,9 @@ type wanRun struct {
 // quality h264 (in the default list then) is the auto console with
 // WebCodecs: the other rows' pages hide WebCodecs and get tiles, so one
 // run on one portal gives both, and a line per profile compares them.
+// The quality webrtc (in the default list too) is the h264 console whose
+// video comes on a WebRTC track (CORRAL_VDI_WEBRTC_UDP, on the link's
+// host address: its UDP crosses the same shaped link).
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // workload's length (default 6). It reports; it asserts no times.
 func TestBench_WAN(t *testing.T) {
@@ -102,16 +109,17 @@ func TestBench_WAN(t *testing.T) {
 	}
 	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DISCONNECT_GRACE=1h"}
 	qualities := []string{"before", "auto"}
+	slot := reserveWAN(t)
 	if exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run() == nil {
-		env = append(env, "CORRAL_VDI_H264=gst-launch-1.0")
-		qualities = append(qualities, "h264")
+		env = append(env, "CORRAL_VDI_H264=gst-launch-1.0", "CORRAL_VDI_WEBRTC_UDP=0.0.0.0:"+freeUDPPort(t), "CORRAL_VDI_WEBRTC_IPS="+slot.hostIP)
+		qualities = append(qualities, "h264", "webrtc")
 	}
 	p := MustStartPortal(t, env...)
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name": "wan", "size": 1}`, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
 	d := mustClaim(t, p, "alice", "wan")
-	link := mustWANLink(t, p)
+	link := mustWANLinkIn(t, p, slot)
 	b := mustLaunchBrowserIn(t, link)
 	g := openGuestShell(t, p, "alice", d.Name)
 	xvnc := desktopServer(t, p.cmd.Process.Pid, "Xvnc")
@@ -160,14 +168,14 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	ctx, err := b.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
 	must(t, err)
 	defer ctx.Close()
-	quality, video := r.quality, r.quality == "h264"
+	quality, video, rtc := r.quality, r.quality == "h264" || r.quality == "webrtc", r.quality == "webrtc"
 	switch quality {
 	case "-", "before":
 		quality = ""
-	case "h264":
+	case "h264", "webrtc":
 		quality = "auto"
 	}
-	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video))}))
+	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video, rtc))}))
 	page, err := ctx.NewPage()
 	must(t, err)
 	page.SetDefaultTimeout(60000)
@@ -198,6 +206,13 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol="+r.console)
 	expect := playwright.NewPlaywrightAssertions(90000)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	if rtc {
+		screen := page.Locator("#screen")
+		if err := expect.Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
+			why, _ := screen.GetAttribute("data-rtc-why")
+			t.Fatalf("the console's WebRTC track over %s: %v (%s)", r.profile, err, why)
+		}
+	}
 	if r.quality == "before" { // noVNC's defaults, as the console had them
 		_, err := page.Evaluate(`() => { const rfb = document.getElementById('screen').rfb; rfb.qualityLevel = 6; rfb.compressionLevel = 2; }`)
 		must(t, err)
@@ -370,18 +385,17 @@ func perFrame(r wanRun, w string) float64 {
 // row of the same run: the ratios of bytes per frame, of bytes per second
 // and of frame rates, per workload.
 func wanCompare(runs []wanRun) {
-	var tiles, video *wanRun
+	var tiles, video, rtc *wanRun
 	for i := range runs {
 		switch runs[i].quality {
 		case "h264":
 			video = &runs[i]
+		case "webrtc":
+			rtc = &runs[i]
 		case "before", "-", "sharp", "fast":
 		default: // auto, shown with the level it chose
 			tiles = &runs[i]
 		}
-	}
-	if tiles == nil || video == nil {
-		return
 	}
 	ratio := func(a, b float64) float64 {
 		if b == 0 {
@@ -389,10 +403,27 @@ func wanCompare(runs []wanRun) {
 		}
 		return a / b
 	}
-	for _, w := range []string{"scroll", "churn", "drag"} {
-		fmt.Printf("BENCH %-16s %-17s   %-6s bytes/frame ×%.2f  bytes/s ×%.2f  fps ×%.2f  (h264 / %s)\n", "VNC h264:tiles", video.profile, w,
-			ratio(perFrame(*video, w), perFrame(*tiles, w)), ratio(video.kbps[w], tiles.kbps[w]), ratio(video.fps[w], tiles.fps[w]), tiles.quality)
+	compare := func(name string, a, b *wanRun) {
+		if a == nil || b == nil {
+			return
+		}
+		for _, w := range []string{"scroll", "churn", "drag"} {
+			fmt.Printf("BENCH %-16s %-17s   %-6s bytes/frame ×%.2f  bytes/s ×%.2f  fps ×%.2f  (%s / %s)\n", name, a.profile, w,
+				ratio(perFrame(*a, w), perFrame(*b, w)), ratio(a.kbps[w], b.kbps[w]), ratio(a.fps[w], b.fps[w]), a.quality, b.quality)
+		}
 	}
+	compare("VNC h264:tiles", video, tiles)
+	compare("VNC webrtc:tiles", rtc, tiles)
+	compare("VNC webrtc:h264", rtc, video)
+}
+
+// freeUDPPort returns a UDP port free now on every address.
+func freeUDPPort(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "0.0.0.0:0")
+	must(t, err)
+	defer c.Close()
+	return strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port)
 }
 
 // encoderSeconds returns the CPU time the portal's H.264 encoders used:

@@ -48,16 +48,37 @@ type wanLink struct {
 	wire    *wire
 }
 
-// mustWANLink makes the namespace, the TUN pair, the emulator and both
-// forwarders for the portal p; all go when the test ends.
-func mustWANLink(t *testing.T, p *Portal) *wanLink {
+// wanSlot is a link's namespace and its two addresses, reserved before
+// the portal starts (its WebRTC path names the host's address).
+type wanSlot struct {
+	ns, hostIP, nsIP string
+	id               int
+}
+
+// reserveWAN reserves a namespace for a link.
+func reserveWAN(t *testing.T) wanSlot {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
 	ns, id := testnet.Reserve(t, "cvw")
-	hostIP, nsIP := fmt.Sprintf("10.123.%d.1", id), fmt.Sprintf("10.123.%d.2", id)
-	l := &wanLink{NS: ns, hostDev: fmt.Sprintf("cvwh%d", id), wire: &wire{}}
+	return wanSlot{ns: ns, id: id, hostIP: fmt.Sprintf("10.123.%d.1", id), nsIP: fmt.Sprintf("10.123.%d.2", id)}
+}
+
+// mustWANLink makes the namespace, the TUN pair, the emulator and both
+// forwarders for the portal p; all go when the test ends.
+func mustWANLink(t *testing.T, p *Portal) *wanLink {
+	t.Helper()
+	return mustWANLinkIn(t, p, reserveWAN(t))
+}
+
+// mustWANLinkIn is mustWANLink in a reserved slot. Packets of any kind
+// cross it between the namespace and the host's address (a WebRTC
+// track's UDP too), shaped alike.
+func mustWANLinkIn(t *testing.T, p *Portal, slot wanSlot) *wanLink {
+	t.Helper()
+	id, hostIP, nsIP := slot.id, slot.hostIP, slot.nsIP
+	l := &wanLink{NS: slot.ns, hostDev: fmt.Sprintf("cvwh%d", id), wire: &wire{}}
 	peerDev := fmt.Sprintf("cvwp%d", id)
 	run := func(args ...string) {
 		t.Helper()
