@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,7 +27,8 @@ import (
 // the portal's requests (429), as it does when the portal's priority
 // level is too small for a storm: here a level of a few seats that
 // rejects rather than queues, and 60 claimants on 40 members through
-// three portal instances, each user waiting 10 s at most. Some requests
+// three portal instances, each claim bounded to 10 s (its ClaimWait; the
+// caller sets no deadline). Some requests
 // are refused; no member is answered to two users; every claim is
 // answered with a desktop, "none free", or the refusal in words (the API
 // server refuses, 429, try again), not a deadline run out; and no Lease
@@ -69,11 +71,12 @@ func TestClaimsRefusedByAPF(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range claimants {
 		wg.Go(func() {
-			// A user waits 10 s at most: a refusal whose Retry-After
-			// runs past that is answered at once.
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			d, err := newService(pool, portals[i%len(portals)]).Claim(cctx, vdi.Identity{Login: fmt.Sprintf("user-%d", i)}, ns, "tight")
+			// The claim's own bound (vdi.Config.ClaimWait), here 10 s
+			// where a portal's is 30: a refusal whose Retry-After runs
+			// past it is answered at once.
+			svc := vdi.NewService(vdi.Config{Backend: pool, Leases: portals[i%len(portals)], Audit: nopAudit{},
+				Log: slog.New(slog.DiscardHandler), ClaimWait: 10 * time.Second})
+			d, err := svc.Claim(ctx, vdi.Identity{Login: fmt.Sprintf("user-%d", i)}, ns, "tight")
 			got[i], errs[i] = d.Name, err
 		})
 	}

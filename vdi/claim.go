@@ -39,6 +39,11 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	if !p.Allows(id) {
 		return Desktop{}, forbidden(p)
 	}
+	// The claim's own store requests are bounded (claimWait); the
+	// member's start keeps the request's time.
+	startCtx := ctx
+	ctx, cancel := context.WithTimeout(ctx, s.claimWait)
+	defer cancel()
 	// claims is the store this claim writes through: it keeps the
 	// user's rules (claim_rules.go).
 	claims, done, err := s.ruled(ctx, id.Login, p, true)
@@ -71,7 +76,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				if fresh.Holder == id.Login && !fresh.Expired(now) {
 					// Asking again also finishes what a failure left undone.
 					s.mirror(fresh)
-					return s.powerOn(ctx, fresh, atOnce)
+					return s.powerOn(startCtx, fresh, atOnce)
 				}
 				l = fresh
 			}
@@ -129,7 +134,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				// Another claim of this user won a desktop of the pool
 				// meanwhile: this claim is that one.
 				s.mirror(held.l)
-				return s.powerOn(ctx, held.l, atOnce)
+				return s.powerOn(startCtx, held.l, atOnce)
 			} else if errors.As(err, &refused) {
 				return Desktop{}, refused // a quota, checked in the write
 			} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
@@ -148,7 +153,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 			s.counts.claimed(m.Power)
 			s.kickStandby() // a warm member went: refill
 			s.mirror(l)
-			return s.powerOn(ctx, l, atOnce)
+			return s.powerOn(startCtx, l, atOnce)
 		}
 	}
 	s.sampling.refused(p)

@@ -39,6 +39,9 @@ type Config struct {
 	// Samples keeps the pools' samples for the dashboard's charts
 	// (SamplePools); nil keeps none.
 	Samples SampleStore
+	// ClaimWait bounds a claim's own requests to the claim store, not
+	// its member's start (DefaultClaimWait).
+	ClaimWait time.Duration
 	// Replicas names the live replicas, so that each one's claims try
 	// its own share of a pool's members first (share); nil: none known,
 	// every claim orders them alike.
@@ -53,15 +56,23 @@ type Config struct {
 // KubeVirt VM's boot the wait is nothing.
 const DefaultRefillDelay = 2 * time.Second
 
+// DefaultClaimWait bounds a claim's requests to the claim store: one
+// that keeps refusing (the Kubernetes API server's 429s, which client-go
+// waits out and tries again up to 10 times, each wait longer than the
+// last) is told to the user within it, not minutes later. A claim takes
+// milliseconds to seconds; waiting for a claim lock takes 20 s at most.
+const DefaultClaimWait = 30 * time.Second
+
 // Service applies the claim rules: who may have which member, and what
 // claiming and releasing do to it.
 type Service struct {
-	backend  Backend
-	leases   Leases
-	audit    AuditLog
-	log      *slog.Logger
-	now      func() time.Time
-	duration time.Duration
+	backend   Backend
+	leases    Leases
+	audit     AuditLog
+	log       *slog.Logger
+	now       func() time.Time
+	duration  time.Duration
+	claimWait time.Duration
 
 	policy     Policy
 	maxPerUser int
@@ -108,6 +119,7 @@ func NewService(cfg Config) *Service {
 		log:        cfg.Log,
 		now:        cfg.Now,
 		duration:   cfg.LeaseDuration,
+		claimWait:  cfg.ClaimWait,
 		policy:     cfg.Policy,
 		maxPerUser: cfg.MaxDesktopsPerUser,
 		lockNS:     cfg.LockNamespace,
@@ -134,6 +146,9 @@ func NewService(cfg Config) *Service {
 	}
 	if s.duration == 0 {
 		s.duration = DefaultLeaseDuration
+	}
+	if s.claimWait <= 0 {
+		s.claimWait = DefaultClaimWait
 	}
 
 	return s
