@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -117,4 +118,49 @@ func TestCTReleaseDetached(t *testing.T) {
 	if pod := s.pod(t, ref.Name); pod == nil || pod.UID != fresh {
 		t.Errorf("bob's Pod: %v; want the fresh one (%s)", pod, fresh)
 	}
+
+	// An admin's recreate through a client that gives up (a gateway's
+	// cut, a closed tab) while the Pod is held: it goes on as a job, and
+	// makes the member fresh once the Pod goes.
+	if err := second.Release(ctx, bob, ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitClaimGone(t, s.leases, ref)
+	old = s.pod(t, ref.Name)
+	setFinalizers([]string{hold})
+	rctx, giveUp := context.WithCancel(ctx)
+	type answer struct {
+		job *vdi.Job
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		job, _, err := second.RecreateJob(rctx, s.root, ref)
+		answered <- answer{job, err}
+	}()
+	eventually(t, time.Minute, func() string {
+		if pod := s.pod(t, ref.Name); pod == nil || pod.DeletionTimestamp == nil {
+			return "the recreate has not asked for the Pod's deletion"
+		}
+		return ""
+	})
+	giveUp()
+	a := <-answered
+	if a.err != nil || a.job == nil || a.job.State != vdi.JobRunning || a.job.Kind != vdi.JobRecreate {
+		t.Fatalf("the admin's recreate whose client gave up: %+v, %v; want its job, running", a.job, a.err)
+	}
+	setFinalizers(nil)
+	eventually(t, 2*time.Minute, func() string {
+		j, err := second.Job(ctx, s.root, ns, "held")
+		if err != nil || j.State == vdi.JobRunning {
+			return fmt.Sprintf("the recreate job: %+v, %v", j, err)
+		}
+		if j.State != vdi.JobDone {
+			t.Fatalf("the recreate job: %+v; want done", j)
+		}
+		if pod := s.pod(t, ref.Name); pod == nil || pod.UID == old.UID {
+			return ref.Name + " has no fresh Pod after the recreate"
+		}
+		return ""
+	})
 }

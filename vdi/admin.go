@@ -215,9 +215,15 @@ func (s *Service) RecreateJob(ctx context.Context, id Identity, ref Ref) (*Job, 
 			return nil, nil, err
 		}
 	}
-	if err := s.backend.Recreate(ctx, ref); err != nil {
-		return nil, nil, &Error{Code: EUnavailable, Err: err, Msg: "Desktop " + ref.String() + " could not be recreated.", Hint: "Look at the portal's log, then try again."}
+	job, done, err := s.startQuick(ctx, jobRecord{Job: Job{Kind: JobRecreate, Namespace: ref.Namespace, Pool: m.Pool, Member: ref.Name,
+		By: id.Login, Total: 1, Progress: "starting"}})
+	if err != nil {
+		return nil, nil, err
 	}
-	s.record(ctx, AuditEvent{Actor: id.Login, Action: "recreate", Namespace: ref.Namespace, Target: ref.Name})
-	return nil, nil, nil
+	detail := ""
+	if job != nil {
+		detail = "job " + job.ID
+	}
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "recreate", Namespace: ref.Namespace, Target: ref.Name, Detail: detail})
+	return job, done, nil
 }

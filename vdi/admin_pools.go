@@ -157,11 +157,16 @@ func (s *Service) CreatePoolJob(ctx context.Context, id Identity, p Pool) (*Job,
 			return nil, nil, err
 		}
 	}
-	if err := pa.CreatePool(ctx, p); err != nil {
+	job, done, err := s.startQuick(ctx, jobRecord{Job: Job{Kind: JobCreate, Namespace: p.Namespace, Pool: p.Name, By: id.Login, Total: 1,
+		Progress: "starting"}, Create: &p})
+	if err != nil {
 		return nil, nil, err
 	}
+	if job != nil {
+		detail += "; job " + job.ID
+	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-create", Namespace: p.Namespace, Target: p.Name, Detail: detail})
-	return nil, nil, nil
+	return job, done, nil
 }
 
 // UpdatePool changes a pool as UpdatePoolJob does, waiting for a resize
@@ -308,9 +313,17 @@ func (s *Service) resize(ctx context.Context, id Identity, pa PoolAdmin, p Pool,
 			return nil, nil, err
 		}
 	}
-	if err := pa.ResizePool(ctx, p.Namespace, p.Name, size, func(m string) bool { return held[m] != nil }); err != nil {
+	rec := jobRecord{Job: Job{Kind: JobGrow, Namespace: p.Namespace, Pool: p.Name, By: id.Login, Total: 1, Progress: "starting"}, Size: size}
+	if size < p.Size {
+		rec.Kind = JobShrink
+	}
+	job, done, err := s.startQuick(ctx, rec)
+	if err != nil {
 		return nil, nil, err
 	}
+	if job != nil {
+		detail += "; job " + job.ID
+	}
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "pool-resize", Namespace: p.Namespace, Target: p.Name, Detail: detail})
-	return nil, nil, nil
+	return job, done, nil
 }

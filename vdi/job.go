@@ -131,8 +131,11 @@ type jobRecord struct {
 	Job
 	// Growth is the members a create, grow or recreate makes.
 	Growth *Growth `json:"growth,omitempty"`
-	// Size is the size a shrink goes to.
+	// Size is the size a shrink, or a resize done at once, goes to.
 	Size int `json:"size,omitempty"`
+	// Create is the pool a create done at once makes (no Growth: the
+	// backend makes its members itself, see startQuick).
+	Create *Pool `json:"create,omitempty"`
 	// Resumed is set on a job taken over from a portal that stopped.
 	Resumed bool `json:"resumed,omitempty"`
 }

@@ -181,6 +181,10 @@ func (s *Service) runJob(l *Lease, rec jobRecord) <-chan error {
 
 // jobWork carries out rec.
 func (s *Service) jobWork(ctx context.Context, rec jobRecord, progress func(Progress)) error {
+	switch {
+	case rec.Growth == nil && rec.Kind != JobShrink:
+		return s.quickWork(ctx, rec, progress)
+	}
 	switch rec.Kind {
 	case JobCreate, JobGrow, JobRecreate:
 		pg, ok := s.backend.(PoolGrower)
