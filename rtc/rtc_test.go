@@ -16,15 +16,25 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/rfb"
 )
 
-// newServer returns a Server on a UDP port of 127.0.0.1.
-func newServer(t *testing.T) *Server {
+// newServer returns a Server on a UDP port of 127.0.0.1, with ICE-TCP
+// on a TCP port there too when tcp is set.
+func newServer(t *testing.T, tcp ...bool) *Server {
 	t.Helper()
 	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { udp.Close() })
-	s, err := New(Config{UDP: udp})
+	cfg := Config{UDP: udp}
+	if len(tcp) > 0 && tcp[0] {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		cfg.TCP = ln
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +48,13 @@ type browser struct {
 	got chan []byte // the H.264 of each packet, depacketized
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t *testing.T, nets ...webrtc.NetworkType) *browser {
 	t.Helper()
 	var se webrtc.SettingEngine
 	se.SetIncludeLoopbackCandidate(true)
+	if len(nets) > 0 {
+		se.SetNetworkTypes(nets)
+	}
 	me := new(webrtc.MediaEngine)
 	if err := me.RegisterDefaultCodecs(); err != nil {
 		t.Fatal(err)
@@ -193,6 +206,36 @@ func TestAnswer_SendsTheScreen(t *testing.T) {
 	defer tap.mu.Unlock()
 	if tap.stops != 1 {
 		t.Errorf("the tap was stopped %d times; want 1", tap.stops)
+	}
+}
+
+// TestAnswer_ICETCP: a browser whose network drops UDP reaches the
+// portal's ICE-TCP port, named in the answer beside the UDP one, and
+// gets the video there.
+func TestAnswer_ICETCP(t *testing.T) {
+	s := newServer(t, true)
+	b := newBrowser(t, webrtc.NetworkTypeTCP4)
+	tap := &screenTap{tapped: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answer, p, err := s.Answer(ctx, b.offer(t), tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !strings.Contains(answer, " tcp ") || !strings.Contains(answer, "tcptype passive") {
+		t.Fatalf("the answer names no passive TCP candidate:\n%s", answer)
+	}
+	b.answer(t, answer)
+	for got := 0; got < 5; {
+		select {
+		case <-b.got:
+			got++
+		case <-p.Done():
+			t.Fatalf("the peer ended: %v", p.Err())
+		case <-ctx.Done():
+			t.Fatal("no video over ICE-TCP")
+		}
 	}
 }
 
