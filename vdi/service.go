@@ -450,7 +450,9 @@ func (s *Service) Dial(ctx context.Context, ref Ref, p Protocol) (net.Conn, erro
 
 // record writes an audit event; a failure is logged, never fatal.
 func (s *Service) record(ctx context.Context, e AuditEvent) {
-	if err := s.audit.Record(ctx, e); err != nil {
+	// What was done is recorded even when its client gave up meanwhile
+	// (a job it started goes on).
+	if err := s.audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("audit", "action", e.Action, "err", err)
 	}
 }
