@@ -229,6 +229,7 @@ func TestComfort_VNC(t *testing.T) {
 	t.Run("keyboard layouts", func(t *testing.T) {
 		typeLayouts(t, page, p.homeOf(d.Name), func() { shell.run("setxkbmap us") })
 	})
+	t.Run("shortcuts", func(t *testing.T) { typeShortcuts(t, page, p.homeOf(d.Name)) })
 	t.Run("input method text", func(t *testing.T) { typeComposed(t, page, p.homeOf(d.Name)) })
 
 	t.Run("paste as keys into the desktop's terminal window", func(t *testing.T) {

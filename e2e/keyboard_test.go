@@ -13,10 +13,10 @@ import (
 // A stroke is one key as Chromium reports it for a keyboard layout: the
 // DOM key, the physical key's code, and what it types (empty for a dead
 // key, whose character comes with the next key, as Chromium composes it).
-// With names AltGraph or Shift held around it.
+// With names AltGraph, Shift or Control held around it.
 type stroke struct {
 	key, code, text string
-	with            string // "", "Shift" or "AltGraph"
+	with            string // "", "Shift", "AltGraph" or "Control"
 }
 
 // plain, shifted, altGr and dead build strokes: key is the character the
@@ -24,6 +24,11 @@ type stroke struct {
 func plain(code, ch string) stroke   { return stroke{key: ch, code: code, text: ch} }
 func shifted(code, ch string) stroke { return stroke{key: ch, code: code, text: ch, with: "Shift"} }
 func altGr(code, ch string) stroke   { return stroke{key: ch, code: code, text: ch, with: "AltGraph"} }
+
+// ctrl is a shortcut: Ctrl held around the key that gives ch on the
+// layout (Chromium reports the layout's character and types nothing).
+func ctrl(code, ch string) stroke { return stroke{key: ch, code: code, with: "Control"} }
+
 func dead(code string, with string) stroke {
 	return stroke{key: "Dead", code: code, with: with}
 }
@@ -54,6 +59,7 @@ func (d devInput) send(method string, params map[string]any) {
 var modifierKeys = map[string]stroke{
 	"Shift":    {key: "Shift", code: "ShiftLeft"},
 	"AltGraph": {key: "AltGraph", code: "AltRight"},
+	"Control":  {key: "Control", code: "ControlLeft"},
 }
 
 func (d devInput) key(kind string, s stroke, mods int) {
@@ -79,8 +85,11 @@ func (d devInput) strokes(ss ...stroke) {
 	d.t.Helper()
 	for _, s := range ss {
 		mods := 0
-		if s.with == "Shift" {
+		switch s.with {
+		case "Shift":
 			mods = 8
+		case "Control":
+			mods = 2
 		}
 		if m, ok := modifierKeys[s.with]; ok {
 			d.key("keyDown", m, mods)
@@ -234,4 +243,38 @@ func typeComposed(t *testing.T, page playwright.Page, home string) {
 		in.enter()
 		waitFile(t, filepath.Join(home, "ime-many.txt"), text+"oKä€日本\n")
 	})
+}
+
+// shortcuts is the table of Ctrl shortcuts as Chromium reports them on
+// layouts whose letters sit on other keys than a US keyboard's (QWERTZ's
+// Z, AZERTY's A and Z): Ctrl+C, Ctrl+V, Ctrl+Z, Ctrl+A each.
+var shortcuts = []struct {
+	name    string
+	strokes []stroke
+}{
+	{"US", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyZ", "z"), ctrl("KeyA", "a")}},
+	{"German QWERTZ", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyY", "z"), ctrl("KeyA", "a")}},
+	{"French AZERTY", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyW", "z"), ctrl("KeyQ", "a")}},
+}
+
+// typeShortcuts presses each layout's shortcuts into the desktop's
+// terminal window in raw mode, where each arrives as the control
+// character the desktop made of it, and compares the bytes: Ctrl+C, V,
+// Z and A are 0x03, 0x16, 0x1a and 0x01 whatever key the layout has the
+// letter on.
+func typeShortcuts(t *testing.T, page playwright.Page, home string) {
+	in := newDevInput(t, page)
+	for i, l := range shortcuts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "sc" + string(rune('a'+i)) + ".txt"
+			// Keys typed before the terminal is raw would be signals.
+			pasteAsKeys(t, page, "stty raw -echo; : > ~/"+name+".raw; head -c 4 > ~/"+name+"; stty sane\n")
+			if !eventually(15*time.Second, func() bool { _, err := os.Stat(filepath.Join(home, name+".raw")); return err == nil }) {
+				t.Fatal("the terminal did not go raw")
+			}
+			focusDesktop(t, page)
+			in.strokes(l.strokes...)
+			waitFile(t, filepath.Join(home, name), "\x03\x16\x1a\x01")
+		})
+	}
 }
