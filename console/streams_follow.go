@@ -55,12 +55,21 @@ func (f *followConn) current() (net.Conn, chan struct{}) {
 }
 
 // Read implements net.Conn: it reads the holder's console, following it
-// when its link ends.
+// when its link ends, unless this replica has handed its consoles off
+// (draining): then the invitee's console ends as the holder's does,
+// saying that the console moves, and the page reconnects elsewhere.
 func (f *followConn) Read(b []byte) (int, error) {
 	for {
 		c, moved := f.current()
 		n, err := c.Read(b)
-		if n > 0 || err == nil || isTimeout(err) || !f.refollow(moved) {
+		if n > 0 || err == nil || isTimeout(err) {
+			return n, err
+		}
+		if f.s.handedOff.Load() {
+			f.giveUp(moved) // a writer waiting on the follow returns too
+			return n, err
+		}
+		if !f.refollow(moved) {
 			return n, err
 		}
 	}

@@ -261,3 +261,59 @@ func TestStreams_FollowGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestStreams_DrainingFollowerSaysSo: an invitee on b followed the
+// holder's console to b itself (the holder reopened it there); b drains
+// and hands it off: the invitee's console ends saying the console moves,
+// as the holder's does, so the page reconnects to another replica, rather
+// than following the holder's next console from a replica that is
+// shutting down (cut off at the drain's end as "session ended").
+func TestStreams_DrainingFollowerSaysSo(t *testing.T) {
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b, c := startReplica(t, table, "a", nil), startReplica(t, table, "b", nil), startReplica(t, table, "c", nil)
+	ref := vdi.Ref{Namespace: "ns", Name: "vm-7"}
+	ctx := context.Background()
+	deskA, upA := net.Pipe()
+	defer deskA.Close()
+	holder, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, upA, "apiserver", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, true)
+	if !ok || err != nil {
+		t.Fatalf("a control invitee on b: ok=%v, %v", ok, err)
+	}
+	defer helper.Close()
+	holder.Close() // the holder's page reloads, and opens the console on b
+	deskB, upB := net.Pipe()
+	defer deskB.Close()
+	if _, err := b.shared.Open(ctx, ref, vdi.ProtocolSerial, upB, "apiserver", true); err != nil {
+		t.Fatal(err)
+	}
+	go deskB.Write([]byte("on-b "))
+	readFor(t, helper, "on-b ") // followed to b
+
+	b.shared.HandOff()
+	deskC, upC := net.Pipe() // the holder's page opens it again, on c
+	defer deskC.Close()
+	if _, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, upC, "apiserver", true); err != nil {
+		t.Fatal(err)
+	}
+	go deskC.Write([]byte("on-c "))
+	var got []byte
+	buf := make([]byte, 256)
+	for {
+		n, err := helper.Read(buf)
+		got = append(got, buf[:n]...)
+		if strings.Contains(string(got), "on-c ") {
+			t.Fatalf("the invitee's console on b after b's hand-off read %q: it followed the console to c from a draining replica; want it ended, saying why: 1012 %q", got, console.ConsoleMoves)
+		}
+		if err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ConsoleMoves {
+				t.Errorf("the invitee's console on b after b's hand-off: read %q, then %v; want it ended, saying why: 1012 %q", got, err, console.ConsoleMoves)
+			}
+			return
+		}
+	}
+}
