@@ -99,6 +99,15 @@ func (s *sharedStream) carolTypes(t *testing.T, what string) {
 // there: carol's command runs and all read it; one upstream more.
 func (s *sharedStream) reopen(t *testing.T, what string, r *replica) {
 	t.Helper()
+	s.holderAgain(t, what, r)
+	s.carolTypes(t, what)
+	s.up.check(t, s.opened)
+}
+
+// holderAgain opens alice's console on r once the desktop's upstream is
+// gone.
+func (s *sharedStream) holderAgain(t *testing.T, what string, r *replica) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for s.up.held() {
 		if time.Now().After(deadline) {
@@ -107,35 +116,48 @@ func (s *sharedStream) reopen(t *testing.T, what string, r *replica) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	s.alice, s.holder = r.mustStream(t, s.p, s.ref, "alice"), r
-	s.carolTypes(t, what)
 	s.opened++
-	s.up.check(t, s.opened)
 }
 
 // drained: replica r drained (SIGTERM) and other did not. Holding
 // alice's console, r ended it with 1012 and the words that it moves,
-// and she opens it again on other, where erin's and carol's follow it;
-// relaying erin's and carol's, r ended theirs as a drop and they open
-// them again on other. Either way carol's command runs and all read it,
-// and no upstream more opened than alice's.
+// and she opens it again on other; erin's and carol's follow it there
+// from another replica, or, joined on r itself, ended with hers and open
+// again on other. Relaying erin's and carol's only, r ended theirs as a
+// drop and they open them again on other. Either way carol's command
+// runs and all read it, and no upstream opened but alice's.
 func (s *sharedStream) drained(t *testing.T, r, other *replica) {
 	t.Helper()
 	what := r.name + " drained"
-	if r == s.holder {
-		if ce := closedStream(s.alice); ce == nil || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ConsoleMoves {
-			t.Errorf("%s: alice's %s console on %s ended with %v; want 1012 %q", what, s.p, r.name, ce, console.ConsoleMoves)
-		}
-		s.reopen(t, what, other)
-		return
-	}
-	for who, ws := range map[string]*websocket.Conn{"erin": s.erin, "carol": s.carol} {
-		// The page takes both for a drop and reconnects.
+	ended := func(who string, ws *websocket.Conn, drop bool) {
+		t.Helper()
 		ce := closedStream(ws)
-		if ce == nil || ce.Code != websocket.CloseServiceRestart && (ce.Code != websocket.CloseGoingAway || ce.Text != "session ended") {
-			t.Errorf("%s: %s's %s console on %s ended with %v; want 1012, or 1001 \"session ended\"", what, who, s.p, r.name, ce)
+		switch {
+		case ce != nil && ce.Code == websocket.CloseServiceRestart && ce.Text == console.ConsoleMoves:
+		case drop && ce != nil && ce.Code == websocket.CloseGoingAway && ce.Text == "session ended": // a drop to the page too
+		default:
+			t.Errorf("%s: %s's %s console on %s ended with %v; want 1012 %q", what, who, s.p, r.name, ce, console.ConsoleMoves)
 		}
 	}
-	s.erin, s.carol, s.invitees = other.mustStream(t, s.p, s.ref, "erin"), other.mustStream(t, s.p, s.ref, "carol"), other
+	invitees := map[string]*websocket.Conn{"erin": s.erin, "carol": s.carol}
+	switch {
+	case r == s.holder:
+		ended("alice", s.alice, false)
+		if s.invitees == r {
+			for who, ws := range invitees {
+				ended(who, ws, false)
+			}
+		}
+		s.holderAgain(t, what, other)
+		if s.invitees == r {
+			s.erin, s.carol, s.invitees = other.mustStream(t, s.p, s.ref, "erin"), other.mustStream(t, s.p, s.ref, "carol"), other
+		}
+	case r == s.invitees:
+		for who, ws := range invitees {
+			ended(who, ws, true)
+		}
+		s.erin, s.carol, s.invitees = other.mustStream(t, s.p, s.ref, "erin"), other.mustStream(t, s.p, s.ref, "carol"), other
+	}
 	s.carolTypes(t, what)
 	s.up.check(t, s.opened)
 }

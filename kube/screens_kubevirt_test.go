@@ -164,8 +164,9 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // the terminal of her container desktop (a CT Pod on a node stand-in's
 // kubelet, reached through pods/exec); she reloads the terminal's page,
 // which opens on c, and erin's and carol's terminals follow it there. a
-// is SIGKILLed: the serial consoles on b follow alice's to c; the
-// terminals on b and c go on; erin reconnects on b and alice on c by
+// is SIGKILLed: the serial consoles on b follow alice's to c, and she
+// reloads that page too, which opens on b, where erin's and carol's are;
+// the terminals on b and c go on; erin reconnects on b and alice on c by
 // themselves; one of them takes the screen over once a's heartbeat runs
 // out; still the same pixels, and virt-handler saw exactly one more
 // client, one after the other, none kicked. alice leaves that tab open on
@@ -173,9 +174,9 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // erin's stays, no client more. Then the screen's owner (b or c) drains
 // (SIGTERM): alice's and erin's consoles end with 1012 and the words that
 // the screen moves, open again on the other replica, and virt-handler saw
-// one client more, none kicked; the serial console and the terminal, held
-// by alice on c with erin and carol on b, move as sharedStream.drained
-// says. At every step of the serial console and the terminal carol's
+// one client more, none kicked; the serial console (all three on b) and
+// the terminal (alice on c, erin and carol on b) move as
+// sharedStream.drained says. At every step of the serial console and the terminal carol's
 // commands reach everyone, erin's keys nobody, and the desktop had one
 // upstream at a time (virt-handler's serial clients, the kubelet's
 // execs).
@@ -260,6 +261,8 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		}
 	}
 	serial.reopen(t, "a was SIGKILLed", c)
+	serial.alice.Close() // she reloads her page, whose serial console opens on b, beside erin's and carol's
+	serial.reopen(t, "alice reloaded her serial console", b)
 	term.carolTypes(t, "a was SIGKILLed")
 	term.up.check(t, term.opened)
 	erin = b.mustWatch(t, ref, "erin")
