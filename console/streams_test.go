@@ -155,22 +155,8 @@ func TestStreams_HandOffFollowed(t *testing.T) {
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-5"}
 	key := console.StreamKey(ref, vdi.ProtocolSerial)
 	ctx := context.Background()
-	deskA, upA := net.Pipe()
-	defer deskA.Close()
-	holder, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, upA, "apiserver", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viewer, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, false)
-	if !ok || err != nil {
-		t.Fatalf("a view invitee on b: ok=%v, %v", ok, err)
-	}
-	defer viewer.Close()
-	helper, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, true)
-	if !ok || err != nil {
-		t.Fatalf("a control invitee on b: ok=%v, %v", ok, err)
-	}
-	defer helper.Close()
+	holder, _ := serialHolder(t, a, ref)
+	viewer, helper := serialInvitee(t, b, ref, false), serialInvitee(t, b, ref, true)
 
 	a.shared.HandOff()
 	holder.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -273,23 +259,10 @@ func TestStreams_DrainingFollowerSaysSo(t *testing.T) {
 	a, b, c := startReplica(t, table, "a", nil), startReplica(t, table, "b", nil), startReplica(t, table, "c", nil)
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-7"}
 	ctx := context.Background()
-	deskA, upA := net.Pipe()
-	defer deskA.Close()
-	holder, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, upA, "apiserver", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper, _, ok, err := b.shared.Join(ctx, ref, vdi.ProtocolSerial, true)
-	if !ok || err != nil {
-		t.Fatalf("a control invitee on b: ok=%v, %v", ok, err)
-	}
-	defer helper.Close()
+	holder, _ := serialHolder(t, a, ref)
+	helper := serialInvitee(t, b, ref, true)
 	holder.Close() // the holder's page reloads, and opens the console on b
-	deskB, upB := net.Pipe()
-	defer deskB.Close()
-	if _, err := b.shared.Open(ctx, ref, vdi.ProtocolSerial, upB, "apiserver", true); err != nil {
-		t.Fatal(err)
-	}
+	_, deskB := serialHolder(t, b, ref)
 	go deskB.Write([]byte("on-b "))
 	readFor(t, helper, "on-b ") // followed to b
 
@@ -316,4 +289,30 @@ func TestStreams_DrainingFollowerSaysSo(t *testing.T) {
 			return
 		}
 	}
+}
+
+// serialHolder opens the holder's serial console of ref on r (shared) and
+// returns its end and the desktop's, both closed when t ends.
+func serialHolder(t *testing.T, r *replica, ref vdi.Ref) (holder, desk net.Conn) {
+	t.Helper()
+	desk, up := net.Pipe()
+	t.Cleanup(func() { desk.Close() })
+	holder, err := r.shared.Open(context.Background(), ref, vdi.ProtocolSerial, up, "apiserver", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	return holder, desk
+}
+
+// serialInvitee joins an invitee (with control or not) to the holder's
+// serial console of ref from r; it is closed when t ends.
+func serialInvitee(t *testing.T, r *replica, ref vdi.Ref, control bool) net.Conn {
+	t.Helper()
+	c, _, ok, err := r.shared.Join(context.Background(), ref, vdi.ProtocolSerial, control)
+	if !ok || err != nil {
+		t.Fatalf("an invitee (control %v) on the holder's serial console: ok=%v, %v", control, ok, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
