@@ -54,7 +54,8 @@ const (
 //     apiserver speaks to a node that does not declare
 //     ExtendWebSocketsToKubelet, and websockets): the command runs on this
 //     machine, on a pty when asked, in a HOME of the Pod's own under a
-//     temporary folder, so `sh` or `bash -l` are real shells;
+//     temporary folder, so `sh` or `bash -l` are real shells; it counts
+//     each Pod's exec sessions, and the most that ran at once (Execs);
 //   - finishes deleting its Pods (grace period 0) once they are marked for
 //     deletion, hanging up their exec sessions first.
 type Kubelet struct {
