@@ -137,7 +137,7 @@ var sessionTools = []tool{
 					return nil, Claimed{}, err
 				}
 			}
-			st, err := s.seats.get(ctx, ref, id.Agent())
+			st, err := s.seats.get(ctx, ref, id)
 			if err != nil {
 				return nil, Claimed{}, err
 			}

@@ -40,11 +40,11 @@ func benchSeat(b *testing.B) *seat {
 		c, err := nd.DialContext(ctx, "unix", d.VNCSocket())
 		return c, "direct", err
 	}
-	ss := &seats{idle: DefaultSeatIdle, join: func(ctx context.Context, _ vdi.Ref, _ string) (net.Conn, error) {
+	ss := &seats{idle: DefaultSeatIdle, join: func(ctx context.Context, _ vdi.Identity, _ vdi.Ref) (net.Conn, error) {
 		c, _, err := hubs.Join(ctx, "bench", true, dial)
 		return c, err
 	}}
-	st, err := ss.get(context.Background(), vdi.Ref{Namespace: "local", Name: "agent"}, "bot:bench/bench")
+	st, err := ss.get(context.Background(), vdi.Ref{Namespace: "local", Name: "agent"}, vdi.Identity{Login: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

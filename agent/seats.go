@@ -13,12 +13,13 @@ import (
 )
 
 // Join opens a control client's connection to ref's screen hub for the
-// agent named agent ("bot:alice/test-runner"): the agent's picture and
-// input go through the same hub as a person's console, so watchers see
-// the agent work (and the holder's page lists it while it is open).
-// While the connection is open it counts as a console of the desktop's
-// claim, as a person's does: the disconnect grace waits for it to close.
-type Join func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error)
+// agent id (a token's identity, named by id.Agent():
+// "bot:alice/test-runner"): the agent's picture and input go through the
+// same hub as a person's console, so watchers see the agent work (and
+// the holder's page lists it while it is open). While the connection is
+// open it counts as a console of the desktop's claim, as a person's
+// does: the disconnect grace waits for it to close.
+type Join func(ctx context.Context, id vdi.Identity, ref vdi.Ref) (net.Conn, error)
 
 // DefaultSeatIdle is how long a seat's screen connection stays open
 // without a tool call, unless Config.SeatIdle says otherwise. While it is
@@ -50,8 +51,9 @@ type seats struct {
 	open map[vdi.Ref]*seat
 }
 
-// get returns ref's seat, joining its screen as agent when none is open.
-func (s *seats) get(ctx context.Context, ref vdi.Ref, agent string) (*seat, error) {
+// get returns ref's seat, joining its screen as agent id when none is
+// open.
+func (s *seats) get(ctx context.Context, ref vdi.Ref, id vdi.Identity) (*seat, error) {
 	s.mu.Lock()
 	st := s.open[ref]
 	if st != nil {
@@ -67,7 +69,7 @@ func (s *seats) get(ctx context.Context, ref vdi.Ref, agent string) (*seat, erro
 	if st != nil {
 		return st, nil
 	}
-	conn, err := s.join(ctx, ref, agent)
+	conn, err := s.join(ctx, id, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (s *Seat) call(ctx context.Context, id vdi.Identity, tool, desktop string, 
 	s.audit(ctx, id, tool, ref, detail(d))
 	ctx, done := s.fly(ctx, id, ref, c == input)
 	defer done()
-	st, err := s.seats.get(ctx, ref, id.Agent())
+	st, err := s.seats.get(ctx, ref, id)
 	if err != nil {
 		return cut(ctx, err)
 	}

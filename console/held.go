@@ -37,7 +37,7 @@ var heartbeatEvery = vdi.HeartbeatEvery
 // vdi.HeartbeatEvery (after three missed beats it counts as closed),
 // its last input reported, and recorded closed. Every console that keeps
 // a claim alive is held so: the holder's (Sessions.Run) and an agent's
-// screen (HoldConn).
+// screen (Sessions.HoldAgent).
 type Held struct {
 	claims Claims
 	ref    vdi.Ref
@@ -108,12 +108,12 @@ func (h *Held) Close() {
 	}
 }
 
-// HoldConn holds conn, a connection to ref's screen outside any console
+// holdConn holds conn, a connection to ref's screen outside any console
 // session (an agent's: the agent acts for the holder), open on ref's
 // claim while it is open, beyond ctx; a release or reclaim (which ends
 // the claim's consoles on this replica) closes it. It returns conn with
 // the console recorded closed at its close.
-func HoldConn(ctx context.Context, claims Claims, ref vdi.Ref, conn net.Conn, log *slog.Logger) net.Conn {
+func holdConn(ctx context.Context, claims Claims, ref vdi.Ref, conn net.Conn, log *slog.Logger) net.Conn {
 	ctx, end := context.WithCancelCause(context.WithoutCancel(ctx))
 	untrack := claims.TrackConsole(ref, end)
 	held := Hold(ctx, claims, ref, nil, log.With("desktop", ref))

@@ -19,6 +19,7 @@ import (
 type claimStub struct {
 	mu                               sync.Mutex
 	holder                           string
+	share                            *vdi.Share // bob's invitation; nil: nobody is invited
 	opened, closed, beats, untracked int
 	input                            time.Time
 	end                              context.CancelCauseFunc
@@ -39,6 +40,22 @@ func (c *claimStub) TrackConsole(_ vdi.Ref, cancel context.CancelCauseFunc) func
 		defer c.mu.Unlock()
 		c.untracked++
 	}
+}
+
+// The holder's newest console and invitations: no other replica writes
+// the claim (ClaimChanged is never ready).
+func (c *claimStub) TakeConsole(context.Context, vdi.Ref, vdi.Protocol, string) (string, error) {
+	return "", nil
+}
+func (c *claimStub) NewestConsole(context.Context, vdi.Ref, vdi.Protocol) (string, error) {
+	return "", nil
+}
+func (c *claimStub) ClaimChanged(vdi.Ref) <-chan struct{} { return nil }
+func (c *claimStub) SharedDesktop(context.Context, vdi.Identity, vdi.Ref) (vdi.Desktop, vdi.Share, error) {
+	if c.share == nil {
+		return vdi.Desktop{}, vdi.Share{}, vdi.Errorf(vdi.EForbidden, "", "not invited")
+	}
+	return vdi.Desktop{Holder: c.holder}, *c.share, nil
 }
 
 func (c *claimStub) ConsoleOpened(context.Context, vdi.Ref) error { return c.count(&c.opened) }
@@ -115,7 +132,7 @@ func TestHoldConn(t *testing.T) {
 		claims := &claimStub{holder: "alice"}
 		ctx, cancel := context.WithCancel(context.Background())
 		near, far := net.Pipe()
-		conn := HoldConn(ctx, claims, heldRef, near, log)
+		conn := holdConn(ctx, claims, heldRef, near, log)
 		cancel() // the call that joined the screen ends; the screen stays
 		if opened, _, closed := claims.counts(); opened != 1 || closed != 0 {
 			t.Fatalf("held screen: opened %d, closed %d; want 1, 0", opened, closed)
@@ -155,7 +172,7 @@ func TestSessionsRun_HolderHeld(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Run(context.Background(), "s1", vdi.Identity{Login: user}, heldRef, vdi.ProtocolTerminal, PathDirect, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+			s.Run(context.Background(), Session{ID: "s1", User: vdi.Identity{Login: user}, Ref: heldRef, Protocol: vdi.ProtocolTerminal, Path: PathDirect, Holder: "alice"}, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 				opts.OnInput([]byte("x"))
 				close(typed)
 				<-ctx.Done()

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -22,10 +23,22 @@ type History interface {
 	CloseSession(ctx context.Context, id string, bytesIn, bytesOut int64, reason string, lastInput time.Time) error
 }
 
+// SessionClaims is what Sessions keeps on the claims and reads of them
+// (vdi.Service): a console's life on its claim (Claims), the holder's
+// newest console (TakeConsole, KeepNewest) and an invitee's invitation
+// (KeepShared).
+type SessionClaims interface {
+	Claims
+	NewestReader
+	ShareChecker
+	TakeConsole(ctx context.Context, ref vdi.Ref, p vdi.Protocol, id string) (string, error)
+}
+
 // SessionsConfig configures Sessions.
 type SessionsConfig struct {
-	// Claims keeps the holder's open consoles on their claims.
-	Claims Claims
+	// Claims keeps the holder's open consoles on their claims and ends
+	// consoles that the claim no longer allows.
+	Claims SessionClaims
 	// History records each session.
 	History History
 	// Count counts a console of p by path open until the returned func
@@ -38,10 +51,51 @@ type SessionsConfig struct {
 	Log         *slog.Logger
 }
 
-// Sessions runs console sessions: every console protocol's websocket
-// goes through Run once it has upgraded.
+// Sessions runs console sessions on this replica: every console
+// protocol's websocket goes through Run once it has upgraded, and an
+// agent's screen through HoldAgent. It keeps what ends a console besides
+// its client (the holder's newer console, an invitation's end, the
+// holder taking back control, a release) and who sees it (Watchers, the
+// console page's path chip).
 type Sessions struct {
-	cfg SessionsConfig
+	cfg      SessionsConfig
+	takeover Takeover
+	invited  Invitees
+	watchers Watchers
+	links    links
+}
+
+// Session is one console session as its handler hands it over,
+// authorized and upgraded.
+type Session struct {
+	// ID names it (NewID): its history row, its recording, its place
+	// among the holder's newest consoles on the claim.
+	ID       string
+	User     vdi.Identity
+	Ref      vdi.Ref
+	Protocol vdi.Protocol
+	// Path is the relay path its connection took (PathDirect, …).
+	Path string
+	// Holder is the desktop's holder when the console was authorized:
+	// the holder's VNC and serial consoles take over from their older
+	// ones.
+	Holder string
+	// Share is the invitation it opened on (nil: the holder's or an
+	// admin's): it ends with the invitation, on whichever replica that
+	// ends.
+	Share *vdi.Share
+	// Watcher lists it among the desktop's watchers, for anyone but the
+	// holder (an admin, an invitee); nil for the holder's own, whose
+	// path the console page's chip shows.
+	Watcher *api.Viewer
+	// Granted says it has the control the holder gave an admin (a
+	// grant): the holder takes it back by ending it, and the admin's
+	// page reopens watching.
+	Granted bool
+	// Screen is 0 for a console's own window, 2 or 3 for a screen window
+	// the holder's VNC console opened (another part of the same
+	// desktop), which joins beside that console, never taking it over.
+	Screen int
 }
 
 // NewSessions returns Sessions as cfg says.
@@ -58,14 +112,17 @@ func NewSessions(cfg SessionsConfig) *Sessions {
 	return &Sessions{cfg: cfg}
 }
 
-// Run runs pipe as session sid of id on ref. The session is recorded in
-// the history; the holder's own consoles are held open on the claim
-// (Hold: its open-console count, heartbeat and last real input, read
-// from the protocol stream by relay's detectors); releasing or
-// reclaiming the desktop ends the session with a reason the client
-// shows.
-func (s *Sessions) Run(ctx context.Context, sid string, id vdi.Identity, ref vdi.Ref, p vdi.Protocol, path string, pipe Pipe) {
-	ses := vdi.Session{ID: sid, Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
+// Run runs pipe as session c. The session is recorded in the history;
+// the holder's own consoles are held open on the claim (Hold: its
+// open-console count, heartbeat and last real input, read from the
+// protocol stream by relay's detectors); releasing or reclaiming the
+// desktop ends the session with a reason the client shows, and so do
+// the other ends Session names (enter).
+func (s *Sessions) Run(ctx context.Context, c Session, pipe Pipe) {
+	ctx, leave := s.enter(ctx, c)
+	defer leave()
+	id, ref, p, path := c.User, c.Ref, c.Protocol, c.Path
+	ses := vdi.Session{ID: c.ID, Login: id.Login, Namespace: ref.Namespace, Member: ref.Name, Protocol: string(p), Path: path}
 	if err := s.cfg.History.OpenSession(ctx, ses); err != nil {
 		s.cfg.Log.Error("record session", "err", err)
 	}

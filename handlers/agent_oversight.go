@@ -32,7 +32,7 @@ func (h *mcpRoute) handleAgentOversight(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	h.seat.Oversaw(d)
-	h.watchers.Touch(ref(r)) // this replica's pages of the desktop; others', through the claim
+	h.console.sessions.Watchers().Touch(ref(r)) // this replica's pages of the desktop; others', through the claim
 	h.log.Info("agent oversight", "desktop", ref(r), "by", id.Login, "action", action, "agent", d.Agent)
 	if req.RevokeToken {
 		if err := h.revokeAgentToken(r, id, d); err != nil {

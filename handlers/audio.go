@@ -113,7 +113,7 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 	defer untrack()
 	if d.Holder != id.Login {
 		// The holder's notice says who listens, as it says who watches.
-		defer h.console.watchers.Add(ref, api.Viewer{User: id.Login, Role: roleListen, Protocol: "audio", Since: time.Now()}, nil)()
+		defer h.console.sessions.Watchers().Add(ref, api.Viewer{User: id.Login, Role: roleListen, Protocol: "audio", Since: time.Now()}, nil)()
 		if !invited {
 			h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "listen", Namespace: ref.Namespace, Target: ref.Name,
 				Detail: "held by " + d.Holder + "; watch policy " + string(d.Console.Watch)})

@@ -50,15 +50,11 @@ type ConsoleConfig struct {
 type consoleState struct {
 	cfg ConsoleConfig
 
-	viewers console.Takeover
-	// watchers is who else has a console open, for the holder's notice.
-	watchers console.Watchers
-	// invited is the open consoles of each invitation (shares.go).
-	invited console.Invitees
-	// links is the path of each desktop's open console, for its chip.
-	links  links
-	tokens *console.RDPTokens
-	peers  *relay.PeerVerifier // checks peer links to this portal
+	// sessions runs every console once upgraded and an agent's screen:
+	// what ends them, who watches, each desktop's console path.
+	sessions *console.Sessions
+	tokens   *console.RDPTokens
+	peers    *relay.PeerVerifier // checks peer links to this portal
 	// dial opens console connections by the first path that works.
 	dial *console.Console
 	// hubs holds each desktop's one VNC connection while it has consoles

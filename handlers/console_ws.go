@@ -42,7 +42,8 @@ func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, i
 }
 
 // serveConsole authorizes, connects by the first relay path that works,
-// upgrades (checking Origin) and runs the session.
+// upgrades (checking Origin) and hands the session to console.Sessions,
+// which keeps what ends it and who sees it.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
 	ref := ref(r)
 
@@ -132,7 +133,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	if consent {
 		alive, stop := wsAlive(r.Context(), ws)
-		allowed := h.console.watchers.Await(alive, ref, watcher)
+		allowed := h.console.sessions.Watchers().Await(alive, ref, watcher)
 		stop()
 		if !allowed {
 			closeWS(ws, websocket.ClosePolicyViolation, d.Holder+" did not allow the watch")
@@ -146,50 +147,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	screen := conn // the hub's viewer before any filter: its video may go by WebRTC
 	conn = h.clipboardFilter(conn, d, p, id.Login)
-	ctx := r.Context()
-	// The holder's newest VNC or serial console takes over from the older
-	// one (QEMU serves one serial client at a time: a second would wait
-	// unseen); an admin who is not the holder watches alongside (the admin
-	// shadow page asks noVNC for view-only) and is never taken over; nor
-	// is a screen window the holder's console opened (consoleScreen).
-	if (p == vdi.ProtocolVNC || p == vdi.ProtocolSerial) && d.Holder == id.Login && screenNo == 0 {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		// Recorded on the claim, which orders it after every console
-		// recorded before it, on any replica (no clock involved); the older
-		// ones give way here and, watching the claim, on the other replicas.
-		stamp, err := h.desktops.TakeConsole(ctx, ref, p, sid)
-		if err != nil {
-			h.log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", ref, "protocol", p, "err", err)
-		}
-		defer h.console.viewers.Take(ref, p, stamp, cancel)()
-		if stamp != "" {
-			go console.KeepNewest(ctx, h.desktops, ref, p, stamp, cancel, h.log)
-		}
+	ses := console.Session{ID: sid, User: id, Ref: ref, Protocol: p, Path: path, Holder: d.Holder, Share: share, Granted: granted, Screen: screenNo}
+	if watching {
+		ses.Watcher = &watcher
 	}
-	if share != nil { // revoked or run out: the console closes
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		defer h.console.invited.Add(share.ID, cancel)()
-		go console.KeepShared(ctx, h.desktops, id, ref, *share, vdi.ShareCheckEvery, cancel)
-	}
-	var end func() // the holder takes back the control they gave
-	if granted {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		end = func() {
-			cancel(console.ShareEnded(console.RoleChangedPrefix + d.Holder + " took back control; you watch, view only."))
-		}
-	}
-	if watching { // the holder's page says so at once
-		defer h.console.watchers.Add(ref, watcher, end)()
-	} else {
-		defer h.console.links.set(ref, path)()
-	}
-	h.sessions.Run(ctx, sid, id, ref, p, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.console.sessions.Run(r.Context(), ses, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		if path == console.PathPeer { // another replica's went away, not the desktop
 			opts.LinkGone = peerGone(p)

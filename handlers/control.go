@@ -52,7 +52,7 @@ func (h *Handler) handleControlRequest(w http.ResponseWriter, r *http.Request, i
 		return vdi.Errorf(vdi.EForbidden, "Watch the desktop first, then ask for control.", "You are not watching %s.", ref)
 	}
 	ask := api.Viewer{User: id.Login, Role: wantsControl, Protocol: vdi.ProtocolVNC, Since: time.Now()}
-	allowed := h.console.watchers.AwaitFor(r.Context(), ref, ask, controlWait)
+	allowed := h.console.sessions.Watchers().AwaitFor(r.Context(), ref, ask, controlWait)
 	outcome := "granted by " + d.Holder
 	if !allowed {
 		outcome = "refused or unanswered by " + d.Holder
@@ -87,7 +87,7 @@ const answerEnd = "end"
 // watching, view only. Audited.
 func (h *Handler) takeBackControl(w http.ResponseWriter, r *http.Request, id vdi.Identity, ref vdi.Ref) error {
 	viewer := r.PathValue("id")
-	if !h.console.watchers.End(ref, viewer) && !h.console.answerOnPeers(r.Context(), ref, viewer, answerEnd) {
+	if !h.console.sessions.Watchers().End(ref, viewer) && !h.console.answerOnPeers(r.Context(), ref, viewer, answerEnd) {
 		return vdi.Errorf(vdi.ENotFound, "It may have closed already; nothing to do.", "Nobody you gave control of %s is on it.", ref)
 	}
 	h.trail.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "control-taken-back", Namespace: ref.Namespace, Target: ref.Name})

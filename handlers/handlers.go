@@ -177,7 +177,6 @@ type Config struct {
 type Handler struct {
 	*guard
 	desktops   Desktops
-	sessions   *console.Sessions
 	recordings Recordings
 	console    *consoleState
 	consoles   *consoleCount
@@ -270,12 +269,12 @@ func New(cfg Config) *Handler {
 		mcp:        newMCPRoute(rd, cfg, cs),
 		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}
-	h.sessions = console.NewSessions(console.SessionsConfig{Claims: cfg.Desktops, History: cfg.Sessions, Count: m.consoleOpened,
+	cs.sessions = console.NewSessions(console.SessionsConfig{Claims: cfg.Desktops, History: cfg.Sessions, Count: m.consoleOpened,
 		PersonInput: h.mcp.seat.PersonInput, Log: log})
 	h.admin = &adminPages{renderer: rd, admin: cfg.Admin, desktops: cfg.Desktops, history: cfg.History, auth: cfg.Auth,
 		console: cs, cluster: cfg.Cluster, notice: notice, desktopGet: h.mine.handleDesktopGet}
 	h.usb = &usbRoutes{guard: g, auditTrail: trail, desktops: cfg.Desktops, console: cs, consoles: h.consoles, usb: cfg.USB,
-		publicURLs: cfg.PublicURLs, checkOrigin: hc.checkOrigin, sessions: h.sessions}
+		publicURLs: cfg.PublicURLs, checkOrigin: hc.checkOrigin}
 	h.routes()
 	return h
 }

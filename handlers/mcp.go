@@ -4,12 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/agent"
-	"github.com/corral-dev/corral-vdi-portal/api"
-	"github.com/corral-dev/corral-vdi-portal/connid"
-	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -19,36 +15,28 @@ type mcpRoute struct {
 	auth     Identifier
 	desktops Desktops
 	seat     *agent.Seat
-	watchers *console.Watchers // woken when an agent's oversight changes
-	tokens   Tokens            // for Stop's "revoke the token too"; nil: none kept
+	console  *consoleState // its sessions' watchers are woken when an agent's oversight changes
+	tokens   Tokens        // for Stop's "revoke the token too"; nil: none kept
 }
 
 // newMCPRoute returns the agent seat's route: its screens are the
 // desktops' shared hubs, joined as control clients like a person's
-// console, by the same paths (direct, a peer, the API server).
+// console, by the same paths (direct, a peer, the API server), and held
+// as consoles of the desktop (console.Sessions.HoldAgent).
 func newMCPRoute(rd *renderer, cfg Config, cs *consoleState) *mcpRoute {
-	join := func(ctx context.Context, ref vdi.Ref, agent string) (net.Conn, error) {
+	join := func(ctx context.Context, id vdi.Identity, ref vdi.Ref) (net.Conn, error) {
 		conn, _, err := cs.screens.Join(ctx, ref, true, cs.screenDial(ref))
 		if err != nil {
 			return nil, err
 		}
-		// The holder's page lists the agent among the desktop's viewers
-		// while its screen is open, so its notice shows live.
-		remove := cs.watchers.Add(ref, api.Viewer{User: agent, Role: roleAgent, Protocol: vdi.ProtocolVNC, Since: time.Now()}, nil)
-		// It is a console of the claim while open, held as the holder's
-		// are: the agent is the holder's (the seat joins only for their
-		// calls), so its work holds off the disconnect grace.
-		return console.HoldConn(ctx, cfg.Desktops, ref, connid.OnClose(conn, remove), rd.log.With("agent", agent)), nil
+		return cs.sessions.HoldAgent(ctx, id, ref, conn), nil
 	}
 	var audit vdi.AuditLog
 	if cfg.Audit != nil {
 		audit = cfg.Audit
 	}
-	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, watchers: &cs.watchers, tokens: cfg.Tokens, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops, SeatIdle: cfg.AgentSeatIdle})}
+	return &mcpRoute{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, tokens: cfg.Tokens, seat: agent.New(agent.Config{Desktops: cfg.Desktops, Join: join, Audit: audit, Log: rd.log, MaxDesktops: cfg.MaxAgentDesktops, SeatIdle: cfg.AgentSeatIdle})}
 }
-
-// roleAgent is an agent's role among a desktop's viewers (api.Viewer).
-const roleAgent = "agent"
 
 // handleMCP serves /mcp (Streamable HTTP): only a personal access token
 // opens it, never a cookie, so that no page of another site can drive an

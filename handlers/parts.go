@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-
-	"github.com/corral-dev/corral-vdi-portal/console"
 )
 
 // The handler's parts: each group of routes is a small type of its own
@@ -139,9 +137,8 @@ type usbRoutes struct {
 	usb        USBRedirector
 	usbStreams usbStreams
 	publicURLs []string
-	// checkOrigin and sessions are the console's (hosts.go, package console).
+	// checkOrigin is the console's (hosts.go).
 	checkOrigin func(r *http.Request) bool
-	sessions    *console.Sessions
 }
 
 // audioRoutes serves desktops' sound (audio.go).

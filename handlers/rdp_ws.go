@@ -73,14 +73,12 @@ func (h *Handler) handleRDPSocket(w http.ResponseWriter, r *http.Request, id vdi
 		relay.RejectRDCleanPath(ws, err)
 		return nil
 	}
-	if watching { // the holder's page says so at once
-		defer h.console.watchers.Add(ref, watcher, nil)()
-	}
 	h.log.Debug("rdp handshake done", "desktop", ref, "user", id.Login, "elapsed", time.Since(begin).Round(time.Millisecond))
-	if d.Holder == id.Login {
-		defer h.console.links.set(ref, path)()
+	ses := console.Session{ID: console.NewID(), User: id, Ref: ref, Protocol: vdi.ProtocolRDP, Path: path, Holder: d.Holder}
+	if watching { // the holder's page says so at once
+		ses.Watcher = &watcher
 	}
-	h.sessions.Run(r.Context(), console.NewID(), id, ref, vdi.ProtocolRDP, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.console.sessions.Run(r.Context(), ses, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		return relay.PipeRDP(ctx, ws, stream, opts)
 	})
 	return nil
@@ -117,7 +115,7 @@ func (h *Handler) rdpRequest(ws *websocket.Conn, id vdi.Identity, ref vdi.Ref) (
 // the page tells from a bad token's 403.
 func (h *Handler) rdpConsent(ctx context.Context, ws *websocket.Conn, ref vdi.Ref, holder string, w api.Viewer) error {
 	alive, stop := wsAlive(ctx, ws)
-	allowed := h.console.watchers.Await(alive, ref, w)
+	allowed := h.console.sessions.Watchers().Await(alive, ref, w)
 	stop()
 	if !allowed {
 		return relay.RDPHTTPError(http.StatusConflict, holder+" did not allow the watch", nil)

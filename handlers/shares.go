@@ -33,7 +33,7 @@ func (h *shareRoutes) handleShareCreate(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	if sh.RoleChanged { // invited again with the other role
-		h.console.invited.End(sh.ID, console.RoleChanged(sh))
+		h.console.sessions.Invitees().End(sh.ID, console.RoleChanged(sh))
 	}
 	writeJSON(w, http.StatusCreated, shareOf(ref(r), sh))
 	return nil
@@ -61,7 +61,7 @@ func (h *shareRoutes) handleShareDelete(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	h.console.invited.End(sh.ID, console.ShareEnded(id.Login+" stopped sharing this desktop."))
+	h.console.sessions.Invitees().End(sh.ID, console.ShareEnded(id.Login+" stopped sharing this desktop."))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -77,7 +77,7 @@ func (h *shareRoutes) handleShareControl(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	h.console.invited.End(sh.ID, console.RoleChanged(sh))
+	h.console.sessions.Invitees().End(sh.ID, console.RoleChanged(sh))
 	writeJSON(w, http.StatusOK, shareOf(ref(r), sh))
 	return nil
 }

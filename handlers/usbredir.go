@@ -112,7 +112,7 @@ func (h *usbRoutes) handleUSBRedirSocket(w http.ResponseWriter, r *http.Request,
 		return nil
 	}
 	h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "usb-attach", Namespace: ref.Namespace, Target: ref.Name, Detail: "via " + path})
-	h.sessions.Run(r.Context(), console.NewID(), id, ref, vdi.ProtocolUSBRedir, path, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.console.sessions.Run(r.Context(), console.Session{ID: console.NewID(), User: id, Ref: ref, Protocol: vdi.ProtocolUSBRedir, Path: path}, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		// relay's default message cap (1 MiB) is far above what usbredir
 		// clients send at once (`usb redir` writes at most 64 KiB).

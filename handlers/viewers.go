@@ -80,13 +80,13 @@ func withAgentState(list []api.Viewer, d vdi.Desktop) []api.Viewer {
 	}
 	found := false
 	for i := range list {
-		if list[i].Role == roleAgent {
+		if list[i].Role == console.RoleAgent {
 			list[i].AgentControl, list[i].AgentStopped = d.AgentControl, d.AgentStopped
 			found = true
 		}
 	}
 	if !found && (d.AgentControl != "" || d.AgentStopped != "") {
-		list = append(list, api.Viewer{ID: "agent", User: d.Agent, Role: roleAgent, Protocol: vdi.ProtocolVNC,
+		list = append(list, api.Viewer{ID: "agent", User: d.Agent, Role: console.RoleAgent, Protocol: vdi.ProtocolVNC,
 			AgentControl: d.AgentControl, AgentStopped: d.AgentStopped})
 	}
 	return list
@@ -115,7 +115,7 @@ func (h *Handler) handleViewerAnswer(w http.ResponseWriter, r *http.Request, id 
 	default:
 		return vdi.Errorf(vdi.EInvalid, "Answer allow, refuse or end.", "Unknown answer %q.", r.PathValue("answer"))
 	}
-	if !h.console.watchers.Answer(ref, r.PathValue("id"), allow) && !h.console.answerOnPeers(r.Context(), ref, r.PathValue("id"), r.PathValue("answer")) {
+	if !h.console.sessions.Watchers().Answer(ref, r.PathValue("id"), allow) && !h.console.answerOnPeers(r.Context(), ref, r.PathValue("id"), r.PathValue("answer")) {
 		return vdi.Errorf(vdi.ENotFound, "The watch may have given up waiting; nothing to do.", "No watch of %s is waiting for an answer.", ref)
 	}
 	h.log.Info("watch answered", "desktop", ref, "holder", id.Login, "allowed", allow)

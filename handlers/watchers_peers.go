@@ -108,7 +108,7 @@ func fetchViewers(ctx context.Context, base string, secret []byte, ref vdi.Ref, 
 // that answers, each peer's list by its URL, and the local list's
 // change channel.
 func (h *Handler) everyViewer(ctx context.Context, ref vdi.Ref) ([]api.Viewer, map[string]peerViewers, <-chan struct{}) {
-	list, _, changed := h.console.watchers.Snapshot(ref)
+	list, _, changed := h.console.sessions.Watchers().Snapshot(ref)
 	peers, secret := h.console.replicas(ctx)
 	got := map[string]peerViewers{}
 	var mu sync.Mutex
@@ -140,7 +140,7 @@ func (h *Handler) everyViewer(ctx context.Context, ref vdi.Ref) ([]api.Viewer, m
 // answers (the audio socket's consent check: the watch may be on
 // another replica than the sound).
 func (cs *consoleState) watchingAnywhere(ctx context.Context, ref vdi.Ref, user string) bool {
-	if cs.watchers.Watching(ref, user) {
+	if cs.sessions.Watchers().Watching(ref, user) {
 		return true
 	}
 	peers, secret := cs.replicas(ctx)
@@ -193,13 +193,13 @@ func (h *peerSocket) handlePeerViewers(w http.ResponseWriter, r *http.Request) {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
-	list, _, changed := h.console.watchers.Snapshot(ref)
+	list, _, changed := h.console.sessions.Watchers().Snapshot(ref)
 	if listTag(list) == r.Header.Get("If-None-Match") {
 		t := time.NewTimer(watchWait)
 		defer t.Stop()
 		select {
 		case <-changed:
-			list, _, _ = h.console.watchers.Snapshot(ref)
+			list, _, _ = h.console.sessions.Watchers().Snapshot(ref)
 		case <-t.C:
 			w.WriteHeader(http.StatusNotModified)
 			return
@@ -229,11 +229,11 @@ func (h *peerSocket) handlePeerViewerAnswer(w http.ResponseWriter, r *http.Reque
 		h.writeAPIError(w, r, vdi.Errorf(vdi.EInvalid, "Answer allow, refuse or end.", "Unknown answer %q.", answer))
 		return
 	}
-	if answer == answerEnd && !h.console.watchers.End(ref, r.PathValue("id")) {
+	if answer == answerEnd && !h.console.sessions.Watchers().End(ref, r.PathValue("id")) {
 		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask the other replicas.", "No console %q of %s with control given here.", r.PathValue("id"), ref))
 		return
 	}
-	if answer != answerEnd && !h.console.watchers.Answer(ref, r.PathValue("id"), answer == "allow") {
+	if answer != answerEnd && !h.console.sessions.Watchers().Answer(ref, r.PathValue("id"), answer == "allow") {
 		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask the other replicas.", "No watch %q of %s waits here.", r.PathValue("id"), ref))
 		return
 	}

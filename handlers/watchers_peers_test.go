@@ -21,8 +21,8 @@ func TestWatchers_WatchingOnAnyReplica(t *testing.T) {
 	h := New(Config{Auth: e.auth, Assets: e.assets, Log: e.log, Console: ConsoleConfig{PeerSecret: secret,
 		FindPeers: func(context.Context) []string { return []string{srv.URL} }}})
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-1"}
-	defer other.console.watchers.Add(ref, api.Viewer{User: "ops", Role: "watch", Protocol: vdi.ProtocolVNC}, nil)()
-	defer other.console.watchers.Add(ref, api.Viewer{User: "boss", Role: "asks", Protocol: vdi.ProtocolVNC}, nil)()
+	defer other.console.sessions.Watchers().Add(ref, api.Viewer{User: "ops", Role: "watch", Protocol: vdi.ProtocolVNC}, nil)()
+	defer other.console.sessions.Watchers().Add(ref, api.Viewer{User: "boss", Role: "asks", Protocol: vdi.ProtocolVNC}, nil)()
 	for user, want := range map[string]bool{"ops": true, "boss": false, "carol": false} {
 		if got := h.console.watchingAnywhere(context.Background(), ref, user); got != want {
 			t.Errorf("watchingAnywhere(%s) = %v; want %v", user, got, want)

@@ -1,0 +1,74 @@
+package console
+
+import (
+	"context"
+	"slices"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// enter sets up what ends console c besides its client and who sees it,
+// for as long as it runs: the holder's VNC or serial console takes over
+// from their older one on any replica (Takeover, KeepNewest); an
+// invitee's ends with its invitation on any replica (Invitees,
+// KeepShared); an admin's with granted control ends when the holder
+// takes it back; a watcher is listed for the holder's page, the
+// holder's own path shown on the console page's chip. The returned
+// context ends with the cause the client is told; call leave when the
+// console has closed.
+func (s *Sessions) enter(ctx context.Context, c Session) (_ context.Context, leave func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var undo []func()
+	// QEMU serves one serial client at a time (a second would wait
+	// unseen) and a KubeVirt VMI one VNC client; an admin who is not the
+	// holder watches alongside and is never taken over, nor is a screen
+	// window of the holder's console.
+	if (c.Protocol == vdi.ProtocolVNC || c.Protocol == vdi.ProtocolSerial) && c.Holder == c.User.Login && c.Screen == 0 {
+		// Recorded on the claim, which orders it after every console
+		// recorded before it, on any replica (no clock involved); the
+		// older ones give way here and, watching the claim, on the other
+		// replicas.
+		stamp, err := s.cfg.Claims.TakeConsole(ctx, c.Ref, c.Protocol, c.ID)
+		if err != nil {
+			s.cfg.Log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", c.Ref, "protocol", c.Protocol, "err", err)
+		}
+		undo = append(undo, s.takeover.Take(c.Ref, c.Protocol, stamp, cancel))
+		if stamp != "" {
+			go KeepNewest(ctx, s.cfg.Claims, c.Ref, c.Protocol, stamp, cancel, s.cfg.Log)
+		}
+	}
+	if c.Share != nil { // revoked or run out: the console closes
+		undo = append(undo, s.invited.Add(c.Share.ID, cancel))
+		go KeepShared(ctx, s.cfg.Claims, c.User, c.Ref, *c.Share, vdi.ShareCheckEvery, cancel)
+	}
+	var end func() // the holder takes back the control they gave
+	if c.Granted {
+		end = func() {
+			cancel(ShareEnded(RoleChangedPrefix + c.Holder + " took back control; you watch, view only."))
+		}
+	}
+	switch {
+	case c.Watcher != nil: // the holder's page says so at once
+		undo = append(undo, s.watchers.Add(c.Ref, *c.Watcher, end))
+	case c.Protocol != vdi.ProtocolUSBRedir: // a USB stream is no console the chip speaks of
+		undo = append(undo, s.links.set(c.Ref, c.Path))
+	}
+	return ctx, func() {
+		for _, u := range slices.Backward(undo) {
+			u()
+		}
+		cancel(nil)
+	}
+}
+
+// Watchers returns who, other than the holder, has a console of each
+// desktop open on this replica.
+func (s *Sessions) Watchers() *Watchers { return &s.watchers }
+
+// Invitees returns the open consoles of each invitation on this replica:
+// revoking or changing one ends them (Invitees.End).
+func (s *Sessions) Invitees() *Invitees { return &s.invited }
+
+// Path returns the relay path of ref's newest console on this replica
+// that is not a watcher's (PathDirect, …), or "" while none is open.
+func (s *Sessions) Path(ref vdi.Ref) string { return s.links.get(ref) }
