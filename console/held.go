@@ -110,13 +110,13 @@ func (h *Held) Close() {
 
 // holdConn holds conn, a connection to ref's screen outside any console
 // session (an agent's: the agent acts for the holder), open on ref's
-// claim while it is open, beyond ctx; a release or reclaim (which ends
-// the claim's consoles on this replica) closes it. It returns conn with
-// the console recorded closed at its close.
-func holdConn(ctx context.Context, claims Claims, ref vdi.Ref, conn net.Conn, log *slog.Logger) net.Conn {
-	ctx, end := context.WithCancelCause(context.WithoutCancel(ctx))
+// claim until ctx ends or conn closes; end, ctx's cancel, is called when
+// conn closes, and by a release or reclaim (which ends the claim's
+// consoles on this replica), which closes conn. It returns conn with the
+// console recorded closed at its close.
+func holdConn(ctx context.Context, end context.CancelCauseFunc, claims Claims, ref vdi.Ref, conn net.Conn, log *slog.Logger) net.Conn {
 	untrack := claims.TrackConsole(ref, end)
-	held := Hold(ctx, claims, ref, nil, log.With("desktop", ref))
+	held := Hold(ctx, claims, ref, nil, log)
 	conn = connid.OnClose(conn, func() {
 		end(nil)
 		held.Close()
@@ -124,7 +124,7 @@ func holdConn(ctx context.Context, claims Claims, ref vdi.Ref, conn net.Conn, lo
 	})
 	go func() {
 		<-ctx.Done()
-		conn.Close() // released or reclaimed: a no-op once closed
+		conn.Close() // released, reclaimed or stopped: a no-op once closed
 	}()
 	return conn
 }

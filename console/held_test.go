@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ type claimStub struct {
 	mu                               sync.Mutex
 	holder                           string
 	share                            *vdi.Share // bob's invitation; nil: nobody is invited
+	agentStopped                     string     // who stopped the agent at work in it
+	reads                            int        // of the desktop
+	changed                          chan struct{}
 	opened, closed, beats, untracked int
 	input                            time.Time
 	end                              context.CancelCauseFunc
@@ -28,7 +32,10 @@ type claimStub struct {
 }
 
 func (c *claimStub) Desktop(_ context.Context, _ vdi.Identity, _ vdi.Ref) (vdi.Desktop, error) {
-	return vdi.Desktop{Holder: c.holder}, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return vdi.Desktop{Holder: c.holder, AgentStopped: c.agentStopped}, nil
 }
 
 func (c *claimStub) TrackConsole(_ vdi.Ref, cancel context.CancelCauseFunc) func() {
@@ -42,15 +49,29 @@ func (c *claimStub) TrackConsole(_ vdi.Ref, cancel context.CancelCauseFunc) func
 	}
 }
 
-// The holder's newest console and invitations: no other replica writes
-// the claim (ClaimChanged is never ready).
+// The holder's newest console and invitations; ClaimChanged is never
+// ready unless the test has another replica write the claim (changed).
 func (c *claimStub) TakeConsole(context.Context, vdi.Ref, vdi.Protocol, string) (string, error) {
 	return "", nil
 }
 func (c *claimStub) NewestConsole(context.Context, vdi.Ref, vdi.Protocol) (string, error) {
 	return "", nil
 }
-func (c *claimStub) ClaimChanged(vdi.Ref) <-chan struct{} { return nil }
+func (c *claimStub) ClaimChanged(vdi.Ref) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// stopAgent has by stop the agent, as another replica would: the change
+// is reported on the channel ClaimChanged returned.
+func (c *claimStub) stopAgent(by string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.agentStopped = by
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
 func (c *claimStub) SharedDesktop(context.Context, vdi.Identity, vdi.Ref) (vdi.Desktop, vdi.Share, error) {
 	if c.share == nil {
 		return vdi.Desktop{}, vdi.Share{}, vdi.Errorf(vdi.EForbidden, "", "not invited")
@@ -122,36 +143,63 @@ func setHeartbeatEvery(d time.Duration) (restore func()) {
 
 var heldRef = vdi.Ref{Namespace: "ns", Name: "vm-1"}
 
-// TestHoldConn: an agent's screen is a console of its claim from the
-// start, confirmed by heartbeats beyond the request that opened it,
-// recorded closed once when it closes; a release closes it.
-func TestHoldConn(t *testing.T) {
+// TestHoldAgent: an agent's screen is a console of its claim from the
+// start, listed among the desktop's viewers, confirmed by heartbeats
+// beyond the request that opened it, recorded closed once when it
+// closes; a release closes it, and so does a stop of the agent made on
+// another replica (the claim changes), not the claim's other changes.
+func TestHoldAgent(t *testing.T) {
 	defer setHeartbeatEvery(10 * time.Millisecond)()
-	log := slog.New(slog.DiscardHandler)
-	for _, byRelease := range []bool{false, true} {
-		claims := &claimStub{holder: "alice"}
+	agent := vdi.Identity{Login: "alice", Token: &vdi.TokenScope{ID: "t1", Name: "runner"}}
+	for _, end := range []string{"close", "release", "stop"} {
+		claims := &claimStub{holder: "alice", changed: make(chan struct{})}
+		s := NewSessions(SessionsConfig{Claims: claims, History: claims, Log: slog.New(slog.DiscardHandler)})
 		ctx, cancel := context.WithCancel(context.Background())
 		near, far := net.Pipe()
-		conn := holdConn(ctx, claims, heldRef, near, log)
+		conn := s.HoldAgent(ctx, agent, heldRef, near)
 		cancel() // the call that joined the screen ends; the screen stays
 		if opened, _, closed := claims.counts(); opened != 1 || closed != 0 {
 			t.Fatalf("held screen: opened %d, closed %d; want 1, 0", opened, closed)
 		}
+		if list, _, _ := s.Watchers().Snapshot(heldRef); len(list) != 1 || list[0].User != "bot:alice/runner" || list[0].Role != RoleAgent {
+			t.Errorf("viewers while the agent's screen is open: %+v; want bot:alice/runner, agent", list)
+		}
 		if !eventually(30*time.Second, func() bool { _, beats, _ := claims.counts(); return beats >= 2 }) {
 			t.Fatal("no heartbeats of an open agent's screen")
 		}
-		if byRelease {
+		claims.mu.Lock()
+		read := claims.reads
+		close(claims.changed) // a change that leaves the agent at work
+		claims.changed = make(chan struct{})
+		claims.mu.Unlock()
+		if !eventually(30*time.Second, func() bool { claims.mu.Lock(); defer claims.mu.Unlock(); return claims.reads > read }) {
+			t.Fatal("the claim's change was not read")
+		}
+		time.Sleep(50 * time.Millisecond)
+		far.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := far.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("after a change that leaves the agent at work, the screen reads %v; want it open", err)
+		}
+		switch end {
+		case "release":
 			claims.release(errors.New("released"))
+		case "stop":
+			claims.stopAgent("alice")
+		}
+		if end != "close" {
 			far.SetReadDeadline(time.Now().Add(30 * time.Second))
 			if _, err := far.Read(make([]byte, 1)); err != io.EOF {
-				t.Fatalf("after a release the screen reads %v; want it closed (EOF)", err)
+				t.Fatalf("after a %s the screen reads %v; want it closed (EOF)", end, err)
 			}
 		}
 		conn.Close()
 		conn.Close()
 		_, beats, closed := claims.counts()
 		if closed != 1 || claims.untracked != 1 {
-			t.Errorf("closed screen (release %v): recorded closed %d times, untracked %d; want once each", byRelease, closed, claims.untracked)
+			t.Errorf("closed screen (%s): recorded closed %d times, untracked %d; want once each", end, closed, claims.untracked)
+		}
+		if list, _, _ := s.Watchers().Snapshot(heldRef); len(list) != 0 {
+			t.Errorf("viewers after the agent's screen closed (%s): %+v; want none", end, list)
 		}
 		time.Sleep(50 * time.Millisecond)
 		if _, after, _ := claims.counts(); after != beats {

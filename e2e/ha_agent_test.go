@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // toolAnswer is what a tool call answered: its text, and whether it was
@@ -51,9 +55,10 @@ func callInFlight(t *testing.T, s *mcp.ClientSession, desk string) <-chan toolAn
 // agent's wait_for_change runs on b: the call ends then, refused with her
 // name (b's watch of the claim sees the change; a never saw the call),
 // and so does the agent's next call on b, until she lets it go on
-// through a. Alice's own input in her console on a suspends the agent's
-// input on b (recorded on the claim), which comes back once she has let
-// go for the hold (agent.TakeoverHold).
+// through a; stopped with no call in flight, the agent's screen on b
+// closes as b sees the stop. Alice's own input in her console on a
+// suspends the agent's input on b (recorded on the claim), which comes
+// back once she has let go for the hold (agent.TakeoverHold).
 func TestHA_AgentOversight(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b := hs.reps["a"], hs.reps["b"]
@@ -73,6 +78,31 @@ func TestHA_AgentOversight(t *testing.T) {
 		t.Fatalf("the agent claimed %q; want alice's %s back", c.Desktop, desk)
 	}
 	tool(t, s, "screenshot", map[string]any{"desktop": desk})
+	// The consoles the claim counts open: alice's on a, the agent's
+	// screen on b (held as a console of the claim while open).
+	consoles := func() string {
+		var l coordinationv1.Lease
+		if err := hs.admin.Get(context.Background(), client.ObjectKey{Namespace: hs.ns, Name: vdi.LeasePrefix + hs.member}, &l); err != nil {
+			t.Fatalf("alice's claim: %v", err)
+		}
+		return l.Annotations[vdi.AnnotationConsoles]
+	}
+	// agentScreen reports whether the desktop's viewers, through every
+	// replica, list the agent's screen open (an agent stopped after its
+	// screen closed stays listed, with no time it opened).
+	agentScreen := func() bool {
+		var list []struct {
+			Role  string
+			Since time.Time
+		}
+		a.p.API(t, "alice", "GET", "/api/vdi/desktops/"+desk+"/viewers", &list)
+		for _, v := range list {
+			if v.Role == "agent" && !v.Since.IsZero() {
+				return true
+			}
+		}
+		return false
+	}
 
 	t.Run("StopOnAnotherReplica", func(t *testing.T) {
 		inFlight := callInFlight(t, s, desk)
@@ -92,6 +122,28 @@ func TestHA_AgentOversight(t *testing.T) {
 		if got := toolRefused(t, s, "screenshot", map[string]any{"desktop": desk}); !strings.Contains(got, "alice stopped the agent's work") {
 			t.Errorf("the stopped agent's next call on b said %q", got)
 		}
+		if code := a.p.APIBody(t, "alice", "POST", oversight+"go-on", "", nil); code != 200 {
+			t.Fatalf("alice lets her agent go on through a: %d", code)
+		}
+		waitFor(t, time.Minute, "the agent on b working again after alice let it go on through a", func() bool {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": desk}})
+			return err == nil && !res.IsError
+		})
+	})
+
+	// The attacker's row: an agent stopped through another replica keeps
+	// no screen of the desktop. Its screen on b is open with no call in
+	// flight (a call cut by the stop closes it anyway); b closes it as it
+	// sees the stop on a, not when the seat's idle time (5 min) runs out.
+	t.Run("StoppedAgentKeepsNoScreenElsewhere", func(t *testing.T) {
+		tool(t, s, "screenshot", map[string]any{"desktop": desk})
+		waitFor(t, time.Minute, "alice's console on a and the agent's screen on b open, counted on the claim", func() bool { return agentScreen() && consoles() == "2" })
+		stopped := time.Now()
+		if code := a.p.APIBody(t, "alice", "POST", oversight+"stop", "", nil); code != 200 {
+			t.Fatalf("alice stops her agent through a: %d", code)
+		}
+		waitFor(t, time.Minute, "the stopped agent's screen on b closed, alice's console on a the claim's only one", func() bool { return !agentScreen() && consoles() == "1" })
+		t.Logf("the agent's screen on b closed %v after the stop on a", time.Since(stopped).Round(time.Millisecond))
 		if code := a.p.APIBody(t, "alice", "POST", oversight+"go-on", "", nil); code != 200 {
 			t.Fatalf("alice lets her agent go on through a: %d", code)
 		}
