@@ -244,6 +244,16 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
 	}
 	serial := shareStream(t, vdi.ProtocolSerial, ref, newSerialUpstreams(node, ref), a, b)
+	// An admin's serial console is their own, beside the holder's, and
+	// the VMI takes one serial client: ops's on c is refused, and kicks
+	// nobody.
+	if ws, err := c.dial("/ws/serial/"+ref.Namespace+"/"+ref.Name, "ops"); err == nil {
+		ws.Close()
+		t.Error("ops's serial console on c opened beside alice's; want it refused (KubeVirt takes one serial client)")
+	} else if !strings.Contains(err.Error(), "503") {
+		t.Errorf("ops's serial console on c: %v; want 503 (the API server's one serial client is the holder's)", err)
+	}
+	serial.up.check(t, serial.opened)
 	term := shareStream(t, vdi.ProtocolTerminal, ct, newExecUpstreams(ct, nodes...), a, b)
 	term.alice.Close() // she reloads her page, whose terminal opens on c
 	term.reopen(t, "alice reloaded her terminal", c)
