@@ -1,15 +1,20 @@
 package kube_test
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -18,7 +23,9 @@ import (
 // holder's release and by an admin's recreate: the pools list shows it
 // resetting (nothing free) to alice and the admin, never to bob; the
 // dashboard's desktops show the member; a kiosk link finds it. Once the
-// member is back it is free again.
+// member is back it is free again. And when the replica resetting it dies
+// after deleting its VM and before asking for its clone, another
+// replica's reclaim loop still finds the pool and makes it again.
 func testOneMemberMadeFresh(t *testing.T, s *vmSetup, standIn *testcluster.KubeVirtStandIn, svc *vdi.Service, leases vdi.Leases) {
 	ctx, admin := s.ctx, s.admin
 	ns := s.c.Namespace(t)
@@ -113,4 +120,61 @@ func testOneMemberMadeFresh(t *testing.T, s *vmSetup, standIn *testcluster.KubeV
 		}
 	}
 	listed("its member back after the recreate", alice, "size 1, free 1, resetting 0")
+
+	// The replica resetting the only member dies between deleting its VM
+	// and asking for its clone (here its clone is refused, then it
+	// stops): the pool has no VM and no clone, only the claim's mark and
+	// plan. Another replica's reclaim loop still finds the pool, takes
+	// the stale mark over and makes the member again.
+	refused := make(chan struct{}, 1)
+	cfg := rest.CopyConfig(s.sa)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPost && strings.Contains(req.URL.Path, "/virtualmachineclones") {
+				select {
+				case refused <- struct{}{}:
+				default:
+				}
+				return nil, errors.New("the replica died")
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	dyingVMs, err := kube.NewVMs(kube.Config{REST: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying := newService(dyingVMs, leases)
+	if _, err := dying.Claim(ctx, alice, ns, "one"); err != nil {
+		t.Fatal(err)
+	}
+	var vm kubevirtv1.VirtualMachine
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := dying.Release(ctx, alice, ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-refused
+	dying.StopJobs()
+	gone()
+	if l, err := leases.Get(ctx, ref); err != nil || l.Annotations[vdi.AnnotationReclaiming] == "" {
+		t.Fatalf("%s's claim after its replica died mid-reset: %+v, %v; want it kept, marked", ref, l, err)
+	}
+	second := staleMarkReplica(t, ctx, s.vms, leases)
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := second.ReclaimDue(ctx); err != nil {
+			t.Logf("reclaim: %v", err)
+		}
+		var now kubevirtv1.VirtualMachine
+		_, lerr := leases.Get(ctx, ref)
+		if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &now) == nil && now.UID != vm.UID && now.Labels[vdi.LabelPool] == "one" &&
+			errors.Is(lerr, vdi.ErrNotFound) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s 2 min after its replica died mid-reset: made again %t, claim %v; want it made again and its claim let go", ref, now.UID != "" && now.UID != vm.UID, lerr)
+		}
+	}
+	listed("its member made again by another replica", alice, "size 1, free 1, resetting 0")
 }

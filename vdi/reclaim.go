@@ -105,7 +105,10 @@ func (s *Service) Deadline(ctx context.Context, ref Ref) (Deadline, bool, error)
 // is left alone. A long reset is only started: it ends after ReclaimDue
 // returns, as a release's does (see reclaim).
 func (s *Service) ReclaimDue(ctx context.Context) (int, error) {
-	pools, err := s.backend.Pools(ctx)
+	// With the pools whose every member is being made fresh: a reset cut
+	// short there (its replica died after deleting the member) is
+	// finished too, never left with no member.
+	pools, err := s.listedPools(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
