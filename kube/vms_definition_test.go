@@ -194,7 +194,7 @@ func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service) {
 	var asked, narrowed bool
 	cfg := rest.CopyConfig(s.c.PortalServiceAccount(t))
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTrip(func(req *http.Request) (*http.Response, error) {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if !strings.Contains(req.URL.Path, "/virtualmachineclones") {
 				return rt.RoundTrip(req)
 			}

@@ -35,7 +35,7 @@ type racer struct {
 }
 
 func (r *racer) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTrip(func(req *http.Request) (*http.Response, error) {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/virtualmachines/") && req.Body != nil {
 			body, err := io.ReadAll(req.Body)
 			if err != nil {
@@ -78,10 +78,6 @@ func (r *racer) losses() int {
 	defer r.mu.Unlock()
 	return r.lost
 }
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // testDefinitionWriteLoses: the write that puts its pool's definition on
 // a member made fresh is never given up on while its work goes on: it

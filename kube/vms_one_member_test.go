@@ -129,7 +129,7 @@ func testOneMemberMadeFresh(t *testing.T, s *vmSetup, standIn *testcluster.KubeV
 	refused := make(chan struct{}, 1)
 	cfg := rest.CopyConfig(s.sa)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTrip(func(req *http.Request) (*http.Response, error) {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPost && strings.Contains(req.URL.Path, "/virtualmachineclones") {
 				select {
 				case refused <- struct{}{}:
