@@ -90,6 +90,9 @@ type Viewer struct {
 	// control from it and who stopped it (the desktop's claim).
 	AgentControl string `json:"agentControl,omitempty"`
 	AgentStopped string `json:"agentStopped,omitempty"`
+	// AgentRevoked says that the agent stopped had its token revoked at
+	// the Stop: it cannot go on; others are let in (go-on).
+	AgentRevoked bool `json:"agentRevoked,omitempty"`
 }
 
 // ControlGrant answers an admin's POST …/control that the holder allowed:

@@ -11,11 +11,14 @@ import (
 // oversightOnHomeAndDashboard: the agent's oversight from alice's home
 // page and from ops's dashboard, in Chromium. Alice hands back and takes
 // control on her tile; ops stops a second token's agent on the dashboard
-// with "Revoke its token too" and lets it go on; alice then stops her
-// first agent from home, revoking its token. Each revoke takes the token
-// the claim names (the one the agent last worked with), audited, and
-// leaves the other. s is the agent with tok; it worked in desk last.
-func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.ClientSession, tok token, desk string) {
+// with "Revoke its token too" and lets other agents in (the revoked one
+// cannot go on); alice then stops her first agent from home, revoking
+// its token: her tile no longer offers to let it go on. Each revoke
+// takes the token the claim names (the one the agent last worked with),
+// audited, and leaves the other. s is the agent with tok; it worked in
+// desk last. console is alice's console page of desk, whose agent notice
+// follows.
+func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, console playwright.Page, s *mcp.ClientSession, tok token, desk string) {
 	expect := playwright.NewPlaywrightAssertions(60000)
 	state := func() (d struct{ AgentControl string }) {
 		p.API(t, "alice", "GET", "/api/vdi/desktops/"+desk, &d)
@@ -56,8 +59,10 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 	must(t, dialog.GetByTestId("dialog-check").Check())
 	screenshotsAt(t, admin, dialog.GetByTestId("dialog-confirm"), "dashboard-agent-stop")
 	must(t, dialog.GetByTestId("dialog-confirm").Click())
-	must(t, expect.Locator(row.GetByTestId("agent-state")).ToContainText("You stopped it"))
-	must(t, expect.Locator(row.GetByTestId("agent-go-on")).ToBeVisible())
+	// Its token revoked, the agent cannot go on: the row says so and
+	// offers to let other agents in.
+	must(t, expect.Locator(row.GetByTestId("agent-state")).ToContainText("You stopped it and revoked its token"))
+	must(t, expect.Locator(row.GetByTestId("agent-go-on")).ToHaveText("Let other agents in"))
 	screenshotsAt(t, admin, row.GetByTestId("agent-go-on"), "dashboard-agent-stopped")
 	if code, _ := p.bearer(t, helper.Token, "GET", "/api/vdi/desktops", ""); code != 401 {
 		t.Errorf("the helper token after ops stopped its agent and revoked it: %d; want 401", code)
@@ -66,9 +71,11 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 		t.Errorf("alice's first agent while ops's stop holds: %q", got)
 	}
 	must(t, row.GetByTestId("agent-go-on").Click())
-	must(t, admin.GetByTestId("action-dialog").GetByTestId("dialog-confirm").Click())
-	must(t, expect.Locator(row.GetByTestId("agent-stop")).ToBeVisible())
+	must(t, expect.Locator(dialog).ToContainText("Let other agents in"))
+	must(t, dialog.GetByTestId("dialog-confirm").Click())
 	tool(t, s, "screenshot", map[string]any{"desktop": desk}) // test-runner works again, named on the claim
+	must(t, expect.Locator(row.GetByTestId("agent")).ToHaveText("bot:alice/test-runner"))
+	must(t, expect.Locator(row.GetByTestId("agent-stop")).ToBeVisible())
 
 	// Alice stops it from home, its token revoked too.
 	_, err := home.Reload()
@@ -76,9 +83,14 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, s *mcp.Cli
 	must(t, expect.Locator(tile.GetByTestId("agent")).ToHaveText("bot:alice/test-runner"))
 	must(t, tile.GetByTestId("agent-revoke").Check())
 	must(t, tile.GetByTestId("agent-stop").Click())
-	must(t, expect.Locator(tile.GetByTestId("agent-state")).ToContainText("You stopped it"))
-	must(t, expect.Locator(tile.GetByTestId("agent-go-on")).ToBeVisible())
-	screenshot(t, home, "home-agent-stopped")
+	must(t, expect.Locator(tile.GetByTestId("agent-state")).ToContainText("You stopped it and revoked its token"))
+	must(t, expect.Locator(tile.GetByTestId("agent-go-on")).ToHaveText("Let other agents in"))
+	must(t, expect.Locator(tile.GetByRole("button", playwright.LocatorGetByRoleOptions{Name: "Let the agent go on"})).ToHaveCount(0))
+	screenshotsAt(t, home, tile.GetByTestId("agent-go-on"), "home-agent-revoked")
+	must(t, expect.Locator(console.GetByTestId("agent-state")).ToContainText("You stopped it and revoked its token"))
+	must(t, expect.Locator(console.GetByTestId("agent-let-in")).ToBeVisible())
+	must(t, expect.Locator(console.GetByTestId("agent-go-on")).ToBeHidden())
+	screenshotsAt(t, console, console.GetByTestId("agent-let-in"), "console-agent-revoked")
 	if code, _ := p.bearer(t, tok.Token, "GET", "/api/vdi/desktops", ""); code != 401 {
 		t.Errorf("test-runner's token after alice stopped it with its token: %d; want 401", code)
 	}

@@ -164,5 +164,5 @@ func TestMCP_Oversight(t *testing.T) {
 		must(t, expect.Locator(page.GetByTestId("agent-hand-back")).ToBeVisible())
 	})
 
-	t.Run("HomeAndDashboard", func(t *testing.T) { oversightOnHomeAndDashboard(t, p, b, s, tok, c.Desktop) })
+	t.Run("HomeAndDashboard", func(t *testing.T) { oversightOnHomeAndDashboard(t, p, b, page, s, tok, c.Desktop) })
 }

@@ -38,6 +38,10 @@ func (h *mcpRoute) handleAgentOversight(w http.ResponseWriter, r *http.Request, 
 		if err := h.revokeAgentToken(r, id, d); err != nil {
 			return err
 		}
+		h.console.sessions.Watchers().Touch(ref(r)) // the pages offer it no going on
+		if d, err = h.desktops.Desktop(r.Context(), id, ref(r)); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
@@ -45,7 +49,7 @@ func (h *mcpRoute) handleAgentOversight(w http.ResponseWriter, r *http.Request, 
 
 // revokeAgentToken revokes the token of the agent at work in d, as id
 // (its owner, the holder, or an admin: package tokens checks), audited
-// there as any revoke is.
+// there as any revoke is, and notes it on the claim.
 func (h *mcpRoute) revokeAgentToken(r *http.Request, id vdi.Identity, d vdi.Desktop) error {
 	if h.tokens == nil {
 		return noTokens
@@ -57,5 +61,10 @@ func (h *mcpRoute) revokeAgentToken(r *http.Request, id vdi.Identity, d vdi.Desk
 		return err
 	}
 	h.log.Info("agent token revoked at stop", "desktop", ref(r), "by", id.Login, "agent", d.Agent)
+	// Every page of the desktop then offers no "go on" to an agent that
+	// cannot.
+	if err := h.desktops.NoteAgentRevoked(r.Context(), ref(r), d.AgentToken); err != nil {
+		h.log.Warn("agent's revoked token not noted on the claim", "desktop", ref(r), "err", err)
+	}
 	return nil
 }

@@ -44,6 +44,7 @@ type Desktops interface {
 	MarkAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref) error
 	NotePersonInput(ctx context.Context, ref vdi.Ref, login string, at time.Time) error
 	OverseeAgent(ctx context.Context, id vdi.Identity, ref vdi.Ref, action string) (vdi.Desktop, error)
+	NoteAgentRevoked(ctx context.Context, ref vdi.Ref, token string) error
 	MayPlayRecording(ctx context.Context, id vdi.Identity, login string, ref vdi.Ref) error
 	Share(ctx context.Context, id vdi.Identity, ref vdi.Ref, req vdi.ShareRequest) (vdi.Share, error)
 	Shares(ctx context.Context, id vdi.Identity, ref vdi.Ref) ([]vdi.Share, error)

@@ -81,13 +81,13 @@ func withAgentState(list []api.Viewer, d vdi.Desktop) []api.Viewer {
 	found := false
 	for i := range list {
 		if list[i].Role == console.RoleAgent {
-			list[i].AgentControl, list[i].AgentStopped = d.AgentControl, d.AgentStopped
+			list[i].AgentControl, list[i].AgentStopped, list[i].AgentRevoked = d.AgentControl, d.AgentStopped, d.AgentRevoked
 			found = true
 		}
 	}
 	if !found && (d.AgentControl != "" || d.AgentStopped != "") {
 		list = append(list, api.Viewer{ID: "agent", User: d.Agent, Role: console.RoleAgent, Protocol: vdi.ProtocolVNC,
-			AgentControl: d.AgentControl, AgentStopped: d.AgentStopped})
+			AgentControl: d.AgentControl, AgentStopped: d.AgentStopped, AgentRevoked: d.AgentRevoked})
 	}
 	return list
 }

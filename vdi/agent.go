@@ -46,6 +46,26 @@ const (
 	AnnotationAgentStopped = "corral.dev/vdi-agent-stopped"
 )
 
+// AnnotationAgentRevoked names, beside AnnotationAgentStopped, the token
+// that was revoked at that Stop ("Revoke its token too"): the agent of
+// that token cannot work in the desktop again.
+const AnnotationAgentRevoked = "corral.dev/vdi-agent-revoked"
+
+// NoteAgentRevoked records on ref's claim that token, the token of the
+// agent at work in it, was revoked at its Stop; a claim that names
+// another token is left as it is.
+func (s *Service) NoteAgentRevoked(ctx context.Context, ref Ref, token string) error {
+	if token == "" {
+		return nil
+	}
+	return s.updateClaim(ctx, ref, "", func(l *Lease, _ time.Time) error {
+		if l.Annotations[AnnotationAgentToken] == token {
+			l.Annotations[AnnotationAgentRevoked] = token
+		}
+		return nil
+	})
+}
+
 // AnnotationAgentPersonInput records, on the claim of a desktop an agent
 // works in, a person's latest input at one of its consoles: "alice
 // 2026-12-06T01:02:03.456Z". Every replica's agent seat reads it, so the
@@ -118,9 +138,16 @@ func (s *Service) OverseeAgent(ctx context.Context, id Identity, ref Ref, action
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
 		}
-		if set {
+		switch {
+		case set:
 			l.Annotations[key] = id.Login
-		} else {
+		case action == OversightGoOn && agentRevoked(l):
+			// The agent stopped is gone for good: the claim names none
+			// until the next agent works in the desktop.
+			for _, k := range []string{AnnotationAgent, AnnotationAgentToken, AnnotationAgentRevoked, AnnotationAgentControl, AnnotationAgentStopped} {
+				delete(l.Annotations, k)
+			}
+		default:
 			delete(l.Annotations, key)
 		}
 		return nil
@@ -131,6 +158,13 @@ func (s *Service) OverseeAgent(ctx context.Context, id Identity, ref Ref, action
 	s.record(ctx, AuditEvent{Actor: id.Login, Action: "agent-" + action, Namespace: ref.Namespace, Target: ref.Name,
 		Detail: strings.TrimSpace(d.Agent + " holder " + d.Holder)})
 	return s.Desktop(ctx, id, ref)
+}
+
+// agentRevoked reports whether the token of the agent l names was
+// revoked at its Stop (NoteAgentRevoked).
+func agentRevoked(l *Lease) bool {
+	t := l.Annotations[AnnotationAgentRevoked]
+	return t != "" && t == l.Annotations[AnnotationAgentToken]
 }
 
 // AgentBarred returns why an agent's call on d is refused, if it is: the

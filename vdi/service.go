@@ -196,6 +196,11 @@ type Desktop struct {
 	// who stopped it (its calls are refused until they let it go on).
 	AgentControl string `json:"agentControl,omitempty"`
 	AgentStopped string `json:"agentStopped,omitempty"`
+	// AgentRevoked says that the token of the agent stopped was revoked
+	// at its Stop: that agent cannot work in it again; letting agents go
+	// on (OversightGoOn) lets in others, and the claim names none until
+	// one works in it.
+	AgentRevoked bool `json:"agentRevoked,omitempty"`
 	// AgentToken is the id of the token the agent works with (kept from
 	// the answers: only Stop's "revoke the token too" reads it).
 	AgentToken string `json:"-"`
@@ -224,7 +229,7 @@ func (s *Service) desktop(m Member, l *Lease, pl Pool) Desktop {
 	}
 	d.Holder, d.ClaimedAt, d.Agent = l.Holder, l.AcquireTime, l.Annotations[AnnotationAgent]
 	d.AgentControl, d.AgentStopped = l.Annotations[AnnotationAgentControl], l.Annotations[AnnotationAgentStopped]
-	d.AgentToken = l.Annotations[AnnotationAgentToken]
+	d.AgentToken, d.AgentRevoked = l.Annotations[AnnotationAgentToken], agentRevoked(l)
 	d.PersonInputBy, d.PersonInputAt = personInputOf(l)
 	f, _ := FactsOf(l)
 	if next, ok := p.Effective(s.policy).Next(l, f, s.now()); ok {

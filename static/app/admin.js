@@ -122,7 +122,10 @@ const actions = {
     check: (d) => `Revoke its token too: ${d.agent} can no longer act anywhere as ${d.holder}`,
     build: (_, revoke) => (revoke ? { revokeToken: true } : undefined),
   },
-  'agent-go-on': { url: (d) => desktopURL(d, 'oversight/go-on'), title: (d) => `Let ${d.agent} go on in ${d.name}?` },
+  'agent-go-on': {
+    url: (d) => desktopURL(d, 'oversight/go-on'),
+    title: (d) => (d.revoked ? `Let other agents in to ${d.name}? ${d.agent} stays out: its token is revoked.` : `Let ${d.agent} go on in ${d.name}?`),
+  },
   limit: {
     method: 'PATCH', url: poolURL, title: (d) => `Desktops one user may hold of pool ${d.pool}`,
     input: 'limit', type: 'number', value: (d) => d.perUser, build: (v) => ({ limits: { desktopsPerUser: Number(v) } }),
@@ -147,7 +150,7 @@ const done = {
   'agent-take': (d) => `You have control of ${d.label}: ${d.agent} waits.`,
   'agent-hand-back': (d) => `${d.label} handed back to ${d.agent}.`,
   'agent-stop': (d) => `${d.agent} stopped in ${d.label}.`,
-  'agent-go-on': (d) => `${d.agent} goes on in ${d.label}.`,
+  'agent-go-on': (d) => (d.revoked ? `Other agents may work in ${d.label}.` : `${d.agent} goes on in ${d.label}.`),
 };
 
 // parseAccess reads "group:finance, alice@example.com" as an access list.
@@ -165,7 +168,7 @@ function subject(button) {
   const row = button.closest('[data-desktop]');
   if (row) {
     const [ns, name] = row.dataset.desktop.split('/');
-    return { ns, name, holder: row.dataset.holder, agent: row.dataset.agent, label: row.dataset.desktop };
+    return { ns, name, holder: row.dataset.holder, agent: row.dataset.agent, revoked: 'agentRevoked' in row.dataset, label: row.dataset.desktop };
   }
   const pool = button.closest('[data-pool]');
   return {

@@ -10,8 +10,9 @@
 import { errorText } from './connect.js';
 
 // sayAgentState is the notice's line for a desktop's oversight state.
-export function sayAgentState(control, stopped, me) {
+export function sayAgentState(control, stopped, revoked, me) {
   const who = (login) => (login === me ? 'You' : login);
+  if (stopped && revoked) return `${who(stopped)} stopped it and revoked its token: it cannot work here again. Other agents are kept out too until they are let in.`;
   if (stopped) return `${who(stopped)} stopped it: its calls here are refused. Revoke its token on the Tokens page to stop it everywhere.`;
   if (control) return `${who(control)} took control: its input waits until ${control === me ? 'you hand' : 'they hand'} it back.`;
   return 'You see what it does.';
@@ -27,9 +28,15 @@ export function attachAgentNotice(el) {
   const buttons = el.querySelectorAll('button[data-action]');
   function show() {
     const { control, stopped } = el.dataset;
-    state.textContent = sayAgentState(control, stopped, me);
-    const shown = { take: !control && !stopped, 'hand-back': !!control && !stopped, stop: !stopped, 'go-on': !!stopped };
-    for (const b of buttons) b.hidden = !shown[b.dataset.action];
+    const revoked = el.dataset.revoked === 'true';
+    state.textContent = sayAgentState(control, stopped, revoked, me);
+    // An agent whose token was revoked cannot go on: the same action lets
+    // other agents in.
+    const shown = {
+      'agent-take': !control && !stopped, 'agent-hand-back': !!control && !stopped, 'agent-stop': !stopped,
+      'agent-go-on': !!stopped && !revoked, 'agent-let-in': !!stopped && revoked,
+    };
+    for (const b of buttons) b.hidden = !shown[b.dataset.testid];
   }
   for (const b of buttons) {
     b.addEventListener('click', async () => {
@@ -40,6 +47,7 @@ export function attachAgentNotice(el) {
         if (res.ok) {
           el.dataset.control = body.agentControl || '';
           el.dataset.stopped = body.agentStopped || '';
+          el.dataset.revoked = String(!!body.agentRevoked);
           show();
         } else {
           state.textContent = errorText(res.status, body);
@@ -63,6 +71,7 @@ export function attachAgentNotice(el) {
     // or the list would name it so.
     el.dataset.control = agent?.agentControl || '';
     el.dataset.stopped = agent?.agentStopped || '';
+    el.dataset.revoked = String(!!agent?.agentRevoked);
     show();
   };
 }
