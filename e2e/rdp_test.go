@@ -243,9 +243,23 @@ func rdpSizeChoices(t *testing.T, page playwright.Page) {
 		t.Errorf("RDP at 1:1: the canvas is shown at %.3f of its size; want 1", got)
 	}
 	screenshot(t, page, "rdp-size-actual")
+	// Every shape the canvas is shown in from here on: a server that
+	// keeps its size is scaled, never stretched to a size it was asked.
+	_, err := page.Evaluate(`() => { const c = document.querySelector('iron-remote-desktop').shadowRoot.querySelector('canvas');
+		window.shapes = [];
+		const o = new ResizeObserver(() => { const r = c.getBoundingClientRect(); window.shapes.push([r.width, r.height, c.width, c.height]); });
+		o.observe(c);
+		window.shapesStop = () => o.disconnect(); }`)
+	must(t, err)
 	chooseSize(t, page, "fit")
 	if !eventually(10*time.Second, func() bool { got = scale(); return got < 0.98 }) {
 		t.Errorf("RDP at Fit: the canvas is shown at %.3f of its size; want it scaled into the window", got)
+	}
+	v, err := page.Evaluate(`() => { window.shapesStop();
+		return window.shapes.filter(([w, h, cw, ch]) => Math.abs(w / h - cw / ch) > 0.01).map((s) => s.join(' ')).join('; '); }`)
+	must(t, err)
+	if bad, _ := v.(string); bad != "" {
+		t.Errorf("RDP at Fit: the session was shown out of shape (shown w h, canvas w h): %s", bad)
 	}
 	if s, _ := page.GetByTestId("status").TextContent(); s != "Connected" {
 		t.Errorf("after the Size choices the status is %q; want Connected", s)

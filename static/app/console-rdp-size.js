@@ -27,18 +27,23 @@ export function attachRDPSize(irgui, screen, canvas, { keeps = false } = {}) {
     clearTimeout(timer);
     timer = setTimeout(() => {
       if (closed || screen.clientWidth <= 0) return;
-      if (choice.kind === 'fit' || fixed()) {
-        const s = fixed() ? { width: choice.w, height: choice.h } : windowSize();
-        try {
-          irgui.resize(s.width, s.height);
-        } catch { /* no session yet, or the server cannot resize */ }
+      const scale = () => { if (!closed) irgui.setScale(choice.kind === 'actual' ? REAL : FIT); };
+      // A server that keeps its size is only scaled: asked for another
+      // size, IronRDP stretches its canvas to that size at once and
+      // leaves it so until the next rescale (freerdp-shadow never answers
+      // with a size): after 1:1 then Fit the session showed out of shape
+      // for a second, and once in four runs for over 10 s.
+      if (keeps || choice.kind === 'actual') {
+        scale();
+        return;
       }
-      // IronRDP sizes its canvas to the asked size at once; a server that
-      // keeps its size (freerdp-shadow) would stay stretched to it (the
-      // on-screen keyboard's row opening, a turned phone), so scale it
+      const s = fixed() ? { width: choice.w, height: choice.h } : windowSize();
+      try {
+        irgui.resize(s.width, s.height);
+      } catch { /* no session yet, or the server cannot resize */ }
+      // IronRDP sizes its canvas to the asked size at once: scale it
       // again once the server has answered, and once more for a server
       // that answers late.
-      const scale = () => { if (!closed) irgui.setScale(choice.kind === 'actual' ? REAL : FIT); };
       timer = setTimeout(() => { scale(); timer = setTimeout(scale, 1500); }, 700);
     }, 300);
   }
