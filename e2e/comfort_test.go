@@ -276,6 +276,8 @@ func TestComfort_VNC(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		must(t, page.GetByTestId("keys-menu").Click())
 		must(t, expect.Locator(page.GetByTestId("keys-list")).ToBeVisible())
+		// Xvnc takes keysyms: no word of a guest's layout.
+		must(t, expect.Locator(page.GetByTestId("keys-note")).ToBeHidden())
 		screenshot(t, page, "keys-menu")
 		must(t, page.GetByTestId("key-ctrl-alt-del").Click())
 		pasteAsKeys(t, page, "\n")
@@ -404,6 +406,22 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		pasteAsKeys(t, serial, "for i in $(seq 150); do grep -q 'login: zy' /dev/vcs1 && break; sleep 0.2; done; grep -o 'login: [^ ]*' /dev/vcs1\n")
 		waitXterm(t, serial, regexp.MustCompile(`(?m)^login: zy\[;@$`), 60*time.Second)
 		screenshot(t, page, "qemu-scan-codes")
+		// The Keys list says the guest's layout applies.
+		for _, size := range issueSizes {
+			must(t, page.SetViewportSize(size.width, size.height))
+			// The bar folds or unfolds in the next frames (fold.js).
+			_, err := page.Evaluate(`() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`)
+			must(t, err)
+			openControl(t, page, "keys-menu")
+			must(t, expect.Locator(page.GetByTestId("keys-note")).ToHaveText(
+				"Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings)."))
+			inViewport(t, page, page.GetByTestId("keys-note"), "the Keys list's note", size.width)
+			screenshot(t, page, "qemu-keys-"+size.name)
+			must(t, page.GetByTestId("keys-menu").Click())
+			if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
+				must(t, page.GetByTestId("console-menu").Click())
+			}
+		}
 	})
 }
 

@@ -130,6 +130,12 @@ export async function open(screen, info, ui) {
     // updates returns the desktop's messages since it was last asked.
     updates() { const n = updates; updates = 0; return n; },
     special: (combo) => keys.combo(combo),
+    // QEMU takes the physical keys (its Extended Key Event, passed on by
+    // the portal's screen hub): the guest's own layout makes the
+    // characters, as on a real PC. Xvnc (caps.unicode) types keysyms.
+    keysNote: () => (!info.caps?.unicode && rfb._qemuExtKeyEventSupported
+      ? "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings)."
+      : ''),
   };
 }
 

@@ -13,10 +13,14 @@ export const combos = [
 ];
 
 // attachKeysMenu fills list with a button per combination; button opens
-// and closes it. target returns the open console's module result; say
-// reports a combination the console cannot send.
+// and closes it. target returns the open console's module result, whose
+// keysNote(), where it has one, says above the keys how the desktop reads
+// them; say reports a combination the console cannot send.
 export function attachKeysMenu(button, list, target, say) {
-  list.replaceChildren(...combos.map((c) => {
+  const note = document.createElement('p');
+  note.className = 'size-note keys-note';
+  note.dataset.testid = 'keys-note';
+  list.replaceChildren(note, ...combos.map((c) => {
     const b = document.createElement('button');
     b.type = 'button';
     b.textContent = c.label;
@@ -25,6 +29,7 @@ export function attachKeysMenu(button, list, target, say) {
     return b;
   }));
   const open = (on) => {
+    if (on) note.textContent = target()?.keysNote?.() || '';
     list.hidden = !on;
     button?.setAttribute('aria-expanded', String(on));
   };
