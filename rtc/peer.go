@@ -18,14 +18,15 @@ import (
 const (
 	// gatherTimeout bounds the portal's own candidates (its ports: at once).
 	gatherTimeout = 5 * time.Second
-	// connectTimeout is how long a browser has to reach the portal's
-	// port after the answer; a peer that does not is ended (the page
-	// goes on with the websocket's video).
-	connectTimeout = 15 * time.Second
 	// queuedFrames bounds the access units waiting to be sent: past it the
 	// viewer waits for a key frame (the hub makes one at most a second).
 	queuedFrames = 30
 )
+
+// connectTimeout is how long a browser has to reach the portal's port
+// after the answer; a peer that does not is ended (the page goes on with
+// the websocket's video). A variable: a test shortens it.
+var connectTimeout = 15 * time.Second
 
 // frame is one access unit waiting for the track.
 type frame struct {
@@ -107,18 +108,18 @@ func (s *Server) Answer(ctx context.Context, offer string, tap rfb.VideoTap) (an
 		}
 	})
 	go p.rtcp(sender)
-	go p.run(tap, connected)
+	go p.run(tap, connected, connectTimeout)
 	return pc.LocalDescription().SDP, p, nil
 }
 
-// run starts tap's video once the browser is connected and writes it to
-// the track until the peer ends.
-func (p *Peer) run(tap rfb.VideoTap, connected <-chan struct{}) {
+// run starts tap's video once the browser is connected (within wait) and
+// writes it to the track until the peer ends.
+func (p *Peer) run(tap rfb.VideoTap, connected <-chan struct{}, wait time.Duration) {
 	select {
 	case <-connected:
 	case <-p.done:
 		return
-	case <-time.After(connectTimeout):
+	case <-time.After(wait):
 		p.end(errors.New("rtc: the browser did not reach the portal's port"))
 		return
 	}

@@ -239,6 +239,35 @@ func TestAnswer_ICETCP(t *testing.T) {
 	}
 }
 
+// TestAnswer_BrowserNeverConnects: a browser that never reaches the
+// portal's port (its network drops the port, or it never took the
+// answer) ends its peer, saying so, and the screen is never tapped: the
+// console goes on with the websocket's video.
+func TestAnswer_BrowserNeverConnects(t *testing.T) {
+	defer func(d time.Duration) { connectTimeout = d }(connectTimeout)
+	connectTimeout = 300 * time.Millisecond
+	s := newServer(t)
+	b := newBrowser(t)
+	tap := &screenTap{tapped: make(chan struct{})}
+	_, p, err := s.Answer(context.Background(), b.offer(t), tap) // the answer never reaches the browser
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the peer of a browser that never connected did not end")
+	}
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "did not reach") {
+		t.Errorf("the peer ended with %v; want that the browser did not reach the port", err)
+	}
+	select {
+	case <-tap.tapped:
+		t.Error("the screen was tapped for a browser that never connected")
+	default:
+	}
+}
+
 // TestAnswer_RefusesOffers: an offer that asks for more than the
 // screen's video to receive is refused before any peer is made.
 func TestAnswer_RefusesOffers(t *testing.T) {
