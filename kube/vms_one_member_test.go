@@ -103,7 +103,7 @@ func testOneMemberMadeFresh(t *testing.T, s *vmSetup, standIn *testcluster.KubeV
 	gone()
 	listed("its only member recreated by an admin", root, "size 0, free 0, resetting 0")
 	if ps, err := svc.Pools(ctx, root); err == nil {
-		if i := slices.IndexFunc(ps, func(p vdi.PoolStatus) bool { return p.Name == "one" }); i < 0 || ps[i].Job == nil || ps[i].Job.Kind != vdi.JobRecreate {
+		if i := slices.IndexFunc(ps, func(p vdi.PoolStatus) bool { return p.Namespace == ns && p.Name == "one" }); i < 0 || ps[i].Job == nil || ps[i].Job.Kind != vdi.JobRecreate {
 			t.Errorf("pool one during the admin's recreate: %+v; want its recreate job shown", ps)
 		}
 	}

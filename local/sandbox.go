@@ -188,8 +188,15 @@ func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
 		return nil, fmt.Errorf("local desktops are off: uid registry: %w", err)
 	}
 	// The desktops' own uids make their namespaces too: the probe runs as
-	// the range's first uid, which no account uses.
-	ns, err := newUserns(cfg.Hide, prlimit, first)
+	// a uid of the range, one it holds in the registry meanwhile. Any other
+	// might be a member's, of this portal or another on the host, whose
+	// wipe (killUID) would kill the probe with it.
+	probeUID, unclaim, err := claimProbeUID(cfg.Registry, first, last)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := newUserns(cfg.Hide, prlimit, probeUID)
+	unclaim()
 	if err != nil {
 		return nil, err
 	}
@@ -401,6 +408,24 @@ func (s *Sandbox) register(uid int, dir string) error {
 		}
 	}
 	return fmt.Errorf("local desktops: uid %d: registry busy", uid)
+}
+
+// claimProbeUID holds a uid of first..last for the userns probe in the
+// registry, as a member would hold it, until unclaim.
+func claimProbeUID(registry string, first, last int) (uid int, unclaim func(), err error) {
+	dir, err := os.MkdirTemp("", "corral-uid-probe")
+	if err != nil {
+		return 0, nil, fmt.Errorf("local desktops are off: %w", err)
+	}
+	s := &Sandbox{registry: registry}
+	for uid := first; uid <= last; uid++ {
+		if writeMemberUID(dir, uid) != nil || s.register(uid, dir) != nil {
+			continue
+		}
+		return uid, func() { os.Remove(s.entry(uid)); os.RemoveAll(dir) }, nil
+	}
+	os.RemoveAll(dir)
+	return 0, nil, fmt.Errorf("local desktops are off: every uid of CORRAL_VDI_DESKTOP_UIDS %d-%d is taken (see %s); widen the range", first, last, registry)
 }
 
 // release frees the uid of the member folder dir (its member is deleted).
