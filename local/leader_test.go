@@ -5,15 +5,32 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 // TestLeader_NoSignalOnceReaped gives a reaped leader's PID to another
-// process group (the kernel's ns_last_pid chooses the next PID) and checks
-// that signalling the leader leaves that group alone: kill(-pid) after the
-// reap would kill it.
+// process group and checks that signalling the leader leaves that group
+// alone: kill(-pid) after the reap would kill it. It runs again in a PID
+// namespace of its own (root), where it alone makes processes and sets the
+// next PID (ns_last_pid): done on the host's, that would hand recently
+// freed PIDs out again to every process on the machine, and any stale
+// kill anywhere would hit.
 func TestLeader_NoSignalOnceReaped(t *testing.T) {
+	if os.Getenv("CORRAL_TEST_PIDNS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLeader_NoSignalOnceReaped$", "-test.v")
+		cmd.Env = append(os.Environ(), "CORRAL_TEST_PIDNS=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		out, err := cmd.CombinedOutput()
+		if err != nil && os.Geteuid() != 0 {
+			t.Skipf("a PID namespace needs root: %v", err)
+		}
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestLeader_NoSignalOnceReaped") {
+			t.Fatalf("in a PID namespace of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	start := func(name string, args ...string) *exec.Cmd {
 		t.Helper()
 		cmd := exec.Command(name, args...)
@@ -28,11 +45,11 @@ func TestLeader_NoSignalOnceReaped(t *testing.T) {
 		t.Fatalf("true: %v", err)
 	}
 	pid := first.cmd.Process.Pid
-
+	// The runtime's threads take PIDs too: ask until the sleep has it.
 	var other *exec.Cmd
 	for try := 0; try < 100 && other == nil; try++ {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
-			t.Skipf("cannot choose the next PID (needs root): %v", err)
+			t.Fatalf("choose the next PID: %v", err)
 		}
 		cmd := start("sleep", "60")
 		if cmd.Process.Pid == pid {
@@ -43,7 +60,7 @@ func TestLeader_NoSignalOnceReaped(t *testing.T) {
 		cmd.Wait()
 	}
 	if other == nil {
-		t.Fatalf("no process was given PID %d again in 100 tries (another process took it each time)", pid)
+		t.Fatalf("no process was given PID %d again in 100 tries", pid)
 	}
 
 	first.signal(syscall.SIGKILL)

@@ -411,7 +411,8 @@ func (s *Sandbox) register(uid int, dir string) error {
 }
 
 // claimProbeUID holds a uid of first..last for the userns probe in the
-// registry, as a member would hold it, until unclaim.
+// registry, as a member would hold it, until unclaim; with every uid a
+// member's it gives the first, held by nobody.
 func claimProbeUID(registry string, first, last int) (uid int, unclaim func(), err error) {
 	dir, err := os.MkdirTemp("", "corral-uid-probe")
 	if err != nil {
@@ -424,8 +425,9 @@ func claimProbeUID(registry string, first, last int) (uid int, unclaim func(), e
 		}
 		return uid, func() { os.Remove(s.entry(uid)); os.RemoveAll(dir) }, nil
 	}
+	// Every uid is a member's: the probe takes its chance with the first.
 	os.RemoveAll(dir)
-	return 0, nil, fmt.Errorf("local desktops are off: every uid of CORRAL_VDI_DESKTOP_UIDS %d-%d is taken (see %s); widen the range", first, last, registry)
+	return first, func() {}, nil
 }
 
 // release frees the uid of the member folder dir (its member is deleted).
