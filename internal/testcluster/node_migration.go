@@ -133,11 +133,7 @@ func (n *Node) migrateOut(ctx context.Context, vmi *kubevirtv1.VirtualMachineIns
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == n.Name() && p.Status.Phase == corev1.PodRunning {
-			p.Status.Phase = corev1.PodSucceeded
-			for i := range p.Status.ContainerStatuses {
-				p.Status.ContainerStatuses[i].Ready = false
-				p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
-			}
+			completeLauncher(&p)
 			if _, err := n.kubelet.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("the source launcher Pod's end: %w", err)
 			}
@@ -195,6 +191,16 @@ func (n *Node) migrateIn(ctx context.Context, vmi *kubevirtv1.VirtualMachineInst
 		}
 	}
 	return nil
+}
+
+// completeLauncher marks a source virt-launcher Pod done, as its kubelet
+// reports it once its domain has migrated and QEMU exited.
+func completeLauncher(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodSucceeded
+	for i := range p.Status.ContainerStatuses {
+		p.Status.ContainerStatuses[i].Ready = false
+		p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}
+	}
 }
 
 // handOver keeps g for the target of migration uid.

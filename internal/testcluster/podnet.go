@@ -52,7 +52,7 @@ const (
 type PodNetwork struct {
 	k    *Kubelet
 	node string               // the node's network namespace
-	via  map[types.UID]string // an attached Pod -> the node's end of its veth
+	via  map[types.UID]string // an attached Pod -> the node's end of its veth (under k.mu)
 }
 
 // StartPodNetwork makes the node's network for the kubelet's Pods; it
@@ -111,6 +111,7 @@ func (p *PodNetwork) Attach(tb testing.TB, pod *corev1.Pod) {
 	tb.Cleanup(func() {
 		p.k.mu.Lock()
 		delete(p.k.netns, pod.UID)
+		delete(p.via, pod.UID)
 		p.k.mu.Unlock()
 	})
 	p.Enforce(tb, pod)

@@ -105,7 +105,7 @@ func (s *KubeVirtStandIn) completeLauncherPods(tb testing.TB, ctx context.Contex
 		if p.Status.PodIP != ip || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		p.Status.Phase = corev1.PodSucceeded
+		completeLauncher(&p)
 		if err := s.cl.Status().Update(ctx, &p); err != nil {
 			tb.Fatalf("the source launcher Pod's end: %v", err)
 		}
