@@ -63,7 +63,7 @@ func axeCheck(t *testing.T, page playwright.Page, what string) {
 // in despite the portal's Content-Security-Policy.
 func axePage(t *testing.T, b *Browser) playwright.Page {
 	t.Helper()
-	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
+	ctx, err := b.Chromium.NewContext(playwright.BrowserNewContextOptions{
 		Viewport:  &playwright.Size{Width: 1280, Height: 800},
 		BypassCSP: playwright.Bool(true),
 	})

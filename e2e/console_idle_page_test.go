@@ -113,7 +113,7 @@ func idlePages(t *testing.T, b *Browser, p *Portal, consoles []restingConsole, w
 	counts := make([]*pageBytes, len(consoles))
 	var opened time.Time
 	for i, c := range consoles {
-		ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
+		ctx, err := b.Chromium.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
 		must(t, err)
 		defer ctx.Close() // the next console of the same user takes its place
 		page, err := ctx.NewPage()

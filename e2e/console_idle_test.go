@@ -76,7 +76,7 @@ const desktopFits = `() => {
 // window.
 func idleConsole(t *testing.T, b *Browser, p *Portal, user, member string, dpr float64, window time.Duration, measured func(size [2]int, in, out int64)) {
 	t.Helper()
-	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
+	ctx, err := b.Chromium.NewContext(playwright.BrowserNewContextOptions{
 		Viewport:          &playwright.Size{Width: idleSizes[0][0], Height: idleSizes[0][1]},
 		DeviceScaleFactor: playwright.Float(dpr),
 	})

@@ -22,34 +22,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
-// xtermText returns the text of the xterm.js console on the page.
-const xtermText = `() => {
-	const t = document.getElementById('screen').xterm;
-	if (!t) return '';
-	const b = t.buffer.active, out = [];
-	for (let i = 0; i < b.length; i++) out.push(b.getLine(i).translateToString(true));
-	return out.join('\n');
-}`
-
-// waitXterm waits until the console shows text matching re and returns it.
-func waitXterm(t *testing.T, page playwright.Page, re *regexp.Regexp, d time.Duration) string {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var text string
-	for time.Now().Before(deadline) {
-		v, err := page.Evaluate(xtermText)
-		must(t, err)
-		text, _ = v.(string)
-		if m := re.FindString(text); m != "" {
-			return m
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	screenshot(t, page, "xterm-timeout")
-	t.Fatalf("console did not show %s within %v; it shows:\n%s", re, d, text)
-	return ""
-}
-
 // connectInfo is the /connect answer.
 type connectInfo struct {
 	Protocol    string `json:"protocol"`

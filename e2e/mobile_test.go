@@ -11,28 +11,6 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-// MustNewPhonePage opens a page in a fresh context that is a touch device
-// of the given size, as a phone or tablet browser is.
-func (b *Browser) MustNewPhonePage(tb testing.TB, width, height int) playwright.Page {
-	tb.Helper()
-	ctx, err := b.browser.NewContext(playwright.BrowserNewContextOptions{
-		Viewport:          &playwright.Size{Width: width, Height: height},
-		HasTouch:          playwright.Bool(true),
-		IsMobile:          playwright.Bool(true),
-		DeviceScaleFactor: playwright.Float(2),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ctx.Close() })
-	page, err := ctx.NewPage()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	page.SetDefaultTimeout(15000)
-	return page
-}
-
 // inViewport fails the test unless the element is visible and wholly
 // inside the viewport's width.
 func inViewport(t *testing.T, page playwright.Page, l playwright.Locator, what string, width int) {

@@ -16,6 +16,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testbrowser"
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
@@ -223,11 +224,11 @@ func mustLaunchBrowserIn(t *testing.T, l *wanLink) playwright.Browser {
 	t.Helper()
 	wrapper := filepath.Join(t.TempDir(), "chromium-in-netns")
 	must(t, os.WriteFile(wrapper, []byte("#!/bin/sh\nexec ip netns exec "+l.NS+" /usr/bin/chromium \"$@\"\n"), 0o755))
-	pw := mustRunPlaywright(t)
+	pw := testbrowser.MustRunPlaywright(t)
 	b, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
 		ExecutablePath: playwright.String(wrapper),
 		Headless:       playwright.Bool(true),
-		Args:           chromiumFlags(),
+		Args:           testbrowser.Flags(),
 	})
 	if err != nil {
 		pw.Stop()

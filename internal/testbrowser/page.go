@@ -1,0 +1,57 @@
+package testbrowser
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// Screenshot saves a full-page screenshot under output/ in the test's
+// package folder (gitignored) and returns its path.
+func Screenshot(tb testing.TB, page playwright.Page, name string) string {
+	tb.Helper()
+	dir := filepath.Join("output", tb.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if _, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true)}); err != nil {
+		tb.Fatalf("screenshot %s: %v", name, err)
+	}
+	return path
+}
+
+// XtermText is a script returning the text of the xterm.js console (a
+// serial console or terminal) on the page.
+const XtermText = `() => {
+	const t = document.getElementById('screen').xterm;
+	if (!t) return '';
+	const b = t.buffer.active, out = [];
+	for (let i = 0; i < b.length; i++) out.push(b.getLine(i).translateToString(true));
+	return out.join('\n');
+}`
+
+// WaitXterm waits until the console shows text matching re and returns it.
+func WaitXterm(t *testing.T, page playwright.Page, re *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var text string
+	for time.Now().Before(deadline) {
+		v, err := page.Evaluate(XtermText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ = v.(string)
+		if m := re.FindString(text); m != "" {
+			return m
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	Screenshot(t, page, "xterm-timeout")
+	t.Fatalf("console did not show %s within %v; it shows:\n%s", re, d, text)
+	return ""
+}
