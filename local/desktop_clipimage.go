@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/procgroup"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -61,9 +62,9 @@ func (d *Desktop) SetClipboardImage(ctx context.Context, pic []byte) error {
 	if err != nil {
 		return err
 	}
-	xclip := lead(cmd)
+	xclip := procgroup.Lead(cmd)
 	ended := make(chan struct{})
-	go func() { xclip.wait(); close(ended) }()
+	go func() { xclip.Wait(); close(ended) }()
 	for {
 		if got, err := d.ClipboardImage(ctx, int64(len(pic))); err == nil && bytes.Equal(got, pic) {
 			return nil
@@ -72,7 +73,7 @@ func (d *Desktop) SetClipboardImage(ctx context.Context, pic []byte) error {
 		case <-ended: // another program took the clipboard meanwhile, or xclip failed
 			return vdi.Errorf(vdi.EConflict, "Try again.", "The desktop's clipboard changed while the picture went onto it.")
 		case <-ctx.Done():
-			xclip.signal(syscall.SIGKILL)
+			xclip.Signal(syscall.SIGKILL)
 			return vdi.Errorf(vdi.EUnavailable, "Try again; if the desktop is busy, wait a moment.", "The desktop's clipboard did not take the picture in time (%v).", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -122,13 +123,13 @@ func (d *Desktop) runX(ctx context.Context, stdin io.Reader, stdout io.Writer, b
 	if err != nil {
 		return err
 	}
-	proc := lead(cmd)
+	proc := procgroup.Lead(cmd)
 	select {
-	case <-proc.ended:
+	case <-proc.Ended():
 	case <-ctx.Done():
-		proc.signal(syscall.SIGKILL)
+		proc.Signal(syscall.SIGKILL)
 	}
-	if err := proc.wait(); err != nil {
+	if err := proc.Wait(); err != nil {
 		return fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(errOut.String()))
 	}
 	return nil

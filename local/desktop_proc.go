@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/procgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,8 @@ type desktopProc struct {
 	// exited is closed once Wait has reaped the process; nil for processes
 	// adopted from a previous portal, which we cannot Wait on.
 	exited  chan struct{}
-	waitErr error // set before exited is closed
+	waitErr error             // set before exited is closed
+	lead    *procgroup.Leader // signals our own child's group; nil when adopted
 }
 
 // desktopPids is the content of <Dir>/pids.
@@ -59,11 +61,11 @@ func startDesktopProc(name, dir, path string, args, env []string, cwd string, ex
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &desktopProc{Name: name, PID: cmd.Process.Pid, exited: make(chan struct{})}
+	p := &desktopProc{Name: name, PID: cmd.Process.Pid, exited: make(chan struct{}), lead: procgroup.Lead(cmd)}
 	// The child is not reaped before Wait, so its /proc entry is there.
 	p.Start, _, _ = readProcStat(p.PID)
 	go func() {
-		p.waitErr = cmd.Wait()
+		p.waitErr = p.lead.Wait()
 		close(p.exited)
 	}()
 	return p, nil
@@ -109,8 +111,13 @@ func (p *desktopProc) alive() bool {
 }
 
 // signal sends sig to p's process group (p leads it: every desktop process
-// is started with Setpgid), after checking p is still ours.
+// is started with Setpgid): our own child's only while it is unreaped, an
+// adopted one's after checking p is still ours.
 func (p *desktopProc) signal(sig syscall.Signal) {
+	if p.lead != nil {
+		p.lead.Signal(sig)
+		return
+	}
 	if !p.alive() {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corral-dev/corral-vdi-portal/internal/procgroup"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,14 +118,14 @@ func probeUserns(ctx context.Context, probe *DesktopUser) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start bwrap: %w", err)
 	}
-	shell := lead(cmd)
+	shell := procgroup.Lead(cmd)
 	var err error
 	select {
-	case <-shell.ended:
-		err = shell.wait()
+	case <-shell.Ended():
+		err = shell.Wait()
 	case <-ctx.Done():
-		shell.signal(syscall.SIGKILL)
-		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, shell.wait())
+		shell.Signal(syscall.SIGKILL)
+		err = fmt.Errorf("no answer in %s (%v)", usernsProbeWait, shell.Wait())
 	}
 	return strings.TrimSpace(stderr.String()), err
 }

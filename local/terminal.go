@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/procgroup"
 	"github.com/creack/pty"
 )
 
@@ -23,8 +24,8 @@ import (
 // (Resize(cols, rows)): a resize message from the browser reaches the pty.
 type TerminalConn struct {
 	pty   *os.File
-	shell *leader       // leads its session
-	done  chan struct{} // closed once the shell is reaped
+	shell *procgroup.Leader // leads its session
+	done  chan struct{}     // closed once the shell is reaped
 
 	closeOnce sync.Once
 	closed    func() // tells the desktop the terminal is gone
@@ -74,7 +75,7 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("local: terminal of %s: %w", d.spec.Name, err)
 	}
-	t := &TerminalConn{pty: f, shell: lead(cmd), done: make(chan struct{})}
+	t := &TerminalConn{pty: f, shell: procgroup.Lead(cmd), done: make(chan struct{})}
 	d.mu.Lock()
 	if d.terms == nil {
 		d.terms = map[*TerminalConn]struct{}{}
@@ -87,7 +88,7 @@ func (d *Desktop) StartTerminal() (*TerminalConn, error) {
 		d.mu.Unlock()
 	}
 	go func() {
-		t.shell.wait()
+		t.shell.Wait()
 		close(t.done)
 	}()
 	return t, nil
@@ -137,15 +138,15 @@ func (t *TerminalConn) Size() (cols, rows uint16, err error) {
 }
 
 // Close hangs up the shell (SIGHUP to its session, SIGKILL if it lingers)
-// and waits for it. A shell that has been reaped is not signalled (leader).
+// and waits for it. A shell that has been reaped is not signalled (procgroup.Leader).
 func (t *TerminalConn) Close() error {
 	t.closeOnce.Do(func() {
-		t.shell.signal(syscall.SIGHUP)
+		t.shell.Signal(syscall.SIGHUP)
 		t.pty.Close()
 		select {
 		case <-t.done:
 		case <-time.After(2 * time.Second):
-			t.shell.signal(syscall.SIGKILL)
+			t.shell.Signal(syscall.SIGKILL)
 			<-t.done
 		}
 		t.closed()

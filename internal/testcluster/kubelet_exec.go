@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/procgroup"
 	"github.com/creack/pty"
 	corev1 "k8s.io/api/core/v1"
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -28,30 +29,25 @@ type podExecutor struct {
 
 // execSession is one running exec command.
 type execSession struct {
-	cmd    *exec.Cmd
+	lead   *procgroup.Leader // set once the command has started
 	once   sync.Once
 	hungup atomic.Bool
-	ended  atomic.Bool // Wait has returned: the process group ID is no longer ours
 }
 
 // hangup kills the command and everything it started (its own process
 // group), as a container runtime would when the container goes. A command
-// that has ended is left alone: its process group ID may have been reused
-// by another process since (pid_max is 32768 on many machines).
+// that has been reaped is left alone: its process group ID may have been
+// given to another process since (pid_max is 32768 on many machines).
 func (s *execSession) hangup() {
 	s.once.Do(func() {
 		s.hungup.Store(true)
-		if !s.ended.Load() {
-			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		}
+		s.lead.Signal(syscall.SIGKILL)
 	})
 }
 
-// wait waits for the command and marks the session ended.
+// wait waits for the command and reaps it.
 func (s *execSession) wait() error {
-	err := s.cmd.Wait()
-	s.ended.Store(true)
-	return err
+	return s.lead.Wait()
 }
 
 // ExecInContainer runs cmd with the Pod's HOME, on a pty when tty is set,
@@ -71,13 +67,14 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 	c := exec.Command(cmd[0], cmd[1:]...)
 	c.Dir = home
 	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOSTNAME=" + e.pod.Name, "USER=" + os.Getenv("USER")}
-	s := &execSession{cmd: c}
+	s := &execSession{}
 	if !tty {
 		c.Stdin, c.Stdout, c.Stderr = in, out, errw
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		s.lead = procgroup.Lead(c)
 		defer e.k.track(name, s)()
 		err := s.wait()
 		// Close the streams once all output is written, as a runtime does
@@ -91,6 +88,7 @@ func (e *podExecutor) ExecInContainer(ctx context.Context, name, uid, container 
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer ptmx.Close()
+	s.lead = procgroup.Lead(c)
 	defer e.k.track(name, s)()
 	done := make(chan struct{})
 	defer close(done)

@@ -1,4 +1,4 @@
-package local
+package procgroup
 
 import (
 	"errors"
@@ -40,8 +40,8 @@ func TestLeader_NoSignalOnceReaped(t *testing.T) {
 		}
 		return cmd
 	}
-	first := lead(start("true"))
-	if err := first.wait(); err != nil {
+	first := Lead(start("true"))
+	if err := first.Wait(); err != nil {
 		t.Fatalf("true: %v", err)
 	}
 	pid := first.cmd.Process.Pid
@@ -63,7 +63,7 @@ func TestLeader_NoSignalOnceReaped(t *testing.T) {
 		t.Fatalf("no process was given PID %d again in 100 tries", pid)
 	}
 
-	first.signal(syscall.SIGKILL)
+	first.Signal(syscall.SIGKILL)
 	// Ended by the test's SIGTERM, unless the SIGKILL above reached it
 	// first (a fatal signal decides the exit status when it is sent).
 	other.Process.Signal(syscall.SIGTERM)
@@ -85,9 +85,9 @@ func TestLeader_SignalsItsGroup(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l := lead(cmd)
-	l.signal(syscall.SIGKILL)
-	err := l.wait()
+	l := Lead(cmd)
+	l.Signal(syscall.SIGKILL)
+	err := l.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("sleep ended with %v, want killed by the leader's SIGKILL", err)

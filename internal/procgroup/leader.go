@@ -1,4 +1,7 @@
-package local
+// Package procgroup signals process groups without hitting a stranger's:
+// a group's ID is its leader's PID, which the kernel gives out again once
+// the leader is reaped.
+package procgroup
 
 import (
 	"errors"
@@ -9,25 +12,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// leader is a started process that leads its own process group (started
+// Leader is a started process that leads its own process group (started
 // with Setpgid or Setsid), so that signalling the group reaches whatever
 // it started too. A leader that has ended but is not yet reaped keeps its
 // PID, so until it is reaped the group's ID can be no one else's; after
 // that the ID may be given to another process (pid_max can be small), and
-// a signal to it would hit a stranger. leader therefore learns of the end
+// a signal to it would hit a stranger. Leader therefore learns of the end
 // without reaping (waitid with WNOWAIT), signals only while unreaped, and
-// reaps in wait alone.
-type leader struct {
+// reaps in Wait alone.
+type Leader struct {
 	cmd   *exec.Cmd
-	ended chan struct{} // closed once the process has ended, before it is reaped
+	ended chan struct{}
 
 	mu     sync.Mutex
 	reaped bool
 }
 
-// lead watches cmd, started and leading its own process group.
-func lead(cmd *exec.Cmd) *leader {
-	l := &leader{cmd: cmd, ended: make(chan struct{})}
+// Lead watches cmd, started and leading its own process group.
+func Lead(cmd *exec.Cmd) *Leader {
+	l := &Leader{cmd: cmd, ended: make(chan struct{})}
 	go func() {
 		defer close(l.ended)
 		var info unix.Siginfo
@@ -41,9 +44,12 @@ func lead(cmd *exec.Cmd) *leader {
 	return l
 }
 
-// signal sends sig to the leader's process group, unless the leader has
+// Ended is closed once the leader has ended, before it is reaped.
+func (l *Leader) Ended() <-chan struct{} { return l.ended }
+
+// Signal sends sig to the leader's process group, unless the leader has
 // been reaped.
-func (l *leader) signal(sig syscall.Signal) {
+func (l *Leader) Signal(sig syscall.Signal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.reaped {
@@ -51,9 +57,9 @@ func (l *leader) signal(sig syscall.Signal) {
 	}
 }
 
-// wait waits for the leader to end, reaps it and returns cmd.Wait's error.
+// Wait waits for the leader to end, reaps it and returns cmd.Wait's error.
 // It is the only place the leader is reaped.
-func (l *leader) wait() error {
+func (l *Leader) Wait() error {
 	<-l.ended
 	l.mu.Lock()
 	l.reaped = true
