@@ -3,20 +3,13 @@ package handlers
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http/httptest"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/local"
-	"github.com/corral-dev/corral-vdi-portal/static"
-	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -73,54 +66,18 @@ func (p backendPath) Dial(ctx context.Context, ref vdi.Ref, proto vdi.Protocol) 
 // relays through that path, and that the session records it. Without the
 // fallback, the same desktop offers VNC first.
 func TestConnectRDPThroughFallback(t *testing.T) {
-	if err := local.CheckDesktopDeps(); err != nil {
-		t.Skip(err)
-	}
-	if _, err := os.Stat("/usr/bin/freerdp-shadow-cli"); err != nil {
-		t.Skip("freerdp-shadow-cli not installed (Debian package freerdp2-shadow-x11)")
-	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "cfb") // short: desktops' sockets live under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	log := slog.New(slog.DiscardHandler)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	backend, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.StopAll(context.Background()) })
-	if err := backend.EnsureDemoPool(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	svc := vdi.NewService(vdi.Config{Backend: unreachableRDP{backend}, Leases: db.Leases(), Audit: db, Log: log})
-	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale},
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets, err := static.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, local.Namespace, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustRDPStack(t, "cfb", 1, func(b *local.Backend) vdi.Backend { return unreachableRDP{b} })
+	backend, db := st.backend, st.db
+	ref := st.claim(t, "alice")
 	serve := func(console ConsoleConfig) *rdpEnv {
-		srv := httptest.NewServer(New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: log, Console: console}))
+		srv := httptest.NewServer(New(Config{Desktops: st.svc, Auth: st.authn, Sessions: db, Assets: st.assets, Log: st.log, Console: console}))
 		t.Cleanup(srv.Close)
-		return &rdpEnv{srv: srv, db: db, dir: dir}
+		return &rdpEnv{srv: srv, db: db, dir: st.dir}
 	}
 
 	direct := serve(ConsoleConfig{})
-	if a := direct.connect(t, "alice", d.Ref()); a.Protocol != "vnc" {
+	if a := direct.connect(t, "alice", ref); a.Protocol != "vnc" {
 		t.Fatalf("connect with the direct path only = %+v; want vnc first (the RDP server is out of reach)", a)
 	}
 	// The desktop's RDP server answers through the fallback (on a loaded
@@ -128,7 +85,7 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	// then offers it first.
 	var dialErr error
 	if !eventually(10*time.Second, func() bool {
-		c, err := backendPath{backend}.Dial(ctx, d.Ref(), vdi.ProtocolRDP)
+		c, err := backendPath{backend}.Dial(ctx, ref, vdi.ProtocolRDP)
 		if dialErr = err; err == nil {
 			c.Close()
 		}
@@ -138,12 +95,12 @@ func TestConnectRDPThroughFallback(t *testing.T) {
 	}
 	e := serve(ConsoleConfig{Paths: []console.Path{backendPath{backend}}})
 	begin := time.Now()
-	a := e.connect(t, "alice", d.Ref())
+	a := e.connect(t, "alice", ref)
 	if a.Protocol != "rdp" || a.Token == "" {
 		t.Fatalf("connect with a fallback path = %+v; want rdp first", a)
 	}
 	t.Logf("connect with an RDP probe through the fallback in %s", time.Since(begin).Round(time.Millisecond))
-	ws, resp := e.handshake(t, "alice", d.Ref(), a.Token, a.Destination)
+	ws, resp := e.handshake(t, "alice", ref, a.Token, a.Destination)
 	if resp.Error != nil || len(resp.ServerCertChain) == 0 {
 		t.Fatalf("RDCleanPath reply = %+v; want the server's certificate, reached through the fallback", resp)
 	}

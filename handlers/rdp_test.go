@@ -45,6 +45,35 @@ type rdpEnv struct {
 
 func mustRDPEnv(t *testing.T, holders ...string) *rdpEnv {
 	t.Helper()
+	st := mustRDPStack(t, "crdp", len(holders), nil)
+	e := &rdpEnv{db: st.db, dir: st.dir, desk: map[string]vdi.Ref{}}
+	for _, who := range holders {
+		e.desk[who] = st.claim(t, who)
+	}
+	e.h = New(Config{Desktops: st.svc, Auth: st.authn, Sessions: st.db, Assets: st.assets, Log: st.log})
+	e.srv = httptest.NewServer(e.h)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// rdpStack is what a handler under test stands on: SQLite claims, the
+// local backend's demo pool of real desktops (Xvnc + freerdp-shadow),
+// Tailscale identity from loopback.
+type rdpStack struct {
+	svc     *vdi.Service
+	backend *local.Backend
+	authn   *auth.Authenticator
+	assets  *static.Assets
+	db      *store.DB
+	dir     string
+	log     *slog.Logger
+}
+
+// mustRDPStack builds an rdpStack with a demo pool of size desktops under
+// a temporary directory named by prefix (short: the desktops' sockets live
+// under it); wrap, if set, wraps the backend the service sees.
+func mustRDPStack(t *testing.T, prefix string, size int, wrap func(*local.Backend) vdi.Backend) *rdpStack {
+	t.Helper()
 	if err := local.CheckDesktopDeps(); err != nil {
 		t.Skip(err)
 	}
@@ -52,47 +81,46 @@ func mustRDPEnv(t *testing.T, holders ...string) *rdpEnv {
 		t.Skip("freerdp-shadow-cli not installed (Debian package freerdp2-shadow-x11)")
 	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "crdp") // short: desktops' sockets live under it
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	log := slog.New(slog.DiscardHandler)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
+	st := &rdpStack{dir: dir, log: slog.New(slog.DiscardHandler)}
+	if st.db, err = store.Open(ctx, filepath.Join(dir, "portal.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.db.Close() })
+	if st.backend, err = local.New(ctx, local.Config{DB: st.db, Dir: filepath.Join(dir, "local"), Log: st.log}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.backend.StopAll(context.Background()) })
+	if err := st.backend.EnsureDemoPool(ctx, size); err != nil {
+		t.Fatal(err)
+	}
+	var b vdi.Backend = st.backend
+	if wrap != nil {
+		b = wrap(st.backend)
+	}
+	st.svc = vdi.NewService(vdi.Config{Backend: b, Leases: st.db.Leases(), Audit: st.db, Log: st.log})
+	if st.authn, err = auth.New(auth.Config{Modes: []string{auth.ModeTailscale},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: st.log}); err != nil {
+		t.Fatal(err)
+	}
+	if st.assets, err = static.New(); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// claim claims a demo desktop for who.
+func (st *rdpStack) claim(t *testing.T, who string) vdi.Ref {
+	t.Helper()
+	d, err := st.svc.Claim(context.Background(), vdi.Identity{Login: who}, local.Namespace, "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	backend, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.StopAll(context.Background()) })
-	if err := backend.EnsureDemoPool(ctx, len(holders)); err != nil {
-		t.Fatal(err)
-	}
-	svc := vdi.NewService(vdi.Config{Backend: backend, Leases: db.Leases(), Audit: db, Log: log})
-	authn, err := auth.New(auth.Config{Modes: []string{auth.ModeTailscale},
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, KeyFile: filepath.Join(dir, "cookie.keys"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets, err := static.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &rdpEnv{db: db, dir: dir, desk: map[string]vdi.Ref{}}
-	for _, who := range holders {
-		d, err := svc.Claim(ctx, vdi.Identity{Login: who}, local.Namespace, "demo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.desk[who] = d.Ref()
-	}
-	e.h = New(Config{Desktops: svc, Auth: authn, Sessions: db, Assets: assets, Log: log})
-	e.srv = httptest.NewServer(e.h)
-	t.Cleanup(e.srv.Close)
-	return e
+	return d.Ref()
 }
 
 // connectAnswer is the /connect JSON as a client reads it.
