@@ -294,20 +294,7 @@ func benchThroughputOut(b *testing.B, r *benchRelay, desk *desktops) {
 	d := desk.accept(b)
 	defer d.Close()
 	want := int64(b.N) * chunk
-	done := make(chan error, 1)
-	go func() {
-		buf := make([]byte, chunk)
-		var got int64
-		for got < want {
-			n, err := c.read(buf)
-			got += int64(n)
-			if err != nil {
-				done <- fmt.Errorf("client got %d bytes of %d: %w", got, want, err)
-				return
-			}
-		}
-		done <- nil
-	}()
+	done := drain(c.read, want, "client")
 	data := make([]byte, chunk)
 	b.SetBytes(chunk)
 	b.ResetTimer()
@@ -323,6 +310,26 @@ func benchThroughputOut(b *testing.B, r *benchRelay, desk *desktops) {
 	reportCPU(b, r, cpu0, want)
 }
 
+// drain reads from read, in the background, until want bytes came; the
+// channel answers nil then, or what went wrong, naming who read.
+func drain(read func([]byte) (int, error), want int64, who string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, chunk)
+		var got int64
+		for got < want {
+			n, err := read(buf)
+			got += int64(n)
+			if err != nil {
+				done <- fmt.Errorf("%s got %d bytes of %d: %w", who, got, want, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
 // benchThroughputIn sends 32 KiB client messages through r to the desktop.
 func benchThroughputIn(b *testing.B, r *benchRelay, desk *desktops) {
 	c := dialClient(b, r)
@@ -330,20 +337,7 @@ func benchThroughputIn(b *testing.B, r *benchRelay, desk *desktops) {
 	d := desk.accept(b)
 	defer d.Close()
 	want := int64(b.N) * chunk
-	done := make(chan error, 1)
-	go func() {
-		buf := make([]byte, chunk)
-		var got int64
-		for got < want {
-			n, err := d.Read(buf)
-			got += int64(n)
-			if err != nil {
-				done <- fmt.Errorf("desktop got %d bytes of %d: %w", got, want, err)
-				return
-			}
-		}
-		done <- nil
-	}()
+	done := drain(d.Read, want, "desktop")
 	frame := c.frame(make([]byte, chunk))
 	b.SetBytes(chunk)
 	b.ResetTimer()
