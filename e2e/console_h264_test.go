@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"image"
 	"os/exec"
 	"strings"
 	"testing"
@@ -133,6 +134,39 @@ const countDecodes = `(() => {
     decode(chunk) { window.__decodes++; return super.decode(chunk); }
   };
 })();`
+
+// playVideoRecording plays member's one VNC recording to its end as an
+// admin (ops), screenshots its end as shot, and checks that the player's
+// noVNC decoded the recorded video (at least 10 H.264 chunks) and ended
+// on live, the console's last screen. It returns the recording.
+func playVideoRecording(t *testing.T, b *Browser, p *Portal, member string, live image.Image, shot string) recordingRow {
+	t.Helper()
+	rec := recordings(t, p, member, 1)["vnc"]
+	admin := b.MustNewPage(t, 1280, 800)
+	keepBrowserErrors(t, admin, "player")
+	must(t, admin.AddInitScript(playwright.Script{Content: playwright.String(countDecodes)}))
+	signIn(t, admin, p, "ops", "/admin/recordings/"+rec.ID)
+	player := admin.GetByTestId("player")
+	expect := playwright.NewPlaywrightAssertions(60000)
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
+	_, err := admin.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
+	must(t, err)
+	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
+	// The end of the replay is the live screen, however long noVNC takes
+	// to decode its way there.
+	n := canvasReaches(t, admin, "#player canvas", live, 60*time.Second)
+	screenshot(t, admin, shot)
+	decodes, err := admin.Evaluate(`() => window.__decodes`)
+	must(t, err)
+	t.Logf("recording %s, %d bytes: the player decoded %v H.264 chunks", rec.ID, rec.Bytes, decodes)
+	if toFloat(decodes) < 10 {
+		t.Errorf("the player decoded %v H.264 chunks; want the recorded video's (at least 10)", decodes)
+	}
+	if n != 0 {
+		t.Errorf("after 60s the replayed screen differs from the live one %v in %d pixels (-1: in size)", live.Bounds(), n)
+	}
+	return rec
+}
 
 // TestConsole_H264: with the portal's H.264 encoder on, a VNC console in
 // Chromium gets the desktop's motion as Open H.264 (RFB encoding 50):
@@ -270,32 +304,7 @@ func TestConsole_H264(t *testing.T) {
 	videoNoticeShots(t, page)
 	must(t, page.Close())
 
-	// The recording, played to its end by an admin.
-	rec := recordings(t, p, d.Name, 1)["vnc"]
-	admin := b.MustNewPage(t, 1280, 800)
-	keepBrowserErrors(t, admin, "player")
-	must(t, admin.AddInitScript(playwright.Script{Content: playwright.String(countDecodes)}))
-	signIn(t, admin, p, "ops", "/admin/recordings/"+rec.ID)
-	player := admin.GetByTestId("player")
-	expect := playwright.NewPlaywrightAssertions(60000)
-	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
-	_, err = admin.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
-	must(t, err)
-	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ended"))
-	// The end of the replay is the live screen, however long noVNC takes
-	// to decode its way there.
-	n := canvasReaches(t, admin, "#player canvas", live, 60*time.Second)
-	screenshot(t, admin, "h264-playback-end")
-	decodes, err := admin.Evaluate(`() => window.__decodes`)
-	must(t, err)
-	t.Logf("recording %s, %d bytes: the player decoded %v H.264 chunks", rec.ID, rec.Bytes, decodes)
-	if toFloat(decodes) < 10 {
-		t.Errorf("the player decoded %v H.264 chunks; want the recorded video's (at least 10)", decodes)
-	}
-	if n != 0 {
-		t.Errorf("after 60s the replayed screen differs from the live one %v in %d pixels (-1: in size)", live.Bounds(), n)
-	}
-
+	rec := playVideoRecording(t, b, p, d.Name, live, "h264-playback-end")
 	playbackWithoutWebCodecs(t, b, p, rec.ID, live)
 
 	// A browser without WebCodecs never asks for video.

@@ -78,14 +78,17 @@ func rtcAddress() string {
 // not one H.264 rectangle over the websocket — drawn into noVNC's
 // screen; once the desktop is still, the screen is its exact pixels (the
 // lossless repaint over the websocket). Input stays on the websocket: a
-// key typed in the console reaches the desktop.
+// key typed in the console reaches the desktop. The desktop is
+// recorded: the recording holds the video the track carried (each frame
+// put between the websocket's messages), and the player replays it to
+// the console's last screen.
 func TestConsole_WebRTC(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
 	}
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_H264=gst-launch-1.0",
+	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_H264=gst-launch-1.0",
 		"CORRAL_VDI_WEBRTC_UDP="+rtcAddress()+":0")
-	d := mustClaim(t, p, "alice", "demo")
+	d := recordedPool(t, p, "video", "alice")
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	keepBrowserErrors(t, page, "1280x800")
@@ -143,4 +146,9 @@ func TestConsole_WebRTC(t *testing.T) {
 		why, _ := screen.GetAttribute("data-rtc-why")
 		t.Errorf("after the motion the track is %q (%s); want connected", s, why)
 	}
+	live := stableCanvas(t, page, "#screen canvas")
+	must(t, page.Close())
+	// The desktop is recorded: the recording holds the video the track
+	// carried, and the player replays it to the same screen.
+	playVideoRecording(t, b, p, d.Name, live, "webrtc-playback-end")
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
 	"github.com/corral-dev/corral-vdi-portal/rtc"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -56,14 +57,18 @@ type rtcSignal struct {
 
 // newRTCSignal returns the signalling of ref's VNC console whose screen
 // connection is conn (an rfb.VideoTap when this replica holds the
-// screen); recorded: the console is recorded, from its RFB stream.
-func (h *Handler) newRTCSignal(ctx context.Context, ref vdi.Ref, conn any, recorded bool) *rtcSignal {
+// screen); recorded: the console is recorded, from its RFB stream, and
+// video records the video that goes by WebRTC into it (nil: it cannot).
+func (h *Handler) newRTCSignal(ctx context.Context, ref vdi.Ref, conn any, recorded bool, video *relay.VideoRecorder) *rtcSignal {
 	s := &rtcSignal{ctx: ctx, srv: h.console.cfg.RTC, ref: ref, log: h.log}
 	s.tap, _ = conn.(rfb.VideoTap)
+	if s.tap != nil && video != nil {
+		s.tap = recordedTap{s.tap, video}
+	}
 	switch {
 	case s.srv == nil:
 		s.refused = "WebRTC is off on this portal (CORRAL_VDI_WEBRTC_UDP is empty): the video stays on the console's connection."
-	case recorded:
+	case recorded && video == nil:
 		s.refused = "This desktop's consoles are recorded, and the recording is made from the console's connection: the video stays on it."
 	case s.tap == nil:
 		s.refused = "Another portal server holds this desktop's screen and relays it here: the video stays on the console's connection."
@@ -160,6 +165,31 @@ func (s *rtcSignal) stop() {
 	if p != nil {
 		p.Close()
 	}
+}
+
+// recordedTap is a recorded console's screen: the video its track takes
+// goes into the recording too.
+type recordedTap struct {
+	rfb.VideoTap
+	rec *relay.VideoRecorder
+}
+
+// VideoTo implements rfb.VideoTap.
+func (t recordedTap) VideoTo(s rfb.VideoSink) (stop, keyFrame func(), err error) {
+	return t.VideoTap.VideoTo(recordedSink{s, t.rec})
+}
+
+// recordedSink gives each access unit to the recording, then to the
+// track; one that either cannot take is refused (the viewer then gets
+// the next key frame, the recording with it).
+type recordedSink struct {
+	rfb.VideoSink
+	rec *relay.VideoRecorder
+}
+
+// Video implements rfb.VideoSink.
+func (s recordedSink) Video(au []byte, key bool, w, h int) bool {
+	return s.rec.Video(au, key, w, h) && s.VideoSink.Video(au, key, w, h)
 }
 
 // quoteShort quotes s, cut to 40 bytes, for a reply.

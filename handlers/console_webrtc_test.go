@@ -20,7 +20,7 @@ func (noTap) VideoTo(rfb.VideoSink) (func(), func(), error) { return func() {}, 
 
 // TestRTCSignal_Refusals: a VNC console's signalling answers what it
 // cannot do in words the page shows, and never makes a peer then: WebRTC
-// off, a recorded desktop (recordings are made from the RFB stream), a
+// off, a recorded desktop whose stream the video cannot join, a
 // screen relayed from another replica (no hub here to tap), a message
 // that is not JSON or not known, an offer that asks for a data channel
 // (input goes by the websocket, where a view-only viewer's is dropped),
@@ -38,7 +38,7 @@ func TestRTCSignal_Refusals(t *testing.T) {
 	ref := vdi.Ref{Namespace: "local", Name: "d-1"}
 	newSignal := func(srv *rtc.Server, conn any, recorded bool) *rtcSignal {
 		h := &Handler{guard: &guard{renderer: &renderer{log: slog.New(slog.DiscardHandler)}}, console: &consoleState{cfg: ConsoleConfig{RTC: srv}}}
-		return h.newRTCSignal(context.Background(), ref, conn, recorded)
+		return h.newRTCSignal(context.Background(), ref, conn, recorded, nil)
 	}
 	ask := func(s *rtcSignal, msg string) rtcMessage {
 		t.Helper()

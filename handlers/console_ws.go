@@ -156,11 +156,17 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		if path == console.PathPeer { // another replica's went away, not the desktop
 			opts.LinkGone = peerGone(p)
 		}
+		var video *relay.VideoRecorder // a recorded screen's video that goes by WebRTC
 		if rec != nil {
 			opts.Recorder = rec
+			if p == vdi.ProtocolVNC {
+				if v, err := relay.RecordVideo(ctx, rec, conn); err == nil {
+					video, opts.Recorder = v, v
+				}
+			}
 		}
 		if p == vdi.ProtocolVNC {
-			sig := h.newRTCSignal(ctx, ref, screen, rec != nil)
+			sig := h.newRTCSignal(ctx, ref, screen, rec != nil, video)
 			defer sig.stop()
 			opts.Text = sig.text
 		}

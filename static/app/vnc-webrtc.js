@@ -8,8 +8,8 @@
 // motion and the lossless repaint after it stay on the websocket: each
 // decoded video frame is drawn into noVNC's own screen, in turn with the
 // tiles, so scaling, zoom and input work as before. When the portal
-// refuses (WebRTC off, a recorded desktop, a screen relayed from another
-// portal server) or the track ends, the console goes on with the
+// refuses (WebRTC off, a screen relayed from another portal server) or
+// the track ends, the console goes on with the
 // websocket's video, as without WebRTC.
 
 // attachRTC offers rfb's console (whose websocket is ws) a WebRTC track
