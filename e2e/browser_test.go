@@ -23,7 +23,14 @@ var (
 	screenshot = testbrowser.Screenshot
 	// waitXterm waits until the xterm.js console shows text matching re.
 	waitXterm = testbrowser.WaitXterm
+	// pageSaid returns what a console page said in turn since
+	// recordStates.
+	pageSaid = testbrowser.Said
 )
 
 // xtermText returns the text of the xterm.js console on the page.
 const xtermText = testbrowser.XtermText
+
+// recordStates has a console page note each text its status line and
+// ended card show.
+const recordStates = testbrowser.RecordStates

@@ -68,16 +68,6 @@ func followSerial(t *testing.T, hs *haScreen, r *haReplica, erin, carol *websock
 	}
 }
 
-// recordStates has a page note each text its status line and ended card
-// show, in window.seenStates: a load of the page again forgets them.
-const recordStates = `() => {
-  const status = document.getElementById('status'), card = document.getElementById('ended');
-  window.seenStates = [];
-  const note = () => window.seenStates.push(status.textContent + (card.hidden ? '' : ' / ' + card.textContent.replace(/\s+/g, ' ').trim()));
-  const o = new MutationObserver(note);
-  for (const el of [status, card]) o.observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
-}`
-
 // reconnected waits for page, whose console was cut, to show the screen
 // again, and checks that in between it said that the portal server
 // holding the screen went away (not the desktop) and that it reconnects,
@@ -108,25 +98,6 @@ func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 	if strings.Contains(all, "Desktop connection failed") {
 		t.Errorf("carol's page said %q; want no word of the desktop failing: a portal replica was killed", said)
 	}
-}
-
-// pageSaid returns what page said in turn since recordStates, each text
-// once.
-func pageSaid(t *testing.T, page playwright.Page) []string {
-	t.Helper()
-	v, err := page.Evaluate(`() => window.seenStates`)
-	must(t, err)
-	seen, _ := v.([]any)
-	if v == nil {
-		t.Fatal("the page's record of what it said is gone: it was loaded again; want it to reconnect by itself")
-	}
-	var said []string
-	for _, s := range seen {
-		if text, _ := s.(string); len(said) == 0 || said[len(said)-1] != text {
-			said = append(said, text)
-		}
-	}
-	return said
 }
 
 // saysMoved waits for page, whose screen's owner drains, to say that the

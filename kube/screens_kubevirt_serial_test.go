@@ -20,13 +20,71 @@ import (
 // replica. upstreams says how it reaches the desktop: the node stand-in
 // counts those.
 type sharedStream struct {
-	p                  vdi.Protocol
-	ref                vdi.Ref
-	up                 upstreams
-	alice, erin, carol *websocket.Conn
-	holder, invitees   *replica // where alice's console, and erin's and carol's, are open
-	opened             int      // upstreams opened for it so far, one after the other
-	step               int      // carol's commands so far (each prints its own word)
+	p                vdi.Protocol
+	ref              vdi.Ref
+	up               upstreams
+	alice            holderConsole
+	erin, carol      *websocket.Conn
+	holder, invitees *replica // where alice's console, and erin's and carol's, are open
+	opened           int      // upstreams opened for it so far, one after the other
+	step             int      // carol's and alice's commands so far (each prints its own word)
+}
+
+// holderConsole is alice's console of a sharedStream: a websocket the
+// test drives (holderStream), or her serial console's page in Chromium
+// (serialPage).
+type holderConsole interface {
+	// send types text.
+	send(t *testing.T, text string)
+	// read returns what the console showed until it shows want, or 30 s.
+	read(want string) string
+	// again opens the console again on r once it was cut: its replica
+	// was killed, or drained (moves: it must have said the console
+	// moves).
+	again(t *testing.T, what string, r *replica, moves bool)
+	// reload closes the console and opens it on r, as a load of the page
+	// again does.
+	reload(t *testing.T, r *replica)
+}
+
+// holderStream is alice's console p of ref as a websocket the test
+// drives; she opens it again on a replica once up holds no upstream.
+type holderStream struct {
+	ws  *websocket.Conn
+	p   vdi.Protocol
+	ref vdi.Ref
+	up  upstreams
+}
+
+// openHolderStream opens alice's console p of ref on r.
+func openHolderStream(t *testing.T, p vdi.Protocol, ref vdi.Ref, up upstreams, r *replica) *holderStream {
+	t.Helper()
+	return &holderStream{ws: r.mustStream(t, p, ref, "alice"), p: p, ref: ref, up: up}
+}
+
+func (h *holderStream) send(t *testing.T, text string) { send(t, h.ws, text) }
+
+func (h *holderStream) read(want string) string { return readUntil(h.ws, want) }
+
+func (h *holderStream) again(t *testing.T, what string, r *replica, moves bool) {
+	t.Helper()
+	if ce := closedStream(h.ws); moves && (ce == nil || ce.Code != websocket.CloseServiceRestart || ce.Text != console.ConsoleMoves) {
+		t.Errorf("%s: alice's %s console ended with %v; want 1012 %q", what, h.p, ce, console.ConsoleMoves)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for h.up.held() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the desktop still holds the %s console's upstream a minute later", what, h.p)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.ws = r.mustStream(t, h.p, h.ref, "alice")
+}
+
+func (h *holderStream) reload(t *testing.T, r *replica) {
+	t.Helper()
+	h.ws.Close()
+	h.again(t, "alice reloaded her "+string(h.p)+" console", r, false)
 }
 
 // upstreams are a desktop's connections of one console, as the node
@@ -62,60 +120,72 @@ func (u *serialUpstreams) check(t *testing.T, want int) {
 
 func (u *serialUpstreams) held() bool { return u.node.Holding(u.ref.Namespace, u.ref.Name, "console") }
 
-// shareStream: alice opens console p of ref on holder (the upstream is
-// the desktop's, through the API server); erin (view) and carol
+// shareStream: alice's console p of ref is open on holder (the upstream
+// is the desktop's, through the API server); erin (view) and carol
 // (control) open it on other, which relays them to alice's. carol's
-// command runs and all three read its output; erin's keys go nowhere;
-// one upstream opened.
-func shareStream(t *testing.T, p vdi.Protocol, ref vdi.Ref, up upstreams, holder, other *replica) *sharedStream {
+// command runs and alice's, and all three read their output; erin's
+// keys go nowhere; one upstream opened.
+func shareStream(t *testing.T, p vdi.Protocol, ref vdi.Ref, up upstreams, alice holderConsole, holder, other *replica) *sharedStream {
 	t.Helper()
-	s := &sharedStream{p: p, ref: ref, up: up, holder: holder, invitees: other}
-	s.alice = holder.mustStream(t, p, ref, "alice")
+	s := &sharedStream{p: p, ref: ref, up: up, alice: alice, holder: holder, invitees: other}
 	s.erin, s.carol = other.mustStream(t, p, ref, "erin"), other.mustStream(t, p, ref, "carol")
 	send(t, s.erin, "echo vi$((2*3))ew\r")
-	s.carolTypes(t, "shared")
+	s.bothType(t, "shared")
 	s.opened = 1
 	s.up.check(t, s.opened)
 	return s
 }
 
-// carolTypes: carol (control) runs a command; alice, erin and carol read
-// its output, and nothing of erin's (view only), whose keys were sent
-// first.
-func (s *sharedStream) carolTypes(t *testing.T, what string) {
+// bothType: carol (control) runs a command, then alice (the holder); alice,
+// erin and carol read their output, and nothing of erin's (view only),
+// whose keys were sent first.
+func (s *sharedStream) bothType(t *testing.T, what string) {
 	t.Helper()
-	s.step++
-	word := fmt.Sprintf("c%dx%d", s.step, 42)
-	send(t, s.carol, fmt.Sprintf("echo c%dx$((6*7))\r", s.step))
-	for who, ws := range map[string]*websocket.Conn{"alice on " + s.holder.name: s.alice, "erin on " + s.invitees.name: s.erin, "carol on " + s.invitees.name: s.carol} {
-		if got := readUntil(ws, word); !strings.Contains(got, word) || strings.Contains(got, "vi6ew") {
-			t.Errorf("%s: %s's %s console read %q; want carol's command's output (%s) and nothing of erin's, view only (vi6ew)", what, who, s.p, got, word)
+	for _, typist := range []struct {
+		who  string
+		send func(string)
+	}{{"carol", func(text string) { send(t, s.carol, text) }}, {"alice", func(text string) { s.alice.send(t, text) }}} {
+		s.step++
+		who, word := typist.who, fmt.Sprintf("%c%dx%d", typist.who[0], s.step, 42)
+		command := fmt.Sprintf("echo %c%dx$((6*7))", who[0], s.step)
+		typist.send(command + "\r")
+		if got := s.alice.read(word); !strings.Contains(got, command) || !strings.Contains(got, word) || strings.Contains(got, "vi6ew") {
+			t.Errorf("%s: alice's %s console on %s read %q; want %s's command echoed (%s), its output (%s) and nothing of erin's, view only (vi6ew)", what, s.p, s.holder.name, lastLines(got, 10), who, command, word)
+		}
+		for reader, ws := range map[string]*websocket.Conn{"erin": s.erin, "carol": s.carol} {
+			if got := readUntil(ws, word); !strings.Contains(got, word) || strings.Contains(got, "vi6ew") {
+				t.Errorf("%s: %s's %s console on %s read %q; want %s's command's output (%s) and nothing of erin's, view only (vi6ew)", what, reader, s.p, s.invitees.name, got, who, word)
+			}
 		}
 	}
 }
 
-// reopen: alice opens her console again on r once the desktop's
-// upstream is gone; erin's and carol's, never opened again, follow it
-// there: carol's command runs and all read it; one upstream more.
+// reopen: alice's console, cut, opens again on r (holderConsole.again);
+// erin's and carol's, never opened again, follow it there: carol's
+// command runs and alice's and all read them; one upstream more.
 func (s *sharedStream) reopen(t *testing.T, what string, r *replica) {
 	t.Helper()
-	s.holderAgain(t, what, r)
-	s.carolTypes(t, what)
+	s.holderAgain(t, what, r, false)
+	s.bothType(t, what)
 	s.up.check(t, s.opened)
 }
 
-// holderAgain opens alice's console on r once the desktop's upstream is
-// gone.
-func (s *sharedStream) holderAgain(t *testing.T, what string, r *replica) {
+// reload: alice loads her console's page again, which opens on r; erin's
+// and carol's follow it there as in reopen.
+func (s *sharedStream) reload(t *testing.T, r *replica) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for s.up.held() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the desktop still holds the %s console's upstream from %s a minute later", what, s.p, s.holder.name)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.alice, s.holder = r.mustStream(t, s.p, s.ref, "alice"), r
+	s.alice.reload(t, r)
+	s.holder = r
+	s.opened++
+	s.bothType(t, "alice reloaded her "+string(s.p)+" console onto "+r.name)
+	s.up.check(t, s.opened)
+}
+
+// holderAgain: alice's console, cut, opens again on r.
+func (s *sharedStream) holderAgain(t *testing.T, what string, r *replica, moves bool) {
+	t.Helper()
+	s.alice.again(t, what, r, moves)
+	s.holder = r
 	s.opened++
 }
 
@@ -142,13 +212,12 @@ func (s *sharedStream) drained(t *testing.T, r, other *replica) {
 	invitees := map[string]*websocket.Conn{"erin": s.erin, "carol": s.carol}
 	switch {
 	case r == s.holder:
-		ended("alice", s.alice, false)
 		if s.invitees == r {
 			for who, ws := range invitees {
 				ended(who, ws, false)
 			}
 		}
-		s.holderAgain(t, what, other)
+		s.holderAgain(t, what, other, true)
 		if s.invitees == r {
 			s.erin, s.carol, s.invitees = other.mustStream(t, s.p, s.ref, "erin"), other.mustStream(t, s.p, s.ref, "carol"), other
 		}
@@ -158,7 +227,7 @@ func (s *sharedStream) drained(t *testing.T, r, other *replica) {
 		}
 		s.erin, s.carol, s.invitees = other.mustStream(t, s.p, s.ref, "erin"), other.mustStream(t, s.p, s.ref, "carol"), other
 	}
-	s.carolTypes(t, what)
+	s.bothType(t, what)
 	s.up.check(t, s.opened)
 }
 

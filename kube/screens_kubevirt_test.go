@@ -159,13 +159,16 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // same pixels; alice's and carol's keys reach the desktop, erin's do not;
 // a thumbnail taken on b is virt-handler's screenshot, no second client;
 // alice's console moves to c (a reload). Through all that virt-handler let
-// one client in and refused or kicked none. Her serial console on a is
-// shared with erin and carol on b the same way (shareStream), and so is
+// one client in and refused or kicked none. Her serial console on a, her
+// page in Chromium (through a front that vouches for her and sends her
+// requests where the test says, as the Service would), is shared with
+// erin and carol on b the same way (shareStream), and so is
 // the terminal of her container desktop (a CT Pod on a node stand-in's
 // kubelet, reached through pods/exec); she reloads the terminal's page,
 // which opens on c, and erin's and carol's terminals follow it there. a
-// is SIGKILLed: the serial consoles on b follow alice's to c, and she
-// reloads that page too, which opens on b, where erin's and carol's are;
+// is SIGKILLed: alice's serial page reconnects by itself, on c, and the
+// serial consoles on b follow it there; she reloads that page, which
+// opens on b, where erin's and carol's are;
 // the terminals on b and c go on; erin reconnects on b and alice on c by
 // themselves; one of them takes the screen over once a's heartbeat runs
 // out; still the same pixels, and virt-handler saw exactly one more
@@ -176,10 +179,11 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // the screen moves, open again on the other replica, and virt-handler saw
 // one client more, none kicked; the serial console (all three on b) and
 // the terminal (alice on c, erin and carol on b) move as
-// sharedStream.drained says. At every step of the serial console and the terminal carol's
-// commands reach everyone, erin's keys nobody, and the desktop had one
-// upstream at a time (virt-handler's serial clients, the kubelet's
-// execs).
+// sharedStream.drained says (alice's serial page reconnecting by itself
+// once it said the console moves). At every step of the serial console
+// and the terminal carol's commands and alice's reach everyone, erin's
+// keys nobody, and the desktop had one upstream at a time (virt-handler's
+// serial clients, the kubelet's execs).
 //
 // It stands on its own (run alone, the earlier steps' claim and
 // migration are not there): alice claims ref, and the node is whichever
@@ -243,7 +247,11 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n.Refused != before.Refused {
 		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
 	}
-	serial := shareStream(t, vdi.ProtocolSerial, ref, newSerialUpstreams(node, ref), a, b)
+	// alice's serial console is her page in Chromium, which her front
+	// (the Service, vouching for her) sends to a.
+	serialUp := newSerialUpstreams(node, ref)
+	page := openSerialPage(t, ref, a)
+	serial := shareStream(t, vdi.ProtocolSerial, ref, serialUp, page, a, b)
 	// An admin's serial console is their own, beside the holder's, and
 	// the VMI takes one serial client: ops's on c is refused, and kicks
 	// nobody.
@@ -254,15 +262,16 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		t.Errorf("ops's serial console on c: %v; want 503 (the API server's one serial client is the holder's)", err)
 	}
 	serial.up.check(t, serial.opened)
-	term := shareStream(t, vdi.ProtocolTerminal, ct, newExecUpstreams(ct, nodes...), a, b)
-	term.alice.Close() // she reloads her page, whose terminal opens on c
-	term.reopen(t, "alice reloaded her terminal", c)
+	termUp := newExecUpstreams(ct, nodes...)
+	term := shareStream(t, vdi.ProtocolTerminal, ct, termUp, openHolderStream(t, vdi.ProtocolTerminal, ct, termUp, a), a, b)
+	term.reload(t, c) // she reloads her page, whose terminal opens on c
 
 	killed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
+	page.front.sendTo(c) // the Service sends nothing more to the killed Pod
 	for who, v := range map[string]*snapshot.Viewer{"alice": alice, "erin": erin, "carol": carol, "ops": ops} {
 		select {
 		case <-v.Done():
@@ -270,10 +279,10 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 			t.Fatalf("%s's console still open 30s after the screen's owner was SIGKILLed; want it closed", who)
 		}
 	}
-	serial.reopen(t, "a was SIGKILLed", c)
-	serial.alice.Close() // she reloads her page, whose serial console opens on b, beside erin's and carol's
-	serial.reopen(t, "alice reloaded her serial console", b)
-	term.carolTypes(t, "a was SIGKILLed")
+	serial.reopen(t, "a was SIGKILLed", c) // her page reconnects by itself
+	page.screenshots(t, "serial-after-kill")
+	serial.reload(t, b) // she reloads her page, whose serial console opens on b, beside erin's and carol's
+	term.bothType(t, "a was SIGKILLed")
 	term.up.check(t, term.opened)
 	erin = b.mustWatch(t, ref, "erin")
 	alice = c.mustWatch(t, ref, "alice")
@@ -285,6 +294,8 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	samePicture(t, "alice's second tab on b, erin on b", alice, erin)
 	clients(2)
 
+	// A draining Pod leaves the Service's endpoints at once.
+	page.front.sendTo(other(screenOwner(t, s, ref, b, c), b, c))
 	drained, _ := drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
 	clients(3)
 	for _, st := range []*sharedStream{serial, term} {

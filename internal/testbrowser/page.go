@@ -55,3 +55,35 @@ func WaitXterm(t *testing.T, page playwright.Page, re *regexp.Regexp, d time.Dur
 	t.Fatalf("console did not show %s within %v; it shows:\n%s", re, d, text)
 	return ""
 }
+
+// RecordStates is a script that has a console page note each text its
+// status line and ended card show, in window.seenStates (Said reads
+// them); a load of the page again forgets them.
+const RecordStates = `() => {
+  const status = document.getElementById('status'), card = document.getElementById('ended');
+  window.seenStates = [];
+  const note = () => window.seenStates.push(status.textContent + (card.hidden ? '' : ' / ' + card.textContent.replace(/\s+/g, ' ').trim()));
+  const o = new MutationObserver(note);
+  for (const el of [status, card]) o.observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
+}`
+
+// Said returns what page said in turn since RecordStates, each text
+// once.
+func Said(t *testing.T, page playwright.Page) []string {
+	t.Helper()
+	v, err := page.Evaluate(`() => window.seenStates`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := v.([]any)
+	if v == nil {
+		t.Fatal("the page's record of what it said is gone: it was loaded again; want it to reconnect by itself")
+	}
+	var said []string
+	for _, s := range seen {
+		if text, _ := s.(string); len(said) == 0 || said[len(said)-1] != text {
+			said = append(said, text)
+		}
+	}
+	return said
+}
