@@ -207,6 +207,7 @@ require (
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.52.0 // indirect
+	google.golang.org/genproto v0.0.0-20230410155749-daa745c078e1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2
