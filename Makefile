@@ -61,8 +61,9 @@ fuzz: ## run every fuzz target for FUZZ_TIME each (default 2m)
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}"; \
 	done
 
-lint: ## go vet, staticcheck, gofmt, and fresh templ output
+lint: ## go vet, staticcheck, gofmt, a tidy go.mod, and fresh templ output
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "go.mod: run go mod tidy and commit what it changes"; exit 1; }
 	$(GO) tool staticcheck ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
 	@$(GO) tool templ generate >/dev/null 2>&1
