@@ -157,7 +157,9 @@ func (p *serialPage) reload(t *testing.T, r *replica) {
 }
 
 // screenshots saves the page at laptop, tablet and phone sizes, named
-// for what it shows, and gives it its laptop size back.
+// for what it shows, and gives it its laptop size back. At each, the
+// notice of who else is on the console (erin and carol are) shows above
+// the console's lines, not over them.
 func (p *serialPage) screenshots(t *testing.T, name string) {
 	t.Helper()
 	for _, size := range []struct {
@@ -168,5 +170,21 @@ func (p *serialPage) screenshots(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 		testbrowser.Screenshot(t, p.page, name+"-"+size.name)
+		v, err := p.page.Evaluate(noticeOverLines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over, _ := v.(string); over != "" {
+			t.Errorf("alice's serial page at %dx%d: %s; want the notice of who is on her console shown above its lines", size.w, size.h, over)
+		}
 	}
 }
+
+// noticeOverLines is a script saying how the watchers' notice covers
+// the console's lines, or that it is hidden; "" when it shows above them.
+const noticeOverLines = `() => {
+  const n = document.getElementById('watchers'), lines = document.querySelector('.xterm-screen');
+  if (n.hidden) return 'the notice of who is on the console is hidden';
+  const nb = n.getBoundingClientRect().bottom, lt = lines.getBoundingClientRect().top;
+  return nb <= lt + 0.5 ? '' : 'the notice (' + n.textContent + ') covers the console lines from ' + lt + ' px down to ' + nb + ' px';
+}`
