@@ -52,17 +52,18 @@ type SessionsConfig struct {
 }
 
 // Sessions runs console sessions on this replica: every console
-// protocol's websocket goes through Run once it has upgraded, and an
-// agent's screen through HoldAgent. It keeps what ends a console besides
-// its client (the holder's newer console, an invitation's end, the
-// holder taking back control, a release) and who sees it (Watchers, the
-// console page's path chip).
+// protocol's websocket goes through Run once it has upgraded, an agent's
+// screen through HoldAgent and a desktop's sound through Listen. It keeps
+// what ends a console besides its client (the holder's newer console, an
+// invitation's end, the holder taking back control, a release) and who
+// sees it (Watchers, the console page's path chip).
 type Sessions struct {
-	cfg      SessionsConfig
-	takeover Takeover
-	invited  Invitees
-	watchers Watchers
-	links    links
+	cfg       SessionsConfig
+	takeover  Takeover
+	invited   Invitees
+	watchers  Watchers
+	links     links
+	listeners listeners
 }
 
 // Session is one console session as its handler hands it over,

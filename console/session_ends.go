@@ -50,7 +50,7 @@ func (s *Sessions) enter(ctx context.Context, c Session) (_ context.Context, lea
 	switch {
 	case c.Watcher != nil: // the holder's page says so at once
 		undo = append(undo, s.watchers.Add(c.Ref, *c.Watcher, end))
-	case c.Protocol != vdi.ProtocolUSBRedir: // a USB stream is no console the chip speaks of
+	case c.Protocol != vdi.ProtocolUSBRedir && c.Protocol != vdi.ProtocolAudio: // nor a USB stream nor sound a console the chip speaks of
 		undo = append(undo, s.links.set(c.Ref, c.Path))
 	}
 	return ctx, func() {

@@ -148,6 +148,55 @@ func shareAttacks() []attack {
 			},
 		},
 		{
+			// ivy listens to alice's desktop on her invitation, which
+			// alice then revokes: the sound ends with it, as the
+			// consoles do (console.Sessions.Listen).
+			name: "InviteeListensOnOnceRevoked",
+			setup: func(t *testing.T, a *arena) {
+				a.state["ivy"] = invite(t, a, "alice", a.victim, "ivy")
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				ws, res := a.console(t, "ivy", "/ws/audio/local/"+a.victim)
+				a.state["ivySound"] = ws
+				return res
+			},
+			status: 101,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				ws := a.state["ivySound"].(*websocket.Conn)
+				packets, ended := make(chan struct{}, 64), make(chan error, 1)
+				go func() {
+					for {
+						if _, _, err := ws.ReadMessage(); err != nil {
+							ended <- err
+							return
+						}
+						select {
+						case packets <- struct{}{}:
+						default:
+						}
+					}
+				}()
+				for range 3 { // the hello, then the sound plays
+					select {
+					case <-packets:
+					case err := <-ended:
+						t.Fatalf("ivy's sound ended before alice revoked her invitation: %v", err)
+					case <-time.After(10 * time.Second):
+						t.Fatal("ivy's sound sent nothing for 10 s")
+					}
+				}
+				if code := a.p.API(t, "alice", "DELETE", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["ivy"].(string), nil); code != 204 {
+					t.Fatalf("alice revokes ivy's invitation: %d", code)
+				}
+				select {
+				case err := <-ended:
+					t.Logf("ivy's sound ended with the revocation: %v", err)
+				case <-time.After(10 * time.Second):
+					t.Error("ivy's sound still plays 10 s after alice revoked her invitation; want it ended with the invitation")
+				}
+			},
+		},
+		{
 			// A view-only invitee hands themself control.
 			name: "InviteeHandsThemselfControl",
 			setup: func(t *testing.T, a *arena) {

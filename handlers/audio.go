@@ -5,10 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/views"
@@ -32,37 +32,6 @@ type Audio interface {
 	DialAudio(ctx context.Context, ref vdi.Ref) (io.ReadCloser, error)
 }
 
-// maxAudioPerDesktop bounds the listeners of one desktop: each runs an
-// encoder inside it.
-const maxAudioPerDesktop = 4
-
-// audioListeners counts each desktop's open audio sockets.
-type audioListeners struct {
-	mu sync.Mutex
-	n  map[vdi.Ref]int
-}
-
-// take counts one more listener of ref, or refuses past the cap.
-func (l *audioListeners) take(ref vdi.Ref) (release func(), err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n == nil {
-		l.n = map[vdi.Ref]int{}
-	}
-	if l.n[ref] >= maxAudioPerDesktop {
-		return nil, &limitError{After: 5 * time.Second, Msg: "This desktop's sound is already playing in several tabs.",
-			Hint: "Mute it in a tab you no longer use, then turn sound on here."}
-	}
-	l.n[ref]++
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.n[ref]--; l.n[ref] <= 0 {
-			delete(l.n, ref)
-		}
-	}, nil
-}
-
 // audioProps returns the console page's speaker button for d, or nil where
 // there is no sound to play (a backend or desktop without it, or a pool
 // whose policy forbids it).
@@ -74,12 +43,13 @@ func (h *audioRoutes) audioProps(r *http.Request, d vdi.Desktop) *views.AudioPro
 }
 
 // handleAudioSocket serves GET /ws/audio/{ns}/{member}: the desktop's
-// sound. The holder and admins may listen (as they may open its console),
-// where the pool's policy allows sound; everything is checked before the
-// upgrade. Releasing or reclaiming the desktop ends it.
+// sound. The holder, their invitees and admins may listen (as they may
+// open its console), where the pool's policy allows sound; everything is
+// checked before the upgrade. console.Sessions.Listen keeps what ends it
+// (a release or reclaim, an invitation's end) and lists the listener.
 func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ref := ref(r)
-	d, invited, err := h.listener(r.Context(), id, ref)
+	d, share, err := h.listener(r.Context(), id, ref)
 	if err != nil {
 		return err
 	}
@@ -92,9 +62,10 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 	if !h.checkOrigin(r) {
 		return vdi.Errorf(vdi.EForbidden, "Open the console from the portal's own pages.", "Audio websockets only accept the portal's own origin, not %q.", r.Header.Get("Origin"))
 	}
-	release, err := h.audioListeners.take(ref)
-	if err != nil {
-		return err
+	release, err := h.console.sessions.Listener(ref)
+	if err != nil { // console.ErrListenersFull: each listener runs an encoder in the desktop
+		return &limitError{After: 5 * time.Second, Msg: "This desktop's sound is already playing in several tabs.",
+			Hint: "Mute it in a tab you no longer use, then turn sound on here."}
 	}
 	defer release()
 	src, err := h.audio.DialAudio(r.Context(), ref)
@@ -107,27 +78,26 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 		return nil // the upgrader has answered
 	}
 	defer ws.Close()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	untrack := h.desktops.TrackConsole(ref, cancel) // a release ends the sound too
-	defer untrack()
+	ses := console.Session{ID: console.NewID(), User: id, Ref: ref, Protocol: vdi.ProtocolAudio, Holder: d.Holder, Share: share}
 	if d.Holder != id.Login {
 		// The holder's notice says who listens, as it says who watches.
-		defer h.console.sessions.Watchers().Add(ref, api.Viewer{User: id.Login, Role: roleListen, Protocol: "audio", Since: time.Now()}, nil)()
-		if !invited {
+		ses.Watcher = &api.Viewer{User: id.Login, Role: roleListen, Protocol: vdi.ProtocolAudio, Since: time.Now()}
+		if share == nil {
 			h.audit(r.Context(), vdi.AuditEvent{Actor: id.Login, Action: "listen", Namespace: ref.Namespace, Target: ref.Name,
 				Detail: "held by " + d.Holder + "; watch policy " + string(d.Console.Watch)})
 		}
 	}
-	log := h.log.With("desktop", ref, "user", id.Login)
-	log.Info("audio opened")
-	dropped, err := relay.PipeAudio(ctx, ws, src, relay.AudioHello{Codec: "opus", SampleRate: 48000, Channels: 2, FrameMs: 20})
-	switch {
-	case err != nil && !errors.Is(err, io.EOF):
-		log.Warn("audio ended", "err", err, "dropped", dropped)
-	default:
-		log.Info("audio closed", "dropped", dropped)
-	}
+	h.console.sessions.Listen(r.Context(), ses, func(ctx context.Context) {
+		log := h.log.With("desktop", ref, "user", id.Login)
+		log.Info("audio opened")
+		dropped, err := relay.PipeAudio(ctx, ws, src, relay.AudioHello{Codec: "opus", SampleRate: 48000, Channels: 2, FrameMs: 20})
+		switch {
+		case err != nil && !errors.Is(err, io.EOF):
+			log.Warn("audio ended", "err", err, "dropped", dropped)
+		default:
+			log.Info("audio closed", "dropped", dropped)
+		}
+	})
 	return nil
 }
 
@@ -136,26 +106,29 @@ func (h *audioRoutes) handleAudioSocket(w http.ResponseWriter, r *http.Request, 
 const roleListen = "listen"
 
 // listener returns ref for a listener of id's: its holder's, an invited
-// user's (invited: true), or an admin's whom the pool's watch policy lets
-// watch it now; the refusal otherwise says why.
-func (h *audioRoutes) listener(ctx context.Context, id vdi.Identity, ref vdi.Ref) (d vdi.Desktop, invited bool, err error) {
+// user's (with the invitation), or an admin's whom the pool's watch
+// policy lets watch it now; the refusal otherwise says why.
+func (h *audioRoutes) listener(ctx context.Context, id vdi.Identity, ref vdi.Ref) (d vdi.Desktop, share *vdi.Share, err error) {
 	d, err = h.desktops.Desktop(ctx, id, ref) // holder or admin
 	if vdi.ErrorCode(err) == vdi.EForbidden {
-		d, _, err = h.desktops.SharedDesktop(ctx, id, ref)
-		return d, err == nil, err
+		d, sh, err := h.desktops.SharedDesktop(ctx, id, ref)
+		if err != nil {
+			return vdi.Desktop{}, nil, err
+		}
+		return d, &sh, nil
 	}
 	if err != nil || d.Holder == "" || d.Holder == id.Login {
-		return d, false, err
+		return d, nil, err
 	}
 	switch d.Console.Watch {
 	case vdi.WatchOff:
-		return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen, or change the pool's watch policy.",
+		return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder and people they invite hear it.", ref)
 	case vdi.WatchConsent:
 		if !h.console.watchingAnywhere(ctx, ref, id.Login) {
-			return vdi.Desktop{}, false, vdi.Errorf(vdi.EForbidden, "Open its console first: sound follows once "+d.Holder+" allows the watch.",
+			return vdi.Desktop{}, nil, vdi.Errorf(vdi.EForbidden, "Open its console first: sound follows once "+d.Holder+" allows the watch.",
 				"The pool's policy asks %s before anyone watches or listens to %s.", d.Holder, ref)
 		}
 	}
-	return d, false, nil
+	return d, nil, nil
 }

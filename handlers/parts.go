@@ -144,11 +144,10 @@ type usbRoutes struct {
 // audioRoutes serves desktops' sound (audio.go).
 type audioRoutes struct {
 	auditTrail
-	desktops       Desktops
-	audio          Audio
-	console        *consoleState // who watches: sound follows the console's watching decision
-	audioListeners audioListeners
-	checkOrigin    func(r *http.Request) bool
+	desktops    Desktops
+	audio       Audio
+	console     *consoleState // who watches: sound follows the console's watching decision
+	checkOrigin func(r *http.Request) bool
 }
 
 // peerSocket serves other portals' console links (peer.go).

@@ -57,6 +57,9 @@ const (
 	// subresource, QEMU's usb-redir chardev): never a console members
 	// list, only what /ws/usbredir carries.
 	ProtocolUSBRedir Protocol = "usbredir"
+	// ProtocolAudio is a desktop's sound (/ws/audio): never a console
+	// members list either.
+	ProtocolAudio Protocol = "audio"
 )
 
 // Policy holds a pool's reclaim timers and what its consoles allow. Zero
