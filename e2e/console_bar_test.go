@@ -58,6 +58,25 @@ func TestConsoleBar_FitsEveryScreen(t *testing.T) {
 				t.Errorf("the picture choice is %.0f px too narrow for %q", over, mustInputText(t, page))
 			}
 			inViewport(t, page, page.GetByTestId("release"), "Release", s.width)
+			// In the menu, links that look like buttons (Use RDP) line up
+			// with the buttons.
+			pads, err := page.Evaluate(`() => {
+				const pads = {};
+				for (const e of document.querySelectorAll('.console-controls :is(button, .button)')) {
+					if (e.offsetParent && !e.classList.contains('link')) pads[getComputedStyle(e).paddingLeft] = e.textContent.trim();
+				}
+				return Object.keys(pads).length > 1 ? JSON.stringify(pads) : '';
+			}`)
+			must(t, err)
+			if folded && pads != "" {
+				t.Errorf("the controls' text does not line up (left padding: a control with it): %v", pads)
+			}
+			// In the menu the picture choice is not a bare "Auto".
+			word, err := page.Evaluate(`() => document.querySelector('.vnc-quality .sr-only').getBoundingClientRect().width`)
+			must(t, err)
+			if folded && toFloat(word) < 20 {
+				t.Errorf("the menu's picture choice has no visible name (%.0f px wide): it reads %q", toFloat(word), mustInputText(t, page))
+			}
 			screenshot(t, page, "bar")
 			if folded {
 				must(t, page.GetByTestId("console-menu").Click())
