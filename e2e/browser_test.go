@@ -26,6 +26,10 @@ var (
 	// pageSaid returns what a console page said in turn since
 	// recordStates.
 	pageSaid = testbrowser.Said
+	// canvasPNG returns the canvas under a selector as an image.
+	canvasPNG = testbrowser.CanvasPNG
+	// differingPixels counts the pixels where two images differ.
+	differingPixels = testbrowser.DifferingPixels
 )
 
 // xtermText returns the text of the xterm.js console on the page.

@@ -1,51 +1,12 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/base64"
 	"image"
-	"image/png"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
-
-// canvasPNG returns the noVNC canvas under sel as an image.
-func canvasPNG(t *testing.T, page playwright.Page, sel string) image.Image {
-	t.Helper()
-	v, err := page.Evaluate(`(sel) => { const c = document.querySelector(sel); return c ? c.toDataURL('image/png') : ''; }`, sel)
-	must(t, err)
-	s, _ := v.(string)
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "data:image/png;base64,"))
-	if err != nil || s == "" {
-		t.Fatalf("canvas %s: %v", sel, err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	must(t, err)
-	return img
-}
-
-// differingPixels counts the pixels where a and b differ; -1 when their
-// sizes do.
-func differingPixels(a, b image.Image) int {
-	if a.Bounds() != b.Bounds() {
-		return -1
-	}
-	n := 0
-	r := a.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			ar, ag, ab, _ := a.At(x, y).RGBA()
-			br, bg, bb, _ := b.At(x, y).RGBA()
-			if ar != br || ag != bg || ab != bb {
-				n++
-			}
-		}
-	}
-	return n
-}
 
 // canvasReaches waits until the canvas under sel shows want, pixel for
 // pixel, and returns the pixels that still differ after d (0: reached).

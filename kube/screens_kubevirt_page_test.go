@@ -55,34 +55,35 @@ func (f *front) sendTo(r *replica) {
 	f.to = r
 }
 
-// serialPage is alice's serial console of a desktop as she sees it: its
-// console page in Chromium, through her front.
-type serialPage struct {
+// consolePage is a user's console page of a desktop in Chromium, through
+// a front of theirs.
+type consolePage struct {
 	page  playwright.Page
 	front *front
+	user  string
 }
 
-// openSerialPage opens alice's serial console page of ref on r (through
-// a front of hers) and waits for it to connect.
-func openSerialPage(t *testing.T, ref vdi.Ref, r *replica) *serialPage {
+// openPage opens user's page at path in a fresh context of br, through a
+// front of theirs sending to r, and waits for its console to connect.
+func openPage(t *testing.T, br *testbrowser.Browser, user, path string, r *replica) *consolePage {
 	t.Helper()
-	p := &serialPage{front: startFront(t, "alice", r)}
-	p.page = testbrowser.MustLaunch(t).MustNewPage(t, 1280, 800)
+	p := &consolePage{front: startFront(t, user, r), user: user}
+	p.page = br.MustNewPage(t, 1280, 800)
 	t.Cleanup(func() {
 		if t.Failed() {
-			testbrowser.Screenshot(t, p.page, "serial-failed")
+			testbrowser.Screenshot(t, p.page, user+"-failed")
 		}
 	})
-	if _, err := p.page.Goto(p.front.url + "/desktops/" + ref.Namespace + "/" + ref.Name + "?protocol=serial"); err != nil {
+	if _, err := p.page.Goto(p.front.url + path); err != nil {
 		t.Fatal(err)
 	}
-	p.connected(t, "alice opened her serial page on "+r.name)
+	p.connected(t, user+" opened "+path+" on "+r.name)
 	return p
 }
 
 // connected waits for the page to say it is connected and has it note
 // what it says from then on (testbrowser.RecordStates).
-func (p *serialPage) connected(t *testing.T, what string) {
+func (p *consolePage) connected(t *testing.T, what string) {
 	t.Helper()
 	if err := playwright.NewPlaywrightAssertions(60000).Locator(p.page.GetByTestId("status")).ToContainText("Connected"); err != nil {
 		t.Fatalf("%s: the page is not connected: %v", what, err)
@@ -90,6 +91,46 @@ func (p *serialPage) connected(t *testing.T, what string) {
 	if _, err := p.page.Evaluate(testbrowser.RecordStates); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reconnected waits for the page, whose console was cut (its replica
+// killed or drained, or the screen's owner), to connect again by itself
+// (no load of it again). In between it said that it reconnects, and
+// what it says must have (a clause of its own, or ""), and nothing of
+// the desktop closing or failing.
+func (p *consolePage) reconnected(t *testing.T, what, must string) {
+	t.Helper()
+	var said []string
+	for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		said = testbrowser.Said(t, p.page)
+		if len(said) > 1 && strings.HasPrefix(said[len(said)-1], "Connected") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: %s's page said %q and did not connect again within a minute", what, p.user, said)
+		}
+	}
+	t.Logf("%s: %s's page said, in turn: %q", what, p.user, said)
+	all := strings.Join(said, "\n")
+	if !strings.Contains(all, "Reconnecting in") || strings.Contains(all, "closed the connection") || strings.Contains(all, "failed") {
+		t.Errorf("%s: %s's page said %q; want it to say it reconnects, and nothing of the desktop closing or failing", what, p.user, said)
+	}
+	if !strings.Contains(all, must) {
+		t.Errorf("%s: %s's page said %q; want it to say %q", what, p.user, said, must)
+	}
+	if _, err := p.page.Evaluate(`() => { window.seenStates = [] }`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serialPage is alice's serial console of a desktop as she sees it: its
+// console page.
+type serialPage struct{ *consolePage }
+
+// openSerialPage opens alice's serial console page of ref on r.
+func openSerialPage(t *testing.T, br *testbrowser.Browser, ref vdi.Ref, r *replica) *serialPage {
+	t.Helper()
+	return &serialPage{openPage(t, br, "alice", "/desktops/"+ref.Namespace+"/"+ref.Name+"?protocol=serial", r)}
 }
 
 // read returns the console's text once it shows want, or after 30 s.
@@ -117,33 +158,15 @@ func (p *serialPage) send(t *testing.T, text string) {
 }
 
 // again waits for the page, whose console was cut (its replica killed,
-// or drained: moves), to connect again by itself (no load of it again),
-// the front now sending it to r. In between it said that it reconnects,
-// and that the console moves if moves, and nothing of the desktop
-// closing or failing.
-func (p *serialPage) again(t *testing.T, what string, r *replica, moves bool) {
+// or drained: moves, and it says the console moves), to connect again
+// by itself, the front now sending it to r.
+func (p *serialPage) again(t *testing.T, what string, _ *replica, moves bool) {
 	t.Helper()
-	var said []string
-	for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		said = testbrowser.Said(t, p.page)
-		if len(said) > 1 && strings.HasPrefix(said[len(said)-1], "Connected") {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: alice's serial page said %q and did not connect again within a minute", what, said)
-		}
+	must := ""
+	if moves {
+		must = console.ConsoleMoves[1:]
 	}
-	t.Logf("%s: alice's serial page said, in turn: %q", what, said)
-	all := strings.Join(said, "\n")
-	if !strings.Contains(all, "Reconnecting in") || strings.Contains(all, "closed the connection") || strings.Contains(all, "failed") {
-		t.Errorf("%s: alice's serial page said %q; want it to say it reconnects, and nothing of the desktop closing or failing", what, said)
-	}
-	if moves && !strings.Contains(all, console.ConsoleMoves[1:]) {
-		t.Errorf("%s: alice's serial page said %q; want it to say %q", what, said, console.ConsoleMoves)
-	}
-	if _, err := p.page.Evaluate(`() => { window.seenStates = [] }`); err != nil {
-		t.Fatal(err)
-	}
+	p.reconnected(t, what, must)
 }
 
 // reload: alice loads her page again, which the front sends to r.

@@ -22,6 +22,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/internal/testbrowser"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/portal"
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -156,33 +158,35 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // KubeVirt's real virt-api and the node's virt-handler, which takes one
 // VNC client. alice (the holder) watches on a, erin (invited, view only)
 // and carol (invited with control) on b, ops (an admin) on c: all see the
-// same pixels; alice's and carol's keys reach the desktop, erin's do not;
-// a thumbnail taken on b is virt-handler's screenshot, no second client;
-// alice's console moves to c (a reload). Through all that virt-handler let
-// one client in and refused or kicked none. Her serial console on a, her
-// page in Chromium (through a front that vouches for her and sends her
-// requests where the test says, as the Service would), is shared with
-// erin and carol on b the same way (shareStream), and so is
+// same pixels, and so does erin's invitation page in Chromium on b (the
+// canvas, pixel for pixel); alice's and carol's keys reach the desktop,
+// erin's do not; a thumbnail taken on b is virt-handler's screenshot, no
+// second client; alice's console moves to c (a reload). Through all that
+// virt-handler let one client in and refused or kicked none. Her serial
+// console on a, her page in Chromium (through a front that vouches for her
+// and sends her requests where the test says, as the Service would), is
+// shared with erin and carol on b the same way (shareStream), and so is
 // the terminal of her container desktop (a CT Pod on a node stand-in's
 // kubelet, reached through pods/exec); she reloads the terminal's page,
-// which opens on c, and erin's and carol's terminals follow it there. a
-// is SIGKILLed: alice's serial page reconnects by itself, on c, and the
-// serial consoles on b follow it there; she reloads that page, which
-// opens on b, where erin's and carol's are;
-// the terminals on b and c go on; erin reconnects on b and alice on c by
-// themselves; one of them takes the screen over once a's heartbeat runs
-// out; still the same pixels, and virt-handler saw exactly one more
-// client, one after the other, none kicked. alice leaves that tab open on
-// c and opens the desktop again on b: the tab on c ends "taken over",
-// erin's stays, no client more. Then the screen's owner (b or c) drains
-// (SIGTERM): alice's and erin's consoles end with 1012 and the words that
-// the screen moves, open again on the other replica, and virt-handler saw
-// one client more, none kicked; the serial console (all three on b) and
-// the terminal (alice on c, erin and carol on b) move as
+// which opens on c, and erin's and carol's terminals follow it there. a is
+// SIGKILLed: alice's serial page reconnects by itself, on c, and the
+// serial consoles on b follow it there; she reloads that page, which opens
+// on b, where erin's and carol's are; the terminals on b and c go on; erin
+// reconnects on b and alice on c by themselves, and so does erin's page;
+// one of them takes the screen over once a's heartbeat runs out; still the
+// same pixels, and virt-handler saw exactly one more client, one after the
+// other, none kicked. alice leaves that tab open on c and opens the
+// desktop again on b: the tab on c ends "taken over", erin's stays, no
+// client more. Then the screen's owner (b or c) drains (SIGTERM): alice's
+// and erin's consoles end with 1012 and the words that the screen moves,
+// open again on the other replica, and virt-handler saw one client more,
+// none kicked, and erin's page (its front sending it to the other)
+// reconnects by itself saying so, the same pixels; the serial console (all
+// three on b) and the terminal (alice on c, erin and carol on b) move as
 // sharedStream.drained says (alice's serial page reconnecting by itself
-// once it said the console moves). At every step of the serial console
-// and the terminal carol's commands and alice's reach everyone, erin's
-// keys nobody, and the desktop had one upstream at a time (virt-handler's
+// once it said the console moves). At every step of the serial console and
+// the terminal carol's commands and alice's reach everyone, erin's keys
+// nobody, and the desktop had one upstream at a time (virt-handler's
 // serial clients, the kubelet's execs).
 //
 // It stands on its own (run alone, the earlier steps' claim and
@@ -226,7 +230,14 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		t.Logf("virt-handler's VNC console: %+v (before the replicas: %+v)", n, before)
 	}
 	clients(1)
+	// erin has her invitation's page open in Chromium too, on b: the
+	// same pixels, no client more.
+	br := testbrowser.MustLaunch(t)
+	erinsPage := openSharedPage(t, br, "erin", ref, b)
+	erinsPage.samePixels(t, "erin's page on b", alice)
+	clients(1)
 	viewOnlyDropped(t, erin, carol, h, all)
+	erinsPage.samePixels(t, "erin's page on b after carol typed", alice)
 	thumbNoSecondClient(t, b, node, ref)
 	clients(1)
 
@@ -250,7 +261,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	// alice's serial console is her page in Chromium, which her front
 	// (the Service, vouching for her) sends to a.
 	serialUp := newSerialUpstreams(node, ref)
-	page := openSerialPage(t, ref, a)
+	page := openSerialPage(t, br, ref, a)
 	serial := shareStream(t, vdi.ProtocolSerial, ref, serialUp, page, a, b)
 	// An admin's serial console is their own, beside the holder's, and
 	// the VMI takes one serial client: ops's on c is refused, and kicks
@@ -287,6 +298,9 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	erin = b.mustWatch(t, ref, "erin")
 	alice = c.mustWatch(t, ref, "alice")
 	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
+	erinsPage.reconnected(t, "a, the screen's owner, was SIGKILLed", "")
+	erinsPage.samePixels(t, "erin's page on b after the owner's SIGKILL", alice)
+	testbrowser.Screenshot(t, erinsPage.page, "erin-vnc-after-kill")
 	t.Logf("both consoles showed the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	clients(2)
 
@@ -295,9 +309,13 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	clients(2)
 
 	// A draining Pod leaves the Service's endpoints at once.
-	page.front.sendTo(other(screenOwner(t, s, ref, b, c), b, c))
-	drained, _ := drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
+	to := other(screenOwner(t, s, ref, b, c), b, c)
+	page.front.sendTo(to)
+	erinsPage.front.sendTo(to)
+	drained, again := drainHandsOver(t, s, ref, map[string]*snapshot.Viewer{"alice": alice, "erin": erin}, b, c)
 	clients(3)
+	erinsPage.reconnected(t, drained.name+", the screen's owner, drained", console.ScreenMoves[1:])
+	erinsPage.samePixels(t, "erin's page after "+drained.name+" drained", again["alice"])
 	for _, st := range []*sharedStream{serial, term} {
 		st.drained(t, drained, other(drained, b, c))
 	}
