@@ -291,6 +291,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		}
 	}
 	serial.reopen(t, "a was SIGKILLed", c) // her page reconnects by itself
+	t.Logf("alice's serial page read her typing again %v after a's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	page.screenshots(t, "serial-after-kill")
 	serial.reload(t, b) // she reloads her page, whose serial console opens on b, beside erin's and carol's
 	term.bothType(t, "a was SIGKILLed")
@@ -298,10 +299,10 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	erin = b.mustWatch(t, ref, "erin")
 	alice = c.mustWatch(t, ref, "alice")
 	samePicture(t, "after the owner's SIGKILL: erin on b, alice on c", alice, erin)
+	t.Logf("both consoles showed the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	erinsPage.reconnected(t, "a, the screen's owner, was SIGKILLed", "")
 	erinsPage.samePixels(t, "erin's page on b after the owner's SIGKILL", alice)
 	testbrowser.Screenshot(t, erinsPage.page, "erin-vnc-after-kill")
-	t.Logf("both consoles showed the screen again %v after the owner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	clients(2)
 
 	alice = secondTabTakenOver(t, c, b, ref, alice, erin)
