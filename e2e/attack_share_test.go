@@ -108,6 +108,33 @@ func shareAttacks() []attack {
 			},
 		},
 		{
+			// An admin beside the holder joins her terminal view only,
+			// as a view-only invitee does: ops reads alice's shell, and
+			// ops's command and resize never reach it (before, ops got
+			// a shell of their own beside hers).
+			name: "AdminTypesIntoTheHoldersTerminal",
+			setup: func(t *testing.T, a *arena) {
+				a.state["aliceWatched"], _ = a.console(t, "alice", "/ws/terminal/local/"+a.victim)
+			},
+			attack: func(t *testing.T, a *arena) *http.Response {
+				ws, res := a.console(t, admin, "/ws/terminal/local/"+a.victim)
+				ws.WriteMessage(websocket.BinaryMessage, []byte("echo ops-was-$((2*3))\r"))
+				ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":33,"rows":7}`))
+				time.Sleep(300 * time.Millisecond) // let the relay pass them on (or not)
+				a.state["opsTerm"] = ws
+				return res
+			},
+			status: 101, consoles: 1,
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				ws := a.state["aliceWatched"].(*websocket.Conn)
+				ws.WriteMessage(websocket.BinaryMessage, []byte("stty size; echo alice-$((6*7))\r"))
+				if out := readUntilWS(t, ws, "alice-42", 10*time.Second); strings.Contains(out, "ops-was-6") || strings.Contains(out, "7 33") {
+					t.Errorf("ops, watching, reached alice's shell:\n%s", out)
+				}
+				readUntilWS(t, a.state["opsTerm"].(*websocket.Conn), "alice-42", 10*time.Second) // ops watches alice's shell
+			},
+		},
+		{
 			// alice closes her terminal while grace, invited with control,
 			// is on it: grace's console ends with it. She never keeps
 			// alice's shell, typing into it unseen, nor holds it open

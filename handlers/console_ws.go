@@ -72,13 +72,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		return vdi.Errorf(vdi.EForbidden, "Ask the holder to share their screen another way, or change the pool's watch policy.",
 			"The pool's policy keeps watchers off %s: only its holder opens its consoles.", ref)
 	}
-	dial := h.console.dial.Dial
-	if watching {
-		dial = h.console.dial.DialAlongside
-	}
-	// Watching is view-only unless an invitation gives control; an admin's
-	// terminal or serial console beside the holder's is their own.
-	viewOnly := watching && (share == nil || !share.Control) && (p == vdi.ProtocolVNC || share != nil)
+	// Watching is view-only unless an invitation gives control: an
+	// admin beside the holder watches their screen, serial console or
+	// terminal.
+	viewOnly := watching && (share == nil || !share.Control)
 	// An admin the holder gave control (Request control) types on the screen.
 	granted := false
 	if watching && share == nil && p == vdi.ProtocolVNC {
@@ -89,7 +86,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	connect := func(ctx context.Context) (net.Conn, string, error) {
 		if p != vdi.ProtocolVNC {
-			return h.byteConsole(ctx, id, d, share, p, dial)
+			return h.byteConsole(ctx, id, d, share, p)
 		}
 		// Everyone on the desktop's screen shares its one VNC connection
 		// (rfb.Hub), held by one replica cluster-wide (console.Screens): a
@@ -195,24 +192,30 @@ func peerGone(p vdi.Protocol) string {
 }
 
 // byteConsole connects a terminal or serial console of d. The holder's
-// opens the one the desktop's invitees join (fanout.Streams: a serial line
-// takes one client, so its newest console replaces the older one); an
-// invitee joins it, typing only with control; an admin's is their own,
-// beside the holder's.
-func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol, dial func(context.Context, vdi.Ref, vdi.Protocol) (net.Conn, string, error)) (net.Conn, string, error) {
+// opens the one the desktop's invitees and admins join (console.Streams,
+// on any replica: a serial line takes one client, so its newest console
+// replaces the older one); an invitee joins it, typing only with
+// control; an admin beside the holder joins it view only, never opening
+// a shell or serial client of their own beside the holder's. An admin's
+// console of a desktop nobody holds is their own.
+func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol) (net.Conn, string, error) {
 	switch {
-	case share != nil:
-		c, path, ok, err := h.console.shared.Join(ctx, d.Ref(), p, share.Control)
+	case share != nil || d.Holder != "" && d.Holder != id.Login:
+		c, path, ok, err := h.console.shared.Join(ctx, d.Ref(), p, share != nil && share.Control)
 		if err != nil {
 			return nil, "", err
 		}
-		if !ok {
+		switch {
+		case !ok && share != nil:
 			return nil, "", vdi.Errorf(vdi.EConflict, "Ask "+d.Holder+" to open it, then open the link again.",
 				"%s has no %s console of %s open to share.", d.Holder, p, d.Ref())
+		case !ok:
+			return nil, "", vdi.Errorf(vdi.EConflict, "Watch its screen, or open this console again once "+d.Holder+" has: an admin beside the holder watches theirs, view only.",
+				"%s has no %s console of %s open to watch.", d.Holder, p, d.Ref())
 		}
 		return c, path, nil
 	case d.Holder == id.Login:
-		up, path, err := dial(ctx, d.Ref(), p)
+		up, path, err := h.console.dial.Dial(ctx, d.Ref(), p)
 		if err != nil {
 			return nil, "", err
 		}
@@ -222,7 +225,7 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 		}
 		return c, path, nil
 	default:
-		return dial(ctx, d.Ref(), p)
+		return h.console.dial.Dial(ctx, d.Ref(), p)
 	}
 }
 
