@@ -63,11 +63,12 @@ func keepsItsSize(t *testing.T, page playwright.Page, name string) {
 // sizeChoices drives the console bar's Size choice on a local Xvnc
 // desktop: a fixed size becomes the X screen's size (read in the desktop
 // with xdpyinfo), 1:1 shows it unscaled, Fit goes back to the window's
-// size, the choice outlives a reload and a change of window, and a size
+// size, the portal keeps the choice for the user (another browser and a
+// reload find it), and a size
 // larger than the portal's screen hub holds is refused in words while the
 // console stays up at its size. The list is screenshotted open at the
 // issue's three sizes.
-func sizeChoices(t *testing.T, page playwright.Page, shell *guestShell, login string) {
+func sizeChoices(t *testing.T, p *Portal, b *Browser, page playwright.Page, shell *guestShell, login, console string) {
 	expect := playwright.NewPlaywrightAssertions(15000)
 	label := page.GetByTestId("size-menu")
 
@@ -91,16 +92,25 @@ func sizeChoices(t *testing.T, page playwright.Page, shell *guestShell, login st
 			t.Errorf("after Fit xdpyinfo says %s; want the console's %s", got, want)
 		}
 	})
-	t.Run("remembered across a reload and a new window size", func(t *testing.T) {
+	t.Run("kept by the portal: another browser, another window size", func(t *testing.T) {
 		chooseSize(t, page, "1600x900")
 		waitDimensions(t, shell, "1600x900")
-		must(t, page.SetViewportSize(1100, 760))
+		// A browser with nothing of the first one's (another device, say):
+		// the choice is the portal's, for the user.
+		other := b.MustNewPage(t, 1100, 760)
+		signIn(t, other, p, login, console)
+		must(t, expect.Locator(other.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, expect.Locator(other.GetByTestId("size-menu")).ToHaveAttribute("aria-label", "Size: 1600×900"))
+		if got := shell.dimensions(); got != "1600x900" {
+			t.Errorf("in another browser xdpyinfo says %s; want the kept 1600x900", got)
+		}
+		must(t, other.Close())
 		_, err := page.Reload()
 		must(t, err)
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 		waitAnswered(t, page)
 		if got := shell.dimensions(); got != "1600x900" {
-			t.Errorf("after a reload xdpyinfo says %s; want the remembered 1600x900", got)
+			t.Errorf("after a reload xdpyinfo says %s; want the kept 1600x900", got)
 		}
 		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1600×900"))
 	})
@@ -108,8 +118,12 @@ func sizeChoices(t *testing.T, page playwright.Page, shell *guestShell, login st
 		// A remembered size past what the portal's screen hub holds (16384
 		// a side): Xvnc would take it (up to 32768), and the hub would
 		// have to drop the console.
-		_, err := page.Evaluate(`(login) => localStorage.setItem('corral.size.' + login, '20000x20000')`, login)
+		v, err := page.Evaluate(`async () => (await fetch('/api/vdi/settings/size', { method: 'PUT', headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify({ size: '20000x20000' }) })).status`)
 		must(t, err)
+		if toFloat(v) != 204 {
+			t.Fatalf("keeping the size 20000x20000 answered %v; want 204", v)
+		}
 		_, err = page.Reload()
 		must(t, err)
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))

@@ -45,7 +45,9 @@ func TestComfort_VNC(t *testing.T) {
 		}
 	})
 
-	t.Run("size", func(t *testing.T) { sizeChoices(t, page, shell, "alice") })
+	t.Run("size", func(t *testing.T) {
+		sizeChoices(t, p, b, page, shell, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+	})
 	t.Run("screens", func(t *testing.T) { twoScreens(t, page, shell) })
 
 	must(t, page.GetByTestId("clipboard-toggle").Click())

@@ -170,6 +170,9 @@ type Config struct {
 	ClipImages ClipImages
 	// Tokens keeps personal access tokens; nil: none are made.
 	Tokens Tokens
+	// Settings keeps each user's console settings; nil: the browser
+	// remembers them alone.
+	Settings Settings
 }
 
 // Handler serves the portal. It keeps the consoles (their websockets,
@@ -205,6 +208,7 @@ type Handler struct {
 	peer       *peerSocket
 	shares     *shareRoutes
 	tokens     *tokenRoutes
+	settings   *settingsRoutes
 	mcp        *mcpRoute
 	metricsTok string
 	trail      auditTrail
@@ -267,6 +271,7 @@ func New(cfg Config) *Handler {
 		audio:      &audioRoutes{auditTrail: trail, desktops: cfg.Desktops, audio: cfg.Audio, console: cs, checkOrigin: hc.checkOrigin},
 		shares:     &shareRoutes{renderer: rd, desktops: cfg.Desktops, console: cs},
 		tokens:     &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
+		settings:   &settingsRoutes{auditTrail: trail, settings: cfg.Settings},
 		mcp:        newMCPRoute(rd, cfg, cs),
 		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
 	}

@@ -177,7 +177,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota}, ClipImages: m.clipImages,
-		Audio: m.audio, Tokens: pats, MaxAgentDesktops: c.Claims.MaxAgentDesktops, AgentSeatIdle: c.Claims.AgentSeatIdle,
+		Audio: m.audio, Tokens: pats, Settings: db, MaxAgentDesktops: c.Claims.MaxAgentDesktops, AgentSeatIdle: c.Claims.AgentSeatIdle,
 	})
 	m.handler = h
 	if err := m.listen(); err != nil {

@@ -59,6 +59,7 @@ func TestStore(t *testing.T) {
 			t.Run("Revocations", func(t *testing.T) { testRevocations(t, d.open) })
 			t.Run("Recordings", func(t *testing.T) { testRecordings(t, d.open) })
 			t.Run("PoolSamples", func(t *testing.T) { testPoolSamples(t, d.open) })
+			t.Run("UserSettings", func(t *testing.T) { testUserSettings(t, d.open) })
 		})
 	}
 }

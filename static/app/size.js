@@ -5,9 +5,10 @@
 // fixed size (the desktop is made that size and scaled to fit the
 // window). A desktop whose server cannot change its size keeps its own:
 // Fit and the fixed sizes scale it to the window instead, and the choice's
-// words say so. The portal keeps no per-user settings, so this browser
-// remembers the choice for each user who signs in on it (localStorage,
-// keyed by login), as it remembers the Picture choice.
+// words say so. The portal keeps the choice for the user (the page
+// carries it in data-size; a change is PUT to data-keep), so it follows
+// them to any browser.
+import { errorText } from './connect.js';
 
 // MAX_SIDE is the largest side RFB's SetDesktopSize can carry (16 bits);
 // the desktop's server may take less, and says so when asked.
@@ -47,17 +48,6 @@ export function words(c, resizable, phone) {
   return phone ? 'The desktop stays 1024 wide on this narrow screen, shown whole.' : "The desktop takes this window's size.";
 }
 
-const keyOf = (login) => `corral.size.${login || ''}`;
-
-// chosen returns login's remembered choice in this browser (Fit when none).
-export function chosen(login) {
-  try {
-    return choiceOf(localStorage.getItem(keyOf(login)));
-  } catch {
-    return { kind: 'fit' };
-  }
-}
-
 // statusWords are ExtendedDesktopSize's refusals (RFB's status codes).
 const statusWords = {
   1: 'its server does not allow resizing',
@@ -81,13 +71,12 @@ export function attachSize(wrap, view) {
   const button = wrap.querySelector('#size-menu');
   const list = wrap.querySelector('#size-list');
   const note = wrap.querySelector('#size-note');
-  const login = wrap.dataset.user;
   const notice = document.getElementById('size-notice');
   const screensRow = wrap.querySelector('.size-screens');
   const addScreen = wrap.querySelector('#screen-add');
   const screenWords = wrap.querySelector('#screen-words');
   let blocked = false; // the browser blocked the last screen window
-  let choice = chosen(login);
+  let choice = choiceOf(wrap.dataset.size);
   let refusedValue = ''; // a fixed size the desktop refused
 
   // A remembered size the list does not offer gets an entry of its own
@@ -157,6 +146,22 @@ export function attachSize(wrap, view) {
     return sc;
   }
 
+  // keep asks the portal to keep c as the user's choice, one request at
+  // a time so that the last choice is the one kept; a refusal is said in
+  // the list's note (the choice still applies on this page).
+  let keeping = Promise.resolve();
+  function keep(c) {
+    keeping = keeping.then(async () => {
+      const res = await fetch(wrap.dataset.keep, {
+        method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ size: valueOf(c) }),
+      }).catch((err) => err);
+      if (res.ok || valueOf(c) !== valueOf(choice)) return;
+      const why = res instanceof Error ? `the portal cannot be reached (${res.message})` : errorText(res.status, await res.json().catch(() => ({})));
+      note.textContent = `${label(c)} applies on this page, but the portal did not keep it for next time: ${why}`;
+      note.dataset.kind = 'error';
+    });
+  }
+
   function open(on) {
     if (on) render();
     list.hidden = !on;
@@ -169,7 +174,7 @@ export function attachSize(wrap, view) {
   const onChange = (ev) => {
     if (ev.target.name !== 'size') return;
     choice = choiceOf(ev.target.value);
-    try { localStorage.setItem(keyOf(login), valueOf(choice)); } catch { /* not remembered */ }
+    keep(choice);
     delete note.dataset.kind;
     refusedValue = '';
     if (notice) notice.hidden = true;
