@@ -56,6 +56,10 @@ type ConnectOption struct {
 	// Caps says what this console can do (the panel offers a better one
 	// where it lacks a clipboard).
 	Caps *vdi.Caps `json:"caps,omitempty"`
+	// WebRTC says that a VNC console's video may come on a WebRTC track
+	// (the portal's CORRAL_VDI_WEBRTC_UDP is set): the page's Picture
+	// menu then offers it, and Auto takes it on a WAN's round trip.
+	WebRTC bool `json:"webrtc,omitempty"`
 	// Path and PathError say, for an admin's ?paths=1, how the console
 	// would be reached (direct, peer, apiserver) or why not.
 	Path      string `json:"path,omitempty"`

@@ -93,8 +93,8 @@ type wanRun struct {
 // quality h264 (in the default list then) is the auto console with
 // WebCodecs: the other rows' pages hide WebCodecs and get tiles, so one
 // run on one portal gives both, and a line per profile compares them.
-// The quality webrtc (in the default list too) is the h264 console whose
-// video comes on a WebRTC track (CORRAL_VDI_WEBRTC_UDP, on the link's
+// The quality webrtc (in the default list too) is the h264 console with
+// the Picture menu's WebRTC (Auto's picture, the video on a WebRTC track) (CORRAL_VDI_WEBRTC_UDP, on the link's
 // host address: its UDP crosses the same shaped link).
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // workload's length (default 6). It reports; it asserts no times.
@@ -171,7 +171,7 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	switch quality {
 	case "-", "before":
 		quality = ""
-	case "h264", "webrtc":
+	case "h264":
 		quality = "auto"
 	}
 	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video, rtc))}))

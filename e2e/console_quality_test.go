@@ -68,23 +68,6 @@ func TestConsole_VNCQuality(t *testing.T) {
 	screenshot(t, page, "vnc-quality")
 }
 
-// TestConsole_VNCQualityAutoOverWAN forces Auto's other branch: the same
-// console reached across the WAN bench's 40 ms link resolves to Fast.
-func TestConsole_VNCQualityAutoOverWAN(t *testing.T) {
-	p, member := mustVNCDesktop(t)
-	link := mustWANLink(t, p)
-	link.shape(wanProfiles[1])
-	ctx, err := mustLaunchBrowserIn(t, link).NewContext()
-	must(t, err)
-	t.Cleanup(func() { ctx.Close() })
-	page, err := ctx.NewPage()
-	must(t, err)
-	expect := playwright.NewPlaywrightAssertions(60000)
-	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
-	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-	waitQuality(t, page, "auto fast 3 2")
-}
-
 // TestConsole_VNCQualityAutoRemeasures forces a first round trip that a
 // busy moment made long: the page's first three /healthz answers are held
 // 60 ms, so Auto starts Fast; its next measure, a few seconds on, sees

@@ -73,7 +73,9 @@ func rtcAddress() string {
 }
 
 // TestConsole_WebRTC: with the WebRTC path on, a VNC console in Chromium
-// offers a track over its websocket, the browser reaches the portal's
+// keeps its video on the websocket on loopback (Auto takes WebRTC past a
+// WAN's round trip: TestConsole_WebRTCOverWAN); with the Picture menu's
+// WebRTC it offers a track over its websocket, the browser reaches the portal's
 // one UDP port, and the desktop's motion comes as H.264 on the track —
 // not one H.264 rectangle over the websocket — drawn into noVNC's
 // screen; once the desktop is still, the screen is its exact pixels (the
@@ -96,12 +98,16 @@ func TestConsole_WebRTC(t *testing.T) {
 	expect := playwright.NewPlaywrightAssertions(30000)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	screen := page.Locator("#screen")
+	waitQuality(t, page, "auto sharp 8 2")
+	must(t, expect.Locator(screen).ToHaveAttribute("data-rtc-why", "The Picture choice keeps the video on the console's connection."))
+	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webrtc"}})
+	must(t, err)
 	if err := expect.Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
 		why, _ := screen.GetAttribute("data-rtc-why")
 		t.Fatalf("the console's WebRTC track: %v (%s)", err, why)
 	}
 	at := []int{1100, 600}
-	_, err := page.Evaluate(rtcWatch, at)
+	_, err = page.Evaluate(rtcWatch, at)
 	must(t, err)
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}

@@ -66,16 +66,10 @@ func reserveWAN(t *testing.T) wanSlot {
 	return wanSlot{ns: ns, id: id, hostIP: fmt.Sprintf("10.123.%d.1", id), nsIP: fmt.Sprintf("10.123.%d.2", id)}
 }
 
-// mustWANLink makes the namespace, the TUN pair, the emulator and both
-// forwarders for the portal p; all go when the test ends.
-func mustWANLink(t *testing.T, p *Portal) *wanLink {
-	t.Helper()
-	return mustWANLinkIn(t, p, reserveWAN(t))
-}
-
-// mustWANLinkIn is mustWANLink in a reserved slot. Packets of any kind
-// cross it between the namespace and the host's address (a WebRTC
-// track's UDP too), shaped alike.
+// mustWANLinkIn makes, in a reserved slot, the namespace, the TUN pair,
+// the emulator and both forwarders for the portal p; all go when the test
+// ends. Packets of any kind cross it between the namespace and the host's
+// address (a WebRTC track's UDP too), shaped alike.
 func mustWANLinkIn(t *testing.T, p *Portal, slot wanSlot) *wanLink {
 	t.Helper()
 	id, hostIP, nsIP := slot.id, slot.hostIP, slot.nsIP
@@ -93,8 +87,8 @@ func mustWANLinkIn(t *testing.T, p *Portal, slot wanSlot) *wanLink {
 	peer, err := openTUN(peerDev)
 	must(t, err)
 	t.Cleanup(func() { peer.Close() })
-	go l.wire.carry(host, peer)
-	go l.wire.carry(peer, host)
+	go l.wire.carry(host, peer, 0)
+	go l.wire.carry(peer, host, 1)
 	run("link", "set", peerDev, "netns", l.NS)
 	run("addr", "add", hostIP, "peer", nsIP, "dev", l.hostDev)
 	run("link", "set", l.hostDev, "mtu", "1500", "up")

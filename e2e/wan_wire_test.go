@@ -20,6 +20,27 @@ import (
 type wire struct {
 	mu sync.Mutex
 	q  wanProfile
+	// noUDP drops every UDP packet, as a firewall that lets only TCP
+	// through (a WebRTC track's port unreachable).
+	noUDP bool
+	// udp counts the UDP bytes (IP packets, headers included) carried
+	// towards the namespace ([0]) and back ([1]).
+	udp [2]int64
+}
+
+// blockUDP makes the wire drop every UDP packet, or carry them again.
+func (w *wire) blockUDP(on bool) {
+	w.mu.Lock()
+	w.noUDP = on
+	w.mu.Unlock()
+}
+
+// udpBytes returns the UDP bytes carried towards the namespace (the
+// portal's, to the browser) and back.
+func (w *wire) udpBytes() (toNS, fromNS int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.udp[0], w.udp[1]
 }
 
 // wireQueue is the most bytes waiting to be sent in one direction, like
@@ -55,8 +76,9 @@ func openTUN(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
-// carry moves packets from one TUN device to another until either closes.
-func (w *wire) carry(from, to *os.File) {
+// carry moves packets from one TUN device to another until either closes;
+// dir is 0 from the host's to the namespace's, 1 back.
+func (w *wire) carry(from, to *os.File, dir int) {
 	type packet struct {
 		b  []byte
 		at time.Time
@@ -78,9 +100,16 @@ func (w *wire) carry(from, to *os.File) {
 		if err != nil {
 			return
 		}
+		udp := n > 20 && buf[0]>>4 == 4 && buf[9] == unix.IPPROTO_UDP
 		w.mu.Lock()
-		q := w.q
+		q, blocked := w.q, udp && w.noUDP
+		if udp && !blocked {
+			w.udp[dir] += int64(n)
+		}
 		w.mu.Unlock()
+		if blocked {
+			continue
+		}
 		now := time.Now()
 		if q.Loss > 0 && rand.Float64()*100 < q.Loss {
 			continue

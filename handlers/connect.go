@@ -77,6 +77,7 @@ func (c *consoleState) connectOptions(ctx context.Context, id vdi.Identity, d vd
 	for _, p := range ranked {
 		caps := d.CapsOf(p)
 		o := api.ConnectOption{Protocol: p, WebSocket: "/ws/" + string(p) + "/" + d.Namespace + "/" + d.Name, Caps: &caps}
+		o.WebRTC = p == vdi.ProtocolVNC && c.cfg.RTC != nil
 		opening := len(opts) == 0
 		switch {
 		case p == vdi.ProtocolRDP && opening:

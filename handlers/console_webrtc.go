@@ -25,13 +25,17 @@ const (
 
 // rtcMessage is one signalling message on a VNC console's websocket, as
 // JSON in a text message (noVNC's RFB stream is binary). The page sends
-// {"rtc":"offer","sdp":…} or {"rtc":"stop"}; the portal answers
-// {"rtc":"answer","sdp":…}, or {"rtc":"refused","error":…} and later,
-// when the track ends by itself, {"rtc":"ended","error":…}: the page then
-// goes on with the websocket's video. Candidates are never exchanged:
-// the answer names the portal's own, and the browser's are not used.
+// {"rtc":"offer","id":n,"sdp":…} or {"rtc":"stop"}; the portal answers
+// {"rtc":"answer","id":n,"sdp":…}, or {"rtc":"refused","id":n,"error":…}
+// and later, when the track ends by itself, {"rtc":"ended","id":n,
+// "error":…}: the page then goes on with the websocket's video. The id
+// is the offer's, so that a page that has moved on to another offer
+// knows a late word about an earlier one. Candidates are never
+// exchanged: the answer names the portal's own, and the browser's are
+// not used.
 type rtcMessage struct {
 	RTC   string `json:"rtc"`
+	ID    int64  `json:"id,omitempty"`
 	SDP   string `json:"sdp,omitempty"`
 	Error string `json:"error,omitempty"`
 }
@@ -97,13 +101,13 @@ func (s *rtcSignal) text(msg []byte, send func([]byte) error) {
 		return
 	}
 	if s.refused != "" {
-		reply(rtcMessage{RTC: "refused", Error: s.refused})
+		reply(rtcMessage{RTC: "refused", ID: m.ID, Error: s.refused})
 		return
 	}
 	s.mu.Lock()
 	if time.Since(s.last) < rtcOfferEvery {
 		s.mu.Unlock()
-		reply(rtcMessage{RTC: "refused", Error: "One offer a second: wait, then offer again."})
+		reply(rtcMessage{RTC: "refused", ID: m.ID, Error: "One offer a second: wait, then offer again."})
 		return
 	}
 	s.last = time.Now()
@@ -124,7 +128,7 @@ func (s *rtcSignal) text(msg []byte, send func([]byte) error) {
 		} else {
 			s.log.Warn("WebRTC offer not answered", "desktop", s.ref, "err", err)
 		}
-		reply(rtcMessage{RTC: "refused", Error: why})
+		reply(rtcMessage{RTC: "refused", ID: m.ID, Error: why})
 		return
 	}
 	s.mu.Lock()
@@ -135,7 +139,7 @@ func (s *rtcSignal) text(msg []byte, send func([]byte) error) {
 	}
 	s.peer = p
 	s.mu.Unlock()
-	reply(rtcMessage{RTC: "answer", SDP: answer})
+	reply(rtcMessage{RTC: "answer", ID: m.ID, SDP: answer})
 	go func() {
 		select {
 		case <-p.Done():
@@ -151,7 +155,7 @@ func (s *rtcSignal) text(msg []byte, send func([]byte) error) {
 		s.mu.Unlock()
 		if mine { // not replaced or stopped: it ended by itself
 			s.log.Info("WebRTC video ended; the console goes on with its websocket", "desktop", s.ref, "err", p.Err())
-			reply(rtcMessage{RTC: "ended", Error: "The WebRTC video ended; the console goes on with its own connection."})
+			reply(rtcMessage{RTC: "ended", ID: m.ID, Error: "The WebRTC video ended; the console goes on with its own connection."})
 		}
 	}()
 }

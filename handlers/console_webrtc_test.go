@@ -85,9 +85,9 @@ func TestRTCSignal_Refusals(t *testing.T) {
 	}
 	t.Run("OneOfferASecond", func(t *testing.T) {
 		s := newSignal(srv, noTap{}, false)
-		ask(s, `{"rtc":"offer","sdp":"v=0"}`)
-		if m := ask(s, `{"rtc":"offer","sdp":"v=0"}`); m.RTC != "refused" || !strings.Contains(m.Error, "One offer a second") {
-			t.Errorf("a second offer at once: %+v; want refused, one a second", m)
+		ask(s, `{"rtc":"offer","id":7,"sdp":"v=0"}`)
+		if m := ask(s, `{"rtc":"offer","id":8,"sdp":"v=0"}`); m.RTC != "refused" || !strings.Contains(m.Error, "One offer a second") || m.ID != 8 {
+			t.Errorf("a second offer at once: %+v; want refused, one a second, with its id (8)", m)
 		}
 	})
 }

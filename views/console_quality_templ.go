@@ -11,8 +11,9 @@ import templruntime "github.com/a-h/templ/runtime"
 
 // vncQuality is the console bar's picture choice for the VNC console:
 // Auto picks by the measured round trip, Sharp keeps text and photos
-// crisp, Fast spends fewer bytes on a slow link. Hidden until a VNC
-// console opens (console-vnc.js); the browser remembers the choice.
+// crisp, Fast spends fewer bytes on a slow link, WebRTC sends the video
+// on a WebRTC track (shown where the portal offers one). Hidden until a
+// VNC console opens (console-vnc.js); the browser remembers the choice.
 func vncQuality() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -30,7 +31,7 @@ func vncQuality() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\"><span class=\"sr-only\">Picture</span> <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option></select></label>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\"><span class=\"sr-only\">Picture</span> <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option> <option value=\"webrtc\" hidden disabled>WebRTC</option></select></label>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -60,6 +61,35 @@ func videoNotice() templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div id=\"video-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"video-notice\"><span>Video decoding failed in this browser; showing the screen as tiles.</span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"video-notice-dismiss\">×</button></div>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// rtcNotice says why the VNC console's video did not come, or stopped
+// coming, on a WebRTC track (the port unreachable, the portal refused)
+// and that it comes over the console's connection (static/app/
+// vnc-webrtc.js fills and shows it), until dismissed or connected.
+func rtcNotice() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div id=\"rtc-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"rtc-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"rtc-notice-dismiss\">×</button></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

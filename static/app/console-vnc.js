@@ -71,8 +71,10 @@ export async function open(screen, info, ui) {
     screen.dataset.video = 'tiles';
     videoNotice(true);
   });
-  // The video on a WebRTC track where the portal offers one.
+  // The video on a WebRTC track where the portal offers one and the
+  // Picture choice takes it (vnc-quality.js).
   const rtc = attachRTC(rfb, ws, stage, screen);
+  rtc.offered = Boolean(info.webrtc);
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.
   const beside = Boolean(info.viewOnly || info.beside);
@@ -90,7 +92,7 @@ export async function open(screen, info, ui) {
   rfb.focusOnClick = true;
   const keys = vncKeys(rfb, Boolean(info.caps?.unicode));
   attachIME(rfb, stage, keys);
-  const quality = beside ? () => {} : attachQuality(rfb);
+  const quality = beside && !info.webrtc ? () => {} : attachQuality(rfb, rtc, beside);
   rfb.viewOnly = Boolean(info.viewOnly);
   // noVNC takes its screen (the canvas) away on disconnect; it goes back
   // so that the ended card lies over the dimmed last frame (app.css).
@@ -120,7 +122,7 @@ export async function open(screen, info, ui) {
       size.close();
       quality();
       video();
-      rtc();
+      rtc.close();
       rfb.disconnect();
       stage.remove();
     },

@@ -1,48 +1,78 @@
 // The VNC console's WebRTC video path: the screen hub's H.264, which
 // otherwise comes over the console's websocket as RFB rectangles, comes
 // on a WebRTC video track instead, for links where TCP is the bottleneck
-// (loss, a long round trip). Signalled over the console's own websocket
-// as JSON text messages (noVNC's RFB stream is binary); the portal
-// answers with its own candidates only and ignores the browser's, so the
-// offer is sent at once. Input, clipboard, cursor, the tiles between
-// motion and the lossless repaint after it stay on the websocket: each
-// decoded video frame is drawn into noVNC's own screen, in turn with the
-// tiles, so scaling, zoom and input work as before. When the portal
-// refuses (WebRTC off, a screen relayed from another portal server) or
-// the track ends, the console goes on with the
-// websocket's video, as without WebRTC.
+// (loss, a long round trip). The Picture choice decides when
+// (vnc-quality.js: WebRTC always, Auto and Fast on a WAN's round trip).
+// Signalled over the console's own websocket as JSON text messages
+// (noVNC's RFB stream is binary); the portal answers with its own
+// candidates only and ignores the browser's, so the offer is sent at
+// once. Input, clipboard, cursor, the tiles between motion and the
+// lossless repaint after it stay on the websocket: each decoded video
+// frame is drawn into noVNC's own screen, in turn with the tiles, so
+// scaling, zoom and input work as before. The portal sends the video on
+// the track only once the browser reached its port; until then, and
+// when the portal refuses (a screen relayed from another portal server),
+// the track ends or the port cannot be reached, the video is the
+// websocket's, as without WebRTC.
 
-// attachRTC offers rfb's console (whose websocket is ws) a WebRTC track
-// once noVNC is connected, drawing its frames into noVNC's screen; it
-// returns a function that ends it. screen.dataset.rtc says where the
-// video comes from ('offered', 'connected', 'off' with the reason in
-// screen.dataset.rtcWhy), screen.dataset.rtcFrames how many frames the
-// track drew.
+// setupMS is how long the browser has to reach the portal's port after
+// its answer: past it this page ends its peer, tells the portal, and
+// says so (Chromium itself gives up on unanswered checks only after
+// ~30 s, and a network that drops UDP answers none).
+const setupMS = 8000;
+
+// attachRTC prepares rfb's console (whose websocket is ws) for a WebRTC
+// track, drawing its frames into noVNC's screen. It returns
+// { want(on, retry), close }: want(true) offers a track once noVNC is
+// connected, want(false) ends it; after a failure it is offered again
+// only when retry (the user picked WebRTC). screen.dataset.rtc says
+// where the video comes from ('offered', 'connected', 'off' with the
+// reason in screen.dataset.rtcWhy), screen.dataset.rtcFrames how many
+// frames the track drew; a failure also shows in the console's notice.
 export function attachRTC(rfb, ws, stage, screen) {
-  if (!window.RTCPeerConnection) return () => {};
+  const none = { want() {}, close() {} };
+  if (!window.RTCPeerConnection || typeof VideoFrame === 'undefined') return none; // frames are drawn as VideoFrames
   let pc = null;
+  let id = 0; // the live offer's: a late word about an earlier one is not pc's
+  let offers = 0;
   let video = null;
   let frames = 0;
-  let ended = false;
+  let wanted = false;
+  let connected = false; // noVNC's
+  let failed = false;
+  let timer = 0;
   const say = (state, why) => {
     screen.dataset.rtc = state;
     if (why) screen.dataset.rtcWhy = why;
+    else delete screen.dataset.rtcWhy;
   };
   const end = (why) => {
+    clearTimeout(timer);
     if (pc) pc.close();
     pc = null;
+    id = 0;
     if (video) video.remove();
     video = null;
-    if (!ended && why) say('off', why);
+    if (why) say('off', why);
+  };
+  // fail ends the track for why, which the console's notice shows; the
+  // video goes on over the websocket.
+  const fail = (why) => {
+    if (!pc) return;
+    failed = true;
+    end(why);
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ rtc: 'stop' }));
+    notice(why);
   };
   const onMessage = (ev) => {
     if (typeof ev.data !== 'string') return;
     let m;
     try { m = JSON.parse(ev.data); } catch { return; }
-    if (m.rtc === 'answer' && pc) {
-      pc.setRemoteDescription({ type: 'answer', sdp: m.sdp }).catch((err) => end(`The answer could not be used: ${err.message}`));
+    if (!pc || m.id !== id) return;
+    if (m.rtc === 'answer') {
+      pc.setRemoteDescription({ type: 'answer', sdp: m.sdp }).catch((err) => fail(`WebRTC: the portal's answer could not be used (${err.message}); the video comes over the console's connection.`));
     } else if (m.rtc === 'refused' || m.rtc === 'ended') {
-      end(m.error);
+      fail(`WebRTC: ${m.error}`);
     }
   };
   ws.addEventListener('message', onMessage);
@@ -65,10 +95,12 @@ export function attachRTC(rfb, ws, stage, screen) {
   };
 
   const start = async () => {
-    pc = new RTCPeerConnection({ iceServers: [] }); // the portal's port only: no STUN, no TURN
-    screen.rtcPeer = pc; // for tests and the devtools
-    pc.addTransceiver('video', { direction: 'recvonly' });
-    pc.ontrack = (ev) => {
+    const peer = pc = new RTCPeerConnection({ iceServers: [] }); // the portal's port only: no STUN, no TURN
+    id = ++offers;
+    screen.rtcPeer = peer; // for tests and the devtools
+    peer.addTransceiver('video', { direction: 'recvonly' });
+    peer.ontrack = (ev) => {
+      if (pc !== peer) return;
       video = document.createElement('video');
       video.className = 'rtc-source';
       video.muted = true;
@@ -78,25 +110,57 @@ export function attachRTC(rfb, ws, stage, screen) {
       video.play().catch(() => {});
       video.requestVideoFrameCallback(draw);
     };
-    pc.onconnectionstatechange = () => {
-      if (!pc) return;
-      if (pc.connectionState === 'connected') say('connected');
-      if (pc.connectionState === 'failed') end('The browser could not reach the portal\'s WebRTC port.');
+    peer.onconnectionstatechange = () => {
+      if (pc !== peer) return;
+      if (peer.connectionState === 'connected') {
+        clearTimeout(timer);
+        say('connected');
+        notice('');
+      }
+      if (peer.connectionState === 'failed') fail("WebRTC: the browser lost the portal's WebRTC port; the video comes over the console's connection.");
     };
-    const offer = await pc.createOffer();
-    await pc.setLocalDescription(offer);
+    const offer = await peer.createOffer();
+    await peer.setLocalDescription(offer);
+    if (pc !== peer) return;
     say('offered');
-    ws.send(JSON.stringify({ rtc: 'offer', sdp: pc.localDescription.sdp }));
+    ws.send(JSON.stringify({ rtc: 'offer', id, sdp: peer.localDescription.sdp }));
+    timer = setTimeout(() => {
+      if (pc === peer && peer.connectionState !== 'connected') {
+        fail(`WebRTC: the browser could not reach the portal's WebRTC port in ${setupMS / 1000} s (does this network drop UDP?); the video comes over the console's connection.`);
+      }
+    }, setupMS);
   };
-  const onConnect = () => {
-    if (typeof VideoFrame === 'undefined') return; // frames are drawn as VideoFrames
-    start().catch((err) => end(`WebRTC did not start: ${err.message}`));
+  const follow = () => {
+    if (wanted && connected && !pc && !failed) {
+      start().catch((err) => fail(`WebRTC did not start (${err.message}); the video comes over the console's connection.`));
+    } else if (!wanted && pc) {
+      end("The Picture choice keeps the video on the console's connection.");
+      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ rtc: 'stop' }));
+    }
   };
+  const onConnect = () => { connected = true; follow(); };
   rfb.addEventListener('connect', onConnect);
-  return () => {
-    ended = true;
-    rfb.removeEventListener('connect', onConnect);
-    ws.removeEventListener('message', onMessage);
-    end('');
+  return {
+    want(on, retry = false) {
+      wanted = on;
+      if (retry) failed = false;
+      if (!on && !pc && !failed) say('off', "The Picture choice keeps the video on the console's connection.");
+      follow();
+    },
+    close() {
+      rfb.removeEventListener('connect', onConnect);
+      ws.removeEventListener('message', onMessage);
+      end('');
+    },
   };
+}
+
+// notice shows why (or hides the notice when empty) in the console's
+// WebRTC notice (views/console_quality.templ), where the page has one.
+function notice(why) {
+  const el = document.getElementById('rtc-notice');
+  if (!el) return;
+  el.querySelector('span').textContent = why;
+  el.hidden = !why;
+  el.querySelector('button').onclick = () => { el.hidden = true; };
 }
