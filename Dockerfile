@@ -1,8 +1,11 @@
-# Two images from one build stage:
+# Three images from one build stage:
 #
 #   docker build --target kube -t ghcr.io/corral-dev/corral-vdi-portal-kube .
 #       the Kubernetes backend: the static binary on distroless, non-root,
 #       no desktop packages (deploy/ runs it)
+#   docker build --target encoder -t ghcr.io/corral-dev/corral-vdi-portal-encoder .
+#       the kube image's H.264 encoder sidecar (`corral-vdi-portal encoder`):
+#       the same binary with GStreamer's x264enc (deploy/overlays/h264)
 #   docker build -t ghcr.io/corral-dev/corral-vdi-portal .
 #       the embedded local backend: desktops run inside the container
 #
@@ -38,6 +41,19 @@ ENV CORRAL_VDI_BACKEND=kube CORRAL_VDI_LISTEN=0.0.0.0:8080 CORRAL_VDI_DATA_DIR=/
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/corral-vdi-portal"]
 CMD ["serve"]
+
+# The H.264 encoder sidecar of the kube backend's Pod: the binary serves
+# encoders on a Unix socket the portal container shares
+# (docs/decisions/kube-h264-encoder.md); GStreamer's tools and the
+# plugins of the hubs' pipeline (rfb/h264_encoder.go) and nothing else.
+FROM debian:bookworm-slim@sha256:7b140f374b289a7c2befc338f42ebe6441b7ea838a042bbd5acbfca6ec875818 AS encoder
+RUN apt-get update && apt-get install -y --no-install-recommends \
+        gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/corral-vdi-portal /usr/local/bin/corral-vdi-portal
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/corral-vdi-portal"]
+CMD ["encoder", "-socket", "/run/corral-vdi-encoder/h264.sock"]
 
 # The local backend (the default target): Xvnc, a window manager and
 # freerdp-shadow for the desktops it runs itself. Bookworm, not trixie:

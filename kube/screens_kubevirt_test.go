@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/internal/testbrowser"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testencoder"
 	"github.com/corral-dev/corral-vdi-portal/portal"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
@@ -160,7 +162,10 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // and carol (invited with control) on b, ops (an admin) on c: all see the
 // same pixels, and so does erin's invitation page in Chromium on b (the
 // canvas, pixel for pixel); alice's and carol's keys reach the desktop,
-// erin's do not; a thumbnail taken on b is virt-handler's screenshot, no
+// erin's do not; the replicas' H.264 encoders are the encoder sidecar's
+// (a service on a Unix socket, as in the Pod of deploy/overlays/h264),
+// and a console of erin's on b that asks for H.264 gets the screen as
+// video; a thumbnail taken on b is virt-handler's screenshot, no
 // second client; alice's console moves to c (a reload). Through all that
 // virt-handler let one client in and refused or kicked none. Her serial
 // console on a, her page in Chromium (through a front that vouches for her
@@ -203,6 +208,12 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		"CORRAL_VDI_NAMESPACE=" + s.ns, "CORRAL_VDI_PEER_SECRET=" + strings.Repeat("s", 32),
 		"CORRAL_VDI_DRAIN_TIMEOUT=2s", // as the Deployment has one
 		"KUBECONFIG=" + testcluster.WriteKubeconfig(t, s.c.PortalServiceAccount(t))}
+	h264 := testencoder.Start(t) // as the encoder sidecar of deploy/overlays/h264
+	if h264 != "" {
+		env = append(env, "CORRAL_VDI_H264="+h264)
+	} else {
+		t.Log("no GStreamer x264enc (scripts/deps.sh installs it): the replicas run without H.264")
+	}
 	a, b, c := startReplica(t, "a", env), startReplica(t, "b", env), startReplica(t, "c", env)
 	before := node.Consoles(ref.Namespace, ref.Name, "vnc") // the earlier steps'
 
@@ -222,6 +233,16 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	h = settledPicture(t, "alice typed", h, all...)
 	typeKeys(carol, "ctl")
 	h = settledPicture(t, "carol (control, on b) typed", h, all...)
+	if h264 != "" {
+		// A second console of erin's on b asks for H.264: the screen a
+		// holds comes as video from the encoder sidecar's service, over
+		// the screen link, while alice types (then rubs it out: a key and
+		// its erasure at once change nothing Xvnc sends).
+		var typed atomic.Int32
+		h264Reaches(t, b, ref, "erin", func() { typeKeys(alice, "v"); typed.Add(1) })
+		typeKeys(alice, strings.Repeat("\b", int(typed.Load())))
+		h = samePicture(t, "alice typed and erased for the H.264 viewer", all...)
+	}
 	clients := func(want int) {
 		t.Helper()
 		n := node.Consoles(ref.Namespace, ref.Name, "vnc")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/rfb"
@@ -32,9 +33,9 @@ const h264Packages = "gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-
 // checkH264 runs the H.264 encoder CORRAL_VDI_H264 names on one small
 // screen, as a screen hub would, and says what to install when it cannot.
 // A portal whose encoder fails still works: its consoles get tiles. On
-// the kube backend doctor runs in the portal's image (kubectl exec), so
-// it says whether that image can encode even with H.264 off: the kube
-// image, distroless, has no GStreamer.
+// the kube backend doctor runs in the portal's container (kubectl exec),
+// whose image, distroless, has no GStreamer: there the encoders run in
+// the Pod's encoder sidecar, which CORRAL_VDI_H264=unix:PATH reaches.
 func checkH264(ctx context.Context, fs *findings, cfg Config) {
 	program := cfg.Console.H264
 	kube := cfg.Server.Backend == BackendKube
@@ -61,12 +62,19 @@ func checkH264(ctx context.Context, fs *findings, cfg Config) {
 	switch {
 	case program == "" && err == nil:
 		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles; this image could encode it (CORRAL_VDI_H264=gst-launch-1.0)")
+	case program == "" && kube:
+		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles; this image cannot encode it (it lacks %s: %v); the portal's encoder sidecar can (helm: encoder.enabled=true; kustomize: deploy/overlays/h264)", install, err)
 	case program == "":
 		fs.ok("h264", "H.264 off (CORRAL_VDI_H264 empty): VNC consoles get tiles; this image cannot encode it (it lacks %s: %v)", install, err)
+	case err == nil && strings.HasPrefix(program, "unix:"):
+		fs.ok("h264", "the encoder service at %s encodes H.264: VNC consoles that can decode it get video while the screen moves", strings.TrimPrefix(program, "unix:"))
+	case strings.HasPrefix(program, "unix:"):
+		fs.warn("h264", "Check the portal Pod's encoder container (kubectl logs -c encoder): it serves the socket CORRAL_VDI_H264 names, in the volume the two containers share",
+			"the encoder service at %s does not encode, so every console gets tiles: %v", strings.TrimPrefix(program, "unix:"), err)
 	case err == nil:
 		fs.ok("h264", "%s encodes H.264 (x264enc): VNC consoles that can decode it get video while the screen moves", program)
 	case kube:
-		fs.warn("h264", "Run the portal from an image with "+h264Packages+" (the kube image is distroless and has none: build one FROM debian:bookworm-slim with them and the binary, as the Dockerfile's local target is built), or leave CORRAL_VDI_H264 empty",
+		fs.warn("h264", "Turn on the portal's encoder sidecar (helm: encoder.enabled=true; kustomize: deploy/overlays/h264), which sets CORRAL_VDI_H264=unix:/run/corral-vdi-encoder/h264.sock; the kube image is distroless and has no GStreamer",
 			"CORRAL_VDI_H264=%s cannot encode in this image (it lacks %s), so every console gets tiles: %v", program, install, err)
 	default:
 		fs.warn("h264", "apt-get install "+install+" (or `sudo scripts/deps.sh`), or leave CORRAL_VDI_H264 empty",

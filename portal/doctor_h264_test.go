@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testencoder"
 )
 
 // TestDoctor_H264: doctor runs the H.264 encoder CORRAL_VDI_H264 names
@@ -14,7 +16,7 @@ import (
 // package to install: GStreamer's tools for a missing program, the
 // plugins package of a missing element (x264enc taken out of a copy of
 // this machine's plugin folder); on the kube backend, whether the image
-// can encode even with H.264 off.
+// can encode even with H.264 off, and the encoder sidecar's service.
 func TestDoctor_H264(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
@@ -67,8 +69,22 @@ func TestDoctor_H264(t *testing.T) {
 	t.Run("KubeNoProgram", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		f := check(t, "gst-launch-1.0", BackendKube)
-		if f.Level != levelWarn || !strings.Contains(f.Fix, "distroless") || !strings.Contains(f.Fix, h264Packages) || strings.Contains(f.Fix, "apt-get") {
-			t.Errorf("kube, H.264 on, no GStreamer: %+v; want a warning naming the packages for an image of its own", f)
+		if f.Level != levelWarn || !strings.Contains(f.Fix, "distroless") || !strings.Contains(f.Fix, "encoder.enabled=true") || strings.Contains(f.Fix, "apt-get") {
+			t.Errorf("kube, H.264 on, no GStreamer: %+v; want a warning naming the encoder sidecar", f)
+		}
+	})
+	// The encoder sidecar's service, reached on its socket.
+	t.Run("KubeSidecar", func(t *testing.T) {
+		service := testencoder.Start(t)
+		t.Setenv("PATH", t.TempDir()) // the portal's own image has none
+		if f := check(t, service, BackendKube); f.Level != levelOK || !strings.Contains(f.What, "encoder service at "+strings.TrimPrefix(service, "unix:")+" encodes") {
+			t.Errorf("kube, the encoder sidecar: %+v; want ok, the service encodes", f)
+		}
+	})
+	t.Run("KubeSidecarGone", func(t *testing.T) {
+		f := check(t, "unix:"+filepath.Join(t.TempDir(), "none.sock"), BackendKube)
+		if f.Level != levelWarn || !strings.Contains(f.Fix, "kubectl logs -c encoder") {
+			t.Errorf("kube, no encoder service on the socket: %+v; want a warning pointing at the encoder container", f)
 		}
 	})
 	t.Run("NoX264enc", func(t *testing.T) {

@@ -41,9 +41,11 @@ const h264KeyEvery = 60
 type encoder struct {
 	w, h   int // the screen's size
 	pw, ph int // the encoded size, even
-	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
+	kill   func()       // stops the encoder at once
+	reap   func() error // waits for it once killed
+	pid    int          // its process's, when it runs here
 	stderr bytes.Buffer
 	split  annexB
 	pad    []byte
@@ -62,26 +64,41 @@ func h264Pipeline(pw, ph int) []string {
 	return append([]string{"-q", "-e"}, strings.Fields(p)...)
 }
 
-// startEncoder starts an encoder for a w×h screen.
+// startEncoder starts an encoder for a w×h screen: program's process, or
+// one of the encoder service at PATH when program is "unix:PATH"
+// (ServeEncoders).
 func startEncoder(ctx context.Context, program string, w, h int) (*encoder, error) {
 	if w <= 0 || h <= 0 || w > maxDimension || h > maxDimension {
 		return nil, fmt.Errorf("rfb: no H.264 for a %dx%d screen", w, h)
 	}
 	e := &encoder{w: w, h: h, pw: w + w%2, ph: h + h%2}
-	e.cmd = exec.CommandContext(ctx, program, h264Pipeline(e.pw, e.ph)...)
-	e.cmd.Stderr = &e.stderr
-	in, err := e.cmd.StdinPipe()
+	if path, ok := strings.CutPrefix(program, "unix:"); ok {
+		return e, e.dial(ctx, path)
+	}
+	cmd := exec.CommandContext(ctx, program, h264Pipeline(e.pw, e.ph)...)
+	cmd.Stderr = &e.stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := e.cmd.Start(); err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rfb: start the H.264 encoder: %w", err)
 	}
 	e.in, e.out = in, bufio.NewReaderSize(out, 64<<10)
+	e.pid = cmd.Process.Pid
+	e.kill = func() { cmd.Process.Kill() }
+	e.reap = func() error {
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return nil // killed: it was asked to go
+		}
+		return err
+	}
 	return e, nil
 }
 
@@ -92,7 +109,7 @@ func (e *encoder) encode(pix []byte) (accessUnit, error) {
 		return accessUnit{}, fmt.Errorf("rfb: a screen of %d bytes for a %dx%d encoder", len(pix), e.w, e.h)
 	}
 	var hung atomic.Bool
-	t := time.AfterFunc(encodeTimeout, func() { hung.Store(true); e.cmd.Process.Kill() })
+	t := time.AfterFunc(encodeTimeout, func() { hung.Store(true); e.kill() })
 	defer t.Stop()
 	err := e.feed(pix)
 	var b []byte
@@ -167,12 +184,8 @@ func (e *encoder) failed(err error) error {
 func (e *encoder) close() error {
 	e.wait.Do(func() {
 		e.in.Close()
-		e.cmd.Process.Kill()
-		e.err = e.cmd.Wait()
-		var exit *exec.ExitError
-		if errors.As(e.err, &exit) {
-			e.err = nil // killed: it was asked to go
-		}
+		e.kill()
+		e.err = e.reap()
 	})
 	return e.err
 }

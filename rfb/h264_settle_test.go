@@ -210,7 +210,7 @@ func TestHub_H264EncoderProcessStuck(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		pids = append(pids, e.cmd.Process.Pid)
+		pids = append(pids, e.pid)
 		return e, nil
 	}
 	hub.mu.Unlock()

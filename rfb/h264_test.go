@@ -3,6 +3,7 @@ package rfb
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,15 +22,42 @@ func mustGStreamer(t *testing.T) string {
 	return "gst-launch-1.0"
 }
 
-// mustEncoder starts an encoder for a w×h screen.
-func mustEncoder(t *testing.T, w, h int) *encoder {
+// mustEncoder starts an encoder of program (default GStreamer's) for a
+// w×h screen.
+func mustEncoder(t *testing.T, w, h int, program ...string) *encoder {
 	t.Helper()
-	e, err := startEncoder(context.Background(), mustGStreamer(t), w, h)
+	p := mustGStreamer(t)
+	if len(program) > 0 {
+		p = program[0]
+	}
+	e, err := startEncoder(context.Background(), p, w, h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.close() })
 	return e
+}
+
+// mustEncoderService serves encoders (ServeEncoders) on a Unix socket
+// until t ends and returns its program for a hub, "unix:PATH".
+func mustEncoderService(t *testing.T, max int) string {
+	t.Helper()
+	gst := mustGStreamer(t)
+	path := filepath.Join(t.TempDir(), "h264.sock")
+	ln, err := ListenEncoders(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeEncoders(ctx, ln, EncoderServiceConfig{Program: gst, Max: max}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeEncoders: %v", err)
+		}
+	})
+	return "unix:" + path
 }
 
 // nalTypes lists the NAL unit types of an Annex-B access unit.
@@ -65,10 +93,16 @@ func screen(w, h, x int) []byte {
 // TestEncoder_KeyFrameThenDeltas: the encoder's first access unit is a key
 // frame with its SPS and PPS in front, as noVNC needs to configure its
 // decoder; the next are single P slices, small when little moved; no
-// access unit delimiters reach a viewer.
+// access unit delimiters reach a viewer. The same from the encoder
+// service (the Kubernetes encoder sidecar's).
 func TestEncoder_KeyFrameThenDeltas(t *testing.T) {
-	for _, size := range [][2]int{{320, 200}, {321, 199}} {
-		e := mustEncoder(t, size[0], size[1])
+	service := mustEncoderService(t, 0)
+	for _, tc := range []struct {
+		program []string
+		size    [2]int
+	}{{nil, [2]int{320, 200}}, {nil, [2]int{321, 199}}, {[]string{service}, [2]int{321, 199}}} {
+		size := tc.size
+		e := mustEncoder(t, size[0], size[1], tc.program...)
 		first, err := e.encode(screen(size[0], size[1], 0))
 		if err != nil {
 			t.Fatal(err)
@@ -185,4 +219,87 @@ func FuzzAnnexB(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncoderService_Refuses: the encoder service runs its own pipeline at
+// a size it checks, and no more encoders than it allows: a first line
+// that is not the hello, an odd or too large size, and an encoder beyond
+// the limit are closed unanswered, and the hub's error says the stream
+// ended.
+func TestEncoderService_Refuses(t *testing.T) {
+	service := mustEncoderService(t, 1)
+	path := strings.TrimPrefix(service, "unix:")
+	for _, hello := range []string{"GET / HTTP/1.1\r\n", "corral-h264 1 321 200\n", "corral-h264 1 20000 200\n", "corral-h264 1 -4 200\n", "corral-h264 1 320 200 -e\n"} {
+		conn, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(hello))
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		// Closed: at its end, or reset when the line was left unread.
+		if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
+			t.Errorf("first line %q: read %d bytes, %v; want the connection closed", hello, n, err)
+		}
+		conn.Close()
+	}
+	first := mustEncoder(t, 64, 48, service)
+	if _, err := first.encode(make([]byte, 64*48*4)); err != nil {
+		t.Fatal(err)
+	}
+	second := mustEncoder(t, 64, 48, service) // beyond Max: 1
+	if _, err := second.encode(make([]byte, 64*48*4)); err == nil {
+		t.Error("a second encoder at once from a service that allows one; want an error")
+	}
+	first.close()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if CheckH264(context.Background(), service) == nil {
+			break // its slot was given back
+		}
+		if time.Now().After(end) {
+			t.Fatal("the service took no encoder after the first one ended")
+		}
+	}
+}
+
+// BenchmarkEncoder_1280x800 encodes a moving square on a 1280×800 screen
+// by a process of the hub's own and by the encoder service (the
+// Kubernetes encoder sidecar's), frame after frame: the socket's cost
+// against the pipes'.
+func BenchmarkEncoder_1280x800(b *testing.B) {
+	const w, h = 1280, 800
+	gst := "gst-launch-1.0"
+	if exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run() != nil {
+		b.Skip("no GStreamer x264enc")
+	}
+	path := filepath.Join(b.TempDir(), "h264.sock")
+	ln, err := ListenEncoders(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ServeEncoders(ctx, ln, EncoderServiceConfig{Program: gst})
+	screens := [][]byte{screen(w, h, 0), screen(w, h, 64)}
+	for _, program := range []string{gst, "unix:" + path} {
+		name := "Process"
+		if program != gst {
+			name = "Service"
+		}
+		b.Run(name, func(b *testing.B) {
+			e, err := startEncoder(context.Background(), program, w, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.close()
+			var bytes int
+			for i := 0; b.Loop(); i++ {
+				au, err := e.encode(screens[i%2])
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += len(au.data)
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "bytes/frame")
+		})
+	}
 }

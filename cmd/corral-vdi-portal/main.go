@@ -1,6 +1,8 @@
 // Command corral-vdi-portal serves pools of desktops that people claim and
 // use in a browser. `corral-vdi-portal serve` (the default) runs the portal;
-// doctor checks a machine or cluster for it; version prints the release
+// doctor checks a machine or cluster for it; encoder serves H.264
+// encoders to a portal that cannot run them (its Kubernetes sidecar);
+// version prints the release
 // and commit; the admin subcommands (package
 // cli) talk to the running portal.
 package main
@@ -27,8 +29,8 @@ func main() {
 	}
 }
 
-// run runs the subcommand args names: serve (the default), doctor, version, help,
-// or an admin subcommand.
+// run runs the subcommand args names: serve (the default), doctor,
+// encoder, version, help, or an admin subcommand.
 func run(ctx context.Context, args []string) error {
 	name := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
@@ -39,12 +41,15 @@ func run(ctx context.Context, args []string) error {
 		return portal.Serve(ctx, args, os.Getenv)
 	case "doctor":
 		return portal.Doctor(ctx, cli.Stdio(), args)
+	case "encoder":
+		return portal.Encoder(ctx, args)
 	case "version":
 		portal.PrintVersion(os.Stdout)
 		return nil
 	case "help":
-		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal version\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
-			"serve runs the portal; `corral-vdi-portal serve -h` lists its flags, each with a CORRAL_VDI_* environment variable.\n\n" + cli.Usage)
+		fmt.Println("usage: corral-vdi-portal [serve] [flags]\n       corral-vdi-portal encoder -socket PATH\n       corral-vdi-portal version\n       corral-vdi-portal <admin subcommand> [flags]\n\n" +
+			"serve runs the portal; `corral-vdi-portal serve -h` lists its flags, each with a CORRAL_VDI_* environment variable.\n" +
+			"encoder serves H.264 encoders on a Unix socket to a portal beside it (CORRAL_VDI_H264=unix:PATH): the Kubernetes encoder sidecar.\n\n" + cli.Usage)
 		return nil
 	}
 	return cli.Run(ctx, cli.Stdio(), name, args)

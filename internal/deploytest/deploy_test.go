@@ -26,7 +26,7 @@ import (
 var overlays = []struct{ name, dir string }{
 	{"Base", "."}, {"OIDC", "overlays/oidc"}, {"Gateway", "overlays/gateway"}, {"Tailscale", "overlays/tailscale"},
 	{"PostgreSQL", "overlays/postgres"}, {"ClusterWide", "overlays/cluster-wide"}, {"Cilium", "overlays/cilium"},
-	{"OpenShift", "overlays/openshift"},
+	{"OpenShift", "overlays/openshift"}, {"H264", "overlays/h264"},
 }
 
 // TestDeploy renders deploy/ and each overlay with kustomize and applies
@@ -256,6 +256,9 @@ func checkPortalContainer(t *testing.T, spec corev1.PodSpec, ctr corev1.Containe
 	if ns, ok := env["CORRAL_VDI_POOL_NAMESPACES"]; (dir == "overlays/cluster-wide") == ok {
 		t.Errorf("CORRAL_VDI_POOL_NAMESPACES=%q (set: %v) in deploy/%s; want it only in the namespaced mode", ns, ok, dir)
 	}
+	if _, on := env["CORRAL_VDI_H264"]; on || dir == "overlays/h264" {
+		checkEncoderSidecar(t, spec, env["CORRAL_VDI_H264"])
+	}
 	if dir == "overlays/postgres" {
 		u := env["CORRAL_VDI_DATABASE_URL"]
 		if !strings.Contains(u, "@corral-pg-rw.corral-vdi.svc:") || !strings.Contains(u, "sslmode=verify-full") || !strings.Contains(u, "sslrootcert=") {
@@ -337,6 +340,41 @@ func checkPolicies(t *testing.T, dir string, objs []*unstructured.Unstructured) 
 		"NetworkPolicy/corral-vdi-ct-egress-deny", "NetworkPolicy/corral-vdi-vm-egress-deny", "NetworkPolicy/corral-vdi-egress-outbound"} {
 		if !slices.Contains(pool, want) {
 			t.Errorf("the pool namespace corral-vdi-desktops has %v; want %s", pool, want)
+		}
+	}
+}
+
+// checkEncoderSidecar checks that the portal's CORRAL_VDI_H264, h264,
+// names the socket its encoder sidecar serves, in an emptyDir only the
+// two containers mount.
+func checkEncoderSidecar(t *testing.T, spec corev1.PodSpec, h264 string) {
+	t.Helper()
+	socket, ok := strings.CutPrefix(h264, "unix:")
+	if !ok {
+		t.Errorf("CORRAL_VDI_H264 %q; want unix:PATH, the encoder sidecar's socket", h264)
+		return
+	}
+	mounts := map[string]string{} // container -> volume at the socket's folder
+	var args []string
+	for _, c := range spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == filepath.Dir(socket) {
+				mounts[c.Name] = m.Name
+			}
+		}
+		if c.Name == "encoder" {
+			args = c.Args
+		}
+	}
+	if len(args) < 3 || !slices.Equal(args[:3], []string{"encoder", "-socket", socket}) {
+		t.Errorf("the encoder container's args %q; want encoder -socket %s", args, socket)
+	}
+	if len(mounts) != 2 || mounts["portal"] == "" || mounts["portal"] != mounts["encoder"] {
+		t.Errorf("%s is mounted in %v; want one volume in the portal and encoder containers only", filepath.Dir(socket), mounts)
+	}
+	for _, v := range spec.Volumes {
+		if v.Name == mounts["portal"] && v.EmptyDir == nil {
+			t.Errorf("the socket's volume %s is %+v; want an emptyDir of the Pod's own", v.Name, v.VolumeSource)
 		}
 	}
 }

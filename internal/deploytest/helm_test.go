@@ -26,6 +26,7 @@ var chartCases = []struct{ name, dir, values string }{
 	{"Tailscale", "overlays/tailscale", "tailscale"}, {"PostgreSQL", "overlays/postgres", "postgres"},
 	{"ClusterWide", "overlays/cluster-wide", "cluster-wide"}, {"Monitoring", "overlays/monitoring", "monitoring"},
 	{"Cilium", "overlays/cilium", "cilium"}, {"OpenShift", "overlays/openshift", "openshift"},
+	{"H264", "overlays/h264", "h264"},
 }
 
 // mustRenderChart renders the chart for release corral-vdi in namespace

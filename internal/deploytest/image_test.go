@@ -67,9 +67,9 @@ func (s *stage) has(prefix string) string {
 // libc, and must start.
 func TestImageBuild(t *testing.T) {
 	st := parseDockerfile(t)
-	build, kube, local := st["build"], st["kube"], st["local"]
-	if build == nil || kube == nil || local == nil {
-		t.Fatalf("Dockerfile stages %v; want build, kube and local", st)
+	build, kube, local, encoder := st["build"], st["kube"], st["local"], st["encoder"]
+	if build == nil || kube == nil || local == nil || encoder == nil {
+		t.Fatalf("Dockerfile stages %v; want build, kube, local and encoder", st)
 	}
 	if build.has("ARG VERSION= COMMIT=") == "" {
 		t.Error("the build stage takes no VERSION and COMMIT build args for `corral-vdi-portal version`")
@@ -77,7 +77,7 @@ func TestImageBuild(t *testing.T) {
 	if build.has("RUN bash scripts/build-binary.sh /out/corral-vdi-portal") == "" {
 		t.Error("the build stage does not run scripts/build-binary.sh: CI would test other build steps than the image's")
 	}
-	for name, s := range map[string]*stage{"kube": kube, "local": local} {
+	for name, s := range map[string]*stage{"kube": kube, "local": local, "encoder": encoder} {
 		if s.has("COPY --from=build /out/corral-vdi-portal ") == "" {
 			t.Errorf("stage %s does not copy the build stage's binary", name)
 		}
@@ -99,6 +99,12 @@ func TestImageBuild(t *testing.T) {
 	}
 	if l := kube.has("RUN "); l != "" {
 		t.Errorf("kube stage runs %q; want nothing but the binary", l)
+	}
+	// The kube Pod's encoder sidecar: GStreamer's pipeline of the hubs.
+	for _, pkg := range []string{"gstreamer1.0-tools", "gstreamer1.0-plugins-base", "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-ugly"} {
+		if !strings.Contains(encoder.has("RUN apt-get update"), pkg) {
+			t.Errorf("encoder stage does not install %s", pkg)
+		}
 	}
 	install := local.has("RUN apt-get update")
 	for _, pkg := range []string{"tigervnc-standalone-server", "tigervnc-tools", "openbox", "xterm", "x11-xserver-utils", "freerdp2-shadow-x11", "winpr-utils"} {

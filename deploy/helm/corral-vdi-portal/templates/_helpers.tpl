@@ -16,6 +16,16 @@ app.kubernetes.io/name: corral-vdi-portal
 {{- end }}
 
 {{/* The image reference: digest, else tag, else the chart's appVersion. */}}
+{{- define "corral-vdi.encoderImage" -}}
+{{- with .Values.encoder.image -}}
+{{- if .digest -}}
+{{ .repository }}@{{ .digest }}
+{{- else -}}
+{{ .repository }}:{{ .tag | default $.Chart.AppVersion }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "corral-vdi.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
