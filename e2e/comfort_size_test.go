@@ -72,6 +72,31 @@ func sizeChoices(t *testing.T, p *Portal, b *Browser, page playwright.Page, shel
 	expect := playwright.NewPlaywrightAssertions(15000)
 	label := page.GetByTestId("size-menu")
 
+	t.Run("a choice this browser kept before is the portal's now", func(t *testing.T) {
+		// Where the browser kept the choice before the portal did.
+		_, err := page.Evaluate(`(key) => localStorage.setItem(key, '1280x720')`, "corral.size."+login)
+		must(t, err)
+		for _, when := range []string{"taken from the browser", "kept by the portal"} {
+			if when == "taken from the browser" {
+				res, err := page.ExpectResponse("**/api/vdi/settings/size", func() error { _, err := page.Reload(); return err })
+				must(t, err)
+				if !res.Ok() {
+					t.Fatalf("the page's PUT of the browser's choice: %d", res.Status())
+				}
+			} else {
+				_, err = page.Reload()
+				must(t, err)
+			}
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+			waitDimensions(t, shell, "1280x720")
+			must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1280×720"))
+			left, err := page.Evaluate(`(key) => localStorage.getItem(key)`, "corral.size."+login)
+			must(t, err)
+			if left != nil {
+				t.Errorf("%s: the browser still keeps %v", when, left)
+			}
+		}
+	})
 	t.Run("a fixed size", func(t *testing.T) {
 		chooseSize(t, page, "1280x720")
 		waitDimensions(t, shell, "1280x720")

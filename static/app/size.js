@@ -77,6 +77,15 @@ export function attachSize(wrap, view) {
   const screenWords = wrap.querySelector('#screen-words');
   let blocked = false; // the browser blocked the last screen window
   let choice = choiceOf(wrap.dataset.size);
+  // A choice this browser kept for the user before the portal kept them
+  // (localStorage) becomes the portal's, once, where the user has none.
+  const oldKey = `corral.size.${wrap.dataset.user || ''}`;
+  let adopted = null;
+  try {
+    const old = localStorage.getItem(oldKey);
+    localStorage.removeItem(oldKey);
+    if (old && !wrap.dataset.size) adopted = choice = choiceOf(old);
+  } catch { /* no storage: nothing kept there */ }
   let refusedValue = ''; // a fixed size the desktop refused
 
   // A remembered size the list does not offer gets an entry of its own
@@ -161,6 +170,8 @@ export function attachSize(wrap, view) {
       note.dataset.kind = 'error';
     });
   }
+
+  if (adopted) keep(adopted);
 
   function open(on) {
     if (on) render();
