@@ -9,3 +9,11 @@ func SetFollowWait(d time.Duration) (restore func()) {
 	followWait = d
 	return func() { followWait = old }
 }
+
+// SetHandOverWait sets how long the holder's new serial console waits for
+// the older one to let go of the line, for a test's life.
+func SetHandOverWait(d time.Duration) (restore func()) {
+	old := handOverWait
+	handOverWait = d
+	return func() { handOverWait = old }
+}

@@ -93,6 +93,9 @@ type Session struct {
 	// grant): the holder takes it back by ending it, and the admin's
 	// page reopens watching.
 	Granted bool
+	// TakenOver says Sessions.TakeOver took over from the holder's older
+	// console before this one dialed: Run does not again.
+	TakenOver bool
 	// Screen is 0 for a console's own window, 2 or 3 for a screen window
 	// the holder's VNC console opened (another part of the same
 	// desktop), which joins beside that console, never taking it over.

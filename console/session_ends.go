@@ -19,23 +19,8 @@ import (
 func (s *Sessions) enter(ctx context.Context, c Session) (_ context.Context, leave func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var undo []func()
-	// QEMU serves one serial client at a time (a second would wait
-	// unseen) and a KubeVirt VMI one VNC client; an admin who is not the
-	// holder watches alongside and is never taken over, nor is a screen
-	// window of the holder's console.
-	if (c.Protocol == vdi.ProtocolVNC || c.Protocol == vdi.ProtocolSerial) && c.Holder == c.User.Login && c.Screen == 0 {
-		// Recorded on the claim, which orders it after every console
-		// recorded before it, on any replica (no clock involved); the
-		// older ones give way here and, watching the claim, on the other
-		// replicas.
-		stamp, err := s.cfg.Claims.TakeConsole(ctx, c.Ref, c.Protocol, c.ID)
-		if err != nil {
-			s.cfg.Log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", c.Ref, "protocol", c.Protocol, "err", err)
-		}
-		undo = append(undo, s.takeover.Take(c.Ref, c.Protocol, stamp, cancel))
-		if stamp != "" {
-			go KeepNewest(ctx, s.cfg.Claims, c.Ref, c.Protocol, stamp, cancel, s.cfg.Log)
-		}
+	if takesOver(c) && !c.TakenOver {
+		undo = append(undo, s.take(ctx, c, cancel))
 	}
 	if c.Share != nil { // revoked or run out: the console closes
 		undo = append(undo, s.invited.Add(c.Share.ID, cancel))
@@ -72,3 +57,50 @@ func (s *Sessions) Invitees() *Invitees { return &s.invited }
 // Path returns the relay path of ref's newest console on this replica
 // that is not a watcher's (PathDirect, …), or "" while none is open.
 func (s *Sessions) Path(ref vdi.Ref) string { return s.links.get(ref) }
+
+// takesOver reports whether console c takes over from its holder's older
+// one: QEMU serves one serial client at a time (a second would wait
+// unseen) and a KubeVirt VMI one VNC and one serial client; an admin who
+// is not the holder watches alongside and is never taken over, nor is a
+// screen window of the holder's console.
+func takesOver(c Session) bool {
+	return (c.Protocol == vdi.ProtocolVNC || c.Protocol == vdi.ProtocolSerial) && c.Holder == c.User.Login && c.Screen == 0
+}
+
+// take makes c, which cancel ends, the holder's newest console of its
+// protocol: recorded on the claim, which orders it after every console
+// recorded before it, on any replica (no clock involved); the older ones
+// give way here and, watching the claim, on the other replicas. Call the
+// returned func when c has closed.
+func (s *Sessions) take(ctx context.Context, c Session, cancel context.CancelCauseFunc) (release func()) {
+	stamp, err := s.cfg.Claims.TakeConsole(ctx, c.Ref, c.Protocol, c.ID)
+	if err != nil {
+		s.cfg.Log.Warn("the holder's newest console not recorded: older ones on other replicas stay", "desktop", c.Ref, "protocol", c.Protocol, "err", err)
+	}
+	release = s.takeover.Take(c.Ref, c.Protocol, stamp, cancel)
+	if stamp != "" {
+		go KeepNewest(ctx, s.cfg.Claims, c.Ref, c.Protocol, stamp, cancel, s.cfg.Log)
+	}
+	return release
+}
+
+// TakeOver is, for the holder's serial console, the takeover Run would
+// do, done before its handler dials: the holder's older serial console,
+// on any replica, ends now, so that it lets go of the line before the
+// new one dials (Streams.Open); a line takes one client, and on KubeVirt
+// a second kicks the first. It sets c.TakenOver and returns the context
+// to dial and Run c with, which ends when a newer one takes over in
+// turn; call leave once c has closed. For any other console it does
+// nothing: Run takes over once it has connected.
+func (s *Sessions) TakeOver(ctx context.Context, c *Session) (_ context.Context, leave func()) {
+	if c.Protocol != vdi.ProtocolSerial || !takesOver(*c) {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	release := s.take(ctx, *c, cancel)
+	c.TakenOver = true
+	return ctx, func() {
+		release()
+		cancel(nil)
+	}
+}

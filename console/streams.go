@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/fanout"
 	"github.com/corral-dev/corral-vdi-portal/relay"
@@ -43,25 +44,44 @@ func NewStreams(streams *fanout.Streams, owners Owners, secret []byte, log *slog
 // StreamKey is the owner record's key of console p of ref.
 func StreamKey(ref vdi.Ref, p vdi.Protocol) string { return string(p) + ":" + ref.String() }
 
-// Open shares the holder's console p of ref, reached over up by path, as
-// its newest (exclusive: a serial line, whose older console ends), and
-// returns the holder's end. The record names this replica until up
-// closes.
-func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, up net.Conn, path string, exclusive bool) (net.Conn, error) {
+// handOverWait bounds how long the holder's new serial console waits
+// for their older one, on any replica, to let go of the line before it
+// dials (Open): the older one ends as soon as its replica sees the
+// takeover on the claim, well within a second or two.
+var handOverWait = 10 * time.Second
+
+// Open dials the holder's console p of ref (dial) and shares it as its
+// newest, and returns the holder's end and the path it took. The record
+// names this replica until the connection closes. An exclusive console
+// (a serial line, which takes one client: on KubeVirt a second one kicks
+// the first at virt-handler) is recorded before it is dialed, once no
+// live replica holds it: the holder's older one, wherever it runs, has
+// ended (taken over, Sessions.TakeOver) and let the line go, so that the
+// desktop never has two clients of it, not even for a moment. If it does
+// not within handOverWait, Open refuses and dials nothing. Any other
+// console is recorded once dialed, over any record: the holder's newest
+// wins.
+func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial func(context.Context) (net.Conn, string, error), exclusive bool) (net.Conn, string, error) {
 	if s.handedOff.Load() {
-		up.Close()
-		return nil, ErrNotOwner // draining: the holder's page opens it on another replica
+		return nil, "", ErrNotOwner // draining: the holder's page opens it on another replica
 	}
 	key := StreamKey(ref, p)
 	var o Owner
-	for range 3 { // the holder's newest wins: over any record, by compare-and-swap
-		cur, err := s.owners.Get(ctx, key)
-		if err != nil {
-			break
+	if exclusive {
+		var err error
+		if o, err = s.takeFree(ctx, ref, p); err != nil {
+			return nil, "", err
 		}
-		if o, err = s.owners.Take(ctx, key, cur); !errors.Is(err, ErrOwnerChanged) {
-			break
+	}
+	up, path, err := dial(ctx)
+	if err != nil {
+		if o.Version != "" {
+			releaseOwner(s.owners, s.log, key, o)
 		}
+		return nil, "", err
+	}
+	if !exclusive {
+		o = s.takeNewest(ctx, key)
 	}
 	if o.Version == "" {
 		s.log.Warn("the shared console is not recorded: invitees on other replicas will not find it", "console", key)
@@ -70,9 +90,60 @@ func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, up net.
 	}
 	c, err := s.streams.Open(ref.String()+"/"+string(p), up, path, exclusive)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return c, nil
+	return c, path, nil
+}
+
+// takeNewest records this replica as key's holder over any record, by
+// compare-and-swap; a zero Owner when it could not.
+func (s *Streams) takeNewest(ctx context.Context, key string) Owner {
+	var o Owner
+	for range 3 {
+		cur, err := s.owners.Get(ctx, key)
+		if err != nil {
+			break
+		}
+		if o, err = s.owners.Take(ctx, key, cur); !errors.Is(err, ErrOwnerChanged) {
+			break
+		}
+	}
+	return o
+}
+
+// takeFree records this replica as the holder of console p of ref once
+// no live replica holds it (none recorded, or its replica dead), waiting
+// up to handOverWait for the one that does to let go; the refusal says
+// what to do.
+func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Owner, error) {
+	key := StreamKey(ref, p)
+	wait, cancel := context.WithTimeout(ctx, handOverWait)
+	defer cancel()
+	for {
+		cur, err := s.owners.Get(wait, key)
+		if err == nil && (cur.Version == "" || !cur.Alive) {
+			o, terr := s.owners.Take(wait, key, cur)
+			if terr == nil {
+				return o, nil
+			}
+			if !errors.Is(terr, ErrOwnerChanged) {
+				err = terr
+			}
+		}
+		if sleep(wait, ownerPoll) == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return Owner{}, context.Cause(ctx) // taken over itself meanwhile, or its client left
+		}
+		if err != nil {
+			return Owner{}, &vdi.Error{Code: vdi.EUnavailable, Err: err, Msg: "The record of who holds the " + string(p) + " console of " + ref.String() + " cannot be read.",
+				Hint: "Connect again in a moment."}
+		}
+		s.log.Warn("the holder's older console did not let go of the line; the new one is refused", "console", key, "holder", cur.Replica)
+		return Owner{}, vdi.Errorf(vdi.EConflict, "Close it there, then connect again.",
+			"Your %s console of %s is still open in another tab or window, on portal server %s, and did not let go of it: it takes one client at a time.", p, ref, cur.Replica)
+	}
 }
 
 // Join adds an invitee to the holder's console p of ref, typing only with

@@ -30,7 +30,7 @@ func TestStreams_SharedAcrossReplicas(t *testing.T) {
 		t.Fatalf("an invitee's join with no console open: ok=%v, %v; want none, no error", ok, err)
 	}
 	desk, up := net.Pipe() // the desktop's serial line
-	holder, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, up, "apiserver", true)
+	holder, _, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, dialed(up, "apiserver"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestStreams_HolderResizesTheTerminal(t *testing.T) {
 	desk, pipe := net.Pipe()
 	defer desk.Close()
 	pty := &sizedConn{Conn: pipe}
-	holder, err := a.shared.Open(context.Background(), ref, vdi.ProtocolTerminal, pty, "direct", false)
+	holder, _, err := a.shared.Open(context.Background(), ref, vdi.ProtocolTerminal, dialed(pty, "direct"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,13 @@ func TestStreams_HandOffFollowed(t *testing.T) {
 		}
 	}
 	late, _ := net.Pipe()
-	if _, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, late, "apiserver", true); err == nil {
+	if _, _, err := a.shared.Open(ctx, ref, vdi.ProtocolSerial, dialed(late, "apiserver"), true); err == nil {
 		t.Error("a draining replica opened a shared console after its hand-off; want it refused")
 	}
 
 	deskC, upC := net.Pipe() // the holder's page opens the console again, on c
 	defer deskC.Close()
-	again, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, upC, "apiserver", true)
+	again, _, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, dialed(upC, "apiserver"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestStreams_FollowGivesUp(t *testing.T) {
 	ref := vdi.Ref{Namespace: "ns", Name: "vm-6"}
 	desk, up := net.Pipe()
 	defer desk.Close()
-	holder, err := a.shared.Open(context.Background(), ref, vdi.ProtocolSerial, up, "apiserver", true)
+	holder, _, err := a.shared.Open(context.Background(), ref, vdi.ProtocolSerial, dialed(up, "apiserver"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestStreams_DrainingFollowerSaysSo(t *testing.T) {
 	b.shared.HandOff()
 	deskC, upC := net.Pipe() // the holder's page opens it again, on c
 	defer deskC.Close()
-	if _, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, upC, "apiserver", true); err != nil {
+	if _, _, err := c.shared.Open(ctx, ref, vdi.ProtocolSerial, dialed(upC, "apiserver"), true); err != nil {
 		t.Fatal(err)
 	}
 	go deskC.Write([]byte("on-c "))
@@ -297,7 +297,7 @@ func serialHolder(t *testing.T, r *replica, ref vdi.Ref) (holder, desk net.Conn)
 	t.Helper()
 	desk, up := net.Pipe()
 	t.Cleanup(func() { desk.Close() })
-	holder, err := r.shared.Open(context.Background(), ref, vdi.ProtocolSerial, up, "apiserver", true)
+	holder, _, err := r.shared.Open(context.Background(), ref, vdi.ProtocolSerial, dialed(up, "apiserver"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,4 +315,9 @@ func serialInvitee(t *testing.T, r *replica, ref vdi.Ref, control bool) net.Conn
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// dialed is a dial that returns up, reached by path.
+func dialed(up net.Conn, path string) func(context.Context) (net.Conn, string, error) {
+	return func(context.Context) (net.Conn, string, error) { return up, path, nil }
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -95,6 +96,12 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		// input reaches the desktop. The one upstream may take any path.
 		return h.console.screens.Join(ctx, ref, !viewOnly, h.console.screenDial(ref))
 	}
+	// The holder's newest serial console ends their older one on every
+	// replica before it dials: the line takes one client.
+	sid := console.NewID()
+	ses := console.Session{ID: sid, User: id, Ref: ref, Protocol: p, Holder: d.Holder, Share: share, Granted: granted, Screen: screenNo}
+	ctx, leave := h.console.sessions.TakeOver(r.Context(), &ses)
+	defer leave()
 	// The holder's console asks them before an admin watches (an
 	// invitation is the holder's own answer); the desktop is connected
 	// only once they allow it, so nothing waits on a handshake meanwhile.
@@ -102,11 +109,10 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	var conn net.Conn
 	var path string
 	if !consent {
-		if conn, path, err = connect(r.Context()); err != nil {
+		if conn, path, err = connect(ctx); err != nil {
 			return err
 		}
 	}
-	sid := console.NewID()
 	rec, err := h.startRecording(r.Context(), sid, id, d, p)
 	if err != nil {
 		closeConn(conn)
@@ -136,7 +142,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			closeWS(ws, websocket.ClosePolicyViolation, d.Holder+" did not allow the watch")
 			return nil
 		}
-		if conn, path, err = connect(r.Context()); err != nil {
+		if conn, path, err = connect(ctx); err != nil {
 			h.log.Warn("console not connected", "desktop", ref, "user", id.Login, "err", err)
 			closeWS(ws, websocket.CloseTryAgainLater, "The desktop did not answer: reconnect, or ask its holder to.")
 			return nil
@@ -144,11 +150,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	}
 	screen := conn // the hub's viewer before any filter: its video may go by WebRTC
 	conn = h.clipboardFilter(conn, d, p, id.Login)
-	ses := console.Session{ID: sid, User: id, Ref: ref, Protocol: p, Path: path, Holder: d.Holder, Share: share, Granted: granted, Screen: screenNo}
+	ses.Path = path
 	if watching {
 		ses.Watcher = &watcher
 	}
-	h.console.sessions.Run(r.Context(), ses, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
+	h.console.sessions.Run(ctx, ses, func(ctx context.Context, opts relay.Options) (relay.Stats, error) {
 		opts.PingEvery = h.console.cfg.PingEvery
 		if path == console.PathPeer { // another replica's went away, not the desktop
 			opts.LinkGone = peerGone(p)
@@ -215,15 +221,13 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 		}
 		return c, path, nil
 	case d.Holder == id.Login:
-		up, path, err := h.console.dial.Dial(ctx, d.Ref(), p)
-		if err != nil {
-			return nil, "", err
-		}
-		c, err := h.console.shared.Open(ctx, d.Ref(), p, up, path, p == vdi.ProtocolSerial)
-		if err != nil {
+		dial := func(ctx context.Context) (net.Conn, string, error) { return h.console.dial.Dial(ctx, d.Ref(), p) }
+		c, path, err := h.console.shared.Open(ctx, d.Ref(), p, dial, p == vdi.ProtocolSerial)
+		var known *vdi.Error
+		if err != nil && !errors.As(err, &known) { // taken over meanwhile, or the stream ended at once
 			return nil, "", vdi.Errorf(vdi.EUnavailable, "Connect again.", "The %s console of %s closed as it opened.", p, d.Ref())
 		}
-		return c, path, nil
+		return c, path, err
 	default:
 		return h.console.dial.Dial(ctx, d.Ref(), p)
 	}

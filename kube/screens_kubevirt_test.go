@@ -169,7 +169,9 @@ func (r *replica) mustWatch(t *testing.T, ref vdi.Ref, user string) *snapshot.Vi
 // second client; alice's console moves to c (a reload). Through all that
 // virt-handler let one client in and refused or kicked none. Her serial
 // console on a, her page in Chromium (through a front that vouches for her
-// and sends her requests where the test says, as the Service would), is
+// and sends her requests where the test says, as the Service would),
+// taking over her first tab of it on c, which lets go of the VMI's one
+// serial client before the page dials, is
 // shared with erin and carol on b the same way (shareStream), and so is
 // the terminal of her container desktop (a CT Pod on a node stand-in's
 // kubelet, reached through pods/exec); ops's serial console and terminal
@@ -281,9 +283,16 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		t.Errorf("virt-handler refused %d VNC clients while a held the screen; want none: only the owner dials", n.Refused-before.Refused)
 	}
 	// alice's serial console is her page in Chromium, which her front
-	// (the Service, vouching for her) sends to a.
+	// (the Service, vouching for her) sends to a: her second tab of it,
+	// the first open on c. The first lets go of the VMI's one serial
+	// client before the page's dials: it ends taken over, and
+	// virt-handler sees one client more, none kicked (serial.up).
+	first := c.mustStream(t, vdi.ProtocolSerial, ref, "alice")
 	serialUp := newSerialUpstreams(node, ref)
 	page := openSerialPage(t, br, ref, a)
+	if ce := closedStream(first); ce == nil || ce.Text != console.ErrTakenOver.Error() {
+		t.Errorf("alice's first serial tab, on c, once her page opened it on a: ended with %v; want %q", ce, console.ErrTakenOver)
+	}
 	serial := shareStream(t, vdi.ProtocolSerial, ref, serialUp, page, a, b)
 	serial.adminWatches(t, c) // ops on c joins alice's, view only
 	termUp := newExecUpstreams(ct, nodes...)
