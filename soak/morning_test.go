@@ -58,6 +58,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 		}
 	}
 	watcher := watchLeases(t, e.cluster.Client, e.ns, e.pool)
+	cgroup := quietControlPlane(t, r, e, "morning")
 
 	// The serial limit, cold: one claim at a time of a stopped member. The
 	// serial claimants release theirs before the storm (an ephemeral
@@ -82,6 +83,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 		}
 		return won, running, true
 	}
+	serialLoad := watchLoad(e, cgroup)
 	coldWon, coldRun, ok := serial("cold", 5)
 	if !ok {
 		return
@@ -106,6 +108,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	if !ok {
 		return
 	}
+	r.note("morning: while the serial claims ran: %s", serialLoad.stop())
 	e.releaseAll(ctx, serialHeld)
 	clear(serialHeld)
 	if _, ok := eventually(2*time.Minute, func() bool { return e.warm(ctx) >= standby }); !ok {
@@ -122,6 +125,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	}
 	results := make([]result, sc.StormUsers)
 	rng := rand.New(rand.NewPCG(35, 1000))
+	stormLoad := watchLoad(e, cgroup)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range results {
@@ -150,6 +154,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	r.note("morning: while the storm ran: %s", stormLoad.stop())
 	leases, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
 	acquired := map[string]time.Time{} // holder -> acquireTime
 	if err == nil {

@@ -99,6 +99,7 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%d checks failed", n)
 		}
 	}()
+	fixSoakCPU(t, r)
 	only := os.Getenv("SOAK_ONLY") // e.g. "kube,fuzz": run only these phases
 	phase := func(name string, f func(t *testing.T, sc scale, r *report)) {
 		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
