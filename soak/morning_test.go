@@ -18,8 +18,9 @@ import (
 
 // The morning storm: sc.StormUsers users arrive over sc.StormOver, each
 // claiming once from a pool of as many members across three replicas, the
-// pool's standby sized to the arrival rate (arrivals per second × a cold
-// start measured first, as a working-hours floor). It measures, in the
+// pool's standby sized to the arrival rate (arrivals per second at each
+// replica's share of the members × a cold start measured first, for every
+// share, as a working-hours floor). It measures, in the
 // same run, the serial limit (one claim at a time, of a warm member and of
 // a cold one), the storm's time to a won Lease (the Lease's acquireTime
 // minus when the request left) and to a running desktop (the answer), the
@@ -90,7 +91,11 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	}
 	cold := percentile(coldRun, 50)
 	rate := float64(sc.StormUsers) / sc.StormOver.Seconds()
-	standby := min(sc.StormUsers, int(math.Ceil(rate*cold.Seconds()))+1)
+	// Each replica's claims try its own share of the members first
+	// (vdi/claim_share.go), so each share wants its part of the arrivals
+	// × a start: the portal places the warm members across the shares.
+	shares := len(e.replicas)
+	standby := min(sc.StormUsers, shares*int(math.Ceil(rate*cold.Seconds()/float64(shares))))
 	patch := fmt.Sprintf(`{"standby": {"min": 1, "max": %d}, "standbySchedule": {"days": "sun-sat", "from": "00:00", "to": "23:59", "standby": %d}}`, sc.StormUsers, standby)
 	if code, buf, err := call(ctx, e.replicas[0].URL, "ops", "PATCH", "/api/vdi/pools/"+e.ns+"/"+e.pool, patch); code != 200 {
 		r.add("morning", "standby set", false, "200", "%d %.200s %v", code, buf, err)
@@ -101,8 +106,8 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 		r.add("morning", fmt.Sprintf("standby of %d warm", standby), false, "within 5 min", "%d warm", e.warm(ctx))
 		return
 	}
-	r.note("morning: %d users over %s is %.1f/s; a cold claim takes %s, so the standby is %d (rate × cold start + 1), warm %s after it was set",
-		sc.StormUsers, sc.StormOver, rate, ms(cold), standby, time.Since(warmUp).Round(time.Second))
+	r.note("morning: %d users over %s is %.1f/s; a cold claim takes %s, so the standby is %d (%d replicas' shares × ⌈rate ÷ replicas × cold start⌉), warm %s after it was set",
+		sc.StormUsers, sc.StormOver, rate, ms(cold), standby, shares, time.Since(warmUp).Round(time.Second))
 	// The serial limit, warm: one claim at a time of a warm member.
 	warmWon, warmRun, ok := serial("warm", 5)
 	if !ok {

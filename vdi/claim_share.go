@@ -52,20 +52,26 @@ func shareOf(r Replicas) (s share, ok bool) {
 	return s, true
 }
 
-// mine reports whether member m (namespace/name) is this replica's:
-// its score with this replica beats its score with every other (a tie,
-// as rare as a 64-bit collision, goes to the replica with the lower
-// hash, on every replica alike).
-func (s share) mine(m Member) bool {
+// mine reports whether member m (namespace/name) is this replica's.
+func (s share) mine(m Member) bool { return s.owner(m) == 0 }
+
+// owner returns whose share member m (namespace/name) is: 0 this
+// replica's, i+1 others[i]'s; the replica whose score with m beats every
+// other's (a tie, as rare as a 64-bit collision, goes to the replica with
+// the lower hash, on every replica alike).
+func (s share) owner(m Member) int {
 	h := hashString(m.Namespace + "/" + m.Name)
-	own := mix(h ^ s.self)
-	for _, o := range s.others {
-		if theirs := mix(h ^ o); theirs > own || (theirs == own && o < s.self) {
-			return false
+	best, hash, score := 0, s.self, mix(h^s.self)
+	for i, o := range s.others {
+		if theirs := mix(h ^ o); theirs > score || (theirs == score && o < hash) {
+			best, hash, score = i+1, o, theirs
 		}
 	}
-	return true
+	return best
 }
+
+// count returns how many shares the live replicas split the members into.
+func (s share) count() int { return 1 + len(s.others) }
 
 // hashString is FNV-1a of s: the same in every process.
 func hashString(s string) uint64 {

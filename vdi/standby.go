@@ -77,7 +77,11 @@ func (s *Service) StandbyWant(p Pool, held map[string]*Lease) int {
 			claims++
 		}
 	}
-	return max(p.Standby.Want(claims, s.startTime(p)), p.StandbySchedule.Floor(now))
+	shares := 1
+	if sh, ok := shareOf(s.spread.replicas); ok {
+		shares = sh.count()
+	}
+	return max(p.Standby.Want(claims, s.startTime(p), shares), p.StandbySchedule.Floor(now))
 }
 
 // noteStart records how long a standby start of one of p's members took.
@@ -105,8 +109,8 @@ func (s *Service) startTime(p Pool) time.Duration {
 	return sum / time.Duration(len(ts))
 }
 
-// standbyShort returns the pool's free stopped members, best first, and
-// how many of them the standby needs started.
+// standbyShort returns the pool's free stopped members, best first (see
+// placeStandby), and how many of them the standby needs started.
 func (s *Service) standbyShort(ctx context.Context, p Pool) (cold []Member, short int, err error) {
 	held, err := s.held(ctx, p.Namespace, p.Name)
 	if err != nil {
@@ -116,19 +120,56 @@ func (s *Service) standbyShort(ctx context.Context, p Pool) (cold []Member, shor
 	if err != nil {
 		return nil, 0, err
 	}
-	warm := 0
+	var warm []Member
 	for _, m := range members {
 		if held[m.Name] != nil || m.AssignedTo != "" {
 			continue // claimed, or its pre-Lease holder's
 		}
 		switch {
 		case m.Power.warm() || s.isStartingStandby(m.Ref()):
-			warm++
+			warm = append(warm, m)
 		case m.Power == PowerStopped:
 			cold = append(cold, m)
 		}
 	}
-	return cold, s.StandbyWant(p, held) - warm, nil
+	return placeStandby(s.spread.replicas, warm, cold), s.StandbyWant(p, held) - len(warm), nil
+}
+
+// placeStandby orders cold, a pool's free stopped members, so that
+// starting them from the first spreads the warm ones across the live
+// replicas' shares (claim_share.go): each next one is of the share with
+// the fewest warm members (counting warm, the free ones warm already, and
+// those before it), the lowest share first on a tie. A replica's claims
+// try its own share's warm members first, where no other replica's
+// claims race them, so a warm group piled in one share would send the
+// other replicas' claims to race for it. Without shares cold is as it was.
+func placeStandby(r Replicas, warm, cold []Member) []Member {
+	sh, ok := shareOf(r)
+	if !ok || len(cold) == 0 {
+		return cold
+	}
+	count := make([]int, sh.count())
+	for _, m := range warm {
+		count[sh.owner(m)]++
+	}
+	byShare := make([][]Member, sh.count())
+	for _, m := range cold {
+		o := sh.owner(m)
+		byShare[o] = append(byShare[o], m)
+	}
+	out := make([]Member, 0, len(cold))
+	for len(out) < len(cold) {
+		next := -1
+		for i, ms := range byShare {
+			if len(ms) > 0 && (next < 0 || count[i] < count[next]) {
+				next = i
+			}
+		}
+		out = append(out, byShare[next][0])
+		byShare[next] = byShare[next][1:]
+		count[next]++
+	}
+	return out
 }
 
 // AcquireNotifier is a Leases store that reports claims as they happen,

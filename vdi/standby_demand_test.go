@@ -81,7 +81,7 @@ func TestStandbyWant(t *testing.T) {
 		{vdi.Standby{Min: 1, Max: 20}, 1000, time.Minute, 20},     // clamped to max
 		{vdi.Standby{Min: 4, Max: 8}, 1, time.Second, 4},          // clamped to min
 	} {
-		if got := tc.st.Want(tc.claims, tc.start); got != tc.want {
+		if got := tc.st.Want(tc.claims, tc.start, 1); got != tc.want {
 			t.Errorf("%s.Want(%d claims in %v, start %v) = %d; want %d", tc.st, tc.claims, vdi.StandbyWindow, tc.start, got, tc.want)
 		}
 	}

@@ -38,15 +38,20 @@ func (st Standby) Follows() bool { return st.Min < st.Max }
 func (st Standby) IsZero() bool { return st.Max <= 0 }
 
 // Want returns how many members st keeps warm given claims, the claims in
-// the last StandbyWindow, and start, how long a member takes to start:
-// the claims expected while one starts (rate × start time, rounded up),
-// clamped to Min..Max. A fixed standby is its number.
-func (st Standby) Want(claims int, start time.Duration) int {
+// the last StandbyWindow, start, how long a member takes to start, and
+// shares, how many replicas' shares of the members the claims arrive at
+// (claim_share.go; 1 when they share none): the claims expected at each
+// share while one of its members starts (the rate ÷ shares × start time,
+// rounded up), for every share, clamped to Min..Max. Each replica's
+// claims then find a warm member in its own share, where they race no
+// other replica's. A fixed standby is its number.
+func (st Standby) Want(claims int, start time.Duration, shares int) int {
 	if !st.Follows() {
 		return st.Max
 	}
-	need := int(math.Ceil(float64(claims) * start.Seconds() / StandbyWindow.Seconds()))
-	return min(max(need, st.Min), st.Max)
+	shares = max(shares, 1)
+	each := math.Ceil(float64(claims) * start.Seconds() / StandbyWindow.Seconds() / float64(shares))
+	return min(max(int(each)*shares, st.Min), st.Max)
 }
 
 // String is st as the dashboard and the audit log show it: "2", or
