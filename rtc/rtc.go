@@ -81,7 +81,6 @@ func New(cfg Config) (*Server, error) {
 	// good, and the browser asks for another (a ~100-packet key frame at
 	// 0.5 % loss arrives whole about half the time).
 	ir := new(interceptor.Registry)
-	ir.Add(quietReportsFactory{}) // first: the report interceptor writes through it
 	if err := webrtc.RegisterDefaultInterceptors(me, ir); err != nil {
 		return nil, err
 	}
