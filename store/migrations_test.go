@@ -28,7 +28,7 @@ var oldNames = []string{
 
 // newSteps are the steps added after the renumbering, recorded by their
 // own names.
-var newSteps = []string{"migrations/0011_standby_demand.sql", "migrations/0012_tokens.sql", "migrations/0013_token_scopes.sql", "migrations/0014_pool_samples.sql", "migrations/0015_leases_holder.sql"}
+var newSteps = []string{"migrations/0011_standby_demand.sql", "migrations/0012_tokens.sql", "migrations/0013_token_scopes.sql", "migrations/0014_pool_samples.sql", "migrations/0015_leases_holder.sql", "migrations/0016_user_settings.sql"}
 
 // TestMigrations_UniquePrefixes checks that no two migrations of a dialect
 // share a number, so their order is plain from their names.
