@@ -52,8 +52,6 @@ type Leases struct {
 	mu       sync.Mutex
 	own      map[string]own    // namespace/name -> this instance's latest write, until the cache catches up
 	reported map[string]string // namespace/name -> resourceVersion already reported as malformed
-
-	seen seen // the newest write the cache shows (read_after.go)
 }
 
 // own is a write this instance made that the cache may not show yet: the
@@ -93,7 +91,6 @@ func NewLeases(cfg LeasesConfig) *Leases {
 	}}); err != nil {
 		panic(err) // only fails after the informer started
 	}
-	l.seen.follow(l.informer)
 	return l
 }
 
@@ -158,11 +155,10 @@ func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 
 // List returns the Leases in namespace (all when empty), of pool when pool
 // is not empty, from the cache plus this instance's own newer writes. Before
-// Start, and when the cache does not show the write ctx must read after
-// (vdi.ReadAfter) within readAfterWait, it asks the apiserver.
+// Start it asks the apiserver.
 func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	var objs []*coordinationv1.Lease
-	if !l.informer.HasSynced() || !l.seen.reached(ctx, vdi.ReadAfter(ctx)) {
+	if !l.informer.HasSynced() {
 		sel := vdi.LabelMember
 		if pool != "" {
 			sel += "," + vdi.LabelPool + "=" + pool
