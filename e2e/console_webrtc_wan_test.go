@@ -88,8 +88,10 @@ func TestConsole_WebRTCOverWAN(t *testing.T) {
 	waitScreen(t, page, 60*time.Second, "the desktop's colour over the websocket", []int{1100, 600}, red)
 	g.run("xterm -title rtctype -geometry 60x4+40+40 -e sh -c 'cat > ~/typed.log' >/dev/null 2>&1 & TYPER=$!")
 	var m []string
+	var info string
 	if !eventually(15*time.Second, func() bool {
-		m = winPosRe.FindStringSubmatch(g.run("xwininfo -name rtctype"))
+		info = g.run("xwininfo -name rtctype")
+		m = winPosRe.FindStringSubmatch(info)
 		return m != nil
 	}) {
 		t.Fatal("the typing window did not open")
@@ -98,15 +100,44 @@ func TestConsole_WebRTCOverWAN(t *testing.T) {
 	for i := range box {
 		box[i], _ = strconv.Atoi(m[i+1])
 	}
+	id := winIDRe.FindStringSubmatch(info)
+	if id == nil {
+		t.Fatalf("xwininfo named no window id: %q", info)
+	}
 	xy, err := page.Evaluate(canvasPoint, []int{box[0] + box[2]/2, box[1] + box[3]/2})
 	must(t, err)
-	must(t, page.Mouse().Click(toFloat(xy.([]any)[0]), toFloat(xy.([]any)[1])))
-	time.Sleep(500 * time.Millisecond) // the click's focus reaches the window first
-	must(t, page.Keyboard().Type("typed over tcp\n"))
+	// A click on a window the X server has only just mapped can come
+	// before the window manager manages it: click until it has the focus
+	// (over a 40 ms link, on a loaded machine), then type. Under load the
+	// line typed has been seen lost with the window focused (a CI
+	// rehearsal, and one run of four beside it, load 7–15; cause not
+	// found): it is typed again then, at most thrice, and how many tries
+	// it took is logged.
+	focus := func() bool {
+		return eventually(30*time.Second, func() bool {
+			must(t, page.Mouse().Click(toFloat(xy.([]any)[0]), toFloat(xy.([]any)[1])))
+			return eventually(2*time.Second, func() bool {
+				a := activeRe.FindStringSubmatch(g.run("xprop -root _NET_ACTIVE_WINDOW"))
+				return a != nil && a[1] == id[1]
+			})
+		})
+	}
 	typed := filepath.Join(p.homeOf(d.Name), "typed.log")
-	if !eventually(30*time.Second, func() bool { b, _ := os.ReadFile(typed); return strings.Contains(string(b), "typed over tcp") }) {
-		b, _ := os.ReadFile(typed)
-		t.Errorf("the desktop's window got %q; want the keys typed while the track's port was unreachable", b)
+	tries := 0
+	for tries < 3 {
+		tries++
+		if !focus() {
+			t.Fatalf("the typing window %s never got the focus: %s", id[1], g.run("xprop -root _NET_ACTIVE_WINDOW"))
+		}
+		must(t, page.Keyboard().Type("typed over tcp\n"))
+		if eventually(15*time.Second, func() bool { b, _ := os.ReadFile(typed); return strings.Contains(string(b), "typed over tcp") }) {
+			break
+		}
+	}
+	if b, _ := os.ReadFile(typed); !strings.Contains(string(b), "typed over tcp") {
+		t.Errorf("the desktop's window got %q after %d tries; want the keys typed while the track's port was unreachable", b, tries)
+	} else {
+		t.Logf("the keys typed over the websocket arrived at try %d", tries)
 	}
 	g.run("kill $TYPER")
 	if to, _ := link.wire.udpBytes(); to != 0 {
