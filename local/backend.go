@@ -383,8 +383,16 @@ func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	if err := b.wipeMember(ref.Name); err != nil {
 		return fmt.Errorf("local: wipe %s: %w", ref, err)
 	}
+	// A shell of the member's that is ending right now (a terminal hung
+	// up by the release writes its history as it goes) can add a file
+	// while the home is removed ("directory not empty"): remove again.
 	home := b.spec(ref.Name).Home
-	if err := os.RemoveAll(home); err != nil {
+	err := os.RemoveAll(home)
+	for try := 0; err != nil && try < 10; try++ {
+		time.Sleep(100 * time.Millisecond)
+		err = os.RemoveAll(home)
+	}
+	if err != nil {
 		return fmt.Errorf("local: wipe home of %s: %w", ref, err)
 	}
 	return nil
