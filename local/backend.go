@@ -383,9 +383,10 @@ func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	if err := b.wipeMember(ref.Name); err != nil {
 		return fmt.Errorf("local: wipe %s: %w", ref, err)
 	}
-	// A shell of the member's that is ending right now (a terminal hung
-	// up by the release writes its history as it goes) can add a file
-	// while the home is removed ("directory not empty"): remove again.
+	// A process of the member's still ending can add a file while the
+	// home is removed ("directory not empty", seen once with the portal
+	// as nobody; which process wrote is not known: Stop has already hung
+	// up and reaped the terminals' shells): remove again.
 	home := b.spec(ref.Name).Home
 	err := os.RemoveAll(home)
 	for try := 0; err != nil && try < 10; try++ {
