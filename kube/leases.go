@@ -52,6 +52,8 @@ type Leases struct {
 	mu       sync.Mutex
 	own      map[string]own    // namespace/name -> this instance's latest write, until the cache catches up
 	reported map[string]string // namespace/name -> resourceVersion already reported as malformed
+
+	seen seen // the newest write the cache shows (read_after.go)
 }
 
 // own is a write this instance made that the cache may not show yet: the
@@ -91,6 +93,7 @@ func NewLeases(cfg LeasesConfig) *Leases {
 	}}); err != nil {
 		panic(err) // only fails after the informer started
 	}
+	l.seen.follow(l.informer)
 	return l
 }
 
@@ -155,10 +158,11 @@ func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 
 // List returns the Leases in namespace (all when empty), of pool when pool
 // is not empty, from the cache plus this instance's own newer writes. Before
-// Start it asks the apiserver.
+// Start, and when the cache does not show the write ctx must read after
+// (vdi.ReadAfter) within readAfterWait, it asks the apiserver.
 func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	var objs []*coordinationv1.Lease
-	if !l.informer.HasSynced() {
+	if !l.informer.HasSynced() || !l.seen.reached(ctx, vdi.ReadAfter(ctx)) {
 		sel := vdi.LabelMember
 		if pool != "" {
 			sel += "," + vdi.LabelPool + "=" + pool

@@ -130,7 +130,7 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 		return Desktop{}, Errorf(EForbidden, "Add them to the pool's access first, or pick a pool they may use.",
 			"%s may not use pool %s, which is for %s.", user, p.Name, p.For())
 	}
-	leases, done, err := s.ruled(ctx, user, p, false)
+	ctx, leases, done, err := s.ruled(ctx, user, p, false)
 	if err != nil {
 		return Desktop{}, err
 	}

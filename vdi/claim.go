@@ -46,7 +46,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	defer cancel()
 	// claims is the store this claim writes through: it keeps the
 	// user's rules (claim_rules.go).
-	claims, done, err := s.ruled(ctx, id.Login, p, true)
+	ctx, claims, done, err := s.ruled(ctx, id.Login, p, true)
 	if err != nil {
 		return Desktop{}, err
 	}

@@ -46,10 +46,12 @@ func claimLockRef(ns, login string) Ref {
 }
 
 // lockClaims takes login's claim lock (in the lock namespace, else in
-// namespace) and returns the function that lets
-// it go. It waits for another claim of the same user to finish, and takes
-// over a lock left by a portal that died.
-func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), err error) {
+// namespace) and returns the function that lets it go, and the lock
+// Lease's resourceVersion ("" for a store's own lock): the claim's reads
+// must show every write before it (WithReadAfter). It waits for another
+// claim of the same user to finish, and takes over a lock left by a
+// portal that died.
+func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), rv string, err error) {
 	if s.lockNS != "" {
 		namespace = s.lockNS
 	}
@@ -60,12 +62,12 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 		unlock, ok, err := cl.LockClaims(ctx, ref.String())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil, Errorf(EUnavailable, "Wait for it to finish, then try again.",
+			return nil, "", Errorf(EUnavailable, "Wait for it to finish, then try again.",
 				"Another claim of yours is still in progress.")
 		case err != nil:
-			return nil, unavailable(err)
+			return nil, "", unavailable(err)
 		case ok:
-			return unlock, nil
+			return unlock, "", nil
 		}
 	}
 	backoff := 2 * time.Millisecond
@@ -85,14 +87,14 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 				if err := s.leases.Delete(dctx, l); err != nil && !errors.Is(err, ErrNotFound) {
 					s.log.Warn("claim lock not let go; it runs out by itself", "user", login, "in", claimLockDuration, "err", err)
 				}
-			}, nil
+			}, l.ResourceVersion, nil
 		}
 		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) {
-			return nil, unavailable(err)
+			return nil, "", unavailable(err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, Errorf(EUnavailable, "Wait for it to finish, then try again.",
+			return nil, "", Errorf(EUnavailable, "Wait for it to finish, then try again.",
 				"Another claim of yours is still in progress.")
 		case <-time.After(backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))):
 		}

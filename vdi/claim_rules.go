@@ -30,10 +30,11 @@ type holdsInPool struct{ l *Lease }
 func (h *holdsInPool) Error() string { return "vdi: already holds " + h.l.Ref().String() }
 
 // ruled returns the store that a claim (onePerPool) or an assignment of
-// a desktop of pool p for login writes through, and the function to call
-// when it is done: a store that checks login's rules in its writes (see
-// rules), else s.leases with login's claim lock taken.
-func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bool) (Leases, func(), error) {
+// a desktop of pool p for login writes through, the context its reads
+// take from then on, and the function to call when it is done: a store
+// that checks login's rules in its writes (see rules), else s.leases
+// with login's claim lock taken, read after it (WithReadAfter).
+func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bool) (context.Context, Leases, func(), error) {
 	if hc, ok := s.leases.(HolderChecks); ok {
 		var counted map[string]bool // set before the first write
 		if l, ok := hc.CheckedBy(login, func(held []*Lease) error { return s.rules(login, p, onePerPool, counted, held) }); ok {
@@ -42,21 +43,21 @@ func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bo
 				// database the write holds a connection of.
 				pools, err := s.backend.Pools(ctx)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				counted = make(map[string]bool, len(pools))
 				for _, q := range pools {
 					counted[q.Namespace+"/"+q.Name] = true
 				}
 			}
-			return l, func() {}, nil
+			return ctx, l, func() {}, nil
 		}
 	}
-	unlock, err := s.lockClaims(ctx, p.Namespace, login)
+	unlock, rv, err := s.lockClaims(ctx, p.Namespace, login)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s.leases, unlock, nil
+	return WithReadAfter(ctx, rv), s.leases, unlock, nil
 }
 
 // rules checks one more desktop of pool p for login against held, the
