@@ -174,6 +174,11 @@ func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease
 		for i := range list.Items {
 			objs = append(objs, &list.Items[i])
 		}
+		// The claim's later reads show no less than this one: a cache still
+		// behind it would undo what it saw (a win another replica made).
+		if rv := list.ResourceVersion; newer(rv, vdi.ReadAfter(ctx)) {
+			vdi.ReadPast(ctx, rv)
+		}
 	} else {
 		var err error
 		if objs, err = l.cached(namespace, pool); err != nil {
