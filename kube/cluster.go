@@ -37,9 +37,14 @@ var (
 )
 
 // RepairDefinitions writes VM pools' definitions on the members that lack
-// them (a CT pool's lives in one ConfigMap).
+// them (a CT pool's lives in one ConfigMap); without KubeVirt installed
+// there are none to repair.
 func (c *Cluster) RepairDefinitions(ctx context.Context) (int, error) {
-	return c.VMs.RepairDefinitions(ctx)
+	n, err := c.VMs.RepairDefinitions(ctx)
+	if apierrors.IsNotFound(err) {
+		return n, nil // KubeVirt is not installed
+	}
+	return n, err
 }
 
 // NewCluster returns the backend over cfg.REST, reading cfg.Namespace
