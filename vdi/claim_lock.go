@@ -17,11 +17,15 @@ import (
 // one thing every replica shares), and deletes it when done. The lock's
 // pool label is claimLockPool, which no pool can be named (pool names are
 // DNS labels), so no pool lists it. A portal that dies holding the lock
-// holds it for claimLockDuration at most.
+// holds it for claimLockDuration at most; a claim that holds it ends its
+// store requests claimLockGuard before then (lockedUntil), so that a claim
+// slowed past its lock (an API server that keeps refusing) fails rather
+// than write beside the next claim of its user that takes the lock over.
 const (
 	claimLockPool     = "claim.lock"
 	claimLockPrefix   = "claimlock-"
 	claimLockDuration = 15 * time.Second
+	claimLockGuard    = 3 * time.Second
 	claimLockWait     = 20 * time.Second
 )
 
@@ -46,12 +50,13 @@ func claimLockRef(ns, login string) Ref {
 }
 
 // lockClaims takes login's claim lock (in the lock namespace, else in
-// namespace) and returns the function that lets it go, and the lock
-// Lease's resourceVersion ("" for a store's own lock): the claim's reads
-// must show every write before it (WithReadAfter). It waits for another
-// claim of the same user to finish, and takes over a lock left by a
-// portal that died.
-func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), rv string, err error) {
+// namespace) and returns the function that lets it go, the lock Lease's
+// resourceVersion ("" for a store's own lock: the claim's reads must show
+// every write before it, WithReadAfter) and the time by which the claim
+// must be done with the store (zero for a store's own lock, which holds
+// until let go). It waits for another claim of the same user to finish,
+// and takes over a lock left by a portal that died.
+func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), rv string, until time.Time, err error) {
 	if s.lockNS != "" {
 		namespace = s.lockNS
 	}
@@ -62,17 +67,19 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 		unlock, ok, err := cl.LockClaims(ctx, ref.String())
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil, "", Errorf(EUnavailable, "Wait for it to finish, then try again.",
+			return nil, "", time.Time{}, Errorf(EUnavailable, "Wait for it to finish, then try again.",
 				"Another claim of yours is still in progress.")
 		case err != nil:
-			return nil, "", unavailable(err)
+			return nil, "", time.Time{}, unavailable(err)
 		case ok:
-			return unlock, "", nil
+			return unlock, "", time.Time{}, nil
 		}
 	}
 	backoff := 2 * time.Millisecond
 	for {
-		now := s.now()
+		// The lock runs out claimLockDuration after now by every
+		// replica's clock; started is now by this process's own.
+		now, started := s.now(), time.Now()
 		want := &Lease{Namespace: ref.Namespace, Member: ref.Name, Pool: claimLockPool, Holder: instanceID,
 			AcquireTime: now, RenewTime: now, Duration: claimLockDuration}
 		l, err := s.leases.Create(ctx, want)
@@ -87,14 +94,14 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 				if err := s.leases.Delete(dctx, l); err != nil && !errors.Is(err, ErrNotFound) {
 					s.log.Warn("claim lock not let go; it runs out by itself", "user", login, "in", claimLockDuration, "err", err)
 				}
-			}, l.ResourceVersion, nil
+			}, l.ResourceVersion, started.Add(claimLockDuration - claimLockGuard), nil
 		}
 		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) {
-			return nil, "", unavailable(err)
+			return nil, "", time.Time{}, unavailable(err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, "", Errorf(EUnavailable, "Wait for it to finish, then try again.",
+			return nil, "", time.Time{}, Errorf(EUnavailable, "Wait for it to finish, then try again.",
 				"Another claim of yours is still in progress.")
 		case <-time.After(backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))):
 		}

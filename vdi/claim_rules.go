@@ -33,7 +33,8 @@ func (h *holdsInPool) Error() string { return "vdi: already holds " + h.l.Ref().
 // a desktop of pool p for login writes through, the context its reads
 // take from then on, and the function to call when it is done: a store
 // that checks login's rules in its writes (see rules), else s.leases
-// with login's claim lock taken, read after it (WithReadAfter).
+// with login's claim lock taken, read after it (WithReadAfter) and ended
+// before the lock runs out (lockClaims).
 func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bool) (context.Context, Leases, func(), error) {
 	if hc, ok := s.leases.(HolderChecks); ok {
 		var counted map[string]bool // set before the first write
@@ -53,11 +54,15 @@ func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bo
 			return ctx, l, func() {}, nil
 		}
 	}
-	unlock, rv, err := s.lockClaims(ctx, p.Namespace, login)
+	unlock, rv, until, err := s.lockClaims(ctx, p.Namespace, login)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return WithReadAfter(ctx, rv), s.leases, unlock, nil
+	if until.IsZero() {
+		return WithReadAfter(ctx, rv), s.leases, unlock, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return WithReadAfter(ctx, rv), s.leases, func() { cancel(); unlock() }, nil
 }
 
 // rules checks one more desktop of pool p for login against held, the
