@@ -386,15 +386,19 @@ func (b *Backend) Recreate(ctx context.Context, ref vdi.Ref) error {
 	// A process of the member's still ending can add a file while the
 	// home is removed ("directory not empty", seen once with the portal
 	// as nobody; which process wrote is not known: Stop has already hung
-	// up and reaped the terminals' shells): remove again.
+	// up and reaped the terminals' shells): remove again, and log what
+	// appeared, which names the writer.
 	home := b.spec(ref.Name).Home
 	err := os.RemoveAll(home)
 	for try := 0; err != nil && try < 10; try++ {
+		if try == 0 {
+			b.log.Info("a file appeared in a member's home while it was removed; removing it again", "member", ref.Name, "err", err, "found", leftIn(home))
+		}
 		time.Sleep(100 * time.Millisecond)
 		err = os.RemoveAll(home)
 	}
 	if err != nil {
-		return fmt.Errorf("local: wipe home of %s: %w", ref, err)
+		return fmt.Errorf("local: wipe home of %s (still in it: %s): %w", ref, leftIn(home), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -130,4 +131,19 @@ func (b *Backend) networkOf(p vdi.Pool) string {
 		return NetworkNone
 	}
 	return NetworkOutbound
+}
+
+// leftIn names up to eight of the paths under dir, for a log line.
+func leftIn(dir string) string {
+	var found []string
+	filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if path != dir && err == nil {
+			found = append(found, strings.TrimPrefix(path, dir+"/"))
+		}
+		if len(found) >= 8 {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return strings.Join(found, ", ")
 }
