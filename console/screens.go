@@ -268,7 +268,7 @@ func releaseOwner(owners Owners, log *slog.Logger, key string, o Owner) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := owners.Release(ctx, key, o); err != nil {
-			log.Warn("the owner record stays until this replica's heartbeat runs out", "console", key, "err", err)
+			log.Warn("the owner record not deleted: it stays until another replica takes it over", "console", key, "err", err)
 		}
 	}()
 }

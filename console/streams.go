@@ -25,6 +25,7 @@ type Streams struct {
 	owners  Owners
 	secret  []byte
 	log     *slog.Logger
+	lines   lines // the serial lines this replica holds, by their records
 
 	handedOff atomic.Bool // draining: this replica shares no console any more
 }
@@ -76,6 +77,7 @@ func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial fu
 	up, path, err := dial(ctx)
 	if err != nil {
 		if o.Version != "" {
+			s.lines.letGo(key, o.Version)
 			releaseOwner(s.owners, s.log, key, o)
 		}
 		return nil, "", err
@@ -86,7 +88,10 @@ func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial fu
 	if o.Version == "" {
 		s.log.Warn("the shared console is not recorded: invitees on other replicas will not find it", "console", key)
 	} else {
-		up = &ownedConn{Conn: up, release: func() { releaseOwner(s.owners, s.log, key, o) }}
+		up = &ownedConn{Conn: up, release: func() {
+			s.lines.letGo(key, o.Version) // before the write, which may fail (inUse)
+			releaseOwner(s.owners, s.log, key, o)
+		}}
 	}
 	c, err := s.streams.Open(ref.String()+"/"+string(p), up, path, exclusive)
 	if err != nil {
@@ -112,17 +117,24 @@ func (s *Streams) takeNewest(ctx context.Context, key string) Owner {
 }
 
 // takeFree records this replica as the holder of console p of ref once
-// no live replica holds it (none recorded, or its replica dead), waiting
-// up to handOverWait for the one that does to let go; the refusal says
-// what to do.
+// no live replica holds it (none recorded, its replica dead, or alive
+// and using the record no more: its release failed), waiting up to
+// handOverWait for the one that does to let go; the refusal says what to
+// do.
 func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Owner, error) {
 	key := StreamKey(ref, p)
 	wait, cancel := context.WithTimeout(ctx, handOverWait)
 	defer cancel()
 	for {
 		cur, err := s.owners.Get(wait, key)
+		if err == nil && cur.Version != "" && cur.Alive && !s.inUse(wait, ref, p, cur) {
+			s.log.Warn("the console's record names a replica that no longer holds it (its release failed): taken over", "console", key, "holder", cur.Replica, "version", cur.Version)
+			cur.Alive = false
+		}
 		if err == nil && (cur.Version == "" || !cur.Alive) {
+			done := s.lines.write(key)
 			o, terr := s.owners.Take(wait, key, cur)
+			done(o, terr == nil)
 			if terr == nil {
 				return o, nil
 			}

@@ -20,7 +20,8 @@ import (
 // all along; the VMI's one VNC client is never kicked. Then, on a
 // KubeVirt without vnc/screenshot, ops's dashboard thumbnail asked on
 // each replica is a view of the one screen (relayed from b and c to a's
-// hub), not another VNC client.
+// hub), not another VNC client. Last, alice's serial console comes back
+// at once after its Lease's delete was refused (serialAfterAFailedRelease).
 func TestHA_Takeover(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
@@ -78,6 +79,8 @@ func TestHA_Takeover(t *testing.T) {
 	if n := hs.standIn.Consoles(hs.ns, hs.member, "vnc"); n.Opened != 1 || n.Kicked != 0 || n.Refused != 0 {
 		t.Errorf("the VMI's VNC console after thumbnails on every replica: %+v; want still 1 opened, none kicked or refused", n)
 	}
+
+	serialAfterAFailedRelease(t, hs, a, b)
 }
 
 // newestStays opens alice's console on each of rs at the same moment and

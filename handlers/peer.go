@@ -109,6 +109,25 @@ func (h *peerSocket) handlePeerStream(w http.ResponseWriter, r *http.Request) {
 	h.pipe(w, r, conn, relay.Options{}, "stream link", "desktop", ref, "protocol", p, "role", role)
 }
 
+// handlePeerHeld serves GET /peer/v1/held/{protocol}/{version}/{ns}/{member}:
+// whether this replica holds its serial console of a desktop under the
+// record version, or is writing a record of it (console.Streams.Holds),
+// for another replica that found the record naming this one and would
+// take it over (relay.PeerHolds); signed for the protocol, the version,
+// the desktop and this replica, once. It changes nothing.
+func (h *peerSocket) handlePeerHeld(w http.ResponseWriter, r *http.Request) {
+	proto, version, ref := r.PathValue("protocol"), r.PathValue("version"), ref(r)
+	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.HeldKind(proto, version), ref.Namespace, ref.Name); err != nil {
+		h.refusePeer(w, r, ref, err)
+		return
+	}
+	if vdi.Protocol(proto) != vdi.ProtocolSerial {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask about serial.", "No record of a %s console to ask about.", proto))
+		return
+	}
+	writeJSON(w, http.StatusOK, relay.Held{Held: h.console.shared.Holds(ref, vdi.ProtocolSerial, version)})
+}
+
 // refusePeer answers a peer link whose signature err refused.
 func (h *peerSocket) refusePeer(w http.ResponseWriter, r *http.Request, ref vdi.Ref, err error) {
 	if _, user := h.auth.Identify(r); user {

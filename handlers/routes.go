@@ -108,6 +108,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.peer.handlePeerSocket) // relay.PeerPath
 	m.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", h.peer.handlePeerScreen)
 	m.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", h.peer.handlePeerStream)
+	m.HandleFunc("GET /peer/v1/held/{protocol}/{version}/{ns}/{member}", h.peer.handlePeerHeld)
 	m.HandleFunc("GET /peer/v1/viewers/{ns}/{member}", h.peer.handlePeerViewers)
 	m.HandleFunc("POST /peer/v1/viewers/{ns}/{member}/{id}/{answer}", h.peer.handlePeerViewerAnswer)
 

@@ -61,25 +61,6 @@ func (cs *consoleState) replicas(ctx context.Context) ([]string, []byte) {
 	return cs.cfg.FindPeers(ctx), cs.cfg.PeerSecret
 }
 
-// peerRequest sends a request signed for kind about ref to the peer at
-// base, on route under relay.PeerPath.
-func peerRequest(ctx context.Context, method, base string, secret []byte, route, kind string, ref vdi.Ref, header http.Header) (*http.Response, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("peer %q: %w", base, err)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + relay.PeerPath + route
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	req.Header.Set(relay.PeerAuthHeader, relay.SignPeer(secret, time.Now(), u.Host, kind, ref.Namespace, ref.Name))
-	return http.DefaultClient.Do(req)
-}
-
 // fetchViewers reads ref's viewers on the peer at base. With tag, it
 // waits (a long poll) until they are other than tag; changed is false
 // when the peer's wait ended with none.
@@ -88,7 +69,7 @@ func fetchViewers(ctx context.Context, base string, secret []byte, ref vdi.Ref, 
 	if tag != "" {
 		h.Set("If-None-Match", tag)
 	}
-	res, err := peerRequest(ctx, http.MethodGet, base, secret, "viewers/"+url.PathEscape(ref.Namespace)+"/"+url.PathEscape(ref.Name), viewersKind, ref, h)
+	res, err := relay.PeerRequest(ctx, http.MethodGet, base, secret, "viewers/"+url.PathEscape(ref.Namespace)+"/"+url.PathEscape(ref.Name), viewersKind, ref.Namespace, ref.Name, h)
 	if err != nil {
 		return v, false, err
 	}
@@ -246,8 +227,8 @@ func (cs *consoleState) answerOnPeers(ctx context.Context, ref vdi.Ref, id, answ
 	peers, secret := cs.replicas(ctx)
 	for _, p := range peers {
 		ctx, cancel := context.WithTimeout(ctx, peerViewersTimeout)
-		res, err := peerRequest(ctx, http.MethodPost, p, secret,
-			"viewers/"+url.PathEscape(ref.Namespace)+"/"+url.PathEscape(ref.Name)+"/"+url.PathEscape(id)+"/"+answer, viewersAnswerKind+answer, ref, nil)
+		res, err := relay.PeerRequest(ctx, http.MethodPost, p, secret,
+			"viewers/"+url.PathEscape(ref.Namespace)+"/"+url.PathEscape(ref.Name)+"/"+url.PathEscape(id)+"/"+answer, viewersAnswerKind+answer, ref.Namespace, ref.Name, nil)
 		cancel()
 		if err == nil {
 			res.Body.Close()

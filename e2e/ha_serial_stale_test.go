@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// serialAfterAFailedRelease: alice's serial console ends on a, but the
+// API server refuses the delete of its Lease (an admission policy, as a
+// cluster's own could), so the Lease still names a, which lives on.
+// Her next serial console, on b, opens at once all the same: b asks a,
+// which holds no such line, and takes the Lease over; so does the one
+// after it on b itself. Before, both waited 10 s for a line nobody held
+// and were refused until a restarted. The VMI's serial console sees one
+// client after the other, none kicked.
+func serialAfterAFailedRelease(t *testing.T, hs *haScreen, a, b *haReplica) {
+	t.Helper()
+	lease := "corral-vdi-serial." + hs.ns + "." + hs.member
+	refuseDeletes(t, hs.admin, "corral-vdi-serial."+hs.ns+".")
+	before := hs.standIn.Consoles(hs.ns, hs.member, "console")
+	refused := map[*haReplica]int{} // the refused deletes each replica's log says
+	for i, r := range []*haReplica{a, b, b} {
+		began := time.Now()
+		ws, res, err := dialWS(r.p, "alice", "/ws/serial/"+hs.ns+"/"+hs.member, r.p.URL)
+		if err != nil {
+			t.Fatalf("alice's serial console %d on %s, its Lease's delete refused before: %v (%v) after %v; want it open", i+1, r.name, err, status(res), time.Since(began).Round(time.Millisecond))
+		}
+		word := "st" + string(rune('a'+i)) + "le"
+		must(t, ws.WriteMessage(websocket.BinaryMessage, []byte("echo "+word[:2]+"$((1-1))"+word[2:]+"\r")))
+		if got := readUntil(ws, word[:2]+"0"+word[2:]); !strings.Contains(got, word[:2]+"0"+word[2:]) {
+			t.Fatalf("alice's serial console %d on %s read %q; want her command's output", i+1, r.name, got)
+		}
+		ws.Close()
+		refused[r]++
+		waitFor(t, 15*time.Second, "the refused delete of the serial Lease in "+r.name+"'s log", func() bool {
+			return strings.Count(r.p.Log(), "the owner record not deleted") >= refused[r]
+		})
+		var l coordinationv1.Lease
+		must(t, hs.admin.Get(context.Background(), client.ObjectKey{Namespace: "corral-vdi", Name: lease}, &l))
+		if got := *l.Spec.HolderIdentity; got != r.identity {
+			t.Fatalf("after alice's serial console %d on %s the Lease names %q; want %s, its delete refused", i+1, r.name, got, r.identity)
+		}
+	}
+	if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != before.Opened+3 || n.Kicked != before.Kicked {
+		t.Errorf("the VMI's serial console: %+v, before %+v; want 3 more opened, none kicked", n, before)
+	}
+}
+
+// refuseDeletes has the API server refuse every delete of a Lease whose
+// name starts with prefix, until the test ends: a ValidatingAdmissionPolicy,
+// in force once a Lease of that name can no longer be deleted.
+func refuseDeletes(t *testing.T, admin client.Client, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	name := strings.TrimSuffix(strings.ReplaceAll(prefix, ".", "-"), "-")
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "!request.name.startsWith('" + prefix + "')", Message: "the test refuses deletes of these Leases"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	must(t, admin.Create(ctx, policy))
+	must(t, admin.Create(ctx, binding))
+	t.Cleanup(func() {
+		admin.Delete(ctx, binding)
+		admin.Delete(ctx, policy)
+	})
+	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "corral-vdi", Name: prefix + "probe"}}
+	waitFor(t, 30*time.Second, "the admission policy refusing deletes of "+prefix+"*", func() bool {
+		if err := admin.Create(ctx, probe.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %s: %v", probe.Name, err)
+		}
+		err := admin.Delete(ctx, probe.DeepCopy())
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	})
+}
