@@ -130,7 +130,7 @@ func TestComfort_VNC(t *testing.T) {
 
 	t.Run("paste as keys refuses and caps", func(t *testing.T) {
 		note := page.GetByTestId("clipboard-note")
-		refusedAsKeys(t, page, "bell\a", "U+0007")
+		refusedAsKeys(t, page, "bell\a", consoleKeyboard, "U+0007")
 		// A megabyte: refused whole, with its length; the console stays up.
 		_, err := page.Evaluate(`() => { document.getElementById('clipboard-text').value = 'x'.repeat(1 << 20); }`)
 		must(t, err)
@@ -250,10 +250,12 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	// QEMU's VGA refuses the console's SetDesktopSize (status 3): no
 	// notice, and the Size list says the desktop keeps its own size.
 	keepsItsSize(t, page, "qemu-size-list")
-	// QEMU maps keysyms through a US keymap: Type as keys refuses what a
-	// US keyboard cannot type, naming it, and types nothing.
+	// QEMU takes physical keys, and the guest's layout (US unless the
+	// user picks another; Chromium's language is English) makes the
+	// characters: Type as keys refuses what that layout cannot type,
+	// naming it, and types nothing.
 	openControl(t, page, "clipboard-toggle")
-	refusedAsKeys(t, page, "Grüße", `"ü" (U+00FC), "ß" (U+00DF)`)
+	refusedAsKeys(t, page, "Grüße", "this desktop's English (US) layout", `"ü" (U+00FC), "ß" (U+00DF)`)
 	openControl(t, page, "clipboard-toggle") // closed again
 
 	// The serial console, in a page of its own beside the VNC one.
@@ -295,7 +297,7 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 			must(t, err)
 			openControl(t, page, "keys-menu")
 			must(t, expect.Locator(page.GetByTestId("keys-note")).ToHaveText(
-				"Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings)."))
+				"Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings), and choose it here for Type as keys."))
 			inViewport(t, page, page.GetByTestId("keys-note"), "the Keys list's note", size.width)
 			screenshot(t, page, "qemu-keys-"+size.name)
 			must(t, page.GetByTestId("keys-menu").Click())
@@ -304,6 +306,60 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("type as keys in the guest's layout", func(t *testing.T) {
+		// The guest made German (germanGuest), tty2 runs cat into a file;
+		// the user picks German in the Keys list and types text with
+		// AltGr, Shift and dead keys. Read back from the file, byte for
+		// byte. Without the layout, QEMU's US keymap types y for z, and
+		// nothing for ü, €, @ or {.
+		enterXterm(t, serial, germanGuest+"openvt -c 2 -s -- sh -c 'exec cat >/tmp/typed'; echo vt2-$((6*7))")
+		waitXterm(t, serial, regexp.MustCompile(`(?m)^vt2-42$`), 30*time.Second)
+		must(t, page.SetViewportSize(1024, 700))
+		openControl(t, page, "keys-menu")
+		_, err := page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
+		must(t, err)
+		screenshot(t, page, "qemu-keys-layout")
+		must(t, page.GetByTestId("keys-menu").Click())
+		openControl(t, page, "clipboard-toggle")
+		refusedAsKeys(t, page, "Grüße € 日本語 ✓", "this desktop's German layout",
+			`"日" (U+65E5), "本" (U+672C), "語" (U+8A9E), "✓" (U+2713)`)
+		const text = "Grüße € äöü ÄÖÜ @{[]}\\|~ zy ê^`\n"
+		pasteAsKeys(t, page, text)
+		screenshot(t, page, "qemu-typed-in-layout")
+		enterXterm(t, serial, "for i in $(seq 100); do [ -s /tmp/typed ] && break; sleep 0.2; done; od -An -v -tx1 /tmp/typed; echo od-$((6*7))")
+		waitXterm(t, serial, regexp.MustCompile(regexp.QuoteMeta(odHex(text))+`\s*od-42`), 30*time.Second)
+	})
+}
+
+// germanGuest is a shell line for the tiny VM that makes its console's
+// keymap German for the keys "type as keys in the guest's layout" uses,
+// as loadkeys de would (the VM has busybox's dumpkmap and loadkmap only):
+// p sets map m (0 plain, 1 Shift, 2 AltGr), key k (Linux key codes) to
+// value v (the kernel's: 0x0bXX a letter, 0x00XX a symbol, 0x04XX a dead
+// key, 0x0701 AltGr, else a Unicode character XOR 0xf000). A keymap file
+// is "bkeymap", a flag per map (256) and 128 entries per map present;
+// maps 0 to 2 are the first three.
+const germanGuest = `dumpkmap >/tmp/k; ` +
+	`p(){ printf "\\$(printf %o $(($3&255)))\\$(printf %o $(($3>>8)))" | dd of=/tmp/k bs=1 seek=$((263+($1*128+$2)*2)) conv=notrunc 2>/dev/null; }; ` +
+	// Y and Z swapped; ü ö ä ß on [ ; ' -; dead ^ left of 1, dead ` on Shift+=.
+	`p 0 21 0x0b7a; p 0 44 0x0b79; p 1 21 0x0b5a; p 1 44 0x0b59; p 0 26 0x0bfc; p 1 26 0x0bdc; p 0 39 0x0bf6; p 1 39 0x0bd6; ` +
+	`p 0 40 0x0be4; p 1 40 0x0bc4; p 0 12 0x00df; p 0 41 0x0402; p 1 13 0x0400; ` +
+	// Right Alt is AltGr: @ € { [ ] } \ | ~.
+	`p 0 100 0x0701; p 2 100 0x0701; p 2 16 0x0040; p 2 18 0xd0ac; p 2 8 0x007b; p 2 9 0x005b; p 2 10 0x005d; p 2 11 0x007d; ` +
+	`p 2 12 0x005c; p 2 86 0x007c; p 2 27 0x007e; loadkmap </tmp/k; `
+
+// odHex returns what busybox's od -An -v -tx1 prints for text's UTF-8
+// bytes: 16 a line, each as a space and two hex digits.
+func odHex(text string) string {
+	var b strings.Builder
+	for i, c := range []byte(text) {
+		if i > 0 && i%16 == 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, " %02x", c)
+	}
+	return b.String()
 }
 
 // TestComfort_Reconnect stops the desktop under an open VNC console: the

@@ -121,12 +121,27 @@ func pasteAsKeys(t *testing.T, page playwright.Page, text string) {
 	must(t, expect.Locator(page.GetByTestId("clipboard-note")).ToContainText(fmt.Sprintf("Typed %d characters", len([]rune(text)))))
 }
 
+// enterXterm types line into a terminal or serial page's xterm at once,
+// as a paste would (Type as keys types 50 characters a second), and
+// presses Enter.
+func enterXterm(t *testing.T, page playwright.Page, line string) {
+	t.Helper()
+	must(t, page.Locator(".xterm-helper-textarea").Focus())
+	must(t, page.Keyboard().InsertText(line))
+	must(t, page.Keyboard().Press("Enter"))
+}
+
 // refusedAsKeys asks Type as keys to type text and waits for the refusal
-// that names want, the characters this console's keyboard cannot type.
-func refusedAsKeys(t *testing.T, page playwright.Page, text, want string) {
+// that names want, the characters that by (this console's keyboard, or
+// a VM's layout) cannot type.
+func refusedAsKeys(t *testing.T, page playwright.Page, text, by, want string) {
 	t.Helper()
 	must(t, page.GetByTestId("clipboard-text").Fill(text))
 	must(t, page.GetByTestId("paste-as-keys").Click())
 	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("clipboard-note")).
-		ToContainText("Nothing typed: this console's keyboard cannot type "+want+"."))
+		ToContainText("Nothing typed: "+by+" cannot type "+want+"."))
 }
+
+// consoleKeyboard is what refuses characters on consoles that type keysyms
+// or a US keyboard's keys.
+const consoleKeyboard = "this console's keyboard"

@@ -157,7 +157,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	// says this console types what a US keyboard's scan codes type: Type
 	// as keys refuses the rest, naming it, and types the rest.
 	openControl(t, page, "clipboard-toggle")
-	refusedAsKeys(t, page, "Grüße", `"ü" (U+00FC), "ß" (U+00DF)`)
+	refusedAsKeys(t, page, "Grüße", consoleKeyboard, `"ü" (U+00FC), "ß" (U+00DF)`)
 	screenshot(t, page, "rdp-type-as-keys-refused")
 	pasteAsKeys(t, page, "touch ~/rdp-typed-$((6*7))\n")
 	if !eventually(10*time.Second, func() bool {

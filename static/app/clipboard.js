@@ -132,7 +132,9 @@ export function attachClipboard(toggle, panel, target, alternative) {
     const bad = [...new Set(chars.filter((ch) => !keys.typable(ch)))];
     if (bad.length > 0) {
       const list = bad.slice(0, 8).map(shown).join(', ') + (bad.length > 8 ? `, and ${bad.length - 8} more` : '');
-      say(`Nothing typed: this console's keyboard cannot type ${list}. Remove ${bad.length > 1 ? 'them' : 'it'}${c.clipboard ? ', or use Send' : ''}.`, 'error');
+      const who = keys.who?.() || "this console's keyboard";
+      const other = c.layouts ? ", or choose the desktop's layout in Keys" : '';
+      say(`Nothing typed: ${who} cannot type ${list}. Remove ${bad.length > 1 ? 'them' : 'it'}${other}${c.clipboard ? ', or use Send' : ''}.`, 'error');
       return;
     }
     typing = { cancelled: false };

@@ -14,6 +14,8 @@ import { attachIME } from './vnc-ime.js';
 import { notice as videoNotice, watchVideo } from './vnc-video.js';
 import { attachRTC } from './vnc-webrtc.js';
 import { attachScreenWindow } from './vnc-screens.js';
+import { strokes, nameOf } from './layouts.js';
+import { layout } from './keys-layout.js';
 
 export function wsURL(path) {
   const url = new URL(path, window.location.href);
@@ -90,7 +92,8 @@ export async function open(screen, info, ui) {
     zoomed: (on) => size.zoomed(on),
   });
   rfb.focusOnClick = true;
-  const keys = vncKeys(rfb, Boolean(info.caps?.unicode));
+  const physicalKeys = () => !info.caps?.unicode && Boolean(rfb._qemuExtKeyEventSupported);
+  const keys = vncKeys(rfb, Boolean(info.caps?.unicode), layout);
   attachIME(rfb, stage, keys);
   const quality = beside && !info.webrtc ? () => {} : attachQuality(rfb, rtc, beside);
   rfb.viewOnly = Boolean(info.viewOnly);
@@ -135,9 +138,10 @@ export async function open(screen, info, ui) {
     // QEMU takes the physical keys (its Extended Key Event, passed on by
     // the portal's screen hub): the guest's own layout makes the
     // characters, as on a real PC. Xvnc (caps.unicode) types keysyms.
-    keysNote: () => (!info.caps?.unicode && rfb._qemuExtKeyEventSupported
-      ? "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings)."
+    keysNote: () => (physicalKeys()
+      ? "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings), and choose it here for Type as keys."
       : ''),
+    get layouts() { return physicalKeys(); },
   };
 }
 
@@ -154,6 +158,7 @@ const XK = {
   Enter: 0xff0d, Backspace: 0xff08, Tab: 0xff09, Escape: 0xff1b, Delete: 0xffff,
   Home: 0xff50, ArrowLeft: 0xff51, ArrowUp: 0xff52, ArrowRight: 0xff53, ArrowDown: 0xff54, End: 0xff57,
   PrintScreen: 0xff61, Control: 0xffe3, Shift: 0xffe1, Alt: 0xffe9, Meta: 0xffeb, // Super_L
+  AltGr: 0xfe03, // ISO_Level3_Shift
 };
 for (let i = 1; i <= 12; i++) XK[`F${i}`] = 0xffbd + i; // F1 = 0xffbe
 
@@ -182,23 +187,41 @@ const held = [[0xffe1, 'ShiftLeft'], [0xffe2, 'ShiftRight'], [0xffe3, 'ControlLe
 // server maps any keysym to a key: Xvnc) every printable character, else
 // printable ASCII, Tab and newlines, which every server's keymap has
 // (QEMU's and a BIOS's are US layouts).
-export function vncKeys(rfb, unicode = false) {
+//
+// A server that takes physical keys (QEMU's Extended Key Event, without
+// caps.unicode) makes characters with the desktop's own layout: there text
+// goes as the keys layout() (a layouts.js id: the user's choice of the
+// desktop's layout) presses for it, and typable is what that layout types.
+export function vncKeys(rfb, unicode = false, layout = () => 'us') {
   const tap = (k) => rfb.sendKey(k, null); // press and release
   const mods = [['ctrl', XK.Control], ['alt', XK.Alt], ['shift', XK.Shift], ['meta', XK.Meta]];
+  const physical = () => !unicode && Boolean(rfb._qemuExtKeyEventSupported);
+  // press sends one key of strokes() with Shift or AltGr held around it.
+  const press = (k) => {
+    const held = [k.shift && [XK.Shift, 'ShiftLeft'], k.altgr && [XK.AltGr, 'AltRight']].filter(Boolean);
+    for (const [sym, code] of held) rfb.sendKey(sym, code, true);
+    rfb.sendKey(k.keysym, k.code, true);
+    rfb.sendKey(k.keysym, k.code, false);
+    for (const [sym, code] of held.toReversed()) rfb.sendKey(sym, code, false);
+  };
   const keys = {
     text(s) {
       for (const ch of s) {
-        if (ch === '\n') tap(XK.Enter);
+        if (physical()) strokes(layout(), ch)?.forEach(press);
+        else if (ch === '\n') tap(XK.Enter);
         else if (ch === '\t') tap(XK.Tab);
         else tap(keysym(ch));
       }
     },
+    // who names what types the text, for a refusal.
+    who: () => (physical() ? `this desktop's ${nameOf(layout())} layout` : "this console's keyboard"),
     key(name, held = {}) {
       for (const [m, k] of mods) if (held[m]) rfb.sendKey(k, null, true);
       tap(keysym(name));
       for (const [m, k] of mods.toReversed()) if (held[m]) rfb.sendKey(k, null, false);
     },
-    typable: unicode ? printable : (ch) => ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~'),
+    typable: unicode ? printable : (ch) => (physical() ? strokes(layout(), ch) !== null
+      : ch === '\n' || ch === '\t' || (ch >= ' ' && ch <= '~')),
     // release lets go of every modifier: one left held (the kiosk's
     // Ctrl+Alt+Shift+K, whose releases go to its overlay) would change
     // every key after it.

@@ -1,6 +1,7 @@
 // The special keys menu: key combinations a browser keeps for itself or
 // the device lacks, sent to the open console's special(combo). A module
 // returns false for a combination its protocol cannot send.
+import { layoutSelect } from './keys-layout.js';
 
 // combos are the menu's entries: name is a key name (keyboard.js), the
 // flags the modifiers held.
@@ -15,12 +16,15 @@ export const combos = [
 // attachKeysMenu fills list with a button per combination; button opens
 // and closes it. target returns the open console's module result, whose
 // keysNote(), where it has one, says above the keys how the desktop reads
-// them; say reports a combination the console cannot send.
+// them, and whose layouts, when true, shows the choice of the desktop's
+// layout (keys-layout.js); say reports a combination the console cannot
+// send.
 export function attachKeysMenu(button, list, target, say) {
   const note = document.createElement('p');
   note.className = 'size-note keys-note';
   note.dataset.testid = 'keys-note';
-  list.replaceChildren(note, ...combos.map((c) => {
+  const layouts = layoutSelect();
+  list.replaceChildren(note, layouts.row, ...combos.map((c) => {
     const b = document.createElement('button');
     b.type = 'button';
     b.textContent = c.label;
@@ -29,7 +33,11 @@ export function attachKeysMenu(button, list, target, say) {
     return b;
   }));
   const open = (on) => {
-    if (on) note.textContent = target()?.keysNote?.() || '';
+    if (on) {
+      note.textContent = target()?.keysNote?.() || '';
+      layouts.row.hidden = !target()?.layouts;
+      layouts.refresh();
+    }
     list.hidden = !on;
     button?.setAttribute('aria-expanded', String(on));
   };

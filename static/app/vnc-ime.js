@@ -82,7 +82,7 @@ export function attachIME(rfb, stage, keys) {
     typed += go.length;
     const bad = go.filter((ch) => !keys.typable(ch));
     keys.text(go.filter((ch) => keys.typable(ch)).join(''));
-    if (bad.length > 0) say(`Not typed: this console's keyboard (a US keymap) cannot type ${[...new Set(bad)].slice(0, 4).map(shown).join(', ')}.`);
+    if (bad.length > 0) say(`Not typed: ${keys.who?.() || "this console's keyboard"} cannot type ${[...new Set(bad)].slice(0, 4).map(shown).join(', ')}.`);
   }
   ime.addEventListener('compositionend', commit);
   ime.addEventListener('input', (ev) => { if (!ev.isComposing) commit(); });
