@@ -51,7 +51,8 @@ type Screens struct {
 	log    *slog.Logger
 
 	mu    sync.Mutex
-	owned map[string]Owner // the records of the screens this replica holds
+	owned map[string]Owner      // the records of the screens this replica holds
+	links map[string]servedLink // the screen links served, by nonce (screens_video.go)
 
 	handedOff atomic.Bool // draining: this replica takes no screen any more
 }
@@ -107,7 +108,7 @@ func (s *Screens) Join(ctx context.Context, ref vdi.Ref, control bool, dial rfb.
 		}
 		conn, err := relay.DialPeerScreen(ctx, o.URL, s.secret, screenRole(control), ref.Namespace, ref.Name)
 		if err == nil {
-			return conn, PathPeer, nil
+			return &linkedScreen{ScreenConn: conn, ctx: ctx, base: o.URL, secret: s.secret, ref: ref}, PathPeer, nil
 		}
 		var no *relay.PeerRefusal
 		switch {
@@ -140,11 +141,15 @@ func (s *Screens) Warm(ref vdi.Ref, hold time.Duration, dial rfb.Dialer) {
 }
 
 // ServeLink joins a client that another replica relays over a screen
-// link to ref's hub. Only the owner serves one: a replica that the record
-// does not name refuses with ErrNotOwner, and never takes a screen or
-// dials a desktop for a link.
-func (s *Screens) ServeLink(ctx context.Context, ref vdi.Ref, control bool, dial rfb.Dialer) (net.Conn, error) {
+// link to ref's hub, until ctx ends. Only the owner serves one: a replica
+// that the record does not name refuses with ErrNotOwner, and never takes
+// a screen or dials a desktop for a link. nonce, the link's signature's,
+// names it for a video link (ServeVideo).
+func (s *Screens) ServeLink(ctx context.Context, ref vdi.Ref, control bool, nonce string, dial rfb.Dialer) (net.Conn, error) {
 	conn, _, err := s.hubs.Join(ctx, ref.String(), control, s.own(ref.String(), nil, true, dial))
+	if err == nil {
+		s.serveLinkVideo(ctx, ref, nonce, conn)
+	}
 	return conn, err
 }
 

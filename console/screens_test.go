@@ -86,17 +86,24 @@ type replica struct {
 const testSecret = "a-peer-secret-of-thirty-two-byte"
 
 func startReplica(t testing.TB, table *ownerTable, name string, dial rfb.Dialer) *replica {
+	return startReplicaHubs(t, table, name, dial, new(rfb.Hubs))
+}
+
+// startReplicaHubs is startReplica with its hubs, and serving video links
+// as handlers.handlePeerVideo does.
+func startReplicaHubs(t testing.TB, table *ownerTable, name string, dial rfb.Dialer, hubs *rfb.Hubs) *replica {
 	r := &replica{}
 	verify := relay.NewPeerVerifier([]byte(testSecret))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
 		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
 		role := req.PathValue("role")
-		if err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.ScreenLink(role), ref.Namespace, ref.Name); err != nil {
+		nonce, err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.ScreenLink(role), ref.Namespace, ref.Name)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		conn, err := r.screens.ServeLink(req.Context(), ref, role == relay.ScreenControl, dial)
+		conn, err := r.screens.ServeLink(req.Context(), ref, role == relay.ScreenControl, nonce, dial)
 		if errors.Is(err, console.ErrNotOwner) {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
@@ -109,7 +116,7 @@ func startReplica(t testing.TB, table *ownerTable, name string, dial rfb.Dialer)
 	mux.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
 		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
 		proto, role := req.PathValue("protocol"), req.PathValue("role")
-		if err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
+		if _, err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -120,10 +127,28 @@ func startReplica(t testing.TB, table *ownerTable, name string, dial rfb.Dialer)
 		}
 		pipeLink(w, req, conn)
 	})
+	mux.HandleFunc("GET /peer/v1/video/{nonce}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
+		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
+		nonce := req.PathValue("nonce")
+		if _, err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.VideoLink(nonce), ref.Namespace, ref.Name); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		err := r.screens.ServeVideo(req.Context(), ref, nonce, func() (*relay.VideoConn, error) {
+			ws, err := relay.Upgrader(func(*http.Request) bool { return true }).Upgrade(w, req, nil)
+			if err != nil {
+				return nil, err
+			}
+			return relay.NewVideoConn(ws), nil
+		})
+		if errors.Is(err, console.ErrNoScreenLink) {
+			http.Error(w, err.Error(), http.StatusConflict)
+		}
+	})
 	r.srv = httptest.NewServer(mux)
 	t.Cleanup(r.srv.Close)
 	owners := tableOwners{t: table, self: name, url: r.srv.URL}
-	r.screens = console.NewScreens(console.ScreensConfig{Hubs: new(rfb.Hubs), PeerSecret: []byte(testSecret), Wait: 3 * time.Second,
+	r.screens = console.NewScreens(console.ScreensConfig{Hubs: hubs, PeerSecret: []byte(testSecret), Wait: 3 * time.Second,
 		Owners: owners, Log: slog.New(slog.DiscardHandler)})
 	r.shared = console.NewStreams(new(fanout.Streams), owners, []byte(testSecret), slog.New(slog.DiscardHandler))
 	return r

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,43 @@ func peerAttacks() []attack {
 			},
 			status: 409, says: "does not own the screen",
 		},
+		// Video links (relay.DialPeerVideo): the video of one screen
+		// link's viewer, named by that link's nonce, for the desktop the
+		// signature names; only a peer portal's, once.
+		{
+			name: "VideoLinkUnsigned",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "GET", videoLink("00112233445566778899aabbccddeeff", a.victim), "")
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			name: "VideoLinkSignedForAnotherDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				nonce := "00112233445566778899aabbccddeeff"
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.VideoLink(nonce), "local", a.mallorys)
+				return a.dialWS(t, videoLink(nonce, a.victim), relay.PeerAuthHeader, sig)
+			},
+			status: 401, says: "Peer signature missing or not valid",
+		},
+		{
+			// The victim's screen is open (alice's console) and a screen
+			// link of it is served; a video link signed for mallory's
+			// desktop names that link's nonce: refused, before the
+			// upgrade, and the victim's screen goes nowhere.
+			name: "VideoLinkNamingAScreenLinkOfAnotherDesktop",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				a.console(t, "alice", "/ws/vnc/local/"+a.victim)
+				link := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.ScreenLink(relay.ScreenView), "local", a.victim)
+				if res := a.dialWS(t, screenLink(relay.ScreenView, a.victim), relay.PeerAuthHeader, link); res.StatusCode != http.StatusSwitchingProtocols {
+					t.Fatalf("the victim's screen link: %s; want it served", res.Status)
+				}
+				nonce := strings.Fields(link)[2]
+				sig := relay.SignPeer([]byte(peerSecret), time.Now(), a.host, relay.VideoLink(nonce), "local", a.mallorys)
+				return a.dialWS(t, videoLink(nonce, a.mallorys), relay.PeerAuthHeader, sig)
+			},
+			status: 409, says: "serves no screen link", consoles: 1,
+		},
 		// Stream links (relay.DialPeerStream): the same rules for a shared
 		// terminal or serial console.
 		{
@@ -174,6 +212,12 @@ func peerAttacks() []attack {
 // protocol.
 func streamLink(protocol, role, member string) string {
 	return relay.PeerPath + "stream/" + protocol + "/" + role + "/local/" + member
+}
+
+// videoLink is the path of a video link joining the screen link of
+// member named nonce.
+func videoLink(nonce, member string) string {
+	return relay.PeerPath + "video/" + nonce + "/local/" + member
 }
 
 // screenLink is the path of a screen link in role to member's screen.

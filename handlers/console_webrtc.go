@@ -60,8 +60,8 @@ type rtcSignal struct {
 }
 
 // newRTCSignal returns the signalling of ref's VNC console whose screen
-// connection is conn (an rfb.VideoTap when this replica holds the
-// screen); recorded: the console is recorded, from its RFB stream, and
+// connection is conn (an rfb.VideoTap: this replica's hub, or the screen
+// link to the owner's, whose video comes over a video link); recorded: the console is recorded, from its RFB stream, and
 // video records the video that goes by WebRTC into it (nil: it cannot).
 func (h *Handler) newRTCSignal(ctx context.Context, ref vdi.Ref, conn any, recorded bool, video *relay.VideoRecorder) *rtcSignal {
 	s := &rtcSignal{ctx: ctx, srv: h.console.cfg.RTC, ref: ref, log: h.log}
@@ -75,7 +75,7 @@ func (h *Handler) newRTCSignal(ctx context.Context, ref vdi.Ref, conn any, recor
 	case recorded && video == nil:
 		s.refused = "This desktop's consoles are recorded, and the recording is made from the console's connection: the video stays on it."
 	case s.tap == nil:
-		s.refused = "Another portal server holds this desktop's screen and relays it here: the video stays on the console's connection."
+		s.refused = "This console's screen has no video to send by WebRTC: the video stays on the console's connection."
 	}
 	return s
 }

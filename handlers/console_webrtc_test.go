@@ -21,7 +21,8 @@ func (noTap) VideoTo(rfb.VideoSink) (func(), func(), error) { return func() {}, 
 // TestRTCSignal_Refusals: a VNC console's signalling answers what it
 // cannot do in words the page shows, and never makes a peer then: WebRTC
 // off, a recorded desktop whose stream the video cannot join, a
-// screen relayed from another replica (no hub here to tap), a message
+// screen with no video to tap (a relayed screen's is the owner's, over
+// a video link: console.Screens), a message
 // that is not JSON or not known, an offer that asks for a data channel
 // (input goes by the websocket, where a view-only viewer's is dropped),
 // and a second offer within a second.
@@ -68,7 +69,7 @@ func TestRTCSignal_Refusals(t *testing.T) {
 	}{
 		{"Off", newSignal(nil, noTap{}, false), `{"rtc":"offer","sdp":"v=0"}`, "refused", "WebRTC is off"},
 		{"Recorded", newSignal(srv, noTap{}, true), `{"rtc":"offer","sdp":"v=0"}`, "refused", "recorded"},
-		{"RelayedFromAnotherReplica", newSignal(srv, struct{ net.Conn }{}, false), `{"rtc":"offer","sdp":"v=0"}`, "refused", "Another portal server"},
+		{"NoVideoToTap", newSignal(srv, struct{ net.Conn }{}, false), `{"rtc":"offer","sdp":"v=0"}`, "refused", "no video to send by WebRTC"},
 		{"NotJSON", newSignal(srv, noTap{}, false), `offer`, "refused", "JSON"},
 		{"UnknownMessage", newSignal(srv, noTap{}, false), `{"rtc":"candidate","sdp":"a=candidate:1 1 udp 1 10.0.0.9 9 typ host"}`, "refused", `not "candidate"`},
 		{"DataChannelForInput", newSignal(srv, noTap{}, false), `{"rtc":"offer","sdp":` + jsonString(dataChannelOffer) + `}`, "refused", "more than the screen's one video"},

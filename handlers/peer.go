@@ -20,7 +20,7 @@ import (
 // The session is recorded by the portal the user is connected to.
 func (h *peerSocket) handlePeerSocket(w http.ResponseWriter, r *http.Request) {
 	proto, ref := r.PathValue("protocol"), ref(r)
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, proto, ref.Namespace, ref.Name); err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
@@ -65,7 +65,8 @@ func (h *peerSocket) pipe(w http.ResponseWriter, r *http.Request, conn net.Conn,
 // nothing.
 func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
 	role, ref := r.PathValue("role"), ref(r)
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.ScreenLink(role), ref.Namespace, ref.Name); err != nil {
+	nonce, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.ScreenLink(role), ref.Namespace, ref.Name)
+	if err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
@@ -73,7 +74,7 @@ func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
 		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Use control or view.", "No screen link role %q.", role))
 		return
 	}
-	conn, err := h.console.screens.ServeLink(r.Context(), ref, role == relay.ScreenControl, h.console.screenDial(ref))
+	conn, err := h.console.screens.ServeLink(r.Context(), ref, role == relay.ScreenControl, nonce, h.console.screenDial(ref))
 	if errors.Is(err, console.ErrNotOwner) {
 		h.writeAPIError(w, r, vdi.Errorf(vdi.EConflict, "Read the screen's owner record again.", "This replica does not own the screen of %s.", ref))
 		return
@@ -85,6 +86,42 @@ func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
 	h.pipe(w, r, conn, relay.Options{}, "screen link", "desktop", ref, "role", role)
 }
 
+// handlePeerVideo serves GET /peer/v1/video/{nonce}/{ns}/{member}: the
+// replica that relays a viewer to this replica's hub over the screen link
+// whose signature's nonce is nonce takes the viewer's H.264 video for its
+// own WebRTC peer (console.Screens.ServeVideo). The signature covers the
+// nonce, the desktop and this replica, once; the screen link must be of
+// that desktop: a video link carries no screen its signer did not name.
+// Anything else is refused with 409, before the upgrade.
+func (h *peerSocket) handlePeerVideo(w http.ResponseWriter, r *http.Request) {
+	nonce, ref := r.PathValue("nonce"), ref(r)
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.VideoLink(nonce), ref.Namespace, ref.Name); err != nil {
+		h.refusePeer(w, r, ref, err)
+		return
+	}
+	answered := false // by the upgrade, or its refusal
+	err := h.console.screens.ServeVideo(r.Context(), ref, nonce, func() (*relay.VideoConn, error) {
+		answered = true
+		ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
+		if err != nil {
+			return nil, err
+		}
+		h.log.Info("video link opened", "remote", r.RemoteAddr, "desktop", ref)
+		return relay.NewVideoConn(ws), nil
+	})
+	switch {
+	case answered:
+		h.log.Info("video link closed", "remote", r.RemoteAddr, "desktop", ref, "err", err)
+	case errors.Is(err, console.ErrNoScreenLink):
+		h.log.Warn("video link refused: no such screen link", "remote", r.RemoteAddr, "desktop", ref)
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EConflict, "Open the screen link again, then its video link.",
+			"This replica serves no screen link of %s by that nonce.", ref))
+	case err != nil:
+		h.writeAPIError(w, r, vdi.Errorf(vdi.EConflict, "Open the screen link again, then its video link.",
+			"The screen link's viewer of %s has no video now.", ref))
+	}
+}
+
 // handlePeerStream serves GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}:
 // another replica relays an invitee to the holder's terminal or serial
 // console this replica shares (console.Streams), signed for the protocol,
@@ -92,7 +129,7 @@ func (h *peerSocket) handlePeerScreen(w http.ResponseWriter, r *http.Request) {
 // refuses with 409.
 func (h *peerSocket) handlePeerStream(w http.ResponseWriter, r *http.Request) {
 	proto, role, ref := r.PathValue("protocol"), r.PathValue("role"), ref(r)
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.StreamLink(proto, role), ref.Namespace, ref.Name); err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
@@ -117,7 +154,7 @@ func (h *peerSocket) handlePeerStream(w http.ResponseWriter, r *http.Request) {
 // the desktop and this replica, once. It changes nothing.
 func (h *peerSocket) handlePeerHeld(w http.ResponseWriter, r *http.Request) {
 	proto, version, ref := r.PathValue("protocol"), r.PathValue("version"), ref(r)
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.HeldKind(proto, version), ref.Namespace, ref.Name); err != nil {
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, relay.HeldKind(proto, version), ref.Namespace, ref.Name); err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}

@@ -107,6 +107,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /ws/usbredir/{ns}/{member}", h.usb.usbAPI(h.usb.handleUSBRedirSocket))
 	m.HandleFunc("GET /peer/v1/{protocol}/{ns}/{member}", h.peer.handlePeerSocket) // relay.PeerPath
 	m.HandleFunc("GET /peer/v1/screen/{role}/{ns}/{member}", h.peer.handlePeerScreen)
+	m.HandleFunc("GET /peer/v1/video/{nonce}/{ns}/{member}", h.peer.handlePeerVideo)
 	m.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", h.peer.handlePeerStream)
 	m.HandleFunc("GET /peer/v1/held/{protocol}/{version}/{ns}/{member}", h.peer.handlePeerHeld)
 	m.HandleFunc("GET /peer/v1/viewers/{ns}/{member}", h.peer.handlePeerViewers)

@@ -170,7 +170,7 @@ func (h *Handler) awaitViewers(ctx context.Context, ref vdi.Ref, local, claim <-
 // long poll, as GET …/viewers is.
 func (h *peerSocket) handlePeerViewers(w http.ResponseWriter, r *http.Request) {
 	ref := ref(r)
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, viewersKind, ref.Namespace, ref.Name); err != nil {
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, viewersKind, ref.Namespace, ref.Name); err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
@@ -202,7 +202,7 @@ func (h *peerSocket) handlePeerViewers(w http.ResponseWriter, r *http.Request) {
 // watch waits here.
 func (h *peerSocket) handlePeerViewerAnswer(w http.ResponseWriter, r *http.Request) {
 	ref, answer := ref(r), r.PathValue("answer")
-	if err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, viewersAnswerKind+answer, ref.Namespace, ref.Name); err != nil {
+	if _, err := h.console.peers.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, viewersAnswerKind+answer, ref.Namespace, ref.Name); err != nil {
 		h.refusePeer(w, r, ref, err)
 		return
 	}

@@ -59,11 +59,17 @@ func peerMAC(secret []byte, ts int64, nonce, peer, protocol, ns, member string) 
 // of ns/member at the peer whose host (host:port, as in its URL) is peer,
 // at time now, with a fresh nonce.
 func SignPeer(secret []byte, now time.Time, peer, protocol, ns, member string) string {
+	header, _ := signPeer(secret, now, peer, protocol, ns, member)
+	return header
+}
+
+// signPeer is SignPeer that also returns the signature's nonce.
+func signPeer(secret []byte, now time.Time, peer, protocol, ns, member string) (header, nonce string) {
 	ts := now.Unix()
 	b := make([]byte, 16)
 	rand.Read(b)
-	nonce := hex.EncodeToString(b)
-	return "v2 " + strconv.FormatInt(ts, 10) + " " + nonce + " " + peerMAC(secret, ts, nonce, peer, protocol, ns, member)
+	nonce = hex.EncodeToString(b)
+	return "v2 " + strconv.FormatInt(ts, 10) + " " + nonce + " " + peerMAC(secret, ts, nonce, peer, protocol, ns, member), nonce
 }
 
 // CheckPeerAuth reports, as a nil error, whether header is a valid
@@ -109,11 +115,12 @@ func NewPeerVerifier(secret []byte) *PeerVerifier {
 // until old ones expire (a flood of valid signatures needs the secret).
 const maxNonces = 1 << 16
 
-// Check is CheckPeerAuth that also refuses a nonce seen before.
-func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, member string) error {
-	nonce, err := CheckPeerAuth(v.secret, header, now, host, protocol, ns, member)
+// Check is CheckPeerAuth that also refuses a nonce seen before. The
+// nonce names the link (a video link names the screen link it joins).
+func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, member string) (nonce string, err error) {
+	nonce, err = CheckPeerAuth(v.secret, header, now, host, protocol, ns, member)
 	if err != nil {
-		return err
+		return "", err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -125,13 +132,13 @@ func (v *PeerVerifier) Check(header string, now time.Time, host, protocol, ns, m
 		}
 	}
 	if _, dup := v.seen[nonce]; dup {
-		return fmt.Errorf("%w: replayed", ErrPeerAuth)
+		return "", fmt.Errorf("%w: replayed", ErrPeerAuth)
 	}
 	if len(v.seen) >= maxNonces {
-		return fmt.Errorf("%w: too many links at once", ErrPeerAuth)
+		return "", fmt.Errorf("%w: too many links at once", ErrPeerAuth)
 	}
 	v.seen[nonce] = now.Add(2*PeerAuthSkew + time.Second)
-	return nil
+	return nonce, nil
 }
 
 // DialPeer opens a peer link to console protocol of ns/member through the
@@ -146,11 +153,23 @@ func DialPeer(ctx context.Context, base string, secret []byte, protocol, ns, mem
 }
 
 // dialPeerLink opens the websocket of a peer link at base's PeerPath +
-// route + "/{ns}/{member}", signed for console.
+// route + "/{ns}/{member}", signed for console, as a stream.
 func dialPeerLink(ctx context.Context, base string, secret []byte, route, console, ns, member string) (*WSConn, error) {
+	ws, _, err := dialPeerWS(ctx, base, secret, route, console, ns, member)
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
+	return NewWSConn(ws, WSConnOptions{}), nil
+}
+
+// dialPeerWS opens the websocket of a peer link at base's PeerPath +
+// route + "/{ns}/{member}", signed for console, and returns the
+// signature's nonce, which names the link at the peer.
+func dialPeerWS(ctx context.Context, base string, secret []byte, route, console, ns, member string) (_ *websocket.Conn, nonce string, _ error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("peer %q: %w", base, err)
+		return nil, "", fmt.Errorf("peer %q: %w", base, err)
 	}
 	switch u.Scheme {
 	case "http":
@@ -158,22 +177,21 @@ func dialPeerLink(ctx context.Context, base string, secret []byte, route, consol
 	case "https":
 		u.Scheme = "wss"
 	default:
-		return nil, fmt.Errorf("peer %q: want an http:// or https:// URL", base)
+		return nil, "", fmt.Errorf("peer %q: want an http:// or https:// URL", base)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + route + "/" + url.PathEscape(ns) + "/" + url.PathEscape(member)
-	hdr := http.Header{PeerAuthHeader: {SignPeer(secret, time.Now(), u.Host, console, ns, member)}}
+	sig, nonce := signPeer(secret, time.Now(), u.Host, console, ns, member)
 	d := websocket.Dialer{ReadBufferSize: peerBufferSize, WriteBufferSize: peerBufferSize, WriteBufferPool: writeBufferPool}
-	ws, res, err := d.DialContext(ctx, u.String(), hdr)
+	ws, res, err := d.DialContext(ctx, u.String(), http.Header{PeerAuthHeader: {sig}})
 	if err != nil {
 		if res != nil {
 			body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 			res.Body.Close()
-			return nil, &PeerRefusal{Peer: base, Status: res.StatusCode, Msg: res.Status + ": " + strings.TrimSpace(string(body))}
+			return nil, "", &PeerRefusal{Peer: base, Status: res.StatusCode, Msg: res.Status + ": " + strings.TrimSpace(string(body))}
 		}
-		return nil, fmt.Errorf("peer %s: %w", base, err)
+		return nil, "", fmt.Errorf("peer %s: %w", base, err)
 	}
-	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
-	return NewWSConn(ws, WSConnOptions{}), nil
+	return ws, nonce, nil
 }
 
 // PeerRefusal is a peer portal's answer refusing a link: it is there,

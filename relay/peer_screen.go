@@ -27,12 +27,21 @@ func ScreenLink(role string) string { return "screen/" + role }
 // DialPeerScreen opens a screen link to the hub of ns/member at the peer
 // portal at base, in role, until ctx ends. A peer that does not own the
 // screen refuses with a *PeerRefusal of status 409.
-func DialPeerScreen(ctx context.Context, base string, secret []byte, role, ns, member string) (net.Conn, error) {
-	ws, err := dialPeerLink(ctx, base, secret, "screen/"+role, ScreenLink(role), ns, member)
+func DialPeerScreen(ctx context.Context, base string, secret []byte, role, ns, member string) (*ScreenConn, error) {
+	ws, nonce, err := dialPeerWS(ctx, base, secret, "screen/"+role, ScreenLink(role), ns, member)
 	if err != nil {
 		return nil, err
 	}
-	return ws, nil
+	ws.SetReadLimit(DefaultMaxMessage) // the peer's frames are at most its copy buffer
+	return &ScreenConn{WSConn: NewWSConn(ws, WSConnOptions{}), Nonce: nonce}, nil
+}
+
+// ScreenConn is a screen link: the hub's RFB stream, and the nonce of
+// its signature, which names the link at the owner (a video link to the
+// owner joins it: DialPeerVideo).
+type ScreenConn struct {
+	*WSConn
+	Nonce string
 }
 
 // StreamLink is the console name a stream link (a shared terminal or

@@ -61,13 +61,13 @@ func TestPeerVerifier_Once(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	v := relay.NewPeerVerifier(secret)
 	sig := relay.SignPeer(secret, now, "peer-b:8080", "terminal", "local", "demo-1")
-	if err := v.Check(sig, now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
+	if _, err := v.Check(sig, now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
 		t.Fatalf("first use: %v", err)
 	}
-	if err := v.Check(sig, now.Add(time.Second), "peer-b:8080", "terminal", "local", "demo-1"); !errors.Is(err, relay.ErrPeerAuth) {
+	if _, err := v.Check(sig, now.Add(time.Second), "peer-b:8080", "terminal", "local", "demo-1"); !errors.Is(err, relay.ErrPeerAuth) {
 		t.Errorf("replay: %v; want ErrPeerAuth", err)
 	}
-	if err := v.Check(relay.SignPeer(secret, now, "peer-b:8080", "terminal", "local", "demo-1"), now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
+	if _, err := v.Check(relay.SignPeer(secret, now, "peer-b:8080", "terminal", "local", "demo-1"), now, "peer-b:8080", "terminal", "local", "demo-1"); err != nil {
 		t.Errorf("a fresh signature after a replay: %v", err)
 	}
 }
@@ -89,7 +89,11 @@ func TestDialPeer(t *testing.T) {
 	pipes := make(chan error, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, relay.PeerPath), "/")
-		if len(parts) != 3 || v.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, parts[0], parts[1], parts[2]) != nil {
+		if len(parts) != 3 {
+			http.Error(w, "no such peer link", http.StatusNotFound)
+			return
+		}
+		if _, err := v.Check(r.Header.Get(relay.PeerAuthHeader), time.Now(), r.Host, parts[0], parts[1], parts[2]); err != nil {
 			http.Error(w, "peer signature not valid", http.StatusUnauthorized)
 			return
 		}

@@ -1,0 +1,166 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
+	"github.com/corral-dev/corral-vdi-portal/rfb"
+	"github.com/corral-dev/corral-vdi-portal/vdi"
+)
+
+// A viewer relayed to another replica's hub takes its video by WebRTC
+// from the replica it is connected to: that replica's WebRTC peer is the
+// browser's, and the owner's hub encodes once for every viewer. The
+// relaying replica asks the owner for the video of its screen link's
+// viewer over a video link (relay.DialPeerVideo), named by the screen
+// link's nonce; the owner sends that viewer's access units, as its own
+// WebRTC peer would take them (rfb.VideoTap).
+
+// ErrNoScreenLink is why an owner refuses a video link: it serves no
+// screen link of that nonce and desktop (it ended, or never was).
+var ErrNoScreenLink = errors.New("console: no screen link of the desktop by that nonce on this replica")
+
+// linkFrames bounds the access units waiting for a video link: past it
+// the viewer waits for a key frame (the hub makes one at most a second).
+const linkFrames = 30
+
+// servedLink is a screen link this replica serves: its viewer on the
+// hub, until done.
+type servedLink struct {
+	ref  vdi.Ref
+	tap  rfb.VideoTap
+	done <-chan struct{}
+}
+
+// serveLinkVideo notes the screen link named nonce, whose viewer on ref's
+// hub is conn, until ctx ends, for a video link to name.
+func (s *Screens) serveLinkVideo(ctx context.Context, ref vdi.Ref, nonce string, conn any) {
+	tap, ok := conn.(rfb.VideoTap)
+	if !ok || nonce == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.links == nil {
+		s.links = map[string]servedLink{}
+	}
+	s.links[nonce] = servedLink{ref: ref, tap: tap, done: ctx.Done()}
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		delete(s.links, nonce)
+		s.mu.Unlock()
+	})
+}
+
+// ServeVideo sends the video of the viewer of the screen link named
+// nonce, which must be a link of ref's screen, over the video link open
+// returns (the caller's upgrade), until the link, the screen link or ctx
+// ends. It returns ErrNoScreenLink, before calling open, when this
+// replica serves no such screen link: a video link signed for one
+// desktop never carries another's screen.
+func (s *Screens) ServeVideo(ctx context.Context, ref vdi.Ref, nonce string, open func() (*relay.VideoConn, error)) error {
+	s.mu.Lock()
+	link, ok := s.links[nonce]
+	s.mu.Unlock()
+	if !ok || link.ref != ref {
+		return ErrNoScreenLink
+	}
+	sink := &linkSink{frames: make(chan linkFrame, linkFrames)}
+	stop, keyFrame, err := link.tap.VideoTo(sink)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	vc, err := open()
+	if err != nil {
+		return err
+	}
+	defer vc.Close()
+	asked := make(chan error, 1)
+	go func() { asked <- vc.Requests(keyFrame) }()
+	for {
+		select {
+		case f := <-sink.frames:
+			if err := vc.Send(f.au, f.key, f.w, f.h); err != nil {
+				return err
+			}
+		case err := <-asked:
+			return err
+		case <-link.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// linkFrame is one access unit waiting for a video link.
+type linkFrame struct {
+	au   []byte
+	key  bool
+	w, h int
+}
+
+// linkSink queues a viewer's access units for its video link.
+type linkSink struct {
+	frames chan linkFrame
+}
+
+// Video implements rfb.VideoSink.
+func (k *linkSink) Video(au []byte, key bool, w, h int) bool {
+	select {
+	case k.frames <- linkFrame{au, key, w, h}:
+		return true
+	default:
+		return false
+	}
+}
+
+// linkedScreen is a viewer's screen link to the owner's hub, as Join
+// returns it: its video may go to a sink of this replica's (a WebRTC
+// peer), taken from the owner over a video link.
+type linkedScreen struct {
+	*relay.ScreenConn
+	ctx    context.Context // the viewer's console
+	base   string          // the owner's URL
+	secret []byte
+	ref    vdi.Ref
+}
+
+var _ rfb.VideoTap = (*linkedScreen)(nil)
+
+// VideoTo implements rfb.VideoTap: the owner's hub sends the viewer's
+// access units from its next key frame over a video link, until stop.
+func (l *linkedScreen) VideoTo(sink rfb.VideoSink) (stop, keyFrame func(), err error) {
+	vc, err := relay.DialPeerVideo(l.ctx, l.base, l.secret, l.Nonce, l.ref.Namespace, l.ref.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	end := func() { once.Do(func() { vc.Close() }) }
+	unhook := context.AfterFunc(l.ctx, end)
+	go func() {
+		defer end()
+		in := false // the sink's decoder has the stream since a key frame
+		for {
+			au, key, w, h, err := vc.Next()
+			if err != nil {
+				return
+			}
+			if !in && !key {
+				continue // a key frame is on its way: asked for below
+			}
+			if in = sink.Video(au, key, w, h); !in {
+				vc.AskKeyFrame()
+			}
+		}
+	}()
+	stop = func() {
+		unhook()
+		end()
+	}
+	keyFrame = func() { vc.AskKeyFrame() }
+	return stop, keyFrame, nil
+}
