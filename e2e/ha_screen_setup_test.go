@@ -28,9 +28,9 @@ type haScreen struct {
 	env        []string
 }
 
-// startHAScreen starts an haScreen; the replicas' logs are in the test's
-// output when it fails.
-func startHAScreen(t *testing.T) *haScreen {
+// startHAScreen starts an haScreen, its replicas with env beside the
+// install's; the replicas' logs are in the test's output when it fails.
+func startHAScreen(t *testing.T, env ...string) *haScreen {
 	t.Helper()
 	c := testcluster.MustStart(t)
 	h := &haScreen{standIn: c.StartKubeVirtStandIn(t), admin: c.AdminClient(t), ns: c.Namespace(t), reps: map[string]*haReplica{}}
@@ -41,7 +41,7 @@ func startHAScreen(t *testing.T) *haScreen {
 		"corral-vdi-secrets/token-keys":   randomKey(t),
 		"corral-vdi-secrets/peer-secret":  randomKey(t),
 	}
-	h.env = append(haEnv(t, h.secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+h.ns)
+	h.env = append(append(haEnv(t, h.secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+h.ns), env...)
 	for _, name := range []string{"a", "b", "c"} {
 		h.reps[name] = startReplica(t, name, t.TempDir(), "127.0.0.1:0", h.env)
 	}

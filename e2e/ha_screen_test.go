@@ -21,8 +21,10 @@ import (
 // (invited with control) on b, carol (invited, view only) and ops (an
 // admin) on c: one upstream, the same pixels everywhere, input from
 // control clients only (also not through a signed view link straight to
-// the owner); her serial console is shared the same way. Alice reconnects
-// on c: still one upstream. The owner is SIGKILLed: the clients
+// the owner); her serial console is shared the same way. Alice's page
+// in Chromium opens on b and takes WebRTC, b's own port carrying the
+// video of a's hub (webrtcElsewhere); then she reconnects on c: still
+// one upstream. The owner is SIGKILLed: the clients
 // reconnect, another replica takes the screen by compare-and-swap; the
 // shared serial consoles relayed from b and c follow alice's to c without
 // reopening, and carol's page in Chromium says it reconnects and shows the
@@ -30,7 +32,8 @@ import (
 // the new owner drains and stops, and the last replica takes it. Never
 // were two upstreams at once.
 func TestHA_OneScreen(t *testing.T) {
-	hs := startHAScreen(t)
+	rtc := haRTCEnv(t)
+	hs := startHAScreen(t, rtc...)
 	standIn, admin, ns, member, secrets := hs.standIn, hs.admin, hs.ns, hs.member, hs.secrets
 	a, b, cr := hs.reps["a"], hs.reps["b"], hs.reps["c"]
 	for _, inv := range []struct {
@@ -124,10 +127,15 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Errorf("the VMI's serial console: %+v; want 1 opened (alice's), none kicked", n)
 	}
 
-	// Alice's console moves to c (a reload, a second tab): the same one
-	// upstream, through a's hub.
+	// Alice's console moves to b, her page in Chromium taking WebRTC from
+	// b, then to c (a reload, a second tab): the same one upstream,
+	// through a's hub.
 	viewers["alice@a"].ws.Close()
 	delete(viewers, "alice@a")
+	if rtc != nil {
+		webrtcElsewhere(t, hs, b, a)
+		upstreams(1)
+	}
 	viewers["alice@c"] = open(cr, "alice")
 	same("alice reconnected on c", viewers)
 	upstreams(1)
