@@ -216,21 +216,13 @@ func TestConsole_H264(t *testing.T) {
 	}
 	startLoop()
 	var w map[string]any
-	seen := func(want [3]int) bool {
-		for _, c := range w["colours"].([]any) {
-			if nearColour(c.([]any), want, 40) {
-				return true
-			}
-		}
-		return false
-	}
 	waitFor(t, 60*time.Second, "noVNC draws H.264 frames of both colours", func() bool {
 		v, err := page.Evaluate(`() => window.__h264`)
 		if err != nil {
 			return false
 		}
 		w = v.(map[string]any)
-		return toFloat(w["frames"]) >= 10 && seen(red) && seen(blue)
+		return toFloat(w["frames"]) >= 10 && seenColours(w, red, blue)
 	})
 	stopLoop("#208040")
 	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -112,42 +113,15 @@ func TestConsole_WebRTC(t *testing.T) {
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
 	g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
-	var w map[string]any
-	seen := func(want [3]int) bool {
-		for _, c := range w["colours"].([]any) {
-			if nearColour(c.([]any), want, 40) {
-				return true
-			}
-		}
-		return false
-	}
-	frames := func() int {
-		v, _ := screen.GetAttribute("data-rtc-frames")
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	if !eventually(60*time.Second, func() bool {
-		v, err := page.Evaluate(`() => window.__rtc`)
-		if err != nil {
-			return false
-		}
-		w = v.(map[string]any)
-		return toFloat(w["sampled"]) >= 10 && seen(red) && seen(blue) && frames() >= 10
-	}) {
-		stats, err := page.Evaluate(rtcStats)
-		t.Fatalf("after 60s, the track's frames of both colours not drawn: %v frames drawn, %v sampled, %d colours, %v H.264 rectangles over the websocket; the track: %v (%v)",
-			frames(), w["sampled"], len(w["colours"].([]any)), w["rects"], stats, err)
-	}
+	waitTrack(t, page, "", red, blue)
 	screenshot(t, page, "webrtc-motion")
 	g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'")
 	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)
-	v, err := page.Evaluate(`() => window.__rtc`)
-	must(t, err)
-	w = v.(map[string]any)
+	w := rtcWatched(t, page)
 	if n := toFloat(w["rects"]); n != 0 {
 		t.Errorf("%v H.264 rectangles came over the websocket while the track carried the video; want none", n)
 	}
-	t.Logf("the track's video: %v frames drawn into noVNC, %v sampled", frames(), w["sampled"])
+	t.Logf("the track's video: %v frames drawn into noVNC, %v sampled", rtcFrames(page), w["sampled"])
 	if s, _ := screen.GetAttribute("data-rtc"); s != "connected" {
 		why, _ := screen.GetAttribute("data-rtc-why")
 		t.Errorf("after the motion the track is %q (%s); want connected", s, why)
@@ -157,4 +131,56 @@ func TestConsole_WebRTC(t *testing.T) {
 	// The desktop is recorded: the recording holds the video the track
 	// carried, and the player replays it to the same screen.
 	playVideoRecording(t, b, p, d.Name, live, "webrtc-playback-end")
+}
+
+// rtcWatched returns rtcWatch's record of the page.
+func rtcWatched(t *testing.T, page playwright.Page) map[string]any {
+	t.Helper()
+	v, err := page.Evaluate(`() => window.__rtc`)
+	must(t, err)
+	w, _ := v.(map[string]any)
+	return w
+}
+
+// rtcFrames returns how many frames of its WebRTC track the console drew.
+func rtcFrames(page playwright.Page) int {
+	v, _ := page.Locator("#screen").GetAttribute("data-rtc-frames")
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// waitTrack waits up to 60 s for the console's WebRTC track (watched by
+// rtcWatch) to draw 10 frames and show each of colours at the watched
+// pixel, and fails t with the track's state if it does not; where names
+// the console for that message.
+func waitTrack(t *testing.T, page playwright.Page, where string, colours ...[3]int) {
+	t.Helper()
+	var w map[string]any
+	if eventually(60*time.Second, func() bool {
+		v, err := page.Evaluate(`() => window.__rtc`)
+		if err != nil {
+			return false
+		}
+		w = v.(map[string]any)
+		return toFloat(w["sampled"]) >= 10 && rtcFrames(page) >= 10 && seenColours(w, colours...)
+	}) {
+		return
+	}
+	stats, err := page.Evaluate(rtcStats)
+	screenshot(t, page, "webrtc-no-frames")
+	t.Fatalf("after 60s, the track's frames of %v not drawn%s: %v frames drawn, %v sampled, %d colours, %v H.264 rectangles over the websocket; the track: %v (%v)",
+		colours, where, rtcFrames(page), w["sampled"], len(w["colours"].([]any)), w["rects"], stats, err)
+}
+
+// seenColours reports whether the colours a watch sampled (w["colours"],
+// as rtcWatch and the H.264 watch keep them) come within 40 of each of
+// want.
+func seenColours(w map[string]any, want ...[3]int) bool {
+	cs, _ := w["colours"].([]any)
+	for _, c := range want {
+		if !slices.ContainsFunc(cs, func(s any) bool { sc, _ := s.([]any); return nearColour(sc, c, 40) }) {
+			return false
+		}
+	}
+	return true
 }

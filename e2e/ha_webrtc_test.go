@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,44 +60,16 @@ func webrtcElsewhere(t *testing.T, hs *haScreen, r, owner *haReplica) {
 		"for i in $(seq 120); do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done; xsetroot -solid '#208040'")
 	must(t, err)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
-	var w map[string]any
-	seen := func(want [3]int) bool {
-		for _, c := range w["colours"].([]any) {
-			if nearColour(c.([]any), want, 40) {
-				return true
-			}
-		}
-		return false
-	}
-	frames := func() int {
-		v, _ := screen.GetAttribute("data-rtc-frames")
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	if !eventually(60*time.Second, func() bool {
-		v, err := page.Evaluate(`() => window.__rtc`)
-		if err != nil {
-			return false
-		}
-		w = v.(map[string]any)
-		return toFloat(w["sampled"]) >= 10 && seen(red) && seen(blue) && frames() >= 10
-	}) {
-		stats, err := page.Evaluate(rtcStats)
-		screenshot(t, page, "ha-webrtc-no-frames")
-		t.Fatalf("after 60s, the track's frames of both colours not drawn on %s: %v frames drawn, %v sampled, %d colours, %v H.264 rectangles over the websocket; the track: %v (%v)",
-			r.name, frames(), w["sampled"], len(w["colours"].([]any)), w["rects"], stats, err)
-	}
+	waitTrack(t, page, " on "+r.name, red, blue)
 	screenshot(t, page, "ha-webrtc-motion")
 	waitScreen(t, page, 60*time.Second, "the still screen after the churn, pixel-exact", at, green)
-	v, err := page.Evaluate(`() => window.__rtc`)
-	must(t, err)
-	w = v.(map[string]any)
+	w := rtcWatched(t, page)
 	if n := toFloat(w["rects"]); n != 0 {
 		t.Errorf("%v H.264 rectangles came over the websocket on %s while the track carried the video; want none", n, r.name)
 	}
 	if !strings.Contains(owner.p.Log(), "video link opened") {
 		t.Errorf("%s, the screen's owner, logged no video link; want the track's video from its hub", owner.name)
 	}
-	t.Logf("alice's track on %s: %v frames drawn, %v sampled, from %s's hub", r.name, frames(), w["sampled"], owner.name)
+	t.Logf("alice's track on %s: %v frames drawn, %v sampled, from %s's hub", r.name, rtcFrames(page), w["sampled"], owner.name)
 	must(t, page.Close())
 }

@@ -231,9 +231,9 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	ops := c.mustWatch(t, ref, "ops")
 	all := []*snapshot.Viewer{alice, erin, carol, ops}
 	h := samePicture(t, "alice on a, erin and carol on b, ops on c", all...)
-	typeKeys(alice, "kube")
+	alice.Type("kube")
 	h = settledPicture(t, "alice typed", h, all...)
-	typeKeys(carol, "ctl")
+	carol.Type("ctl")
 	h = settledPicture(t, "carol (control, on b) typed", h, all...)
 	if h264 != "" {
 		// A second console of erin's on b asks for H.264: the screen a
@@ -241,8 +241,8 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 		// the screen link, while alice types (then rubs it out: a key and
 		// its erasure at once change nothing Xvnc sends).
 		var typed atomic.Int32
-		h264Reaches(t, b, ref, "erin", func() { typeKeys(alice, "v"); typed.Add(1) })
-		typeKeys(alice, strings.Repeat("\b", int(typed.Load())))
+		h264Reaches(t, b, ref, "erin", func() { alice.Type("v"); typed.Add(1) })
+		alice.Type(strings.Repeat("\b", int(typed.Load())))
 		h = samePicture(t, "alice typed and erased for the H.264 viewer", all...)
 	}
 	clients := func(want int) {
@@ -271,7 +271,7 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	alice = c.mustWatch(t, ref, "alice")
 	all = []*snapshot.Viewer{alice, erin, carol, ops}
 	h = samePicture(t, "alice moved to c", all...)
-	typeKeys(alice, "X")
+	alice.Type("X")
 	settledPicture(t, "alice typed on c", h, all...)
 	for who, v := range map[string]*snapshot.Viewer{"erin": erin, "carol": carol, "ops": ops} {
 		if err := v.Err(); err != nil {
@@ -382,14 +382,14 @@ func holdOn(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, user string, nodes ...*
 // line and not be typed again. (Passing, it waits for conditions only.)
 func viewOnlyDropped(t *testing.T, erin, carol *snapshot.Viewer, h [32]byte, all []*snapshot.Viewer) {
 	t.Helper()
-	typeKeys(erin, "rm -rf x")
-	typeKeys(carol, "Z")
+	erin.Type("rm -rf x")
+	carol.Type("Z")
 	marked := settledPicture(t, "carol typed a mark after erin (view only) typed", h, all...)
 	for range len("kubectlZ") {
-		typeKeys(carol, "\b")
+		carol.Type("\b")
 	}
 	settledPicture(t, "carol rubbed her line out", marked, all...) // her keys reach the desktop now
-	typeKeys(carol, "kubectlZ")
+	carol.Type("kubectlZ")
 	for end := time.Now().Add(30 * time.Second); samePicture(t, "carol typed her line again", all...) != marked; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("the screen after carol typed her line again is not what it was with her mark: erin's keys (view only) reached the desktop")
@@ -418,18 +418,6 @@ func thumbNoSecondClient(t *testing.T, r *replica, node *testcluster.Node, ref v
 	}
 	if n := node.Consoles(ref.Namespace, ref.Name, "vnc"); n != vnc {
 		t.Errorf("virt-handler's VNC console after a thumbnail on %s: %+v; want %+v, no client more", r.name, n, vnc)
-	}
-}
-
-// typeKeys types text on v, key by key ("\b" is BackSpace).
-func typeKeys(v *snapshot.Viewer, text string) {
-	for _, k := range text {
-		sym := uint32(k)
-		if k == '\b' {
-			sym = 0xff08
-		}
-		v.Key(sym, true)
-		v.Key(sym, false)
 	}
 }
 

@@ -203,6 +203,25 @@ func (v *Viewer) CutText() string {
 	return v.cut
 }
 
+// Type presses and releases the key of each character of text in turn
+// (Latin-1 keysyms are the characters' code points; "\b" is BackSpace),
+// and returns the first error.
+func (v *Viewer) Type(text string) error {
+	for _, k := range text {
+		sym := uint32(k)
+		if k == '\b' {
+			sym = 0xff08
+		}
+		if err := v.Key(sym, true); err != nil {
+			return err
+		}
+		if err := v.Key(sym, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Key presses (down) or releases a key by its X keysym.
 func (v *Viewer) Key(keysym uint32, down bool) error {
 	msg := []byte{4, 0, 0, 0, 0, 0, 0, 0}
