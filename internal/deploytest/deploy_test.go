@@ -179,7 +179,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, dir string, known map[s
 	if !data {
 		t.Error("no emptyDir volume data for the data dir")
 	}
-	for _, ctr := range spec.Containers {
+	for _, ctr := range slices.Concat(spec.InitContainers, spec.Containers) {
 		sc := ctr.SecurityContext
 		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
 			sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
@@ -346,7 +346,9 @@ func checkPolicies(t *testing.T, dir string, objs []*unstructured.Unstructured) 
 
 // checkEncoderSidecar checks that the portal's CORRAL_VDI_H264, h264,
 // names the socket its encoder sidecar serves, in an emptyDir only the
-// two containers mount.
+// two containers mount; and that the encoder is a native sidecar (an
+// init container that keeps running) whose startup probe waits for the
+// socket, so that the portal starts once it is there.
 func checkEncoderSidecar(t *testing.T, spec corev1.PodSpec, h264 string) {
 	t.Helper()
 	socket, ok := strings.CutPrefix(h264, "unix:")
@@ -355,18 +357,30 @@ func checkEncoderSidecar(t *testing.T, spec corev1.PodSpec, h264 string) {
 		return
 	}
 	mounts := map[string]string{} // container -> volume at the socket's folder
-	var args []string
-	for _, c := range spec.Containers {
+	var enc *corev1.Container
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
 		for _, m := range c.VolumeMounts {
 			if m.MountPath == filepath.Dir(socket) {
 				mounts[c.Name] = m.Name
 			}
 		}
+	}
+	for i, c := range spec.InitContainers {
 		if c.Name == "encoder" {
-			args = c.Args
+			enc = &spec.InitContainers[i]
 		}
 	}
-	if len(args) < 3 || !slices.Equal(args[:3], []string{"encoder", "-socket", socket}) {
+	if enc == nil {
+		t.Errorf("no init container named encoder; want the encoder a native sidecar (an init container with restartPolicy Always)")
+		return
+	}
+	if enc.RestartPolicy == nil || *enc.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("the encoder's restartPolicy %v; want Always (a native sidecar, which keeps running beside the portal)", enc.RestartPolicy)
+	}
+	if p := enc.StartupProbe; p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command, []string{"test", "-S", socket}) {
+		t.Errorf("the encoder's startup probe %+v; want test -S %s, so that the portal starts once the socket is there", p, socket)
+	}
+	if args := enc.Args; len(args) < 3 || !slices.Equal(args[:3], []string{"encoder", "-socket", socket}) {
 		t.Errorf("the encoder container's args %q; want encoder -socket %s", args, socket)
 	}
 	if len(mounts) != 2 || mounts["portal"] == "" || mounts["portal"] != mounts["encoder"] {
