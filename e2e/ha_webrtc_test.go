@@ -24,8 +24,8 @@ func haRTCEnv(t *testing.T) []string {
 // webrtcElsewhere: alice's page in Chromium opens her console on r,
 // whose screen owner holds, and picks WebRTC in the Picture menu: r
 // answers the offer with its own UDP port, and takes the video from
-// owner's hub over a video link (one encoder, no second upstream: the
-// caller counts them). A full-screen churn she types in the desktop
+// owner's hub over a video link: r runs no encoder (the owner's hub
+// does), and the desktop has no second upstream (the caller counts them). A full-screen churn she types in the desktop
 // reaches the page as frames of the track (both colours, sampled from
 // the video element) and not as H.264 over the websocket; the still
 // screen after it is pixel-exact. Her page closes at the end.
@@ -61,6 +61,14 @@ func webrtcElsewhere(t *testing.T, hs *haScreen, r, owner *haReplica) {
 	must(t, err)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
 	waitTrack(t, page, " on "+r.name, red, blue)
+	// While the desktop churns: the owner's hub encodes, and r, whose
+	// WebRTC peer sends the video, runs no encoder of its own.
+	if !eventually(10*time.Second, func() bool { return encoders(owner) > 0 }) {
+		t.Errorf("no H.264 encoder under %s, the screen's owner, while the track carried the churn; want its hub's", owner.name)
+	}
+	if n := encoders(r); n != 0 {
+		t.Errorf("%d H.264 encoders under %s, where the browser is; want none: the video is %s's hub's", n, r.name, owner.name)
+	}
 	screenshot(t, page, "ha-webrtc-motion")
 	waitScreen(t, page, 60*time.Second, "the still screen after the churn, pixel-exact", at, green)
 	w := rtcWatched(t, page)
@@ -72,4 +80,15 @@ func webrtcElsewhere(t *testing.T, hs *haScreen, r, owner *haReplica) {
 	}
 	t.Logf("alice's track on %s: %v frames drawn, %v sampled, from %s's hub", r.name, rtcFrames(page), w["sampled"], owner.name)
 	must(t, page.Close())
+}
+
+// encoders counts the H.264 encoders (gst-launch-1.0) running under r.
+func encoders(r *haReplica) int {
+	n := 0
+	for _, p := range descendants(r.p.cmd.Process.Pid) {
+		if p.comm == "gst-launch-1.0" {
+			n++
+		}
+	}
+	return n
 }
