@@ -61,6 +61,7 @@ type Sessions struct {
 	cfg       SessionsConfig
 	takeover  Takeover
 	invited   Invitees
+	yielding  Invitees // admins' own serial consoles, by yieldKey: a holder's comes first
 	watchers  Watchers
 	links     links
 	listeners listeners

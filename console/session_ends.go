@@ -22,6 +22,10 @@ func (s *Sessions) enter(ctx context.Context, c Session) (_ context.Context, lea
 	if takesOver(c) && !c.TakenOver {
 		undo = append(undo, s.take(ctx, c, cancel))
 	}
+	if yields(c) { // a holder's serial console comes first
+		undo = append(undo, s.yielding.Add(yieldKey(c.Ref), cancel))
+		go keepYielding(ctx, s.cfg.Claims, c.User, c.Ref, cancel)
+	}
 	if c.Share != nil { // revoked or run out: the console closes
 		undo = append(undo, s.invited.Add(c.Share.ID, cancel))
 		go KeepShared(ctx, s.cfg.Claims, c.User, c.Ref, *c.Share, vdi.ShareCheckEvery, cancel)
@@ -85,8 +89,9 @@ func (s *Sessions) take(ctx context.Context, c Session, cancel context.CancelCau
 }
 
 // TakeOver is, for the holder's serial console, the takeover Run would
-// do, done before its handler dials: the holder's older serial console,
-// on any replica, ends now, so that it lets go of the line before the
+// do, done before its handler dials: the holder's older serial console
+// (and an admin's own, opened while nobody held the desktop), on any
+// replica, ends now, so that it lets go of the line before the
 // new one dials (Streams.Open); a line takes one client, and on KubeVirt
 // a second kicks the first. It sets c.TakenOver and returns the context
 // to dial and Run c with, which ends when a newer one takes over in
@@ -96,6 +101,7 @@ func (s *Sessions) TakeOver(ctx context.Context, c *Session) (_ context.Context,
 	if c.Protocol != vdi.ProtocolSerial || !takesOver(*c) {
 		return ctx, func() {}
 	}
+	s.yielding.End(yieldKey(c.Ref), HolderCame(c.Holder)) // an admin's own, here; elsewhere keepYielding
 	ctx, cancel := context.WithCancelCause(ctx)
 	release := s.take(ctx, *c, cancel)
 	c.TakenOver = true

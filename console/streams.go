@@ -154,7 +154,7 @@ func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Ow
 		}
 		s.log.Warn("the holder's older console did not let go of the line; the new one is refused", "console", key, "holder", cur.Replica)
 		return Owner{}, vdi.Errorf(vdi.EConflict, "Close it there, then connect again.",
-			"Your %s console of %s is still open in another tab or window, on portal server %s, and did not let go of it: it takes one client at a time.", p, ref, cur.Replica)
+			"The %s console of %s is still open in another tab or window, on portal server %s, and did not let go of it: it takes one client at a time.", p, ref, cur.Replica)
 	}
 }
 

@@ -21,7 +21,9 @@ import (
 // KubeVirt without vnc/screenshot, ops's dashboard thumbnail asked on
 // each replica is a view of the one screen (relayed from b and c to a's
 // hub), not another VNC client. Last, alice's serial console comes back
-// at once after its Lease's delete was refused (serialAfterAFailedRelease).
+// at once after its Lease's delete was refused (serialAfterAFailedRelease),
+// and an admin's own serial console of the member nobody holds gives way
+// to hers once she holds it (adminSerialGivesWay).
 func TestHA_Takeover(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
@@ -81,6 +83,7 @@ func TestHA_Takeover(t *testing.T) {
 	}
 
 	serialAfterAFailedRelease(t, hs, a, b)
+	adminSerialGivesWay(t, hs, a, c)
 }
 
 // newestStays opens alice's console on each of rs at the same moment and

@@ -203,7 +203,9 @@ func peerGone(p vdi.Protocol) string {
 // replaces the older one); an invitee joins it, typing only with
 // control; an admin beside the holder joins it view only, never opening
 // a shell or serial client of their own beside the holder's. An admin's
-// console of a desktop nobody holds is their own.
+// console of a desktop nobody holds is their own; their serial console
+// gives way to the holder's once someone claims the desktop and opens
+// one.
 func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol) (net.Conn, string, error) {
 	switch {
 	case share != nil || d.Holder != "" && d.Holder != id.Login:
@@ -220,7 +222,10 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 				"%s has no %s console of %s open to watch.", d.Holder, p, d.Ref())
 		}
 		return c, path, nil
-	case d.Holder == id.Login:
+	case d.Holder == id.Login, p == vdi.ProtocolSerial:
+		// The holder's, or an admin's serial console of a desktop nobody
+		// holds: recorded as the holder's would be, it holds the line
+		// until a holder's comes (console.HolderCame).
 		dial := func(ctx context.Context) (net.Conn, string, error) { return h.console.dial.Dial(ctx, d.Ref(), p) }
 		c, path, err := h.console.shared.Open(ctx, d.Ref(), p, dial, p == vdi.ProtocolSerial)
 		var known *vdi.Error

@@ -50,6 +50,14 @@ if (screenNo) {
 let current = null;
 const again = new Reconnector(() => connect());
 
+// ROLE_CHANGED starts the close reason of a console whose role the portal
+// changed (console.RoleChangedPrefix); the page opens it again after
+// REJOIN_AFTER_MS, retrying refusals for REJOIN_MS.
+const ROLE_CHANGED = 'Role changed: ';
+const REJOIN_AFTER_MS = 1000;
+const REJOIN_MS = 15000;
+let rejoinUntil = 0;
+
 const ui = {
   say(text, kind) {
     status.textContent = text;
@@ -66,6 +74,17 @@ const ui = {
   // longer the user's (released, reclaimed), so reconnecting cannot help;
   // retry means it dropped (network, portal restart) rather than ended.
   lost(text, final = false, retry = false) {
+    // The portal changed this console's role (a holder came for the
+    // serial line an admin's own console held): it opens again in the
+    // new one, and while the holder's console opens, a refusal is
+    // tried again rather than shown as the end.
+    if (text.startsWith(ROLE_CHANGED)) {
+      rejoinUntil = Date.now() + REJOIN_MS;
+      ui.say(sentence(text.slice(ROLE_CHANGED.length)), 'busy');
+      again.after(REJOIN_AFTER_MS);
+      return;
+    }
+    if (Date.now() < rejoinUntil) retry = true;
     // The portal's own word for its shutdown, said so a user follows it.
     if (text === 'session ended') text = 'The portal closed the connection; it may be restarting.';
     ui.say(sentence(text), 'error');
