@@ -8,8 +8,9 @@ import (
 )
 
 // settingAttacks are the attack table's rows on the settings the portal
-// keeps for each user (#57: the console's Size choice): only the signed-in
-// user's own, from the portal's own pages, and only a Size choice.
+// keeps for each user (#57: the console's Size choice, the keyboard layout
+// of VM consoles): only the signed-in user's own, from the portal's own
+// pages, and only a Size choice or a layout the page knows.
 func settingAttacks() []attack {
 	aliceCookie := func(t *testing.T, a *arena) {
 		if a.state["alice cookie"] == nil {
@@ -17,6 +18,7 @@ func settingAttacks() []attack {
 		}
 	}
 	const size = "/api/vdi/settings/size"
+	const layout = "/api/vdi/settings/keyboard"
 	return []attack{
 		{
 			// A page of another site sets alice's Size with her cookie, to
@@ -44,6 +46,38 @@ func settingAttacks() []attack {
 					"Tailscale-User-Login", "alice", "Content-Type", "application/json")
 			},
 			status: 400, says: "is not a Size choice",
+		},
+		{
+			// A page of another site sets alice's keyboard layout with her
+			// cookie, so that her VM types other characters than hers.
+			name:  "LayoutSetCrossSite",
+			setup: aliceCookie,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				c := a.state["alice cookie"].(*http.Cookie)
+				return a.do(t, "PUT", layout, `{"keyboard": "fr"}`, "Cookie", c.Name+"="+c.Value, "Content-Type", "application/json",
+					"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+			},
+			status: 403, says: "sent from https://evil.example",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				if page := a.consolePage(t, "alice"); strings.Contains(page, `data-layout="fr"`) {
+					t.Error("the cross-site request set alice's keyboard layout")
+				}
+			},
+		},
+		{
+			// A layout the page has no table for: markup for the page that
+			// carries it, and a long value for the database.
+			name: "LayoutSetNotALayout",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.do(t, "PUT", layout, `{"keyboard": "\"><script>alert(1)</script>`+strings.Repeat("x", 60000)+`"}`,
+					"Tailscale-User-Login", "alice", "Content-Type", "application/json")
+			},
+			status: 400, says: "is not a keyboard layout",
+			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
+				if page := a.consolePage(t, "alice"); strings.Contains(page, "alert(1)") {
+					t.Error("the refused layout reached alice's console page")
+				}
+			},
 		},
 	}
 }

@@ -237,6 +237,10 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	expect := playwright.NewPlaywrightAssertions(15000)
 	d := claimVM(t, p, "alice")
 	page := b.MustNewPage(t, 1024, 700)
+	// This browser's keyboard is French, as the Keyboard Map API tells
+	// (what Chromium answers here is a US keyboard's).
+	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(`Object.defineProperty(navigator, 'keyboard', { value: {
+		getLayoutMap: async () => new Map([['KeyQ', 'a'], ['KeyW', 'z'], ['KeyA', 'q'], ['Semicolon', 'm'], ['Digit2', 'é'], ['Digit7', 'è']]) } })`)}))
 	// QEMU's VNC server through the relay's clipboard filter: the filter
 	// follows its framebuffer updates, so the console stays up.
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
@@ -250,12 +254,12 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	// QEMU's VGA refuses the console's SetDesktopSize (status 3): no
 	// notice, and the Size list says the desktop keeps its own size.
 	keepsItsSize(t, page, "qemu-size-list")
-	// QEMU takes physical keys, and the guest's layout (US unless the
-	// user picks another; Chromium's language is English) makes the
-	// characters: Type as keys refuses what that layout cannot type,
-	// naming it, and types nothing.
+	// QEMU takes physical keys, and the guest's layout makes the
+	// characters; with no choice kept, the page takes this browser's
+	// keyboard for it. Type as keys refuses what that layout cannot type
+	// (ü is a dead key and u on French), naming it, and types nothing.
 	openControl(t, page, "clipboard-toggle")
-	refusedAsKeys(t, page, "Grüße", "this desktop's English (US) layout", `"ü" (U+00FC), "ß" (U+00DF)`)
+	refusedAsKeys(t, page, "Grüße", "this desktop's French layout", `"ß" (U+00DF)`)
 	openControl(t, page, "clipboard-toggle") // closed again
 
 	// The serial console, in a page of its own beside the VNC one.
@@ -316,10 +320,26 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		enterXterm(t, serial, germanGuest+"openvt -c 2 -s -- sh -c 'exec cat >/tmp/typed'; echo vt2-$((6*7))")
 		waitXterm(t, serial, regexp.MustCompile(`(?m)^vt2-42$`), 30*time.Second)
 		must(t, page.SetViewportSize(1024, 700))
-		openControl(t, page, "keys-menu")
-		_, err := page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
+		// The bar unfolds in the next frames (fold.js).
+		_, err := page.Evaluate(`() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`)
 		must(t, err)
+		openControl(t, page, "keys-menu")
+		must(t, expect.Locator(page.GetByTestId("keys-layout-select")).ToHaveValue("fr"))
+		kept, err := page.ExpectResponse("**/api/vdi/settings/keyboard", func() error {
+			_, err := page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
+			return err
+		})
+		must(t, err)
+		if kept.Status() != 204 {
+			t.Fatalf("keeping the layout: %d", kept.Status())
+		}
 		screenshot(t, page, "qemu-keys-layout")
+		// Kept for alice: her next console page carries it.
+		html, err := page.Evaluate(`async () => (await fetch(location.href)).text()`)
+		must(t, err)
+		if !strings.Contains(html.(string), `data-layout="de"`) {
+			t.Error("alice's next console page does not carry German as her layout")
+		}
 		must(t, page.GetByTestId("keys-menu").Click())
 		openControl(t, page, "clipboard-toggle")
 		refusedAsKeys(t, page, "Grüße € 日本語 ✓", "this desktop's German layout",

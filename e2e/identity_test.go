@@ -248,8 +248,9 @@ var (
 		// The user's own tokens (another's id is not found).
 		"GET /tokens": true, "POST /tokens": true, "POST /tokens/{id}/revoke": true,
 		"GET /api/vdi/tokens": true, "POST /api/vdi/tokens": true, "DELETE /api/vdi/tokens/{id}": true,
-		"PUT /api/vdi/settings/size": true, // the user's own choice (TestAttacks: cross-site, bad values)
-		"/mcp":                       true, // a token's only: a signed-in browser gets 401 too (TestAttack_MCP)
+		"PUT /api/vdi/settings/size":     true, // the user's own choice (TestAttacks: cross-site, bad values)
+		"PUT /api/vdi/settings/keyboard": true, // the same
+		"/mcp":                           true, // a token's only: a signed-in browser gets 401 too (TestAttack_MCP)
 		"POST /api/vdi/desktops/{ns}/{member}/agent/{tool}": true, // as /mcp; another's desktop is 403 (TestAttack_MCP/AgentAPI)
 	}
 )

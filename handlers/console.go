@@ -23,6 +23,7 @@ func (h *Handler) handleConsolePage(w http.ResponseWriter, r *http.Request, id v
 		Page:       h.pageProps(d.Name, id),
 		Desktop:    d,
 		Size:       h.settings.sizeOf(r.Context(), id),
+		Layout:     h.settings.layoutOf(r.Context(), id),
 		ConnectURL: connectURL(d, r.URL.Query().Get("protocol")),
 		DesktopURL: "/api/vdi/desktops/" + d.Namespace + "/" + d.Name,
 		USB:        h.usbHint(r, id, d),

@@ -95,7 +95,8 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/vdi/tokens", h.api(h.tokens.handleTokenCreate))
 	m.HandleFunc("GET /api/vdi/tokens", h.api(h.tokens.handleTokensList))
 	m.HandleFunc("DELETE /api/vdi/tokens/{id}", h.api(h.tokens.handleTokenDelete))
-	m.HandleFunc("PUT /api/vdi/settings/size", h.api(h.settings.handleSizeSet))
+	m.HandleFunc("PUT /api/vdi/settings/size", h.api(h.settings.handleSet(sizeSetting)))
+	m.HandleFunc("PUT /api/vdi/settings/keyboard", h.api(h.settings.handleSet(layoutSetting)))
 	m.HandleFunc("/api/", h.api(handleAPINotFound))
 	m.HandleFunc("/mcp", h.mcp.handleMCP)
 

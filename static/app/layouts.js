@@ -139,6 +139,23 @@ export function strokes(id, ch) {
   return [d, { ...b, keysym: sym(base) }];
 }
 
+// fromLayoutMap returns the layout whose unshifted keys agree most with
+// map (the browser's KeyboardLayoutMap: key code → character), fallback
+// among those that agree most, or when none agrees at all.
+export function fromLayoutMap(map, fallback) {
+  let best = [];
+  let most = 0;
+  for (const [id, t] of Object.entries(tables)) {
+    let n = 0;
+    t.plain.forEach((row, r) => row.split(' ').forEach((token, i) => {
+      if (rows[r][i] && map.get(rows[r][i]) === token) n++;
+    }));
+    if (n > most) [best, most] = [[id], n];
+    else if (n === most) best.push(id);
+  }
+  return most === 0 || best.includes(fallback) ? fallback : best[0];
+}
+
 // guess returns the layout the browser's language suggests: de-CH is Swiss
 // German, en-GB and en-IE UK, sv and fi Swedish / Finnish; else US.
 export function guess(languages = navigator.languages || [navigator.language]) {

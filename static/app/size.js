@@ -8,7 +8,7 @@
 // words say so. The portal keeps the choice for the user (the page
 // carries it in data-size; a change is PUT to data-keep), so it follows
 // them to any browser.
-import { errorText } from './connect.js';
+import { putSetting } from './settings.js';
 
 // MAX_SIDE is the largest side RFB's SetDesktopSize can carry (16 bits);
 // the desktop's server may take less, and says so when asked.
@@ -161,11 +161,8 @@ export function attachSize(wrap, view) {
   let keeping = Promise.resolve();
   function keep(c) {
     keeping = keeping.then(async () => {
-      const res = await fetch(wrap.dataset.keep, {
-        method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ size: valueOf(c) }),
-      }).catch((err) => err);
-      if (res.ok || valueOf(c) !== valueOf(choice)) return;
-      const why = res instanceof Error ? `the portal cannot be reached (${res.message})` : errorText(res.status, await res.json().catch(() => ({})));
+      const why = await putSetting(wrap.dataset.keep, { size: valueOf(c) });
+      if (!why || valueOf(c) !== valueOf(choice)) return;
       note.textContent = `${label(c)} applies on this page, but the portal did not keep it for next time: ${why}`;
       note.dataset.kind = 'error';
     });
