@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -150,11 +151,23 @@ func (h *renderer) writePageError(w http.ResponseWriter, r *http.Request, id vdi
 	h.render(w, r, code, views.Error(views.ErrorProps{Page: h.pageProps(title, id), Status: code, Msg: msg, Hint: hint}))
 }
 
+// writeJSON answers v as JSON, its length said (so that sendNow can send
+// the whole answer before the handler returns).
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	json.NewEncoder(&buf).Encode(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	w.Write(buf.Bytes())
+}
+
+// sendNow sends what the handler wrote to the client at once: an answer
+// whose length is said (writeJSON, an empty body) is then whole at the
+// client while the handler goes on with what it need not wait for.
+func sendNow(w http.ResponseWriter) {
+	http.NewResponseController(w).Flush() // nothing to do when it cannot
 }
 
 // handleAPINotFound answers unknown /api/ routes in JSON.

@@ -38,17 +38,22 @@ func (h *userDesktops) handleHome(w http.ResponseWriter, r *http.Request, id vdi
 // handleClaimForm serves POST /pools/{ns}/{pool}/claim: the "Get a desktop"
 // button. It claims, starts and redirects to the console; a refusal
 // redirects to the home page's notice of it, so that reloading the page
-// that follows never claims again (post/redirect/get).
+// that follows never claims again (post/redirect/get). The redirect goes
+// out before the claim lets its user's claim lock go (vdi.WithAnswerFirst).
 func (h *userDesktops) handleClaimForm(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	ns, pool := r.PathValue("ns"), r.PathValue("pool")
-	d, err := h.desktops.ClaimStarting(r.Context(), id, ns, pool)
+	ctx, answered := vdi.WithAnswerFirst(r.Context())
+	defer answered()
+	d, err := h.desktops.ClaimStarting(ctx, id, ns, pool)
 	if err != nil {
 		h.errorText(r, err) // logs a cause that is the portal's to fix
 		http.Redirect(w, r, noticeURL(claimNotice(err), ns, pool), http.StatusSeeOther)
 		return nil
 	}
 	h.console.dial.ProbeAhead(d)
+	w.Header().Set("Content-Length", "0") // a POST's redirect has no body
 	http.Redirect(w, r, "/desktops/"+d.Namespace+"/"+d.Name, http.StatusSeeOther)
+	sendNow(w)
 	return nil
 }
 

@@ -50,7 +50,10 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	if err != nil {
 		return Desktop{}, err
 	}
-	defer done()
+	// The user's claim lock is let go once the claim is answered, where
+	// its caller asked for that (WithAnswerFirst): her next claim waits
+	// for it, her answer need not.
+	defer afterAnswering(ctx, done)
 	tried := map[string]bool{}
 	quotaChecked := false
 	for attempts := 0; attempts < maxClaimAttempts; {

@@ -14,9 +14,10 @@ import (
 // that the one-desktop-per-pool rule and the quotas, which read the Leases,
 // hold under racing claims: before it claims, a portal takes the user's
 // claim lock, itself a Lease in the lock namespace (the Lease store is the
-// one thing every replica shares), and deletes it when done. The lock's
-// pool label is claimLockPool, which no pool can be named (pool names are
-// DNS labels), so no pool lists it. A portal that dies holding the lock
+// one thing every replica shares), and deletes it when done (after the
+// answer, where the claim's caller asked for that: WithAnswerFirst). The
+// lock's pool label is claimLockPool, which no pool can be named (pool
+// names are DNS labels), so no pool lists it. A portal that dies holding the lock
 // holds it for claimLockDuration at most; a claim that holds it ends its
 // store requests claimLockGuard before then (lockedUntil), so that a claim
 // slowed past its lock (an API server that keeps refusing) fails rather
