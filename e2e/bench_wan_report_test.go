@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mxschmitt/playwright-go"
 )
 
 // wanPrint prints one run's row of the report.
@@ -159,4 +161,30 @@ func pidLine(s string) string {
 		}
 	}
 	return ""
+}
+
+// wanRTCKeys are the inbound video track's counters the bench prints
+// for the churn over WebRTC (RTCInboundRtpStreamStats): whether frames
+// were lost on the way (loss, NACKs, key frame requests, freezes) or
+// never sent (few frames received).
+var wanRTCKeys = []string{"packetsReceived", "packetsLost", "nackCount", "pliCount", "framesReceived", "framesDecoded", "keyFramesDecoded", "framesDropped", "freezeCount"}
+
+// wanRTCStats returns the console's WebRTC track's inbound counters
+// (nil when rtc is false).
+func wanRTCStats(t *testing.T, page playwright.Page, rtc bool) map[string]float64 {
+	if !rtc {
+		return nil
+	}
+	v, err := page.Evaluate(`async () => {
+  const pc = document.getElementById('screen').rtcPeer, out = {};
+  if (!pc) return out;
+  (await pc.getStats()).forEach((s) => { if (s.type === 'inbound-rtp' && s.kind === 'video') for (const k in s) if (typeof s[k] === 'number') out[k] = s[k]; });
+  return out;
+}`)
+	must(t, err)
+	m := map[string]float64{}
+	for k, x := range v.(map[string]any) {
+		m[k] = toFloat(x)
+	}
+	return m
 }

@@ -95,7 +95,9 @@ type wanRun struct {
 // run on one portal gives both, and a line per profile compares them.
 // The quality webrtc (in the default list too) is the h264 console with
 // the Picture menu's WebRTC (Auto's picture, the video on a WebRTC track) (CORRAL_VDI_WEBRTC_UDP, on the link's
-// host address: its UDP crosses the same shaped link).
+// host address: its UDP crosses the same shaped link); its rows add a
+// line of the track's own counters during the churn (wanRTCKeys) and
+// its state after it.
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // workload's length (default 6). It reports; it asserts no times.
 func TestBench_WAN(t *testing.T) {
@@ -309,7 +311,17 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	// Full-screen churn: random text rewriting every cell, a video's worst case for a text screen.
 	pid, box = window("wanchurn", "200x56+0+0", "while :; do head -c 9000 /dev/urandom | base64 -w 198; done")
 	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
+	st0 := wanRTCStats(t, page, rtc)
 	span("churn", func() { time.Sleep(d) })
+	if rtc {
+		st1 := wanRTCStats(t, page, rtc)
+		var b strings.Builder
+		for _, k := range wanRTCKeys {
+			fmt.Fprintf(&b, " %s %.0f", k, st1[k]-st0[k])
+		}
+		state, _ := page.Locator("#screen").GetAttribute("data-rtc")
+		fmt.Printf("BENCH   track during the churn (%s %s %s, %s):%s\n", r.console, r.profile, r.quality, state, b.String())
+	}
 	// The churn stopped (its loop, not its window): what the screen costs
 	// to settle (for H.264, the lossless repaint after the video).
 	g.run("pkill -STOP -P " + pid)

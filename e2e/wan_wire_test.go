@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -24,8 +25,10 @@ type wire struct {
 	// through (a WebRTC track's port unreachable).
 	noUDP bool
 	// udp counts the UDP bytes (IP packets, headers included) carried
-	// towards the namespace ([0]) and back ([1]).
-	udp [2]int64
+	// towards the namespace ([0]) and back ([1]), and kinds the same by
+	// what they carry (udpKind).
+	udp   [2]int64
+	kinds [2]map[string]int64
 }
 
 // blockUDP makes the wire drop every UDP packet, or carry them again.
@@ -41,6 +44,37 @@ func (w *wire) udpBytes() (toNS, fromNS int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.udp[0], w.udp[1]
+}
+
+// udpKinds returns the UDP bytes carried towards the namespace so far,
+// by what they carry (udpKind).
+func (w *wire) udpKinds() map[string]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.kinds[0])
+}
+
+// udpKind names what an IPv4 UDP packet carries: on a WebRTC port, STUN
+// (ICE checks and consent), DTLS or RTP/RTCP, told apart by the
+// payload's first byte (RFC 7983), and RTCP from RTP by its packet type
+// (RFC 5761: 192-223).
+func udpKind(ip []byte) string {
+	at := int(ip[0]&0x0f)*4 + 8 // past the IP and UDP headers
+	if len(ip) < at+2 {
+		return "other"
+	}
+	b := ip[at]
+	switch {
+	case b <= 3:
+		return "stun"
+	case b >= 20 && b <= 63:
+		return "dtls"
+	case b >= 128 && b <= 191 && ip[at+1] >= 192 && ip[at+1] <= 223:
+		return "rtcp"
+	case b >= 128 && b <= 191:
+		return "rtp"
+	}
+	return "other"
 }
 
 // wireQueue is the most bytes waiting to be sent in one direction, like
@@ -105,6 +139,10 @@ func (w *wire) carry(from, to *os.File, dir int) {
 		q, blocked := w.q, udp && w.noUDP
 		if udp && !blocked {
 			w.udp[dir] += int64(n)
+			if w.kinds[dir] == nil {
+				w.kinds[dir] = map[string]int64{}
+			}
+			w.kinds[dir][udpKind(buf[:n])] += int64(n)
 		}
 		w.mu.Unlock()
 		if blocked {
