@@ -182,6 +182,20 @@ func (s *Streams) Join(ctx context.Context, ref vdi.Ref, p vdi.Protocol, control
 	return s.follow(ref, p, control, c, o.Version), PathPeer, true, nil
 }
 
+// Shared reports whether the holder's console p of ref is open to Join:
+// on this replica, or on the live replica its record names (as far as the
+// record tells). It joins nothing: a page asks before it dials.
+func (s *Streams) Shared(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (bool, error) {
+	if s.streams.Has(ref.String() + "/" + string(p)) {
+		return true, nil
+	}
+	o, err := s.owners.Get(ctx, StreamKey(ref, p))
+	if err != nil {
+		return false, err
+	}
+	return o.Version != "" && o.Replica != s.owners.Self() && o.Alive, nil
+}
+
 // ServeLink joins a client another replica relays over a stream link to
 // the console this replica shares, or ErrNotOwner when it shares none.
 func (s *Streams) ServeLink(ref vdi.Ref, p vdi.Protocol, control bool) (net.Conn, error) {

@@ -13,12 +13,16 @@ import (
 // only) opens her link and sees her shell, its recent lines included;
 // what he types never reaches it. carol (with control) types into the
 // same shell and alice sees it. Nobody's console gets a shell of its own.
+// Before alice opens hers, dave's invitation page and ops's (an admin)
+// terminal page say why they are refused and what to do
+// (refusedTerminalPages).
 func TestShare_Terminal(t *testing.T) {
-	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
+	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(20000)
 	d := mustClaim(t, p, "alice", "demo")
 	desktopPath := "/api/vdi/desktops/local/" + d.Name
+	refusedTerminalPages(t, p, b, d.Name)
 
 	alice := b.MustNewPage(t, 1280, 800)
 	signIn(t, alice, p, "alice", "/desktops/local/"+d.Name+"?protocol=terminal")
@@ -73,4 +77,35 @@ func TestShare_Terminal(t *testing.T) {
 	}
 	waitXterm(t, bob, regexp.MustCompile(`carol-72 \d+`), 10*time.Second)
 	must(t, expect.Locator(alice.GetByTestId("status")).ToContainText("Connected"))
+}
+
+// refusedTerminalPages opens, while alice holds member with no terminal
+// open, dave's invitation page and ops's console page of its terminal at
+// each issue size: neither connects, and each says why in the portal's
+// words (the page asked before dialing: a browser cannot read a refused
+// websocket's answer) and what to do, with a way to try again. Before,
+// both said only "The connection was lost."
+func refusedTerminalPages(t *testing.T, p *Portal, b *Browser, member string) {
+	t.Helper()
+	expect := playwright.NewPlaywrightAssertions(20000)
+	var sh struct{ URL string }
+	if code := p.APIBody(t, "alice", "POST", "/api/vdi/desktops/local/"+member+"/shares", `{"user":"dave"}`, &sh); code != 201 {
+		t.Fatalf("alice invites dave: %d", code)
+	}
+	for _, c := range []struct{ user, path, says, then string }{
+		{"dave", sh.URL + "?protocol=terminal", "alice has no terminal console of local/" + member + " open to share.", "Ask alice to open it, then open the link again."},
+		{"ops", "/desktops/local/" + member + "?protocol=terminal", "alice has no terminal console of local/" + member + " open to watch.", "Watch its screen, or open this console again once alice has"},
+	} {
+		for _, size := range issueSizes {
+			page := b.MustNewPage(t, size.width, size.height)
+			signIn(t, page, p, c.user, strings.TrimPrefix(c.path, p.URL))
+			must(t, expect.Locator(page.GetByTestId("ended-title")).ToHaveText("Not connected"))
+			must(t, expect.Locator(page.GetByTestId("ended-reason")).ToContainText(c.says))
+			must(t, expect.Locator(page.GetByTestId("ended-reason")).ToContainText(c.then))
+			must(t, expect.Locator(page.Locator("#reconnect")).ToHaveText("Try again"))
+			must(t, expect.Locator(page.Locator("#reconnect")).ToBeInViewport())
+			screenshot(t, page, "refused-terminal-"+c.user+"-"+size.name)
+			page.Close()
+		}
+	}
 }

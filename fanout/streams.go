@@ -64,6 +64,13 @@ func (ss *Streams) Join(key string, control bool) (*Conn, string, bool) {
 	return c, sh.path, err == nil
 }
 
+// Has reports whether a console is open under key, to Join.
+func (ss *Streams) Has(key string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.m[key].s != nil
+}
+
 // CloseAll ends every console ss shares (the newest of each key and
 // those they replaced), with their clients, which read why (Stream.CloseFor;
 // nil: io.EOF): a replica that drains hands them off this way.

@@ -44,7 +44,8 @@ func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, i
 
 // serveConsole authorizes, connects by the first relay path that works,
 // upgrades (checking Origin) and hands the session to console.Sessions,
-// which keeps what ends it and who sees it.
+// which keeps what ends it and who sees it. A request that is no upgrade
+// is the page's preflight: authorized alike, it connects nothing.
 func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Identity, p vdi.Protocol) error {
 	ref := ref(r)
 
@@ -84,6 +85,9 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			return err
 		}
 		viewOnly = viewOnly && !granted
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		return h.preflight(w, r, d, share, p, watching)
 	}
 	connect := func(ctx context.Context) (net.Conn, string, error) {
 		if p != vdi.ProtocolVNC {
@@ -213,13 +217,8 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 		if err != nil {
 			return nil, "", err
 		}
-		switch {
-		case !ok && share != nil:
-			return nil, "", vdi.Errorf(vdi.EConflict, "Ask "+d.Holder+" to open it, then open the link again.",
-				"%s has no %s console of %s open to share.", d.Holder, p, d.Ref())
-		case !ok:
-			return nil, "", vdi.Errorf(vdi.EConflict, "Watch its screen, or open this console again once "+d.Holder+" has: an admin beside the holder watches theirs, view only.",
-				"%s has no %s console of %s open to watch.", d.Holder, p, d.Ref())
+		if !ok {
+			return nil, "", noneOpen(d, share, p)
 		}
 		return c, path, nil
 	case d.Holder == id.Login, p == vdi.ProtocolSerial:
@@ -236,6 +235,39 @@ func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Deskto
 	default:
 		return h.console.dial.Dial(ctx, d.Ref(), p)
 	}
+}
+
+// noneOpen is why a console beside the holder's (an invitee's, share;
+// else an admin's) of d is refused: the holder has no console p open.
+func noneOpen(d vdi.Desktop, share *vdi.Share, p vdi.Protocol) error {
+	if share != nil {
+		return vdi.Errorf(vdi.EConflict, "Ask "+d.Holder+" to open it, then open the link again.",
+			"%s has no %s console of %s open to share.", d.Holder, p, d.Ref())
+	}
+	return vdi.Errorf(vdi.EConflict, "Watch its screen, or open this console again once "+d.Holder+" has: an admin beside the holder watches theirs, view only.",
+		"%s has no %s console of %s open to watch.", d.Holder, p, d.Ref())
+}
+
+// preflight answers a console's request that is no websocket upgrade: a
+// page asks it before it dials, because a browser cannot read why a
+// websocket's handshake was refused. It was authorized as the websocket
+// is, and says what the websocket would be refused for as far as can be
+// told without connecting (a console beside the holder's that has none
+// to join), else 204. It changes nothing: nothing is dialed, joined or
+// recorded.
+func (h *Handler) preflight(w http.ResponseWriter, r *http.Request, d vdi.Desktop, share *vdi.Share, p vdi.Protocol, watching bool) error {
+	if watching && p != vdi.ProtocolVNC {
+		ok, err := h.console.shared.Shared(r.Context(), d.Ref(), p)
+		if err != nil {
+			return &vdi.Error{Code: vdi.EUnavailable, Err: err, Hint: "Connect again in a moment.",
+				Msg: "Whether " + d.Holder + " has the " + string(p) + " console of " + d.Ref().String() + " open cannot be read now."}
+		}
+		if !ok {
+			return noneOpen(d, share, p)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // consoleDesktop returns ref for a console of id's: the holder's or an

@@ -42,7 +42,7 @@ const ui = {
   // the portal), so the card offers the way home; a drop (retry: the
   // network, a restart, the desktop closing a viewer that joined as its
   // size changed) reconnects by itself with backoff; else Reconnect.
-  lost(text, final = false, retry = false) {
+  lost(text, final = false, retry = false, refused = false) {
     // The holder handed control over or took it back: the page reopens
     // with the new role (the portal names it in the close reason).
     if (text.startsWith('Role changed: ')) {
@@ -57,7 +57,7 @@ const ui = {
       again.schedule((s) => ended.countdown(`${said} Reconnecting in ${s} s…`));
       return;
     }
-    ended.show(final ? 'ended' : 'lost', text);
+    ended.show(final ? 'ended' : (refused ? 'refused' : 'lost'), text);
   },
 };
 

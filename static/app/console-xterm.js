@@ -8,6 +8,7 @@
 // clipboard policy is applied here, in the page only: the bytes of a paste
 // cannot be told from typing (see README, "Clipboard and file transfer").
 import { wsURL, dropped } from './console-vnc.js';
+import { errorText } from './connect.js';
 
 // asset returns a hashed asset URL from the page, or the unhashed path the
 // static handler also serves (pages that do not list the xterm files).
@@ -24,13 +25,30 @@ function loadCSS(href) {
   document.head.append(link);
 }
 
+// refusal asks the portal, before dialing, whether it would refuse the
+// console's websocket (a plain GET of its URL, which changes nothing): a
+// browser cannot read why a handshake was refused, only that the
+// connection was lost. It returns the portal's words and whether trying
+// again by itself may help, or null to dial.
+async function refusal(path) {
+  const res = await fetch(path, { headers: { Accept: 'application/json' }, cache: 'no-store' }).catch(() => null);
+  if (!res || res.ok) return null; // unreachable: the websocket says so
+  const body = await res.json().catch(() => ({}));
+  return { text: errorText(res.status, body), retry: res.status >= 500 };
+}
+
 export async function open(screen, info, ui) {
   loadCSS(asset(screen, 'xtermCss', 'xterm/xterm.css'));
-  const [{ Terminal }, { FitAddon }, { AttachAddon }] = await Promise.all([
+  const [{ Terminal }, { FitAddon }, { AttachAddon }, refused] = await Promise.all([
     import(asset(screen, 'xterm', 'xterm/xterm.mjs')),
     import(asset(screen, 'xtermFit', 'xterm/addon-fit.mjs')),
     import(asset(screen, 'xtermAttach', 'xterm/addon-attach.mjs')),
+    refusal(info.websocket),
   ]);
+  if (refused) {
+    ui.lost(refused.text, false, refused.retry, true);
+    return null;
+  }
   const box = document.createElement('div');
   box.className = 'xterm-box';
   box.dataset.testid = 'xterm';

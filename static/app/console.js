@@ -73,7 +73,8 @@ const ui = {
   // lost reports a connection that ended; final means the desktop is no
   // longer the user's (released, reclaimed), so reconnecting cannot help;
   // retry means it dropped (network, portal restart) rather than ended.
-  lost(text, final = false, retry = false) {
+  // refused means the portal said no before the console connected.
+  lost(text, final = false, retry = false, refused = false) {
     // The portal changed this console's role (a holder came for the
     // serial line an admin's own console held): it opens again in the
     // new one, and while the holder's console opens, a refusal is
@@ -88,7 +89,7 @@ const ui = {
     // The portal's own word for its shutdown, said so a user follows it.
     if (text === 'session ended') text = 'The portal closed the connection; it may be restarting.';
     ui.say(sentence(text), 'error');
-    const kind = endedKind(text, final, retry);
+    const kind = endedKind(text, final, retry, refused);
     ended.show(kind, text);
     clipboard.connected(current?.policy);
     if (kind === 'retry' || kind === 'lost') whenDown(kind, text);

@@ -4,12 +4,14 @@
 
 // endedKind classifies an end: 'final' (the desktop is no longer the
 // user's: released, reclaimed), 'taken' (opened in another tab), 'retry'
-// (a drop that reconnects by itself) or 'lost' (anything else). A console
-// beside the holder's (admin-shadow.js) that will not come back is 'ended'.
-export function endedKind(text, final, retry) {
+// (a drop that reconnects by itself), 'refused' (the portal said no
+// before it connected) or 'lost' (anything else). A console beside the
+// holder's (admin-shadow.js) that will not come back is 'ended'.
+export function endedKind(text, final, retry, refused = false) {
   if (final) return 'final';
   if (/^taken over\b/i.test(text)) return 'taken';
-  return retry ? 'retry' : 'lost';
+  if (retry) return 'retry';
+  return refused ? 'refused' : 'lost';
 }
 
 const titles = {
@@ -17,6 +19,7 @@ const titles = {
   taken: 'Opened in another tab or window',
   retry: 'Connection lost',
   lost: 'Disconnected',
+  refused: 'Not connected',
   ended: 'This console has closed',
 };
 
@@ -60,7 +63,7 @@ export function attachEnded(card) {
       title.textContent = titles[kind];
       reason.textContent = sentence(text);
       reconnect.hidden = gone.has(kind);
-      reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now' }[kind] || 'Reconnect';
+      reconnect.textContent = { taken: 'Use it here', retry: 'Reconnect now', refused: 'Try again' }[kind] || 'Reconnect';
       home.hidden = !gone.has(kind);
       home.classList.add('primary');
       if (startAgain) startAgain.hidden = true;
