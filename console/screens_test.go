@@ -81,6 +81,20 @@ type replica struct {
 	screens *console.Screens
 	shared  *console.Streams
 	srv     *httptest.Server
+
+	mu     sync.Mutex
+	videos []*websocket.Conn // its ends of the video links it served
+}
+
+// breakVideoLinks cuts the video links r serves, as a network between the
+// replicas that drops them does: no close frame.
+func (r *replica) breakVideoLinks() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ws := range r.videos {
+		ws.Close()
+	}
+	r.videos = nil
 }
 
 const testSecret = "a-peer-secret-of-thirty-two-byte"
@@ -139,6 +153,9 @@ func startReplicaHubs(t testing.TB, table *ownerTable, name string, dial rfb.Dia
 			if err != nil {
 				return nil, err
 			}
+			r.mu.Lock()
+			r.videos = append(r.videos, ws)
+			r.mu.Unlock()
 			return relay.NewVideoConn(ws), nil
 		})
 		if errors.Is(err, console.ErrNoScreenLink) {

@@ -3,7 +3,9 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
@@ -131,36 +133,139 @@ type linkedScreen struct {
 
 var _ rfb.VideoTap = (*linkedScreen)(nil)
 
+// Bounds of a video link that broke while its screen link lives (a
+// proxy or the network between the replicas cut it, or the owner's write
+// timed out): the relaying replica dials it again, at most videoRedials
+// times in a row, after videoRedialWait doubled at each try; a link that
+// carried a frame starts the count again. The owner's viewer meanwhile
+// takes its video over the screen link.
+const videoRedials = 3
+
+// videoRedialWait is the wait before the first dial again.
+const videoRedialWait = 250 * time.Millisecond
+
 // VideoTo implements rfb.VideoTap: the owner's hub sends the viewer's
-// access units from its next key frame over a video link, until stop.
+// access units from its next key frame over a video link, until stop. A
+// video link that breaks while the viewer's console lives is dialed
+// again; when it cannot be (the owner refuses or cannot be reached, or
+// no longer serves the screen link), the sink is told (rfb.VideoEnder):
+// a WebRTC track then ends, and its page goes on with the console's own
+// connection, whose screen link carries the video.
 func (l *linkedScreen) VideoTo(sink rfb.VideoSink) (stop, keyFrame func(), err error) {
-	vc, err := relay.DialPeerVideo(l.ctx, l.base, l.secret, l.Nonce, l.ref.Namespace, l.ref.Name)
+	vc, err := l.dialVideo(l.ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	var once sync.Once
-	end := func() { once.Do(func() { vc.Close() }) }
-	unhook := context.AfterFunc(l.ctx, end)
-	go func() {
-		defer end()
-		in := false // the sink's decoder has the stream since a key frame
+	v := &linkVideo{vc: vc}
+	ctx, cancel := context.WithCancel(l.ctx)
+	go l.relayVideo(ctx, v, sink)
+	stop = func() {
+		cancel()
+		v.close()
+	}
+	return stop, v.askKeyFrame, nil
+}
+
+// dialVideo opens a video link to the owner for the viewer.
+func (l *linkedScreen) dialVideo(ctx context.Context) (*relay.VideoConn, error) {
+	return relay.DialPeerVideo(ctx, l.base, l.secret, l.Nonce, l.ref.Namespace, l.ref.Name)
+}
+
+// relayVideo gives the access units of v's link to sink until ctx ends,
+// dialing the link again when it breaks (see videoRedials), and tells
+// sink when it cannot.
+func (l *linkedScreen) relayVideo(ctx context.Context, v *linkVideo, sink rfb.VideoSink) {
+	defer v.close()
+	defer context.AfterFunc(ctx, v.close)()
+	vc, tries := v.current(), 0
+	for {
+		carried, err := relayFrames(vc, sink)
+		if carried {
+			tries = 0
+		}
 		for {
-			au, key, w, h, err := vc.Next()
-			if err != nil {
+			var refused *relay.PeerRefusal
+			switch {
+			case ctx.Err() != nil:
+				return
+			case tries == videoRedials || errors.As(err, &refused):
+				if e, ok := sink.(rfb.VideoEnder); ok {
+					e.VideoEnded(fmt.Errorf("console: the video link to the screen's replica broke and could not be dialed again: %w", err))
+				}
 				return
 			}
-			if !in && !key {
-				continue // a key frame is on its way: asked for below
+			select {
+			case <-time.After(videoRedialWait << tries):
+			case <-ctx.Done():
+				return
 			}
-			if in = sink.Video(au, key, w, h); !in {
-				vc.AskKeyFrame()
+			tries++
+			if vc, err = l.dialVideo(ctx); err == nil {
+				break
 			}
 		}
-	}()
-	stop = func() {
-		unhook()
-		end()
+		if !v.set(vc) {
+			return
+		}
 	}
-	keyFrame = func() { vc.AskKeyFrame() }
-	return stop, keyFrame, nil
+}
+
+// relayFrames gives vc's access units to sink, from a key frame, until
+// vc ends; carried: it gave one.
+func relayFrames(vc *relay.VideoConn, sink rfb.VideoSink) (carried bool, err error) {
+	in := false // the sink's decoder has the stream since a key frame
+	for {
+		au, key, w, h, err := vc.Next()
+		if err != nil {
+			return carried, err
+		}
+		if !in && !key {
+			continue // a key frame is on its way: asked for below
+		}
+		if in = sink.Video(au, key, w, h); !in {
+			vc.AskKeyFrame()
+		}
+		carried = carried || in
+	}
+}
+
+// linkVideo is the video link a viewer's video comes over now.
+type linkVideo struct {
+	mu     sync.Mutex
+	vc     *relay.VideoConn
+	closed bool
+}
+
+// current returns the link.
+func (v *linkVideo) current() *relay.VideoConn {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.vc
+}
+
+// set makes vc, dialed again, the link in place of the broken one;
+// false: the video was stopped meanwhile, and vc is closed.
+func (v *linkVideo) set(vc *relay.VideoConn) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		vc.Close()
+		return false
+	}
+	v.vc.Close()
+	v.vc = vc
+	return true
+}
+
+// askKeyFrame asks the owner for a key frame over the link.
+func (v *linkVideo) askKeyFrame() { v.current().AskKeyFrame() }
+
+// close closes the link for good.
+func (v *linkVideo) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.closed {
+		v.closed = true
+		v.vc.Close()
+	}
 }

@@ -29,17 +29,22 @@ type videoFrame struct {
 }
 
 // frameSink is an rfb.VideoSink (a WebRTC track) that passes what it
-// takes on.
-type frameSink chan videoFrame
+// takes on, and is told when its video ends by itself (rfb.VideoEnder).
+type frameSink struct {
+	frames chan videoFrame
+	ended  chan error
+}
 
 func (s frameSink) Video(au []byte, key bool, w, h int) bool {
 	select {
-	case s <- videoFrame{bytes.Clone(au), key, w, h}:
+	case s.frames <- videoFrame{bytes.Clone(au), key, w, h}:
 		return true
 	default:
 		return false
 	}
 }
+
+func (s frameSink) VideoEnded(err error) { s.ended <- err }
 
 // TestScreens_VideoAcrossReplicas: a viewer on b relayed to a's hub (a
 // owns the screen) sends its video to a sink of b's (its WebRTC track on
@@ -50,6 +55,13 @@ func (s frameSink) Video(au []byte, key bool, w, h int) bool {
 // screen link of another desktop than its signature (409), when its
 // nonce names no screen link, and when it is signed with another secret
 // (401). Without the video link b's viewer had no video to tap.
+//
+// A video link the network between the replicas cuts while the screen
+// link lives is dialed again, and the key frames come again; when a
+// cannot be reached any more, the sink (b's WebRTC track) is told its
+// video ended, and the page goes on with the console's connection, whose
+// screen link still carries the picture. Before, b's track stayed open
+// and took nothing, and was never told.
 func TestScreens_VideoAcrossReplicas(t *testing.T) {
 	if err := exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run(); err != nil {
 		t.Skip("no GStreamer x264enc (gstreamer1.0-plugins-ugly): scripts/deps.sh installs it")
@@ -82,7 +94,7 @@ func TestScreens_VideoAcrossReplicas(t *testing.T) {
 	if err := videoViewer(onB); err != nil {
 		t.Fatalf("the viewer on b: %v", err)
 	}
-	sink := make(frameSink, 100)
+	sink := frameSink{frames: make(chan videoFrame, 100), ended: make(chan error, 1)}
 	stop, keyFrame, err := tap.VideoTo(sink)
 	if err != nil {
 		t.Fatalf("the video of b's viewer: %v", err)
@@ -96,7 +108,7 @@ func TestScreens_VideoAcrossReplicas(t *testing.T) {
 			holder.Type("abcdefghij"[n%10 : n%10+1])
 			n++
 			select {
-			case f := <-sink:
+			case f := <-sink.frames:
 				if f.key {
 					return f
 				}
@@ -141,6 +153,25 @@ func TestScreens_VideoAcrossReplicas(t *testing.T) {
 		if !isStatus(err, c.status) {
 			t.Errorf("a video link %s: %v; want %d", c.what, err, c.status)
 		}
+	}
+
+	a.breakVideoLinks()
+	key("after the network cut the video link")
+	select {
+	case err := <-sink.ended:
+		t.Fatalf("the video of b's viewer ended when its link was cut once: %v; want the link dialed again", err)
+	default:
+	}
+	a.srv.Close() // a can no longer be reached; the screen link lives on
+	a.breakVideoLinks()
+	select {
+	case err := <-sink.ended:
+		t.Logf("the video of b's viewer ended: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("a cannot be reached and the video link is cut: b's sink was never told its video ended; want it told, so that the page goes on with the console's connection")
+	}
+	if d := dials.Load(); d != 1 {
+		t.Errorf("%d upstream connections after the video link broke; want 1", d)
 	}
 }
 

@@ -196,6 +196,13 @@ func (s recordedSink) Video(au []byte, key bool, w, h int) bool {
 	return s.rec.Video(au, key, w, h) && s.VideoSink.Video(au, key, w, h)
 }
 
+// VideoEnded implements rfb.VideoEnder: the track is told.
+func (s recordedSink) VideoEnded(err error) {
+	if e, ok := s.VideoSink.(rfb.VideoEnder); ok {
+		e.VideoEnded(err)
+	}
+}
+
 // quoteShort quotes s, cut to 40 bytes, for a reply.
 func quoteShort(s string) string {
 	if len(s) > 40 {

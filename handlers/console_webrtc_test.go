@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,6 +18,30 @@ import (
 type noTap struct{}
 
 func (noTap) VideoTo(rfb.VideoSink) (func(), func(), error) { return func() {}, func() {}, nil }
+
+// endingSink is a WebRTC track as a tap sees it: it takes no video and
+// notes why its video ended.
+type endingSink struct{ ended error }
+
+func (*endingSink) Video([]byte, bool, int, int) bool { return false }
+func (s *endingSink) VideoEnded(err error)            { s.ended = err }
+
+// TestRecordedSink_TellsTheTrack: a recorded console's track whose video
+// ends by itself (a video link from the screen's replica that could not
+// be dialed again) is told, through the sink that records it.
+func TestRecordedSink_TellsTheTrack(t *testing.T) {
+	track := &endingSink{}
+	broke := errors.New("the video link broke")
+	var sink rfb.VideoSink = recordedSink{VideoSink: track}
+	ender, ok := sink.(rfb.VideoEnder)
+	if !ok {
+		t.Fatal("a recorded console's sink is no rfb.VideoEnder: its track is never told its video ended")
+	}
+	ender.VideoEnded(broke)
+	if track.ended != broke {
+		t.Errorf("the track was told %v; want %v", track.ended, broke)
+	}
+}
 
 // TestRTCSignal_Refusals: a VNC console's signalling answers what it
 // cannot do in words the page shows, and never makes a peer then: WebRTC

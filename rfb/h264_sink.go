@@ -18,6 +18,15 @@ type VideoSink interface {
 	Video(au []byte, key bool, w, h int) bool
 }
 
+// VideoEnder is a VideoSink told when its tap's video ends by itself,
+// before stop: a WebRTC track then ends, and its page goes on with the
+// console's own connection. A hub's viewer's video ends only with the
+// viewer; a screen relayed from another replica's hub ends when its video
+// link breaks and cannot be dialed again.
+type VideoEnder interface {
+	VideoEnded(err error)
+}
+
 // VideoTap is offered by the connections Hubs.Join returns: a viewer of
 // this replica's hub whose video may go to a sink. A screen relayed from
 // another replica has none.

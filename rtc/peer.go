@@ -49,7 +49,10 @@ type Peer struct {
 	sent     int // access units written to the track
 }
 
-var _ rfb.VideoSink = (*Peer)(nil)
+var (
+	_ rfb.VideoSink  = (*Peer)(nil)
+	_ rfb.VideoEnder = (*Peer)(nil)
+)
 
 // Answer answers offer, the browser's SDP, with a peer that sends tap's
 // video once the browser reaches the portal's port. The offer must ask
@@ -192,6 +195,9 @@ func (p *Peer) Video(au []byte, key bool, w, h int) bool {
 		return false
 	}
 }
+
+// VideoEnded implements rfb.VideoEnder: the peer ends, for err.
+func (p *Peer) VideoEnded(err error) { p.end(err) }
 
 // Sent returns how many access units went to the track.
 func (p *Peer) Sent() int {

@@ -114,6 +114,7 @@ func (b *browser) answer(t *testing.T, sdp string) {
 type screenTap struct {
 	mu     sync.Mutex
 	tapped chan struct{}
+	sink   rfb.VideoSink
 	stops  int
 	keys   int
 }
@@ -139,6 +140,9 @@ func (s *screenTap) VideoTo(sink rfb.VideoSink) (stop, keyFrame func(), err erro
 			}
 		}
 	}()
+	s.mu.Lock()
+	s.sink = sink
+	s.mu.Unlock()
 	close(s.tapped)
 	var once sync.Once
 	return func() {
@@ -211,7 +215,9 @@ func TestAnswer_SendsTheScreen(t *testing.T) {
 
 // TestAnswer_ICETCP: a browser whose network drops UDP reaches the
 // portal's ICE-TCP port, named in the answer beside the UDP one, and
-// gets the video there.
+// gets the video there. When the tap's video ends by itself (a video
+// link from the screen's replica that could not be dialed again), the
+// peer ends, saying why, and stops the tap.
 func TestAnswer_ICETCP(t *testing.T) {
 	s := newServer(t, true)
 	b := newBrowser(t, webrtc.NetworkTypeTCP4)
@@ -236,6 +242,27 @@ func TestAnswer_ICETCP(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no video over ICE-TCP")
 		}
+	}
+	broke := errors.New("the video link broke")
+	tap.mu.Lock()
+	ender, ok := tap.sink.(rfb.VideoEnder)
+	tap.mu.Unlock()
+	if !ok {
+		t.Fatal("the peer is no rfb.VideoEnder: its tap cannot tell it the video ended")
+	}
+	ender.VideoEnded(broke)
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("the tap's video ended and the peer did not")
+	}
+	if !errors.Is(p.Err(), broke) {
+		t.Errorf("the peer ended with %v; want %v", p.Err(), broke)
+	}
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	if tap.stops != 1 {
+		t.Errorf("the tap was stopped %d times after its video ended; want 1", tap.stops)
 	}
 }
 
