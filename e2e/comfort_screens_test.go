@@ -126,8 +126,8 @@ func screensOf(t *testing.T, shell *guestShell) []string {
 
 // twoScreens drives the holder's console on more than one screen: Add a
 // screen opens a second browser window that becomes a second RandR
-// output of the desktop's Xvnc, right of the first, each the size of its
-// window; a window double-clicked through each maximises on that screen
+// output of the desktop's Xvnc, right of the first (or left, as the
+// window chooses), each the size of its window; a window double-clicked through each maximises on that screen
 // only; the pointer goes where the window that has it points; a third
 // screen is the last (the portal refuses a fourth: screenAttacks);
 // closing a screen window folds its screen away. Both windows are
@@ -203,6 +203,36 @@ func twoScreens(t *testing.T, page playwright.Page, shell *guestShell) {
 		if !eventually(10*time.Second, func() bool { x, y := shell.pointer(); return abs(x-50) <= 1 && abs(y-60) <= 1 }) {
 			x, y := shell.pointer()
 			t.Errorf("the pointer is at %d,%d; want 50,60", x, y)
+		}
+	})
+	t.Run("a screen left of the first", func(t *testing.T) {
+		// The monitor stands left of the first: the second window says so
+		// and its screen goes left of the console's, whose window then
+		// shows its own part (from x = w2), pointer and all.
+		_, err := second.GetByTestId("screen-side").SelectOption(playwright.SelectOptionValues{Values: &[]string{"left"}})
+		must(t, err)
+		want := []string{fmt.Sprintf("%d %d %d 0", w1, h1, w2), fmt.Sprintf("%d %d 0 0", w2, h2)}
+		var got []string
+		if !eventually(15*time.Second, func() bool { got = screensOf(t, shell); return strings.Join(got, ";") == strings.Join(want, ";") }) {
+			t.Errorf("xrandr's monitors are %q; want %q", got, want)
+		}
+		must(t, page.Locator("#screen canvas").Hover(playwright.LocatorHoverOptions{Position: &playwright.Position{X: 50, Y: 60}}))
+		if !eventually(10*time.Second, func() bool { x, y := shell.pointer(); return abs(x-(w2+50)) <= 1 && abs(y-60) <= 1 }) {
+			x, y := shell.pointer()
+			t.Errorf("the pointer is at %d,%d; want %d,60 (screen 1's 50,60)", x, y, w2+50)
+		}
+		must(t, second.Locator("#screen canvas").Hover(playwright.LocatorHoverOptions{Position: &playwright.Position{X: 300, Y: 200}}))
+		if !eventually(10*time.Second, func() bool { x, y := shell.pointer(); return abs(x-300) <= 1 && abs(y-200) <= 1 }) {
+			x, y := shell.pointer()
+			t.Errorf("the pointer is at %d,%d; want 300,200 (screen 2's 300,200)", x, y)
+		}
+		screenshot(t, page, "screens-left-1")
+		screenshot(t, second, "screens-left-2")
+		_, err = second.GetByTestId("screen-side").SelectOption(playwright.SelectOptionValues{Values: &[]string{"right"}})
+		must(t, err)
+		want = []string{fmt.Sprintf("%d %d 0 0", w1, h1), fmt.Sprintf("%d %d %d 0", w2, h2, w1)}
+		if !eventually(15*time.Second, func() bool { got = screensOf(t, shell); return strings.Join(got, ";") == strings.Join(want, ";") }) {
+			t.Errorf("back to the right, xrandr's monitors are %q; want %q", got, want)
 		}
 	})
 	t.Run("three screens at most", func(t *testing.T) {

@@ -148,7 +148,7 @@ export function attachSize(wrap, view) {
     } else if (blocked) {
       text = 'The browser blocked the new window: allow pop-ups for this portal, then add the screen again.';
     } else {
-      text = many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others.`
+      text = many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others (its window's bar can put it elsewhere).`
         : 'Shows more of the desktop in another window, as a second monitor: move it to your other monitor and use Full screen there.';
     }
     screenWords.textContent = text;

@@ -41,17 +41,48 @@ export function screenSocket(path, n) {
   return u.pathname + u.search;
 }
 
-// layoutOf places the screens (the console's own first, { n, w, h } each)
-// side by side from the left, top-aligned, and returns them with x and y,
-// and the desktop's size around them.
+// SIDES are where a screen window may put its screen, beside those before
+// it: right of them (the first), left, below or above.
+export const SIDES = { right: 'Right', left: 'Left', below: 'Below', above: 'Above' };
+
+// layoutOf places the screens (the console's own first, { n, w, h, side }
+// each) in the order given, each on its side of those before it (right or
+// left: top-aligned; below or above: left-aligned with the first), and
+// returns them with x and y from the desktop's top-left corner, and the
+// desktop's size around them.
 export function layoutOf(screens) {
-  let x = 0;
-  const placed = screens.map((s) => {
-    const p = { n: s.n, x, y: 0, w: s.w, h: s.h };
-    x += s.w;
-    return p;
+  let [x0, y0, x1, y1] = [0, 0, 0, 0]; // the box around those placed
+  const placed = screens.map((s, i) => {
+    const side = i === 0 ? '' : s.side || 'right';
+    const x = side === 'right' ? x1 : side === 'left' ? x0 - s.w : 0;
+    const y = side === 'below' ? y1 : side === 'above' ? y0 - s.h : 0;
+    [x0, y0, x1, y1] = [Math.min(x0, x), Math.min(y0, y), Math.max(x1, x + s.w), Math.max(y1, y + s.h)];
+    return { n: s.n, x, y, w: s.w, h: s.h };
   });
-  return { w: x, h: Math.max(...placed.map((s) => s.h)), screens: placed };
+  return { w: x1 - x0, h: y1 - y0, screens: placed.map((p) => ({ ...p, x: p.x - x0, y: p.y - y0 })) };
+}
+
+// pinViewport keeps rfb's view (clipped to its window) at a rect of the
+// desktop, also after the desktop changes size; it returns set(rect).
+// set(null) puts the view back at the top-left corner once and leaves it
+// to noVNC from then on.
+export function pinViewport(rfb) {
+  let rect = null;
+  const place = (r) => {
+    if (!r || !rfb._display) return;
+    const vp = rfb._display._viewportLoc;
+    rfb._display.viewportChangePos(r.x - vp.x, r.y - vp.y);
+  };
+  const resize = rfb._resize;
+  rfb._resize = function resized(...args) {
+    resize.apply(this, args);
+    place(rect);
+  };
+  return (r) => {
+    if (!r && rect) place({ x: 0, y: 0 });
+    rect = r;
+    place(rect);
+  };
 }
 
 // sendLayout asks the desktop's server for layout (SetDesktopSize with a
@@ -79,9 +110,9 @@ export function sendLayout(rfb, layout) {
 
 // attachScreens keeps the console window's screen windows for desktop
 // (its page's URL path). changed() is called whenever one opens, changes
-// size or goes. It returns { others(), count(), add(), layout(l),
+// size, side or goes. It returns { others(), count(), add(), layout(l),
 // close(reason), stop() }: others lists the open screen windows' { n, w,
-// h } (those that have said their size), count how many are open, add
+// h, side } (those that have said their size), count how many are open, add
 // opens the next one (null when there are MAX_SCREENS or the browser
 // blocked it), layout tells them where each is, and close that the
 // console ended.
@@ -93,11 +124,12 @@ export function attachScreens(desktop, changed) {
     const n = Number(m.n);
     const w = Math.floor(Number(m.w));
     const h = Math.floor(Number(m.h));
+    const side = Object.hasOwn(SIDES, m.side) ? m.side : 'right';
     if (!(n >= 2 && n <= MAX_SCREENS) || !(w > 0 && h > 0)) return;
     const had = open.get(n);
-    const s = { win: ev.source, w, h, seen: Date.now() };
+    const s = { win: ev.source, w, h, side, seen: Date.now() };
     open.set(n, s);
-    if (!had || had.w !== w || had.h !== h) changed();
+    if (!had || had.w !== w || had.h !== h || had.side !== side) changed();
     else if (last) post(s, { corral: 'layout', screens: last.screens });
   };
   let last = null; // the layout last told
@@ -114,7 +146,7 @@ export function attachScreens(desktop, changed) {
   }, HELLO_MS);
   const post = (s, m) => { try { s.win?.postMessage({ ...m, desktop }, window.location.origin); } catch { /* closed */ } };
   return {
-    others: () => [...open].filter(([, s]) => s.w).map(([n, s]) => ({ n, w: s.w, h: s.h })).sort((a, b) => a.n - b.n),
+    others: () => [...open].filter(([, s]) => s.w).map(([n, s]) => ({ n, w: s.w, h: s.h, side: s.side })).sort((a, b) => a.n - b.n),
     count: () => open.size,
     add() {
       let n = 2;
@@ -166,18 +198,9 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
   rfb.scaleViewport = false;
   rfb.resizeSession = false;
   rfb.clipViewport = true;
-  let rect = null;
   let unanswered = 0;
-  const place = () => {
-    if (!rect || !rfb._display) return;
-    const vp = rfb._display._viewportLoc;
-    rfb._display.viewportChangePos(rect.x - vp.x, rect.y - vp.y);
-  };
-  const resize = rfb._resize;
-  rfb._resize = function resized(...args) {
-    resize.apply(this, args);
-    place();
-  };
+  const pin = pinViewport(rfb);
+  const side = sideSelect(() => hello());
   const hello = () => {
     const opener = window.opener;
     if (!opener || opener.closed || unanswered > GONE_MS / HELLO_MS) {
@@ -186,7 +209,7 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
     }
     unanswered++;
     const s = screenSize();
-    opener.postMessage({ corral: 'screen', desktop, n, w: s.w, h: s.h }, window.location.origin);
+    opener.postMessage({ corral: 'screen', desktop, n, w: s.w, h: s.h, side: side.value }, window.location.origin);
   };
   const onMessage = (ev) => {
     const m = ev.data;
@@ -195,8 +218,8 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
     if (m.corral === 'close') {
       end(m.reason || 'The console window this screen belongs to ended.');
     } else if (m.corral === 'layout' && Array.isArray(m.screens)) {
-      rect = m.screens.find((s) => s.n === n) || null;
-      place();
+      const rect = m.screens.find((s) => s.n === n);
+      if (rect) pin(rect);
     }
   };
   let timer = null;
@@ -206,6 +229,7 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
     window.close();
   }
   function stop() {
+    side.remove();
     clearInterval(timer);
     window.removeEventListener('message', onMessage);
     window.removeEventListener('resize', hello);
@@ -215,4 +239,25 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
   timer = setInterval(hello, HELLO_MS);
   hello();
   return stop;
+}
+
+// sideSelect puts first among the screen window's controls (folded into
+// its Menu on a phone) the choice of where its screen is, beside the
+// screens before it; changed is told of each change. It returns the
+// select, whose remove takes the choice away.
+function sideSelect(changed) {
+  const label = document.createElement('label');
+  label.className = 'screen-side';
+  label.title = 'Where this screen is, beside the ones before it: as your monitors stand';
+  label.append('Place ');
+  const select = document.createElement('select');
+  select.dataset.testid = 'screen-side';
+  select.append(...Object.entries(SIDES).map(([v, name]) => new Option(name, v)));
+  select.addEventListener('change', changed);
+  select.remove = () => label.remove();
+  label.append(select);
+  const controls = document.getElementById('console-controls');
+  if (controls) controls.prepend(label);
+  else document.body.append(label);
+  return select;
 }

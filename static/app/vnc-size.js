@@ -7,7 +7,7 @@
 // a fixed size its server refuses is said in words. With screen windows
 // open (vnc-screens.js) each screen takes its window's size instead.
 import { attachSize } from './size.js';
-import { attachScreens, layoutOf, MAX_SCREENS, sendLayout } from './vnc-screens.js';
+import { attachScreens, layoutOf, MAX_SCREENS, pinViewport, sendLayout } from './vnc-screens.js';
 
 // PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
 // phone the desktop stays this wide (logical pixels), shown whole at fit,
@@ -83,6 +83,7 @@ export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}
   let asked = null; // the last size asked, and the choice that asked it
   let sentLayout = ''; // the screens' layout last asked, as a key
   const screens = beside ? null : attachScreens(desktop, () => apply());
+  const pin = beside ? () => {} : pinViewport(rfb); // its own screen's part, when others are left of or above it
   let menu = null;
   const multi = () => Boolean(screens?.others().length);
   const apply = () => {
@@ -93,6 +94,7 @@ export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}
     if (many) {
       const own = rfb._screenSize();
       const layout = layoutOf([{ n: 1, w: own.w, h: own.h }, ...screens.others()]);
+      pin(layout.screens[0]);
       const key = JSON.stringify(layout);
       if (key !== sentLayout && rfb._supportsSetDesktopSize && rfb._rfbConnectionState === 'connected') {
         sentLayout = key;
@@ -104,6 +106,7 @@ export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}
     } else if (sentLayout) {
       // Back to one screen: the window's own size (or the choice's) again.
       sentLayout = '';
+      pin(null);
       size.forget();
       rfb._requestRemoteResize();
     }
