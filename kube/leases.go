@@ -157,33 +157,29 @@ func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 }
 
 // List returns the Leases in namespace (all when empty), of pool when pool
-// is not empty, from the cache plus this instance's own newer writes. Before
-// Start, and when the cache does not show the write ctx must read after
-// (vdi.ReadAfter) within readAfterWait, it asks the apiserver.
+// is not empty, from the cache plus this instance's own newer writes;
+// before Start, from the apiserver. When the cache does not show yet the
+// write ctx must read after (vdi.ReadAfter), the Leases of the holder it
+// names are read past the cache, from the apiserver.
 func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	var objs []*coordinationv1.Lease
-	if !l.informer.HasSynced() || !l.seen.reached(ctx, vdi.ReadAfter(ctx)) {
-		sel := vdi.LabelMember
-		if pool != "" {
-			sel += "," + vdi.LabelPool + "=" + pool
+	var err error
+	rv, holder := vdi.ReadAfter(ctx)
+	switch {
+	case !l.informer.HasSynced():
+		objs, err = l.readPast(ctx, namespace, pool, "")
+	case !l.seen.reached(ctx, rv):
+		var hers []*coordinationv1.Lease
+		if objs, err = l.cached(namespace, pool); err == nil {
+			if hers, err = l.readPast(ctx, namespace, pool, holder); err == nil {
+				objs = withFresh(objs, hers)
+			}
 		}
-		list, err := l.client.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, fmt.Errorf("kube: list leases in %q: %w", namespace, err)
-		}
-		for i := range list.Items {
-			objs = append(objs, &list.Items[i])
-		}
-		// The claim's later reads show no less than this one: a cache still
-		// behind it would undo what it saw (a win another replica made).
-		if rv := list.ResourceVersion; newer(rv, vdi.ReadAfter(ctx)) {
-			vdi.ReadPast(ctx, rv)
-		}
-	} else {
-		var err error
-		if objs, err = l.cached(namespace, pool); err != nil {
-			return nil, fmt.Errorf("kube: list leases in %q: %w", namespace, err)
-		}
+	default:
+		objs, err = l.cached(namespace, pool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kube: list leases in %q: %w", namespace, err)
 	}
 	out := make([]*vdi.Lease, 0, len(objs))
 	for _, o := range objs {
@@ -329,7 +325,7 @@ func toKube(l *vdi.Lease) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: l.Namespace, Name: vdi.LeasePrefix + l.Member, ResourceVersion: l.ResourceVersion,
-			Labels:      map[string]string{vdi.LabelPool: l.Pool, vdi.LabelMember: l.Member},
+			Labels:      map[string]string{vdi.LabelPool: l.Pool, vdi.LabelMember: l.Member, vdi.LabelHolder: vdi.HolderLabel(l.Holder)},
 			Annotations: ann,
 		},
 		Spec: coordinationv1.LeaseSpec{

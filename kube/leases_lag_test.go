@@ -16,9 +16,10 @@ import (
 // again on another whose Lease watch has not shown her first claim yet
 // (held back). The second claim takes her claim lock after the first let
 // it go, and must answer with the desktop she holds, never give her a
-// second one: its reads after the lock show every write before it
-// (vdi.ReadAfter), where its cache showed her desktop free and it took
-// another (two tabs on two replicas, the watch a few milliseconds late).
+// second one: its reads after the lock show her Leases as of every write
+// before it (vdi.ReadAfter: read past the cache by their holder label),
+// where its cache showed her desktop free and it took another (two tabs
+// on two replicas, the watch a few milliseconds late).
 func TestClaimOfAUserOnALaggingReplica(t *testing.T) {
 	c := testcluster.Shared(t)
 	ns := c.Namespace(t)

@@ -2,20 +2,22 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
 // readAfterWait is how long List waits for its cache to show a write it
-// must read after (vdi.ReadAfter) before it asks the apiserver instead.
-// The cache that watches the claim lock's namespace too (the portal over
-// every namespace) sees the lock itself within a watch's delay; one that
-// does not (a pool namespace of its own) sees it only when a later write
-// there comes, and reads the apiserver after this long.
-const readAfterWait = 50 * time.Millisecond
+// must read after (vdi.ReadAfter) before it reads the holder's Leases
+// past the cache: a watch that keeps up shows the claim lock within a
+// few milliseconds, and the read is one more request.
+const readAfterWait = 10 * time.Millisecond
 
 // seen is the newest resourceVersion the cache shows: resourceVersions
 // come from the one etcd, so they order writes across namespaces, and a
@@ -58,7 +60,7 @@ func (s *seen) saw(rv string) {
 	}
 }
 
-// reached reports whether the cache shows the write at rv ("" : any),
+// reached reports whether the cache shows the write at rv ("": any),
 // waiting up to readAfterWait for it.
 func (s *seen) reached(ctx context.Context, rv string) bool {
 	if rv == "" {
@@ -81,4 +83,53 @@ func (s *seen) reached(ctx context.Context, rv string) bool {
 			return false
 		}
 	}
+}
+
+// readPast returns the Leases in namespace (all when empty), of pool when
+// pool is not empty, of holder when holder is not empty (LabelHolder), as
+// the apiserver has them now.
+func (l *Leases) readPast(ctx context.Context, namespace, pool, holder string) ([]*coordinationv1.Lease, error) {
+	sel := vdi.LabelMember
+	if pool != "" {
+		sel += "," + vdi.LabelPool + "=" + pool
+	}
+	if holder != "" {
+		sel += "," + vdi.LabelHolder + "=" + vdi.HolderLabel(holder)
+	}
+	list, err := l.client.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list leases in %q: %w", namespace, err)
+	}
+	objs := make([]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		objs[i] = &list.Items[i]
+	}
+	return objs, nil
+}
+
+// withFresh returns cached with fresh in place of the cache's copies of
+// the same Leases, and those the cache does not show yet added.
+func withFresh(cached, fresh []*coordinationv1.Lease) []*coordinationv1.Lease {
+	if len(fresh) == 0 {
+		return cached
+	}
+	byKey := make(map[string]*coordinationv1.Lease, len(fresh))
+	for _, o := range fresh {
+		byKey[o.Namespace+"/"+o.Name] = o
+	}
+	out := make([]*coordinationv1.Lease, 0, len(cached)+len(fresh))
+	for _, o := range cached {
+		key := o.Namespace + "/" + o.Name
+		if f, ok := byKey[key]; ok {
+			o = f
+			delete(byKey, key)
+		}
+		out = append(out, o)
+	}
+	for _, o := range fresh {
+		if _, ok := byKey[o.Namespace+"/"+o.Name]; ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -3,8 +3,6 @@ package vdi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	mrand "math/rand/v2"
 	"time"
@@ -46,8 +44,7 @@ var instanceID = "portal-" + rand.Text()[:16]
 
 // claimLockRef is the lock of login in namespace ns.
 func claimLockRef(ns, login string) Ref {
-	sum := sha256.Sum256([]byte(login))
-	return Ref{Namespace: ns, Name: claimLockPrefix + hex.EncodeToString(sum[:16])}
+	return Ref{Namespace: ns, Name: claimLockPrefix + HolderLabel(login)}
 }
 
 // lockClaims takes login's claim lock (in the lock namespace, else in

@@ -59,10 +59,10 @@ func (s *Service) ruled(ctx context.Context, login string, p Pool, onePerPool bo
 		return nil, nil, nil, err
 	}
 	if until.IsZero() {
-		return WithReadAfter(ctx, rv), s.leases, unlock, nil
+		return WithReadAfter(ctx, rv, login), s.leases, unlock, nil
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
-	return WithReadAfter(ctx, rv), s.leases, func() { cancel(); unlock() }, nil
+	return WithReadAfter(ctx, rv, login), s.leases, func() { cancel(); unlock() }, nil
 }
 
 // rules checks one more desktop of pool p for login against held, the

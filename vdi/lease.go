@@ -2,6 +2,8 @@ package vdi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -16,7 +18,16 @@ const (
 	LabelPool       = "corral.dev/vdi-pool"
 	LabelMember     = "corral.dev/vdi-member"
 	LabelAssignedTo = "corral.dev/vdi-assigned-to"
+	// LabelHolder is on a Lease its holder's HolderLabel, so that a
+	// store can list one user's Leases (a login need not be a label value).
+	LabelHolder = "corral.dev/vdi-holder"
 )
+
+// HolderLabel returns holder's LabelHolder value: a hash of it.
+func HolderLabel(holder string) string {
+	sum := sha256.Sum256([]byte(holder))
+	return hex.EncodeToString(sum[:16])
+}
 
 // Lease is a claim on one member, shaped like a coordination.k8s.io/v1 Lease.
 // The Lease is the truth about who holds a member; everything else is a cache.
