@@ -154,10 +154,12 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	screenshot(t, page, "rdp-console-typed")
 
 	// freerdp-shadow drops RDP's Unicode keyboard events, so the portal
-	// says this console types what a US keyboard's scan codes type: Type
-	// as keys refuses the rest, naming it, and types the rest.
+	// says this console types scan codes, which the desktop's layout (US,
+	// and chosen so: Chromium's keyboard here is a US one) makes
+	// characters of: Type as keys refuses the rest, naming it, and types
+	// the rest.
 	openControl(t, page, "clipboard-toggle")
-	refusedAsKeys(t, page, "Grüße", consoleKeyboard, `"ü" (U+00FC), "ß" (U+00DF)`)
+	refusedAsKeys(t, page, "Grüße", "this desktop's English (US) layout", `"ü" (U+00FC), "ß" (U+00DF)`)
 	screenshot(t, page, "rdp-type-as-keys-refused")
 	pasteAsKeys(t, page, "touch ~/rdp-typed-$((6*7))\n")
 	if !eventually(10*time.Second, func() bool {
@@ -166,6 +168,25 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	}) {
 		t.Errorf("Type as keys on RDP made no rdp-typed-42 in the desktop's home")
 	}
+	// The desktop made German (setxkbmap) and German chosen in the Keys
+	// list: Type as keys presses a German keyboard's keys, AltGr and dead
+	// keys included, and the desktop's shell writes the line byte for byte.
+	pasteAsKeys(t, page, "setxkbmap de && touch ~/rdp-de-$((6*7))\n")
+	if !eventually(10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(portal.homeOf(member), "rdp-de-42"))
+		return err == nil
+	}) {
+		t.Fatalf("setxkbmap de did not run in the desktop")
+	}
+	openControl(t, page, "keys-menu")
+	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("keys-note")).ToContainText("choose it here for Type as keys"))
+	_, err = page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
+	must(t, err)
+	must(t, page.GetByTestId("keys-menu").Click())
+	refusedAsKeys(t, page, "Grüße 日", "this desktop's German layout", `"日" (U+65E5)`)
+	const german = "Grüße € @{[]}\\|~ zy ê^`\n"
+	pasteAsKeys(t, page, "head -n1 > ~/rdp-de.txt\n"+german)
+	waitFile(t, filepath.Join(portal.homeOf(member), "rdp-de.txt"), german)
 
 	// The session is recorded as an RDP session of alice.
 	if !strings.Contains(portal.Log(), `protocol=rdp`) {

@@ -8,6 +8,7 @@
 // does not hand out its session, so withSession wraps the backend's
 // SessionBuilder to see the one its connect makes.
 import { printable } from './console-vnc.js';
+import { nameOf, strokes } from './layouts.js';
 
 // withSession returns backend with a SessionBuilder whose sessions are
 // passed to got as they connect.
@@ -60,13 +61,27 @@ for (const [plain, shifted, first] of [
   [...shifted].forEach((ch, i) => { sc[ch] = -(first + i); }); // negative: with Shift
 }
 
+// Scan codes of the physical keys layouts.js names (KeyboardEvent.code).
+const byCode = {
+  Backquote: 0x29, Minus: 0x0c, Equal: 0x0d, BracketLeft: 0x1a, BracketRight: 0x1b, Semicolon: 0x27, Quote: 0x28,
+  Backslash: 0x2b, IntlBackslash: 0x56, Comma: 0x33, Period: 0x34, Slash: 0x35, Space: 0x39, Enter: 0x1c, Tab: 0x0f,
+  ShiftLeft: 0x2a, AltRight: 0xe038,
+};
+[...'1234567890'].forEach((d, i) => { byCode[`Digit${d}`] = 0x02 + i; });
+for (const [row, first] of [['QWERTYUIOP', 0x10], ['ASDFGHJKL', 0x1e], ['ZXCVBNM', 0x2c]]) {
+  [...row].forEach((c, i) => { byCode[`Key${c}`] = first + i; });
+}
+
 // rdpKeys types into the session that session() returns (undefined until
 // connected), with the backend's DeviceEvent and InputTransaction. It has
 // the keys interface of keyboard.js, typable and combo (specialkeys.js).
 // With unicode (the portal says the server takes RDP's Unicode keyboard
-// events: Windows) any printable character may be typed; else only what
-// a US keyboard's scan codes type (freerdp-shadow drops Unicode events).
-export function rdpKeys(backend, session, unicode = false) {
+// events: Windows) any printable character may be typed; else text goes
+// as the scan codes of the keys layout() (a layouts.js id: the user's
+// choice of the desktop's layout, as for a VM) has for it, which the
+// desktop's own layout turns into characters (freerdp-shadow drops
+// Unicode events), and typable is what that layout types.
+export function rdpKeys(backend, session, unicode = false, layout = () => 'us') {
   const { DeviceEvent } = backend;
   const send = sender(backend, session);
   const down = (code) => DeviceEvent.keyPressed(code);
@@ -79,14 +94,22 @@ export function rdpKeys(backend, session, unicode = false) {
     const on = mods.filter(([m]) => held[m] || (m === 'shift' && shift)).map(([, c]) => c);
     send([...on.map(down), down(k), up(k), ...on.toReversed().map(up)]);
   }
+  // stroke sends one key of strokes() with Shift or AltGr held around it.
+  const stroke = (k) => {
+    const held = [k.shift && byCode.ShiftLeft, k.altgr && byCode.AltRight].filter(Boolean);
+    send([...held.map(down), down(byCode[k.code]), up(byCode[k.code]), ...held.toReversed().map(up)]);
+  };
   const keys = {
     text(s) {
       for (const ch of s) {
         const name = ch === '\n' ? 'Enter' : ch === '\t' ? 'Tab' : ch;
-        if (name in sc) press(sc[name]);
+        if (!unicode) strokes(layout(), ch)?.forEach(stroke);
+        else if (name in sc) press(sc[name]);
         else send([DeviceEvent.unicodePressed(ch), DeviceEvent.unicodeReleased(ch)]); // not on a US keyboard
       }
     },
+    // who names what types the text, for a refusal.
+    who: () => (unicode ? "this console's keyboard" : `this desktop's ${nameOf(layout())} layout`),
     key(name, held = {}) {
       const code = sc[name] ?? sc[name.toLowerCase()];
       if (code === undefined) {
@@ -95,8 +118,7 @@ export function rdpKeys(backend, session, unicode = false) {
       }
       press(code, held);
     },
-    // Characters a scan code types; others go as Unicode keyboard events.
-    typable: unicode ? printable : (ch) => ch === '\n' || ch === '\t' || ch in sc,
+    typable: unicode ? printable : (ch) => strokes(layout(), ch) !== null,
     combo(c) {
       if (!session()) return false;
       const code = sc[c.name];

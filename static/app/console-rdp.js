@@ -3,10 +3,11 @@
 // server; NLA runs between this page and the server. The /connect answer
 // (info) carries the gateway token, the destination and, for desktops
 // whose sign-in the portal knows, the credentials, shown to the holder.
-import { wsURL } from './console-vnc.js';
+import { physicalKeysNote, wsURL } from './console-vnc.js';
 import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
 import { rdpFiles } from './console-rdp-files.js';
 import { rdpKeys, withSession } from './console-rdp-keys.js';
+import { layout } from './keys-layout.js';
 import { rdpTouch } from './console-rdp-touch.js';
 import { attachRDPSize } from './console-rdp-size.js';
 import { attachZoom } from './zoom.js';
@@ -141,7 +142,8 @@ export async function open(screen, info, ui) {
   });
   let session; // the connected IronRDP session, for keys not typed on the canvas
   el.module = withSession(mod.Backend, (s) => { session = s; });
-  const keys = rdpKeys(mod.Backend, () => session, Boolean(info.caps?.unicode));
+  const unicode = Boolean(info.caps?.unicode);
+  const keys = rdpKeys(mod.Backend, () => session, unicode, layout);
 
   const url = wsURL(info.websocket);
 
@@ -243,6 +245,11 @@ export async function open(screen, info, ui) {
     keys,
     zoom,
     special: (combo) => rdpSpecial(irgui, keys, combo),
+    // Scan codes: the desktop's layout makes the characters, and Type as
+    // keys needs to know it, as on a VM (console-vnc.js). A server that
+    // takes Unicode events (Windows) types any character.
+    keysNote: () => (unicode ? '' : physicalKeysNote),
+    layouts: !unicode,
     close() {
       closed = true;
       zoom.close();

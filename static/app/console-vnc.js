@@ -138,12 +138,14 @@ export async function open(screen, info, ui) {
     // QEMU takes the physical keys (its Extended Key Event, passed on by
     // the portal's screen hub): the guest's own layout makes the
     // characters, as on a real PC. Xvnc (caps.unicode) types keysyms.
-    keysNote: () => (physicalKeys()
-      ? "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings), and choose it here for Type as keys."
-      : ''),
+    keysNote: () => (physicalKeys() ? physicalKeysNote : ''),
     get layouts() { return physicalKeys(); },
   };
 }
+
+// physicalKeysNote is the Keys list's note on a console that sends
+// physical keys (QEMU's VNC, RDP to a server without Unicode events).
+export const physicalKeysNote = "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings), and choose it here for Type as keys.";
 
 // screenWindow makes rfb screen n of its console window's desktop, in
 // the shape vnc-size.js's attach returns.
