@@ -51,6 +51,12 @@ func StreamKey(ref vdi.Ref, p vdi.Protocol) string { return string(p) + ":" + re
 // takeover on the claim, well within a second or two.
 var handOverWait = 10 * time.Second
 
+// staleGrace is how long a record its live replica no longer uses is
+// left to that replica's own release before a new console takes it over
+// (takeFree): a release that works is the usual end, and leaves the line's
+// last client time to be gone at the desktop.
+const staleGrace = time.Second
+
 // Open dials the holder's console p of ref (dial) and shares it as its
 // newest, and returns the holder's end and the path it took. The record
 // names this replica until the connection closes. An exclusive console
@@ -125,11 +131,18 @@ func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Ow
 	key := StreamKey(ref, p)
 	wait, cancel := context.WithTimeout(ctx, handOverWait)
 	defer cancel()
+	var stale string // the record version its replica said it no longer uses,
+	var staleAt time.Time
 	for {
 		cur, err := s.owners.Get(wait, key)
 		if err == nil && cur.Version != "" && cur.Alive && !s.inUse(wait, ref, p, cur) {
-			s.log.Warn("the console's record names a replica that no longer holds it (its release failed): taken over", "console", key, "holder", cur.Replica, "version", cur.Version)
-			cur.Alive = false
+			if stale != cur.Version {
+				stale, staleAt = cur.Version, time.Now()
+			}
+			if time.Since(staleAt) >= staleGrace {
+				s.log.Warn("the console's record names a replica that no longer holds it (its release failed): taken over", "console", key, "holder", cur.Replica, "version", cur.Version)
+				cur.Alive = false
+			}
 		}
 		if err == nil && (cur.Version == "" || !cur.Alive) {
 			done := s.lines.write(key)
