@@ -23,7 +23,8 @@ import (
 // hub), not another VNC client. Last, alice's serial console comes back
 // at once after its Lease's delete was refused (serialAfterAFailedRelease),
 // and an admin's own serial console of the member nobody holds gives way
-// to hers once she holds it (adminSerialGivesWay).
+// to hers once she holds it (adminSerialGivesWay); then the attack rows
+// on her serial line across replicas (haAttacks).
 func TestHA_Takeover(t *testing.T) {
 	hs := startHAScreen(t)
 	a, b, c := hs.reps["a"], hs.reps["b"], hs.reps["c"]
@@ -84,6 +85,7 @@ func TestHA_Takeover(t *testing.T) {
 
 	serialAfterAFailedRelease(t, hs, a, b)
 	adminSerialGivesWay(t, hs, a, c)
+	runHAAttacks(t, hs)
 }
 
 // newestStays opens alice's console on each of rs at the same moment and
