@@ -182,6 +182,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("keys-note")).ToContainText("choose it here for Type as keys"))
 	_, err = page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
 	must(t, err)
+	screenshot(t, page, "rdp-keys-layout")
 	must(t, page.GetByTestId("keys-menu").Click())
 	refusedAsKeys(t, page, "Grüße 日", "this desktop's German layout", `"日" (U+65E5)`)
 	const german = "Grüße € @{[]}\\|~ zy ê^`\n"
