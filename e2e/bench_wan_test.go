@@ -320,7 +320,10 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 			fmt.Fprintf(&b, " %s %.0f", k, st1[k]-st0[k])
 		}
 		state, _ := page.Locator("#screen").GetAttribute("data-rtc")
-		fmt.Printf("BENCH   track during the churn (%s %s %s, %s):%s\n", r.console, r.profile, r.quality, state, b.String())
+		sizes, err := page.Evaluate(`() => { const s = document.getElementById('screen'), v = s.querySelector('video.rtc-source');
+  return (v ? v.videoWidth + 'x' + v.videoHeight : 'none') + ' on a ' + s.rfb._fbWidth + 'x' + s.rfb._fbHeight + ' screen, ' + (s.dataset.rtcFrames || 0) + ' drawn'; }`)
+		must(t, err)
+		fmt.Printf("BENCH   track during the churn (%s %s %s, %s, video %v):%s\n", r.console, r.profile, r.quality, state, sizes, b.String())
 	}
 	// The churn stopped (its loop, not its window): what the screen costs
 	// to settle (for H.264, the lossless repaint after the video).

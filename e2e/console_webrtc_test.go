@@ -47,7 +47,8 @@ const rtcWatch = `([x, y]) => {
 }`
 
 // rtcStats is a JS function describing the console's WebRTC peer for a
-// failed wait: its states and its inbound video's counts.
+// failed wait: its states, its inbound video's counts and size, and the
+// console's framebuffer size.
 const rtcStats = `async () => {
   const pc = document.getElementById('screen')?.rtcPeer;
   if (!pc) return 'no peer';
@@ -57,6 +58,8 @@ const rtcStats = `async () => {
   });
   const v = document.querySelector('#screen video.rtc-source');
   out.video = v ? { w: v.videoWidth, h: v.videoHeight, paused: v.paused, ready: v.readyState } : 'none';
+  const rfb = document.getElementById('screen')?.rfb; // the page draws a frame only where it covers this
+  out.fb = rfb ? { w: rfb._fbWidth, h: rfb._fbHeight } : 'none';
   return JSON.stringify(out);
 }`
 
