@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
@@ -15,4 +16,13 @@ import (
 func BenchmarkKubeClaim(b *testing.B) {
 	c := testcluster.Shared(b)
 	leasetest.BenchStorm(b, func(tb testing.TB) leasetest.Store { return kubeStore(tb, c, c.Config) }, 200, 3)
+}
+
+// BenchmarkKubeMorning is the morning storm on the real apiserver through
+// three portal instances, in process: 1,000 users arriving over 60 s, each
+// claiming once (leasetest.BenchMorning; the soak's storm runs it through
+// the portal binary).
+func BenchmarkKubeMorning(b *testing.B) {
+	c := testcluster.Shared(b)
+	leasetest.BenchMorning(b, kubeStore(b, c, c.Config), 1000, time.Minute, 3)
 }

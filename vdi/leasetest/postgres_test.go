@@ -3,6 +3,7 @@ package leasetest_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -50,4 +51,11 @@ func TestPostgresLeases(t *testing.T) {
 // claimant sets in the same run.
 func BenchmarkPostgresClaim(b *testing.B) {
 	leasetest.BenchStorm(b, func(tb testing.TB) leasetest.Store { return postgresStore(tb) }, 200, 3)
+}
+
+// BenchmarkPostgresMorning is the morning storm on one PostgreSQL database
+// shared by three portal instances: 1,000 users arriving over 60 s, each
+// claiming once (leasetest.BenchMorning).
+func BenchmarkPostgresMorning(b *testing.B) {
+	leasetest.BenchMorning(b, postgresStore(b), 1000, time.Minute, 3)
 }

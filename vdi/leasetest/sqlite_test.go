@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testpg"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -63,6 +64,13 @@ func TestSQLiteLeases(t *testing.T) { leasetest.Run(t, sqliteStore) }
 // at once, p99 against the limit the single claimant sets in the same run.
 func BenchmarkSQLiteClaim(b *testing.B) {
 	leasetest.BenchStorm(b, func(tb testing.TB) leasetest.Store { return sqliteBench(tb) }, 200, 3)
+}
+
+// BenchmarkSQLiteMorning is the morning storm on one database file
+// shared by three portal instances: 1,000 users arriving over 60 s, each
+// claiming once (leasetest.BenchMorning).
+func BenchmarkSQLiteMorning(b *testing.B) {
+	leasetest.BenchMorning(b, sqliteBench(b), 1000, time.Minute, 3)
 }
 
 func sqliteBench(b testing.TB) leasetest.Store {
