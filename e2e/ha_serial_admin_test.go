@@ -1,19 +1,21 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // adminSerialGivesWay: ops (an admin) opens the serial console of the
-// member on c while nobody holds it (alice released it, ops started it);
-// then ops assigns it to alice and she opens her serial console on a.
-// Ops's console ends saying alice claimed it and that ops watches now,
-// view only; hers opens and her command runs; ops's opened again on c
-// reads her output. The VMI's serial console sees one client after the
+// member on c in his page while nobody holds it (alice released it, ops
+// started it); then ops assigns it to alice and she opens her serial
+// console on a. Ops's console ends saying alice claimed it and that ops
+// watches now, view only; hers opens and her command runs; ops's page
+// loads again by itself beside hers and shows her output. The VMI's serial console sees one client after the
 // other, none kicked (before, ops's was dialed with no record and
 // virt-handler kicked it when hers dialed).
 func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
@@ -44,39 +46,63 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 		return ws
 	}
 	before := hs.standIn.Consoles(hs.ns, hs.member, "console")
-	ops := open(c, "ops")
-	must(t, ops.WriteMessage(websocket.BinaryMessage, []byte("echo op$((1+1))s\r")))
-	if got := readUntil(ops, "op2s"); !strings.Contains(got, "op2s") {
-		t.Fatalf("ops's own serial console read %q; want his command's output", got)
-	}
+	ops := opsSerialPage(t, hs, c)
+	must(t, ops.Locator("#screen .xterm").Click())
+	must(t, ops.Keyboard().Type("echo op$((1+1))s\n"))
+	waitXterm(t, ops, regexp.MustCompile(`op2s`), 20*time.Second)
 
+	_, err := ops.Evaluate(`() => { window.notLoadedAgain = true; }`)
+	must(t, err)
 	if code := c.p.APIBody(t, "ops", "POST", desk+"/assign", `{"user":"alice"}`, nil); code != 200 {
 		t.Fatalf("ops assigns the member to alice: %d", code)
 	}
 	alice := open(a, "alice")
-	ops.SetReadDeadline(time.Now().Add(15 * time.Second))
-	var why string
-	for {
-		if _, _, err := ops.ReadMessage(); err != nil {
-			if ce, ok := err.(*websocket.CloseError); ok {
-				why = ce.Text
-			}
-			break
-		}
-	}
-	if want := "Role changed: alice claimed this desktop and opened its serial console"; !strings.HasPrefix(why, want) {
-		t.Errorf("ops's own serial console ended with %q; want %q…", why, want)
-	}
 	must(t, alice.WriteMessage(websocket.BinaryMessage, []byte("echo al$((2+3))ice\r")))
-	opsAgain := open(c, "ops")
 	if got := readUntil(alice, "al5ice"); !strings.Contains(got, "al5ice") {
 		t.Fatalf("alice's serial console read %q; want her command's output", got)
 	}
+	// Ops's console ends saying who came (the history keeps its words,
+	// which the page said), and his page loads again by itself beside
+	// her, view only, and shows her line.
+	waitFor(t, 30*time.Second, "ops's page loaded again", func() bool {
+		v, err := ops.Evaluate(`() => window.notLoadedAgain === undefined && document.getElementById('status').textContent`)
+		return err == nil && v == "Connected"
+	})
 	must(t, alice.WriteMessage(websocket.BinaryMessage, []byte("echo wat$((3*3))ch\r")))
-	if got := readUntil(opsAgain, "wat9ch"); !strings.Contains(got, "wat9ch") {
-		t.Errorf("ops's serial console opened again beside alice read %q; want her command's output", got)
+	waitXterm(t, ops, regexp.MustCompile(`wat9ch`), 30*time.Second)
+	var sessions []struct {
+		User, Protocol, CloseReason string
 	}
+	c.p.API(t, "ops", "GET", "/api/vdi/history/sessions?limit=1000", &sessions)
+	said := false
+	for _, s := range sessions {
+		said = said || s.User == "ops" && s.Protocol == "serial" && strings.HasPrefix(s.CloseReason, "Role changed: alice claimed this desktop and opened its serial console")
+	}
+	if !said {
+		t.Errorf("no serial session of ops's closed saying alice claimed the desktop and opened its serial console: %+v", sessions)
+	}
+	screenshot(t, ops, "ha-admin-serial-gave-way")
 	if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != before.Opened+2 || n.Kicked != before.Kicked {
 		t.Errorf("the VMI's serial console: %+v, before %+v; want 2 more opened (ops's, then alice's), none kicked", n, before)
 	}
+}
+
+// opsSerialPage opens ops's console page of hs's member's serial console
+// in Chromium, through an nginx that vouches for ops and sends every
+// request to r, and waits until it is connected.
+func opsSerialPage(t *testing.T, hs *haScreen, r *haReplica) playwright.Page {
+	t.Helper()
+	lb := MustStartNginxFor(t, "ops", r.p.URL)
+	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
+	t.Cleanup(func() {
+		if t.Failed() {
+			screenshot(t, page, "ha-admin-serial-failed")
+		}
+	})
+	if _, err := page.Goto(lb.User + "/desktops/" + hs.ns + "/" + hs.member + "?protocol=serial"); err != nil {
+		t.Fatal(err)
+	}
+	expect := playwright.NewPlaywrightAssertions(30000)
+	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Connected"))
+	return page
 }

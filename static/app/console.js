@@ -51,12 +51,15 @@ let current = null;
 const again = new Reconnector(() => connect());
 
 // ROLE_CHANGED starts the close reason of a console whose role the portal
-// changed (console.RoleChangedPrefix); the page opens it again after
-// REJOIN_AFTER_MS, retrying refusals for REJOIN_MS.
+// changed (console.RoleChangedPrefix); the page loads again after
+// REJOIN_AFTER_MS, as the new role has it, and retries refusals for
+// REJOIN_MS (the holder's console may still be opening).
 const ROLE_CHANGED = 'Role changed: ';
 const REJOIN_AFTER_MS = 1000;
 const REJOIN_MS = 15000;
-let rejoinUntil = 0;
+const REJOIN_KEY = 'corral-vdi-rejoin-until';
+const rejoinUntil = Number(sessionStorage.getItem(REJOIN_KEY)) || 0;
+sessionStorage.removeItem(REJOIN_KEY);
 
 const ui = {
   say(text, kind) {
@@ -80,9 +83,9 @@ const ui = {
     // new one, and while the holder's console opens, a refusal is
     // tried again rather than shown as the end.
     if (text.startsWith(ROLE_CHANGED)) {
-      rejoinUntil = Date.now() + REJOIN_MS;
-      ui.say(sentence(text.slice(ROLE_CHANGED.length)), 'busy');
-      again.after(REJOIN_AFTER_MS);
+      ui.say(text.slice(ROLE_CHANGED.length), 'busy'); // it starts with a login: kept as it is
+      sessionStorage.setItem(REJOIN_KEY, String(Date.now() + REJOIN_MS));
+      setTimeout(() => location.reload(), REJOIN_AFTER_MS); // the page as the new role has it
       return;
     }
     if (Date.now() < rejoinUntil) retry = true;
