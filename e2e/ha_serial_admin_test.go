@@ -70,6 +70,9 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 	})
 	must(t, alice.WriteMessage(websocket.BinaryMessage, []byte("echo wat$((3*3))ch\r")))
 	waitXterm(t, ops, regexp.MustCompile(`wat9ch`), 30*time.Second)
+	// His page names her the holder and him view only: it is not the
+	// holder's notice (which said "you (holder)" to him).
+	must(t, playwright.NewPlaywrightAssertions(10000).Locator(ops.GetByTestId("watch-notice")).ToHaveText("On it: alice (holder), ops (you, view only)"))
 	var sessions []struct {
 		User, Protocol, CloseReason string
 	}

@@ -248,7 +248,7 @@ document.addEventListener('click', (ev) => {
 
 watchReclaim(document.getElementById('reclaim'), screen.dataset.desktop);
 watchViewers(document.getElementById('watchers'), screen.dataset.viewers,
-  attachAgentNotice(document.getElementById('agent-notice')));
+  attachAgentNotice(document.getElementById('agent-notice')), screen.dataset.holder, screen.dataset.me);
 const chip = attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachEscape();
 attachTyping(document.getElementById('typing'), screen);

@@ -63,9 +63,20 @@ export function sayParticipants(holder, me, list) {
 }
 
 // watchViewers keeps the holder's notice up to date from url until the
-// page goes; onList, when given, sees each list too.
-export function watchViewers(notice, url, onList) {
+// page goes; onList, when given, sees each list too. On the page of
+// someone beside the holder (me is not holder: an admin's serial console)
+// it says only who is on the desktop, the holder named, with no answers
+// to give: those are the holder's.
+export function watchViewers(notice, url, onList, holder = '', me = '') {
   if (!url) return;
+  if (holder && me && holder !== me) {
+    pollViewers(url, (list) => {
+      onList?.(list);
+      notice.textContent = sayParticipants(holder, me, list);
+      notice.hidden = !notice.textContent;
+    });
+    return;
+  }
   // Taking control back is not ending the watch: the admin's page reopens
   // watching, and where the pool asks the holder's consent that watch
   // asks again. The holder allowed it already; their page answers it.
