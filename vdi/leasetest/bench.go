@@ -28,18 +28,8 @@ import (
 // at that rate), and p99 as a multiple of it.
 func Bench(b *testing.B, s Store, members, claimants, portals int, single float64) float64 {
 	ctx := context.Background()
-	var n writeCount
-	instances := make([]vdi.Leases, portals)
-	for i := range instances {
-		instances[i] = count(s.Open(b), &n)
-	}
-	replicas := make([]vdi.Replicas, portals)
-	if s.Replicas != nil {
-		for i := range replicas {
-			replicas[i] = s.Replicas(b, fmt.Sprintf("portal-%d", i))
-		}
-		awaitLive(b, replicas)
-	}
+	n := new(writeCount)
+	instances, replicas := openPortals(b, s, portals, n)
 	var start time.Time
 	var lat []time.Duration
 	var won int
@@ -132,6 +122,24 @@ func BenchStorm(b *testing.B, open func(testing.TB) Store, members, portals int)
 			Bench(b, open(b), members, n, portals, single)
 		})
 	}
+}
+
+// openPortals opens s as portals portal instances, their writes counted
+// by n, with their replicas (nil ones when s has none) each seeing all
+// live.
+func openPortals(b *testing.B, s Store, portals int, n *writeCount) ([]vdi.Leases, []vdi.Replicas) {
+	instances := make([]vdi.Leases, portals)
+	for i := range instances {
+		instances[i] = count(s.Open(b), n)
+	}
+	replicas := make([]vdi.Replicas, portals)
+	if s.Replicas != nil {
+		for i := range replicas {
+			replicas[i] = s.Replicas(b, fmt.Sprintf("portal-%d", i))
+		}
+		awaitLive(b, replicas)
+	}
+	return instances, replicas
 }
 
 // awaitLive waits until each of replicas sees them all live, as the

@@ -26,18 +26,8 @@ import (
 // It runs once, whatever b.N.
 func BenchMorning(b *testing.B, s Store, users int, over time.Duration, portals int) {
 	ctx := context.Background()
-	var n writeCount
-	instances := make([]vdi.Leases, portals)
-	for i := range instances {
-		instances[i] = count(s.Open(b), &n)
-	}
-	replicas := make([]vdi.Replicas, portals)
-	if s.Replicas != nil {
-		for i := range replicas {
-			replicas[i] = s.Replicas(b, fmt.Sprintf("portal-%d", i))
-		}
-		awaitLive(b, replicas)
-	}
+	n := new(writeCount)
+	instances, replicas := openPortals(b, s, portals, n)
 	services := func(pool *Pool) []*vdi.Service {
 		svcs := make([]*vdi.Service, portals)
 		for i := range svcs {
