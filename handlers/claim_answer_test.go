@@ -47,6 +47,7 @@ func TestClaim_AnswersBeforeLockLetGo(t *testing.T) {
 	}{
 		{"api", "/api/vdi/pools/local/api/claim", 200, `"name":"api-1"`},
 		{"form", "/pools/local/form/claim", http.StatusSeeOther, "/desktops/local/form-1"},
+		{"kiosk", "/kiosk/kiosk?ns=local", http.StatusSeeOther, "/kiosk/kiosk?ns=local"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leases := unlockAwaitsClient{Leases: e.db.Leases(), read: make(chan struct{}), unlocked: make(chan bool, 1)}

@@ -49,16 +49,22 @@ func (h *kioskPages) handleKiosk(w http.ResponseWriter, r *http.Request, id vdi.
 // handleKioskClaim serves POST /kiosk/{pool}: the kiosk page's button
 // claims (cross-origin protection guards it like every form), then the
 // browser goes back to the kiosk page, which shows the claimed desktop.
+// The redirect goes out before the claim lets its user's claim lock go
+// (vdi.WithAnswerFirst), as the "Get a desktop" form's does.
 func (h *kioskPages) handleKioskClaim(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
 	name := r.PathValue("pool")
 	ns, err := h.kioskNamespace(r, name)
 	if err != nil {
 		return err
 	}
-	if _, err := h.desktops.ClaimStarting(r.Context(), id, ns, name); err != nil {
+	ctx, answered := vdi.WithAnswerFirst(r.Context())
+	defer answered()
+	if _, err := h.desktops.ClaimStarting(ctx, id, ns, name); err != nil {
 		return h.renderKioskWait(w, r, views.KioskProps{Page: h.pageProps(name, id), Pool: name}, err)
 	}
+	w.Header().Set("Content-Length", "0") // a POST's redirect has no body
 	http.Redirect(w, r, "/kiosk/"+url.PathEscape(name)+"?ns="+url.QueryEscape(ns), http.StatusSeeOther)
+	sendNow(w)
 	return nil
 }
 
