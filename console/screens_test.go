@@ -84,6 +84,7 @@ type replica struct {
 
 	mu     sync.Mutex
 	videos []*websocket.Conn // its ends of the video links it served
+	busy   atomic.Int32      // how many video links to answer 503 first, as a replica draining does
 }
 
 // breakVideoLinks cuts the video links r serves, as a network between the
@@ -144,6 +145,10 @@ func startReplicaHubs(t testing.TB, table *ownerTable, name string, dial rfb.Dia
 	mux.HandleFunc("GET /peer/v1/video/{nonce}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
 		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
 		nonce := req.PathValue("nonce")
+		if r.busy.Add(-1) >= 0 {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
 		if _, err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.VideoLink(nonce), ref.Namespace, ref.Name); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return

@@ -147,7 +147,8 @@ const videoRedialWait = 250 * time.Millisecond
 // VideoTo implements rfb.VideoTap: the owner's hub sends the viewer's
 // access units from its next key frame over a video link, until stop. A
 // video link that breaks while the viewer's console lives is dialed
-// again; when it cannot be (the owner refuses or cannot be reached, or
+// again (also after a refusal that may pass: 5xx, a replica draining);
+// when it cannot be (the owner refuses for good or cannot be reached, or
 // no longer serves the screen link), the sink is told (rfb.VideoEnder):
 // a WebRTC track then ends, and its page goes on with the console's own
 // connection, whose screen link carries the video.
@@ -188,7 +189,7 @@ func (l *linkedScreen) relayVideo(ctx context.Context, v *linkVideo, sink rfb.Vi
 			switch {
 			case ctx.Err() != nil:
 				return
-			case tries == videoRedials || errors.As(err, &refused):
+			case tries == videoRedials || errors.As(err, &refused) && refused.Status < 500:
 				if e, ok := sink.(rfb.VideoEnder); ok {
 					e.VideoEnded(fmt.Errorf("console: the video link to the screen's replica broke and could not be dialed again: %w", err))
 				}

@@ -162,6 +162,16 @@ func TestScreens_VideoAcrossReplicas(t *testing.T) {
 		t.Fatalf("the video of b's viewer ended when its link was cut once: %v; want the link dialed again", err)
 	default:
 	}
+	// A refusal that may pass (503) is dialed again too; one that cannot
+	// (401, 409) ends the video at once.
+	a.busy.Store(1)
+	a.breakVideoLinks()
+	key("after the video link was cut and its first redial answered 503")
+	select {
+	case err := <-sink.ended:
+		t.Fatalf("the video of b's viewer ended when a answered its redial 503 once: %v; want it dialed again", err)
+	default:
+	}
 	a.srv.Close() // a can no longer be reached; the screen link lives on
 	a.breakVideoLinks()
 	select {
