@@ -167,17 +167,20 @@ func TestCTPoolLifecycle(t *testing.T) {
 		if _, err := s.exec.Dial(ctx, vdi.Ref{Namespace: ns, Name: "desk-9"}, vdi.ProtocolTerminal); err == nil {
 			t.Fatal("exec into a member with no Pod succeeded")
 		}
-		before := runtime.NumGoroutine()
+		before := execGoroutines()
 		conn, err := s.exec.Dial(ctx, a.Ref(), vdi.ProtocolTerminal)
 		if err != nil {
 			t.Fatalf("terminal through pods/exec: %v", err)
 		}
+		if open := execGoroutines(); open <= before {
+			t.Errorf("%d goroutines of exec sessions with the terminal open, %d before: the count would not see one left behind", open, before)
+		}
 		defer func() {
 			conn.Close()
 			deadline := time.Now().Add(5 * time.Second)
-			for runtime.NumGoroutine() > before {
+			for execGoroutines() > before {
 				if time.Now().After(deadline) {
-					t.Errorf("%d goroutines after closing the terminal; %d before opening it", runtime.NumGoroutine(), before)
+					t.Errorf("%d goroutines of exec sessions after closing the terminal; %d before opening it", execGoroutines(), before)
 					break
 				}
 				time.Sleep(20 * time.Millisecond)
@@ -322,4 +325,27 @@ func TestCTPoolLifecycle(t *testing.T) {
 			t.Errorf("after delete: %d Pods, %d pool ConfigMaps, %d Leases; want none", len(pods.Items), len(cms.Items), len(leases.Items))
 		}
 	})
+}
+
+// execGoroutines counts the goroutines of exec sessions (the terminal's
+// and client-go's streams): the whole count also moves with the
+// package's other clients (a connection pool's reader, a watch), which
+// once left two more after the terminal closed.
+func execGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "tools/remotecommand") || strings.Contains(g, "corral-vdi-portal/kube.startExec") || strings.Contains(g, "corral-vdi-portal/kube.(*execConn)") {
+			count++
+		}
+	}
+	return count
 }
