@@ -246,8 +246,15 @@ func TestEncoderService_Refuses(t *testing.T) {
 	if _, err := first.encode(make([]byte, 64*48*4)); err != nil {
 		t.Fatal(err)
 	}
-	second := mustEncoder(t, 64, 48, service) // beyond Max: 1
-	if _, err := second.encode(make([]byte, 64*48*4)); err == nil {
+	// Beyond Max: 1. The service closes it unanswered, which its start
+	// (writing the hello into a connection closed meanwhile: EPIPE) or its
+	// first frame finds.
+	second, err := startEncoder(context.Background(), service, 64, 48)
+	if err == nil {
+		_, err = second.encode(make([]byte, 64*48*4))
+		second.close()
+	}
+	if err == nil {
 		t.Error("a second encoder at once from a service that allows one; want an error")
 	}
 	first.close()
