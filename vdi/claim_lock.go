@@ -17,7 +17,7 @@ import (
 // lock's pool label is claimLockPool, which no pool can be named (pool
 // names are DNS labels), so no pool lists it. A portal that dies holding the lock
 // holds it for claimLockDuration at most; a claim that holds it ends its
-// store requests claimLockGuard before then (lockedUntil), so that a claim
+// store requests claimLockGuard before then (lockClaims's until), so that a claim
 // slowed past its lock (an API server that keeps refusing) fails rather
 // than write beside the next claim of its user that takes the lock over.
 const (
