@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,4 +97,19 @@ func (e *capacityEnv) bindNamespacedInstall(t *testing.T, user string) {
 		}
 		t.Cleanup(func() { e.admin.Delete(context.Background(), o) })
 	}
+	// Each role's first rule counts once its role and binding do.
+	var await []authorizationv1.ResourceAttributes
+	for _, o := range objs {
+		var r rbacv1.PolicyRule
+		switch role := o.(type) {
+		case *rbacv1.ClusterRole:
+			r = role.Rules[0]
+		case *rbacv1.Role:
+			r = role.Rules[0]
+		default:
+			continue
+		}
+		await = append(await, authorizationv1.ResourceAttributes{Namespace: e.ns, Group: r.APIGroups[0], Resource: r.Resources[0], Verb: r.Verbs[0]})
+	}
+	e.c.AwaitAccess(t, user, nil, await...)
 }

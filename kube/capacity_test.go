@@ -258,6 +258,7 @@ func TestCapacityAdmission(t *testing.T) {
 			}
 			t.Cleanup(func() { e.admin.Delete(context.Background(), o) })
 		}
+		e.c.AwaitAccess(t, e.ns+"-no-nodes", nil, authorizationv1.ResourceAttributes{Namespace: e.ns, Group: "kubevirt.io", Resource: "virtualmachines", Verb: "get"})
 		vms, err := kube.NewVMs(kube.Config{REST: e.c.User(t, e.ns+"-no-nodes")})
 		if err != nil {
 			t.Fatal(err)

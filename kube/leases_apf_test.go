@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,8 @@ func stormAccount(t *testing.T, c *testcluster.Cluster, ns string) *rest.Config 
 	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	c.AwaitAccess(t, "system:serviceaccount:"+ns+":storm", []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+		authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"})
 	return c.ServiceAccount(t, ns, "storm")
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,6 +35,7 @@ func grantWithoutWatch(t *testing.T, c *testcluster.Cluster, ns, user string) {
 	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	c.AwaitAccess(t, user, nil, authorizationv1.ResourceAttributes{Namespace: ns, Resource: "pods", Verb: "create"})
 }
 
 // TestWaitWithoutWatchFailsAtOnce starts a CT member as a portal whose

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -132,6 +133,8 @@ func TestDoctor_Kube(t *testing.T) {
 			cs.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
 			cs.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
 		})
+		c.AwaitAccess(t, "system:serviceaccount:"+ns+":lesser", []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+			authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases", Verb: "update"})
 		fs, err := runDoctorAs(t, testcluster.WriteKubeconfig(t, c.ServiceAccount(t, ns, "lesser")), "corral-vdi")
 		if cli.ExitCode(err) != cli.ExitFailed {
 			t.Fatalf("doctor with a verb missing: %v; want exit %d", err, cli.ExitFailed)

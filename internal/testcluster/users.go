@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +38,30 @@ func (c *Cluster) User(tb testing.TB, name string, groups ...string) *rest.Confi
 	cfg := rest.CopyConfig(u.Config())
 	unlimit(cfg)
 	return cfg
+}
+
+// AwaitAccess waits until RBAC lets user (in groups) do each of attrs.
+// The apiserver's authorizer reads Roles and bindings from its informers,
+// so a binding just created can take a moment to count: a test that binds
+// a role and then acts as its subject waits here first. A ServiceAccount's
+// user is "system:serviceaccount:NAMESPACE:NAME".
+func (c *Cluster) AwaitAccess(tb testing.TB, user string, groups []string, attrs ...authorizationv1.ResourceAttributes) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, a := range attrs {
+		for {
+			r, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &a}}, metav1.CreateOptions{})
+			if err == nil && r.Status.Allowed {
+				break
+			}
+			if ctx.Err() != nil {
+				tb.Fatalf("testcluster: RBAC does not let %s %s %s.%s in %q after 30 s (%v)", user, a.Verb, a.Resource, a.Group, a.Namespace, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // ServiceAccount returns a config that authenticates as the ServiceAccount
