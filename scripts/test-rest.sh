@@ -50,20 +50,27 @@ for f in "$status_dir"/*.json; do
 	"$go" tool gotestsum tool slowest --jsonfile "$f" --threshold 60s | sed "s/^/[$(basename "$f" .json)] /"
 done
 
-# failures LABEL prints LABEL's failed tests again, each with the last
-# lines it wrote: CI shows only the end of its log, and gotestsum printed
-# them where the processes' output interleaved, long before.
+# failures LABEL prints LABEL's failed tests again, each with the first
+# lines its test code wrote ("    name.go:NN: ...", where the failure is
+# said) and the last lines it wrote (a component's log before the end): CI
+# shows only the end of its log, and gotestsum printed them where the
+# processes' output interleaved, long before. Lines are cut at 400
+# characters: a component's JSON log must not push the failure out of view.
 failures() {
 	"$go" tool gotestsum --format none --raw-command -- cat "$status_dir/$1.json" 2>&1 |
-		awk -v keep=30 '
-			/^=== FAIL: / { flush(); head = $0; n = 0; next }
+		awk -v keep=12 -v says=12 '
+			/^=== FAIL: / { flush(); head = $0; n = 0; m = 0; next }
 			/^DONE / { flush(); print; next }
-			head != "" { line[n++ % keep] = $0 }
+			head == "" { next }
+			/^ +[A-Za-z0-9_.-]+\.go:[0-9]+: / && m < says { said[m++] = cut($0); next }
+			{ line[n++ % keep] = cut($0) }
+			function cut(s) { return length(s) > 400 ? substr(s, 1, 400) " …" : s }
 			function flush(  i, from) {
 				if (head == "") return
 				print head
+				for (i = 0; i < m; i++) print said[i]
 				from = n > keep ? n - keep : 0
-				if (from > 0) print "    (" from " earlier lines left out)"
+				if (from > 0) print "    (" from " other lines left out)"
 				for (i = from; i < n; i++) print line[i % keep]
 				head = ""
 			}' | sed "s/^/[$1] /"
@@ -79,11 +86,14 @@ for f in "$status_dir"/*; do
 		failed=1
 	fi
 done
-# Last, the failed tests' names alone: the very end of a CI log is what is
-# shown first.
+# Last, the failed tests' names, each with the first three lines its test
+# code wrote (test output does not tell a failure from a log line): the
+# very end of a CI log is what is shown first.
 for f in "$status_dir"/*.json; do
 	[ "$(cat "${f%.json}")" != 0 ] || continue
 	"$go" tool gotestsum --format none --raw-command -- cat "$f" 2>&1 |
-		sed -n "s/^=== FAIL: /test-rest: [$(basename "$f" .json)] failed: /p"
+		awk -v label="$(basename "$f" .json)" '
+			/^=== FAIL: / { sub(/^=== FAIL: /, ""); print "test-rest: [" label "] failed: " $0; said = 0; next }
+			said < 3 && /^ +[A-Za-z0-9_.-]+\.go:[0-9]+: / { sub(/^ +/, ""); print "    " (length($0) > 300 ? substr($0, 1, 300) " …" : $0); said++ }'
 done
 exit $failed
