@@ -96,13 +96,17 @@ func New(cfg Config) *Seat {
 }
 
 // Serve answers one MCP request of id (a token's identity): the request
-// is served by a server whose tools act as id alone.
+// is served by a server whose tools act as id alone. It returns once the
+// work its tool calls started beside their answers is done too (a claim's
+// lock let go: after_answer.go).
 func (s *Seat) Serve(w http.ResponseWriter, r *http.Request, id vdi.Identity) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "corral-vdi-portal", Title: "corral VDI agent seat"}, &mcp.ServerOptions{SchemaCache: s.schemas,
 		Instructions: "Claim a desktop of a pool with claim_desktop, look with screenshot, act with click, type_text and press_keys, wait_for_change instead of polling, and release_desktop when done. The resource corral://desktops (and corral://desktops/{namespace}/{member}) tells the state of the desktops you hold."})
 	s.addTools(srv, id)
 	s.addResources(srv, id)
-	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+	ctx, waitAlongside := withAlongside(r.Context())
+	defer waitAlongside() // once the SDK has written the answer
+	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
 }
 
 // limitsOf returns the token's rate limits.

@@ -120,7 +120,11 @@ var sessionTools = []tool{
 			if err != nil {
 				return nil, Claimed{}, err
 			}
-			d, err := s.cfg.Desktops.Claim(ctx, id, ns, pool)
+			// Her claim lock is let go beside the rest, never before
+			// the answer (after_answer.go).
+			cctx, letGo := vdi.WithAnswerFirst(ctx)
+			d, err := s.cfg.Desktops.Claim(cctx, id, ns, pool)
+			startAlongside(ctx, letGo)
 			if err != nil {
 				return nil, Claimed{}, err
 			}
