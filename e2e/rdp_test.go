@@ -188,6 +188,8 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	const german = "Grüße € @{[]}\\|~ zy ê^`\n"
 	pasteAsKeys(t, page, "head -n1 > ~/rdp-de.txt\n"+german)
 	waitFile(t, filepath.Join(portal.homeOf(member), "rdp-de.txt"), german)
+	// Then every other layout, every character its table has.
+	typeXLayouts(t, page, portal.homeOf(member))
 
 	// The session is recorded as an RDP session of alice.
 	if !strings.Contains(portal.Log(), `protocol=rdp`) {

@@ -60,7 +60,7 @@ const tables = {
     name: 'German (Switzerland)',
     plain: ["§ 1 2 3 4 5 6 7 8 9 0 ' dead_circumflex:^", 'q w e r t z u i o p ü dead_diaeresis', 'a s d f g h j k l ö ä $', '< y x c v b n m , . -'],
     shift: ['° + " * ç % & / ( ) = ? dead_grave:`', 'Q W E R T Z U I O P è !', 'A S D F G H J K L é à £', '> Y X C V B N M ; : _'],
-    altgr: ['∅ ¦ @ # ∅ ∅ ¬ | ¢ ∅ ∅ dead_acute dead_tilde:~', '∅ ∅ € ∅ ∅ ∅ ∅ ∅ ∅ ∅ [ ]', '∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ { }', '\\'],
+    altgr: ['∅ ∅ @ # ∅ ∅ ¬ | ¢ ∅ ∅ dead_acute dead_tilde:~', '∅ ∅ € ∅ ∅ ∅ ∅ ∅ ∅ ∅ [ ]', '∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ ∅ { }', '\\'],
   },
   fr: {
     name: 'French',
