@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"github.com/pion/rtp/codecs"
 	"github.com/pion/webrtc/v4"
-	"github.com/pion/webrtc/v4/pkg/media"
 
 	"github.com/corral-dev/corral-vdi-portal/rfb"
 )
@@ -21,6 +22,10 @@ const (
 	// queuedFrames bounds the access units waiting to be sent: past it the
 	// viewer waits for a key frame (the hub makes one at most a second).
 	queuedFrames = 30
+	// packetSize bounds an RTP packet, as pion's own sample tracks do.
+	packetSize = 1200
+	// clockRate is H.264's RTP clock (RFC 6184).
+	clockRate = 90000
 )
 
 // connectTimeout is how long a browser has to reach the portal's port
@@ -32,12 +37,13 @@ var connectTimeout = 15 * time.Second
 type frame struct {
 	au  []byte
 	key bool
+	at  time.Time // when the hub gave it
 }
 
 // Peer is one browser's video track. Its end is told once, by Done.
 type Peer struct {
 	pc     *webrtc.PeerConnection
-	track  *webrtc.TrackLocalStaticSample
+	track  *webrtc.TrackLocalStaticRTP
 	frames chan frame
 	done   chan struct{}
 	once   sync.Once
@@ -74,7 +80,7 @@ func (s *Server) Answer(ctx context.Context, offer string, tap rfb.VideoTap) (an
 			p.end(err)
 		}
 	}()
-	p.track, err = webrtc.NewTrackLocalStaticSample(h264Codec.RTPCodecCapability, "screen", "desktop")
+	p.track, err = webrtc.NewTrackLocalStaticRTP(h264Codec.RTPCodecCapability, "screen", "desktop")
 	if err != nil {
 		return "", nil, err
 	}
@@ -140,21 +146,30 @@ func (p *Peer) run(tap rfb.VideoTap, connected <-chan struct{}, wait time.Durati
 		return
 	default:
 	}
-	var last time.Time
+	// Each access unit is stamped with when the hub gave it (RFC 6184: the
+	// sampling instant, in a 90 kHz clock), so the browser plays a frame
+	// after a rest at once. (pion's sample track stamps a frame with the
+	// previous frames' durations: a frame after a rest went out stamped as
+	// if no time had passed, and the rest landed on the next frame.)
+	pk := rtp.NewPacketizerWithOptions(packetSize, &codecs.H264Payloader{}, rtp.NewRandomSequencer(), clockRate)
+	var start time.Time
+	var at uint32 // the last frame's stamp, in ticks from start (wrapping as RTP's do)
 	for {
 		select {
 		case <-p.done:
 			return
 		case f := <-p.frames:
-			now := time.Now()
-			d := time.Second / 30
-			if !last.IsZero() {
-				d = now.Sub(last)
+			if start.IsZero() {
+				start = f.at
 			}
-			last = now
-			if err := p.track.WriteSample(media.Sample{Data: f.au, Duration: d}); err != nil {
-				p.end(fmt.Errorf("rtc: the track: %w", err))
-				return
+			next := ticks(f.at.Sub(start))
+			pk.SkipSamples(next - at)
+			at = next
+			for _, pkt := range pk.Packetize(f.au, 0) {
+				if err := p.track.WriteRTP(pkt); err != nil {
+					p.end(fmt.Errorf("rtc: the track: %w", err))
+					return
+				}
 			}
 			p.mu.Lock()
 			p.sent++
@@ -162,6 +177,9 @@ func (p *Peer) run(tap rfb.VideoTap, connected <-chan struct{}, wait time.Durati
 		}
 	}
 }
+
+// ticks is d in H.264's RTP clock, modulo 2³² as RTP stamps are.
+func ticks(d time.Duration) uint32 { return uint32(int64(d.Seconds() * clockRate)) }
 
 // rtcp reads the browser's reports, asking the hub for a key frame when
 // the browser's decoder lost one (PLI, FIR).
@@ -189,7 +207,7 @@ func (p *Peer) rtcp(sender *webrtc.RTPSender) {
 // false when the track is that far behind.
 func (p *Peer) Video(au []byte, key bool, w, h int) bool {
 	select {
-	case p.frames <- frame{au, key}:
+	case p.frames <- frame{au, key, time.Now()}:
 		return true
 	default:
 		return false

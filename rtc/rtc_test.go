@@ -45,7 +45,13 @@ func newServer(t *testing.T, tcp ...bool) *Server {
 // RTCPeerConnection with a recvonly transceiver.
 type browser struct {
 	pc  *webrtc.PeerConnection
-	got chan []byte // the H.264 of each packet, depacketized
+	got chan packet
+}
+
+// packet is one RTP packet as the browser got it.
+type packet struct {
+	nal   []byte // its H.264, depacketized
+	stamp uint32 // its RTP timestamp
 }
 
 func newBrowser(t *testing.T, nets ...webrtc.NetworkType) *browser {
@@ -64,7 +70,7 @@ func newBrowser(t *testing.T, nets ...webrtc.NetworkType) *browser {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
-	b := &browser{pc: pc, got: make(chan []byte, 1000)}
+	b := &browser{pc: pc, got: make(chan packet, 1000)}
 	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +83,7 @@ func newBrowser(t *testing.T, nets ...webrtc.NetworkType) *browser {
 			}
 			if nal, err := h.Unmarshal(pkt.Payload); err == nil && len(nal) > 0 {
 				select {
-				case b.got <- nal:
+				case b.got <- packet{nal, pkt.Timestamp}:
 				default:
 				}
 			}
@@ -109,14 +115,17 @@ func (b *browser) answer(t *testing.T, sdp string) {
 }
 
 // screenTap is a hub's viewer as VideoTap sees it: once tapped, it sends
-// a key frame and then a frame every 33 ms, each slice marked with its
-// number; keyFrame counts the key frames asked for.
+// a key frame and then a frame every 33 ms (after frame restAfter, if
+// set, it rests for rest), each slice marked with its number; keyFrame
+// counts the key frames asked for.
 type screenTap struct {
-	mu     sync.Mutex
-	tapped chan struct{}
-	sink   rfb.VideoSink
-	stops  int
-	keys   int
+	mu        sync.Mutex
+	tapped    chan struct{}
+	sink      rfb.VideoSink
+	stops     int
+	keys      int
+	restAfter int
+	rest      time.Duration
 }
 
 var (
@@ -133,10 +142,14 @@ func (s *screenTap) VideoTo(sink rfb.VideoSink) (stop, keyFrame func(), err erro
 				au = append(append(append([]byte{}, sps...), pps...), 0, 0, 0, 1, 0x65, 0x88, 0)
 			}
 			sink.Video(au, i == 0, 64, 48)
+			wait := 33 * time.Millisecond
+			if i > 0 && i == s.restAfter {
+				wait = s.rest
+			}
 			select {
 			case <-done:
 				return
-			case <-time.After(33 * time.Millisecond):
+			case <-time.After(wait):
 			}
 		}
 	}()
@@ -160,11 +173,14 @@ func (s *screenTap) VideoTo(sink rfb.VideoSink) (stop, keyFrame func(), err erro
 // TestAnswer_SendsTheScreen: a browser's recvonly offer is answered with
 // the portal's configured candidate only, the browser reaches the
 // portal's one port, and the hub's access units arrive on the track; the
-// tap is stopped when the peer closes.
+// tap is stopped when the peer closes. Each frame is stamped with when
+// the hub gave it: the frame after a rest carries the rest in its stamp,
+// and the one after it does not.
 func TestAnswer_SendsTheScreen(t *testing.T) {
 	s := newServer(t)
 	b := newBrowser(t)
-	tap := &screenTap{tapped: make(chan struct{})}
+	const rest = 600 * time.Millisecond
+	tap := &screenTap{tapped: make(chan struct{}), restAfter: 5, rest: rest}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	answer, p, err := s.Answer(ctx, b.offer(t), tap)
@@ -188,18 +204,27 @@ func TestAnswer_SendsTheScreen(t *testing.T) {
 		t.Fatal("the browser never connected")
 	}
 	var idr, slices int
-	for idr == 0 || slices < 5 {
+	stamps := map[byte]uint32{} // a slice's number -> its RTP timestamp
+	for idr == 0 || slices < 7 {
 		select {
-		case nal := <-b.got:
-			switch nal[len(nal)-3] & 0x1f {
+		case pkt := <-b.got:
+			switch nal := pkt.nal; nal[len(nal)-3] & 0x1f {
 			case 5:
 				idr++
 			case 1:
 				slices++
+				stamps[nal[len(nal)-1]] = pkt.stamp
 			}
 		case <-ctx.Done():
 			t.Fatalf("the track carried %d key frames and %d frames; want the screen's", idr, slices)
 		}
+	}
+	ms := func(a, b byte) float64 { return float64(stamps[b]-stamps[a]) / 90 }
+	if gap := ms(5, 6); gap < float64(rest.Milliseconds())*0.9 {
+		t.Errorf("the frame after a %v rest is stamped %.0f ms after the one before; want the rest", rest, gap)
+	}
+	if gap := ms(6, 7); gap > float64(rest.Milliseconds())/2 {
+		t.Errorf("the second frame after a %v rest is stamped %.0f ms after the first; want a frame's time (~33 ms)", rest, gap)
 	}
 	if p.Sent() == 0 {
 		t.Error("Sent() = 0 after frames arrived")
