@@ -108,7 +108,7 @@ func (s *Screens) Join(ctx context.Context, ref vdi.Ref, control bool, dial rfb.
 		}
 		conn, err := relay.DialPeerScreen(ctx, o.URL, s.secret, screenRole(control), ref.Namespace, ref.Name)
 		if err == nil {
-			return &linkedScreen{ScreenConn: conn, ctx: ctx, base: o.URL, secret: s.secret, ref: ref}, PathPeer, nil
+			return &linkedScreen{ScreenConn: conn, ctx: ctx, base: o.URL, secret: s.secret, ref: ref, owner: o.Replica, log: s.log}, PathPeer, nil
 		}
 		var no *relay.PeerRefusal
 		switch {

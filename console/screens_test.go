@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,6 +86,33 @@ type replica struct {
 	mu     sync.Mutex
 	videos []*websocket.Conn // its ends of the video links it served
 	busy   atomic.Int32      // how many video links to answer 503 first, as a replica draining does
+	log    logLines          // what its Screens logged
+}
+
+// logLines keeps the lines of a text log.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+// with returns the lines holding s.
+func (l *logLines) with(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var got []string
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			got = append(got, line)
+		}
+	}
+	return got
 }
 
 // breakVideoLinks cuts the video links r serves, as a network between the
@@ -171,7 +199,7 @@ func startReplicaHubs(t testing.TB, table *ownerTable, name string, dial rfb.Dia
 	t.Cleanup(r.srv.Close)
 	owners := tableOwners{t: table, self: name, url: r.srv.URL}
 	r.screens = console.NewScreens(console.ScreensConfig{Hubs: hubs, PeerSecret: []byte(testSecret), Wait: 3 * time.Second,
-		Owners: owners, Log: slog.New(slog.DiscardHandler)})
+		Owners: owners, Log: slog.New(slog.NewTextHandler(&r.log, nil))})
 	r.shared = console.NewStreams(new(fanout.Streams), owners, []byte(testSecret), slog.New(slog.DiscardHandler))
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -129,6 +130,8 @@ type linkedScreen struct {
 	base   string          // the owner's URL
 	secret []byte
 	ref    vdi.Ref
+	owner  string       // the owner's replica, for the log
+	log    *slog.Logger // where a broken video link and its redials are told
 }
 
 var _ rfb.VideoTap = (*linkedScreen)(nil)
@@ -195,13 +198,16 @@ func (l *linkedScreen) relayVideo(ctx context.Context, v *linkVideo, sink rfb.Vi
 				}
 				return
 			}
+			wait := videoRedialWait << tries
+			l.log.Info("the video link to the screen's replica broke; dialing it again", "desktop", l.ref.String(), "owner", l.owner, "try", tries+1, "of", videoRedials, "in", wait, "err", err)
 			select {
-			case <-time.After(videoRedialWait << tries):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return
 			}
 			tries++
 			if vc, err = l.dialVideo(ctx); err == nil {
+				l.log.Info("the video link to the screen's replica is dialed again", "desktop", l.ref.String(), "owner", l.owner, "try", tries)
 				break
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,17 @@ func TestScreens_VideoAcrossReplicas(t *testing.T) {
 	case err := <-sink.ended:
 		t.Fatalf("the video of b's viewer ended when a answered its redial 503 once: %v; want it dialed again", err)
 	default:
+	}
+	// b logged each break and each redial, naming the desktop and the
+	// owner, and never the link's nonce (it opens the viewer's video).
+	broke, again := b.log.with("video link to the screen's replica broke"), b.log.with("is dialed again")
+	if len(broke) < 3 || len(again) < 2 {
+		t.Errorf("b logged %d breaks of the video link and %d redials; want at least 3 and 2 (two cuts, one redial answered 503):\n%s", len(broke), len(again), strings.Join(b.log.with("video link"), ""))
+	}
+	for _, l := range append(broke, again...) {
+		if !strings.Contains(l, "desktop=ns/vm-video") || !strings.Contains(l, "owner=a") || strings.Contains(l, nonce) {
+			t.Errorf("b's log line %q: want the desktop and the owner named, and not the link's nonce", l)
+		}
 	}
 	a.srv.Close() // a can no longer be reached; the screen link lives on
 	a.breakVideoLinks()
