@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -54,6 +55,8 @@ type Leases struct {
 	reported map[string]string // namespace/name -> resourceVersion already reported as malformed
 
 	seen seen // the newest write the cache shows (read_after.go)
+
+	unlabelled workqueue.TypedInterface[string] // Leases to give their holder's label (leases_label.go)
 }
 
 // own is a write this instance made that the cache may not show yet: the
@@ -94,6 +97,7 @@ func NewLeases(cfg LeasesConfig) *Leases {
 		panic(err) // only fails after the informer started
 	}
 	l.seen.follow(l.informer)
+	l.labelHolders()
 	return l
 }
 
@@ -109,6 +113,7 @@ func (l *Leases) Start(ctx context.Context) error {
 		return fmt.Errorf("kube: list leases in %s (the portal's RBAC is in deploy/rbac.yaml): %w", where, err)
 	}
 	go l.informer.Run(ctx.Done())
+	go l.labelQueued(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), l.informer.HasSynced) {
 		return fmt.Errorf("kube: lease cache did not fill: %w", context.Cause(ctx))
 	}
