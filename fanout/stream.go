@@ -63,19 +63,18 @@ func (s *Stream) Close() {
 // CloseFor ends the stream as Close does, for a reason its clients are
 // told: their connections read why where they would read io.EOF, so that
 // whoever relays one can say why the console went (a draining replica
-// hands its consoles over to another).
+// hands its consoles over to another). The clients' connections close
+// first: closing the console may wait for its far end to answer.
 func (s *Stream) CloseFor(why error) {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.why = why // before any client's end closes
-		s.mu.Unlock()
 		close(s.done)
-		s.up.Close()
-		s.mu.Lock()
 		for c := range s.clients {
 			c.conn.Close()
 		}
 		s.mu.Unlock()
+		s.up.Close()
 	})
 }
 

@@ -81,7 +81,9 @@ func (ss *Streams) CloseAll(why error) {
 		all = append(all, s)
 	}
 	ss.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range all {
-		s.CloseFor(why)
+		wg.Go(func() { s.CloseFor(why) }) // each may wait for its console's far end
 	}
+	wg.Wait()
 }

@@ -286,3 +286,19 @@ func readUntil(ws *websocket.Conn, want string) string {
 	}
 	return string(got)
 }
+
+// busyLine has the guest behind serial console ws take no input for 3 s
+// (a command that runs) and types 256 KiB ahead, which wait in the line
+// (the guest's tty buffer holds a few KiB): a close sent now reaches
+// virt-handler only once the guest has taken them.
+func busyLine(t *testing.T, ws *websocket.Conn) {
+	t.Helper()
+	send(t, ws, "sleep 3; cat >/dev/null\r")
+	if got := readUntil(ws, "/dev/null"); !strings.Contains(got, "/dev/null") {
+		t.Fatalf("the serial console did not echo the command: %q", got)
+	}
+	line := strings.Repeat("x", 63) + "\r"
+	for range 256 << 10 / (64 * 64) {
+		send(t, ws, strings.Repeat(line, 64))
+	}
+}

@@ -286,9 +286,13 @@ func testKubeVirtOneScreen(t *testing.T, s *kubeVirtSetup, ref vdi.Ref, nodes ..
 	// (the Service, vouching for her) sends to a: her second tab of it,
 	// the first open on c. The first lets go of the VMI's one serial
 	// client before the page's dials: it ends taken over, and
-	// virt-handler sees one client more, none kicked (serial.up).
+	// virt-handler sees one client more, none kicked (serial.up). Her
+	// first tab left the line busy: what it typed waits for the guest,
+	// and its close behind it; virt-handler lets the line go only once
+	// it has read the close, and so must c (busyLine).
 	first := c.mustStream(t, vdi.ProtocolSerial, ref, "alice")
 	serialUp := newSerialUpstreams(node, ref)
+	busyLine(t, first)
 	page := openSerialPage(t, br, ref, a)
 	if ce := closedStream(first); ce == nil || ce.Text != console.ErrTakenOver.Error() {
 		t.Errorf("alice's first serial tab, on c, once her page opened it on a: ended with %v; want %q", ce, console.ErrTakenOver)

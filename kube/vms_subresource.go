@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,14 @@ func (s *SubresourcePath) Dial(ctx context.Context, ref vdi.Ref, p vdi.Protocol)
 	}
 	return s.dial.open(ctx, ref, sub)
 }
+
+// serialCloseWait bounds how long closing a serial console waits for
+// virt-handler to answer the close (relay.WSConnOptions.CloseWait): it
+// takes one client, and lets the line go only once it has read the close,
+// behind any input the guest has not taken yet; the portal gives the line
+// to the next console only then. It is shorter than the wait of the next
+// console for the line (console.Streams).
+const serialCloseWait = 5 * time.Second
 
 // dialer opens KubeVirt console websockets through the apiserver with the
 // rest.Config's TLS and credentials. The credentials are not copied once:
@@ -191,7 +200,11 @@ func (d *dialer) open(ctx context.Context, ref vdi.Ref, sub string) (net.Conn, e
 		return nil, fmt.Errorf("kube: open %s of VMI %s through the apiserver: %w", sub, ref, err)
 	}
 	// A KubeVirt stream is no Resizer: a text frame would break it.
-	return relay.NewWSConn(ws, relay.WSConnOptions{DropIsEOF: true}), nil
+	o := relay.WSConnOptions{DropIsEOF: true}
+	if sub == "console" {
+		o.CloseWait = serialCloseWait
+	}
+	return relay.NewWSConn(ws, o), nil
 }
 
 // statusMessage returns ": <message>" from a refused upgrade's

@@ -22,6 +22,7 @@ import (
 type WSConn struct {
 	ws        *websocket.Conn
 	dropIsEOF bool
+	closeWait time.Duration
 
 	rmu sync.Mutex
 	r   io.Reader // the message being read
@@ -37,11 +38,19 @@ type WSConnOptions struct {
 	// stream's end (io.EOF) rather than an error. KubeVirt ends a console
 	// another client took over, or that of a VM that stopped, that way.
 	DropIsEOF bool
+
+	// CloseWait makes Close wait, this long at most, for the far side to
+	// answer its close frame and end the connection, reading and dropping
+	// what still comes. A KubeVirt serial console takes one client, and
+	// virt-handler lets it go only once it has read the close (after any
+	// input the guest has not taken yet): whoever waits for the line
+	// (console.Streams) must not be told it is free before.
+	CloseWait time.Duration
 }
 
 // NewWSConn returns ws as a byte stream.
 func NewWSConn(ws *websocket.Conn, o WSConnOptions) *WSConn {
-	return &WSConn{ws: ws, dropIsEOF: o.DropIsEOF}
+	return &WSConn{ws: ws, dropIsEOF: o.DropIsEOF, closeWait: o.CloseWait}
 }
 
 // Read implements net.Conn.
@@ -99,10 +108,48 @@ func (c *WSConn) writeText(b []byte) error {
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
-// Close implements net.Conn: it sends a normal close frame and closes.
+// Close implements net.Conn: it sends a normal close frame and closes;
+// with CloseWait, once the far side answered the close and ended the
+// connection, or CloseWait passed.
 func (c *WSConn) Close() error {
-	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	wait := time.Second
+	if c.closeWait > 0 {
+		wait = c.closeWait
+	}
+	end := time.Now().Add(wait)
+	err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), end)
+	if c.closeWait > 0 && err == nil {
+		c.awaitEnd(end)
+	}
 	return c.ws.Close()
+}
+
+// awaitEnd reads until the far side's close frame and the end of the
+// connection, or until end: a reader in Read meanwhile (whose Read the
+// deadline ends at the latest) reads on until it returns.
+func (c *WSConn) awaitEnd(end time.Time) {
+	c.ws.SetReadDeadline(end)
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) {
+				return // ended, or the deadline passed
+			}
+			break
+		}
+	}
+	// The close answered: the far side ends the connection next. What
+	// websocket has buffered of it does not matter: only its end does.
+	nc := c.ws.NetConn()
+	nc.SetReadDeadline(end)
+	buf := make([]byte, 512)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
 }
 
 // LocalAddr implements net.Conn.

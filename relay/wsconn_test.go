@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -114,4 +115,64 @@ func TestPeerConnResize(t *testing.T) {
 	if g := <-got; g != want {
 		t.Errorf("peer read %q; want %q", g, want)
 	}
+}
+
+// TestWSConn_CloseWait checks that Close with CloseWait returns only
+// once the far side has read its close, behind what was sent before
+// (virt-handler lets a serial line go then), while a reader reads on,
+// and that a far side that never reads holds Close no longer than
+// CloseWait.
+func TestWSConn_CloseWait(t *testing.T) {
+	t.Run("Answered", func(t *testing.T) {
+		release, sawClose := make(chan struct{}), make(chan bool, 1)
+		url := wsServer(t, func(ws *websocket.Conn) {
+			ws.WriteMessage(websocket.BinaryMessage, []byte("output"))
+			<-release // a guest that takes no input for a while
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					sawClose <- websocket.IsCloseError(err, websocket.CloseNormalClosure)
+					ws.NetConn().Close()
+					return
+				}
+			}
+		})
+		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := relay.NewWSConn(ws, relay.WSConnOptions{DropIsEOF: true, CloseWait: time.Minute})
+		if _, err := c.Write([]byte("typed ahead")); err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan struct{})
+		go func() { // the stream's reader, as fanout's
+			io.Copy(io.Discard, c)
+			close(read)
+		}()
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			close(release)
+		}()
+		c.Close()
+		select {
+		case ok := <-sawClose:
+			if !ok {
+				t.Error("the far side read no normal close")
+			}
+		default:
+			t.Error("Close returned before the far side read the close")
+		}
+		<-read
+	})
+	t.Run("Unanswered", func(t *testing.T) {
+		never := make(chan struct{})
+		url := wsServer(t, func(ws *websocket.Conn) { <-never })
+		t.Cleanup(func() { close(never) })
+		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := relay.NewWSConn(ws, relay.WSConnOptions{CloseWait: 100 * time.Millisecond})
+		c.Close() // returns: the test's own timeout would say it does not
+	})
 }
