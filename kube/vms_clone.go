@@ -180,8 +180,12 @@ const DeleteMargin = 2 * time.Minute
 const defaultGrace = 30 * time.Second
 
 // deleteVM deletes the VM with uid and waits until it is gone: up to its
-// termination grace and DeleteMargin.
+// termination grace and DeleteMargin. A clone whose restore made it and
+// that KubeVirt has not marked done is settled first (settleClones).
 func (v *VMs) deleteVM(ctx context.Context, ref vdi.Ref, uid types.UID) error {
+	if err := v.settleClones(ctx, ref, uid); err != nil {
+		return err
+	}
 	wait := v.shutdownGrace(ctx, ref) + DeleteMargin
 	err := v.rest.Delete().Namespace(ref.Namespace).Resource("virtualmachines").Name(ref.Name).
 		Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}).Do(ctx).Error()

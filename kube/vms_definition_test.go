@@ -6,9 +6,15 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -36,7 +42,11 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 
 	// The clones are made, then virt-api hangs (its webhooks admit the
 	// restores' VMs), and the client gives up: the portal never sees them
-	// finish, and KubeVirt finishes them once virt-api answers again.
+	// finish, and KubeVirt finishes them once virt-api answers again; but
+	// late-2's clone is not marked done (its restore makes late-2 all the
+	// same) until ChangeOvertakesLateClone asks for a fresh one.
+	release := holdCloneDone(t, s, "late-2")
+	defer release()
 	pool := vdi.Pool{Namespace: s.ns, Name: "late", Kind: vdi.KindVM, Mode: vdi.ModeEphemeral, Source: "golden", Size: 4,
 		Policy: vdi.Policy{Record: true}, Access: vdi.Access{Users: []string{"alice"}}}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -48,6 +58,7 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 		err := s.admin.List(ctx, &clones, client.InNamespace(s.ns))
 		return err == nil && len(clones.Items) == 4, err
 	})
+	mustHeld(t, s, "late-2")
 	s.kv.FreezeVirtAPI(t)
 	time.Sleep(time.Second)
 	cancel()
@@ -100,7 +111,7 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 		}
 	}
 
-	t.Run("ChangeOvertakesLateClone", func(t *testing.T) { testLateCloneOvertaken(t, s, svc) })
+	t.Run("ChangeOvertakesLateClone", func(t *testing.T) { testLateCloneOvertaken(t, s, svc, release) })
 
 	t.Run("AttackMemberWithoutItsAccess", func(t *testing.T) {
 		// A member that lost its definition (a hand edit, a clone by an
@@ -176,19 +187,25 @@ func (s *kubeVirtSetup) vm(t *testing.T, name string) *kubevirtv1.VirtualMachine
 
 // testLateCloneOvertaken: an admin's change overtakes a clone that
 // outlives the portal's wait, on KubeVirt's own controllers. The pool is
-// widened to alice and bob; late-2 is made fresh, and just before its
-// clone is asked for (its plan taken, its old VM gone) the admin narrows
-// the pool to alice; the portal's wait is then cut, and KubeVirt lands
-// the clone with the plan's definition, bob's included. The pool reads as
-// the admin set it, never closed; late-2 alone is closed, saying why;
-// bob's claim is refused; the reclaim loop writes alice's on it.
-func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service) {
+// widened to alice and bob; late-2 is made fresh (its first clone, whose
+// restore made it, not yet marked done: it must not be waited on once
+// late-2 is deleted, as KubeVirt never finishes it then), and just before
+// its clone is asked for (its plan taken, its old VM gone) the admin
+// narrows the pool to alice; the portal's wait is then cut, and KubeVirt
+// lands the clone with the plan's definition, bob's included. The pool
+// reads as the admin set it, never closed; late-2 alone is closed, saying
+// why; bob's claim is refused; the reclaim loop writes alice's on it.
+func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service, release func()) {
 	ctx := s.ctx
 	root, alice, bob := vdi.Identity{Login: "root", Admin: true}, vdi.Identity{Login: "alice"}, vdi.Identity{Login: "bob"}
 	if err := svc.UpdatePool(ctx, root, s.ns, "late", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice", "bob"}}}); err != nil {
 		t.Fatalf("the admin widens the pool to bob: %v", err)
 	}
 	old := s.vm(t, "late-2").UID
+	first := s.clonesOf(t, "late-2")
+	if len(first) != 1 || first[0].Status.Phase == clonev1beta1.Succeeded {
+		t.Fatalf("late-2's clones before it is made fresh: %+v; want its first, not marked done", first)
+	}
 	rctx, cut := context.WithCancel(ctx)
 	defer cut()
 	var asked, narrowed bool
@@ -201,6 +218,10 @@ func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service) {
 			switch {
 			case req.Method == http.MethodPost && !narrowed:
 				narrowed = true
+				if c := s.clonesOf(t, "late-2"); len(c) != 0 {
+					t.Errorf("late-2's clones when a fresh one is asked for: %+v; want its first, which made the deleted late-2, gone", c)
+				}
+				release() // the fresh clone may finish
 				if err := svc.UpdatePool(ctx, root, s.ns, "late", vdi.PoolUpdate{Access: &vdi.Access{Users: []string{"alice"}}}); err != nil {
 					t.Errorf("the admin narrows the pool to alice while late-2 is made fresh: %v", err)
 				}
@@ -250,4 +271,79 @@ func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service) {
 	if a := s.vm(t, "late-2").Annotations[kube.AnnotationAccess]; json.Unmarshal([]byte(a), &doc) != nil || !slices.Equal(doc.Access.Users, []string{"alice"}) {
 		t.Errorf("late-2 after the repair: %s=%q; want alice's as JSON", kube.AnnotationAccess, a)
 	}
+}
+
+// holdCloneDone has the API server refuse KubeVirt's writes that mark a
+// clone of target done (CreatingTargetVM, Succeeded), as a clone
+// controller that has not yet seen its restore's VM leaves it: the
+// restore still makes the VM. It returns what lets them through again
+// (also when the test ends): a ValidatingAdmissionPolicy on the clones'
+// status in the setup's namespace.
+func holdCloneDone(t *testing.T, s *kubeVirtSetup, target string) (release func()) {
+	t.Helper()
+	name := "hold-clones-" + s.ns
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{clonev1beta1.SchemeGroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"virtualmachineclones/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.?labels[?'" + kube.LabelCloneTarget + "'].orValue('') != '" + target + "' || " +
+					"!(object.?status.?phase.orValue('') in ['CreatingTargetVM', 'Succeeded'])",
+				Message: "the test holds the clones of " + target + " short of done"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: s.ns}}}},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := s.admin.Create(s.ctx, o); err != nil {
+			t.Fatalf("hold the clones of %s: %v", target, err)
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.admin.Delete(context.WithoutCancel(s.ctx), binding)
+			s.admin.Delete(context.WithoutCancel(s.ctx), policy)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// mustHeld waits until the API server refuses to mark target's clone
+// done (holdCloneDone), asking it with dry runs, and fails the test if
+// the clone was marked done first.
+func mustHeld(t *testing.T, s *kubeVirtSetup, target string) {
+	t.Helper()
+	s.waitFor(t, 30*time.Second, "the clone of "+target+" held short of done", func() (bool, error) {
+		cs := s.clonesOf(t, target)
+		if len(cs) != 1 || cs[0].Status.Phase == clonev1beta1.Succeeded {
+			t.Fatalf("the clones of %s: %+v; want one, not done", target, cs)
+		}
+		err := s.admin.Status().Patch(s.ctx, &cs[0], client.RawPatch(types.MergePatchType, []byte(`{"status":{"phase":"Succeeded"}}`)), client.DryRunAll)
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
+	})
+}
+
+// clonesOf lists the VirtualMachineClones of target in the setup's namespace.
+func (s *kubeVirtSetup) clonesOf(t *testing.T, target string) []clonev1beta1.VirtualMachineClone {
+	t.Helper()
+	var list clonev1beta1.VirtualMachineCloneList
+	if err := s.admin.List(s.ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{kube.LabelCloneTarget: target}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
