@@ -203,7 +203,7 @@ func typeComposed(t *testing.T, page playwright.Page, home string) {
 
 	t.Run("a flood is cut, the console stays", func(t *testing.T) {
 		// A page or an extension committing 5000 characters at once: the
-		// first 2000 (vnc-ime.js MAX_TEXT) are typed, the rest dropped
+		// first 2000 (ime.js MAX_TEXT) are typed, the rest dropped
 		// and said.
 		// With echo on, the desktop's own terminal loses a few of 2000
 		// keys typed at once on a quiet machine (the portal delivered

@@ -238,6 +238,17 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	}) {
 		t.Errorf("alice's RDP server got %d Unicode keyboard events; want 4 (ü and 日, each pressed and released)", unicode)
 	}
+	// So does what an input method commits over the console (ime.js).
+	desk, err := rpage.Locator("iron-remote-desktop").BoundingBox()
+	must(t, err)
+	must(t, rpage.Mouse().Click(desk.X+desk.Width/2, desk.Y+desk.Height/2))
+	newDevInput(t, rpage).compose([]string{"に", "日本"}, "日本語")
+	if !eventually(10*time.Second, func() bool {
+		unicode = strings.Count(e.standIn.GuestLog(e.ns, alices, "freerdp-shadow"), "unicode_keyboard_event")
+		return unicode >= 10
+	}) {
+		t.Errorf("alice's RDP server got %d Unicode keyboard events; want 10 (and 日本語 composed, each pressed and released)", unicode)
+	}
 	rpage.Close()
 
 	// bob: a different member; his VMI loses its IPs, so the apiserver path.

@@ -190,10 +190,36 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	waitFile(t, filepath.Join(portal.homeOf(member), "rdp-de.txt"), german)
 	// Then every other layout, every character its table has.
 	typeXLayouts(t, page, portal.homeOf(member))
+	composeIntoRDP(t, page, desk, portal.homeOf(member))
 
 	// The session is recorded as an RDP session of alice.
 	if !strings.Contains(portal.Log(), `protocol=rdp`) {
 		t.Errorf("portal log has no RDP session")
+	}
+}
+
+// composeIntoRDP plays an input method on the RDP console (ime.js), the
+// desktop's layout and the one chosen US: its word goes as that layout's
+// keys, a word the layout cannot type is refused over the screen, and a
+// key pressed after them still reaches the desktop through IronRDP.
+func composeIntoRDP(t *testing.T, page playwright.Page, desk playwright.Locator, home string) {
+	t.Helper()
+	pasteAsKeys(t, page, "head -n1 > $HOME/rdp-ime.txt\n")
+	box, err := desk.BoundingBox()
+	must(t, err)
+	must(t, page.Mouse().Click(box.X+box.Width*200/1280, box.Y+box.Height*200/800))
+	must(t, playwright.NewPlaywrightAssertions(5000).Locator(desk.Locator("textarea")).ToBeFocused())
+	in := newDevInput(t, page)
+	in.compose([]string{"h", "he", "hel"}, "hello")
+	in.compose([]string{"日"}, "日本")
+	in.strokes(plain("KeyX", "x"))
+	in.enter()
+	waitFile(t, filepath.Join(home, "rdp-ime.txt"), "hellox\n")
+	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("console-keys-note")).
+		ToHaveText(`Not typed: this desktop's English (US) layout cannot type "日" (U+65E5), "本" (U+672C).`))
+	for _, v := range [][2]int{{1280, 800}, {1024, 1366}, {390, 844}} {
+		must(t, page.SetViewportSize(v[0], v[1]))
+		screenshot(t, page, fmt.Sprintf("rdp-ime-refused-%dx%d", v[0], v[1]))
 	}
 }
 

@@ -7,6 +7,7 @@ import { physicalKeysNote, wsURL } from './console-vnc.js';
 import { rdpClipboard, rdpSpecial } from './console-rdp-extras.js';
 import { rdpFiles } from './console-rdp-files.js';
 import { rdpKeys, withSession } from './console-rdp-keys.js';
+import { rdpIME } from './ime.js';
 import { layout } from './keys-layout.js';
 import { rdpTouch } from './console-rdp-touch.js';
 import { attachRDPSize } from './console-rdp-size.js';
@@ -157,6 +158,9 @@ export async function open(screen, info, ui) {
   });
   irgui = await ready;
   irgui.setScale(1); // fit the session into the window
+  // An input method's text (Japanese, Chinese) goes as the keys' text:
+  // Unicode events, or the chosen layout's keys (which refuse the rest).
+  rdpIME(el, screen, keys);
   const size = attachRDPSize(irgui, screen, () => el.shadowRoot?.querySelector('canvas'), { keeps: info.caps?.resize === false });
   const policy = info.console || { clipboard: 'both', fileTransfer: true };
   const clipboard = rdpClipboard(irgui, policy, ui);

@@ -10,7 +10,7 @@ import { attach as attachQuality } from './vnc-quality.js';
 import { attach as attachSize } from './vnc-size.js';
 import { takeEarly } from './console-early.js';
 import { waitForConsent } from './connect.js';
-import { attachIME } from './vnc-ime.js';
+import { vncIME } from './ime.js';
 import { notice as videoNotice, watchVideo } from './vnc-video.js';
 import { attachRTC } from './vnc-webrtc.js';
 import { attachScreenWindow } from './vnc-screens.js';
@@ -94,7 +94,7 @@ export async function open(screen, info, ui) {
   rfb.focusOnClick = true;
   const physicalKeys = () => !info.caps?.unicode && Boolean(rfb._qemuExtKeyEventSupported);
   const keys = vncKeys(rfb, Boolean(info.caps?.unicode), layout);
-  attachIME(rfb, stage, keys);
+  vncIME(rfb, stage, keys);
   const quality = beside && !info.webrtc ? () => {} : attachQuality(rfb, rtc, beside);
   rfb.viewOnly = Boolean(info.viewOnly);
   // noVNC takes its screen (the canvas) away on disconnect; it goes back
