@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -27,9 +28,21 @@ import (
 // VirtualMachineSnapshot takes no lock: restores of one snapshot run side
 // by side. How long a snapshot and a restore take is SlowClones'.
 //
+// What fails a clone and what only holds it back is KubeVirt v1.7's
+// (pkg/virt-controller/watch/clone/clone.go, pkg/storage/snapshot/
+// restore.go): a source that does not exist (yet) leaves the clone
+// waiting; an error writing the target (a Conflict, the API server
+// unreachable) is tried again on the next pass, which takes a target VM
+// its restore made on an earlier pass (its restore.kubevirt.io/
+// lastRestoreUID) as made; a target VM of that name made otherwise holds
+// the clone in RestoreInProgress (KubeVirt's "restore target already
+// exists") until it is gone.
+//
 // Simplified: no VolumeSnapshots or DataVolumes; the snapshot's content
 // (the VM as it was) is kept in memory, so a clone from a snapshot taken
-// before the stand-in started fails.
+// before the stand-in started fails; so does a clone with a patch that
+// does not apply (KubeVirt's admission refuses its restore, which then
+// never comes).
 
 // cloneTimes is how long the stand-in takes to snapshot a VM and to
 // restore a snapshot into a new VM.
@@ -41,6 +54,7 @@ type cloneJob struct {
 	stage string // "snapshot" or "restore"
 	until time.Time
 	lock  string // the ns/VM it locks, while it does
+	tried string // the error of its last pass, logged once
 }
 
 // SlowClones makes the snapshots of namespace take snapshot each and its
@@ -260,8 +274,7 @@ func (s *KubeVirtStandIn) runClones(ctx context.Context) {
 		case job == nil && c.Spec.Source.Kind == "VirtualMachineSnapshot":
 			var sn snapshotv1beta1.VirtualMachineSnapshot
 			if err := s.cl.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Source.Name}, &sn); err != nil {
-				fail(err)
-				continue
+				continue // KubeVirt waits for a source that is not there, and tries again on other errors
 			}
 			if sn.Status == nil || sn.Status.ReadyToUse == nil || !*sn.Status.ReadyToUse {
 				continue // KubeVirt waits for it
@@ -281,8 +294,7 @@ func (s *KubeVirtStandIn) runClones(ctx context.Context) {
 		case job == nil:
 			ok, err := s.startSnapshot(ctx, c.Namespace, c.Spec.Source.Name, holder, c.UID)
 			if err != nil {
-				fail(err)
-				continue
+				continue // as above
 			}
 			s.clonePhase(ctx, c, clonev1beta1.SnapshotInProgress)
 			if ok {
@@ -300,9 +312,21 @@ func (s *KubeVirtStandIn) runClones(ctx context.Context) {
 			s.mu.Lock()
 			img := s.images[c.UID]
 			s.mu.Unlock()
-			if err := s.createTarget(ctx, c, img); err != nil {
+			err := s.createTarget(ctx, c, img)
+			var final *patchError
+			switch {
+			case errors.As(err, &final):
 				fail(err)
-			} else {
+			case err != nil:
+				s.mu.Lock()
+				again := job.tried == err.Error()
+				job.tried = err.Error()
+				s.mu.Unlock()
+				if !again && ctx.Err() == nil {
+					s.logf("clone %s/%s (tried again): %v", c.Namespace, c.Name, err)
+				}
+				continue // the job stays: the next pass tries again
+			default:
 				s.clonePhase(ctx, c, clonev1beta1.Succeeded)
 			}
 			s.mu.Lock()
@@ -330,14 +354,34 @@ func (s *KubeVirtStandIn) clonePhase(ctx context.Context, c *clonev1beta1.Virtua
 	c.Status.Phase = phase
 }
 
+// patchError is a clone patch that does not apply: final, unlike the
+// errors of writing the target.
+type patchError struct{ err error }
+
+func (e *patchError) Error() string { return e.err.Error() }
+
+// lastRestoreUID is the annotation KubeVirt's restore writes on the VM it
+// makes (pkg/storage/snapshot/restore.go, lastRestoreAnnotation).
+const lastRestoreUID = "restore.kubevirt.io/lastRestoreUID"
+
 // createTarget makes c's target VM from img, the source as snapshotted:
 // its spec, labels and annotations (KubeVirt's defaults with no filters),
 // halted, with the restore's lastRestoreUID annotation and c's JSON patches
 // applied (pkg/storage/snapshot/restore.go), and new disks
-// (standin_disks.go).
+// (standin_disks.go). It may be called again after an error: a target
+// this clone's restore made already is taken as made; one made otherwise
+// is an error (KubeVirt's restore does not write over it).
 func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.VirtualMachineClone, img *kubevirtv1.VirtualMachine) error {
 	if img == nil {
-		return fmt.Errorf("no source content")
+		return &patchError{fmt.Errorf("no source content")}
+	}
+	made := "restore-" + string(c.UID)
+	var existing kubevirtv1.VirtualMachine
+	switch err := s.cl.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Target.Name}, &existing); {
+	case err == nil && existing.Annotations[lastRestoreUID] != made:
+		return fmt.Errorf("restore source and restore target are different but restore target already exists")
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	vm := &kubevirtv1.VirtualMachine{
@@ -348,7 +392,7 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	if vm.Annotations == nil {
 		vm.Annotations = map[string]string{}
 	}
-	vm.Annotations["restore.kubevirt.io/lastRestoreUID"] = "restore-" + string(c.UID)
+	vm.Annotations[lastRestoreUID] = made
 	vm.Spec.RunStrategy, vm.Spec.Running = &halted, nil
 	if len(c.Spec.Patches) > 0 {
 		doc, err := json.Marshal(vm)
@@ -358,10 +402,10 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 		for _, p := range c.Spec.Patches {
 			patch, err := jsonpatch.DecodePatch([]byte("[" + p + "]"))
 			if err != nil {
-				return fmt.Errorf("patch %s: %w", p, err)
+				return &patchError{fmt.Errorf("patch %s: %w", p, err)}
 			}
 			if doc, err = patch.Apply(doc); err != nil {
-				return fmt.Errorf("patch %s: %w", p, err)
+				return &patchError{fmt.Errorf("patch %s: %w", p, err)}
 			}
 		}
 		vm = &kubevirtv1.VirtualMachine{}
@@ -373,14 +417,20 @@ func (s *KubeVirtStandIn) createTarget(ctx context.Context, c *clonev1beta1.Virt
 	if err != nil {
 		return err
 	}
-	if err := s.cl.Create(ctx, vm); err != nil {
-		return err
+	if existing.UID == "" {
+		if err := s.cl.Create(ctx, vm); err != nil {
+			return err
+		}
+	} else {
+		vm = &existing // made on an earlier pass
 	}
 	if err := s.createDisks(ctx, vm, pvcs, owned); err != nil {
 		return err
 	}
-	vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
-	return s.cl.Status().Update(ctx, vm)
+	// The VM controller's status: a patch, as it retries its writes until
+	// they land.
+	st, _ := json.Marshal(map[string]any{"status": map[string]any{"printableStatus": kubevirtv1.VirtualMachineStatusStopped}})
+	return s.cl.Status().Patch(ctx, vm, client.RawPatch(types.MergePatchType, st))
 }
 
 // restoreName names the VirtualMachineRestore that KubeVirt's clone

@@ -79,7 +79,7 @@ func (s *KubeVirtStandIn) createDisks(ctx context.Context, vm *kubevirtv1.Virtua
 			pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
 				Name: vm.Name, UID: vm.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
 		}
-		if err := s.cl.Create(ctx, pvc); err != nil {
+		if err := s.cl.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) { // made on an earlier pass
 			return fmt.Errorf("restore disk %s: %w", pvc.Name, err)
 		}
 	}

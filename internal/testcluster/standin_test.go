@@ -166,6 +166,8 @@ func TestKubeVirtStandIn(t *testing.T) {
 		}
 	})
 
+	t.Run("CloneTriesAgain", func(t *testing.T) { testStandInCloneTriesAgain(t, s, admin) })
+
 	t.Run("Close", func(t *testing.T) {
 		if err := start("g-3"); err != nil {
 			t.Fatal(err)
