@@ -27,7 +27,10 @@ func wanPrint(r wanRun) {
 	if r.quality != "-" {
 		name += " " + r.quality
 	}
-	fmt.Printf("BENCH %-16s %-17s typing p50 %4.0f ms p99 %4.0f (%d keys) | idle %6.1f KiB/min | 2 s after the churn %6.1f KiB\n", name, r.profile, pct(0.5), pct(0.99), len(s), r.idleKiBMin, r.settleKiB)
+	fmt.Printf("BENCH %-16s %-17s typing p50 %4.0f ms p99 %4.0f (%d keys) | idle %5.1f KiB/min (link %5.1f) | 2 s after the churn %6.1f KiB\n", name, r.profile, pct(0.5), pct(0.99), len(s), r.idleKiBMin, r.idleLinkKiBMin, r.settleKiB)
+	if len(r.idleUDP) > 0 {
+		fmt.Printf("BENCH   idle UDP from the portal (%s %s %s): %v bytes\n", r.console, r.profile, r.quality, r.idleUDP)
+	}
 	for _, w := range []string{"scroll", "churn", "drag"} {
 		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s %6.1f KiB/frame  portal CPU %5.1f%%  encoder CPU %5.1f%%  desktop server CPU %5.1f%%\n",
 			name, r.profile, w, r.fps[w], r.kbps[w], perFrame(r, w), r.portalCPU[w], r.encCPU[w], r.xCPU[w])
