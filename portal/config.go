@@ -96,7 +96,8 @@ type ConsoleConfig struct {
 	// PeerURL is where the other replicas reach this one (screen links).
 	PeerURL string
 	// H264 is the program each screen hub runs to encode H.264 for the
-	// consoles that ask for it (gst-launch-1.0); empty: tiles only.
+	// consoles that ask for it (gst-launch-1.0, unix:PATH); auto, until
+	// Open resolves it (resolveH264); off or empty: tiles only.
 	H264 string
 	// WebRTCUDP is the UDP address of the WebRTC video path (one port for
 	// every console, ICE-lite); empty: off. WebRTCTCP is its ICE-TCP

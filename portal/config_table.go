@@ -118,7 +118,7 @@ var settings = []setting{
 		}},
 	{group: "console", name: "peers", help: "peer portals' base URLs, comma-separated, tried when a desktop is out of reach",
 		set: list(func(c *Config) *[]string { return &c.Console.Peers })},
-	{group: "console", name: "h264", help: "experimental: the program each desktop's screen hub runs to encode H.264 (RFB encoding 50) for the VNC consoles that ask for it, e.g. gst-launch-1.0 (x264enc of gstreamer1.0-plugins-ugly), or unix:PATH, the socket of an encoder service (corral-vdi-portal encoder: the Kubernetes encoder sidecar); empty: tiles only",
+	{group: "console", name: "h264", def: "auto", help: "how each desktop's screen hub encodes H.264 (RFB encoding 50) for the VNC consoles that ask for it: auto, gst-launch-1.0 where its pipeline encodes here (x264enc of gstreamer1.0-plugins-ugly), else tiles, the log and doctor saying why; off (or empty): tiles only; or the program to run, e.g. gst-launch-1.0, or unix:PATH, the socket of an encoder service (corral-vdi-portal encoder: the Kubernetes encoder sidecar)",
 		set: text(func(c *Config) *string { return &c.Console.H264 })},
 	{group: "console", name: "webrtc-udp", help: "experimental: the UDP address (host:port) of the WebRTC video path: a VNC console's H.264 goes to the browser on a WebRTC track (the Picture choice WebRTC, and Auto or Fast past a 30 ms round trip; docs/consoles.md), signalled over the console's websocket, every console on this one port (ICE-lite); needs h264; empty: off",
 		set: text(func(c *Config) *string { return &c.Console.WebRTCUDP })},

@@ -41,6 +41,17 @@ func TestDoctor_H264(t *testing.T) {
 			t.Errorf("H.264 off: %+v; want ok, tiles", f)
 		}
 	})
+	t.Run("AutoEncodes", func(t *testing.T) {
+		if f := check(t, "auto"); f.Level != levelOK || !strings.Contains(f.What, "H.264 on (CORRAL_VDI_H264=auto)") {
+			t.Errorf("auto with x264enc: %+v; want ok, on", f)
+		}
+	})
+	t.Run("AutoNoX264enc", func(t *testing.T) {
+		withoutX264enc(t)
+		if f := check(t, "auto"); f.Level != levelOK || !strings.Contains(f.What, "H.264 off (CORRAL_VDI_H264=auto)") || !strings.Contains(f.What, "apt-get install gstreamer1.0-plugins-ugly") {
+			t.Errorf("auto without x264enc: %+v; want ok (tiles are no fault), off, naming gstreamer1.0-plugins-ugly", f)
+		}
+	})
 	t.Run("Encodes", func(t *testing.T) {
 		if f := check(t, "gst-launch-1.0"); f.Level != levelOK || !strings.Contains(f.What, "encodes H.264") {
 			t.Errorf("gst-launch-1.0 with x264enc: %+v; want ok", f)
@@ -88,27 +99,33 @@ func TestDoctor_H264(t *testing.T) {
 		}
 	})
 	t.Run("NoX264enc", func(t *testing.T) {
-		dir := gstPluginDir(t)
-		plugins := t.TempDir()
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.Name() != "libgstx264.so" {
-				if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(plugins, e.Name())); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		t.Setenv("GST_PLUGIN_SYSTEM_PATH_1_0", plugins)
-		t.Setenv("GST_PLUGIN_PATH_1_0", "")
-		t.Setenv("GST_REGISTRY_1_0", filepath.Join(t.TempDir(), "registry.bin"))
+		withoutX264enc(t)
 		f := check(t, "gst-launch-1.0")
 		if f.Level != levelWarn || !strings.Contains(f.Fix, "apt-get install gstreamer1.0-plugins-ugly ") || !strings.Contains(f.What, "x264enc") {
 			t.Errorf("no x264enc: %+v; want a warning naming x264enc and gstreamer1.0-plugins-ugly", f)
 		}
 	})
+}
+
+// withoutX264enc makes GStreamer, for the rest of t, this machine's
+// without x264enc: its plugin folder copied (linked) without x264enc's.
+func withoutX264enc(t *testing.T) {
+	dir := gstPluginDir(t)
+	plugins := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "libgstx264.so" {
+			if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(plugins, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("GST_PLUGIN_SYSTEM_PATH_1_0", plugins)
+	t.Setenv("GST_PLUGIN_PATH_1_0", "")
+	t.Setenv("GST_REGISTRY_1_0", filepath.Join(t.TempDir(), "registry.bin"))
 }
 
 // gstPluginDir returns the folder of this machine's GStreamer plugins

@@ -159,6 +159,8 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Console.H264 = m.resolveH264(ctx)
+	m.Config.Console.H264 = c.Console.H264 // for openWebRTC
 	rtcServer, err := m.openWebRTC()
 	if err != nil {
 		return err

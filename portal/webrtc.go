@@ -19,7 +19,7 @@ func (m *Main) openWebRTC() (*rtc.Server, error) {
 		return nil, nil
 	}
 	if c.H264 == "" {
-		return nil, errors.New("webrtc-udp sends the screen's H.264, which is off: set h264 (CORRAL_VDI_H264=gst-launch-1.0), or leave webrtc-udp empty")
+		return nil, errors.New("webrtc-udp sends the screen's H.264, which is off (h264 is off, or auto found no encoder that works here: its log line above says why): install the encoder or set h264 (CORRAL_VDI_H264=gst-launch-1.0, unix:PATH), or leave webrtc-udp empty")
 	}
 	udp, err := net.ListenPacket("udp", c.WebRTCUDP)
 	if err != nil {
