@@ -30,20 +30,33 @@ type Net struct {
 // New makes the veth pair with 10.231.N.1 on the host and 10.231.N.2 in a
 // new network namespace, N free across every test process on the machine
 // (Reserve). It skips the test when the host cannot make them (not root).
+//
+// The host's end gets no address record: 10.231.N.1 is the host's by a
+// route of type local (the kernel delivers to it, binds on it and answers
+// ARP for it as for any address of the host's: all of that is the
+// routing's), and the end makes no IPv6 link-local address. An address
+// added or removed in the host's network namespace is a network change to
+// every Chromium running there (its NetworkChangeNotifier watches netlink
+// for them), which fails its requests under way with ERR_NETWORK_CHANGED:
+// browser tests run beside these.
 func New(t testing.TB) *Net {
 	t.Helper()
 	id, n := Reserve(t, "cvdn")
 	prefix := fmt.Sprintf("10.231.%d", n)
 	nt := &Net{Host: prefix + ".1", Outside: prefix + ".2", NS: id}
-	for _, args := range [][]string{
-		{"link", "add", id, "type", "veth", "peer", "name", id + "p", "netns", id},
-		{"addr", "add", nt.Host + "/30", "dev", id},
+	steps := [][]string{{"link", "add", id, "type", "veth", "peer", "name", id + "p", "netns", id}}
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err == nil {
+		steps = append(steps, []string{"link", "set", id, "addrgenmode", "none"})
+	}
+	for _, args := range append(steps, [][]string{
 		{"link", "set", id, "up"},
+		{"route", "add", "local", nt.Host, "dev", id, "table", "local"},
+		{"route", "add", prefix + ".0/30", "dev", id, "src", nt.Host},
 		{"-n", id, "addr", "add", nt.Outside + "/30", "dev", id + "p"},
 		{"-n", id, "link", "set", id + "p", "up"},
 		{"-n", id, "link", "set", "lo", "up"},
 		{"-n", id, "route", "add", "default", "via", nt.Host},
-	} {
+	}...) {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			t.Skipf("ip %v: %v: %s", args, err, out)
 		}
