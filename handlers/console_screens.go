@@ -14,15 +14,20 @@ const maxScreens = 3
 // console's own window, 2 or 3 for a screen window the holder's console
 // opened, which shows another part of the same desktop (one RandR output
 // of Xvnc each) and joins the desktop's screen beside the console's own
-// connection instead of taking it over. Only the holder's VNC console has
-// screens; anything else is refused with what to do instead.
-func consoleScreen(r *http.Request, p vdi.Protocol, holder bool) (int, error) {
+// connection instead of taking it over. Only the holder's VNC console of
+// a desktop whose server gives each window a screen (caps) has screens;
+// anything else is refused with what to do instead.
+func consoleScreen(r *http.Request, p vdi.Protocol, caps vdi.Caps, holder bool) (int, error) {
 	v := r.URL.Query().Get("screen")
 	if v == "" {
 		return 0, nil
 	}
 	if p != vdi.ProtocolVNC {
 		return 0, vdi.Errorf(vdi.EInvalid, "Open the screen from a VNC console's Size list.", "Only VNC consoles show a desktop on more than one screen, not %s.", p)
+	}
+	if !caps.Screens {
+		return 0, vdi.Errorf(vdi.EInvalid, "Make the console's window larger, or use Full screen.",
+			"This desktop's display has one head (a virtual machine's), so it shows on one screen, not in a screen window.")
 	}
 	if v != "2" && v != "3" {
 		return 0, vdi.Errorf(vdi.EInvalid, "Close one of the desktop's screen windows first.",

@@ -66,7 +66,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	defer release()
 	// An admin or an invited user, alongside the holder.
 	watching := share != nil || (d.Holder != "" && d.Holder != id.Login)
-	screenNo, err := consoleScreen(r, p, d.Holder == id.Login && share == nil)
+	screenNo, err := consoleScreen(r, p, d.CapsOf(p), d.Holder == id.Login && share == nil)
 	if err != nil {
 		return err
 	}

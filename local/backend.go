@@ -262,8 +262,9 @@ func (b *Backend) status(pool, name string) vdi.Member {
 	}
 	if m.Power == vdi.PowerRunning {
 		m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolTerminal}
-		// Xvnc types any character as a keysym.
-		m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolVNC: {Display: true, Clipboard: true, Resize: true, Unicode: true}}
+		// Xvnc types any character as a keysym and gives each screen
+		// window a RandR output.
+		m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolVNC: {Display: true, Clipboard: true, Resize: true, Unicode: true, Screens: true}}
 		if d := b.members[name].desktop; d != nil && d.RDPSocket() != "" {
 			m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolTerminal}
 			// freerdp-shadow has no clipboard channel, keeps its size and

@@ -23,6 +23,11 @@ type Caps struct {
 	// methods, Type as keys and phones' keyboards need it for any
 	// character past ASCII. The platform says it, never the page.
 	Unicode bool `json:"unicode,omitempty"`
+	// Screens: the desktop's server gives each of the console's browser
+	// windows a screen of its own (Xvnc: one RandR output each). A
+	// virtual machine's display has one head here (QEMU's standard VGA;
+	// KubeVirt gives a VM one), so its console shows one screen.
+	Screens bool `json:"screens,omitempty"`
 }
 
 // protocolCaps is what each protocol's consoles can do when the backend

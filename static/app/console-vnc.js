@@ -83,7 +83,7 @@ export async function open(screen, info, ui) {
   // A screen window shows its own part of the desktop, at the size its
   // console window asks for it (vnc-screens.js).
   const size = info.screen ? screenWindow(rfb, screen.dataset.desktop, info.screen, ui)
-    : attachSize(rfb, { keeps: info.caps?.resize === false, beside, desktop: screen.dataset.desktop });
+    : attachSize(rfb, { keeps: info.caps?.resize === false, oneHead: !info.caps?.screens, beside, desktop: screen.dataset.desktop });
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',

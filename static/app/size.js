@@ -60,8 +60,9 @@ const statusWords = {
 // makes the console follow a choice, resizable reports whether the
 // desktop can change its size, and size returns its size now ({w, h}) or
 // null. A console that can show the desktop on more than one screen
-// (vnc-size.js) adds screens(), { count, max, can }: the screens open
-// (its own window counts) and whether it may add one, and addScreen(),
+// (vnc-size.js) adds screens(), { count, max, can, why }: the screens open
+// (its own window counts), whether it may add one and, where it may not,
+// why in words (empty on a phone, where the row is not shown), and addScreen(),
 // which opens one and returns its number (null when the browser blocked
 // it); while more than one is open the sizes wait. It returns { changed(), refused(choice, status), close() }:
 // changed when the desktop's size or resizability changed (the words
@@ -121,7 +122,7 @@ export function attachSize(wrap, view) {
     button.title = `Size: ${label(choice)}. The desktop's size: fit to this window, 1:1, or a fixed size`;
     const s = view.size();
     const now = s ? `${s.w}×${s.h}` : 'not connected yet';
-    const sc = renderScreens(resizable);
+    const sc = renderScreens();
     if (note.dataset.kind !== 'error') {
       note.textContent = sc?.count > 1 ? `This desktop is ${now} over ${sc.count} screens, each its window's size; close the other screen windows to choose a size.`
         : resizable ? `This desktop is ${now}.`
@@ -132,17 +133,17 @@ export function attachSize(wrap, view) {
   // renderScreens fills the Add a screen row and, while the desktop has
   // more than one screen, keeps the sizes from being chosen; it returns
   // the view's screens, or null where the console has one screen only.
-  function renderScreens(resizable) {
+  function renderScreens() {
     const sc = view.screens?.() || null;
     // A phone's desktop has one screen: the row would only say so.
-    screensRow.hidden = !sc || (!sc.can && resizable);
+    screensRow.hidden = !sc || (!sc.can && !sc.why);
     if (!sc) return null;
     const many = sc.count > 1;
     for (const input of offered()) input.disabled = many;
     addScreen.disabled = !sc.can || sc.count >= sc.max;
     let text;
     if (!sc.can) {
-      text = 'This desktop keeps its own size, so it has one screen.';
+      text = sc.why;
     } else if (sc.count >= sc.max) {
       text = `${sc.count} screens, the most a desktop has: close a screen window to add another.`;
     } else if (blocked) {

@@ -72,12 +72,13 @@ function answers(rfb, onAnswer) {
 }
 
 // attach makes rfb follow the user's Size choice. keeps: the platform says
-// the desktop keeps its own size; beside: a viewer beside the holder,
+// the desktop keeps its own size; oneHead: that its display has one head
+// (a VM's), so it has no screen windows; beside: a viewer beside the holder,
 // who leaves the size to the holder (and gets no choice); desktop: the
 // console page's path, which names its screen windows. It returns
 // { zoomed(on), ended(text), close() }: while a pinch zooms the view, the
 // desktop keeps its size; ended closes the screen windows.
-export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}) {
+export function attach(rfb, { keeps = false, oneHead = false, beside = false, desktop = '' } = {}) {
   let choice = { kind: 'fit' };
   let zoomed = false;
   let asked = null; // the last size asked, and the choice that asked it
@@ -121,7 +122,13 @@ export function attach(rfb, { keeps = false, beside = false, desktop = '' } = {}
     },
     resizable: () => !keeps,
     size: () => (rfb._fbWidth ? { w: rfb._fbWidth, h: rfb._fbHeight } : null),
-    screens: () => ({ count: 1 + screens.count(), max: MAX_SCREENS, can: !keeps && window.innerWidth >= PHONE_WIDTH }),
+    screens: () => ({
+      count: 1 + screens.count(),
+      max: MAX_SCREENS,
+      can: !keeps && !oneHead && window.innerWidth >= PHONE_WIDTH,
+      why: window.innerWidth < PHONE_WIDTH ? '' : oneHead ? "This desktop's display has one head (a virtual machine's), so it shows on one screen."
+        : keeps ? 'This desktop keeps its own size, so it has one screen.' : '',
+    }),
     addScreen: () => screens.add(),
   });
   const onResize = () => { if (multi()) requestAnimationFrame(apply); };
