@@ -165,6 +165,13 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	drawn(t, page, "kube-alice-direct")
 	t.Logf("alice's %s drawn over the direct path %v after Get a desktop", alices, time.Since(begin).Round(time.Millisecond))
 	screenshot(t, page, "kube-alice")
+	// KubeVirt gives a VM one display head: its Size list says so and
+	// adds no screen window.
+	openControl(t, page, "size-menu")
+	must(t, expect.Locator(page.GetByTestId("screen-words")).ToHaveText("This desktop's display has one head (a virtual machine's), so it shows on one screen."))
+	must(t, expect.Locator(page.GetByTestId("screen-add")).ToBeDisabled())
+	screenshot(t, page, "kube-alice-one-head")
+	must(t, page.GetByTestId("size-menu").Click())
 	if !e.vmi(t, alices) {
 		t.Fatalf("alice's %s shows a desktop but has no VMI", alices)
 	}
