@@ -26,3 +26,11 @@ func BenchmarkKubeMorning(b *testing.B) {
 	c := testcluster.Shared(b)
 	leasetest.BenchMorning(b, kubeStore(b, c, c.Config), 1000, time.Minute, 3)
 }
+
+// BenchmarkKubeOneUser is one user's 50 claims at once through three
+// portal instances on the real apiserver (leasetest.BenchOneUser): her
+// claims wait their turns at her claim lock. Run with -benchtime 100x.
+func BenchmarkKubeOneUser(b *testing.B) {
+	c := testcluster.Shared(b)
+	leasetest.BenchOneUser(b, kubeStore(b, c, c.Config), 50, 3)
+}

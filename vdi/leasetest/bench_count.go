@@ -23,14 +23,27 @@ type countedLeases struct {
 
 // count wraps l so that n counts its writes, keeping the optional
 // interfaces the claim path looks for (vdi.LeaseBatcher, vdi.ClaimLocks,
-// vdi.HolderChecks).
+// vdi.HolderChecks; vdi.ChangeNotifier).
 func count(l vdi.Leases, n *writeCount) vdi.Leases {
 	c := countedLeases{l, n}
 	if b, ok := l.(batchLocker); ok {
 		return countedBatch{c, b}
 	}
+	if cn, ok := l.(vdi.ChangeNotifier); ok {
+		return countedNotifier{c, cn}
+	}
 	return c
 }
+
+// countedNotifier is a countedLeases of a store that reports changes (the
+// Kubernetes one), so that claims wait for a won member's Lease to show
+// and for a user's claim lock to be let go as they do in a portal.
+type countedNotifier struct {
+	countedLeases
+	n vdi.ChangeNotifier
+}
+
+func (c countedNotifier) OnChange(f func(vdi.Ref)) { c.n.OnChange(f) }
 
 // wrote counts a write, and a lost race when err says the write lost a
 // member (a claim lock is waited for, not lost).
