@@ -53,7 +53,9 @@ func claimLockRef(ns, login string) Ref {
 // every write before it, WithReadAfter) and the time by which the claim
 // must be done with the store (zero for a store's own lock, which holds
 // until let go). It waits for another claim of the same user to finish,
-// and takes over a lock left by a portal that died.
+// and takes over a lock left by a portal that died. Her claims on this
+// portal take turns first (claim_lock_turns.go), and one waiting for the
+// lock Lease tries again when a change of it is reported, else polls.
 func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlock func(), rv string, until time.Time, err error) {
 	if s.lockNS != "" {
 		namespace = s.lockNS
@@ -73,6 +75,11 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 			return unlock, "", time.Time{}, nil
 		}
 	}
+	pass, err := s.turns.take(ctx, ref)
+	if err != nil {
+		return nil, "", time.Time{}, Errorf(EUnavailable, "Wait for it to finish, then try again.",
+			"Another claim of yours is still in progress.")
+	}
 	backoff := 2 * time.Millisecond
 	for {
 		// The lock runs out claimLockDuration after now by every
@@ -86,6 +93,7 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 		}
 		if err == nil && l != nil {
 			return func() {
+				defer pass()
 				// Let go even when the claim's request was cancelled.
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
@@ -95,12 +103,19 @@ func (s *Service) lockClaims(ctx context.Context, namespace, login string) (unlo
 			}, l.ResourceVersion, started.Add(claimLockDuration - claimLockGuard), nil
 		}
 		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) {
+			pass()
 			return nil, "", time.Time{}, unavailable(err)
 		}
+		// A change of the lock on any replica (its let-go) wakes this
+		// claim at once where the store reports changes; the poll is
+		// for a change this replica does not see.
+		letGo := s.ClaimChanged(ref)
 		select {
 		case <-ctx.Done():
+			pass()
 			return nil, "", time.Time{}, Errorf(EUnavailable, "Wait for it to finish, then try again.",
 				"Another claim of yours is still in progress.")
+		case <-letGo:
 		case <-time.After(backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))):
 		}
 		backoff = min(backoff*2, 100*time.Millisecond)

@@ -94,6 +94,7 @@ type Service struct {
 	mirrorTail map[Ref]chan struct{} // the last mirror write queued per member, done when closed
 
 	changes  claimChanges  // ClaimChanged's channels
+	turns    lockTurns     // this portal's claims' turns at their users' claim locks
 	trying   trying        // members whose Leases this portal's claims write now
 	spread   spread        // the order a claim tries free members in
 	counts   counters      // Counters
