@@ -46,16 +46,19 @@ func perFrame(r wanRun, w string) float64 {
 }
 
 // wanCompare prints, for one profile, the H.264 row against the auto tiles
-// row of the same run: the ratios of bytes per frame, of bytes per second
-// and of frame rates, per workload.
+// row of the same run, and the WebRTC rows against those and each other:
+// the ratios of bytes per frame, of bytes per second and of frame rates,
+// per workload.
 func wanCompare(runs []wanRun) {
-	var tiles, video, rtc *wanRun
+	var tiles, video, rtc, rtcElement *wanRun
 	for i := range runs {
 		switch runs[i].quality {
 		case "h264":
 			video = &runs[i]
 		case "webrtc":
 			rtc = &runs[i]
+		case "webrtc-element":
+			rtcElement = &runs[i]
 		case "before", "-", "sharp", "fast":
 		default: // auto, shown with the level it chose
 			tiles = &runs[i]
@@ -79,6 +82,7 @@ func wanCompare(runs []wanRun) {
 	compare("VNC h264:tiles", video, tiles)
 	compare("VNC webrtc:tiles", rtc, tiles)
 	compare("VNC webrtc:h264", rtc, video)
+	compare("VNC webrtc:element", rtc, rtcElement)
 }
 
 // freeUDPPort returns a UDP port free now on every address.

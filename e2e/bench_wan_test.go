@@ -24,14 +24,18 @@ import (
 // WebCodecs' VideoDecoder is taken away before noVNC looks for it, so the
 // console does not ask for H.264 and gets tiles from the same portal;
 // unless it is for WebRTC, RTCPeerConnection is taken away likewise, so
-// the H.264 comes over the websocket. __wan.wsIn counts the bytes of the
+// the H.264 comes over the websocket. For webrtc-element,
+// MediaStreamTrackProcessor is taken away too, so the page takes the
+// track's frames from a hidden video element, as in browsers without
+// it. __wan.wsIn counts the bytes of the
 // messages the page's websockets received (the console's own bytes, as
 // TestConsole_IdleBytes counts them: no TCP/IP, no pings).
 const wanWatch = `(() => {
-  const q = %q, video = %t, rtc = %t;
+  const q = %q, video = %t, rtc = %t, processor = %t;
   if (q) localStorage.setItem('corral.vnc.quality', q);
   if (!video) delete window.VideoDecoder;
   if (!rtc) delete window.RTCPeerConnection;
+  if (!processor) delete window.MediaStreamTrackProcessor;
   const now = () => performance.now();
   const w = window.__wan = { changes: 0, lat: [], keyAt: 0, region: null, wsIn: 0 };
   const WS = window.WebSocket;
@@ -108,7 +112,9 @@ type wanRun struct {
 // the Picture menu's WebRTC (Auto's picture, the video on a WebRTC track) (CORRAL_VDI_WEBRTC_UDP, on the link's
 // host address: its UDP crosses the same shaped link); its rows add a
 // line of the track's own counters during the churn (wanRTCKeys) and
-// its state after it.
+// its state after it. The quality webrtc-element (not in the default
+// list) is the webrtc console taking the track's frames from a video
+// element, as browsers without MediaStreamTrackProcessor do.
 // Skipped unless CORRAL_VDI_BENCH=1; CORRAL_VDI_BENCH_SECONDS sets each
 // workload's length (default 6). It reports; it asserts no times.
 func TestBench_WAN(t *testing.T) {
@@ -180,14 +186,17 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	ctx, err := b.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 800}})
 	must(t, err)
 	defer ctx.Close()
-	quality, video, rtc := r.quality, r.quality == "h264" || r.quality == "webrtc", r.quality == "webrtc"
+	quality, rtc := r.quality, r.quality == "webrtc" || r.quality == "webrtc-element"
+	video := rtc || r.quality == "h264"
 	switch quality {
 	case "-", "before":
 		quality = ""
 	case "h264":
 		quality = "auto"
+	case "webrtc-element":
+		quality = "webrtc"
 	}
-	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video, rtc))}))
+	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video, rtc, r.quality != "webrtc-element"))}))
 	page, err := ctx.NewPage()
 	must(t, err)
 	page.SetDefaultTimeout(60000)
@@ -331,8 +340,8 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 			fmt.Fprintf(&b, " %s %.0f", k, st1[k]-st0[k])
 		}
 		state, _ := page.Locator("#screen").GetAttribute("data-rtc")
-		sizes, err := page.Evaluate(`() => { const s = document.getElementById('screen'), v = s.querySelector('video.rtc-source');
-  return (v ? v.videoWidth + 'x' + v.videoHeight : 'none') + ' on a ' + s.rfb._fbWidth + 'x' + s.rfb._fbHeight + ' screen, ' + (s.dataset.rtcFrames || 0) + ' drawn'; }`)
+		sizes, err := page.Evaluate(`() => { const s = document.getElementById('screen');
+  return (s.dataset.rtcVideo || 'none') + ' on a ' + s.rfb._fbWidth + 'x' + s.rfb._fbHeight + ' screen, ' + (s.dataset.rtcFrames || 0) + ' drawn'; }`)
 		must(t, err)
 		fmt.Printf("BENCH   track during the churn (%s %s %s, %s, video %v):%s\n", r.console, r.profile, r.quality, state, sizes, b.String())
 	}

@@ -13,9 +13,9 @@ import (
 
 // rtcWatch is a JS function that counts, in the console's noVNC, the
 // Open H.264 rectangles that come over the websocket, and samples the
-// colour at desktop pixel [x, y] of each frame the WebRTC track's video
-// presents (read from the video element, not from the canvas, which the
-// tiles also paint).
+// colour at desktop pixel [x, y] of each ready video frame the page
+// hands to noVNC's screen: the WebRTC track's, where no rectangle came
+// (read from the frame, not from the canvas, which the tiles also paint).
 const rtcWatch = `([x, y]) => {
   const rfb = document.getElementById('screen')?.rfb;
   const dec = rfb?._decoders?.[50];
@@ -27,22 +27,17 @@ const rtcWatch = `([x, y]) => {
   const scratch = document.createElement('canvas');
   scratch.width = scratch.height = 1;
   const g = scratch.getContext('2d', { willReadFrequently: true });
-  let watched = null;
-  const sample = () => {
-    const v = document.querySelector('#screen video.rtc-source');
-    if (v && v !== watched) {
-      watched = v;
-      const cb = () => {
-        g.drawImage(v, x, y, 1, 1, 0, 0, 1, 1);
-        w.colours.push(Array.from(g.getImageData(0, 0, 1, 1).data.slice(0, 3)));
-        if (w.colours.length > 200) w.colours.shift();
-        w.sampled++;
-        v.requestVideoFrameCallback(cb);
-      };
-      v.requestVideoFrameCallback(cb);
+  const display = rfb._display;
+  const videoFrame = display.videoFrame.bind(display);
+  display.videoFrame = (fx, fy, fw, fh, f) => {
+    if (f.ready && f.frame) {
+      g.drawImage(f.frame, x, y, 1, 1, 0, 0, 1, 1);
+      w.colours.push(Array.from(g.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+      if (w.colours.length > 200) w.colours.shift();
+      w.sampled++;
     }
+    return videoFrame(fx, fy, fw, fh, f);
   };
-  setInterval(sample, 100);
   return true;
 }`
 
@@ -56,8 +51,7 @@ const rtcStats = `async () => {
   (await pc.getStats()).forEach((r) => {
     if (r.type === 'inbound-rtp') Object.assign(out, { packets: r.packetsReceived, lost: r.packetsLost, decoded: r.framesDecoded, received: r.framesReceived, dropped: r.framesDropped, keyFrames: r.keyFramesDecoded, pli: r.pliCount, codec: r.codecId, decoder: r.decoderImplementation, w: r.frameWidth, h: r.frameHeight });
   });
-  const v = document.querySelector('#screen video.rtc-source');
-  out.video = v ? { w: v.videoWidth, h: v.videoHeight, paused: v.paused, ready: v.readyState } : 'none';
+  out.video = document.getElementById('screen')?.dataset.rtcVideo || 'none'; // the last frame drawn's size
   const rfb = document.getElementById('screen')?.rfb; // the page draws a frame only where it covers this
   out.fb = rfb ? { w: rfb._fbWidth, h: rfb._fbHeight } : 'none';
   return JSON.stringify(out);
@@ -82,7 +76,8 @@ func rtcAddress() string {
 // WebRTC it offers a track over its websocket, the browser reaches the portal's
 // one UDP port, and the desktop's motion comes as H.264 on the track —
 // not one H.264 rectangle over the websocket — drawn into noVNC's
-// screen; once the desktop is still, the screen is its exact pixels (the
+// screen as the browser decodes it (read from the track, no video
+// element); once the desktop is still, the screen is its exact pixels (the
 // lossless repaint over the websocket). Input stays on the websocket: a
 // key typed in the console reaches the desktop. The desktop is
 // recorded: the recording holds the video the track carried (each frame
@@ -117,6 +112,11 @@ func TestConsole_WebRTC(t *testing.T) {
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
 	g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
 	waitTrack(t, page, "", red, blue)
+	// Chromium's frames come from the track as it decodes them, not from a
+	// hidden video element's frame callbacks (which follow what it paints).
+	if v, err := page.Evaluate(`() => !!window.MediaStreamTrackProcessor && !!document.querySelector('#screen video')`); err != nil || v != false {
+		t.Errorf("the page took the track's frames from a video element (%v, %v); want them read from the track (MediaStreamTrackProcessor)", v, err)
+	}
 	screenshot(t, page, "webrtc-motion")
 	g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'")
 	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)

@@ -9,11 +9,22 @@
 // once. Input, clipboard, cursor, the tiles between motion and the
 // lossless repaint after it stay on the websocket: each decoded video
 // frame is drawn into noVNC's own screen, in turn with the tiles, so
-// scaling, zoom and input work as before. The portal sends the video on
+// scaling, zoom and input work as before. The frames are read from the
+// track as the browser decodes them (MediaStreamTrackProcessor, in
+// Chromium); where there is none, from a hidden video element's frame
+// callbacks, which a browser may run less often than it decodes (they
+// follow what it paints, and the element is not painted). The portal sends the video on
 // the track only once the browser reached its port; until then, and
 // when the portal refuses (a screen relayed from another portal server),
 // the track ends or the port cannot be reached, the video is the
 // websocket's, as without WebRTC.
+
+// heldFrames is how many drawing steps noVNC's screen may have waiting
+// (a tile's image still loading) for a video frame to be queued behind
+// them: past it the frame is dropped, not held (each frame held is a
+// buffer the browser's decoder waits for, and the next frame paints the
+// whole screen anyway).
+const heldFrames = 2;
 
 // setupMS is how long the browser has to reach the portal's port after
 // its answer: past it this page ends its peer, tells the portal, and
@@ -28,7 +39,8 @@ const setupMS = 8000;
 // only when retry (the user picked WebRTC). screen.dataset.rtc says
 // where the video comes from ('offered', 'connected', 'off' with the
 // reason in screen.dataset.rtcWhy), screen.dataset.rtcFrames how many
-// frames the track drew; a failure also shows in the console's notice.
+// frames the track drew and screen.dataset.rtcVideo their size; a
+// failure also shows in the console's notice.
 export function attachRTC(rfb, ws, stage, screen) {
   const none = { want() {}, close() {} };
   if (!window.RTCPeerConnection || typeof VideoFrame === 'undefined') return none; // frames are drawn as VideoFrames
@@ -77,21 +89,48 @@ export function attachRTC(rfb, ws, stage, screen) {
   };
   ws.addEventListener('message', onMessage);
 
-  const draw = (now, meta) => {
-    if (!video) return;
+  // show queues frame, a frame of the track, for noVNC's screen, in turn
+  // with the tiles (its render queue draws a ready frame where it stands
+  // and closes it), or closes it: a frame that does not cover the
+  // screen, or one that would wait behind heldFrames steps.
+  const show = (frame) => {
     const display = rfb._display;
     const w = rfb._fbWidth;
     const h = rfb._fbHeight;
-    if (display && w && h && video.videoWidth >= w && video.videoHeight >= h) {
-      // In turn with the tiles: noVNC's render queue draws a ready frame
-      // where it stands and closes it.
-      const frame = new VideoFrame(video, { timestamp: Math.round(meta.mediaTime * 1e6) });
-      display.videoFrame(0, 0, w, h, { ready: true, frame, promise: Promise.resolve() });
-      display.flip();
-      frames++;
-      screen.dataset.rtcFrames = String(frames);
+    if (!display || !w || !h || frame.displayWidth < w || frame.displayHeight < h || display._renderQ.length >= heldFrames) {
+      frame.close();
+      return;
     }
-    video.requestVideoFrameCallback(draw);
+    display.videoFrame(0, 0, w, h, { ready: true, frame, promise: Promise.resolve() });
+    display.flip();
+    frames++;
+    screen.dataset.rtcFrames = String(frames);
+    screen.dataset.rtcVideo = `${frame.displayWidth}x${frame.displayHeight}`;
+  };
+  // readTrack shows each frame of peer's track as the browser decodes it,
+  // until the track ends (the peer closed) or another peer took over.
+  const readTrack = async (peer, track) => {
+    const reader = new MediaStreamTrackProcessor({ track, maxBufferSize: 2 }).readable.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      if (pc !== peer) {
+        value.close();
+        reader.cancel();
+        return;
+      }
+      show(value);
+    }
+  };
+  // watchVideo shows video's frames as its frame callbacks come (the
+  // browsers without MediaStreamTrackProcessor).
+  const watchVideo = (v) => {
+    const draw = (now, meta) => {
+      if (video !== v) return;
+      show(new VideoFrame(v, { timestamp: Math.round(meta.mediaTime * 1e6) }));
+      v.requestVideoFrameCallback(draw);
+    };
+    v.requestVideoFrameCallback(draw);
   };
 
   const start = async () => {
@@ -101,6 +140,10 @@ export function attachRTC(rfb, ws, stage, screen) {
     peer.addTransceiver('video', { direction: 'recvonly' });
     peer.ontrack = (ev) => {
       if (pc !== peer) return;
+      if (window.MediaStreamTrackProcessor) {
+        readTrack(peer, ev.track).catch((err) => fail(`WebRTC: the track's frames could not be read (${err.message}); the video comes over the console's connection.`));
+        return;
+      }
       video = document.createElement('video');
       video.className = 'rtc-source';
       video.muted = true;
@@ -108,7 +151,7 @@ export function attachRTC(rfb, ws, stage, screen) {
       video.srcObject = new MediaStream([ev.track]);
       stage.append(video); // a video out of the document gets no frame callbacks
       video.play().catch(() => {});
-      video.requestVideoFrameCallback(draw);
+      watchVideo(video);
     };
     peer.onconnectionstatechange = () => {
       if (pc !== peer) return;
