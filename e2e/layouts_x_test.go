@@ -11,8 +11,8 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-// xLayouts is every layout of static/app/layouts.js but German (which
-// TestRDP_IronRDPDrawsTheDesktop types first), the setxkbmap arguments
+// xLayouts is every layout of static/app/layouts.js (German again after
+// TestRDP_IronRDPDrawsTheDesktop's line of it), the setxkbmap arguments
 // that make an X desktop's layout that one, and every character below
 // U+0100 (and €) the page's table types with it: its keys with Shift and
 // AltGr, and its dead keys with a letter or Space. The characters the
@@ -20,6 +20,7 @@ import (
 // otherwise on Windows (Swiss AltGr+1: ¦ there, | on X; French AltGr+2 and
 // +7: dead keys there).
 var xLayouts = []struct{ id, name, setxkbmap, chars, refused string }{
+	{"de", "German", "de", "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~§°²³µÀÁÂÄÈÉÊÌÍÎÒÓÔÖÙÚÛÜÝßàáâäèéêìíîòóôöùúûüý€", ""},
 	{"ch", "German (Switzerland)", "ch", "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~¢£§¬°ÀÁÂÃÄÈÉÊËÌÍÎÏÑÒÓÔÕÖÙÚÛÜÝàáâãäçèéêëìíîïñòóôõöùúûüýÿ€", "¦"},
 	{"fr", "French", "fr", "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_abcdefghijklmnopqrstuvwxyz{|}£§°²µÂÄÊËÎÏÔÖÛÜàâäçèéêëîïôöùûüÿ€", "~`"},
 	{"es", "Spanish", "es", "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}¡ª¬·º¿ÀÁÂÄÇÈÉÊËÌÍÎÏÑÒÓÔÖÙÚÛÜÝàáâäçèéêëìíîïñòóôöùúûüýÿ€", ""},
