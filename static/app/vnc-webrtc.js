@@ -101,11 +101,11 @@ export function attachRTC(rfb, ws, stage, screen) {
       frame.close();
       return;
     }
+    screen.dataset.rtcVideo = `${frame.displayWidth}x${frame.displayHeight}`; // before noVNC draws and closes it
     display.videoFrame(0, 0, w, h, { ready: true, frame, promise: Promise.resolve() });
     display.flip();
     frames++;
     screen.dataset.rtcFrames = String(frames);
-    screen.dataset.rtcVideo = `${frame.displayWidth}x${frame.displayHeight}`;
   };
   // readTrack shows each frame of peer's track as the browser decodes it,
   // until the track ends (the peer closed) or another peer took over.
