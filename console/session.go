@@ -95,7 +95,8 @@ type Session struct {
 	// page reopens watching.
 	Granted bool
 	// TakenOver says Sessions.TakeOver took over from the holder's older
-	// console before this one dialed: Run does not again.
+	// console (or, an admin's own serial console, listed it to give way
+	// to a holder's) before this one dialed: Run does not again.
 	TakenOver bool
 	// Screen is 0 for a console's own window, 2 or 3 for a screen window
 	// the holder's VNC console opened (another part of the same

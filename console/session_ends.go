@@ -22,9 +22,8 @@ func (s *Sessions) enter(ctx context.Context, c Session) (_ context.Context, lea
 	if takesOver(c) && !c.TakenOver {
 		undo = append(undo, s.take(ctx, c, cancel))
 	}
-	if yields(c) { // a holder's serial console comes first
-		undo = append(undo, s.yielding.Add(yieldKey(c.Ref), cancel))
-		go keepYielding(ctx, s.cfg.Claims, c.User, c.Ref, cancel)
+	if yields(c) && !c.TakenOver { // a holder's serial console comes first
+		undo = append(undo, s.yield(ctx, c, cancel))
 	}
 	if c.Share != nil { // revoked or run out: the console closes
 		undo = append(undo, s.invited.Add(c.Share.ID, cancel))
@@ -93,17 +92,25 @@ func (s *Sessions) take(ctx context.Context, c Session, cancel context.CancelCau
 // (and an admin's own, opened while nobody held the desktop), on any
 // replica, ends now, so that it lets go of the line before the
 // new one dials (Streams.Open); a line takes one client, and on KubeVirt
-// a second kicks the first. It sets c.TakenOver and returns the context
-// to dial and Run c with, which ends when a newer one takes over in
-// turn; call leave once c has closed. For any other console it does
-// nothing: Run takes over once it has connected.
+// a second kicks the first. An admin's own serial console is listed to
+// give way to a holder's before it dials, so that one coming meanwhile
+// ends it too. It sets c.TakenOver and returns the context to dial and
+// Run c with, which ends when a newer one takes over in turn (or, an
+// admin's own, a holder's comes); call leave once c has closed. For any
+// other console it does nothing: Run takes over once it has connected.
 func (s *Sessions) TakeOver(ctx context.Context, c *Session) (_ context.Context, leave func()) {
-	if c.Protocol != vdi.ProtocolSerial || !takesOver(*c) {
+	holders := c.Protocol == vdi.ProtocolSerial && takesOver(*c)
+	if !holders && !yields(*c) {
 		return ctx, func() {}
 	}
-	s.yielding.End(yieldKey(c.Ref), HolderCame(c.Holder)) // an admin's own, here; elsewhere keepYielding
 	ctx, cancel := context.WithCancelCause(ctx)
-	release := s.take(ctx, *c, cancel)
+	var release func()
+	if holders {
+		s.yielding.End(yieldKey(c.Ref), HolderCame(c.Holder)) // an admin's own, here; elsewhere keepYielding
+		release = s.take(ctx, *c, cancel)
+	} else {
+		release = s.yield(ctx, *c, cancel) // it gives way from now on, while it dials too
+	}
 	c.TakenOver = true
 	return ctx, func() {
 		release()

@@ -33,16 +33,24 @@ func yields(c Session) bool {
 // yieldKey is the key of ref's yielding consoles in Sessions.yielding.
 func yieldKey(ref vdi.Ref) string { return "yield:" + ref.String() }
 
+// yield has c, the admin's own serial console that cancel ends, give way
+// to a holder's from now on: at once on this replica (Sessions.TakeOver
+// ends it), and as the claim names one on any. Call the returned func
+// when c has closed.
+func (s *Sessions) yield(ctx context.Context, c Session, cancel context.CancelCauseFunc) (remove func()) {
+	remove = s.yielding.Add(yieldKey(c.Ref), cancel)
+	go keepYielding(ctx, s.cfg.Claims, c.User, c.Ref, cancel)
+	return remove
+}
+
 // keepYielding ends the admin's own serial console of ref (cancel) once
 // the claim names a serial console of a holder, on any replica, until
-// ctx ends. A claim store that reports no changes (one replica) leaves it
-// to TakeOver.
+// ctx ends. A claim store that reports no changes (one replica) is read
+// once (a holder's console recorded before this one was listed), then
+// leaves it to TakeOver.
 func keepYielding(ctx context.Context, claims SessionClaims, id vdi.Identity, ref vdi.Ref, cancel context.CancelCauseFunc) {
 	for {
 		changed := claims.ClaimChanged(ref) // before the read: a change during it wakes the wait
-		if changed == nil {
-			return
-		}
 		newest, err := claims.NewestConsole(ctx, ref, vdi.ProtocolSerial)
 		if ctx.Err() != nil {
 			return
@@ -53,6 +61,9 @@ func keepYielding(ctx context.Context, claims SessionClaims, id vdi.Identity, re
 				holder = d.Holder
 			}
 			cancel(HolderCame(holder))
+			return
+		}
+		if changed == nil {
 			return
 		}
 		select {

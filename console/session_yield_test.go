@@ -30,6 +30,26 @@ func TestSessions_AdminSerialGivesWay(t *testing.T) {
 		}
 	})
 
+	// The holder's comes while the admin's dials (between TakeOver and
+	// Run), on one replica whose claim store reports no changes: his
+	// ends all the same, before it holds the line.
+	t.Run("while it dials", func(t *testing.T) {
+		claims := &claimStub{}
+		s := NewSessions(SessionsConfig{Claims: claims, History: claims, Log: slog.New(slog.DiscardHandler)})
+		admin := own
+		dialing, leave := s.TakeOver(context.Background(), &admin)
+		defer leave()
+		claims.mu.Lock()
+		claims.holder, claims.newest = "alice", "1"
+		claims.mu.Unlock()
+		alice := Session{ID: "s2", User: vdi.Identity{Login: "alice"}, Ref: heldRef, Protocol: vdi.ProtocolSerial, Holder: "alice"}
+		_, leaveAlice := s.TakeOver(context.Background(), &alice)
+		defer leaveAlice()
+		if cause := context.Cause(dialing); cause != want {
+			t.Errorf("the admin's own serial console, dialing, ended with %v; want %q", cause, want)
+		}
+	})
+
 	t.Run("another replica", func(t *testing.T) {
 		claims := &claimStub{changed: make(chan struct{})}
 		s := NewSessions(SessionsConfig{Claims: claims, History: claims, Log: slog.New(slog.DiscardHandler)})

@@ -72,14 +72,62 @@ func (s *Streams) Open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial fu
 	if s.handedOff.Load() {
 		return nil, "", ErrNotOwner // draining: the holder's page opens it on another replica
 	}
-	key := StreamKey(ref, p)
 	var o Owner
 	if exclusive {
 		var err error
-		if o, err = s.takeFree(ctx, ref, p); err != nil {
+		if o, err = s.takeFree(ctx, ref, p, false); err != nil {
 			return nil, "", err
 		}
 	}
+	return s.open(ctx, ref, p, dial, exclusive, o)
+}
+
+// OpenOrWatch opens an admin's own serial console p of ref, a desktop
+// nobody holds, as Open does, or, while another admin's own holds the
+// line (on any replica), joins that one view only (watching true): a
+// line takes one client, and the second admin watches the first's as
+// screens are shared, rather than waiting for it to let go.
+func (s *Streams) OpenOrWatch(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial func(context.Context) (net.Conn, string, error)) (_ net.Conn, path string, watching bool, _ error) {
+	if s.handedOff.Load() {
+		return nil, "", false, ErrNotOwner
+	}
+	wait, cancel := context.WithTimeout(ctx, handOverWait)
+	defer cancel()
+	for {
+		c, path, ok, err := s.Join(ctx, ref, p, false)
+		if err != nil || ok {
+			return c, path, ok, err
+		}
+		// None to join: the line is free, or its console still opening
+		// or closing (then join it, or take the line, in a moment).
+		o, err := s.takeFree(ctx, ref, p, true)
+		if errors.Is(err, errLineHeld) {
+			if sleep(wait, ownerPoll) == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, "", false, context.Cause(ctx)
+			}
+			s.log.Warn("an admin's serial console found the line held by a console it could not join", "console", StreamKey(ref, p))
+			return nil, "", false, vdi.Errorf(vdi.EConflict, "Connect again in a moment.",
+				"The %s console of %s is held by another console, which could not be joined: it takes one client at a time.", p, ref)
+		}
+		if err != nil {
+			return nil, "", false, err
+		}
+		c, path, err = s.open(ctx, ref, p, dial, true, o)
+		return c, path, false, err
+	}
+}
+
+// errLineHeld is takeFree's answer, watching, while a console of a live
+// replica holds the line.
+var errLineHeld = errors.New("console: the line is held")
+
+// open dials console p of ref and shares it as Open says, recorded under
+// o (exclusive: taken by takeFree) or, for any other, once dialed.
+func (s *Streams) open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial func(context.Context) (net.Conn, string, error), exclusive bool, o Owner) (net.Conn, string, error) {
+	key := StreamKey(ref, p)
 	up, path, err := dial(ctx)
 	if err != nil {
 		if o.Version != "" {
@@ -126,8 +174,8 @@ func (s *Streams) takeNewest(ctx context.Context, key string) Owner {
 // no live replica holds it (none recorded, its replica dead, or alive
 // and using the record no more: its release failed), waiting up to
 // handOverWait for the one that does to let go; the refusal says what to
-// do.
-func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Owner, error) {
+// do. Watching, it answers errLineHeld at once while one does.
+func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol, watching bool) (Owner, error) {
 	key := StreamKey(ref, p)
 	wait, cancel := context.WithTimeout(ctx, handOverWait)
 	defer cancel()
@@ -135,7 +183,13 @@ func (s *Streams) takeFree(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (Ow
 	var staleAt time.Time
 	for {
 		cur, err := s.owners.Get(wait, key)
-		if err == nil && cur.Version != "" && cur.Alive && !s.inUse(wait, ref, p, cur) {
+		switch {
+		case err != nil || cur.Version == "" || !cur.Alive:
+		case s.inUse(wait, ref, p, cur):
+			if watching {
+				return Owner{}, errLineHeld
+			}
+		default:
 			if stale != cur.Version {
 				stale, staleAt = cur.Version, time.Now()
 			}

@@ -46,10 +46,11 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 		return ws
 	}
 	before := hs.standIn.Consoles(hs.ns, hs.member, "console")
-	ops := opsSerialPage(t, hs, c)
+	ops := adminSerialPage(t, hs, c, "ops")
 	must(t, ops.Locator("#screen .xterm").Click())
 	must(t, ops.Keyboard().Type("echo op$((1+1))s\n"))
 	waitXterm(t, ops, regexp.MustCompile(`op2s`), 20*time.Second)
+	secondAdminWatches(t, hs, a, ops)
 
 	_, err := ops.Evaluate(`() => { window.notLoadedAgain = true; }`)
 	must(t, err)
@@ -72,7 +73,9 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 	waitXterm(t, ops, regexp.MustCompile(`wat9ch`), 30*time.Second)
 	// His page names her the holder and him view only: it is not the
 	// holder's notice (which said "you (holder)" to him).
-	must(t, playwright.NewPlaywrightAssertions(10000).Locator(ops.GetByTestId("watch-notice")).ToHaveText("On it: alice (holder), ops (you, view only)"))
+	// (ada's page, beside ops's before, loads again beside hers too.)
+	must(t, playwright.NewPlaywrightAssertions(10000).Locator(ops.GetByTestId("watch-notice")).ToHaveText(
+		regexp.MustCompile(`^On it: alice \(holder\)(, ada \(view only\))?, ops \(you, view only\)(, ada \(view only\))?$`)))
 	var sessions []struct {
 		User, Protocol, CloseReason string
 	}
@@ -90,12 +93,42 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 	}
 }
 
-// opsSerialPage opens ops's console page of hs's member's serial console
-// in Chromium, through an nginx that vouches for ops and sends every
-// request to r, and waits until it is connected.
-func opsSerialPage(t *testing.T, hs *haScreen, r *haReplica) playwright.Page {
+// secondAdminWatches: ada, another admin, opens the serial console of
+// the member nobody holds on a while ops's page holds its line on c: hers
+// joins his, view only, and her page says so (it waited 10 s and was
+// refused before); her page shows his line, and her keys stay in it.
+func secondAdminWatches(t *testing.T, hs *haScreen, a *haReplica, ops playwright.Page) {
 	t.Helper()
-	lb := MustStartNginxFor(t, "ops", r.p.URL)
+	ada := adminSerialPage(t, hs, a, "ada")
+	expect := playwright.NewPlaywrightAssertions(10000)
+	must(t, expect.Locator(ada.GetByTestId("status")).ToHaveText("Connected, view only"))
+	must(t, expect.Locator(ada.GetByTestId("line-notice")).ToHaveText(
+		"Another admin has this serial console open, and it takes one client: you watch theirs, view only. Connect again once they have closed it to type in it."))
+	must(t, ada.Locator("#screen .xterm").Click())
+	must(t, ada.Keyboard().Type("echo ad$((1+2))a\n"))
+	must(t, ops.Keyboard().Type("echo op$((2+2))s\n"))
+	waitXterm(t, ada, regexp.MustCompile(`op4s`), 20*time.Second)
+	waitXterm(t, ops, regexp.MustCompile(`op4s`), 20*time.Second)
+	v, err := ops.Evaluate(xtermText)
+	must(t, err)
+	if text, _ := v.(string); strings.Contains(text, "ad3a") {
+		t.Errorf("ops's serial console shows ada's command (ad3a): her keys, view only, reached the line:\n%s", text)
+	}
+	for _, size := range []struct {
+		name string
+		w, h int
+	}{{"tablet", 1024, 1366}, {"phone", 390, 844}, {"laptop", 1280, 800}} {
+		must(t, ada.SetViewportSize(size.w, size.h))
+		screenshot(t, ada, "ha-second-admin-watches-"+size.name)
+	}
+}
+
+// adminSerialPage opens admin user's console page of hs's member's
+// serial console in Chromium, through an nginx that vouches for them and
+// sends every request to r, and waits until it is connected.
+func adminSerialPage(t *testing.T, hs *haScreen, r *haReplica, user string) playwright.Page {
+	t.Helper()
+	lb := MustStartNginxFor(t, user, r.p.URL)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	t.Cleanup(func() {
 		if t.Failed() {

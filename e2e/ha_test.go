@@ -87,7 +87,7 @@ func haEnvFrom(t *testing.T, deploy string, secrets map[string]string, kubeconfi
 		Secrets: secrets,
 		Fields:  map[string]string{"metadata.namespace": "corral-vdi"},
 		Override: map[string]string{
-			"CORRAL_VDI_ADMINS": "ops",
+			"CORRAL_VDI_ADMINS": "ops,ada",
 			"HOME":              t.TempDir(),
 			// A test's replicas stop with consoles open: drain briefly.
 			"CORRAL_VDI_DRAIN_TIMEOUT": "2s",

@@ -89,9 +89,14 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	if !websocket.IsWebSocketUpgrade(r) {
 		return h.preflight(w, r, d, share, p, watching)
 	}
+	beside := false // an admin's serial console joined another admin's, view only
 	connect := func(ctx context.Context) (net.Conn, string, error) {
 		if p != vdi.ProtocolVNC {
-			return h.byteConsole(ctx, id, d, share, p)
+			c, path, joined, err := h.byteConsole(ctx, id, d, share, p)
+			if joined {
+				beside, viewOnly = true, true
+			}
+			return c, path, err
 		}
 		// Everyone on the desktop's screen shares its one VNC connection
 		// (rfb.Hub), held by one replica cluster-wide (console.Screens): a
@@ -114,6 +119,14 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 	var path string
 	if !consent {
 		if conn, path, err = connect(ctx); err != nil {
+			if roleChanged(ctx) {
+				// A holder's serial console came while an admin's own
+				// dialed: his page opens again, beside it (HolderCame).
+				if ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil); err == nil {
+					closeWS(ws, websocket.CloseGoingAway, relay.CloseReason(ctx))
+				}
+				return nil
+			}
 			return err
 		}
 	}
@@ -129,7 +142,11 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 			}
 		}()
 	}
-	ws, err := relay.Upgrader(h.checkOrigin).Upgrade(w, r, nil)
+	up := relay.Upgrader(h.checkOrigin)
+	if beside {
+		up.Subprotocols = []string{relay.SubprotocolViewOnly} // the page says it watches, if it asked
+	}
+	ws, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		closeConn(conn) // the upgrader has already answered the client
 		return nil
@@ -210,31 +227,45 @@ func peerGone(p vdi.Protocol) string {
 // console of a desktop nobody holds is their own; their serial console
 // gives way to the holder's once someone claims the desktop and opens
 // one.
-func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol) (net.Conn, string, error) {
+func (h *Handler) byteConsole(ctx context.Context, id vdi.Identity, d vdi.Desktop, share *vdi.Share, p vdi.Protocol) (_ net.Conn, path string, joined bool, _ error) {
+	dial := func(ctx context.Context) (net.Conn, string, error) { return h.console.dial.Dial(ctx, d.Ref(), p) }
+	var c net.Conn
+	var err error
 	switch {
 	case share != nil || d.Holder != "" && d.Holder != id.Login:
-		c, path, ok, err := h.console.shared.Join(ctx, d.Ref(), p, share != nil && share.Control)
-		if err != nil {
-			return nil, "", err
+		var ok bool
+		if c, path, ok, err = h.console.shared.Join(ctx, d.Ref(), p, share != nil && share.Control); err != nil {
+			return nil, "", false, err
 		}
 		if !ok {
-			return nil, "", noneOpen(d, share, p)
+			return nil, "", false, noneOpen(d, share, p)
 		}
-		return c, path, nil
-	case d.Holder == id.Login, p == vdi.ProtocolSerial:
-		// The holder's, or an admin's serial console of a desktop nobody
-		// holds: recorded as the holder's would be, it holds the line
-		// until a holder's comes (console.HolderCame).
-		dial := func(ctx context.Context) (net.Conn, string, error) { return h.console.dial.Dial(ctx, d.Ref(), p) }
-		c, path, err := h.console.shared.Open(ctx, d.Ref(), p, dial, p == vdi.ProtocolSerial)
-		var known *vdi.Error
-		if err != nil && !errors.As(err, &known) { // taken over meanwhile, or the stream ended at once
-			return nil, "", vdi.Errorf(vdi.EUnavailable, "Connect again.", "The %s console of %s closed as it opened.", p, d.Ref())
-		}
-		return c, path, err
+		return c, path, false, nil
+	case d.Holder == id.Login:
+		// The holder's: recorded, it holds the line (a serial console's).
+		c, path, err = h.console.shared.Open(ctx, d.Ref(), p, dial, p == vdi.ProtocolSerial)
+	case p == vdi.ProtocolSerial:
+		// An admin's serial console of a desktop nobody holds: recorded
+		// as the holder's would be, it holds the line until a holder's
+		// comes (console.HolderCame); or, another admin's holding it, it
+		// joins that one, view only.
+		c, path, joined, err = h.console.shared.OpenOrWatch(ctx, d.Ref(), p, dial)
 	default:
-		return h.console.dial.Dial(ctx, d.Ref(), p)
+		c, path, err = dial(ctx)
+		return c, path, false, err
 	}
+	var known *vdi.Error
+	if err != nil && !errors.As(err, &known) { // taken over meanwhile, or the stream ended at once
+		return nil, "", false, vdi.Errorf(vdi.EUnavailable, "Connect again.", "The %s console of %s closed as it opened.", p, d.Ref())
+	}
+	return c, path, joined, err
+}
+
+// roleChanged reports whether ctx, a console's, ended as the portal
+// changed its role (console.HolderCame).
+func roleChanged(ctx context.Context) bool {
+	var ended console.ShareEnded
+	return errors.As(context.Cause(ctx), &ended) && strings.HasPrefix(string(ended), console.RoleChangedPrefix)
 }
 
 // noneOpen is why a console beside the holder's (an invitee's, share;

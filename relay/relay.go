@@ -235,7 +235,7 @@ func Pipe(ctx context.Context, ws *websocket.Conn, conn net.Conn, opts Options) 
 		moved := handedOver(first.err)
 		switch {
 		case first.side == shutdown:
-			code, reason = websocket.CloseGoingAway, closeReason(ctx)
+			code, reason = websocket.CloseGoingAway, CloseReason(ctx)
 		case first.side == recording:
 			code, reason = websocket.CloseGoingAway, recordingReason(first.err)
 		case moved != nil:
@@ -316,10 +316,10 @@ func linkDropped(err error) bool {
 	return errors.As(err, &oe)
 }
 
-// closeReason is the close frame's text when ctx ends: the cause given to
+// CloseReason is the close frame's text when ctx ends: the cause given to
 // context.WithCancelCause (e.g. "released by an admin"), else "session ended".
 // A close frame's reason is at most 123 bytes.
-func closeReason(ctx context.Context) string {
+func CloseReason(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
 		return "session ended"

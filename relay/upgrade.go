@@ -27,9 +27,20 @@ var consoleWriteBufferPool = new(sync.Pool)
 // large desktop update goes out as frame header + payload without a copy.
 const consoleWriteBuffer = 512
 
+// A terminal or serial console page offers two subprotocols so that the
+// portal can tell it, in the handshake, how its console opened: as the
+// page asked (SubprotocolConsole), or view only where the page asked for
+// one of its own (SubprotocolViewOnly: an admin's serial console that
+// joined another admin's, a line taking one client). The page's keys
+// never reach the desktop view only, whatever it does with them.
+const (
+	SubprotocolConsole  = "corral-vdi.console"
+	SubprotocolViewOnly = "corral-vdi.view-only"
+)
+
 // Upgrader returns a websocket upgrader for console connections. It offers
-// the "binary" subprotocol that noVNC asks for and also accepts clients that
-// ask for none (IronRDP, xterm.js). Compression is off: desktop streams are
+// the "binary" subprotocol that noVNC asks for and SubprotocolConsole, and
+// also accepts clients that ask for none (IronRDP). Compression is off: desktop streams are
 // already compressed or latency-bound, and compression costs memory per
 // connection.
 //
@@ -43,7 +54,7 @@ func Upgrader(checkOrigin func(*http.Request) bool) *websocket.Upgrader {
 		ReadBufferSize:    0,
 		WriteBufferSize:   consoleWriteBuffer,
 		WriteBufferPool:   consoleWriteBufferPool,
-		Subprotocols:      []string{"binary"},
+		Subprotocols:      []string{"binary", SubprotocolConsole},
 		EnableCompression: false,
 		CheckOrigin:       checkOrigin,
 	}

@@ -10,6 +10,12 @@
 import { wsURL, dropped } from './console-vnc.js';
 import { errorText } from './connect.js';
 
+// The portal chooses VIEW_ONLY for a console that joined another's view
+// only, else CONSOLE (relay.SubprotocolViewOnly, relay.SubprotocolConsole).
+const CONSOLE = 'corral-vdi.console';
+const VIEW_ONLY = 'corral-vdi.view-only';
+const names = { serial: 'serial console', terminal: 'terminal' };
+
 // asset returns a hashed asset URL from the page, or the unhashed path the
 // static handler also serves (pages that do not list the xterm files).
 function asset(screen, key, path) {
@@ -63,7 +69,10 @@ export async function open(screen, info, ui) {
   term.open(box);
   fit.fit();
 
-  const ws = new WebSocket(wsURL(info.websocket));
+  // The portal chooses VIEW_ONLY when this console joined another's, view
+  // only: an admin's serial console while another admin's holds the line.
+  const ws = new WebSocket(wsURL(info.websocket), [CONSOLE, VIEW_ONLY]);
+  const notice = document.getElementById('line-notice'); // the console page's, not a shared page's
   ws.binaryType = 'arraybuffer';
   let closing = false;
   const sendSize = () => {
@@ -72,15 +81,22 @@ export async function open(screen, info, ui) {
     }
   };
   ws.addEventListener('open', () => {
-    term.loadAddon(new AttachAddon(ws, { bidirectional: !info.viewOnly }));
+    const watching = info.viewOnly || ws.protocol === VIEW_ONLY;
+    term.options.disableStdin = watching;
+    term.loadAddon(new AttachAddon(ws, { bidirectional: !watching }));
     sendSize();
     const who = info.credentials ? ` — log in as ${info.credentials.username}, password ${info.credentials.password}` : '';
-    ui.say(`Connected${who}`, 'ok');
+    ui.say(ws.protocol === VIEW_ONLY ? 'Connected, view only' : `Connected${who}`, 'ok');
+    if (notice && ws.protocol === VIEW_ONLY) {
+      notice.textContent = `Another admin has this ${names[info.protocol] || 'console'} open, and it takes one client: you watch theirs, view only. Connect again once they have closed it to type in it.`;
+      notice.hidden = false;
+    }
     screen.dataset.credentials = info.credentials ? `${info.credentials.username}:${info.credentials.password}` : '';
-    if (info.protocol === 'serial' && !info.beside) ws.send('\r'); // a fresh login prompt; earlier output is gone
+    if (info.protocol === 'serial' && !info.beside && !watching) ws.send('\r'); // a fresh login prompt; earlier output is gone
     term.focus();
   });
   ws.addEventListener('close', (ev) => {
+    if (notice) notice.hidden = true;
     if (closing) return;
     const final = ev.code === 1001 && ev.reason !== 'session ended' && !ev.reason.startsWith('taken over');
     ui.lost(ev.reason || (ev.code === 1000 ? 'The console closed.' : 'The connection was lost.'), final, dropped(ev.code, ev.reason));
@@ -104,6 +120,7 @@ export async function open(screen, info, ui) {
     clipboard: { send: (text) => term.paste(text) },
     close() {
       closing = true;
+      if (notice) notice.hidden = true;
       observer.disconnect();
       ws.close();
       term.dispose();
