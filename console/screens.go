@@ -266,18 +266,6 @@ func (s *Screens) release(key string, o Owner) {
 	releaseOwner(s.owners, s.log, key, o)
 }
 
-// releaseOwner gives key's record o up, in the background: a hub or a
-// stream calls it while it closes.
-func releaseOwner(owners Owners, log *slog.Logger, key string, o Owner) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := owners.Release(ctx, key, o); err != nil {
-			log.Warn("the owner record not deleted: it stays until another replica takes it over", "console", key, "err", err)
-		}
-	}()
-}
-
 // ownedConn is an owner's upstream connection: closing it gives the
 // screen up.
 type ownedConn struct {

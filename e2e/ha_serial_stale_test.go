@@ -21,11 +21,13 @@ import (
 // which holds no such line, and takes the Lease over; so does the one
 // after it on b itself. Before, both waited 10 s for a line nobody held
 // and were refused until a restarted. The VMI's serial console sees one
-// client after the other, none kicked.
+// client after the other, none kicked. Once the API server takes deletes
+// again, the last Lease goes by itself: its replica tries its delete again
+// for half a minute (before, it stayed until a console took it over).
 func serialAfterAFailedRelease(t *testing.T, hs *haScreen, a, b *haReplica) {
 	t.Helper()
 	lease := "corral-vdi-serial." + hs.ns + "." + hs.member
-	refuseDeletes(t, hs.admin, "corral-vdi-serial."+hs.ns+".")
+	lift := refuseDeletes(t, hs.admin, "corral-vdi-serial."+hs.ns+".")
 	before := hs.standIn.Consoles(hs.ns, hs.member, "console")
 	refused := map[*haReplica]int{} // the refused deletes each replica's log says
 	for i, r := range []*haReplica{a, b, b} {
@@ -53,12 +55,21 @@ func serialAfterAFailedRelease(t *testing.T, hs *haScreen, a, b *haReplica) {
 	if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != before.Opened+3 || n.Kicked != before.Kicked {
 		t.Errorf("the VMI's serial console: %+v, before %+v; want 3 more opened, none kicked", n, before)
 	}
+	lift()
+	waitFor(t, 45*time.Second, "the serial Lease deleted by "+b.name+"'s delete, tried again once deletes are taken", func() bool {
+		err := hs.admin.Get(context.Background(), client.ObjectKey{Namespace: "corral-vdi", Name: lease}, &coordinationv1.Lease{})
+		return apierrors.IsNotFound(err)
+	})
+	if !strings.Contains(b.p.Log(), "the owner record deleted, tried again") {
+		t.Errorf("%s's log does not say the serial Lease was deleted when tried again", b.name)
+	}
 }
 
 // refuseDeletes has the API server refuse every delete of a Lease whose
-// name starts with prefix, until the test ends: a ValidatingAdmissionPolicy,
-// in force once a Lease of that name can no longer be deleted.
-func refuseDeletes(t *testing.T, admin client.Client, prefix string) {
+// name starts with prefix, until lift is called or the test ends: a
+// ValidatingAdmissionPolicy, in force once a Lease of that name can no
+// longer be deleted.
+func refuseDeletes(t *testing.T, admin client.Client, prefix string) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
 	name := strings.TrimSuffix(strings.ReplaceAll(prefix, ".", "-"), "-")
@@ -83,10 +94,11 @@ func refuseDeletes(t *testing.T, admin client.Client, prefix string) {
 	}
 	must(t, admin.Create(ctx, policy))
 	must(t, admin.Create(ctx, binding))
-	t.Cleanup(func() {
+	lift = func() {
 		admin.Delete(ctx, binding)
 		admin.Delete(ctx, policy)
-	})
+	}
+	t.Cleanup(lift)
 	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "corral-vdi", Name: prefix + "probe"}}
 	waitFor(t, 30*time.Second, "the admission policy refusing deletes of "+prefix+"*", func() bool {
 		if err := admin.Create(ctx, probe.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -95,4 +107,5 @@ func refuseDeletes(t *testing.T, admin client.Client, prefix string) {
 		err := admin.Delete(ctx, probe.DeepCopy())
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
 	})
+	return lift
 }
