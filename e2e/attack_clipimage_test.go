@@ -78,6 +78,18 @@ func clipImageAttacks() []attack {
 			},
 		},
 		{
+			// An admin beside the holder watches, view only: his console
+			// page shows no Clipboard, and the route refuses him too.
+			name: "ClipImageByAnAdminBeside",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				if res := a.do(t, "GET", clipOf(a.victim), "", "Tailscale-User-Login", admin); res.StatusCode != 403 {
+					t.Errorf("an admin reads alice's clipboard picture: %d; want 403", res.StatusCode)
+				}
+				return put(t, a, admin, pic)
+			},
+			status: 403, says: "invite you with control",
+		},
+		{
 			name: "ClipImageFromACrossSitePage",
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return put(t, a, "alice", pic, "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")

@@ -62,6 +62,41 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 		ws.Close()
 		must(t, expect.Locator(page.GetByTestId("watch-notice")).ToBeHidden())
 	})
+	// An admin who opens alice's desktop on the console page is beside her,
+	// view only: his page shows no controls that would type (Keys,
+	// Clipboard, the on-screen keyboard, where keys go), and its Release
+	// says it force-releases hers.
+	for _, s := range []struct {
+		name          string
+		width, height int
+		touch         bool
+	}{{"laptop", 1280, 800, false}, {"tablet", 1024, 1366, true}, {"phone", 390, 844, true}} {
+		t.Run("admin-console-"+s.name, func(t *testing.T) {
+			page := b.MustNewPage(t, 1280, 800)
+			defer page.Close()
+			signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
+			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+			admin := uxPage(t, b, s.width, s.height, s.touch)
+			defer admin.Close()
+			signIn(t, admin, p, "boss", "/desktops/local/"+d.Name)
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			must(t, expect.Locator(admin.GetByTestId("watch-notice")).ToHaveText("On it: alice (holder), boss (you, view only)"))
+			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
+			for _, id := range []string{"keys-menu", "clipboard-toggle", "onscreen-keyboard", "typing"} {
+				must(t, expect.Locator(admin.GetByTestId(id)).ToBeHidden())
+			}
+			screenshot(t, admin, "admin-console-beside")
+			if s.name == "phone" {
+				must(t, admin.GetByTestId("console-menu").Click())
+			}
+			release := admin.GetByTestId("release")
+			must(t, expect.Locator(release).ToHaveText("Release alice's desktop"))
+			must(t, release.Click())
+			must(t, expect.Locator(admin.GetByTestId("confirm-dialog")).ToContainText("Force-release alice's desktop "+d.Name+"?"))
+			screenshot(t, admin, "admin-console-release")
+			must(t, admin.GetByTestId("confirm-no").Click())
+		})
+	}
 }
 
 // TestConsoleUX_WatchPolicy: a pool with watch "consent" makes an admin's

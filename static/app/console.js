@@ -190,6 +190,13 @@ async function connect() {
     info.websocket = screenSocket(info.websocket, screenNo);
     info.screen = screenNo;
   }
+  // An admin beside the holder watches, view only, on every console but
+  // RDP, which cannot share one and gives them control
+  // (handlers.serveConsole, handleRDPSocket): the page takes no
+  // keys then, and shows no controls that would send any.
+  const { holder, me } = screen.dataset;
+  info.viewOnly = Boolean(holder && me && holder !== me && info.protocol !== 'rdp');
+  document.body.dataset.viewOnly = String(info.viewOnly);
   if (info.protocol !== 'vnc') dropEarly(); // the early socket guessed wrong
   offeredConsoles = offered;
   screen.dataset.protocol = info.protocol; // the Share panel's links open this console
