@@ -9,7 +9,7 @@ import (
 
 // Issue 58, items 2 and 4: the console bar fits every screen. The
 // connection chip is a dot at every width, its figures a tap away; the
-// status reads whole; the picture choice is not cut; and the controls fold
+// status reads whole; the picture choice is not cut and says what it is; and the controls fold
 // into Menu exactly when they do not fit (a tablet in portrait, whose
 // touch-only Keyboard button widens the bar), so the page never scrolls
 // sideways and Release is always reachable.
@@ -71,12 +71,14 @@ func TestConsoleBar_FitsEveryScreen(t *testing.T) {
 			if folded && pads != "" {
 				t.Errorf("the controls' text does not line up (left padding: a control with it): %v", pads)
 			}
-			// In the menu the picture choice is not a bare "Auto".
-			word, err := page.Evaluate(`() => document.querySelector('.vnc-quality .sr-only').getBoundingClientRect().width`)
+			// In the bar and in the menu the picture choice is not a bare
+			// "Auto": its name shows beside it, and names it for a reader.
+			word, err := page.Evaluate(`() => document.querySelector('.vnc-quality .vnc-quality-name').getBoundingClientRect().width`)
 			must(t, err)
-			if folded && toFloat(word) < 20 {
-				t.Errorf("the menu's picture choice has no visible name (%.0f px wide): it reads %q", toFloat(word), mustInputText(t, page))
+			if toFloat(word) < 20 {
+				t.Errorf("the picture choice has no visible name (%.0f px wide): it reads %q", toFloat(word), mustInputText(t, page))
 			}
+			must(t, expect.Locator(page.GetByRole("combobox", playwright.PageGetByRoleOptions{Name: "Picture"})).ToBeVisible())
 			screenshot(t, page, "bar")
 			if folded {
 				must(t, page.GetByTestId("console-menu").Click())

@@ -14,6 +14,7 @@ import templruntime "github.com/a-h/templ/runtime"
 // crisp, Fast spends fewer bytes on a slow link, WebRTC sends the video
 // on a WebRTC track (shown where the portal offers one). Hidden until a
 // VNC console opens (console-vnc.js); the browser remembers the choice.
+// Its name shows beside it: "Auto" alone does not say what it chooses.
 func vncQuality() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -31,7 +32,7 @@ func vncQuality() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\"><span class=\"sr-only\">Picture</span> <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option> <option value=\"webrtc\" hidden disabled>WebRTC</option></select></label>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<label class=\"vnc-quality live-only\" hidden data-testid=\"vnc-quality-label\"><span class=\"vnc-quality-name\">Picture</span> <select id=\"vnc-quality\" title=\"VNC picture: Auto follows the network's round trip\" data-testid=\"vnc-quality\"><option value=\"auto\">Auto</option> <option value=\"sharp\">Sharp</option> <option value=\"fast\">Fast</option> <option value=\"webrtc\" hidden disabled>WebRTC</option></select></label>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
