@@ -14,7 +14,10 @@ func TestShareDeadEnds_OneInvitationAndSharedWithMe(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	expect := playwright.NewPlaywrightAssertions(20000)
-	alice, d := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
+	// alice signs in with a long login (a company's e-mail address), which
+	// bob's phone must still read whole.
+	const holder = "alice.vandenberghe@example.com"
+	alice, d := MustOpenConsole(t, b, p, holder, "demo", 1280, 800, false)
 	invite := func(control bool) {
 		t.Helper()
 		must(t, alice.GetByTestId("share-user").Fill("bob"))
@@ -34,11 +37,23 @@ func TestShareDeadEnds_OneInvitationAndSharedWithMe(t *testing.T) {
 	signIn(t, bob, p, "bob", "/")
 	tile := bob.GetByTestId("shared")
 	must(t, expect.Locator(tile).ToHaveCount(1))
-	must(t, expect.Locator(tile).ToContainText("alice shares it with you"))
+	must(t, expect.Locator(tile).ToContainText(holder+" shares it with you"))
 	must(t, expect.Locator(tile).ToContainText("with control"))
 	screenshot(t, bob, "home-shared-with-me")
 	must(t, tile.GetByTestId("open-shared").Click())
 	must(t, expect.Locator(bob.GetByTestId("status")).ToHaveText("Connected"))
+	// On his phone the header reads whole: whose desktop, which one, and
+	// who is on it (it ended in … at 390 px).
+	must(t, expect.Locator(bob.GetByTestId("desktop-name")).ToHaveText(holder+" shares local/"+d.Name+" with you"))
+	must(t, expect.Locator(bob.GetByTestId("participants")).ToHaveText("On it: "+holder+" (holder), bob (you, can type)"))
+	for _, id := range []string{"desktop-name", "participants", "share-role", "status"} {
+		cut, err := bob.GetByTestId(id).Evaluate(`e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > innerWidth`, nil)
+		must(t, err)
+		if cut == true {
+			t.Errorf("bob's header at 390 px cuts %s: %q", id, mustText(t, bob.GetByTestId(id)))
+		}
+	}
+	screenshot(t, bob, "shared-view-phone")
 
 	// alice sees bob, in words and in the "On it:" line, beside her open panel.
 	must(t, expect.Locator(alice.GetByTestId("watch-notice")).ToContainText("bob has a console of it open"))
