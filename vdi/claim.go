@@ -165,15 +165,23 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	return Desktop{}, e
 }
 
-// newLeases returns the leading members of free that never had a Lease,
-// when leases can try them in one turn (LeaseBatcher).
+// newLeasesBatch bounds the members a claim tries in one turn of the
+// store: enough that racing claimants, which try free members in orders
+// of their own, rarely lose them all, while a turn's cost (the candidates
+// sent and checked) stays that of a small pool's claim however many
+// members a large pool has free.
+const newLeasesBatch = 16
+
+// newLeases returns the leading members of free that never had a Lease
+// (newLeasesBatch at most), when leases can try them in one turn
+// (LeaseBatcher).
 func newLeases(leases Leases, free []Member, known map[string]*Lease) []*Lease {
 	if _, ok := leases.(LeaseBatcher); !ok {
 		return nil
 	}
 	var out []*Lease
 	for _, m := range free {
-		if known[m.Name] != nil {
+		if known[m.Name] != nil || len(out) == newLeasesBatch {
 			break
 		}
 		out = append(out, &Lease{Namespace: m.Namespace, Member: m.Name})
