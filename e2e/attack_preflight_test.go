@@ -16,6 +16,23 @@ import (
 func preflightAttacks() []attack {
 	return []attack{
 		{
+			// A page elsewhere opens alice's terminal websocket in her
+			// browser (her identity, its own Origin), asking to be told a
+			// refusal in band (relay.SubprotocolRefused): the Origin check
+			// refuses it before any upgrade, and it reads nothing.
+			name: "ForeignPageAsksForARefusalInBand",
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/terminal/local/"+a.victim, "Tailscale-User-Login", "alice",
+					"Origin", "https://evil.example", "Sec-WebSocket-Protocol", "corral-vdi.refused")
+			},
+			status: 403,
+			after: func(t *testing.T, _ *arena, _ *http.Response, body string) {
+				if strings.Contains(body, "console of") {
+					t.Errorf("a foreign page read why alice's terminal is refused:\n%s", body)
+				}
+			},
+		},
+		{
 			// mallory asks whether alice's terminal is open: refused as
 			// the websocket is, learning nothing of it.
 			name: "StrangerPreflightsTheHoldersTerminal",

@@ -108,4 +108,16 @@ func refusedTerminalPages(t *testing.T, p *Portal, b *Browser, member string) {
 			page.Close()
 		}
 	}
+	// A preflight that says yes (as one does where the console's record
+	// names a replica that no longer shares it) and a websocket refused:
+	// the page says the websocket's refusal (before: "connection lost").
+	page := b.MustNewPage(t, 1280, 800)
+	defer page.Close()
+	must(t, page.Route("**/ws/terminal/**", func(r playwright.Route) {
+		must(t, r.Fulfill(playwright.RouteFulfillOptions{Status: playwright.Int(204)}))
+	}))
+	signIn(t, page, p, "dave", strings.TrimPrefix(sh.URL+"?protocol=terminal", p.URL))
+	must(t, expect.Locator(page.GetByTestId("ended-title")).ToHaveText("Not connected"))
+	must(t, expect.Locator(page.GetByTestId("ended-reason")).ToContainText("alice has no terminal console of local/"+member+" open to share."))
+	screenshot(t, page, "refused-terminal-in-band")
 }

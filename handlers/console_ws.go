@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,13 +35,43 @@ func (h *Handler) handleVNCSocket(w http.ResponseWriter, r *http.Request, id vdi
 // console for xterm.js. Resize messages are dropped: a serial line has no
 // size. One at a time, like VNC.
 func (h *Handler) handleSerialSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	return h.serveConsole(w, r, id, vdi.ProtocolSerial)
+	return h.refuseInBand(w, r, h.serveConsole(w, r, id, vdi.ProtocolSerial))
 }
 
 // handleTerminalSocket serves GET /ws/terminal/{ns}/{member}: a shell on a
 // pty of a session desktop for xterm.js; resize messages reach the pty.
 func (h *Handler) handleTerminalSocket(w http.ResponseWriter, r *http.Request, id vdi.Identity) error {
-	return h.serveConsole(w, r, id, vdi.ProtocolTerminal)
+	return h.refuseInBand(w, r, h.serveConsole(w, r, id, vdi.ProtocolTerminal))
+}
+
+// refuseInBand tells a terminal or serial console page why its websocket
+// is refused (err, which serveConsole returned before upgrading), where
+// it can read it: a browser cannot read a refused handshake's answer, and
+// the page's preflight cannot foresee every refusal (the holder's older
+// serial console that does not let go of the line, a record naming a
+// replica that no longer shares the console). A page that offers
+// relay.SubprotocolRefused gets the handshake with it and one text
+// message, the API's error JSON with its status, then a close; any other
+// client the HTTP refusal.
+func (h *Handler) refuseInBand(w http.ResponseWriter, r *http.Request, err error) error {
+	if err == nil || !websocket.IsWebSocketUpgrade(r) || !slices.Contains(websocket.Subprotocols(r), relay.SubprotocolRefused) {
+		return err
+	}
+	code, msg, hint := h.errorText(r, err)
+	up := relay.Upgrader(h.checkOrigin)
+	up.Subprotocols = []string{relay.SubprotocolRefused}
+	ws, uerr := up.Upgrade(w, r, nil)
+	if uerr != nil {
+		return nil // the upgrader has answered (a foreign Origin: 403)
+	}
+	b, _ := json.Marshal(struct {
+		Status int `json:"status"`
+		api.Error
+	}{code, api.Error{Msg: msg, Hint: hint}})
+	ws.SetWriteDeadline(time.Now().Add(time.Second))
+	ws.WriteMessage(websocket.TextMessage, b)
+	closeWS(ws, websocket.CloseNormalClosure, "refused")
+	return nil
 }
 
 // serveConsole authorizes, connects by the first relay path that works,

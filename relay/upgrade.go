@@ -33,9 +33,13 @@ const consoleWriteBuffer = 512
 // one of its own (SubprotocolViewOnly: an admin's serial console that
 // joined another admin's, a line taking one client). The page's keys
 // never reach the desktop view only, whatever it does with them.
+// A page that also offers SubprotocolRefused is told a refusal in band:
+// the handshake chooses it, one text message says why, and the console
+// closes (a browser cannot read a refused handshake's answer).
 const (
 	SubprotocolConsole  = "corral-vdi.console"
 	SubprotocolViewOnly = "corral-vdi.view-only"
+	SubprotocolRefused  = "corral-vdi.refused"
 )
 
 // Upgrader returns a websocket upgrader for console connections. It offers

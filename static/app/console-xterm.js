@@ -11,9 +11,12 @@ import { wsURL, dropped } from './console-vnc.js';
 import { errorText } from './connect.js';
 
 // The portal chooses VIEW_ONLY for a console that joined another's view
-// only, else CONSOLE (relay.SubprotocolViewOnly, relay.SubprotocolConsole).
+// only, REFUSED for one it refuses (it then says why in one message and
+// closes), else CONSOLE (relay.SubprotocolViewOnly, SubprotocolRefused,
+// SubprotocolConsole).
 const CONSOLE = 'corral-vdi.console';
 const VIEW_ONLY = 'corral-vdi.view-only';
+const REFUSED = 'corral-vdi.refused';
 const names = { serial: 'serial console', terminal: 'terminal' };
 
 // asset returns a hashed asset URL from the page, or the unhashed path the
@@ -71,7 +74,7 @@ export async function open(screen, info, ui) {
 
   // The portal chooses VIEW_ONLY when this console joined another's, view
   // only: an admin's serial console while another admin's holds the line.
-  const ws = new WebSocket(wsURL(info.websocket), [CONSOLE, VIEW_ONLY]);
+  const ws = new WebSocket(wsURL(info.websocket), [CONSOLE, VIEW_ONLY, REFUSED]);
   const notice = document.getElementById('line-notice'); // the console page's, not a shared page's
   ws.binaryType = 'arraybuffer';
   let closing = false;
@@ -81,6 +84,15 @@ export async function open(screen, info, ui) {
     }
   };
   ws.addEventListener('open', () => {
+    if (ws.protocol === REFUSED) { // what the preflight could not foresee
+      ws.addEventListener('message', (ev) => {
+        let body = {};
+        try { body = JSON.parse(ev.data); } catch { /* errorText says the status */ }
+        closing = true;
+        ui.lost(errorText(body.status, body), false, body.status >= 500, true);
+      }, { once: true });
+      return;
+    }
     const watching = info.viewOnly || ws.protocol === VIEW_ONLY;
     term.options.disableStdin = watching;
     term.loadAddon(new AttachAddon(ws, { bidirectional: !watching }));

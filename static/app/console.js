@@ -12,7 +12,7 @@ import { attachKeyboard } from './keyboard.js';
 import { attachClipboard } from './clipboard.js';
 import { attachKeysMenu } from './specialkeys.js';
 import { consoleModules, errorText, fetchConnect, pageConnect, pickOption, preloadConsole, Reconnector } from './connect.js';
-import { attachEnded, capitalised, endedKind, sentence } from './ended.js';
+import { attachEnded, capitalised, endedKind, nameLogin, sentence } from './ended.js';
 import { attachFullscreen } from './fullscreen.js';
 import { watchViewers } from './watchers.js';
 import { attachAgentNotice } from './agent-notice.js';
@@ -58,8 +58,11 @@ const ROLE_CHANGED = 'Role changed: ';
 const REJOIN_AFTER_MS = 1000;
 const REJOIN_MS = 15000;
 const REJOIN_KEY = 'corral-vdi-rejoin-until';
+const REJOIN_LOGIN_KEY = 'corral-vdi-rejoin-login'; // who the role change named
 const rejoinUntil = Number(sessionStorage.getItem(REJOIN_KEY)) || 0;
+if (Date.now() < rejoinUntil) nameLogin(sessionStorage.getItem(REJOIN_LOGIN_KEY));
 sessionStorage.removeItem(REJOIN_KEY);
+sessionStorage.removeItem(REJOIN_LOGIN_KEY);
 
 const ui = {
   say(text, kind) {
@@ -83,8 +86,11 @@ const ui = {
     // new one, and while the holder's console opens, a refusal is
     // tried again rather than shown as the end.
     if (text.startsWith(ROLE_CHANGED)) {
-      ui.say(text.slice(ROLE_CHANGED.length), 'busy'); // it starts with a login: kept as it is
+      const words = text.slice(ROLE_CHANGED.length);
+      ui.say(words, 'busy'); // it starts with a login: kept as it is
       sessionStorage.setItem(REJOIN_KEY, String(Date.now() + REJOIN_MS));
+      const came = /^(\S+) claimed this desktop/.exec(words); // console.HolderCame
+      if (came) sessionStorage.setItem(REJOIN_LOGIN_KEY, came[1]); // the page's refusals may name them
       setTimeout(() => location.reload(), REJOIN_AFTER_MS); // the page as the new role has it
       return;
     }

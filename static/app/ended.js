@@ -26,13 +26,23 @@ const titles = {
 // Kinds whose one action is the way home: reconnecting cannot help.
 const gone = new Set(['final', 'ended']);
 
+// logins the page learnt after it loaded (nameLogin).
+const logins = new Set();
+
+// nameLogin has capitalised keep login as it is where a reason starts
+// with it: a holder the page learnt of after it loaded (a role change
+// named them, and the page loaded again before its desktop showed them).
+export function nameLogin(login) {
+  if (login) logins.add(login);
+}
+
 // capitalised makes a close reason ("taken over: this desktop …") a
 // sentence: capital first letter, a full stop at the end. A reason that
 // starts with the holder's login keeps it as it is ("alice did not allow
 // the watch."): logins are case-sensitive, and "Alice" is someone else.
 export function capitalised(text) {
-  const login = document.getElementById('screen')?.dataset.holder;
-  const named = login && text.startsWith(`${login} `);
+  const holder = document.getElementById('screen')?.dataset.holder;
+  const named = [holder, ...logins].some((login) => login && text.startsWith(`${login} `));
   const t = named ? text : text.charAt(0).toUpperCase() + text.slice(1);
   return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
