@@ -27,6 +27,9 @@ type haAttack struct {
 	status int
 	says   string
 	after  func(t *testing.T, hs *haScreen, h *haArena)
+	// opened and kicked are the serial clients the row's attack opens and
+	// has virt-handler kick, where it must (none: the row's checks say).
+	opened, kicked int
 }
 
 // haArena is what the rows share: alice's serial console on a and the
@@ -38,7 +41,8 @@ type haArena struct {
 
 // haAttacks are the rows on a holder's serial line across replicas: her
 // second tab takes it over as on one replica, and nobody else does
-// (another user, an invitee, an admin beside her, a peer question).
+// (another user, an invitee, an admin beside her, a peer question), nor
+// does a guest that never reads its line keep it from her next console.
 func haAttacks() []haAttack {
 	held := func(hs *haScreen, version string) string {
 		return relay.PeerPath + "held/serial/" + version + "/" + hs.ns + "/" + hs.member
@@ -143,6 +147,34 @@ func haAttacks() []haAttack {
 			},
 			status: 401, says: "good once",
 		},
+		{
+			// The guest keeps from reading its line (a command that runs
+			// for a minute, as a hostile or hung guest may) while alice
+			// types 256 KiB ahead, so that her console's close waits
+			// behind them at virt-handler: she closes it on a and opens it
+			// on b, which gets the line once a has given up waiting for
+			// the close to be read (5 s) rather than never or refused;
+			// what virt-handler then kicks is a's client, given up.
+			name: "GuestKeepsItsLineFromClosing",
+			attack: func(t *testing.T, hs *haScreen, h *haArena) *http.Response {
+				must(t, h.alice.WriteMessage(websocket.BinaryMessage, []byte("sleep 60; cat >/dev/null\r")))
+				readUntil(h.alice, "/dev/null")
+				line := strings.Repeat("x", 63) + "\r"
+				for range 256 << 10 / (64 * 64) {
+					must(t, h.alice.WriteMessage(websocket.BinaryMessage, []byte(strings.Repeat(line, 64))))
+				}
+				h.alice.Close()
+				serial := "/ws/serial/" + hs.ns + "/" + hs.member
+				ws, res, err := dialWS(hs.reps["b"].p, "alice", serial, hs.reps["b"].p.URL)
+				if err != nil {
+					t.Fatalf("alice's serial console on b, a's close unread: %v (%v); want it open once a gave up", err, status(res))
+				}
+				t.Cleanup(func() { ws.Close() })
+				h.alice = ws
+				return res
+			},
+			status: 101, opened: 1, kicked: 1,
+		},
 	}
 }
 
@@ -185,11 +217,36 @@ func runHAAttacks(t *testing.T, hs *haScreen) {
 			if got := readUntil(h.alice, word[:2]+"0"+word[2:]); !strings.Contains(got, word[:2]+"0"+word[2:]) {
 				t.Errorf("alice's serial console after the attack read %q; want it still hers", got)
 			}
-			if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != before.Opened || n.Kicked != before.Kicked {
-				t.Errorf("the VMI's serial console: %+v, before %+v; want no client more, none kicked", n, before)
+			if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n.Opened != before.Opened+row.opened || n.Kicked != before.Kicked+row.kicked {
+				t.Errorf("the VMI's serial console: %+v, before %+v; want %d clients more, %d kicked", n, before, row.opened, row.kicked)
 			}
 			if row.after != nil {
 				row.after(t, hs, h)
+			}
+		})
+	}
+}
+
+// unheldLineAttacks are the rows on an admin's own serial line of a
+// member nobody holds (secondAdminWatches runs them while ops's holds
+// it): another admin's joins it view only, and nobody else's does:
+// mallory's, or erin's, invited by its last holder. Each is refused
+// before any dial: the VMI's serial console sees no client more.
+func unheldLineAttacks(t *testing.T, hs *haScreen, r *haReplica) {
+	t.Helper()
+	serial := "/ws/serial/" + hs.ns + "/" + hs.member
+	for _, row := range []struct{ name, user string }{
+		{"StrangerJoinsAnAdminsOwnLine", "mallory"},
+		{"FormerInviteeJoinsAnAdminsOwnLine", "erin"},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			before := hs.standIn.Consoles(hs.ns, hs.member, "console")
+			_, res, _ := dialWS(r.p, row.user, serial, r.p.URL)
+			if res == nil || res.StatusCode != 403 {
+				t.Errorf("%s's serial console of the member nobody holds: %v; want 403", row.user, status(res))
+			}
+			if n := hs.standIn.Consoles(hs.ns, hs.member, "console"); n != before {
+				t.Errorf("the VMI's serial console: %+v, before %+v; want no client more", n, before)
 			}
 		})
 	}

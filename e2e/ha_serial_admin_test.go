@@ -121,6 +121,7 @@ func secondAdminWatches(t *testing.T, hs *haScreen, a *haReplica, ops playwright
 		must(t, ada.SetViewportSize(size.w, size.h))
 		screenshot(t, ada, "ha-second-admin-watches-"+size.name)
 	}
+	unheldLineAttacks(t, hs, a)
 }
 
 // adminSerialPage opens admin user's console page of hs's member's
