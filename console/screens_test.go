@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -169,6 +170,15 @@ func startReplicaHubs(t testing.TB, table *ownerTable, name string, dial rfb.Dia
 			return
 		}
 		pipeLink(w, req, conn)
+	})
+	mux.HandleFunc("GET /peer/v1/held/{protocol}/{version}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
+		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}
+		proto, version := req.PathValue("protocol"), req.PathValue("version")
+		if _, err := verify.Check(req.Header.Get(relay.PeerAuthHeader), time.Now(), req.Host, relay.HeldKind(proto, version), ref.Namespace, ref.Name); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		json.NewEncoder(w).Encode(relay.Held{Held: r.shared.Holds(ref, vdi.Protocol(proto), version)})
 	})
 	mux.HandleFunc("GET /peer/v1/video/{nonce}/{ns}/{member}", func(w http.ResponseWriter, req *http.Request) {
 		ref := vdi.Ref{Namespace: req.PathValue("ns"), Name: req.PathValue("member")}

@@ -137,7 +137,9 @@ func (s *Streams) open(ctx context.Context, ref vdi.Ref, p vdi.Protocol, dial fu
 		return nil, "", err
 	}
 	if !exclusive {
+		done := s.lines.write(key) // a replica asking (Shared) is told it shares it
 		o = s.takeNewest(ctx, key)
+		done(o, o.Version != "")
 	}
 	if o.Version == "" {
 		s.log.Warn("the shared console is not recorded: invitees on other replicas will not find it", "console", key)
@@ -250,8 +252,9 @@ func (s *Streams) Join(ctx context.Context, ref vdi.Ref, p vdi.Protocol, control
 }
 
 // Shared reports whether the holder's console p of ref is open to Join:
-// on this replica, or on the live replica its record names (as far as the
-// record tells). It joins nothing: a page asks before it dials.
+// on this replica, or on the live replica its record names, which says
+// it shares it under that record (one that does not answer is taken to).
+// It joins nothing: a page asks before it dials.
 func (s *Streams) Shared(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (bool, error) {
 	if s.streams.Has(ref.String() + "/" + string(p)) {
 		return true, nil
@@ -260,7 +263,7 @@ func (s *Streams) Shared(ctx context.Context, ref vdi.Ref, p vdi.Protocol) (bool
 	if err != nil {
 		return false, err
 	}
-	return o.Version != "" && o.Replica != s.owners.Self() && o.Alive, nil
+	return o.Version != "" && o.Replica != s.owners.Self() && o.Alive && s.inUse(ctx, ref, p, o), nil
 }
 
 // ServeLink joins a client another replica relays over a stream link to

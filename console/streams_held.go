@@ -19,8 +19,8 @@ import (
 // not, and is writing no record of that console, never uses it again,
 // and the new console takes the record over by compare-and-swap.
 
-// lines are the records of exclusive consoles (serial lines) this
-// replica uses or is writing. The zero value is ready.
+// lines are the records of the consoles this replica shares (serial
+// lines, terminals) or is writing. The zero value is ready.
 type lines struct {
 	mu      sync.Mutex
 	held    map[string]string // console key → the record version its line is held under
@@ -70,7 +70,8 @@ func (l *lines) uses(key, version string) bool {
 
 // Holds reports whether this replica holds its console p of ref under the
 // record version, or is writing a record of it: another replica asks
-// (relay.PeerHolds) before it takes over a record naming this one.
+// (relay.PeerHolds) before it takes over a serial record naming this
+// one, or tells a page that the console it would join is open.
 func (s *Streams) Holds(ref vdi.Ref, p vdi.Protocol, version string) bool {
 	return s.lines.uses(StreamKey(ref, p), version)
 }

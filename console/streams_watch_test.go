@@ -100,3 +100,47 @@ func recordOf(table *ownerTable, ref vdi.Ref) string {
 	defer table.mu.Unlock()
 	return table.recs[console.StreamKey(ref, vdi.ProtocolSerial)].Replica
 }
+
+// TestStreams_SharedAsksTheReplica: a terminal's record naming a live
+// replica that shares it says it is shared; one left behind (its delete
+// refused) by a replica that no longer shares it does not, as a join
+// would not find it: a page's preflight and its websocket agree.
+func TestStreams_SharedAsksTheReplica(t *testing.T) {
+	table := &ownerTable{recs: map[string]console.Owner{}, dead: map[string]bool{}}
+	a, b := startReplica(t, table, "a", nil), startReplica(t, table, "b", nil)
+	ref := vdi.Ref{Namespace: "ns", Name: "ct-1"}
+	ctx := context.Background()
+	desk, up := net.Pipe()
+	defer desk.Close()
+	holder, _, err := a.shared.Open(ctx, ref, vdi.ProtocolTerminal, dialed(up, "exec"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.shared.Shared(ctx, ref, vdi.ProtocolTerminal); !ok || err != nil {
+		t.Errorf("b asked whether the terminal open on a is shared: %v, %v; want yes", ok, err)
+	}
+	key := console.StreamKey(ref, vdi.ProtocolTerminal)
+	table.mu.Lock()
+	rec := table.recs[key]
+	table.mu.Unlock()
+	holder.Close()
+	for recordOfKey(table, key) != "" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	table.mu.Lock()
+	table.recs[key] = rec // its delete refused: the record stays, naming a
+	table.mu.Unlock()
+	if ok, err := b.shared.Shared(ctx, ref, vdi.ProtocolTerminal); ok || err != nil {
+		t.Errorf("b asked whether the terminal closed on a, its record left behind, is shared: %v, %v; want no, as a join finds none", ok, err)
+	}
+	if _, _, ok, _ := b.shared.Join(ctx, ref, vdi.ProtocolTerminal, false); ok {
+		t.Error("a join on b found the closed terminal")
+	}
+}
+
+// recordOfKey is the replica the record key names, or "".
+func recordOfKey(table *ownerTable, key string) string {
+	table.mu.Lock()
+	defer table.mu.Unlock()
+	return table.recs[key].Replica
+}

@@ -147,10 +147,10 @@ func (h *peerSocket) handlePeerStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePeerHeld serves GET /peer/v1/held/{protocol}/{version}/{ns}/{member}:
-// whether this replica holds its serial console of a desktop under the
-// record version, or is writing a record of it (console.Streams.Holds),
-// for another replica that found the record naming this one and would
-// take it over (relay.PeerHolds); signed for the protocol, the version,
+// whether this replica holds its serial console or terminal of a desktop
+// under the record version, or is writing a record of it
+// (console.Streams.Holds), for another replica that found the record
+// naming this one and would take it over, or join it (relay.PeerHolds); signed for the protocol, the version,
 // the desktop and this replica, once. It changes nothing.
 func (h *peerSocket) handlePeerHeld(w http.ResponseWriter, r *http.Request) {
 	proto, version, ref := r.PathValue("protocol"), r.PathValue("version"), ref(r)
@@ -158,11 +158,12 @@ func (h *peerSocket) handlePeerHeld(w http.ResponseWriter, r *http.Request) {
 		h.refusePeer(w, r, ref, err)
 		return
 	}
-	if vdi.Protocol(proto) != vdi.ProtocolSerial {
-		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask about serial.", "No record of a %s console to ask about.", proto))
+	p := vdi.Protocol(proto)
+	if p != vdi.ProtocolSerial && p != vdi.ProtocolTerminal {
+		h.writeAPIError(w, r, vdi.Errorf(vdi.ENotFound, "Ask about serial or terminal.", "No record of a %s console to ask about.", proto))
 		return
 	}
-	writeJSON(w, http.StatusOK, relay.Held{Held: h.console.shared.Holds(ref, vdi.ProtocolSerial, version)})
+	writeJSON(w, http.StatusOK, relay.Held{Held: h.console.shared.Holds(ref, p, version)})
 }
 
 // refusePeer answers a peer link whose signature err refused.
