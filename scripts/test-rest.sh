@@ -93,7 +93,8 @@ for f in "$status_dir"/*.json; do
 	[ "$(cat "${f%.json}")" != 0 ] || continue
 	"$go" tool gotestsum --format none --raw-command -- cat "$f" 2>&1 |
 		awk -v label="$(basename "$f" .json)" '
-			/^=== FAIL: / { sub(/^=== FAIL: /, ""); print "test-rest: [" label "] failed: " $0; said = 0; next }
-			said < 3 && /^ +[A-Za-z0-9_.-]+\.go:[0-9]+: / { sub(/^ +/, ""); print "    " (length($0) > 300 ? substr($0, 1, 300) " …" : $0); said++ }'
+			/^=== FAIL: / { sub(/^=== FAIL: /, ""); print "test-rest: [" label "] failed: " $0; said = 0; failed = 1; next }
+			/^(=== |DONE )/ { failed = 0; next }
+			failed && said < 3 && /^ +[A-Za-z0-9_.-]+\.go:[0-9]+: / { sub(/^ +/, ""); print "    " (length($0) > 300 ? substr($0, 1, 300) " …" : $0); said++ }'
 done
 exit $failed
