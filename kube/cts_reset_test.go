@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -33,23 +34,34 @@ func TestCTReleaseDetached(t *testing.T) {
 	ref := d.Ref()
 	old := s.pod(t, ref.Name)
 	const hold = "corral.test/hold"
+	// The kubelet writes a Pod's status when it will: a write that meets
+	// one reads the Pod again.
 	setFinalizers := func(fs []string) {
 		t.Helper()
-		pod := s.pod(t, ref.Name)
-		if pod == nil || pod.UID != old.UID {
-			t.Fatalf("alice's Pod %s: %v; want the one she claimed", ref.Name, pod)
-		}
-		pod.Finalizers = fs
-		if _, err := s.c.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pod := s.pod(t, ref.Name)
+			if pod == nil || pod.UID != old.UID {
+				t.Fatalf("alice's Pod %s: %v; want the one she claimed", ref.Name, pod)
+			}
+			pod.Finalizers = fs
+			_, err := s.c.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	setFinalizers([]string{hold})
 	t.Cleanup(func() {
-		if pod := s.pod(t, ref.Name); pod != nil && len(pod.Finalizers) > 0 {
+		retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pod := s.pod(t, ref.Name)
+			if pod == nil || len(pod.Finalizers) == 0 {
+				return nil
+			}
 			pod.Finalizers = nil
-			s.c.Client.CoreV1().Pods(ns).Update(context.Background(), pod, metav1.UpdateOptions{})
-		}
+			_, err := s.c.Client.CoreV1().Pods(ns).Update(context.Background(), pod, metav1.UpdateOptions{})
+			return err
+		})
 	})
 
 	released := make(chan error, 1)
