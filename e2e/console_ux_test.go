@@ -34,14 +34,28 @@ func uxPage(t *testing.T, b *Browser, width, height int, touch bool) playwright.
 
 // openControl clicks a console control, through the Menu where the screen
 // folds the controls into one.
+//
+// The bar folds and unfolds as what it shows changes (a status's words:
+// fold.js), also between a look and a click, so it looks again until the
+// control is clicked.
 func openControl(t *testing.T, page playwright.Page, testid string) {
 	t.Helper()
-	if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
-		if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open != "true" {
-			must(t, page.GetByTestId("console-menu").Click())
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	for end := time.Now().Add(20 * time.Second); ; {
+		if v, _ := page.GetByTestId(testid).IsVisible(); v {
+			if page.GetByTestId(testid).Click(short) == nil {
+				return
+			}
+		} else if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
+			if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open != "true" {
+				page.GetByTestId("console-menu").Click(short)
+			}
 		}
+		if time.Now().After(end) {
+			t.Fatalf("%s is not on screen, in the console bar or its menu, after 20 s", testid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	must(t, page.GetByTestId(testid).Click())
 }
 
 // noObjectObject fails when the page shows "[object Object]" anywhere.
