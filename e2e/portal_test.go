@@ -132,13 +132,9 @@ func startPortalArgs(tb testing.TB, bin, data string, prefix, binArgs []string, 
 	}
 	args := append(append(append([]string{}, prefix...), bin), binArgs...)
 	cmd := exec.Command(args[0], args[1:]...)
+	// The portal runs with the product's default (h264=auto: H.264 where
+	// it encodes); a test that needs tiles asks for them and says why.
 	cmd.Env = append(os.Environ(), "CORRAL_VDI_DATA_DIR="+data)
-	if bin == binary {
-		// H.264 is on by default where it encodes (h264=auto); the tests
-		// that want video ask for it (TestConsole_H264 for auto), the
-		// others keep tiles and no encoder's CPU.
-		cmd.Env = append(cmd.Env, "CORRAL_VDI_H264=off")
-	}
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
