@@ -37,7 +37,7 @@ run: deps build ## build and start the portal on this machine (embedded default)
 RACE_PKGS := api auth cli connid console fanout handlers recording relay rfb snapshot static store vdi views
 RACE_RE   := /($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
-test: test-deps assets lint testcluster vm-image ## install test needs and run every test (unit packages with -race, then the rest beside e2e in E2E_SHARDS processes)
+test: test-deps assets lint testcluster vm-image encoder-rootfs ## install test needs and run every test (unit packages with -race, then the rest beside e2e in E2E_SHARDS processes)
 	$(GO) test -race $(TEST_FLAGS) $(addprefix ./,$(addsuffix /...,$(RACE_PKGS)))
 	GO=$(GO) TEST_FLAGS='$(TEST_FLAGS)' E2E_SHARDS=$(E2E_SHARDS) bash scripts/test-rest.sh '$(RACE_RE)'
 
@@ -86,8 +86,12 @@ run-cluster: deps build testcluster ## the Kubernetes backend on this machine: t
 vm-image: ## build (once; cached by version) the tiny kernel + busybox image local vm pools boot
 	@bash scripts/vm-image.sh >/dev/null
 
+.PHONY: encoder-rootfs
+encoder-rootfs: ## download and unpack (once; cached by package versions) the Debian packages of the kube backend's H.264 encoder image
+	@bash scripts/encoder-rootfs.sh >/dev/null
+
 .PHONY: release
-release: ## VERSION=vX.Y.Z: dist/ gets the kube image (OCI tarball), install.yaml and the Helm chart pinned to its digest (CHART_REGISTRY=oci://… pushes the chart), an SBOM and SHA256SUMS
+release: ## VERSION=vX.Y.Z: dist/ gets the kube image and the H.264 encoder sidecar's image (OCI tarballs), install.yaml and the Helm chart pinned to its digest (CHART_REGISTRY=oci://… pushes the chart), an SBOM and SHA256SUMS
 	VERSION=$(VERSION) bash scripts/release.sh
 
 .PHONY: image-binary docs

@@ -2,8 +2,9 @@
 # make release VERSION=vX.Y.Z: the static binary with its version and
 # commit linked in, then internal/release writes into dist/ the kube image
 # (an OCI image layout tarball), install.yaml pinned to its digest, the
-# Helm chart (pinned the same way), the SBOM and SHA256SUMS. No container
-# daemon is needed. IMAGE names the repository install.yaml and the chart
+# Helm chart (pinned the same way), the SBOM, the kube backend's H.264
+# encoder sidecar image (from Debian's packages, scripts/encoder-rootfs.sh)
+# and SHA256SUMS. No container daemon is needed. IMAGE names the repository install.yaml and the chart
 # pull from (default ghcr.io/corral-dev/corral-vdi-portal-kube);
 # CHART_REGISTRY (oci://HOST/PATH) pushes the chart there, with the
 # credentials of `helm registry login`.
@@ -14,6 +15,7 @@ commit=$(git rev-parse HEAD)
 git diff --quiet HEAD -- || commit+=-dirty
 mkdir -p dist
 VERSION=$VERSION COMMIT=$commit bash scripts/build-binary.sh dist/corral-vdi-portal
+encoder=$(bash scripts/encoder-rootfs.sh)
 go run ./internal/release/cmd/release -version "$VERSION" -commit "$commit" \
-	-created "$(git log -1 --format=%ct)" -binary dist/corral-vdi-portal \
+	-created "$(git log -1 --format=%ct)" -binary dist/corral-vdi-portal -encoder-root "$encoder/rootfs" \
 	-image "${IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-kube}" -chart-registry "${CHART_REGISTRY:-}" -out dist

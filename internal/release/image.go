@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -44,24 +46,14 @@ func Image(c Config) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release: CA certificates: %w (install Debian's ca-certificates)", err)
 	}
-	layer, err := rootfs(c.Created, []file{
-		{name: "etc/", mode: 0o755},
-		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		{name: "etc/group", mode: 0o644, data: []byte(group)},
-		{name: "etc/ssl/", mode: 0o755},
-		{name: "etc/ssl/certs/", mode: 0o755},
-		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: certs},
-		{name: "home/", mode: 0o755},
-		{name: "home/nonroot/", mode: 0o700, owner: UID},
-		{name: "tmp/", mode: 0o1777},
-		{name: "usr/", mode: 0o755},
-		{name: "usr/local/", mode: 0o755},
-		{name: "usr/local/bin/", mode: 0o755},
-		{name: "usr/local/bin/corral-vdi-portal", mode: 0o755, data: bin},
-		{name: "var/", mode: 0o755},
-		{name: "var/lib/", mode: 0o755},
-		{name: "var/lib/corral-vdi/", mode: 0o700, owner: UID},
-	})
+	layer, err := rootfs(c.Created, append(ownFiles(bin),
+		file{name: "etc/ssl/", mode: 0o755},
+		file{name: "etc/ssl/certs/", mode: 0o755},
+		file{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: certs},
+		file{name: "var/", mode: 0o755},
+		file{name: "var/lib/", mode: 0o755},
+		file{name: "var/lib/corral-vdi/", mode: 0o700, owner: UID},
+	))
 	if err != nil {
 		return nil, err
 	}
@@ -69,31 +61,39 @@ func Image(c Config) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release: image: %w", err)
 	}
+	return configure(img, c, "corral-vdi-portal-kube", "corral-vdi-portal on the Kubernetes backend", v1.Config{
+		User:         User,
+		Entrypoint:   []string{Entrypoint},
+		Cmd:          []string{"serve"},
+		WorkingDir:   "/",
+		Env:          []string{"PATH=/usr/local/bin", "CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_LISTEN=0.0.0.0:8080", "CORRAL_VDI_DATA_DIR=/var/lib/corral-vdi"},
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+	})
+}
+
+// configure gives img its config (cfg, for this machine's architecture,
+// created at c.Created) and the OCI labels, on the config and as the
+// manifest's annotations: title, description, c's version and commit,
+// the source and the creation time.
+func configure(img v1.Image, c Config, title, description string, cfg v1.Config) (v1.Image, error) {
 	labels := map[string]string{
-		"org.opencontainers.image.title":       "corral-vdi-portal-kube",
-		"org.opencontainers.image.description": "corral-vdi-portal on the Kubernetes backend",
+		"org.opencontainers.image.title":       title,
+		"org.opencontainers.image.description": description,
 		"org.opencontainers.image.version":     c.Version,
 		"org.opencontainers.image.revision":    c.Commit,
 		"org.opencontainers.image.source":      Source,
 		"org.opencontainers.image.created":     c.Created.UTC().Format(time.RFC3339),
 	}
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+	cfg.Labels = labels
+	img, err := mutate.ConfigFile(img, &v1.ConfigFile{
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
 		Created:      v1.Time{Time: c.Created.UTC()},
 		RootFS:       mustRootFS(img),
-		Config: v1.Config{
-			User:         User,
-			Entrypoint:   []string{Entrypoint},
-			Cmd:          []string{"serve"},
-			WorkingDir:   "/",
-			Env:          []string{"PATH=/usr/local/bin", "CORRAL_VDI_BACKEND=kube", "CORRAL_VDI_LISTEN=0.0.0.0:8080", "CORRAL_VDI_DATA_DIR=/var/lib/corral-vdi"},
-			ExposedPorts: map[string]struct{}{"8080/tcp": {}},
-			Labels:       labels,
-		},
+		Config:       cfg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("release: image config: %w", err)
+		return nil, fmt.Errorf("release: %s config: %w", title, err)
 	}
 	return mutate.Annotations(img, labels).(v1.Image), nil
 }
@@ -117,9 +117,28 @@ type file struct {
 	data  []byte
 }
 
-// rootfs is the image's one layer: files in a fixed order with a fixed
-// time, so that one binary always makes one digest.
+// ownFiles are what both images hold of their own: the static binary,
+// /etc/passwd and /etc/group for the non-root user, its home and /tmp.
+func ownFiles(bin []byte) []file {
+	return []file{
+		{name: "etc/", mode: 0o755},
+		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
+		{name: "etc/group", mode: 0o644, data: []byte(group)},
+		{name: "home/", mode: 0o755},
+		{name: "home/nonroot/", mode: 0o700, owner: UID},
+		{name: "tmp/", mode: 0o1777},
+		{name: "usr/", mode: 0o755},
+		{name: "usr/local/", mode: 0o755},
+		{name: "usr/local/bin/", mode: 0o755},
+		{name: "usr/local/bin/corral-vdi-portal", mode: 0o755, data: bin},
+	}
+}
+
+// rootfs is a layer of files, in their names' order with a fixed time,
+// so that one binary always makes one digest.
 func rootfs(at time.Time, files []file) (v1.Layer, error) {
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.name, b.name) })
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	for _, f := range files {

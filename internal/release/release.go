@@ -43,6 +43,10 @@ type Config struct {
 	CACerts string
 	// Out is the folder the files go to (dist/).
 	Out string
+	// EncoderRoot, when set, is the encoder image's Debian root file
+	// system (scripts/encoder-rootfs.sh's rootfs/): Build then writes the
+	// encoder sidecar's image too (EncoderImage).
+	EncoderRoot string
 }
 
 // Files are the paths Build wrote.
@@ -50,6 +54,9 @@ type Files struct {
 	Image, Install, Chart, SBOM, Sums string
 	// Digest is the image manifest's digest that install.yaml pins.
 	Digest string
+	// EncoderImage and EncoderDigest are the encoder sidecar's image and
+	// its digest, when Config.EncoderRoot asked for it.
+	EncoderImage, EncoderDigest string
 }
 
 var semver = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
@@ -99,8 +106,38 @@ func Build(c Config) (Files, error) {
 	if err := WriteSBOM(f.SBOM, c); err != nil {
 		return Files{}, err
 	}
-	if err := WriteSums(f.Sums, f.Image, f.Install, f.Chart, f.SBOM); err != nil {
+	shipped := []string{f.Image, f.Install, f.Chart, f.SBOM}
+	if c.EncoderRoot != "" {
+		f.EncoderImage = filepath.Join(c.Out, "corral-vdi-portal-encoder-"+c.Version+".oci.tar")
+		if f.EncoderDigest, err = writeEncoderImage(c, f.EncoderImage); err != nil {
+			return Files{}, err
+		}
+		shipped = append(shipped, f.EncoderImage)
+	}
+	if err := WriteSums(f.Sums, shipped...); err != nil {
 		return Files{}, err
 	}
 	return f, nil
+}
+
+// writeEncoderImage writes the encoder image of c.EncoderRoot to out and
+// returns its digest.
+func writeEncoderImage(c Config, out string) (string, error) {
+	work, err := os.MkdirTemp("", "corral-vdi-encoder-")
+	if err != nil {
+		return "", fmt.Errorf("release: %w", err)
+	}
+	defer os.RemoveAll(work)
+	img, err := EncoderImage(c, c.EncoderRoot, work)
+	if err != nil {
+		return "", err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("release: encoder image digest: %w", err)
+	}
+	if err := WriteLayout(out, img, c.Version, c.Created); err != nil {
+		return "", err
+	}
+	return digest.String(), nil
 }

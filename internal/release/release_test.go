@@ -28,15 +28,8 @@ import (
 // digest, the Helm chart (checkChart), the SBOM and SHA256SUMS.
 func TestBuild(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "corral-vdi-portal")
 	const version, commit = "v9.8.7", "0123456789abcdef0123456789abcdef01234567"
-	pkg := "github.com/corral-dev/corral-vdi-portal/portal"
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X "+pkg+".version="+version+" -X "+pkg+".commit="+commit,
-		"-o", bin, "../../cmd/corral-vdi-portal")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, version, commit)
 	out := filepath.Join(dir, "dist")
 	f, err := release.Build(release.Config{Binary: bin, Version: version, Commit: commit, Created: time.Unix(1767225600, 0),
 		Deploy: filepath.Join("..", "..", "deploy"), Image: "registry.example.com/vdi/portal", Out: out})
@@ -44,27 +37,7 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The tarball is an OCI image layout with one image, tagged version.
-	lay := filepath.Join(dir, "layout")
-	untar(t, f.Image, lay)
-	idx, err := layout.ImageIndexFromPath(lay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != version {
-		t.Fatalf("index %+v; want one image named %s", im.Manifests, version)
-	}
-	if d := im.Manifests[0].Digest.String(); d != f.Digest {
-		t.Fatalf("the layout's image %s; Build reported %s", d, f.Digest)
-	}
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := layoutImage(t, f.Image, filepath.Join(dir, "layout"), version, f.Digest)
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +201,33 @@ func extract(t *testing.T, img v1.Image, out, name string) map[string]bool {
 		t.Fatalf("the image has no %s; it has %v", name, files)
 	}
 	return files
+}
+
+// layoutImage reads the OCI image layout tarball into dir and returns its
+// image, which must be its only one, tagged version, of the digest Build
+// reported.
+func layoutImage(t *testing.T, tarball, dir, version, digest string) v1.Image {
+	t.Helper()
+	untar(t, tarball, dir)
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != version {
+		t.Fatalf("index of %s %+v; want one image named %s", filepath.Base(tarball), im.Manifests, version)
+	}
+	if d := im.Manifests[0].Digest.String(); d != digest {
+		t.Fatalf("the layout's image %s; Build reported %s", d, digest)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // grep returns the lines of s that contain sub.

@@ -24,6 +24,7 @@ func main() {
 	flag.StringVar(&c.Image, "image", release.DefaultImage, "the repository install.yaml pulls the image from")
 	flag.StringVar(&c.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the image carries")
 	flag.StringVar(&c.Out, "out", "dist", "where the files go")
+	flag.StringVar(&c.EncoderRoot, "encoder-root", "", "the encoder sidecar image's Debian root file system (scripts/encoder-rootfs.sh's rootfs/); empty: no encoder image")
 	chartRepo := flag.String("chart-registry", "", "push the chart to this OCI registry (oci://HOST/PATH), as helm push would; empty: not pushed")
 	plainHTTP := flag.Bool("chart-plain-http", false, "the chart registry speaks HTTP, not HTTPS")
 	flag.Parse()
@@ -37,10 +38,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	for _, p := range []string{f.Image, f.Install, f.Chart, f.SBOM, f.Sums} {
-		fmt.Println(p)
+	for _, p := range []string{f.Image, f.Install, f.Chart, f.SBOM, f.EncoderImage, f.Sums} {
+		if p != "" {
+			fmt.Println(p)
+		}
 	}
 	fmt.Println("image digest:", f.Digest)
+	if f.EncoderDigest != "" {
+		fmt.Println("encoder image digest:", f.EncoderDigest)
+	}
 	if *chartRepo != "" {
 		ref, err := release.PushChart(f.Chart, *chartRepo, *plainHTTP)
 		if err != nil {
