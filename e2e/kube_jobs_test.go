@@ -33,9 +33,10 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	p := e.portal
 	// Members are ready once their guest answers (a readinessProbe).
 	golden := testcluster.StoppedVM(t, e.admin, e.ns, "golden", nil)
-	golden.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
-		ReadinessProbe: &kubevirtv1.Probe{Handler: kubevirtv1.Handler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(kube.PortVNC)}}}}}
-	if err := e.admin.Update(context.Background(), golden); err != nil {
+	if err := testcluster.Update(context.Background(), e.admin, golden, func(golden *kubevirtv1.VirtualMachine) {
+		golden.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			ReadinessProbe: &kubevirtv1.Probe{Handler: kubevirtv1.Handler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(kube.PortVNC)}}}}}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.standIn.SlowClones(e.ns, 0, 6*time.Second)

@@ -44,17 +44,17 @@ func (e *capacityEnv) node(t *testing.T, name string, alloc map[string]int64) st
 	t.Cleanup(func() { e.admin.Delete(context.Background(), n) })
 	// The apiserver taints a new node not-ready; with no node controller
 	// here, the test plays kubelet and controller: ready, untainted.
-	n.Spec.Taints = nil
-	if err := e.admin.Update(e.ctx, n); err != nil {
+	if err := testcluster.Update(e.ctx, e.admin, n, func(n *corev1.Node) { n.Spec.Taints = nil }); err != nil {
 		t.Fatal(err)
 	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	n.Status.Capacity, n.Status.Allocatable = corev1.ResourceList{}, corev1.ResourceList{}
-	for r, q := range alloc {
-		n.Status.Capacity[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
-		n.Status.Allocatable[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
-	}
-	if err := e.admin.Status().Update(e.ctx, n); err != nil {
+	if err := testcluster.UpdateStatus(e.ctx, e.admin, n, func(n *corev1.Node) {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		n.Status.Capacity, n.Status.Allocatable = corev1.ResourceList{}, corev1.ResourceList{}
+		for r, q := range alloc {
+			n.Status.Capacity[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+			n.Status.Allocatable[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return n.Name
@@ -85,8 +85,8 @@ func (e *capacityEnv) vmi(t *testing.T, name, node string, phase kubevirtv1.Virt
 	if err := e.admin.Create(e.ctx, v); err != nil {
 		t.Fatal(err)
 	}
-	v.Status.NodeName, v.Status.Phase = node, phase
-	if err := e.admin.Status().Update(e.ctx, v); err != nil {
+	placed := func(v *kubevirtv1.VirtualMachineInstance) { v.Status.NodeName, v.Status.Phase = node, phase }
+	if err := testcluster.UpdateStatus(e.ctx, e.admin, v, placed); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -34,34 +34,24 @@ func TestCTReleaseDetached(t *testing.T) {
 	ref := d.Ref()
 	old := s.pod(t, ref.Name)
 	const hold = "corral.test/hold"
-	// The kubelet writes a Pod's status when it will: a write that meets
-	// one reads the Pod again.
+	// The kubelet writes a Pod's status when it will: testcluster.Update
+	// reads the Pod again when a write meets one.
+	admin := s.c.AdminClient(t)
 	setFinalizers := func(fs []string) {
 		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pod := s.pod(t, ref.Name)
-			if pod == nil || pod.UID != old.UID {
-				t.Fatalf("alice's Pod %s: %v; want the one she claimed", ref.Name, pod)
+		err := testcluster.Update(ctx, admin, old.DeepCopy(), func(pod *corev1.Pod) {
+			if pod.UID != old.UID {
+				t.Fatalf("alice's Pod %s is %s; want the one she claimed, %s", ref.Name, pod.UID, old.UID)
 			}
 			pod.Finalizers = fs
-			_, err := s.c.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{})
-			return err
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("alice's Pod %s: %v; want the one she claimed", ref.Name, err)
 		}
 	}
 	setFinalizers([]string{hold})
 	t.Cleanup(func() {
-		retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pod := s.pod(t, ref.Name)
-			if pod == nil || len(pod.Finalizers) == 0 {
-				return nil
-			}
-			pod.Finalizers = nil
-			_, err := s.c.Client.CoreV1().Pods(ns).Update(context.Background(), pod, metav1.UpdateOptions{})
-			return err
-		})
+		testcluster.Update(context.Background(), admin, old.DeepCopy(), func(pod *corev1.Pod) { pod.Finalizers = nil })
 	})
 
 	released := make(chan error, 1)

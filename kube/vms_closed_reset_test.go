@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -20,9 +23,10 @@ import (
 func testResetInClosedPool(t *testing.T, s *kubeVirtSetup, svc *vdi.Service, leases vdi.Leases) {
 	ctx := s.ctx
 	root := vdi.Identity{Login: "root", Admin: true}
-	vm := s.vm(t, "late-2")
-	vm.Annotations[kube.AnnotationAccess] = strings.ReplaceAll(vm.Annotations[kube.AnnotationAccess], `"alice"`, `"bob"`)
-	if err := s.admin.Update(ctx, vm); err != nil {
+	toBob := func(vm *kubevirtv1.VirtualMachine) {
+		vm.Annotations[kube.AnnotationAccess] = strings.ReplaceAll(vm.Annotations[kube.AnnotationAccess], `"alice"`, `"bob"`)
+	}
+	if err := testcluster.Update(ctx, s.admin, s.vm(t, "late-2"), toBob); err != nil {
 		t.Fatalf("late-2 edited to bob's: %v", err)
 	}
 	closed, err := s.vms.Pool(ctx, s.ns, "late")

@@ -20,6 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -167,10 +168,10 @@ func testKubeVirtLateClones(t *testing.T, s *kubeVirtSetup) {
 // strip removes a member's access and policy, as a hand edit would.
 func strip(t *testing.T, s *kubeVirtSetup, member string) {
 	t.Helper()
-	vm := s.vm(t, member)
-	delete(vm.Annotations, kube.AnnotationAccess)
-	delete(vm.Annotations, kube.AnnotationPolicy)
-	if err := s.admin.Update(s.ctx, vm); err != nil {
+	if err := testcluster.Update(s.ctx, s.admin, s.vm(t, member), func(vm *kubevirtv1.VirtualMachine) {
+		delete(vm.Annotations, kube.AnnotationAccess)
+		delete(vm.Annotations, kube.AnnotationPolicy)
+	}); err != nil {
 		t.Fatalf("strip %s: %v", member, err)
 	}
 }

@@ -47,8 +47,8 @@ func TestVMPoolDisksGoWithMembers(t *testing.T) {
 		if err := admin.Create(ctx, pvc); err != nil {
 			t.Fatal(err)
 		}
-		pvc.Status.Phase = corev1.ClaimBound
-		if err := admin.Status().Update(ctx, pvc); err != nil {
+		bound := func(pvc *corev1.PersistentVolumeClaim) { pvc.Status.Phase = corev1.ClaimBound }
+		if err := testcluster.UpdateStatus(ctx, admin, pvc, bound); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -161,12 +161,12 @@ func testKubeVirtJobs(t *testing.T, s *kubeVirtSetup) {
 		// snapshot (2 s late on this storage): its replica dies then,
 		// before the old VM was deleted. The replica that takes the job
 		// over must make the member fresh, not report the old one done.
-		g := s.vm(t, "golden")
-		if g.Spec.Template.ObjectMeta.Annotations == nil {
-			g.Spec.Template.ObjectMeta.Annotations = map[string]string{}
-		}
-		g.Spec.Template.ObjectMeta.Annotations["corral.dev/test-revision"] = "2"
-		if err := s.admin.Update(s.ctx, g); err != nil {
+		if err := testcluster.Update(s.ctx, s.admin, s.vm(t, "golden"), func(g *kubevirtv1.VirtualMachine) {
+			if g.Spec.Template.ObjectMeta.Annotations == nil {
+				g.Spec.Template.ObjectMeta.Annotations = map[string]string{}
+			}
+			g.Spec.Template.ObjectMeta.Annotations["corral.dev/test-revision"] = "2"
+		}); err != nil {
 			t.Fatalf("change the golden VM: %v", err)
 		}
 		n := len(s.members(t, "desk"))

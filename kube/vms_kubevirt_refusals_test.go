@@ -67,8 +67,8 @@ func testKubeVirtRefusals(t *testing.T, s *kubeVirtSetup) {
 	t.Run("GoldenRunning", func(t *testing.T) {
 		vm := s.golden(t, "running", nil)
 		always := kubevirtv1.RunStrategyAlways
-		vm.Spec.RunStrategy = &always
-		if err := s.admin.Update(s.ctx, vm); err != nil {
+		run := func(vm *kubevirtv1.VirtualMachine) { vm.Spec.RunStrategy = &always }
+		if err := testcluster.Update(s.ctx, s.admin, vm, run); err != nil {
 			t.Fatal(err)
 		}
 		s.waitFor(t, 30*time.Second, "KubeVirt to start it", func() (bool, error) {
@@ -103,42 +103,34 @@ func testKubeVirtRefusals(t *testing.T, s *kubeVirtSetup) {
 	})
 	t.Run("NoSnapshotGate", func(t *testing.T) {
 		s.golden(t, "gated", nil)
-		var kv kubevirtv1.KubeVirt
-		key := client.ObjectKey{Namespace: testcluster.KubeVirtNamespace, Name: "kubevirt"}
-		if err := s.admin.Get(s.ctx, key, &kv); err != nil {
-			t.Fatal(err)
-		}
-		gates := kv.Spec.Configuration.DeveloperConfiguration.FeatureGates
-		kv.Spec.Configuration.DeveloperConfiguration.FeatureGates = []string{"VMPersistentState"}
-		if err := s.admin.Update(s.ctx, &kv); err != nil {
+		kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: testcluster.KubeVirtNamespace, Name: "kubevirt"}}
+		var gates []string
+		if err := testcluster.Update(s.ctx, s.admin, kv, func(kv *kubevirtv1.KubeVirt) {
+			gates = kv.Spec.Configuration.DeveloperConfiguration.FeatureGates
+			kv.Spec.Configuration.DeveloperConfiguration.FeatureGates = []string{"VMPersistentState"}
+		}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := s.admin.Get(s.ctx, key, &kv); err == nil {
+			testcluster.Update(s.ctx, s.admin, kv, func(kv *kubevirtv1.KubeVirt) {
 				kv.Spec.Configuration.DeveloperConfiguration.FeatureGates = gates
-				s.admin.Update(s.ctx, &kv)
-			}
+			})
 		})
 		refusedOneLine(t, "KubeVirt without its Snapshot gate", create("p", "gated", 1), vdi.EInvalid,
 			"KubeVirt "+testcluster.KubeVirtVersion, "Snapshot feature gate", "featureGates of KubeVirt kubevirt/kubevirt")
 		s.nothingCloned(t, "KubeVirt without its Snapshot gate")
 		// Under OpenShift Virtualization's operator an edit of the KubeVirt
 		// CR is undone: the hint names the HyperConverged CR instead.
-		if err := s.admin.Get(s.ctx, key, &kv); err != nil {
-			t.Fatal(err)
-		}
-		if kv.Labels == nil {
-			kv.Labels = map[string]string{}
-		}
-		kv.Labels["app.kubernetes.io/managed-by"] = "hco-operator"
-		if err := s.admin.Update(s.ctx, &kv); err != nil {
+		if err := testcluster.Update(s.ctx, s.admin, kv, func(kv *kubevirtv1.KubeVirt) {
+			if kv.Labels == nil {
+				kv.Labels = map[string]string{}
+			}
+			kv.Labels["app.kubernetes.io/managed-by"] = "hco-operator"
+		}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := s.admin.Get(s.ctx, key, &kv); err == nil {
-				delete(kv.Labels, "app.kubernetes.io/managed-by")
-				s.admin.Update(s.ctx, &kv)
-			}
+			testcluster.Update(s.ctx, s.admin, kv, func(kv *kubevirtv1.KubeVirt) { delete(kv.Labels, "app.kubernetes.io/managed-by") })
 		})
 		refusedOneLine(t, "KubeVirt under HCO without its Snapshot gate", create("p", "gated", 1), vdi.EInvalid,
 			"Snapshot feature gate", "HyperConverged", "kubevirt.kubevirt.io/jsonpatch")
@@ -182,14 +174,12 @@ func testKubeVirtRefusals(t *testing.T, s *kubeVirtSetup) {
 			t.Fatal(err)
 		}
 		extra := s.disk(t, "grows-extra", testcluster.StorageClassNoSnap, nil)
-		if err := s.admin.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
-			t.Fatal(err)
-		}
-		spec := &g.Spec.Template.Spec
-		spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "extra", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
-		spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "extra", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
-			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: extra.Name}}}})
-		if err := s.admin.Update(s.ctx, g); err != nil {
+		if err := testcluster.Update(s.ctx, s.admin, g, func(g *kubevirtv1.VirtualMachine) {
+			spec := &g.Spec.Template.Spec
+			spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "extra", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
+			spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "extra", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: extra.Name}}}})
+		}); err != nil {
 			t.Fatal(err)
 		}
 		var before kubevirtv1.VirtualMachine

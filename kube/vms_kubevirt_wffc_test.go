@@ -71,9 +71,14 @@ func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
 		t.Fatalf("snapshots %v; want the shared one kept while the members' disks wait", first)
 	}
 	// Each member's first start: the scheduler picks a node for its disk.
-	for _, p := range pvcs {
+	onNode1 := func(p *corev1.PersistentVolumeClaim) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
 		p.Annotations[testcluster.AnnSelectedNode] = "node-1"
-		if err := s.admin.Update(s.ctx, &p); err != nil {
+	}
+	for _, p := range pvcs {
+		if err := testcluster.Update(s.ctx, s.admin, &p, onNode1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,8 +94,7 @@ func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
 		t.Helper()
 		for _, p := range restored() {
 			if p.Annotations[testcluster.AnnSelectedNode] == "" {
-				p.Annotations[testcluster.AnnSelectedNode] = "node-1"
-				if err := s.admin.Update(s.ctx, &p); err != nil {
+				if err := testcluster.Update(s.ctx, s.admin, &p, onNode1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -116,11 +120,9 @@ func testKubeVirtWFFC(t *testing.T, s *kubeVirtSetup) {
 	// the new state, and the old one goes once nothing needs it. The
 	// sweep deletes; KubeVirt's snapshot controller lets the object go
 	// once its finalizer is done, a moment later.
-	if err := s.admin.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
-		t.Fatal(err)
-	}
-	g.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
-	if err := s.admin.Update(s.ctx, g); err != nil {
+	if err := testcluster.Update(s.ctx, s.admin, g, func(g *kubevirtv1.VirtualMachine) {
+		g.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.vms.ResizePool(s.ctx, s.ns, "lazy", 4, func(string) bool { return false }); err != nil {

@@ -211,9 +211,8 @@ func testDefinitionDuringReset(t *testing.T, s *vmSetup, standIn *testcluster.Ku
 	// A member still carrying its plan when the admin changes one part
 	// of the definition gets the whole of it, not that part on top of
 	// its plan's: it agrees with the others at once.
-	planned := vm(chg1.Name)
-	planned.Annotations[kube.AnnotationAccess] = "base64url." + base64.RawURLEncoding.EncodeToString([]byte(`{"access":{"users":["alice","bob"]},"limits":{}}`))
-	if err := admin.Update(ctx, planned); err != nil {
+	plan := "base64url." + base64.RawURLEncoding.EncodeToString([]byte(`{"access":{"users":["alice","bob"]},"limits":{}}`))
+	if err := testcluster.Update(ctx, admin, vm(chg1.Name), func(m *kubevirtv1.VirtualMachine) { m.Annotations[kube.AnnotationAccess] = plan }); err != nil {
 		t.Fatal(err)
 	}
 	listed("chg-1 closed, carrying its plan", func(m vdi.Member) bool { return m.Name == chg1.Name && m.Closed != "" })
@@ -226,10 +225,10 @@ func testDefinitionDuringReset(t *testing.T, s *vmSetup, standIn *testcluster.Ku
 	// hand) and chg-2 carries no access of its own: the loop deletes
 	// nothing.
 	for _, name := range []string{"chg-1", "chg-2"} {
-		m := vm(name)
-		delete(m.Annotations, kube.AnnotationAccess)
-		delete(m.Annotations, kube.AnnotationPolicy)
-		if err := admin.Update(ctx, m); err != nil {
+		if err := testcluster.Update(ctx, admin, vm(name), func(m *kubevirtv1.VirtualMachine) {
+			delete(m.Annotations, kube.AnnotationAccess)
+			delete(m.Annotations, kube.AnnotationPolicy)
+		}); err != nil {
 			t.Fatalf("strip %s: %v", name, err)
 		}
 	}

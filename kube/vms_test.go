@@ -30,8 +30,7 @@ func TestVMs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if status.PrintableStatus != "" {
-			o.Status = status
-			if err := admin.Status().Update(ctx, o); err != nil {
+			if err := testcluster.UpdateStatus(ctx, admin, o, func(o *kubevirtv1.VirtualMachine) { o.Status = status }); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -43,9 +43,10 @@ func TestUSBRedir_Kube(t *testing.T) {
 	for _, name := range []string{"usb-1", "plain-1"} {
 		vm := testcluster.StoppedVM(t, admin, ns, name, map[string]string{vdi.LabelPool: strings.TrimSuffix(name, "-1")})
 		if name == "usb-1" {
-			vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
-				Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{ClientPassthrough: &kubevirtv1.ClientPassthroughDevices{}}}}}
-			if err := admin.Update(ctx, vm); err != nil {
+			if err := testcluster.Update(ctx, admin, vm, func(vm *kubevirtv1.VirtualMachine) {
+				vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{ClientPassthrough: &kubevirtv1.ClientPassthroughDevices{}}}}}
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -67,8 +67,11 @@ func CreateStoppedVM(ctx context.Context, cl client.Client, namespace, name stri
 	if err := cl.Create(ctx, vm); err != nil {
 		return nil, fmt.Errorf("testcluster: create VM %s/%s: %w", namespace, name, err)
 	}
-	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
-	if err := cl.Status().Update(ctx, vm); err != nil {
+	// virt-controller, where it runs, writes the new VM's status too.
+	stopped := func(vm *kubevirtv1.VirtualMachine) {
+		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+	}
+	if err := UpdateStatus(ctx, cl, vm, stopped); err != nil {
 		return nil, fmt.Errorf("testcluster: status of VM %s/%s: %w", namespace, name, err)
 	}
 	return vm, nil

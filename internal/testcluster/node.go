@@ -89,15 +89,13 @@ func (kv *KubeVirt) StartNode(tb testing.TB) *Node {
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, k.Node, metav1.GetOptions{})
-	if err != nil {
-		tb.Fatalf("testcluster: node stand-in: %v", err)
+	schedulable := func(node *corev1.Node) {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[kubevirtv1.NodeSchedulable] = "true"
 	}
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
-	}
-	node.Labels[kubevirtv1.NodeSchedulable] = "true"
-	if _, err := c.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if err := Update(ctx, c.AdminClient(tb), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.Node}}, schedulable); err != nil {
 		tb.Fatalf("testcluster: label the stand-in Node schedulable: %v", err)
 	}
 	dir, err := os.MkdirTemp("", "kvnode") // short: the desktops put Unix sockets here

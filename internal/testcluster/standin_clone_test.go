@@ -71,8 +71,9 @@ func testStandInCloneTriesAgain(t *testing.T, s *testcluster.KubeVirtStandIn, ad
 	earlier := clone("earlier", "dst-earlier")
 	waitPhase(earlier, clonev1beta1.RestoreInProgress)
 	vm := testcluster.StoppedVM(t, admin, ns, "dst-earlier", nil)
-	vm.Annotations = map[string]string{"restore.kubevirt.io/lastRestoreUID": "restore-" + string(earlier.UID)}
-	if err := admin.Update(ctx, vm); err != nil {
+	if err := testcluster.Update(ctx, admin, vm, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Annotations = map[string]string{"restore.kubevirt.io/lastRestoreUID": "restore-" + string(earlier.UID)}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	s.ReleaseClones(ns)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -38,6 +39,36 @@ func TestCluster(t *testing.T) {
 			t.Errorf("the admin impersonating nobody listing namespaces: %v; want Forbidden", err)
 		}
 	})
+	t.Run("UpdateMeetsAnotherWriter", func(t *testing.T) {
+		// Another writer (a controller) changes the object between the
+		// test's read and its write: Update reads it again and applies
+		// the test's change on top, keeping the other's.
+		cl := c.AdminClient(t)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(t), Name: "written-twice"}}
+		if err := cl.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		err := testcluster.Update(ctx, cl, cm.DeepCopy(), func(mine *corev1.ConfigMap) {
+			if calls++; calls == 1 {
+				other := cm.DeepCopy()
+				other.Data = map[string]string{"other": "written"}
+				if err := cl.Update(ctx, other); err != nil {
+					t.Fatalf("the other writer: %v", err)
+				}
+			}
+			if mine.Data == nil {
+				mine.Data = map[string]string{}
+			}
+			mine.Data["mine"] = "written"
+		})
+		if err != nil || calls != 2 {
+			t.Fatalf("Update after another writer: %v, change applied %d times; want done on the second try", err, calls)
+		}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil || len(cm.Data) != 2 {
+			t.Errorf("after Update: %v, %v; want both writers' keys", cm.Data, err)
+		}
+	})
 	t.Run("KubeVirtKinds", func(t *testing.T) {
 		c.InstallKubeVirt(t)
 		ns := c.Namespace(t)
@@ -57,8 +88,9 @@ func TestCluster(t *testing.T) {
 		if len(list.Items) != 1 || list.Items[0].Spec.RunStrategy == nil || *list.Items[0].Spec.RunStrategy != stopped {
 			t.Errorf("listed %+v; want the one halted VM", list.Items)
 		}
-		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
-		if err := cl.Status().Update(ctx, vm); err != nil {
+		if err := testcluster.UpdateStatus(ctx, cl, vm, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+		}); err != nil {
 			t.Errorf("status subresource: %v", err)
 		}
 	})
