@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
 // serialAfterAFailedRelease: alice's serial console ends on a, but the
@@ -72,33 +74,14 @@ func serialAfterAFailedRelease(t *testing.T, hs *haScreen, a, b *haReplica) {
 func refuseDeletes(t *testing.T, admin client.Client, prefix string) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
-	name := strings.TrimSuffix(strings.ReplaceAll(prefix, ".", "-"), "-")
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"leases"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "!request.name.startsWith('" + prefix + "')", Message: "the test refuses deletes of these Leases"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	must(t, admin.Create(ctx, policy))
-	must(t, admin.Create(ctx, binding))
-	lift = func() {
-		admin.Delete(ctx, binding)
-		admin.Delete(ctx, policy)
-	}
-	t.Cleanup(lift)
+	lift = testcluster.Refuse(t, admin, testcluster.Refusal{
+		Name:       strings.TrimSuffix(strings.ReplaceAll(prefix, ".", "-"), "-"),
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Group:      "coordination.k8s.io",
+		Resource:   "leases",
+		Allow:      "!request.name.startsWith('" + prefix + "')",
+		Message:    "the test refuses deletes of these Leases",
+	})
 	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "corral-vdi", Name: prefix + "probe"}}
 	waitFor(t, 30*time.Second, "the admission policy refusing deletes of "+prefix+"*", func() bool {
 		if err := admin.Create(ctx, probe.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -6,14 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
@@ -282,46 +279,16 @@ func testLateCloneOvertaken(t *testing.T, s *kubeVirtSetup, svc *vdi.Service, re
 // status in the setup's namespace.
 func holdCloneDone(t *testing.T, s *kubeVirtSetup, target string) (release func()) {
 	t.Helper()
-	name := "hold-clones-" + s.ns
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{clonev1beta1.SchemeGroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"virtualmachineclones/status"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.?labels[?'" + kube.LabelCloneTarget + "'].orValue('') != '" + target + "' || " +
-					"!(object.?status.?phase.orValue('') in ['CreatingTargetVM', 'Succeeded'])",
-				Message: "the test holds the clones of " + target + " short of done"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: s.ns}}}},
-	}
-	for _, o := range []client.Object{policy, binding} {
-		if err := s.admin.Create(s.ctx, o); err != nil {
-			t.Fatalf("hold the clones of %s: %v", target, err)
-		}
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			s.admin.Delete(context.WithoutCancel(s.ctx), binding)
-			s.admin.Delete(context.WithoutCancel(s.ctx), policy)
-		})
-	}
-	t.Cleanup(release)
-	return release
+	return testcluster.Refuse(t, s.admin, testcluster.Refusal{
+		Name:       "hold-clones-" + s.ns,
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Group:      clonev1beta1.SchemeGroupVersion.Group,
+		Resource:   "virtualmachineclones/status",
+		Namespace:  s.ns,
+		Allow: "object.metadata.?labels[?'" + kube.LabelCloneTarget + "'].orValue('') != '" + target + "' || " +
+			"!(object.?status.?phase.orValue('') in ['CreatingTargetVM', 'Succeeded'])",
+		Message: "the test holds the clones of " + target + " short of done",
+	})
 }
 
 // mustHeld waits until the API server refuses to mark target's clone
