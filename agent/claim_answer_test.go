@@ -19,30 +19,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
 )
 
-// lockDeleteAwaits is a Leases store with claim-lock Leases, as on
-// Kubernetes, whose lock deletes say when they start and then wait until
-// the client has the tool's answer, or until their own deadline, and say
-// which came first.
-type lockDeleteAwaits struct {
-	vdi.Leases
-	started  chan struct{}
-	read     chan struct{}
-	unlocked chan bool // true: the client had the answer first
-}
-
-func (s lockDeleteAwaits) Delete(ctx context.Context, l *vdi.Lease) error {
-	if l.Pool == "claim.lock" {
-		close(s.started)
-		select {
-		case <-s.read:
-			s.unlocked <- true
-		case <-ctx.Done():
-			s.unlocked <- false
-		}
-	}
-	return s.Leases.Delete(context.WithoutCancel(ctx), l)
-}
-
 // TestClaimDesktop_AnswersBeforeLockLetGo: the agent's claim_desktop lets
 // its user's claim lock go beside joining the desktop's screen, not after
 // it (the join can take seconds, and the lock holds her next claim), and
@@ -56,13 +32,13 @@ func TestClaimDesktop_AnswersBeforeLockLetGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	leases := lockDeleteAwaits{Leases: db.Leases(), started: make(chan struct{}), read: make(chan struct{}), unlocked: make(chan bool, 1)}
+	leases := leasetest.NewLockDeleteAwaits(db.Leases())
 	log := slog.New(slog.DiscardHandler)
 	svc := vdi.NewService(vdi.Config{Backend: leasetest.NewPool("local", "mcp", 1, 1), Leases: leases, Audit: db, Log: log})
 	lockHeldAtJoin := make(chan bool, 1)
 	seat := New(Config{Desktops: svc, Audit: db, Log: log, Join: func(context.Context, vdi.Identity, vdi.Ref) (net.Conn, error) {
 		select {
-		case <-leases.started:
+		case <-leases.Started:
 			lockHeldAtJoin <- false
 		case <-time.After(10 * time.Second):
 			lockHeldAtJoin <- true
@@ -80,7 +56,7 @@ func TestClaimDesktop_AnswersBeforeLockLetGo(t *testing.T) {
 	}
 	defer s.Close()
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "claim_desktop", Arguments: map[string]any{"pool": "local/mcp"}})
-	close(leases.read)
+	close(leases.Read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +69,7 @@ func TestClaimDesktop_AnswersBeforeLockLetGo(t *testing.T) {
 	if <-lockHeldAtJoin {
 		t.Error("claim_desktop joined the screen with alice's claim lock still held (no delete in 10 s); want it let go beside the join")
 	}
-	if first := <-leases.unlocked; !first {
+	if first := <-leases.Unlocked; !first {
 		t.Error("claim_desktop's answer came only after the claim lock's delete gave up waiting; want the answer first")
 	}
 }

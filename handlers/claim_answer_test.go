@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,27 +10,6 @@ import (
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
 )
-
-// unlockAwaitsClient is a Leases store with claim-lock Leases, as on
-// Kubernetes, whose lock deletes wait until the client has the whole
-// answer, or until their own deadline, and say which came first.
-type unlockAwaitsClient struct {
-	vdi.Leases
-	read     chan struct{}
-	unlocked chan bool // true: the client had the answer first
-}
-
-func (s unlockAwaitsClient) Delete(ctx context.Context, l *vdi.Lease) error {
-	if l.Pool == "claim.lock" {
-		select {
-		case <-s.read:
-			s.unlocked <- true
-		case <-ctx.Done():
-			s.unlocked <- false
-		}
-	}
-	return s.Leases.Delete(context.WithoutCancel(ctx), l)
-}
 
 // TestClaim_AnswersBeforeLockLetGo: the claim routes send their whole
 // answer (the JSON desktop, the form's redirect) before the claim lets
@@ -50,7 +28,7 @@ func TestClaim_AnswersBeforeLockLetGo(t *testing.T) {
 		{"kiosk", "/kiosk/kiosk?ns=local", http.StatusSeeOther, "/kiosk/kiosk?ns=local"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leases := unlockAwaitsClient{Leases: e.db.Leases(), read: make(chan struct{}), unlocked: make(chan bool, 1)}
+			leases := leasetest.NewLockDeleteAwaits(e.db.Leases())
 			svc := vdi.NewService(vdi.Config{Backend: leasetest.NewPool("local", tc.name, 1, 1), Leases: leases, Audit: e.db, Log: e.log})
 			srv := httptest.NewServer(New(Config{Desktops: svc, Auth: e.auth, Sessions: e.db, Assets: e.assets, Log: e.log,
 				PublicURLs: []string{"http://example.com"}}))
@@ -66,11 +44,11 @@ func TestClaim_AnswersBeforeLockLetGo(t *testing.T) {
 			}
 			b, err := io.ReadAll(res.Body)
 			res.Body.Close()
-			close(leases.read)
+			close(leases.Read)
 			if got := string(b) + res.Header.Get("Location"); err != nil || res.StatusCode != tc.code || !strings.Contains(got, tc.want) {
 				t.Fatalf("POST %s: %d %.200q %v; want %d with %s", tc.path, res.StatusCode, got, err, tc.code, tc.want)
 			}
-			if first := <-leases.unlocked; !first {
+			if first := <-leases.Unlocked; !first {
 				t.Errorf("POST %s: the answer ended only after the claim lock's delete gave up waiting; want the answer first", tc.path)
 			}
 		})
