@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -65,11 +67,11 @@ func NewVMs(c Config) (*VMs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt subresources client: %w", err)
 	}
-	cl, err := clones(cfg)
+	cl, err := crdClient(cfg, clonev1beta1.SchemeGroupVersion, clonev1beta1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt clone client: %w", err)
 	}
-	sn, err := snapshots(cfg)
+	sn, err := crdClient(cfg, snapshotv1beta1.SchemeGroupVersion, snapshotv1beta1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt snapshot client: %w", err)
 	}
@@ -91,22 +93,27 @@ func NewVMs(c Config) (*VMs, error) {
 
 // kubevirtClient returns a REST client for kubevirt.io/v1.
 func kubevirtClient(cfg *rest.Config) (rest.Interface, error) {
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &kubevirtv1.GroupVersion
-	c.APIPath = "/apis"
-	// KubeVirt's kinds are CRDs: JSON only, no protobuf.
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
+	rc, err := crdClient(cfg, kubevirtv1.GroupVersion, kubevirtv1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubevirt client: %w", err)
 	}
 	return rc, nil
+}
+
+// crdClient returns a REST client for gv, whose kinds add registers.
+// KubeVirt's kinds are CRDs: JSON only, no protobuf.
+func crdClient(cfg *rest.Config, gv schema.GroupVersion, add func(*runtime.Scheme) error) (rest.Interface, error) {
+	scheme := runtime.NewScheme()
+	if err := add(scheme); err != nil {
+		return nil, err
+	}
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	return rest.RESTClientFor(c)
 }
 
 // list returns the pool members in namespace (the configured one when

@@ -11,10 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	clonev1beta1 "kubevirt.io/api/clone/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
@@ -50,20 +47,6 @@ const (
 // errCloneUnfinished: a clone outlived its wait; it goes on, and makes its
 // VM (in its pool: the clone carries the labels) when it is done.
 var errCloneUnfinished = errors.New("kube: the clone has not finished")
-
-func clones(cfg *rest.Config) (rest.Interface, error) {
-	scheme := runtime.NewScheme()
-	if err := clonev1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &clonev1beta1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	return rest.RESTClientFor(c)
-}
 
 // Recreate makes an ephemeral member fresh: it is cloned again from the
 // pool's golden VM (AnnotationSource) under the same name, with the

@@ -12,9 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	snapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 
@@ -45,20 +42,6 @@ const (
 	LabelSnapshotOf  = "corral.dev/vdi-snapshot-of"
 	LabelGoldenState = "corral.dev/vdi-golden-state"
 )
-
-func snapshots(cfg *rest.Config) (rest.Interface, error) {
-	scheme := runtime.NewScheme()
-	if err := snapshotv1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &snapshotv1beta1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	return rest.RESTClientFor(c)
-}
 
 // sharedSnapshots are the golden VMs' snapshots being found or taken in
 // this process.
