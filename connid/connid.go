@@ -56,6 +56,13 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
+// HostPrefix is a prefix the kernel delivers to this host, and the
+// device its route names.
+type HostPrefix struct {
+	Prefix netip.Prefix
+	Dev    string
+}
+
 // Verdict is what Classify found out about one connection.
 type Verdict struct {
 	Kind Kind

@@ -167,6 +167,27 @@ func TestIsHostAddr(t *testing.T) {
 	}
 }
 
+// TestHostPrefixes: the host's own address is listed with its device,
+// loopback's never (the e2e identity attack lists a local route with no
+// address record).
+func TestHostPrefixes(t *testing.T) {
+	own := netip.MustParseAddr(hostAddress(t))
+	hps, err := HostPrefixes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, hp := range hps {
+		if hp.Prefix.Addr().IsLoopback() {
+			t.Errorf("HostPrefixes lists %v; want no loopback", hp)
+		}
+		found = found || hp.Prefix == netip.PrefixFrom(own, 32) && hp.Dev != ""
+	}
+	if !found {
+		t.Errorf("HostPrefixes() = %v; want %s/32 with its device", hps, own)
+	}
+}
+
 func TestClassify_Unix(t *testing.T) {
 	c := New(Config{Desktop: desktopRange})
 	dir, err := os.MkdirTemp("", "connid-unix")

@@ -23,3 +23,7 @@ func isHostAddr(a netip.Addr) (bool, error) { return false, errNotLinux }
 func PeerUID(*net.UnixConn) (int, error) {
 	return 0, errors.New("peer credentials are only read on Linux; set CORRAL_VDI_ADMIN_SOCKET=off")
 }
+
+// HostPrefixes cannot ask the kernel here: the interfaces' addresses are
+// all a caller learns of the host.
+func HostPrefixes() ([]HostPrefix, error) { return nil, nil }

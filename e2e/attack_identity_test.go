@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
 // Connection identity, attacked from a desktop's uid on this host: the
@@ -22,8 +24,15 @@ import (
 // issue's closing note says how).
 
 // identityTestAddr is a test-private address (RFC 2544 benchmarking
-// range) given to a dummy interface of this host for row b.
-const identityTestAddr = "198.18.7.7"
+// range) that row b makes this host's (testnet.AddHostAddr: a local
+// route, no address record, so browser tests beside it see no network
+// change), inside identityTestNet, which its portal trusts.
+// TestAttacks_IdentityNotRoot has a /24 of its own, so that neither
+// test's address is in the other's trusted prefix when its portal starts.
+const (
+	identityTestAddr = "198.18.7.7"
+	identityTestNet  = "198.18.7.0/24"
+)
 
 func TestAttacks_Identity(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -114,9 +123,9 @@ func identityAttacks(sock string) []attack {
 		// trusted proxy.
 		{
 			name: "ForgedHeaderFromAnotherHostAddress",
-			env:  []string{"CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,::1/128,198.18.0.0/15"},
+			env:  []string{"CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,::1/128," + identityTestNet},
 			setup: func(t *testing.T, a *arena) {
-				addHostAddress(t, identityTestAddr)
+				testnet.AddHostAddr(t, identityTestAddr)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				for _, r := range forged(a, a.freeMember(t)) {
@@ -128,7 +137,7 @@ func identityAttacks(sock string) []attack {
 			after: func(t *testing.T, a *arena, _ *http.Response, _ string) {
 				// With that address on the host, such a prefix is refused
 				// at start, in one line.
-				cmd := newPortalCmd(t, "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,198.18.0.0/15")
+				cmd := newPortalCmd(t, "CORRAL_VDI_BACKEND=local", "CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,"+identityTestNet)
 				var out strings.Builder
 				cmd.Stdout, cmd.Stderr = &out, &out
 				if err := cmd.Start(); err != nil {
@@ -137,8 +146,8 @@ func identityAttacks(sock string) []attack {
 				stop := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() }) // it started instead
 				err := cmd.Wait()
 				stop.Stop()
-				if err == nil || !strings.Contains(out.String(), "CORRAL_VDI_TRUSTED_PROXIES: 198.18.0.0/15 covers "+identityTestAddr) {
-					t.Errorf("a portal trusting 198.18.0.0/15 with %s on the host: %v; want a refusal at start\n%s", identityTestAddr, err, out.String())
+				if err == nil || !strings.Contains(out.String(), "CORRAL_VDI_TRUSTED_PROXIES: "+identityTestNet+" covers "+identityTestAddr) {
+					t.Errorf("a portal trusting %s with %s on the host: %v; want a refusal at start\n%s", identityTestNet, identityTestAddr, err, out.String())
 				}
 			},
 		},
@@ -304,9 +313,10 @@ func TestAttacks_IdentityNotRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start the portal as nobody and add a host address")
 	}
+	const addr = "198.18.8.8" // beside identityTestAddr's /24
 	p := MustStartPortalAsNobody(t, "CORRAL_VDI_ADMINS="+admin, "CORRAL_VDI_DEMO_POOL_SIZE=1",
-		"CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,::1/128,198.18.0.0/15")
-	addHostAddress(t, identityTestAddr)
+		"CORRAL_VDI_TRUSTED_PROXIES=127.0.0.1/32,::1/128,198.18.8.0/24")
+	testnet.AddHostAddr(t, addr)
 	list := forgedRequest{"GET", "/api/vdi/desktops?all=1", ""}
 	for _, tc := range []struct {
 		name string
@@ -314,9 +324,9 @@ func TestAttacks_IdentityNotRoot(t *testing.T) {
 		from []string
 		want int
 	}{
-		{"portal's uid from another host address", nobody, []string{"--interface", identityTestAddr}, 401},
+		{"portal's uid from another host address", nobody, []string{"--interface", addr}, 401},
 		{"portal's uid from loopback", nobody, nil, 200},
-		{"another local user from another host address", 4242, []string{"--interface", identityTestAddr}, 200},
+		{"another local user from another host address", 4242, []string{"--interface", addr}, 200},
 	} {
 		res := curlAs(t, tc.uid, p.URL, list, tc.from...)
 		if body := readBody(res); res.StatusCode != tc.want {
@@ -331,28 +341,4 @@ func readBody(res *http.Response) string {
 	bufio.NewReader(res.Body).WriteTo(&b)
 	res.Body.Close()
 	return b.String()
-}
-
-// addHostAddress gives this host addr until the test ends: on a dummy
-// interface of its own, or one end of a veth pair where the kernel has
-// no dummy driver, or else on loopback.
-func addHostAddress(t *testing.T, addr string) {
-	t.Helper()
-	const dev = "cvd-id0"
-	exec.Command("ip", "link", "del", dev).Run() // left by a killed run
-	exec.Command("ip", "addr", "del", addr+"/32", "dev", "lo").Run()
-	on := dev
-	if exec.Command("ip", "link", "add", dev, "type", "dummy").Run() != nil &&
-		exec.Command("ip", "link", "add", dev, "type", "veth", "peer", "name", "cvd-id1").Run() != nil {
-		on = "lo"
-	}
-	t.Cleanup(func() {
-		exec.Command("ip", "link", "del", dev).Run()
-		exec.Command("ip", "addr", "del", addr+"/32", "dev", "lo").Run()
-	})
-	for _, args := range [][]string{{"addr", "add", addr + "/32", "dev", on}, {"link", "set", on, "up"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
 }

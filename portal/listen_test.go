@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/connid"
 )
 
 func TestParseListen(t *testing.T) {
@@ -37,7 +39,9 @@ func TestParseListen(t *testing.T) {
 }
 
 func TestCheckTrustedProxies(t *testing.T) {
-	host := []hostAddr{{netip.MustParseAddr("172.17.0.1"), "docker0"}, {netip.MustParseAddr("fe80::1"), "eth0"}}
+	host := []connid.HostPrefix{{Prefix: netip.MustParsePrefix("172.17.0.1/32"), Dev: "docker0"}, {Prefix: netip.MustParsePrefix("fe80::1/128"), Dev: "eth0"},
+		{Prefix: netip.MustParsePrefix("198.18.0.0/24"), Dev: "lo"}} // a local route: ip route add local 198.18.0.0/24 dev lo
+
 	for _, tc := range []struct {
 		prefixes string
 		bad      string
@@ -47,6 +51,9 @@ func TestCheckTrustedProxies(t *testing.T) {
 		{"127.0.0.1/32,172.16.0.0/12", "172.16.0.0/12 covers 172.17.0.1 (docker0)"},
 		{"0.0.0.0/0", "covers 172.17.0.1"},
 		{"fe80::/10", "covers fe80::1 (eth0)"},
+		{"198.18.0.0/15", "covers 198.18.0.0/24 (lo)"},
+		{"198.18.0.7/32", "198.18.0.7/32 lies in 198.18.0.0/24 (lo)"},
+		{"198.18.1.0/24", ""},
 	} {
 		var prefixes []netip.Prefix
 		for _, p := range strings.Split(tc.prefixes, ",") {
