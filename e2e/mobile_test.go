@@ -95,14 +95,19 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 
 	// A tap is a left click: it focuses the terminal window (the keys below
 	// reach the shell only if it has the focus).
-	// The phone keeps a desktop 1024 px wide: wait for it, then tap the
-	// desktop's pixel (200, 200), inside its terminal window.
+	// The phone keeps a desktop 1024 px wide with the screen's shape, so
+	// that at fit it fills the screen to its bottom edge (at most 1600 px
+	// high, it left a fifth of a 390x844 phone empty): wait for it, then
+	// tap the desktop's pixel (200, 200), inside its terminal window.
 	var size []any
-	waitFor(t, 15*time.Second, "the phone's 1024 px wide desktop", func() bool {
-		v, err := page.Evaluate(`() => { const c = document.querySelector('#screen canvas'); return c ? [c.width, c.height] : [0, 0]; }`)
+	filled := func() bool {
+		v, err := page.Evaluate(`() => { const c = document.querySelector('#screen canvas');
+			return c ? [c.width, c.height, c.getBoundingClientRect().height, document.querySelector('#screen').getBoundingClientRect().height] : [0, 0, 0, 0]; }`)
 		size, _ = v.([]any)
-		return err == nil && len(size) == 2 && toInt(size[0]) == 1024
-	})
+		return err == nil && len(size) == 4 && toInt(size[0]) == 1024 && toFloat(size[2]) >= toFloat(size[3])-2
+	}
+	waitFor(t, 15*time.Second, "the phone's 1024 px wide desktop, filling the screen", filled)
+	screenshot(t, page, "vnc-390x844-filled")
 	box, err := page.Locator("#screen canvas").BoundingBox()
 	must(t, err)
 	at := func(dx, dy float64) (float64, float64) {
@@ -150,6 +155,13 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 		t.Error("a two-finger tap on the desktop drew no menu; want a right click")
 	}
 	screenshot(t, page, "two-finger-menu")
+
+	// A tablet in portrait is as wide as a phone's desktop: it gets a
+	// desktop of its own size, which fills it too.
+	must(t, page.SetViewportSize(1024, 1366))
+	waitFor(t, 15*time.Second, "the tablet's own 1024 px wide desktop, filling the screen", filled)
+	screenshot(t, page, "vnc-1024x1366")
+	must(t, page.SetViewportSize(390, 844))
 
 	t.Run("terminal", func(t *testing.T) {
 		_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=terminal")

@@ -14,13 +14,19 @@ import { attachScreens, layoutOf, MAX_SCREENS, pinViewport, sendLayout } from '.
 // and a pinch (or the 1:1 button) zooms in, as on a tablet's photo.
 export const PHONE_WIDTH = 1024;
 
+// PHONE_MAX_HEIGHT bounds a phone's desktop: 2.5 times PHONE_WIDTH, taller
+// than any phone's screen in portrait below the console bar (390 x 788 CSS
+// px asks 1024 x 2069), so the desktop fills the screen at fit; its frame
+// buffer stays about 10 MB.
+const PHONE_MAX_HEIGHT = 2560;
+
 // desktopSize is the size to ask the server for a screen of w x h CSS px:
 // the screen's own when it is wide enough, else PHONE_WIDTH wide with the
-// screen's shape (within 640-1600 px high, so a tall phone still gets a
-// desktop whose windows fit).
+// screen's shape (at least 640 px high, so a phone on its side still gets
+// a desktop whose windows fit; at most PHONE_MAX_HEIGHT).
 export function desktopSize(w, h) {
   if (w >= PHONE_WIDTH || w <= 0) return { w, h };
-  return { w: PHONE_WIDTH, h: Math.round(Math.min(1600, Math.max(640, h * PHONE_WIDTH / w))) };
+  return { w: PHONE_WIDTH, h: Math.round(Math.min(PHONE_MAX_HEIGHT, Math.max(640, h * PHONE_WIDTH / w))) };
 }
 
 // sized makes rfb read its screen's size in whole CSS pixels, ask the
