@@ -35,6 +35,9 @@ func wanPrint(r wanRun) {
 		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s %6.1f KiB/frame  portal CPU %5.1f%%  encoder CPU %5.1f%%  desktop server CPU %5.1f%%\n",
 			name, r.profile, w, r.fps[w], r.kbps[w], perFrame(r, w), r.portalCPU[w], r.encCPU[w], r.xCPU[w])
 	}
+	if r.dragMoved < 250 { // halfway it should be ~500 px across
+		fmt.Printf("BENCH   drag (%s %s %s): the window had moved %d px halfway, not ~500: its row is no drag's\n", r.console, r.profile, r.quality, r.dragMoved)
+	}
 }
 
 // perFrame returns the KiB sent per changed frame of workload w.

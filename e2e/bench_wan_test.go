@@ -93,6 +93,7 @@ type wanRun struct {
 	idleLinkKiBMin                     float64 // all the link carried to the browser meanwhile, TCP/IP and pings included
 	idleUDP                            map[string]int64
 	settleKiB                          float64 // sent in the 2 s after the churn stopped
+	dragMoved                          int     // px the dragged window had moved halfway through the drag
 }
 
 // TestBench_WAN measures, for `make bench-wan`, the consoles over shaped
@@ -251,14 +252,24 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	}()
 
 	// window opens an xterm running cmd at geometry and returns its pid and
-	// its place on the desktop (x, y, width, height).
+	// its place on the desktop (x, y, width, height) once openbox has framed
+	// and placed it: two reads alike, 300 ms apart (while it reparents,
+	// xwininfo can still say 0,0, above which no title bar is to drag).
 	window := func(title, geometry, cmd string) (string, [4]int) {
 		pid := strings.TrimSpace(pidLine(g.run(fmt.Sprintf("xterm -title %s -geometry %s -e sh -c %q >/dev/null 2>&1 & echo pid=$!", title, geometry, cmd))))
 		pid = strings.TrimPrefix(pid, "pid=")
 		var m []string
+		var before string
 		if !eventually(15*time.Second, func() bool {
 			m = winPosRe.FindStringSubmatch(g.run("xwininfo -name " + title))
-			return m != nil
+			settled := m != nil && m[0] == before
+			if m != nil {
+				before = m[0]
+			}
+			if !settled {
+				time.Sleep(300 * time.Millisecond)
+			}
+			return settled
 		}) {
 			t.Fatalf("window %s did not open", title)
 		}
@@ -358,9 +369,12 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	r.settleKiB = float64(link.sentToBrowser(t)-b0) / 1024
 	g.run("kill " + pid + "; pkill -CONT -P " + pid)
 
-	// A window dragged by its title bar across the screen and back.
+	// A window dragged by its title bar across the screen and back. Where
+	// it is halfway is noted inside the desktop (not by the test, which
+	// would pause the drag) and says whether the drag moved it.
 	pid, box = window("wandrag", "60x15+100+150", "sleep 600")
 	watch([4]int{0, 100, 1000, 500})
+	g.run(fmt.Sprintf("rm -f ~/.wandrag.mid; (sleep %.2f; xwininfo -name wandrag >~/.wandrag.mid) >/dev/null 2>&1 & true", d.Seconds()/2+0.1))
 	span("drag", func() {
 		from, err := page.Evaluate(clientPoint, []int{box[0] + 60, box[1] - 8})
 		must(t, err)
@@ -381,6 +395,9 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 		}
 		must(t, page.Mouse().Up())
 	})
+	if m := winPosRe.FindStringSubmatch(g.run("cat ~/.wandrag.mid; rm -f ~/.wandrag.mid")); m != nil {
+		r.dragMoved = atoi(m[1]) - box[0]
+	}
 	g.run("kill " + pid)
 
 	// Idle, the issue's goal: after 10 s at rest, the console's own bytes
