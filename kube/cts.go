@@ -189,8 +189,9 @@ func (c *CTs) pods(ctx context.Context, p *ctPool) (map[string]*corev1.Pod, erro
 	if st := c.podCache.store(p.Namespace); st != nil {
 		objs, _ := st.ByIndex(poolIndex, p.Namespace+"/"+p.Name)
 		out := make(map[string]*corev1.Pod, len(objs))
+		in := p.memberSet()
 		for _, o := range objs {
-			if pod := o.(*corev1.Pod); p.has(pod.Name) {
+			if pod := o.(*corev1.Pod); in[pod.Name] {
 				out[pod.Name] = pod
 			}
 		}
@@ -201,8 +202,9 @@ func (c *CTs) pods(ctx context.Context, p *ctPool) (map[string]*corev1.Pod, erro
 		return nil, fmt.Errorf("kube: list Pods of CT pool %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	out := make(map[string]*corev1.Pod, len(list.Items))
+	in := p.memberSet()
 	for i := range list.Items {
-		if pod := &list.Items[i]; p.has(pod.Name) {
+		if pod := &list.Items[i]; in[pod.Name] {
 			out[pod.Name] = pod
 		}
 	}
