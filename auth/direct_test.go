@@ -32,7 +32,7 @@ func TestDirectLoopback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := request(tc.remote, nil, tc.header...)
 			r.Host = tc.host
-			err := auth.DirectLoopback(r)
+			err := auth.DirectLoopback(r, "Signing in by name", "Sign in through your proxy.")
 			if tc.want == "" && err != nil {
 				t.Errorf("DirectLoopback = %v; want nil", err)
 			}

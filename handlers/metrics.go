@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-dev/corral-vdi-portal/auth"
 	"github.com/corral-dev/corral-vdi-portal/console"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -143,12 +144,22 @@ func boolGauge(b bool) float64 {
 	return 0
 }
 
-// handler serves GET /metrics in the Prometheus text format; with a
-// token, only to requests bearing it, refusing others through refuse.
+// handler serves GET /metrics in the Prometheus text format (it names
+// pools and their namespaces): with a token, only to requests bearing it;
+// without one, only to requests straight from this machine (a Prometheus
+// beside the embedded default), never through a proxy. It refuses others
+// through refuse.
 func (m *metrics) handler(token string, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 	if token == "" {
-		return h
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := auth.DirectLoopback(r, "Reading /metrics without a token",
+				"Scrape it on the portal's own machine at http://127.0.0.1, or set CORRAL_VDI_METRICS_TOKEN (or _FILE) and send Authorization: Bearer <token>."); err != nil {
+				refuse(w, r, err)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -22,7 +22,8 @@ func (h *signIn) signInRefusal(r *http.Request) error {
 		return vdi.Errorf(vdi.EForbidden, "Reach the portal through its identity proxy (e.g. tailscale serve), which signs you in.",
 			"Signing in by name is only offered while the portal listens on loopback (CORRAL_VDI_LISTEN).")
 	}
-	return auth.DirectLoopback(r)
+	return auth.DirectLoopback(r, "Signing in by name",
+		"Sign in through your identity provider or proxy (e.g. tailscale serve adds your identity), or open the portal at http://127.0.0.1 on its own machine.")
 }
 
 // signInProps returns the sign-in page's props for the enabled ways in.

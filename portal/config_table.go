@@ -40,7 +40,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{group: "server", name: "metrics-token-file", secret: true, help: "file holding the bearer token /metrics requires; or set CORRAL_VDI_METRICS_TOKEN",
+	{group: "server", name: "metrics-token-file", secret: true, help: "file holding the bearer token /metrics requires (without one, /metrics answers only requests straight from this machine, never through a proxy; a deployed portal is not ready without it); or set CORRAL_VDI_METRICS_TOKEN",
 		set: func(c *Config, v string) error { c.Server.MetricsToken = strings.TrimSpace(v); return nil }},
 
 	// auth

@@ -2,7 +2,8 @@ package portal
 
 import "github.com/corral-dev/corral-vdi-portal/auth"
 
-// sharedSecret is one key every replica must have the same of.
+// sharedSecret is one key of the deployed portal's Secret: every replica
+// must have the same of it.
 type sharedSecret struct {
 	env string // the environment variable the Deployment sets
 	key string // the key in the Secret, as deploy/ names it
@@ -16,6 +17,10 @@ func (c Config) missingSharedSecrets() []sharedSecret {
 		{"CORRAL_VDI_SESSION_KEYS", "session-keys", len(c.Auth.SessionKeys) > 0},
 		{"CORRAL_VDI_TOKEN_KEYS", "token-keys", len(c.Console.TokenKeys) > 0},
 		{"CORRAL_VDI_PEER_SECRET", "peer-secret", len(c.Console.PeerSecret) > 0},
+		// /metrics names pools and namespaces: a deployed portal, reached
+		// through an Ingress that sends it every path, never serves it
+		// without a token.
+		{"CORRAL_VDI_METRICS_TOKEN", "metrics-token", c.Server.MetricsToken != ""},
 	}
 	if contains(c.Auth.Modes, auth.ModeOIDC) {
 		all = append(all, sharedSecret{"CORRAL_VDI_OIDC_CLIENT_SECRET", "oidc-client-secret", c.Auth.OIDC.ClientSecret != ""})

@@ -79,7 +79,7 @@ func TestCheckSharedSecrets(t *testing.T) {
 	if n := strings.Count(line, "\n"); n != 1 {
 		t.Fatalf("%d log lines; want one:\n%s", n, line)
 	}
-	for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "session-keys", "peer-secret", "CORRAL_VDI_SESSION_KEYS", "kubectl -n corral-vdi create secret generic corral-vdi-secrets"} {
+	for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "session-keys", "peer-secret", "metrics-token", "CORRAL_VDI_SESSION_KEYS", "kubectl -n corral-vdi create secret generic corral-vdi-secrets"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log %q; want %q", line, want)
 		}
@@ -89,6 +89,7 @@ func TestCheckSharedSecrets(t *testing.T) {
 	}
 
 	env["CORRAL_VDI_SESSION_KEYS"], env["CORRAL_VDI_PEER_SECRET"] = testKey2, "a-peer-secret-of-enough-length"
+	env["CORRAL_VDI_METRICS_TOKEN"] = "a-metrics-token"
 	if c, err = ParseConfig(nil, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
