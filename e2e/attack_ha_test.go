@@ -49,6 +49,31 @@ func haAttacks() []haAttack {
 	}
 	return []haAttack{
 		{
+			// mallory reads /metrics of a replica as deploy/ runs it (an
+			// Ingress sends every path to it) without the token: refused,
+			// where it named every pool and namespace. Prometheus, with
+			// the Secret's metrics-token, reads it.
+			name: "MetricsWithoutTheToken",
+			attack: func(t *testing.T, hs *haScreen, _ *haArena) *http.Response {
+				res, err := http.Get(hs.reps["b"].p.URL + "/metrics")
+				must(t, err)
+				return res
+			},
+			status: 401, says: "bearer token",
+			after: func(t *testing.T, hs *haScreen, _ *haArena) {
+				req, err := http.NewRequest("GET", hs.reps["b"].p.URL+"/metrics", nil)
+				must(t, err)
+				req.Header.Set("Authorization", "Bearer "+hs.secrets["corral-vdi-secrets/metrics-token"])
+				res, err := http.DefaultClient.Do(req)
+				must(t, err)
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 || !strings.Contains(string(body), "corral_vdi_pool_size") {
+					t.Errorf("/metrics with the Secret's token: %d; want 200 with the pools' series", res.StatusCode)
+				}
+			},
+		},
+		{
 			// mallory opens alice's serial console on b, to take the line
 			// over as her second tab would: refused before any dial.
 			name: "StrangerTakesTheSerialLineOnAnotherReplica",

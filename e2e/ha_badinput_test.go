@@ -43,7 +43,7 @@ func TestHA_BadInput(t *testing.T) {
 		if n := strings.Count(log, `msg="not ready"`); n != 1 {
 			t.Errorf("%d not-ready lines for 4 probes; want one:\n%s", n, log)
 		}
-		for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "keys=session-keys,token-keys,peer-secret", "kubectl -n corral-vdi create secret generic corral-vdi-secrets"} {
+		for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "keys=session-keys,token-keys,peer-secret,metrics-token", "kubectl -n corral-vdi create secret generic corral-vdi-secrets"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("log lacks %q:\n%s", want, log)
 			}
@@ -53,9 +53,7 @@ func TestHA_BadInput(t *testing.T) {
 	t.Run("MissingRBAC", func(t *testing.T) {
 		ns := c.Namespace(t)
 		kubeconfig := testcluster.WriteKubeconfig(t, c.ServiceAccount(t, ns, "corral-vdi-portal"))
-		env := haEnv(t, map[string]string{
-			"corral-vdi-secrets/session-keys": randomKey(t), "corral-vdi-secrets/token-keys": randomKey(t), "corral-vdi-secrets/peer-secret": randomKey(t),
-		}, kubeconfig)
+		env := haEnv(t, deploySecrets(t), kubeconfig)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, binary, "serve")
@@ -83,9 +81,7 @@ func TestHA_BadInput(t *testing.T) {
 			must(t, err)
 		}
 		applyNamespacedRBAC(t, c2, given)
-		env := haEnv(t, map[string]string{
-			"corral-vdi-secrets/session-keys": randomKey(t), "corral-vdi-secrets/token-keys": randomKey(t), "corral-vdi-secrets/peer-secret": randomKey(t),
-		}, testcluster.WriteKubeconfig(t, c2.PortalServiceAccount(t)))
+		env := haEnv(t, deploySecrets(t), testcluster.WriteKubeconfig(t, c2.PortalServiceAccount(t)))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, binary, "serve")

@@ -36,11 +36,7 @@ func startHAScreen(t *testing.T, env ...string) *haScreen {
 	h := &haScreen{standIn: c.StartKubeVirtStandIn(t), admin: c.AdminClient(t), ns: c.Namespace(t), reps: map[string]*haReplica{}}
 	applyNamespacedRBAC(t, c, h.ns)
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	h.secrets = map[string]string{
-		"corral-vdi-secrets/session-keys": randomKey(t),
-		"corral-vdi-secrets/token-keys":   randomKey(t),
-		"corral-vdi-secrets/peer-secret":  randomKey(t),
-	}
+	h.secrets = deploySecrets(t)
 	h.env = append(append(haEnv(t, h.secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+h.ns), env...)
 	for _, name := range []string{"a", "b", "c"} {
 		h.reps[name] = startReplica(t, name, t.TempDir(), "127.0.0.1:0", h.env)

@@ -127,6 +127,17 @@ func applyNamespacedRBAC(t *testing.T, c *testcluster.Cluster, pools ...string) 
 	must(t, err)
 }
 
+// deploySecrets returns the keys of the Secret corral-vdi-secrets, as
+// docs/operating.md has an operator make them, named as haEnv takes them
+// ("corral-vdi-secrets/<key>").
+func deploySecrets(t *testing.T) map[string]string {
+	s := map[string]string{}
+	for _, key := range []string{"session-keys", "token-keys", "peer-secret", "metrics-token"} {
+		s["corral-vdi-secrets/"+key] = randomKey(t)
+	}
+	return s
+}
+
 func randomKey(t *testing.T) string {
 	b := make([]byte, 32)
 	rand.Read(b)
@@ -223,11 +234,7 @@ func TestHA(t *testing.T) {
 	ns, ns2, ns3 := c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	applyNamespacedRBAC(t, c, ns, ns2)
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	secrets := map[string]string{
-		"corral-vdi-secrets/session-keys": randomKey(t),
-		"corral-vdi-secrets/token-keys":   randomKey(t),
-		"corral-vdi-secrets/peer-secret":  randomKey(t),
-	}
+	secrets := deploySecrets(t)
 	env := append(haEnv(t, secrets, kubeconfig), "CORRAL_VDI_POOL_NAMESPACES="+ns+","+ns2)
 	t.Logf("replica environment from deploy/deployment.yaml: %s", strings.Join(redact(env), " "))
 

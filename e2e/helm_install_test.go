@@ -54,8 +54,11 @@ func TestHelm_InstallFromOCI(t *testing.T) {
 	ctx := context.Background()
 	must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
-	must(t, admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corral-vdi-secrets"},
-		StringData: map[string]string{"session-keys": randomKey(t), "token-keys": randomKey(t), "peer-secret": randomKey(t)}}))
+	keys := map[string]string{}
+	for name, v := range deploySecrets(t) {
+		keys[strings.TrimPrefix(name, "corral-vdi-secrets/")] = v
+	}
+	must(t, admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corral-vdi-secrets"}, StringData: keys}))
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")

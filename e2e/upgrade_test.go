@@ -119,11 +119,7 @@ func TestUpgrade_Skew(t *testing.T) {
 	ns := c.Namespace(t)
 	applyNamespacedRBAC(t, c, ns)
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	secrets := map[string]string{
-		"corral-vdi-secrets/session-keys": randomKey(t),
-		"corral-vdi-secrets/token-keys":   randomKey(t),
-		"corral-vdi-secrets/peer-secret":  randomKey(t),
-	}
+	secrets := deploySecrets(t)
 	shared := []string{"CORRAL_VDI_POOL_NAMESPACES=" + ns, "CORRAL_VDI_DATABASE_URL=" + testpg.Shared(t).NewDatabase(t)}
 	oldEnv := append(haEnvFrom(t, prev.deploy, secrets, kubeconfig), shared...)
 	newEnv := append(haEnv(t, secrets, kubeconfig), shared...)

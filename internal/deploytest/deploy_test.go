@@ -214,6 +214,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, dir string, known map[s
 			"CORRAL_VDI_SESSION_KEYS": "corral-vdi-secrets/session-keys",
 			"CORRAL_VDI_TOKEN_KEYS":   "corral-vdi-secrets/token-keys",
 			"CORRAL_VDI_PEER_SECRET":  "corral-vdi-secrets/peer-secret",
+			// /metrics is never open on a deployed portal.
+			"CORRAL_VDI_METRICS_TOKEN": "corral-vdi-secrets/metrics-token",
 		}
 		if dir == "overlays/oidc" || dir == "overlays/gateway" {
 			want["CORRAL_VDI_OIDC_CLIENT_SECRET"] = "corral-vdi-secrets/oidc-client-secret"
