@@ -1,6 +1,7 @@
 package deploytest_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
@@ -207,6 +208,43 @@ func TestChartH264(t *testing.T) {
 		}
 		if got != want || set != (want != "") {
 			t.Errorf("h264 %q: CORRAL_VDI_H264 %q (set %v); want %q, set only when given", want, got, set, want)
+		}
+	}
+}
+
+// TestChartMakesTheSecret: with secrets.create the chart makes the Secret
+// the Deployment reads, with every key the portal needs before it is
+// ready (the metrics token among them), each 32 random bytes as base64
+// text, as docs/operating.md's openssl rand makes them, and other keys at
+// each fresh render.
+func TestChartMakesTheSecret(t *testing.T) {
+	keys := func() map[string]string {
+		ch, err := deploytest.RenderChart(chartDir, "corral-vdi", "corral-vdi", map[string]any{"secrets": map[string]any{"create": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range ch.Objects {
+			if u.GetKind() != "Secret" || u.GetName() != "corral-vdi-secrets" {
+				continue
+			}
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			out := map[string]string{}
+			for k, v := range data {
+				text, err := base64.StdEncoding.DecodeString(v)
+				if raw, err2 := base64.StdEncoding.DecodeString(string(text)); err != nil || err2 != nil || len(raw) != 32 {
+					t.Errorf("key %s is %q; want 32 random bytes as base64 text", k, text)
+				}
+				out[k] = string(text)
+			}
+			return out
+		}
+		t.Fatal("with secrets.create the chart renders no Secret corral-vdi-secrets")
+		return nil
+	}
+	first, second := keys(), keys()
+	for _, k := range []string{"session-keys", "token-keys", "peer-secret", "metrics-token"} {
+		if first[k] == "" || first[k] == second[k] {
+			t.Errorf("key %s: %q, then %q; want a new random key at each fresh render", k, first[k], second[k])
 		}
 	}
 }
