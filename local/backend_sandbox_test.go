@@ -43,29 +43,8 @@ func shell(t *testing.T, b *local.Backend, ref vdi.Ref, line string) string {
 // and its home across a stop and a restart of the backend (the uid is
 // recorded in the member's folder), and the home stays its uid's.
 func TestBackend_SandboxedPersistentMember(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need root")
-	}
-	if err := local.CheckDesktopDeps(); err != nil {
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "csb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o711)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	sandbox, err := local.NewSandbox(local.SandboxConfig{UIDs: "201700-201799", Registry: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sandbox.UnfenceHost() }) // New installs it
+	dir, db, sandbox := mustSandboxed(t, "csb", local.SandboxConfig{UIDs: "201700-201799"})
 	open := func() *local.Backend {
 		b, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: slog.New(slog.DiscardHandler), Sandbox: sandbox})
 		if err != nil {
@@ -110,4 +89,38 @@ func TestBackend_SandboxedPersistentMember(t *testing.T) {
 	if err := syscall.Stat(filepath.Join(dir, "local", "members", "keep-1", "home", "file"), &st); err != nil || int(st.Uid) == 0 {
 		t.Errorf("home file owner %d, %v; want the member's uid", st.Uid, err)
 	}
+}
+
+// mustSandboxed makes a data dir (under os.TempDir, named from prefix,
+// 0711 as the portal's) with its SQLite store, and a sandbox of cfg (its
+// uid registry a temporary dir of the test's), all gone when the test
+// ends; the sandbox's host fence is lifted after the test's own cleanups
+// (a backend's StopAll). It skips the test unless root with the desktops'
+// programs.
+func mustSandboxed(t *testing.T, prefix string, cfg local.SandboxConfig) (string, *store.DB, *local.Sandbox) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxed desktops need root")
+	}
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o711)
+	db, err := store.Open(context.Background(), filepath.Join(dir, "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg.Registry = t.TempDir()
+	sandbox, err := local.NewSandbox(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sandbox.UnfenceHost() }) // New installs it
+	return dir, db, sandbox
 }

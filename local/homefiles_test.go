@@ -29,29 +29,8 @@ func mustFilesMember(t *testing.T, tmpfsHome string) (*local.Backend, vdi.Ref, s
 // mustFilesMemberWith is mustFilesMember for a desktop under limits.
 func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*local.Backend, vdi.Ref, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("sandboxed desktops need root")
-	}
-	if err := local.CheckDesktopDeps(); err != nil {
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "cfl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o711)
-	db, err := store.Open(ctx, filepath.Join(dir, "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	sandbox, err := local.NewSandbox(local.SandboxConfig{UIDs: "201800-201899", Registry: t.TempDir(), Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sandbox.UnfenceHost() }) // New installs it; after StopAll (cleanups run last first)
+	dir, db, sandbox := mustSandboxed(t, "cfl", local.SandboxConfig{UIDs: "201800-201899", Limits: limits})
 	b, err := local.New(ctx, local.Config{DB: db, Dir: filepath.Join(dir, "local"), Log: slog.New(slog.DiscardHandler), Sandbox: sandbox})
 	if err != nil {
 		t.Fatal(err)
