@@ -59,30 +59,7 @@ func TestAttacks_Identity(t *testing.T) {
 			dropHostFence(t, arenas[key].p, first, first+99)
 		}
 	}
-	for _, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
-			a := arenas[strings.Join(row.env, " ")]
-			if row.setup != nil {
-				row.setup(t, a)
-			}
-			before := a.snapshot(t)
-			res := row.attack(t, a)
-			if res == nil {
-				t.Fatal("the row's attack returned no response")
-			}
-			body := readBody(res)
-			if res.StatusCode != row.status {
-				t.Errorf("attack answered %d; want %d (%s)", res.StatusCode, row.status, body)
-			}
-			if row.says != "" && !strings.Contains(body, row.says) {
-				t.Errorf("answer does not say %q:\n%s", row.says, body)
-			}
-			a.checkUnchanged(t, before, row.changes, row.consoles)
-			if row.after != nil {
-				row.after(t, a, res, body)
-			}
-		})
-	}
+	runAttacks(t, rows, arenas)
 }
 
 func identityAttacks(sock string) []attack {

@@ -74,6 +74,13 @@ func TestAttacks(t *testing.T) {
 			arenas[key] = newArena(t, row.env)
 		}
 	}
+	runAttacks(t, rows, arenas)
+}
+
+// runAttacks runs each row against its arena (by its env): its setup, the
+// attack, the answer's status and words, no session cookie handed to the
+// attacker, nothing changed but what the row allows, then its own checks.
+func runAttacks(t *testing.T, rows []attack, arenas map[string]*arena) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			a := arenas[strings.Join(row.env, " ")]
