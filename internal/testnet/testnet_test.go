@@ -14,10 +14,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A Net changes no address in the host's network namespace, which every
-// Chromium there would take for a network change (ERR_NETWORK_CHANGED on
-// its requests under way), and still works both ways: the namespace
-// reaches the host's end (a host address), the host reaches the other.
+// A Net, and an address AddHostAddr makes the host's, change no address
+// in the host's network namespace, which every Chromium there would take
+// for a network change (ERR_NETWORK_CHANGED on its requests under way),
+// and still work: the namespace reaches the host's end (a host address),
+// the host reaches the other; a process of the host binds the added
+// address and connects from it.
 func TestNew_NoHostAddressChange(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
@@ -51,6 +53,17 @@ func TestNew_NoHostAddressChange(t *testing.T) {
 			t.Errorf("the host to the namespace's end %s: %q, %v; want reached", n.Outside, said, err)
 		}
 	}) // its cleanup has removed it
+	const added = "198.18.9.9"
+	t.Run("HostAddr", func(t *testing.T) {
+		AddHostAddr(t, added)
+		l := Listen(t, "127.0.0.1:0")
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(added)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port)))
+		if err != nil {
+			t.Fatalf("from %s, which AddHostAddr made the host's: %v", added, err)
+		}
+		c.Close()
+	}) // its cleanup has removed it
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 200000})
 	buf := make([]byte, 1<<16)
 	for {
@@ -63,9 +76,17 @@ func TestNew_NoHostAddressChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range msgs {
-			if (m.Header.Type == unix.RTM_NEWADDR || m.Header.Type == unix.RTM_DELADDR) && len(m.Data) >= unix.SizeofIfAddrmsg &&
-				int(binary.NativeEndian.Uint32(m.Data[4:8])) == index {
+			if (m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR) || len(m.Data) < unix.SizeofIfAddrmsg {
+				continue
+			}
+			if int(binary.NativeEndian.Uint32(m.Data[4:8])) == index {
 				t.Errorf("netlink message %d for the host's end of the Net (index %d): an address added or removed in the host's namespace", m.Header.Type, index)
+			}
+			attrs, _ := syscall.ParseNetlinkRouteAttr(&m)
+			for _, a := range attrs {
+				if ip := net.IP(a.Value); len(a.Value) == 4 && ip.String() == added {
+					t.Errorf("netlink message %d for %s: AddHostAddr added or removed an address in the host's namespace", m.Header.Type, added)
+				}
 			}
 		}
 	}
