@@ -1,7 +1,9 @@
 package deploytest_test
 
 import (
+	"bytes"
 	"context"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,8 +23,10 @@ import (
 // the release's chart (make release) pushed to an OCI registry, then
 // `helm install corral-vdi oci://…/corral-vdi-portal --version X.Y.Z` with
 // Helm's own install action against the real kube-apiserver, which
-// creates the portal's objects pulling the release's image by digest; then
-// `helm uninstall` takes every one of them away.
+// creates the portal's objects pulling the release's image by digest, and
+// (secrets.create) the Secret of the portal's keys, which each upgrade
+// keeps as it was; then `helm uninstall` takes every one of them away but
+// that Secret.
 func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	const ns, name, version = "corral-vdi-oci", "corral-vdi", "v0.3.0"
 	image, digest := "registry.example.com/vdi/portal", "sha256:"+strings.Repeat("cd", 32)
@@ -43,10 +47,24 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	o := deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
 		Image: image, Digest: digest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
 		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}},
-			"auth": map[string]any{"admins": "ops"}}}
+			"auth": map[string]any{"admins": "ops"}, "secrets": map[string]any{"create": true}}}
 	in, err := deploytest.InstallFromOCI(o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corral-vdi-secrets"}}
+	keys := func(when string) map[string][]byte {
+		t.Helper()
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			t.Fatalf("%s, the Secret of the portal's keys: %v", when, err)
+		}
+		return secret.Data
+	}
+	made := keys("after helm install with secrets.create")
+	for _, k := range []string{"session-keys", "token-keys", "peer-secret", "metrics-token"} {
+		if len(made[k]) == 0 {
+			t.Errorf("the Secret helm install made has no %s: %v", k, slices.Collect(maps.Keys(made)))
+		}
 	}
 	if len(in.Hooks) != 2 {
 		t.Errorf("the release's hooks: %d; want helm test's readyz and signin", len(in.Hooks))
@@ -85,11 +103,15 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "CORRAL_VDI_ADMINS", Value: "ops"}) {
 			t.Errorf("helm upgrade (--reuse-values %v) lost the admins value: %v", reuse, d.Spec.Template.Spec.Containers[0].Env)
 		}
+		if now := keys("after helm upgrade"); !maps.EqualFunc(now, made, bytes.Equal) {
+			t.Errorf("helm upgrade (--reuse-values %v) changed the Secret's keys: it would sign everyone out", reuse)
+		}
 	}
 
 	if err := in.Uninstall(); err != nil {
 		t.Fatal(err)
 	}
+	keys("after helm uninstall (the chart keeps it)")
 	for _, obj := range []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d.Name}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-desktops"}}} {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)
