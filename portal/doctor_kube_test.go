@@ -71,13 +71,11 @@ func TestDoctor_Kube(t *testing.T) {
 	if _, err := dyn.Resource(kubeVirtGVR).Namespace("kubevirt").Create(ctx, kv, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
-	got, err := dyn.Resource(kubeVirtGVR).Namespace("kubevirt").Get(ctx, "kubevirt", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	deployed := func(kv *unstructured.Unstructured) {
+		unstructured.SetNestedField(kv.Object, "v1.9.0", "status", "observedKubeVirtVersion")
+		unstructured.SetNestedField(kv.Object, "Deployed", "status", "phase")
 	}
-	unstructured.SetNestedField(got.Object, "v1.9.0", "status", "observedKubeVirtVersion")
-	unstructured.SetNestedField(got.Object, "Deployed", "status", "phase")
-	if _, err := dyn.Resource(kubeVirtGVR).Namespace("kubevirt").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+	if err := testcluster.UpdateStatus(ctx, c.AdminClient(t), kv, deployed); err != nil {
 		t.Fatal(err)
 	}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "doctor-csi",
