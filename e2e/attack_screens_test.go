@@ -38,5 +38,43 @@ func screenAttacks() []attack {
 			attack: screen("alice", "/ws/terminal/local/"),
 			status: 400, says: "Only VNC consoles show a desktop on more than one screen",
 		},
+		{
+			// A local VM's second head is a VNC server of its own (a
+			// screen hub per head): an admin who may watch alice's VM
+			// asks for it, as if a screen window were a watcher's.
+			name: "AdminOpensAVMsSecondHead", env: vmArena, setup: claimArenaVM,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/vnc/local/"+a.state["vm"].(string)+"?screen=2", "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
+			},
+			status: 403, says: "Only the desktop's holder adds screens",
+		},
+		{
+			// Her VM's display has two heads: a third is none of its
+			// sockets, whatever QEMU might listen on.
+			name: "HolderOpensAHeadTheVMHasNot", env: vmArena, setup: claimArenaVM,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/vnc/local/"+a.state["vm"].(string)+"?screen=3", "Tailscale-User-Login", "alice", "Origin", "http://"+a.host)
+			},
+			status: 400, says: "has 2 heads, so it shows on 2 screens, not on a screen 3",
+		},
+		{
+			// mallory asks for the second head of alice's VM.
+			name: "StrangerOpensAVMsSecondHead", env: vmArena, setup: claimArenaVM,
+			attack: func(t *testing.T, a *arena) *http.Response {
+				return a.dialWS(t, "/ws/vnc/local/"+a.state["vm"].(string)+"?screen=2", "Tailscale-User-Login", "mallory", "Origin", "http://"+a.host)
+			},
+			status: 403,
+		},
+	}
+}
+
+// vmArena is the settings of an arena with a local VM pool (demo-vm).
+var vmArena = []string{"CORRAL_VDI_DEMO_VM_POOL_SIZE=1"}
+
+// claimArenaVM has alice hold the arena's VM (state "vm"), once.
+func claimArenaVM(t *testing.T, a *arena) {
+	if _, ok := a.state["vm"]; !ok {
+		vmImage(t)
+		a.state["vm"] = mustClaim(t, a.p, "alice", "demo-vm").Name
 	}
 }

@@ -251,28 +251,6 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		t.Errorf("the clipboard filter could not follow QEMU's VNC:\n%s", p.Log())
 	}
 	screenshot(t, page, "qemu-vnc")
-	// QEMU's VGA refuses the console's SetDesktopSize (status 3): no
-	// notice, and the Size list says the desktop keeps its own size.
-	keepsItsSize(t, page, "qemu-size-list")
-	// A VM's display has one head: the list says so and adds no screen
-	// window (the portal refuses one: handlers TestConsoleScreen); on a
-	// phone the row is not shown.
-	for _, size := range issueSizes {
-		must(t, page.SetViewportSize(size.width, size.height))
-		// The bar folds or unfolds in the next frames (fold.js).
-		_, err := page.Evaluate(`() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))`)
-		must(t, err)
-		openControl(t, page, "size-menu")
-		if size.width < 1024 {
-			must(t, expect.Locator(page.GetByTestId("screen-words")).ToBeHidden())
-		} else {
-			must(t, expect.Locator(page.GetByTestId("screen-words")).ToHaveText("This desktop's display has one head (a virtual machine's), so it shows on one screen."))
-			must(t, expect.Locator(page.GetByTestId("screen-add")).ToBeDisabled())
-		}
-		screenshot(t, page, "qemu-one-head-"+size.name)
-		must(t, page.GetByTestId("size-menu").Click())
-	}
-	must(t, page.SetViewportSize(1024, 700))
 	// QEMU takes physical keys, and the guest's layout makes the
 	// characters; with no choice kept, the page takes this browser's
 	// keyboard for it. Type as keys refuses what that layout cannot type
@@ -297,6 +275,8 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	pasteAsKeys(t, serial, "echo serial-$((6*7))\n")
 	waitXterm(t, serial, regexp.MustCompile(`(?m)^serial-42$`), 10*time.Second)
 	screenshot(t, serial, "serial-paste-as-keys")
+	// The VM's display has two heads: a second window shows the second.
+	vmSecondHead(t, page, serial)
 
 	t.Run("keys reach the guest as scan codes", func(t *testing.T) {
 		// QEMU's Extended Key Event through the hub: the guest types the

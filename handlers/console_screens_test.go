@@ -11,11 +11,13 @@ import (
 
 // TestConsoleScreen checks which console websockets may be a screen
 // window: the holder's VNC console of a desktop whose server gives each
-// window a screen (Xvnc), screens 2 and 3; a VM's one-head display and
-// the rest are refused in words.
+// window a screen (Xvnc), screens 2 and 3; of a local VM with two heads,
+// screen 2; a VM's one-head display, a head it has not got and the rest
+// are refused in words.
 func TestConsoleScreen(t *testing.T) {
 	xvnc := vdi.Caps{Display: true, Resize: true, Screens: true}
 	vm := vdi.Caps{Display: true, Resize: true}
+	heads := vdi.Caps{Display: true, Resize: true, Heads: 2}
 	for _, tc := range []struct {
 		name, query string
 		p           vdi.Protocol
@@ -29,6 +31,10 @@ func TestConsoleScreen(t *testing.T) {
 		{"third screen", "?screen=3", vdi.ProtocolVNC, xvnc, true, 3, ""},
 		{"a VM's one head", "?screen=2", vdi.ProtocolVNC, vm, true, 0, "display has one head"},
 		{"fourth screen", "?screen=4", vdi.ProtocolVNC, xvnc, true, 0, "at most 3 screens"},
+		{"a VM's second head", "?screen=2", vdi.ProtocolVNC, heads, true, 2, ""},
+		{"a head the VM has not got", "?screen=3", vdi.ProtocolVNC, heads, true, 0, "has 2 heads, so it shows on 2 screens, not on a screen 3"},
+		{"a VM's fourth screen", "?screen=4", vdi.ProtocolVNC, heads, true, 0, "at most 3 screens"},
+		{"a viewer of a VM's head", "?screen=2", vdi.ProtocolVNC, heads, false, 0, "Only the desktop's holder adds screens"},
 		{"not the holder", "?screen=2", vdi.ProtocolVNC, xvnc, false, 0, "Only the desktop's holder adds screens"},
 		{"a terminal", "?screen=2", vdi.ProtocolTerminal, vdi.Caps{Resize: true}, true, 0, "Only VNC consoles"},
 	} {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,3 +164,12 @@ func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect makes the metrics.
 func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+// DialHead dials a VM display's head n where Desktops has heads
+// (vdi.Service.DialHead).
+func (d countedDesktops) DialHead(ctx context.Context, ref vdi.Ref, n int) (net.Conn, error) {
+	if hd, ok := d.inner.(headDialer); ok {
+		return hd.DialHead(ctx, ref, n)
+	}
+	return nil, oneHead(ref)
+}

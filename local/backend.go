@@ -271,9 +271,11 @@ func (b *Backend) status(pool, name string) vdi.Member {
 			// drops Unicode keyboard events.
 			m.ConsoleCaps[vdi.ProtocolRDP] = vdi.Caps{Display: true}
 		}
-		if b.members[name].vm != nil {
-			// QEMU's VNC keymap is a US keyboard's.
-			m.Protocols, m.ConsoleCaps = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}, nil
+		if v := b.members[name].vm; v != nil {
+			// QEMU's VNC keymap is a US keyboard's; each of the display's
+			// heads has its own VNC server (vm_endpoints.go).
+			m.Protocols = []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolSerial}
+			m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolVNC: {Display: true, Clipboard: true, Resize: true, Heads: v.Heads()}}
 		}
 	}
 	return m

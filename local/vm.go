@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,8 +80,11 @@ func lookQEMU() (string, error) {
 // vmRecord is <Dir>/vm.json: what adoption needs to find a running guest.
 type vmRecord struct {
 	Proc   *desktopProc `json:"proc"`
-	VNC    string       `json:"vnc"`    // host:port of the VNC server
-	Serial string       `json:"serial"` // host:port of the serial line
+	VNC    string       `json:"vnc"`    // the VNC server of the display's first head
+	Serial string       `json:"serial"` // the serial line
+	// Heads are the VNC servers of the display's further heads, in order
+	// (vm_endpoints.go); a guest booted before they existed has none.
+	Heads []string `json:"heads,omitempty"`
 }
 
 // VM is a running QEMU guest.
@@ -194,14 +195,16 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 	if err := cfg.user.cgroup().make(); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	rec, vncArg, serialArg, err := vmEndpoints(dir, cfg.listenTCP)
+	rec, vncArgs, serialArg, err := vmEndpoints(dir, cfg.listenTCP)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
 	args := append(accelArgs(accel),
 		"-name", "corral-"+name, "-m", vmMemory, "-nodefaults", "-no-user-config",
-		"-nic", "none", "-display", "none", "-vga", "std",
-		"-vnc", vncArg, "-serial", serialArg,
+		"-nic", "none", "-display", "none", "-serial", serialArg,
+	)
+	args = append(args, vmDisplayArgs(vncArgs)...) // vm_endpoints.go
+	args = append(args,
 		"-kernel", "/dev/fd/3", "-initrd", initrd, // the kernel is the portal's: QEMU gets it open
 		// no_timer_check: under TCG on a busy host the kernel's IO-APIC
 		// timer check can miss its ticks and panic ("IO-APIC + timer
@@ -348,8 +351,8 @@ func (v *VM) writeRecord() error {
 	return os.Rename(tmp, filepath.Join(v.state, vmRecordName))
 }
 
-// VNCAddr returns the address of the guest's VNC server: a Unix socket's
-// path, or host:port.
+// VNCAddr returns the address of the VNC server of the guest's first
+// head: a Unix socket's path, or host:port.
 func (v *VM) VNCAddr() string { return v.rec.VNC }
 
 // SerialAddr returns the address of the guest's serial line, like VNCAddr.
@@ -408,69 +411,4 @@ func killRecordedVM(cfg vmBoot) {
 	if err := cfg.user.killLeftovers(vmStopGrace); err != nil {
 		cfg.log.Warn("processes of a vm's uid left running", "vm", cfg.name, "uid", cfg.user.UID, "err", err)
 	}
-}
-
-// vmEndpoints picks where the guest's VNC server and serial line listen and
-// returns them with QEMU's -vnc and -serial arguments. By default both are
-// Unix sockets in the member's private folder, so only the portal's user
-// can reach them (QEMU's VNC has no password here, and a serial line keeps
-// a logged-in shell). tcp (CORRAL_VDI_VM_LISTEN=tcp) puts them on loopback TCP
-// ports instead, the shape of a VM with a network address (the peer path
-// tests use it: a loopback port in another network namespace is out of
-// reach, a socket file is not).
-func vmEndpoints(dir string, tcp bool) (rec vmRecord, vncArg, serialArg string, err error) {
-	if tcp {
-		vncPort, err := freeVNCPort()
-		if err != nil {
-			return rec, "", "", err
-		}
-		serial, err := freeLoopbackAddr()
-		if err != nil {
-			return rec, "", "", err
-		}
-		rec.VNC, rec.Serial = "127.0.0.1:"+strconv.Itoa(vncPort), serial
-		return rec, "127.0.0.1:" + strconv.Itoa(vncPort-5900), "tcp:" + serial + ",server=on,wait=off", nil
-	}
-	rec.VNC, rec.Serial = filepath.Join(dir, vmVNCSocket), filepath.Join(dir, vmSerialSocket)
-	for _, p := range []string{rec.VNC, rec.Serial} {
-		if len(p) > maxUnixSocketPath {
-			return rec, "", "", fmt.Errorf("socket path %q too long (> %d bytes): use a shorter data directory", p, maxUnixSocketPath)
-		}
-		os.Remove(p)
-	}
-	return rec, "unix:" + rec.VNC, "unix:" + rec.Serial + ",server=on,wait=off", nil
-}
-
-// vmNetwork is the network of a VM endpoint address: Unix sockets are paths.
-func vmNetwork(addr string) string {
-	if strings.HasPrefix(addr, "/") {
-		return "unix"
-	}
-	return "tcp"
-}
-
-// freeLoopbackAddr returns a loopback TCP address that was free a moment ago.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// freeVNCPort returns a free loopback port of 5900 or above, since QEMU
-// takes a VNC display number, not a port.
-func freeVNCPort() (int, error) {
-	for range 50 {
-		addr, err := freeLoopbackAddr()
-		if err != nil {
-			return 0, err
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		if n, _ := strconv.Atoi(port); n >= 5900 && n < 5900+65000 {
-			return n, nil
-		}
-	}
-	return 0, errors.New("no free VNC port above 5900")
 }

@@ -89,15 +89,38 @@ func (b *Backend) adoptVM(name string) {
 
 // dialVM connects to the guest's VNC server or serial line.
 func dialVM(ctx context.Context, ref vdi.Ref, v *VM, p vdi.Protocol) (net.Conn, error) {
-	var addr string
 	switch p {
 	case vdi.ProtocolVNC:
-		addr = v.VNCAddr()
+		return dialVMAt(ctx, v, v.VNCAddr())
 	case vdi.ProtocolSerial:
-		addr = v.SerialAddr()
-	default:
-		return nil, vdi.Errorf(vdi.EInvalid, "Use VNC or the serial console for this VM.", "VM %s has no %s console.", ref, p)
+		return dialVMAt(ctx, v, v.SerialAddr())
 	}
+	return nil, vdi.Errorf(vdi.EInvalid, "Use VNC or the serial console for this VM.", "VM %s has no %s console.", ref, p)
+}
+
+var _ vdi.HeadDialer = (*Backend)(nil)
+
+// DialHead connects to the VNC server of head n (from 1) of the member's
+// VM display: a console's screen window shows head 2.
+func (b *Backend) DialHead(ctx context.Context, ref vdi.Ref, n int) (net.Conn, error) {
+	b.mu.Lock()
+	var v *VM
+	if rt := b.members[ref.Name]; rt != nil {
+		v = rt.vm
+	}
+	b.mu.Unlock()
+	if v == nil {
+		return nil, vdi.Errorf(vdi.EUnavailable, "Start it, then connect again.", "Desktop %s is not a running VM.", ref)
+	}
+	addr := v.HeadAddr(n)
+	if addr == "" {
+		return nil, vdi.Errorf(vdi.EInvalid, "Use the screens the Size list offers.", "VM %s's display has %d heads, not a head %d.", ref, v.Heads(), n)
+	}
+	return dialVMAt(ctx, v, addr)
+}
+
+// dialVMAt connects to one of the guest's consoles at addr.
+func dialVMAt(ctx context.Context, v *VM, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
 	defer cancel()
 	c, err := v.dial(ctx, addr)

@@ -76,12 +76,35 @@ func TestVM_BootAdoptStop(t *testing.T) {
 	}
 	t.Logf("serial line spoke %v after start", time.Since(start).Round(100*time.Millisecond))
 
+	// The display's second head has a VNC server of its own, and the
+	// guest drives it: asked for 1024x768 there, its virtio-gpu driver
+	// sets that mode (the image's modules; without them the head keeps
+	// QEMU's 640x480 placeholder).
+	if n := v.Heads(); n != vmHeads {
+		t.Fatalf("Heads() = %d; want %d", n, vmHeads)
+	}
+	head, err := v.dial(ctx, v.HeadAddr(2))
+	if err != nil {
+		t.Fatalf("dial head 2: %v", err)
+	}
+	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
+	sizes, err := askHeadSize(hctx, head, 1024, 768)
+	hcancel()
+	head.Close()
+	if err != nil {
+		t.Fatalf("head 2 asked for 1024x768: sizes %v, then %v; want the guest to set 1024x768", sizes, err)
+	}
+	t.Logf("head 2: %v", sizes)
+	if v.HeadAddr(3) != "" {
+		t.Errorf("HeadAddr(3) = %q; want none", v.HeadAddr(3))
+	}
+
 	a, err := adoptVM(vmBoot{name: "vm-test", dir: dir, log: log})
 	if err != nil {
 		t.Fatalf("adoptVM of a running guest: %v", err)
 	}
-	if a.SerialAddr() != v.SerialAddr() || a.VNCAddr() != v.VNCAddr() {
-		t.Errorf("adopted addresses %s %s; want %s %s", a.SerialAddr(), a.VNCAddr(), v.SerialAddr(), v.VNCAddr())
+	if a.SerialAddr() != v.SerialAddr() || a.VNCAddr() != v.VNCAddr() || a.HeadAddr(2) != v.HeadAddr(2) {
+		t.Errorf("adopted addresses %s %s %s; want %s %s %s", a.SerialAddr(), a.VNCAddr(), a.HeadAddr(2), v.SerialAddr(), v.VNCAddr(), v.HeadAddr(2))
 	}
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)

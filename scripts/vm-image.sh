@@ -2,11 +2,14 @@
 # Builds (once) and caches the tiny VM image that local vm pools boot: a
 # Debian kernel and a busybox-static initramfs whose init runs a getty on the
 # serial line (ttyS0) and on the VGA console (tty1), with a root login.
+# The initramfs also carries the kernel's virtio-gpu driver and the modules
+# it needs, loaded by init: on QEMU's virtio-vga with two outputs the guest
+# then has a second monitor (docs/decisions/vm-second-head.md).
 #
 # Nothing here is committed: the kernel comes from Debian's archive with
 # `apt-get download`, busybox from the installed busybox-static package, and
-# the result goes to a cache folder keyed by both versions:
-#   ${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/vm-image}/<kernel>_<busybox>/
+# the result goes to a cache folder keyed by this script and both versions:
+#   ${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/vm-image}/<script>-<kernel>_<busybox>/
 #     vmlinuz  initramfs.gz
 # and `current` in the cache folder is a symlink to the newest build. A
 # second run finds the build and prints its folder in well under a second.
@@ -44,9 +47,10 @@ if [[ -z $kpkg ]]; then
 fi
 kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
-# The layout's version: bump it when the init changes, so caches rebuild.
-layout=2
-key="v${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
+# The image's layout is this script: any change to it names a new build,
+# so a cache filled by an older script is never taken for this one's.
+layout=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
+key="s${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache/$key
 if [[ -s $out/vmlinuz && -s $out/initramfs.gz ]]; then
@@ -60,13 +64,20 @@ trap 'rm -rf "$work"' EXIT
 
 echo "vm-image: downloading $kpkg $kver" >&2
 (cd "$work" && apt-get download -q "$kpkg=$kver" >&2)
-dpkg-deb --fsys-tarfile "$work"/"$kpkg"_*.deb | tar -x -C "$work" --wildcards './boot/vmlinuz-*'
+# virtio-gpu and what it needs, in the order init loads them (each one's
+# depends= comes before it); Debian builds them as modules.
+mods="virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio virtio_pci drm drm_kms_helper drm_shmem_helper virtio_dma_buf virtio-gpu"
+dpkg-deb --fsys-tarfile "$work"/"$kpkg"_*.deb | tar -x -C "$work" --wildcards './boot/vmlinuz-*' \
+	$(for m in $mods; do echo "./lib/modules/*/$m.ko"; done)
 mkdir -p "$work/out"
 cp "$work"/boot/vmlinuz-* "$work/out/vmlinuz"
 
 root=$work/root
 mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,root,tmp,usr/bin,usr/sbin}
 cp /bin/busybox "$root/bin/busybox"
+mkdir -p "$root/lib/modules"
+for m in $mods; do cp "$(find "$work/lib/modules" -name "$m.ko")" "$root/lib/modules/"; done
+echo "$mods" >"$root/lib/modules/order"
 cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s
@@ -74,6 +85,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 hostname corral-vm
+for m in $(cat /lib/modules/order); do insmod /lib/modules/$m.ko; done
 hash=$(cat /etc/corral/root.hash 2>/dev/null)
 [ -n "$hash" ] || hash=$(echo corral | mkpasswd -m sha512 -S corralvm)
 rm -f /etc/corral/root.hash

@@ -24,10 +24,14 @@ type Caps struct {
 	// character past ASCII. The platform says it, never the page.
 	Unicode bool `json:"unicode,omitempty"`
 	// Screens: the desktop's server gives each of the console's browser
-	// windows a screen of its own (Xvnc: one RandR output each). A
-	// virtual machine's display has one head here (QEMU's standard VGA;
-	// KubeVirt gives a VM one), so its console shows one screen.
+	// windows a screen of its own (Xvnc: one RandR output each).
 	Screens bool `json:"screens,omitempty"`
+	// Heads: how many heads a virtual machine's display has, each
+	// served by a VNC server of its own (a local VM's virtio-vga), so
+	// that each of the console's browser windows shows one head: the
+	// console's own window the first. 0 or 1: one head (KubeVirt gives
+	// a VM one display), and the console shows one screen.
+	Heads int `json:"heads,omitempty"`
 }
 
 // protocolCaps is what each protocol's consoles can do when the backend

@@ -82,8 +82,10 @@ export async function open(screen, info, ui) {
   const beside = Boolean(info.viewOnly || info.beside);
   // A screen window shows its own part of the desktop, at the size its
   // console window asks for it (vnc-screens.js).
-  const size = info.screen ? screenWindow(rfb, screen.dataset.desktop, info.screen, ui)
-    : attachSize(rfb, { keeps: info.caps?.resize === false, oneHead: !info.caps?.screens, beside, desktop: screen.dataset.desktop });
+  // A VM's display may have heads, each a screen window's own.
+  const heads = info.caps?.heads > 1 ? info.caps.heads : 0;
+  const size = info.screen ? screenWindow(rfb, screen.dataset.desktop, info.screen, ui, heads > 1)
+    : attachSize(rfb, { keeps: info.caps?.resize === false, oneHead: !info.caps?.screens && !heads, heads, beside, desktop: screen.dataset.desktop });
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',
@@ -148,11 +150,21 @@ export async function open(screen, info, ui) {
 export const physicalKeysNote = "Your keys reach this desktop as physical keys: its own keyboard layout makes the characters. Set it to your keyboard's (loadkeys de, setxkbmap de, or Windows' language settings), and choose it here for Type as keys.";
 
 // screenWindow makes rfb screen n of its console window's desktop, in
-// the shape vnc-size.js's attach returns.
-function screenWindow(rfb, desktop, n, ui) {
+// the shape vnc-size.js's attach returns; head: screen n is a VM
+// display's head n, which takes this window's size.
+function screenWindow(rfb, desktop, n, ui, head) {
   const whole = () => { const s = rfb._screenSize(); return { w: Math.floor(s.w), h: Math.floor(s.h) }; };
-  const stop = attachScreenWindow(rfb, desktop, n, whole, (text) => ui.lost(text, true));
-  return { zoomed() {}, ended() {}, close: stop };
+  const stop = attachScreenWindow(rfb, desktop, n, whole, (text) => ui.lost(text, true), { head });
+  if (!head) return { zoomed() {}, ended() {}, close: stop };
+  const size = attachSize(rfb, { head: true, desktop });
+  return {
+    zoomed: size.zoomed,
+    ended() {},
+    close() {
+      stop();
+      size.close();
+    },
+  };
 }
 
 // X keysyms of the keys sent by name.

@@ -60,9 +60,11 @@ const statusWords = {
 // makes the console follow a choice, resizable reports whether the
 // desktop can change its size, and size returns its size now ({w, h}) or
 // null. A console that can show the desktop on more than one screen
-// (vnc-size.js) adds screens(), { count, max, can, why }: the screens open
+// (vnc-size.js) adds screens(), { count, max, can, why, heads }: the screens open
 // (its own window counts), whether it may add one and, where it may not,
-// why in words (empty on a phone, where the row is not shown), and addScreen(),
+// why in words (empty on a phone, where the row is not shown), whether
+// they are a VM display's heads (each its own window's size, so the
+// console's own size is still chosen here), and addScreen(),
 // which opens one and returns its number (null when the browser blocked
 // it); while more than one is open the sizes wait. It returns { changed(), refused(choice, status), close() }:
 // changed when the desktop's size or resizability changed (the words
@@ -124,7 +126,8 @@ export function attachSize(wrap, view) {
     const now = s ? `${s.w}×${s.h}` : 'not connected yet';
     const sc = renderScreens();
     if (note.dataset.kind !== 'error') {
-      note.textContent = sc?.count > 1 ? `This desktop is ${now} over ${sc.count} screens, each its window's size; close the other screen windows to choose a size.`
+      note.textContent = sc?.count > 1 && sc.heads ? `This screen is ${now}; each of the VM's other screens is its own window's size.`
+        : sc?.count > 1 ? `This desktop is ${now} over ${sc.count} screens, each its window's size; close the other screen windows to choose a size.`
         : resizable ? `This desktop is ${now}.`
           : `This desktop keeps its own size (${now}): its server cannot change it.`;
     }
@@ -139,17 +142,20 @@ export function attachSize(wrap, view) {
     screensRow.hidden = !sc || (!sc.can && !sc.why);
     if (!sc) return null;
     const many = sc.count > 1;
-    for (const input of offered()) input.disabled = many;
+    for (const input of offered()) input.disabled = many && !sc.heads;
     addScreen.disabled = !sc.can || sc.count >= sc.max;
     let text;
     if (!sc.can) {
       text = sc.why;
+    } else if (sc.count >= sc.max && sc.heads) {
+      text = `${sc.count} screens, one per head of this virtual machine's display. Closing screen ${sc.count}'s window leaves that monitor on in the VM, at its last size: QEMU does not tell the guest it went.`;
     } else if (sc.count >= sc.max) {
       text = `${sc.count} screens, the most a desktop has: close a screen window to add another.`;
     } else if (blocked) {
       text = 'The browser blocked the new window: allow pop-ups for this portal, then add the screen again.';
     } else {
-      text = many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others (its window's bar can put it elsewhere).`
+      text = sc.heads ? `Shows this virtual machine's head ${sc.count + 1} in another window, as its monitor ${sc.count + 1}, the window's size: move it to your other monitor and use Full screen there.`
+        : many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others (its window's bar can put it elsewhere).`
         : 'Shows more of the desktop in another window, as a second monitor: move it to your other monitor and use Full screen there.';
     }
     screenWords.textContent = text;

@@ -191,16 +191,21 @@ async function toOtherMonitor(win, n) {
 
 // attachScreenWindow makes rfb show screen n of the console that opened
 // this window: unscaled, its part of the desktop only, never asking the
-// desktop for a size of its own. screenSize() is this window's screen
-// element's size in whole pixels; gone(text) is told when the console
-// ends or its window goes (this window then closes). It returns a stop.
-export function attachScreenWindow(rfb, desktop, n, screenSize, gone) {
-  rfb.scaleViewport = false;
-  rfb.resizeSession = false;
-  rfb.clipViewport = true;
+// desktop for a size of its own. With head, screen n is a VM display's
+// head of its own instead, whose size the window's console asks
+// (vnc-size.js): it only says it is there and closes with its console.
+// screenSize() is this window's screen element's size in whole pixels;
+// gone(text) is told when the console ends or its window goes (this
+// window then closes). It returns a stop.
+export function attachScreenWindow(rfb, desktop, n, screenSize, gone, { head = false } = {}) {
+  if (!head) {
+    rfb.scaleViewport = false;
+    rfb.resizeSession = false;
+    rfb.clipViewport = true;
+  }
   let unanswered = 0;
-  const pin = pinViewport(rfb);
-  const side = sideSelect(() => hello());
+  const pin = head ? () => {} : pinViewport(rfb);
+  const side = head ? { value: 'right', remove() {} } : sideSelect(() => hello());
   const hello = () => {
     const opener = window.opener;
     if (!opener || opener.closed || unanswered > GONE_MS / HELLO_MS) {

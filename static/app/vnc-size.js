@@ -79,26 +79,37 @@ function answers(rfb, onAnswer) {
 
 // attach makes rfb follow the user's Size choice. keeps: the platform says
 // the desktop keeps its own size; oneHead: that its display has one head
-// (a VM's), so it has no screen windows; beside: a viewer beside the holder,
-// who leaves the size to the holder (and gets no choice); desktop: the
-// console page's path, which names its screen windows. It returns
-// { zoomed(on), ended(text), close() }: while a pinch zooms the view, the
-// desktop keeps its size; ended closes the screen windows.
-export function attach(rfb, { keeps = false, oneHead = false, beside = false, desktop = '' } = {}) {
+// (a VM's), so it has no screen windows; heads: that it is a VM's display
+// with that many heads, each shown by a screen window of its own, its
+// window's size (no layout of screens is sent); head: this is such a
+// screen window, which follows its window's size and has no Size list;
+// beside: a viewer beside the holder, who leaves the size to the holder
+// (and gets no choice); desktop: the console page's path, which names its
+// screen windows. It returns { zoomed(on), ended(text), close() }: while a
+// pinch zooms the view, the desktop keeps its size; ended closes the
+// screen windows.
+export function attach(rfb, { keeps = false, oneHead = false, heads = 0, head = false, beside = false, desktop = '' } = {}) {
   let choice = { kind: 'fit' };
   let zoomed = false;
   let asked = null; // the last size asked, and the choice that asked it
   let sentLayout = ''; // the screens' layout last asked, as a key
-  const screens = beside ? null : attachScreens(desktop, () => apply());
-  const pin = beside ? () => {} : pinViewport(rfb); // its own screen's part, when others are left of or above it
+  const lone = beside || head; // no Size list, no screen windows
+  const screens = lone ? null : attachScreens(desktop, () => apply());
+  const pin = lone || heads > 1 ? () => {} : pinViewport(rfb); // its own screen's part, when others are left of or above it
   let menu = null;
-  const multi = () => Boolean(screens?.others().length);
+  // A layout of several screens is Xvnc's; a VM's heads each take their
+  // own window's size.
+  const multi = () => heads < 2 && Boolean(screens?.others().length);
   const apply = () => {
     const many = multi();
     rfb.clipViewport = many;
     rfb.scaleViewport = !many && choice.kind !== 'actual';
     rfb.resizeSession = !many && !beside && !zoomed && !keeps && choice.kind !== 'actual';
-    if (many) {
+    if (heads > 1 && screens) {
+      // A VM's heads are laid out by the guest: the screen windows are
+      // only told, in answer to each hello, that this console is there.
+      screens.layout({ w: 0, h: 0, screens: [] });
+    } else if (many) {
       const own = rfb._screenSize();
       const layout = layoutOf([{ n: 1, w: own.w, h: own.h }, ...screens.others()]);
       pin(layout.screens[0]);
@@ -121,7 +132,7 @@ export function attach(rfb, { keeps = false, oneHead = false, beside = false, de
   };
   const size = sized(rfb, (s) => (choice.kind === 'fixed' ? { w: choice.w, h: choice.h } : desktopSize(s.w, s.h)),
     (d) => { asked = { ...d, choice }; });
-  menu = beside ? null : attachSize(document.querySelector('.size-menu'), {
+  menu = lone ? null : attachSize(document.querySelector('.size-menu'), {
     apply(c) {
       choice = c;
       apply();
@@ -130,10 +141,11 @@ export function attach(rfb, { keeps = false, oneHead = false, beside = false, de
     size: () => (rfb._fbWidth ? { w: rfb._fbWidth, h: rfb._fbHeight } : null),
     screens: () => ({
       count: 1 + screens.count(),
-      max: MAX_SCREENS,
-      can: !keeps && !oneHead && window.innerWidth >= PHONE_WIDTH,
+      max: heads > 1 ? Math.min(heads, MAX_SCREENS) : MAX_SCREENS,
+      can: (heads > 1 || (!keeps && !oneHead)) && window.innerWidth >= PHONE_WIDTH,
       why: window.innerWidth < PHONE_WIDTH ? '' : oneHead ? "This desktop's display has one head (a virtual machine's), so it shows on one screen."
         : keeps ? 'This desktop keeps its own size, so it has one screen.' : '',
+      heads: heads > 1,
     }),
     addScreen: () => screens.add(),
   });
