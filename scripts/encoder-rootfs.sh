@@ -9,7 +9,10 @@
 # each downloaded with `apt-get download` (apt checks it against the
 # signed archive's hashes) and unpacked with `dpkg-deb -x`. No maintainer
 # script runs: none of these packages needs one to encode. Documentation,
-# manuals and translations are left out.
+# manuals and translations are left out. Each package's control fields go
+# to var/lib/dpkg/status.d/NAME (as distroless images record theirs), and
+# base-files gives etc/os-release, so that image scanners (Trivy, Grype,
+# Syft) know the image's Debian packages and their versions.
 #
 # The result goes to a cache folder keyed by the resolved package list:
 #   ${CORRAL_VDI_ENCODER_ROOTFS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/encoder-rootfs}/<key>/
@@ -30,9 +33,9 @@ need() { command -v "$1" >/dev/null || { echo "encoder-rootfs: $1 not found: apt
 need dpkg-deb dpkg
 need apt-get apt
 
-packages=(gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly coreutils)
+packages=(gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly coreutils base-files)
 # The layout's version: bump it when what is unpacked or left out changes.
-layout=1
+layout=2
 resolve() {
 	apt-get install -s -q --no-install-recommends -o Dir::State::Status=/dev/null "${packages[@]}" 2>/dev/null |
 		sed -n 's/^Inst \([^ ]*\) (\([^ ]*\) .*/\1=\2/p' | sort
@@ -62,8 +65,14 @@ mkdir -p "$work/debs" "$work/out/rootfs"
 echo "encoder-rootfs: downloading $(wc -l <<<"$list") packages" >&2
 # shellcheck disable=SC2046
 (cd "$work/debs" && apt-get download -q $list >&2)
+mkdir -p "$work/out/rootfs/var/lib/dpkg/status.d"
 for deb in "$work"/debs/*.deb; do
 	dpkg-deb -x "$deb" "$work/out/rootfs"
+	name=$(dpkg-deb -f "$deb" Package)
+	{
+		dpkg-deb -f "$deb" Package Version Architecture Multi-Arch Source Maintainer Installed-Size Depends Pre-Depends Homepage
+		echo "Status: install ok installed"
+	} >"$work/out/rootfs/var/lib/dpkg/status.d/$name"
 done
 rm -rf "$work"/out/rootfs/usr/share/{doc,man,info,locale,lintian,bug,bash-completion}
 printf '%s\n' "$list" >"$work/out/packages.txt"

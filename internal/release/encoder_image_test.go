@@ -26,7 +26,8 @@ import (
 // its entry point and arguments, as its user, in that root (chroot). The
 // startup probe's `test -S` sees the socket, and one screen sent through
 // the socket as a hub sends it comes back as an H.264 key frame. No file
-// in the image is set-user or set-group.
+// in the image is set-user or set-group, and image scanners find its
+// Debian packages (var/lib/dpkg/status.d, etc/os-release).
 func TestEncoderImage(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("runs the image in a chroot: needs root")
@@ -68,6 +69,12 @@ func TestEncoderImage(t *testing.T) {
 	root := filepath.Join(dir, "root")
 	if special := unpack(t, img, root); len(special) > 0 {
 		t.Errorf("set-user or set-group files in the image: %v", special)
+	}
+	// Image scanners find its Debian packages, as in distroless images.
+	for _, want := range []string{"etc/os-release", "var/lib/dpkg/status.d/gstreamer1.0-plugins-ugly", "var/lib/dpkg/status.d/libx264-164"} {
+		if _, err := os.Stat(filepath.Join(root, want)); err != nil {
+			t.Errorf("the image has no %s: %v", want, err)
+		}
 	}
 	uid, gid, _ := strings.Cut(cf.Config.User, ":")
 	cmd := exec.Command("chroot", append([]string{"--userspec=" + uid + ":" + gid, root}, args...)...)
