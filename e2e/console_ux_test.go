@@ -68,6 +68,14 @@ func noObjectObject(t *testing.T, page playwright.Page) {
 	}
 }
 
+// box is the element's box on the page.
+func box(t *testing.T, l playwright.Locator) *playwright.Rect {
+	t.Helper()
+	b, err := l.BoundingBox()
+	must(t, err)
+	return b
+}
+
 // barHeight is the console bar's height in CSS px.
 func barHeight(t *testing.T, page playwright.Page) float64 {
 	t.Helper()
@@ -126,6 +134,12 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 				t.Logf("%dx%d screen: the desktop is %s", s.width, s.height, dims)
 				must(t, expect.Locator(page.GetByTestId("zoom-actual")).ToBeVisible())
 				screenshot(t, page, "fit")
+				// The offer lies off the desktop, which fills the screen at fit:
+				// over it, it hid the desktop's bottom-left corner.
+				if a, d := box(t, page.GetByTestId("zoom-actual")), box(t, page.Locator("#screen")); a.Y < d.Y+d.Height && d.Y < a.Y+a.Height && a.X < d.X+d.Width && d.X < a.X+a.Width {
+					t.Errorf("Zoom 1:1 at %+v lies over the desktop's screen at %+v; want it off the desktop", *a, *d)
+				}
+				inViewport(t, page, page.GetByTestId("zoom-actual"), "Zoom 1:1", s.width)
 				must(t, page.GetByTestId("zoom-actual").Click())
 				must(t, expect.Locator(page.GetByTestId("zoom-fit")).ToBeVisible())
 				screenshot(t, page, "zoom-1to1")

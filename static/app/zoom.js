@@ -53,6 +53,8 @@ export function attachZoom(screen, stage, opts = {}) {
   button.addEventListener('click', () => fit());
   // The other choice: the desktop at its real size (one desktop pixel per
   // CSS pixel), offered while the fit shrinks it (a phone's 1024 px desktop).
+  // It goes in the console bar's slot where the page has one: at fit the
+  // desktop fills a phone's screen, and a button over it hid its corner.
   const one = document.createElement('button');
   one.type = 'button';
   one.className = 'zoom-fit zoom-one';
@@ -61,7 +63,8 @@ export function attachZoom(screen, stage, opts = {}) {
   one.textContent = 'Zoom 1:1';
   one.hidden = true;
   one.addEventListener('click', () => zoomTo(actual()));
-  screen.append(button, one);
+  screen.append(button);
+  (document.getElementById('zoom-slot') || screen).append(one);
 
   // content is where the desktop's canvas is on the screen at fit (a
   // client may letterbox it), found by undoing the view on its box.
