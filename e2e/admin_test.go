@@ -305,6 +305,10 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		signIn(t, phone, p, "ops", "/admin")
 		must(t, expect.Locator(phone.GetByTestId("admin-pool").First()).ToBeVisible())
 		docShot(t, phone, "admin-phone")
+		// The table's head is hidden there: each cell names its column.
+		if v, err := phone.Evaluate(`() => getComputedStyle(document.querySelector('[data-testid=member] [data-testid=holder]'), '::before').content`, nil); err != nil || v != `"Holder: "` {
+			t.Errorf("a member's holder on a 390-pixel phone is introduced by %v (%v); want \"Holder: \"", v, err)
+		}
 		w, err := phone.Evaluate(`() => document.documentElement.scrollWidth`, nil)
 		if err != nil || toInt(w) > 390 {
 			t.Errorf("the page is %v pixels wide on a 390-pixel phone (%v); want no sideways scroll", w, err)
