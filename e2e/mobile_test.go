@@ -78,7 +78,12 @@ func TestMobile_ConsoleOnAPhone(t *testing.T) {
 
 	for _, width := range []int{390, 320} {
 		must(t, page.SetViewportSize(width, 700))
+		// Zoom 1:1 is in the header beside the status, which stays whole.
+		must(t, expect.Locator(page.GetByTestId("zoom-actual")).ToBeVisible())
 		noOverflow(t, page)
+		if v, err := page.Evaluate(`() => { const s = document.getElementById('status'); return s.scrollWidth <= s.clientWidth; }`); err != nil || v != true {
+			t.Errorf("at %d px the header beside Zoom 1:1 cuts its status %q (%v); want it whole", width, "Connected", err)
+		}
 		menu := page.GetByTestId("console-menu")
 		inViewport(t, page, menu, "the menu button", width)
 		must(t, menu.Tap())

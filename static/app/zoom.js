@@ -60,7 +60,12 @@ export function attachZoom(screen, stage, opts = {}) {
   one.className = 'zoom-fit zoom-one';
   one.dataset.testid = 'zoom-actual';
   one.title = 'Show the desktop at its real size; pan with two fingers';
-  one.textContent = 'Zoom 1:1';
+  // "Zoom" gives way on the narrowest phones, so the status keeps its words.
+  const word = document.createElement('span');
+  word.className = 'zoom-word';
+  word.textContent = 'Zoom ';
+  one.append(word, '1:1');
+  one.setAttribute('aria-label', 'Zoom 1:1');
   one.hidden = true;
   one.addEventListener('click', () => zoomTo(actual()));
   screen.append(button);
