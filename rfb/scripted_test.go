@@ -25,14 +25,21 @@ type scriptedDesktop struct {
 	paintDelay  time.Duration
 	qemuKeys    bool // answers QEMU's Extended Key Event, as QEMU does
 
-	mu    sync.Mutex
-	input [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize, QEMU's extended key
-	got   chan struct{}
+	mu        sync.Mutex
+	input     [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize, QEMU's extended key
+	encodings []int32  // the last SetEncodings
+	got       chan struct{}
 }
 
 func newScriptedDesktop(t testing.TB, w, h int) *scriptedDesktop {
-	d := &scriptedDesktop{t: t, w: w, h: h, got: make(chan struct{}, 100)}
-	d.conn, d.peer = net.Pipe()
+	conn, peer := net.Pipe()
+	return newScriptedDesktopOn(t, w, h, conn, peer)
+}
+
+// newScriptedDesktopOn is newScriptedDesktop serving on conn, whose other
+// end, peer, the hub takes.
+func newScriptedDesktopOn(t testing.TB, w, h int, conn, peer net.Conn) *scriptedDesktop {
+	d := &scriptedDesktop{t: t, w: w, h: h, got: make(chan struct{}, 100), conn: conn, peer: peer}
 	go d.serve()
 	t.Cleanup(func() { d.conn.Close() })
 	return d
@@ -107,9 +114,14 @@ func (d *scriptedDesktop) serve() {
 		}
 		switch b[0] {
 		case msgSetEncodings:
+			var encs []int32
 			for i := 4; i < len(msg); i += 4 {
-				ackQEMU = ackQEMU || int32(binary.BigEndian.Uint32(msg[i:])) == encQEMUKeyEvent && d.qemuKeys
+				encs = append(encs, int32(binary.BigEndian.Uint32(msg[i:])))
+				ackQEMU = ackQEMU || encs[len(encs)-1] == encQEMUKeyEvent && d.qemuKeys
 			}
+			d.mu.Lock()
+			d.encodings = encs
+			d.mu.Unlock()
 		case msgUpdateRequest:
 			if msg[1] == 0 && d.cursorFirst != nil {
 				go func() { // the hub writes its next request meanwhile

@@ -96,7 +96,7 @@ func (h *Hub) handshake() error {
 	h.screens = oneScreen(w, hh)
 
 	msg := append([]byte{msgSetPixelFormat, 0, 0, 0}, canonical.marshal()...)
-	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard, encCursor, encQEMUKeyEvent}
+	encs := upstreamEncodings(h.conn.LocalAddr().Network() == "unix")
 	msg = append(msg, msgSetEncodings, 0, 0, byte(len(encs)))
 	for _, e := range encs {
 		msg = binary.BigEndian.AppendUint32(msg, uint32(e))
@@ -104,6 +104,23 @@ func (h *Hub) handshake() error {
 	msg = append(msg, updateRequest(false, w, hh)...)
 	_, err := c.Write(msg)
 	return err
+}
+
+// upstreamEncodings are the encodings the hub asks a desktop for. A
+// desktop across a network sends ZRLE. One on this machine (a Unix
+// socket: a local Xvnc or QEMU) is not asked for ZRLE, so it sends Raw:
+// ZRLE's deflate in the desktop server and inflate in the hub cost more
+// CPU than a copy through the socket (in make bench-wan's full-screen
+// churn on the LAN, the portal 10.5-12 % of a core at 28 fps against
+// 27.8-29.5 % with ZRLE, Xvnc 58-61 % against 66-67 %; docs/performance.md).
+// TigerVNC fills every kind of rectangle with ZRLE whenever a client
+// lists it, so not listing it is the way to ask for Raw.
+func upstreamEncodings(local bool) []int32 {
+	encs := []int32{encZRLE, encCopyRect, encRaw, encExtendedDesktopSize, encDesktopSize, encLastRect, encExtendedClipboard, encCursor, encQEMUKeyEvent}
+	if local {
+		return encs[1:]
+	}
+	return encs
 }
 
 // refused reads the reason a desktop gives for refusing the connection.
