@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,6 +81,7 @@ type ClipboardDrop struct {
 // the clipboard's content or news of it.
 const (
 	extendedClipboard = -1063131698 // 0xC0A1E5CE as an int32
+	extRequest        = 1 << 25
 	extNotify         = 1 << 27
 	extProvide        = 1 << 28
 )
@@ -150,6 +152,13 @@ type rfbFilter struct {
 	// the flood is over (notifyLatest); zero when it is up to date.
 	latest     uint32
 	noDeadline bool // the desktop conn cannot time a read out harmlessly
+	// floodNotifies counts the desktop's notifies dropped in a flood, and
+	// askedAt holds that count when the client's last request passed: a
+	// provide brings the latest content only if none was dropped since, as
+	// a desktop's answer can carry the clipboard it had when it was asked
+	// (an X selection is fetched from its owner while newer ones announce
+	// themselves).
+	floodNotifies, askedAt atomic.Uint64
 }
 
 // rfbDirection is one direction's parse state and clipboard accounting.
@@ -265,6 +274,9 @@ func (f *rfbFilter) cutText(d *rfbDirection, n int64, extended bool, flags uint3
 	reason := ""
 	switch {
 	case !carries: // capabilities, requests, peeks: no content
+		if extended && flags&extRequest != 0 && d == &f.up {
+			f.askedAt.Store(f.floodNotifies.Load())
+		}
 		return n, false
 	case !d.allow:
 		reason = "policy"
@@ -276,13 +288,14 @@ func (f *rfbFilter) cutText(d *rfbDirection, n int64, extended bool, flags uint3
 		f.count(d, "too large", n-int64(f.cfg.MaxText))
 		return int64(f.cfg.MaxText), false
 	default:
-		if news && flags&extProvide != 0 {
+		if news && flags&extProvide != 0 && f.askedAt.Load() == f.floodNotifies.Load() {
 			f.latest = 0 // the client has the latest content
 		}
 		return n, false
 	}
 	if news && reason == "flood" {
 		f.latest |= flags & 0xffff
+		f.floodNotifies.Add(1)
 	}
 	f.count(d, reason, n)
 	return 0, true

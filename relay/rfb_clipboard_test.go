@@ -440,3 +440,61 @@ func TestFilterRFBClipboard_LatestAfterAFloodOnAPipe(t *testing.T) {
 		t.Fatal("after a flood and quiet, the client was not told of the desktop's latest clipboard")
 	}
 }
+
+// scriptedReader returns one step's bytes a Read, running the step's
+// before first (to move a clock or let the client speak).
+type scriptedReader []struct {
+	before func()
+	data   []byte
+}
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	if len(*r) == 0 {
+		return 0, io.EOF
+	}
+	step := &(*r)[0]
+	if step.before != nil {
+		step.before()
+		step.before = nil
+	}
+	n := copy(p, step.data)
+	if step.data = step.data[n:]; len(step.data) == 0 {
+		*r = (*r)[1:]
+	}
+	return n, nil
+}
+
+// TestFilterRFBClipboard_LatestAfterAnOldProvide: a desktop's provide can
+// carry the clipboard it had when the client asked (Xvnc fetches an X
+// selection from its owner while newer owners announce themselves); a
+// notify dropped in the flood after the client asked must still be
+// announced. The e2e flood ended with the panel on flood-118 of 120 when
+// such a provide cleared it.
+func TestFilterRFBClipboard_LatestAfterAnOldProvide(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	var f net.Conn
+	burst := new(rfbServer).handshake()
+	for range cutTextBurst + 1 { // the last is dropped
+		burst.extended(extNotify|1, 0)
+	}
+	request := []byte{rfbClientCutText, 0, 0, 0, 0xff, 0xff, 0xff, 0xfc, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(request[8:], extRequest|1)
+	script := scriptedReader{
+		{data: burst.Bytes()},
+		{before: func() { f.Write(request) }, data: new(rfbServer).extended(extNotify|1, 0).Bytes()},
+		{before: func() { now = now.Add(time.Second) }, data: new(rfbServer).extended(extProvide|1, 8).Bytes()},
+	}
+	conn := &quietConn{fakeConn: fakeConn{r: &script, chunk: 1 << 16}, timeouts: 3}
+	f = FilterRFBClipboard(conn, RFBClipboardConfig{ToDesktop: true, FromDesktop: true, Now: func() time.Time { return now }})
+	f.(*rfbFilter).noDeadline = false
+	f.Write(new(rfbClient).handshake(1).Bytes())
+	got, _ := io.ReadAll(f)
+	want := new(rfbServer).handshake()
+	for range cutTextBurst {
+		want.extended(extNotify|1, 0)
+	}
+	want.extended(extProvide|1, 8).extended(extNotify|1, 0)
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("got %d bytes; want the handshake, %d notifies, the old provide and a notify of the latest (%d bytes)", len(got), cutTextBurst, len(want.Bytes()))
+	}
+}
