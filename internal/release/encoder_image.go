@@ -68,57 +68,27 @@ func EncoderImage(c Config, debian, work string) (v1.Image, error) {
 // speed: go-containerregistry compresses a layer once for its digest and
 // again to write it.
 func dirLayer(root, name string, at time.Time) (v1.Layer, error) {
-	f, err := os.Create(name)
-	if err != nil {
-		return nil, fmt.Errorf("release: layer: %w", err)
-	}
-	tw := tar.NewWriter(f)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return err
-		}
+	err := writeTar(name, root, func(rel, p string, d fs.DirEntry) (*tar.Header, error) {
 		fi, err := d.Info()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		link := ""
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			if link, err = os.Readlink(p); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		h, err := tar.FileInfoHeader(fi, link)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rel, _ := filepath.Rel(root, p)
-		h.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			h.Name += "/"
-		}
+		h.Name = rel
 		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
 		h.Mode &^= 0o6000
 		h.ModTime, h.AccessTime, h.ChangeTime, h.Format = at.UTC(), time.Time{}, time.Time{}, tar.FormatPAX
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		src, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		_, err = io.Copy(tw, src)
-		return err
+		return h, nil
 	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return nil, fmt.Errorf("release: layer of %s: %w", root, err)
 	}

@@ -37,34 +37,53 @@ func WriteLayout(out string, img v1.Image, version string, at time.Time) error {
 // packDir writes dir's files into the tarball out, in lexical order with
 // one time, so that one image always makes one tarball.
 func packDir(out, dir string, at time.Time) error {
+	err := writeTar(out, dir, func(rel, _ string, d fs.DirEntry) (*tar.Header, error) {
+		if d.IsDir() {
+			return &tar.Header{Name: rel, Mode: 0o755, ModTime: at.UTC(), Format: tar.FormatPAX, Typeflag: tar.TypeDir}, nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil, err
+		}
+		return &tar.Header{Name: rel, Mode: 0o644, Size: fi.Size(), ModTime: at.UTC(), Format: tar.FormatPAX, Typeflag: tar.TypeReg}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("release: pack %s: %w", out, err)
+	}
+	return nil
+}
+
+// writeTar writes root's entries into a new tar file out, in lexical
+// order, each with the header head makes of it (rel is its slash-separated
+// path in root, a folder's ending in "/"; p its path here); a regular
+// file's header is followed by its content.
+func writeTar(out, root string, head func(rel, p string, d fs.DirEntry) (*tar.Header, error)) error {
 	f, err := os.Create(out)
 	if err != nil {
-		return fmt.Errorf("release: %w", err)
+		return err
 	}
 	tw := tar.NewWriter(f)
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: at.UTC(), Format: tar.FormatPAX, Typeflag: tar.TypeReg}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			h.Name, h.Mode, h.Typeflag = h.Name+"/", 0o755, tar.TypeDir
-			return tw.WriteHeader(h)
+			rel += "/"
+		}
+		h, err := head(rel, p, d)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(h); err != nil || h.Typeflag != tar.TypeReg {
+			return err
 		}
 		src, err := os.Open(p)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		fi, err := src.Stat()
-		if err != nil {
-			return err
-		}
-		h.Size = fi.Size()
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
 		_, err = io.Copy(tw, src)
 		return err
 	})
@@ -74,8 +93,5 @@ func packDir(out, dir string, at time.Time) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("release: pack %s: %w", out, err)
-	}
-	return nil
+	return err
 }
