@@ -137,6 +137,9 @@ type Config struct {
 	PublicURLs []string
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// MetricsClosed, when set and MetricsToken is not, closes /metrics to
+	// every request; it is the refusal's hint (how to set the token).
+	MetricsClosed string
 	// MaxConsolesPerUser caps one user's open consoles (0: 10, <0: none).
 	MaxConsolesPerUser int
 	// MaxAgentDesktops caps the desktops one user's agents work in at
@@ -211,6 +214,7 @@ type Handler struct {
 	settings   *settingsRoutes
 	mcp        *mcpRoute
 	metricsTok string
+	metricsOff string
 	trail      auditTrail
 }
 
@@ -254,6 +258,7 @@ func New(cfg Config) *Handler {
 		checkOrigin: hc.checkOrigin,
 		mux:         http.NewServeMux(),
 		metricsTok:  cfg.MetricsToken,
+		metricsOff:  cfg.MetricsClosed,
 		trail:       trail,
 
 		probes:   &probes{log: log, ready: ready, notice: notice},

@@ -146,11 +146,18 @@ func boolGauge(b bool) float64 {
 
 // handler serves GET /metrics in the Prometheus text format (it names
 // pools and their namespaces): with a token, only to requests bearing it;
-// without one, only to requests straight from this machine (a Prometheus
-// beside the embedded default), never through a proxy. It refuses others
-// through refuse.
-func (m *metrics) handler(token string, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
+// without one and with closed set (a deployed portal whose Secret lacks
+// the token), to nobody, closed being the hint of how to open it; else
+// only to requests straight from this machine (a Prometheus beside the
+// embedded default), never through a proxy. It refuses others through
+// refuse.
+func (m *metrics) handler(token, closed string, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	if token == "" && closed != "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			refuse(w, r, vdi.Errorf(vdi.EUnavailable, closed, "Metrics are closed: this portal has no metrics token."))
+		})
+	}
 	if token == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := auth.DirectLoopback(r, "Reading /metrics without a token",

@@ -16,7 +16,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", h.assets.Handler())
 	m.HandleFunc("GET /healthz", h.probes.handleHealthz)
 	m.HandleFunc("GET /readyz", h.probes.handleReadyz)
-	m.Handle("GET /metrics", h.metrics.handler(h.metricsTok, h.writeAPIError))
+	m.Handle("GET /metrics", h.metrics.handler(h.metricsTok, h.metricsOff, h.writeAPIError))
 	m.HandleFunc("GET /favicon.ico", h.fallback.handleFavicon)
 	m.HandleFunc("/", h.fallback.handleNotFound)
 

@@ -40,7 +40,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{group: "server", name: "metrics-token-file", secret: true, help: "file holding the bearer token /metrics requires (without one, /metrics answers only requests straight from this machine, never through a proxy; a deployed portal is not ready without it); or set CORRAL_VDI_METRICS_TOKEN",
+	{group: "server", name: "metrics-token-file", secret: true, help: "file holding the bearer token /metrics requires (without one, /metrics answers only requests straight from this machine, never through a proxy; a deployed portal without it closes /metrics to everyone and logs the command that adds it to its Secret); or set CORRAL_VDI_METRICS_TOKEN",
 		set: func(c *Config, v string) error { c.Server.MetricsToken = strings.TrimSpace(v); return nil }},
 
 	// auth
@@ -224,6 +224,6 @@ var settings = []setting{
 		set: text(func(c *Config) *string { return &c.Kube.Namespace })},
 	{group: "kube", name: "pool-namespaces", help: "namespaces the kube backend keeps pools in, comma-separated: namespaced least-privilege mode, a Role in each (deploy/pool-namespace); empty: every namespace, under the cluster-wide ClusterRole",
 		set: func(c *Config, v string) (err error) { c.Kube.PoolNamespaces, err = parsePoolNamespaces(v); return err }},
-	{group: "kube", name: "shared-secrets-from", help: "the Kubernetes Secret the replicas' shared keys come from; when set, a missing key keeps the portal not ready and names it",
+	{group: "kube", name: "shared-secrets-from", help: "the Kubernetes Secret the replicas' shared keys come from; when set, a missing key keeps the portal not ready (metrics-token: closes /metrics) and its log names the command that adds it",
 		set: text(func(c *Config) *string { return &c.Kube.SharedSecretsFrom })},
 }

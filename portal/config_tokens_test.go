@@ -61,7 +61,9 @@ func TestParseConfig_TokenKeys(t *testing.T) {
 }
 
 // TestCheckSharedSecrets: with CORRAL_VDI_SHARED_SECRETS_FROM set, missing
-// keys make /readyz fail and are logged once, naming the Secret and keys.
+// keys make /readyz fail and are logged once, naming the Secret, the keys
+// and the patch that adds them; without metrics-token alone the portal is
+// ready with /metrics closed.
 func TestCheckSharedSecrets(t *testing.T) {
 	env := map[string]string{"CORRAL_VDI_BACKEND": "local", "HOME": t.TempDir(), "CORRAL_VDI_NAMESPACE": "corral-vdi",
 		"CORRAL_VDI_SHARED_SECRETS_FROM": "corral-vdi-secrets", "CORRAL_VDI_TOKEN_KEYS": testKey1}
@@ -79,7 +81,7 @@ func TestCheckSharedSecrets(t *testing.T) {
 	if n := strings.Count(line, "\n"); n != 1 {
 		t.Fatalf("%d log lines; want one:\n%s", n, line)
 	}
-	for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "session-keys", "peer-secret", "metrics-token", "CORRAL_VDI_SESSION_KEYS", "kubectl -n corral-vdi create secret generic corral-vdi-secrets"} {
+	for _, want := range []string{"secret=corral-vdi/corral-vdi-secrets", "session-keys", "peer-secret", "metrics-token", "CORRAL_VDI_SESSION_KEYS", "kubectl -n corral-vdi patch secret corral-vdi-secrets"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log %q; want %q", line, want)
 		}
@@ -88,14 +90,45 @@ func TestCheckSharedSecrets(t *testing.T) {
 		t.Errorf("log %q names token-keys, which is set", line)
 	}
 
+	if m.metricsClosed == "" {
+		t.Errorf("no metrics token, /metrics not closed")
+	}
+
+	// An upgrade from a release that did not ask for metrics-token: the
+	// Secret has the other keys. Ready, /metrics closed, one warning with
+	// the patch that adds the key.
 	env["CORRAL_VDI_SESSION_KEYS"], env["CORRAL_VDI_PEER_SECRET"] = testKey2, "a-peer-secret-of-enough-length"
+	if c, err = ParseConfig(nil, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	m = &Main{Config: c, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	m.checkSharedSecrets()
+	if m.notReady != nil {
+		t.Fatalf("only metrics-token missing: %v; want ready (a rolling update goes through)", m.notReady)
+	}
+	line = logs.String()
+	if n := strings.Count(line, "\n"); n != 1 || !strings.Contains(line, "level=WARN") {
+		t.Fatalf("%d log lines; want one warning:\n%s", n, line)
+	}
+	patch := `kubectl -n corral-vdi patch secret corral-vdi-secrets -p \"{\\\"stringData\\\":{\\\"metrics-token\\\":\\\"$(openssl rand -base64 32)\\\"}}\"`
+	for _, want := range []string{"keys=metrics-token", patch, "&& kubectl -n corral-vdi rollout restart deployment/corral-vdi-portal"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q; want %q", line, want)
+		}
+	}
+	if !strings.Contains(m.metricsClosed, "patch secret corral-vdi-secrets") {
+		t.Errorf("/metrics closed with %q; want the patch that opens it", m.metricsClosed)
+	}
+
 	env["CORRAL_VDI_METRICS_TOKEN"] = "a-metrics-token"
 	if c, err = ParseConfig(nil, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
+	logs.Reset()
 	m = &Main{Config: c, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	m.checkSharedSecrets()
-	if m.notReady != nil {
-		t.Fatalf("every shared secret set, still %v", m.notReady)
+	if m.notReady != nil || m.metricsClosed != "" || logs.Len() != 0 {
+		t.Fatalf("every shared secret set, still %v, metrics closed %q, log %q", m.notReady, m.metricsClosed, logs.String())
 	}
 }

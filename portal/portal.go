@@ -61,7 +61,10 @@ type Main struct {
 	screens   *kube.ScreenOwners   // who owns each desktop's screen; nil: this portal alone
 	leading   atomic.Bool
 	notReady  error // why /readyz fails for good; nil when it may pass
-	handler   *handlers.Handler
+	// metricsClosed, when set, closes /metrics: the hint of how to open
+	// it (a deployed portal's Secret without metrics-token).
+	metricsClosed string
+	handler       *handlers.Handler
 
 	// consolePaths are the backend's ways to a console after the direct
 	// path and the peers (the kube backend's apiserver subresources).
@@ -175,7 +178,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Notice:  notices(m.history.StatusText, m.recordings.Notice, m.caches.notice),
 		Outage:  m.apiserver.notice,
 		Cluster: c.Server.Backend == BackendKube,
-		Listen:  c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
+		Listen:  c.Server.Listen, PublicURLs: publicOrigins(c), MetricsToken: c.Server.MetricsToken, MetricsClosed: m.metricsClosed, MaxConsolesPerUser: c.Console.MaxConsolesPerUser,
 		Replica: replicaName(c, m.identity),
 		USB:     m.usb, Audit: m.history, AuditRoom: m.history.AuditRoom,
 		Files: handlers.FilesConfig{Files: m.files, MaxFile: c.Uploads.MaxFile, Quota: c.Uploads.Quota}, ClipImages: m.clipImages,

@@ -27,36 +27,66 @@ func replicaName(c Config, identity string) string {
 }
 
 // checkSharedSecrets makes the portal not ready, with one log line naming
-// the Secret and its missing keys, when Config.SharedSecretsFrom is set
-// and any key the replicas share is empty: a replica that serves with a
-// key of its own breaks consoles and sign-ins that cross replicas.
+// the Secret, its missing keys and the command that adds them, when
+// Config.SharedSecretsFrom is set and any key the replicas share is empty:
+// a replica that serves with a key of its own breaks consoles and sign-ins
+// that cross replicas. Without metrics-token it closes /metrics
+// (metricsClosed) with that command as the hint.
 func (m *Main) checkSharedSecrets() {
 	from := m.Config.Kube.SharedSecretsFrom
 	if from == "" {
 		return
 	}
-	missing := m.Config.missingSharedSecrets()
+	missing, exists := m.Config.missingSharedSecrets()
 	if len(missing) == 0 {
 		return
-	}
-	var keys, envs []string
-	var literals []string
-	for _, s := range missing {
-		keys, envs = append(keys, s.key), append(envs, s.env)
-		value := `"$(openssl rand -base64 32)"`
-		if s.key == "oidc-client-secret" {
-			value = "<the client secret from your OpenID provider>"
-		}
-		literals = append(literals, "--from-literal="+s.key+"="+value)
 	}
 	ns, name, ok := strings.Cut(from, "/")
 	if !ok {
 		ns, name = m.Config.Kube.Namespace, from
 	}
+	var keys, envs []string
+	ready := true
+	for _, s := range missing {
+		keys, envs = append(keys, s.key), append(envs, s.env)
+		ready = ready && !s.ready
+	}
+	fix := secretFix(ns, name, missing, exists)
+	if m.Config.Server.MetricsToken == "" {
+		m.metricsClosed = fmt.Sprintf("The portal's Secret %s/%s has no metrics-token. Add it: %s. Then send it as Authorization: Bearer <token>.", ns, name, fix)
+	}
+	attrs := []any{"secret", ns + "/" + name, "keys", strings.Join(keys, ","), "env", strings.Join(envs, ","), "fix", fix}
+	if ready {
+		m.Log.Warn("metrics token missing: /metrics answers 503 to everyone until the Secret has it and the pods restart; the portal serves", attrs...)
+		return
+	}
 	m.notReady = fmt.Errorf("%w: Secret %s/%s lacks %s", errNotReady, ns, name, strings.Join(keys, ", "))
-	m.Log.Error("shared secrets missing: not ready until the Secret has them and the pods restart",
-		"secret", ns+"/"+name, "keys", strings.Join(keys, ","), "env", strings.Join(envs, ","),
-		"fix", fmt.Sprintf("kubectl -n %s create secret generic %s %s (or add the keys to it), then kubectl -n %s rollout restart deployment", ns, name, strings.Join(literals, " "), ns))
+	m.Log.Error("shared secrets missing: not ready until the Secret has them and the pods restart", attrs...)
+}
+
+// secretFix is the command that adds the missing keys to Secret ns/name
+// (patching it when it exists, else creating it) and restarts the
+// portal's pods, which read the keys at start.
+func secretFix(ns, name string, missing []sharedSecret, exists bool) string {
+	value := func(s sharedSecret) string {
+		if s.key == "oidc-client-secret" {
+			return "<the client secret from your OpenID provider>"
+		}
+		return "$(openssl rand -base64 32)"
+	}
+	restart := fmt.Sprintf(" && kubectl -n %s rollout restart deployment/corral-vdi-portal", ns)
+	if exists {
+		var fields []string
+		for _, s := range missing {
+			fields = append(fields, fmt.Sprintf(`\"%s\":\"%s\"`, s.key, value(s)))
+		}
+		return fmt.Sprintf(`kubectl -n %s patch secret %s -p "{\"stringData\":{%s}}"`, ns, name, strings.Join(fields, ",")) + restart
+	}
+	var literals []string
+	for _, s := range missing {
+		literals = append(literals, fmt.Sprintf("--from-literal=%s=%q", s.key, value(s)))
+	}
+	return fmt.Sprintf("kubectl -n %s create secret generic %s %s", ns, name, strings.Join(literals, " ")) + restart
 }
 
 // apiserverCheckEvery is how long an answer of the API server's /readyz
