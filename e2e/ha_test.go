@@ -485,7 +485,7 @@ func redact(env []string) []string {
 	out := make([]string, len(env))
 	for i, e := range env {
 		k, _, _ := strings.Cut(e, "=")
-		if strings.Contains(k, "KEYS") || strings.HasSuffix(k, "SECRET") {
+		if strings.Contains(k, "KEYS") || strings.HasSuffix(k, "SECRET") || strings.HasSuffix(k, "TOKEN") {
 			e = k + "=…"
 		}
 		out[i] = e

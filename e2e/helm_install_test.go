@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
+	dist "github.com/corral-dev/corral-vdi-portal/internal/release"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
+	"github.com/corral-dev/corral-vdi-portal/rfb"
 )
 
 // TestHelm_InstallFromOCI is an operator's Helm install, then a user's
@@ -33,8 +36,11 @@ import (
 // container's args and environment (the Secret's keys and the pod's
 // fields resolved from the cluster), its volumes as folders, and the
 // token of the ServiceAccount the chart made, so that what the portal may
-// do is what the chart's RBAC grants. It must be ready by its own
-// readiness probe. `helm test`'s hook Pods, as the release keeps them,
+// do is what the chart's RBAC grants. The release has the encoder image,
+// so the chart runs its encoder sidecar by default, pinned by digest:
+// the sidecar runs first as its container says, until its startup probe
+// passes, and a screen sent where the portal's h264 points comes back
+// as H.264. The portal must be ready by its own readiness probe. `helm test`'s hook Pods, as the release keeps them,
 // then run as a kubelet would run their one container: each hook's
 // command with its environment, in a network namespace of its own (a Pod
 // is another host on the network, never the portal's loopback); the only
@@ -63,14 +69,24 @@ func TestHelm_InstallFromOCI(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	must(t, c.WriteKubeconfig(kubeconfig, ""))
+	encoderDigest := "sha256:" + strings.Repeat("c0", 32)
 	in, err := deploytest.InstallFromOCI(deploytest.OCIInstall{Deploy: filepath.Join("..", "deploy"), Version: "v0.3.0",
-		Image: "registry.example.com/vdi/portal", Digest: "sha256:" + strings.Repeat("cd", 32),
+		Image: "registry.example.com/vdi/portal", Digest: "sha256:" + strings.Repeat("cd", 32), EncoderDigest: encoderDigest,
 		Kubeconfig: kubeconfig, Namespace: ns, Name: "corral-vdi", Dir: dir,
 		Values: map[string]any{"auth": map[string]any{"admins": "ops"},
 			"poolNamespaces": []any{map[string]any{"name": pools, "create": true}}}})
 	must(t, err)
 	t.Logf("helm install corral-vdi %s --version 0.3.0 -n %s", in.Ref, ns)
-	p := startInstalledPortal(t, c, ns)
+	p, h264 := startInstalledPortal(t, c, ns, dist.DefaultEncoderImage+"@"+encoderDigest)
+	if h264 == "" {
+		t.Error("the release's chart runs no encoder sidecar; want it on by default, as the release pins its image")
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		if err := rfb.CheckH264(ctx, h264); err != nil {
+			t.Errorf("a screen sent where the installed portal's h264 points (%s): %v; want an H.264 key frame from the encoder sidecar", h264, err)
+		}
+		cancel()
+	}
 	u, err := url.Parse(p.URL)
 	must(t, err)
 	onNet, onLoopback := "http://"+net.JoinHostPort(n.Host, u.Port()), "http://"+net.JoinHostPort("127.0.0.1", u.Port())
@@ -157,12 +173,14 @@ func TestHelm_InstallFromOCI(t *testing.T) {
 
 // startInstalledPortal starts the portal binary as the Deployment Helm
 // installed in ns says, as a kubelet would start its pod (on this host,
-// on every address as in a pod, the Service's port a free one): its
-// container's args and environment, the Secret's keys and the pod's
-// namespace read from the cluster, its emptyDirs as folders, and a
-// token of its ServiceAccount, which must be there. It returns the portal
-// once its readiness probe answers 200.
-func startInstalledPortal(t *testing.T, c *testcluster.Cluster, ns string) *Portal {
+// on every address as in a pod, the Service's port a free one): first
+// its encoder sidecar where it has one, which must pull encoder, until
+// its startup probe passes; then its container's args and environment,
+// the Secret's keys and the pod's namespace read from the cluster, its
+// emptyDirs as folders, and a token of its ServiceAccount, which must be
+// there. It returns the portal once its readiness probe answers 200, and
+// the portal's h264 as it runs ("" without a sidecar).
+func startInstalledPortal(t *testing.T, c *testcluster.Cluster, ns, encoder string) (*Portal, string) {
 	t.Helper()
 	admin := c.AdminClient(t)
 	ctx := context.Background()
@@ -193,7 +211,15 @@ func startInstalledPortal(t *testing.T, c *testcluster.Cluster, ns string) *Port
 		}
 	}
 	root := t.TempDir()
-	proc, err := deploytest.ContainerProcess(&d, deploytest.Values{
+	for _, ctr := range spec.InitContainers {
+		if ctr.Name == "encoder" {
+			if ctr.Image != encoder {
+				t.Errorf("the installed Deployment's encoder sidecar pulls %s; want %s, pinned by the release", ctr.Image, encoder)
+			}
+			startInstalledSidecar(t, &d, ctr, root)
+		}
+	}
+	proc, err := deploytest.ContainerProcess(&d, "portal", deploytest.Values{
 		Secrets: secrets,
 		Fields:  map[string]string{"metadata.namespace": ns},
 		Override: map[string]string{
@@ -219,5 +245,52 @@ func startInstalledPortal(t *testing.T, c *testcluster.Cluster, ns string) *Port
 	waitFor(t, 30*time.Second, "the portal ready by its readiness probe "+probe.HTTPGet.Path, func() bool {
 		return get(t, p.URL+probe.HTTPGet.Path, nil) == 200
 	})
-	return p
+	h264 := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "CORRAL_VDI_H264="); ok {
+			h264 = v
+		}
+	}
+	return p, h264
+}
+
+// startInstalledSidecar runs d's native sidecar ctr (an init container
+// that keeps running) as a kubelet would before the pod's containers:
+// the portal binary standing in for its image, with its args and
+// environment, its emptyDirs the folders under root the portal shares;
+// it returns once the container's startup probe (an exec) passes there.
+// The wait is longer than the probe's budget: this host's GStreamer has
+// far more plugins to scan at the sidecar's first start than the image.
+func startInstalledSidecar(t *testing.T, d *appsv1.Deployment, ctr corev1.Container, root string) {
+	t.Helper()
+	if ctr.RestartPolicy == nil || *ctr.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatalf("init container %s: restartPolicy %v; want Always (a native sidecar)", ctr.Name, ctr.RestartPolicy)
+	}
+	proc, err := deploytest.ContainerProcess(d, ctr.Name, deploytest.Values{}, root)
+	must(t, err)
+	var log strings.Builder
+	cmd := exec.Command(binary, proc.Args...)
+	cmd.Env = append(os.Environ(), proc.Env...)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("the %s sidecar's log:\n%s", ctr.Name, log.String())
+		}
+	})
+	t.Logf("the installed Deployment's %s sidecar: args %q, environment %q", ctr.Name, proc.Args, proc.Env)
+	probe := ctr.StartupProbe
+	if probe == nil || probe.Exec == nil {
+		t.Fatalf("the %s sidecar's startup probe %+v; want an exec", ctr.Name, probe)
+	}
+	// The probe's command, its paths under root as the mounts are.
+	var args []string
+	for _, a := range probe.Exec.Command {
+		args = append(args, proc.HostPath(a))
+	}
+	waitFor(t, 90*time.Second, "the "+ctr.Name+" sidecar's startup probe "+strings.Join(probe.Exec.Command, " "), func() bool {
+		return exec.Command(args[0], args[1:]...).Run() == nil
+	})
 }

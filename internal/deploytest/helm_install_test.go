@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
+	"github.com/corral-dev/corral-vdi-portal/internal/release"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
 )
 
@@ -30,6 +31,7 @@ import (
 func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	const ns, name, version = "corral-vdi-oci", "corral-vdi", "v0.3.0"
 	image, digest := "registry.example.com/vdi/portal", "sha256:"+strings.Repeat("cd", 32)
+	encoder, encoderDigest := release.DefaultEncoderImage, "sha256:"+strings.Repeat("c0", 32)
 	admin := c.AdminClient(t)
 	ctx := context.Background()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -45,7 +47,7 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	}
 	// Its own pool namespace: TestDeploy made corral-vdi-desktops without Helm.
 	o := deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
-		Image: image, Digest: digest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
+		Image: image, Digest: digest, EncoderDigest: encoderDigest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
 		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}},
 			"auth": map[string]any{"admins": "ops"}, "secrets": map[string]any{"create": true}}}
 	in, err := deploytest.InstallFromOCI(o)
@@ -77,6 +79,9 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	if got := d.Spec.Template.Spec.Containers[0].Image; got != image+"@"+digest {
 		t.Errorf("the installed Deployment pulls %s; want %s@%s", got, image, digest)
 	}
+	if got := sidecarImage(d); got != encoder+"@"+encoderDigest {
+		t.Errorf("the installed Deployment's encoder sidecar pulls %q; want the release's %s@%s, on by default", got, encoder, encoderDigest)
+	}
 	if got := d.Labels["app.kubernetes.io/version"]; got != "" && got != version {
 		t.Errorf("the installed Deployment's version label %q; want %s", got, version)
 	}
@@ -85,7 +90,7 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	// values file again the new digest rolls out and the values hold;
 	// --reuse-values would keep the old chart's values, its digest too.
 	next := o
-	next.Version, next.Digest, next.Dir = "v0.4.0", "sha256:"+strings.Repeat("ef", 32), t.TempDir()
+	next.Version, next.Digest, next.EncoderDigest, next.Dir = "v0.4.0", "sha256:"+strings.Repeat("ef", 32), "sha256:"+strings.Repeat("e0", 32), t.TempDir()
 	for _, reuse := range []bool{true, false} {
 		if err := in.UpgradeFromOCI(next, reuse); err != nil {
 			t.Fatal(err)
@@ -93,12 +98,12 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(&d), &d); err != nil {
 			t.Fatal(err)
 		}
-		want := image + "@" + next.Digest
+		want, wantEncoder := image+"@"+next.Digest, encoder+"@"+next.EncoderDigest
 		if reuse {
-			want = image + "@" + digest
+			want, wantEncoder = image+"@"+digest, encoder+"@"+encoderDigest
 		}
-		if got := d.Spec.Template.Spec.Containers[0].Image; got != want {
-			t.Errorf("helm upgrade --version 0.4.0 (--reuse-values %v): the Deployment pulls %s; want %s", reuse, got, want)
+		if got, enc := d.Spec.Template.Spec.Containers[0].Image, sidecarImage(d); got != want || enc != wantEncoder {
+			t.Errorf("helm upgrade --version 0.4.0 (--reuse-values %v): the Deployment pulls %s and %s; want %s and %s", reuse, got, enc, want, wantEncoder)
 		}
 		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "CORRAL_VDI_ADMINS", Value: "ops"}) {
 			t.Errorf("helm upgrade (--reuse-values %v) lost the admins value: %v", reuse, d.Spec.Template.Spec.Containers[0].Env)
@@ -122,4 +127,14 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 			t.Errorf("after helm uninstall the %T %s: %v; want it gone", obj, obj.GetName(), err)
 		}
 	}
+}
+
+// sidecarImage is the image of d's encoder sidecar, "" where it has none.
+func sidecarImage(d appsv1.Deployment) string {
+	for _, c := range d.Spec.Template.Spec.InitContainers {
+		if c.Name == "encoder" {
+			return c.Image
+		}
+	}
+	return ""
 }

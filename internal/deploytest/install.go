@@ -26,15 +26,16 @@ import (
 // oci://REGISTRY/charts/corral-vdi-portal --version X.Y.Z -n NAMESPACE -f
 // values.yaml` takes, with the release's chart as make release packs it.
 type OCIInstall struct {
-	Deploy     string         // the repository's deploy/ folder the chart is packed from
-	Version    string         // the release, e.g. v0.3.0
-	Image      string         // the image repository the chart pins
-	Digest     string         // the image digest it pins (sha256:…)
-	Kubeconfig string         // the operator's kubeconfig
-	Namespace  string         // -n: the release namespace, made beforehand
-	Name       string         // the release name
-	Values     map[string]any // -f
-	Dir        string         // scratch: the package, Helm's caches
+	Deploy        string         // the repository's deploy/ folder the chart is packed from
+	Version       string         // the release, e.g. v0.3.0
+	Image         string         // the image repository the chart pins
+	Digest        string         // the image digest it pins (sha256:…)
+	EncoderDigest string         // the encoder image digest it pins, turning the encoder on ("": none, off)
+	Kubeconfig    string         // the operator's kubeconfig
+	Namespace     string         // -n: the release namespace, made beforehand
+	Name          string         // the release name
+	Values        map[string]any // -f
+	Dir           string         // scratch: the package, Helm's caches
 }
 
 // Installed is a release helm install made.
@@ -126,7 +127,7 @@ func (in *Installed) UpgradeFromOCI(o OCIInstall, reuseValues bool) error {
 // o.Namespace and the chart's reference.
 func fromOCI(o OCIInstall, run func(cfg *action.Configuration, settings *cli.EnvSettings, ref string) error) (*action.Configuration, error) {
 	tgz, err := release.Chart(release.Config{Version: o.Version, Created: time.Unix(1767225600, 0),
-		Deploy: o.Deploy, Image: o.Image, Out: o.Dir}, o.Digest)
+		Deploy: o.Deploy, Image: o.Image, Out: o.Dir}, o.Digest, o.EncoderDigest)
 	if err != nil {
 		return nil, err
 	}

@@ -10,40 +10,54 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Process is the Deployment's container "portal" as a process on this
-// host runs it, the image's binary standing in for the image.
+// Process is a container of the Deployment as a process on this host
+// runs it, the image's binary standing in for the image.
 type Process struct {
 	// Args follow the image's entrypoint (the binary): the container's.
 	Args []string
-	// Env is the container's environment, as PortalEnv resolves it.
+	// Env is the container's environment, resolved with the Values.
 	Env []string
+	// root and mounts: the container's mount paths are under root here.
+	root   string
+	mounts []string
 }
 
-// ContainerProcess returns the container "portal" of d as a kubelet would
-// start it, on this host: its environment resolved with v, its volumes
-// (emptyDirs) made empty folders under root, and every argument or
-// environment value naming a path under a mount moved under root with
-// it. A command other than the image's entrypoint, or a kind of volume it
-// cannot make, is an error.
-func ContainerProcess(d *appsv1.Deployment, v Values, root string) (*Process, error) {
-	spec := d.Spec.Template.Spec
-	var c *corev1.Container
-	for i := range spec.Containers {
-		if spec.Containers[i].Name == "portal" {
-			c = &spec.Containers[i]
+// HostPath returns where a path of the container is on this host: under
+// the root folder if it lies in one of its mounts, else as it is. A
+// socket's address, unix:PATH, moves the same way.
+func (p *Process) HostPath(s string) string {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		return "unix:" + p.HostPath(path)
+	}
+	for _, m := range p.mounts {
+		if s == m || strings.HasPrefix(s, strings.TrimSuffix(m, "/")+"/") {
+			return filepath.Join(p.root, s)
 		}
 	}
-	if c == nil {
-		return nil, fmt.Errorf("deploytest: Deployment %s has no container portal", d.Name)
+	return s
+}
+
+// ContainerProcess returns the container name of d (the portal, or a
+// native sidecar among the init containers) as a kubelet would start it,
+// on this host: its environment resolved with v, its volumes (emptyDirs)
+// made folders under root, and every argument or environment value
+// naming a path under a mount moved under root with it. A command other
+// than the image's entrypoint, or a kind of volume it cannot make, is an
+// error.
+func ContainerProcess(d *appsv1.Deployment, name string, v Values, root string) (*Process, error) {
+	spec := d.Spec.Template.Spec
+	c, err := container(d, name)
+	if err != nil {
+		return nil, err
 	}
 	if len(c.Command) > 0 {
-		return nil, fmt.Errorf("deploytest: container portal's command %q: want the image's entrypoint", c.Command)
+		return nil, fmt.Errorf("deploytest: container %s's command %q: want the image's entrypoint", name, c.Command)
 	}
 	volumes := map[string]corev1.Volume{}
 	for _, vol := range spec.Volumes {
 		volumes[vol.Name] = vol
 	}
-	var mounts []string
+	p := &Process{root: root}
 	for _, m := range c.VolumeMounts {
 		vol, ok := volumes[m.Name]
 		if !ok {
@@ -52,28 +66,16 @@ func ContainerProcess(d *appsv1.Deployment, v Values, root string) (*Process, er
 		if err := makeVolume(vol, filepath.Join(root, m.MountPath)); err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, m.MountPath)
+		p.mounts = append(p.mounts, m.MountPath)
 	}
-	moved := func(s string) string {
-		for _, m := range mounts {
-			if s == m || strings.HasPrefix(s, strings.TrimSuffix(m, "/")+"/") {
-				return filepath.Join(root, s)
-			}
-		}
-		return s
-	}
-	env, err := PortalEnv(d, v)
-	if err != nil {
-		return nil, err
-	}
-	p := &Process{}
+	env := containerEnv(c, v)
 	for _, a := range c.Args {
-		p.Args = append(p.Args, moved(a))
+		p.Args = append(p.Args, p.HostPath(a))
 	}
 	for _, e := range env {
 		name, val, _ := strings.Cut(e, "=")
 		if _, set := v.Override[name]; !set {
-			val = moved(val)
+			val = p.HostPath(val)
 		}
 		p.Env = append(p.Env, name+"="+val)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -66,30 +67,48 @@ type Values struct {
 // PortalEnv returns the container "portal"'s environment in d as NAME=value
 // pairs, resolved with v; resource fields are left out.
 func PortalEnv(d *appsv1.Deployment, v Values) ([]string, error) {
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name != "portal" {
-			continue
-		}
-		var env []string
-		for _, e := range c.Env {
-			val, ok := e.Value, true
-			switch {
-			case e.ValueFrom == nil:
-			case e.ValueFrom.SecretKeyRef != nil:
-				val, ok = v.Secrets[e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key]
-			case e.ValueFrom.FieldRef != nil:
-				val, ok = v.Fields[e.ValueFrom.FieldRef.FieldPath]
-			default:
-				ok = false
-			}
-			if o, set := v.Override[e.Name]; set {
-				val, ok = o, true
-			}
-			if ok {
-				env = append(env, e.Name+"="+val)
-			}
-		}
-		return env, nil
+	c, err := container(d, "portal")
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("deploytest: Deployment %s has no container portal", d.Name)
+	return containerEnv(c, v), nil
+}
+
+// container returns d's container (or init container, a native sidecar)
+// of that name.
+func container(d *appsv1.Deployment, name string) (*corev1.Container, error) {
+	spec := &d.Spec.Template.Spec
+	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return &cs[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("deploytest: Deployment %s has no container %s", d.Name, name)
+}
+
+// containerEnv returns c's environment as NAME=value pairs, resolved with
+// v; resource fields are left out.
+func containerEnv(c *corev1.Container, v Values) []string {
+	var env []string
+	for _, e := range c.Env {
+		val, ok := e.Value, true
+		switch {
+		case e.ValueFrom == nil:
+		case e.ValueFrom.SecretKeyRef != nil:
+			val, ok = v.Secrets[e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key]
+		case e.ValueFrom.FieldRef != nil:
+			val, ok = v.Fields[e.ValueFrom.FieldRef.FieldPath]
+		default:
+			ok = false
+		}
+		if o, set := v.Override[e.Name]; set {
+			val, ok = o, true
+		}
+		if ok {
+			env = append(env, e.Name+"="+val)
+		}
+	}
+	return env
 }

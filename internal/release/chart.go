@@ -18,9 +18,12 @@ const ChartDir = "helm/corral-vdi-portal"
 // Chart packages the Helm chart of c.Deploy as `helm package` would, as a
 // chart of the release: its version the release's (without the v), its
 // appVersion the release, and its values pulling image c.Image pinned to
-// digest, as install.yaml does. Every file carries c.Created, so one
-// commit packs to the same bytes. It returns the .tgz's path in c.Out.
-func Chart(c Config, digest string) (string, error) {
+// digest, as install.yaml does. With encoderDigest (the release has the
+// encoder sidecar's image) its values turn the encoder on, pulling
+// c.EncoderRepository (DefaultEncoderImage when empty) pinned to that
+// digest. Every file carries c.Created, so one commit packs to the same
+// bytes. It returns the .tgz's path in c.Out.
+func Chart(c Config, digest, encoderDigest string) (string, error) {
 	ch, err := loader.Load(filepath.Join(c.Deploy, ChartDir))
 	if err != nil {
 		return "", fmt.Errorf("release: chart: %w", err)
@@ -32,7 +35,7 @@ func Chart(c Config, digest string) (string, error) {
 		if f.Name != chartutil.ValuesfileName {
 			continue
 		}
-		v, err := pinImage(string(f.Data), c.Image, digest)
+		v, err := pinImages(string(f.Data), c, digest, encoderDigest)
 		if err != nil {
 			return "", err
 		}
@@ -49,15 +52,25 @@ func Chart(c Config, digest string) (string, error) {
 	return path, nil
 }
 
-// pinImage sets the image block of the chart's values.yaml (kept as
-// written, comments and all) to repository and digest.
-func pinImage(values, repository, digest string) (string, error) {
-	for _, r := range []struct{ old, new string }{
-		{"\n  repository: " + DefaultImage + "\n", "\n  repository: " + repository + "\n"},
+// pinImages sets the image block of the chart's values.yaml (kept as
+// written, comments and all) to c.Image and digest and, with
+// encoderDigest, the encoder block to on, pulling c.EncoderRepository
+// pinned to encoderDigest.
+func pinImages(values string, c Config, digest, encoderDigest string) (string, error) {
+	edits := []struct{ old, new string }{
+		{"\n  repository: " + DefaultImage + "\n", "\n  repository: " + c.Image + "\n"},
 		{"\n  digest: \"\"\n", "\n  digest: " + digest + "\n"},
-	} {
+	}
+	if encoderDigest != "" {
+		edits = append(edits, []struct{ old, new string }{
+			{"\nencoder:\n  enabled: false\n", "\nencoder:\n  enabled: true\n"},
+			{"\n    repository: " + DefaultEncoderImage + "\n", "\n    repository: " + c.encoderRepository() + "\n"},
+			{"\n    digest: \"\"\n", "\n    digest: " + encoderDigest + "\n"},
+		}...)
+	}
+	for _, r := range edits {
 		if n := strings.Count(values, r.old); n != 1 {
-			return "", fmt.Errorf("release: the chart's values.yaml has %d lines `%s`; want one (in its image block)", n, strings.TrimSpace(r.old))
+			return "", fmt.Errorf("release: the chart's values.yaml has %d lines `%s`; want one (in its image or encoder block)", n, strings.ReplaceAll(strings.TrimSpace(r.old), "\n", " / "))
 		}
 		values = strings.Replace(values, r.old, r.new, 1)
 	}

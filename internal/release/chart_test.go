@@ -20,10 +20,13 @@ import (
 )
 
 // checkChart reads the release's chart as an operator's helm would: the
-// chart of the release's version, rendering a Deployment that pulls the
-// release's image by digest; pushed to an OCI registry and pulled back
-// byte for byte, as `helm push` and `helm pull oci://…` would.
-func checkChart(t *testing.T, f release.Files, version, image string) {
+// chart of the release's version, rendering with its own values a
+// Deployment that pulls the release's image by digest and, where the
+// release has the encoder image (encoder, its repository, not ""), runs
+// the encoder sidecar pulled by its digest, the portal's h264 its socket
+// (off where it has none); pushed to an OCI registry and pulled back byte
+// for byte, as `helm push` and `helm pull oci://…` would.
+func checkChart(t *testing.T, f release.Files, version, image, encoder string) {
 	t.Helper()
 	ch, err := loader.Load(f.Chart)
 	if err != nil {
@@ -42,6 +45,22 @@ func checkChart(t *testing.T, f release.Files, version, image string) {
 	}
 	if got := d.Spec.Template.Spec.Containers[0].Image; got != image+"@"+f.Digest {
 		t.Errorf("the chart's Deployment pulls %s; want %s@%s", got, image, f.Digest)
+	}
+	var sidecars []string
+	for _, c := range d.Spec.Template.Spec.InitContainers {
+		sidecars = append(sidecars, c.Name+" "+c.Image)
+	}
+	h264 := ""
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "CORRAL_VDI_H264" {
+			h264 = e.Value
+		}
+	}
+	switch {
+	case encoder == "" && (len(sidecars) > 0 || h264 != ""):
+		t.Errorf("a release without the encoder image: the chart's sidecars %q, h264 %q; want none (the encoder off)", sidecars, h264)
+	case encoder != "" && (len(sidecars) != 1 || sidecars[0] != "encoder "+encoder+"@"+f.EncoderDigest || h264 != "unix:"+release.EncoderSocket):
+		t.Errorf("the chart's sidecars %q, h264 %q; want the encoder on by default, encoder %s@%s, h264 unix:%s", sidecars, h264, encoder, f.EncoderDigest, release.EncoderSocket)
 	}
 
 	// An OCI registry (go-containerregistry's, served over HTTP).
@@ -84,7 +103,7 @@ func TestChart_SameBytes(t *testing.T) {
 	var packs [][]byte
 	for range 2 {
 		c.Out = t.TempDir()
-		p, err := release.Chart(c, digest)
+		p, err := release.Chart(c, digest, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +132,7 @@ func TestChart_SameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Deploy, c.Out = bad, t.TempDir()
-	if _, err := release.Chart(c, digest); err == nil || !strings.Contains(err.Error(), `digest: ""`) {
+	if _, err := release.Chart(c, digest, ""); err == nil || !strings.Contains(err.Error(), `digest: ""`) {
 		t.Errorf("a chart without its image digest line: %v; want it refused, naming the line", err)
 	}
 }

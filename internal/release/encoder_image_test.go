@@ -27,7 +27,9 @@ import (
 // startup probe's `test -S` sees the socket, and one screen sent through
 // the socket as a hub sends it comes back as an H.264 key frame. No file
 // in the image is set-user or set-group, and image scanners find its
-// Debian packages (var/lib/dpkg/status.d, etc/os-release).
+// Debian packages (var/lib/dpkg/status.d, etc/os-release). The release's
+// install.yaml and chart run that image, pinned by its digest, beside
+// every portal (the chart's encoder on by default).
 func TestEncoderImage(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("runs the image in a chroot: needs root")
@@ -41,10 +43,13 @@ func TestEncoderImage(t *testing.T) {
 	const version, commit = "v9.8.7", "0123456789abcdef0123456789abcdef01234567"
 	bin := buildBinary(t, dir, version, commit)
 	f, err := release.Build(release.Config{Binary: bin, Version: version, Commit: commit, Created: time.Unix(1767225600, 0),
-		Deploy: filepath.Join("..", "..", "deploy"), Image: "registry.example.com/vdi/portal", Out: filepath.Join(dir, "dist"), EncoderRoot: debian})
+		Deploy: filepath.Join("..", "..", "deploy"), Image: "registry.example.com/vdi/portal", Out: filepath.Join(dir, "dist"), EncoderRoot: debian,
+		EncoderRepository: "registry.example.com/vdi/encoder"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkInstall(t, f, "registry.example.com/vdi/portal@"+f.Digest, "registry.example.com/vdi/encoder@"+f.EncoderDigest)
+	checkChart(t, f, version, "registry.example.com/vdi/portal", "registry.example.com/vdi/encoder")
 	sums, err := os.ReadFile(f.Sums)
 	if err != nil {
 		t.Fatal(err)

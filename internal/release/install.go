@@ -15,10 +15,17 @@ import (
 // replaces by image@digest.
 const baseImage = "ghcr.io/corral-dev/corral-vdi-portal-kube"
 
-// Install renders the kustomize base in dir, as `kubectl kustomize` would,
-// with the portal's image pinned to image@digest.
-func Install(dir, image, digest string) ([]byte, error) {
-	abs, err := filepath.Abs(dir)
+// h264Overlay is the kustomize overlay (under the deploy folder) that adds
+// the encoder sidecar to the base; its image is DefaultEncoderImage.
+const h264Overlay = "overlays/h264"
+
+// Install renders the kustomize base in c.Deploy, as `kubectl kustomize`
+// would, with the portal's image pinned to c.Image@digest. With
+// encoderDigest (the release has the encoder sidecar's image) it renders
+// the base with the sidecar (overlays/h264) instead, its image pinned to
+// c.EncoderRepository@encoderDigest.
+func Install(c Config, digest, encoderDigest string) ([]byte, error) {
+	abs, err := filepath.Abs(c.Deploy)
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
@@ -33,7 +40,14 @@ func Install(dir, image, digest string) ([]byte, error) {
 	k := types.Kustomization{
 		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources: []string{"../" + filepath.Base(abs)},
-		Images:    []types.Image{{Name: baseImage, NewName: image, Digest: digest}},
+		Images:    []types.Image{{Name: baseImage, NewName: c.Image, Digest: digest}},
+	}
+	pins := c.Image + "@" + digest
+	if encoderDigest != "" {
+		repo := c.encoderRepository()
+		k.Resources = []string{"../" + filepath.Base(abs) + "/" + h264Overlay}
+		k.Images = append(k.Images, types.Image{Name: DefaultEncoderImage, NewName: repo, Digest: encoderDigest})
+		pins += "\n# and its H.264 encoder sidecar's: " + repo + "@" + encoderDigest
 	}
 	body, err := yaml.Marshal(k)
 	if err != nil {
@@ -46,12 +60,12 @@ func Install(dir, image, digest string) ([]byte, error) {
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), tmp)
 	if err != nil {
-		return nil, fmt.Errorf("release: kustomize build %s: %w", dir, err)
+		return nil, fmt.Errorf("release: kustomize build %s: %w", c.Deploy, err)
 	}
 	out, err := m.AsYaml()
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	header := fmt.Sprintf("# corral-vdi-portal install manifest, rendered from deploy/ with the image\n# pinned by digest: %s@%s\n# kubectl apply --server-side -f install.yaml (see docs/operating.md)\n", image, digest)
+	header := fmt.Sprintf("# corral-vdi-portal install manifest, rendered from deploy/ with the image\n# pinned by digest: %s\n# kubectl apply --server-side -f install.yaml (see docs/operating.md)\n", pins)
 	return append([]byte(header), out...), nil
 }

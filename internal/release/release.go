@@ -1,10 +1,10 @@
 // Package release makes what `make release VERSION=vX.Y.Z` ships, without
-// a container daemon: the kube image as an OCI image layout tarball
-// (go-containerregistry), deploy/ rendered into install.yaml with that
-// image pinned by digest (kustomize's Go API), the Helm chart packaged for
-// the release and pinned the same way (pushed to an OCI registry when
-// asked), a CycloneDX SBOM of the binary's modules, and SHA256SUMS of
-// the four.
+// a container daemon: the kube image and the H.264 encoder sidecar's image
+// as OCI image layout tarballs (go-containerregistry), deploy/ rendered
+// into install.yaml with both images pinned by digest (kustomize's Go
+// API), the Helm chart packaged for the release and pinned the same way
+// (pushed to an OCI registry when asked), a CycloneDX SBOM of the
+// binary's modules, and SHA256SUMS of them all.
 package release
 
 import (
@@ -18,6 +18,10 @@ import (
 // DefaultImage is the repository install.yaml names unless told another:
 // where a release is pushed.
 const DefaultImage = "ghcr.io/corral-dev/corral-vdi-portal-kube"
+
+// DefaultEncoderImage is the repository the encoder sidecar's image is
+// pulled from unless told another (Config.EncoderRepository).
+const DefaultEncoderImage = "ghcr.io/corral-dev/corral-vdi-portal-encoder"
 
 // Source is the project's repository, the image's source label.
 const Source = "https://github.com/corral-dev/corral-vdi-portal"
@@ -45,8 +49,20 @@ type Config struct {
 	Out string
 	// EncoderRoot, when set, is the encoder image's Debian root file
 	// system (scripts/encoder-rootfs.sh's rootfs/): Build then writes the
-	// encoder sidecar's image too (EncoderImage).
+	// encoder sidecar's image too (EncoderImage), and install.yaml and
+	// the chart run it, pinned by digest, beside every portal.
 	EncoderRoot string
+	// EncoderRepository is the repository install.yaml and the chart pull
+	// the encoder image from; DefaultEncoderImage when empty.
+	EncoderRepository string
+}
+
+// encoderRepository is c.EncoderRepository, or DefaultEncoderImage.
+func (c Config) encoderRepository() string {
+	if c.EncoderRepository == "" {
+		return DefaultEncoderImage
+	}
+	return c.EncoderRepository
 }
 
 // Files are the paths Build wrote.
@@ -93,27 +109,29 @@ func Build(c Config) (Files, error) {
 	if err := WriteLayout(f.Image, img, c.Version, c.Created); err != nil {
 		return Files{}, err
 	}
-	manifest, err := Install(c.Deploy, c.Image, f.Digest)
-	if err != nil {
-		return Files{}, err
-	}
-	if err := os.WriteFile(f.Install, manifest, 0o644); err != nil {
-		return Files{}, fmt.Errorf("release: %w", err)
-	}
-	if f.Chart, err = Chart(c, f.Digest); err != nil {
-		return Files{}, err
-	}
-	if err := WriteSBOM(f.SBOM, c); err != nil {
-		return Files{}, err
-	}
-	shipped := []string{f.Image, f.Install, f.Chart, f.SBOM}
+	shipped := []string{f.Image}
 	if c.EncoderRoot != "" {
+		// First, so that install.yaml and the chart pin its digest.
 		f.EncoderImage = filepath.Join(c.Out, "corral-vdi-portal-encoder-"+c.Version+".oci.tar")
 		if f.EncoderDigest, err = writeEncoderImage(c, f.EncoderImage); err != nil {
 			return Files{}, err
 		}
 		shipped = append(shipped, f.EncoderImage)
 	}
+	manifest, err := Install(c, f.Digest, f.EncoderDigest)
+	if err != nil {
+		return Files{}, err
+	}
+	if err := os.WriteFile(f.Install, manifest, 0o644); err != nil {
+		return Files{}, fmt.Errorf("release: %w", err)
+	}
+	if f.Chart, err = Chart(c, f.Digest, f.EncoderDigest); err != nil {
+		return Files{}, err
+	}
+	if err := WriteSBOM(f.SBOM, c); err != nil {
+		return Files{}, err
+	}
+	shipped = append(shipped, f.Install, f.Chart, f.SBOM)
 	if err := WriteSums(f.Sums, shipped...); err != nil {
 		return Files{}, err
 	}

@@ -25,6 +25,7 @@ func main() {
 	flag.StringVar(&c.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the image carries")
 	flag.StringVar(&c.Out, "out", "dist", "where the files go")
 	flag.StringVar(&c.EncoderRoot, "encoder-root", "", "the encoder sidecar image's Debian root file system (scripts/encoder-rootfs.sh's rootfs/); empty: no encoder image")
+	flag.StringVar(&c.EncoderRepository, "encoder-image", release.DefaultEncoderImage, "the repository install.yaml and the chart pull the encoder image from")
 	chartRepo := flag.String("chart-registry", "", "push the chart to this OCI registry (oci://HOST/PATH), as helm push would; empty: not pushed")
 	plainHTTP := flag.Bool("chart-plain-http", false, "the chart registry speaks HTTP, not HTTPS")
 	flag.Parse()
