@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -165,13 +166,9 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	drawn(t, page, "kube-alice-direct")
 	t.Logf("alice's %s drawn over the direct path %v after Get a desktop", alices, time.Since(begin).Round(time.Millisecond))
 	screenshot(t, page, "kube-alice")
-	// KubeVirt gives a VM one display head: its Size list says so and
-	// adds no screen window.
-	openControl(t, page, "size-menu")
-	must(t, expect.Locator(page.GetByTestId("screen-words")).ToHaveText("This desktop's display has one head (a virtual machine's), so it shows on one screen."))
-	must(t, expect.Locator(page.GetByTestId("screen-add")).ToBeDisabled())
-	screenshot(t, page, "kube-alice-one-head")
-	must(t, page.GetByTestId("size-menu").Click())
+	// KubeVirt gives a VM one display: a second window shows its own part
+	// of it, grown to both windows' size.
+	kubeScreens(t, e, page, alices)
 	if !e.vmi(t, alices) {
 		t.Fatalf("alice's %s shows a desktop but has no VMI", alices)
 	}
@@ -295,6 +292,31 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 		t.Errorf("virt-handler closed %d VNC clients of bob's VMI while five people watched; want 0 (one connection)", n)
 	}
 	screenshot(t, watchers["carol"], "kube-bob-shared")
+	// A screen window is the holder's alone (#57): an admin's or a
+	// stranger's ?screen=2 of bob's VM, and bob's own fourth screen, are
+	// refused before the upgrade, and bob's console stays.
+	for _, c := range []struct {
+		user, query string
+		status      int
+		says        string
+	}{
+		{"ops", "?screen=2", 403, "Only the desktop's holder adds screens"},
+		{"mallory", "?screen=2", 403, ""},
+		{"bob", "?screen=4", 400, "at most 3 screens"},
+	} {
+		ws, res, err := dialWS(p, c.user, "/ws/vnc/"+e.ns+"/"+bobs.Name+c.query, p.URL)
+		if ws != nil {
+			ws.Close()
+		}
+		if res == nil {
+			t.Fatalf("%s's %s of bob's VM: %v", c.user, c.query, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status || !strings.Contains(string(body), c.says) {
+			t.Errorf("%s's %s of bob's VM: %d %s; want %d saying %q", c.user, c.query, res.StatusCode, body, c.status, c.says)
+		}
+	}
 	for _, page := range watchers {
 		page.Close()
 	}

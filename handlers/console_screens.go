@@ -17,12 +17,13 @@ const maxScreens = 3
 // consoleScreen reads the ?screen= of a console websocket: 0 for the
 // console's own window, 2 or 3 for a screen window the holder's console
 // opened. On a desktop whose server gives each window a screen (Xvnc, one
-// RandR output each) it shows another part of the same desktop and joins
-// the desktop's screen beside the console's own connection instead of
-// taking it over; on a VM whose display has heads (caps.Heads) it shows
-// head n, a VNC server of its own (consoleHead). Only the holder's VNC
-// console of such a desktop has screens; anything else is refused with
-// what to do instead.
+// RandR output each) or one display as wide as the windows together
+// (caps.Split: a KubeVirt VM) it shows another part of the same desktop
+// and joins the desktop's screen beside the console's own connection
+// instead of taking it over; on a VM whose display has heads (caps.Heads)
+// it shows head n, a VNC server of its own (joinHead). Only the holder's
+// VNC console of such a desktop has screens; anything else is refused
+// with what to do instead.
 func consoleScreen(r *http.Request, p vdi.Protocol, caps vdi.Caps, holder bool) (int, error) {
 	v := r.URL.Query().Get("screen")
 	if v == "" {
@@ -31,7 +32,8 @@ func consoleScreen(r *http.Request, p vdi.Protocol, caps vdi.Caps, holder bool) 
 	if p != vdi.ProtocolVNC {
 		return 0, vdi.Errorf(vdi.EInvalid, "Open the screen from a VNC console's Size list.", "Only VNC consoles show a desktop on more than one screen, not %s.", p)
 	}
-	if !caps.Screens && caps.Heads < 2 {
+	split := caps.Screens || caps.Split // screen windows split one desktop
+	if !split && caps.Heads < 2 {
 		return 0, vdi.Errorf(vdi.EInvalid, "Make the console's window larger, or use Full screen.",
 			"This desktop's display has one head (a virtual machine's), so it shows on one screen, not in a screen window.")
 	}
@@ -39,7 +41,7 @@ func consoleScreen(r *http.Request, p vdi.Protocol, caps vdi.Caps, holder bool) 
 		return 0, vdi.Errorf(vdi.EInvalid, "Close one of the desktop's screen windows first.",
 			"A desktop's console shows it on at most %d screens: its own window and screens 2 and 3, not screen %q.", maxScreens, v)
 	}
-	if n := int(v[0] - '0'); !caps.Screens && n > caps.Heads {
+	if n := int(v[0] - '0'); !split && n > caps.Heads {
 		return 0, vdi.Errorf(vdi.EInvalid, "Close screen 3's window; the VM's screens are its console's window and screen 2.",
 			"This virtual machine's display has %d heads, so it shows on %d screens, not on a screen %d.", caps.Heads, caps.Heads, n)
 	}

@@ -18,6 +18,7 @@ func TestConsoleScreen(t *testing.T) {
 	xvnc := vdi.Caps{Display: true, Resize: true, Screens: true}
 	vm := vdi.Caps{Display: true, Resize: true}
 	heads := vdi.Caps{Display: true, Resize: true, Heads: 2}
+	kubevirt := vdi.Caps{Display: true, Resize: true, Split: true}
 	for _, tc := range []struct {
 		name, query string
 		p           vdi.Protocol
@@ -35,6 +36,10 @@ func TestConsoleScreen(t *testing.T) {
 		{"a head the VM has not got", "?screen=3", vdi.ProtocolVNC, heads, true, 0, "has 2 heads, so it shows on 2 screens, not on a screen 3"},
 		{"a VM's fourth screen", "?screen=4", vdi.ProtocolVNC, heads, true, 0, "at most 3 screens"},
 		{"a viewer of a VM's head", "?screen=2", vdi.ProtocolVNC, heads, false, 0, "Only the desktop's holder adds screens"},
+		{"a KubeVirt VM's second window", "?screen=2", vdi.ProtocolVNC, kubevirt, true, 2, ""},
+		{"a KubeVirt VM's third window", "?screen=3", vdi.ProtocolVNC, kubevirt, true, 3, ""},
+		{"a KubeVirt VM's fourth window", "?screen=4", vdi.ProtocolVNC, kubevirt, true, 0, "at most 3 screens"},
+		{"a viewer of a KubeVirt VM's window", "?screen=2", vdi.ProtocolVNC, kubevirt, false, 0, "Only the desktop's holder adds screens"},
 		{"not the holder", "?screen=2", vdi.ProtocolVNC, xvnc, false, 0, "Only the desktop's holder adds screens"},
 		{"a terminal", "?screen=2", vdi.ProtocolTerminal, vdi.Caps{Resize: true}, true, 0, "Only VNC consoles"},
 	} {

@@ -135,7 +135,7 @@ func (h *Handler) serveConsole(w http.ResponseWriter, r *http.Request, id vdi.Id
 		// KubeVirt VMI takes one client, and a slow viewer only falls
 		// behind itself. Only the holder's and invitees' with control
 		// input reaches the desktop. The one upstream may take any path.
-		if screenNo > 0 && !d.CapsOf(p).Screens {
+		if screenNo > 0 && d.CapsOf(p).Heads > 1 {
 			return h.joinHead(ctx, ref, screenNo, !viewOnly) // a VM's further head
 		}
 		return h.console.screens.Join(ctx, ref, !viewOnly, h.console.screenDial(ref))

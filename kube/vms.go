@@ -297,6 +297,8 @@ func memberOf(vm *kubevirtv1.VirtualMachine) vdi.Member {
 		// The guest's RDP server when it has one (the portal probes it), its
 		// display, and the serial console.
 		m.Protocols = []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC, vdi.ProtocolSerial}
+		// Its one display, split across the console's windows.
+		m.ConsoleCaps = map[vdi.Protocol]vdi.Caps{vdi.ProtocolVNC: {Display: true, Clipboard: true, Resize: true, Split: true}}
 	case kubevirtv1.VirtualMachineStatusStarting, kubevirtv1.VirtualMachineStatusProvisioning,
 		kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, kubevirtv1.VirtualMachineStatusWaitingForReceiver:
 		m.Power = vdi.PowerStarting

@@ -30,8 +30,15 @@ type Caps struct {
 	// served by a VNC server of its own (a local VM's virtio-vga), so
 	// that each of the console's browser windows shows one head: the
 	// console's own window the first. 0 or 1: one head (KubeVirt gives
-	// a VM one display), and the console shows one screen.
+	// a VM one display), and the console shows one screen unless Split.
 	Heads int `json:"heads,omitempty"`
+	// Split: the desktop has one display whose size its server takes
+	// (SetDesktopSize: QEMU passes it to the guest's display), so the
+	// console's browser windows each show a part of one desktop as wide
+	// as they are together: one wide framebuffer split across windows (a
+	// KubeVirt VM, whose VMI has one display and one VNC stream). The
+	// guest sees one monitor that size, not one per window.
+	Split bool `json:"split,omitempty"`
 }
 
 // protocolCaps is what each protocol's consoles can do when the backend

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -93,6 +94,21 @@ func (s *KubeVirtStandIn) GuestLog(namespace, name, program string) string {
 	}
 	b, _ := os.ReadFile(filepath.Join(g.dir, program+".log"))
 	return string(b)
+}
+
+// OnGuestDisplay runs the shell command cmd on the display of the running
+// guest of VMI namespace/name (xdpyinfo, a pointer query) and returns its
+// output: what the guest's own X server says, as a test asks a guest
+// agent. It fails with no such guest.
+func (s *KubeVirtStandIn) OnGuestDisplay(namespace, name, cmd string) (string, error) {
+	g := s.vmi(namespace, name)
+	if g == nil {
+		return "", fmt.Errorf("no running guest of VMI %s/%s", namespace, name)
+	}
+	c := exec.Command("sh", "-c", cmd)
+	c.Env = g.desktop.Env()
+	out, err := c.CombinedOutput()
+	return string(out), err
 }
 
 // vmi returns the running VMI namespace/name, or nil.

@@ -85,7 +85,14 @@ export async function open(screen, info, ui) {
   // A VM's display may have heads, each a screen window's own.
   const heads = info.caps?.heads > 1 ? info.caps.heads : 0;
   const size = info.screen ? screenWindow(rfb, screen.dataset.desktop, info.screen, ui, heads > 1)
-    : attachSize(rfb, { keeps: info.caps?.resize === false, oneHead: !info.caps?.screens && !heads, heads, beside, desktop: screen.dataset.desktop });
+    : attachSize(rfb, {
+      keeps: info.caps?.resize === false,
+      oneHead: !info.caps?.screens && !info.caps?.split && !heads,
+      split: Boolean(info.caps?.split),
+      heads,
+      beside,
+      desktop: screen.dataset.desktop,
+    });
   // While zoomed the desktop keeps its size: it is the view that grows.
   const zoom = attachZoom(screen, stage, {
     mode: 'size',

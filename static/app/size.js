@@ -48,6 +48,15 @@ export function words(c, resizable, phone) {
   return phone ? 'The desktop stays 1024 wide on this narrow screen, shown whole.' : "The desktop takes this window's size.";
 }
 
+// splitWords is the Size list's note on a desktop whose one display is
+// split across sc.count windows (sc.split), now its size in words.
+function splitWords(sc, now) {
+  if (sc.fits()) return `This desktop is ${now}, one display split over ${sc.count} windows: each shows its part. Close the other screen windows to choose a size.`;
+  const want = sc.want();
+  return `This desktop is ${now}, not ${want ? `${want.w}×${want.h}, ` : ''}your ${sc.count} windows together `
+    + "(its server refused that size, or the VM has not taken it yet): each window shows all of it, scaled.";
+}
+
 // statusWords are ExtendedDesktopSize's refusals (RFB's status codes).
 const statusWords = {
   1: 'its server does not allow resizing',
@@ -60,17 +69,21 @@ const statusWords = {
 // makes the console follow a choice, resizable reports whether the
 // desktop can change its size, and size returns its size now ({w, h}) or
 // null. A console that can show the desktop on more than one screen
-// (vnc-size.js) adds screens(), { count, max, can, why, heads }: the screens open
-// (its own window counts), whether it may add one and, where it may not,
-// why in words (empty on a phone, where the row is not shown), whether
-// they are a VM display's heads (each its own window's size, so the
-// console's own size is still chosen here), and addScreen(),
+// (vnc-size.js) adds screens(), { count, max, can, why, heads, split,
+// fits(), want() }: the screens open (its own window counts), whether it
+// may add one and, where it may not, why in words (empty on a phone, where
+// the row is not shown), whether they are a VM display's heads (each its
+// own window's size, so the console's own size is still chosen here),
+// whether they split one display (a KubeVirt VM's), whether that display
+// has the windows' size together and the size asked for them, and addScreen(),
 // which opens one and returns its number (null when the browser blocked
-// it); while more than one is open the sizes wait. It returns { changed(), refused(choice, status), close() }:
-// changed when the desktop's size or resizability changed (the words
-// follow), refused when the desktop refused a fixed size.
+// it); while more than one is open the sizes wait. It returns { changed(),
+// refused(choice, status), settled(), close() }: changed when the
+// desktop's size or resizability changed (the words follow), refused when
+// the desktop refused a fixed size or a layout of screens, settled when it
+// took one again.
 export function attachSize(wrap, view) {
-  if (!wrap) return { changed() {}, refused() {}, close() {} };
+  if (!wrap) return { changed() {}, refused() {}, settled() {}, close() {} };
   const button = wrap.querySelector('#size-menu');
   const list = wrap.querySelector('#size-list');
   const note = wrap.querySelector('#size-note');
@@ -127,6 +140,7 @@ export function attachSize(wrap, view) {
     const sc = renderScreens();
     if (note.dataset.kind !== 'error') {
       note.textContent = sc?.count > 1 && sc.heads ? `This screen is ${now}; each of the VM's other screens is its own window's size.`
+        : sc?.count > 1 && sc.split ? splitWords(sc, now)
         : sc?.count > 1 ? `This desktop is ${now} over ${sc.count} screens, each its window's size; close the other screen windows to choose a size.`
         : resizable ? `This desktop is ${now}.`
           : `This desktop keeps its own size (${now}): its server cannot change it.`;
@@ -155,6 +169,7 @@ export function attachSize(wrap, view) {
       text = 'The browser blocked the new window: allow pop-ups for this portal, then add the screen again.';
     } else {
       text = sc.heads ? `Shows this virtual machine's head ${sc.count + 1} in another window, as its monitor ${sc.count + 1}, the window's size: move it to your other monitor and use Full screen there.`
+        : sc.split && !many ? "Shows more of the desktop in another window: the VM's one display grows to your windows' size together, and each window shows its part. Move it to your other monitor and use Full screen there."
         : many ? `${sc.count} screens now. Adds screen ${sc.count + 1} in another window, to the right of the others (its window's bar can put it elsewhere).`
         : 'Shows more of the desktop in another window, as a second monitor: move it to your other monitor and use Full screen there.';
     }
@@ -215,7 +230,10 @@ export function attachSize(wrap, view) {
     changed: render,
     refused(c, status) {
       const s = view.size();
-      const text = `The desktop refused ${label(c)}: ${statusWords[status] || 'its server refused it'}. `
+      const why = statusWords[status] || 'its server refused it';
+      const text = c.split ? `The desktop refused ${c.w}×${c.h}, your ${c.n} windows together: ${why}. `
+        + `It stays ${s ? `${s.w}×${s.h}` : 'as it was'}, and each window shows all of it, scaled.`
+        : `The desktop refused ${label(c)}: ${why}. `
         + `It stays ${s ? `${s.w}×${s.h}` : 'as it was'}; choose another size under Size.`;
       note.textContent = text;
       note.dataset.kind = 'error';
@@ -225,6 +243,15 @@ export function attachSize(wrap, view) {
         notice.hidden = false;
         notice.querySelector('button').onclick = () => { notice.hidden = true; };
       }
+      render();
+    },
+    // settled: the desktop took what was asked after a refusal (or the
+    // screens it refused are gone), so the refusal's words go.
+    settled() {
+      if (!refusedValue) return;
+      refusedValue = '';
+      delete note.dataset.kind;
+      if (notice) notice.hidden = true;
       render();
     },
     close() {

@@ -8,7 +8,10 @@
 // its own connection to the desktop's screen (the portal lets a screen
 // window join beside the console's own: ?screen=2 on its websocket) and
 // shows its part unscaled; pointer and keys go from whichever window has
-// them. A screen window that closes folds its screen away; the console's
+// them. A desktop with one display (a KubeVirt VM's, Caps.split) is asked
+// for one screen as large as the windows together instead, and each
+// window shows its part while the desktop has that size, all of it scaled
+// otherwise. A screen window that closes folds its screen away; the console's
 // window closing or losing its desktop closes its screens. Where the
 // browser has the Window Management API and the user allows it, a screen
 // window opens on another monitor.
@@ -16,8 +19,9 @@
 // The windows talk with postMessage, on this origin only:
 //   screen → console: { corral: 'screen', desktop, n, w, h }, when it
 //     opens, each time its window changes size and every HELLO_MS;
-//   console → screen: { corral: 'layout', desktop, screens: [{ n, x, y, w, h }] }
-//     after each, and { corral: 'close', desktop, reason } when it ends.
+//   console → screen: { corral: 'layout', desktop, screens: [{ n, x, y, w, h }],
+//     w, h, split } after each, and { corral: 'close', desktop, reason } when
+//     it ends.
 
 // MAX_SCREENS counts the console's own window (handlers.maxScreens).
 export const MAX_SCREENS = 3;
@@ -63,26 +67,52 @@ export function layoutOf(screens) {
 }
 
 // pinViewport keeps rfb's view (clipped to its window) at a rect of the
-// desktop, also after the desktop changes size; it returns set(rect).
-// set(null) puts the view back at the top-left corner once and leaves it
-// to noVNC from then on.
-export function pinViewport(rfb) {
+// desktop, also after the desktop changes size; it returns set(rect,
+// whole). whole, when given, is the size the windows make together of a
+// desktop with one display split across them (Caps.split): the view is
+// pinned, unscaled, only while the desktop has that size, and otherwise
+// (its server refused it, or the guest has not taken it yet) the window
+// shows the whole desktop scaled to it; shown(fits) is told which, at
+// each change of the desktop's size. set(null) puts the view back at the
+// top-left corner once and leaves it to noVNC from then on.
+export function pinViewport(rfb, shown = () => {}) {
   let rect = null;
-  const place = (r) => {
-    if (!r || !rfb._display) return;
+  let whole = null;
+  const moveTo = (r) => {
     const vp = rfb._display._viewportLoc;
     rfb._display.viewportChangePos(r.x - vp.x, r.y - vp.y);
+  };
+  const place = () => {
+    if (!rect || !rfb._display) return;
+    if (whole) {
+      const fits = rfb._fbWidth === whole.w && rfb._fbHeight === whole.h;
+      if (rfb.clipViewport !== fits || rfb.scaleViewport === fits) {
+        rfb.scaleViewport = !fits;
+        rfb.clipViewport = fits;
+      }
+      shown(fits);
+      if (!fits) return;
+    }
+    moveTo(rect);
   };
   const resize = rfb._resize;
   rfb._resize = function resized(...args) {
     resize.apply(this, args);
-    place(rect);
+    place();
   };
-  return (r) => {
-    if (!r && rect) place({ x: 0, y: 0 });
+  return (r, size = null) => {
+    if (!r && rect && rfb._display) moveTo({ x: 0, y: 0 });
     rect = r;
-    place(rect);
+    whole = size;
+    place();
   };
+}
+
+// splitLayout is layout asked of a desktop with one display (Caps.split):
+// one screen as large as the windows' screens together, which QEMU's VNC
+// passes to the guest as its display's size.
+export function splitLayout(layout) {
+  return { w: layout.w, h: layout.h, screens: [{ n: 1, x: 0, y: 0, w: layout.w, h: layout.h }] };
 }
 
 // sendLayout asks the desktop's server for layout (SetDesktopSize with a
@@ -114,8 +144,8 @@ export function sendLayout(rfb, layout) {
 // close(reason), stop() }: others lists the open screen windows' { n, w,
 // h, side } (those that have said their size), count how many are open, add
 // opens the next one (null when there are MAX_SCREENS or the browser
-// blocked it), layout tells them where each is, and close that the
-// console ended.
+// blocked it), layout tells them where each is (and, with l.split, that
+// they split one display of l.w x l.h), and close that the console ended.
 export function attachScreens(desktop, changed) {
   const open = new Map(); // n -> { win, w, h, seen }
   const onMessage = (ev) => {
@@ -130,9 +160,10 @@ export function attachScreens(desktop, changed) {
     const s = { win: ev.source, w, h, side, seen: Date.now() };
     open.set(n, s);
     if (!had || had.w !== w || had.h !== h || had.side !== side) changed();
-    else if (last) post(s, { corral: 'layout', screens: last.screens });
+    else if (last) post(s, told(last));
   };
   let last = null; // the layout last told
+  const told = (l) => ({ corral: 'layout', screens: l.screens, w: l.w, h: l.h, split: Boolean(l.split) });
   window.addEventListener('message', onMessage);
   const check = setInterval(() => {
     let gone = false;
@@ -164,7 +195,7 @@ export function attachScreens(desktop, changed) {
     },
     layout(l) {
       last = l;
-      for (const s of open.values()) post(s, { corral: 'layout', screens: l.screens });
+      for (const s of open.values()) post(s, told(l));
     },
     close(reason) { for (const s of open.values()) post(s, { corral: 'close', reason }); },
     stop() {
@@ -204,7 +235,7 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone, { head = f
     rfb.clipViewport = true;
   }
   let unanswered = 0;
-  const pin = head ? () => {} : pinViewport(rfb);
+  const pin = head ? () => {} : pinViewport(rfb, wholeBadge(n));
   const side = head ? { value: 'right', remove() {} } : sideSelect(() => hello());
   const hello = () => {
     const opener = window.opener;
@@ -224,7 +255,7 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone, { head = f
       end(m.reason || 'The console window this screen belongs to ended.');
     } else if (m.corral === 'layout' && Array.isArray(m.screens)) {
       const rect = m.screens.find((s) => s.n === n);
-      if (rect) pin(rect);
+      if (rect) pin(rect, m.split ? { w: m.w, h: m.h } : null);
     }
   };
   let timer = null;
@@ -244,6 +275,18 @@ export function attachScreenWindow(rfb, desktop, n, screenSize, gone, { head = f
   timer = setInterval(hello, HELLO_MS);
   hello();
   return stop;
+}
+
+// wholeBadge returns what a screen window of a split display (Caps.split)
+// is told as it shows its part or, while the desktop has not the size of
+// the windows together, all of it: its badge says which.
+function wholeBadge(n) {
+  return (fits) => {
+    const badge = document.querySelector('.screen-badge');
+    if (!badge) return;
+    badge.textContent = fits ? `Screen ${n}` : `Screen ${n}: all of the desktop`;
+    badge.title = fits ? '' : "The desktop is not the size of its windows together (its server refused it, or the VM has not taken it yet), so this window shows all of it, scaled; the console's window says why under Size.";
+  };
 }
 
 // sideSelect puts first among the screen window's controls (folded into

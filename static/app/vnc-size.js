@@ -7,7 +7,7 @@
 // a fixed size its server refuses is said in words. With screen windows
 // open (vnc-screens.js) each screen takes its window's size instead.
 import { attachSize } from './size.js';
-import { attachScreens, layoutOf, MAX_SCREENS, pinViewport, sendLayout } from './vnc-screens.js';
+import { attachScreens, layoutOf, MAX_SCREENS, pinViewport, sendLayout, splitLayout } from './vnc-screens.js';
 
 // PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
 // phone the desktop stays this wide (logical pixels), shown whole at fit,
@@ -79,7 +79,9 @@ function answers(rfb, onAnswer) {
 
 // attach makes rfb follow the user's Size choice. keeps: the platform says
 // the desktop keeps its own size; oneHead: that its display has one head
-// (a VM's), so it has no screen windows; heads: that it is a VM's display
+// (a VM's), so it has no screen windows; split: that its one display
+// grows to the screen windows' size together, each showing its part (a
+// KubeVirt VM's: Caps.split); heads: that it is a VM's display
 // with that many heads, each shown by a screen window of its own, its
 // window's size (no layout of screens is sent); head: this is such a
 // screen window, which follows its window's size and has no Size list;
@@ -88,22 +90,31 @@ function answers(rfb, onAnswer) {
 // screen windows. It returns { zoomed(on), ended(text), close() }: while a
 // pinch zooms the view, the desktop keeps its size; ended closes the
 // screen windows.
-export function attach(rfb, { keeps = false, oneHead = false, heads = 0, head = false, beside = false, desktop = '' } = {}) {
+export function attach(rfb, { keeps = false, oneHead = false, split = false, heads = 0, head = false, beside = false, desktop = '' } = {}) {
   let choice = { kind: 'fit' };
   let zoomed = false;
   let asked = null; // the last size asked, and the choice that asked it
   let sentLayout = ''; // the screens' layout last asked, as a key
   const lone = beside || head; // no Size list, no screen windows
   const screens = lone ? null : attachScreens(desktop, () => apply());
-  const pin = lone || heads > 1 ? () => {} : pinViewport(rfb); // its own screen's part, when others are left of or above it
+  let fits = true; // a split display has the windows' size together
+  // Its own screen's part, when others are left of or above it (or the
+  // display is split).
+  const pin = lone || heads > 1 ? () => {} : pinViewport(rfb, (f) => {
+    if (f === fits) return;
+    fits = f;
+    menu?.changed();
+  });
   let menu = null;
   // A layout of several screens is Xvnc's; a VM's heads each take their
   // own window's size.
   const multi = () => heads < 2 && Boolean(screens?.others().length);
   const apply = () => {
     const many = multi();
-    rfb.clipViewport = many;
-    rfb.scaleViewport = !many && choice.kind !== 'actual';
+    if (!many || !split) { // a split display's view is pin's
+      rfb.clipViewport = many;
+      rfb.scaleViewport = !many && choice.kind !== 'actual';
+    }
     rfb.resizeSession = !many && !beside && !zoomed && !keeps && choice.kind !== 'actual';
     if (heads > 1 && screens) {
       // A VM's heads are laid out by the guest: the screen windows are
@@ -111,20 +122,22 @@ export function attach(rfb, { keeps = false, oneHead = false, heads = 0, head = 
       screens.layout({ w: 0, h: 0, screens: [] });
     } else if (many) {
       const own = rfb._screenSize();
-      const layout = layoutOf([{ n: 1, w: own.w, h: own.h }, ...screens.others()]);
-      pin(layout.screens[0]);
+      const layout = { ...layoutOf([{ n: 1, w: own.w, h: own.h }, ...screens.others()]), split };
+      pin(layout.screens[0], split ? { w: layout.w, h: layout.h } : null);
       const key = JSON.stringify(layout);
       if (key !== sentLayout && rfb._supportsSetDesktopSize && rfb._rfbConnectionState === 'connected') {
         sentLayout = key;
-        asked = { w: layout.w, h: layout.h, choice: { kind: 'screens', n: layout.screens.length } };
+        asked = { w: layout.w, h: layout.h, choice: { kind: 'screens', n: layout.screens.length, split, w: layout.w, h: layout.h } };
         rfb._pendingRemoteResize = true;
-        sendLayout(rfb, layout);
+        sendLayout(rfb, split ? splitLayout(layout) : layout);
       }
       screens.layout(layout);
     } else if (sentLayout) {
       // Back to one screen: the window's own size (or the choice's) again.
       sentLayout = '';
+      fits = true;
       pin(null);
+      menu?.settled();
       size.forget();
       rfb._requestRemoteResize();
     }
@@ -143,6 +156,9 @@ export function attach(rfb, { keeps = false, oneHead = false, heads = 0, head = 
       count: 1 + screens.count(),
       max: heads > 1 ? Math.min(heads, MAX_SCREENS) : MAX_SCREENS,
       can: (heads > 1 || (!keeps && !oneHead)) && window.innerWidth >= PHONE_WIDTH,
+      split,
+      fits: () => fits,
+      want: () => (asked?.choice.kind === 'screens' ? asked.choice : null),
       why: window.innerWidth < PHONE_WIDTH ? '' : oneHead ? "This desktop's display has one head (a virtual machine's), so it shows on one screen."
         : keeps ? 'This desktop keeps its own size, so it has one screen.' : '',
       heads: heads > 1,
@@ -154,6 +170,7 @@ export function attach(rfb, { keeps = false, oneHead = false, heads = 0, head = 
   apply();
   answers(rfb, (status) => {
     const a = asked;
+    if ((status === 0 || status === 4) && a?.choice.kind === 'screens') menu?.settled();
     if (status > 0 && status !== 4 && a) {
       if (a.choice.kind === 'screens') {
         menu?.refused(a.choice, status);
