@@ -51,8 +51,10 @@ type Leases struct {
 	lister   coordinationlisters.LeaseLister
 
 	mu       sync.Mutex
-	own      map[string]own    // namespace/name -> this instance's latest write, until the cache catches up
+	own      map[leaseKey]own  // this instance's latest write of a Lease, until the cache catches up
 	reported map[string]string // namespace/name -> resourceVersion already reported as malformed
+
+	shared shared // List's conversions (leases_shared.go)
 
 	seen seen // the newest write the cache shows (read_after.go)
 
@@ -81,7 +83,7 @@ const poolIndex = "pool"
 
 // NewLeases returns Leases; call Start to fill the cache List reads.
 func NewLeases(cfg LeasesConfig) *Leases {
-	l := &Leases{client: cfg.Client, namespace: cfg.Namespace, log: cfg.Log, own: map[string]own{}, reported: map[string]string{}}
+	l := &Leases{client: cfg.Client, namespace: cfg.Namespace, log: cfg.Log, own: map[leaseKey]own{}, reported: map[string]string{}}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -97,6 +99,7 @@ func NewLeases(cfg LeasesConfig) *Leases {
 		panic(err) // only fails after the informer started
 	}
 	l.seen.follow(l.informer)
+	l.shared.forget(l.informer)
 	l.labelHolders()
 	return l
 }
@@ -165,7 +168,8 @@ func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 // is not empty, from the cache plus this instance's own newer writes;
 // before Start, from the apiserver. When the cache does not show yet the
 // write ctx must read after (vdi.ReadAfter), the Leases of the holder it
-// names are read past the cache, from the apiserver.
+// names are read past the cache, from the apiserver. The Leases are
+// shared with other callers (leases_shared.go): read-only.
 func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	var objs []*coordinationv1.Lease
 	var err error
@@ -186,13 +190,7 @@ func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease
 	if err != nil {
 		return nil, fmt.Errorf("kube: list leases in %q: %w", namespace, err)
 	}
-	out := make([]*vdi.Lease, 0, len(objs))
-	for _, o := range objs {
-		if strings.HasPrefix(o.Name, vdi.LeasePrefix) {
-			out = append(out, l.fromKube(o))
-		}
-	}
-	return out, nil
+	return l.shared.leases(objs, l.fromKube), nil
 }
 
 // cached merges the cache with own writes it does not show yet.
@@ -204,8 +202,9 @@ func (l *Leases) cached(namespace, pool string) ([]*coordinationv1.Lease, error)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			objs = append(objs, it.(*coordinationv1.Lease))
+		objs = make([]*coordinationv1.Lease, len(items))
+		for i, it := range items {
+			objs[i] = it.(*coordinationv1.Lease)
 		}
 	default:
 		sel := labels.Everything()
@@ -227,12 +226,14 @@ func (l *Leases) cached(namespace, pool string) ([]*coordinationv1.Lease, error)
 	if len(l.own) == 0 {
 		return objs, nil
 	}
-	seen := map[string]bool{}
-	out := objs[:0:0]
+	seen := map[leaseKey]bool{}
+	out := make([]*coordinationv1.Lease, 0, len(objs)+len(l.own))
 	for _, o := range objs {
-		key := o.Namespace + "/" + o.Name
-		seen[key] = true
+		key := keyOf(o)
 		w, ok := l.own[key]
+		if ok {
+			seen[key] = true
+		}
 		switch {
 		case !ok:
 			out = append(out, o)
@@ -262,7 +263,7 @@ func (l *Leases) cached(namespace, pool string) ([]*coordinationv1.Lease, error)
 func (l *Leases) remember(namespace, name, rv string, o *coordinationv1.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := namespace + "/" + name
+	key := leaseKey{namespace, name}
 	if w, ok := l.own[key]; ok && newer(w.rv, rv) {
 		return
 	}

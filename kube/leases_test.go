@@ -80,7 +80,8 @@ func runHeartbeat(tb testing.TB, cfg *rest.Config, ns, name string) *kube.Screen
 	return o
 }
 
-// mustLeases opens Leases as cfg, closed when tb ends.
+// mustLeases opens Leases as cfg, closed when tb ends, when it also checks
+// that no caller changed a Lease List shared.
 func mustLeases(tb testing.TB, cfg *rest.Config) vdi.Leases {
 	tb.Helper()
 	leases, closeFn, err := openConfig(context.Background(), cfg)
@@ -88,5 +89,10 @@ func mustLeases(tb testing.TB, cfg *rest.Config) vdi.Leases {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(closeFn)
+	tb.Cleanup(func() {
+		if err := kube.ListedUnchanged(leases); err != nil {
+			tb.Error(err)
+		}
+	})
 	return leases
 }

@@ -54,7 +54,7 @@ func (l *Leases) at(ctx context.Context, in *vdi.Lease) (*coordinationv1.Lease, 
 		}
 	}
 	l.mu.Lock()
-	w, ok := l.own[in.Namespace+"/"+name]
+	w, ok := l.own[leaseKey{in.Namespace, name}]
 	l.mu.Unlock()
 	if ok && w.lease != nil && w.rv == in.ResourceVersion {
 		return w.lease, nil

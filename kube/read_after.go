@@ -113,13 +113,13 @@ func withFresh(cached, fresh []*coordinationv1.Lease) []*coordinationv1.Lease {
 	if len(fresh) == 0 {
 		return cached
 	}
-	byKey := make(map[string]*coordinationv1.Lease, len(fresh))
+	byKey := make(map[leaseKey]*coordinationv1.Lease, len(fresh))
 	for _, o := range fresh {
-		byKey[o.Namespace+"/"+o.Name] = o
+		byKey[keyOf(o)] = o
 	}
 	out := make([]*coordinationv1.Lease, 0, len(cached)+len(fresh))
 	for _, o := range cached {
-		key := o.Namespace + "/" + o.Name
+		key := keyOf(o)
 		if f, ok := byKey[key]; ok {
 			o = f
 			delete(byKey, key)
@@ -127,7 +127,7 @@ func withFresh(cached, fresh []*coordinationv1.Lease) []*coordinationv1.Lease {
 		out = append(out, o)
 	}
 	for _, o := range fresh {
-		if _, ok := byKey[o.Namespace+"/"+o.Name]; ok {
+		if _, ok := byKey[keyOf(o)]; ok {
 			out = append(out, o)
 		}
 	}

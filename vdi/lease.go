@@ -58,7 +58,10 @@ func (l *Lease) Ref() Ref { return Ref{l.Namespace, l.Member} }
 // Leases stores claims with compare-and-swap semantics: Create fails with
 // ErrAlreadyExists when the Lease exists (first writer wins); Update and
 // Delete fail with ErrConflict when ResourceVersion is stale; Get fails with
-// ErrNotFound.
+// ErrNotFound. The Leases List returns may be shared with the store and
+// its other callers (Kubernetes converts each object version once: every
+// claim lists its pool): read them, and change a copy (with its own
+// Annotations) to write one back.
 type Leases interface {
 	Get(ctx context.Context, ref Ref) (*Lease, error)
 	List(ctx context.Context, namespace, pool string) ([]*Lease, error)
