@@ -17,7 +17,8 @@ import (
 type ctPool struct {
 	vdi.Pool
 	cm           *corev1.ConfigMap
-	members      []string
+	members      []string        // shared with other parses when numbered (cts_members.go): read-only
+	set          map[string]bool // the members', when shared; nil: made when asked
 	command      []string
 	shell        []string
 	resources    corev1.ResourceRequirements
@@ -26,12 +27,20 @@ type ctPool struct {
 }
 
 // has reports whether member is one of the pool's.
-func (p *ctPool) has(member string) bool { return slices.Contains(p.members, member) }
+func (p *ctPool) has(member string) bool {
+	if p.set != nil {
+		return p.set[member]
+	}
+	return slices.Contains(p.members, member)
+}
 
-// memberSet returns the pool's members as a set, for checking many names:
-// has for each of a 1,000-member pool's Pods was a million comparisons
-// on every claim (BenchmarkKubeCTMembers).
+// memberSet returns the pool's members as a set, for checking many names
+// (read-only: it may be shared): has for each of a 1,000-member pool's
+// Pods was a million comparisons on every claim (BenchmarkKubeCTMembers).
 func (p *ctPool) memberSet() map[string]bool {
+	if p.set != nil {
+		return p.set
+	}
 	set := make(map[string]bool, len(p.members))
 	for _, m := range p.members {
 		set[m] = true
@@ -83,7 +92,8 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 			return nil, bad(CTKeySize, fmt.Sprintf("the number of members listed (%d); resize through the portal, or remove the %s key", len(p.members), CTKeyMembers), nil)
 		}
 	} else {
-		p.members = numbered(name, size)
+		m := numberedMembers(name, size)
+		p.members, p.set = m.names, m.set
 	}
 	p.Size = len(p.members)
 	for key, dst := range map[string]*[]string{CTKeyCommand: &p.command, CTKeyShell: &p.shell} {

@@ -165,15 +165,6 @@ func (c *CTs) deletePods(ctx context.Context, p *ctPool) error {
 	return nil
 }
 
-// numbered returns the members a size alone declares: pool-1..pool-size.
-func numbered(pool string, size int) []string {
-	out := make([]string, size)
-	for i := range out {
-		out[i] = pool + "-" + strconv.Itoa(i+1)
-	}
-	return out
-}
-
 // writeMembers updates the pool's ConfigMap to hold members: its size, and
 // the list of members when the size alone does not say them (a shrink left
 // gaps). It fails with EConflict when the ConfigMap changed since p was
