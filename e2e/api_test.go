@@ -65,6 +65,7 @@ func TestAPI_ClaimRules(t *testing.T) {
 			{"corral_vdi_reclaims_total", map[string]string{"rule": "lease-expired"}, 0},
 			{"corral_vdi_reclaims_refused_total", map[string]string{"rule": "idle"}, 0},
 			{"corral_vdi_reclaims_refused_total", map[string]string{"rule": "release"}, 0},
+			{"corral_vdi_claim_races_lost_total", map[string]string{}, 0}, // three claims one after another
 		} {
 			if got, ok := gauge(families, tc.name, tc.labels); !ok || got != tc.want {
 				t.Errorf("%s%v = %v (there: %v); want %v", tc.name, tc.labels, got, ok, tc.want)

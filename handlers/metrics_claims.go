@@ -123,22 +123,25 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // countersCollector reports what the claim service counted: claims won by
-// whether their member was warm (the standby's hits), and reclaims (and
-// refused ones) by rule. Every series is there from the start, at 0 too.
+// whether their member was warm (the standby's hits), the races claims
+// lost, and reclaims (and refused ones) by rule. Every series is there from the start, at 0 too.
 func countersCollector(a Admin) prometheus.Collector {
 	won := prometheus.NewDesc("corral_vdi_claims_won_total",
 		"Claims won, by whether their member was warm (running or starting: a warm standby's hit) or cold (it had to be started).", []string{"member"}, nil)
+	lost := prometheus.NewDesc("corral_vdi_claim_races_lost_total",
+		"Claims' writes that found their desktop taken by another claim meanwhile (on any replica); each claim then tries another desktop. A storm's races lost per claim is this over corral_vdi_claims_total.", nil, nil)
 	reclaims := prometheus.NewDesc("corral_vdi_reclaims_total",
 		"Desktops the reclaim loop took back, by rule (disconnect-grace, max-session, idle, lease-expired).", []string{"rule"}, nil)
 	refused := prometheus.NewDesc("corral_vdi_reclaims_refused_total",
 		"Reclaims whose reset the backend refused (a member of a closed pool with no access of its own: it stays claimed until an admin sets the pool's access again), by rule (release and force-release: a release whose portal died mid-reset, taken over by the reclaim loop); one each reclaim round while it stays so.", []string{"rule"}, nil)
-	return collectorFunc{descs: []*prometheus.Desc{won, reclaims, refused}, collect: func(ch chan<- prometheus.Metric) {
+	return collectorFunc{descs: []*prometheus.Desc{won, lost, reclaims, refused}, collect: func(ch chan<- prometheus.Metric) {
 		var c vdi.Counters
 		if a != nil {
 			c = a.Counters()
 		}
 		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsWarm), "warm")
 		ch <- prometheus.MustNewConstMetric(won, prometheus.CounterValue, float64(c.ClaimsCold), "cold")
+		ch <- prometheus.MustNewConstMetric(lost, prometheus.CounterValue, float64(c.RacesLost))
 		for _, r := range vdi.ReclaimRules {
 			ch <- prometheus.MustNewConstMetric(reclaims, prometheus.CounterValue, float64(c.Reclaims[r]), r)
 		}

@@ -76,6 +76,9 @@ func TestClaimAwaitsTheWin(t *testing.T) {
 			if d.Name != r.keep || r.lost.Load() != 1 {
 				t.Errorf("the claim got %s after %d lost races; want %s after 1", d.Name, r.lost.Load(), r.keep)
 			}
+			if n := svc.Counters().RacesLost; n != uint64(r.lost.Load()) {
+				t.Errorf("the portal counted %d lost races (corral_vdi_claim_races_lost_total); want the %d its store answered", n, r.lost.Load())
+			}
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,6 +132,7 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	}
 	results := make([]result, sc.StormUsers)
 	rng := rand.New(rand.NewPCG(35, 1000))
+	lostBefore, lostRead := e.racesLost(ctx)
 	stormLoad := watchLoad(e, cgroup)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -160,6 +163,12 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	wg.Wait()
 	took := time.Since(start)
 	r.note("morning: while the storm ran: %s", stormLoad.stop())
+	if lostAfter, ok := e.racesLost(ctx); ok && lostRead {
+		r.note("morning: lost Lease races per claim %.3f (%.0f in %d claims, the replicas' corral_vdi_claim_races_lost_total; goal ≤ 0.2)",
+			(lostAfter-lostBefore)/float64(sc.StormUsers), lostAfter-lostBefore, sc.StormUsers)
+	} else {
+		r.note("morning: lost Lease races not read: a replica's /metrics did not give corral_vdi_claim_races_lost_total")
+	}
 	leases, err := e.cluster.Client.CoordinationV1().Leases(e.ns).List(ctx, metav1.ListOptions{LabelSelector: vdi.LabelPool + "=" + e.pool})
 	acquired := map[string]time.Time{} // holder -> acquireTime
 	if err == nil {
@@ -267,6 +276,33 @@ func (e *kubeEnv) warm(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// racesLost sums the replicas' corral_vdi_claim_races_lost_total; false
+// when a replica's /metrics does not give it.
+func (e *kubeEnv) racesLost(ctx context.Context) (float64, bool) {
+	sum := 0.0
+	for _, p := range e.replicas {
+		code, buf, _ := call(ctx, p.URL, "", "GET", "/metrics", "")
+		n, ok := metricValue(buf, "corral_vdi_claim_races_lost_total")
+		if code != 200 || !ok {
+			return 0, false
+		}
+		sum += n
+	}
+	return sum, true
+}
+
+// metricValue reads the value of a series without labels from /metrics'
+// text.
+func metricValue(text []byte, name string) (float64, bool) {
+	for line := range strings.Lines(string(text)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // ratio is a / b, 0 when b is.

@@ -116,6 +116,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				i += len(batch) - 1
 				l, err = claims.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, id.Login))
 				if errors.Is(err, ErrAlreadyExists) {
+					s.counts.lostRace()
 					break // every one went meanwhile: look again
 				} else if err == nil {
 					m = memberOf(free, l.Member)
@@ -144,6 +145,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				// Lost the race for this member: its claim is someone else's
 				// now. Look again at what is left once this portal's list
 				// shows that claim, else after a few losses.
+				s.counts.lostRace()
 				if (errors.Is(err, ErrAlreadyExists) && s.awaitWin(ctx, m.Ref(), pool)) || attempts%claimRelistEvery == 0 {
 					break
 				}

@@ -15,13 +15,18 @@ var ReclaimRules = [...]string{RuleDisconnect, RuleMaxSession, RuleIdle, RuleExp
 var RefusedRules = [...]string{RuleDisconnect, RuleMaxSession, RuleIdle, RuleExpired, MarkRelease, MarkForceRelease}
 
 // Counters are what this portal's Service counted since it started, for
-// the metrics: claims by whether the member won was warm, and the reclaim
-// loop's reclaims by rule.
+// the metrics: claims by whether the member won was warm, the races claims
+// lost, and the reclaim loop's reclaims by rule.
 type Counters struct {
 	// ClaimsWarm counts claims whose member was running or starting when
 	// won (the warm standby's hits); ClaimsCold those whose member was
 	// stopped or failed (it had to be started).
 	ClaimsWarm, ClaimsCold uint64
+	// RacesLost counts the claims' writes that found their member taken by
+	// another claimant meanwhile (its Lease created or taken over first,
+	// or every member of a store's one turn gone): each sent its claim on
+	// to another member.
+	RacesLost uint64
 	// Reclaims counts reclaims by rule (ReclaimRules).
 	Reclaims map[string]uint64
 	// ReclaimsRefused counts, by rule (RefusedRules), the reclaims whose
@@ -34,6 +39,7 @@ type Counters struct {
 // counters is the Service's live count.
 type counters struct {
 	warm, cold atomic.Uint64
+	lost       atomic.Uint64
 	reclaims   [len(ReclaimRules)]atomic.Uint64 // in ReclaimRules' order
 	refused    [len(RefusedRules)]atomic.Uint64 // in RefusedRules' order
 }
@@ -46,6 +52,9 @@ func (c *counters) claimed(p Power) {
 		c.cold.Add(1)
 	}
 }
+
+// lostRace counts a claim's write that found its member taken.
+func (c *counters) lostRace() { c.lost.Add(1) }
 
 // reclaimed counts a reclaim by rule.
 func (c *counters) reclaimed(rule string) {
@@ -70,7 +79,7 @@ func ruleIndex(rule string) (int, bool) {
 
 // Counters returns what this portal counted since it started.
 func (s *Service) Counters() Counters {
-	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), Reclaims: map[string]uint64{}, ReclaimsRefused: map[string]uint64{}}
+	out := Counters{ClaimsWarm: s.counts.warm.Load(), ClaimsCold: s.counts.cold.Load(), RacesLost: s.counts.lost.Load(), Reclaims: map[string]uint64{}, ReclaimsRefused: map[string]uint64{}}
 	for i, r := range ReclaimRules {
 		out.Reclaims[r] = s.counts.reclaims[i].Load()
 	}
