@@ -16,7 +16,8 @@ import (
 // opens a second window, the console asks the display for one screen as
 // large as both windows side by side, and each window shows its part,
 // unscaled, a guest's window there included; the pointer goes where the
-// window that has it points. A
+// window that has it points, and keys from the window that has the focus
+// (typed into that guest window). A
 // window too wide for the display (a part beyond what its server takes)
 // is refused by size, which the console says, and each window then shows
 // all of the desktop, scaled. The screen window is screenshotted at the
@@ -92,6 +93,17 @@ func kubeScreens(t *testing.T, e *kubeEnv, page playwright.Page, vm string) {
 	if _, err := second.WaitForFunction(`() => { const c = document.querySelector('#screen canvas');
 		return [...c.getContext('2d').getImageData(120, 140, 1, 1).data].join() === '255,255,255,255'; }`, nil); err != nil {
 		t.Errorf("screen 2's window does not show the xterm at the guest's %d,80: %v", w1+60, err)
+	}
+	// Keys go from the window that has the focus: typed in screen 2's
+	// window, into that xterm.
+	must(t, second.Locator("#screen canvas").Click(playwright.LocatorClickOptions{Position: &playwright.Position{X: 120, Y: 140}}))
+	must(t, second.Keyboard().Type("echo typed-on-screen-2 > screen2.txt\n"))
+	typed := ""
+	if !eventually(20*time.Second, func() bool {
+		typed, _ = e.standIn.OnGuestDisplay(e.ns, vm, `cat "$HOME/screen2.txt"`)
+		return strings.TrimSpace(typed) == "typed-on-screen-2"
+	}) {
+		t.Errorf("the guest's screen2.txt holds %q; want what was typed in screen 2's window", typed)
 	}
 	screenshot(t, page, "kube-screens-1")
 	screenshot(t, second, "kube-screens-2")
