@@ -62,7 +62,7 @@ func keepsItsSize(t *testing.T, page playwright.Page, name string) {
 
 // sizeChoices drives the console bar's Size choice on a local Xvnc
 // desktop: a fixed size becomes the X screen's size (read in the desktop
-// with xdpyinfo), 1:1 shows it unscaled, Fit goes back to the window's
+// with xdpyinfo), Actual size shows it unscaled, Fit goes back to the window's
 // size, the portal keeps the choice for the user (another browser and a
 // reload find it), and a size
 // larger than the portal's screen hub holds is refused in words while the
@@ -102,12 +102,12 @@ func sizeChoices(t *testing.T, p *Portal, b *Browser, page playwright.Page, shel
 		waitDimensions(t, shell, "1280x720")
 		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1280×720"))
 	})
-	t.Run("1:1 keeps the size, unscaled", func(t *testing.T) {
+	t.Run("actual size keeps the size, unscaled", func(t *testing.T) {
 		chooseSize(t, page, "actual")
-		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: 1:1"))
+		must(t, expect.Locator(label).ToHaveAttribute("aria-label", "Size: Actual"))
 		must(t, expect.Locator(page.Locator("#screen canvas")).ToHaveJSProperty("clientWidth", 1280))
 		if got := shell.dimensions(); got != "1280x720" {
-			t.Errorf("after 1:1 xdpyinfo says %s; want 1280x720 kept", got)
+			t.Errorf("after Actual size xdpyinfo says %s; want 1280x720 kept", got)
 		}
 	})
 	t.Run("Fit returns to the window's size", func(t *testing.T) {

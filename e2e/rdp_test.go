@@ -275,7 +275,7 @@ func TestRDP_WrongPassword(t *testing.T) {
 
 // rdpSizeChoices drives the Size choice on an RDP console whose server
 // keeps its size (freerdp-shadow): the list says so and that a fixed size
-// scales instead, 1:1 shows the session unscaled, and Fit scales it into
+// scales instead, Actual size shows the session unscaled, and Fit scales it into
 // the window again (the desktop, 800 px high, into a shorter screen).
 func rdpSizeChoices(t *testing.T, page playwright.Page) {
 	t.Helper()
@@ -290,7 +290,7 @@ func rdpSizeChoices(t *testing.T, page playwright.Page) {
 	var got float64
 	chooseSize(t, page, "actual")
 	if !eventually(10*time.Second, func() bool { got = scale(); return got > 0.99 && got < 1.01 }) {
-		t.Errorf("RDP at 1:1: the canvas is shown at %.3f of its size; want 1", got)
+		t.Errorf("RDP at Actual size: the canvas is shown at %.3f of its size; want 1", got)
 	}
 	screenshot(t, page, "rdp-size-actual")
 	// Every shape the canvas is shown in from here on: a server that

@@ -19,7 +19,7 @@ func sizeName(v string) string {
 	return strings.Replace(v, "x", "×", 1)
 }
 
-// consoleSize is the console bar's Size choice: Fit to window, 1:1, or a
+// consoleSize is the console bar's Size choice: Fit to window, Actual size, or a
 // fixed size, each with words that say what it does on this desktop
 // (static/app/size.js fills them), and on a VNC console Add a screen
 // (static/app/vnc-screens.js). Hidden until a console that follows it
@@ -68,7 +68,7 @@ func consoleSize(login, chosen string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" data-keep=\"/api/vdi/settings/size\" data-testid=\"size-menu-wrap\"><button type=\"button\" id=\"size-menu\" aria-expanded=\"false\" aria-controls=\"size-list\" title=\"The desktop's size: fit to this window, 1:1, or a fixed size\" aria-label=\"Size: Fit\" data-testid=\"size-menu\"><span class=\"size-glyph\" aria-hidden=\"true\">⤢</span><span class=\"size-word\">Size: </span><span class=\"size-now\">Fit</span></button><fieldset id=\"size-list\" class=\"keys-list size-list\" hidden data-testid=\"size-list\"><legend class=\"sr-only\">Desktop size</legend><p id=\"size-note\" class=\"size-note\" role=\"status\" aria-live=\"polite\" data-testid=\"size-note\"></p><div class=\"size-choices\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" data-keep=\"/api/vdi/settings/size\" data-testid=\"size-menu-wrap\"><button type=\"button\" id=\"size-menu\" aria-expanded=\"false\" aria-controls=\"size-list\" title=\"The desktop's size: fit to this window, its actual size, or a fixed size\" aria-label=\"Size: Fit\" data-testid=\"size-menu\"><span class=\"size-glyph\" aria-hidden=\"true\">⤢</span><span class=\"size-word\">Size: </span><span class=\"size-now\">Fit</span></button><fieldset id=\"size-list\" class=\"keys-list size-list\" hidden data-testid=\"size-list\"><legend class=\"sr-only\">Desktop size</legend><p id=\"size-note\" class=\"size-note\" role=\"status\" aria-live=\"polite\" data-testid=\"size-note\"></p><div class=\"size-choices\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -76,7 +76,7 @@ func consoleSize(login, chosen string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = sizeChoice("actual", "1:1").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = sizeChoice("actual", "Actual size").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -1,7 +1,7 @@
 // The RDP console's Size choice (size.js) through IronRDP: Fit asks the
 // server for the window's size through display control and scales the
 // session to the window (ScreenScale.Fit); a fixed size asks for that
-// size and scales it; 1:1 asks nothing and shows the session unscaled
+// size and scales it; Actual size asks nothing and shows the session unscaled
 // (ScreenScale.Real). A server that keeps its size (the platform says so:
 // the local desktops' freerdp-shadow) is scaled instead, as the list's
 // words say. RDP's display control has no refusal to read: the session is
@@ -31,7 +31,7 @@ export function attachRDPSize(irgui, screen, canvas, { keeps = false } = {}) {
       // A server that keeps its size is only scaled: asked for another
       // size, IronRDP stretches its canvas to that size at once and
       // leaves it so until the next rescale (freerdp-shadow never answers
-      // with a size): after 1:1 then Fit the session showed out of shape
+      // with a size): after Actual size then Fit the session showed out of shape
       // for a second, and once in four runs for over 10 s.
       if (keeps || choice.kind === 'actual') {
         scale();

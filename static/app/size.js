@@ -1,6 +1,6 @@
 // The console's Size choice (views/console_size.templ): Fit to window (the
 // desktop takes the window's size, in whole pixels; a phone's stays 1024
-// wide and is shown whole), 1:1 (the desktop keeps its size and is shown
+// wide and is shown whole), Actual size (the desktop keeps its size and is shown
 // pixel for pixel, scrolled where it is larger than the window), or a
 // fixed size (the desktop is made that size and scaled to fit the
 // window). A desktop whose server cannot change its size keeps its own:
@@ -36,7 +36,7 @@ export function valueOf(c) {
 export function label(c) {
   if (c.kind === 'screens') return `${c.n} screens`;
   if (c.kind === 'fixed') return `${c.w}×${c.h}`;
-  return c.kind === 'actual' ? '1:1' : 'Fit';
+  return c.kind === 'actual' ? 'Actual' : 'Fit';
 }
 
 // words says what a choice does on a desktop that can (resizable) or
@@ -134,7 +134,7 @@ export function attachSize(wrap, view) {
     }
     button.querySelector('.size-now').textContent = label(choice);
     button.setAttribute('aria-label', `Size: ${label(choice)}`);
-    button.title = `Size: ${label(choice)}. The desktop's size: fit to this window, 1:1, or a fixed size`;
+    button.title = `Size: ${label(choice)}. The desktop's size: fit to this window, its actual size, or a fixed size`;
     const s = view.size();
     const now = s ? `${s.w}×${s.h}` : 'not connected yet';
     const sc = renderScreens();

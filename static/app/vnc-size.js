@@ -1,7 +1,7 @@
 // The VNC console's size: noVNC asks the desktop's server for the size the
 // user's Size choice names (size.js) with SetDesktopSize, which local
 // Xvnc desktops follow (ExtendedDesktopSize), and scales the desktop to
-// the window; 1:1 asks nothing and shows it unscaled. A desktop that
+// the window; Actual size asks nothing and shows it unscaled. A desktop that
 // keeps its size (the platform says so, or its server refuses the
 // window's size: QEMU without a display that follows) is scaled instead;
 // a fixed size its server refuses is said in words. With screen windows
@@ -11,7 +11,7 @@ import { attachScreens, layoutOf, MAX_SCREENS, pinViewport, sendLayout, splitLay
 
 // PHONE_WIDTH is the narrowest desktop a console asks of the server: on a
 // phone the desktop stays this wide (logical pixels), shown whole at fit,
-// and a pinch (or the 1:1 button) zooms in, as on a tablet's photo.
+// and a pinch (or the Zoom 1:1 button) zooms in, as on a tablet's photo.
 export const PHONE_WIDTH = 1024;
 
 // PHONE_MAX_HEIGHT bounds a phone's desktop: 2.5 times PHONE_WIDTH, taller
