@@ -82,6 +82,22 @@ func barHeight(t *testing.T, page playwright.Page) float64 {
 	return toFloat(v)
 }
 
+// zoomOfferInBar waits for "Zoom 1:1" and fails unless it lies in the
+// page's bar, within its width, off the desktop's screen: at fit the
+// desktop fills a phone's screen, and over it the offer hid its corner.
+func zoomOfferInBar(t *testing.T, page playwright.Page, width int) {
+	t.Helper()
+	offer := page.GetByTestId("zoom-actual")
+	must(t, playwright.NewPlaywrightAssertions(20000).Locator(offer).ToBeVisible())
+	if a, d := box(t, offer), box(t, page.Locator("#screen")); a.Y < d.Y+d.Height && d.Y < a.Y+a.Height && a.X < d.X+d.Width && d.X < a.X+a.Width {
+		t.Errorf("Zoom 1:1 at %+v lies over the desktop's screen at %+v; want it off the desktop", *a, *d)
+	}
+	if n, err := page.Locator(".console-bar").GetByTestId("zoom-actual").Count(); err != nil || n != 1 {
+		t.Errorf("Zoom 1:1 is not in the page's bar (%v)", err)
+	}
+	inViewport(t, page, offer, "Zoom 1:1", width)
+}
+
 // TestConsoleUX_DefaultConsoleHasAClipboard: "Get a desktop" on the home
 // page opens the console whose clipboard works (VNC: the desktop's RDP
 // server, freerdp-shadow, has none), at every size: Send to desktop puts
@@ -130,14 +146,8 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 					t.Errorf("on a %d px screen the desktop is %s; want at least 1024 wide", s.width, dims)
 				}
 				t.Logf("%dx%d screen: the desktop is %s", s.width, s.height, dims)
-				must(t, expect.Locator(page.GetByTestId("zoom-actual")).ToBeVisible())
+				zoomOfferInBar(t, page, s.width)
 				screenshot(t, page, "fit")
-				// The offer lies off the desktop, which fills the screen at fit:
-				// over it, it hid the desktop's bottom-left corner.
-				if a, d := box(t, page.GetByTestId("zoom-actual")), box(t, page.Locator("#screen")); a.Y < d.Y+d.Height && d.Y < a.Y+a.Height && a.X < d.X+d.Width && d.X < a.X+a.Width {
-					t.Errorf("Zoom 1:1 at %+v lies over the desktop's screen at %+v; want it off the desktop", *a, *d)
-				}
-				inViewport(t, page, page.GetByTestId("zoom-actual"), "Zoom 1:1", s.width)
 				must(t, page.GetByTestId("zoom-actual").Click())
 				must(t, expect.Locator(page.GetByTestId("zoom-fit")).ToBeVisible())
 				screenshot(t, page, "zoom-1to1")

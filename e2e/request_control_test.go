@@ -16,7 +16,8 @@ import (
 // their keys reach the desktop (a command typed on the admin's page runs
 // in the holder's terminal window); the holder takes it back with one
 // click and the admin watches again. Audited. At a laptop's, a tablet's
-// and a phone's size (both pages of one size).
+// and a phone's size (both pages of one size); on the phone the watcher
+// is offered Zoom 1:1 in the bar, off the desktop, as the holder is.
 func TestConsoleUX_RequestControl(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
 	b := MustLaunchBrowser(t)
@@ -29,6 +30,12 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+			if s.name == "phone" {
+				// The holder's desktop, 1024 wide, is shrunk into the phone:
+				// the watcher may see it at its real size, from the bar.
+				zoomOfferInBar(t, admin, s.width)
+				screenshot(t, admin, "admin-zoom-offered")
+			}
 			ask := page.GetByTestId("watch-ask")
 
 			// Refused: the admin reads it and watches on.
