@@ -10,7 +10,8 @@ import (
 // Issue 58, items 6 and 9: the home page never leaves its user guessing.
 // A claim on a pool closed to them since the page loaded says so, a pool
 // whose desktop they hold points to it rather than offering a second
-// Open, and the page after a release does not say "yet".
+// Open, and the page after a release does not say "yet". Where the
+// screen is wide, the pools stand beside my desktops.
 func TestHomeDeadEnds_ClosedPoolAndOneOpen(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=2", "CORRAL_VDI_ADMINS=ops")
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/pools", `{"name":"lab","size":1}`, nil); code != 201 {
@@ -43,6 +44,16 @@ func TestHomeDeadEnds_ClosedPoolAndOneOpen(t *testing.T) {
 			must(t, expect.Locator(page.GetByTestId("open")).ToHaveCount(1))
 			demo := page.Locator(`[data-testid=pool][data-pool=demo]`)
 			must(t, expect.Locator(demo.GetByTestId("yours")).ToContainText(d.Name))
+			// A few tiles leave no screen mostly empty: where it is wide
+			// (the laptop, the tablet) the pools stand beside my desktops,
+			// reaching the page's right edge; on the phone, below them.
+			mine, pool, main := box(t, page.GetByTestId("desktop")), box(t, demo), box(t, page.Locator("main"))
+			if wide := s.width >= 768; wide != (pool.X >= mine.X+mine.Width && pool.Y < mine.Y+mine.Height) {
+				t.Errorf("at %d px the pool's tile %+v, my desktop's %+v; want the pools beside my desktops: %v", s.width, *pool, *mine, wide)
+			}
+			if right := main.X + main.Width; pool.X+pool.Width < right-40 {
+				t.Errorf("at %d px the tiles end at %.0f px of the page's %.0f: the rest is empty", s.width, pool.X+pool.Width, right)
+			}
 			screenshot(t, page, "one-open")
 			if code := p.API(t, user, "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
 				t.Fatalf("release: %d", code)

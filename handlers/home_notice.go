@@ -62,14 +62,14 @@ func homeNotice(q url.Values, pools []views.PoolRow, mine []vdi.Desktop) *views.
 	n := &views.Notice{Kind: "error"}
 	switch kind := q.Get("notice"); {
 	case kind == noticeReleased && !held && about != "":
-		n.Kind, n.Msg = "ok", "Released "+about+". Get a new desktop from a pool below whenever you like."
+		n.Kind, n.Msg = "ok", "Released "+about+". Get a new desktop from a pool whenever you like."
 	case kind == noticeHeld:
 		n.Msg, n.Hint = "You hold as many desktops as you may.", "Release one below, then get a new one."
 	case kind == noticeBusy:
 		n.Msg, n.Hint = "Too many requests in a short time.", "Wait a moment, then try again."
 	case kind == noticeDenied && !seenPool:
 		// The pool is not named: a link could put any words there.
-		n.Msg, n.Hint = "That pool is not open to you (any more): no desktop was claimed.", "Pick a pool below, or ask an admin for access."
+		n.Msg, n.Hint = "That pool is not open to you (any more): no desktop was claimed.", "Pick another pool, or ask an admin for access."
 	case !seenPool:
 		return nil
 	case kind == noticeFull:
