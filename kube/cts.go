@@ -184,15 +184,17 @@ func (c *CTs) Pool(ctx context.Context, namespace, name string) (vdi.Pool, error
 	return p.Pool, nil
 }
 
-// pods returns the Pods of the pool's members by name.
-func (c *CTs) pods(ctx context.Context, p *ctPool) (map[string]*corev1.Pod, error) {
+// pods returns the Pods of the pool's members, in the members' order: nil
+// where a member has none.
+func (c *CTs) pods(ctx context.Context, p *ctPool) ([]*corev1.Pod, error) {
+	out := make([]*corev1.Pod, len(p.members))
+	at := p.memberIndex()
 	if st := c.podCache.store(p.Namespace); st != nil {
 		objs, _ := st.ByIndex(poolIndex, p.Namespace+"/"+p.Name)
-		out := make(map[string]*corev1.Pod, len(objs))
-		in := p.memberSet()
 		for _, o := range objs {
-			if pod := o.(*corev1.Pod); in[pod.Name] {
-				out[pod.Name] = pod
+			pod := o.(*corev1.Pod)
+			if i, ok := at[pod.Name]; ok {
+				out[i] = pod
 			}
 		}
 		return out, nil
@@ -201,11 +203,9 @@ func (c *CTs) pods(ctx context.Context, p *ctPool) (map[string]*corev1.Pod, erro
 	if err != nil {
 		return nil, fmt.Errorf("kube: list Pods of CT pool %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	out := make(map[string]*corev1.Pod, len(list.Items))
-	in := p.memberSet()
 	for i := range list.Items {
-		if pod := &list.Items[i]; in[pod.Name] {
-			out[pod.Name] = pod
+		if j, ok := at[list.Items[i].Name]; ok {
+			out[j] = &list.Items[i]
 		}
 	}
 	return out, nil
@@ -223,7 +223,7 @@ func (c *CTs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member
 	}
 	out := make([]vdi.Member, len(p.members))
 	for i, name := range p.members {
-		out[i] = ctMemberOf(p, name, pods[name])
+		out[i] = ctMemberOf(p, name, pods[i])
 	}
 	return out, nil
 }

@@ -17,8 +17,8 @@ import (
 type ctPool struct {
 	vdi.Pool
 	cm           *corev1.ConfigMap
-	members      []string        // shared with other parses when numbered (cts_members.go): read-only
-	set          map[string]bool // the members', when shared; nil: made when asked
+	members      []string       // shared with other parses when numbered (cts_members.go): read-only
+	index        map[string]int // the members' places in members, when shared; nil: made when asked
 	command      []string
 	shell        []string
 	resources    corev1.ResourceRequirements
@@ -28,24 +28,22 @@ type ctPool struct {
 
 // has reports whether member is one of the pool's.
 func (p *ctPool) has(member string) bool {
-	if p.set != nil {
-		return p.set[member]
+	if p.index != nil {
+		_, ok := p.index[member]
+		return ok
 	}
 	return slices.Contains(p.members, member)
 }
 
-// memberSet returns the pool's members as a set, for checking many names
-// (read-only: it may be shared): has for each of a 1,000-member pool's
-// Pods was a million comparisons on every claim (BenchmarkKubeCTMembers).
-func (p *ctPool) memberSet() map[string]bool {
-	if p.set != nil {
-		return p.set
+// memberIndex returns each member's place in the pool's members, for
+// placing many names (read-only: it may be shared): has for each of a
+// 1,000-member pool's Pods was a million comparisons on every claim
+// (BenchmarkKubeCTMembers).
+func (p *ctPool) memberIndex() map[string]int {
+	if p.index != nil {
+		return p.index
 	}
-	set := make(map[string]bool, len(p.members))
-	for _, m := range p.members {
-		set[m] = true
-	}
-	return set
+	return indexOf(p.members)
 }
 
 // parseCTPool reads a pool's ConfigMap; the error says which key is wrong
@@ -93,7 +91,7 @@ func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 		}
 	} else {
 		m := numberedMembers(name, size)
-		p.members, p.set = m.names, m.set
+		p.members, p.index = m.names, m.index
 	}
 	p.Size = len(p.members)
 	for key, dst := range map[string]*[]string{CTKeyCommand: &p.command, CTKeyShell: &p.shell} {

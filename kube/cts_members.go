@@ -8,15 +8,16 @@ import (
 
 // A claim parses its CT pool's ConfigMap about three times (the pool, its
 // members, the desktop answered), and a pool declared by its size alone
-// has its members' names made from the size: a thousand strings and a
-// set of them each time, most of what was left of listing a 1,000-member
-// pool's members (BenchmarkKubeCTMembers). They are made once per pool
-// name and size and shared by every parse: read-only.
+// has its members' names made from the size: a thousand strings each
+// time, and a set of them to match the Pods on each listing, most of what
+// was left of listing a 1,000-member pool's members
+// (BenchmarkKubeCTMembers). The names and each one's place are made once
+// per pool name and size and shared by every parse: read-only.
 
-// ctMembers are a pool's member names, in order, and the set of them.
+// ctMembers are a pool's member names, in order, and each one's place.
 type ctMembers struct {
 	names []string
-	set   map[string]bool
+	index map[string]int
 }
 
 // numberedMemoCap bounds the definitions kept: a resize makes a new one.
@@ -42,15 +43,22 @@ func numberedMembers(pool string, size int) *ctMembers {
 	if m := numberedMemo.byDef[def]; m != nil {
 		return m
 	}
-	m := &ctMembers{names: slices.Clip(numbered(pool, size)), set: make(map[string]bool, size)}
-	for _, n := range m.names {
-		m.set[n] = true
-	}
+	names := slices.Clip(numbered(pool, size))
+	m := &ctMembers{names: names, index: indexOf(names)}
 	if len(numberedMemo.byDef) >= numberedMemoCap {
 		clear(numberedMemo.byDef)
 	}
 	numberedMemo.byDef[def] = m
 	return m
+}
+
+// indexOf returns each of names' place in it.
+func indexOf(names []string) map[string]int {
+	out := make(map[string]int, len(names))
+	for i, n := range names {
+		out[n] = i
+	}
+	return out
 }
 
 // numbered returns the members a size alone declares: pool-1..pool-size,

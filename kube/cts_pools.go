@@ -151,6 +151,7 @@ func (c *CTs) deletePods(ctx context.Context, p *ctPool) error {
 	if err != nil {
 		return err
 	}
+	pods = slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return pod == nil })
 	for _, pod := range pods {
 		err := c.cs.CoreV1().Pods(p.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
