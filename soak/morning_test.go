@@ -163,6 +163,8 @@ func stormPhase(t *testing.T, sc scale, r *report) {
 	wg.Wait()
 	took := time.Since(start)
 	r.note("morning: while the storm ran: %s", stormLoad.stop())
+	r.note("morning: the portals' CPU, %.2f ms a claim (%s in all: the claims, and the standby refills and caches they wake on every replica)",
+		float64(stormLoad.portalCPU)/float64(time.Millisecond)/float64(sc.StormUsers), stormLoad.portalCPU)
 	if lostAfter, ok := e.racesLost(ctx); ok && lostRead {
 		r.note("morning: lost Lease races per claim %.3f (%.0f in %d claims, the replicas' corral_vdi_claim_races_lost_total; goal ≤ 0.2)",
 			(lostAfter-lostBefore)/float64(sc.StormUsers), lostAfter-lostBefore, sc.StormUsers)

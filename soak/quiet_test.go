@@ -88,6 +88,8 @@ type loadWatch struct {
 	busy, all  uint64        // machine CPU ticks
 	pids       []int         // the apiserver's and etcd's
 	cpUsage    time.Duration // their CPU time at the start
+	portals    []int         // the replicas'
+	portalCPU  time.Duration // their CPU time at the start; at stop, what they used
 	throttled0 uint64        // the cgroup's throttled ns at the start
 	soak0      uint64        // the soak's share's
 	started    time.Time
@@ -102,7 +104,11 @@ func watchLoad(e *kubeEnv, cgroup string) *loadWatch {
 			w.pids = append(w.pids, pid)
 		}
 	}
+	for _, p := range e.replicas {
+		w.portals = append(w.portals, p.cmd.Process.Pid)
+	}
 	w.busy, w.all = cpuTicks()
+	w.portalCPU = procCPU(w.portals)
 	w.cpUsage, w.throttled0, w.soak0 = procCPU(w.pids), cgroupThrottled(cgroup), cgroupThrottled(soakCgroup)
 	w.sample()
 	w.wg.Go(func() {
@@ -137,8 +143,8 @@ func (w *loadWatch) sample() {
 }
 
 // stop ends the sampling and says what it saw: the 1-minute load average's
-// range, the machine's CPU use and the control plane's (its throttled time
-// too: the share's quota bit).
+// range, the machine's CPU use, the control plane's (its throttled time
+// too: the share's quota bit) and the portals'.
 func (w *loadWatch) stop() string {
 	close(w.done)
 	w.wg.Wait()
@@ -147,6 +153,8 @@ func (w *loadWatch) stop() string {
 	took := time.Since(w.started)
 	s := fmt.Sprintf("load average (1 min) %.1f–%.1f, the machine's CPUs %.0f%% busy", w.lo, w.hi, 100*float64(busy-w.busy)/float64(max(all-w.all, 1)))
 	s += fmt.Sprintf(", apiserver+etcd %.2f cores", float64(procCPU(w.pids)-w.cpUsage)/float64(took))
+	w.portalCPU = procCPU(w.portals) - w.portalCPU
+	s += fmt.Sprintf(", the portals %.2f cores", float64(w.portalCPU)/float64(took))
 	if w.cgroup != "" {
 		s += fmt.Sprintf(" (held back by their share's quota %s)", time.Duration(cgroupThrottled(w.cgroup)-w.throttled0).Round(time.Millisecond))
 	}
