@@ -29,7 +29,11 @@ type arena struct {
 // the demo pool, mallory another.
 func newArena(t *testing.T, env []string) *arena {
 	t.Helper()
-	p := MustStartPortal(t, append(append([]string{}, suiteEnv...), env...)...)
+	env = append(append([]string{}, suiteEnv...), env...)
+	if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "CORRAL_VDI_DEMO_VM_POOL_SIZE=") }) {
+		env = append(env, "CORRAL_VDI_VM_IMAGE="+vmImage(t)) // this checkout's, not the cache's current
+	}
+	p := MustStartPortal(t, env...)
 	a := &arena{p: p, host: strings.TrimPrefix(p.URL, "http://"), state: map[string]any{}}
 	d := mustClaim(t, p, "alice", "demo")
 	a.victim = d.Name

@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testvm"
 )
 
-// vmImage builds (once; cached) the tiny VM image and returns its folder.
+// vmImage builds (once; cached) the tiny VM image of this checkout's
+// scripts/vm-image.sh and returns its folder.
 func vmImage(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("bash", "../scripts/vm-image.sh").Output()
+	dir, err := testvm.Image()
 	if err != nil {
-		t.Fatalf("scripts/vm-image.sh: %v", err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return dir
 }
 
 // TestConsole_SerialLogin claims a QEMU member: its console opens on VNC,

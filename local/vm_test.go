@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testvm"
 )
 
 // mustVMImage returns the tiny VM image, skipping the test without QEMU or
@@ -23,8 +25,12 @@ func mustVMImage(t *testing.T) VMImage {
 	if _, err := lookQEMU(); err != nil {
 		t.Skip(err)
 	}
-	img, err := FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE"), os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE"))
-	if err != nil {
+	dir, err := os.Getenv("CORRAL_VDI_VM_IMAGE"), error(nil)
+	if dir == "" {
+		dir, err = testvm.Image() // this checkout's, not the cache's current
+	}
+	img, err2 := FindVMImage(dir, "")
+	if err = errors.Join(err, err2); err != nil {
 		t.Skipf("%v (make vm-image builds it)", err)
 	}
 	return img

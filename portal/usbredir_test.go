@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/cli"
+	"github.com/corral-dev/corral-vdi-portal/internal/testvm"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
@@ -129,10 +130,11 @@ func mustHandshake(t *testing.T, ws *websocket.Conn) string {
 // cross-origin pages, a second stream and a session desktop are refused
 // before the upgrade; attach and detach are audited.
 func TestUSBRedir_LocalQEMU(t *testing.T) {
-	if _, err := local.FindVMImage(os.Getenv("CORRAL_VDI_VM_IMAGE"), os.Getenv("CORRAL_VDI_VM_IMAGE_CACHE")); err != nil {
+	img, err := testvm.Image() // this checkout's, not the cache's current
+	if err != nil {
 		t.Skipf("%v (make vm-image builds it)", err)
 	}
-	p := mustStartCLIPortal(t, "CORRAL_VDI_DEMO_VM_POOL_SIZE", "1")
+	p := mustStartCLIPortal(t, "CORRAL_VDI_DEMO_VM_POOL_SIZE", "1", "CORRAL_VDI_VM_IMAGE", img)
 	base := p.m.URL()
 	p.mustCLI(t, "pool", "create", "usbct", "--size", "1")
 	for _, pool := range []string{local.DemoVMPool, "usbct"} {

@@ -11,8 +11,11 @@
 # the result goes to a cache folder keyed by this script and both versions:
 #   ${CORRAL_VDI_VM_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/corral-vdi/vm-image}/<script>-<kernel>_<busybox>/
 #     vmlinuz  initramfs.gz
-# and `current` in the cache folder is a symlink to the newest build. A
-# second run finds the build and prints its folder in well under a second.
+# and `current` in the cache folder is a symlink to the newest build (the
+# portal's default image). A second run finds the build and prints its
+# folder in well under a second. Tests take the folder this script prints,
+# never `current`: two checkouts whose scripts differ share the cache, and
+# `current` is whichever of them built last.
 #
 # The root password is "corral" unless the initramfs carries
 # /etc/corral/root.hash (a crypt(3) hash): the portal appends a small cpio
@@ -31,25 +34,37 @@ need dpkg-deb dpkg
 applets=$(/bin/busybox --list 2>/dev/null || true)
 [[ $'\n'$applets$'\n' == *$'\ngetty\n'* ]] || { echo "vm-image: /bin/busybox lacks getty: apt-get install busybox-static" >&2; exit 1; }
 
-# The kernel package linux-image-amd64 points at, e.g. linux-image-6.1.0-57-amd64.
-resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}'; }
+# The image's layout is this script: any change to it names a new build,
+# so a cache filled by an older script is never taken for this one's.
+layout=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
+# own prints this script's newest complete build, if any.
+own() {
+	local d best=
+	for d in "$cache"/s"$layout"-*/; do
+		[[ -s $d/vmlinuz && -s $d/initramfs.gz ]] || continue
+		if [[ -z $best || $d -nt $best ]]; then best=$d; fi
+	done
+	if [[ -n $best ]]; then echo "${best%/}"; fi
+}
+
+# The kernel package linux-image-amd64 points at, e.g. linux-image-6.1.0-57-amd64;
+# nothing without package lists (apt-cache fails then: not the script's end).
+resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}' || true; }
 kpkg=$(resolve)
-if [[ -z $kpkg && ! -e $cache/current/vmlinuz && $(id -u) == 0 ]]; then
+if [[ -z $kpkg && -z $(own) && $(id -u) == 0 ]]; then
 	echo "vm-image: no package lists yet: apt-get update" >&2
 	apt-get update -q >&2 || true
 	kpkg=$(resolve)
 fi
 if [[ -z $kpkg ]]; then
-	# No package lists yet: fall back to the newest cached build.
-	if [[ -e $cache/current/vmlinuz ]]; then readlink -f "$cache/current"; exit 0; fi
+	# No package lists yet: fall back to this script's newest build (not
+	# `current`, which another checkout's script may have built).
+	if [[ -n $(own) ]]; then own; exit 0; fi
 	echo "vm-image: cannot resolve linux-image-amd64: run apt-get update" >&2
 	exit 1
 fi
 kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
-# The image's layout is this script: any change to it names a new build,
-# so a cache filled by an older script is never taken for this one's.
-layout=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
 key="s${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache/$key
