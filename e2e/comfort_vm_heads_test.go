@@ -84,11 +84,13 @@ func vmSecondHead(t *testing.T, page, serial playwright.Page) {
 const typedOnHead2 = "headtwo"
 
 // headDriven waits until page's noVNC shows its head at a size other
-// than QEMU's 640x480 placeholder: the guest set a mode on it.
+// than QEMU's 640x480 placeholder: the guest set a mode on it. A user
+// waits a few seconds for a window to fill, not half a minute; under
+// load the guest sets it within 0.3 s of the window's request.
 func headDriven(t *testing.T, page playwright.Page) {
 	t.Helper()
 	var got []int
-	if !eventually(30*time.Second, func() bool {
+	if !eventually(10*time.Second, func() bool {
 		v, err := page.Evaluate(`() => { const r = document.getElementById('screen').rfb; return r ? [r._fbWidth, r._fbHeight] : [0, 0]; }`)
 		must(t, err)
 		got = []int{toInt(v.([]any)[0]), toInt(v.([]any)[1])}

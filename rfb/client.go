@@ -79,6 +79,10 @@ type clientEncodings struct {
 type resizeNote struct {
 	reason, status int
 	layout         bool // only the layout, for a client that newly follows it
+	// then is a change told after this answer, which refused or passed
+	// on the request (status non-zero), in the same update
+	// (Hub.noteResize).
+	then *resizeNote
 }
 
 func (c *client) wakeUp() {

@@ -221,16 +221,30 @@ func (h *Hub) tellResize(reason, status int, changed bool) {
 }
 
 // noteResize is tellResize's work for the answer to asker; hub.mu is held.
+// A client takes no size from an answer that refused or passed on its
+// request (status non-zero: noVNC), so a change not yet told goes after
+// such an answer, in the same update, whichever came first: QEMU answers
+// 4 at once and the guest sets its mode a moment later, before a loaded
+// portal's writer had sent the answer (the e2e's VM head stayed at 640x480).
 func (h *Hub) noteResize(asker *client, reason, status int, changed bool) {
 	for c := range h.clients {
+		untold := c.resize // not yet sent, and more than the layout
+		if untold != nil && untold.layout {
+			untold = nil
+		}
 		switch {
 		case reason == 1 && c == asker:
 			c.resize = &resizeNote{reason: 1, status: status}
+			if status != 0 && untold != nil && untold.status == 0 {
+				c.resize.then = untold
+			}
 		case status != 0:
 			continue
 		case reason == 1:
 			c.resize = &resizeNote{reason: 2}
-		case c.resize != nil && !c.resize.layout:
+		case untold != nil && untold.status != 0:
+			untold.then = &resizeNote{reason: reason}
+		case untold != nil:
 			// An answer not yet sent names the new layout too: it stays
 			// (Xvnc follows its answer with a change of its own).
 		default:

@@ -275,6 +275,43 @@ func TestHub_ResizeBeforeSetEncodings(t *testing.T) {
 	}
 }
 
+// TestHub_GuestModeAfterAPassedOnAnswer: QEMU answers a console's
+// SetDesktopSize at once with status 4 (passed to the guest), and the
+// guest sets its mode a moment later. When both come before the hub's
+// writer has sent the answer (a loaded CI run: a VM's second head stayed
+// at QEMU's 640x480 in the console for good), the client is told the new
+// size after the answer, which it takes no size from (noVNC, as this test
+// client), not only the answer.
+func TestHub_GuestModeAfterAPassedOnAnswer(t *testing.T) {
+	d := newScriptedDesktop(t, 64, 32)
+	serve := connectScripted(t, d)
+	c := dialTestClient(t, serve(true), encRaw, encExtendedDesktopSize)
+	c.request(false)
+	must(t, c.next()) // the layout and the screen
+	// The writer sends a new frame and waits there: the client reads
+	// nothing until the desktop has answered and changed.
+	c.request(true)
+	must(t, d.frame([3]byte{200, 0, 0}))
+	time.Sleep(50 * time.Millisecond)
+	c.conn.Write(setDesktopSize(128, 64))
+	select {
+	case <-d.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the SetDesktopSize did not reach the desktop")
+	}
+	must(t, d.answer(4))
+	must(t, d.grow(128, 64, [3]byte{10, 20, 30}))
+	c.rects = map[int32]int{}
+	for n := 0; c.fb.w != 128 && n < 3; n++ { // the frame, then the answer and the change
+		must(t, c.next())
+		c.request(true)
+	}
+	if c.fb.w != 128 || c.fb.h != 64 || c.rects[encExtendedDesktopSize] != 2 {
+		t.Errorf("the client sees %dx%d after %d ExtendedDesktopSize rectangles (the last reason %d, status %d); want 128x64 after the answer and the change",
+			c.fb.w, c.fb.h, c.rects[encExtendedDesktopSize], c.reason, c.status)
+	}
+}
+
 // TestHub_SecondSetEncodingsWithoutResizes: a client whose first
 // SetEncodings follows size changes (the one the relay sends for a
 // watcher) and whose own, a moment later, asks for Raw only gets Raw

@@ -216,3 +216,15 @@ func (d *scriptedDesktop) grow(w, h int, c [3]byte) error {
 	}
 	return d.write(b)
 }
+
+// answer answers a SetDesktopSize with status, at the size the screen has
+// (ExtendedDesktopSize, reason 1), as QEMU answers 4 (passed to the
+// guest) before the guest sets its mode.
+func (d *scriptedDesktop) answer(status int) error {
+	b := []byte{msgFramebufferUpdate, 0, 0, 1, 0, 1, byte(status >> 8), byte(status)}
+	b = binary.BigEndian.AppendUint16(b, uint16(d.w))
+	b = binary.BigEndian.AppendUint16(b, uint16(d.h))
+	eds := int32(encExtendedDesktopSize)
+	b = binary.BigEndian.AppendUint32(b, uint32(eds))
+	return d.write(append(b, oneScreen(d.w, d.h)...))
+}

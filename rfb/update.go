@@ -112,8 +112,10 @@ func (u *update) encode(c *client) []byte {
 	}
 	if r := u.resize; r != nil {
 		if u.enc.eds {
-			w.rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)
-			w.b = append(w.b, u.screens...)
+			for ; r != nil; r = r.then {
+				w.rect(r.reason, r.status, u.w, u.h, encExtendedDesktopSize)
+				w.b = append(w.b, u.screens...)
+			}
 		} else {
 			w.rect(0, 0, u.w, u.h, encDesktopSize)
 		}
