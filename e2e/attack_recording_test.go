@@ -10,6 +10,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // recordingAttacks are the attack suite's rows on recordings: only admins
@@ -161,7 +163,7 @@ func recordingDeleteAttacks() []attack {
 // recordingStillThere checks that the arena's recording is still listed.
 func recordingStillThere(t *testing.T, a *arena, _ *http.Response, _ string) {
 	t.Helper()
-	var rows []recordingRow
+	var rows []api.Recording
 	a.p.API(t, admin, "GET", "/api/vdi/recordings", &rows)
 	for _, r := range rows {
 		if r.ID == a.state["recording"].(string) {
@@ -262,7 +264,7 @@ func TestAttack_RecordingsShare(t *testing.T) {
 	must(t, rows.First().GetByTestId("delete-recording-confirm").Click())
 	must(t, expect.Locator(page.GetByTestId("recording-deleted")).ToBeVisible())
 	screenshot(t, page, "recordings-deleted")
-	var left []recordingRow
+	var left []api.Recording
 	p.API(t, admin, "GET", "/api/vdi/recordings?user=mallory", &left)
 	if len(left) != n-1 {
 		t.Errorf("recordings of mallory after the delete: %d; want %d", len(left), n-1)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // cpuSeconds returns the CPU time (user + system) process pid has used.
@@ -158,7 +160,7 @@ func TestBench_RecordedVNC(t *testing.T) {
 			line := fmt.Sprintf("BENCH vnc %-11s %-8s portal CPU %6.2f s/min  relayed %7.1f MB/min", load.name, pool, cpu*perMin, float64(relayed)*perMin/1e6)
 			if pool == "recorded" {
 				waitFor(t, 10*time.Second, "the VNC recording to end", func() bool {
-					var rows []recordingRow
+					var rows []api.Recording
 					p.API(t, "ops", "GET", "/api/vdi/recordings?desktop=local/"+member, &rows)
 					for _, r := range rows {
 						if r.Protocol == "vnc" && r.End != nil && !seen[r.ID] {

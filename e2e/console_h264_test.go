@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/api"
 )
 
 // h264Watch is a JS function that counts, in the console's noVNC, the Open
@@ -139,7 +141,7 @@ const countDecodes = `(() => {
 // admin (ops), screenshots its end as shot, and checks that the player's
 // noVNC decoded the recorded video (at least 10 H.264 chunks) and ended
 // on live, the console's last screen. It returns the recording.
-func playVideoRecording(t *testing.T, b *Browser, p *Portal, member string, live image.Image, shot string) recordingRow {
+func playVideoRecording(t *testing.T, b *Browser, p *Portal, member string, live image.Image, shot string) api.Recording {
 	t.Helper()
 	rec := recordings(t, p, member, 1)["vnc"]
 	admin := b.MustNewPage(t, 1280, 800)

@@ -17,21 +17,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
 
+	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
-
-// recordingRow is a recording as GET /api/vdi/recordings lists it.
-type recordingRow struct {
-	ID       string     `json:"id"`
-	Session  string     `json:"session"`
-	Desktop  string     `json:"desktop"`
-	User     string     `json:"user"`
-	Protocol string     `json:"protocol"`
-	Format   string     `json:"format"`
-	Start    time.Time  `json:"start"`
-	End      *time.Time `json:"end"`
-	Bytes    int64      `json:"bytes"`
-}
 
 // recordedPool makes pool name of one session desktop, recorded, and
 // claims its member for user.
@@ -49,11 +37,11 @@ func recordedPool(t *testing.T, p *Portal, name, user string) desktop {
 
 // recordings lists the recordings of member as the admin, waiting until
 // want of them have ended.
-func recordings(t *testing.T, p *Portal, member string, want int) map[string]recordingRow {
+func recordings(t *testing.T, p *Portal, member string, want int) map[string]api.Recording {
 	t.Helper()
-	out := map[string]recordingRow{}
+	out := map[string]api.Recording{}
 	waitFor(t, 15*time.Second, "recordings to end", func() bool {
-		var rows []recordingRow
+		var rows []api.Recording
 		if code := p.API(t, "ops", "GET", "/api/vdi/recordings?desktop=local/"+member, &rows); code != 200 {
 			t.Fatalf("list recordings: %d", code)
 		}
@@ -354,7 +342,7 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 		if s := sessions[0]; !strings.Contains(s.CloseReason, "size cap") || s.BytesOut == 0 {
 			t.Errorf("history = %+v; want the reason and the bytes", s)
 		}
-		var rows []recordingRow
+		var rows []api.Recording
 		p.API(t, "ops", "GET", "/api/vdi/recordings?user=alice", &rows)
 		var total int64
 		for _, r := range rows {

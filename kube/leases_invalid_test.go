@@ -1,11 +1,9 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,28 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testlog"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
 )
-
-// syncBuffer is a log sink the informer's goroutines may write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLeasesEditedByHand writes Leases as a careless kubectl user might and
 // checks that they are reported, not trusted, and crash nothing.
@@ -42,7 +23,7 @@ func TestLeasesEditedByHand(t *testing.T) {
 	ctx := context.Background()
 	c := testcluster.Shared(t)
 	ns := c.Namespace(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	leases := kube.NewLeases(kube.LeasesConfig{Client: c.Client,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	runCtx, cancel := context.WithCancel(ctx)

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/api"
 	"github.com/corral-dev/corral-vdi-portal/cli"
+	"github.com/corral-dev/corral-vdi-portal/internal/testlog"
 )
 
 // cliHelperEnv makes the test binary run the command line in its arguments
@@ -44,25 +44,7 @@ type cliPortal struct {
 	m    *Main
 	data string
 	env  map[string]string
-	log  *syncBuffer
-}
-
-// syncBuffer is a buffer the portal logs to from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log  *testlog.Buffer
 }
 
 // mustStartCLIPortal starts a portal configured the way `serve` reads its
@@ -75,7 +57,7 @@ func mustStartCLIPortal(tb testing.TB, extra ...string) *cliPortal {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(data) })
-	p := &cliPortal{data: data, log: &syncBuffer{}, env: map[string]string{
+	p := &cliPortal{data: data, log: &testlog.Buffer{}, env: map[string]string{
 		"CORRAL_VDI_DATA_DIR":              data,
 		"CORRAL_VDI_LISTEN":                "127.0.0.1:0",
 		"CORRAL_VDI_BACKEND":               "local",

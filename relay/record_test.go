@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testlog"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
@@ -239,7 +240,7 @@ func (f *failingRecorder) Resize(r relay.Resize) error {
 
 func TestPipe_Recorder(t *testing.T) {
 	t.Run("Terminal", func(t *testing.T) {
-		var buf syncBuffer
+		var buf testlog.Buffer
 		a, _ := relay.NewAsciicastRecorder(&buf, relay.AsciicastConfig{Input: true})
 		h := MustHarness(t, "tcp", relay.Options{Recorder: a, Control: relay.TerminalControl(struct{}{})})
 		ws, desk := h.MustConnect(t)
@@ -289,22 +290,4 @@ func TestPipe_Recorder(t *testing.T) {
 			t.Errorf("Pipe = %+v, %v; want ErrRecording after 5 bytes out", r.stats, r.err)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the relay's two goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

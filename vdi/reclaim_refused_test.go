@@ -1,17 +1,16 @@
 package vdi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testlog"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -31,25 +30,6 @@ func (b *refuser) PlanRecreate(ctx context.Context, r vdi.Ref) (vdi.Growth, erro
 	return b.recloner.PlanRecreate(ctx, r)
 }
 
-// syncBuffer is a log sink safe for the detached resets' writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count returns how many lines hold s.
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 // TestReclaim_RefusedResetIsLogged: a reclaim whose reset the backend
 // refuses (a Closed pool's member) is no silent "renewed meanwhile": the
 // loop logs it once per member per hour with why and what to do, counts
@@ -66,7 +46,7 @@ func TestReclaim_RefusedResetIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	var logs syncBuffer
+	var logs testlog.Buffer
 	svc := vdi.NewService(vdi.Config{Backend: b, Leases: db.Leases(), Audit: db, Now: func() time.Time { return now },
 		Policy: vdi.Policy{DisconnectGrace: time.Minute}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(svc.StopJobs)
@@ -86,10 +66,10 @@ func TestReclaim_RefusedResetIsLogged(t *testing.T) {
 		}
 		now = now.Add(10 * time.Second)
 	}
-	if got := logs.count(line); got != 1 {
-		t.Errorf("%d %q lines after 3 refused rounds; want 1 (once per member per hour):\n%s", got, line, logs.buf.String())
+	if got := strings.Count(logs.String(), line); got != 1 {
+		t.Errorf("%d %q lines after 3 refused rounds; want 1 (once per member per hour):\n%s", got, line, logs.String())
 	}
-	if s := logs.buf.String(); !strings.Contains(s, "demo-1") || !strings.Contains(s, "Set the pool's access") || !strings.Contains(s, "disconnect-grace") {
+	if s := logs.String(); !strings.Contains(s, "demo-1") || !strings.Contains(s, "Set the pool's access") || !strings.Contains(s, "disconnect-grace") {
 		t.Errorf("the refusal's log line names no desktop, fix or rule:\n%s", s)
 	}
 	if got := svc.Counters().ReclaimsRefused[vdi.RuleDisconnect]; got != 3 {
@@ -103,7 +83,7 @@ func TestReclaim_RefusedResetIsLogged(t *testing.T) {
 	if _, err := svc.ReclaimDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := logs.count(line); got != 2 {
+	if got := strings.Count(logs.String(), line); got != 2 {
 		t.Errorf("%d %q lines an hour later; want 2", got, line)
 	}
 
@@ -118,7 +98,7 @@ func TestReclaim_RefusedResetIsLogged(t *testing.T) {
 	if _, err := svc.ReclaimDue(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := logs.count(line); got != 3 {
+	if got := strings.Count(logs.String(), line); got != 3 {
 		t.Errorf("%d %q lines after bob's claim was refused too; want 3 (a refusal after a reclaim is news)", got, line)
 	}
 	// The holder's own release answers the refusal at once (409), not
