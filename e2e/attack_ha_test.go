@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -173,6 +174,54 @@ func haAttacks() []haAttack {
 			status: 401, says: "good once",
 		},
 		{
+			// A claim forwarded to the replica holding its user's shard,
+			// signed with the peer secret (here for a pool there is not),
+			// then replayed: refused, a signature being good once.
+			name: "ReplayedClaimForward",
+			attack: func(t *testing.T, hs *haScreen, _ *haArena) *http.Response {
+				body := []byte(`{"login":"mallory","namespace":"` + hs.ns + `","pool":"no-such-pool"}`)
+				req := claimForward(t, hs, body, body)
+				res, err := http.DefaultClient.Do(req)
+				must(t, err)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					t.Errorf("a signed claim forward to b: %d; want 200", res.StatusCode)
+				}
+				req = claimForward(t, hs, body, body)
+				req.Header.Set(relay.PeerAuthHeader, res.Request.Header.Get(relay.PeerAuthHeader))
+				res, err = http.DefaultClient.Do(req)
+				must(t, err)
+				return res
+			},
+			status: 401, says: "good once",
+		},
+		{
+			// mallory, holding a signed forward of a claim of hers, sends
+			// it with alice's name in the body: the signature covers the
+			// body, so it is refused and nothing is claimed for alice.
+			name: "ClaimForwardForAnotherUser",
+			attack: func(t *testing.T, hs *haScreen, _ *haArena) *http.Response {
+				signed := []byte(`{"login":"mallory","namespace":"` + hs.ns + `","pool":"scr"}`)
+				res, err := http.DefaultClient.Do(claimForward(t, hs, signed, []byte(`{"login":"alice","namespace":"`+hs.ns+`","pool":"scr"}`)))
+				must(t, err)
+				return res
+			},
+			status: 401, says: "CORRAL_VDI_PEER_SECRET",
+		},
+		{
+			// A signed-in user forwards a claim herself: refused.
+			name: "UserForwardsAClaim",
+			attack: func(t *testing.T, hs *haScreen, _ *haArena) *http.Response {
+				req, err := http.NewRequest("POST", hs.reps["b"].p.URL+relay.PeerPath+"take", strings.NewReader(`{"login":"alice","namespace":"`+hs.ns+`","pool":"scr"}`))
+				must(t, err)
+				req.Header.Set("Tailscale-User-Login", "mallory")
+				res, err := http.DefaultClient.Do(req)
+				must(t, err)
+				return res
+			},
+			status: 403, says: "Peer links are for peer portals",
+		},
+		{
 			// The guest keeps from reading its line (a command that runs
 			// for a minute, as a hostile or hung guest may) while alice
 			// types 256 KiB ahead, so that her console's close waits
@@ -275,4 +324,15 @@ func unheldLineAttacks(t *testing.T, hs *haScreen, r *haReplica) {
 			}
 		})
 	}
+}
+
+// claimForward is a claim forward to replica b carrying body, signed with
+// the peer secret for signed (relay.PeerPost's signature).
+func claimForward(t *testing.T, hs *haScreen, signed, body []byte) *http.Request {
+	b := hs.reps["b"].p.URL
+	req, err := http.NewRequest("POST", b+relay.PeerPath+"take", bytes.NewReader(body))
+	must(t, err)
+	req.Header.Set(relay.PeerAuthHeader, relay.SignPeer([]byte(hs.secrets["corral-vdi-secrets/peer-secret"]), time.Now(), strings.TrimPrefix(b, "http://"),
+		relay.BodyKind("take", signed), "", ""))
+	return req
 }

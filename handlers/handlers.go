@@ -97,6 +97,9 @@ type Assets interface {
 // Config configures the handlers.
 type Config struct {
 	Desktops Desktops
+	// Takes runs claims other replicas forward to this one (vdi's
+	// claims by shard); nil refuses them.
+	Takes    Taker
 	Auth     Identifier
 	Sessions console.History
 	Assets   Assets
@@ -278,7 +281,7 @@ func New(cfg Config) *Handler {
 		tokens:     &tokenRoutes{renderer: rd, tokens: cfg.Tokens, desktops: cfg.Desktops},
 		settings:   &settingsRoutes{auditTrail: trail, settings: cfg.Settings},
 		mcp:        newMCPRoute(rd, cfg, cs),
-		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin},
+		peer:       &peerSocket{renderer: rd, auth: cfg.Auth, desktops: cfg.Desktops, console: cs, checkOrigin: hc.checkOrigin, takes: cfg.Takes},
 	}
 	cs.sessions = console.NewSessions(console.SessionsConfig{Claims: cfg.Desktops, History: cfg.Sessions, Count: m.consoleOpened,
 		PersonInput: h.mcp.seat.PersonInput, Log: log})

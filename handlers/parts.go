@@ -157,4 +157,5 @@ type peerSocket struct {
 	desktops    Desktops
 	console     *consoleState
 	checkOrigin func(r *http.Request) bool
+	takes       Taker // nil: this replica holds no claim shards
 }

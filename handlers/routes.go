@@ -111,6 +111,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /peer/v1/video/{nonce}/{ns}/{member}", h.peer.handlePeerVideo)
 	m.HandleFunc("GET /peer/v1/stream/{protocol}/{role}/{ns}/{member}", h.peer.handlePeerStream)
 	m.HandleFunc("GET /peer/v1/held/{protocol}/{version}/{ns}/{member}", h.peer.handlePeerHeld)
+	m.HandleFunc("POST /peer/v1/take", h.peer.handlePeerTake)
 	m.HandleFunc("GET /peer/v1/viewers/{ns}/{member}", h.peer.handlePeerViewers)
 	m.HandleFunc("POST /peer/v1/viewers/{ns}/{member}/{id}/{answer}", h.peer.handlePeerViewerAnswer)
 

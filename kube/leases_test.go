@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leasetest.MaybeChild(openKubeconfig)
+	leasetest.MaybeChildSharded(openKubeconfig, kubeShards)
 	maybeServePortal()
 	os.Exit(testcluster.Main(m))
 }

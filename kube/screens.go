@@ -112,6 +112,9 @@ func NewScreenOwners(cfg ScreenOwnersConfig) *ScreenOwners {
 // and before the first Take.
 func (o *ScreenOwners) SetURL(url string) { o.url = url }
 
+// URL returns where other replicas reach this one (SetURL).
+func (o *ScreenOwners) URL() string { return o.url }
+
 // Self implements console.Owners.
 func (o *ScreenOwners) Self() string { return o.self }
 

@@ -139,7 +139,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Policy: vdi.Policy{DisconnectGrace: c.Claims.DisconnectGrace, MaxSession: c.Claims.MaxSession, IdleTimeout: c.Claims.IdleTimeout,
 			Network: vdi.Network(c.Local.DesktopNetwork)},
 		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups, Samples: db,
-		Replicas: m.replicas()})
+		Replicas: m.replicas(), Shards: m.claimShards()})
 	pats := tokens.New(tokens.Config{Store: db, Audit: m.history, ValidLogin: auth.ValidLogin, Log: m.Log})
 	authn, err := auth.New(auth.Config{
 		Modes: c.Auth.Modes, TrustedProxies: c.Auth.TrustedProxies, Admins: c.Auth.Admins, AdminGroups: c.Auth.AdminGroups, Audit: m.history, Revocations: m.history, Groups: groups,
@@ -170,7 +170,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	h := handlers.New(handlers.Config{
 		Recordings: m.recordings,
-		Desktops:   m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Usage: db, SampleEvery: c.Claims.ReclaimEvery, Log: m.Log,
+		Desktops:   m.svc, Takes: m.svc, Auth: authn, Sessions: m.history, Assets: assets, Admin: m.svc, History: db, Usage: db, SampleEvery: c.Claims.ReclaimEvery, Log: m.Log,
 		Loopback: isLoopback(c.Server.Listen),
 		Console: handlers.ConsoleConfig{Peers: c.Console.Peers, PeerSecret: c.Console.PeerSecret, Paths: m.consolePaths, TokenKeys: c.Console.TokenKeys,
 			H264: c.Console.H264, RTC: rtcServer, Owners: m.screenOwners(), FindPeers: m.findPeers()},
@@ -233,6 +233,12 @@ func (m *Main) Run(ctx context.Context) error {
 	defer stopScreens()
 	screensDone := make(chan struct{})
 	go m.runScreens(screensCtx, screensDone)
+	// A replica keeps its claim shards until its requests ended (a
+	// claim forwarded to it may still run), then lets them go.
+	shardsCtx, stopShards := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopShards()
+	shardsDone := make(chan struct{})
+	go func() { defer close(shardsDone); m.svc.RunShards(shardsCtx) }()
 	go m.pruneHistory(ctx)
 	go m.svc.RunSampler(ctx, m.Config.Claims.ReclaimEvery)
 	go m.history.Run(ctx)
@@ -245,12 +251,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.drain(ctx)
 	endRequests()
+	stopShards()
 	stopScreens()
 	m.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := m.srv.Shutdown(sctx)
-	for _, done := range []chan struct{}{reclaimerDone, screensDone} {
+	for _, done := range []chan struct{}{reclaimerDone, screensDone, shardsDone} {
 		select { // a reclaim leader releases its Lease, and the screen heartbeat goes, so others take over at once
 		case <-done:
 		case <-sctx.Done():

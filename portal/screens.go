@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/corral-dev/corral-vdi-portal/console"
+	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -35,6 +36,23 @@ func (m *Main) replicas() vdi.Replicas {
 		return nil
 	}
 	return m.screens
+}
+
+// claimShards turns on claims by shard (vdi.ShardConfig) where replicas
+// share a cluster and the peer secret, as screens do, and the others can
+// reach this one (CORRAL_VDI_PEER_URL, or a listen address that names a
+// host: advertise): every replica of a release has the same settings, so
+// all or none run claims by shard. Without a way to reach the replica
+// holding a user's shard, the others could not forward her claims.
+func (m *Main) claimShards() *vdi.ShardConfig {
+	if m.screens == nil {
+		return nil
+	}
+	if host, _, err := net.SplitHostPort(m.Config.Server.Listen); m.Config.Console.PeerURL == "" && (err != nil || host == "" || net.ParseIP(host).IsUnspecified()) {
+		m.Log.Warn("claims keep their users' claim locks (three writes each): set CORRAL_VDI_PEER_URL so that each user's claims run on one replica with one write")
+		return nil
+	}
+	return &vdi.ShardConfig{URL: m.screens.URL, Forward: handlers.TakeForwarder{Secret: m.Config.Console.PeerSecret}}
 }
 
 // findPeers finds the peer portals: the other replicas, by their

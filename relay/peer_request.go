@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,12 +18,36 @@ import (
 // base, on route under PeerPath, signed for kind about ns/member as a
 // link is (SignPeer), with header's fields besides.
 func PeerRequest(ctx context.Context, method, base string, secret []byte, route, kind, ns, member string, header http.Header) (*http.Response, error) {
+	return peerRequest(ctx, method, base, secret, route, kind, ns, member, header, nil)
+}
+
+// PeerPost sends body (JSON) to the peer portal at base, on route under
+// PeerPath, signed for exactly that route and body (BodyKind): a
+// signature seen on the wire carries no other body, and (checked by a
+// PeerVerifier) is good once.
+func PeerPost(ctx context.Context, base string, secret []byte, route string, body []byte) (*http.Response, error) {
+	h := http.Header{"Content-Type": {"application/json"}}
+	return peerRequest(ctx, http.MethodPost, base, secret, route, BodyKind(route, body), "", "", h, body)
+}
+
+// BodyKind is what a peer request carrying body on route is signed for:
+// the route and a digest of the body.
+func BodyKind(route string, body []byte) string {
+	sum := sha256.Sum256(body)
+	return "body/" + route + "/" + hex.EncodeToString(sum[:])
+}
+
+func peerRequest(ctx context.Context, method, base string, secret []byte, route, kind, ns, member string, header http.Header, body []byte) (*http.Response, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("peer %q: %w", base, err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + PeerPath + route
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, err
 	}

@@ -130,38 +130,48 @@ func (s *Service) Assign(ctx context.Context, id Identity, ref Ref, user string)
 		return Desktop{}, Errorf(EForbidden, "Add them to the pool's access first, or pick a pool they may use.",
 			"%s may not use pool %s, which is for %s.", user, p.Name, p.For())
 	}
-	ctx, leases, done, err := s.ruled(ctx, user, p, false)
+	a, err := s.route(ctx, p, TakeRequest{Login: user, Namespace: ref.Namespace, Pool: p.Name, Member: ref.Name})
 	if err != nil {
 		return Desktop{}, err
 	}
-	defer done()
+	s.record(ctx, AuditEvent{Actor: id.Login, Action: "assign", Namespace: ref.Namespace, Target: ref.Name, Detail: "to " + user})
+	s.log.Info("assigned", "desktop", ref, "holder", user, "by", id.Login)
+	return s.powerOn(ctx, a.Lease, true) // a VM's boot is not the admin's request to wait on
+}
+
+// takeAssigned takes member ref of pool p for user through leases, the
+// store where user's rules are kept (claim_take.go): an assignment's
+// reads and its one write.
+func (s *Service) takeAssigned(ctx context.Context, leases Leases, p Pool, ref Ref, user string) (*Lease, error) {
+	m, err := s.backend.Member(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.checkQuota(ctx, user, p); err != nil {
-		return Desktop{}, theirQuota(err, user)
+		return nil, theirQuota(err, user)
 	}
 	old, err := s.leases.Get(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
 		old = nil
 	} else if err != nil {
-		return Desktop{}, unavailable(err)
+		return nil, unavailable(err)
 	}
 	if old != nil && !old.Expired(s.now()) && old.reclaiming() {
-		return Desktop{}, resettingErr(ref)
+		return nil, resettingErr(ref)
 	}
 	if old != nil && !old.Expired(s.now()) {
-		return Desktop{}, Errorf(EConflict, "Force-release it first, then assign it.", "Desktop %s is held by %s.", ref, old.Holder)
+		return nil, Errorf(EConflict, "Force-release it first, then assign it.", "Desktop %s is held by %s.", ref, old.Holder)
 	}
 	l, err := s.acquire(ctx, leases, p, m, old, user)
 	var refused *Error
 	if errors.As(err, &refused) {
-		return Desktop{}, theirQuota(refused, user) // checked in the write
+		return nil, theirQuota(refused, user) // checked in the write
 	} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
-		return Desktop{}, Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s was claimed meanwhile.", ref)
+		return nil, Errorf(EConflict, "Look at the desktop again and retry.", "Desktop %s was claimed meanwhile.", ref)
 	} else if err != nil {
-		return Desktop{}, unavailable(err)
+		return nil, unavailable(err)
 	}
-	s.record(ctx, AuditEvent{Actor: id.Login, Action: "assign", Namespace: ref.Namespace, Target: ref.Name, Detail: "to " + user})
-	s.log.Info("assigned", "desktop", ref, "holder", user, "by", id.Login)
-	return s.powerOn(ctx, l, true) // a VM's boot is not the admin's request to wait on
+	return l, nil
 }
 
 // theirQuota words err, a refusal of the quotas, for the admin who

@@ -44,16 +44,25 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	startCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.claimWait)
 	defer cancel()
-	// claims is the store this claim writes through: it keeps the
-	// user's rules (claim_rules.go).
-	ctx, claims, done, err := s.ruled(ctx, id.Login, p, true)
+	a, err := s.route(ctx, p, TakeRequest{Login: id.Login, Namespace: namespace, Pool: pool})
 	if err != nil {
 		return Desktop{}, err
 	}
-	// The user's claim lock is let go once the claim is answered, where
-	// its caller asked for that (WithAnswerFirst): her next claim waits
-	// for it, her answer need not.
-	defer afterAnswering(ctx, done)
+	if a.Won {
+		s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: a.Lease.Member, Detail: "pool " + pool})
+		s.log.Info("claimed", "desktop", a.Lease.Ref(), "holder", id.Login)
+		s.kickStandby() // a warm member went: refill
+	}
+	// Asking again also finishes what a failure left undone.
+	s.mirror(a.Lease)
+	return s.powerOn(startCtx, a.Lease, atOnce)
+}
+
+// takeClaimed takes a member of pool p for login through claims, the
+// store where her rules are kept (claim_take.go), or finds the one of p
+// she holds: the claim's reads and its one write.
+func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login string) (TakeAnswer, error) {
+	namespace, pool := p.Namespace, p.Name
 	tried := map[string]bool{}
 	quotaChecked := false
 	for attempts := 0; attempts < maxClaimAttempts; {
@@ -62,40 +71,38 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 		listed := time.Now()
 		leases, err := s.leases.List(ctx, namespace, pool)
 		if err != nil {
-			return Desktop{}, unavailable(err)
+			return TakeAnswer{}, unavailable(err)
 		}
 		now := s.now()
 		known := make(map[string]*Lease, len(leases))
 		for _, l := range leases {
-			if l.Holder == id.Login && !l.Expired(now) && !l.reclaiming() {
+			if l.Holder == login && !l.Expired(now) && !l.reclaiming() {
 				// The list may be a cache a moment behind a release on
 				// another replica: the Lease itself must still say so.
 				fresh, err := s.leases.Get(ctx, l.Ref())
 				if errors.Is(err, ErrNotFound) {
 					continue // released: the member is free
 				} else if err != nil {
-					return Desktop{}, unavailable(err)
+					return TakeAnswer{}, unavailable(err)
 				}
-				if fresh.Holder == id.Login && !fresh.Expired(now) {
-					// Asking again also finishes what a failure left undone.
-					s.mirror(fresh)
-					return s.powerOn(startCtx, fresh, atOnce)
+				if fresh.Holder == login && !fresh.Expired(now) {
+					return TakeAnswer{Lease: fresh}, nil
 				}
 				l = fresh
 			}
 			known[l.Member] = l
 		}
 		if !quotaChecked {
-			if err := s.checkQuota(ctx, id.Login, p); err != nil {
-				return Desktop{}, err
+			if err := s.checkQuota(ctx, login, p); err != nil {
+				return TakeAnswer{}, err
 			}
 			quotaChecked = true
 		}
 		members, err := s.backend.Members(ctx, namespace, pool)
 		if err != nil {
-			return Desktop{}, err
+			return TakeAnswer{}, err
 		}
-		free := s.spread.freeMembers(members, known, tried, now, id.Login)
+		free := s.spread.freeMembers(members, known, tried, now, login)
 		if len(free) == 0 {
 			break
 		}
@@ -114,7 +121,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				attempts++
 				i += len(batch) - 1
-				l, err = claims.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, id.Login))
+				l, err = claims.(LeaseBatcher).CreateFirst(ctx, s.wants(p, batch, login))
 				if errors.Is(err, ErrAlreadyExists) {
 					s.counts.lostRace()
 					break // every one went meanwhile: look again
@@ -129,7 +136,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				attempts++
 				tried[m.Name] = true
-				l, err = s.acquire(ctx, claims, p, m, known[m.Name], id.Login)
+				l, err = s.acquire(ctx, claims, p, m, known[m.Name], login)
 				s.trying.done(m.Ref(), err == nil || errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict), time.Now())
 			}
 			var held *holdsInPool
@@ -137,10 +144,9 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 			if errors.As(err, &held) {
 				// Another claim of this user won a desktop of the pool
 				// meanwhile: this claim is that one.
-				s.mirror(held.l)
-				return s.powerOn(startCtx, held.l, atOnce)
+				return TakeAnswer{Lease: held.l}, nil
 			} else if errors.As(err, &refused) {
-				return Desktop{}, refused // a quota, checked in the write
+				return TakeAnswer{}, refused // a quota, checked in the write
 			} else if errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict) {
 				// Lost the race for this member: its claim is someone else's
 				// now. Look again at what is left once this portal's list
@@ -151,20 +157,16 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 				}
 				continue
 			} else if err != nil {
-				return Desktop{}, unavailable(err)
+				return TakeAnswer{}, unavailable(err)
 			}
-			s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: m.Name, Detail: "pool " + pool})
-			s.log.Info("claimed", "desktop", m.Ref(), "holder", id.Login)
 			s.counts.claimed(m.Power)
-			s.kickStandby() // a warm member went: refill
-			s.mirror(l)
-			return s.powerOn(startCtx, l, atOnce)
+			return TakeAnswer{Lease: l, Won: true}, nil
 		}
 	}
 	s.sampling.refused(p)
 	e := Errorf(EConflict, "Try again later, or ask an admin to free one.", "No free desktops in pool %s.", pool)
 	e.Err = ErrNoneFree
-	return Desktop{}, e
+	return TakeAnswer{}, e
 }
 
 // newLeasesBatch bounds the members a claim tries in one turn of the

@@ -46,6 +46,10 @@ type Config struct {
 	// its own share of a pool's members first (share); nil: none known,
 	// every claim orders them alike.
 	Replicas Replicas
+	// Shards, when set, runs each user's claims on the replica that holds
+	// her shard (claim_shards.go) instead of under her claim lock: every
+	// replica must have it, or none. RunShards keeps the holds.
+	Shards *ShardConfig
 }
 
 // DefaultRefillDelay lets a claimed desktop's console open before the
@@ -97,6 +101,7 @@ type Service struct {
 	turns    lockTurns     // this portal's claims' turns at their users' claim locks
 	trying   trying        // members whose Leases this portal's claims write now
 	spread   spread        // the order a claim tries free members in
+	shards   *shards       // nil: no claims by shard
 	counts   counters      // Counters
 	refusals refusals      // members whose reset was refused, when last logged
 	marks    markSightings // reclaim marks seen, when they last changed
@@ -134,6 +139,9 @@ func NewService(cfg Config) *Service {
 		jobsRunning:   map[string]*job{},
 		samples:       cfg.Samples,
 		spread:        spread{maphash.MakeSeed(), cfg.Replicas},
+	}
+	if cfg.Shards != nil {
+		s.shards = newShards(s, cfg.LockNamespace, cfg.Shards)
 	}
 	s.jobCtx, s.stopJobs = context.WithCancel(context.Background())
 	if s.refillDelay == 0 {

@@ -57,6 +57,8 @@ type job struct {
 	Pools []string
 	// MaxPerUser is the portal's per-user quota (0: none).
 	MaxPerUser int
+	// Shards runs the portal's claims by shard (Store.Shards).
+	Shards bool
 }
 
 // result is one claimant's outcome.
@@ -96,8 +98,21 @@ func runChild(open Opener, child string) error {
 		}
 		backend = ps
 	}
-	svc := vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: nopAudit{},
-		Log: slog.New(slog.DiscardHandler), MaxDesktopsPerUser: j.MaxPerUser, LockNamespace: j.Namespace})
+	cfg := vdi.Config{Backend: backend, Leases: leases, Audit: nopAudit{},
+		Log: slog.New(slog.DiscardHandler), MaxDesktopsPerUser: j.MaxPerUser, LockNamespace: j.Namespace}
+	var serve func(*vdi.Service) func()
+	if j.Shards {
+		if sharder == nil {
+			return fmt.Errorf("the store runs claims by shard, and TestMain called MaybeChild, not MaybeChildSharded")
+		}
+		if cfg.Replicas, cfg.Shards, serve, err = sharder(ctx, child, j.Namespace); err != nil {
+			return fmt.Errorf("claims by shard: %w", err)
+		}
+	}
+	svc := vdi.NewService(cfg)
+	if serve != nil {
+		defer serve(svc)() // let the shards go before the portal exits
+	}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for go: %w", err)
@@ -152,6 +167,7 @@ type proc struct {
 // spawn starts a child portal of s running j; it is killed when t ends.
 func spawn(t *testing.T, s Store, j job) *proc {
 	t.Helper()
+	j.Shards = s.Shards
 	buf, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,9 @@ type Store struct {
 	// replicas, running until tb ends: the claim benchmarks give it to
 	// their portals (vdi.Config.Replicas).
 	Replicas func(tb testing.TB, name string) vdi.Replicas
+	// Shards runs the child portals' claims by shard (the test binary's
+	// TestMain calls MaybeChildSharded).
+	Shards bool
 }
 
 // Run runs the suite; newStore makes a fresh, empty store for each test.

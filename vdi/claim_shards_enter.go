@@ -1,0 +1,98 @@
+package vdi
+
+import (
+	"context"
+	"time"
+)
+
+// A claim under this replica's hold of its user's shard (claim_shards.go):
+// her turn here, the fence its reads keep, and the writes it notes.
+
+// enter starts a claim of login under this replica's hold of her shard,
+// after her turn here: it returns the context the claim runs in (ended
+// by the hold's until, reading after the fence), the store it writes
+// through (which notes her writes) and the function that ends it; ok is
+// false when this replica does not hold her shard with time left.
+func (sh *shards) enter(ctx context.Context, login string) (_ context.Context, _ Leases, done func(), ok bool, err error) {
+	k := sh.shardOf(login)
+	if !sh.holds(k) {
+		return nil, nil, nil, false, nil
+	}
+	pass, err := sh.s.turns.take(ctx, Ref{Namespace: sh.ns, Name: claimLockPrefix + HolderLabel(login)})
+	if err != nil {
+		return nil, nil, nil, false, Errorf(EUnavailable, "Wait for it to finish, then try again.", "Another claim of yours is still in progress.")
+	}
+	sh.mu.Lock()
+	h := sh.held[k]
+	if h == nil || h.leaving || time.Until(h.until) < shardLeft {
+		sh.mu.Unlock()
+		pass()
+		return nil, nil, nil, false, nil
+	}
+	h.active++
+	after := h.fence
+	if rv := h.last[login]; rv != "" {
+		after = rv
+	}
+	until := h.until
+	sh.mu.Unlock()
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return WithReadAfter(ctx, after, login), &shardWrites{Leases: sh.s.leases, sh: sh, h: h, login: login}, func() {
+		cancel()
+		sh.mu.Lock()
+		if h.active--; h.active == 0 && h.idle != nil {
+			close(h.idle)
+			h.idle = nil
+		}
+		sh.mu.Unlock()
+		pass()
+	}, true, nil
+}
+
+// holds reports whether this replica holds shard k with time left.
+func (sh *shards) holds(k int) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	h := sh.held[k]
+	return h != nil && !h.leaving && time.Until(h.until) >= shardLeft
+}
+
+// holder returns where the holder of shard k is reached, as its Lease
+// says; ok is false when it has none that runs.
+func (sh *shards) holder(ctx context.Context, k int) (url string, self bool, ok bool) {
+	cur, err := sh.s.leases.Get(ctx, sh.ref(k))
+	if err != nil || cur.Expired(sh.s.now()) {
+		return "", false, false
+	}
+	return cur.Annotations[annoShardURL], cur.Holder == sh.self(), cur.Annotations[annoShardURL] != ""
+}
+
+// shardWrites is the store a claim under a hold writes through: it notes
+// each write's resourceVersion as its user's last.
+type shardWrites struct {
+	Leases
+	sh    *shards
+	h     *shardHold
+	login string
+}
+
+func (w *shardWrites) Create(ctx context.Context, l *Lease) (*Lease, error) {
+	out, err := w.Leases.Create(ctx, l)
+	w.note(out, err)
+	return out, err
+}
+
+func (w *shardWrites) Update(ctx context.Context, l *Lease) (*Lease, error) {
+	out, err := w.Leases.Update(ctx, l)
+	w.note(out, err)
+	return out, err
+}
+
+func (w *shardWrites) note(l *Lease, err error) {
+	if err != nil || l == nil {
+		return
+	}
+	w.sh.mu.Lock()
+	w.h.last[w.login] = l.ResourceVersion
+	w.sh.mu.Unlock()
+}
