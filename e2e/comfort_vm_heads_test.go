@@ -18,8 +18,9 @@ import (
 // list then says the VM has no more heads; keys typed in the second
 // window reach the guest's console, read back from its screen
 // (/dev/vcs1) on serial, a page signed in on the guest's serial line,
-// and are erased again. Closing the window leaves the list offering the
-// head again. Both windows are screenshotted.
+// and are erased again. Closing the window turns the guest's second
+// monitor off (read on serial) and leaves the list offering the head
+// again. Both windows are screenshotted.
 func vmSecondHead(t *testing.T, page, serial playwright.Page) {
 	t.Helper()
 	expect := playwright.NewPlaywrightAssertions(20000)
@@ -73,10 +74,24 @@ func vmSecondHead(t *testing.T, page, serial playwright.Page) {
 	}
 	pasteAsKeys(t, serial, "clear; for i in $(seq 50); do grep -q 'login: "+typedOnHead2+"' /dev/vcs1 || break; sleep 0.2; done; grep -c 'login: "+typedOnHead2+"' /dev/vcs1 | sed s/^/erased-/\n")
 	waitXterm(t, serial, regexp.MustCompile(`(?m)^erased-0$`), 30*time.Second)
+	// Closing the window folds the head away: the guest's second monitor,
+	// on while the window is open, goes.
+	pasteAsKeys(t, serial, "clear; "+head2Is("connected"))
+	waitXterm(t, serial, regexp.MustCompile(`(?m)^head2-connected$`), 30*time.Second)
 	must(t, second.Close())
+	pasteAsKeys(t, serial, "clear; "+head2Is("disconnected"))
+	waitXterm(t, serial, regexp.MustCompile(`(?m)^head2-disconnected$`), 30*time.Second)
 	openControl(t, page, "size-menu")
 	must(t, expect.Locator(page.GetByTestId("screen-words")).ToContainText("Shows this virtual machine's head 2 in another window"))
 	closeSizeList(t, page)
+}
+
+// head2Is is a shell line that waits up to 10 s for the guest's second
+// monitor (DRM's connector card0-Virtual-2) to be status and prints
+// head2- and the status it has then.
+func head2Is(status string) string {
+	const c = "/sys/class/drm/card0-Virtual-2/status"
+	return "for i in $(seq 50); do grep -qx " + status + " " + c + " && break; sleep 0.2; done; sed s/^/head2-/ " + c + "\n"
 }
 
 // typedOnHead2 is typed in a VM's second head's window, at the login

@@ -116,7 +116,16 @@ func (b *Backend) DialHead(ctx context.Context, ref vdi.Ref, n int) (net.Conn, e
 	if addr == "" {
 		return nil, vdi.Errorf(vdi.EInvalid, "Use the screens the Size list offers.", "VM %s's display has %d heads, not a head %d.", ref, v.Heads(), n)
 	}
-	return dialVMAt(ctx, v, addr)
+	ctx, cancel := context.WithTimeout(ctx, vmDialTimeout)
+	defer cancel()
+	c, err := v.dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if cw, ok := c.(closeWriter); ok {
+		return newHeadConn(cw), nil
+	}
+	return c, nil
 }
 
 // dialVMAt connects to one of the guest's consoles at addr.

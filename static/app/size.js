@@ -162,7 +162,7 @@ export function attachSize(wrap, view) {
     if (!sc.can) {
       text = sc.why;
     } else if (sc.count >= sc.max && sc.heads) {
-      text = `${sc.count} screens, one per head of this virtual machine's display. Closing screen ${sc.count}'s window leaves that monitor on in the VM, at its last size: QEMU does not tell the guest it went.`;
+      text = `${sc.count} screens, one per head of this virtual machine's display. Closing screen ${sc.count}'s window turns that monitor off in the VM.`;
     } else if (sc.count >= sc.max) {
       text = `${sc.count} screens, the most a desktop has: close a screen window to add another.`;
     } else if (blocked) {
