@@ -157,6 +157,19 @@ func waitShards(t *testing.T, c *testcluster.Cluster, ns, replica string) {
 	}
 }
 
+// waitShardsTaken waits until every claim shard in ns has a holder.
+func waitShardsTaken(t *testing.T, c *testcluster.Cluster, ns string) {
+	t.Helper()
+	leases := mustLeases(t, c.Config)
+	for range 600 {
+		if list, err := leases.List(context.Background(), ns, "claim.shard"); err == nil && len(list) == vdi.DefaultShardCount {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the claim shards have no holders after a minute")
+}
+
 // shardsHeld reports whether replica holds every claim shard in ns
 // within d.
 func shardsHeld(t *testing.T, c *testcluster.Cluster, ns, replica string, d time.Duration) bool {

@@ -111,6 +111,7 @@ type shardFleet struct {
 	ns         string
 	backend    vdi.Backend
 	maxPerUser int
+	claimWait  time.Duration // the replicas' vdi.Config.ClaimWait (0: its default)
 	fw         *direct
 	ctx        context.Context
 	wg         sync.WaitGroup
@@ -126,7 +127,7 @@ func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int)
 // start starts replica name on leases, seeing the live replicas in v.
 func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service {
 	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler),
-		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v},
+		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v}, ClaimWait: f.claimWait,
 		Shards: &vdi.ShardConfig{URL: func() string { return name }, Forward: f.fw}})
 	f.fw.mu.Lock()
 	f.fw.svcs[name] = svc

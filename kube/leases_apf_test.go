@@ -36,6 +36,13 @@ import (
 // is left without its claim (its holder's next claim is answered with
 // it). Claim locks whose delete was refused too run out by themselves.
 func TestClaimsRefusedByAPF(t *testing.T) {
+	t.Run("ClaimLocks", func(t *testing.T) { claimsRefusedByAPF(t, false) })
+	// With claims by shard the shards' renewals and takeovers are
+	// refused too: a claim that finds no holder in time is told so.
+	t.Run("ByShard", func(t *testing.T) { claimsRefusedByAPF(t, true) })
+}
+
+func claimsRefusedByAPF(t *testing.T, byShard bool) {
 	c := testcluster.Shared(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()
@@ -63,21 +70,31 @@ func TestClaimsRefusedByAPF(t *testing.T) {
 	}
 	portals := []vdi.Leases{open(), open(), open()}
 	admin := mustLeases(t, c.Config)
-
-	apfRoute(t, c, sa, ns, apfLevel(t, c, ns, "tight", 1))
 	const members, claimants = 40, 60
 	pool := leasetest.NewPool(ns, "tight", members, members)
+	// The claim's own bound (vdi.Config.ClaimWait), here 10 s where a
+	// portal's is 30: a refusal whose Retry-After runs past it is
+	// answered at once.
+	service := func(i int) *vdi.Service {
+		return vdi.NewService(vdi.Config{Backend: pool, Leases: portals[i%len(portals)], Audit: nopAudit{},
+			Log: slog.New(slog.DiscardHandler), ClaimWait: 10 * time.Second})
+	}
+	if byShard {
+		v := newView("r0", "r1", "r2")
+		f := newShardFleet(t, ns, pool, 0)
+		f.claimWait = 10 * time.Second
+		replicas := []*vdi.Service{f.start("r0", portals[0], v), f.start("r1", portals[1], v), f.start("r2", portals[2], v)}
+		waitShardsTaken(t, c, ns)
+		service = func(i int) *vdi.Service { return replicas[i%len(replicas)] }
+	}
+
+	apfRoute(t, c, sa, ns, apfLevel(t, c, ns, "tight", 1))
 	got := make([]string, claimants)
 	errs := make([]error, claimants)
 	var wg sync.WaitGroup
 	for i := range claimants {
 		wg.Go(func() {
-			// The claim's own bound (vdi.Config.ClaimWait), here 10 s
-			// where a portal's is 30: a refusal whose Retry-After runs
-			// past it is answered at once.
-			svc := vdi.NewService(vdi.Config{Backend: pool, Leases: portals[i%len(portals)], Audit: nopAudit{},
-				Log: slog.New(slog.DiscardHandler), ClaimWait: 10 * time.Second})
-			d, err := svc.Claim(ctx, vdi.Identity{Login: fmt.Sprintf("user-%d", i)}, ns, "tight")
+			d, err := service(i).Claim(ctx, vdi.Identity{Login: fmt.Sprintf("user-%d", i)}, ns, "tight")
 			got[i], errs[i] = d.Name, err
 		})
 	}
@@ -130,14 +147,19 @@ func TestClaimsRefusedByAPF(t *testing.T) {
 	locks := 0
 	for _, l := range all {
 		if l.Pool != "tight" {
-			// A lock whose delete was refused too: it runs out by itself.
+			// A lock whose delete was refused too, or a shard: it runs
+			// out by itself.
 			if locks++; l.Duration > 15*time.Second {
 				t.Errorf("claim lock %s left for %v; want one that runs out within 15 s", l.Member, l.Duration)
 			}
 		}
 	}
-	t.Logf("%d claimants on %d members: %d requests refused (429); %d answered a desktop, %d told the API server refuses; %d Leases, %d claim locks left to run out",
-		claimants, members, refused.Load(), answered, unavailable, len(leases), locks)
+	left := "claim locks left to run out"
+	if byShard {
+		left = "claim shards"
+	}
+	t.Logf("%d claimants on %d members: %d requests refused (429); %d answered a desktop, %d told the API server refuses; %d Leases, %d %s",
+		claimants, members, refused.Load(), answered, unavailable, len(leases), locks, left)
 }
 
 // stormAccount returns the config of a ServiceAccount of ns that may

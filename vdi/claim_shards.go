@@ -79,9 +79,10 @@ type shards struct {
 
 	going sync.WaitGroup // holds being let go (letGo)
 
-	mu   sync.Mutex
-	held map[int]*shardHold
-	seen map[int]shardSighting // shards not held here
+	mu     sync.Mutex
+	failed error // the last refusal of a shard's read or write, nil once one succeeds
+	held   map[int]*shardHold
+	seen   map[int]shardSighting // shards not held here
 }
 
 // shardHold is this replica's hold of one shard.
@@ -230,12 +231,14 @@ func (sh *shards) renew(ctx context.Context, k int, h *shardHold) {
 	switch {
 	case err == nil:
 		h.lease, h.until, h.renewed = l, sent.Add(shardDuration-shardGuard), sent
+		sh.failed = nil
 	case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
 		sh.s.log.Warn("claim shard lost: another replica took it", "shard", k)
 		h.leaving = true
 		delete(sh.held, k)
 	default:
 		sh.s.log.Warn("claim shard not renewed; its hold runs out unless a renewal gets through", "shard", k, "left", time.Until(h.until).Round(time.Millisecond), "err", err)
+		sh.failed = err
 		if !time.Now().Before(h.until) {
 			h.leaving = true
 			delete(sh.held, k)
@@ -264,6 +267,7 @@ func (sh *shards) take(ctx context.Context, k int) {
 	cur, err := sh.s.leases.Get(ctx, ref)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		sh.s.log.Debug("claim shard not read", "shard", k, "err", err)
+		sh.fail(err)
 		return
 	}
 	rv := ""
@@ -286,9 +290,13 @@ func (sh *shards) take(ctx context.Context, k int) {
 	}
 	if err != nil {
 		sh.s.log.Debug("claim shard not taken", "shard", k, "err", err)
+		if !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrConflict) {
+			sh.fail(err)
+		}
 		return
 	}
 	sh.mu.Lock()
+	sh.failed = nil
 	h := &shardHold{lease: l, until: sent.Add(shardDuration - shardGuard), renewed: sent, fence: l.ResourceVersion, last: map[string]string{}}
 	if !sh.wants(k) {
 		h.unwanted = sh.view()
@@ -301,6 +309,21 @@ func (sh *shards) take(ctx context.Context, k int) {
 		prev = cur.Holder
 	}
 	sh.s.log.Info("claim shard taken", "shard", k, "from", prev)
+}
+
+// fail notes err, a refusal of a shard's read or write.
+func (sh *shards) fail(err error) {
+	sh.mu.Lock()
+	sh.failed = err
+	sh.mu.Unlock()
+}
+
+// failing returns the store's last refusal of a shard's read or write,
+// nil when the last one succeeded.
+func (sh *shards) failing() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.failed
 }
 
 // quiet records shard k's Lease version rv as seen now and returns how

@@ -97,6 +97,9 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 		}
 		select {
 		case <-ctx.Done():
+			if err := s.shards.failing(); err != nil {
+				return TakeAnswer{}, unavailable(err) // the store refuses the shards' requests too
+			}
 			return TakeAnswer{}, Errorf(EUnavailable, "Try again in a minute; if it keeps failing, tell an admin.",
 				"The replica that runs your claims did not answer.")
 		case <-time.After(backoff):
