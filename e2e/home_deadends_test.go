@@ -54,6 +54,12 @@ func TestHomeDeadEnds_ClosedPoolAndOneOpen(t *testing.T) {
 			if right := main.X + main.Width; pool.X+pool.Width < right-40 {
 				t.Errorf("at %d px the tiles end at %.0f px of the page's %.0f: the rest is empty", s.width, pool.X+pool.Width, right)
 			}
+			// The header is one line at every size: Sign out beside the
+			// first link, inside the page (at 390 px it wrapped under it).
+			signOut, first := box(t, page.GetByRole("button", playwright.PageGetByRoleOptions{Name: "Sign out"})), box(t, page.GetByTestId("my-history-link"))
+			if signOut.Y >= first.Y+first.Height || first.Y >= signOut.Y+signOut.Height || signOut.X+signOut.Width > float64(s.width) {
+				t.Errorf("at %d px Sign out lies at %+v, My sessions at %+v; want both on the header's one line, inside the page", s.width, *signOut, *first)
+			}
 			screenshot(t, page, "one-open")
 			if code := p.API(t, user, "POST", "/api/vdi/desktops/local/"+d.Name+"/release", nil); code != 200 {
 				t.Fatalf("release: %d", code)
