@@ -7,8 +7,15 @@ import (
 
 // Pace and bounds of a hub's H.264 stream.
 const (
-	// videoFrame is the shortest time between two encoded screens (30 fps).
-	videoFrame = time.Second / 30
+	// videoFrame is the shortest time between two encoded screens (60
+	// fps) for viewers that take each frame before the next is made: the
+	// next waits until one of them took the last (videoReady), so the
+	// stream goes at the pace of its fastest viewer.
+	videoFrame = time.Second / 60
+	// sinkFrame is that time while a sink takes the stream (a WebRTC
+	// track, another replica's viewers), which cannot say its pace: the
+	// encoder's bitrate (h264Bitrate) is set for 30 fps.
+	sinkFrame = time.Second / 30
 	// videoSettle is how long after the screen's last change, or after
 	// the last window in which much of it changed, the motion ends and
 	// the viewers get the screen again losslessly.
@@ -34,7 +41,8 @@ const (
 // asked for encoding 50 (h264.go), used as each viewer's Picture choice
 // says (h264_picture.go): for Auto while a large part of the screen
 // changes fast (moving), for Fast at every change. A screen is encoded
-// only after the desktop changed it, at most videoFrame apart; each
+// only after the desktop changed it, once a viewer took the last frame
+// (videoReady), at most videoFrame apart (sinkFrame with a sink); each
 // access unit goes to every viewer in the stream whose video is on, a
 // viewer joins at a key frame (one is made for it, at most one a
 // videoKeyEvery) and gets tiles until then, and when its video ends
@@ -119,8 +127,8 @@ func (h *Hub) runVideo(kick chan struct{}) {
 		}
 	}()
 	var pix []byte
-	var last, started time.Time
-	var ew, eh int // e's screen
+	var next, started time.Time // next: when the next screen may be encoded
+	var ew, eh int              // e's screen
 	pace := encodePace{fixed: h.vid.late}
 	for {
 		select {
@@ -128,7 +136,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			return
 		case <-kick:
 		}
-		if wait := time.Until(last.Add(videoFrame)); wait > 0 {
+		if wait := time.Until(next); wait > 0 {
 			select {
 			case <-h.done:
 				return
@@ -145,10 +153,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			h.mu.Unlock()
 			return
 		}
-		if !h.vid.due { // a kick from before the screen was still, or one already encoded
+		if !h.vid.due || !h.videoReady() { // a kick from before the screen was still, or one already encoded; or every viewer still has the last frame (take kicks when one takes it)
 			h.mu.Unlock()
 			continue
 		}
+		next = nextFrame(next, time.Now(), h.videoPeriod())
 		h.vid.due = false
 		w, hh := h.fb.w, h.fb.h
 		restart := e == nil || ew != w || eh != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
@@ -157,12 +166,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 		}
 		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
 		h.mu.Unlock()
-		last = time.Now()
 		if restart {
 			if e != nil {
 				e.close()
 			}
-			ew, eh, started = w, hh, last
+			ew, eh, started = w, hh, time.Now()
 			var err error
 			if e, err = h.startVideo(w, hh); err != nil {
 				h.videoFailed(err)

@@ -223,3 +223,50 @@ func TestHub_H264Auto(t *testing.T) {
 		t.Errorf("the second burst's first frame has flags %d; want a P frame of the same stream", again.flags)
 	}
 }
+
+// TestHub_H264ViewersPace: the stream goes at its viewer's pace. While
+// the one viewer in it has not asked again since its last frame, the
+// screen goes on moving and at most one more screen is encoded (the one
+// waiting for it); once it asks, frames come again. Before, the hub
+// encoded a screen every videoFrame whether or not anyone took it, and
+// the viewer got them queued together.
+func TestHub_H264ViewersPace(t *testing.T) {
+	const w, h = 64, 48
+	v := newHeldVideo(t, w, h, time.Hour) // slow encodes are not late here
+	c := v.c
+	move := func() { v.move(t) }
+	readUntil(t, c, "the burst's first frames as H.264", func() bool { move(); return len(c.h264) >= 2 })
+
+	before := v.encodes.Load()
+	for range 40 { // the viewer asks for nothing meanwhile
+		move()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := v.encodes.Load() - before; n > 1 {
+		t.Errorf("%d screens encoded while the only viewer in the stream did not ask; want at most 1 (the one waiting for it)", n)
+	}
+	frames := len(c.h264)
+	readUntil(t, c, "H.264 again once the viewer asks", func() bool { move(); return len(c.h264) > frames+1 })
+}
+
+// TestNextFrame: a frame late by less than half a period does not push
+// the next one back (the rate stays one a period); a later one, or one
+// after a pause, is followed half a period after it.
+func TestNextFrame(t *testing.T) {
+	const p = 30 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		name      string
+		next, now time.Duration // after t0
+		want      time.Duration
+	}{
+		{"OnTime", 0, 0, p},
+		{"LateALittle", 0, 10 * time.Millisecond, p},
+		{"LateMuch", 0, 25 * time.Millisecond, 25*time.Millisecond + p/2},
+		{"AfterAPause", 0, 10 * time.Second, 10*time.Second + p/2},
+	} {
+		if got := nextFrame(t0.Add(tt.next), t0.Add(tt.now), p).Sub(t0); got != tt.want {
+			t.Errorf("%s: nextFrame(+%v, +%v, %v) = +%v; want +%v", tt.name, tt.next, tt.now, p, got, tt.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ type heldEncoder struct {
 	entered chan<- struct{}
 	release <-chan struct{}
 	frames  int
+	encodes *atomic.Int32 // every encoder's frames, if set
 }
 
 // heldVideo is a hub whose encoders are heldEncoders, and one viewer of
@@ -32,8 +33,16 @@ type heldVideo struct {
 	c       *testClient
 	hold    atomic.Bool  // encodes wait while set
 	starts  atomic.Int32 // encoders started
+	encodes atomic.Int32 // screens encoded
 	entered chan struct{}
 	release func() // lets every held encode go, for good (at the test's end at the latest)
+	x       int    // move's scroll
+}
+
+// move scrolls the desktop's whole screen 8 pixels further.
+func (v *heldVideo) move(t testing.TB) {
+	v.x = (v.x + 8) % (v.d.w - 16)
+	must(t, v.d.picture(scrolled(v.d.w, v.d.h, v.x)))
 }
 
 // newHeldVideo connects a w×h scripted desktop to a hub encoding with
@@ -49,7 +58,7 @@ func newHeldVideo(t *testing.T, w, h int, late time.Duration) *heldVideo {
 	v.hub.mu.Lock()
 	v.hub.vid.start = func(w, h int) (videoEncoder, error) {
 		v.starts.Add(1)
-		return &heldEncoder{hold: &v.hold, entered: v.entered, release: out}, nil
+		return &heldEncoder{hold: &v.hold, entered: v.entered, release: out, encodes: &v.encodes}, nil
 	}
 	v.hub.vid.late = late
 	v.hub.mu.Unlock()
@@ -66,6 +75,9 @@ func (e *heldEncoder) encode(pix []byte) (accessUnit, error) {
 		<-e.release
 	}
 	e.frames++
+	if e.encodes != nil {
+		e.encodes.Add(1)
+	}
 	if e.frames == 1 {
 		return accessUnit{data: []byte{0, 0, 0, 1, 0x67, 1, 0, 0, 0, 1, 0x68, 1, 0, 0, 0, 1, 0x65, 1}, key: true}, nil
 	}
@@ -88,11 +100,7 @@ func TestHub_H264StillWhileEncoding(t *testing.T) {
 	v := newHeldVideo(t, w, h, time.Hour)
 	d, c := v.d, v.c
 
-	x := 0
-	move := func() {
-		x = (x + 8) % (w - 16)
-		must(t, d.picture(scrolled(w, h, x)))
-	}
+	move := func() { v.move(t) }
 	readUntil(t, c, "the burst's first frames as H.264", func() bool { move(); return len(c.h264) >= 2 })
 
 	// The motion goes on; the next screen's encode is held.

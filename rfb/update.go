@@ -76,6 +76,7 @@ func (c *client) take() ([][]byte, *update, error) {
 			u.videoFlags = h264ResetContext
 		}
 		c.video, c.videoReset = nil, false
+		h.videoTaken()
 	}
 	if cursorDue {
 		u.cursor, c.cursorSent = h.cursor, h.cursorGen
