@@ -11,7 +11,7 @@ import (
 
 // connectVideo connects a hub that encodes H.264 with program to d and
 // returns it and a function that serves it one more client.
-func connectVideo(t *testing.T, d *scriptedDesktop, program string) (*Hub, func() net.Conn) {
+func connectVideo(t testing.TB, d *scriptedDesktop, program string) (*Hub, func() net.Conn) {
 	t.Helper()
 	hub, err := Connect(d.peer)
 	must(t, err)
@@ -30,7 +30,7 @@ var videoEncodings = []int32{encH264, encTight, encZRLE, encExtendedDesktopSize}
 
 // dialVideo dials a client listing videoEncodings and reads its first
 // screen.
-func dialVideo(t *testing.T, conn net.Conn) *testClient {
+func dialVideo(t testing.TB, conn net.Conn) *testClient {
 	t.Helper()
 	c := dialTestClient(t, conn, videoEncodings...)
 	c.request(false)
@@ -63,7 +63,7 @@ func accessUnits(t *testing.T, data []byte) []accessUnit {
 }
 
 // readUntil has c ask for updates until done says so or a minute passes.
-func readUntil(t *testing.T, c *testClient, what string, done func() bool) {
+func readUntil(t testing.TB, c *testClient, what string, done func() bool) {
 	t.Helper()
 	for end := time.Now().Add(time.Minute); !done(); {
 		if time.Now().After(end) {
@@ -269,4 +269,38 @@ func TestNextFrame(t *testing.T) {
 			t.Errorf("%s: nextFrame(+%v, +%v, %v) = +%v; want +%v", tt.name, tt.next, tt.now, p, got, tt.want)
 		}
 	}
+}
+
+// BenchmarkHub_VideoFrames: a viewer of a hub's H.264 stream that asks
+// for the next update as soon as it has one, while the desktop's whole
+// screen changes every millisecond and each encode is instant (a test's
+// encoder): frames/s is the most the hub's own pace gives a viewer that
+// keeps up, the encoder, the desktop and the network taking none of it.
+func BenchmarkHub_VideoFrames(b *testing.B) {
+	const w, h = 64, 48
+	v := newHeldVideo(b, w, h, time.Hour)
+	d, c := v.d, v.c
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // the desktop
+		defer close(done)
+		for x := 0; ; x = (x + 8) % (w - 16) {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if d.picture(scrolled(w, h, x)) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	readUntil(b, c, "H.264", func() bool { return len(c.h264) >= 2 })
+	b.ResetTimer()
+	start, n0 := time.Now(), len(c.h264)
+	for range b.N { // a frame each
+		n := len(c.h264)
+		readUntil(b, c, "the next frame", func() bool { return len(c.h264) > n })
+	}
+	b.ReportMetric(float64(len(c.h264)-n0)/time.Since(start).Seconds(), "frames/s")
 }

@@ -48,7 +48,7 @@ func (v *heldVideo) move(t testing.TB) {
 // newHeldVideo connects a w×h scripted desktop to a hub encoding with
 // heldEncoders (late, if set, is how long an encode may take) and dials
 // one viewer of its stream.
-func newHeldVideo(t *testing.T, w, h int, late time.Duration) *heldVideo {
+func newHeldVideo(t testing.TB, w, h int, late time.Duration) *heldVideo {
 	v := &heldVideo{d: newScriptedDesktop(t, w, h), entered: make(chan struct{}, 1)}
 	out := make(chan struct{})
 	v.release = sync.OnceFunc(func() { close(out) })
