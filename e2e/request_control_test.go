@@ -41,11 +41,14 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			// Refused: the admin reads it and watches on.
 			must(t, admin.GetByTestId("request-control").Click())
 			must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("Waiting for "+holder+" to allow control ("))
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveAttribute("data-kind", "busy"))
 			must(t, expect.Locator(ask).ToContainText("boss asks to take control of this desktop"))
 			screenshot(t, page, "holder-asked")
 			screenshot(t, admin, "admin-waiting")
 			must(t, ask.GetByTestId("watch-refuse").Click())
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText(holder+" did not allow you control. Ask again, or reach them another way."))
+			// Said as a refusal, not in Connected's green.
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveAttribute("data-kind", "error"))
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
 			must(t, expect.Locator(ask).ToHaveCount(0))
 			screenshot(t, admin, "admin-refused")

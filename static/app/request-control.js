@@ -22,6 +22,7 @@ export function attachRequestControl(button, status, holder, onGrant) {
     const say = () => {
       const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
       status.textContent = `Waiting for ${holder} to allow control (${left} s)…`;
+      status.dataset.kind = 'busy'; // not Connected's green
     };
     say();
     const timer = setInterval(say, 1000);
@@ -39,6 +40,7 @@ export function attachRequestControl(button, status, holder, onGrant) {
       return;
     }
     status.textContent = res ? errorText(res.status, body) : 'The portal cannot be reached.';
+    status.dataset.kind = 'error'; // a refusal read in green looked granted
   });
   return (on) => { button.hidden = !on; };
 }
