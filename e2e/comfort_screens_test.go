@@ -14,9 +14,7 @@ func closeSizeList(t *testing.T, page playwright.Page) {
 	t.Helper()
 	must(t, page.GetByTestId("size-menu").Click())
 	must(t, playwright.NewPlaywrightAssertions(10000).Locator(page.GetByTestId("size-list")).ToBeHidden())
-	if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
-		must(t, page.GetByTestId("console-menu").Click())
-	}
+	closeMenu(t, page)
 }
 
 // addScreen clicks Add a screen in page's Size list and returns the

@@ -304,9 +304,7 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 			inViewport(t, page, page.GetByTestId("keys-note"), "the Keys list's note", size.width)
 			screenshot(t, page, "qemu-keys-"+size.name)
 			must(t, page.GetByTestId("keys-menu").Click())
-			if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
-				must(t, page.GetByTestId("console-menu").Click())
-			}
+			closeMenu(t, page)
 		}
 	})
 

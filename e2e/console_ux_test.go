@@ -56,6 +56,31 @@ func openControl(t *testing.T, page playwright.Page, testid string) {
 	}
 }
 
+// closeMenu closes the folded bar's Menu if it is open. The bar may
+// unfold meanwhile (a scaled desktop's Zoom button goes once the desktop
+// has the window's size), which closes the Menu and hides its button:
+// then there is nothing left to close.
+func closeMenu(t *testing.T, page playwright.Page) {
+	t.Helper()
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	for end := time.Now().Add(20 * time.Second); ; {
+		open, _ := page.GetByTestId("console-controls").GetAttribute("data-open")
+		if open != "true" {
+			return
+		}
+		if v, _ := page.GetByTestId("console-menu").IsVisible(); !v {
+			return // unfolded: its controls are in the bar
+		}
+		if page.GetByTestId("console-menu").Click(short) == nil {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("the console's Menu is still open after 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // noObjectObject fails when the page shows "[object Object]" anywhere.
 func noObjectObject(t *testing.T, page playwright.Page) {
 	t.Helper()

@@ -230,7 +230,9 @@ async function connect() {
 reconnect.addEventListener('click', connect);
 
 // A bar whose controls do not fit folds them into a menu (fold.js);
-// choosing one closes it.
+// choosing one closes it. A bar that folds while a control's list is
+// open (the Size or Keys list) opens the menu, so that the control and
+// its list stay where the user left them, to close as they opened it.
 const toggle = document.getElementById('menu-toggle');
 const controls = document.getElementById('console-controls');
 function menu(open) {
@@ -241,7 +243,9 @@ toggle.addEventListener('click', () => menu(controls.dataset.open !== 'true'));
 controls.addEventListener('click', (ev) => {
   if (ev.target.closest('button, a') && !ev.target.closest('#keys-menu, #size-menu')) menu(false);
 });
-attachFold(document.querySelector('.console-bar'), status, () => menu(false));
+const listOpen = () => [...controls.querySelectorAll('[aria-expanded=true][aria-controls]')]
+  .some((b) => controls.contains(document.getElementById(b.getAttribute('aria-controls'))));
+attachFold(document.querySelector('.console-bar'), status, (folded) => menu(folded && listOpen()));
 
 const keyboard = document.getElementById('keyboard');
 // The on-screen keyboard is for devices without a keyboard of their own.

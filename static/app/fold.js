@@ -13,8 +13,8 @@
 const STATUS_PX = 160;
 
 // attachFold keeps body[data-fold] true while the bar's controls do not
-// fit even compact.
-export function attachFold(bar, status, onUnfold) {
+// fit even compact; changed(folded) is told each time that changes.
+export function attachFold(bar, status, changed) {
   const over = () => bar.scrollWidth > bar.clientWidth + 1
     || status.clientWidth + 1 < Math.min(status.scrollWidth, STATUS_PX);
   const measure = () => {
@@ -26,7 +26,7 @@ export function attachFold(bar, status, onUnfold) {
     // toggle's "desktop"/"page"), then it folds.
     if (over()) body.dataset.compact = 'true';
     if (over()) body.dataset.fold = 'true';
-    else if (was) onUnfold();
+    if (was !== (body.dataset.fold === 'true')) changed(!was);
   };
   let queued = false;
   const queue = () => {
