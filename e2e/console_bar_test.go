@@ -83,9 +83,7 @@ func TestConsoleBar_FitsEveryScreen(t *testing.T) {
 			}
 			must(t, expect.Locator(page.GetByRole("combobox", playwright.PageGetByRoleOptions{Name: "Picture"})).ToBeVisible())
 			screenshot(t, page, "bar")
-			if folded {
-				must(t, page.GetByTestId("console-menu").Click())
-			}
+			closeMenu(t, page)
 			t.Logf("%s: folded %v", s.name, folded)
 			if want := s.width < 900; folded != want && (s.width < 900 || s.width >= 1280) {
 				t.Errorf("folded = %v at %d px; want %v", folded, s.width, want)

@@ -53,9 +53,7 @@ func TestConsoleKeys_NoTrapAndEscCloses(t *testing.T) {
 					t.Errorf("after Esc closed %s the focus is on %q; want %s", c.panel, f, c.toggle)
 				}
 			}
-			if v, _ := page.GetByTestId("console-menu").IsVisible(); v {
-				must(t, page.GetByTestId("console-menu").Click()) // close the folded menu again
-			}
+			closeMenu(t, page) // the folded bar's, again
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 		})
 	}
