@@ -2,6 +2,7 @@ package vdi
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -58,13 +59,19 @@ func (sh *shards) holds(k int) bool {
 }
 
 // holder returns where the holder of shard k is reached, as its Lease
-// says; ok is false when it has none that runs.
-func (sh *shards) holder(ctx context.Context, k int) (url string, self bool, ok bool) {
+// says; ok is false when it has none that runs, and err the store's
+// refusal to read the Lease.
+func (sh *shards) holder(ctx context.Context, k int) (url string, self bool, ok bool, err error) {
 	cur, err := sh.s.leases.Get(ctx, sh.ref(k))
-	if err != nil || cur.Expired(sh.s.now()) {
-		return "", false, false
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", false, false, nil
+	case err != nil:
+		return "", false, false, err
+	case cur.Expired(sh.s.now()):
+		return "", false, false, nil
 	}
-	return cur.Annotations[annoShardURL], cur.Holder == sh.self(), cur.Annotations[annoShardURL] != ""
+	return cur.Annotations[annoShardURL], cur.Holder == sh.self(), cur.Annotations[annoShardURL] != "", nil
 }
 
 // shardWrites is the store a claim under a hold writes through: it notes

@@ -83,7 +83,15 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			defer done()
 			return s.takeIn(rctx, leases, p, req)
 		}
-		if url, self, ok := s.shards.holder(ctx, k); ok && !self {
+		url, self, ok, err := s.shards.holder(ctx, k)
+		if err != nil && ctx.Err() == nil {
+			// The store refuses to say who holds her shard (the API
+			// server is down or refuses the portal): said at once, as a
+			// claim lock's refusal is, rather than after the claim's
+			// whole wait.
+			return TakeAnswer{}, unavailable(err)
+		}
+		if ok && !self {
 			a, err := s.shards.forward.ForwardTake(ctx, url, req)
 			if !errors.Is(err, ErrNotHolder) && (err == nil || ErrorCode(err) != EInternal) {
 				return a, err
