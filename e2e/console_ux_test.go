@@ -56,6 +56,30 @@ func openControl(t *testing.T, page playwright.Page, testid string) {
 	}
 }
 
+// openMenu opens the folded bar's Menu and reports whether the bar is
+// folded: an unfolded bar has its controls in it and nothing to open. The
+// bar may unfold between a look and a click (a scaled desktop's Zoom
+// button goes once the desktop has the window's size), which hides the
+// Menu's button, so it looks again until the Menu is open or the bar is
+// unfolded.
+func openMenu(t *testing.T, page playwright.Page) bool {
+	t.Helper()
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	for end := time.Now().Add(20 * time.Second); ; {
+		if v, _ := page.GetByTestId("console-menu").IsVisible(); !v {
+			return false
+		}
+		if open, _ := page.GetByTestId("console-controls").GetAttribute("data-open"); open == "true" {
+			return true
+		}
+		page.GetByTestId("console-menu").Click(short)
+		if time.Now().After(end) {
+			t.Fatal("the folded console bar's Menu did not open in 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // closeMenu closes the folded bar's Menu if it is open. The bar may
 // unfold meanwhile (a scaled desktop's Zoom button goes once the desktop
 // has the window's size), which closes the Menu and hides its button:
