@@ -3,6 +3,8 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +58,40 @@ func TestClaimsByShard_Takeover(t *testing.T) {
 	if second.Name != first.Name || third.Name != first.Name || len(hers) != 1 {
 		t.Errorf("alice's claims got %s, %s (after the takeover), %s (forwarded), and she holds %v; want one desktop", first.Name, second.Name, third.Name, hers)
 	}
+}
+
+// TestClaimsByShard_ViewChangesWhileTaking: a replica that takes a shard
+// it should hold while the live replicas change under its write (here r0
+// takes one as it leaves them; a replica joining is alike) lets the hold
+// go at its next pass like its others, so the replica that should hold
+// it now does: where it judged the hold by the view it saw after the
+// write, called it unwanted and kept it while that view stayed (the last
+// stop's CI failure of _Takeover, whose view changed as a claim's wake
+// had r0 take its shards).
+func TestClaimsByShard_ViewChangesWhileTaking(t *testing.T) {
+	c := testcluster.Shared(t)
+	ns := c.Namespace(t)
+	v := newView("r0")
+	f := newShardFleet(t, ns, leasetest.NewPool(ns, "p", 2, 2), 0)
+	f.start("r1", mustLeases(t, c.Config), v)
+	f.start("r0", &changeOnShardCreate{Leases: mustLeases(t, c.Config), then: func() { v.set("r1") }}, v)
+	waitShards(t, c, ns, "r1")
+}
+
+// changeOnShardCreate calls then once its first create of a claim
+// shard's Lease is written, before its caller hears back.
+type changeOnShardCreate struct {
+	vdi.Leases
+	once sync.Once
+	then func()
+}
+
+func (c *changeOnShardCreate) Create(ctx context.Context, l *vdi.Lease) (*vdi.Lease, error) {
+	out, err := c.Leases.Create(ctx, l)
+	if err == nil && l.Pool == "claim.shard" {
+		c.once.Do(c.then)
+	}
+	return out, err
 }
 
 // TestClaimsByShard_ReplicaJoins: while 20 users each claim again and
@@ -153,8 +189,23 @@ func watchDoubles(t *testing.T, c *testcluster.Cluster, ns, pool string, stop <-
 func waitShards(t *testing.T, c *testcluster.Cluster, ns, replica string) {
 	t.Helper()
 	if !shardsHeld(t, c, ns, replica, time.Minute) {
-		t.Fatalf("replica %s does not hold every claim shard after a minute", replica)
+		t.Fatalf("replica %s does not hold every claim shard after a minute; their holders: %s", replica, shardHolders(t, c, ns))
 	}
+}
+
+// shardHolders lists the claim shards' Leases in ns, by shard, with
+// their holders.
+func shardHolders(t *testing.T, c *testcluster.Cluster, ns string) string {
+	list, err := mustLeases(t, c.Config).List(context.Background(), ns, "claim.shard")
+	if err != nil {
+		return err.Error()
+	}
+	slices.SortFunc(list, func(a, b *vdi.Lease) int { return strings.Compare(a.Member, b.Member) })
+	var out []string
+	for _, l := range list {
+		out = append(out, strings.TrimPrefix(l.Member, "claimshard-")+":"+l.Holder)
+	}
+	return fmt.Sprintf("%d of %d: %s", len(list), vdi.DefaultShardCount, strings.Join(out, " "))
 }
 
 // waitShardsTaken waits until every claim shard in ns has a holder.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testlog"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 	"github.com/corral-dev/corral-vdi-portal/vdi/leasetest"
@@ -115,18 +116,26 @@ type shardFleet struct {
 	fw         *direct
 	ctx        context.Context
 	wg         sync.WaitGroup
+	logs       testlog.Buffer // the replicas' logs, shown when the test fails
 }
 
 func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int) *shardFleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &shardFleet{t: t, ns: ns, backend: backend, maxPerUser: maxPerUser, fw: &direct{svcs: map[string]*vdi.Service{}}, ctx: ctx}
-	t.Cleanup(func() { cancel(); f.wg.Wait() })
+	t.Cleanup(func() {
+		cancel()
+		f.wg.Wait()
+		if t.Failed() {
+			t.Logf("the replicas' logs:\n%s", f.logs.String())
+		}
+	})
 	return f
 }
 
 // start starts replica name on leases, seeing the live replicas in v.
 func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service {
-	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{}, Log: slog.New(slog.DiscardHandler),
+	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{},
+		Log:                slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", name),
 		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v}, ClaimWait: f.claimWait,
 		Shards: &vdi.ShardConfig{URL: func() string { return name }, Forward: f.fw}})
 	f.fw.mu.Lock()

@@ -274,8 +274,14 @@ func (sh *shards) take(ctx context.Context, k int) {
 	if cur != nil {
 		rv = cur.ResourceVersion
 	}
+	// Whether this replica should hold the shard is judged once, before
+	// the write: a hold taken because it should is let go like any
+	// other once the live replicas change, even while its write is on
+	// its way; only one taken because it should not (no other did for a
+	// whole duration) is kept while the view it was judged by stays.
+	view, wanted := sh.view(), sh.wants(k)
 	run := sh.quiet(k, rv) >= shardDuration
-	if !run && (cur != nil || !sh.wants(k)) {
+	if !run && (cur != nil || !wanted) {
 		return
 	}
 	want := sh.want(cur)
@@ -298,8 +304,8 @@ func (sh *shards) take(ctx context.Context, k int) {
 	sh.mu.Lock()
 	sh.failed = nil
 	h := &shardHold{lease: l, until: sent.Add(shardDuration - shardGuard), renewed: sent, fence: l.ResourceVersion, last: map[string]string{}}
-	if !sh.wants(k) {
-		h.unwanted = sh.view()
+	if !wanted {
+		h.unwanted = view
 	}
 	sh.held[k] = h
 	delete(sh.seen, k)
