@@ -15,8 +15,17 @@ import (
 	"time"
 )
 
-// h264Bitrate is the encoder's target in kbit/s: a full screen of noise
-// at 30 fps within a 20 Mbit/s link's reach, text far below it.
+// h264Bitrate is the encoder's budget in kbit/s, a budget per second at
+// any pace: a full screen of noise within a 20 Mbit/s link's reach, text
+// far below it. x264's rate control spends it by the frame, bitrate/fps a
+// frame at the frame rate the stream names, so each encoder is told the
+// most screens a second its hub will encode (startEncoder's fps: 60, or 30
+// while a sink takes the stream; h264_pace.go) and the stream keeps within
+// h264Bitrate a second at that pace and below it at a slower one. Real
+// times on the frames would let x264 follow any pace, but it takes a
+// stream of variable rate one frame late (it holds each frame until the
+// next gives its duration), and a screen must come back as soon as it is
+// encoded.
 const h264Bitrate = 4000
 
 // encodeTimeout bounds one screen's encoding (milliseconds as a rule; a
@@ -27,9 +36,14 @@ const h264Bitrate = 4000
 // burst's last frame).
 var encodeTimeout = 30 * time.Second
 
-// h264KeyEvery is the most frames between key frames: a viewer that fell
-// behind rejoins within ~2 s of motion.
-const h264KeyEvery = 60
+// h264KeySeconds is the most seconds of frames (at the encoder's rate)
+// between key frames: a viewer that fell behind rejoins within ~2 s of
+// motion.
+const h264KeySeconds = 2
+
+// maxEncoderFPS is the most screens a second an encoder may be told of: a
+// hub's fastest pace (videoFrame).
+const maxEncoderFPS = int(time.Second / videoFrame)
 
 // encoder is one x264 process (GStreamer's gst-launch-1.0, of
 // gstreamer1.0-tools, with x264enc of -plugins-ugly, rawvideoparse and
@@ -41,6 +55,7 @@ const h264KeyEvery = 60
 type encoder struct {
 	w, h   int // the screen's size
 	pw, ph int // the encoded size, even
+	fps    int // the frame rate it was told: its bitrate's
 	in     io.WriteCloser
 	out    *bufio.Reader
 	kill   func()       // stops the encoder at once
@@ -53,29 +68,33 @@ type encoder struct {
 	err    error
 }
 
-// h264Pipeline is the gst-launch pipeline for a pw×ph screen.
-func h264Pipeline(pw, ph int) []string {
-	p := fmt.Sprintf("fdsrc fd=0 blocksize=%d ! rawvideoparse format=rgbx width=%d height=%d framerate=30/1 ! "+
+// h264Pipeline is the gst-launch pipeline for a pw×ph screen at fps
+// screens a second (h264Bitrate a second at that rate).
+func h264Pipeline(pw, ph, fps int) []string {
+	p := fmt.Sprintf("fdsrc fd=0 blocksize=%d ! rawvideoparse format=rgbx width=%d height=%d framerate=%d/1 ! "+
 		"videoconvert ! video/x-raw,format=I420 ! "+
 		"x264enc tune=zerolatency speed-preset=ultrafast bframes=0 aud=false threads=1 sliced-threads=false "+
 		"key-int-max=%d bitrate=%d vbv-buf-capacity=300 ! "+
 		"video/x-h264,profile=constrained-baseline,stream-format=byte-stream,alignment=au ! "+
-		"multipartmux boundary=au ! fdsink fd=1 sync=false", pw*ph*4, pw, ph, h264KeyEvery, h264Bitrate)
+		"multipartmux boundary=au ! fdsink fd=1 sync=false", pw*ph*4, pw, ph, fps, h264KeySeconds*fps, h264Bitrate)
 	return append([]string{"-q", "-e"}, strings.Fields(p)...)
 }
 
-// startEncoder starts an encoder for a w×h screen: program's process, or
-// one of the encoder service at PATH when program is "unix:PATH"
-// (ServeEncoders).
-func startEncoder(ctx context.Context, program string, w, h int) (*encoder, error) {
+// startEncoder starts an encoder for a w×h screen encoded at most fps
+// times a second: program's process, or one of the encoder service at PATH
+// when program is "unix:PATH" (ServeEncoders).
+func startEncoder(ctx context.Context, program string, w, h, fps int) (*encoder, error) {
 	if w <= 0 || h <= 0 || w > maxDimension || h > maxDimension {
 		return nil, fmt.Errorf("rfb: no H.264 for a %dx%d screen", w, h)
 	}
-	e := &encoder{w: w, h: h, pw: w + w%2, ph: h + h%2}
+	if fps < 1 || fps > maxEncoderFPS {
+		return nil, fmt.Errorf("rfb: no H.264 at %d frames a second: 1 to %d", fps, maxEncoderFPS)
+	}
+	e := &encoder{w: w, h: h, pw: w + w%2, ph: h + h%2, fps: fps}
 	if path, ok := strings.CutPrefix(program, "unix:"); ok {
 		return e, e.dial(ctx, path)
 	}
-	cmd := exec.CommandContext(ctx, program, h264Pipeline(e.pw, e.ph)...)
+	cmd := exec.CommandContext(ctx, program, h264Pipeline(e.pw, e.ph, fps)...)
 	cmd.Stderr = &e.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -196,7 +215,7 @@ func (e *encoder) close() error {
 // names an element it lacks: `no element "x264enc"`).
 func CheckH264(ctx context.Context, program string) error {
 	const w, h = 64, 48
-	e, err := startEncoder(ctx, program, w, h)
+	e, err := startEncoder(ctx, program, w, h, maxEncoderFPS)
 	if err != nil {
 		return err
 	}

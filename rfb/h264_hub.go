@@ -13,8 +13,9 @@ const (
 	// stream goes at the pace of its fastest viewer.
 	videoFrame = time.Second / 60
 	// sinkFrame is that time while a sink takes the stream (a WebRTC
-	// track, another replica's viewers), which cannot say its pace: the
-	// encoder's bitrate (h264Bitrate) is set for 30 fps.
+	// track, another replica's viewers), which cannot say its pace: a
+	// sink takes every frame, so the stream keeps to 30 a second for it
+	// (the encoder told so: h264Bitrate a second either way).
 	sinkFrame = time.Second / 30
 	// videoSettle is how long after the screen's last change, or after
 	// the last window in which much of it changed, the motion ends and
@@ -76,7 +77,7 @@ type video struct {
 	// maxQueued, if set, replaces maxVideoQueued (a test's smaller bound).
 	maxQueued int
 	// start, if set, replaces startEncoder with program (a test's encoder).
-	start func(w, h int) (videoEncoder, error)
+	start func(w, h, fps int) (videoEncoder, error)
 	// late, if set, is how long an encode may take before it is late
 	// (a test's bound; encodePace otherwise).
 	late time.Duration
@@ -129,6 +130,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	var pix []byte
 	var next, started time.Time // next: when the next screen may be encoded
 	var ew, eh int              // e's screen
+	var eperiod time.Duration   // the pace e was told of (its bitrate's)
 	pace := encodePace{fixed: h.vid.late}
 	for {
 		select {
@@ -157,13 +159,18 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			h.mu.Unlock()
 			continue
 		}
-		next = nextFrame(next, time.Now(), h.videoPeriod())
 		h.vid.due = false
 		w, hh := h.fb.w, h.fb.h
-		restart := e == nil || ew != w || eh != hh || (h.vid.needKey && time.Since(started) >= videoKeyEvery)
+		period := h.videoPeriod()
+		// A new encoder for a new size, a viewer that waits for a key
+		// frame, or a new pace (a sink came or went: the encoder's bitrate
+		// is set for its pace); the last two at most one a videoKeyEvery.
+		restart := e == nil || ew != w || eh != hh || ((h.vid.needKey || period != eperiod) && time.Since(started) >= videoKeyEvery)
 		if restart {
-			h.vid.needKey = false
+			h.vid.needKey, eperiod = false, period
 		}
+		// Never faster than the encoder's bitrate is set for.
+		next = nextFrame(next, time.Now(), max(period, eperiod))
 		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
 		h.mu.Unlock()
 		if restart {
@@ -172,7 +179,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			}
 			ew, eh, started = w, hh, time.Now()
 			var err error
-			if e, err = h.startVideo(w, hh); err != nil {
+			if e, err = h.startVideo(w, hh, int(time.Second/eperiod)); err != nil {
 				h.videoFailed(err)
 				return
 			}
@@ -198,13 +205,13 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	}
 }
 
-// startVideo starts an encoder for a w×hh screen (its first frame a key
-// frame).
-func (h *Hub) startVideo(w, hh int) (videoEncoder, error) {
+// startVideo starts an encoder for a w×hh screen encoded at most fps
+// times a second (its first frame a key frame).
+func (h *Hub) startVideo(w, hh, fps int) (videoEncoder, error) {
 	if h.vid.start != nil {
-		return h.vid.start(w, hh)
+		return h.vid.start(w, hh, fps)
 	}
-	e, err := startEncoder(context.Background(), h.vid.program, w, hh)
+	e, err := startEncoder(context.Background(), h.vid.program, w, hh, fps)
 	if err != nil {
 		return nil, err // not a nil *encoder in the interface
 	}

@@ -28,7 +28,7 @@ func TestHub_PictureChoice(t *testing.T) {
 	hub, serve := connectVideo(t, d, "held")
 	var hold atomic.Bool
 	hub.mu.Lock()
-	hub.vid.start = func(w, h int) (videoEncoder, error) { return &heldEncoder{hold: &hold}, nil }
+	hub.vid.start = func(w, h, fps int) (videoEncoder, error) { return &heldEncoder{hold: &hold}, nil }
 	hub.mu.Unlock()
 	dial := func(level int32) *testClient {
 		c := dialTestClient(t, serve(), append(slices.Clone(videoEncodings), encCompressLevel0+level)...)

@@ -20,14 +20,17 @@ import (
 // beside it runs them for its hubs — the encoder sidecar of the portal's
 // Pod, `corral-vdi-portal encoder`, on a Unix socket in a volume the two
 // containers share. A hub whose program is "unix:PATH" connects to PATH
-// for each encoder it starts and writes one line, "corral-h264 1 W H\n"
-// (the encoded size, even), then the screens, as to an encoder's stdin;
+// for each encoder it starts and writes one line, "corral-h264 2 W H FPS\n"
+// (the encoded size, even, and the most screens a second it will send,
+// which the encoder's bitrate is set for), then the screens, as to an encoder's stdin;
 // it reads the encoder's stdout back. The service runs its own pipeline
-// (h264Pipeline) and nothing else, at a size within maxDimension: the
-// portal names a size, never a command.
+// (h264Pipeline) and nothing else, at a size within maxDimension and a
+// rate within maxEncoderFPS: the portal names numbers, never a command.
+// (Version 1's line had no rate; its encoders took every stream as 30
+// frames a second.)
 
 // encoderHello starts a connection to the encoder service.
-const encoderHello = "corral-h264 1"
+const encoderHello = "corral-h264 2"
 
 // encoderHelloTimeout bounds the wait for a connection's first line.
 const encoderHelloTimeout = 10 * time.Second
@@ -44,7 +47,7 @@ func (e *encoder) dial(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("rfb: the H.264 encoder service: %w", err)
 	}
-	if _, err := fmt.Fprintf(conn, "%s %d %d\n", encoderHello, e.pw, e.ph); err != nil {
+	if _, err := fmt.Fprintf(conn, "%s %d %d %d\n", encoderHello, e.pw, e.ph, e.fps); err != nil {
 		conn.Close()
 		return fmt.Errorf("rfb: the H.264 encoder service: %w", err)
 	}
@@ -110,12 +113,12 @@ func ServeEncoders(ctx context.Context, ln net.Listener, cfg EncoderServiceConfi
 // serveEncoder runs one encoder for conn until conn or the encoder ends.
 func serveEncoder(ctx context.Context, conn net.Conn, cfg EncoderServiceConfig) {
 	defer conn.Close()
-	w, h, err := readEncoderHello(conn)
+	w, h, fps, err := readEncoderHello(conn)
 	if err != nil {
 		cfg.Log.Warn("an H.264 encoder refused", "err", err)
 		return
 	}
-	cmd := exec.CommandContext(ctx, cfg.Program, h264Pipeline(w, h)...)
+	cmd := exec.CommandContext(ctx, cfg.Program, h264Pipeline(w, h, fps)...)
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
 	cmd.Stdout = conn
@@ -147,15 +150,15 @@ func serveEncoder(ctx context.Context, conn net.Conn, cfg EncoderServiceConfig) 
 }
 
 // readEncoderHello reads a connection's first line, byte by byte (the
-// screens follow it), and returns the size it names.
-func readEncoderHello(conn net.Conn) (w, h int, err error) {
+// screens follow it), and returns the size and the rate it names.
+func readEncoderHello(conn net.Conn) (w, h, fps int, err error) {
 	conn.SetReadDeadline(time.Now().Add(encoderHelloTimeout))
 	defer conn.SetReadDeadline(time.Time{})
 	var line []byte
 	b := make([]byte, 1)
 	for len(line) < 64 {
 		if _, err := io.ReadFull(conn, b); err != nil {
-			return 0, 0, fmt.Errorf("no first line: %w", err)
+			return 0, 0, 0, fmt.Errorf("no first line: %w", err)
 		}
 		if b[0] == '\n' {
 			break
@@ -163,15 +166,19 @@ func readEncoderHello(conn net.Conn) (w, h int, err error) {
 		line = append(line, b[0])
 	}
 	f := strings.Fields(string(line))
-	if len(f) != 4 || f[0]+" "+f[1] != encoderHello {
-		return 0, 0, fmt.Errorf("a first line of %q; want %q W H", line, encoderHello)
+	if len(f) != 5 || f[0]+" "+f[1] != encoderHello {
+		return 0, 0, 0, fmt.Errorf("a first line of %q; want %q W H FPS (a portal of the same release as this encoder)", line, encoderHello)
 	}
 	w, err1 := strconv.Atoi(f[2])
 	h, err2 := strconv.Atoi(f[3])
 	if err1 != nil || err2 != nil || w < 2 || h < 2 || w > maxDimension+1 || h > maxDimension+1 || w%2 != 0 || h%2 != 0 {
-		return 0, 0, fmt.Errorf("no encoder for a %sx%s screen: even sides from 2 to %d", f[2], f[3], maxDimension+1)
+		return 0, 0, 0, fmt.Errorf("no encoder for a %sx%s screen: even sides from 2 to %d", f[2], f[3], maxDimension+1)
 	}
-	return w, h, nil
+	fps, err = strconv.Atoi(f[4])
+	if err != nil || fps < 1 || fps > maxEncoderFPS {
+		return 0, 0, 0, fmt.Errorf("no encoder at %s frames a second: 1 to %d", f[4], maxEncoderFPS)
+	}
+	return w, h, fps, nil
 }
 
 // limitedWriter keeps the first n bytes written to it.

@@ -56,7 +56,7 @@ func newHeldVideo(t testing.TB, w, h int, late time.Duration) *heldVideo {
 	var serve func() net.Conn
 	v.hub, serve = connectVideo(t, v.d, "held")
 	v.hub.mu.Lock()
-	v.hub.vid.start = func(w, h int) (videoEncoder, error) {
+	v.hub.vid.start = func(w, h, fps int) (videoEncoder, error) {
 		v.starts.Add(1)
 		return &heldEncoder{hold: &v.hold, entered: v.entered, release: out, encodes: &v.encodes}, nil
 	}
@@ -211,8 +211,8 @@ func TestHub_H264EncoderProcessStuck(t *testing.T) {
 	var mu sync.Mutex
 	var pids []int
 	hub.mu.Lock()
-	hub.vid.start = func(w, h int) (videoEncoder, error) {
-		e, err := startEncoder(context.Background(), hub.vid.program, w, h)
+	hub.vid.start = func(w, h, fps int) (videoEncoder, error) {
+		e, err := startEncoder(context.Background(), hub.vid.program, w, h, fps)
 		if err != nil {
 			return nil, err
 		}

@@ -36,16 +36,19 @@ func (s *chanSink) Video(au []byte, key bool, w, h int) bool {
 // one H.264 rectangle over its RFB connection, which still brings the
 // still screen losslessly; a sink that cannot keep up rejoins at a key
 // frame; a key frame asked for comes; once the sink is stopped the video
-// comes over RFB again. A viewer not yet on the screen has no video to
-// tap.
+// comes over RFB again. Each encoder is told the pace it is fed at: 30
+// a second while the sink takes the stream, 60 once it is gone. A viewer
+// not yet on the screen has no video to tap.
 func TestHub_H264ToSink(t *testing.T) {
 	const w, h = 64, 48
 	d := newScriptedDesktop(t, w, h)
 	hub, _ := connectVideo(t, d, "held")
 	var starts atomic.Int32
+	var told atomic.Int32 // the last encoder's frame rate
 	hub.mu.Lock()
-	hub.vid.start = func(w, h int) (videoEncoder, error) {
+	hub.vid.start = func(w, h, fps int) (videoEncoder, error) {
 		starts.Add(1)
+		told.Store(int32(fps))
 		return &heldEncoder{hold: new(atomic.Bool)}, nil
 	}
 	hub.vid.late = time.Hour
@@ -118,6 +121,52 @@ func TestHub_H264ToSink(t *testing.T) {
 		key = next("a key frame asked for").key
 	}
 
+	if got := told.Load(); got != 30 {
+		t.Errorf("the sink's encoder was told %d frames a second; want 30, the pace the stream keeps to for a sink (its bitrate is set for it)", got)
+	}
+
 	stop()
 	readUntil(t, c, "the video over RFB again after the sink stopped", func() bool { move(); return len(c.h264) > 0 })
+	// Its viewer alone may take 60 a second: a new encoder, told so (at
+	// most a videoKeyEvery after the last).
+	readUntil(t, c, "an encoder told 60 frames a second after the sink stopped", func() bool { move(); return told.Load() == 60 })
+}
+
+// TestHub_H264PaceTold: each encoder is told the pace the stream keeps
+// to, its bitrate being set for it (h264Bitrate a second): 30 a second
+// while a sink takes the stream, and, once the sink is gone, a new encoder
+// told 60 for the viewers left in the stream, though none of them waits
+// for a key frame.
+func TestHub_H264PaceTold(t *testing.T) {
+	const w, h = 64, 48
+	d := newScriptedDesktop(t, w, h)
+	hub, serve := connectVideo(t, d, "held")
+	var told atomic.Int32 // the last encoder's frame rate
+	hub.mu.Lock()
+	hub.vid.start = func(w, h, fps int) (videoEncoder, error) {
+		told.Store(int32(fps))
+		return &heldEncoder{hold: new(atomic.Bool)}, nil
+	}
+	hub.vid.late = time.Hour
+	hub.mu.Unlock()
+	viewer := dialVideo(t, serve())
+	a, b := net.Pipe()
+	go hub.Serve(context.Background(), a, true)
+	cc := &clientConn{Conn: b, hub: hub, server: a}
+	dialVideo(t, b)
+	sink := &chanSink{aus: make(chan accessUnit, 1000)}
+	_, _, err := cc.VideoTo(sink)
+	must(t, err)
+
+	x := 0
+	move := func() {
+		x = (x + 8) % (w - 16)
+		must(t, d.picture(scrolled(w, h, x)))
+	}
+	readUntil(t, viewer, "H.264 to the viewer and the sink", func() bool { move(); return len(viewer.h264) > 0 && len(sink.aus) > 0 })
+	if got := told.Load(); got != 30 {
+		t.Errorf("with a sink, the encoder was told %d frames a second; want 30", got)
+	}
+	b.Close() // the sink's viewer leaves
+	readUntil(t, viewer, "an encoder told 60 frames a second once the sink was gone", func() bool { move(); return told.Load() == 60 })
 }

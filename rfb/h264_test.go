@@ -23,14 +23,17 @@ func mustGStreamer(t *testing.T) string {
 }
 
 // mustEncoder starts an encoder of program (default GStreamer's) for a
-// w×h screen.
+// w×h screen at 30 screens a second, a sink's pace. (Told 60, x264 gives
+// a stream's first key frame half the bits and refines the picture over
+// the next frames, which then are not the small deltas that
+// TestEncoder_KeyFrameThenDeltas looks for.)
 func mustEncoder(t *testing.T, w, h int, program ...string) *encoder {
 	t.Helper()
 	p := mustGStreamer(t)
 	if len(program) > 0 {
 		p = program[0]
 	}
-	e, err := startEncoder(context.Background(), p, w, h)
+	e, err := startEncoder(context.Background(), p, w, h, int(time.Second/sinkFrame))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestEncoder_Hangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range [][2]int{{64, 48}, {640, 480}} { // within the pipe's 64 KiB, and past it
-		e, err := startEncoder(context.Background(), hang, size[0], size[1])
+		e, err := startEncoder(context.Background(), hang, size[0], size[1], maxEncoderFPS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,14 +225,16 @@ func FuzzAnnexB(f *testing.F) {
 }
 
 // TestEncoderService_Refuses: the encoder service runs its own pipeline at
-// a size it checks, and no more encoders than it allows: a first line
-// that is not the hello, an odd or too large size, and an encoder beyond
+// a size and a rate it checks, and no more encoders than it allows: a
+// first line that is not the hello (or is version 1's, with no rate), an
+// odd or too large size, a rate outside 1 to 60, and an encoder beyond
 // the limit are closed unanswered, and the hub's error says the stream
 // ended.
 func TestEncoderService_Refuses(t *testing.T) {
 	service := mustEncoderService(t, 1)
 	path := strings.TrimPrefix(service, "unix:")
-	for _, hello := range []string{"GET / HTTP/1.1\r\n", "corral-h264 1 321 200\n", "corral-h264 1 20000 200\n", "corral-h264 1 -4 200\n", "corral-h264 1 320 200 -e\n"} {
+	for _, hello := range []string{"GET / HTTP/1.1\r\n", "corral-h264 2 321 200 60\n", "corral-h264 2 20000 200 60\n", "corral-h264 2 -4 200 60\n", "corral-h264 2 320 200 60 -e\n",
+		"corral-h264 2 320 200 0\n", "corral-h264 2 320 200 61\n", "corral-h264 1 320 200\n"} {
 		conn, err := net.Dial("unix", path)
 		if err != nil {
 			t.Fatal(err)
@@ -249,7 +254,7 @@ func TestEncoderService_Refuses(t *testing.T) {
 	// Beyond Max: 1. The service closes it unanswered, which its start
 	// (writing the hello into a connection closed meanwhile: EPIPE) or its
 	// first frame finds.
-	second, err := startEncoder(context.Background(), service, 64, 48)
+	second, err := startEncoder(context.Background(), service, 64, 48, maxEncoderFPS)
 	if err == nil {
 		_, err = second.encode(make([]byte, 64*48*4))
 		second.close()
@@ -293,7 +298,7 @@ func BenchmarkEncoder_1280x800(b *testing.B) {
 			name = "Service"
 		}
 		b.Run(name, func(b *testing.B) {
-			e, err := startEncoder(context.Background(), program, w, h)
+			e, err := startEncoder(context.Background(), program, w, h, maxEncoderFPS)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -245,6 +245,20 @@ echo "== a real desktop's first screen (1280x800, its window manager and termina
 encodeTable BenchmarkEncodeDesktop
 
 echo
+echo "== the H.264 encoder's bytes a second at its hub's two paces: churn (a 1280x800 screen of noise, new each frame) through an encoder told 30 and one told 60 screens a second, as the hub tells it (goal: h264Bitrate's 4000 kbit/s at either) =="
+go test -run '^$' -bench '^BenchmarkEncoder_Pace$' -benchtime 60x -count "$count" ./rfb/ | tee "$out"
+awk '
+	/^BenchmarkEncoder_Pace\// {
+		name = $1; sub(/^BenchmarkEncoder_Pace\//, "", name); sub(/-[0-9]+$/, "", name)
+		ms[name] += $3 / 1e6; n[name]++
+		for (i = 4; i <= NF; i++) { if ($(i+1) == "kbit/s") kbit[name] += $i; if ($(i+1) == "KiB/frame") kib[name] += $i }
+	}
+	END {
+		if (!length(n)) { print "no BenchmarkEncoder_Pace result"; exit 1 }
+		for (k in n) printf "%-8s %6.0f kbit/s  %6.1f KiB a frame  %6.1f ms to encode a frame\n", k, kbit[k] / n[k], kib[k] / n[k], ms[k] / n[k]
+	}' "$out" | sort
+
+echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
