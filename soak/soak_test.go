@@ -138,7 +138,13 @@ func startPortal(t *testing.T, data, listen string, env ...string) *portal {
 }
 
 func launch(t *testing.T, data, listen string, env []string) (*portal, error) {
-	logf, err := os.CreateTemp(t.TempDir(), "portal-*.log")
+	// SOAK_LOGS keeps the portals' logs (at Info: slow claims' traces,
+	// shard handovers) in a folder of its own after the run.
+	dir, pattern := t.TempDir(), "portal-*.log"
+	if keep := os.Getenv("SOAK_LOGS"); keep != "" {
+		dir, pattern = keep, strings.ReplaceAll(t.Name(), "/", "-")+"-portal-*.log"
+	}
+	logf, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err
 	}

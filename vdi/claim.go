@@ -25,7 +25,9 @@ func (s *Service) ClaimStarting(ctx context.Context, id Identity, namespace, poo
 	return s.claim(ctx, id, namespace, pool, true)
 }
 
-func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string, atOnce bool) (Desktop, error) {
+func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string, atOnce bool) (_ Desktop, err error) {
+	ctx, trace := withClaimTrace(ctx)
+	defer func() { s.logTrace(trace, "claim", id.Login, err) }()
 	if err := id.May(ScopeClaim); err != nil {
 		return Desktop{}, err
 	}
@@ -44,6 +46,7 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 	startCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.claimWait)
 	defer cancel()
+	step(ctx, "pool")
 	a, err := s.route(ctx, p, TakeRequest{Login: id.Login, Namespace: namespace, Pool: pool})
 	if err != nil {
 		return Desktop{}, err
@@ -52,10 +55,13 @@ func (s *Service) claim(ctx context.Context, id Identity, namespace, pool string
 		s.record(ctx, AuditEvent{Actor: id.Login, Action: "claim", Namespace: namespace, Target: a.Lease.Member, Detail: "pool " + pool})
 		s.log.Info("claimed", "desktop", a.Lease.Ref(), "holder", id.Login)
 		s.kickStandby() // a warm member went: refill
+		step(ctx, "audit")
 	}
 	// Asking again also finishes what a failure left undone.
 	s.mirror(a.Lease)
-	return s.powerOn(startCtx, a.Lease, atOnce)
+	d, err := s.powerOn(startCtx, a.Lease, atOnce)
+	step(ctx, "power")
+	return d, err
 }
 
 // takeClaimed takes a member of pool p for login through claims, the
@@ -70,6 +76,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 		// claims that beat this one and skips their members.
 		listed := time.Now()
 		leases, err := s.leases.List(ctx, namespace, pool)
+		step(ctx, "list")
 		if err != nil {
 			return TakeAnswer{}, unavailable(err)
 		}
@@ -80,6 +87,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				// The list may be a cache a moment behind a release on
 				// another replica: the Lease itself must still say so.
 				fresh, err := s.leases.Get(ctx, l.Ref())
+				step(ctx, "get")
 				if errors.Is(err, ErrNotFound) {
 					continue // released: the member is free
 				} else if err != nil {
@@ -97,12 +105,14 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				return TakeAnswer{}, err
 			}
 			quotaChecked = true
+			step(ctx, "quota")
 		}
 		members, err := s.backend.Members(ctx, namespace, pool)
 		if err != nil {
 			return TakeAnswer{}, err
 		}
 		free := s.spread.freeMembers(members, known, tried, now, login)
+		step(ctx, "members")
 		if len(free) == 0 {
 			break
 		}
@@ -139,6 +149,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				l, err = s.acquire(ctx, claims, p, m, known[m.Name], login)
 				s.trying.done(m.Ref(), err == nil || errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrConflict), time.Now())
 			}
+			step(ctx, writeStep(err))
 			var held *holdsInPool
 			var refused *Error
 			if errors.As(err, &held) {
@@ -152,7 +163,12 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				// now. Look again at what is left once this portal's list
 				// shows that claim, else after a few losses.
 				s.counts.lostRace()
-				if (errors.Is(err, ErrAlreadyExists) && s.awaitWin(ctx, m.Ref(), pool)) || attempts%claimRelistEvery == 0 {
+				if errors.Is(err, ErrAlreadyExists) && s.awaitWin(ctx, m.Ref(), pool) {
+					step(ctx, "winner-seen")
+					break
+				}
+				step(ctx, "winner-unseen")
+				if attempts%claimRelistEvery == 0 {
 					break
 				}
 				continue

@@ -39,10 +39,12 @@ var ErrNotHolder = errors.New("vdi: this replica does not hold the claim's shard
 // TakeForwarded runs a take another replica forwarded here (signed with
 // the peer secret, which the caller checked): under this replica's hold of
 // the user's shard, never forwarded again; ErrNotHolder without it.
-func (s *Service) TakeForwarded(ctx context.Context, req TakeRequest) (TakeAnswer, error) {
+func (s *Service) TakeForwarded(ctx context.Context, req TakeRequest) (_ TakeAnswer, err error) {
 	if s.shards == nil || req.Login == "" {
 		return TakeAnswer{}, ErrNotHolder
 	}
+	ctx, trace := withClaimTrace(ctx)
+	defer func() { s.logTrace(trace, "forwarded claim", req.Login, err) }()
 	p, err := s.backend.Pool(ctx, req.Namespace, req.Pool)
 	if err != nil {
 		return TakeAnswer{}, err
@@ -50,6 +52,7 @@ func (s *Service) TakeForwarded(ctx context.Context, req TakeRequest) (TakeAnswe
 	ctx, cancel := context.WithTimeout(ctx, s.claimWait)
 	defer cancel()
 	rctx, leases, done, ok, err := s.shards.enter(ctx, req.Login)
+	step(ctx, enterStep(ok))
 	if err != nil {
 		return TakeAnswer{}, err
 	} else if !ok {
@@ -77,6 +80,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 	backoff := 5 * time.Millisecond
 	for {
 		rctx, leases, done, ok, err := s.shards.enter(ctx, req.Login)
+		step(ctx, enterStep(ok))
 		if err != nil {
 			return TakeAnswer{}, err
 		} else if ok {
@@ -84,6 +88,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			return s.takeIn(rctx, leases, p, req)
 		}
 		url, self, ok, err := s.shards.holder(ctx, k)
+		step(ctx, holderStep(ok, self))
 		if err != nil && ctx.Err() == nil {
 			// The store refuses to say who holds her shard (the API
 			// server is down or refuses the portal): said at once, as a
@@ -93,6 +98,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 		}
 		if ok && !self {
 			a, err := s.shards.forward.ForwardTake(ctx, url, req)
+			step(ctx, forwardStep(err))
 			if !errors.Is(err, ErrNotHolder) && (err == nil || ErrorCode(err) != EInternal) {
 				return a, err
 			}
@@ -111,6 +117,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			return TakeAnswer{}, Errorf(EUnavailable, "Try again in a minute; if it keeps failing, tell an admin.",
 				"The replica that runs your claims did not answer.")
 		case <-time.After(backoff):
+			step(ctx, "pause")
 		}
 		backoff = min(backoff*2, 200*time.Millisecond)
 	}
