@@ -2,8 +2,11 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +181,55 @@ func TestCachesRecover(t *testing.T) {
 			if err != nil || p.Policy.DisconnectGrace != want {
 				t.Fatalf("Pool right after SetPolicy(grace %v): grace %v, %v; want the policy just written", want, p.Policy.DisconnectGrace, err)
 			}
+		}
+	})
+
+	// The watch often shows a write before its answer reaches the writer
+	// (the storm's PATCH of its standby): the cache already shows it, so
+	// reads stay on the cache, where every read of the namespace went to
+	// the API server for the next 30 s (a storm's replica listing its
+	// pool's ConfigMap for each claim: tails of hundreds of ms).
+	t.Run("OwnWriteTheCacheShowedFirst", func(t *testing.T) {
+		ns := c.Namespace(t)
+		ctPoolConfigMap(t, c, ns, "shell")
+		cfg := rest.CopyConfig(sa)
+		var back *kube.Cluster
+		var answered atomic.Bool // the write's answer held until the cache shows the write
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				res, err := rt.RoundTrip(r)
+				if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/configmaps/") && err == nil && !answered.Swap(true) {
+					eventually(t, 10*time.Second, func() string {
+						p, err := back.Pool(r.Context(), ns, "shell")
+						if err != nil || p.Policy.DisconnectGrace != time.Hour {
+							return fmt.Sprintf("the cache shows grace %v, %v; want the 1h just written", p.Policy.DisconnectGrace, err)
+						}
+						return ""
+					})
+				}
+				return res, err
+			})
+		}
+		counter := countRequests(cfg)
+		var ctx context.Context
+		back, ctx = mustCachedCluster(t, kube.Config{REST: cfg, Namespace: ns})
+		eventually(t, 10*time.Second, func() string {
+			if got, _ := poolNames(t, back, ns); got != "shell" {
+				return "pools " + got + "; want shell"
+			}
+			return ""
+		})
+		if err := back.SetPolicy(ctx, ns, "shell", vdi.Policy{DisconnectGrace: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		n := counter.total()
+		for range 5 {
+			if p, err := back.Pool(ctx, ns, "shell"); err != nil || p.Policy.DisconnectGrace != time.Hour {
+				t.Fatalf("Pool after SetPolicy(grace 1h): grace %v, %v; want the policy just written", p.Policy.DisconnectGrace, err)
+			}
+		}
+		if got := counter.total() - n; got != 0 {
+			t.Errorf("5 reads of the pool after a write the cache showed before its answer: %d API-server requests; want 0", got)
 		}
 	})
 }

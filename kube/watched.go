@@ -181,29 +181,48 @@ func (w *watched) event(obj any) {
 
 // wrote notes a write of this instance that reads must see: until the
 // cache shows namespace/name at resourceVersion rv (or newer), reads of
-// the namespace go to the API server.
+// the namespace go to the API server. A write the cache shows already
+// is not noted: its event came before the write's answer (a watch often
+// beats it), and no later event would clear it, so every read of the
+// namespace went to the API server for ownWriteFor.
 func (w *watched) wrote(obj metav1.Object) {
 	if w == nil {
 		return
 	}
+	key := obj.GetNamespace() + "/" + obj.GetName()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		w.own[obj.GetNamespace()+"/"+obj.GetName()] = ownWrite{rv: obj.GetResourceVersion(), until: time.Now().Add(ownWriteFor)}
+	if !w.started {
+		return
 	}
+	// The informer puts an object in its store before it calls event,
+	// which takes w.mu: either the store shows the write now or event
+	// clears the note.
+	if o, ok, _ := w.informer.GetIndexer().GetByKey(key); ok {
+		if m, err := meta.Accessor(o); err == nil && !newer(obj.GetResourceVersion(), m.GetResourceVersion()) {
+			return
+		}
+	}
+	w.own[key] = ownWrite{rv: obj.GetResourceVersion(), until: time.Now().Add(ownWriteFor)}
 }
 
 // deleted notes a delete of this instance: reads of the namespace go to
-// the API server until the cache has had an event of namespace/name.
+// the API server until the cache has had an event of namespace/name;
+// not noted when the cache no longer shows it (as wrote).
 func (w *watched) deleted(namespace, name string) {
 	if w == nil {
 		return
 	}
+	key := namespace + "/" + name
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		w.own[namespace+"/"+name] = ownWrite{until: time.Now().Add(ownWriteFor)}
+	if !w.started {
+		return
 	}
+	if _, ok, _ := w.informer.GetIndexer().GetByKey(key); !ok {
+		return
+	}
+	w.own[key] = ownWrite{until: time.Now().Add(ownWriteFor)}
 }
 
 // store returns the indexer to read namespace from, or nil when reads must
