@@ -17,7 +17,10 @@ import (
 // in the holder's terminal window); the holder takes it back with one
 // click and the admin watches again. Audited. At a laptop's, a tablet's
 // and a phone's size (both pages of one size); on the phone the watcher
-// is offered Zoom 1:1 in the bar, off the desktop, as the holder is.
+// is offered Zoom 1:1 in the bar, off the desktop, as the holder is. At
+// every size the watcher reads whose desktop it is whole, also beside a
+// long status (the wait for the holder); on the phone the bar is two
+// lines, its badge, participants and Request control in its Menu.
 func TestConsoleUX_RequestControl(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
 	b := MustLaunchBrowser(t)
@@ -30,6 +33,12 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
+			must(t, expect.Locator(admin.GetByTestId("participants")).ToContainText("On it: "))
+			headingWhole(t, admin, "connected")
+			if h := barHeight(t, admin); s.name == "phone" && h > 80 {
+				screenshot(t, admin, "admin-bar-tall")
+				t.Errorf("the watch page's bar is %.0f px high on a phone; want two lines at most (80 px), its badge and participants in its Menu", h)
+			}
 			if s.name == "phone" {
 				// The holder's desktop, 1024 wide, is shrunk into the phone:
 				// the watcher may see it at its real size, from the bar.
@@ -39,8 +48,9 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			ask := page.GetByTestId("watch-ask")
 
 			// Refused: the admin reads it and watches on.
-			must(t, admin.GetByTestId("request-control").Click())
+			watchControl(t, admin, "request-control")
 			must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("Waiting for "+holder+" to allow control ("))
+			headingWhole(t, admin, "waiting")
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveAttribute("data-kind", "busy"))
 			must(t, expect.Locator(ask).ToContainText("boss asks to take control of this desktop"))
 			screenshot(t, page, "holder-asked")
@@ -54,7 +64,7 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			screenshot(t, admin, "admin-refused")
 
 			// Allowed: the admin's console reopens with control.
-			must(t, admin.GetByTestId("request-control").Click())
+			watchControl(t, admin, "request-control")
 			must(t, expect.Locator(ask).ToContainText("boss asks to take control"))
 			must(t, ask.GetByTestId("watch-allow").Click())
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("control"))
@@ -100,6 +110,7 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
 			must(t, expect.Locator(admin.GetByTestId("desktop-name")).ToHaveText("Watching local/"+d.Name))
+			openWatchMenu(t, admin)
 			must(t, expect.Locator(admin.GetByTestId("request-control")).ToBeVisible())
 			must(t, expect.Locator(page.GetByTestId("take-back-control")).ToHaveCount(0))
 			must(t, expect.Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
@@ -148,4 +159,39 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 		screenshot(t, page, "holder-took-back")
 		screenshot(t, admin, "admin-watching-again")
 	})
+}
+
+// openWatchMenu opens the watch page's Menu where its bar folds the
+// badge, the participants and Request control into one (a phone's, a
+// tablet's held upright); elsewhere they are in the bar.
+func openWatchMenu(t *testing.T, page playwright.Page) {
+	t.Helper()
+	if v, _ := page.GetByTestId("watch-menu").IsVisible(); !v {
+		return
+	}
+	if open, _ := page.GetByTestId("watch-more").GetAttribute("data-open"); open != "true" {
+		must(t, page.GetByTestId("watch-menu").Click())
+	}
+	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-more")).ToBeVisible())
+}
+
+// watchControl clicks a control of the watch page's bar, through its
+// Menu where the bar folds them.
+func watchControl(t *testing.T, page playwright.Page, testid string) {
+	t.Helper()
+	openWatchMenu(t, page)
+	must(t, page.GetByTestId(testid).Click())
+}
+
+// headingWhole fails when the watch page's heading (whose desktop it is)
+// does not read whole: cut short (…) or past the screen's edge.
+func headingWhole(t *testing.T, page playwright.Page, when string) {
+	t.Helper()
+	h := page.GetByTestId("desktop-name")
+	cut, err := h.Evaluate(`e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > innerWidth ? [e.scrollWidth, e.clientWidth] : null`, nil)
+	must(t, err)
+	if cut != nil {
+		screenshot(t, page, "heading-cut-"+when)
+		t.Errorf("%s, the watch page's heading is cut: %q needs %v px, has %v", when, mustText(t, h), cut.([]any)[0], cut.([]any)[1])
+	}
 }

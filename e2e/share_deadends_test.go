@@ -43,9 +43,11 @@ func TestShareDeadEnds_OneInvitationAndSharedWithMe(t *testing.T) {
 	must(t, tile.GetByTestId("open-shared").Click())
 	must(t, expect.Locator(bob.GetByTestId("status")).ToHaveText("Connected"))
 	// On his phone the header reads whole: whose desktop, which one, and
-	// who is on it (it ended in … at 390 px).
+	// (in its Menu) who is on it (it ended in … at 390 px).
 	must(t, expect.Locator(bob.GetByTestId("desktop-name")).ToHaveText(holder+" shares local/"+d.Name+" with you"))
 	must(t, expect.Locator(bob.GetByTestId("participants")).ToHaveText("On it: "+holder+" (holder), bob (you, can type)"))
+	openWatchMenu(t, bob)
+	must(t, expect.Locator(bob.GetByTestId("participants")).ToBeVisible())
 	for _, id := range []string{"desktop-name", "participants", "share-role", "status"} {
 		cut, err := bob.GetByTestId(id).Evaluate(`e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > innerWidth`, nil)
 		must(t, err)

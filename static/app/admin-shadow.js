@@ -102,6 +102,19 @@ async function watch() {
   grant = null;
 }
 
+// A narrow screen folds the badge, who is on the desktop and Request
+// control into Menu (app.css); choosing one closes it.
+const more = document.getElementById('watch-more');
+const menuButton = document.getElementById('watch-menu');
+function menu(open) {
+  more.dataset.open = String(open);
+  menuButton.setAttribute('aria-expanded', String(open));
+}
+menuButton.addEventListener('click', () => menu(more.dataset.open !== 'true'));
+more.addEventListener('click', (ev) => {
+  if (ev.target.closest('button')) menu(false);
+});
+
 document.getElementById('reconnect').addEventListener('click', watch);
 watch();
 
