@@ -409,10 +409,13 @@ func (c *client) readCutText() error {
 // answers it (success to the asker, another client's change to the
 // others), with no repaint: nothing changed. A console whose window was a
 // fraction of a pixel off the desktop's size asked that every 100 ms, and
-// each answer repainted every viewer's whole screen. A size the hub cannot
-// hold (a side over maxDimension) is refused here as Xvnc refuses one
-// over its own limit (status 3, invalid screen layout): Xvnc takes up to
-// 32768 a side, and its answer would end every viewer's console.
+// each answer repainted every viewer's whole screen. A layout the hub
+// cannot show (a side over maxDimension, an empty or overlapping screen,
+// one outside the desktop: validLayout) is refused here as Xvnc refuses
+// one (status 3, invalid screen layout): Xvnc takes up to 32768 a side,
+// and its answer would end every viewer's console; QEMU takes anything and
+// hands the guest its width and height, 0×0 turning its display off. A
+// client without control is told it may not (status 1), not ignored.
 func (c *client) readSetDesktopSize() error {
 	b := make([]byte, 8)
 	b[0] = msgSetDesktopSize
@@ -424,24 +427,22 @@ func (c *client) readSetDesktopSize() error {
 	if err := readFull(c.conn, msg[8:]); err != nil {
 		return err
 	}
-	if !c.control {
-		return nil
-	}
 	h := c.hub
 	h.mu.Lock()
-	if w, hh := binary.BigEndian.Uint16(msg[2:]), binary.BigEndian.Uint16(msg[4:]); w > maxDimension || hh > maxDimension {
+	switch {
+	case !c.control:
+		h.noteResize(c, 1, statusProhibited, false)
+	case !validLayout(msg):
 		h.noteResize(c, 1, statusInvalidLayout, false)
-		h.mu.Unlock()
-		return nil
-	}
-	if h.hasLayout(msg) {
+	case h.hasLayout(msg):
 		h.noteResize(c, 1, 0, false)
+	default:
+		h.resizer = c
 		h.mu.Unlock()
-		return nil
+		return h.send(msg)
 	}
-	h.resizer = c
 	h.mu.Unlock()
-	return h.send(msg)
+	return nil
 }
 
 // write sends the client what is queued and, when it has asked, the
