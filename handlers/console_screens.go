@@ -37,9 +37,13 @@ func consoleScreen(r *http.Request, p vdi.Protocol, caps vdi.Caps, holder bool) 
 		return 0, vdi.Errorf(vdi.EInvalid, "Make the console's window larger, or use Full screen.",
 			"This desktop's display has one head (a virtual machine's), so it shows on one screen, not in a screen window.")
 	}
-	if v != "2" && v != "3" {
+	if n, err := strconv.Atoi(v); err == nil && n > maxScreens {
 		return 0, vdi.Errorf(vdi.EInvalid, "Close one of the desktop's screen windows first.",
 			"A desktop's console shows it on at most %d screens: its own window and screens 2 and 3, not screen %q.", maxScreens, v)
+	}
+	if v != "2" && v != "3" {
+		return 0, vdi.Errorf(vdi.EInvalid, "Open another screen with Add a screen in the console's Size list.",
+			"Screen windows are screens 2 and 3 (the console's own window, with no ?screen=, is screen 1), not screen %q.", v)
 	}
 	if n := int(v[0] - '0'); !split && n > caps.Heads {
 		return 0, vdi.Errorf(vdi.EInvalid, "Close screen 3's window; the VM's screens are its console's window and screen 2.",
