@@ -498,3 +498,28 @@ func TestFilterRFBClipboard_LatestAfterAnOldProvide(t *testing.T) {
 		t.Errorf("got %d bytes; want the handshake, %d notifies, the old provide and a notify of the latest (%d bytes)", len(got), cutTextBurst, len(want.Bytes()))
 	}
 }
+
+// TestFilterRFBClipboard_MessagesWithNothingAfterTheirHeader: a message
+// whose header says nothing more follows (a SetDesktopSize of no screens,
+// a SetEncodings of none, a Fence without data) passes at once, where the
+// filter held it until the client's next message came: the screen hub's
+// refusal of an empty layout never came back.
+func TestFilterRFBClipboard_MessagesWithNothingAfterTheirHeader(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"SetDesktopSize of no screens", []byte{rfbSetDesktopSize, 0, 3, 0x20, 2, 0x58, 0, 0}},
+		{"SetEncodings of none", []byte{rfbSetEncodings, 0, 0, 0}},
+		{"Fence without data", []byte{rfbFence, 0, 0, 0, 0, 0, 0, 1, 0}},
+	} {
+		client := new(rfbClient).handshake(1).Bytes()
+		toDesktop, _, err := filterBoth(t, RFBClipboardConfig{ToDesktop: true}, append(client, tt.msg...), new(rfbServer).handshake().Bytes(), 64)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if !bytes.HasSuffix(toDesktop, tt.msg) {
+			t.Errorf("%s: the desktop got %x; want it to end with the message, %x", tt.name, toDesktop, tt.msg)
+		}
+	}
+}

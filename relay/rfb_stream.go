@@ -70,6 +70,9 @@ func (s *rfbStream) more(n int, step func(h []byte) error) error {
 		return errRFB("a header of %d bytes", n)
 	}
 	s.want, s.step = n, step
+	if len(s.hdr) == n { // nothing more to wait for (a layout of no screens, a fence without data)
+		return step(s.hdr)
+	}
 	return nil
 }
 
