@@ -319,24 +319,30 @@ func (v *VM) ended(err error) {
 	close(v.done)
 }
 
-// waitReady waits until QEMU's serial line accepts connections.
+// waitReady waits until QEMU's serial line and each head's VNC server
+// accept connections: QEMU makes the serial socket before its VNC servers
+// listen, and a console opened as the VM was said to run (the page opens
+// one right after the claim) was refused ("did not answer").
 func (v *VM) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, vmReadyWait)
 	defer cancel()
-	for {
-		c, err := v.dial(ctx, v.rec.Serial)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-v.done:
-			return fmt.Errorf("local: vm %s: %w", v.name, v.Err())
-		case <-ctx.Done():
-			return fmt.Errorf("local: vm %s: QEMU did not listen on %s within %v: %s", v.name, v.rec.Serial, vmReadyWait, lastLogLine(filepath.Join(v.state, vmLogName+".log")))
-		case <-time.After(50 * time.Millisecond):
+	for _, addr := range append([]string{v.rec.Serial, v.rec.VNC}, v.rec.Heads...) {
+		for {
+			c, err := v.dial(ctx, addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-v.done:
+				return fmt.Errorf("local: vm %s: %w", v.name, v.Err())
+			case <-ctx.Done():
+				return fmt.Errorf("local: vm %s: QEMU did not listen on %s within %v: %s", v.name, addr, vmReadyWait, lastLogLine(filepath.Join(v.state, vmLogName+".log")))
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
+	return nil
 }
 
 func (v *VM) writeRecord() error {

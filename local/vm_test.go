@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -341,6 +342,35 @@ func TestVM_NoPasswordOnCommandLine(t *testing.T) {
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		t.Errorf("initramfs with the hash has mode %v; want no access for group or others", fi.Mode().Perm())
+	}
+}
+
+// TestVM_ConsolesAnswerOnceStarted: as bootVM returns, each head's VNC
+// server answers at once (its RFB greeting), with no retry: QEMU makes
+// the serial line's socket before its VNC servers listen, and a console
+// opened right after the VM was said to run was refused.
+func TestVM_ConsolesAnswerOnceStarted(t *testing.T) {
+	img := mustVMImage(t)
+	dir := mustVMDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := bootVM(ctx, vmBoot{name: "vm-up", dir: dir, img: img, accel: mustAccelerator(t, AccelTCG, "", dir), log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	for n := 1; n <= v.Heads(); n++ {
+		c, err := v.dial(ctx, v.HeadAddr(n))
+		if err != nil {
+			t.Errorf("head %d's VNC server as the VM started: %v; want it listening", n, err)
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		greeting := make([]byte, 12)
+		if _, err := io.ReadFull(c, greeting); err != nil || string(greeting) != "RFB 003.008\n" {
+			t.Errorf("head %d's VNC server as the VM started: %q, %v; want its RFB greeting", n, greeting, err)
+		}
+		c.Close()
 	}
 }
 
