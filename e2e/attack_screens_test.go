@@ -39,16 +39,6 @@ func screenAttacks() []attack {
 			status: 400, says: "Only VNC consoles show a desktop on more than one screen",
 		},
 		{
-			// A local VM's second head is a VNC server of its own (a
-			// screen hub per head): an admin who may watch alice's VM
-			// asks for it, as if a screen window were a watcher's.
-			name: "AdminOpensAVMsSecondHead", env: vmArena, setup: claimArenaVM,
-			attack: func(t *testing.T, a *arena) *http.Response {
-				return a.dialWS(t, "/ws/vnc/local/"+a.state["vm"].(string)+"?screen=2", "Tailscale-User-Login", admin, "Origin", "http://"+a.host)
-			},
-			status: 403, says: "Only the desktop's holder adds screens",
-		},
-		{
 			// Her VM's display has two heads: a third is none of its
 			// sockets, whatever QEMU might listen on.
 			name: "HolderOpensAHeadTheVMHasNot", env: vmArena, setup: claimArenaVM,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -15,20 +16,13 @@ import (
 // an invitation opens one desktop's screen for one user, view only unless
 // it says control, and only its holder (or an admin) manages them.
 func shareAttacks() []attack {
-	invite := func(t *testing.T, a *arena, holder, member, user string) string {
-		var sh struct{ ID string }
-		if code := a.p.APIBody(t, holder, "POST", "/api/vdi/desktops/local/"+member+"/shares", `{"user":"`+user+`"}`, &sh); code != 201 {
-			t.Fatalf("%s invites %s to %s: %d", holder, user, member, code)
-		}
-		return sh.ID
-	}
 	return []attack{
 		{
 			// bob holds an invitation to mallory's desktop and opens
 			// alice's with it: an invitation names its desktop.
 			name: "InviteeOpensAnotherDesktop",
 			setup: func(t *testing.T, a *arena) {
-				invite(t, a, "mallory", a.mallorys, "bob")
+				a.invite(t, "mallory", "local/"+a.mallorys, "bob", false)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				h := http.Header{"Tailscale-User-Login": {"bob"}, "Origin": {"http://" + a.host}}
@@ -45,7 +39,7 @@ func shareAttacks() []attack {
 			// reboot never reach the holder's desktop: the relay drops them.
 			name: "ViewOnlyInviteeTypesIntoTheDesktop",
 			setup: func(t *testing.T, a *arena) {
-				a.state["share"] = invite(t, a, "alice", a.victim, "carol")
+				a.state["share"] = a.invite(t, "alice", "local/"+a.victim, "carol", false)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				ws, res := a.console(t, "carol", "/ws/vnc/local/"+a.victim)
@@ -65,7 +59,7 @@ func shareAttacks() []attack {
 			// never opens a shell of its own on the holder's desktop.
 			name: "InviteeOpensATerminalNobodyHasOpen",
 			setup: func(t *testing.T, a *arena) {
-				a.state["erin"] = invite(t, a, "alice", a.victim, "erin")
+				a.state["erin"] = a.invite(t, "alice", "local/"+a.victim, "erin", false)
 				waitFor(t, 10*time.Second, "alice's earlier consoles closed", func() bool { return len(a.openSessions(t)) == 0 })
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
@@ -85,7 +79,7 @@ func shareAttacks() []attack {
 			name: "ViewOnlyInviteeTypesIntoTheTerminal",
 			setup: func(t *testing.T, a *arena) {
 				a.state["aliceTerm"], _ = a.console(t, "alice", "/ws/terminal/local/"+a.victim)
-				a.state["frank"] = invite(t, a, "alice", a.victim, "frank")
+				a.state["frank"] = a.invite(t, "alice", "local/"+a.victim, "frank", false)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				ws, res := a.console(t, "frank", "/ws/terminal/local/"+a.victim)
@@ -180,7 +174,7 @@ func shareAttacks() []attack {
 			// consoles do (console.Sessions.Listen).
 			name: "InviteeListensOnOnceRevoked",
 			setup: func(t *testing.T, a *arena) {
-				a.state["ivy"] = invite(t, a, "alice", a.victim, "ivy")
+				a.state["ivy"] = a.invite(t, "alice", "local/"+a.victim, "ivy", false)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				ws, res := a.console(t, "ivy", "/ws/audio/local/"+a.victim)
@@ -227,7 +221,7 @@ func shareAttacks() []attack {
 			// A view-only invitee hands themself control.
 			name: "InviteeHandsThemselfControl",
 			setup: func(t *testing.T, a *arena) {
-				a.state["dave"] = invite(t, a, "alice", a.victim, "dave")
+				a.state["dave"] = a.invite(t, "alice", "local/"+a.victim, "dave", false)
 			},
 			attack: func(t *testing.T, a *arena) *http.Response {
 				return a.do(t, "PATCH", "/api/vdi/desktops/local/"+a.victim+"/shares/"+a.state["dave"].(string), `{"control":true}`,
@@ -280,4 +274,16 @@ func (a *arena) console(t *testing.T, login, path string) (*websocket.Conn, *htt
 	}
 	t.Cleanup(func() { ws.Close() })
 	return ws, res
+}
+
+// invite has holder invite user to desktop (ns/member), with control or
+// view only, and returns the invitation's id.
+func (a *arena) invite(t *testing.T, holder, desktop, user string, control bool) string {
+	t.Helper()
+	var sh struct{ ID string }
+	body := fmt.Sprintf(`{"user":%q,"control":%v}`, user, control)
+	if code := a.p.APIBody(t, holder, "POST", "/api/vdi/desktops/"+desktop+"/shares", body, &sh); code != 201 {
+		t.Fatalf("%s invites %s to %s: %d", holder, user, desktop, code)
+	}
+	return sh.ID
 }

@@ -67,7 +67,7 @@ const (
 )
 
 func TestAttacks(t *testing.T) {
-	rows := slices.Concat(attacks(), rdpTokenAttacks(), fileAttacks(), shareAttacks(), warmAttacks(), tokenAttacks(), clipImageAttacks(), screenAttacks(), webrtcAttacks(), settingAttacks(), preflightAttacks())
+	rows := slices.Concat(attacks(), rdpTokenAttacks(), fileAttacks(), shareAttacks(), warmAttacks(), tokenAttacks(), clipImageAttacks(), screenAttacks(), vmScreenAttacks(), webrtcAttacks(), settingAttacks(), preflightAttacks())
 	arenas := map[string]*arena{}
 	for _, row := range rows { // portals live for the whole suite
 		if key := strings.Join(row.env, " "); arenas[key] == nil {

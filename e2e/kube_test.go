@@ -35,14 +35,15 @@ type kubeEnv struct {
 	portal  *Portal
 }
 
-func startKubeEnv(t *testing.T) *kubeEnv {
+// startKubeEnv starts a kubeEnv whose portal has env besides its own.
+func startKubeEnv(t *testing.T, env ...string) *kubeEnv {
 	t.Helper()
 	c := testcluster.MustStart(t)
 	standIn := c.StartKubeVirtStandIn(t)
 	c.Apply(t, "../deploy/rbac.yaml")
 	e := &kubeEnv{cluster: c, standIn: standIn, admin: c.AdminClient(t), ns: c.Namespace(t)}
 	kubeconfig := testcluster.WriteKubeconfig(t, c.PortalServiceAccount(t))
-	e.portal = MustStartPortal(t, "CORRAL_VDI_BACKEND=kube", "KUBECONFIG="+kubeconfig, "CORRAL_VDI_ADMINS=ops")
+	e.portal = MustStartPortal(t, append([]string{"CORRAL_VDI_BACKEND=kube", "KUBECONFIG=" + kubeconfig, "CORRAL_VDI_ADMINS=ops"}, env...)...)
 	return e
 }
 
