@@ -103,6 +103,7 @@ func TestDeploy(t *testing.T) {
 	// The Helm chart's objects, for the same installs and more.
 	t.Run("Chart", func(t *testing.T) { checkChartOnCluster(t, c) })
 	t.Run("ChartFromOCI", func(t *testing.T) { checkHelmInstallFromOCI(t, c) })
+	t.Run("ChartBesideOperatorsSecret", func(t *testing.T) { checkHelmLeavesOperatorsSecret(t, c) })
 
 	// The example PostgreSQL the postgres overlay points at is a valid
 	// CloudNativePG Cluster.

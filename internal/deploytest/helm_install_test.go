@@ -25,8 +25,8 @@ import (
 // `helm install corral-vdi oci://…/corral-vdi-portal --version X.Y.Z` with
 // Helm's own install action against the real kube-apiserver, which
 // creates the portal's objects pulling the release's image by digest, and
-// (secrets.create) the Secret of the portal's keys, which each upgrade
-// keeps as it was; then `helm uninstall` takes every one of them away but
+// (secrets.create, by default) the Secret of the portal's keys, which each
+// upgrade keeps as it was; then `helm uninstall` takes every one of them away but
 // that Secret.
 func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	const ns, name, version = "corral-vdi-oci", "corral-vdi", "v0.3.0"
@@ -49,7 +49,7 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	o := deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
 		Image: image, Digest: digest, EncoderDigest: encoderDigest, Kubeconfig: kubeconfig, Namespace: ns, Name: name, Dir: dir,
 		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}},
-			"auth": map[string]any{"admins": "ops"}, "secrets": map[string]any{"create": true}}}
+			"auth": map[string]any{"admins": "ops"}}}
 	in, err := deploytest.InstallFromOCI(o)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 		}
 		return secret.Data
 	}
-	made := keys("after helm install with secrets.create")
+	made := keys("after helm install with the chart's defaults")
 	for _, k := range []string{"session-keys", "token-keys", "peer-secret", "metrics-token"} {
 		if len(made[k]) == 0 {
 			t.Errorf("the Secret helm install made has no %s: %v", k, slices.Collect(maps.Keys(made)))
@@ -137,4 +137,65 @@ func sidecarImage(d appsv1.Deployment) string {
 		}
 	}
 	return ""
+}
+
+// checkHelmLeavesOperatorsSecret: an operator who made the Secret of the
+// portal's keys before installing the chart (docs/operating.md, step 3,
+// or an install from before the chart made it; here one without
+// metrics-token) installs, upgrades and uninstalls with the chart's
+// defaults: Helm does not refuse to take over a Secret it did not make,
+// and the Secret is the operator's throughout, its keys as they were.
+func checkHelmLeavesOperatorsSecret(t *testing.T, c *testcluster.Cluster) {
+	const ns, name, version = "corral-vdi-own", "corral-vdi", "v0.3.0"
+	admin := c.AdminClient(t)
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	own := map[string][]byte{"session-keys": []byte("the operator's session key"), "token-keys": []byte("the operator's token key"),
+		"peer-secret": []byte("the operator's peer secret")}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corral-vdi-secrets"}, Data: own}
+	if err := admin.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	same := func(when string) {
+		t.Helper()
+		var now corev1.Secret
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(secret), &now); err != nil {
+			t.Fatalf("%s, the operator's Secret: %v", when, err)
+		}
+		if !maps.EqualFunc(now.Data, own, bytes.Equal) {
+			t.Errorf("%s the operator's Secret has keys %v; want theirs, %v, left alone", when, slices.Sorted(maps.Keys(now.Data)), slices.Sorted(maps.Keys(own)))
+		}
+		if by := now.Annotations["meta.helm.sh/release-name"]; by != "" {
+			t.Errorf("%s the operator's Secret is release %s's", when, by)
+		}
+	}
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig, ""); err != nil {
+		t.Fatal(err)
+	}
+	o := deploytest.OCIInstall{Deploy: filepath.Join("..", "..", "deploy"), Version: version,
+		Image: "registry.example.com/vdi/portal", Digest: "sha256:" + strings.Repeat("cd", 32), Kubeconfig: kubeconfig,
+		Namespace: ns, Name: name, Dir: dir,
+		Values: map[string]any{"poolNamespaces": []any{map[string]any{"name": ns + "-desktops", "create": true}}}}
+	in, err := deploytest.InstallFromOCI(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after helm install")
+	next := o
+	next.Version, next.Dir = "v0.4.0", t.TempDir()
+	if err := in.UpgradeFromOCI(next, false); err != nil {
+		t.Fatal(err)
+	}
+	same("after helm upgrade")
+	if err := in.Uninstall(); err != nil {
+		t.Fatal(err)
+	}
+	same("after helm uninstall")
 }
