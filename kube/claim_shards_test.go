@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/corral-dev/corral-vdi-portal/handlers"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
@@ -116,7 +117,8 @@ type shardFleet struct {
 	fw         *direct
 	ctx        context.Context
 	wg         sync.WaitGroup
-	logs       testlog.Buffer // the replicas' logs, shown when the test fails
+	logs       testlog.Buffer              // the replicas' logs, shown when the test fails
+	clocks     map[string]clock.WithTicker // the replicas' shard clocks by name (none: the real one)
 }
 
 func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int) *shardFleet {
@@ -137,7 +139,7 @@ func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service
 	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{},
 		Log:                slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", name),
 		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v}, ClaimWait: f.claimWait,
-		Shards: &vdi.ShardConfig{URL: func() string { return name }, Forward: f.fw}})
+		Shards: &vdi.ShardConfig{URL: func() string { return name }, Forward: f.fw, Clock: f.clocks[name]}})
 	f.fw.mu.Lock()
 	f.fw.svcs[name] = svc
 	f.fw.mu.Unlock()

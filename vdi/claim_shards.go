@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Claims by shard (docs/decisions/kube-one-write.md, "The replicas'
@@ -32,7 +34,11 @@ import (
 // takeover write, so every write of its claims has a lower
 // resourceVersion, and the new holder's claims read a user's Leases after
 // it (WithReadAfter): the fence. A user's next claim on the same holder
-// reads after her last write there.
+// reads after her last write there. Where the store reports its Leases'
+// changes (ChangeNotifier, the kube backend's watch), a shard let go is
+// taken by the replica that should hold it, and a claim waiting for a
+// holder goes on, at the change (changed, route): a handover takes a
+// watch event, not a pass.
 const (
 	shardPool     = "claim.shard"
 	shardPrefix   = "claimshard-"
@@ -66,6 +72,10 @@ type ShardConfig struct {
 	Forward Forwarder
 	// Count is how many shards users hash to (DefaultShardCount).
 	Count int
+	// Clock times the holds, their renewals and a claim's waits for a
+	// shard's holder; the real clock when nil (tests hold one still to
+	// show what wakes a wait).
+	Clock clock.WithTicker
 }
 
 // shards keeps this replica's holds of the claim shards.
@@ -75,7 +85,9 @@ type shards struct {
 	count   int
 	url     func() string
 	forward Forwarder
+	clock   clock.WithTicker
 	kick    chan struct{}
+	takeNow chan int // shards this replica should hold whose Lease changed (changed)
 
 	going sync.WaitGroup // holds being let go (letGo)
 
@@ -117,8 +129,12 @@ func newShards(s *Service, ns string, cfg *ShardConfig) *shards {
 	if n <= 0 {
 		n = DefaultShardCount
 	}
-	return &shards{s: s, ns: ns, count: n, url: cfg.URL, forward: cfg.Forward, kick: make(chan struct{}, 1),
-		held: map[int]*shardHold{}, seen: map[int]shardSighting{}}
+	c := cfg.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &shards{s: s, ns: ns, count: n, url: cfg.URL, forward: cfg.Forward, clock: c, kick: make(chan struct{}, 1),
+		takeNow: make(chan int, n), held: map[int]*shardHold{}, seen: map[int]shardSighting{}}
 }
 
 // shardOf returns the shard of login.
@@ -176,17 +192,62 @@ func (sh *shards) view() string {
 
 // run keeps this replica's holds until ctx ends, then gives them up.
 func (sh *shards) run(ctx context.Context) {
-	t := time.NewTicker(shardRenew)
+	if n, ok := sh.s.leases.(ChangeNotifier); ok {
+		n.OnChange(sh.changed)
+	}
+	t := sh.clock.NewTicker(shardRenew)
 	defer t.Stop()
 	for {
 		sh.pass(ctx)
-		select {
-		case <-ctx.Done():
+		if !sh.await(ctx, t.C()) {
 			sh.giveUpAll()
 			return
-		case <-t.C:
-		case <-sh.kick:
 		}
+	}
+}
+
+// await waits for run's next pass (tick, or a wake), taking meanwhile the
+// shards whose Lease changed that this replica should hold (changed);
+// false once ctx ended.
+func (sh *shards) await(ctx context.Context, tick <-chan time.Time) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick:
+			return true
+		case <-sh.kick:
+			return true
+		case k := <-sh.takeNow:
+			sh.mu.Lock()
+			h := sh.held[k]
+			sh.mu.Unlock()
+			if h == nil {
+				sh.take(ctx, k)
+			}
+		}
+	}
+}
+
+// changed is told of every change of a claim's Lease the store reports
+// (ChangeNotifier): when it is the Lease of a shard this replica should
+// hold and does not (its holder let it go, took it or renewed it), run
+// looks at that shard at once, so a shard handed over waits for a watch
+// event, not for the next pass (up to shardRenew, which claims waited
+// out: the soak's lone warm claims of 550-830 ms as the replicas
+// joined).
+func (sh *shards) changed(ref Ref) {
+	name, ok := strings.CutPrefix(ref.Name, shardPrefix)
+	if !ok || ref.Namespace != sh.ns {
+		return
+	}
+	k, err := strconv.Atoi(name)
+	if err != nil || k < 0 || k >= sh.count || sh.holds(k) || !sh.wants(k) {
+		return
+	}
+	select {
+	case sh.takeNow <- k:
+	default: // run has it queued already, or its pass will
 	}
 }
 
@@ -209,7 +270,7 @@ func (sh *shards) pass(ctx context.Context) {
 		case h != nil && h.leaving: // being let go (letGo)
 		case h != nil && !sh.wants(k) && (h.unwanted == "" || h.unwanted != sh.view()):
 			sh.letGo(k, h)
-		case h != nil && time.Since(h.renewed) >= shardRenew*3/4: // a pass woken early renews nothing
+		case h != nil && sh.clock.Since(h.renewed) >= shardRenew*3/4: // a pass woken early renews nothing
 			sh.renew(ctx, k, h)
 		case h != nil:
 		default:
@@ -221,9 +282,9 @@ func (sh *shards) pass(ctx context.Context) {
 // renew writes hold h of shard k again; a hold whose Lease changed under
 // it is lost at once, one whose renewal fails runs to its until.
 func (sh *shards) renew(ctx context.Context, k int, h *shardHold) {
-	sent := time.Now()
+	sent := sh.clock.Now()
 	want := sh.want(h.lease)
-	rctx, cancel := context.WithDeadline(ctx, h.until)
+	rctx, cancel := context.WithTimeout(ctx, h.until.Sub(sent))
 	l, err := sh.s.leases.Update(rctx, want)
 	cancel()
 	sh.mu.Lock()
@@ -237,9 +298,9 @@ func (sh *shards) renew(ctx context.Context, k int, h *shardHold) {
 		h.leaving = true
 		delete(sh.held, k)
 	default:
-		sh.s.log.Warn("claim shard not renewed; its hold runs out unless a renewal gets through", "shard", k, "left", time.Until(h.until).Round(time.Millisecond), "err", err)
+		sh.s.log.Warn("claim shard not renewed; its hold runs out unless a renewal gets through", "shard", k, "left", sh.left(h).Round(time.Millisecond), "err", err)
 		sh.failed = err
-		if !time.Now().Before(h.until) {
+		if sh.left(h) <= 0 {
 			h.leaving = true
 			delete(sh.held, k)
 		}
@@ -287,7 +348,7 @@ func (sh *shards) take(ctx context.Context, k int) {
 	want := sh.want(cur)
 	want.Namespace, want.Member = ref.Namespace, ref.Name
 	want.AcquireTime = sh.s.now()
-	sent := time.Now()
+	sent := sh.clock.Now()
 	var l *Lease
 	if cur == nil {
 		l, err = sh.s.leases.Create(ctx, want)
@@ -339,10 +400,10 @@ func (sh *shards) quiet(k int, rv string) time.Duration {
 	defer sh.mu.Unlock()
 	seen, ok := sh.seen[k]
 	if !ok || seen.version != rv {
-		seen = shardSighting{version: rv, at: time.Now()}
+		seen = shardSighting{version: rv, at: sh.clock.Now()}
 		sh.seen[k] = seen
 	}
-	return time.Since(seen.at)
+	return sh.clock.Since(seen.at)
 }
 
 // letGo ends this replica's hold h of shard k: no claim starts under it
@@ -362,7 +423,7 @@ func (sh *shards) letGo(k int, h *shardHold) {
 		if idle != nil {
 			select {
 			case <-idle:
-			case <-time.After(time.Until(h.until)):
+			case <-sh.clock.After(sh.left(h)):
 			}
 		}
 		sh.mu.Lock()

@@ -25,7 +25,7 @@ func (sh *shards) enter(ctx context.Context, login string) (_ context.Context, _
 	}
 	sh.mu.Lock()
 	h := sh.held[k]
-	if h == nil || h.leaving || time.Until(h.until) < shardLeft {
+	if h == nil || h.leaving || sh.left(h) < shardLeft {
 		sh.mu.Unlock()
 		pass()
 		return nil, nil, nil, false, nil
@@ -35,9 +35,9 @@ func (sh *shards) enter(ctx context.Context, login string) (_ context.Context, _
 	if rv := h.last[login]; rv != "" {
 		after = rv
 	}
-	until := h.until
+	left := sh.left(h)
 	sh.mu.Unlock()
-	ctx, cancel := context.WithDeadline(ctx, until)
+	ctx, cancel := context.WithTimeout(ctx, left)
 	return WithReadAfter(ctx, after, login), &shardWrites{Leases: sh.s.leases, sh: sh, h: h, login: login}, func() {
 		cancel()
 		sh.mu.Lock()
@@ -55,8 +55,11 @@ func (sh *shards) holds(k int) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	h := sh.held[k]
-	return h != nil && !h.leaving && time.Until(h.until) >= shardLeft
+	return h != nil && !h.leaving && sh.left(h) >= shardLeft
 }
+
+// left returns how long hold h has left on this replica's clock.
+func (sh *shards) left(h *shardHold) time.Duration { return h.until.Sub(sh.clock.Now()) }
 
 // holder returns where the holder of shard k is reached, as its Lease
 // says; ok is false when it has none that runs, and err the store's

@@ -79,6 +79,9 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 	k := s.shards.shardOf(req.Login)
 	backoff := 5 * time.Millisecond
 	for {
+		// Taken before the look, so no change falls between: a shard
+		// handed over (or renewed) wakes the wait below at once.
+		changed := s.ClaimChanged(s.shards.ref(k))
 		rctx, leases, done, ok, err := s.shards.enter(ctx, req.Login)
 		step(ctx, enterStep(ok))
 		if err != nil {
@@ -116,7 +119,9 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			}
 			return TakeAnswer{}, Errorf(EUnavailable, "Try again in a minute; if it keeps failing, tell an admin.",
 				"The replica that runs your claims did not answer.")
-		case <-time.After(backoff):
+		case <-changed:
+			step(ctx, "shard-changed")
+		case <-s.shards.clock.After(backoff):
 			step(ctx, "pause")
 		}
 		backoff = min(backoff*2, 200*time.Millisecond)
