@@ -8,12 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/package-url/packageurl-go"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/release"
 	"github.com/corral-dev/corral-vdi-portal/rfb"
@@ -29,7 +33,8 @@ import (
 // in the image is set-user or set-group, and image scanners find its
 // Debian packages (var/lib/dpkg/status.d, etc/os-release). The release's
 // install.yaml and chart run that image, pinned by its digest, beside
-// every portal (the chart's encoder on by default).
+// every portal (the chart's encoder on by default). Its SBOM lists the
+// image's Debian packages at their pinned versions (checkEncoderSBOM).
 func TestEncoderImage(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("runs the image in a chroot: needs root")
@@ -48,6 +53,7 @@ func TestEncoderImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkEncoderSBOM(t, f.SBOM, "../../scripts/encoder-packages.txt")
 	checkInstall(t, f, "registry.example.com/vdi/portal@"+f.Digest, "registry.example.com/vdi/encoder@"+f.EncoderDigest)
 	checkChart(t, f, version, "registry.example.com/vdi/portal", "registry.example.com/vdi/encoder")
 	sums, err := os.ReadFile(f.Sums)
@@ -198,5 +204,70 @@ func unpack(t *testing.T, img v1.Image, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// checkEncoderSBOM reads the release's SBOM at path as an image scanner
+// would: it lists the encoder image as a container that depends on Debian
+// packages, each named by its package URL
+// (pkg:deb/debian/NAME@VERSION?arch=…&distro=debian-N), and those are
+// exactly the packages and versions of the pin file (name=version
+// lines, scripts/encoder-packages.txt).
+func checkEncoderSBOM(t *testing.T, path, pinFile string) {
+	t.Helper()
+	raw, err := os.ReadFile(pinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pins []string
+	for line := range strings.Lines(string(raw)) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			pins = append(pins, line)
+		}
+	}
+	sf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(sf, cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		t.Fatal(err)
+	}
+	var listed, refs []string
+	image := ""
+	for _, c := range *bom.Components {
+		if c.Type == cdx.ComponentTypeContainer && c.Name == release.EncoderImageName {
+			image = c.BOMRef
+		}
+		if !strings.HasPrefix(c.PackageURL, "pkg:deb/") {
+			continue
+		}
+		p, err := packageurl.FromString(c.PackageURL)
+		if err != nil {
+			t.Errorf("component %s: package URL %q: %v", c.Name, c.PackageURL, err)
+			continue
+		}
+		q := p.Qualifiers.Map()
+		if p.Namespace != "debian" || p.Name != c.Name || p.Version != c.Version || (q["arch"] != "amd64" && q["arch"] != "all") || !strings.HasPrefix(q["distro"], "debian-") {
+			t.Errorf("component %s %s: package URL %q; want pkg:deb/debian/%s@%s?arch=amd64 or all&distro=debian-N", c.Name, c.Version, c.PackageURL, c.Name, c.Version)
+		}
+		listed, refs = append(listed, p.Name+"="+p.Version), append(refs, c.BOMRef)
+	}
+	slices.Sort(pins)
+	slices.Sort(listed)
+	if !slices.Equal(listed, pins) {
+		t.Errorf("the SBOM's Debian packages are not the pinned ones:\n%s", cmp.Diff(pins, listed))
+	}
+	var deps []string
+	for _, d := range *bom.Dependencies {
+		if d.Ref == image && d.Dependencies != nil {
+			deps = *d.Dependencies
+		}
+	}
+	slices.Sort(refs)
+	slices.Sort(deps)
+	if image == "" || !slices.Equal(deps, refs) {
+		t.Errorf("the SBOM's encoder image %q depends on %d components; want a container %s depending on its %d Debian packages", image, len(deps), release.EncoderImageName, len(refs))
 	}
 }

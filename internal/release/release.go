@@ -4,7 +4,8 @@
 // into install.yaml with both images pinned by digest (kustomize's Go
 // API), the Helm chart packaged for the release and pinned the same way
 // (pushed to an OCI registry when asked), a CycloneDX SBOM of the
-// binary's modules, and SHA256SUMS of them all.
+// binary's modules and the encoder image's Debian packages, and SHA256SUMS
+// of them all.
 package release
 
 import (

@@ -11,7 +11,10 @@ import (
 
 // WriteSBOM writes a CycloneDX JSON SBOM of the modules linked into
 // c.Binary, as its debug/buildinfo records them (path, version, go.sum
-// hash; replacements as their targets), plus the Go standard library.
+// hash; replacements as their targets), plus the Go standard library;
+// with c.EncoderRoot, also the encoder sidecar's image (a container
+// component) and the Debian packages it is made of, on which it depends
+// (encoderSBOM).
 func WriteSBOM(out string, c Config) error {
 	info, err := buildinfo.ReadFile(c.Binary)
 	if err != nil {
@@ -39,6 +42,19 @@ func WriteSBOM(out string, c Config) error {
 		comps = append(comps, comp)
 		deps = append(deps, comp.BOMRef)
 	}
+	dependencies := []cdx.Dependency{{Ref: main.BOMRef, Dependencies: &deps}}
+	if c.EncoderRoot != "" {
+		image, debs, err := encoderSBOM(c.EncoderRoot, c.Version)
+		if err != nil {
+			return err
+		}
+		var refs []string
+		for _, d := range debs {
+			refs = append(refs, d.BOMRef)
+		}
+		comps = append(append(comps, image), debs...)
+		dependencies = append(dependencies, cdx.Dependency{Ref: image.BOMRef, Dependencies: &refs})
+	}
 	bom := cdx.NewBOM()
 	bom.Metadata = &cdx.Metadata{
 		Timestamp: c.Created.UTC().Format("2006-01-02T15:04:05Z"),
@@ -47,7 +63,7 @@ func WriteSBOM(out string, c Config) error {
 			Version: c.Version}}},
 	}
 	bom.Components = &comps
-	bom.Dependencies = &[]cdx.Dependency{{Ref: main.BOMRef, Dependencies: &deps}}
+	bom.Dependencies = &dependencies
 	f, err := os.Create(out)
 	if err != nil {
 		return fmt.Errorf("release: SBOM: %w", err)
