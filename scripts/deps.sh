@@ -41,6 +41,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(pulseaudio-utils)   # e2e: pactl plays a tone in a desktop's sink
 	pkgs+=(x11-apps)           # e2e: xwud shows a photo on a desktop, xwd reads its exact pixels
 	pkgs+=(prometheus)         # e2e: the shipped alerts and dashboard evaluated on a real portal's /metrics
+	pkgs+=(docker-registry skopeo) # internal/release: a release pushed to a real OCI registry (CNCF distribution) on loopback, as an operator pushes it
 fi
 
 missing=()

@@ -10,7 +10,8 @@
 # ghcr.io/corral-dev/corral-vdi-portal-kube), ENCODER_IMAGE the encoder's
 # (default ghcr.io/corral-dev/corral-vdi-portal-encoder);
 # CHART_REGISTRY (oci://HOST/PATH) pushes the chart there, with the
-# credentials of `helm registry login`.
+# credentials of `helm registry login` (CHART_PLAIN_HTTP=1 for a registry
+# without TLS).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${VERSION:?set VERSION, e.g. make release VERSION=v0.3.0}"
@@ -22,4 +23,4 @@ encoder=$(bash scripts/encoder-rootfs.sh)
 go run ./internal/release/cmd/release -version "$VERSION" -commit "$commit" \
 	-created "$(git log -1 --format=%ct)" -binary dist/corral-vdi-portal -encoder-root "$encoder/rootfs" \
 	-image "${IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-kube}" \
-	-encoder-image "${ENCODER_IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-encoder}" -chart-registry "${CHART_REGISTRY:-}" -out dist
+	-encoder-image "${ENCODER_IMAGE:-ghcr.io/corral-dev/corral-vdi-portal-encoder}" -chart-registry "${CHART_REGISTRY:-}" ${CHART_PLAIN_HTTP:+-chart-plain-http} -out dist
