@@ -2,7 +2,9 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -92,6 +94,45 @@ func (c *changeOnShardCreate) Create(ctx context.Context, l *vdi.Lease) (*vdi.Le
 		c.once.Do(c.then)
 	}
 	return out, err
+}
+
+// TestClaimsByShard_GiveUpRefused: a replica whose deletes of the shards
+// it gives up are refused (an API server shedding load) leaves them to
+// run out, and the replica that should hold them takes them then, though
+// it saw them go quiet seconds after the giver did (it started later):
+// where every replica waited one duration, the giver took them back as
+// unwanted first and kept them while the replicas stayed.
+func TestClaimsByShard_GiveUpRefused(t *testing.T) {
+	c := testcluster.Shared(t)
+	ns := c.Namespace(t)
+	cfg := rest.CopyConfig(c.Config)
+	cfg.WrapTransport = refuseShardDeletes(cfg.WrapTransport)
+	v := newView("r0")
+	f := newShardFleet(t, ns, leasetest.NewPool(ns, "p", 2, 2), 0)
+	f.start("r0", mustLeases(t, cfg), v)
+	later := mustLeases(t, c.Config)
+	waitShards(t, c, ns, "r0")
+	v.set("r1") // r0 gives its shards up; r1 starts a moment later
+	f.waitLogged(t, "claim shard not let go", vdi.DefaultShardCount)
+	time.Sleep(5 * time.Second) // two of r0's passes see its Leases unchanged
+	f.start("r1", later, v)
+	waitShards(t, c, ns, "r1")
+}
+
+// refuseShardDeletes is a rest.Config WrapTransport (over prev, which
+// may be nil) that refuses every delete of a claim shard's Lease.
+func refuseShardDeletes(prev func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/leases/"+vdi.LeasePrefix+"claimshard-") {
+				return nil, errors.New("the test refuses deletes of claim shards' Leases")
+			}
+			return rt.RoundTrip(req)
+		})
+	}
 }
 
 // TestClaimsByShard_ReplicaJoins: while 20 users each claim again and

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,6 +133,21 @@ func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int)
 		}
 	})
 	return f
+}
+
+// waitLogged waits until the replicas have logged a message that starts
+// with msg n times.
+func (f *shardFleet) waitLogged(t *testing.T, msg string, n int) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		got := strings.Count(f.logs.String(), `msg="`+msg)
+		if got >= n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the replicas logged %q %d times in a minute; want %d", msg, got, n)
+		}
+	}
 }
 
 // start starts replica name on leases, seeing the live replicas in v.

@@ -44,6 +44,14 @@ const (
 	shardPrefix   = "claimshard-"
 	shardDuration = 15 * time.Second
 	shardGuard    = 3 * time.Second
+	// shardUnwanted is how long a replica that should not hold a shard
+	// sees its Lease (or its absence) unchanged before it takes it: a
+	// whole duration after the replica that should hold it would, so
+	// that one takes it first wherever it runs claims by shard, though
+	// it saw the Lease go quiet later (it started later, or the holder
+	// that gave the shard up saw its own last renewal first, its
+	// delete refused).
+	shardUnwanted = 2 * shardDuration
 	shardRenew    = 2 * time.Second
 	// shardLeft is the least time a hold must have left for a claim to
 	// start under it; one with less waits for the renewal (or the
@@ -107,8 +115,8 @@ type shardHold struct {
 	// reads after.
 	last map[string]string
 	// unwanted is the view (shards.view) under which this replica took
-	// the shard though another should hold it, because none did for a
-	// whole duration (a replica of an earlier release, without claims
+	// the shard though another should hold it, because none did for
+	// shardUnwanted (a replica of an earlier release, without claims
 	// by shard, during a rolling update): it keeps it while the view
 	// stays, where giving it up would leave it free again.
 	unwanted string
@@ -321,8 +329,9 @@ func (sh *shards) want(old *Lease) *Lease {
 
 // take takes shard k when its Lease is missing and this replica should
 // hold it, or its Lease (or its absence) was seen unchanged for
-// shardDuration on this replica's clock: its holder stopped, or the
-// replica that should take it does not.
+// shardDuration on this replica's clock (shardUnwanted where another
+// should hold it): its holder stopped, or the replica that should take
+// it does not.
 func (sh *shards) take(ctx context.Context, k int) {
 	ref := sh.ref(k)
 	cur, err := sh.s.leases.Get(ctx, ref)
@@ -338,10 +347,14 @@ func (sh *shards) take(ctx context.Context, k int) {
 	// Whether this replica should hold the shard is judged once, before
 	// the write: a hold taken because it should is let go like any
 	// other once the live replicas change, even while its write is on
-	// its way; only one taken because it should not (no other did for a
-	// whole duration) is kept while the view it was judged by stays.
+	// its way; only one taken because it should not (no other did for
+	// shardUnwanted) is kept while the view it was judged by stays.
 	view, wanted := sh.view(), sh.wants(k)
-	run := sh.quiet(k, rv) >= shardDuration
+	wait := shardDuration
+	if !wanted {
+		wait = shardUnwanted
+	}
+	run := sh.quiet(k, rv) >= wait
 	if !run && (cur != nil || !wanted) {
 		return
 	}
