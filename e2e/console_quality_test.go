@@ -70,8 +70,8 @@ func TestConsole_VNCQuality(t *testing.T) {
 
 // TestConsole_VNCQualityAutoRemeasures forces a first round trip that a
 // busy moment made long: the page's first three /healthz answers are held
-// 60 ms, so Auto starts Fast; its next measure, a few seconds on, sees
-// loopback and turns Sharp.
+// 60 ms, so Auto starts Fast; its next measures, 3 and 10 s on, see
+// loopback and turn it Sharp.
 func TestConsole_VNCQualityAutoRemeasures(t *testing.T) {
 	p, member := mustVNCDesktop(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
@@ -91,5 +91,9 @@ func TestConsole_VNCQualityAutoRemeasures(t *testing.T) {
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	waitQuality(t, page, "auto fast 3 2")
+	// The later measures go straight to the portal: a route's every
+	// answer passes through the test's driver, which on a loaded machine
+	// alone takes longer than a WAN's round trip.
+	must(t, page.Unroute("**/healthz"))
 	waitQuality(t, page, "auto sharp 8 2")
 }
