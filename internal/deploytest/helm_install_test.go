@@ -34,11 +34,7 @@ func checkHelmInstallFromOCI(t *testing.T, c *testcluster.Cluster) {
 	encoder, encoderDigest := release.DefaultEncoderImage, "sha256:"+strings.Repeat("c0", 32)
 	admin := c.AdminClient(t)
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	restrictedNamespace(t, admin, ns)
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -149,11 +145,7 @@ func checkHelmLeavesOperatorsSecret(t *testing.T, c *testcluster.Cluster) {
 	const ns, name, version = "corral-vdi-own", "corral-vdi", "v0.3.0"
 	admin := c.AdminClient(t)
 	ctx := context.Background()
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	restrictedNamespace(t, admin, ns)
 	own := map[string][]byte{"session-keys": []byte("the operator's session key"), "token-keys": []byte("the operator's token key"),
 		"peer-secret": []byte("the operator's peer secret")}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corral-vdi-secrets"}, Data: own}
@@ -198,4 +190,16 @@ func checkHelmLeavesOperatorsSecret(t *testing.T, c *testcluster.Cluster) {
 		t.Fatal(err)
 	}
 	same("after helm uninstall")
+}
+
+// restrictedNamespace makes namespace ns, Pod Security restricted
+// enforced as deploy/ makes the portal's, for the test's length.
+func restrictedNamespace(t *testing.T, admin client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
 }
