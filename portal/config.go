@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -49,7 +50,13 @@ type ServerConfig struct {
 	DrainTimeout time.Duration
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// LogLevel is the least level logged: debug also logs every claim's
+	// steps (a slow one's are logged at info).
+	LogLevel slog.Level
 }
+
+// logLevels are the words of CORRAL_VDI_LOG_LEVEL.
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
 // AuthConfig is who users are and who the admins are.
 type AuthConfig struct {

@@ -40,6 +40,15 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{group: "server", name: "log-level", def: "info", help: "the least level logged: debug, info, warn or error; debug also logs where every claim's time went",
+		set: func(c *Config, v string) error {
+			lv, ok := logLevels[v]
+			if !ok {
+				return fmt.Errorf("%q is not debug, info, warn or error", v)
+			}
+			c.Server.LogLevel = lv
+			return nil
+		}},
 	{group: "server", name: "metrics-token-file", secret: true, help: "file holding the bearer token /metrics requires (without one, /metrics answers only requests straight from this machine, never through a proxy; a deployed portal without it closes /metrics to everyone and logs the command that adds it to its Secret); or set CORRAL_VDI_METRICS_TOKEN",
 		set: func(c *Config, v string) error { c.Server.MetricsToken = strings.TrimSpace(v); return nil }},
 

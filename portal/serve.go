@@ -14,7 +14,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string) error
 	if err != nil {
 		return err
 	}
-	m := &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	m := &Main{Config: cfg, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Server.LogLevel}))}
 	defer m.Close()
 	if err := m.Open(ctx); err != nil {
 		return err

@@ -39,18 +39,21 @@ type scale struct {
 	// from a pool of as many members (stormPhase).
 	StormUsers int
 	StormOver  time.Duration
+	// SerialWarm is how many warm claims alone the storm is set beside
+	// (each holds its member until the storm, so a small pool has few).
+	SerialWarm int
 }
 
 var scales = map[string]scale{
 	"short": {Name: "short", Members: 20, Users: 100, Ops: 800, Workers: 30, Hold: 6, EtcdStop: 5 * time.Second,
-		Sessions: 40, LoadFor: 15 * time.Second, Desktops: 2, FuzzTime: 3 * time.Second, StormUsers: 30, StormOver: 10 * time.Second},
+		Sessions: 40, LoadFor: 15 * time.Second, Desktops: 2, FuzzTime: 3 * time.Second, StormUsers: 30, StormOver: 10 * time.Second, SerialWarm: 5},
 	"default": {Name: "default", Members: 100, Users: 1000, Ops: 10000, Workers: 150, Hold: 20, EtcdStop: 15 * time.Second,
-		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 10 * time.Second, StormUsers: 300, StormOver: 60 * time.Second},
+		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 10 * time.Second, StormUsers: 300, StormOver: 60 * time.Second, SerialWarm: 30},
 	// full is default with the whole morning: 1,000 users over 60 s
 	// from a 1,000-member pool (more than 2 shared cores carry; see
 	// docs/reliability.md).
 	"full": {Name: "full", Members: 100, Users: 1000, Ops: 10000, Workers: 150, Hold: 20, EtcdStop: 15 * time.Second,
-		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 10 * time.Second, StormUsers: 1000, StormOver: 60 * time.Second},
+		Sessions: 200, LoadFor: 60 * time.Second, Desktops: 4, FuzzTime: 10 * time.Second, StormUsers: 1000, StormOver: 60 * time.Second, SerialWarm: 30},
 }
 
 var binary string
@@ -143,6 +146,9 @@ func launch(t *testing.T, data, listen string, env []string) (*portal, error) {
 	dir, pattern := t.TempDir(), "portal-*.log"
 	if keep := os.Getenv("SOAK_LOGS"); keep != "" {
 		dir, pattern = keep, strings.ReplaceAll(t.Name(), "/", "-")+"-portal-*.log"
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("SOAK_LOGS: %w", err)
+		}
 	}
 	logf, err := os.CreateTemp(dir, pattern)
 	if err != nil {

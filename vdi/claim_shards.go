@@ -40,7 +40,8 @@ import (
 // holder goes on, at the change (changed, route): a handover takes a
 // watch event, not a pass.
 const (
-	shardPool     = "claim.shard"
+	// ShardPool is the pool label of the shards' Leases.
+	ShardPool     = "claim.shard"
 	shardPrefix   = "claimshard-"
 	shardDuration = 15 * time.Second
 	shardGuard    = 3 * time.Second
@@ -59,8 +60,8 @@ const (
 	shardLeft = 4 * time.Second
 	// DefaultShardCount is how many shards users hash to.
 	DefaultShardCount = 16
-	// annoShardURL is on a shard's Lease where its holder is reached.
-	annoShardURL = "corral.dev/vdi-shard-url"
+	// AnnotationShardURL is on a shard's Lease where its holder is reached.
+	AnnotationShardURL = "corral.dev/vdi-shard-url"
 )
 
 // Forwarder sends a claim to the replica that holds its user's shard.
@@ -146,10 +147,13 @@ func newShards(s *Service, ns string, cfg *ShardConfig) *shards {
 }
 
 // shardOf returns the shard of login.
-func (sh *shards) shardOf(login string) int {
+func (sh *shards) shardOf(login string) int { return ShardOf(login, sh.count) }
+
+// ShardOf returns which of count claim shards login's claims run under.
+func ShardOf(login string, count int) int {
 	h := fnv.New32a()
 	h.Write([]byte(login))
-	return int(h.Sum32() % uint32(sh.count))
+	return int(h.Sum32() % uint32(count))
 }
 
 func (sh *shards) ref(k int) Ref {
@@ -319,8 +323,8 @@ func (sh *shards) renew(ctx context.Context, k int, h *shardHold) {
 // new Lease).
 func (sh *shards) want(old *Lease) *Lease {
 	now := sh.s.now()
-	l := &Lease{Pool: shardPool, Holder: sh.self(), AcquireTime: now, RenewTime: now, Duration: shardDuration,
-		Annotations: map[string]string{annoShardURL: sh.url()}}
+	l := &Lease{Pool: ShardPool, Holder: sh.self(), AcquireTime: now, RenewTime: now, Duration: shardDuration,
+		Annotations: map[string]string{AnnotationShardURL: sh.url()}}
 	if old != nil {
 		l.Namespace, l.Member, l.ResourceVersion, l.AcquireTime = old.Namespace, old.Member, old.ResourceVersion, old.AcquireTime
 	}

@@ -74,7 +74,7 @@ func (sh *shards) holder(ctx context.Context, k int) (url string, self bool, ok 
 	case cur.Expired(sh.s.now()):
 		return "", false, false, nil
 	}
-	return cur.Annotations[annoShardURL], cur.Holder == sh.self(), cur.Annotations[annoShardURL] != "", nil
+	return cur.Annotations[AnnotationShardURL], cur.Holder == sh.self(), cur.Annotations[AnnotationShardURL] != "", nil
 }
 
 // shardWrites is the store a claim under a hold writes through: it notes
