@@ -120,6 +120,7 @@ type shardFleet struct {
 	wg         sync.WaitGroup
 	logs       testlog.Buffer              // the replicas' logs, shown when the test fails
 	clocks     map[string]clock.WithTicker // the replicas' shard clocks by name (none: the real one)
+	nows       map[string]func() time.Time // the replicas' vdi.Config.Now by name (none: time.Now)
 }
 
 func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int) *shardFleet {
@@ -154,7 +155,7 @@ func (f *shardFleet) waitLogged(t *testing.T, msg string, n int) {
 func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service {
 	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{},
 		Log:                slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", name),
-		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v}, ClaimWait: f.claimWait,
+		MaxDesktopsPerUser: f.maxPerUser, LockNamespace: f.ns, Replicas: viewOf{name, v}, ClaimWait: f.claimWait, Now: f.nows[name],
 		Shards: &vdi.ShardConfig{URL: func() string { return name }, Forward: f.fw, Clock: f.clocks[name]}})
 	f.fw.mu.Lock()
 	f.fw.svcs[name] = svc

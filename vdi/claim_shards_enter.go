@@ -62,17 +62,38 @@ func (sh *shards) holds(k int) bool {
 func (sh *shards) left(h *shardHold) time.Duration { return h.until.Sub(sh.clock.Now()) }
 
 // holder returns where the holder of shard k is reached, as its Lease
-// says; ok is false when it has none that runs, and err the store's
-// refusal to read the Lease.
-func (sh *shards) holder(ctx context.Context, k int) (url string, self bool, ok bool, err error) {
-	cur, err := sh.s.leases.Get(ctx, sh.ref(k))
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return "", false, false, nil
-	case err != nil:
-		return "", false, false, err
-	case cur.Expired(sh.s.now()):
-		return "", false, false, nil
+// says: from the store's list of the shards' Leases (on Kubernetes its
+// watch cache, which a handover reaches in a watch event), or, with fresh
+// or when the list shows no holder that runs, from the store itself (a
+// request to the API server, which a forward per claim paid on every
+// claim). A holder the list shows a moment late answers the forward
+// "not holder", and the claim then looks again with fresh. ok is false
+// when the shard has no holder that runs, and err is the store's refusal
+// to read the Lease.
+func (sh *shards) holder(ctx context.Context, k int, fresh bool) (url string, self bool, ok bool, err error) {
+	ref, now := sh.ref(k), sh.s.now()
+	var cur *Lease
+	if !fresh {
+		listed, err := sh.s.leases.List(ctx, ref.Namespace, ShardPool)
+		if err == nil {
+			for _, l := range listed {
+				// This replica's own hold, which it did not enter
+				// (being let go, or short of time), is read as the
+				// store has it.
+				if l.Member == ref.Name && !l.Expired(now) && l.Annotations[AnnotationShardURL] != "" && l.Holder != sh.self() {
+					cur = l
+				}
+			}
+		}
+	}
+	if cur == nil {
+		if cur, err = sh.s.leases.Get(ctx, ref); errors.Is(err, ErrNotFound) {
+			return "", false, false, nil
+		} else if err != nil {
+			return "", false, false, err
+		} else if cur.Expired(now) {
+			return "", false, false, nil
+		}
 	}
 	return cur.Annotations[AnnotationShardURL], cur.Holder == sh.self(), cur.Annotations[AnnotationShardURL] != "", nil
 }

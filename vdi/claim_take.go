@@ -78,6 +78,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 	}
 	k := s.shards.shardOf(req.Login)
 	backoff := 5 * time.Millisecond
+	fresh := false // look the holder up past the list (a forward found it stale)
 	for {
 		// Taken before the look, so no change falls between: a shard
 		// handed over (or renewed) wakes the wait below at once.
@@ -90,7 +91,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			defer done()
 			return s.takeIn(rctx, leases, p, req)
 		}
-		url, self, ok, err := s.shards.holder(ctx, k)
+		url, self, ok, err := s.shards.holder(ctx, k, fresh)
 		step(ctx, holderStep(ok, self))
 		if err != nil && ctx.Err() == nil {
 			// The store refuses to say who holds her shard (the API
@@ -109,6 +110,7 @@ func (s *Service) route(ctx context.Context, p Pool, req TakeRequest) (TakeAnswe
 			// it sent may have been written, and asking again (here
 			// or at a new holder, which reads after it) finds it.
 			s.log.Debug("claim not forwarded; looking for the shard's holder again", "shard", k, "err", err)
+			fresh = true
 		} else if !ok {
 			s.shards.wake()
 		}
