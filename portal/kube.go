@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -88,6 +89,21 @@ func resolveBackend(c *Config, getenv func(string) string) error {
 		return fmt.Errorf("CORRAL_VDI_BACKEND: %q is not a backend (use local or kube)", c.Server.Backend)
 	}
 	return nil
+}
+
+// refillDelay is how long a pool's warm standby waits after a claim
+// before it starts the next member: vdi's default (vdi.DefaultRefillDelay)
+// where desktops start on this machine and would share its cores with
+// the one just handed out; none on Kubernetes, whose desktops start on
+// the cluster's nodes. There the wait emptied a standby sized to a
+// morning's arrivals within it (16 claims a second, a standby of 3
+// refilled every 2 s), and nine claims in ten started their member
+// themselves (docs/reliability.md, the storm).
+func refillDelay(backend string) time.Duration {
+	if backend == BackendKube {
+		return -1 // at the claim's event
+	}
+	return 0 // vdi's default
 }
 
 // restConfig is the cluster access of the kube backend: kubeconfig when

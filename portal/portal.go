@@ -138,7 +138,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.svc = vdi.NewService(vdi.Config{Backend: backend, Leases: leases, Audit: m.history, Log: m.Log,
 		Policy: vdi.Policy{DisconnectGrace: c.Claims.DisconnectGrace, MaxSession: c.Claims.MaxSession, IdleTimeout: c.Claims.IdleTimeout,
 			Network: vdi.Network(c.Local.DesktopNetwork)},
-		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups, Samples: db,
+		MaxDesktopsPerUser: c.Claims.MaxDesktopsPerUser, LockNamespace: lockNS, Groups: groups, Samples: db, RefillDelay: refillDelay(c.Server.Backend),
 		Replicas: m.replicas(), Shards: m.claimShards()})
 	pats := tokens.New(tokens.Config{Store: db, Audit: m.history, ValidLogin: auth.ValidLogin, Log: m.Log})
 	authn, err := auth.New(auth.Config{
