@@ -10,7 +10,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
@@ -68,13 +67,11 @@ func serialAfterAFailedRelease(t *testing.T, hs *haScreen, a, b *haReplica) {
 }
 
 // refuseDeletes has the API server refuse every delete of a Lease whose
-// name starts with prefix, until lift is called or the test ends: a
-// ValidatingAdmissionPolicy, in force once a Lease of that name can no
-// longer be deleted.
+// name starts with prefix, from its return until lift is called or the
+// test ends: a ValidatingAdmissionPolicy.
 func refuseDeletes(t *testing.T, admin client.Client, prefix string) (lift func()) {
 	t.Helper()
-	ctx := context.Background()
-	lift = testcluster.Refuse(t, admin, testcluster.Refusal{
+	return testcluster.Refuse(t, admin, testcluster.Refusal{
 		Name:       strings.TrimSuffix(strings.ReplaceAll(prefix, ".", "-"), "-"),
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
 		Group:      "coordination.k8s.io",
@@ -82,13 +79,4 @@ func refuseDeletes(t *testing.T, admin client.Client, prefix string) (lift func(
 		Allow:      "!request.name.startsWith('" + prefix + "')",
 		Message:    "the test refuses deletes of these Leases",
 	})
-	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "corral-vdi", Name: prefix + "probe"}}
-	waitFor(t, 30*time.Second, "the admission policy refusing deletes of "+prefix+"*", func() bool {
-		if err := admin.Create(ctx, probe.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s: %v", probe.Name, err)
-		}
-		err := admin.Delete(ctx, probe.DeepCopy())
-		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
-	})
-	return lift
 }

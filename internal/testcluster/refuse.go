@@ -2,8 +2,11 @@ package testcluster
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,14 +31,29 @@ type Refusal struct {
 	Message string
 }
 
+// refusalInForce bounds Refuse's wait for the API server to put its
+// policy in force (or take it away): it loads policies a moment after they
+// are made (an informer, then a pass each second), which a loaded machine
+// stretches to seconds.
+const refusalInForce = 2 * time.Minute
+
 // Refuse has the API server refuse the writes r names, as an admin's
 // ValidatingAdmissionPolicy would, until lift is called (once or more) or
-// the test ends. The API server puts a new policy in force a moment after
-// it is made: the caller waits until a write of its own is refused (a dry
-// run, or a probe object) before it counts on the refusal.
+// the test ends. It returns once the refusal is in force, and lift once
+// it is lifted: the API server loads a new policy and its binding
+// asynchronously, a moment (on a loaded machine, seconds) after they are
+// made, and a write in that moment would pass. Each is seen on a probe:
+// the policy refuses as well a dry-run create of one ConfigMap of its own
+// (r's namespace, or "default"), and its resources come into force with
+// their policy and binding, all at once.
 func Refuse(tb testing.TB, cl client.Client, r Refusal) (lift func()) {
 	tb.Helper()
 	ctx := context.Background()
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: "refusal-probe-" + r.Name}}
+	if probe.Namespace == "" {
+		probe.Namespace = metav1.NamespaceDefault
+	}
+	isProbe := fmt.Sprintf("request.resource.group == '' && request.resource.resource == 'configmaps' && request.name == '%s'", probe.Name)
 	fail := admissionregistrationv1.Fail
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name},
@@ -46,8 +64,17 @@ func Refuse(tb testing.TB, cl client.Client, r Refusal) (lift func()) {
 					Operations: r.Operations,
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{"*"}, Resources: []string{r.Resource}},
 				},
+			}, {
+				ResourceNames: []string{probe.Name},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: r.Allow, Message: r.Message}},
+			Validations: []admissionregistrationv1.Validation{
+				{Expression: "!(" + isProbe + ")", Message: "the refusal's probe"},
+				{Expression: "(" + isProbe + ") || (" + r.Allow + ")", Message: r.Message},
+			},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -59,11 +86,20 @@ func Refuse(tb testing.TB, cl client.Client, r Refusal) (lift func()) {
 		binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{corev1.LabelMetadataName: r.Namespace}}}
 	}
+	// refused reports whether the API server refuses the probe with this
+	// policy, and what it answered.
+	refused := func() (bool, error) {
+		err := cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+r.Name+"'"), err
+	}
 	var once sync.Once
 	lift = func() {
 		once.Do(func() {
 			cl.Delete(ctx, binding)
 			cl.Delete(ctx, policy)
+			if err := waitRefused(refused, false); err != nil {
+				tb.Errorf("testcluster: lift the refusal %q: %v", r.Message, err)
+			}
 		})
 	}
 	tb.Cleanup(lift)
@@ -72,5 +108,29 @@ func Refuse(tb testing.TB, cl client.Client, r Refusal) (lift func()) {
 			tb.Fatalf("testcluster: refuse %s: %v", r.Message, err)
 		}
 	}
+	made := time.Now()
+	if err := waitRefused(refused, true); err != nil {
+		tb.Fatalf("testcluster: refuse %s: %v", r.Message, err)
+	}
+	tb.Logf("testcluster: the API server refuses %s, %v after the policy was made", r.Message, time.Since(made).Round(time.Millisecond))
 	return lift
+}
+
+// waitRefused waits up to refusalInForce until refused reports want, and
+// says what the API server last answered when it gives up.
+func waitRefused(refused func() (bool, error), want bool) error {
+	start := time.Now()
+	for {
+		got, err := refused()
+		if got == want {
+			return nil
+		}
+		if time.Since(start) > refusalInForce {
+			if want {
+				return fmt.Errorf("the API server did not put the policy in force in %v: a dry-run create of its probe answered %v", refusalInForce, err)
+			}
+			return fmt.Errorf("the API server still refuses the policy's probe after %v: %v", refusalInForce, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
