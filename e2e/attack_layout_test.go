@@ -7,27 +7,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testrfb"
 )
 
 // What the attack rows on screen layouts send a console (a SetDesktopSize
 // of the attacker's making) and how they read the answer.
-
-// layoutMsg is a SetDesktopSize for a w×h desktop with screens, each
-// {id, x, y, w, h}; a negative place is sent as RFB's 16 bits carry it.
-func layoutMsg(w, h int, screens ...[5]int) []byte {
-	msg := []byte{251, 0}
-	msg = be.BigEndian.AppendUint16(msg, uint16(w))
-	msg = be.BigEndian.AppendUint16(msg, uint16(h))
-	msg = append(msg, byte(len(screens)), 0)
-	for _, s := range screens {
-		msg = be.BigEndian.AppendUint32(msg, uint32(s[0]))
-		for _, v := range s[1:] {
-			msg = be.BigEndian.AppendUint16(msg, uint16(v))
-		}
-		msg = be.BigEndian.AppendUint32(msg, 0)
-	}
-	return msg
-}
 
 // badLayout is a layout no VM's display should be handed.
 type badLayout struct {
@@ -38,11 +23,11 @@ type badLayout struct {
 // badLayouts are what an attacker with control asks a VM's display for:
 // QEMU's VNC server hands the guest any width and height it is sent.
 var badLayouts = []badLayout{
-	{"ItsDisplayOff", layoutMsg(0, 0, [5]int{0, 0, 0, 0, 0})},
-	{"NoScreen", layoutMsg(800, 600)},
-	{"AScreenAtANegativePlace", layoutMsg(800, 600, [5]int{0, -200, -100, 800, 600})},
-	{"OverlappingScreens", layoutMsg(1600, 600, [5]int{0, 0, 0, 1000, 600}, [5]int{1, 600, 0, 1000, 600})},
-	{"MoreThanTheHubHolds", layoutMsg(20000, 600, [5]int{0, 0, 0, 20000, 600})},
+	{"ItsDisplayOff", testrfb.SetDesktopSize(0, 0, [5]int{0, 0, 0, 0, 0})},
+	{"NoScreen", testrfb.SetDesktopSize(800, 600)},
+	{"AScreenAtANegativePlace", testrfb.SetDesktopSize(800, 600, [5]int{0, -200, -100, 800, 600})},
+	{"OverlappingScreens", testrfb.SetDesktopSize(1600, 600, [5]int{0, 0, 0, 1000, 600}, [5]int{1, 600, 0, 1000, 600})},
+	{"MoreThanTheHubHolds", testrfb.SetDesktopSize(20000, 600, [5]int{0, 0, 0, 20000, 600})},
 }
 
 // statusInvalidLayout is ExtendedDesktopSize's answer to a layout the

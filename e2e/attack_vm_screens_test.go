@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testrfb"
 )
 
 // The attack table's rows on a VM's screen windows (#57): a local VM's
@@ -71,7 +72,7 @@ func screenRows(of string, env []string, setup func(*testing.T, *arena), path fu
 			name: "ViewOnlyInviteeResizes" + of, env: env, setup: invited("erin", false),
 			attack: func(t *testing.T, a *arena) *http.Response {
 				ws, res := a.console(t, "erin", path(a))
-				rfbClient(t, ws, [][]byte{layoutMsg(800, 600, [5]int{0, 0, 0, 800, 600})})
+				rfbClient(t, ws, [][]byte{testrfb.SetDesktopSize(800, 600, [5]int{0, 0, 0, 800, 600})})
 				return res
 			},
 			status: 101, consoles: 1,

@@ -2,42 +2,26 @@ package rfb
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 	"time"
-)
 
-// layoutMsg is a SetDesktopSize for a w×h desktop with screens, each
-// {id, x, y, w, h}.
-func layoutMsg(w, h int, screens ...[5]int) []byte {
-	msg := []byte{msgSetDesktopSize, 0}
-	msg = binary.BigEndian.AppendUint16(msg, uint16(w))
-	msg = binary.BigEndian.AppendUint16(msg, uint16(h))
-	msg = append(msg, byte(len(screens)), 0)
-	for _, s := range screens {
-		msg = binary.BigEndian.AppendUint32(msg, uint32(s[0]))
-		for _, v := range s[1:] {
-			msg = binary.BigEndian.AppendUint16(msg, uint16(v))
-		}
-		msg = binary.BigEndian.AppendUint32(msg, 0)
-	}
-	return msg
-}
+	"github.com/corral-dev/corral-vdi-portal/internal/testrfb"
+)
 
 // badLayouts are layouts no desktop should be handed, by what is wrong.
 var badLayouts = []struct {
 	name string
 	msg  []byte
 }{
-	{"0x0, as a monitor turned off", layoutMsg(0, 0, [5]int{0, 0, 0, 0, 0})},
-	{"no screen", layoutMsg(64, 32)},
-	{"an empty screen", layoutMsg(64, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 0, 0, 0, 32})},
-	{"a screen past the right edge", layoutMsg(64, 32, [5]int{0, 0, 0, 65, 32})},
-	{"a screen at a negative x", layoutMsg(64, 32, [5]int{0, -16, 0, 32, 32})},
-	{"a screen at a negative y", layoutMsg(64, 32, [5]int{0, 0, -1, 64, 32})},
-	{"overlapping screens", layoutMsg(64, 32, [5]int{0, 0, 0, 40, 32}, [5]int{1, 30, 0, 34, 32})},
-	{"one screen twice", layoutMsg(64, 32, [5]int{0, 0, 0, 32, 32}, [5]int{0, 32, 0, 32, 32})},
-	{"a side over the hub's limit", layoutMsg(maxDimension+1, 32, [5]int{0, 0, 0, maxDimension + 1, 32})},
+	{"0x0, as a monitor turned off", testrfb.SetDesktopSize(0, 0, [5]int{0, 0, 0, 0, 0})},
+	{"no screen", testrfb.SetDesktopSize(64, 32)},
+	{"an empty screen", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 0, 0, 0, 32})},
+	{"a screen past the right edge", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, 0, 65, 32})},
+	{"a screen at a negative x", testrfb.SetDesktopSize(64, 32, [5]int{0, -16, 0, 32, 32})},
+	{"a screen at a negative y", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, -1, 64, 32})},
+	{"overlapping screens", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, 0, 40, 32}, [5]int{1, 30, 0, 34, 32})},
+	{"one screen twice", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, 0, 32, 32}, [5]int{0, 32, 0, 32, 32})},
+	{"a side over the hub's limit", testrfb.SetDesktopSize(maxDimension+1, 32, [5]int{0, 0, 0, maxDimension + 1, 32})},
 }
 
 func TestValidLayout(t *testing.T) {
@@ -50,10 +34,10 @@ func TestValidLayout(t *testing.T) {
 		name string
 		msg  []byte
 	}{
-		{"one screen", layoutMsg(64, 32, [5]int{0, 0, 0, 64, 32})},
-		{"two side by side", layoutMsg(96, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 16})},
-		{"three, one below", layoutMsg(96, 64, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 32}, [5]int{2, 0, 32, 64, 32})},
-		{"the hub's largest", layoutMsg(maxDimension, maxDimension, [5]int{7, 0, 0, maxDimension, maxDimension})},
+		{"one screen", testrfb.SetDesktopSize(64, 32, [5]int{0, 0, 0, 64, 32})},
+		{"two side by side", testrfb.SetDesktopSize(96, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 16})},
+		{"three, one below", testrfb.SetDesktopSize(96, 64, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 32}, [5]int{2, 0, 32, 64, 32})},
+		{"the hub's largest", testrfb.SetDesktopSize(maxDimension, maxDimension, [5]int{7, 0, 0, maxDimension, maxDimension})},
 	} {
 		if !validLayout(tt.msg) {
 			t.Errorf("validLayout(%s) = false; want true", tt.name)
@@ -82,7 +66,7 @@ func TestHub_SetDesktopSizeBadLayout(t *testing.T) {
 			t.Errorf("%s: reason %d status %d; want 1 and %d", tt.name, holder.reason, holder.status, statusInvalidLayout)
 		}
 	}
-	viewer.conn.Write(layoutMsg(32, 16, [5]int{0, 0, 0, 32, 16}))
+	viewer.conn.Write(testrfb.SetDesktopSize(32, 16, [5]int{0, 0, 0, 32, 16}))
 	must(t, viewer.next())
 	if viewer.reason != 1 || viewer.status != statusProhibited {
 		t.Errorf("a viewer's SetDesktopSize: reason %d status %d; want 1 and %d", viewer.reason, viewer.status, statusProhibited)
@@ -90,7 +74,7 @@ func TestHub_SetDesktopSizeBadLayout(t *testing.T) {
 	if got := d.inputs(); len(got) != 0 {
 		t.Errorf("the desktop got %d SetDesktopSize: %x; want none", len(got), got)
 	}
-	good := layoutMsg(96, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 32})
+	good := testrfb.SetDesktopSize(96, 32, [5]int{0, 0, 0, 64, 32}, [5]int{1, 64, 0, 32, 32})
 	holder.conn.Write(good)
 	select {
 	case <-d.got:
