@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -300,6 +301,16 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		}
 	})
 
+	t.Run("TabletWidthIsReadable", func(t *testing.T) {
+		tablet := b.MustNewPage(t, 768, 1024)
+		signIn(t, tablet, p, "ops", "/admin")
+		must(t, expect.Locator(tablet.GetByTestId("admin-pool").First()).ToBeVisible())
+		screenshot(t, tablet, "admin-tablet")
+		if v, err := tablet.Evaluate(`() => [...document.querySelectorAll('.admin .table-scroll')].map((e) => e.scrollWidth - e.clientWidth).filter((d) => d > 1)`, nil); err != nil || len(v.([]any)) > 0 {
+			t.Errorf("a pool's members on a 768-pixel tablet are wider than its card by %v px (%v); want none: they scroll sideways", v, err)
+		}
+	})
+
 	t.Run("PhoneWidthIsReadable", func(t *testing.T) {
 		phone := b.MustNewPage(t, 390, 844)
 		signIn(t, phone, p, "ops", "/admin")
@@ -313,6 +324,29 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		if err != nil || toInt(w) > 390 {
 			t.Errorf("the page is %v pixels wide on a 390-pixel phone (%v); want no sideways scroll", w, err)
 		}
+		// The admin's name reads whole beside the header's links, and a
+		// row's Watch link keeps the line of its buttons' words.
+		if cut, err := phone.GetByTestId("whoami").Evaluate(`e => e.scrollWidth > e.clientWidth + 1 ? e.scrollWidth + ' px and has ' + e.clientWidth : null`, nil); err != nil || cut != nil {
+			t.Errorf("the admin's name on a 390-pixel phone needs %v px (%v); want it whole", cut, err)
+		}
+		off, err := phone.Evaluate(`() => {
+  const a = document.querySelector('[data-testid=shadow]');
+  if (!a) return null;
+  const mid = (el) => { const r = document.createRange(); r.selectNodeContents(el); const b = r.getBoundingClientRect(); return b.top + b.height / 2; };
+  return mid(a) - mid(a.closest('.row-actions').querySelector('button'));
+}`, nil)
+		if err != nil || off == nil || math.Abs(toFloat(off)) > 1 {
+			t.Errorf("a member's Watch link on a 390-pixel phone has its words %v px off its buttons' (%v); want them on one line", off, err)
+		}
+		// The history's way back keeps its room above the filters.
+		_, err = phone.Goto(p.URL + "/admin/history")
+		must(t, err)
+		gap, err := phone.Evaluate(`() => document.querySelector('[data-testid=filters]').getBoundingClientRect().top - document.querySelector('.admin-head .button').getBoundingClientRect().bottom`, nil)
+		if err != nil || toFloat(gap) < 8 {
+			t.Errorf("the history's Back to pools is %v px above its filters on a 390-pixel phone (%v); want 8 or more", gap, err)
+		}
+		_, err = phone.Goto(p.URL + "/admin")
+		must(t, err)
 		// An admin on a phone can still make a pool.
 		must(t, phone.GetByTestId("new-pool").Click())
 		must(t, expect.Locator(phone.GetByTestId("pool-dialog")).ToBeVisible())
