@@ -121,6 +121,7 @@ type shardFleet struct {
 	logs       testlog.Buffer              // the replicas' logs, shown when the test fails
 	clocks     map[string]clock.WithTicker // the replicas' shard clocks by name (none: the real one)
 	nows       map[string]func() time.Time // the replicas' vdi.Config.Now by name (none: time.Now)
+	stops      sync.Map                    // the replicas' stops by name (stop)
 }
 
 func newShardFleet(t *testing.T, ns string, backend vdi.Backend, maxPerUser int) *shardFleet {
@@ -151,7 +152,8 @@ func (f *shardFleet) waitLogged(t *testing.T, msg string, n int) {
 	}
 }
 
-// start starts replica name on leases, seeing the live replicas in v.
+// start starts replica name on leases, seeing the live replicas in v,
+// until the test ends or stop(name).
 func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service {
 	svc := vdi.NewService(vdi.Config{Backend: f.backend, Leases: leases, Audit: nopAudit{},
 		Log:                slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("replica", name),
@@ -160,8 +162,18 @@ func (f *shardFleet) start(name string, leases vdi.Leases, v *view) *vdi.Service
 	f.fw.mu.Lock()
 	f.fw.svcs[name] = svc
 	f.fw.mu.Unlock()
-	f.wg.Go(func() { svc.RunShards(f.ctx) })
+	ctx, stop := context.WithCancel(f.ctx)
+	f.stops.Store(name, stop)
+	f.wg.Go(func() { svc.RunShards(ctx) })
 	return svc
+}
+
+// stop stops replica name's claims by shard, as the portal's stop does;
+// it does not wait for them to end.
+func (f *shardFleet) stop(name string) {
+	if stop, ok := f.stops.Load(name); ok {
+		stop.(context.CancelFunc)()
+	}
 }
 
 // TestLeasesByShard runs the whole claim suite with the child portals'

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,13 +274,16 @@ func (sh *shards) wake() {
 // takes those this one should that are free or run out.
 func (sh *shards) pass(ctx context.Context) {
 	for k := 0; k < sh.count; k++ {
+		if ctx.Err() != nil {
+			return // the portal stops: run gives every hold up
+		}
 		sh.mu.Lock()
 		h := sh.held[k]
 		sh.mu.Unlock()
 		switch {
 		case h != nil && h.leaving: // being let go (letGo)
 		case h != nil && !sh.wants(k) && (h.unwanted == "" || h.unwanted != sh.view()):
-			sh.letGo(k, h)
+			sh.letGo(k, h, sh.sayLetGo)
 		case h != nil && sh.clock.Since(h.renewed) >= shardRenew*3/4: // a pass woken early renews nothing
 			sh.renew(ctx, k, h)
 		case h != nil:
@@ -292,11 +294,12 @@ func (sh *shards) pass(ctx context.Context) {
 }
 
 // renew writes hold h of shard k again; a hold whose Lease changed under
-// it is lost at once, one whose renewal fails runs to its until.
+// it is lost at once, one whose renewal fails runs to its until. The
+// portal's stop does not cut a renewal under way (see uncut).
 func (sh *shards) renew(ctx context.Context, k int, h *shardHold) {
 	sent := sh.clock.Now()
 	want := sh.want(h.lease)
-	rctx, cancel := context.WithTimeout(ctx, h.until.Sub(sent))
+	rctx, cancel := context.WithTimeout(uncut(ctx), h.until.Sub(sent))
 	l, err := sh.s.leases.Update(rctx, want)
 	cancel()
 	sh.mu.Lock()
@@ -337,6 +340,9 @@ func (sh *shards) want(old *Lease) *Lease {
 // should hold it): its holder stopped, or the replica that should take
 // it does not.
 func (sh *shards) take(ctx context.Context, k int) {
+	if ctx.Err() != nil {
+		return // the portal stops (run's wait may pick a change over the stop)
+	}
 	ref := sh.ref(k)
 	cur, err := sh.s.leases.Get(ctx, ref)
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -366,11 +372,13 @@ func (sh *shards) take(ctx context.Context, k int) {
 	want.Namespace, want.Member = ref.Namespace, ref.Name
 	want.AcquireTime = sh.s.now()
 	sent := sh.clock.Now()
+	wctx, cancel := context.WithTimeout(uncut(ctx), shardDuration-shardGuard)
+	defer cancel()
 	var l *Lease
 	if cur == nil {
-		l, err = sh.s.leases.Create(ctx, want)
+		l, err = sh.s.leases.Create(wctx, want)
 	} else {
-		l, err = sh.s.leases.Update(ctx, want)
+		l, err = sh.s.leases.Update(wctx, want)
 	}
 	if err != nil {
 		sh.s.log.Debug("claim shard not taken", "shard", k, "err", err)
@@ -394,6 +402,12 @@ func (sh *shards) take(ctx context.Context, k int) {
 	}
 	sh.s.log.Info("claim shard taken", "shard", k, "from", prev)
 }
+
+// uncut returns ctx without the portal's stop, for a write of a hold: cut
+// under way, the write may still be made while its writer does not learn
+// its resourceVersion, so that the delete that gives the hold up is
+// refused and the shard waits out its duration for the next holder.
+func uncut(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // fail notes err, a refusal of a shard's read or write.
 func (sh *shards) fail(err error) {
@@ -421,53 +435,6 @@ func (sh *shards) quiet(k int, rv string) time.Duration {
 		sh.seen[k] = seen
 	}
 	return sh.clock.Since(seen.at)
-}
-
-// letGo ends this replica's hold h of shard k: no claim starts under it
-// from now, and once those running have ended (by its until at the
-// latest) its Lease is deleted, so the replica that should hold it
-// takes it at once; the other holds are renewed meanwhile.
-func (sh *shards) letGo(k int, h *shardHold) {
-	sh.mu.Lock()
-	h.leaving = true
-	idle := h.idle
-	if h.active > 0 && idle == nil {
-		idle = make(chan struct{})
-		h.idle = idle
-	}
-	sh.mu.Unlock()
-	sh.going.Go(func() {
-		if idle != nil {
-			select {
-			case <-idle:
-			case <-sh.clock.After(sh.left(h)):
-			}
-		}
-		sh.mu.Lock()
-		delete(sh.held, k)
-		sh.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sh.s.leases.Delete(ctx, h.lease); err != nil && !errors.Is(err, ErrNotFound) {
-			sh.s.log.Warn("claim shard not let go; it runs out by itself", "shard", k, "err", err)
-			return
-		}
-		sh.s.log.Info("claim shard let go", "shard", k)
-	})
-}
-
-// giveUpAll lets every hold go and waits until they are (the portal
-// stops).
-func (sh *shards) giveUpAll() {
-	sh.mu.Lock()
-	held := maps.Clone(sh.held)
-	sh.mu.Unlock()
-	for k, h := range held {
-		if !h.leaving {
-			sh.letGo(k, h)
-		}
-	}
-	sh.going.Wait()
 }
 
 // RunShards keeps this replica's holds of the claim shards until ctx
