@@ -167,8 +167,9 @@ func (l *Leases) Get(ctx context.Context, ref vdi.Ref) (*vdi.Lease, error) {
 // List returns the Leases in namespace (all when empty), of pool when pool
 // is not empty, from the cache plus this instance's own newer writes;
 // before Start, from the apiserver. When the cache does not show yet the
-// write ctx must read after (vdi.ReadAfter), the Leases of the holder it
-// names are read past the cache, from the apiserver. The Leases are
+// write ctx must read after (vdi.ReadAfter), or that write's answer was
+// lost (vdi.UnknownVersion), the Leases of the holder it names are read
+// past the cache, from the apiserver. The Leases are
 // shared with other callers (leases_shared.go): read-only.
 func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	var objs []*coordinationv1.Lease
@@ -177,7 +178,7 @@ func (l *Leases) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease
 	switch {
 	case !l.informer.HasSynced():
 		objs, err = l.readPast(ctx, namespace, pool, "")
-	case !l.seen.reached(ctx, rv):
+	case rv == vdi.UnknownVersion || !l.seen.reached(ctx, rv):
 		var hers []*coordinationv1.Lease
 		if objs, err = l.cached(namespace, pool); err == nil {
 			if hers, err = l.readPast(ctx, namespace, pool, holder); err == nil {

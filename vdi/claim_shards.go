@@ -33,7 +33,8 @@ import (
 // takeover write, so every write of its claims has a lower
 // resourceVersion, and the new holder's claims read a user's Leases after
 // it (WithReadAfter): the fence. A user's next claim on the same holder
-// reads after her last write there. Where the store reports its Leases'
+// reads after her last write there (past the cache, where that write's
+// answer was lost: UnknownVersion). Where the store reports its Leases'
 // changes (ChangeNotifier, the kube backend's watch), a shard let go is
 // taken by the replica that should hold it, and a claim waiting for a
 // holder goes on, at the change (changed, route): a handover takes a

@@ -99,7 +99,8 @@ func (sh *shards) holder(ctx context.Context, k int, fresh bool) (url string, se
 }
 
 // shardWrites is the store a claim under a hold writes through: it notes
-// each write's resourceVersion as its user's last.
+// each write's resourceVersion as its user's last, and a write whose
+// answer was lost as UnknownVersion.
 type shardWrites struct {
 	Leases
 	sh    *shards
@@ -120,10 +121,20 @@ func (w *shardWrites) Update(ctx context.Context, l *Lease) (*Lease, error) {
 }
 
 func (w *shardWrites) note(l *Lease, err error) {
-	if err != nil || l == nil {
+	rv := ""
+	switch {
+	case err == nil && l != nil:
+		rv = l.ResourceVersion
+	case err != nil && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrConflict):
+		// No answer, or none that says nothing was written (the API
+		// server went away while it wrote): the write may be made, and
+		// her next claim here must not take a cache's word that she
+		// holds nothing, or it gives her a second desktop.
+		rv = UnknownVersion
+	default:
 		return
 	}
 	w.sh.mu.Lock()
-	w.h.last[w.login] = l.ResourceVersion
+	w.h.last[w.login] = rv
 	w.sh.mu.Unlock()
 }

@@ -12,6 +12,13 @@ import "context"
 // (by their LabelHolder). Only hers: another user's Lease the cache
 // misses costs the claim a lost race at most, never a rule.
 
+// UnknownVersion stands for the resourceVersion of a write whose answer
+// was lost (the store went away while it wrote): it may have been made or
+// not, and a cache may not show it for a while. Reads after it
+// (WithReadAfter) read the holder's Leases past any cache, as the store
+// has them now.
+const UnknownVersion = "unknown"
+
 // readAfterKey is the context key of WithReadAfter.
 type readAfterKey struct{}
 
