@@ -18,9 +18,10 @@ import (
 // click and the admin watches again. Audited. At a laptop's, a tablet's
 // and a phone's size (both pages of one size); on the phone the watcher
 // is offered Zoom 1:1 in the bar, off the desktop, as the holder is. At
-// every size the watcher reads whose desktop it is whole, also beside a
-// long status (the wait for the holder); on the phone the bar is two
-// lines, its badge, participants and Request control in its Menu.
+// every size the watcher reads whose desktop it is whole; on the phone
+// the bar is two lines, its badge, participants and Request control in
+// its Menu, and stays so while the page waits for the holder and once
+// it is refused (the answer is said in a notice under the bar).
 func TestConsoleUX_RequestControl(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
 	b := MustLaunchBrowser(t)
@@ -35,10 +36,7 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
 			must(t, expect.Locator(admin.GetByTestId("participants")).ToContainText("On it: "))
 			headingWhole(t, admin, "connected")
-			if h := barHeight(t, admin); s.name == "phone" && h > 80 {
-				screenshot(t, admin, "admin-bar-tall")
-				t.Errorf("the watch page's bar is %.0f px high on a phone; want two lines at most (80 px), its badge and participants in its Menu", h)
-			}
+			barTwoLines(t, admin, s.name, "connected")
 			if s.name == "phone" {
 				// The holder's desktop, 1024 wide, is shrunk into the phone:
 				// the watcher may see it at its real size, from the bar.
@@ -49,16 +47,20 @@ func TestConsoleUX_RequestControl(t *testing.T) {
 
 			// Refused: the admin reads it and watches on.
 			watchControl(t, admin, "request-control")
-			must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("Waiting for "+holder+" to allow control ("))
+			must(t, expect.Locator(admin.GetByTestId("control-notice").Locator("span")).ToContainText("Waiting for "+holder+" to allow control ("))
 			headingWhole(t, admin, "waiting")
-			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveAttribute("data-kind", "busy"))
+			must(t, expect.Locator(admin.GetByTestId("control-notice")).ToHaveAttribute("data-kind", "busy"))
+			barTwoLines(t, admin, s.name, "waiting")
 			must(t, expect.Locator(ask).ToContainText("boss asks to take control of this desktop"))
 			screenshot(t, page, "holder-asked")
 			screenshot(t, admin, "admin-waiting")
 			must(t, ask.GetByTestId("watch-refuse").Click())
-			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText(holder+" did not allow you control. Ask again, or reach them another way."))
-			// Said as a refusal, not in Connected's green.
-			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveAttribute("data-kind", "error"))
+			must(t, expect.Locator(admin.GetByTestId("control-notice").Locator("span")).ToHaveText(holder+" did not allow you control. Ask again, or reach them another way."))
+			// Said as a refusal, not in Connected's green; the page still
+			// watches, and its bar keeps its lines.
+			must(t, expect.Locator(admin.GetByTestId("control-notice")).ToHaveAttribute("data-kind", "error"))
+			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
+			barTwoLines(t, admin, s.name, "refused")
 			must(t, expect.Locator(admin.GetByTestId("share-role")).ToHaveText("view only"))
 			must(t, expect.Locator(ask).ToHaveCount(0))
 			screenshot(t, admin, "admin-refused")
@@ -181,6 +183,18 @@ func watchControl(t *testing.T, page playwright.Page, testid string) {
 	t.Helper()
 	openWatchMenu(t, page)
 	must(t, page.GetByTestId(testid).Click())
+}
+
+// barTwoLines fails when the watch page's bar on a phone (size) is more
+// than two lines high (80 px) when (connected, waiting for the holder,
+// refused): its badge and participants are in its Menu, and what the
+// holder answers is said under the bar.
+func barTwoLines(t *testing.T, page playwright.Page, size, when string) {
+	t.Helper()
+	if h := barHeight(t, page); size == "phone" && h > 80 {
+		screenshot(t, page, "admin-bar-tall-"+when)
+		t.Errorf("%s, the watch page's bar is %.0f px high on a phone; want two lines at most (80 px)", when, h)
+	}
 }
 
 // headingWhole fails when the watch page's heading (whose desktop it is)

@@ -22,7 +22,7 @@ const badge = document.querySelector('[data-testid=share-role]');
 const badgeText = badge.textContent;
 const heading = document.querySelector('[data-testid=desktop-name]');
 const headingText = heading.textContent;
-const offerControl = attachRequestControl(document.getElementById('request-control'), status, screen.dataset.holder, (g) => {
+const offerControl = attachRequestControl(document.getElementById('request-control'), document.getElementById('control-notice'), screen.dataset.holder, (g) => {
   grant = g;
   watch();
 });

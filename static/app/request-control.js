@@ -9,10 +9,19 @@ import { errorText } from './connect.js';
 const CONTROL_S = 45;
 
 // attachRequestControl wires the button: onGrant(grant) runs when the
-// holder allowed; status says what happens meanwhile. It returns
-// show(on), which offers the button or takes it away.
-export function attachRequestControl(button, status, holder, onGrant) {
+// holder allowed; notice (views/admin_shadow.templ) says what happens
+// meanwhile and what the holder answered, under the bar, until
+// dismissed. It returns show(on), which offers the button or takes it
+// away.
+export function attachRequestControl(button, notice, holder, onGrant) {
   if (!button) return () => {};
+  const words = notice.querySelector('span');
+  const tell = (text, kind) => {
+    words.textContent = text;
+    notice.dataset.kind = kind;
+    notice.hidden = false;
+  };
+  notice.querySelector('button').addEventListener('click', () => { notice.hidden = true; });
   let asking = false;
   button.addEventListener('click', async () => {
     if (asking) return;
@@ -21,8 +30,7 @@ export function attachRequestControl(button, status, holder, onGrant) {
     const until = Date.now() + CONTROL_S * 1000;
     const say = () => {
       const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-      status.textContent = `Waiting for ${holder} to allow control (${left} s)…`;
-      status.dataset.kind = 'busy'; // not Connected's green
+      tell(`Waiting for ${holder} to allow control (${left} s)…`, 'busy');
     };
     say();
     const timer = setInterval(say, 1000);
@@ -36,11 +44,11 @@ export function attachRequestControl(button, status, holder, onGrant) {
     asking = false;
     button.disabled = false;
     if (res?.ok && body.grant) {
+      notice.hidden = true;
       onGrant(body.grant);
       return;
     }
-    status.textContent = res ? errorText(res.status, body) : 'The portal cannot be reached.';
-    status.dataset.kind = 'error'; // a refusal read in green looked granted
+    tell(res ? errorText(res.status, body) : 'The portal cannot be reached.', 'error');
   });
   return (on) => { button.hidden = !on; };
 }
