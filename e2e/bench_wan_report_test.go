@@ -13,6 +13,10 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
+// wanWorkloads are the workloads the report gives a row each: frames,
+// bytes and CPU while they run.
+var wanWorkloads = []string{"scroll", "churn", "video", "drag"}
+
 // wanPrint prints one run's row of the report.
 func wanPrint(r wanRun) {
 	s := slices.Clone(r.typing)
@@ -31,7 +35,7 @@ func wanPrint(r wanRun) {
 	if len(r.idleUDP) > 0 {
 		fmt.Printf("BENCH   idle UDP from the portal (%s %s %s): %v bytes\n", r.console, r.profile, r.quality, r.idleUDP)
 	}
-	for _, w := range []string{"scroll", "churn", "drag"} {
+	for _, w := range wanWorkloads {
 		fmt.Printf("BENCH %-16s %-17s   %-6s %5.1f fps %7.0f KiB/s %6.1f KiB/frame  portal CPU %5.1f%%  encoder CPU %5.1f%%  desktop server CPU %5.1f%%\n",
 			name, r.profile, w, r.fps[w], r.kbps[w], perFrame(r, w), r.portalCPU[w], r.encCPU[w], r.xCPU[w])
 	}
@@ -77,7 +81,7 @@ func wanCompare(runs []wanRun) {
 		if a == nil || b == nil {
 			return
 		}
-		for _, w := range []string{"scroll", "churn", "drag"} {
+		for _, w := range wanWorkloads {
 			fmt.Printf("BENCH %-16s %-17s   %-6s bytes/frame ×%.2f  bytes/s ×%.2f  fps ×%.2f  (%s / %s)\n", name, a.profile, w,
 				ratio(perFrame(*a, w), perFrame(*b, w)), ratio(a.kbps[w], b.kbps[w]), ratio(a.fps[w], b.fps[w]), a.quality, b.quality)
 		}
@@ -98,9 +102,11 @@ func freeUDPPort(t *testing.T) string {
 }
 
 // encoderSeconds returns the CPU time the portal's H.264 encoders used:
-// the live gst-launch-1.0 processes under the portal, and the children the
-// portal has reaped (an encoder it restarted; nothing else it runs is
-// reaped by the portal itself while a workload runs).
+// the live gst-launch-1.0 processes the portal started (its children: a
+// desktop's own, such as the video workload's player, are further down),
+// and the children the portal has reaped (an encoder it restarted;
+// nothing else it runs is reaped by the portal itself while a workload
+// runs).
 func encoderSeconds(pid int) float64 {
 	var s float64
 	if _, f, err := procStat(pid); err == nil {
@@ -115,7 +121,7 @@ func encoderSeconds(pid int) float64 {
 			continue
 		}
 		comm, f, err := procStat(n)
-		if err != nil || comm != "gst-launch-1.0" || !descends(n, pid) {
+		if err != nil || comm != "gst-launch-1.0" || f[1] != strconv.Itoa(pid) {
 			continue
 		}
 		u, _ := strconv.ParseFloat(f[11], 64)

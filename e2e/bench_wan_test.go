@@ -15,75 +15,6 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-// wanWatch is the init script of the WAN bench's console pages. It keeps
-// the console's canvas under watch: every animation frame it hashes a
-// region (set by __wan.watch, in the desktop's pixels) and counts the
-// frames where it changed; a keydown arms a latency measure that the next
-// change ends (__wan.lat). The VNC quality the run asks for is put in
-// localStorage before the console reads it. Unless the run is for video,
-// WebCodecs' VideoDecoder is taken away before noVNC looks for it, so the
-// console does not ask for H.264 and gets tiles from the same portal;
-// unless it is for WebRTC, RTCPeerConnection is taken away likewise, so
-// the H.264 comes over the websocket. For webrtc-element,
-// MediaStreamTrackProcessor is taken away too, so the page takes the
-// track's frames from a hidden video element, as in browsers without
-// it. __wan.wsIn counts the bytes of the
-// messages the page's websockets received (the console's own bytes, as
-// TestConsole_IdleBytes counts them: no TCP/IP, no pings).
-const wanWatch = `(() => {
-  const q = %q, video = %t, rtc = %t, processor = %t;
-  if (q) localStorage.setItem('corral.vnc.quality', q);
-  if (!video) delete window.VideoDecoder;
-  if (!rtc) delete window.RTCPeerConnection;
-  if (!processor) delete window.MediaStreamTrackProcessor;
-  const now = () => performance.now();
-  const w = window.__wan = { changes: 0, lat: [], keyAt: 0, region: null, wsIn: 0 };
-  const WS = window.WebSocket;
-  window.WebSocket = class extends WS {
-    constructor(...a) {
-      super(...a);
-      this.addEventListener('message', (e) => { w.wsIn += typeof e.data === 'string' ? new TextEncoder().encode(e.data).length : (e.data.byteLength ?? e.data.size); });
-    }
-  };
-  document.addEventListener('keydown', () => { w.keyAt = now(); }, true);
-  const scratch = document.createElement('canvas');
-  const g = scratch.getContext('2d', { willReadFrequently: true });
-  function canvas() {
-    const s = document.getElementById('screen');
-    if (!s) return null;
-    const ird = s.querySelector('iron-remote-desktop');
-    if (ird) return ird.shadowRoot ? ird.shadowRoot.querySelector('canvas') : null;
-    return s.querySelector('canvas');
-  }
-  w.canvas = canvas;
-  let last = 0;
-  w.watch = (x, y, width, height) => { w.region = [x, y, width, height]; scratch.width = width; scratch.height = height; last = 0; w.changes = 0; };
-  function look() {
-    requestAnimationFrame(look); // first: a throw below must not end the watch
-    const c = canvas();
-    if (c && w.region && c.width > 1 && c.height > 1) {
-      const [x, y, width, height] = w.region;
-      g.drawImage(c, x, y, width, height, 0, 0, width, height);
-      const d = new Uint32Array(g.getImageData(0, 0, width, height).data.buffer);
-      let h = 2166136261;
-      for (let i = 0; i < d.length; i++) h = Math.imul(h ^ d[i], 16777619);
-      if (last !== 0 && h !== last) {
-        w.changes++;
-        if (w.keyAt) { w.lat.push(now() - w.keyAt); w.keyAt = 0; }
-      }
-      last = h;
-    }
-  }
-  requestAnimationFrame(look);
-})();`
-
-// clientPoint is a JS function mapping a desktop pixel to the page's
-// coordinates (the canvas may be scaled by CSS).
-const clientPoint = `([x, y]) => {
-  const c = window.__wan.canvas(), r = c.getBoundingClientRect();
-  return [r.left + x * r.width / c.width, r.top + y * r.height / c.height];
-}`
-
 // wanRun is what one console on one profile measured.
 type wanRun struct {
 	console, profile, quality          string
@@ -99,9 +30,10 @@ type wanRun struct {
 // TestBench_WAN measures, for `make bench-wan`, the consoles over shaped
 // networks: Chromium in a network namespace reaches the portal across a
 // shaped link (wanLink, wanProfiles), and a real local desktop runs
-// the workloads in its own xterms: typing (keydown -> changed pixels),
-// scrolling, a full-screen churn of random text, a window dragged across
-// the screen, and an idle console's bytes after 10 s at rest. VNC runs once per quality
+// the workloads in its own windows: typing (keydown -> changed pixels),
+// scrolling, a full-screen churn of random text, a video playing over
+// the whole screen (wanVideo), a window dragged across the screen, and
+// an idle console's bytes after 10 s at rest. VNC runs once per quality
 // (CORRAL_VDI_BENCH_QUALITIES: "before auto" by default; also sharp, fast),
 // where before is noVNC's own levels, what the console sent before it had
 // a choice, and auto is today's default; RDP runs once. Where GStreamer's
@@ -129,6 +61,7 @@ func TestBench_WAN(t *testing.T) {
 	env := []string{"CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DISCONNECT_GRACE=1h"}
 	qualities := []string{"before", "auto"}
 	slot := reserveWAN(t)
+	mustVideoPlayer(t)
 	if exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run() == nil {
 		env = append(env, "CORRAL_VDI_H264=gst-launch-1.0", "CORRAL_VDI_WEBRTC_UDP=0.0.0.0:"+freeUDPPort(t), "CORRAL_VDI_WEBRTC_IPS="+slot.hostIP)
 		qualities = append(qualities, "h264", "webrtc")
@@ -245,22 +178,26 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 		r.quality += "→" + fmt.Sprint(v)
 	}
 	time.Sleep(2 * time.Second) // the first frames and a resize settle
-	defer func() {
+	shot := func(name string) {
 		dir := filepath.Join("output", t.Name())
 		os.MkdirAll(dir, 0o755)
-		page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join(dir, r.console+"-"+r.profile+"-"+r.quality+".png"))})
-	}()
+		page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join(dir, name))})
+	}
+	defer shot(r.console + "-" + r.profile + "-" + r.quality + ".png")
 
-	// window opens an xterm running cmd at geometry and returns its pid and
-	// its place on the desktop (x, y, width, height) once openbox has framed
-	// and placed it: two reads alike, 300 ms apart (while it reparents,
-	// xwininfo can still say 0,0, above which no title bar is to drag).
-	window := func(title, geometry, cmd string) (string, [4]int) {
-		pid := strings.TrimSpace(pidLine(g.run(fmt.Sprintf("xterm -title %s -geometry %s -e sh -c %q >/dev/null 2>&1 & echo pid=$!", title, geometry, cmd))))
+	// window runs launch, a program that opens a window named title, and
+	// returns its pid and the window's place on the desktop (x, y, width,
+	// height) once openbox has framed and placed it: two reads alike,
+	// 300 ms apart (while it reparents, xwininfo can still say 0,0, above
+	// which no title bar is to drag).
+	window := func(title, launch string) (string, [4]int) {
+		pid := strings.TrimSpace(pidLine(g.run(launch + " >/dev/null 2>&1 & echo pid=$!")))
 		pid = strings.TrimPrefix(pid, "pid=")
 		var m []string
 		var before string
-		if !eventually(15*time.Second, func() bool {
+		// A generous bound: a desktop's first GStreamer program reads
+		// every plugin before it opens a window.
+		if !eventually(time.Minute, func() bool {
 			m = winPosRe.FindStringSubmatch(g.run("xwininfo -name " + title))
 			settled := m != nil && m[0] == before
 			if m != nil {
@@ -274,6 +211,10 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 			t.Fatalf("window %s did not open", title)
 		}
 		return pid, [4]int{atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4])}
+	}
+	// xterm opens an xterm titled title running cmd at geometry (window).
+	xterm := func(title, geometry, cmd string) (string, [4]int) {
+		return window(title, fmt.Sprintf("xterm -title %s -geometry %s -e sh -c %q", title, geometry, cmd))
 	}
 	click := func(x, y int) {
 		v, err := page.Evaluate(clientPoint, []int{x, y})
@@ -306,7 +247,7 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	}
 
 	// Typing: cat echoes each key; the next change of its line ends the measure.
-	pid, box := window("wantype", "80x4+0+0", "cat")
+	pid, box := xterm("wantype", "80x4+0+0", "cat")
 	click(box[0]+box[2]/2, box[1]+box[3]/2)
 	time.Sleep(500 * time.Millisecond)
 	watch([4]int{box[0], box[1], box[2], min(box[3], 40)})
@@ -334,33 +275,38 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	g.run("kill " + pid)
 
 	// Scrolling: an xterm of the whole screen printing lines as fast as it can.
-	pid, box = window("wanscroll", "200x56+0+0", "while :; do seq 1 100000; done")
+	pid, box = xterm("wanscroll", "200x56+0+0", "while :; do seq 1 100000; done")
 	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
 	span("scroll", func() { time.Sleep(d) })
 	g.run("kill " + pid)
 
 	// Full-screen churn: random text rewriting every cell, a video's worst case for a text screen.
-	pid, box = window("wanchurn", "200x56+0+0", "while :; do head -c 9000 /dev/urandom | base64 -w 198; done")
+	pid, box = xterm("wanchurn", "200x56+0+0", "while :; do head -c 9000 /dev/urandom | base64 -w 198; done")
 	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
-	drawn := func() int {
-		v, _ := page.Locator("#screen").GetAttribute("data-rtc-frames")
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	st0, drawn0 := wanRTCStats(t, page, rtc), drawn()
-	span("churn", func() { time.Sleep(d) })
-	if rtc {
-		st1, drawn1 := wanRTCStats(t, page, rtc), drawn()
-		var b strings.Builder
-		for _, k := range wanRTCKeys {
-			fmt.Fprintf(&b, " %s %.0f", k, st1[k]-st0[k])
+	// fullScreen measures workload w while it changes the whole screen;
+	// over WebRTC it also prints the track's counters for its span.
+	fullScreen := func(w string) {
+		drawn := func() int {
+			v, _ := page.Locator("#screen").GetAttribute("data-rtc-frames")
+			n, _ := strconv.Atoi(v)
+			return n
 		}
-		state, _ := page.Locator("#screen").GetAttribute("data-rtc")
-		sizes, err := page.Evaluate(`() => { const s = document.getElementById('screen');
+		st0, drawn0 := wanRTCStats(t, page, rtc), drawn()
+		span(w, func() { time.Sleep(d) })
+		if rtc {
+			st1, drawn1 := wanRTCStats(t, page, rtc), drawn()
+			var b strings.Builder
+			for _, k := range wanRTCKeys {
+				fmt.Fprintf(&b, " %s %.0f", k, st1[k]-st0[k])
+			}
+			state, _ := page.Locator("#screen").GetAttribute("data-rtc")
+			sizes, err := page.Evaluate(`() => { const s = document.getElementById('screen');
   return (s.dataset.rtcVideo || 'none') + ' on a ' + s.rfb._fbWidth + 'x' + s.rfb._fbHeight + ' screen'; }`)
-		must(t, err)
-		fmt.Printf("BENCH   track during the churn (%s %s %s, %s, video %v, %d handed to noVNC):%s\n", r.console, r.profile, r.quality, state, sizes, drawn1-drawn0, b.String())
+			must(t, err)
+			fmt.Printf("BENCH   track during the %s (%s %s %s, %s, video %v, %d handed to noVNC):%s\n", w, r.console, r.profile, r.quality, state, sizes, drawn1-drawn0, b.String())
+		}
 	}
+	fullScreen("churn")
 	// The churn stopped (its loop, not its window): what the screen costs
 	// to settle (for H.264, the lossless repaint after the video).
 	g.run("pkill -STOP -P " + pid)
@@ -369,10 +315,18 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	r.settleKiB = float64(link.sentToBrowser(t)-b0) / 1024
 	g.run("kill " + pid + "; pkill -CONT -P " + pid)
 
+	// A video playing over the whole screen (wanVideo), the issue's
+	// full-screen churn as people meet it.
+	pid, box = window(wanVideoTitle, wanVideo)
+	watch([4]int{box[0], box[1], min(box[2], 640), min(box[3], 400)})
+	fullScreen("video")
+	shot(r.console + "-" + r.profile + "-" + r.quality + "-video.png")
+	g.run("kill " + pid)
+
 	// A window dragged by its title bar across the screen and back. Where
 	// it is halfway is noted inside the desktop (not by the test, which
 	// would pause the drag) and says whether the drag moved it.
-	pid, box = window("wandrag", "60x15+100+150", "sleep 600")
+	pid, box = xterm("wandrag", "60x15+100+150", "sleep 600")
 	watch([4]int{0, 100, 1000, 500})
 	g.run(fmt.Sprintf("rm -f ~/.wandrag.mid; (sleep %.2f; xwininfo -name wandrag >~/.wandrag.mid) >/dev/null 2>&1 & true", d.Seconds()/2+0.1))
 	span("drag", func() {

@@ -40,6 +40,7 @@ if [[ ${1:-} == --test ]]; then
 	pkgs+=(iproute2)           # e2e identity attacks (a test-private address) and make bench-wan (ip netns)
 	pkgs+=(pulseaudio-utils)   # e2e: pactl plays a tone in a desktop's sink
 	pkgs+=(x11-apps)           # e2e: xwud shows a photo on a desktop, xwd reads its exact pixels
+	pkgs+=(gstreamer1.0-x)     # make bench-wan: ximagesink plays the video workload in a desktop
 	pkgs+=(prometheus)         # e2e: the shipped alerts and dashboard evaluated on a real portal's /metrics
 	pkgs+=(docker-registry skopeo) # internal/release: a release pushed to a real OCI registry (CNCF distribution) on loopback, as an operator pushes it
 fi
