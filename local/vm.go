@@ -85,6 +85,8 @@ type vmRecord struct {
 	// Heads are the VNC servers of the display's further heads, in order
 	// (vm_endpoints.go); a guest booted before they existed has none.
 	Heads []string `json:"heads,omitempty"`
+	// Monitor is QEMU's QMP socket, where it has one (vm_start.go).
+	Monitor string `json:"monitor,omitempty"`
 }
 
 // VM is a running QEMU guest.
@@ -123,7 +125,11 @@ type vmBoot struct {
 	accel *accelerator
 	// listenTCP puts VNC and serial on loopback ports (vmEndpoints).
 	listenTCP bool
-	log       *slog.Logger
+	// heads is how many heads the guest's display has; 0 is vmHeads.
+	heads int
+	// monitor gives QEMU a QMP socket (vm_start.go).
+	monitor bool
+	log     *slog.Logger
 }
 
 // stateDir is where the portal keeps the guest's record and password.
@@ -195,7 +201,11 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 	if err := cfg.user.cgroup().make(); err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
-	rec, vncArgs, serialArg, err := vmEndpoints(dir, cfg.listenTCP)
+	heads := cfg.heads
+	if heads == 0 {
+		heads = vmHeads
+	}
+	rec, vncArgs, serialArg, err := vmEndpoints(dir, cfg.listenTCP, heads)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)
 	}
@@ -212,6 +222,10 @@ func launchVM(ctx context.Context, cfg vmBoot, qemu, initrd, accel string) (*VM,
 		"-append", "console=tty0 console=ttyS0,115200 quiet loglevel=3 rdinit=/init no_timer_check",
 	)
 	args = append(args, usbArgs(dir)...) // vm_usb.go
+	if cfg.monitor {
+		rec.Monitor = filepath.Join(dir, vmMonitorSocket)
+		args = append(args, monitorArgs(rec.Monitor)...) // vm_start.go
+	}
 	kernel, err := os.Open(cfg.img.Kernel)
 	if err != nil {
 		return nil, fmt.Errorf("local: vm %s: %w", name, err)

@@ -17,26 +17,26 @@ import (
 // (scripts/vm-image.sh) drives them; until it loads, the first head shows
 // the VGA text console and the others QEMU's placeholder.
 
-// vmHeads is how many heads a guest's display has.
+// vmHeads is how many heads a local VM's display has.
 const vmHeads = 2
 
-// vmEndpoints picks where the guest's VNC servers (one per head) and its
-// serial line listen and returns them with QEMU's -vnc address of each
-// head and its -serial argument. By default they are Unix sockets in the
+// vmEndpoints picks where the guest's VNC servers (one per head of its
+// heads) and its serial line listen and returns them with QEMU's -vnc
+// address of each head and its -serial argument. By default they are Unix sockets in the
 // member's private folder, so only the portal's user can reach them
 // (QEMU's VNC has no password here, and a serial line keeps a logged-in
 // shell). tcp (CORRAL_VDI_VM_LISTEN=tcp) puts them on loopback TCP ports
 // instead, the shape of a VM with a network address (the peer path tests
 // use it: a loopback port in another network namespace is out of reach, a
 // socket file is not).
-func vmEndpoints(dir string, tcp bool) (rec vmRecord, vncArgs []string, serialArg string, err error) {
+func vmEndpoints(dir string, tcp bool, heads int) (rec vmRecord, vncArgs []string, serialArg string, err error) {
 	if tcp {
 		serial, err := freeLoopbackAddr()
 		if err != nil {
 			return rec, nil, "", err
 		}
 		rec.Serial = serial
-		for range vmHeads {
+		for range heads {
 			port, err := freeVNCPort()
 			if err != nil {
 				return rec, nil, "", err
@@ -47,7 +47,7 @@ func vmEndpoints(dir string, tcp bool) (rec vmRecord, vncArgs []string, serialAr
 		return rec, vncArgs, "tcp:" + serial + ",server=on,wait=off", nil
 	}
 	rec.Serial = filepath.Join(dir, vmSerialSocket)
-	for n := range vmHeads {
+	for n := range heads {
 		rec.addHead(filepath.Join(dir, vmHeadSocket(n+1)))
 	}
 	for i, p := range append([]string{rec.Serial, rec.VNC}, rec.Heads...) {

@@ -128,9 +128,9 @@ func (n *Node) handleConsole(console string) http.HandlerFunc {
 		var conn net.Conn
 		var err error
 		if console == "vnc" {
-			conn, err = net.Dial("unix", g.desktop.VNCSocket())
+			conn, err = net.Dial("unix", g.displaySocket())
 		} else {
-			conn, err = g.desktop.StartTerminal()
+			conn, err = g.openSerial()
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

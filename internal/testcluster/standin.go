@@ -33,7 +33,9 @@ import (
 //   - start: sets the VM's runStrategy and, as
 //     the controller, boots it: printableStatus Starting, a
 //     VirtualMachineInstance of the same name, a real desktop standing for
-//     the guest on a loopback IP of its own (see standin_vmi.go), VMI phase
+//     the guest on a loopback IP of its own (see standin_vmi.go; a real
+//     QEMU guest for a VM whose template asks for a virtio video device,
+//     standin_qemu.go), VMI phase
 //     Running with that IP in status.interfaces (unless WithoutIPs) and
 //     the VM Running once QEMU's display answers; its guest's own servers
 //     answer after GuestBootTakes, and a VM with a readinessProbe is ready

@@ -26,7 +26,8 @@ var upgrader = websocket.Upgrader{Subprotocols: []string{"plain.kubevirt.io"}, C
 // vnc is the guest's display: the same Xvnc its port 5900 serves (in
 // KubeVirt, QEMU's VNC server, not the guest's). console stands for QEMU's
 // serial console with a getty on it: each connection gets a fresh shell on
-// a pty of the guest's desktop.
+// a pty of the guest's desktop. A QEMU guest's are QEMU's own
+// (standin_qemu.go).
 func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) {
 	ns, name, console := r.PathValue("ns"), r.PathValue("name"), r.PathValue("console")
 	g := s.vmi(ns, name)
@@ -49,9 +50,9 @@ func (s *KubeVirtStandIn) handleConsole(w http.ResponseWriter, r *http.Request) 
 	var err error
 	switch console {
 	case "vnc":
-		conn, err = net.Dial("unix", g.desktop.VNCSocket())
+		conn, err = net.Dial("unix", g.displaySocket())
 	case "console":
-		conn, err = g.desktop.StartTerminal()
+		conn, err = g.openSerial()
 	default:
 		writeStatus(w, http.StatusNotFound, "the stand-in does not serve virtualmachineinstances/"+console)
 		return

@@ -57,11 +57,17 @@ func waitRFB(ctx context.Context, network, addr string) error {
 	}
 }
 
-// arrive serves the guest's VNC and RDP on the listeners at its IP.
+// arrive serves the guest's VNC and RDP on the listeners at its IP; a
+// QEMU guest has no servers of its own, so both refuse.
 func (g *standInVMI) arrive(vnc, rdp net.Listener) {
 	g.mu.Lock()
 	g.ip, g.lns = vnc.Addr().(*net.TCPAddr).IP.String(), []net.Listener{vnc, rdp}
 	g.mu.Unlock()
+	if g.vm != nil {
+		vnc.Close()
+		rdp.Close()
+		return
+	}
 	g.forward(vnc, g.desktop.VNCSocket())
 	if sock := g.desktop.RDPSocket(); sock != "" {
 		g.forward(rdp, sock)
@@ -172,4 +178,22 @@ func (g *standInVMI) isSilent(a net.Conn) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.silent[a]
+}
+
+// displaySocket is the Unix socket of the VNC server of the guest's
+// display: QEMU's, or the Xvnc standing for it.
+func (g *standInVMI) displaySocket() string {
+	if g.vm != nil {
+		return g.vm.VNCAddr()
+	}
+	return g.desktop.VNCSocket()
+}
+
+// openSerial opens the guest's serial console: QEMU's serial line, or a
+// fresh shell on a pty of the desktop standing for it.
+func (g *standInVMI) openSerial() (net.Conn, error) {
+	if g.vm != nil {
+		return net.Dial("unix", g.vm.SerialAddr())
+	}
+	return g.desktop.StartTerminal()
 }

@@ -16,7 +16,8 @@ import (
 // a VNC session of the VMI's (libvirt reads QEMU's framebuffer), so the
 // display's one client stays connected. Here the picture comes from the
 // guest's Xvnc over a shared connection of its own, outside takeConsole's
-// one-client rule. virt-api writes the bytes with no Content-Type of
+// one-client rule; a QEMU guest's is QEMU's screendump, as libvirt's
+// (standin_qemu.go). virt-api writes the bytes with no Content-Type of
 // libvirt's; the stand-in says image/png.
 
 // WithoutScreenshots makes the stand-in a KubeVirt older than 1.7: its
@@ -100,9 +101,13 @@ func (s *KubeVirtStandIn) handleScreenshot(w http.ResponseWriter, r *http.Reques
 	w.Write(png)
 }
 
-// displayPNG takes a PNG of g's display over a shared VNC connection of
-// its own: no console client is kicked.
+// displayPNG takes a PNG of g's display: a QEMU guest's screendump, or
+// the desktop's over a shared VNC connection of its own. No console
+// client is kicked.
 func displayPNG(g *standInVMI) ([]byte, error) {
+	if g.vm != nil {
+		return g.screendump() // standin_qemu.go
+	}
 	conn, err := net.Dial("unix", g.desktop.VNCSocket())
 	if err != nil {
 		return nil, err

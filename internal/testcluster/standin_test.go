@@ -195,18 +195,7 @@ func TestKubeVirtStandIn(t *testing.T) {
 // apiserver as cfg.
 func portForward(t *testing.T, cfg *rest.Config, ns, name string, port int) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "wss" + strings.TrimPrefix(strings.TrimSuffix(cfg.Host, "/"), "https") + "/apis/subresources.kubevirt.io/v1/namespaces/" + ns +
-		"/virtualmachineinstances/" + name + "/portforward/" + strconv.Itoa(port) + "/tcp"
-	h := http.Header{}
-	if cfg.BearerToken != "" {
-		h.Set("Authorization", "Bearer "+cfg.BearerToken)
-	}
-	d := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{kube.SubprotocolKubeVirt}}
-	return d.Dial(u, h)
+	return subresource(t, cfg, ns, name, "portforward/"+strconv.Itoa(port)+"/tcp")
 }
 
 // bodyOf reads a refused handshake's body.
@@ -218,11 +207,18 @@ func bodyOf(res *http.Response) string {
 // childXvnc counts this process's Xvnc children: the guests' displays.
 func childXvnc(t *testing.T) int {
 	t.Helper()
+	return len(children(t, "Xvnc"))
+}
+
+// children returns the PIDs of this process's children whose command
+// (its first 15 bytes, as the kernel keeps it) is comm.
+func children(t *testing.T, comm string) []int {
+	t.Helper()
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var pids []int
 	for _, d := range dirs {
 		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
 		if err != nil {
@@ -231,12 +227,13 @@ func childXvnc(t *testing.T) int {
 		// pid (comm) state ppid ...
 		stat := string(b)
 		i := strings.LastIndexByte(stat, ')')
-		if i < 0 || !strings.HasSuffix(stat[:i], "(Xvnc") {
+		if i < 0 || !strings.HasSuffix(stat[:i], "("+comm) {
 			continue
 		}
 		if f := strings.Fields(stat[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			n++
+			pid, _ := strconv.Atoi(d.Name())
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
 }

@@ -29,7 +29,9 @@ import (
 // loopback IP of its own (127.77.x.y; all of 127.0.0.0/8 is loopback on
 // Linux) on the guest's ports: 5900 (VNC) and 3389 (RDP), through small
 // TCP-to-Unix-socket forwarders. That IP is what the VMI reports in
-// status.interfaces, as a pod network address would be.
+// status.interfaces, as a pod network address would be. A VM whose
+// template asks for a virtio video device gets a real QEMU guest instead
+// (standin_qemu.go).
 
 // Where the stand-in's guests listen, as a guest's own servers would.
 const (
@@ -49,8 +51,10 @@ const standInBootWait = 30 * time.Second
 type standInVMI struct {
 	vmUID   types.UID // the VM it runs for; a VM deleted or replaced ends it
 	ip      string
-	desktop *local.Desktop
-	dir     string // the desktop's folder, its programs' logs among it
+	desktop *local.Desktop // the desktop standing for the guest, or nil for
+	vm      *local.VM      // a real QEMU guest (standin_qemu.go)
+	qmpMu   sync.Mutex     // one QMP client at a time (screendump)
+	dir     string         // the guest's folder, its programs' logs among it
 	lns     []net.Listener
 	wg      sync.WaitGroup // forwarders and their connections
 	mu      sync.Mutex
@@ -104,6 +108,9 @@ func (s *KubeVirtStandIn) OnGuestDisplay(namespace, name, cmd string) (string, e
 	g := s.vmi(namespace, name)
 	if g == nil {
 		return "", fmt.Errorf("no running guest of VMI %s/%s", namespace, name)
+	}
+	if g.vm != nil {
+		return "", fmt.Errorf("the guest of VMI %s/%s is QEMU's, with no X display: read its display with Screendump, or run commands over its serial console", namespace, name)
 	}
 	c := exec.Command("sh", "-c", cmd)
 	c.Env = g.desktop.Env()
@@ -235,7 +242,7 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	if err := s.cl.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("VMI status: %w", err)
 	}
-	g, err := s.bootGuest(ctx, ns+"/"+name, name, vm.UID)
+	g, err := s.bootGuest(ctx, ns+"/"+name, name, vm.UID, wantsQEMU(vm.Spec.Template))
 	if err != nil {
 		return err
 	}
@@ -249,7 +256,10 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	onBoot := s.onBoot
 	s.mu.Unlock()
 	if onBoot != nil {
-		user, password, _ := g.desktop.RDPCredentials()
+		var user, password string
+		if g.desktop != nil {
+			user, password, _ = g.desktop.RDPCredentials()
+		}
 		onBoot(ns, name, g.ip, user, password)
 	}
 	iface := kubevirtv1.VirtualMachineInstanceNetworkInterface{Name: "default", InterfaceName: "eth0", InfoSource: "domain, guest-agent"}
@@ -264,9 +274,9 @@ func (s *KubeVirtStandIn) startVMI(ctx context.Context, ns, name string) error {
 	return nil
 }
 
-// bootGuest starts the desktop standing for a guest on a loopback IP of
-// its own and waits until its VNC server answers there.
-func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid types.UID) (*standInVMI, error) {
+// bootGuest starts the desktop standing for a guest, or with qemu a QEMU
+// guest, on a loopback IP of its own and waits until its display answers.
+func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid types.UID, qemu bool) (*standInVMI, error) {
 	vnc, rdp, err := listenGuestIP()
 	if err != nil {
 		return nil, err
@@ -276,6 +286,9 @@ func (s *KubeVirtStandIn) bootGuest(ctx context.Context, key, name string, uid t
 	s.seq++
 	dir := filepath.Join(s.dir, strconv.Itoa(s.seq))
 	s.mu.Unlock()
+	if qemu {
+		return startQEMUGuest(ctx, dir, name, uid, vnc, rdp)
+	}
 	return startGuest(ctx, dir, name, uid, vnc, rdp, upAt)
 }
 
@@ -314,6 +327,9 @@ func (g *standInVMI) stop() error {
 	}
 	g.mu.Unlock()
 	g.wg.Wait()
+	if g.vm != nil {
+		return g.vm.Stop()
+	}
 	if g.desktop != nil {
 		return g.desktop.Stop()
 	}
