@@ -18,6 +18,7 @@ import (
 type Hub struct {
 	conn net.Conn
 	name string
+	qemu bool       // the desktop is QEMU's, which sends some updates unasked (isQEMU)
 	wmu  sync.Mutex // writes to the desktop
 
 	// The reader's own, used only by the goroutine of read.

@@ -23,10 +23,12 @@ type scriptedDesktop struct {
 	fill        [3]byte
 	cursorFirst *cursorShape
 	paintDelay  time.Duration
-	qemuKeys    bool // answers QEMU's Extended Key Event, as QEMU does
+	qemuKeys    bool   // answers QEMU's Extended Key Event, as QEMU and Xvnc do
+	name        string // the desktop's name; "" is "test"
 
 	mu        sync.Mutex
 	input     [][]byte // KeyEvent, PointerEvent, ClientCutText, SetDesktopSize, QEMU's extended key
+	requests  [][]byte // FramebufferUpdateRequests
 	encodings []int32  // the last SetEncodings
 	got       chan struct{}
 }
@@ -63,7 +65,12 @@ func (d *scriptedDesktop) serve() {
 	si := binary.BigEndian.AppendUint16(nil, uint16(d.w))
 	si = binary.BigEndian.AppendUint16(si, uint16(d.h))
 	si = append(si, canonical.marshal()...)
-	si = append(si, 0, 0, 0, 4, 't', 'e', 's', 't')
+	name := d.name
+	if name == "" {
+		name = "test"
+	}
+	si = binary.BigEndian.AppendUint32(si, uint32(len(name)))
+	si = append(si, name...)
 	d.write(si)
 	ackQEMU := false // to send QEMU's answer to the Extended Key Event
 	for {
@@ -123,6 +130,9 @@ func (d *scriptedDesktop) serve() {
 			d.encodings = encs
 			d.mu.Unlock()
 		case msgUpdateRequest:
+			d.mu.Lock()
+			d.requests = append(d.requests, msg)
+			d.mu.Unlock()
 			if msg[1] == 0 && d.cursorFirst != nil {
 				go func() { // the hub writes its next request meanwhile
 					d.setCursor(d.cursorFirst)
