@@ -29,7 +29,9 @@ type Net struct {
 
 // New makes the veth pair with 10.231.N.1 on the host and 10.231.N.2 in a
 // new network namespace, N free across every test process on the machine
-// (Reserve). It skips the test when the host cannot make them (not root).
+// (Reserve). It skips the test only where the host cannot make them (not
+// root, or a kernel that refuses: see absent) and fails it on any other
+// failure of ip, saying what ip said.
 //
 // The host's end gets no address record: 10.231.N.1 is the host's by a
 // route of type local (the kernel delivers to it, binds on it and answers
@@ -57,9 +59,7 @@ func New(t testing.TB) *Net {
 		{"-n", id, "link", "set", "lo", "up"},
 		{"-n", id, "route", "add", "default", "via", nt.Host},
 	}...) {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Skipf("ip %v: %v: %s", args, err, out)
-		}
+		ip(t, args...)
 	}
 	t.Cleanup(func() { exec.Command("ip", "link", "del", id).Run() })
 	return nt
@@ -70,25 +70,29 @@ func New(t testing.TB) *Net {
 // (10.x.N.0) and device names (base+N+suffix): "ip netns add" fails for a
 // name that exists, so no two test processes on the machine, nor a
 // namespace an earlier run left, get the same N. The namespace goes when
-// the test ends. It skips the test when the host cannot make one (not root).
+// the test ends. It skips the test only where the host cannot make one
+// (not root, or a kernel that refuses: see absent) and fails it otherwise.
 func Reserve(t testing.TB, base string) (string, int) {
 	t.Helper()
-	var out []byte
+	mustRoot(t)
+	var said []byte
 	for n := 1; n <= 250; n++ {
 		name := fmt.Sprintf("%s%d", base, n)
 		if _, err := os.Stat("/run/netns/" + name); err == nil {
 			continue
 		}
-		var err error
-		if out, err = exec.Command("ip", "netns", "add", name).CombinedOutput(); err == nil {
+		args := []string{"netns", "add", name}
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		said = out
+		if err == nil {
 			t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 			return name, n
 		}
-		if !strings.Contains(string(out), "exists") {
-			break
+		if !strings.Contains(string(out), "File exists") { // else another process made it since the Stat
+			ipFailed(t, args, out, err)
 		}
 	}
-	t.Skipf("no network namespace %sN could be made: %s", base, out)
+	t.Fatalf("no network namespace %s1 to %s250 could be made: all exist (left by killed runs? ip netns list); the last: %s", base, base, said)
 	return "", 0
 }
 
