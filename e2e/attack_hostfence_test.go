@@ -27,7 +27,7 @@ func TestAttack_DesktopReachesHost(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the test starts portals as root and as nobody, and a network namespace")
 	}
-	mustTunForAll(t)
+	testnet.TunForAll(t)
 	at := testnet.NewHostAttack(t)
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_DESKTOP_UIDS=81000-81099"}
 	rows := func(t *testing.T, p *Portal, root bool) {

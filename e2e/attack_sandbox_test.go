@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func TestAttack_DesktopBounds(t *testing.T) {
 		t.Skip("the test starts portals as root and as nobody, and a veth pair")
 	}
 	outside := testnet.OutsideURL(t)
-	mustTunForAll(t)
+	testnet.TunForAll(t)
 	env := []string{"CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=admin",
 		"CORRAL_VDI_DESKTOP_LIMITS=nproc=400,nofile=1024,as=8G,memory=300M,pids=200,disk=64M"}
 	t.Run("root", func(t *testing.T) { desktopBounds(t, MustStartPortal(t, env...), outside, true) })
@@ -124,19 +123,5 @@ while True: b.append(bytearray(1<<24))'`, b, "memory limit (300 MiB) reached")
 	network(openTerminal(t, p, "alice", a.Name), " after the bombs")
 	if res, err := http.Get(p.URL + "/healthz"); err != nil || res.StatusCode != 200 {
 		t.Errorf("after the bombs the portal's /healthz: %v %v", res, err)
-	}
-}
-
-// mustTunForAll makes /dev/net/tun usable by desktops' uids (Debian's
-// default, 0666; some containers give 0600), which pasta needs.
-func mustTunForAll(t *testing.T) {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat("/dev/net/tun", &st); err != nil {
-		t.Skipf("no tun device: %v", err)
-	}
-	if st.Mode&0o006 != 0o006 {
-		t.Logf("/dev/net/tun is %04o: making it 0666, Debian's default", st.Mode&0o777)
-		os.Chmod("/dev/net/tun", 0o666)
 	}
 }

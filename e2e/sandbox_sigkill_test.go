@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 )
 
 // TestSandbox_PortalSIGKILL kills a portal with SIGKILL (the OOM killer, a
@@ -20,7 +22,7 @@ func TestSandbox_PortalSIGKILL(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the test starts portals as root and as nobody")
 	}
-	mustTunForAll(t)
+	testnet.TunForAll(t)
 	for _, c := range []struct {
 		name  string
 		start func(testing.TB, string, ...string) *Portal

@@ -69,6 +69,7 @@ func TestHostFence(t *testing.T) {
 // while an address beyond the host (a network namespace behind a route)
 // still answers both.
 func TestAttack_DesktopReachesHost(t *testing.T) {
+	testnet.TunForAll(t) // else the host fence is not checked: desktops get no network
 	s := MustSandbox(t, "202400-202499", Limits{NProc: 300})
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)

@@ -67,6 +67,7 @@ func mustServe(t *testing.T, addr string) string {
 // outbound reaches a server beyond the host, none does not, and neither
 // reaches the host's loopback (where the portal listens). An outbound desktop's processes share one network namespace.
 func TestSandboxedDesktop_Network(t *testing.T) {
+	testnet.TunForAll(t) // else the host fence is not checked: desktops get no network
 	s := MustSandbox(t, "202200-202299", Limits{NProc: 300})
 	if m := s.NetworkMissing(); m != "" {
 		t.Skip(m)
