@@ -23,8 +23,8 @@ import (
 // which keeps running with the first file, and nothing partial is left.
 func TestAttack_UploadOutsideTheDesktopsMemory(t *testing.T) {
 	const mib = 1 << 20
-	b, ref, _ := mustFilesMemberWith(t, "1200M", local.Limits{Memory: 768 * mib})
-	desk, portal, v1 := mustMemoryCgroups(t, "f-1")
+	b, ref, _, sandbox := mustFilesMemberWith(t, "1200M", local.Limits{Memory: 768 * mib})
+	desk, portal, v1 := mustMemoryCgroups(t, sandbox, "f-1")
 	portalOwn := func() int64 { // the portal's cgroup's own tmpfs pages
 		if v1 {
 			return memStat(t, portal, "shmem")
@@ -76,8 +76,10 @@ func (zeros) Read(p []byte) (int, error) {
 }
 
 // mustMemoryCgroups returns the memory cgroup folders of member's desktop
-// and of the portal (this test), and whether they are cgroup v1.
-func mustMemoryCgroups(t *testing.T, member string) (desk, portal string, v1 bool) {
+// in sandbox and of the portal (this test), and whether they are cgroup
+// v1. It skips the test where sandbox gives desktops no memory cgroup
+// here, saying why, and fails it where sandbox should have made one.
+func mustMemoryCgroups(t *testing.T, sandbox *local.Sandbox, member string) (desk, portal string, v1 bool) {
 	t.Helper()
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
@@ -101,7 +103,10 @@ func mustMemoryCgroups(t *testing.T, member string) (desk, portal string, v1 boo
 	}
 	found, _ := filepath.Glob(filepath.Join(portal, "corral-desktop-"+member+"-*"))
 	if len(found) != 1 {
-		t.Skipf("no memory cgroup of the desktop under %s (%v): this host gives the portal none", portal, found)
+		if !strings.Contains(sandbox.KernelLimits(), "memory") {
+			t.Skipf("this host gives desktops no memory cgroup: %s", sandbox.MissingLimits())
+		}
+		t.Fatalf("no memory cgroup of the desktop under %s (%v), though desktops get a %s here", portal, found, sandbox.KernelLimits())
 	}
 	return found[0], portal, v1
 }

@@ -23,11 +23,13 @@ import (
 // set, puts its home on a tmpfs of that size first.
 func mustFilesMember(t *testing.T, tmpfsHome string) (*local.Backend, vdi.Ref, string) {
 	t.Helper()
-	return mustFilesMemberWith(t, tmpfsHome, local.Limits{})
+	b, ref, home, _ := mustFilesMemberWith(t, tmpfsHome, local.Limits{})
+	return b, ref, home
 }
 
-// mustFilesMemberWith is mustFilesMember for a desktop under limits.
-func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*local.Backend, vdi.Ref, string) {
+// mustFilesMemberWith is mustFilesMember for a desktop under limits; it
+// returns the desktops' sandbox too.
+func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*local.Backend, vdi.Ref, string, *local.Sandbox) {
 	t.Helper()
 	ctx := context.Background()
 	dir, db, sandbox := mustSandboxed(t, "cfl", local.SandboxConfig{UIDs: "201800-201899", Limits: limits})
@@ -53,7 +55,7 @@ func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*
 	if err := b.Start(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	return b, ref, home
+	return b, ref, home, sandbox
 }
 
 func codeOf(err error) vdi.Code {
