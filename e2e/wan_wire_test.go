@@ -29,6 +29,8 @@ type wire struct {
 	// what they carry (udpKind).
 	udp   [2]int64
 	kinds [2]map[string]int64
+	// packets counts the UDP packets each way by what they carry.
+	packets [2]map[string]int64
 }
 
 // blockUDP makes the wire drop every UDP packet, or carry them again.
@@ -52,6 +54,14 @@ func (w *wire) udpKinds() map[string]int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.kinds[0])
+}
+
+// udpPackets returns how many UDP packets carrying kind (udpKind) went
+// towards the namespace so far, and back.
+func (w *wire) udpPackets(kind string) (toNS, fromNS int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.packets[0][kind], w.packets[1][kind]
 }
 
 // udpKind names what an IPv4 UDP packet carries: on a WebRTC port, STUN
@@ -140,9 +150,11 @@ func (w *wire) carry(from, to *os.File, dir int) {
 		if udp && !blocked {
 			w.udp[dir] += int64(n)
 			if w.kinds[dir] == nil {
-				w.kinds[dir] = map[string]int64{}
+				w.kinds[dir], w.packets[dir] = map[string]int64{}, map[string]int64{}
 			}
-			w.kinds[dir][udpKind(buf[:n])] += int64(n)
+			kind := udpKind(buf[:n])
+			w.kinds[dir][kind] += int64(n)
+			w.packets[dir][kind]++
 		}
 		w.mu.Unlock()
 		if blocked {
