@@ -15,7 +15,7 @@ const (
 	// sinkFrame is that time while a sink takes the stream (a WebRTC
 	// track, another replica's viewers), which cannot say its pace: a
 	// sink takes every frame, so the stream keeps to 30 a second for it
-	// (the encoder told the pace it is fed: h264_pace.go).
+	// (the encoder told so: h264Bitrate a second either way).
 	sinkFrame = time.Second / 30
 	// videoSettle is how long after the screen's last change, or after
 	// the last window in which much of it changed, the motion ends and
@@ -130,7 +130,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	var pix []byte
 	var next, started time.Time // next: when the next screen may be encoded
 	var ew, eh int              // e's screen
-	var told toldPace           // the pace e was told (its bitrate's), and the one it should be told
+	var eperiod time.Duration   // the pace e was told of (its bitrate's)
 	pace := encodePace{fixed: h.vid.late}
 	for {
 		select {
@@ -138,13 +138,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			return
 		case <-kick:
 		}
-		heldFrom := time.Now()
-		holding := next.After(heldFrom) // the told pace holds the screen back
-		if holding {
+		if wait := time.Until(next); wait > 0 {
 			select {
 			case <-h.done:
 				return
-			case <-time.After(next.Sub(heldFrom)):
+			case <-time.After(wait):
 			}
 		}
 		h.mu.Lock()
@@ -162,24 +160,17 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			continue
 		}
 		h.vid.due = false
-		var waited time.Duration
-		if holding {
-			waited = h.heldBack(heldFrom)
-		}
 		w, hh := h.fb.w, h.fb.h
-		most := int(time.Second / h.videoPeriod())
-		told.setFastest(most)
+		period := h.videoPeriod()
 		// A new encoder for a new size, a viewer that waits for a key
-		// frame, or a new pace (h264_pace.go): the last two at most one a
-		// videoKeyEvery, and a slower pace only where the encoder's next
-		// frame would be a key frame anyway.
-		restart := e == nil || ew != w || eh != hh || (h.vid.needKey || told.tellNow()) && time.Since(started) >= videoKeyEvery || told.tellAtKey()
+		// frame, or a new pace (a sink came or went: the encoder's bitrate
+		// is set for its pace); the last two at most one a videoKeyEvery.
+		restart := e == nil || ew != w || eh != hh || ((h.vid.needKey || period != eperiod) && time.Since(started) >= videoKeyEvery)
 		if restart {
-			h.vid.needKey = false
-			told.tell()
+			h.vid.needKey, eperiod = false, period
 		}
-		// Never much faster than the encoder's bitrate is set for.
-		next = nextFrame(next, time.Now(), max(time.Second/time.Duration(most), told.period()))
+		// Never faster than the encoder's bitrate is set for.
+		next = nextFrame(next, time.Now(), max(period, eperiod))
 		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
 		h.mu.Unlock()
 		if restart {
@@ -188,7 +179,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			}
 			ew, eh, started = w, hh, time.Now()
 			var err error
-			if e, err = h.startVideo(w, hh, told.fps); err != nil {
+			if e, err = h.startVideo(w, hh, int(time.Second/eperiod)); err != nil {
 				h.videoFailed(err)
 				return
 			}
@@ -207,7 +198,6 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			}
 			continue
 		}
-		told.frame(time.Now(), waited, au.key)
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
 		h.repaintSettled() // for viewers whose video ended while it was encoded
@@ -215,7 +205,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	}
 }
 
-// startVideo starts an encoder for a w×hh screen encoded about fps
+// startVideo starts an encoder for a w×hh screen encoded at most fps
 // times a second (its first frame a key frame).
 func (h *Hub) startVideo(w, hh, fps int) (videoEncoder, error) {
 	if h.vid.start != nil {
