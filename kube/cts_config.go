@@ -46,9 +46,9 @@ func (p *ctPool) memberIndex() map[string]int {
 	return indexOf(p.members)
 }
 
-// parseCTPool reads a pool's ConfigMap; the error says which key is wrong
-// and how to write it.
-func parseCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
+// readCTPool reads a pool's ConfigMap (parseCTPool, once per version);
+// the error says which key is wrong and how to write it.
+func readCTPool(cm *corev1.ConfigMap) (*ctPool, error) {
 	name := cm.Labels[LabelCTPool]
 	d := cm.Data
 	p := &ctPool{cm: cm, Pool: vdi.Pool{Namespace: cm.Namespace, Name: name, Kind: vdi.KindCT, Mode: vdi.ModeEphemeral, Source: d[CTKeyImage]}}
