@@ -71,23 +71,31 @@ func mustRegistry(t *testing.T) string {
 // TestPush_RealRegistry pushes a release to a real OCI registry on
 // loopback as an operator does: the release command with -chart-registry
 // (make release's CHART_REGISTRY, helm's registry client) pushes the
-// chart, which helm's client pulls back byte for byte; the image tarball
-// goes with `skopeo copy --preserve-digests oci-archive:…` as
-// docs/operating.md says, and the registry then serves the manifest
-// digest that install.yaml and the chart pin.
+// chart, which helm's client pulls back byte for byte; the image tarballs
+// (the portal's and the encoder sidecar's, built from the cached Debian
+// root of scripts/encoder-rootfs.sh) go with `skopeo copy
+// --preserve-digests oci-archive:…` as docs/operating.md says, and the
+// registry then serves each at the manifest digest that install.yaml
+// pins.
 func TestPush_RealRegistry(t *testing.T) {
 	host := mustRegistry(t)
 	if _, err := exec.LookPath("skopeo"); err != nil {
 		t.Skip("no skopeo: make test-deps installs it")
 	}
+	out, err := exec.Command("bash", "../../scripts/encoder-rootfs.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/encoder-rootfs.sh: %v\n%s", err, stderrOf(err))
+	}
+	debian := filepath.Join(strings.TrimSpace(string(out)), "rootfs")
 	dir := t.TempDir()
 	const version, commit = "v9.8.6", "0123456789abcdef0123456789abcdef01234567"
 	bin := buildBinary(t, dir, version, commit)
 	dist := filepath.Join(dir, "dist")
 	run := exec.Command("go", "run", "./cmd/release", "-version", version, "-commit", commit, "-created", "1767225600", "-binary", bin,
 		"-deploy", filepath.Join("..", "..", "deploy"), "-image", host+"/vdi/portal", "-out", dist,
+		"-encoder-root", debian, "-encoder-image", host+"/vdi/encoder",
 		"-chart-registry", "oci://"+host+"/charts", "-chart-plain-http")
-	out, err := run.CombinedOutput()
+	out, err = run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the release command: %v\n%s", err, out)
 	}
@@ -117,32 +125,36 @@ func TestPush_RealRegistry(t *testing.T) {
 		t.Errorf("the chart pulled back from the registry (%d bytes) is not the release's (%d bytes)", len(pulled.Chart.Data), len(packed))
 	}
 
-	// The image, as docs/operating.md pushes it.
-	image := filepath.Join(dist, "corral-vdi-portal-kube-"+version+".oci.tar")
-	tag := host + "/vdi/portal:" + version
-	if out, err := exec.Command("skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "oci-archive:"+image, "docker://"+tag).CombinedOutput(); err != nil {
-		t.Fatalf("skopeo copy: %v\n%s", err, out)
-	}
+	// The images, as docs/operating.md pushes them.
 	install, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What a kubelet asks the registry: the tag's manifest and its digest.
-	req, err := http.NewRequest(http.MethodHead, "http://"+host+"/v2/vdi/portal/manifests/"+version, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	digest := resp.Header.Get("Docker-Content-Digest")
-	if resp.StatusCode != http.StatusOK || digest == "" {
-		t.Fatalf("the registry's manifest of %s: %s, digest %q", tag, resp.Status, digest)
-	}
-	if pin := "image: " + host + "/vdi/portal@" + digest; !strings.Contains(string(install), pin) {
-		t.Errorf("the registry serves %s as %s; install.yaml does not pull it (want a line %q)", tag, digest, pin)
+	for _, image := range []struct{ tarball, repository string }{
+		{"corral-vdi-portal-kube-" + version + ".oci.tar", "vdi/portal"},
+		{"corral-vdi-portal-encoder-" + version + ".oci.tar", "vdi/encoder"},
+	} {
+		tag := host + "/" + image.repository + ":" + version
+		if out, err := exec.Command("skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "oci-archive:"+filepath.Join(dist, image.tarball), "docker://"+tag).CombinedOutput(); err != nil {
+			t.Fatalf("skopeo copy %s: %v\n%s", image.tarball, err, out)
+		}
+		// What a kubelet asks the registry: the tag's manifest and its digest.
+		req, err := http.NewRequest(http.MethodHead, "http://"+host+"/v2/"+image.repository+"/manifests/"+version, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		digest := resp.Header.Get("Docker-Content-Digest")
+		if resp.StatusCode != http.StatusOK || digest == "" {
+			t.Fatalf("the registry's manifest of %s: %s, digest %q", tag, resp.Status, digest)
+		}
+		if pin := "image: " + host + "/" + image.repository + "@" + digest; !strings.Contains(string(install), pin) {
+			t.Errorf("the registry serves %s as %s; install.yaml does not pull it (want a line %q)", tag, digest, pin)
+		}
 	}
 }
