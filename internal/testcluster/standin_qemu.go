@@ -73,8 +73,9 @@ func startQEMUGuest(ctx context.Context, dir, name string, uid types.UID, vnc, r
 		g.stop()
 		return nil, fmt.Errorf("the QEMU guest's image: %w", err)
 	}
-	g.vm, err = local.StartVM(ctx, local.VMSpec{Name: name, Dir: dir, Image: img, Heads: 1, Monitor: true,
-		Accel: os.Getenv("CORRAL_VDI_VM_ACCEL")})
+	// The accelerator is the host's remembered verdict (KVM where it works,
+	// TCG where it is missing or hangs), as a local VM's with nothing forced.
+	g.vm, err = local.StartVM(ctx, local.VMSpec{Name: name, Dir: dir, Image: img, Heads: 1, Monitor: true})
 	if err != nil {
 		g.stop()
 		return nil, err
