@@ -56,8 +56,9 @@ type Config struct {
 // standby that replaces it starts: a local desktop's start (Xvnc, its
 // window manager and terminal) shares the machine's cores with the
 // portal and the desktop just handed out, and took a warm desktop's
-// first pixels from 258 to 322 ms (median) on two cores. Beside a
-// KubeVirt VM's boot the wait is nothing.
+// first pixels from 258 to 322 ms (median) on two cores. The kube
+// backend's desktops start on the cluster's nodes, and its portal refills
+// at once (portal's refillDelay): the wait emptied a morning's standby.
 const DefaultRefillDelay = 2 * time.Second
 
 // DefaultClaimWait bounds a claim's requests to the claim store: one
