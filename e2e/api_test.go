@@ -87,6 +87,9 @@ func TestAPI_ClaimRules(t *testing.T) {
 		if max, _ := gauge(families, "corral_vdi_recordings_max_bytes", map[string]string{}); max <= 0 {
 			t.Errorf("corral_vdi_recordings_max_bytes = %v; want the default cap", max)
 		}
+		if live, _ := gauge(families, "go_gc_heap_live_bytes", map[string]string{}); live <= 0 {
+			t.Errorf("go_gc_heap_live_bytes = %v; want the heap the last collection found live (the soak's memory per session reads it)", live)
+		}
 		checkMonitoring(t, families)
 		// The pool is full: a real Prometheus holds its alert pending
 		// (for 15 minutes) and no other.

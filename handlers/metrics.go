@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,8 +95,17 @@ func newMetrics(cfg metricsConfig) *metrics {
 	}, func() float64 { return boolGauge(cfg.outage == nil || cfg.outage() == "") })
 	m.registry.MustRegister(m.consoles, m.sessions, m.bytes, m.claims, m.claimSeconds, ready, apiserver,
 		newPoolCollector(cfg.desktops), recordingsCollector(cfg.recordings), countersCollector(cfg.admin),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// goCollector is the Go runtime's usual series plus go_gc_heap_live_bytes,
+// the heap its last collection found live: what the portal's memory needs,
+// where the heap in use and the RSS also hold garbage not yet collected
+// (the heap grows to twice what is live before a collection).
+func goCollector() prometheus.Collector {
+	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}))
 }
 
 // recordingsCollector reports the bytes recordings take on this replica's
