@@ -3,12 +3,12 @@ package e2e
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testmount"
 )
 
 // claimRefused claims a desktop of demo as user: the claim holds, the
@@ -118,9 +118,6 @@ func TestSandbox_Refusals(t *testing.T) {
 	})
 
 	t.Run("FilesystemIgnoresOwnership", func(t *testing.T) {
-		if _, err := exec.LookPath("bindfs"); err != nil {
-			t.Skip("bindfs not installed (scripts/deps.sh --test installs it)")
-		}
 		back, err := os.MkdirTemp("", "cvb")
 		if err != nil {
 			t.Fatal(err)
@@ -129,20 +126,12 @@ func TestSandbox_Refusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A FUSE view of back that accepts chown and chmod and ignores both.
-		if out, err := exec.Command("bindfs", "--chown-ignore", "--chmod-ignore", back, data).CombinedOutput(); err != nil {
-			t.Skipf("bindfs: %v: %s", err, out)
-		}
-		t.Cleanup(func() {
-			for range 50 {
-				if exec.Command("fusermount", "-u", data).Run() == nil || exec.Command("umount", data).Run() == nil {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+		t.Cleanup(func() { // after the view is gone
 			removeData(data)
 			os.RemoveAll(back)
 		})
+		// A FUSE view of back that accepts chown and chmod and ignores both.
+		testmount.Bindfs(t, back, data, "--chown-ignore", "--chmod-ignore")
 		if err := os.Chmod(back, 0o711); err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testmount"
 	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/store"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
@@ -47,10 +47,7 @@ func mustFilesMemberWith(t *testing.T, tmpfsHome string, limits local.Limits) (*
 		if err := os.MkdirAll(home, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+tmpfsHome, "tmpfs", home).CombinedOutput(); err != nil {
-			t.Skipf("no tmpfs here: %v %s", err, out)
-		}
-		t.Cleanup(func() { exec.Command("umount", "-l", home).Run() })
+		testmount.Tmpfs(t, home, tmpfsHome)
 	}
 	if err := b.Start(ctx, ref); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/corral-dev/corral-vdi-portal/internal/testmount"
 )
 
 // TestSandboxedDesktop_NoCgroupTree forces a host that gives the portal
@@ -37,19 +37,13 @@ func TestSandboxedDesktop_NoCgroupTree(t *testing.T) {
 // named missing; on a host whose v2 has them, a child of the mount is
 // used.
 func TestDetectCgroups_PrivateV2Mount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting cgroup2 needs root")
-	}
 	root := t.TempDir()
 	mnt := filepath.Join(root, "fs")
 	os.Mkdir(mnt, 0o755)
-	if err := unix.Mount("cgroup2", mnt, "cgroup2", 0, ""); err != nil {
-		t.Skipf("cannot mount cgroup2: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	testmount.Mount(t, "cgroup2", mnt, "cgroup2", "")
 	leaf := "corral-test-" + filepath.Base(root)
 	if err := os.Mkdir(filepath.Join(mnt, leaf), 0o755); err != nil {
-		t.Skipf("cannot make a cgroup in the cgroup2 mount: %v", err)
+		t.Fatalf("a cgroup in the cgroup2 mount: %v", err)
 	}
 	t.Cleanup(func() { os.Remove(filepath.Join(mnt, leaf)) })
 	os.WriteFile(filepath.Join(root, "self"), []byte("0::/"+leaf+"\n"), 0o644)

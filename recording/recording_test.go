@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testmount"
 	"github.com/corral-dev/corral-vdi-portal/recording"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -116,14 +116,8 @@ func TestStore(t *testing.T) {
 	// database lives there too), and a new recorded console is refused,
 	// not started to end at once.
 	t.Run("DiskReserve", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("mounts a tmpfs")
-		}
 		dir := t.TempDir()
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
-			t.Skipf("mount tmpfs: %v %s", err, out)
-		}
-		t.Cleanup(func() { exec.Command("umount", dir).Run() })
+		testmount.Tmpfs(t, dir, "4m")
 		db := mustDB(t)
 		s, err := recording.Open(ctx, recording.Config{Dir: dir, DB: db, Reserve: 2 << 20})
 		if err != nil {

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testoutcome"
 )
 
 // A set-up that cannot run skips its test only where the machine truly
@@ -56,50 +57,16 @@ func TestSetUp_SkipsOnlyWhatIsAbsent(t *testing.T) {
 				saved := geteuid
 				geteuid = func() int { return tc.euid }
 				defer func() { geteuid = saved }()
-				got := runHelper(t, h.run)
+				got := testoutcome.Run(t, h.run)
 				switch {
-				case tc.skip && got.skipped == "":
-					t.Errorf("%s with ip saying %q: failed %q, passed %v; want a skip", h.name, tc.said, got.failed, got.failed == "")
-				case !tc.skip && got.failed == "":
-					t.Errorf("%s with ip saying %q: skipped %q, passed %v; want a failure", h.name, tc.said, got.skipped, got.skipped == "")
-				case !strings.Contains(got.skipped+got.failed, tc.about):
-					t.Errorf("%s with ip saying %q: %q; want it to say %q", h.name, tc.said, got.skipped+got.failed, tc.about)
+				case tc.skip && got.SkipMsg == "":
+					t.Errorf("%s with ip saying %q: failed %q, passed %v; want a skip", h.name, tc.said, got.FailMsg, got.FailMsg == "")
+				case !tc.skip && got.FailMsg == "":
+					t.Errorf("%s with ip saying %q: skipped %q, passed %v; want a failure", h.name, tc.said, got.SkipMsg, got.SkipMsg == "")
+				case !strings.Contains(got.SkipMsg+got.FailMsg, tc.about):
+					t.Errorf("%s with ip saying %q: %q; want it to say %q", h.name, tc.said, got.SkipMsg+got.FailMsg, tc.about)
 				}
 			})
 		}
 	}
-}
-
-// outcome records how a helper ended a test: a skip or a failure, with
-// what it said, or neither.
-type outcome struct {
-	testing.TB
-	skipped, failed string
-}
-
-func (o *outcome) Helper() {}
-
-func (o *outcome) Skip(args ...any) { o.skipped = fmt.Sprint(args...); runtime.Goexit() }
-
-func (o *outcome) Skipf(format string, args ...any) {
-	o.skipped = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-func (o *outcome) Fatalf(format string, args ...any) {
-	o.failed = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// runHelper runs fn with a testing.TB that records a skip or a failure
-// instead of ending t; fn's cleanups are t's.
-func runHelper(t *testing.T, fn func(testing.TB)) *outcome {
-	o := &outcome{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(o)
-	}()
-	<-done
-	return o
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testoutcome"
 )
 
 // TunForAll opens a closed TUN device up, skips where there is none, and
@@ -41,10 +43,10 @@ func TestTunForAll(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tunDevice = tc.device
 			defer func() { tunDevice = "/dev/net/tun" }()
-			got := runHelper(t, TunForAll)
-			if (got.skipped == "") != (tc.skip == "") || !strings.Contains(got.skipped, tc.skip) ||
-				(got.failed == "") != (tc.fail == "") || !strings.Contains(got.failed, tc.fail) {
-				t.Errorf("TunForAll on %s: skipped %q, failed %q; want a skip saying %q, a failure saying %q", tc.device, got.skipped, got.failed, tc.skip, tc.fail)
+			got := testoutcome.Run(t, TunForAll)
+			if (got.SkipMsg == "") != (tc.skip == "") || !strings.Contains(got.SkipMsg, tc.skip) ||
+				(got.FailMsg == "") != (tc.fail == "") || !strings.Contains(got.FailMsg, tc.fail) {
+				t.Errorf("TunForAll on %s: skipped %q, failed %q; want a skip saying %q, a failure saying %q", tc.device, got.SkipMsg, got.FailMsg, tc.skip, tc.fail)
 			}
 		})
 	}

@@ -1,0 +1,66 @@
+package testmount
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testoutcome"
+	"golang.org/x/sys/unix"
+)
+
+// Mount skips its test only where the machine cannot mount (not root, a
+// kernel that refuses root, a kernel without the filesystem), saying
+// which; any other error of mount(2) fails the test with it.
+func TestMount_SkipsOnlyWhatIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		euid  int
+		err   error
+		skip  bool
+		about string // what the skip or failure must say
+	}{
+		{"NotRoot", 1000, nil, true, "needs root"},
+		{"RootRefused", 0, unix.EPERM, true, "CAP_SYS_ADMIN"},
+		{"NoSuchFilesystem", 0, unix.ENODEV, true, "no tmpfs filesystem"},
+		{"NoMountPoint", 0, unix.ENOENT, false, "no such file"},
+		{"BadOption", 0, unix.EINVAL, false, "invalid argument"},
+		{"Busy", 0, unix.EBUSY, false, "busy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			savedEUID, savedMount := geteuid, mount
+			defer func() { geteuid, mount = savedEUID, savedMount }()
+			geteuid = func() int { return tc.euid }
+			mount = func(string, string, string, uintptr, string) error { return tc.err }
+			got := testoutcome.Run(t, func(t testing.TB) { Tmpfs(t, "/nonexistent/cvmount", "4m") })
+			switch {
+			case tc.skip && got.SkipMsg == "":
+				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: failed %q; want a skip", tc.euid, tc.err, got.FailMsg)
+			case !tc.skip && got.FailMsg == "":
+				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: skipped %q; want a failure", tc.euid, tc.err, got.SkipMsg)
+			case !strings.Contains(got.SkipMsg+got.FailMsg, tc.about):
+				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: %q; want it to say %q", tc.euid, tc.err, got.SkipMsg+got.FailMsg, tc.about)
+			}
+		})
+	}
+}
+
+// Tmpfs mounts a real tmpfs of the size asked for, gone when its test
+// ends.
+func TestTmpfs(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("mounted", func(t *testing.T) {
+		Tmpfs(t, dir, "4m")
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.TMPFS_MAGIC || st.Blocks*uint64(st.Bsize) != 4<<20 {
+			t.Fatalf("statfs %s: type %#x, %d bytes, %v; want a tmpfs of 4 MiB", dir, st.Type, st.Blocks*uint64(st.Bsize), err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
+		t.Errorf("after its test %s still holds the tmpfs's file; want the tmpfs gone", dir)
+	}
+}
