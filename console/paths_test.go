@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -91,5 +92,46 @@ func TestConsoleDial(t *testing.T) {
 				t.Errorf("err = %v; want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// silentDirect is a Direct whose desktop never answers: its dial ends
+// only with its context, whose deadline it records.
+type silentDirect struct {
+	deadline time.Time
+	bounded  bool
+}
+
+func (d *silentDirect) Dial(ctx context.Context, _ vdi.Ref, _ vdi.Protocol) (net.Conn, error) {
+	d.deadline, d.bounded = ctx.Deadline()
+	if !d.bounded { // it would hang: the test fails below
+		return nil, errors.New("a silent desktop, dialed without a deadline")
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestConsoleDial_DirectBudget: a silent direct path costs the connect
+// budget (DirectTimeout), then the console falls back; the budget is
+// checked by the deadline the direct dial was given, not by a clock.
+func TestConsoleDial_DirectBudget(t *testing.T) {
+	for _, budget := range []time.Duration{0, 50 * time.Millisecond} {
+		want := budget
+		if want == 0 {
+			want = defaultDirectTimeout
+		}
+		direct, path := &silentDirect{}, &dialer{name: PathAPIServer}
+		c := New(Config{Direct: direct, Paths: []Path{path}, DirectTimeout: budget})
+		before := time.Now()
+		conn, got, err := c.Dial(context.Background(), vdi.Ref{Namespace: "ns", Name: "vm-1"}, vdi.ProtocolVNC)
+		after := time.Now()
+		if err != nil || got != PathAPIServer {
+			t.Fatalf("Dial with a silent direct path (budget %v): %q, %v; want the API server's path", budget, got, err)
+		}
+		conn.Close()
+		if !direct.bounded || direct.deadline.Before(before.Add(want)) || direct.deadline.After(after.Add(want)) {
+			t.Errorf("the direct dial's deadline (budget %v): %v (set %v); want the dial's start plus %v, between %v and %v",
+				budget, direct.deadline, direct.bounded, want, before.Add(want), after.Add(want))
+		}
 	}
 }

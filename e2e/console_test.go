@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
 	"github.com/corral-dev/corral-vdi-portal/store"
@@ -249,15 +250,25 @@ func TestConsole_PeerPath(t *testing.T) {
 		start := time.Now()
 		ws, res, err := dialWS(other, "alice", path, other.URL)
 		if err != nil {
-			t.Fatalf("console with a silent direct path: %v %v", status(res), err)
+			t.Fatalf("console with a silent direct path: %v %v; log:\n%s", status(res), err, other.Log())
 		}
-		took := time.Since(start)
+		t.Logf("console open through the peer in %v with a silent direct path", time.Since(start).Round(time.Millisecond))
 		ws.WriteMessage(websocket.TextMessage, []byte("\r"))
 		readUntilWS(t, ws, "login:", 30*time.Second)
 		ws.Close()
-		t.Logf("console open through the peer in %v with a silent direct path", took.Round(time.Millisecond))
-		if took > 1500*time.Millisecond {
-			t.Errorf("fallback from a silent direct path took %v; want about the 750ms connect budget", took)
+		// The peer carried the bytes, and the direct path was tried at the
+		// silent address and cut by the portal's own bound (an i/o
+		// timeout), not refused, and not given up by the kernel minutes
+		// later ("connection timed out"), past the handshake's 10 s. Which
+		// bound (the console's 750 ms budget) is console
+		// TestConsoleDial_DirectBudget's to check; the time is logged.
+		var fell string
+		if !eventually(10*time.Second, func() bool { fell = logLine(other.Log(), "console reached through a fallback path"); return fell != "" }) {
+			t.Fatalf("the portal's log says no fallback:\n%s", other.Log())
+		}
+		onPeer := strings.Contains(fell, `"path":"peer"`) || strings.Contains(fell, "path=peer")
+		if !onPeer || !strings.Contains(fell, silent) || !strings.Contains(fell, "i/o timeout") {
+			t.Errorf("the fallback: %s; want the peer's path, after the direct dial of %s ran out of time (i/o timeout)", fell, silent)
 		}
 	})
 
@@ -279,8 +290,9 @@ func TestConsole_PeerPath(t *testing.T) {
 		}
 	}
 	ws.Close()
-	if ce, ok := err.(*websocket.CloseError); !ok || ce.Text == "" || time.Since(killed) > 20*time.Second {
-		t.Errorf("the console through a killed peer ended after %v with %v; want a close with a reason soon", time.Since(killed).Round(100*time.Millisecond), err)
+	// Hanging would end at the read deadline, with a timeout, not a close.
+	if ce, ok := err.(*websocket.CloseError); !ok || ce.Text == "" {
+		t.Errorf("the console through a killed peer ended after %v with %v; want a close with a reason", time.Since(killed).Round(100*time.Millisecond), err)
 	} else {
 		t.Logf("the console through a killed peer ended after %v: %q", time.Since(killed).Round(100*time.Millisecond), ce.Text)
 	}
@@ -318,7 +330,9 @@ func sessionsOnPath(t *testing.T, data, login, path string) int {
 
 // blackhole returns a loopback address that accepts no connection and
 // answers none: a listener with a backlog of one, already filled, so the
-// kernel drops further SYNs like a firewall would.
+// kernel drops further SYNs like a firewall would (Linux drops a SYN
+// whenever the listener's accept queue is full). The kernel's own count
+// (TCP_INFO of a listener: the queue and its bound) says when it is full.
 func blackhole(t *testing.T) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
@@ -329,17 +343,26 @@ func blackhole(t *testing.T) string {
 	sa, err := syscall.Getsockname(fd)
 	must(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	// Fill the queue: connections that complete but are never accepted.
-	for range 4 {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err != nil {
-			break // full: this attempt was dropped
-		}
-		t.Cleanup(func() { c.Close() })
-	}
-	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("could not make a silent address: the listen queue never filled")
+	// Fill the queue: a connection that completes but is never accepted.
+	c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	var info *unix.TCPInfo
+	if !eventually(30*time.Second, func() bool {
+		info, err = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		return err == nil && info.Unacked > info.Sacked // queued > backlog: full
+	}) {
+		t.Fatalf("could not make a silent address: the listener's accept queue %+v (%v) never filled", info, err)
 	}
 	return addr
+}
+
+// logLine returns the first line of log that contains msg, or "".
+func logLine(log, msg string) string {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, msg) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
