@@ -280,7 +280,13 @@ type desktop struct {
 	Protocols []string `json:"protocols"`
 	// Resetting is set while the member is stopped or made fresh after
 	// its claim ended: no holder, and not free yet.
-	Resetting string `json:"resetting"`
+	Resetting string    `json:"resetting"`
+	ClaimedAt time.Time `json:"claimedAt"`
+	// Reclaim is the next reclaim the claim faces, if a rule applies.
+	Reclaim *struct {
+		Rule string    `json:"rule"`
+		At   time.Time `json:"at"`
+	} `json:"reclaim"`
 }
 
 // free reports whether d is free: held by nobody, not being reset.
