@@ -271,13 +271,15 @@ func TestTakeoverFromCrashedLeader(t *testing.T) {
 	}()
 	select {
 	case <-ran:
-	case <-time.After(6 * time.Second):
-		t.Fatal("no takeover from a crashed leader within 6s")
+	case <-time.After(60 * time.Second):
+		t.Fatal("no takeover from a crashed leader within 60s (lease duration 2s)")
 	}
 	took := time.Since(start)
 	t.Logf("took over from a crashed leader after %s (lease duration 2s)", took)
-	if took < 1500*time.Millisecond || took > 4*time.Second {
-		t.Errorf("takeover after %s; want about the 2s lease duration", took)
+	// The elector saw the crashed leader's Lease only after start: a
+	// takeover sooner than the lease duration did not wait it out.
+	if took < 2*time.Second {
+		t.Errorf("takeover after %s; want no sooner than the crashed leader's 2s lease duration", took)
 	}
 	cancel()
 	<-done
