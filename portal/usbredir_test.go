@@ -132,7 +132,7 @@ func mustHandshake(t *testing.T, ws *websocket.Conn) string {
 func TestUSBRedir_LocalQEMU(t *testing.T) {
 	img, err := testvm.Image() // this checkout's, not the cache's current
 	if err != nil {
-		t.Skipf("%v (make vm-image builds it)", err)
+		t.Fatal(err) // the build's own failure: skipping would hide it
 	}
 	p := mustStartCLIPortal(t, "CORRAL_VDI_DEMO_VM_POOL_SIZE", "1", "CORRAL_VDI_VM_IMAGE", img)
 	base := p.m.URL()
