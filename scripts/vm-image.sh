@@ -5,6 +5,11 @@
 # The initramfs also carries the kernel's virtio-gpu driver and the modules
 # it needs, loaded by init: on QEMU's virtio-vga with two outputs the guest
 # then has a second monitor (docs/decisions/vm-second-head.md).
+# And console keymaps (/usr/share/keymaps/<layout>.bmap), made from X's own
+# layouts as Debian's console-setup makes them (ckbcomp, then kbd's
+# loadkeys -b, both from Debian's archive at build time), and a loadkeys
+# that loads one: `loadkeys de` in the guest makes its keyboard German, the
+# one switch docs/consoles.md names for a VM's console.
 #
 # Nothing here is committed: the kernel comes from Debian's archive with
 # `apt-get download`, busybox from the installed busybox-static package, and
@@ -63,9 +68,13 @@ if [[ -z $kpkg ]]; then
 	echo "vm-image: cannot resolve linux-image-amd64: run apt-get update" >&2
 	exit 1
 fi
-kver=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
+candidate() { apt-cache policy "$1" | awk '/Candidate:/ {print $2}'; }
+kver=$(candidate "$kpkg")
 bver=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || /bin/busybox | head -1 | awk '{print $2}')
-key="s${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}"
+# The keymaps' tools; X's layouts are the installed xkb-data's.
+kbdver=$(candidate kbd)
+csver=$(candidate console-setup)
+key="s${layout}-${kpkg#linux-image-}-${kver}_busybox-${bver}_kbd-${kbdver}_console-setup-${csver}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache/$key
 if [[ -s $out/vmlinuz && -s $out/initramfs.gz ]]; then
@@ -74,11 +83,14 @@ if [[ -s $out/vmlinuz && -s $out/initramfs.gz ]]; then
 	exit 0
 fi
 
+# The console keymaps' tools run here; X's layouts are xkb-data's.
+need perl perl
+[[ -d /usr/share/X11/xkb/symbols ]] || { echo "vm-image: X's keyboard layouts are missing: apt-get install xkb-data" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "vm-image: downloading $kpkg $kver" >&2
-(cd "$work" && apt-get download -q "$kpkg=$kver" >&2)
+echo "vm-image: downloading $kpkg $kver, kbd $kbdver, console-setup $csver" >&2
+(cd "$work" && apt-get download -q "$kpkg=$kver" "kbd=$kbdver" "console-setup=$csver" >&2)
 # virtio-gpu and what it needs, in the order init loads them (each one's
 # depends= comes before it); Debian builds them as modules.
 mods="virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio virtio_pci drm drm_kms_helper drm_shmem_helper virtio_dma_buf virtio-gpu"
@@ -93,6 +105,29 @@ cp /bin/busybox "$root/bin/busybox"
 mkdir -p "$root/lib/modules"
 for m in $mods; do cp "$(find "$work/lib/modules" -name "$m.ko")" "$root/lib/modules/"; done
 echo "$mods" >"$root/lib/modules/order"
+
+# Console keymaps: each layout below (setxkbmap's names; us-intl is us
+# with its intl variant) as ckbcomp makes it from X's layout, in the
+# kernel's binary form that busybox's loadkmap loads. -compact keeps the
+# maps of Shift, AltGr, Ctrl and Alt (2.8 KB a layout); the kernel's own
+# table composes the dead keys (^ then e is ê).
+tools=$work/tools
+mkdir -p "$tools"
+dpkg-deb -x "$work"/kbd_*.deb "$tools"
+dpkg-deb -x "$work"/console-setup_*.deb "$tools"
+mkdir -p "$root/usr/share/keymaps"
+for l in us us-intl gb de ch fr es se no; do
+	perl "$tools/usr/bin/ckbcomp" -compact ${l/-/ } >"$work/$l.kmap" 2>"$work/ckbcomp.log" ||
+		{ echo "vm-image: ckbcomp $l failed:" >&2; cat "$work/ckbcomp.log" >&2; exit 1; }
+	"$tools/bin/loadkeys" -q -b -u "$work/$l.kmap" >"$root/usr/share/keymaps/$l.bmap"
+done
+cat >"$root/usr/bin/loadkeys" <<'LOADKEYS'
+#!/bin/sh
+# loadkeys LAYOUT: the console's keyboard layout (one of /usr/share/keymaps).
+[ -f "/usr/share/keymaps/$1.bmap" ] || { echo "loadkeys: no layout '$1'; these are here: $(cd /usr/share/keymaps && ls | sed 's/\.bmap//' | tr '\n' ' ')" >&2; exit 1; }
+exec loadkmap <"/usr/share/keymaps/$1.bmap"
+LOADKEYS
+chmod 755 "$root/usr/bin/loadkeys"
 cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s
