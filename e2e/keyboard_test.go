@@ -138,54 +138,57 @@ func focusDesktop(t *testing.T, page playwright.Page) {
 }
 
 // keyboardLayouts is the table of layouts: strokes as Chromium reports
-// them on each layout, and the text they type.
+// them on each layout, the text they type, and the layout a desktop that
+// makes the characters of physical keys (RDP, a VM) is set to, as its
+// user would: setxkbmap's name, us-intl its us with the intl variant (the
+// tiny VM's loadkeys takes the same names).
 var keyboardLayouts = []struct {
-	name    string
-	strokes []stroke
-	want    string
+	name, layout string
+	strokes      []stroke
+	want         string
 }{
-	{"German AltGr", []stroke{altGr("KeyQ", "@"), altGr("KeyE", "€"), altGr("Digit7", "{"), altGr("Digit0", "}"),
+	{"German AltGr", "de", []stroke{altGr("KeyQ", "@"), altGr("KeyE", "€"), altGr("Digit7", "{"), altGr("Digit0", "}"),
 		altGr("Digit8", "["), altGr("Digit9", "]"), altGr("Minus", `\`), altGr("IntlBackslash", "|"), altGr("BracketRight", "~"),
 		plain("Quote", "ä"), plain("Semicolon", "ö"), plain("BracketLeft", "ü"), plain("Minus", "ß"), plain("KeyY", "z"), plain("KeyZ", "y")},
 		`@€{}[]\|~äöüßzy`},
-	{"French AZERTY, dead ^", []stroke{plain("Digit2", "é"), plain("Digit7", "è"), plain("Digit0", "à"), plain("Digit9", "ç"), plain("Quote", "ù"),
+	{"French AZERTY, dead ^", "fr", []stroke{plain("Digit2", "é"), plain("Digit7", "è"), plain("Digit0", "à"), plain("Digit9", "ç"), plain("Quote", "ù"),
 		plain("KeyQ", "a"), plain("KeyA", "q"), dead("BracketLeft", ""), plain("KeyE", "ê"), dead("BracketLeft", "Shift"), plain("KeyI", "ï")},
 		"éèàçùaqêï"},
-	{"UK", []stroke{shifted("Digit3", "£"), shifted("Digit2", `"`), shifted("Quote", "@"), plain("Backslash", "#"), shifted("Backslash", "~"),
+	{"UK", "gb", []stroke{shifted("Digit3", "£"), shifted("Digit2", `"`), shifted("Quote", "@"), plain("Backslash", "#"), shifted("Backslash", "~"),
 		plain("IntlBackslash", `\`), shifted("IntlBackslash", "|"), shifted("Backquote", "¬")},
 		`£"@#~\|¬`},
-	{"US-International, dead keys", []stroke{dead("Quote", ""), plain("KeyE", "é"), dead("Quote", "Shift"), plain("KeyU", "ü"),
+	{"US-International, dead keys", "us-intl", []stroke{dead("Quote", ""), plain("KeyE", "é"), dead("Quote", "Shift"), plain("KeyU", "ü"),
 		dead("Backquote", "Shift"), plain("KeyN", "ñ"), dead("Backquote", ""), plain("KeyA", "à"), dead("Digit6", "Shift"), plain("KeyO", "ô"),
 		dead("Quote", ""), plain("Space", "'"), altGr("KeyS", "ß"), altGr("Digit5", "€")},
 		"éüñàô'ß€"},
-	{"Spanish", []stroke{plain("Semicolon", "ñ"), plain("Backslash", "ç"), plain("Equal", "¡"), shifted("Equal", "¿"),
+	{"Spanish", "es", []stroke{plain("Semicolon", "ñ"), plain("Backslash", "ç"), plain("Equal", "¡"), shifted("Equal", "¿"),
 		dead("Quote", ""), plain("KeyA", "á"), dead("Quote", "Shift"), plain("KeyU", "ü"), altGr("Digit2", "@"), altGr("Digit3", "#"), altGr("KeyE", "€")},
 		"ñç¡¿áü@#€"},
-	{"Swiss-German", []stroke{plain("KeyY", "z"), plain("KeyZ", "y"), plain("BracketLeft", "ü"), plain("Semicolon", "ö"), plain("Quote", "ä"),
+	{"Swiss-German", "ch", []stroke{plain("KeyY", "z"), plain("KeyZ", "y"), plain("BracketLeft", "ü"), plain("Semicolon", "ö"), plain("Quote", "ä"),
 		altGr("Digit2", "@"), altGr("Digit3", "#"), altGr("BracketLeft", "["), altGr("BracketRight", "]"), altGr("Quote", "{"), altGr("Backslash", "}"),
 		dead("Equal", ""), plain("KeyE", "ê"), shifted("Digit3", "*")},
 		"zyüöä@#[]{}ê*"},
-	{"Nordic (Swedish, Norwegian)", []stroke{plain("BracketLeft", "å"), plain("Quote", "ä"), plain("Semicolon", "ö"), shifted("BracketLeft", "Å"),
-		altGr("Digit2", "@"), altGr("Digit4", "$"), altGr("Digit7", "{"), plain("Semicolon", "ø"), plain("Quote", "æ")},
-		"åäöÅ@${øæ"},
+	// Nordic: Swedish and Norwegian have ö and ø, ä and æ on the same keys.
+	{"Swedish", "se", []stroke{plain("BracketLeft", "å"), plain("Quote", "ä"), plain("Semicolon", "ö"), shifted("BracketLeft", "Å"),
+		altGr("Digit2", "@"), altGr("Digit4", "$"), altGr("Digit7", "{")},
+		"åäöÅ@${"},
+	{"Norwegian", "no", []stroke{plain("Semicolon", "ø"), plain("Quote", "æ"), plain("BracketLeft", "å"), shifted("Semicolon", "Ø"), shifted("Quote", "Æ"),
+		altGr("Digit2", "@"), altGr("Digit4", "$"), altGr("Digit0", "}")},
+		"øæåØÆ@$}"},
 }
 
-// typeLayouts types each layout's row into the desktop's terminal window
-// (head writes it to a file) and compares the file, byte for byte. Xvnc
-// types a character its keymap lacks by giving it a spare key, and
-// TigerVNC 1.12 has about twenty: reset (setxkbmap, the switch
-// docs/consoles.md names) gives them back before each row.
-func typeLayouts(t *testing.T, page playwright.Page, home string, reset func()) {
+// typeLayouts types each layout's row into the desktop's terminal (head
+// writes it to a file) and compares the file, byte for byte.
+func typeLayouts(t *testing.T, page playwright.Page, desk keyDesk) {
 	in := newDevInput(t, page)
 	for i, l := range keyboardLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			reset()
 			name := "kb" + string(rune('a'+i)) + ".txt"
-			pasteAsKeys(t, page, "head -n1 > ~/"+name+"\n")
+			desk.listen(t, l.layout, false, "head -n1", name)
 			focusDesktop(t, page)
 			in.strokes(l.strokes...)
 			in.enter()
-			waitFile(t, filepath.Join(home, name), l.want+"\n")
+			desk.holds(t, name, l.want+"\n")
 		})
 	}
 }
@@ -247,34 +250,30 @@ func typeComposed(t *testing.T, page playwright.Page, home string) {
 
 // shortcuts is the table of Ctrl shortcuts as Chromium reports them on
 // layouts whose letters sit on other keys than a US keyboard's (QWERTZ's
-// Z, AZERTY's A and Z): Ctrl+C, Ctrl+V, Ctrl+Z, Ctrl+A each.
+// Z, AZERTY's A and Z): Ctrl+C, Ctrl+V, Ctrl+Z, Ctrl+A each; and the
+// layout a desktop is set to, as keyboardLayouts'.
 var shortcuts = []struct {
-	name    string
-	strokes []stroke
+	name, layout string
+	strokes      []stroke
 }{
-	{"US", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyZ", "z"), ctrl("KeyA", "a")}},
-	{"German QWERTZ", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyY", "z"), ctrl("KeyA", "a")}},
-	{"French AZERTY", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyW", "z"), ctrl("KeyQ", "a")}},
+	{"US", "us", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyZ", "z"), ctrl("KeyA", "a")}},
+	{"German QWERTZ", "de", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyY", "z"), ctrl("KeyA", "a")}},
+	{"French AZERTY", "fr", []stroke{ctrl("KeyC", "c"), ctrl("KeyV", "v"), ctrl("KeyW", "z"), ctrl("KeyQ", "a")}},
 }
 
 // typeShortcuts presses each layout's shortcuts into the desktop's
-// terminal window in raw mode, where each arrives as the control
-// character the desktop made of it, and compares the bytes: Ctrl+C, V,
-// Z and A are 0x03, 0x16, 0x1a and 0x01 whatever key the layout has the
-// letter on.
-func typeShortcuts(t *testing.T, page playwright.Page, home string) {
+// terminal in raw mode, where each arrives as the control character the
+// desktop made of it, and compares the bytes: Ctrl+C, V, Z and A are
+// 0x03, 0x16, 0x1a and 0x01 whatever key the layout has the letter on.
+func typeShortcuts(t *testing.T, page playwright.Page, desk keyDesk) {
 	in := newDevInput(t, page)
 	for i, l := range shortcuts {
 		t.Run(l.name, func(t *testing.T) {
 			name := "sc" + string(rune('a'+i)) + ".txt"
-			// Keys typed before the terminal is raw would be signals.
-			pasteAsKeys(t, page, "stty raw -echo; : > ~/"+name+".raw; head -c 4 > ~/"+name+"; stty sane\n")
-			if !eventually(15*time.Second, func() bool { _, err := os.Stat(filepath.Join(home, name+".raw")); return err == nil }) {
-				t.Fatal("the terminal did not go raw")
-			}
+			desk.listen(t, l.layout, true, "head -c 4", name)
 			focusDesktop(t, page)
 			in.strokes(l.strokes...)
-			waitFile(t, filepath.Join(home, name), "\x03\x16\x1a\x01")
+			desk.holds(t, name, "\x03\x16\x1a\x01")
 		})
 	}
 }

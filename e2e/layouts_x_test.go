@@ -42,10 +42,7 @@ func typeXLayouts(t *testing.T, page playwright.Page, home string) {
 			if !eventually(10*time.Second, func() bool { _, err := os.Stat(set); return err == nil }) {
 				t.Fatalf("setxkbmap %s did not run in the desktop", l.setxkbmap)
 			}
-			openControl(t, page, "keys-menu")
-			_, err := page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{l.id}})
-			must(t, err)
-			must(t, page.GetByTestId("keys-menu").Click())
+			chooseLayout(t, page, l.id)
 			if l.refused != "" {
 				var want []string
 				for _, r := range l.refused {
@@ -58,4 +55,14 @@ func typeXLayouts(t *testing.T, page playwright.Page, home string) {
 			waitFile(t, filepath.Join(home, "rdp-"+l.id+".txt"), line)
 		})
 	}
+}
+
+// chooseLayout picks the desktop's layout (an id of static/app/layouts.js)
+// in the Keys list, which Type as keys then types with.
+func chooseLayout(t *testing.T, page playwright.Page, id string) {
+	t.Helper()
+	openControl(t, page, "keys-menu")
+	_, err := page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{id}})
+	must(t, err)
+	must(t, page.GetByTestId("keys-menu").Click())
 }

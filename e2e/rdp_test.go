@@ -59,7 +59,9 @@ func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string)
 // TestRDP_IronRDPDrawsTheDesktop is the RDP console as a user gets it: the
 // desktop's first console is RDP, IronRDP in Chromium connects through the
 // portal's RDCleanPath gateway to freerdp-shadow on the real desktop with
-// the credentials the page shows, draws it, and takes keyboard input.
+// the credentials the page shows, draws it, and takes keyboard input: the
+// keyboard table's rows and shortcuts, each with the desktop's layout set
+// to its own, arrive byte for byte.
 func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
@@ -190,6 +192,17 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	waitFile(t, filepath.Join(portal.homeOf(member), "rdp-de.txt"), german)
 	// Then every other layout, every character its table has.
 	typeXLayouts(t, page, portal.homeOf(member))
+	// Each row of the keyboard table as Chromium produces it for its
+	// layout, the desktop's layout made that one (setxkbmap, as its user
+	// would): IronRDP sends the keys' scan codes, freerdp-shadow presses
+	// those keys on the X server, and its layout makes the characters.
+	// The commands are typed with Type as keys, the desktop's layout and
+	// the chosen one English (US) meanwhile (xDesk.listen).
+	chooseLayout(t, page, "us")
+	x := xDesk{page: page, shell: openGuestShell(t, portal, "alice", member), home: portal.homeOf(member), scanCodes: true}
+	t.Run("keyboard layouts", func(t *testing.T) { typeLayouts(t, page, x) })
+	t.Run("shortcuts", func(t *testing.T) { typeShortcuts(t, page, x) })
+	x.shell.run("setxkbmap us")
 	composeIntoRDP(t, page, desk, portal.homeOf(member))
 
 	// The session is recorded as an RDP session of alice.
