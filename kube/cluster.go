@@ -27,6 +27,8 @@ type Cluster struct {
 
 var (
 	_ vdi.Backend       = (*Cluster)(nil)
+	_ vdi.MemberWalker  = (*Cluster)(nil)
+	_ vdi.MemberWalker  = (*CTs)(nil)
 	_ vdi.PoolAdmin     = (*Cluster)(nil)
 	_ vdi.ClaimMirror   = (*Cluster)(nil)
 	_ vdi.Screenshotter = (*Cluster)(nil)
@@ -103,6 +105,17 @@ func (c *Cluster) Members(ctx context.Context, namespace, pool string) ([]vdi.Me
 		return nil, err
 	}
 	return b.Members(ctx, namespace, pool)
+}
+
+// WalkMembers calls yield with each member of a pool of either kind
+// (vdi.MemberWalker): a CT pool's from the caches one at a time, a VM
+// pool's from its list.
+func (c *Cluster) WalkMembers(ctx context.Context, namespace, pool string, yield func(vdi.Member) bool) error {
+	b, _, err := c.pool(ctx, namespace, pool)
+	if err != nil {
+		return err
+	}
+	return vdi.WalkMembers(ctx, b, namespace, pool, yield)
 }
 
 // owner returns the backend that has member ref: a CT pool's member when a

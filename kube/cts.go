@@ -213,11 +213,7 @@ func (c *CTs) pods(ctx context.Context, p *ctPool) ([]*corev1.Pod, error) {
 
 // Members returns the pool's members, a stopped one for each missing Pod.
 func (c *CTs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member, error) {
-	p, err := c.pool(ctx, namespace, pool)
-	if err != nil {
-		return nil, err
-	}
-	pods, err := c.pods(ctx, p)
+	p, pods, err := c.poolPods(ctx, namespace, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +222,33 @@ func (c *CTs) Members(ctx context.Context, namespace, pool string) ([]vdi.Member
 		out[i] = ctMemberOf(p, name, pods[i])
 	}
 	return out, nil
+}
+
+// WalkMembers calls yield with each of the pool's members as Members
+// lists them, until it returns false (vdi.MemberWalker: a claim keeps a
+// handful, so it needs no copy of them all).
+func (c *CTs) WalkMembers(ctx context.Context, namespace, pool string, yield func(vdi.Member) bool) error {
+	p, pods, err := c.poolPods(ctx, namespace, pool)
+	if err != nil {
+		return err
+	}
+	for i, name := range p.members {
+		if !yield(ctMemberOf(p, name, pods[i])) {
+			break
+		}
+	}
+	return nil
+}
+
+// poolPods returns the CT pool namespace/name and its members' Pods (see
+// pods).
+func (c *CTs) poolPods(ctx context.Context, namespace, name string) (*ctPool, []*corev1.Pod, error) {
+	p, err := c.pool(ctx, namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := c.pods(ctx, p)
+	return p, pods, err
 }
 
 // owner returns the CT pool that has member ref; ENotFound when none.

@@ -38,6 +38,7 @@ func parsePoolNamespaces(s string) ([]string, error) {
 // backend of one namespace.
 type namespaceBackend interface {
 	vdi.Backend
+	vdi.MemberWalker
 	vdi.PoolAdmin
 	vdi.ClaimMirror
 	vdi.Screenshotter
@@ -54,6 +55,7 @@ type namespacedBackend struct {
 
 var (
 	_ vdi.Backend       = (*namespacedBackend)(nil)
+	_ vdi.MemberWalker  = (*namespacedBackend)(nil)
 	_ vdi.PoolAdmin     = (*namespacedBackend)(nil)
 	_ vdi.ClaimMirror   = (*namespacedBackend)(nil)
 	_ vdi.Screenshotter = (*namespacedBackend)(nil)
@@ -121,6 +123,15 @@ func (b *namespacedBackend) Members(ctx context.Context, namespace, pool string)
 		return nil, err
 	}
 	return c.Members(ctx, namespace, pool)
+}
+
+// WalkMembers shows a pool's members one at a time.
+func (b *namespacedBackend) WalkMembers(ctx context.Context, namespace, pool string, yield func(vdi.Member) bool) error {
+	c, err := b.in(namespace)
+	if err != nil {
+		return err
+	}
+	return c.WalkMembers(ctx, namespace, pool, yield)
 }
 
 // Member returns one member.

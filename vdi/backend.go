@@ -23,6 +23,34 @@ type Backend interface {
 	Dial(ctx context.Context, ref Ref, p Protocol) (net.Conn, error)
 }
 
+// MemberWalker is a Backend that shows a pool's members one at a time
+// from its caches. A claim keeps a handful of a pool's members
+// (claim_rank.go): a list of a morning's thousand is a copy of them all
+// for nothing, at every claim.
+type MemberWalker interface {
+	// WalkMembers calls yield with each of the pool's members, as
+	// Members lists them, until yield returns false.
+	WalkMembers(ctx context.Context, namespace, pool string, yield func(Member) bool) error
+}
+
+// WalkMembers calls yield with each member of pool in b: through its
+// WalkMembers where it has one, else over its Members.
+func WalkMembers(ctx context.Context, b Backend, namespace, pool string, yield func(Member) bool) error {
+	if w, ok := b.(MemberWalker); ok {
+		return w.WalkMembers(ctx, namespace, pool, yield)
+	}
+	members, err := b.Members(ctx, namespace, pool)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if !yield(m) {
+			break
+		}
+	}
+	return nil
+}
+
 // Identity is who is asking: the Lease holder is the Login.
 type Identity struct {
 	Login  string

@@ -1,10 +1,8 @@
 package vdi
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -107,11 +105,11 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 			quotaChecked = true
 			step(ctx, "quota")
 		}
-		members, err := s.backend.Members(ctx, namespace, pool)
-		if err != nil {
+		r := s.spread.ranking(known, tried, now, login, claimCandidates)
+		if err := WalkMembers(ctx, s.backend, namespace, pool, r.add); err != nil {
 			return TakeAnswer{}, err
 		}
-		free := s.spread.freeMembers(members, known, tried, now, login)
+		free := r.leaders()
 		step(ctx, "members")
 		if len(free) == 0 {
 			break
@@ -236,72 +234,6 @@ const (
 	maxClaimAttempts = 64
 	claimRelistEvery = 4
 )
-
-// freeMembers returns the members with no live claim that were not tried
-// yet: first one assigned to login before Leases existed (it migrates to a
-// Lease now), then running ones (the user gets a desktop now), then stopped
-// ones, then the rest; within each group this replica's share of the
-// members first (share), each part in the claim's own order (spread),
-// so that concurrent claimants do not all race for the same member. A member assigned to someone else that never had a Lease is
-// theirs, not free.
-func (o spread) freeMembers(members []Member, known map[string]*Lease, tried map[string]bool, now time.Time, login string) []Member {
-	rank := func(m Member) int {
-		if m.AssignedTo == login {
-			return -1
-		}
-		switch m.Power {
-		case PowerRunning:
-			return 0
-		case PowerStopped:
-			return 1
-		case PowerFailed:
-			return 3
-		}
-		return 2
-	}
-	sh, split := shareOf(o.replicas)
-	// The order is sorted as small keys pointing into members: a pool's
-	// free members are many (1,000 at a morning's start) and a Member is
-	// large; moving Members in the sort was a fifth of a SQLite morning's
-	// CPU (BenchmarkFreeMembers).
-	type placed struct {
-		rank   int
-		theirs bool // another replica's share: tried after this one's
-		score  uint64
-		i      int // in members
-	}
-	order := make([]placed, 0, len(members)) // each member hashed once, not once per comparison
-	for i, m := range members {
-		l := known[m.Name]
-		if (l != nil && !l.Expired(now)) || tried[m.Name] {
-			continue
-		}
-		if l == nil && m.AssignedTo != "" && m.AssignedTo != login {
-			continue // assigned before Leases existed: its user migrates it
-		}
-		if m.Closed != "" {
-			continue // not carrying its pool's definition: fails closed until repaired
-		}
-		order = append(order, placed{rank(m), split && !sh.mine(m), o.score(login, m), i})
-	}
-	slices.SortFunc(order, func(a, b placed) int {
-		if r := a.rank - b.rank; r != 0 {
-			return r
-		}
-		if a.theirs != b.theirs {
-			if a.theirs {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.score, b.score)
-	})
-	free := make([]Member, len(order))
-	for i, p := range order {
-		free[i] = members[p.i]
-	}
-	return free
-}
 
 // acquire takes m's Lease for holder in leases: Create when none was seen (a Lease
 // that exists after all means another claimant won: ErrAlreadyExists), or

@@ -1,9 +1,6 @@
 package vdi
 
-import (
-	"hash/fnv"
-	"slices"
-)
+import "slices"
 
 // Replicas names the portal's replicas as this one sees them (the kube
 // backend's heartbeats, kube.ScreenOwners), so that their claims split a
@@ -53,14 +50,17 @@ func shareOf(r Replicas) (s share, ok bool) {
 }
 
 // mine reports whether member m (namespace/name) is this replica's.
-func (s share) mine(m Member) bool { return s.owner(m) == 0 }
+func (s share) mine(m Member) bool { return s.ownerOf(memberHash(&m)) == 0 }
 
 // owner returns whose share member m (namespace/name) is: 0 this
-// replica's, i+1 others[i]'s; the replica whose score with m beats every
-// other's (a tie, as rare as a 64-bit collision, goes to the replica with
-// the lower hash, on every replica alike).
-func (s share) owner(m Member) int {
-	h := hashString(m.Namespace + "/" + m.Name)
+// replica's, i+1 others[i]'s (see ownerOf).
+func (s share) owner(m Member) int { return s.ownerOf(memberHash(&m)) }
+
+// ownerOf returns whose share the member hashed h (memberHash) is: the
+// replica whose score with it beats every other's (a tie, as rare as a
+// 64-bit collision, goes to the replica with the lower hash, on every
+// replica alike).
+func (s share) ownerOf(h uint64) int {
 	best, hash, score := 0, s.self, mix(h^s.self)
 	for i, o := range s.others {
 		if theirs := mix(h ^ o); theirs > score || (theirs == score && o < hash) {
@@ -70,14 +70,33 @@ func (s share) owner(m Member) int {
 	return best
 }
 
+// memberHash is hashString of m's "namespace/name", without making that
+// string.
+func memberHash(m *Member) uint64 {
+	return fnv1a(fnv1a(fnv1a(fnvOffset, m.Namespace), "/"), m.Name)
+}
+
 // count returns how many shares the live replicas split the members into.
 func (s share) count() int { return 1 + len(s.others) }
 
-// hashString is FNV-1a of s: the same in every process.
-func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hashString is FNV-1a (64-bit) of s: the same in every process, and in
+// every release (replicas of two releases split members alike).
+func hashString(s string) uint64 { return fnv1a(fnvOffset, s) }
+
+// FNV-1a's 64-bit offset basis and prime (hash/fnv's, which a claim
+// ranking a thousand members paid an allocation or two each to use).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv1a continues FNV-1a hash h over s.
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
 }
 
 // mix is SplitMix64's finaliser: FNV's nearby inputs (replica-0,

@@ -70,7 +70,7 @@ func TestShareSplitsMembers(t *testing.T) {
 
 	members[7].Power = PowerStopped
 	o := spread{seed: maphash.MakeSeed(), replicas: seen{"portal-a", three}}
-	free := o.freeMembers(members, nil, nil, time.Now(), "alice")
+	free := o.freeMembers(members, nil, nil, time.Now(), "alice", len(members))
 	if len(free) != 300 || free[299].Name != "m-7" {
 		t.Fatalf("the order has %d members, last %s; want 300, the stopped m-7 last whatever its share", len(free), free[len(free)-1].Name)
 	}
@@ -85,10 +85,10 @@ func TestShareSplitsMembers(t *testing.T) {
 	}
 
 	alone := spread{seed: o.seed}
-	want := alone.freeMembers(members, nil, nil, time.Now(), "alice")
+	want := alone.freeMembers(members, nil, nil, time.Now(), "alice", len(members))
 	for _, r := range []Replicas{seen{"portal-a", []string{"portal-b", "portal-c"}}, seen{"portal-a", []string{"portal-a"}}, seen{"portal-a", nil}} {
 		o.replicas = r
-		if got := o.freeMembers(members, nil, nil, time.Now(), "alice"); !slices.EqualFunc(got, want, func(a, b Member) bool { return a.Name == b.Name }) {
+		if got := o.freeMembers(members, nil, nil, time.Now(), "alice", len(members)); !slices.EqualFunc(got, want, func(a, b Member) bool { return a.Name == b.Name }) {
 			self, live := r.Live()
 			t.Errorf("%s seeing %v live orders by a share; want the claim's own order", self, live)
 		}

@@ -20,16 +20,18 @@ type spread struct {
 }
 
 // score is m's place in the order of claim, the claiming user.
-func (s spread) score(claim string, m Member) uint64 {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(claim)
-	h.WriteByte(0)
-	h.WriteString(m.Namespace)
-	h.WriteByte('/')
-	h.WriteString(m.Name)
-	return h.Sum64()
+func (s spread) score(claim string, m *Member) uint64 {
+	return scoreOf(s.claimKey(claim), memberHash(m))
 }
+
+// claimKey is claim's key in this portal's orders: its hash with the
+// portal's seed, made once per claim.
+func (s spread) claimKey(claim string) uint64 { return maphash.String(s.seed, claim) }
+
+// scoreOf is the place of the member hashed h (memberHash) in the order
+// of the claim keyed key: the pair mixed as a member and a replica are
+// for shares, so a claim ranking a thousand members hashes each once.
+func scoreOf(key, h uint64) uint64 { return mix(h ^ key) }
 
 // trying counts, per member, this portal's claims writing its Lease now,
 // and remembers when a claim of this portal last found each taken (won

@@ -19,7 +19,7 @@ func TestFreeMembersSpreadsClaims(t *testing.T) {
 	members[42].Power = PowerStopped
 	firsts := map[string]bool{}
 	for i := range 20 {
-		free := o.freeMembers(members, nil, nil, time.Now(), fmt.Sprintf("user-%d", i))
+		free := o.freeMembers(members, nil, nil, time.Now(), fmt.Sprintf("user-%d", i), len(members))
 		if len(free) != 100 || free[99].Name != "m-42" {
 			t.Fatalf("user-%d's order has %d members, last %s; want 100, the stopped m-42 last", i, len(free), free[len(free)-1].Name)
 		}
@@ -43,6 +43,6 @@ func BenchmarkFreeMembers(b *testing.B) {
 	}
 	now := time.Now()
 	for i := 0; b.Loop(); i++ {
-		o.freeMembers(members, nil, nil, now, fmt.Sprintf("user-%d", i))
+		o.freeMembers(members, nil, nil, now, fmt.Sprintf("user-%d", i), claimCandidates)
 	}
 }
