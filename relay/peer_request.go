@@ -55,7 +55,26 @@ func peerRequest(ctx context.Context, method, base string, secret []byte, route,
 		req.Header[k] = v
 	}
 	req.Header.Set(PeerAuthHeader, SignPeer(secret, time.Now(), u.Host, kind, ns, member))
-	return http.DefaultClient.Do(req)
+	return peerClient.Do(req)
+}
+
+// peerClient sends the peer requests (the links are websockets of their
+// own). In a claim storm every replica forwards most claims to the others
+// (vdi's claims by shard), several to one replica at once in a burst, and
+// http.DefaultClient keeps two idle connections to each: the others were
+// closed after their answer, and the next burst's forwards each paid a
+// new connection (a TLS handshake, where peers use TLS) on their way to
+// their Lease.
+var peerClient = &http.Client{Transport: peerTransport()}
+
+// peerIdleConns is how many idle connections peerClient keeps to each
+// replica: a burst's forwards at once.
+const peerIdleConns = 64
+
+func peerTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = peerIdleConns
+	return t
 }
 
 // HeldKind is what a question about the record version of a replica's
