@@ -259,6 +259,10 @@ awk '
 	}' "$out" | sort
 
 echo
+echo "== one desktop's video, 1 and 10 H.264 viewers (Go RFB clients on the console websocket, a video over the whole 1280x800 desktop, phases 1, 10, 1 in turn): frames a second each viewer got, the encoder's and the portal's CPU (goal: 10 viewers <= 1.3x one), one encoder whoever watches =="
+CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_VIEWERS_SECONDS:-10}" CORRAL_VDI_BENCH_ROUNDS="${BENCH_VIEWERS_ROUNDS:-1}" go test -count=1 -run '^TestBench_Viewers$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
+
+echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
