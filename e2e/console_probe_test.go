@@ -115,3 +115,11 @@ func (k *keyProbe) report(xy []float64) string {
 	}
 	return fmt.Sprintf("the console websocket sent %d bytes: %s\n  %v", sent, strings.Join(kinds, ", "), page)
 }
+
+// count returns how many frames of kind (a name in rfbKinds) the console
+// websockets sent so far.
+func (k *keyProbe) count(kind string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sent[kind]
+}

@@ -203,7 +203,7 @@ func Shadow(p ShadowProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</a> <button type=\"button\" id=\"watch-menu\" class=\"watch-menu\" aria-expanded=\"false\" aria-controls=\"watch-more\" data-testid=\"watch-menu\">Menu</button></header><div class=\"console-notices\"><div id=\"control-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"control-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"control-notice-dismiss\">×</button></div></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</a> <button type=\"button\" id=\"watch-menu\" class=\"watch-menu\" aria-expanded=\"false\" aria-controls=\"watch-more\" data-testid=\"watch-menu\">Menu</button></header><div class=\"console-notices\"><div id=\"control-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"control-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-dismiss data-testid=\"control-notice-dismiss\">×</button></div></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -61,7 +61,7 @@ func videoNotice() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div id=\"video-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"video-notice\"><span>Video decoding failed in this browser; showing the screen as tiles.</span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"video-notice-dismiss\">×</button></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div id=\"video-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"video-notice\"><span>Video decoding failed in this browser; showing the screen as tiles.</span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-dismiss data-testid=\"video-notice-dismiss\">×</button></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -90,7 +90,7 @@ func rtcNotice() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div id=\"rtc-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"rtc-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"rtc-notice-dismiss\">×</button></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div id=\"rtc-notice\" class=\"video-notice\" role=\"status\" aria-live=\"polite\" hidden data-testid=\"rtc-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-dismiss data-testid=\"rtc-notice-dismiss\">×</button></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

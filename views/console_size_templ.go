@@ -178,7 +178,7 @@ func sizeNotice() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<div id=\"size-notice\" class=\"video-notice\" role=\"alert\" hidden data-testid=\"size-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-testid=\"size-notice-dismiss\">×</button></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<div id=\"size-notice\" class=\"video-notice\" role=\"alert\" hidden data-testid=\"size-notice\"><span></span> <button type=\"button\" aria-label=\"Dismiss\" title=\"Dismiss\" data-dismiss data-testid=\"size-notice-dismiss\">×</button></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -7,6 +7,7 @@ import { Reconnector, errorText } from './connect.js';
 import { attachEnded, capitalised } from './ended.js';
 import { pollViewers, sayParticipants } from './watchers.js';
 import { attachRequestControl } from './request-control.js';
+import { attachNotices } from './notices.js';
 
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');
@@ -22,6 +23,7 @@ const badge = document.querySelector('[data-testid=share-role]');
 const badgeText = badge.textContent;
 const heading = document.querySelector('[data-testid=desktop-name]');
 const headingText = heading.textContent;
+attachNotices(document.querySelector('.console-notices'), screen);
 const offerControl = attachRequestControl(document.getElementById('request-control'), document.getElementById('control-notice'), screen.dataset.holder, (g) => {
   grant = g;
   watch();

@@ -20,6 +20,7 @@ import { attachChip } from './chip.js';
 import { dropEarly } from './console-early.js';
 import { desktopDown, desktopGone, desktopState, downWords, startAgain } from './down.js';
 import { attachTyping } from './typing.js';
+import { attachNotices } from './notices.js';
 import { attachEscape } from './escape.js';
 import { attachFold } from './fold.js';
 import { screenNumber, screenSocket } from './vnc-screens.js';
@@ -269,6 +270,7 @@ watchViewers(document.getElementById('watchers'), screen.dataset.viewers,
 const chip = attachChip(document.getElementById('chip'), screen.dataset.link, () => (current?.updates?.() ?? 0));
 attachEscape();
 attachTyping(document.getElementById('typing'), screen);
+attachNotices(document.querySelector('.console-notices'), screen);
 attachFullscreen(document.getElementById('fullscreen'), document.querySelector('.console-bar'),
   document.getElementById('fs-hint'), () => current?.keys?.release?.());
 connect();

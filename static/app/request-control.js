@@ -21,7 +21,6 @@ export function attachRequestControl(button, notice, holder, onGrant) {
     notice.dataset.kind = kind;
     notice.hidden = false;
   };
-  notice.querySelector('button').addEventListener('click', () => { notice.hidden = true; });
   let asking = false;
   button.addEventListener('click', async () => {
     if (asking) return;

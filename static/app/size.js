@@ -241,7 +241,6 @@ export function attachSize(wrap, view) {
       if (notice) {
         notice.querySelector('span').textContent = text;
         notice.hidden = false;
-        notice.querySelector('button').onclick = () => { notice.hidden = true; };
       }
       render();
     },

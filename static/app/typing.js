@@ -44,8 +44,14 @@ export function attachTyping(button, screen) {
       show(); // the keys stay with the page, here on the button
       return;
     }
-    screen.querySelector('textarea, canvas')?.focus();
+    giveKeys(screen);
     show();
   });
   show();
+}
+
+// giveKeys gives the keyboard's keys to the desktop drawn in screen: the
+// focus goes to where its console reads them.
+export function giveKeys(screen) {
+  screen.querySelector('textarea, canvas')?.focus();
 }

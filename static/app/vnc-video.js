@@ -37,8 +37,6 @@ export function notice(shown) {
   const el = document.getElementById('video-notice');
   if (!el) return;
   el.hidden = !shown;
-  const dismiss = el.querySelector('button');
-  if (dismiss) dismiss.onclick = () => { el.hidden = true; };
 }
 
 // watchVideo watches rfb (an instance of RFB) until the returned stop;

@@ -205,5 +205,4 @@ function notice(why) {
   if (!el) return;
   el.querySelector('span').textContent = why;
   el.hidden = !why;
-  el.querySelector('button').onclick = () => { el.hidden = true; };
 }
