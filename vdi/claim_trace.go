@@ -75,11 +75,11 @@ func (t *claimTrace) String() string {
 }
 
 // logTrace logs t, the trace of a claim of login that ended with err, at
-// Info when it was slow, else at Debug.
+// Info when it was slow or failed, else at Debug.
 func (s *Service) logTrace(t *claimTrace, msg, login string, err error) {
 	took := t.took()
 	log := s.log.Debug
-	if took >= slowClaim {
+	if took >= slowClaim || failed(err) {
 		log = s.log.Info
 	}
 	log(msg, "user", login, "took", took.Round(10*time.Microsecond), "steps", t.String(), "err", err)

@@ -72,3 +72,15 @@ func ErrorCode(err error) Code {
 	}
 	return EInternal
 }
+
+// failed reports whether err is the portal's own failure (internal, or a
+// store that did not answer), not a claim's other ends: done (nil), a
+// refusal its user is told (none free, a limit) or a forward to send
+// elsewhere (ErrNotHolder).
+func failed(err error) bool {
+	if err == nil || errors.Is(err, ErrNotHolder) {
+		return false
+	}
+	c := ErrorCode(err)
+	return c == EInternal || c == EUnavailable
+}
