@@ -350,7 +350,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 		// An admin on a phone can still make a pool.
 		must(t, phone.GetByTestId("new-pool").Click())
 		must(t, expect.Locator(phone.GetByTestId("pool-dialog")).ToBeVisible())
-		docShot(t, phone, "admin-phone-new-pool")
+		screenshot(t, phone, "admin-phone-new-pool")
 		if w, err := phone.Evaluate(`() => document.querySelector('[data-testid=pool-dialog]').getBoundingClientRect().right`, nil); err != nil || toFloat(w) > 390 {
 			t.Errorf("the New pool dialog ends at %v px on a 390-pixel phone (%v); want it on the screen", w, err)
 		}

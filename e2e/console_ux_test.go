@@ -213,7 +213,11 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 				t.Errorf("the desktop's clipboard shows %q; want %q", got, text)
 			}
 			noObjectObject(t, page)
-			screenshot(t, page, "clipboard-sent")
+			if s.name == "laptop" {
+				docShot(t, page, "console-clipboard")
+			} else {
+				screenshot(t, page, "clipboard-sent")
+			}
 		})
 	}
 }

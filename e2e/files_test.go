@@ -55,7 +55,7 @@ func TestFiles_Console(t *testing.T) {
 		must(t, page.GetByTestId("files-refresh").Click())
 		link := page.GetByTestId("files-download").Filter(playwright.LocatorFilterOptions{HasText: "report.bin"})
 		must(t, expect.Locator(link).ToBeVisible())
-		screenshot(t, page, "files-panel")
+		docShot(t, page, "console-files")
 		dl, err := page.ExpectDownload(func() error { return link.Click() })
 		must(t, err)
 		path, err := dl.Path()

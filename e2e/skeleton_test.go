@@ -43,7 +43,7 @@ func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 	must(t, expect.Locator(page.GetByTestId("whoami")).ToContainText("alice"))
 	demo := page.Locator(`[data-pool="demo"]`)
 	must(t, expect.Locator(demo.GetByTestId("free")).ToHaveText("3 of 3 free"))
-	screenshot(t, page, "2-home")
+	docShot(t, page, "home")
 
 	start := time.Now()
 	must(t, demo.GetByTestId("get-desktop").Click())
@@ -92,7 +92,7 @@ func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 		t.Fatalf("typing into the desktop's terminal did not create %s", marker)
 	}
 	time.Sleep(300 * time.Millisecond) // let the typed line reach the screen
-	screenshot(t, page, "3-console")
+	docShot(t, page, "console")
 
 	must(t, page.GetByTestId("release").Click())
 	must(t, page.GetByTestId("confirm-yes").Click()) // the page's own confirmation
