@@ -246,10 +246,10 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	// What a refused send says of IronRDP's error objects (which have no
 	// message, only kind() and backtrace()), of an Error and of nothing:
 	// reason() of the page's clipboard.js, imported from static/app/ (the
-	// page runs it bundled), beside the stylesheet there.
+	// page runs it bundled), beside the page's icon there.
 	v, err := page.Evaluate(`async () => {
-	  const css = document.querySelector('link[rel=stylesheet][href$="/app.css"]');
-	  const m = await import(css.href.replace(/app\.css$/, 'clipboard.js'));
+	  const icon = document.querySelector('link[rel=icon][href$="/favicon.svg"]');
+	  const m = await import(icon.href.replace(/favicon\.svg$/, 'clipboard.js'));
 	  return [m.reason({ kind: () => 1, backtrace: () => 'clipboard channel not open\n    at wasm' }), m.reason(new Error('denied.')), m.reason({}), m.reason('[object Object]')].join('|');
 	}`)
 	must(t, err)

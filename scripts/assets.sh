@@ -17,7 +17,8 @@
 #   static/asciinema/ asciinema-player.min.js (classic script, global
 #                    AsciinemaPlayer), asciinema-player.css
 #   static/bundle/   the console pages' modules of static/app/, bundled
-#                    (console.js, kiosk.js, console-vnc.js, ..., chunk-*.js)
+#                    (console.js, kiosk.js, console-vnc.js, ..., chunk-*.js),
+#                    and app.css, the pages' stylesheet
 # Each client folder also gets its packages' licence files.
 set -euo pipefail
 
@@ -89,6 +90,10 @@ cp $static/app/console-early.js $bundle/
 (cd $static/app && go tool esbuild "${bundled[@]}" --bundle --splitting --format=esm \
 	--chunk-names='chunk-[hash]' --external:./console-early.js \
 	--log-level=warning --outdir=../bundle)
+# The stylesheet: static/app/app.css imports one file per concern, in the
+# cascade's order; esbuild inlines them into one, bundle/app.css, which
+# every page loads (one request, as before the split).
+(cd $static/app && go tool esbuild app.css --bundle --log-level=warning --outfile=../bundle/app.css)
 
 # xterm.js: the self-contained ESM builds (no imports, no bundler needed) and
 # the stylesheet. Source maps are left out: they only serve devtools.
@@ -174,7 +179,7 @@ const entries = {
 // Every bundled module is an entry; the protocol modules above are also
 // checked for what the console pages call.
 for (const f of bundled) entries[`bundle/${f}`] ??= [];
-const others = ["xterm/xterm.css", "asciinema/asciinema-player.min.js", "asciinema/asciinema-player.css"];
+const others = ["xterm/xterm.css", "asciinema/asciinema-player.min.js", "asciinema/asciinema-player.css", "bundle/app.css"];
 
 const staticImport = /(?:^|[;}\s])(?:import|export)\s*(?:[\w$*{}\s,]*?\s*from\s*)?["']([^"'\n]+)["']/g;
 const dynamicImport = /\bimport\(\s*["']([^"'\n]+)["']\s*\)/g;

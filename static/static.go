@@ -2,8 +2,8 @@
 // content-hashed URLs with long cache lifetimes.
 //
 // Six top-level folders are embedded: app/ (our own code, committed),
-// bundle/ (the console pages' modules of app/, which scripts/assets.sh
-// bundles at build time) and the third-party clients novnc/, xterm/,
+// bundle/ (the console pages' modules of app/ and the pages' stylesheet,
+// which scripts/assets.sh bundles at build time) and the third-party clients novnc/, xterm/,
 // ironrdp/ and asciinema/, which scripts/assets.sh copies from the pinned
 // npm packages (bundle/ and the clients are gitignored; only a placeholder
 // README.md is committed, so a fresh clone still compiles but
@@ -76,7 +76,7 @@ var clients = []struct {
 	{"xterm", []string{XTerm, XTermCSS, XTermFit, XTermAttach}},
 	{"ironrdp", []string{IronRDP, IronRDPBackend, IronRDPWasm}},
 	{"asciinema", []string{Asciinema, AsciinemaCSS}},
-	{"bundle", []string{"bundle/console.js"}},
+	{"bundle", []string{"bundle/console.js", "bundle/app.css"}},
 }
 
 //go:embed novnc xterm ironrdp asciinema app bundle

@@ -327,7 +327,7 @@ func TestAssets_Missing(t *testing.T) {
 
 	t.Run("Complete", func(t *testing.T) {
 		fsys := testFS()
-		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS, "bundle/console.js"} {
+		for _, name := range []string{XTerm, XTermCSS, XTermFit, XTermAttach, IronRDP, IronRDPBackend, Asciinema, AsciinemaCSS, "bundle/console.js", "bundle/app.css"} {
 			fsys[name] = &fstest.MapFile{Data: []byte("x")}
 		}
 		fsys["ironrdp/ironrdp.0123456789abcdef.wasm"] = &fstest.MapFile{Data: []byte("\x00asm\x01\x00\x00\x00")}
