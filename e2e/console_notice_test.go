@@ -13,7 +13,9 @@ import (
 // desktop. A click on its words takes the keys to the page, as any click
 // off the desktop does, and its × gives them back to the desktop: there
 // the focus was left on nothing (the × hidden with its notice), and the
-// keys typed next went nowhere.
+// keys typed next went nowhere. Where the screen has room, a panel opened
+// at the right (Clipboard) leaves the notice its words and its ×: it lay
+// over them.
 func TestConsoleUX_NoticeGivesTheKeysBack(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	d := mustClaim(t, p, "alice", "demo")
@@ -60,6 +62,20 @@ func TestConsoleUX_NoticeGivesTheKeysBack(t *testing.T) {
 				if f := focus(); f != "console-ime" {
 					t.Errorf("after a click at %.0f,%.0f, off the notice, the focus is on %s; want the desktop's keys (console-ime)", at[0], at[1], f)
 				}
+			}
+
+			// A panel at the right leaves the notice its room.
+			if s.width >= 704 {
+				openControl(t, page, "clipboard-toggle")
+				panel := page.GetByTestId("clipboard-panel")
+				must(t, expect.Locator(panel).ToBeVisible())
+				beside, pb := box(t, notice), box(t, panel)
+				if beside.X+beside.Width > pb.X && beside.Y < pb.Y+pb.Height && pb.Y < beside.Y+beside.Height {
+					t.Errorf("the notice at %+v lies under the Clipboard panel at %+v; want them side by side", *beside, *pb)
+				}
+				screenshot(t, page, "notice-beside-panel")
+				must(t, page.GetByTestId("clipboard-close").Click())
+				must(t, expect.Locator(panel).ToBeHidden())
 			}
 
 			// On its words, then its ×.
