@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
@@ -28,6 +29,10 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 		t.Fatalf("kiosk1 holds %d desktops after opening the kiosk; want 1", len(mine))
 	}
 	member := mine[0].Name
+	// The docs' picture shows the desktop drawn, its window mapped.
+	if !eventually(30*time.Second, func() bool { v, err := page.Evaluate(canvasColours); return err == nil && toInt(v) > 20 }) {
+		t.Error("the kiosk's desktop is not drawn after 30 s (20 colours or fewer in its canvas)")
+	}
 	docShot(t, page, "kiosk")
 
 	t.Run("ReloadReusesTheClaim", func(t *testing.T) {
