@@ -16,10 +16,10 @@ import (
 // panel's text reaches the desktop's clipboard and what the desktop copies
 // shows in the panel; paste-as-keys types into the desktop's terminal
 // window, refuses what it cannot type and caps the length; the keys menu's
-// Ctrl+Alt+Del reaches the X server; the desktop follows the window's
-// size, or the one the Size choice names (comfort_size_test.go); and with
-// the pool's clipboard off the relay drops both ways and logs it, even for
-// a page that ignores the policy.
+// Ctrl+Alt+Del reaches the X server and its Alt+Tab switches windows; the
+// desktop follows the window's size, or the one the Size choice names
+// (comfort_size_test.go); and with the pool's clipboard off the relay
+// drops both ways and logs it, even for a page that ignores the policy.
 func TestComfort_VNC(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
@@ -167,6 +167,7 @@ func TestComfort_VNC(t *testing.T) {
 			t.Errorf("the terminal window got %q; want Ctrl+Alt+Delete (\\x1b[3;7~)", b)
 		}
 	})
+	t.Run("keys menu: Alt+Tab switches windows", func(t *testing.T) { altTabFromKeys(t, page, shell) })
 
 	t.Run("terminal: paste as keys, selection to the panel, send pastes", func(t *testing.T) {
 		_, err := page.Goto(p.URL + "/desktops/local/" + d.Name + "?protocol=terminal")

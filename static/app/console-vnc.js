@@ -249,11 +249,21 @@ export function vncKeys(rfb, unicode = false, layout = () => 'us') {
     release() {
       for (const [k, code] of held) rfb.sendKey(k, code, false);
     },
-    // combo sends a special-keys menu entry (see specialkeys.js).
+    // combo sends a special-keys menu entry (see specialkeys.js). Its
+    // modifiers go up before its key: a window manager's switch
+    // (openbox's Alt+Tab) grabs the keyboard once it has read the key's
+    // press, and until then only the key's own grab, which ends with its
+    // release, brings it the keys. An Alt let go after the key, in the
+    // same burst, went to the window instead, and the switch stayed open,
+    // the focus unchanged, until the next Alt.
     combo(c) {
       keys.release();
       if (c.name === 'Meta' && !c.ctrl && !c.alt) { tap(XK.Meta); return true; }
-      keys.key(c.name, c);
+      const down = mods.filter(([m]) => c[m]);
+      for (const [, k] of down) rfb.sendKey(k, null, true);
+      rfb.sendKey(keysym(c.name), null, true);
+      for (const [, k] of down.toReversed()) rfb.sendKey(k, null, false);
+      rfb.sendKey(keysym(c.name), null, false);
       return true;
     },
   };
