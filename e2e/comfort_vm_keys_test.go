@@ -97,8 +97,9 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 		// The guest made German (loadkeys de), tty2 runs cat into a file;
 		// the user picks German in the Keys list and types text with
 		// AltGr, Shift and dead keys. Read back from the file, byte for
-		// byte. Without the layout, QEMU's US keymap types y for z, and
-		// nothing for ü, €, @ or {.
+		// byte; an input method's Japanese is refused. Without the
+		// layout, QEMU's US keymap types y for z, and nothing for ü, €, @
+		// or {.
 		enterXterm(t, serial, "loadkeys de && openvt -c 2 -s -- sh -c 'exec cat >/tmp/typed'; echo vt2-$((6*7))")
 		waitXterm(t, serial, regexp.MustCompile(`(?m)^vt2-42$`), 30*time.Second)
 		must(t, page.SetViewportSize(1024, 700))
@@ -123,6 +124,14 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 			t.Error("alice's next console page does not carry German as her layout")
 		}
 		must(t, page.GetByTestId("keys-menu").Click())
+		// An input method's word: no German key types it, so it is
+		// refused over the screen, naming what, and nothing is typed (the
+		// file below holds only what Type as keys types).
+		focusDesktop(t, page)
+		newDevInput(t, page).compose([]string{"に", "日本"}, "日本語")
+		must(t, expect.Locator(page.GetByTestId("console-keys-note")).
+			ToHaveText(`Not typed: this desktop's German layout cannot type "日" (U+65E5), "本" (U+672C), "語" (U+8A9E).`))
+		screenshot(t, page, "qemu-ime-refused")
 		openControl(t, page, "clipboard-toggle")
 		refusedAsKeys(t, page, "Grüße € 日本語 ✓", "this desktop's German layout",
 			`"日" (U+65E5), "本" (U+672C), "語" (U+8A9E), "✓" (U+2713)`)
@@ -136,7 +145,7 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	// Each row of the keyboard table as Chromium produces it for its
 	// layout, the guest's layout made that one (loadkeys, as its user
 	// would), typed into a virtual terminal of the guest.
-	vm := &vmDesk{serial: serial}
+	vm := &vmDesk{serial: xtermSerial{serial}}
 	t.Run("keyboard layouts", func(t *testing.T) { typeLayouts(t, page, vm) })
 	t.Run("shortcuts", func(t *testing.T) { typeShortcuts(t, page, vm) })
 }

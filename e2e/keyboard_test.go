@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,11 +178,15 @@ var keyboardLayouts = []struct {
 		"øæåØÆ@$}"},
 }
 
-// typeLayouts types each layout's row into the desktop's terminal (head
-// writes it to a file) and compares the file, byte for byte.
-func typeLayouts(t *testing.T, page playwright.Page, desk keyDesk) {
+// typeLayouts types each layout's row (or only those named) into the
+// desktop's terminal (head writes it to a file) and compares the file,
+// byte for byte.
+func typeLayouts(t *testing.T, page playwright.Page, desk keyDesk, only ...string) {
 	in := newDevInput(t, page)
 	for i, l := range keyboardLayouts {
+		if len(only) > 0 && !slices.Contains(only, l.name) {
+			continue
+		}
 		t.Run(l.name, func(t *testing.T) {
 			name := "kb" + string(rune('a'+i)) + ".txt"
 			desk.listen(t, l.layout, false, "head -n1", name)
@@ -265,9 +270,13 @@ var shortcuts = []struct {
 // terminal in raw mode, where each arrives as the control character the
 // desktop made of it, and compares the bytes: Ctrl+C, V, Z and A are
 // 0x03, 0x16, 0x1a and 0x01 whatever key the layout has the letter on.
-func typeShortcuts(t *testing.T, page playwright.Page, desk keyDesk) {
+// Only the layouts named, if any.
+func typeShortcuts(t *testing.T, page playwright.Page, desk keyDesk, only ...string) {
 	in := newDevInput(t, page)
 	for i, l := range shortcuts {
+		if len(only) > 0 && !slices.Contains(only, l.name) {
+			continue
+		}
 		t.Run(l.name, func(t *testing.T) {
 			name := "sc" + string(rune('a'+i)) + ".txt"
 			desk.listen(t, l.layout, true, "head -c 4", name)

@@ -83,14 +83,30 @@ func setxkbmapArgs(layout string) string {
 	return layout
 }
 
-// vmDesk is a local VM (the tiny image of scripts/vm-image.sh) and its
-// VNC console page: keys reach the guest as physical keys (QEMU's
-// Extended Key Event) and its console's layout makes the characters.
-// serial is its serial console's page, logged in as root: the commands
+// vmDesk is a VM booting the tiny image of scripts/vm-image.sh (local, or
+// KubeVirt's) and its VNC console page: keys reach the guest as physical
+// keys (QEMU's Extended Key Event) and its console's layout makes the
+// characters. serial is a root shell on its serial console: the commands
 // go there, and files are read back there.
 type vmDesk struct {
-	serial playwright.Page
+	serial vmSerial
 	vt     int // the last virtual terminal listen took
+}
+
+// A vmSerial is a root shell on a VM's serial console: ask types line
+// and returns what the console shows that matches want, once it does
+// (within d).
+type vmSerial interface {
+	ask(t *testing.T, line string, want *regexp.Regexp, d time.Duration) string
+}
+
+// xtermSerial is a serial console's page, logged in as root.
+type xtermSerial struct{ page playwright.Page }
+
+func (s xtermSerial) ask(t *testing.T, line string, want *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	enterXterm(t, s.page, line)
+	return waitXterm(t, s.page, want, d)
 }
 
 // listen sets the guest's layout with its loadkeys and runs the command
@@ -100,19 +116,19 @@ type vmDesk struct {
 func (d *vmDesk) listen(t *testing.T, layout string, raw bool, read, name string) {
 	t.Helper()
 	d.vt = max(d.vt+1, 3)
-	enterXterm(t, d.serial, fmt.Sprintf("loadkeys %s && openvt -c %d -s -- sh -c '%s'; "+
+	d.serial.ask(t, fmt.Sprintf("loadkeys %s && openvt -c %d -s -- sh -c '%s'; "+
 		"for i in $(seq 150); do [ -e /tmp/%[4]s.go ] && break; sleep 0.2; done; [ -e /tmp/%[4]s.go ] && echo listening-%[4]s-$((6*7))",
-		layout, d.vt, readLine("/tmp", raw, read, name), name))
-	waitXterm(t, d.serial, regexp.MustCompile(`(?m)^listening-`+regexp.QuoteMeta(name)+`-42$`), 60*time.Second)
+		layout, d.vt, readLine("/tmp", raw, read, name), name),
+		regexp.MustCompile(`(?m)^listening-`+regexp.QuoteMeta(name)+`-42$`), 60*time.Second)
 }
 
 // holds reads the file over the serial console as od prints it, once it
 // is not empty (or after 30 s).
 func (d *vmDesk) holds(t *testing.T, name, want string) {
 	t.Helper()
-	enterXterm(t, d.serial, fmt.Sprintf("for i in $(seq 150); do [ -s /tmp/%[1]s ] && break; sleep 0.2; done; "+
-		"od -An -v -tx1 /tmp/%[1]s; echo od-%[1]s-$((6*7))", name))
-	shown := waitXterm(t, d.serial, regexp.MustCompile(`(?m)(?:^(?: [0-9a-f]{2})+\n)*^od-`+regexp.QuoteMeta(name)+`-42$`), 60*time.Second)
+	shown := d.serial.ask(t, fmt.Sprintf("for i in $(seq 150); do [ -s /tmp/%[1]s ] && break; sleep 0.2; done; "+
+		"od -An -v -tx1 /tmp/%[1]s; echo od-%[1]s-$((6*7))", name),
+		regexp.MustCompile(`(?m)(?:^(?: [0-9a-f]{2})+\n)*^od-`+regexp.QuoteMeta(name)+`-42$`), 60*time.Second)
 	var got []byte
 	for _, h := range strings.Fields(shown[:strings.LastIndex(shown, "od-")]) {
 		b, err := strconv.ParseUint(h, 16, 8)

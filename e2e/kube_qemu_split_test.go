@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,8 @@ import (
 // than the framebuffer: QEMU passes the size on, the guest sets what it
 // can, and by the page's rule each window shows all of the desktop,
 // scaled, which is again the screendump. Back at 600 wide, each window
-// shows its part again.
+// shows its part again. Last, two rows of the keyboard table and a
+// shortcut are typed into the guest with its layout set to theirs.
 func TestKube_SplitOnQEMU(t *testing.T) {
 	vmImage(t) // the stand-in boots this checkout's image
 	e := startKubeEnv(t)
@@ -120,6 +123,19 @@ func TestKube_SplitOnQEMU(t *testing.T) {
 		showsPart(t, page, "the console's window", dump, image.Pt(0, 0), image.Pt(w1, h1))
 		showsPart(t, second, "screen 2's window", dump, image.Pt(w1, 0), image.Pt(w2, h2))
 	})
+
+	t.Run("KeysInTheGuestsLayout", func(t *testing.T) {
+		// The keyboard table through the kube backend's VNC (the vnc
+		// subresource, the hub, QEMU's Extended Key Event), as on a local
+		// VM (TestComfort_SerialPasteAsKeys): the guest's layout set with
+		// its loadkeys, each row typed on a virtual terminal of its own and
+		// read back over the serial console. Two rows and one shortcut:
+		// this boot is the test's only one.
+		vmd := &vmDesk{serial: shell}
+		typeLayouts(t, page, vmd, "German AltGr", "French AZERTY, dead ^")
+		typeShortcuts(t, page, vmd, "French AZERTY")
+		screenshot(t, page, "kube-qemu-keys")
+	})
 }
 
 // qemuPattern paints the guest's text console (tty1, the display) with
@@ -178,6 +194,25 @@ func (s *qemuShell) run(cmd string, d time.Duration) {
 	s.t.Helper()
 	must(s.t, s.ws.WriteMessage(websocket.TextMessage, []byte(cmd+"; echo ran-$((6*7))\r")))
 	readUntilWS(s.t, s.ws, "ran-42", d)
+}
+
+// ask types line into the shell and returns what the console printed
+// that matches want (carriage returns dropped), once it does (within d).
+func (s *qemuShell) ask(t *testing.T, line string, want *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	must(t, s.ws.WriteMessage(websocket.TextMessage, []byte(line+"\r")))
+	var got strings.Builder
+	s.ws.SetReadDeadline(time.Now().Add(d))
+	for {
+		if m := want.FindString(strings.ReplaceAll(got.String(), "\r", "")); m != "" {
+			return m
+		}
+		_, b, err := s.ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("read the serial console: %v; want %s in:\n%s", err, want, got.String())
+		}
+		got.Write(b)
+	}
 }
 
 // Close ends the serial console.
