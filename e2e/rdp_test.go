@@ -61,7 +61,8 @@ func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string)
 // portal's RDCleanPath gateway to freerdp-shadow on the real desktop with
 // the credentials the page shows, draws it, and takes keyboard input: the
 // keyboard table's rows and shortcuts, each with the desktop's layout set
-// to its own, arrive byte for byte.
+// to its own, arrive byte for byte; the Keys menu's Alt+Tab switches the
+// desktop's windows.
 func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
@@ -203,6 +204,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	t.Run("keyboard layouts", func(t *testing.T) { typeLayouts(t, page, x) })
 	t.Run("shortcuts", func(t *testing.T) { typeShortcuts(t, page, x) })
 	x.shell.run("setxkbmap us")
+	t.Run("keys menu: Alt+Tab switches windows", func(t *testing.T) { altTabFromKeys(t, page, x.shell) })
 	composeIntoRDP(t, page, desk, portal.homeOf(member))
 
 	// The session is recorded as an RDP session of alice.

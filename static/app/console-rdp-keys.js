@@ -119,11 +119,15 @@ export function rdpKeys(backend, session, unicode = false, layout = () => 'us') 
       press(code, held);
     },
     typable: unicode ? printable : (ch) => strokes(layout(), ch) !== null,
+    // combo sends a special-keys menu entry. Its modifiers go up before
+    // its key, as on VNC (console-vnc.js says why): with Alt let go after
+    // Tab, openbox's Alt+Tab stayed open over RDP too, the focus unchanged.
     combo(c) {
       if (!session()) return false;
       const code = sc[c.name];
       if (code === undefined) return false;
-      press(code, c);
+      const on = mods.filter(([m]) => c[m]).map(([, k]) => k);
+      send([...on.map(down), down(code), ...on.toReversed().map(up), up(code)]);
       return true;
     },
   };
