@@ -33,8 +33,7 @@ type client struct {
 	enc        clientEncodings
 	damage     []Rect
 	requested  bool
-	asked      time.Time // when its last update request came
-	w, h       int       // the screen's size as the client was last told it
+	w, h       int // the screen's size as the client was last told it
 	resize     *resizeNote
 	cursorSent uint64 // the hub's cursorGen last sent
 	repaints   repaintBudget
@@ -265,7 +264,7 @@ func (c *client) read() error {
 			}
 			r := Rect{int(binary.BigEndian.Uint16(b[1:])), int(binary.BigEndian.Uint16(b[3:])), int(binary.BigEndian.Uint16(b[5:])), int(binary.BigEndian.Uint16(b[7:]))}
 			h.mu.Lock()
-			c.requested, c.asked = true, time.Now()
+			c.requested = true
 			if b[0] == 0 {
 				c.askFull(r)
 			}

@@ -19,10 +19,9 @@ import (
 // any pace: a full screen of noise within a 20 Mbit/s link's reach, text
 // far below it. x264's rate control spends it by the frame, bitrate/fps a
 // frame at the frame rate the stream names, so each encoder is told the
-// pace its hub feeds it (startEncoder's fps: 60, or 30 while a sink
-// takes the stream, or the slower pace of viewers that hold the stream
-// back, down to a quarter of that; h264_pace.go) and the stream keeps
-// near h264Bitrate a second. Real
+// most screens a second its hub will encode (startEncoder's fps: 60, or 30
+// while a sink takes the stream; h264_pace.go) and the stream keeps within
+// h264Bitrate a second at that pace and below it at a slower one. Real
 // times on the frames would let x264 follow any pace, but it takes a
 // stream of variable rate one frame late (it holds each frame until the
 // next gives its duration), and a screen must come back as soon as it is
@@ -81,7 +80,7 @@ func h264Pipeline(pw, ph, fps int) []string {
 	return append([]string{"-q", "-e"}, strings.Fields(p)...)
 }
 
-// startEncoder starts an encoder for a w×h screen encoded about fps
+// startEncoder starts an encoder for a w×h screen encoded at most fps
 // times a second: program's process, or one of the encoder service at PATH
 // when program is "unix:PATH" (ServeEncoders).
 func startEncoder(ctx context.Context, program string, w, h, fps int) (*encoder, error) {

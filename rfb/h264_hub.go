@@ -130,8 +130,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	var pix []byte
 	var next, started time.Time // next: when the next screen may be encoded
 	var ew, eh int              // e's screen
-	var told toldPace           // the pace e was told (its bitrate's), and the one it should be told
-	var boundFrom time.Time     // since when a changed screen waits for a viewer to take the last frame
+	var eperiod time.Duration   // the pace e was told of (its bitrate's)
 	pace := encodePace{fixed: h.vid.late}
 	for {
 		select {
@@ -139,13 +138,11 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			return
 		case <-kick:
 		}
-		heldFrom := time.Now()
-		holding := next.After(heldFrom) // the told pace holds the screen back
-		if holding {
+		if wait := time.Until(next); wait > 0 {
 			select {
 			case <-h.done:
 				return
-			case <-time.After(next.Sub(heldFrom)):
+			case <-time.After(wait):
 			}
 		}
 		h.mu.Lock()
@@ -159,34 +156,21 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			return
 		}
 		if !h.vid.due || !h.videoReady() { // a kick from before the screen was still, or one already encoded; or every viewer still has the last frame (take kicks when one takes it)
-			if h.vid.due && boundFrom.IsZero() {
-				boundFrom = time.Now() // the frame waits for the viewers, not they for it
-			}
 			h.mu.Unlock()
 			continue
 		}
 		h.vid.due = false
-		var waited, bound time.Duration
-		if holding {
-			waited = h.heldBack(heldFrom)
-		}
-		if !boundFrom.IsZero() {
-			bound, boundFrom = time.Since(boundFrom), time.Time{}
-		}
 		w, hh := h.fb.w, h.fb.h
-		most := int(time.Second / h.videoPeriod())
-		told.setFastest(most)
+		period := h.videoPeriod()
 		// A new encoder for a new size, a viewer that waits for a key
-		// frame, or a new pace (h264_pace.go): the last two at most one a
-		// videoKeyEvery, and a slower pace only where the encoder's next
-		// frame would be a key frame anyway.
-		restart := e == nil || ew != w || eh != hh || (h.vid.needKey || told.tellNow()) && time.Since(started) >= videoKeyEvery || told.tellAtKey()
+		// frame, or a new pace (a sink came or went: the encoder's bitrate
+		// is set for its pace); the last two at most one a videoKeyEvery.
+		restart := e == nil || ew != w || eh != hh || ((h.vid.needKey || period != eperiod) && time.Since(started) >= videoKeyEvery)
 		if restart {
-			h.vid.needKey = false
-			told.tell()
+			h.vid.needKey, eperiod = false, period
 		}
-		// Never much faster than the encoder's bitrate is set for.
-		next = nextFrame(next, time.Now(), max(time.Second/time.Duration(most), told.period()))
+		// Never faster than the encoder's bitrate is set for.
+		next = nextFrame(next, time.Now(), max(period, eperiod))
 		pix = h.fb.get(Rect{0, 0, w, hh}, pix)
 		h.mu.Unlock()
 		if restart {
@@ -195,7 +179,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			}
 			ew, eh, started = w, hh, time.Now()
 			var err error
-			if e, err = h.startVideo(w, hh, told.fps); err != nil {
+			if e, err = h.startVideo(w, hh, int(time.Second/eperiod)); err != nil {
 				h.videoFailed(err)
 				return
 			}
@@ -214,7 +198,6 @@ func (h *Hub) runVideo(kick chan struct{}) {
 			}
 			continue
 		}
-		told.frame(time.Now(), waited, bound, au.key)
 		h.mu.Lock()
 		h.deliverVideo(au, w, hh, restart)
 		h.repaintSettled() // for viewers whose video ended while it was encoded
@@ -222,7 +205,7 @@ func (h *Hub) runVideo(kick chan struct{}) {
 	}
 }
 
-// startVideo starts an encoder for a w×hh screen encoded about fps
+// startVideo starts an encoder for a w×hh screen encoded at most fps
 // times a second (its first frame a key frame).
 func (h *Hub) startVideo(w, hh, fps int) (videoEncoder, error) {
 	if h.vid.start != nil {

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // churnScreens returns n w×h screens of noise: motion that changes every
@@ -106,73 +105,6 @@ func BenchmarkEncoder_Pace(b *testing.B) {
 			}
 			b.ReportMetric(float64(bytes)/float64(b.N)*float64(fps)*8/1000, "kbit/s")
 			b.ReportMetric(float64(bytes)/float64(b.N)/1024, "KiB/frame")
-		})
-	}
-}
-
-// BenchmarkHub_ViewerPace: a viewer of a hub's H.264 stream that asks
-// for the next update at most 15 or 30 times a second, while the desktop's whole
-// screen changes (640×400 noise, a new picture every 20 ms), through a
-// real encoder: kbit/s is what the viewer gets a second, budget% that
-// against h264Bitrate, frames/s the frames it got. It watches for 12 s
-// first: an encoder told 60 makes its next key frame, where the hub may
-// tell a new one the viewer's pace, after 120 frames (8 s at 15).
-func BenchmarkHub_ViewerPace(b *testing.B) {
-	if exec.Command("gst-inspect-1.0", "--exists", "x264enc").Run() != nil {
-		b.Skip("no GStreamer x264enc")
-	}
-	const w, h = 640, 400
-	screens := churnScreens(w, h, 4)
-	for _, fps := range []int{15, 30} {
-		b.Run("viewer="+strconv.Itoa(fps), func(b *testing.B) {
-			d := newScriptedDesktop(b, w, h)
-			_, serve := connectVideo(b, d, "gst-launch-1.0")
-			c := dialVideo(b, serve())
-			stop, done := make(chan struct{}), make(chan struct{})
-			go func() { // the desktop
-				defer close(done)
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-					if d.picture(screens[i%len(screens)]) != nil {
-						return
-					}
-				}
-			}()
-			defer func() { close(stop); d.conn.Close(); <-done }()
-			// The viewer asks a period after it last asked, or at once if
-			// its frame came later (a browser that draws at most fps
-			// frames a second; it does not ask twice to catch up).
-			var asked time.Time
-			view := func() {
-				time.Sleep(time.Until(asked.Add(time.Second / time.Duration(fps))))
-				asked = time.Now()
-				c.request(true)
-				if err := c.next(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for end := time.Now().Add(12 * time.Second); time.Now().Before(end); {
-				view()
-			}
-			got := func() (n int) {
-				for _, p := range c.h264 {
-					n += len(p.data)
-				}
-				return n
-			}
-			n0, f0, t0 := got(), len(c.h264), time.Now()
-			for b.Loop() {
-				view()
-			}
-			secs := time.Since(t0).Seconds()
-			kbit := float64(got()-n0) * 8 / 1000 / secs
-			b.ReportMetric(kbit, "kbit/s")
-			b.ReportMetric(100*kbit/h264Bitrate, "budget%")
-			b.ReportMetric(float64(len(c.h264)-f0)/secs, "frames/s")
 		})
 	}
 }

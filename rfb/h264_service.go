@@ -21,8 +21,8 @@ import (
 // Pod, `corral-vdi-portal encoder`, on a Unix socket in a volume the two
 // containers share. A hub whose program is "unix:PATH" connects to PATH
 // for each encoder it starts and writes one line, "corral-h264 2 W H FPS\n"
-// (the encoded size, even, and the screens a second it will send, which
-// the encoder's bitrate is set for: h264_pace.go), then the screens, as to an encoder's stdin;
+// (the encoded size, even, and the most screens a second it will send,
+// which the encoder's bitrate is set for), then the screens, as to an encoder's stdin;
 // it reads the encoder's stdout back. The service runs its own pipeline
 // (h264Pipeline) and nothing else, at a size within maxDimension and a
 // rate within maxEncoderFPS: the portal names numbers, never a command.

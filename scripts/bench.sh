@@ -263,20 +263,6 @@ echo "== one desktop's video, 1 and 10 H.264 viewers (Go RFB clients on the cons
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_VIEWERS_SECONDS:-10}" CORRAL_VDI_BENCH_ROUNDS="${BENCH_VIEWERS_ROUNDS:-1}" go test -count=1 -run '^TestBench_Viewers$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
 
 echo
-echo "== the H.264 stream's bytes a second for a viewer slower than the hub's fastest pace: 640x400 churn (noise, a new screen every 20 ms) through a real encoder to a viewer that asks at most 15 or 30 times a second, after 12 s (the encoder told the viewer's pace at its next key frame, the viewer holding the stream back; goal: h264Bitrate's 4000 kbit/s, budget% 100) =="
-go test -run '^$' -bench '^BenchmarkHub_ViewerPace$' -benchtime 150x -count "$count" ./rfb/ | tee "$out"
-awk '
-	/^BenchmarkHub_ViewerPace\// {
-		name = $1; sub(/^BenchmarkHub_ViewerPace\//, "", name); sub(/-[0-9]+$/, "", name)
-		n[name]++
-		for (i = 4; i <= NF; i++) { if ($(i+1) == "kbit/s") kbit[name] += $i; if ($(i+1) == "budget%") pct[name] += $i; if ($(i+1) == "frames/s") fps[name] += $i }
-	}
-	END {
-		if (!length(n)) { print "no BenchmarkHub_ViewerPace result"; exit 1 }
-		for (k in n) printf "%-10s %6.0f kbit/s  %5.1f %% of the budget  %5.1f frames/s\n", k, kbit[k] / n[k], pct[k] / n[k], fps[k] / n[k]
-	}' "$out" | sort
-
-echo
 echo "== session recording: a VNC session's portal CPU and bytes per minute, unrecorded vs recorded (same run, real Xvnc) =="
 bash scripts/assets.sh >/dev/null 2>&1
 CORRAL_VDI_BENCH=1 CORRAL_VDI_BENCH_SECONDS="${BENCH_RECORDING_SECONDS:-20}" go test -count=1 -run '^TestBench_RecordedVNC$' -v ./e2e/ | grep '^BENCH' | sed 's/^BENCH //'
