@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -65,14 +64,7 @@ func TestBindfs_SkipsOnlyWhatIsAbsent(t *testing.T) {
 			fuseDevice = tc.device
 			defer func() { fuseDevice = "/dev/fuse" }()
 			got := testoutcome.Run(t, func(t testing.TB) { Bindfs(t, "/nonexistent/back", "/nonexistent/view", "--chown-ignore") })
-			switch {
-			case tc.skip && got.SkipMsg == "":
-				t.Errorf("Bindfs with bindfs saying %q on %s: failed %q; want a skip", tc.said, tc.device, got.FailMsg)
-			case !tc.skip && got.FailMsg == "":
-				t.Errorf("Bindfs with bindfs saying %q on %s: skipped %q; want a failure", tc.said, tc.device, got.SkipMsg)
-			case !strings.Contains(got.SkipMsg+got.FailMsg, tc.about):
-				t.Errorf("Bindfs with bindfs saying %q on %s: %q; want it to say %q", tc.said, tc.device, got.SkipMsg+got.FailMsg, tc.about)
-			}
+			got.Want(t, tc.skip, tc.about, fmt.Sprintf("Bindfs with bindfs saying %q on %s", tc.said, tc.device))
 		})
 	}
 }

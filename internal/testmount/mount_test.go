@@ -1,9 +1,9 @@
 package testmount
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testoutcome"
@@ -34,14 +34,7 @@ func TestMount_SkipsOnlyWhatIsAbsent(t *testing.T) {
 			geteuid = func() int { return tc.euid }
 			mount = func(string, string, string, uintptr, string) error { return tc.err }
 			got := testoutcome.Run(t, func(t testing.TB) { Tmpfs(t, "/nonexistent/cvmount", "4m") })
-			switch {
-			case tc.skip && got.SkipMsg == "":
-				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: failed %q; want a skip", tc.euid, tc.err, got.FailMsg)
-			case !tc.skip && got.FailMsg == "":
-				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: skipped %q; want a failure", tc.euid, tc.err, got.SkipMsg)
-			case !strings.Contains(got.SkipMsg+got.FailMsg, tc.about):
-				t.Errorf("Tmpfs as uid %d with mount(2) saying %v: %q; want it to say %q", tc.euid, tc.err, got.SkipMsg+got.FailMsg, tc.about)
-			}
+			got.Want(t, tc.skip, tc.about, fmt.Sprintf("Tmpfs as uid %d with mount(2) saying %v", tc.euid, tc.err))
 		})
 	}
 }

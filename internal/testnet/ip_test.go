@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testoutcome"
@@ -58,14 +57,7 @@ func TestSetUp_SkipsOnlyWhatIsAbsent(t *testing.T) {
 				geteuid = func() int { return tc.euid }
 				defer func() { geteuid = saved }()
 				got := testoutcome.Run(t, h.run)
-				switch {
-				case tc.skip && got.SkipMsg == "":
-					t.Errorf("%s with ip saying %q: failed %q, passed %v; want a skip", h.name, tc.said, got.FailMsg, got.FailMsg == "")
-				case !tc.skip && got.FailMsg == "":
-					t.Errorf("%s with ip saying %q: skipped %q, passed %v; want a failure", h.name, tc.said, got.SkipMsg, got.SkipMsg == "")
-				case !strings.Contains(got.SkipMsg+got.FailMsg, tc.about):
-					t.Errorf("%s with ip saying %q: %q; want it to say %q", h.name, tc.said, got.SkipMsg+got.FailMsg, tc.about)
-				}
+				got.Want(t, tc.skip, tc.about, fmt.Sprintf("%s with ip saying %q", h.name, tc.said))
 			})
 		}
 	}

@@ -7,6 +7,7 @@ package testoutcome
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +55,18 @@ func Run(t *testing.T, fn func(testing.TB)) *Outcome {
 	}()
 	<-done
 	return o
+}
+
+// Want reports on t unless the helper skipped (skip) or failed (!skip)
+// saying about; what names the case in the report.
+func (o *Outcome) Want(t testing.TB, skip bool, about, what string) {
+	t.Helper()
+	switch {
+	case skip && o.SkipMsg == "":
+		t.Errorf("%s: failed %q, passed %v; want a skip", what, o.FailMsg, o.FailMsg == "")
+	case !skip && o.FailMsg == "":
+		t.Errorf("%s: skipped %q, passed %v; want a failure", what, o.SkipMsg, o.SkipMsg == "")
+	case !strings.Contains(o.SkipMsg+o.FailMsg, about):
+		t.Errorf("%s: %q; want it to say %q", what, o.SkipMsg+o.FailMsg, about)
+	}
 }
