@@ -23,6 +23,18 @@ const (
 	maxPixels = 4096 * 2304
 )
 
+// encDesktopSize is RFB's DesktopSize pseudo-encoding: a rectangle whose
+// size is the screen's new size, with no pixels.
+const encDesktopSize = -223
+
+// plausible refuses a screen size no desktop has (maxFrame, maxPixels).
+func plausible(w, h uint16) error {
+	if w == 0 || h == 0 || w > maxFrame || h > maxFrame || int(w)*int(h) > maxPixels {
+		return fmt.Errorf("implausible screen %dx%d", w, h)
+	}
+	return nil
+}
+
 // Take reads one frame from an RFB server on conn (no authentication, the
 // portal's own socket) and returns it scaled to at most width pixels wide.
 // It closes nothing: the caller owns conn. The deadline bounds the whole
@@ -98,8 +110,8 @@ func handshake(r *bufio.Reader, w io.Writer) (width, height int, err error) {
 	if _, err := r.Discard(int(min(init.NameLen, 1<<16))); err != nil {
 		return 0, 0, err
 	}
-	if init.Width == 0 || init.Height == 0 || init.Width > maxFrame || init.Height > maxFrame || int(init.Width)*int(init.Height) > maxPixels {
-		return 0, 0, fmt.Errorf("implausible screen %dx%d", init.Width, init.Height)
+	if err := plausible(init.Width, init.Height); err != nil {
+		return 0, 0, err
 	}
 	return int(init.Width), int(init.Height), nil
 }
@@ -118,13 +130,12 @@ func readReason(r *bufio.Reader) string {
 // whole screen and paints rectangles until every pixel has been covered
 // once (the first update to a full request normally holds all of it).
 func readFrame(r *bufio.Reader, w io.Writer, width, height int) (*image.RGBA, error) {
-	req := []byte{3, 0, 0, 0, 0, 0, byte(width >> 8), byte(width), byte(height >> 8), byte(height)}
-	for _, msg := range [][]byte{setPF, setRaw, req} {
+	img := image.NewRGBA(image.Rect(0, 0, width, height))
+	for _, msg := range [][]byte{setPF, setRaw, update(false, img.Bounds())} {
 		if _, err := w.Write(msg); err != nil {
 			return nil, err
 		}
 	}
-	img := image.NewRGBA(image.Rect(0, 0, width, height))
 	covered := 0
 	for covered < width*height {
 		kind, err := r.ReadByte()
@@ -133,7 +144,7 @@ func readFrame(r *bufio.Reader, w io.Writer, width, height int) (*image.RGBA, er
 		}
 		switch kind {
 		case 0: // FramebufferUpdate
-			n, err := covering(r, img)
+			n, _, err := covering(r, &img, false)
 			if err != nil {
 				return nil, err
 			}
@@ -169,17 +180,20 @@ func readFrame(r *bufio.Reader, w io.Writer, width, height int) (*image.RGBA, er
 	return img, nil
 }
 
-// covering reads one FramebufferUpdate's rectangles into img and returns
-// how many pixels they painted.
-func covering(r *bufio.Reader, img *image.RGBA) (int, error) {
+// covering reads one FramebufferUpdate's rectangles into *img and returns
+// how many pixels they painted. A client that follows size changes
+// (follow; it asked for the DesktopSize pseudo-encoding) gets a new,
+// blank *img of the new size at a DesktopSize rectangle, and resized
+// true; one that does not refuses it, as any encoding it did not ask for.
+func covering(r *bufio.Reader, imgp **image.RGBA, follow bool) (painted int, resized bool, err error) {
+	img := *imgp
 	var hdr struct {
 		Pad   byte
 		Rects uint16
 	}
 	if err := binary.Read(r, binary.BigEndian, &hdr); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	painted := 0
 	bounds := img.Bounds()
 	for range hdr.Rects {
 		var rect struct {
@@ -187,19 +201,27 @@ func covering(r *bufio.Reader, img *image.RGBA) (int, error) {
 			Encoding   int32
 		}
 		if err := binary.Read(r, binary.BigEndian, &rect); err != nil {
-			return 0, err
+			return 0, false, err
+		}
+		if rect.Encoding == encDesktopSize && follow {
+			if err := plausible(rect.W, rect.H); err != nil {
+				return 0, false, err
+			}
+			img = image.NewRGBA(image.Rect(0, 0, int(rect.W), int(rect.H)))
+			*imgp, bounds, resized = img, img.Bounds(), true
+			continue
 		}
 		if rect.Encoding != 0 {
-			return 0, fmt.Errorf("server sent encoding %d; only raw was asked for", rect.Encoding)
+			return 0, false, fmt.Errorf("server sent encoding %d; only raw was asked for", rect.Encoding)
 		}
 		box := image.Rect(int(rect.X), int(rect.Y), int(rect.X)+int(rect.W), int(rect.Y)+int(rect.H))
 		if !box.In(bounds) {
-			return 0, fmt.Errorf("rectangle %v outside the screen %v", box, bounds)
+			return 0, false, fmt.Errorf("rectangle %v outside the screen %v", box, bounds)
 		}
 		row := make([]byte, int(rect.W)*4)
 		for y := box.Min.Y; y < box.Max.Y; y++ {
 			if _, err := io.ReadFull(r, row); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			off := img.PixOffset(box.Min.X, y)
 			for x := 0; x < int(rect.W); x++ {
@@ -212,7 +234,7 @@ func covering(r *bufio.Reader, img *image.RGBA) (int, error) {
 		}
 		painted += box.Dx() * box.Dy()
 	}
-	return painted, nil
+	return painted, resized, nil
 }
 
 // Scale returns src shrunk to at most width pixels wide, keeping its aspect

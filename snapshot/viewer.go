@@ -44,8 +44,7 @@ func Watch(conn net.Conn) (*Viewer, error) {
 		return nil, fmt.Errorf("snapshot: handshake: %w", err)
 	}
 	v := &Viewer{conn: conn, img: image.NewRGBA(image.Rect(0, 0, w, h)), changed: make(chan struct{}), done: make(chan struct{})}
-	req := []byte{3, 0, 0, 0, 0, 0, byte(w >> 8), byte(w), byte(h >> 8), byte(h)}
-	for _, msg := range [][]byte{setPF, setRaw, req} {
+	for _, msg := range [][]byte{setPF, setEncodings, update(false, v.img.Bounds())} {
 		if err := v.send(msg); err != nil {
 			conn.Close()
 			return nil, err
@@ -61,8 +60,20 @@ var (
 		0, 255, 0, 255, 0, 255, // max red, green, blue
 		16, 8, 0, // shifts
 		0, 0, 0}
-	setRaw = []byte{2, 0, 0, 1, 0, 0, 0, 0} // one encoding: raw
+	setRaw       = []byte{2, 0, 0, 1, 0, 0, 0, 0}                         // one encoding: raw (Take)
+	setEncodings = []byte{2, 0, 0, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x21} // raw and DesktopSize (-223): a Viewer follows size changes
 )
+
+// update is a FramebufferUpdateRequest for the whole of b, of its changes
+// only where incremental.
+func update(incremental bool, b image.Rectangle) []byte {
+	inc := byte(0)
+	if incremental {
+		inc = 1
+	}
+	w, h := b.Dx(), b.Dy()
+	return []byte{3, inc, 0, 0, 0, 0, byte(w >> 8), byte(w), byte(h >> 8), byte(h)}
+}
 
 func (v *Viewer) end(err error) {
 	v.mu.Lock()
@@ -90,10 +101,13 @@ func (v *Viewer) Err() error {
 	return v.err
 }
 
-// read paints updates and asks for the next changes, until an error.
+// read paints updates and asks for the next changes, until an error. The
+// desktop may change size (a console's window asking for its own, a
+// screen window opened): the viewer follows it, as the DesktopSize
+// pseudo-encoding it asked for says, with a new picture of the new size
+// painted whole.
 func (v *Viewer) read(r *bufio.Reader) error {
-	b := v.img.Bounds()
-	next := []byte{3, 1, 0, 0, 0, 0, byte(b.Dx() >> 8), byte(b.Dx()), byte(b.Dy() >> 8), byte(b.Dy())}
+	next := update(true, v.img.Bounds())
 	for {
 		kind, err := r.ReadByte()
 		if err != nil {
@@ -102,17 +116,22 @@ func (v *Viewer) read(r *bufio.Reader) error {
 		switch kind {
 		case 0: // FramebufferUpdate
 			v.mu.Lock()
-			n, err := covering(r, v.img)
+			n, resized, err := covering(r, &v.img, true)
 			if n > 0 {
 				v.gen++
 				close(v.changed)
 				v.changed = make(chan struct{})
 			}
+			b := v.img.Bounds()
 			v.mu.Unlock()
 			if err != nil {
 				return err
 			}
-			if err := v.send(next); err != nil {
+			ask := next
+			if resized {
+				next, ask = update(true, b), update(false, b)
+			}
+			if err := v.send(ask); err != nil {
 				return err
 			}
 		case 1: // SetColourMapEntries: not used with true colour
@@ -170,6 +189,8 @@ func (v *Viewer) Gen() uint64 {
 
 // Size returns the screen's size.
 func (v *Viewer) Size() (w, h int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	b := v.img.Bounds()
 	return b.Dx(), b.Dy()
 }
