@@ -23,19 +23,7 @@ import (
 // TestTake_RealXvnc snapshots a real desktop: the frame has the size asked
 // for and shows the desktop's background colour (#2f3e4e) in a corner.
 func TestTake_RealXvnc(t *testing.T) {
-	if err := local.CheckDesktopDeps(); err != nil {
-		t.Skip(err)
-	}
-	dir, err := os.MkdirTemp("", "csnap") // short: the VNC socket lives under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: "snap", Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: "640x400"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop() })
+	d := startDesktop(t, "snap")
 	var img *image.RGBA
 	for range 20 { // the root colour is painted alongside the start
 		conn, err := net.Dial("unix", d.VNCSocket())
@@ -65,6 +53,35 @@ func TestTake_RealXvnc(t *testing.T) {
 	if _, err := png.Decode(&buf); err != nil {
 		t.Errorf("PNG does not decode: %v", err)
 	}
+}
+
+// startDesktop starts a real 640x400 desktop for t, its logs shown if t
+// fails; it skips t where the machine has no desktop's programs.
+func startDesktop(t *testing.T, name string) *local.Desktop {
+	t.Helper()
+	if err := local.CheckDesktopDeps(); err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "c"+name) // short: the VNC socket lives under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(dir, "run", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
+	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: name, Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: "640x400"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	return d
 }
 
 func TestTake_RefusesNonRFB(t *testing.T) {

@@ -6,16 +6,12 @@ import (
 	"encoding/binary"
 	"image"
 	"io"
-	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testrfb"
-	"github.com/corral-dev/corral-vdi-portal/local"
 	"github.com/corral-dev/corral-vdi-portal/snapshot"
 )
 
@@ -24,28 +20,7 @@ import (
 // the desktop's size: it takes the new size and a new picture of it,
 // where it ended with the desktop, "sent no picture" to the agent.
 func TestViewer_FollowsResize(t *testing.T) {
-	if err := local.CheckDesktopDeps(); err != nil {
-		t.Skip(err)
-	}
-	dir, err := os.MkdirTemp("", "cview") // short: the VNC socket lives under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(dir, "run", "*.log"))
-			for _, l := range logs {
-				b, _ := os.ReadFile(l)
-				t.Logf("%s:\n%s", l, b)
-			}
-		}
-	})
-	d, err := local.StartDesktop(context.Background(), local.DesktopSpec{Name: "view", Dir: filepath.Join(dir, "run"), Home: filepath.Join(dir, "home"), Geometry: "640x400"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop() })
+	d := startDesktop(t, "view")
 	conn, err := net.Dial("unix", d.VNCSocket())
 	if err != nil {
 		t.Fatal(err)
