@@ -24,7 +24,7 @@ func standbyFlags(f *Flags) *standbyFlagSet {
 	s := &standbyFlagSet{fs: f}
 	f.IntVar(&s.n, "standby", 0, "free desktops kept powered on, so that a claim needs no boot; 0: none")
 	f.IntVar(&s.min, "standby-min", 0, "with -standby-max: follow demand, keeping at least this many free desktops on")
-	f.IntVar(&s.max, "standby-max", 0, "with -standby-min: follow demand (recent claims × start time), keeping at most this many on")
+	f.IntVar(&s.max, "standby-max", 0, "with -standby-min: follow demand (enough for the claims that arrive while a member starts), keeping at most this many on")
 	f.StringVar(&s.schedule, "standby-schedule", "", `keep at least N on in working hours: "DAYS HH:MM-HH:MM N [ZONE]", e.g. "mon-fri 08:00-18:00 10 Europe/Berlin" (or its JSON); "none" removes it`)
 	return s
 }

@@ -65,23 +65,16 @@ func (s *Service) KeepStandby(ctx context.Context) (int, error) {
 }
 
 // StandbyWant returns how many free members pool p keeps warm now, given
-// held, its live Leases: its standby for the claims of the last
-// StandbyWindow (the Leases acquired since, every replica's) and the
-// pool's start time (Standby.Want), raised to its schedule's floor within
-// its hours.
+// held, its live Leases: its standby for its claim rate (ClaimRate,
+// every replica's claims) and the pool's start time (Standby.Want),
+// raised to its schedule's floor within its hours.
 func (s *Service) StandbyWant(p Pool, held map[string]*Lease) int {
 	now := s.now()
-	claims := 0
-	for _, l := range held {
-		if age := now.Sub(l.AcquireTime); age >= 0 && age < StandbyWindow {
-			claims++
-		}
-	}
 	shares := 1
 	if sh, ok := shareOf(s.spread.replicas); ok {
 		shares = sh.count()
 	}
-	return max(p.Standby.Want(claims, s.startTime(p), shares), p.StandbySchedule.Floor(now))
+	return max(p.Standby.Want(ClaimRate(held, now), s.startTime(p), shares), p.StandbySchedule.Floor(now))
 }
 
 // noteStart records how long a standby start of one of p's members took.

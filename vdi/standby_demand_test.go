@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,24 +66,67 @@ func (c *fakeClock) Set(t time.Time) {
 }
 
 func TestStandbyWant(t *testing.T) {
+	perMin := func(n float64) float64 { return n / 60 }
 	for _, tc := range []struct {
-		st     vdi.Standby
-		claims int
-		start  time.Duration
-		want   int
+		st    vdi.Standby
+		rate  float64 // claims a second
+		start time.Duration
+		want  int
 	}{
-		{vdi.Fixed(3), 500, time.Minute, 3},
-		{vdi.Fixed(0), 500, time.Minute, 0},
-		{vdi.Standby{Min: 1, Max: 20}, 0, time.Minute, 1},
-		{vdi.Standby{Min: 1, Max: 20}, 10, time.Minute, 1},        // 1/min × 1 min
-		{vdi.Standby{Min: 1, Max: 20}, 50, time.Minute, 5},        // 5/min × 1 min
-		{vdi.Standby{Min: 1, Max: 20}, 51, time.Minute, 6},        // rounded up
-		{vdi.Standby{Min: 1, Max: 20}, 100, 90 * time.Second, 15}, // 10/min × 1.5 min
-		{vdi.Standby{Min: 1, Max: 20}, 1000, time.Minute, 20},     // clamped to max
-		{vdi.Standby{Min: 4, Max: 8}, 1, time.Second, 4},          // clamped to min
+		{vdi.Fixed(3), perMin(50), time.Minute, 3},
+		{vdi.Fixed(0), perMin(50), time.Minute, 0},
+		{vdi.Standby{Min: 1, Max: 40}, 0, time.Minute, 1},
+		{vdi.Standby{Min: 0, Max: 40}, 0, time.Minute, 0},
+		{vdi.Standby{Min: 0, Max: 40}, perMin(0.3), time.Second, 1},      // a claim in 200 starts: one warm
+		{vdi.Standby{Min: 1, Max: 40}, perMin(1), time.Minute, 5},        // 1 in a start: 4 or more 1.9 % of the time, 5 or more 0.4 %
+		{vdi.Standby{Min: 1, Max: 40}, perMin(5), time.Minute, 12},       // mean 5
+		{vdi.Standby{Min: 1, Max: 40}, perMin(10), 90 * time.Second, 26}, // mean 15
+		{vdi.Standby{Min: 1, Max: 20}, perMin(100), time.Minute, 20},     // clamped to max
+		{vdi.Standby{Min: 4, Max: 8}, perMin(0.1), time.Second, 4},       // clamped to min
 	} {
-		if got := tc.st.Want(tc.claims, tc.start, 1); got != tc.want {
-			t.Errorf("%s.Want(%d claims in %v, start %v) = %d; want %d", tc.st, tc.claims, vdi.StandbyWindow, tc.start, got, tc.want)
+		if got := tc.st.Want(tc.rate, tc.start, 1); got != tc.want {
+			t.Errorf("%s.Want(%.3f claims/s, start %v) = %d; want %d", tc.st, tc.rate, tc.start, got, tc.want)
+		}
+	}
+}
+
+// TestClaimRate: the rate is the window's claims over the window until
+// burstSample of them are in it, then the larger of that and the latest
+// ones over their time, so a burst shows within seconds and fades as it
+// ends; claims older than the window, or stamped in the future, count
+// for nothing.
+func TestClaimRate(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	held := func(ages ...time.Duration) map[string]*vdi.Lease {
+		m := map[string]*vdi.Lease{}
+		for i, a := range ages {
+			m[fmt.Sprint("m", i)] = &vdi.Lease{AcquireTime: now.Add(-a)}
+		}
+		return m
+	}
+	every := func(n int, gap, from time.Duration) []time.Duration {
+		var out []time.Duration
+		for i := range n {
+			out = append(out, from+time.Duration(i)*gap)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		ages []time.Duration
+		want float64
+	}{
+		{"none", nil, 0},
+		{"10 over the window", every(10, time.Minute, 0), 10.0 / 600},
+		{"19 in a second: too few to time", every(19, 50*time.Millisecond, 0), 19.0 / 600},
+		{"a burst of 60, 10 a second", every(60, 100*time.Millisecond, 0), 19 / 1.9},
+		{"the burst ended a minute ago", every(60, 100*time.Millisecond, time.Minute), 19 / 61.9},
+		{"the burst ended 20 minutes ago", every(60, 100*time.Millisecond, 20*time.Minute), 0},
+		{"20 at the same instant", every(20, 0, 0), 19 / 0.001},
+		{"stamped in the future", every(30, 0, -time.Minute), 0},
+	} {
+		if got := vdi.ClaimRate(held(tc.ages...), now); math.Abs(got-tc.want) > 1e-9*max(1, tc.want) {
+			t.Errorf("%s: ClaimRate = %.6f/s; want %.6f/s", tc.name, got, tc.want)
 		}
 	}
 }
@@ -146,8 +190,9 @@ func TestStandbySchedule(t *testing.T) {
 
 // TestStandbyFollowsDemand runs a pool whose standby follows demand on
 // the leasetest backend with a fake clock: with no claims it keeps its
-// min; claims within the window raise it by rate × start time (the start
-// time measured from its own standby starts); once they age out of the
+// min; claims within the window raise it to cover the claims that
+// arrive while a member starts (the start time measured from its own
+// standby starts); once they age out of the
 // window it falls back; the schedule raises the floor in its hours only;
 // and bad input is refused with what to write.
 func TestStandbyFollowsDemand(t *testing.T) {
@@ -192,15 +237,17 @@ func TestStandbyFollowsDemand(t *testing.T) {
 	playing = false
 	measuring.Unlock()
 
-	// 25 claims in the window at a 2-minute start time: 25/10 min × 2 min = 5.
-	for i := range 25 {
+	// 10 claims 30 s apart, a claim a minute: at a 2-minute start time 2
+	// arrive while a member starts, 7 or more 0.5 % of the time: 7 warm.
+	for i := range 10 {
 		if _, err := svc.Claim(ctx, vdi.Identity{Login: fmt.Sprintf("user%d", i)}, "local", "office"); err != nil {
 			t.Fatal(err)
 		}
+		clock.Add(30 * time.Second)
 	}
-	waitFor(t, "the standby start time noted", func() bool { return want() == 5 })
-	if n, err := svc.KeepStandby(ctx); err != nil || n != 5 {
-		t.Errorf("KeepStandby after 25 claims in %v started %d, %v; want 5 (rate × start time)", vdi.StandbyWindow, n, err)
+	waitFor(t, "the standby start time noted", func() bool { return want() == 7 })
+	if n, err := svc.KeepStandby(ctx); err != nil || n != 7 {
+		t.Errorf("KeepStandby after a claim a minute started %d, %v; want 7 (the claims during a start, covered 99 times in 100)", n, err)
 	}
 	clock.Add(vdi.StandbyWindow)
 	if got := want(); got != 1 {

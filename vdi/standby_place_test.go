@@ -7,8 +7,8 @@ import (
 )
 
 // TestStandbyAcrossShares: with three live replicas the warm group is
-// sized per share (each share's part of the rate × start time, rounded
-// up, for every share) and its members are started across the shares,
+// sized per share (enough for each share's part of the claims arriving
+// during a start, 99 times in 100, for every share) and its members are started across the shares,
 // the share with the fewest warm ones first, whichever member the
 // pool lists first; with no shares the order and size are as before.
 func TestStandbyAcrossShares(t *testing.T) {
@@ -54,15 +54,16 @@ func TestStandbyAcrossShares(t *testing.T) {
 		t.Errorf("without shares the order changed: %s..%s", got[0].Name, got[len(got)-1].Name)
 	}
 
-	// 40 claims in the 10-minute window, a 1-minute start: 4 a minute
-	// × 1 min is 4 in all, 1.33 at each of three shares, so 2 each.
+	// 4 claims a minute, a 1-minute start: 4 arrive during a start, 1.33
+	// at each of three shares; covering those 99 times in 100 takes 10
+	// warm members in one share, 6 in each of three.
 	demand := Standby{Min: 1, Max: 20}
-	for _, tc := range []struct{ shares, want int }{{1, 4}, {3, 6}} {
-		if got := demand.Want(40, time.Minute, tc.shares); got != tc.want {
-			t.Errorf("%s.Want(40 claims, 1 min start, %d shares) = %d; want %d", demand, tc.shares, got, tc.want)
+	for _, tc := range []struct{ shares, want int }{{1, 10}, {3, 18}} {
+		if got := demand.Want(4.0/60, time.Minute, tc.shares); got != tc.want {
+			t.Errorf("%s.Want(4 claims a minute, 1 min start, %d shares) = %d; want %d", demand, tc.shares, got, tc.want)
 		}
 	}
-	if got := Fixed(2).Want(100, time.Minute, 3); got != 2 {
+	if got := Fixed(2).Want(10, time.Minute, 3); got != 2 {
 		t.Errorf("a fixed standby of 2 over 3 shares wants %d; want 2", got)
 	}
 }

@@ -21,15 +21,21 @@ type Standby struct {
 // Fixed returns the standby of n members whatever the demand.
 func Fixed(n int) Standby { return Standby{Min: n, Max: n} }
 
-// Demand-following standby: the recent claim rate is the pool's Leases
-// acquired within StandbyWindow (every replica's claims, from the Leases
-// themselves, so the leader that keeps standby sees them all), and the
-// start time is the mean of the pool's last standby starts on this
-// replica (DefaultStartTime before one finished).
+// Demand-following standby: the claim rate is read from the pool's
+// Leases (ClaimRate: every replica's claims, from the Leases themselves,
+// so the leader that keeps standby sees them all), and the start time is
+// the mean of the pool's last standby starts on this replica
+// (DefaultStartTime before one finished).
 const (
 	StandbyWindow    = 10 * time.Minute
 	DefaultStartTime = time.Minute
 )
+
+// StandbyMiss is the share of claims a demand-following standby may leave
+// without a warm member: it keeps enough that the claims arriving at a
+// share while its members start outnumber its warm ones at most this
+// often (see Want).
+const StandbyMiss = 0.01
 
 // Follows reports whether st follows demand (Min < Max).
 func (st Standby) Follows() bool { return st.Min < st.Max }
@@ -37,21 +43,43 @@ func (st Standby) Follows() bool { return st.Min < st.Max }
 // IsZero reports whether st keeps no standby at all.
 func (st Standby) IsZero() bool { return st.Max <= 0 }
 
-// Want returns how many members st keeps warm given claims, the claims in
-// the last StandbyWindow, start, how long a member takes to start, and
-// shares, how many replicas' shares of the members the claims arrive at
-// (claim_share.go; 1 when they share none): the claims expected at each
-// share while one of its members starts (the rate ÷ shares × start time,
-// rounded up), for every share, clamped to Min..Max. Each replica's
-// claims then find a warm member in its own share, where they race no
-// other replica's. A fixed standby is its number.
-func (st Standby) Want(claims int, start time.Duration, shares int) int {
+// Want returns how many members st keeps warm given rate, the pool's
+// claims a second (ClaimRate), start, how long a member takes to start,
+// and shares, how many replicas' shares of the members the claims arrive
+// at (claim_share.go; 1 when they share none). Each claim sets a start
+// going, so while it runs the warm members a share has left are its
+// standby less the claims that came meanwhile, a Poisson count with mean
+// rate ÷ shares × start: each share keeps the fewest that count exceeds
+// no more than StandbyMiss of the time (covering), for every share,
+// clamped to Min..Max. The mean alone, rounded up, left one claim in
+// eight at a morning's share without a warm member of its own, racing
+// another share's claims for theirs. A fixed standby is its number.
+func (st Standby) Want(rate float64, start time.Duration, shares int) int {
 	if !st.Follows() {
 		return st.Max
 	}
 	shares = max(shares, 1)
-	each := math.Ceil(float64(claims) * start.Seconds() / StandbyWindow.Seconds() / float64(shares))
-	return min(max(int(each)*shares, st.Min), st.Max)
+	each := covering(rate * start.Seconds() / float64(shares))
+	return min(max(each*shares, st.Min), st.Max)
+}
+
+// covering returns the fewest warm members k such that a Poisson count of
+// mean mu (the claims that arrive while a member starts) reaches k no
+// more than StandbyMiss of the time: 0 for no claims, 1 while they are
+// rare, about mu + 2.3√mu + 1 for many.
+func covering(mu float64) int {
+	if mu <= 0 {
+		return 0
+	}
+	term := math.Exp(-mu) // P(N = k), from k = 0
+	below := term         // P(N ≤ k)
+	k := 0
+	for 1-below > StandbyMiss && k < MaxPoolSize {
+		k++
+		term *= mu / float64(k)
+		below += term
+	}
+	return k + 1
 }
 
 // String is st as the dashboard and the audit log show it: "2", or
