@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // poolNames returns the names of the pools user sees.
@@ -55,7 +57,7 @@ func TestAccess_GroupPoolAndQuota(t *testing.T) {
 		b := MustLaunchBrowser(t)
 		page := b.MustNewPage(t, 1024, 700)
 		signIn(t, page, p, "bob", "/")
-		expect := playwright.NewPlaywrightAssertions(10000)
+		expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 		must(t, expect.Locator(page.Locator(`[data-testid=pool][data-pool=demo]`)).ToBeVisible())
 		must(t, expect.Locator(page.Locator(`[data-testid=pool][data-pool=fin]`)).ToHaveCount(0))
 		screenshot(t, page, "home-bob")
@@ -125,7 +127,7 @@ func TestAccess_GroupPoolAndQuota(t *testing.T) {
 		b := MustLaunchBrowser(t)
 		page := b.MustNewPage(t, 1280, 900)
 		signIn(t, page, p, "ops", "/admin")
-		expect := playwright.NewPlaywrightAssertions(10000)
+		expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 		row := page.Locator(`[data-testid=member][data-holder=alice]`)
 		must(t, expect.Locator(row.GetByTestId("not-entitled")).ToBeVisible())
 		must(t, expect.Locator(page.Locator(`[data-pool=fin] [data-testid=access-text]`)).ToHaveText("bob"))

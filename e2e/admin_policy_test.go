@@ -6,6 +6,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestAdmin_PolicyEditKeepsWhatItDoesNotChange(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	page := b.MustNewPage(t, 1280, 800)
 
 	// A pool made through the API, offline, with files in only.

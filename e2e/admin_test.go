@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // docShot saves a screenshot like screenshot and, with
@@ -42,13 +44,13 @@ func adminAct(t *testing.T, page playwright.Page, scope playwright.Locator, acti
 	t.Helper()
 	must(t, scope.GetByTestId(action).Click())
 	dialog := page.GetByTestId("action-dialog")
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	must(t, expect.Locator(dialog).ToBeVisible())
 	if input != "" {
 		must(t, dialog.GetByTestId("dialog-input").Fill(input))
 	}
 	must(t, dialog.GetByTestId("dialog-confirm").Click())
-	must(t, playwright.NewPlaywrightAssertions(40000).Locator(dialog).ToBeHidden())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(40000)).Locator(dialog).ToBeHidden())
 }
 
 // csvRows reads a CSV export as an admin.
@@ -102,7 +104,7 @@ func TestAdmin_DashboardActions(t *testing.T) {
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "ops", "/admin")
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	must(t, expect.Locator(page.GetByTestId("admin-link")).ToBeVisible())
 	must(t, expect.Locator(memberRow(page, alices.Name).GetByTestId("holder")).ToHaveText("alice"))
 

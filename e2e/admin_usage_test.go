@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // usageSamples is GET /api/vdi/usage's answer, as far as the test reads it.
@@ -51,7 +53,7 @@ func testUsageCharts(t *testing.T, p *Portal, page playwright.Page) {
 		t.Fatalf("erin's release: %d", code)
 	}
 
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	must(t, page.GetByTestId("usage-link").Click())
 	demo := page.GetByTestId("usage-local-demo")
 	must(t, expect.Locator(demo.GetByTestId("usage-day")).ToContainText("Peaked at 3 of 3 in use at"))
@@ -200,7 +202,7 @@ func testUsageStorm(t *testing.T, p *Portal, page playwright.Page) {
 	waitSampled("after everyone left")
 	t.Logf("everyone left and sampled after %v", time.Since(start).Round(time.Millisecond))
 
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	_, err := page.Goto(p.URL + "/admin/usage")
 	must(t, err)
 	for _, pool := range pools {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestAttack_VNCQualityStorage: the remembered picture choice lives in the
@@ -18,7 +20,7 @@ func TestAttack_VNCQualityStorage(t *testing.T) {
 		t.Run(bad, func(t *testing.T) {
 			page := b.MustNewPage(t, 1280, 800)
 			must(t, page.Context().AddInitScript(playwright.Script{Content: playwright.String(`localStorage.setItem('corral.vnc.quality', ` + jsString(bad) + `)`)}))
-			expect := playwright.NewPlaywrightAssertions(30000)
+			expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 			signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 			// Auto resolves by the link it measures (a loaded machine's

@@ -12,6 +12,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // recordingAttacks are the attack suite's rows on recordings: only admins
@@ -247,7 +248,7 @@ func TestAttack_RecordingsShare(t *testing.T) {
 
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	signIn(t, page, p, admin, "/admin")
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	must(t, expect.Locator(page.GetByText("Recorded consoles of mallory are refused")).ToBeVisible())
 	_, err = page.Goto(p.URL + "/admin/recordings?user=mallory")
 	must(t, err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestAudio_ToneReachesThePage plays a 440 Hz tone into the desktop's
@@ -19,7 +21,7 @@ import (
 func TestAudio_ToneReachesThePage(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	var mu sync.Mutex

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // axeScript is axe-core from npm (package.json), injected into each page.
@@ -71,7 +73,7 @@ func axePage(t *testing.T, b *Browser) playwright.Page {
 	t.Cleanup(func() { ctx.Close() })
 	page, err := ctx.NewPage()
 	must(t, err)
-	page.SetDefaultTimeout(15000)
+	page.SetDefaultTimeout(testwait.MS(15000))
 	return page
 }
 
@@ -84,7 +86,7 @@ func axePage(t *testing.T, b *Browser) playwright.Page {
 func TestA11y_EveryPage(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=4", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	rec := ownRecordedTerminal(t, p, "ops", "mine", "alice", "echo a11y-$((20+22))", "a11y-42")
 	d := mustClaim(t, p, "alice", "demo")
 	if code := p.APIBody(t, "alice", "POST", "/api/vdi/desktops/local/"+d.Name+"/shares", `{"user":"bob","expires":"30m"}`, nil); code != 201 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // wanRun is what one console on one profile measured.
@@ -133,7 +135,7 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 	must(t, ctx.AddInitScript(playwright.Script{Content: playwright.String(fmt.Sprintf(wanWatch, quality, video, rtc, r.quality != "webrtc-element"))}))
 	page, err := ctx.NewPage()
 	must(t, err)
-	page.SetDefaultTimeout(60000)
+	page.SetDefaultTimeout(testwait.MS(60000))
 	// What the browser complained of, printed after the row: a page that
 	// stops drawing says why only there.
 	var mu sync.Mutex
@@ -159,7 +161,7 @@ func wanMeasure(t *testing.T, p *Portal, link *wanLink, b playwright.Browser, g 
 		}
 	}()
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol="+r.console)
-	expect := playwright.NewPlaywrightAssertions(90000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(90000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	if rtc {
 		screen := page.Locator("#screen")

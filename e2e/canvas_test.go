@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // canvasReaches waits until the canvas under sel shows want, pixel for
@@ -17,7 +19,7 @@ import (
 func canvasReaches(t *testing.T, page playwright.Page, sel string, want image.Image, d time.Duration) int {
 	t.Helper()
 	n := -1
-	for end := time.Now().Add(d); ; time.Sleep(500 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(d)); ; time.Sleep(500 * time.Millisecond) {
 		if n = differingPixels(want, canvasPNG(t, page, sel)); n == 0 || time.Now().After(end) {
 			return n
 		}

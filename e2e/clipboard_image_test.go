@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // clipboardPictures moves a picture from the browser's clipboard to the
@@ -23,7 +25,7 @@ import (
 // PNGs it puts on its clipboard, so the pixels are compared, not the
 // bytes). The panel is open on page, a console of the desktop shell is in.
 func clipboardPictures(t *testing.T, page playwright.Page, shell *guestShell) {
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, page.Context().GrantPermissions([]string{"clipboard-read", "clipboard-write"}))
 	t.Cleanup(func() { page.Context().ClearPermissions() }) // later steps read no text on focus
 

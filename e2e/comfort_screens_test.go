@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // closeSizeList closes the Size list (and the folded bar's Menu).
 func closeSizeList(t *testing.T, page playwright.Page) {
 	t.Helper()
 	must(t, page.GetByTestId("size-menu").Click())
-	must(t, playwright.NewPlaywrightAssertions(10000).Locator(page.GetByTestId("size-list")).ToBeHidden())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(10000)).Locator(page.GetByTestId("size-list")).ToBeHidden())
 	closeMenu(t, page)
 }
 
@@ -21,7 +23,7 @@ func closeSizeList(t *testing.T, page playwright.Page) {
 // screen window it opened, at w x h, once its console is connected.
 func addScreen(t *testing.T, page playwright.Page, w, h int) playwright.Page {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	openControl(t, page, "size-menu")
 	win, err := page.ExpectPopup(func() error { return page.GetByTestId("screen-add").Click() })
 	must(t, err)
@@ -131,7 +133,7 @@ func screensOf(t *testing.T, shell *guestShell) []string {
 // closing a screen window folds its screen away. Both windows are
 // screenshotted, the screen window at the three sizes.
 func twoScreens(t *testing.T, page playwright.Page, shell *guestShell) {
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	var second playwright.Page
 	var w1, h1, w2, h2 int
 	t.Run("a second window is a second screen", func(t *testing.T) {

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // chooseSize picks value ("fit", "actual", "1280x720") in the console
 // bar's Size list and closes the list (and the folded bar's Menu).
 func chooseSize(t *testing.T, page playwright.Page, value string) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	openControl(t, page, "size-menu")
 	must(t, expect.Locator(page.GetByTestId("size-list")).ToBeVisible())
 	must(t, page.GetByTestId("size-"+value).Check())
@@ -47,7 +49,7 @@ func waitAnswered(t *testing.T, page playwright.Page) {
 // refusal is shown, and the list is screenshotted as name.
 func keepsItsSize(t *testing.T, page playwright.Page, name string) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	openControl(t, page, "size-menu")
 	must(t, expect.Locator(page.GetByTestId("size-note")).ToContainText("This desktop keeps its own size ("))
 	must(t, expect.Locator(page.Locator("label:has([data-testid=size-1920x1080]) .size-words")).
@@ -67,7 +69,7 @@ func keepsItsSize(t *testing.T, page playwright.Page, name string) {
 // console stays up at its size. The list is screenshotted open at the
 // issue's three sizes.
 func sizeChoices(t *testing.T, p *Portal, b *Browser, page playwright.Page, shell *guestShell, login, console string) {
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	label := page.GetByTestId("size-menu")
 
 	t.Run("a choice this browser kept before is the portal's now", func(t *testing.T) {

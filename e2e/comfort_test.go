@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestComfort_VNC drives a local desktop's VNC console: the clipboard
@@ -23,7 +25,7 @@ import (
 func TestComfort_VNC(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
@@ -235,7 +237,7 @@ func TestComfort_VNC(t *testing.T) {
 func TestComfort_Reconnect(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
@@ -257,7 +259,7 @@ func TestComfort_Reconnect(t *testing.T) {
 	}
 	_, err := page.Reload()
 	must(t, err)
-	must(t, playwright.NewPlaywrightAssertions(40000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(40000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(banner).ToBeHidden())
 }
 
@@ -266,7 +268,7 @@ func TestComfort_Reconnect(t *testing.T) {
 func TestComfort_KioskKeys(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, "alice", "/kiosk/demo?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("screen")).ToHaveAttribute("data-connected", "true"))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // vmSecondHead drives a local VM's console on two screens, as a user
@@ -23,7 +25,7 @@ import (
 // again. Both windows are screenshotted.
 func vmSecondHead(t *testing.T, page, serial playwright.Page) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, size := range issueSizes {
 		must(t, page.SetViewportSize(size.width, size.height))
 		// The bar folds or unfolds in the next frames (fold.js).

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestComfort_SerialPasteAsKeys logs in on a local VM's serial console with
@@ -19,7 +21,7 @@ func TestComfort_SerialPasteAsKeys(t *testing.T) {
 	img := vmImage(t)
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_DEMO_VM_POOL_SIZE=1", "CORRAL_VDI_VM_IMAGE="+img)
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := claimVM(t, p, "alice")
 	page := b.MustNewPage(t, 1024, 700)
 	// This browser's keyboard is French, as the Keyboard Map API tells

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 58, items 2 and 4: the console bar fits every screen. The
@@ -32,7 +34,7 @@ func TestConsoleBar_FitsEveryScreen(t *testing.T) {
 	// size cost a desktop's start each (a quarter of the test's CPU).
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, s := range sizes {
 		t.Run(s.name, func(t *testing.T) {
 			page, _ := MustOpenConsole(t, b, p, "fay", "demo", s.width, s.height, s.touch)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 58, item 1: a desktop that crashes under its console is not a dead
@@ -22,7 +24,7 @@ func MustOpenConsole(t *testing.T, b *Browser, p *Portal, user, pool string, wid
 	d := mustClaim(t, p, user, pool)
 	page := uxPage(t, b, width, height, touch)
 	signIn(t, page, p, user, "/desktops/local/"+d.Name)
-	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(20000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	return page, d
 }
 
@@ -32,7 +34,7 @@ func TestConsoleDown_CrashedDesktopHasAWayBack(t *testing.T) {
 		t.Fatalf("creating a persistent pool: %d", code)
 	}
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 
 	// crash kills the desktop's Xvnc under the open console and checks
 	// the card: plain words, the way back, and no reconnecting.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // issueSizes are the screens issue 58 asks for: a laptop, a tablet in
@@ -26,7 +28,7 @@ func TestConsoleUX_EndedCardOverTheLastFrame(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=6", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
 	// IronRDP compiles its wasm first: seconds on a busy machine.
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	dimmed := func(t *testing.T, page playwright.Page, sel string) {
 		t.Helper()
 		must(t, expect.Locator(page.GetByTestId("ended-title")).ToHaveText("This desktop is no longer yours"))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // videoNoticeWords is what the console says when its browser could not
@@ -21,7 +23,7 @@ func videoNoticeShots(t *testing.T, page playwright.Page) {
 	t.Helper()
 	_, err := page.Evaluate(`() => { document.getElementById('screen').rfb.resizeSession = false; }`)
 	must(t, err)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	notice := page.GetByTestId("video-notice")
 	for _, s := range [][2]int{{1024, 1366}, {390, 844}} {
 		must(t, page.SetViewportSize(s[0], s[1]))
@@ -66,7 +68,7 @@ func consoleWithoutWebCodecs(t *testing.T, b *Browser, p *Portal, user, desktop 
 	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(noWebCodecs)}))
 	sent := sentEncodings(page)
 	signIn(t, page, p, user, "/desktops/local/"+desktop+"?protocol=vnc")
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	waitFor(t, time.Minute, "the screen without WebCodecs, pixel-exact", func() bool {
 		c, err := page.Evaluate(canvasPixel, at)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // pictureWatch is a JS function adding to h264Watch's counts the Tight
@@ -139,7 +141,7 @@ func pictureShots(t *testing.T, page playwright.Page) {
 	t.Helper()
 	_, err := page.Evaluate(`() => { document.getElementById('screen').rfb.resizeSession = false; }`)
 	must(t, err)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	for _, size := range issueSizes {
 		must(t, page.SetViewportSize(size.width, size.height))
 		// The bar folds (or not) at the next frame after a resize (fold.js).

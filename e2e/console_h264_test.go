@@ -10,6 +10,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // h264Watch is a JS function that counts, in the console's noVNC, the Open
@@ -110,7 +111,7 @@ func waitScreen(t *testing.T, page playwright.Page, d time.Duration, what string
 	}
 	state, err := page.Evaluate(noVNCState, at)
 	screenshot(t, page, "not-"+strings.ReplaceAll(what, " ", "-"))
-	t.Fatalf("after %v: want %s; noVNC: %v (%v)", d, what, state, err)
+	t.Fatalf("after %v: want %s; noVNC: %v (%v)", testwait.D(d), what, state, err)
 }
 
 // nearColour reports whether colour c is within tol of want on every channel.
@@ -149,7 +150,7 @@ func playVideoRecording(t *testing.T, b *Browser, p *Portal, member string, live
 	must(t, admin.AddInitScript(playwright.Script{Content: playwright.String(countDecodes)}))
 	signIn(t, admin, p, "ops", "/admin/recordings/"+rec.ID)
 	player := admin.GetByTestId("player")
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
 	_, err := admin.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
 	must(t, err)
@@ -195,7 +196,7 @@ func TestConsole_H264(t *testing.T) {
 	keepBrowserErrors(t, page, "1280x800")
 	sent := sentEncodings(page)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
-	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 
 	// A point of the root window, right of and below the desktop's xterm
 	// (100x30 characters at +40+40).
@@ -293,7 +294,7 @@ func TestConsole_H264(t *testing.T) {
 		v, err := page.Evaluate(`() => document.getElementById('screen').dataset.video`)
 		return err == nil && v == "tiles"
 	})
-	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("video-notice")).ToContainText(videoNoticeWords))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(page.GetByTestId("video-notice")).ToContainText(videoNoticeWords))
 	purple := [3]int{0x80, 0x30, 0x70}
 	stopLoop("#803070")
 	waitScreen(t, page, 60*time.Second, "the still screen after the lost frame, pixel-exact", at, purple)

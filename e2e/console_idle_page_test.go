@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // idleConsoles are the consoles whose whole page is measured at rest.
@@ -118,7 +120,7 @@ func idlePages(t *testing.T, b *Browser, p *Portal, consoles []restingConsole, w
 		defer ctx.Close() // the next console of the same user takes its place
 		page, err := ctx.NewPage()
 		must(t, err)
-		page.SetDefaultTimeout(15000)
+		page.SetDefaultTimeout(testwait.MS(15000))
 		keepBrowserErrors(t, page, c.protocol)
 		counts[i] = countPageBytes(page)
 		opened = time.Now()
@@ -128,7 +130,7 @@ func idlePages(t *testing.T, b *Browser, p *Portal, consoles []restingConsole, w
 	for _, page := range pages {
 		// IronRDP compiles 4 MB of wasm first: seconds on a busy machine. A
 		// serial console says how to log in once connected.
-		must(t, playwright.NewPlaywrightAssertions(60000).Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected|log in as`)))
+		must(t, playwright.NewPlaywrightAssertions(testwait.MS(60000)).Locator(page.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Connected|log in as`)))
 	}
 	time.Sleep(time.Until(opened.Add(idleSettle))) // the last page's settle
 	for _, n := range counts {

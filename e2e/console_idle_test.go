@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // idleSizes are the windows an idle console is measured at: common laptop
@@ -50,7 +52,7 @@ func (n *wsBytes) settle(t *testing.T, what string) {
 	t.Helper()
 	const quiet = 2 * time.Second
 	last, since := n.in.Load()+n.out.Load(), time.Now()
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(30 * time.Second)); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		if now := n.in.Load() + n.out.Load(); now != last {
 			last, since = now, time.Now()
 		} else if time.Since(since) >= quiet {
@@ -84,11 +86,11 @@ func idleConsole(t *testing.T, b *Browser, p *Portal, user, member string, dpr f
 	defer ctx.Close() // the next console of the same user takes its place
 	page, err := ctx.NewPage()
 	must(t, err)
-	page.SetDefaultTimeout(15000)
+	page.SetDefaultTimeout(testwait.MS(15000))
 	keepBrowserErrors(t, page, fmt.Sprintf("dpr %v", dpr))
 	n := countVNCBytes(page)
 	signIn(t, page, p, user, "/desktops/local/"+member+"?protocol=vnc")
-	must(t, playwright.NewPlaywrightAssertions(30000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	for _, size := range idleSizes {
 		must(t, page.SetViewportSize(size[0], size[1]))
 		waitFor(t, 15*time.Second, fmt.Sprintf("the desktop at %dx%d@%v takes the window's size", size[0], size[1], dpr), func() bool {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 58, item 5: a keyboard user is never trapped. In a normal window
@@ -16,7 +18,7 @@ import (
 func TestConsoleKeys_NoTrapAndEscCloses(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	focused := func(page playwright.Page) string {
 		v, _ := page.Evaluate(`() => document.activeElement?.closest('#screen') ? 'screen' : (document.activeElement?.dataset?.testid || document.activeElement?.id || '')`)
 		s, _ := v.(string)
@@ -68,7 +70,7 @@ func TestConsoleKeys_NoTrapAndEscCloses(t *testing.T) {
 func TestConsoleKeys_TypingToggle(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	other := map[string]string{"Typing: desktop": "Typing: page", "Typing: page": "Typing: desktop"}
 	for i, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {

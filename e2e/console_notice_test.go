@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsoleUX_NoticeGivesTheKeysBack: a notice over the desktop (here the
@@ -25,7 +27,7 @@ func TestConsoleUX_NoticeGivesTheKeysBack(t *testing.T) {
 		t.Fatalf("keeping alice's size 20000x20000: %d; want 204", code)
 	}
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	for _, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
 			page := uxPage(t, b, s.width, s.height, s.touch)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsole_VNCPhotoAsJPEG: a photo on a local desktop (xwud showing a
@@ -29,7 +31,7 @@ import (
 func TestConsole_VNCPhotoAsJPEG(t *testing.T) {
 	p, member := mustVNCDesktop(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	waitQuality(t, page, "auto sharp 8 2")

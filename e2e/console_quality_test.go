@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // vncQualityState reads the VNC console's picture choice: the select's
@@ -49,7 +51,7 @@ func waitQuality(t *testing.T, page playwright.Page, want ...string) {
 func TestConsole_VNCQuality(t *testing.T) {
 	p, member := mustVNCDesktop(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, expect.Locator(page.GetByTestId("vnc-quality")).ToBeVisible())
@@ -87,7 +89,7 @@ func TestConsole_VNCQualityAutoRemeasures(t *testing.T) {
 		}
 		r.Continue()
 	}))
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	signIn(t, page, p, "alice", "/desktops/local/"+member+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	waitQuality(t, page, "auto fast 3 2")

@@ -17,6 +17,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testvm"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // vmImage builds (once; cached) the tiny VM image of this checkout's
@@ -50,7 +51,7 @@ func TestConsole_SerialLogin(t *testing.T) {
 	// serial console (TestA11y_EveryPage covers every other page).
 	a11y := axePage(t, b)
 	signIn(t, a11y, p, "alice", "/desktops/local/"+d.Name+"?protocol=serial")
-	must(t, playwright.NewPlaywrightAssertions(30000).Locator(a11y.GetByTestId("status")).ToContainText("log in as root"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(a11y.GetByTestId("status")).ToContainText("log in as root"))
 	must(t, a11y.GetByTestId("xterm").Click())
 	must(t, a11y.Keyboard().Press("Enter")) // the shell's prompt again, on this console
 	waitXterm(t, a11y, regexp.MustCompile(`(?m)root@corral-vm:~# ?$`), 30*time.Second)
@@ -141,7 +142,7 @@ func claimVM(t *testing.T, p *Portal, user string) desktop {
 // fallback, and logs in with the sign-in the page shows, as the user would.
 func serialLogin(t *testing.T, page playwright.Page, p *Portal, user, member string, claimed time.Time) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	signIn(t, page, p, user, "/desktops/local/"+member)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, page.GetByTestId("fallback-serial").Click())

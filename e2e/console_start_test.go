@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsoleStart_EarlyVNCSocket: the console page opens its VNC
@@ -16,7 +18,7 @@ import (
 func TestConsoleStart_EarlyVNCSocket(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	var sockets []string

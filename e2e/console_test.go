@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testnet"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/store"
 )
 
@@ -59,7 +60,7 @@ func dialWS(p *Portal, user, path, origin string) (*websocket.Conn, *http.Respon
 func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	var info connectInfo
 	for i, label := range []string{"first", "again"} {

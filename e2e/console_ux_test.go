@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 32: the console a user gets by default, and a console page that
@@ -39,7 +41,7 @@ func uxPage(t *testing.T, b *Browser, width, height int, touch bool) playwright.
 func openControl(t *testing.T, page playwright.Page, testid string) {
 	t.Helper()
 	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
-	for end := time.Now().Add(20 * time.Second); ; {
+	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		if v, _ := page.GetByTestId(testid).IsVisible(); v {
 			if page.GetByTestId(testid).Click(short) == nil {
 				return
@@ -65,7 +67,7 @@ func openControl(t *testing.T, page playwright.Page, testid string) {
 func openMenu(t *testing.T, page playwright.Page) bool {
 	t.Helper()
 	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
-	for end := time.Now().Add(20 * time.Second); ; {
+	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		if v, _ := page.GetByTestId("console-menu").IsVisible(); !v {
 			return false
 		}
@@ -87,7 +89,7 @@ func openMenu(t *testing.T, page playwright.Page) bool {
 func closeMenu(t *testing.T, page playwright.Page) {
 	t.Helper()
 	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
-	for end := time.Now().Add(20 * time.Second); ; {
+	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		open, _ := page.GetByTestId("console-controls").GetAttribute("data-open")
 		if open != "true" {
 			return
@@ -137,7 +139,7 @@ func barHeight(t *testing.T, page playwright.Page) float64 {
 func zoomOfferInBar(t *testing.T, page playwright.Page, width int) {
 	t.Helper()
 	offer := page.GetByTestId("zoom-actual")
-	must(t, playwright.NewPlaywrightAssertions(20000).Locator(offer).ToBeVisible())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(20000)).Locator(offer).ToBeVisible())
 	if a, d := box(t, offer), box(t, page.Locator("#screen")); a.Y < d.Y+d.Height && d.Y < a.Y+a.Height && a.X < d.X+d.Width && d.X < a.X+a.Width {
 		t.Errorf("Zoom 1:1 at %+v lies over the desktop's screen at %+v; want it off the desktop", *a, *d)
 	}
@@ -157,7 +159,7 @@ func zoomOfferInBar(t *testing.T, page playwright.Page, width int) {
 func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for i, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
 			user := "user" + strconv.Itoa(i)
@@ -228,7 +230,7 @@ func TestConsoleUX_DefaultConsoleHasAClipboard(t *testing.T) {
 func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles its wasm first
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // IronRDP compiles its wasm first
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
@@ -265,7 +267,7 @@ func TestConsoleUX_RDPSaysItHasNoClipboard(t *testing.T) {
 func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name)
@@ -327,7 +329,7 @@ func TestConsoleUX_FullScreenMenuByKeyboard(t *testing.T) {
 func TestConsoleUX_EndedCard(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=4", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	pages := make([]playwright.Page, len(uxSizes))
 	members := make([]string, len(uxSizes))
 	for i, s := range uxSizes {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsole_PageWarmsTheScreen: the holder's console page connects the
@@ -55,7 +57,7 @@ func TestConsole_PageWarmsTheScreen(t *testing.T) {
 func TestConsole_PageCarriesItsVNCAnswer(t *testing.T) {
 	p, member := mustVNCDesktop(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	url := p.URL + "/desktops/local/" + member
 	signIn(t, page, p, "alice", "/desktops/local/"+member)
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsoleUX_WatchedUserSeesTheWatcher: while an admin watches alice's
@@ -17,7 +19,7 @@ import (
 func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	d := mustClaim(t, p, "alice", "demo")
 	for _, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
@@ -30,7 +32,7 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+d.Name)
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
 			watching := time.Now()
-			must(t, playwright.NewPlaywrightAssertions(2000).Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(2000)).Locator(page.GetByTestId("watch-notice")).ToContainText("boss is watching this desktop (view only)."))
 			t.Logf("the notice showed %v after the admin's view connected", time.Since(watching).Round(time.Millisecond))
 			screenshot(t, page, "watched")
 			// The notice lies over the desktop: it never resizes it (a resize
@@ -40,7 +42,7 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 				t.Errorf("the holder's desktop went from %s to %s when the watch began; want it left alone", before, after)
 			}
 			must(t, admin.Close())
-			must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-notice")).ToBeHidden())
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(page.GetByTestId("watch-notice")).ToBeHidden())
 			must(t, page.Close())
 		})
 	}
@@ -103,7 +105,7 @@ func TestConsoleUX_WatchedUserSeesTheWatcher(t *testing.T) {
 func TestConsoleUX_WatchPolicy(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, body := range []string{
 		`{"name": "helped", "size": 1, "policy": {"watch": "consent"}}`,
 		`{"name": "private", "size": 1, "policy": {"watch": "off"}}`,
@@ -131,7 +133,7 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 			defer admin.Close()
 			signIn(t, admin, p, "boss", "/admin/shadow/local/"+helped.Name)
 			ask := page.GetByTestId("watch-ask")
-			must(t, playwright.NewPlaywrightAssertions(5000).Locator(ask).ToHaveCount(1))
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(ask).ToHaveCount(1))
 			must(t, expect.Locator(ask).ToContainText("boss asks to watch this desktop (view only)."))
 			screenshot(t, page, "asks")
 			if s, _ := admin.GetByTestId("status").TextContent(); s == "Connected" {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // rtcWatch is a JS function that counts, in the console's noVNC, the
@@ -94,7 +96,7 @@ func TestConsole_WebRTC(t *testing.T) {
 	page := b.MustNewPage(t, 1280, 800)
 	keepBrowserErrors(t, page, "1280x800")
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	screen := page.Locator("#screen")
 	waitQuality(t, page, "auto sharp 8 2")

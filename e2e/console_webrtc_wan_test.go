@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // canvasPoint is a JS function mapping a desktop pixel to the page's
@@ -53,7 +55,7 @@ func TestConsole_WebRTCOverWAN(t *testing.T) {
 	must(t, err)
 	keepBrowserErrors(t, page, "1280x800")
 	probe := watchKeys(page)
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	probe.arm(t)

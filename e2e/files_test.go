@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestFiles_Console drives the console's Files panel as a user would: a
@@ -17,7 +19,7 @@ import (
 func TestFiles_Console(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
@@ -92,7 +94,7 @@ func TestFiles_Console(t *testing.T) {
 func TestFiles_PolicyHidesThePanel(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	for _, c := range []struct {
 		pool, policy string
 		button, pick bool

@@ -10,6 +10,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // guestShell is a shell inside a local desktop, reached the way its holder
@@ -112,7 +114,7 @@ func screenSize(t *testing.T, page playwright.Page) string {
 // waits until it is typed.
 func pasteAsKeys(t *testing.T, page playwright.Page, text string) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, page.GetByTestId("clipboard-text").Fill(text))
 	must(t, page.GetByTestId("paste-as-keys").Click())
 	// The button is off while it types: the note of an earlier paste of
@@ -138,7 +140,7 @@ func refusedAsKeys(t *testing.T, page playwright.Page, text, by, want string) {
 	t.Helper()
 	must(t, page.GetByTestId("clipboard-text").Fill(text))
 	must(t, page.GetByTestId("paste-as-keys").Click())
-	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("clipboard-note")).
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(page.GetByTestId("clipboard-note")).
 		ToContainText("Nothing typed: "+by+" cannot type "+want+"."))
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // carolsPage opens carol's invitation page (/shared/...) of hs's member in
@@ -75,7 +77,7 @@ func followSerial(t *testing.T, hs *haScreen, r *haReplica, erin, carol *websock
 // sizes its status is whole beside the participants list.
 func reconnected(t *testing.T, page playwright.Page, wait time.Duration) {
 	t.Helper()
-	must(t, playwright.NewPlaywrightAssertions(float64(wait.Milliseconds())).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(float64(wait.Milliseconds()))).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-invitee-after-kill")
 	for _, size := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // haScreen is a desktop's screen in the HA install: three portal
@@ -90,7 +91,7 @@ func (h *haScreen) open(t *testing.T, r *haReplica, user string) *rfbViewer {
 func sameScreen(t *testing.T, what string, vs map[string]*rfbViewer) string {
 	t.Helper()
 	var hashes map[string]string
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(15 * time.Second)); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		hashes = map[string]string{}
 		seen := map[string]bool{}
 		for who, v := range vs {

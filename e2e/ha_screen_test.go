@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
@@ -65,7 +66,7 @@ func TestHA_OneScreen(t *testing.T) {
 	changed := func(what, before string, vs map[string]*rfbViewer) string {
 		t.Helper()
 		last := before
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		for end := time.Now().Add(testwait.D(20 * time.Second)); time.Now().Before(end); time.Sleep(time.Second) {
 			h := same(what, vs)
 			if h != before && h == last {
 				return h

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // adminSerialGivesWay: ops (an admin) opens the serial console of the
@@ -74,7 +76,7 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 	// His page names her the holder and him view only: it is not the
 	// holder's notice (which said "you (holder)" to him).
 	// (ada's page, beside ops's before, loads again beside hers too.)
-	must(t, playwright.NewPlaywrightAssertions(10000).Locator(ops.GetByTestId("watch-notice")).ToHaveText(
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(10000)).Locator(ops.GetByTestId("watch-notice")).ToHaveText(
 		regexp.MustCompile(`^On it: alice \(holder\)(, ada \(view only\))?, ops \(you, view only\)(, ada \(view only\))?$`)))
 	var sessions []struct {
 		User, Protocol, CloseReason string
@@ -100,7 +102,7 @@ func adminSerialGivesWay(t *testing.T, hs *haScreen, a, c *haReplica) {
 func secondAdminWatches(t *testing.T, hs *haScreen, a *haReplica, ops playwright.Page) {
 	t.Helper()
 	ada := adminSerialPage(t, hs, a, "ada")
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	must(t, expect.Locator(ada.GetByTestId("status")).ToHaveText("Connected, view only"))
 	must(t, expect.Locator(ada.GetByTestId("line-notice")).ToHaveText(
 		"Another admin has this serial console open, and it takes one client: you watch theirs, view only. Connect again once they have closed it to type in it."))
@@ -139,7 +141,7 @@ func adminSerialPage(t *testing.T, hs *haScreen, r *haReplica, user string) play
 	if _, err := page.Goto(lb.User + "/desktops/" + hs.ns + "/" + hs.member + "?protocol=serial"); err != nil {
 		t.Fatal(err)
 	}
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToContainText("Connected"))
 	return page
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestHA_Takeover: the holder's second tab on another replica takes the
@@ -121,7 +123,7 @@ func newestStays(t *testing.T, hs *haScreen, rs ...*haReplica) *rfbViewer {
 			open[x.name] = x.v
 		}
 	}
-	for end := time.Now().Add(30 * time.Second); len(open) > 1 && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(30 * time.Second)); len(open) > 1 && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		for name, v := range open {
 			if _, err := v.screen(t); err != nil {
 				ended[name] = err

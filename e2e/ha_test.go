@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral-vdi-portal/internal/deploytest"
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
@@ -305,7 +306,7 @@ func TestHA(t *testing.T) {
 	if _, err := rpage.Goto(lb.User + "/desktops/" + ns + "/" + member); err != nil {
 		t.Fatal(err)
 	}
-	ironrdp := playwright.NewPlaywrightAssertions(45000) // compiles 6 MB of wasm first
+	ironrdp := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // compiles 6 MB of wasm first
 	must(t, ironrdp.Locator(rpage.GetByTestId("rdp-username")).ToBeVisible())
 	must(t, rpage.GetByTestId("rdp-username").Fill(booted.user))
 	must(t, rpage.GetByTestId("rdp-password").Fill(booted.password))
@@ -369,7 +370,7 @@ func TestHA(t *testing.T) {
 	// (with backoff) through nginx to b.
 	killed := time.Now()
 	a.kill(t)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, expect.Locator(page.GetByTestId("ended")).ToBeVisible())
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	drawn(t, page, "ha-after-kill")

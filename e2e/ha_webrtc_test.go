@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // haRTCEnv is the replicas' environment for WebRTC in the HA install:
@@ -42,7 +44,7 @@ func webrtcElsewhere(t *testing.T, hs *haScreen, r, owner *haReplica) {
 	if _, err := page.Goto(lb.User + "/desktops/" + hs.ns + "/" + hs.member + "?protocol=vnc"); err != nil {
 		t.Fatal(err)
 	}
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	screen := page.Locator("#screen")
 	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webrtc"}})

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 58, items 6 and 9: the home page never leaves its user guessing.
@@ -18,7 +20,7 @@ func TestHomeDeadEnds_ClosedPoolAndOneOpen(t *testing.T) {
 		t.Fatalf("creating pool lab: %d", code)
 	}
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
 			user := "kim-" + s.name

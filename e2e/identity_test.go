@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // newPortalCmd returns `serve` with its own data directory and env.
@@ -159,7 +161,7 @@ func cspViolations(t *testing.T, page playwright.Page, console *[]string, mu *sy
 func TestCSP_EveryConsoleWorks(t *testing.T) {
 	portal := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles its wasm first: slow on a busy machine
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // IronRDP compiles its wasm first: slow on a busy machine
 	page.OnDialog(func(d playwright.Dialog) { d.Accept() })
 	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(cspWatch)}))
 	var mu sync.Mutex

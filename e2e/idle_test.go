@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // idleDeadline returns when user's desktop member is due for idle reclaim.
@@ -28,7 +30,7 @@ func TestIdle_IronRDPInputMovesTheDeadline(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_IDLE_TIMEOUT=10m")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
 	member := rdpSignIn(t, p, page, "alice")
-	must(t, playwright.NewPlaywrightAssertions(45000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(45000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 
 	before := idleDeadline(t, p, "alice", member)
 	time.Sleep(8 * time.Second) // frames flow; the portal flushes input every 5 s

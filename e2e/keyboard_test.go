@@ -9,6 +9,8 @@ import (
 	"time"
 
 	playwright "github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // A stroke is one key as Chromium reports it for a keyboard layout: the
@@ -222,13 +224,13 @@ func typeComposed(t *testing.T, page playwright.Page, home string) {
 		in.send("Input.insertText", map[string]any{"text": strings.Repeat("x", 5000)})
 		in.enter()
 		note := page.GetByTestId("console-keys-note")
-		must(t, playwright.NewPlaywrightAssertions(15000).Locator(note).ToContainText("more than 2000 characters"))
+		must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(note).ToContainText("more than 2000 characters"))
 		screenshot(t, page, "ime-flood")
 		if !eventually(30*time.Second, func() bool { b, _ := os.ReadFile(filepath.Join(home, "flood.txt")); return len(b) > 0 }) {
 			t.Fatal("flood.txt stays empty")
 		}
 		waitFile(t, filepath.Join(home, "flood.txt"), strings.Repeat("x", 2000)+"\n")
-		must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+		must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	})
 
 	t.Run("more characters than Xvnc has spare keys", func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestKiosk_LinkFromAnotherSiteAsksFirst follows a link to the kiosk from
@@ -22,7 +24,7 @@ func TestKiosk_LinkFromAnotherSiteAsksFirst(t *testing.T) {
 	must(t, err)
 	_, err = page.Evaluate(`(to) => { const a = document.createElement('a'); a.href = to; document.body.append(a); a.click(); }`, p.URL+"/kiosk/demo")
 	must(t, err)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	must(t, expect.Locator(page.GetByTestId("kiosk-continue")).ToBeVisible())
 	var mine []desktop
 	if p.API(t, "kiosk3", "GET", "/api/vdi/desktops", &mine); len(mine) != 0 {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestKiosk_ReconnectsAfterDesktopRestart opens /kiosk/demo as a thin
@@ -17,7 +19,7 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "kiosk1", "/kiosk/demo")
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	screen := page.GetByTestId("screen")
 	must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
 	if n, _ := page.Locator("header, nav").Count(); n != 0 {
@@ -69,7 +71,7 @@ func TestKiosk_ReconnectsAfterDesktopRestart(t *testing.T) {
 		_, err = page.Evaluate(`() => { document.getElementById('kiosk-hint').hidden = true; }`)
 		must(t, err)
 		docShot(t, page, "kiosk-reconnecting")
-		must(t, playwright.NewPlaywrightAssertions(45000).Locator(screen).ToHaveAttribute("data-connected", "true"))
+		must(t, playwright.NewPlaywrightAssertions(testwait.MS(45000)).Locator(screen).ToHaveAttribute("data-connected", "true"))
 		if got := recordedPID(t, p, member, "Xvnc"); got == xvnc {
 			t.Errorf("Xvnc pid %d after the restart; want a new process", got)
 		}
@@ -107,7 +109,7 @@ func TestKiosk_ForceReleaseGetsANewDesktop(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "kiosk3", "/kiosk/demo?protocol=vnc")
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	screen := page.GetByTestId("screen")
 	must(t, expect.Locator(screen).ToHaveAttribute("data-connected", "true"))
 	var mine []desktop
@@ -135,7 +137,7 @@ func TestKiosk_NoFreeDesktopWaits(t *testing.T) {
 	}
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "kiosk2", "/kiosk/demo")
-	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("kiosk-wait")).ToContainText("No free desktops"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(page.GetByTestId("kiosk-wait")).ToContainText("No free desktops"))
 	if n, _ := page.Locator(`meta[http-equiv=refresh]`).Count(); n != 1 {
 		t.Errorf("waiting kiosk page has %d refresh tags; want 1", n)
 	}

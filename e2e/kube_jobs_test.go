@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/kube"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
@@ -63,7 +64,7 @@ func TestKube_DashboardShowsJobProgress(t *testing.T) {
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "ops", "/admin")
 	line := page.Locator(`[data-pool="lab"] [data-testid="pool-job"]`)
-	expect := playwright.NewPlaywrightAssertions(90000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(90000))
 	must(t, expect.Locator(line).ToHaveText(regexp.MustCompile(`Creating the pool \(ops\): cloning [1-5] of 6 \(`)))
 
 	// One job per pool: Resize, Delete and a member's Recreate (the

@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestKube_SplitOnQEMU is the split of a KubeVirt VM's one display
@@ -74,7 +75,7 @@ func TestKube_SplitOnQEMU(t *testing.T) {
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/desktops/"+e.ns+"/"+vm+"?protocol=vnc")
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	guestAt(t, dump, "the console's window", func() image.Point { return image.Pt(wholeSize(t, page)) })
 

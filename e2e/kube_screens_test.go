@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // kubeScreens drives the holder's console of a KubeVirt VM on two screens
@@ -24,7 +26,7 @@ import (
 // issue's three sizes; closing it gives the console one screen again. The
 // guest's display is read from its own X server (xdpyinfo, the pointer).
 func kubeScreens(t *testing.T, e *kubeEnv, page playwright.Page, vm string) {
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	guest := func(cmd string) string {
 		out, err := e.standIn.OnGuestDisplay(e.ns, vm, cmd)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testcluster"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/vdi"
 )
 
@@ -106,16 +107,16 @@ func (e *kubeEnv) dropIPs(t *testing.T, name string) {
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	if !eventually(d, cond) {
-		t.Fatalf("after %v: want %s", d, what)
+		t.Fatalf("after %v: want %s", testwait.D(d), what)
 	}
 }
 
 // drawn waits until noVNC has drawn a desktop on page.
 func drawn(t *testing.T, page playwright.Page, name string) {
 	t.Helper()
-	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(20000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	var colours int
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(15 * time.Second)); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
 		v, err := page.Evaluate(canvasColours)
 		must(t, err)
 		if colours = toInt(v); colours > 20 {
@@ -154,7 +155,7 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/")
 	row := page.Locator(`[data-pool="desk"]`)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	must(t, expect.Locator(row.GetByTestId("free")).ToHaveText("3 of 3 free"))
 	begin := time.Now()
 	must(t, row.GetByTestId("get-desktop").Click())
@@ -209,7 +210,7 @@ func TestKube_VMPoolInTheBrowser(t *testing.T) {
 	// signed in with what the guest's user knows.
 	rpage := b.MustNewPage(t, 1280, 800)
 	signIn(t, rpage, p, "alice", "/desktops/"+e.ns+"/"+alices)
-	ironrdp := playwright.NewPlaywrightAssertions(45000) // compiles 6 MB of wasm first
+	ironrdp := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // compiles 6 MB of wasm first
 	must(t, ironrdp.Locator(rpage.GetByTestId("rdp-username")).ToBeVisible())
 	signInRDP := <-guests
 	if signInRDP.vm != alices {
@@ -425,7 +426,7 @@ func TestKube_CTPoolTerminal(t *testing.T) {
 	re := regexp.MustCompile(`/desktops/` + e.ns + `/(shells-\d)$`)
 	must(t, page.WaitForURL(re))
 	member := re.FindStringSubmatch(page.URL())[1]
-	must(t, playwright.NewPlaywrightAssertions(20000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(20000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	must(t, page.GetByTestId("xterm").Click())
 	must(t, page.Keyboard().Type("echo ct-$((6*7))\n"))
 	waitXterm(t, page, regexp.MustCompile(`ct-42`), 15*time.Second)

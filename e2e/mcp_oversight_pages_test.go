@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // oversightOnHomeAndDashboard: the agent's oversight from alice's home
@@ -19,7 +21,7 @@ import (
 // desk last. console is alice's console page of desk, whose agent notice
 // follows.
 func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, console playwright.Page, s *mcp.ClientSession, tok token, desk string) {
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	state := func() (d struct{ AgentControl string }) {
 		p.API(t, "alice", "GET", "/api/vdi/desktops/"+desk, &d)
 		return d
@@ -111,7 +113,7 @@ func oversightOnHomeAndDashboard(t *testing.T, p *Portal, b *Browser, console pl
 // once shown is in view there, and leaves it at 1280x800.
 func screenshotsAt(t *testing.T, page playwright.Page, shown playwright.Locator, name string) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	for _, size := range issueSizes {
 		must(t, page.SetViewportSize(size.width, size.height))
 		must(t, expect.Locator(shown).ToBeInViewport())

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestMCP_Oversight: alice has her desktop's console open in Chromium
@@ -24,7 +26,7 @@ func TestMCP_Oversight(t *testing.T) {
 	tok := mustToken(t, p, "alice", `{"name": "test-runner", "pools": ["local/demo"]}`)
 	b := MustLaunchBrowser(t)
 	page, _ := MustOpenConsole(t, b, p, "alice", "demo", 1280, 800, false)
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	notice := page.GetByTestId("agent-notice")
 	must(t, expect.Locator(notice).ToBeHidden())
 

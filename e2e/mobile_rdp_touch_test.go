@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // touchPath touches the page with one finger at path[0], rests there for
@@ -111,7 +113,7 @@ func (g *guestShell) menus() [][4]int {
 func TestMobile_TouchToRDP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles 6 MB of wasm first
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // IronRDP compiles 6 MB of wasm first
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPhonePage(t, 390, 844)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=rdp")

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // inViewport fails the test unless the element is visible and wholly
 // inside the viewport's width.
 func inViewport(t *testing.T, page playwright.Page, l playwright.Locator, what string, width int) {
 	t.Helper()
-	must(t, playwright.NewPlaywrightAssertions(5000).Locator(l).ToBeVisible())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(l).ToBeVisible())
 	box, err := l.BoundingBox()
 	must(t, err)
 	if box.X < 0 || box.X+box.Width > float64(width)+0.5 {
@@ -70,7 +72,7 @@ const canvasRegion = `([fx, fy, fw, fh]) => {
 func TestMobile_ConsoleOnAPhone(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPhonePage(t, 390, 844)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // touches sends a two-finger gesture through the DevTools protocol, as
@@ -149,7 +151,7 @@ func TestMobile_PinchZoom(t *testing.T) {
 	}{{"vnc", 390, 844}, {"rdp", 390, 844}, {"vnc", 768, 1024}, {"rdp", 768, 1024}} {
 		t.Run(fmt.Sprintf("%s-%dx%d", c.protocol, c.width, c.height), func(t *testing.T) {
 			// IronRDP compiles 6 MB of wasm first: seconds on a busy machine.
-			expect := playwright.NewPlaywrightAssertions(45000)
+			expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 			page := b.MustNewPhonePage(t, c.width, c.height)
 			signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol="+c.protocol)
 			must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
@@ -267,7 +269,7 @@ func TestMobile_PinchZoom(t *testing.T) {
 func TestMobile_KeyboardToRDP(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	d := mustClaim(t, p, "alice", "demo")
 	page := b.MustNewPhonePage(t, 390, 844)
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=rdp")

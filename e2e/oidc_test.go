@@ -15,6 +15,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/corral-dev/corral-vdi-portal/internal/testoidc"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 const (
@@ -90,7 +91,7 @@ func signInWithProvider(t *testing.T, page playwright.Page, u testoidc.User) {
 func TestOIDC_BrowserSignInAndOut(t *testing.T) {
 	portal, op := mustStartOIDCPortal(t, "tailscale,oidc,dev")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	var mu sync.Mutex
 	var callbacks []string
 	page.OnRequest(func(r playwright.Request) {
@@ -203,7 +204,7 @@ func TestOIDC_BrowserSignInAndOut(t *testing.T) {
 func TestOIDC_SessionExpires(t *testing.T) {
 	portal, _ := mustStartOIDCPortal(t, "oidc", "CORRAL_VDI_SESSION_LIFETIME=3s", "CORRAL_VDI_DEMO_POOL_SIZE=0")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	_, err := page.Goto(portal.URL + "/")
 	must(t, err)
 	must(t, expect.Locator(page.GetByTestId("login")).ToHaveCount(0)) // OIDC only: no name form

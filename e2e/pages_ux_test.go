@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 32: pages around the console that never look broken: a full
@@ -20,7 +22,7 @@ import (
 func TestConsoleUX_FullPoolReloadNeverClaims(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, s := range uxSizes {
 		t.Run(s.name, func(t *testing.T) {
 			page := uxPage(t, b, s.width, s.height, s.touch)
@@ -66,7 +68,7 @@ func TestConsoleUX_NotFoundPage(t *testing.T) {
 			if res.Status() != 404 {
 				t.Errorf("unknown route: %d; want 404", res.Status())
 			}
-			expect := playwright.NewPlaywrightAssertions(5000)
+			expect := playwright.NewPlaywrightAssertions(testwait.MS(5000))
 			must(t, expect.Locator(page.GetByTestId("whoami")).ToContainText("alice"))
 			must(t, expect.Locator(page.GetByRole("link", playwright.PageGetByRoleOptions{Name: "Back to my desktops"})).ToBeVisible())
 			if title, _ := page.Title(); title != "Page not found · corral" {
@@ -92,7 +94,7 @@ func TestConsoleUX_NotFoundPage(t *testing.T) {
 func TestConsoleUX_AdminPoolDialog(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "ops", "/admin")
 	must(t, page.GetByTestId("new-pool").Click())

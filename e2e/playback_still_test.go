@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // playbackWithoutWebCodecs plays recording id, which holds H.264 video,
@@ -21,7 +23,7 @@ func playbackWithoutWebCodecs(t *testing.T, b *Browser, p *Portal, id string, li
 	must(t, plain.AddInitScript(playwright.Script{Content: playwright.String(`delete window.VideoDecoder;`)}))
 	signIn(t, plain, p, "ops", "/admin/recordings/"+id)
 	player := plain.GetByTestId("player")
-	expect := playwright.NewPlaywrightAssertions(60000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(60000))
 	must(t, expect.Locator(player).ToHaveAttribute("data-state", "ready"))
 	_, err := plain.GetByTestId("timeline").Evaluate(`(el) => { el.value = el.max; el.dispatchEvent(new Event('change')); }`, nil)
 	must(t, err)

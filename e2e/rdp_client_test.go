@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // wasmURL matches the IronRDP wasm's URL: its own content-hashed file in the
@@ -26,7 +28,7 @@ var wasmURL = regexp.MustCompile(`/static/ironrdp\.[0-9a-f]{12}/ironrdp\.[0-9a-f
 func TestRDP_WasmOwnFile(t *testing.T) {
 	portal := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(cspWatch)}))
 	var mu sync.Mutex
 	var console []string
@@ -122,7 +124,7 @@ func TestRDP_WasmOwnFile(t *testing.T) {
 func drawnRDP(t *testing.T, page playwright.Page, when string) {
 	t.Helper()
 	desk := page.Locator("iron-remote-desktop")
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(15 * time.Second)); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
 		b, err := desk.Screenshot()
 		must(t, err)
 		if rdpColours(t, b) > 20 {

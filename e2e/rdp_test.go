@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // rdpColours counts distinct colours in a sample of a PNG: a drawn desktop
@@ -38,7 +40,7 @@ func rdpColours(tb testing.TB, shot []byte) int {
 // rdpSignIn signs in by name and gets a desktop; it returns the member.
 func rdpSignIn(t *testing.T, portal *Portal, page playwright.Page, login string) string {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	if _, err := page.Goto(portal.URL + "/"); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	// IronRDP compiles 6 MB of wasm first: seconds on a busy machine.
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	var consoleLog []string
 	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
 	page.OnResponse(func(r playwright.Response) {
@@ -91,7 +93,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 	desk := page.Locator("iron-remote-desktop")
 	var colours int
 	var shot []byte
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(15 * time.Second)); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		b, err := desk.Screenshot()
 		must(t, err)
 		if shot, colours = b, rdpColours(t, b); colours > 20 {
@@ -182,7 +184,7 @@ func TestRDP_IronRDPDrawsTheDesktop(t *testing.T) {
 		t.Fatalf("setxkbmap de did not run in the desktop")
 	}
 	openControl(t, page, "keys-menu")
-	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("keys-note")).ToContainText("choose it here for Type as keys"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(page.GetByTestId("keys-note")).ToContainText("choose it here for Type as keys"))
 	_, err = page.GetByTestId("keys-layout-select").SelectOption(playwright.SelectOptionValues{Values: &[]string{"de"}})
 	must(t, err)
 	screenshot(t, page, "rdp-keys-layout")
@@ -223,14 +225,14 @@ func composeIntoRDP(t *testing.T, page playwright.Page, desk playwright.Locator,
 	box, err := desk.BoundingBox()
 	must(t, err)
 	must(t, page.Mouse().Click(box.X+box.Width*200/1280, box.Y+box.Height*200/800))
-	must(t, playwright.NewPlaywrightAssertions(5000).Locator(desk.Locator("textarea")).ToBeFocused())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(desk.Locator("textarea")).ToBeFocused())
 	in := newDevInput(t, page)
 	in.compose([]string{"h", "he", "hel"}, "hello")
 	in.compose([]string{"日"}, "日本")
 	in.strokes(plain("KeyX", "x"))
 	in.enter()
 	waitFile(t, filepath.Join(home, "rdp-ime.txt"), "hellox\n")
-	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("console-keys-note")).
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(page.GetByTestId("console-keys-note")).
 		ToHaveText(`Not typed: this desktop's English (US) layout cannot type "日" (U+65E5), "本" (U+672C).`))
 	for _, v := range [][2]int{{1280, 800}, {1024, 1366}, {390, 844}} {
 		must(t, page.SetViewportSize(v[0], v[1]))
@@ -243,7 +245,7 @@ func TestRDP_WrongPassword(t *testing.T) {
 	portal := MustStartPortal(t)
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
 	// IronRDP compiles 6 MB of wasm first: seconds on a busy machine.
-	expect := playwright.NewPlaywrightAssertions(45000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000))
 	var consoleLog []string
 	page.OnConsole(func(m playwright.ConsoleMessage) { consoleLog = append(consoleLog, m.Type()+": "+m.Text()) })
 	defer func() {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestRDPWatch_Consent: on a pool whose watch policy is consent, an
@@ -16,7 +18,7 @@ import (
 func TestRDPWatch_Consent(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=0", "CORRAL_VDI_ADMINS=boss")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(45000) // IronRDP compiles its wasm first
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(45000)) // IronRDP compiles its wasm first
 	if code := p.APIBody(t, "boss", "POST", "/api/vdi/pools", `{"name": "helped", "size": 1, "policy": {"watch": "consent"}}`, nil); code != 201 {
 		t.Fatalf("create pool: %d", code)
 	}
@@ -50,7 +52,7 @@ func TestRDPWatch_Consent(t *testing.T) {
 			must(t, admin.GetByTestId("rdp-password").Fill(creds.Password))
 			must(t, admin.GetByTestId("rdp-password").Press("Enter"))
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Waiting for alice to allow your console…"))
-			must(t, playwright.NewPlaywrightAssertions(5000).Locator(ask).ToHaveCount(1))
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(ask).ToHaveCount(1))
 			must(t, expect.Locator(ask).ToContainText("boss asks to open a console of this desktop (they could type in it)."))
 			screenshot(t, page, "rdp-asks")
 			// A holder takes a moment to answer: the admin's console
@@ -68,7 +70,7 @@ func TestRDPWatch_Consent(t *testing.T) {
 				return
 			}
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText("Connected"))
-			must(t, playwright.NewPlaywrightAssertions(5000).Locator(notice).ToContainText("boss has a console of it open and can type in it."))
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(notice).ToContainText("boss has a console of it open and can type in it."))
 			waitFor(t, 30*time.Second, "the admin's RDP console draws alice's desktop", func() bool {
 				shot, err := admin.Locator("iron-remote-desktop canvas").Screenshot()
 				return err == nil && rdpColours(t, shot) > 20
@@ -76,7 +78,7 @@ func TestRDPWatch_Consent(t *testing.T) {
 			screenshot(t, admin, "rdp-allowed")
 			screenshot(t, page, "rdp-watched")
 			admin.Close()
-			must(t, playwright.NewPlaywrightAssertions(10000).Locator(notice).ToBeHidden())
+			must(t, playwright.NewPlaywrightAssertions(testwait.MS(10000)).Locator(notice).ToBeHidden())
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // openConsole signs user in on a fresh page and opens the VNC console of
@@ -22,7 +24,7 @@ func openConsole(t *testing.T, b *Browser, p *Portal, user string) (playwright.P
 	}
 	page := b.MustNewPage(t, 1024, 700)
 	signIn(t, page, p, user, "/desktops/local/"+d.Name+"?protocol=vnc")
-	must(t, playwright.NewPlaywrightAssertions(15000).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(15000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 	return page, d.Name
 }
 
@@ -105,7 +107,7 @@ func TestReclaim_IdleFromRealInput(t *testing.T) {
 	idle, idleMember := openConsole(t, b, p, "bob")
 	wiggle(1)
 
-	expect := playwright.NewPlaywrightAssertions(15000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(15000))
 	must(t, expect.Locator(idle.GetByTestId("reclaim-banner")).ToContainText("No input for a while"))
 	screenshot(t, idle, "idle-warning")
 
@@ -136,7 +138,7 @@ func TestReclaim_ForceReleaseClosesTheConsole(t *testing.T) {
 	if code := p.APIBody(t, "ops", "POST", "/api/vdi/desktops/local/"+member+"/release", req, nil); code != 200 {
 		t.Fatalf("force-release: %d", code)
 	}
-	must(t, playwright.NewPlaywrightAssertions(10000).Locator(page.GetByTestId("status")).
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(10000)).Locator(page.GetByTestId("status")).
 		ToHaveText("An admin (ops) released this desktop. Reason: patching the host."))
 	screenshot(t, page, "force-released")
 }

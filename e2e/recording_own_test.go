@@ -8,6 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // ownRecordedTerminal creates pool (one member, recorded, ownRecordings)
@@ -42,7 +44,7 @@ func TestRecording_OwnPlayback(t *testing.T) {
 	id := ownRecordedTerminal(t, p, "ops", "mine", "alice", "echo mine-$((20+22))", "mine-42")
 
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	page := b.MustNewPage(t, 1280, 800)
 	signIn(t, page, p, "alice", "/history")
 	link := page.GetByTestId("my-recording")

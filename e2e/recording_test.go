@@ -18,6 +18,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/corral-dev/corral-vdi-portal/api"
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
@@ -81,7 +82,7 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops", "CORRAL_VDI_DEMO_POOL_SIZE=0")
 	d := recordedPool(t, p, "exam", "alice")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 
 	t.Run("RDP is not offered", func(t *testing.T) {
 		var info struct {
@@ -320,7 +321,7 @@ func TestRecording_SizeCapEndsTheSession(t *testing.T) {
 		}
 		page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=terminal")
-		expect := playwright.NewPlaywrightAssertions(20000)
+		expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 		must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
 		must(t, page.GetByTestId("xterm").Click())
 		must(t, page.Keyboard().Type("seq 1 100000\n"))
@@ -371,7 +372,7 @@ func TestRecording_SerialConsole(t *testing.T) {
 	d := claimVM(t, p, "alice")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1024, 700)
 	serialLogin(t, page, p, "alice", d.Name, start)
-	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("recording-notice")).ToBeVisible())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(page.GetByTestId("recording-notice")).ToBeVisible())
 	creds, _ := page.GetByTestId("screen").GetAttribute("data-credentials")
 	_, password, _ := strings.Cut(creds, ":")
 	must(t, page.Close())

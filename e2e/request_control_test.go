@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestConsoleUX_RequestControl: issue 58, item 8. An admin watching a
@@ -25,7 +27,7 @@ import (
 func TestConsoleUX_RequestControl(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=3", "CORRAL_VDI_ADMINS=boss,ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	for _, s := range issueSizes {
 		t.Run(s.name, func(t *testing.T) {
 			holder := "hal-" + s.name
@@ -174,7 +176,7 @@ func openWatchMenu(t *testing.T, page playwright.Page) {
 	if open, _ := page.GetByTestId("watch-more").GetAttribute("data-open"); open != "true" {
 		must(t, page.GetByTestId("watch-menu").Click())
 	}
-	must(t, playwright.NewPlaywrightAssertions(5000).Locator(page.GetByTestId("watch-more")).ToBeVisible())
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(5000)).Locator(page.GetByTestId("watch-more")).ToBeVisible())
 }
 
 // watchControl clicks a control of the watch page's bar, through its

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Issue 58, item 3: sharing has no dead ends. Inviting bob again updates
@@ -13,7 +15,7 @@ import (
 func TestShareDeadEnds_OneInvitationAndSharedWithMe(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	// alice signs in with a long login (a company's e-mail address), which
 	// bob's phone must still read whole.
 	const holder = "alice.vandenberghe@example.com"

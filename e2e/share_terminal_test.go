@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestShare_Terminal: alice shares the terminal she has open. bob (view
@@ -19,7 +21,7 @@ import (
 func TestShare_Terminal(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	d := mustClaim(t, p, "alice", "demo")
 	desktopPath := "/api/vdi/desktops/local/" + d.Name
 	refusedTerminalPages(t, p, b, d.Name)
@@ -90,7 +92,7 @@ func TestShare_Terminal(t *testing.T) {
 // both said only "The connection was lost."
 func refusedTerminalPages(t *testing.T, p *Portal, b *Browser, member string) {
 	t.Helper()
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	var sh struct{ URL string }
 	if code := p.APIBody(t, "alice", "POST", "/api/vdi/desktops/local/"+member+"/shares", `{"user":"dave"}`, &sh); code != 201 {
 		t.Fatalf("alice invites dave: %d", code)

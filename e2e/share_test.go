@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestShare_InviteWatchRevoke: alice shares her desktop with bob from the
@@ -15,7 +17,7 @@ import (
 func TestShare_InviteWatchRevoke(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(20000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 	d := mustClaim(t, p, "alice", "demo")
 	desktopPath := "/api/vdi/desktops/local/" + d.Name
 
@@ -98,7 +100,7 @@ func TestShare_InviteWatchRevoke(t *testing.T) {
 	// Revoke: bob's console ends at once, saying why; alice's notice goes.
 	must(t, alice.GetByTestId("share-revoke").Click())
 	must(t, expect.Locator(alice.GetByTestId("share-note")).ToHaveText("bob can no longer see this desktop."))
-	must(t, playwright.NewPlaywrightAssertions(3000).Locator(bob.GetByTestId("status")).ToHaveText("alice stopped sharing this desktop."))
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(3000)).Locator(bob.GetByTestId("status")).ToHaveText("alice stopped sharing this desktop."))
 	must(t, expect.Locator(bob.GetByTestId("ended-title")).ToHaveText("This console has closed"))
 	must(t, expect.Locator(bob.GetByTestId("home")).ToBeVisible())
 	must(t, expect.Locator(alice.GetByTestId("watch-notice")).ToBeHidden())

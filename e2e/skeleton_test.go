@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // canvasColours counts distinct colours in a sample of the noVNC canvas: a
@@ -28,7 +30,7 @@ const canvasColours = `() => {
 func TestSkeleton_SignInClaimSeeRelease(t *testing.T) {
 	portal := MustStartPortal(t, "CORRAL_VDI_ADMINS=ops")
 	page := MustLaunchBrowser(t).MustNewPage(t, 1280, 800)
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	page.OnDialog(func(d playwright.Dialog) { d.Accept() })
 
 	if _, err := page.Goto(portal.URL + "/"); err != nil {
@@ -123,8 +125,10 @@ func must(tb testing.TB, err error) {
 	}
 }
 
+// eventually reports whether ok holds within d, stretched where tests
+// share the machine (testwait).
 func eventually(d time.Duration, ok func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(testwait.D(d)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if ok() {
 			return true
 		}

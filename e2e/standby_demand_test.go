@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestStandby_DemandField sets a pool's standby to follow demand and its
@@ -30,7 +32,7 @@ func TestStandby_DemandField(t *testing.T) {
 			}
 			page := b.MustNewPage(t, size.width, size.height)
 			signIn(t, page, p, "ops", "/admin")
-			expect := playwright.NewPlaywrightAssertions(20000)
+			expect := playwright.NewPlaywrightAssertions(testwait.MS(20000))
 			card := page.Locator(`[data-testid=admin-pool][data-pool=office]`)
 			must(t, expect.Locator(card.GetByTestId("pool-standby")).ToContainText("standby 0-2 by demand, 0 wanted now"))
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // warmMembers returns the free, running members of pool, asking as an admin.
@@ -62,7 +64,7 @@ func TestStandby_InstantAndFresh(t *testing.T) {
 	b := MustLaunchBrowser(t)
 	page := b.MustNewPage(t, 1280, 900)
 	signIn(t, page, p, "ops", "/admin")
-	expect := playwright.NewPlaywrightAssertions(10000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(10000))
 	must(t, expect.Locator(page.Locator(`[data-pool=warm] [data-testid=standby]`)).ToHaveCount(1))
 	must(t, expect.Locator(page.Locator(`[data-pool=warm] [data-testid=pool-standby]`)).ToHaveText("standby 1: 1 warm"))
 	screenshot(t, page, "admin-standby")

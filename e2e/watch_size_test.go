@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // TestWatch_ViewOnlyAsksNoSize: a viewer beside the holder (an admin
@@ -19,7 +21,7 @@ func TestWatch_ViewOnlyAsksNoSize(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1", "CORRAL_VDI_ADMINS=ops")
 	d := mustClaim(t, p, "alice", "demo")
 	b := MustLaunchBrowser(t)
-	expect := playwright.NewPlaywrightAssertions(30000)
+	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
 	for _, c := range []struct {
 		name, user, path string
 		asks             bool

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/internal/testwait"
 )
 
 // Browser is a headless Debian Chromium driven by Playwright.
@@ -135,7 +137,7 @@ func (b *Browser) mustNewPage(tb testing.TB, opts playwright.BrowserNewContextOp
 	if err != nil {
 		tb.Fatal(err)
 	}
-	page.SetDefaultTimeout(15000)
+	page.SetDefaultTimeout(testwait.MS(15000))
 	return page
 }
 
