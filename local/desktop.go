@@ -285,6 +285,11 @@ func (d *Desktop) start(ctx context.Context, bins map[string]string, authPath, r
 		// A client asking for a session of its own (a native viewer run
 		// inside the desktop) must not drop the others, the hub among them.
 		"-AlwaysShared",
+		// No key repeat of the X server's own: the console repeats a
+		// held key itself (the browser does), and the server's repeat
+		// turned a key-up that came late (a slow link, a busy machine)
+		// into extra letters, "zzzz" for "z".
+		"-r",
 	}
 	env := []string{"PATH=" + desktopPath(), "HOME=" + d.spec.Home, "LANG=C.UTF-8"}
 	xvnc, err := startDesktopProc(desktopXvnc, d.spec.State, bins[desktopXvnc], args, env, d.spec.Home, []*os.File{w}, d.spec.User)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,6 +217,18 @@ func TestDesktop_StartStop(t *testing.T) {
 		bad.Env = append(env, "XAUTHORITY="+filepath.Join(spec.Dir, "nonexistent"))
 		if out, err := bad.CombinedOutput(); err == nil {
 			t.Errorf("xsetroot without the cookie succeeded; want refused (%s)", out)
+		}
+	})
+
+	t.Run("NoServerKeyRepeat", func(t *testing.T) {
+		q := exec.Command("xset", "q")
+		q.Env = d.Env()
+		out, err := q.CombinedOutput()
+		if err != nil {
+			t.Fatalf("xset q: %v: %s", err, out)
+		}
+		if !regexp.MustCompile(`auto repeat:\s+off`).Match(out) {
+			t.Errorf("xset q says %q; want auto repeat off (the console repeats a held key itself)", out)
 		}
 	})
 
