@@ -295,3 +295,53 @@ func TestStandbyFollowsDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestStandbyRate_OnlyHeldClaimsCount is the attacker's row of the
+// demand rule: one user claiming and releasing in a loop, as fast as she
+// can, holds one desktop at a time, and the standby (desktops the pool
+// keeps on, at its cost) does not follow her; as many users holding one
+// each, it does.
+func TestStandbyRate_OnlyHeldClaimsCount(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	clock := &fakeClock{now: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}
+	pool := leasetest.NewPool("local", "office", 60, 0)
+	pool.Standby = vdi.Standby{Min: 0, Max: 20}
+	db.Now = clock.Now
+	svc := vdi.NewService(vdi.Config{Backend: adminPool{pool}, Leases: db.Leases(), Audit: db, Log: slog.New(slog.DiscardHandler), Now: clock.Now})
+	want := func() int {
+		t.Helper()
+		ds, err := svc.Dashboard(ctx, vdi.Identity{Login: "root", Admin: true})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("dashboard: %d pools, %v", len(ds), err)
+		}
+		return ds[0].StandbyNow
+	}
+	mallory := vdi.Identity{Login: "mallory"}
+	for range 40 {
+		d, err := svc.Claim(ctx, mallory, "local", "office")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Release(ctx, mallory, d.Ref(), ""); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(100 * time.Millisecond)
+	}
+	if got := want(); got != 0 {
+		t.Errorf("standby after one user claimed and released 40 times in 4 s = %d; want 0 (she holds none)", got)
+	}
+	for i := range 40 {
+		if _, err := svc.Claim(ctx, vdi.Identity{Login: fmt.Sprintf("user%d", i)}, "local", "office"); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(100 * time.Millisecond)
+	}
+	if got := want(); got == 0 {
+		t.Errorf("standby after 40 users each claimed one in 4 s = 0; want it to follow them")
+	}
+}
