@@ -40,7 +40,7 @@ func uxPage(t *testing.T, b *Browser, width, height int, touch bool) playwright.
 // control is clicked.
 func openControl(t *testing.T, page playwright.Page, testid string) {
 	t.Helper()
-	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(testwait.MS(2000))}
 	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		if v, _ := page.GetByTestId(testid).IsVisible(); v {
 			if page.GetByTestId(testid).Click(short) == nil {
@@ -66,7 +66,7 @@ func openControl(t *testing.T, page playwright.Page, testid string) {
 // unfolded.
 func openMenu(t *testing.T, page playwright.Page) bool {
 	t.Helper()
-	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(testwait.MS(2000))}
 	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		if v, _ := page.GetByTestId("console-menu").IsVisible(); !v {
 			return false
@@ -88,7 +88,7 @@ func openMenu(t *testing.T, page playwright.Page) bool {
 // then there is nothing left to close.
 func closeMenu(t *testing.T, page playwright.Page) {
 	t.Helper()
-	short := playwright.LocatorClickOptions{Timeout: playwright.Float(2000)}
+	short := playwright.LocatorClickOptions{Timeout: playwright.Float(testwait.MS(2000))}
 	for end := time.Now().Add(testwait.D(20 * time.Second)); ; {
 		open, _ := page.GetByTestId("console-controls").GetAttribute("data-open")
 		if open != "true" {
