@@ -43,7 +43,7 @@ func layoutAnswer(t *testing.T, ws *websocket.Conn, msg []byte) (status, w, h in
 	v := newRFBViewer(t, ws)
 	v.send(t, []byte{2, 0, 0, 1, 0xff, 0xff, 0xfe, 0xcc}) // SetEncodings: ExtendedDesktopSize only, and no update asked
 	v.send(t, msg)
-	ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	v.deadline = time.Now().Add(20 * time.Second)
 	read := func(n int) []byte {
 		b, err := v.read(n)
 		if err != nil {

@@ -167,7 +167,7 @@ func TestConsole_TerminalFallbacksTakeover(t *testing.T) {
 func readUntilWS(t *testing.T, ws *websocket.Conn, want string, d time.Duration) string {
 	t.Helper()
 	var got strings.Builder
-	ws.SetReadDeadline(time.Now().Add(d))
+	ws.SetReadDeadline(time.Now().Add(testwait.D(d)))
 	for !strings.Contains(got.String(), want) {
 		_, b, err := ws.ReadMessage()
 		if err != nil {

@@ -62,22 +62,28 @@ func TestHA_DrainHandsScreensOff(t *testing.T) {
 
 	signalled := time.Now()
 	must(t, a.p.cmd.Process.Signal(syscall.SIGTERM))
-	said := map[*websocket.Conn]string{erin.ws: console.ScreenMoves, aliceSerial: console.ConsoleMoves}
-	for who, ws := range map[string]*websocket.Conn{"erin's screen on b": erin.ws, "alice's serial console on a": aliceSerial} {
-		ws.SetReadDeadline(signalled.Add(30 * time.Second)) // the drain lasts up to a minute
-		for {
-			_, _, err := ws.ReadMessage()
-			if err == nil {
-				continue
+	// The drain's own end would come after the deadline: a console it
+	// ended shows a timeout, not the hand-over's close.
+	until := signalled.Add(30 * time.Second) // the drain lasts up to a minute
+	for _, c := range []struct {
+		who, said string
+		end       func() error
+	}{
+		{"erin's screen on b", console.ScreenMoves, func() error { return erin.end(until) }},
+		{"alice's serial console on a", console.ConsoleMoves, func() error {
+			aliceSerial.SetReadDeadline(until)
+			for {
+				if _, _, err := aliceSerial.ReadMessage(); err != nil {
+					return err
+				}
 			}
-			// The drain's own end would come after the read deadline: a
-			// console it ended shows a timeout, not the hand-over's close.
-			var ce *websocket.CloseError
-			if !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != said[ws] {
-				t.Errorf("%s ended %v after a's SIGTERM with %v; want a's hand-over said as the drain begins: 1012 %q",
-					who, time.Since(signalled).Round(time.Millisecond), err, said[ws])
-			}
-			break
+		}},
+	} {
+		err := c.end()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseServiceRestart || ce.Text != c.said {
+			t.Errorf("%s ended %v after a's SIGTERM with %v; want a's hand-over said as the drain begins: 1012 %q",
+				c.who, time.Since(signalled).Round(time.Millisecond), err, c.said)
 		}
 	}
 	hs.reopen(t, b, "erin", time.Minute)

@@ -223,7 +223,7 @@ func screenLinkWS(t *testing.T, r *haReplica, secret, role, ns, member string) *
 // pass, and returns the text.
 func readUntil(ws *websocket.Conn, want string) string {
 	var got []byte
-	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	ws.SetReadDeadline(time.Now().Add(testwait.D(10 * time.Second)))
 	for !strings.Contains(string(got), want) {
 		_, b, err := ws.ReadMessage()
 		if err != nil {

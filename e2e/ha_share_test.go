@@ -91,16 +91,10 @@ func TestHA_ShareEndsEverywhere(t *testing.T) {
 // returns the close frame's reason.
 func closedWith(t *testing.T, v *rfbViewer, what string) string {
 	t.Helper()
-	v.ws.SetReadDeadline(time.Now().Add(time.Minute))
-	for {
-		_, _, err := v.ws.ReadMessage()
-		if err == nil {
-			continue
-		}
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) {
-			t.Fatalf("%s: %v; want a close frame with a reason", what, err)
-		}
-		return ce.Text
+	err := v.end(time.Now().Add(time.Minute))
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s: %v; want a close frame with a reason", what, err)
 	}
+	return ce.Text
 }

@@ -13,11 +13,33 @@ import (
 
 // rfbViewer is a VNC client of a console websocket that asks for Raw
 // pixels only, so that a test can compare what clients see byte for byte.
+// Once it has shaken hands (listen) it reads the socket all the time, as
+// a real client does: one that read
+// only when its test asked for a screen left the portal's pings
+// unanswered while the test did something else for longer than the
+// portal waits for a pong (a loaded machine), and the portal ended it.
 type rfbViewer struct {
-	ws   *websocket.Conn
-	buf  []byte
-	w, h int
-	fb   []byte // 4 bytes a pixel, in the server's format
+	ws       *websocket.Conn
+	msgs     chan []byte   // the server's messages, as they came
+	ended    chan struct{} // closed once reading ended, with err
+	err      error
+	deadline time.Time // when read gives up
+	buf      []byte
+	w, h     int
+	fb       []byte // 4 bytes a pixel, in the server's format
+}
+
+// readAll reads the server's messages into v.msgs until the socket ends.
+func (v *rfbViewer) readAll() {
+	defer close(v.ended)
+	for {
+		_, b, err := v.ws.ReadMessage()
+		if err != nil {
+			v.err = err
+			return
+		}
+		v.msgs <- b
+	}
 }
 
 // newRFBViewer shakes hands (security None, shared) and asks for Raw.
@@ -27,14 +49,33 @@ func newRFBViewer(t *testing.T, ws *websocket.Conn) *rfbViewer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	v.listen()
 	return v
+}
+
+// listen starts reading the socket all the time (see rfbViewer).
+func (v *rfbViewer) listen() {
+	v.ws.SetReadDeadline(time.Time{})
+	v.msgs, v.ended = make(chan []byte, 4096), make(chan struct{})
+	go v.readAll()
+}
+
+// end waits until the socket ends, reading what comes, and returns what
+// ended it (a close frame is a *websocket.CloseError), or a timeout
+// error once until passes.
+func (v *rfbViewer) end(until time.Time) error {
+	v.deadline = until
+	for {
+		if _, err := v.read(len(v.buf) + 1); err != nil {
+			return err
+		}
+	}
 }
 
 // shakeRFB is newRFBViewer's handshake, for a caller that tries again
 // on an error.
 func shakeRFB(ws *websocket.Conn) (*rfbViewer, error) {
-	v := &rfbViewer{ws: ws}
-	ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	v := &rfbViewer{ws: ws, deadline: time.Now().Add(20 * time.Second)}
 	if _, err := v.read(12); err != nil {
 		return nil, fmt.Errorf("RFB greeting: %w", err)
 	}
@@ -73,14 +114,34 @@ func shakeRFB(ws *websocket.Conn) (*rfbViewer, error) {
 	return v, ws.WriteMessage(websocket.BinaryMessage, []byte{2, 0, 0, 1, 0, 0, 0, 0})
 }
 
-// read returns the next n bytes of the server, whatever their framing.
+// read returns the next n bytes of the server, whatever their framing,
+// or an error once the socket ended or v.deadline passed.
 func (v *rfbViewer) read(n int) ([]byte, error) {
-	for len(v.buf) < n {
+	for len(v.buf) < n && v.msgs == nil { // not listening yet: read here
+		v.ws.SetReadDeadline(v.deadline)
 		_, b, err := v.ws.ReadMessage()
 		if err != nil {
 			return nil, err
 		}
 		v.buf = append(v.buf, b...)
+	}
+	for len(v.buf) < n {
+		timeout := time.NewTimer(time.Until(v.deadline))
+		select {
+		case b := <-v.msgs:
+			v.buf = append(v.buf, b...)
+		case <-v.ended:
+			select {
+			case b := <-v.msgs: // what came before the end first
+				v.buf = append(v.buf, b...)
+			default:
+				timeout.Stop()
+				return nil, v.err
+			}
+		case <-timeout.C:
+			return nil, fmt.Errorf("no answer from the server by %s", v.deadline.Format("15:04:05.000"))
+		}
+		timeout.Stop()
 	}
 	out := v.buf[:n:n]
 	v.buf = v.buf[n:]
@@ -103,7 +164,7 @@ func (v *rfbViewer) screen(t *testing.T) (string, error) {
 	if err := v.ws.WriteMessage(websocket.BinaryMessage, req); err != nil {
 		return "", err
 	}
-	v.ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	v.deadline = time.Now().Add(15 * time.Second)
 	for {
 		typ, err := v.read(1)
 		if err != nil {
