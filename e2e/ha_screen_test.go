@@ -101,7 +101,19 @@ func TestHA_OneScreen(t *testing.T) {
 	}
 	upstreams(1)
 
-	// Her serial console, shared across replicas too: alice opens it on
+	// Alice's console moves to b, her page in Chromium taking WebRTC from
+	// b, then to c (a reload, a second tab): the same one upstream,
+	// through a's hub.
+	viewers["alice@a"].ws.Close()
+	delete(viewers, "alice@a")
+	if rtc != nil {
+		webrtcElsewhere(t, hs, b, a)
+		upstreams(1)
+	}
+	// Her serial console, shared across replicas too (opened after the
+	// WebRTC page, which can take longer than the portal waits for an
+	// idle console's pong, 40 s, on a loaded machine: these raw consoles
+	// answer pings only while the test reads them): alice opens it on
 	// a, carol (view) joins on c and erin (control) on b over stream links;
 	// erin's command runs and everyone reads its output, carol's keys go
 	// nowhere. Their consoles stay open through a's SIGKILL below.
@@ -128,15 +140,6 @@ func TestHA_OneScreen(t *testing.T) {
 		t.Errorf("the VMI's serial console: %+v; want 1 opened (alice's), none kicked", n)
 	}
 
-	// Alice's console moves to b, her page in Chromium taking WebRTC from
-	// b, then to c (a reload, a second tab): the same one upstream,
-	// through a's hub.
-	viewers["alice@a"].ws.Close()
-	delete(viewers, "alice@a")
-	if rtc != nil {
-		webrtcElsewhere(t, hs, b, a)
-		upstreams(1)
-	}
 	viewers["alice@c"] = open(cr, "alice")
 	same("alice reconnected on c", viewers)
 	upstreams(1)
