@@ -14,10 +14,10 @@ import (
 // rfbViewer is a VNC client of a console websocket that asks for Raw
 // pixels only, so that a test can compare what clients see byte for byte.
 // Once it has shaken hands (listen) it reads the socket all the time, as
-// a real client does: one that read
-// only when its test asked for a screen left the portal's pings
-// unanswered while the test did something else for longer than the
-// portal waits for a pong (a loaded machine), and the portal ended it.
+// a real client does: one that read only when its test asked for a
+// screen left the portal's pings unanswered while the test did something
+// else for longer than the portal waits for a pong (a loaded machine),
+// and the portal ended it.
 type rfbViewer struct {
 	ws       *websocket.Conn
 	msgs     chan []byte   // the server's messages, as they came
@@ -125,23 +125,24 @@ func (v *rfbViewer) read(n int) ([]byte, error) {
 		}
 		v.buf = append(v.buf, b...)
 	}
-	for len(v.buf) < n {
+	if len(v.buf) < n {
 		timeout := time.NewTimer(time.Until(v.deadline))
-		select {
-		case b := <-v.msgs:
-			v.buf = append(v.buf, b...)
-		case <-v.ended:
+		defer timeout.Stop()
+		for len(v.buf) < n {
 			select {
-			case b := <-v.msgs: // what came before the end first
+			case b := <-v.msgs:
 				v.buf = append(v.buf, b...)
-			default:
-				timeout.Stop()
-				return nil, v.err
+			case <-v.ended:
+				select {
+				case b := <-v.msgs: // what came before the end first
+					v.buf = append(v.buf, b...)
+				default:
+					return nil, v.err
+				}
+			case <-timeout.C:
+				return nil, fmt.Errorf("no answer from the server by %s", v.deadline.Format("15:04:05.000"))
 			}
-		case <-timeout.C:
-			return nil, fmt.Errorf("no answer from the server by %s", v.deadline.Format("15:04:05.000"))
 		}
-		timeout.Stop()
 	}
 	out := v.buf[:n:n]
 	v.buf = v.buf[n:]
