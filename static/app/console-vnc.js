@@ -75,7 +75,7 @@ export async function open(screen, info, ui) {
   });
   // The video on a WebRTC track where the portal offers one and the
   // Picture choice takes it (vnc-quality.js).
-  const rtc = attachRTC(rfb, ws, stage, screen);
+  const rtc = attachRTC(rfb, RFB, ws, stage, screen);
   rtc.offered = Boolean(info.webrtc);
   // A viewer beside the holder (an admin watching, a colleague invited,
   // admin-shadow.js) leaves the desktop's size and quality to the holder.

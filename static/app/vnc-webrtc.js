@@ -7,7 +7,8 @@
 // (noVNC's RFB stream is binary); the portal answers with its own
 // candidates only and ignores the browser's, so the offer is sent at
 // once. Input, clipboard, cursor, the tiles between motion and the
-// lossless repaint after it stay on the websocket: each decoded video
+// lossless repaint after it (asked for again after a late frame:
+// stillMS) stay on the websocket: each decoded video
 // frame is drawn into noVNC's own screen, in turn with the tiles, so
 // scaling, zoom and input work as before. The frames are read from the
 // track as the browser decodes them (MediaStreamTrackProcessor, in
@@ -26,6 +27,19 @@
 // whole screen anyway).
 const heldFrames = 2;
 
+// stillMS is how long after the track's last drawn frame the page makes
+// sure the screen was painted losslessly after it. The hub repaints the
+// whole screen as tiles half a second after the desktop's last change,
+// over the websocket; the track's frames come another way (UDP, and
+// across replicas a video link with its own queue), so on a loaded
+// machine a late frame can land after that repaint and leave the still
+// screen lossy for good. When the tiles drawn since the last frame cover
+// less than the screen, the page asks for the whole screen once (the
+// hub's repaint budget bounds it); after the hub's own repaint in time it
+// asks nothing.
+const stillMS = 1000;
+const H264 = 50;
+
 // setupMS is how long the browser has to reach the portal's port after
 // its answer: past it this page ends its peer, tells the portal, and
 // says so (Chromium itself gives up on unanswered checks only after
@@ -39,9 +53,11 @@ const setupMS = 8000;
 // only when retry (the user picked WebRTC). screen.dataset.rtc says
 // where the video comes from ('offered', 'connected', 'off' with the
 // reason in screen.dataset.rtcWhy), screen.dataset.rtcFrames how many
-// frames the track drew and screen.dataset.rtcVideo their size; a
-// failure also shows in the console's notice.
-export function attachRTC(rfb, ws, stage, screen) {
+// frames the track drew, screen.dataset.rtcVideo their size and
+// screen.dataset.rtcRepaints how often the page asked for the whole
+// screen after a late frame (stillMS); a failure also shows in the
+// console's notice. RFB is noVNC's class (its messages).
+export function attachRTC(rfb, RFB, ws, stage, screen) {
   const none = { want() {}, close() {} };
   if (!window.RTCPeerConnection || typeof VideoFrame === 'undefined') return none; // frames are drawn as VideoFrames
   let pc = null;
@@ -53,6 +69,9 @@ export function attachRTC(rfb, ws, stage, screen) {
   let connected = false; // noVNC's
   let failed = false;
   let timer = 0;
+  let still = 0; // stillMS's timer
+  let tiles = 0; // the screen's pixels painted by tiles since the last frame
+  let repaints = 0;
   const say = (state, why) => {
     screen.dataset.rtc = state;
     if (why) screen.dataset.rtcWhy = why;
@@ -60,6 +79,7 @@ export function attachRTC(rfb, ws, stage, screen) {
   };
   const end = (why) => {
     clearTimeout(timer);
+    clearTimeout(still);
     if (pc) pc.close();
     pc = null;
     id = 0;
@@ -89,6 +109,27 @@ export function attachRTC(rfb, ws, stage, screen) {
   };
   ws.addEventListener('message', onMessage);
 
+  // noVNC's rectangles other than H.264 are the tiles: count what they
+  // paint (a rectangle's decode returns true once it is drawn or queued,
+  // in turn with the frames).
+  const decodeRect = rfb._handleDataRect.bind(rfb);
+  rfb._handleDataRect = () => {
+    const { width, height, encoding } = rfb._FBU;
+    const done = decodeRect();
+    if (done && encoding !== H264) tiles += width * height;
+    return done;
+  };
+  // settled asks for the whole screen when the tiles since the track's
+  // last frame did not cover it (see stillMS).
+  const settled = () => {
+    const w = rfb._fbWidth;
+    const h = rfb._fbHeight;
+    if (!pc || ws.readyState !== WebSocket.OPEN || tiles >= w * h) return;
+    RFB.messages.fbUpdateRequest(rfb._sock, false, 0, 0, w, h);
+    repaints++;
+    screen.dataset.rtcRepaints = String(repaints);
+  };
+
   // show queues frame, a frame of the track, for noVNC's screen, in turn
   // with the tiles (its render queue draws a ready frame where it stands
   // and closes it), or closes it: a frame that does not cover the
@@ -104,6 +145,9 @@ export function attachRTC(rfb, ws, stage, screen) {
     screen.dataset.rtcVideo = `${frame.displayWidth}x${frame.displayHeight}`; // before noVNC draws and closes it
     display.videoFrame(0, 0, w, h, { ready: true, frame, promise: Promise.resolve() });
     display.flip();
+    tiles = 0;
+    clearTimeout(still);
+    still = setTimeout(settled, stillMS);
     frames++;
     screen.dataset.rtcFrames = String(frames);
   };
