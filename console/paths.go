@@ -84,6 +84,8 @@ type Console struct {
 	directTimeout time.Duration
 	log           *slog.Logger
 	probes        probeCache
+	// after runs f after d (time.AfterFunc; a test's own clock).
+	after func(d time.Duration, f func())
 }
 
 // New returns a Console for cfg.
@@ -98,6 +100,7 @@ func New(cfg Config) *Console {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 	return c
 }
 

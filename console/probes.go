@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"net"
-	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +22,12 @@ const (
 	// probeTTL is how long a probe's result is reused, so that a click
 	// (and the reconnects after it) does not wait on a slow server.
 	probeTTL = 15 * time.Second
+	// probeLater is how long after a page opened another console the
+	// consoles it lists beside it are probed: not at once, as the one it
+	// opens needs the machine for its first screen (freerdp-shadow spent
+	// 40–80 ms of CPU answering a probe; on 2 cores the first-pixel bench
+	// was 20–40 ms slower with it under way).
+	probeLater = 5 * time.Second
 )
 
 // ProbeResult is what a probe of one console of one member found.
@@ -59,6 +64,7 @@ type probeCache struct {
 	mu       sync.Mutex
 	m        map[probeKey]ProbeResult
 	inflight map[probeKey]*probeCall
+	later    map[probeKey]bool // probes waiting for probeLater
 }
 
 // probeCall is a probe under way; done closes when res is set. learned
@@ -84,6 +90,28 @@ func (c *probeCache) begin(k probeKey) (*probeCall, bool) {
 	call := &probeCall{done: make(chan struct{})}
 	c.inflight[k] = call
 	return call, true
+}
+
+// schedule reports whether k is to be probed later, false when it
+// already is.
+func (c *probeCache) schedule(k probeKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.later[k] {
+		return false
+	}
+	if c.later == nil {
+		c.later = map[probeKey]bool{}
+	}
+	c.later[k] = true
+	return true
+}
+
+// due notes that k's probe scheduled for later is running.
+func (c *probeCache) due(k probeKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.later, k)
 }
 
 // end publishes a probe's result to those waiting on it.
@@ -136,13 +164,19 @@ func (c *probeCache) put(k probeKey, r ProbeResult) {
 func (c *Console) Forget(ref vdi.Ref) { c.probes.forget(ref) }
 
 // ProbeKnown returns what the last probe of console p of d found, and
-// false when none has answered yet (one is then started, for next time).
+// false when none has answered yet: one is then started probeLater from
+// now, for next time, once the console the page opens has its screen.
 func (c *Console) ProbeKnown(d vdi.Desktop, p vdi.Protocol) (ProbeResult, bool) {
 	key := probeKey{d.Ref(), p, d.ClaimedAt.UnixMicro()}
 	if res, ok := c.probes.get(key, time.Now()); ok {
 		return res, true
 	}
-	go c.Probe(context.Background(), d, p)
+	if c.probes.schedule(key) {
+		c.after(probeLater, func() {
+			c.probes.due(key)
+			c.Probe(context.Background(), d, p)
+		})
+	}
 	return ProbeResult{}, false
 }
 
@@ -181,11 +215,14 @@ func (c *Console) Probe(ctx context.Context, d vdi.Desktop, p vdi.Protocol) Prob
 }
 
 // ProbeAhead probes d's RDP server as soon as d is claimed, in the
-// background, so that the console page's /connect (which follows the
-// claim's redirect by a few milliseconds) finds the answer ready or under
-// way instead of waiting on a probe of its own.
+// background, when RDP is the console its page opens (the first of
+// d.Ranked: the claim's redirect names none), so that the console page's
+// /connect (which follows the redirect by a few milliseconds) finds the
+// answer ready or under way instead of waiting on a probe of its own.
+// Where the page opens another console, RDP is probed only later
+// (ProbeKnown), out of the way of that console's first screen.
 func (c *Console) ProbeAhead(d vdi.Desktop) {
-	if d.Power != vdi.PowerRunning || !slices.Contains(d.Protocols, vdi.ProtocolRDP) {
+	if r := d.Ranked(); d.Power != vdi.PowerRunning || len(r) == 0 || r[0] != vdi.ProtocolRDP {
 		return
 	}
 	go c.Probe(context.Background(), d, vdi.ProtocolRDP)

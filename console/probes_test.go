@@ -113,3 +113,49 @@ func TestConsoleProbe(t *testing.T) {
 		t.Errorf("Probe(rdp) of a server that hangs up = %+v; want not OK", res)
 	}
 }
+
+// TestConsoleProbe_OthersLater: the consoles a page lists beside the one it
+// opens are probed later (probeLater), once each, not while that console
+// fetches its first screen; the claim probes RDP ahead only where RDP is
+// the console its page opens.
+func TestConsoleProbe_OthersLater(t *testing.T) {
+	direct := &signInDirect{}
+	c := New(Config{Direct: direct})
+	var waits []time.Duration
+	var due []func()
+	c.after = func(d time.Duration, f func()) { waits, due = append(waits, d), append(due, f) }
+	shadow := map[vdi.Protocol]vdi.Caps{vdi.ProtocolRDP: {Display: true}}
+	d := vdi.Desktop{Member: vdi.Member{Namespace: "local", Name: "ct-1", Power: vdi.PowerRunning,
+		Protocols: []vdi.Protocol{vdi.ProtocolRDP, vdi.ProtocolVNC}, ConsoleCaps: shadow}, ClaimedAt: time.Now()}
+	for range 3 {
+		if _, known := c.ProbeKnown(d, vdi.ProtocolRDP); known {
+			t.Fatal("ProbeKnown before any probe: known; want not yet")
+		}
+	}
+	if direct.dials != 0 || len(due) != 1 || waits[0] != probeLater {
+		t.Fatalf("after ProbeKnown thrice: %d dials, %d probes waiting (%v); want none now and one in %v", direct.dials, len(due), waits, probeLater)
+	}
+	due[0]()
+	if res, known := c.ProbeKnown(d, vdi.ProtocolRDP); direct.dials != 1 || !known || res.OK {
+		t.Errorf("after the later probe: %d dials, known %v, %+v; want 1 dial and the server that hangs up known as not OK", direct.dials, known, res)
+	}
+
+	// The claim: VNC opens first on this desktop (freerdp-shadow ranks
+	// below it), so RDP is not probed ahead; on a Windows VM it is.
+	d.ClaimedAt = d.ClaimedAt.Add(time.Second)
+	c.ProbeAhead(d)
+	vm := vdi.Desktop{Member: vdi.Member{Namespace: "vms", Name: "win-1", Power: vdi.PowerRunning,
+		Protocols: []vdi.Protocol{vdi.ProtocolVNC, vdi.ProtocolRDP}}, ClaimedAt: time.Now()}
+	c.ProbeAhead(vm)
+	vmKey := probeKey{vm.Ref(), vdi.ProtocolRDP, vm.ClaimedAt.UnixMicro()}
+	probed := false
+	for end := time.Now().Add(10 * time.Second); !probed && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		_, probed = c.probes.get(vmKey, time.Now())
+	}
+	if !probed {
+		t.Error("a Windows VM's claim did not probe its RDP server ahead in 10 s; want it probed")
+	}
+	if _, known := c.probes.get(probeKey{d.Ref(), vdi.ProtocolRDP, d.ClaimedAt.UnixMicro()}, time.Now()); known {
+		t.Error("a desktop that opens VNC first had its RDP server probed at the claim; want it left for later")
+	}
+}
