@@ -54,17 +54,10 @@ func TestConsole_WebRTCLateFrames(t *testing.T) {
 	keepBrowserErrors(t, page, "1280x800")
 	must(t, page.AddInitScript(playwright.Script{Content: playwright.String(lateFrames)}))
 	signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
-	expect := playwright.NewPlaywrightAssertions(testwait.MS(30000))
-	must(t, expect.Locator(page.GetByTestId("status")).ToHaveText("Connected"))
-	screen := page.Locator("#screen")
-	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webrtc"}})
-	must(t, err)
-	if err := expect.Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
-		why, _ := screen.GetAttribute("data-rtc-why")
-		t.Fatalf("the console's WebRTC track: %v (%s)", err, why)
-	}
+	must(t, playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(page.GetByTestId("status")).ToHaveText("Connected"))
+	screen := pickWebRTC(t, page, "")
 	at := []int{1100, 600}
-	_, err = page.Evaluate(rtcWatch, at)
+	_, err := page.Evaluate(rtcWatch, at)
 	must(t, err)
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
@@ -74,11 +67,11 @@ func TestConsole_WebRTCLateFrames(t *testing.T) {
 	churn := func(lateMS int) {
 		_, err := page.Evaluate(`() => { window.__rtc.colours = []; window.__rtc.sampled = 0; }`)
 		must(t, err)
-		g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
+		g.run(rtcChurn)
 		waitTrack(t, page, "", red, blue)
 		_, err = page.Evaluate(`(ms) => { window.__rtcLateMS = ms; window.__rtc.colours = []; }`, lateMS)
 		must(t, err)
-		g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'")
+		g.run(rtcChurnEnd)
 	}
 	repaints := func() string {
 		v, _ := screen.GetAttribute("data-rtc-repaints")

@@ -101,18 +101,13 @@ func TestConsole_WebRTC(t *testing.T) {
 	screen := page.Locator("#screen")
 	waitQuality(t, page, "auto sharp 8 2")
 	must(t, expect.Locator(screen).ToHaveAttribute("data-rtc-why", "The Picture choice keeps the video on the console's connection."))
-	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webrtc"}})
-	must(t, err)
-	if err := expect.Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
-		why, _ := screen.GetAttribute("data-rtc-why")
-		t.Fatalf("the console's WebRTC track: %v (%s)", err, why)
-	}
+	pickWebRTC(t, page, "")
 	at := []int{1100, 600}
-	_, err = page.Evaluate(rtcWatch, at)
+	_, err := page.Evaluate(rtcWatch, at)
 	must(t, err)
 	g := openGuestShell(t, p, "alice", d.Name)
 	red, blue, green := [3]int{0xc0, 0x30, 0x20}, [3]int{0x20, 0x40, 0xc0}, [3]int{0x20, 0x80, 0x40}
-	g.run("rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!")
+	g.run(rtcChurn)
 	waitTrack(t, page, "", red, blue)
 	// Chromium's frames come from the track as it decodes them, not from a
 	// hidden video element's frame callbacks (which follow what it paints).
@@ -120,7 +115,7 @@ func TestConsole_WebRTC(t *testing.T) {
 		t.Errorf("the page took the track's frames from a video element (%v, %v); want them read from the track (MediaStreamTrackProcessor)", v, err)
 	}
 	screenshot(t, page, "webrtc-motion")
-	g.run("touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'")
+	g.run(rtcChurnEnd)
 	waitScreen(t, page, 60*time.Second, "the still screen, pixel-exact", at, green)
 	w := rtcWatched(t, page)
 	if n := toFloat(w["rects"]); n != 0 {
@@ -137,6 +132,30 @@ func TestConsole_WebRTC(t *testing.T) {
 	// carried, and the player replays it to the same screen.
 	playVideoRecording(t, b, p, d.Name, live, "webrtc-playback-end")
 }
+
+// pickWebRTC picks WebRTC in the console's Picture menu on page and waits
+// for its track to connect, failing t with the page's reason (and a
+// screenshot) where it does not; where names the console for that
+// message. It returns the console's screen.
+func pickWebRTC(t *testing.T, page playwright.Page, where string) playwright.Locator {
+	t.Helper()
+	screen := page.Locator("#screen")
+	_, err := page.GetByTestId("vnc-quality").SelectOption(playwright.SelectOptionValues{Values: &[]string{"webrtc"}})
+	must(t, err)
+	if err := playwright.NewPlaywrightAssertions(testwait.MS(30000)).Locator(screen).ToHaveAttribute("data-rtc", "connected"); err != nil {
+		why, _ := screen.GetAttribute("data-rtc-why")
+		screenshot(t, page, "webrtc-not-connected")
+		t.Fatalf("the WebRTC track%s: %v (%s)", where, err, why)
+	}
+	return screen
+}
+
+// rtcChurn is a guest shell's command that paints the whole screen red
+// and blue in turn until /tmp/loop.stop appears (rtcChurnEnd).
+const rtcChurn = "rm -f /tmp/loop.stop; (while [ ! -e /tmp/loop.stop ]; do xsetroot -solid '#c03020'; sleep 0.05; xsetroot -solid '#2040c0'; sleep 0.05; done) >/dev/null 2>&1 & LOOP=$!"
+
+// rtcChurnEnd stops rtcChurn and leaves the screen still, green.
+const rtcChurnEnd = "touch /tmp/loop.stop; wait $LOOP; xsetroot -solid '#208040'"
 
 // rtcWatched returns rtcWatch's record of the page.
 func rtcWatched(t *testing.T, page playwright.Page) map[string]any {
