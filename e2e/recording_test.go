@@ -251,6 +251,10 @@ func TestRecording_TerminalAndVNC(t *testing.T) {
 		}
 	})
 
+	t.Run("a first screen recorded in pieces still makes the poster", func(t *testing.T) {
+		posterOfSplitFrame(t, admin, p.URL+"/admin/recordings/"+vnc.ID)
+	})
+
 	if errs := cspViolations(t, admin, &console, &mu); len(errs) > 0 {
 		t.Errorf("the playback pages logged errors or CSP violations: %q", errs)
 	}

@@ -171,8 +171,9 @@ class RecordingSocket {
 // posterAt is the ms up to which the player delivers before Play, so the
 // page never opens on an empty canvas: through the first record that
 // carries pixels (the desktop's first full frame, after the handshake's
-// small ones) and what follows it without a pause, at most 300 ms more.
-// 0 when no record carries pixels.
+// small ones) and what follows it without a pause, at most 300 ms more
+// (and then the rest of the update it ends in: vncPlayer). 0 when no
+// record carries pixels.
 function posterAt(records) {
   const first = records.find((r) => r.data.length >= 1024);
   if (!first) return 0;
@@ -219,7 +220,7 @@ async function vncPlayer(buf) {
   const { default: RFB } = await import(el.dataset.novnc);
   const records = parseRFB(buf);
   const duration = records.length ? records[records.length - 1].at / 1000 : 0;
-  const poster = posterAt(records);
+  let poster = posterAt(records);
   let rfb = null;
   let sock = null;
   let next = 0; // index of the next record to deliver
@@ -258,6 +259,13 @@ async function vncPlayer(buf) {
   setInterval(() => { if (playing) deliver(now()); }, 40);
   reset();
   await deliver(poster);
+  // The update the poster ends in may go on in the records after it: the
+  // relay reads the desktop's stream in pieces, which a busy machine
+  // records apart. They go too, whatever their time, until noVNC holds
+  // the whole update (once it has read what it was fed: reset's feed).
+  await new Promise((r) => setTimeout(r, 0));
+  while (next < records.length && rfb._FBU.rects > 0) await deliver(records[next].at);
+  poster = pos;
   const p = {
     duration,
     position: async () => Math.min(now(), p.duration * 1000) / 1000,
