@@ -2,59 +2,55 @@ package e2e
 
 import (
 	"bytes"
-	byteorder "encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/corral-dev/corral-vdi-portal/relay"
 )
 
-// splitFirstFrame rewrites a corral-rfb-v1 recording (header, then
-// records: direction, ms, length, bytes) so that its first server record
-// of 1 KiB or more, the desktop's first screen, comes in pieces of 1 KiB,
-// each gap ms after the one before, and every record after them later by
-// as much: as a busy machine records one update read in pieces. It
-// returns nil when b is no such recording.
-func splitFirstFrame(b []byte, gap uint32) []byte {
-	magic := []byte("CORRAL-RFB 1\n")
-	if !bytes.HasPrefix(b, magic) || len(b) < len(magic)+4 {
+// splitFirstFrame rewrites a corral-rfb-v1 recording (relay's reader and
+// recorder) so that its first server record of 1 KiB or more, the
+// desktop's first screen, comes in pieces of 1 KiB, each gap after the
+// one before, and every record after them later by as much: as a busy
+// machine records one update read in pieces. It returns nil when b is no
+// such recording.
+func splitFirstFrame(b []byte, gap time.Duration) []byte {
+	var out bytes.Buffer
+	var at, shift time.Duration
+	rec, err := relay.NewRFBRecorder(&out, relay.RFBRecordConfig{Input: true, Now: func() time.Time { return time.Unix(0, 0).Add(at) }})
+	if err != nil {
 		return nil
 	}
-	off := len(magic) + 4 + int(byteorder.BigEndian.Uint32(b[len(magic):]))
-	if off > len(b) {
-		return nil
-	}
-	out := append([]byte(nil), b[:off]...)
-	record := func(dir byte, at uint32, data []byte) {
-		out = append(out, dir)
-		out = byteorder.BigEndian.AppendUint32(out, at)
-		out = byteorder.BigEndian.AppendUint32(out, uint32(len(data)))
-		out = append(out, data...)
-	}
-	var shift uint32
-	for off+9 <= len(b) {
-		dir, at, n := b[off], byteorder.BigEndian.Uint32(b[off+1:]), int(byteorder.BigEndian.Uint32(b[off+5:]))
-		if off+9+n > len(b) {
-			break
+	write := func(r relay.RFBRecord) error {
+		at = r.At + shift
+		if r.Dir == relay.RFBClient {
+			return rec.Input(r.Data)
 		}
-		data := b[off+9 : off+9+n]
-		off += 9 + n
-		if shift == 0 && dir == 'S' && n >= 1024 {
-			for ; len(data) > 1024; data = data[1024:] {
-				record(dir, at+shift, data[:1024])
+		return rec.Output(r.Data)
+	}
+	split := func(r relay.RFBRecord) error {
+		if shift == 0 && r.Dir == relay.RFBServer && len(r.Data) >= 1024 {
+			for ; len(r.Data) > 1024; r.Data = r.Data[1024:] {
+				if err := write(relay.RFBRecord{Dir: r.Dir, At: r.At, Data: r.Data[:1024]}); err != nil {
+					return err
+				}
 				shift += gap
 			}
 		}
-		record(dir, at+shift, data)
+		return write(r)
 	}
-	if shift == 0 {
+	if _, _, _, err := relay.ReadRFBRecording(bytes.NewReader(b), split); err != nil || shift == 0 {
 		return nil
 	}
-	return out
+	return out.Bytes()
 }
 
-// posterOfSplitFrame opens the VNC recording id on admin's player page
-// with its first screen recorded in pieces (splitFirstFrame, 2 s apart), and fails
-// t unless the player shows that screen before Play.
+// posterOfSplitFrame opens the VNC recording at url on admin's player
+// page with its first screen recorded in pieces 2 s apart
+// (splitFirstFrame), and fails t unless the player shows that screen
+// before Play.
 func posterOfSplitFrame(t *testing.T, admin playwright.Page, url string) {
 	t.Helper()
 	split := false
@@ -65,7 +61,7 @@ func posterOfSplitFrame(t *testing.T, admin playwright.Page, url string) {
 			return
 		}
 		body, _ := res.Body()
-		if b := splitFirstFrame(body, 2000); b != nil {
+		if b := splitFirstFrame(body, 2*time.Second); b != nil {
 			body, split = b, true
 		}
 		r.Fulfill(playwright.RouteFulfillOptions{Response: res, Body: body})
