@@ -15,7 +15,8 @@
 // machine; a frame taken for lost only costs this page its video.
 const stallMS = 5000;
 const tickMS = 500;
-const H264 = 50;
+// H264 is noVNC's number for H.264 rectangles (RFB encoding 50).
+export const H264 = 50;
 
 // tilesOnly holds the sockets of connections taken off video; noVNC's
 // SetEncodings leaves encoding 50 out for them (and for their later

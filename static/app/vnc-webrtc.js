@@ -20,6 +20,8 @@
 // the track ends or the port cannot be reached, the video is the
 // websocket's, as without WebRTC.
 
+import { H264 } from './vnc-video.js';
+
 // heldFrames is how many drawing steps noVNC's screen may have waiting
 // (a tile's image still loading) for a video frame to be queued behind
 // them: past it the frame is dropped, not held (each frame held is a
@@ -38,7 +40,6 @@ const heldFrames = 2;
 // hub's repaint budget bounds it); after the hub's own repaint in time it
 // asks nothing.
 const stillMS = 1000;
-const H264 = 50;
 
 // setupMS is how long the browser has to reach the portal's port after
 // its answer: past it this page ends its peer, tells the portal, and
