@@ -147,3 +147,22 @@ func refusedAsKeys(t *testing.T, page playwright.Page, text, by, want string) {
 // consoleKeyboard is what refuses characters on consoles that type keysyms
 // or a US keyboard's keys.
 const consoleKeyboard = "this console's keyboard"
+
+// settledClipboard returns the desktop's CLIPBOARD text (without its last
+// newline, as the shell prints it) once two reads half a second apart
+// agree: programs that copy in a burst may still be taking the selection.
+func settledClipboard(t *testing.T, g *guestShell) string {
+	t.Helper()
+	read := func() string { return between(g.clipboard(), "<<", ">>") }
+	was := read()
+	for range 20 {
+		time.Sleep(500 * time.Millisecond)
+		now := read()
+		if now == was {
+			return now
+		}
+		was = now
+	}
+	t.Fatalf("the desktop's clipboard kept changing: last %q", was)
+	return ""
+}
