@@ -5,6 +5,15 @@
 // is under way while the page's modules load and /connect answers,
 // instead of after both. What the desktop sends before noVNC is ready is
 // kept and handed to it in order. An unused socket is closed.
+//
+// The RFB handshake's first steps are the same on every VNC console: the
+// portal's screen hub (rfb/client.go) offers version 3.8 and the one
+// security type None, and noVNC answers them as STEPS has it, ending with
+// a shared ClientInit. The early socket answers them itself as they come,
+// while the page's modules load, instead of noVNC one round trip each
+// through a busy page once it is ready; noVNC then reads the exchange from
+// its start and its own answers, the same bytes, are not sent again
+// (Replaying). Anything else the desktop's side says is left to noVNC.
 
 const meta = document.querySelector('meta[name="corral-early-console"]');
 const query = new URLSearchParams(window.location.search);
@@ -12,7 +21,47 @@ const wanted = query.get('protocol');
 // UNUSED_MS is how long a socket nobody took stays open.
 const UNUSED_MS = 15000;
 
-let early = null; // { path, ws, pending, timer }
+let early = null; // { path, ws, pending, timer, handshake }
+
+const bytes = (text) => new TextEncoder().encode(text);
+
+// STEPS are the hub's handshake messages and noVNC's answers to them
+// (noVNC 1.7: its version for 3.8, the first security type it supports
+// in the server's order, ClientInit with shared true: new RFB(el, ws, {})).
+export const STEPS = [
+  { hear: bytes('RFB 003.008\n'), say: bytes('RFB 003.008\n') },
+  { hear: Uint8Array.of(1, 1), say: Uint8Array.of(1) },
+  { hear: Uint8Array.of(0, 0, 0, 0), say: Uint8Array.of(1) },
+];
+
+// Handshake answers STEPS on ws as the desktop's side sends them, until
+// something else comes or it is stopped; said lists what it sent.
+class Handshake {
+  constructor(ws) {
+    this.ws = ws;
+    this.step = 0;
+    this.at = 0; // bytes of the step's message heard so far
+    this.on = true;
+    this.said = [];
+  }
+
+  hear(data) {
+    if (!this.on || typeof data === 'string') return;
+    for (const b of new Uint8Array(data)) {
+      const step = STEPS[this.step];
+      if (!step || b !== step.hear[this.at]) {
+        this.on = false;
+        return;
+      }
+      if (++this.at < step.hear.length) continue;
+      this.ws.send(step.say);
+      this.said.push(step.say);
+      this.step++;
+      this.at = 0;
+      if (this.step === STEPS.length) performance.measure('rfb-early-handshake');
+    }
+  }
+}
 
 // A screen window (vnc-screens.js) joins beside its console's own
 // connection: the page's plain one would take that over.
@@ -22,8 +71,12 @@ if (meta?.content && (!wanted || wanted === 'vnc') && !query.get('screen')) {
   const ws = new WebSocket(url.href, ['binary']);
   ws.binaryType = 'arraybuffer';
   const pending = [];
-  ws.addEventListener('message', (ev) => pending.push(ev));
-  early = { path: meta.content, ws, pending, timer: setTimeout(() => dropEarly(), UNUSED_MS) };
+  const handshake = new Handshake(ws);
+  ws.addEventListener('message', (ev) => {
+    pending.push(ev);
+    handshake.hear(ev.data);
+  });
+  early = { path: meta.content, ws, pending, handshake, timer: setTimeout(() => dropEarly(), UNUSED_MS) };
   performance.measure('ws-early');
 }
 
@@ -46,19 +99,30 @@ export function takeEarly(path) {
   if (!e || e.path !== path) return null;
   clearTimeout(e.timer);
   early = null;
+  e.handshake.on = false; // noVNC answers what comes from now on
   if (e.ws.readyState !== WebSocket.CONNECTING && e.ws.readyState !== WebSocket.OPEN) return null;
-  return { ws: e.ws, channel: new Replaying(e.ws, e.pending) };
+  return { ws: e.ws, channel: new Replaying(e.ws, e.pending, e.handshake.said) };
 }
+
+// EARLY_MISMATCH is the close code of an early socket whose handshake
+// answer noVNC gave otherwise (console-vnc.js reconnects on it).
+export const EARLY_MISMATCH = 4001;
+
+const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 // Replaying is a WebSocket as noVNC's Websock.attach uses one (send,
 // close, binaryType, the on* handlers, protocol, readyState), whose
 // onmessage first gets the messages that arrived before it was set, after
 // the caller's current task (noVNC sets it inside new RFB, before it has
-// read readyState), then each as it comes.
+// read readyState), then each as it comes. noVNC's first sends are its
+// answers to the handshake the early socket answered already (said): each
+// is dropped when it is the same bytes; one that is not ends the socket
+// (the desktop's side has the other answer), and the page connects anew.
 class Replaying {
-  constructor(ws, pending) {
+  constructor(ws, pending, said) {
     this._ws = ws;
     this._pending = pending;
+    this._said = said.slice();
     this._handler = null;
     ws.addEventListener('message', () => { if (this._handler) this._flush(); });
   }
@@ -68,7 +132,15 @@ class Replaying {
     while (this._pending.length) this._handler(this._pending.shift());
   }
 
-  send(data) { this._ws.send(data); }
+  send(data) {
+    const said = this._said.shift();
+    if (!said) {
+      this._ws.send(data);
+    } else if (!same(said, new Uint8Array(data.buffer || data, data.byteOffset || 0, data.byteLength))) {
+      this._said.length = 0;
+      this._ws.close(EARLY_MISMATCH, "noVNC answered the desktop's handshake otherwise than the page did");
+    }
+  }
 
   close(code, reason) { this._ws.close(code, reason); }
 

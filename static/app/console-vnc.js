@@ -8,7 +8,7 @@
 import { attachZoom } from './zoom.js';
 import { attach as attachQuality } from './vnc-quality.js';
 import { attach as attachSize } from './vnc-size.js';
-import { takeEarly } from './console-early.js';
+import { takeEarly, EARLY_MISMATCH } from './console-early.js';
 import { waitForConsent } from './connect.js';
 import { vncIME } from './ime.js';
 import { notice as videoNotice, watchVideo } from './vnc-video.js';
@@ -25,10 +25,11 @@ export function wsURL(path) {
 
 // dropped tells whether a close ended a connection by accident (a network
 // drop, the portal or the desktop restarting, the console moving to
-// another portal server: 1012), which an automatic reconnect may mend, as
-// opposed to a decision (released, reclaimed, taken over by another tab).
+// another portal server: 1012; the page's early handshake undone,
+// EARLY_MISMATCH), which an automatic reconnect may mend, as opposed to a
+// decision (released, reclaimed, taken over by another tab).
 export function dropped(code, reason) {
-  return code === 1006 || code === 1011 || code === 1012 || (code === 1001 && reason === 'session ended')
+  return code === 1006 || code === 1011 || code === 1012 || code === EARLY_MISMATCH || (code === 1001 && reason === 'session ended')
     || (code === 1000 && reason === 'desktop closed the connection');
 }
 
