@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -78,18 +80,46 @@ func TestConsoleStart_EarlyHandshake(t *testing.T) {
 			t.Errorf("the page sent %q…; want noVNC's own 3.7 answers %q", head(got, 24), want)
 		}
 	})
+
+	t.Run("noVNC answering otherwise", func(t *testing.T) {
+		// Planted on every object, shared: false makes noVNC's ClientInit
+		// 0 where the page answered 1 for it: the page ends that socket
+		// before noVNC's bytes reach the hub (it got the page's 14) and
+		// connects anew, noVNC answering all of the new one's handshake.
+		// (The sockets go unrouted: noVNC does not take a routed one.)
+		page := b.MustNewPage(t, 1280, 800)
+		must(t, page.AddInitScript(playwright.Script{Content: playwright.String(
+			`Object.defineProperty(Object.prototype, 'shared', { value: false, writable: true, configurable: true });`)}))
+		must(t, page.Route("**/novnc.*/rfb.js", func(r playwright.Route) {
+			go func() { time.Sleep(1500 * time.Millisecond); r.Continue() }()
+		}))
+		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
+		consoleDrawn(t, page)
+		ended := regexp.MustCompile(`console closed.* bytesIn=(\d+) .*close 4001`).FindStringSubmatch(p.Log())
+		if ended == nil {
+			t.Fatalf("the portal logged no console ended by the page's close 4001")
+		}
+		if ended[1] != fmt.Sprint(len(hello)) {
+			t.Errorf("the hub got %s bytes on the ended socket; want the page's early answers' %d", ended[1], len(hello))
+		}
+	})
 }
 
-// sentLog is what a page sent on its routed VNC websocket, in order.
+// sentLog is what a page sent on its routed VNC websockets: each
+// socket's bytes, in order.
 type sentLog struct {
-	mu  sync.Mutex
-	buf []byte
+	mu      sync.Mutex
+	sockets [][]byte
 }
 
+// bytes returns what the page sent on its first socket.
 func (s *sentLog) bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return bytes.Clone(s.buf)
+	if len(s.sockets) == 0 {
+		return nil
+	}
+	return bytes.Clone(s.sockets[0])
 }
 
 // routeVNC routes page's VNC websockets to the portal, recording what the
@@ -105,10 +135,14 @@ func routeVNC(t *testing.T, page playwright.Page, open func() bool, rewrite ...f
 			t.Errorf("route to the portal: %v", err)
 			return
 		}
+		log.mu.Lock()
+		i := len(log.sockets)
+		log.sockets = append(log.sockets, nil)
+		log.mu.Unlock()
 		ws.OnMessage(func(m any) {
 			if b, ok := m.([]byte); ok {
 				log.mu.Lock()
-				log.buf = append(log.buf, b...)
+				log.sockets[i] = append(log.sockets[i], b...)
 				log.mu.Unlock()
 			}
 			server.Send(m)

@@ -138,7 +138,7 @@ class Replaying {
       this._ws.send(data);
     } else if (!same(said, new Uint8Array(data.buffer || data, data.byteOffset || 0, data.byteLength))) {
       this._said.length = 0;
-      this._ws.close(EARLY_MISMATCH, "noVNC answered the desktop's handshake otherwise than the page did");
+      this._ws.close(EARLY_MISMATCH, "The console's first exchange with the desktop went wrong.");
     }
   }
 

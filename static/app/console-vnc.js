@@ -25,7 +25,7 @@ export function wsURL(path) {
 
 // dropped tells whether a close ended a connection by accident (a network
 // drop, the portal or the desktop restarting, the console moving to
-// another portal server: 1012; the page's early handshake undone,
+// another portal server: 1012; the page's early handshake not noVNC's,
 // EARLY_MISMATCH), which an automatic reconnect may mend, as opposed to a
 // decision (released, reclaimed, taken over by another tab).
 export function dropped(code, reason) {
