@@ -28,7 +28,7 @@ const bytes = (text) => new TextEncoder().encode(text);
 // STEPS are the hub's handshake messages and noVNC's answers to them
 // (noVNC 1.7: its version for 3.8, the first security type it supports
 // in the server's order, ClientInit with shared true: new RFB(el, ws, {})).
-export const STEPS = [
+const STEPS = [
   { hear: bytes('RFB 003.008\n'), say: bytes('RFB 003.008\n') },
   { hear: Uint8Array.of(1, 1), say: Uint8Array.of(1) },
   { hear: Uint8Array.of(0, 0, 0, 0), say: Uint8Array.of(1) },
