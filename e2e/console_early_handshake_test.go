@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,64 +19,57 @@ import (
 // draws. When the hub's side comes only after noVNC took the socket,
 // noVNC answers it all, with the bytes the early socket would have sent;
 // and a handshake the page does not know (here version 3.7, as a proxy
-// between page and portal could say) is left to noVNC whole. Each case
-// goes through a route of the page's websocket that records what the
-// page sends the portal.
+// between page and portal could say) is left to noVNC whole. A script in
+// the page (vncWatch) records what it sends on its VNC sockets and, for
+// the cases that need it, holds or rewrites what the portal sends, in
+// order (Playwright's websocket route forwards each message on a
+// goroutine of its own, which a busy machine reorders).
 func TestConsoleStart_EarlyHandshake(t *testing.T) {
 	p := MustStartPortal(t, "CORRAL_VDI_DEMO_POOL_SIZE=1")
 	b := MustLaunchBrowser(t)
 	d := mustClaim(t, p, "alice", "demo")
 	hello := []byte("RFB 003.008\n\x01\x01") // the page's three answers, in order
+	open := func(t *testing.T, mode string) playwright.Page {
+		page := b.MustNewPage(t, 1280, 800)
+		must(t, page.AddInitScript(playwright.Script{Content: playwright.String("window.__vncMode = '" + mode + "';" + vncWatch)}))
+		return page
+	}
 
 	t.Run("answered while noVNC loads", func(t *testing.T) {
-		page := b.MustNewPage(t, 1280, 800)
-		// noVNC's module comes 1.5 s late: the hub's handshake is over by then.
-		must(t, page.Route("**/novnc.*/rfb.js", func(r playwright.Route) {
-			go func() { time.Sleep(1500 * time.Millisecond); r.Continue() }()
-		}))
-		sent := routeVNC(t, page, nil)
+		page := open(t, "")
+		delayNoVNC(t, page)
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 		consoleDrawn(t, page)
 		if !hasMeasure(page, "rfb-early-handshake") {
 			t.Errorf("the page did not answer the hub's handshake before noVNC loaded")
 		}
-		got := sent.bytes()
-		if !bytes.HasPrefix(got, hello) || len(got) == len(hello) || got[len(hello)] != 0 {
+		if got := sentVNC(t, page); !bytes.HasPrefix(got, hello) || len(got) == len(hello) || got[len(hello)] != 0 {
 			t.Errorf("the page sent the hub %q…; want each handshake answer once (%q), then noVNC's SetPixelFormat", head(got, 24), hello)
 		}
 	})
 
 	t.Run("the hub's side after noVNC took the socket", func(t *testing.T) {
-		page := b.MustNewPage(t, 1280, 800)
-		sent := routeVNC(t, page, func() bool { return hasMeasure(page, "vnc-import") })
+		page := open(t, "late")
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 		consoleDrawn(t, page)
 		if hasMeasure(page, "rfb-early-handshake") {
 			t.Errorf("the page answered the handshake early though noVNC had the socket first")
 		}
-		if got := sent.bytes(); !bytes.HasPrefix(got, hello) || len(got) == len(hello) || got[len(hello)] != 0 {
+		if got := sentVNC(t, page); !bytes.HasPrefix(got, hello) || len(got) == len(hello) || got[len(hello)] != 0 {
 			t.Errorf("noVNC sent the hub %q…; want %q, the answers the early socket gives, then its SetPixelFormat", head(got, 24), hello)
 		}
 	})
 
 	t.Run("a handshake the page does not know is noVNC's", func(t *testing.T) {
-		page := b.MustNewPage(t, 1280, 800)
-		must(t, page.Route("**/novnc.*/rfb.js", func(r playwright.Route) {
-			go func() { time.Sleep(1500 * time.Millisecond); r.Continue() }()
-		}))
-		sent := routeVNC(t, page, nil, func(m []byte) []byte {
-			if string(m) == "RFB 003.008\n" {
-				return []byte("RFB 003.007\n") // the hub takes 3.7 as well
-			}
-			return m
-		})
+		page := open(t, "v37")
+		delayNoVNC(t, page)
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 		consoleDrawn(t, page)
 		if hasMeasure(page, "rfb-early-handshake") {
 			t.Errorf("the page answered a 3.7 handshake as a 3.8 one")
 		}
-		if got, want := sent.bytes(), []byte("RFB 003.007\n\x01\x01"); !bytes.HasPrefix(got, want) {
-			t.Errorf("the page sent %q…; want noVNC's own 3.7 answers %q", head(got, 24), want)
+		if got, want := sentVNC(t, page), []byte("RFB 003.007\n\x01\x01"); !bytes.HasPrefix(got, want) {
+			t.Errorf("the page sent %q…; want noVNC's own 3.7 answers %q (the hub takes 3.7 too)", head(got, 24), want)
 		}
 	})
 
@@ -90,9 +82,7 @@ func TestConsoleStart_EarlyHandshake(t *testing.T) {
 		page := b.MustNewPage(t, 1280, 800)
 		must(t, page.AddInitScript(playwright.Script{Content: playwright.String(
 			`Object.defineProperty(Object.prototype, 'shared', { value: false, writable: true, configurable: true });`)}))
-		must(t, page.Route("**/novnc.*/rfb.js", func(r playwright.Route) {
-			go func() { time.Sleep(1500 * time.Millisecond); r.Continue() }()
-		}))
+		delayNoVNC(t, page)
 		signIn(t, page, p, "alice", "/desktops/local/"+d.Name+"?protocol=vnc")
 		consoleDrawn(t, page)
 		ended := regexp.MustCompile(`console closed.* bytesIn=(\d+) .*close 4001`).FindStringSubmatch(p.Log())
@@ -105,80 +95,72 @@ func TestConsoleStart_EarlyHandshake(t *testing.T) {
 	})
 }
 
-// sentLog is what a page sent on its routed VNC websockets: each
-// socket's bytes, in order.
-type sentLog struct {
-	mu      sync.Mutex
-	sockets [][]byte
-}
+// vncWatch, run in a page before its scripts with window.__vncMode set,
+// wraps its VNC websockets: what the page sends on the first is kept in
+// window.__vncSent, and the portal's messages reach the page's listeners
+// in order through one listener of its own — held until noVNC has loaded
+// (mode "late"), or with the hub's version rewritten to 3.7 ("v37").
+const vncWatch = `(() => {
+  const WS = window.WebSocket;
+  window.__vncSent = null;
+  window.WebSocket = function (url, protocols) {
+    const ws = new WS(url, protocols);
+    if (!String(url).includes('/ws/vnc/') || window.__vncSent) return ws;
+    const sent = window.__vncSent = [];
+    const send = ws.send.bind(ws);
+    ws.send = (d) => {
+      const b = d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+      sent.push(...b);
+      send(d);
+    };
+    const listeners = [];
+    let onmessage = null;
+    const held = [];
+    const open = () => window.__vncMode !== 'late' || performance.getEntriesByName('vnc-import').length > 0;
+    const deliver = (ev) => {
+      for (const l of listeners.slice()) l.call(ws, ev);
+      if (onmessage) onmessage.call(ws, ev);
+    };
+    const release = () => {
+      if (!open()) { setTimeout(release, 20); return; }
+      while (held.length) deliver(held.shift());
+    };
+    ws.addEventListener('message', (ev) => {
+      let e = ev;
+      if (window.__vncMode === 'v37' && typeof ev.data !== 'string' && new TextDecoder().decode(ev.data) === 'RFB 003.008\n') {
+        e = new MessageEvent('message', { data: new TextEncoder().encode('RFB 003.007\n').buffer });
+      }
+      if (held.length || !open()) { held.push(e); if (held.length === 1) release(); return; }
+      deliver(e);
+    });
+    const add = ws.addEventListener.bind(ws);
+    ws.addEventListener = (type, fn, opts) => type === 'message' ? listeners.push(fn) : add(type, fn, opts);
+    Object.defineProperty(ws, 'onmessage', { get: () => onmessage, set: (fn) => { onmessage = fn; } });
+    return ws;
+  };
+  window.WebSocket.prototype = WS.prototype;
+  Object.assign(window.WebSocket, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+})();`
 
-// bytes returns what the page sent on its first socket.
-func (s *sentLog) bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.sockets) == 0 {
-		return nil
-	}
-	return bytes.Clone(s.sockets[0])
-}
-
-// routeVNC routes page's VNC websockets to the portal, recording what the
-// page sends. The portal's messages wait until open() reports true (nil:
-// at once), and each passes through rewrite, if given, on its way to the
-// page.
-func routeVNC(t *testing.T, page playwright.Page, open func() bool, rewrite ...func([]byte) []byte) *sentLog {
+// sentVNC returns what page sent on its first VNC websocket (vncWatch).
+func sentVNC(t *testing.T, page playwright.Page) []byte {
 	t.Helper()
-	log := &sentLog{}
-	must(t, page.RouteWebSocket("**/ws/vnc/**", func(ws playwright.WebSocketRoute) {
-		server, err := ws.ConnectToServer()
-		if err != nil {
-			t.Errorf("route to the portal: %v", err)
-			return
-		}
-		log.mu.Lock()
-		i := len(log.sockets)
-		log.sockets = append(log.sockets, nil)
-		log.mu.Unlock()
-		ws.OnMessage(func(m any) {
-			if b, ok := m.([]byte); ok {
-				log.mu.Lock()
-				log.sockets[i] = append(log.sockets[i], b...)
-				log.mu.Unlock()
-			}
-			server.Send(m)
-		})
-		var mu sync.Mutex
-		var held []any
-		released := open == nil
-		server.OnMessage(func(m any) {
-			if b, ok := m.([]byte); ok {
-				for _, f := range rewrite {
-					m = f(b)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if !released {
-				held = append(held, m)
-				return
-			}
-			ws.Send(m)
-		})
-		if open != nil {
-			go func() {
-				for !open() {
-					time.Sleep(50 * time.Millisecond)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for _, m := range held {
-					ws.Send(m)
-				}
-				held, released = nil, true
-			}()
-		}
+	v, err := page.Evaluate(`() => window.__vncSent || []`)
+	must(t, err)
+	var out []byte
+	for _, x := range v.([]any) {
+		out = append(out, byte(toInt(x)))
+	}
+	return out
+}
+
+// delayNoVNC makes noVNC's module come to page 1.5 s late: the hub's
+// handshake is over by the time noVNC takes the page's early socket.
+func delayNoVNC(t *testing.T, page playwright.Page) {
+	t.Helper()
+	must(t, page.Route("**/novnc.*/rfb.js", func(r playwright.Route) {
+		go func() { time.Sleep(1500 * time.Millisecond); r.Continue() }()
 	}))
-	return log
 }
 
 // consoleDrawn waits until page's VNC console says Connected and its
