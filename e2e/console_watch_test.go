@@ -142,6 +142,9 @@ func TestConsoleUX_WatchPolicy(t *testing.T) {
 			// Item 8 of issue 58: the admin reads what the wait is for, and how long.
 			must(t, expect.Locator(admin.GetByTestId("status")).ToHaveText(regexp.MustCompile(`^Waiting for alice to allow \(\d+ s\)…$`)))
 			screenshot(t, admin, "admin-waits")
+			// Past the portal's first ping of the waiting socket (every
+			// 2 s): the browser's pong waits unread when the answer comes.
+			time.Sleep(2500 * time.Millisecond)
 			must(t, page.GetByTestId("watch-"+answer).Click())
 			if answer == "refuse" {
 				must(t, expect.Locator(admin.GetByTestId("status")).ToContainText("alice did not allow the watch"))

@@ -86,13 +86,31 @@ func TestConsole_WebRTCLateFrames(t *testing.T) {
 	before := repaints()
 	t.Logf("frames in time: the page asked for the whole screen %q times", before)
 
-	// Late: the last frames land 2 s after the hub's repaint.
-	churn(2000)
+	// Late: the last frames land 2 s after the hub's repaint. A loaded
+	// browser held that long may draw no frame of the churn at all (its
+	// decoder waits on the frames held back): then there were no late
+	// frames to judge, and the churn runs again, up to three times.
 	var cs []any
-	if !eventually(60*time.Second, func() bool {
-		cs, _ = rtcWatched(t, page)["colours"].([]any)
-		return len(cs) > 0 && nearColour(cs[len(cs)-1].([]any), green, 40)
-	}) {
+	late := false
+	for try := 1; try <= 3 && !late; try++ {
+		churn(2000)
+		late = eventually(60*time.Second, func() bool {
+			cs, _ = rtcWatched(t, page)["colours"].([]any)
+			return len(cs) > 0 && nearColour(cs[len(cs)-1].([]any), green, 40)
+		})
+		if !late && len(cs) == 0 {
+			stats, _ := page.Evaluate(rtcStats)
+			t.Logf("churn %d: the track drew no frame after the lateness was set; the track: %v", try, stats)
+			_, err := page.Evaluate(`() => { window.__rtcLateMS = 0; }`)
+			must(t, err)
+			waitScreen(t, page, 60*time.Second, "the still screen again", at, green)
+			time.Sleep(2 * time.Second) // past the page's wait after the last frame
+			before = repaints()         // what the next churn's late frames must add to
+			continue
+		}
+		break
+	}
+	if !late {
 		stats, _ := page.Evaluate(rtcStats)
 		t.Fatalf("the frames the track drew late: %v; want the still screen's green last; %d frames drawn; the track: %v", cs, rtcFrames(page), stats)
 	}

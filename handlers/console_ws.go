@@ -381,6 +381,17 @@ func closeConn(c net.Conn) {
 // closeWS ends ws with a close frame whose reason the console page shows.
 func closeWS(ws *websocket.Conn, code int, reason string) {
 	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	// Read what the browser sent until it answers the close (or a second
+	// passes), then close: closing with its pongs unread resets the
+	// connection, and a browser that meets the reset before the close
+	// frame says 1006 and loses the reason (an admin refused a watch read
+	// "The connection was lost" and tried again).
+	ws.SetReadDeadline(time.Now().Add(time.Second))
+	for {
+		if _, _, err := ws.NextReader(); err != nil {
+			break
+		}
+	}
 	ws.Close()
 }
 
