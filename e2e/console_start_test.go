@@ -34,10 +34,7 @@ func TestConsoleStart_EarlyVNCSocket(t *testing.T) {
 	if early, read := toFloat(got[0]), toFloat(got[1]); early < 0 || early > read {
 		t.Errorf("the early VNC socket opened at %.0f ms, /connect read at %.0f ms; want it opened first", early, read)
 	}
-	waitFor(t, 20*time.Second, "the desktop drawn", func() bool {
-		v, err := page.Evaluate(`() => { const c = document.querySelector('#screen canvas'); return c && c.width > 100 ? 1 : 0; }`)
-		return err == nil && toInt(v) == 1
-	})
+	consoleDrawn(t, page)
 	if len(sockets) != 1 {
 		t.Errorf("the console page opened websockets %q; want the one VNC socket", sockets)
 	}
