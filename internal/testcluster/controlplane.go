@@ -1,21 +1,17 @@
 package testcluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,8 +77,7 @@ type KubeVirt struct {
 	c     *Cluster
 	dir   string
 	ca    *kubeVirtCA
-	procs []*exec.Cmd
-	named map[string]*exec.Cmd
+	comps map[string]*component // by name (components.go)
 
 	mu        sync.Mutex
 	migrating map[types.UID]*standInVMI // migration UID -> a guest its source handed over (node_migration.go)
@@ -332,86 +327,6 @@ func (kv *KubeVirt) writeCerts() (crt, key, handlerCrt, handlerKey string, err e
 		}
 	}
 	return filepath.Join(kv.dir, "tls.crt"), filepath.Join(kv.dir, "tls.key"), filepath.Join(kv.dir, "handler.crt"), filepath.Join(kv.dir, "handler.key"), nil
-}
-
-// run starts a component with its output in a log file of its own.
-func (kv *KubeVirt) run(tb testing.TB, path string, args ...string) {
-	tb.Helper()
-	name := filepath.Base(path)
-	out, err := os.Create(filepath.Join(kv.dir, name+".log"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Dir = kv.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("testcluster: start %s: %v", name, err)
-	}
-	kv.procs = append(kv.procs, cmd)
-	if kv.named == nil {
-		kv.named = map[string]*exec.Cmd{}
-	}
-	kv.named[name] = cmd
-}
-
-// FreezeVirtAPI makes virt-api stop answering, as a hung or overloaded
-// virt-api does: its webhooks (every VM write) and subresources (start,
-// stop, consoles) time out, while connections to it still open. ThawVirtAPI
-// lets it answer again; so does the end of tb.
-func (kv *KubeVirt) FreezeVirtAPI(tb testing.TB) {
-	tb.Helper()
-	p := kv.named["virt-api"]
-	if err := syscall.Kill(-p.Process.Pid, syscall.SIGSTOP); err != nil {
-		tb.Fatalf("testcluster: freeze virt-api: %v", err)
-	}
-	tb.Cleanup(kv.ThawVirtAPI)
-}
-
-// ThawVirtAPI undoes FreezeVirtAPI.
-func (kv *KubeVirt) ThawVirtAPI() {
-	_ = syscall.Kill(-kv.named["virt-api"].Process.Pid, syscall.SIGCONT)
-}
-
-// Log returns the output of a component so far (virt-api,
-// virt-controller, snapshot-controller, kube-controller-manager).
-func (kv *KubeVirt) Log(name string) string {
-	b, _ := os.ReadFile(filepath.Join(kv.dir, name+".log"))
-	return string(b)
-}
-
-// tail is the end of a component's log, for a failure message.
-func (kv *KubeVirt) tail(name string) string {
-	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader([]byte(kv.Log(name))))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return strings.Join(lines[max(0, len(lines)-30):], "\n")
-}
-
-func (kv *KubeVirt) stop() {
-	kv.mu.Lock()
-	for _, g := range kv.migrating {
-		g.stop()
-	}
-	kv.migrating = nil
-	kv.mu.Unlock()
-	for _, p := range kv.procs {
-		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
-	}
-	for _, p := range kv.procs {
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
 }
 
 // waitTLS waits until a TLS server answers on 127.0.0.1:port.

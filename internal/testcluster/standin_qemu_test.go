@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -93,21 +94,14 @@ func TestKubeVirtStandIn_QEMUGuest(t *testing.T) {
 	}
 
 	t.Run("VNCIsQEMUs", func(t *testing.T) {
-		ws, res, err := subresource(t, c.Config, ns, "q-1", "vnc")
-		if err != nil {
-			t.Fatalf("vnc of q-1: %v (%v)", err, res)
-		}
-		defer ws.Close()
-		var frame *image.RGBA
-		var dump image.Image
-		conn := relay.NewWSConn(ws, relay.WSConnOptions{})
-		frame, err = snapshot.Take(conn, 0, time.Now().Add(time.Minute))
-		if err == nil {
-			dump, err = s.Screendump(ns, "q-1")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		frame, dump := steadily(t, s, ns, "q-1", func() (image.Image, error) {
+			ws, res, err := subresource(t, c.Config, ns, "q-1", "vnc")
+			if err != nil {
+				return nil, fmt.Errorf("vnc of q-1: %v (%v)", err, res)
+			}
+			defer ws.Close()
+			return snapshot.Take(relay.NewWSConn(ws, relay.WSConnOptions{}), 0, time.Now().Add(time.Minute))
+		})
 		// The same picture but, at most, the login prompt's blinking cursor.
 		if n := differing(frame, dump); n > 8*16 {
 			t.Errorf("the vnc subresource's frame (%v) and QEMU's screendump (%v) differ in %d pixels; want the same picture", sizeOf(frame), sizeOf(dump), n)
@@ -120,20 +114,19 @@ func TestKubeVirtStandIn_QEMUGuest(t *testing.T) {
 			t.Fatal(err)
 		}
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: time.Minute}
-		res, err := hc.Get(strings.TrimSuffix(c.Config.Host, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/q-1/vnc/screenshot")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		shot, err := png.Decode(bytes.NewReader(b))
-		if res.StatusCode != 200 || err != nil {
-			t.Fatalf("vnc/screenshot of q-1: %d, %v: %.200s", res.StatusCode, err, b)
-		}
-		dump, err := s.Screendump(ns, "q-1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		shot, dump := steadily(t, s, ns, "q-1", func() (image.Image, error) {
+			res, err := hc.Get(strings.TrimSuffix(c.Config.Host, "/") + "/apis/subresources.kubevirt.io/v1/namespaces/" + ns + "/virtualmachineinstances/q-1/vnc/screenshot")
+			if err != nil {
+				return nil, err
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			shot, err := png.Decode(bytes.NewReader(b))
+			if res.StatusCode != 200 || err != nil {
+				return nil, fmt.Errorf("vnc/screenshot of q-1: %d, %v: %.200s", res.StatusCode, err, b)
+			}
+			return shot, nil
+		})
 		if n := differing(shot, dump); n > 8*16 {
 			t.Errorf("vnc/screenshot (%v) and QEMU's screendump (%v) differ in %d pixels; want the same picture", sizeOf(shot), sizeOf(dump), n)
 		}
@@ -212,6 +205,36 @@ func subresource(t *testing.T, cfg *rest.Config, ns, name, sub string) (*websock
 	}
 	d := websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{kube.SubprotocolKubeVirt}}
 	return d.Dial(u, h)
+}
+
+// steadily returns what capture took of VMI ns/name and QEMU's screendump
+// of it, taken while the guest's screen held still: a booting guest
+// still writes to its console after its framebuffer appears, so a capture
+// is bracketed by two screendumps and taken again (up to five times) when
+// they differ in more than the blinking cursor.
+func steadily(t *testing.T, s *testcluster.KubeVirtStandIn, ns, name string, capture func() (image.Image, error)) (image.Image, image.Image) {
+	t.Helper()
+	moved := 0
+	for range 5 {
+		before, err := s.Screendump(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := capture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.Screendump(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved = differing(before, after); moved <= 8*16 {
+			return got, after
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s/%s's screen changed in %d pixels across each of five captures; want it still once booted", ns, name, moved)
+	return nil, nil
 }
 
 // differing counts the pixels a and b differ in; pictures of two sizes
