@@ -46,7 +46,7 @@ func newKubeVirtSetup(t *testing.T, opts testcluster.KubeVirtOptions) *kubeVirtS
 	s := &kubeVirtSetup{c: c, kv: kv, csi: csi, ctx: context.Background(), admin: c.AdminClient(t), vms: vms}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("virt-controller's log ends:\n%s", lastLines(kv.Log("virt-controller"), 40))
+			t.Logf("virt-controller's log (restarted %d times) ends:\n%s", kv.Restarts("virt-controller"), lastLines(kv.Log("virt-controller"), 40))
 		}
 	})
 	return s
