@@ -83,7 +83,8 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 		for _, l := range leases {
 			if l.Holder == login && !l.Expired(now) && !l.reclaiming() {
 				// The list may be a cache a moment behind a release on
-				// another replica: the Lease itself must still say so.
+				// another replica (its Lease deleted, or marked while the
+				// member is made fresh): the Lease itself must still say so.
 				fresh, err := s.leases.Get(ctx, l.Ref())
 				step(ctx, "get")
 				if errors.Is(err, ErrNotFound) {
@@ -91,7 +92,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				} else if err != nil {
 					return TakeAnswer{}, unavailable(err)
 				}
-				if fresh.Holder == login && !fresh.Expired(now) {
+				if fresh.Holder == login && !fresh.Expired(now) && !fresh.reclaiming() {
 					return TakeAnswer{Lease: fresh}, nil
 				}
 				l = fresh

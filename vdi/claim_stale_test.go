@@ -3,6 +3,7 @@ package vdi_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,16 +12,19 @@ import (
 )
 
 // staleList is the store's Leases with a List a moment behind it, as an
-// informer cache on another replica is: it still shows Leases since
-// deleted.
+// informer cache on another replica is: it still shows the Leases of was
+// as they were (since deleted, or changed).
 type staleList struct {
 	*store.Leases
-	gone []*vdi.Lease
+	was []*vdi.Lease
 }
 
 func (s *staleList) List(ctx context.Context, namespace, pool string) ([]*vdi.Lease, error) {
 	l, err := s.Leases.List(ctx, namespace, pool)
-	return append(l, s.gone...), err
+	l = slices.DeleteFunc(l, func(l *vdi.Lease) bool {
+		return slices.ContainsFunc(s.was, func(w *vdi.Lease) bool { return w.Member == l.Member })
+	})
+	return append(l, s.was...), err
 }
 
 // TestServiceClaim_StaleListOfOwnClaim: alice released demo-1 through
@@ -35,7 +39,7 @@ func TestServiceClaim_StaleListOfOwnClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	leases := &staleList{Leases: db.Leases(), gone: []*vdi.Lease{{Namespace: "local", Member: "demo-1", Pool: "demo",
+	leases := &staleList{Leases: db.Leases(), was: []*vdi.Lease{{Namespace: "local", Member: "demo-1", Pool: "demo",
 		Holder: "alice", AcquireTime: now, RenewTime: now, Duration: time.Hour}}}
 	b := newPoolBackend(vdi.ModeEphemeral, "demo-1", "demo-2")
 	svc := vdi.NewService(vdi.Config{Backend: b, Leases: leases, Audit: db, Now: func() time.Time { return now }})
@@ -49,5 +53,40 @@ func TestServiceClaim_StaleListOfOwnClaim(t *testing.T) {
 	}
 	if err := svc.Release(ctx, vdi.Identity{Login: "alice"}, d.Ref(), ""); err != nil {
 		t.Errorf("alice releases what her claim answered: %v", err)
+	}
+}
+
+// TestServiceClaim_StaleListOfOwnReleaseUnderWay: alice's release of
+// demo-1 on another replica has marked its Lease and is making the
+// member fresh; this replica's cache still shows her Lease unmarked. Her
+// next claim here gets another desktop, not the one being reset (whose
+// Lease the reset then deletes: her release of what the claim answered
+// said "not yours", in the soak's storm).
+func TestServiceClaim_StaleListOfOwnReleaseUnderWay(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	hers := vdi.Lease{Namespace: "local", Member: "demo-1", Pool: "demo", Holder: "alice", AcquireTime: now, RenewTime: now, Duration: time.Hour}
+	marked := hers
+	marked.Annotations = map[string]string{vdi.AnnotationReclaiming: vdi.MarkRelease}
+	if _, err := db.Leases().Create(ctx, &marked); err != nil {
+		t.Fatal(err)
+	}
+	leases := &staleList{Leases: db.Leases(), was: []*vdi.Lease{&hers}}
+	b := newPoolBackend(vdi.ModeEphemeral, "demo-1", "demo-2")
+	svc := vdi.NewService(vdi.Config{Backend: b, Leases: leases, Audit: db, Now: func() time.Time { return now }})
+	d, err := svc.Claim(ctx, vdi.Identity{Login: "alice"}, "local", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "demo-2" {
+		t.Fatalf("alice's claim answered %s; want demo-2 (demo-1 is being reset after her release)", d.Name)
+	}
+	if l, err := db.Leases().Get(ctx, d.Ref()); err != nil || l.Holder != "alice" {
+		t.Fatalf("alice's claim answered %s, whose Lease is %+v (%v); want one she holds", d.Name, l, err)
 	}
 }
