@@ -27,18 +27,24 @@ func (s *staleList) List(ctx context.Context, namespace, pool string) ([]*vdi.Le
 	return append(l, s.was...), err
 }
 
+// staleSetup opens a store for a stale-list test, closed when t ends, and
+// the time its service reads.
+func staleSetup(t *testing.T) (context.Context, time.Time, *store.DB) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return ctx, time.Unix(1_800_000_000, 0), db
+}
+
 // TestServiceClaim_StaleListOfOwnClaim: alice released demo-1 through
 // another replica whose release this one's cache has not seen yet; her
 // next claim here gets a desktop she holds, not the one she released
 // (the soak's storm: her release of it then answered "not yours").
 func TestServiceClaim_StaleListOfOwnClaim(t *testing.T) {
-	ctx := context.Background()
-	now := time.Unix(1_800_000_000, 0)
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, now, db := staleSetup(t)
 	leases := &staleList{Leases: db.Leases(), was: []*vdi.Lease{{Namespace: "local", Member: "demo-1", Pool: "demo",
 		Holder: "alice", AcquireTime: now, RenewTime: now, Duration: time.Hour}}}
 	b := newPoolBackend(vdi.ModeEphemeral, "demo-1", "demo-2")
@@ -63,13 +69,7 @@ func TestServiceClaim_StaleListOfOwnClaim(t *testing.T) {
 // Lease the reset then deletes: her release of what the claim answered
 // said "not yours", in the soak's storm).
 func TestServiceClaim_StaleListOfOwnReleaseUnderWay(t *testing.T) {
-	ctx := context.Background()
-	now := time.Unix(1_800_000_000, 0)
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "portal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, now, db := staleSetup(t)
 	hers := vdi.Lease{Namespace: "local", Member: "demo-1", Pool: "demo", Holder: "alice", AcquireTime: now, RenewTime: now, Duration: time.Hour}
 	marked := hers
 	marked.Annotations = map[string]string{vdi.AnnotationReclaiming: vdi.MarkRelease}
