@@ -52,8 +52,14 @@ export function attachChip(chip, linkURL, updates) {
   }
   const wanted = () => !details.hidden || (!document.hidden && performance.now() - lastInput < ACTIVE_MS);
   let timing = false; // a request is on its way: it sets the next timer
+  let asked = false; // timing now was asked for while one was on its way
   async function measure(now = false) {
-    if (timing) return;
+    if (timing) {
+      // Its answer may be from before the console opened (a busy page
+      // or portal): time again once it is in.
+      asked ||= now;
+      return;
+    }
     clearTimeout(timer);
     if (now || wanted()) {
       timing = true;
@@ -65,6 +71,11 @@ export function attachChip(chip, linkURL, updates) {
       } catch { path = ''; }
       timing = false;
       render();
+      if (asked) {
+        asked = false;
+        measure(true);
+        return;
+      }
     }
     timer = setTimeout(measure, EVERY_MS);
   }
