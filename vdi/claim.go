@@ -81,7 +81,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 		now := s.now()
 		known := make(map[string]*Lease, len(leases))
 		for _, l := range leases {
-			if l.Holder == login && !l.Expired(now) && !l.reclaiming() {
+			if l.claimOf(login, now) {
 				// The list may be a cache a moment behind a release on
 				// another replica (its Lease deleted, or marked while the
 				// member is made fresh): the Lease itself must still say so.
@@ -92,7 +92,7 @@ func (s *Service) takeClaimed(ctx context.Context, claims Leases, p Pool, login 
 				} else if err != nil {
 					return TakeAnswer{}, unavailable(err)
 				}
-				if fresh.Holder == login && !fresh.Expired(now) && !fresh.reclaiming() {
+				if fresh.claimOf(login, now) {
 					return TakeAnswer{Lease: fresh}, nil
 				}
 				l = fresh

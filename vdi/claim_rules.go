@@ -73,7 +73,7 @@ func (s *Service) rules(login string, p Pool, onePerPool bool, counted map[strin
 	now := s.now()
 	var mine []heldDesktop
 	for _, l := range held {
-		if l.Holder != login || l.Expired(now) || l.reclaiming() {
+		if !l.claimOf(login, now) {
 			continue
 		}
 		if onePerPool && l.Namespace == p.Namespace && l.Pool == p.Name {

@@ -85,3 +85,9 @@ type LeaseBatcher interface {
 // longer its holder's, who neither sees it as theirs nor gets it back by
 // claiming again, and it counts against nobody's limits.
 func (l *Lease) reclaiming() bool { return l.Annotations[AnnotationReclaiming] != "" }
+
+// claimOf reports whether l is login's live claim at now: hers, not run
+// out, and not being released or reclaimed.
+func (l *Lease) claimOf(login string, now time.Time) bool {
+	return l.Holder == login && !l.Expired(now) && !l.reclaiming()
+}
