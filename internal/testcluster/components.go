@@ -40,7 +40,7 @@ type component struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	restarts int
-	stopping bool
+	stop     chan struct{} // closed by KubeVirt.stop, under mu
 	done     chan struct{} // closed when the supervisor ends
 }
 
@@ -53,8 +53,11 @@ func (kv *KubeVirt) run(tb testing.TB, path string, args ...string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &component{name: name, path: path, args: args, log: out, dir: kv.dir, done: make(chan struct{})}
-	if err := c.start(); err != nil {
+	c := &component{name: name, path: path, args: args, log: out, dir: kv.dir, stop: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	err = c.start()
+	c.mu.Unlock()
+	if err != nil {
 		tb.Fatalf("testcluster: start %s: %v", name, err)
 	}
 	if kv.comps == nil {
@@ -64,7 +67,8 @@ func (kv *KubeVirt) run(tb testing.TB, path string, args ...string) {
 	go c.supervise()
 }
 
-// start runs the component's process once.
+// start runs the component's process once; c.mu is held, so that stop
+// signals either this process or none started after it.
 func (c *component) start() error {
 	cmd := exec.Command(c.path, c.args...)
 	cmd.Stdout, cmd.Stderr = c.log, c.log
@@ -73,9 +77,7 @@ func (c *component) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	c.mu.Lock()
 	c.cmd = cmd
-	c.mu.Unlock()
 	return nil
 }
 
@@ -90,35 +92,34 @@ func (c *component) supervise() {
 		c.mu.Unlock()
 		began := time.Now()
 		err := cmd.Wait()
-		c.mu.Lock()
-		stopping := c.stopping
-		c.mu.Unlock()
-		if stopping {
-			return
-		}
 		if time.Since(began) >= restartForget {
 			quick = 0
 		}
 		delay := min(restartFirst<<quick, restartMax)
 		quick = min(quick+1, 8)
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
 		fmt.Fprintf(c.log, "\ntestcluster: %s exited (%v) after %v; restarting it in %v, as the kubelet would\n", c.name, err, time.Since(began).Round(time.Second), delay)
 		fmt.Fprintf(os.Stderr, "testcluster: %s exited (%v); restarting it in %v\n", c.name, err, delay)
-		for end := time.Now().Add(delay); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			c.mu.Lock()
-			stopping = c.stopping
-			c.mu.Unlock()
-			if stopping {
-				return
-			}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(delay):
 		}
 		c.mu.Lock()
-		if c.stopping {
+		select {
+		case <-c.stop:
 			c.mu.Unlock()
 			return
+		default:
 		}
 		c.restarts++
+		err = c.start()
 		c.mu.Unlock()
-		if err := c.start(); err != nil {
+		if err != nil {
 			fmt.Fprintf(c.log, "testcluster: restart %s: %v\n", c.name, err)
 			return
 		}
@@ -198,7 +199,7 @@ func (kv *KubeVirt) stop() {
 	kv.mu.Unlock()
 	for _, c := range kv.comps {
 		c.mu.Lock()
-		c.stopping = true
+		close(c.stop)
 		c.mu.Unlock()
 		_ = c.signal(syscall.SIGCONT) // a frozen virt-api too
 		_ = c.signal(syscall.SIGTERM)
