@@ -46,20 +46,15 @@ func newKubeVirtSetup(t *testing.T, opts testcluster.KubeVirtOptions) *kubeVirtS
 	s := &kubeVirtSetup{c: c, kv: kv, csi: csi, ctx: context.Background(), admin: c.AdminClient(t), vms: vms}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("virt-controller's log (restarted %d times) ends:\n%s", kv.Restarts("virt-controller"), lastLines(kv.Log("virt-controller"), 40))
+			t.Logf("virt-controller's log (restarted %d times) ends:\n%s", kv.Restarts("virt-controller"), kv.Tail("virt-controller", 40))
 		}
 	})
 	return s
 }
 
-// lastLines returns the last n lines of s that are not cert-manager noise.
+// lastLines returns the last n lines of s.
 func lastLines(s string, n int) string {
-	var lines []string
-	for l := range strings.SplitSeq(strings.TrimRight(s, "\n"), "\n") {
-		if !strings.Contains(l, "cert-manager.go") {
-			lines = append(lines, l)
-		}
-	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 

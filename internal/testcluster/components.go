@@ -177,15 +177,19 @@ func (kv *KubeVirt) Log(name string) string {
 	return string(b)
 }
 
-// tail is the end of a component's log, for a failure message.
-func (kv *KubeVirt) tail(name string) string {
+// Tail is the last n lines of a component's log, for a failure message,
+// without cert-manager's noise (virt-controller logs each certificate it
+// reads again, several lines a second).
+func (kv *KubeVirt) Tail(name string, n int) string {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader([]byte(kv.Log(name))))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		lines = append(lines, sc.Text())
+		if !strings.Contains(sc.Text(), "cert-manager.go") {
+			lines = append(lines, sc.Text())
+		}
 	}
-	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // stop ends the guests a migration handed over and every component, with

@@ -41,7 +41,7 @@ func TestKubeVirt_ControllerRestarts(t *testing.T) {
 			return admin.Get(ctx, client.ObjectKeyFromObject(vm), vm) == nil && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped
 		}) {
 			t.Fatalf("VM %s's status after 2 minutes: %q; want Stopped, written by virt-controller (restarts: %d)\n%s",
-				name, vm.Status.PrintableStatus, kv.Restarts("virt-controller"), lastLog(kv.Log("virt-controller"), 20))
+				name, vm.Status.PrintableStatus, kv.Restarts("virt-controller"), kv.Tail("virt-controller", 20))
 		}
 	}
 	reconciled("before")
@@ -50,13 +50,7 @@ func TestKubeVirt_ControllerRestarts(t *testing.T) {
 	if n := kv.Restarts("virt-controller"); n != 1 {
 		t.Errorf("virt-controller restarted %d times; want 1", n)
 	}
-	if log := kv.Log("virt-controller"); !strings.Contains(log, "virt-controller exited (signal: killed)") {
-		t.Errorf("virt-controller's log does not say it was restarted:\n%s", lastLog(log, 20))
+	if !strings.Contains(kv.Log("virt-controller"), "virt-controller exited (signal: killed)") {
+		t.Errorf("virt-controller's log does not say it was restarted:\n%s", kv.Tail("virt-controller", 20))
 	}
-}
-
-// lastLog is the last n lines of log.
-func lastLog(log string, n int) string {
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

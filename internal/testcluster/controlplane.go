@@ -138,7 +138,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 	kv.run(tb, filepath.Join(bin, "virt-api"), "--kubeconfig", kubeconfig, "--listen", "127.0.0.1", "--port", strconv.Itoa(apiPort),
 		"--tls-cert-file", crt, "--tls-key-file", key, "--handler-cert-file", handlerCrt, "--handler-key-file", handlerKey)
 	if err := waitTLS(ctx, apiPort, 90*time.Second); err != nil {
-		tb.Fatalf("testcluster: virt-api did not serve on 127.0.0.1:%d: %v\n%s", apiPort, err, kv.tail("virt-api"))
+		tb.Fatalf("testcluster: virt-api did not serve on 127.0.0.1:%d: %v\n%s", apiPort, err, kv.Tail("virt-api", 30))
 	}
 	url := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	for i := range mutating.Webhooks {
@@ -158,7 +158,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 		tb.Fatal(err)
 	}
 	if err := registerSubresources(ctx, admin, "virt-api", int32(apiPort)); err != nil {
-		tb.Fatalf("testcluster: register virt-api's subresource API: %v\n%s", err, kv.tail("virt-api"))
+		tb.Fatalf("testcluster: register virt-api's subresource API: %v\n%s", err, kv.Tail("virt-api", 30))
 	}
 
 	kv.run(tb, filepath.Join(bin, "virt-controller"), "--kubeconfig", controllerKubeconfig, "--port", strconv.Itoa(freePort(tb)),
@@ -172,7 +172,7 @@ func (c *Cluster) StartKubeVirt(tb testing.TB, opts KubeVirtOptions) *KubeVirt {
 		l, err := c.Client.CoordinationV1().Leases(KubeVirtNamespace).Get(ctx, "virt-controller", metav1.GetOptions{})
 		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
 	}); err != nil {
-		tb.Fatalf("testcluster: virt-controller did not take its leader Lease: %v\n%s", err, kv.tail("virt-controller"))
+		tb.Fatalf("testcluster: virt-controller did not take its leader Lease: %v\n%s", err, kv.Tail("virt-controller", 30))
 	}
 	return kv
 }
